@@ -1,0 +1,46 @@
+# Two commands do all the set-up: `make demo` runs the whole system, `make test` passes the suite.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+HTMX := reviewer/static/vendor/htmx.min.js
+
+.PHONY: demo test bench lint stop install install-dev
+
+$(VENV)/bin/python:
+	$(PYTHON) -m venv $(VENV)
+
+$(VENV)/.runtime: requirements.txt | $(VENV)/bin/python
+	$(PY) -m pip install --quiet -r requirements.txt
+	touch $@
+
+$(VENV)/.dev: requirements.txt requirements-dev.txt | $(VENV)/bin/python
+	$(PY) -m pip install --quiet -r requirements-dev.txt
+	touch $(VENV)/.runtime $@
+
+$(HTMX): package.json package-lock.json
+	npm ci --no-audit --no-fund --silent
+	mkdir -p $(dir $@)
+	cp node_modules/htmx.org/dist/htmx.min.js $@
+
+install: $(VENV)/.runtime $(HTMX)
+install-dev: $(VENV)/.dev $(HTMX)
+
+# DEBUG=1: the demo serves on loopback over plain HTTP with a development secret.
+demo: install
+	DEBUG=$${DEBUG:-1} $(PY) manage.py demo
+
+# The suite gets private servers of its own (.data/test), apart from the demo's.
+test: install-dev
+	DEBUG=1 TOLLGATE_DATA_DIR=$${TOLLGATE_DATA_DIR:-.data/test} $(PY) -m pytest $(PYTEST_ARGS)
+
+bench: install-dev
+	DEBUG=1 TOLLGATE_DATA_DIR=$${TOLLGATE_DATA_DIR:-.data/bench} $(PY) -m bench
+
+lint: install-dev
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+stop:
+	$(PY) -m reviewer.embedded stop
+	TOLLGATE_DATA_DIR=.data/test $(PY) -m reviewer.embedded stop
+	TOLLGATE_DATA_DIR=.data/bench $(PY) -m reviewer.embedded stop

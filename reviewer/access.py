@@ -1,0 +1,44 @@
+"""Who may see what. Every view asks here (never only the template), so an htmx request for a
+partial meets the same checks as the full page."""
+
+from collections.abc import Callable
+from functools import wraps
+
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.db.models import QuerySet
+from django.http import HttpRequest, HttpResponse
+
+from grading.models import Org
+from reviewer.models import Membership, Role
+
+EVERY_ROLE = tuple(Role)
+
+
+def orgs_for(user, *roles: Role) -> QuerySet[Org]:
+    """The orgs in which `user` holds any of `roles`."""
+    if not user.is_authenticated:
+        return Org.objects.none()
+    return Org.objects.filter(memberships__user=user, memberships__role__in=roles).distinct().order_by("slug")
+
+
+def roles_of(user) -> set[str]:
+    if not user.is_authenticated:
+        return set()
+    return set(Membership.objects.filter(user=user).values_list("role", flat=True))
+
+
+def role_required(*roles: Role) -> Callable:
+    """Anonymous users go to the sign-in page; signed-in users without one of `roles` get 403."""
+
+    def decorator(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+        @login_required
+        @wraps(view)
+        def guarded(request: HttpRequest, *args, **kwargs) -> HttpResponse:
+            if not Membership.objects.filter(user=request.user, role__in=roles).exists():
+                raise PermissionDenied("Your role does not include this page.")
+            return view(request, *args, **kwargs)
+
+        return guarded
+
+    return decorator

@@ -1,0 +1,17 @@
+from django.http import HttpRequest
+
+from reviewer.access import roles_of
+from reviewer.models import Role
+
+
+def navigation(request: HttpRequest) -> dict:
+    """The navigation a person's roles open up; the views enforce the same rules on their own."""
+    roles = roles_of(request.user)
+    items = []
+    if Role.OPERATOR in roles:
+        items.append(("queue", "Queue"))
+    if Role.CRITERIA_ADMIN in roles:
+        items.append(("criteria", "Criteria"))
+    if roles:
+        items.append(("dashboard", "Dashboard"))
+    return {"nav_items": items, "user_roles": sorted(roles)}

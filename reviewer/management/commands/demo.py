@@ -1,0 +1,66 @@
+import os
+import signal
+import subprocess
+import sys
+import time
+
+from django.conf import settings
+from django.core.management import call_command
+from django.core.management.base import BaseCommand, CommandParser
+
+from reviewer.demo import DEMO_PEOPLE, demo_api_key, demo_seed
+
+
+class Command(BaseCommand):
+    help = "Run the whole system on this machine: migrate, seed a demo org, start a worker, beat and the web app."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--addr", default="127.0.0.1:8000")
+
+    def handle(self, *args, addr: str, **options) -> None:
+        call_command("migrate", interactive=False, verbosity=0)
+        org = demo_seed()
+        key = demo_api_key(org)
+        self._print_logins(addr, org.slug, key)
+        children = self._start_children(addr)
+        try:
+            self._wait(children)
+        finally:
+            self._stop(children)
+
+    def _print_logins(self, addr: str, org_slug: str, key: str) -> None:
+        self.stdout.write(self.style.SUCCESS(f"\nTollgate demo: http://{addr}/  (org {org_slug})"))
+        for person in DEMO_PEOPLE:
+            self.stdout.write(f"  {person.role:<15} {person.username} / {person.password}")
+        self.stdout.write(f"  API key (shown once): {key}")
+        judge = settings.JUDGE_BASE_URL or "offline heuristic judge (set JUDGE_BASE_URL for a real one)"
+        self.stdout.write(f"  judge: {judge}\n  Ctrl-C stops everything started here.\n")
+
+    def _start_children(self, addr: str) -> list[subprocess.Popen]:
+        python = sys.executable
+        commands = [
+            [python, "-m", "celery", "-A", "reviewer", "worker", "-Q", "judge,default", "-l", "warning", "-c", "2"],
+            [python, "-m", "celery", "-A", "reviewer", "beat", "-l", "warning"],
+            [python, "manage.py", "runserver", addr, "--noreload"],
+        ]
+        # Each child gets its own process group, so Ctrl-C reaches us once and we stop them in order.
+        return [subprocess.Popen(command, env=os.environ.copy(), start_new_session=True) for command in commands]
+
+    def _wait(self, children: list[subprocess.Popen]) -> None:
+        try:
+            while all(child.poll() is None for child in children):
+                time.sleep(0.5)
+            failed = next(child for child in children if child.poll() is not None)
+            self.stderr.write(f"{' '.join(failed.args[1:4])} exited with {failed.returncode}; stopping the demo")
+        except KeyboardInterrupt:
+            self.stdout.write("\nstopping…")
+
+    def _stop(self, children: list[subprocess.Popen]) -> None:
+        for child in children:
+            if child.poll() is None:
+                os.killpg(child.pid, signal.SIGTERM)
+        for child in children:
+            try:
+                child.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.killpg(child.pid, signal.SIGKILL)

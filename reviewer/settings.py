@@ -1,0 +1,207 @@
+"""Settings for Tollgate, every one of them read from the environment (see the README's table).
+
+When `DATABASE_URL` or `REDIS_URL` is unset, a private server is found or started under
+`TOLLGATE_DATA_DIR` (reviewer/embedded.py). Doing it here, at settings import, is deliberate: it is the
+one place every entry point passes through (manage.py, gunicorn, the Celery worker and beat).
+"""
+
+from pathlib import Path
+from urllib.parse import parse_qsl, unquote, urlsplit
+
+from celery.schedules import crontab
+from django.core.exceptions import ImproperlyConfigured
+
+from reviewer import embedded
+from reviewer.env import env_bool, env_choice, env_float, env_int, env_list, env_str
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+DATA_DIR = Path(env_str("TOLLGATE_DATA_DIR", str(BASE_DIR / ".data")))
+
+DEBUG = env_bool("DEBUG", False)
+_INSECURE_SECRET = "insecure-development-key-never-use-in-production"  # noqa: S105
+SECRET_KEY = env_str("SECRET_KEY") or (_INSECURE_SECRET if DEBUG else "")
+ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost"] if DEBUG else [])
+if not DEBUG:
+    # Refuse to start in production mode with development defaults.
+    if not SECRET_KEY or SECRET_KEY == _INSECURE_SECRET or len(SECRET_KEY) < 50:
+        raise ImproperlyConfigured(
+            "SECRET_KEY (or SECRET_KEY_FILE) must be set to 50+ random characters when DEBUG is off"
+        )
+    if not ALLOWED_HOSTS or "*" in ALLOWED_HOSTS:
+        raise ImproperlyConfigured("ALLOWED_HOSTS must list this server's host names when DEBUG is off")
+
+
+def database_from_url(url: str) -> dict:
+    """Django DATABASES entry for a `postgresql://user:password@host:port/name?opt=value` URL.
+
+    `?host=/path` selects a unix socket directory (how the embedded server is reached); other query
+    options (sslmode, ...) are passed to psycopg.
+    """
+    parts = urlsplit(url)
+    if parts.scheme not in ("postgres", "postgresql"):
+        raise ImproperlyConfigured(f"DATABASE_URL must be a postgresql:// URL, not {parts.scheme or 'empty'}://")
+    options = dict(parse_qsl(parts.query))
+    name = unquote(parts.path.lstrip("/"))
+    if not name:
+        raise ImproperlyConfigured("DATABASE_URL names no database (postgresql://host/NAME)")
+    return {
+        "ENGINE": "django.db.backends.postgresql",
+        "NAME": name,
+        "USER": unquote(parts.username or ""),
+        "PASSWORD": unquote(parts.password or ""),
+        "HOST": options.pop("host", parts.hostname or ""),
+        "PORT": str(parts.port or ""),
+        "OPTIONS": options,
+        "CONN_MAX_AGE": env_int("DATABASE_CONN_MAX_AGE", 60, minimum=0),
+        "CONN_HEALTH_CHECKS": True,
+    }
+
+
+DATABASE_URL = env_str("DATABASE_URL") or embedded.postgres_url(DATA_DIR)
+DATABASES = {"default": database_from_url(DATABASE_URL)}
+REDIS_URL = env_str("REDIS_URL") or embedded.redis_url(DATA_DIR)
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "django_htmx",
+    "template_partials",
+    "csp",
+    "axes",
+    "django_celery_beat",
+    "grading",
+    "reviewer",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "csp.middleware.CSPMiddleware",
+    "django_htmx.middleware.HtmxMiddleware",
+    "axes.middleware.AxesMiddleware",  # last, as django-axes asks
+]
+
+ROOT_URLCONF = "reviewer.urls"
+WSGI_APPLICATION = "reviewer.wsgi.application"
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+                "reviewer.context_processors.navigation",
+            ],
+        },
+    }
+]
+
+AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", "django.contrib.auth.backends.ModelBackend"]
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+]
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "home"
+LOGOUT_REDIRECT_URL = "login"
+AXES_FAILURE_LIMIT = env_int("AXES_FAILURE_LIMIT", 5, minimum=1)
+AXES_COOLOFF_TIME = env_float("AXES_COOLOFF_HOURS", 0.25, minimum=0)
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+
+LANGUAGE_CODE = "en"
+TIME_ZONE = "UTC"
+USE_I18N = False
+USE_TZ = True
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+STATIC_URL = "static/"
+STATIC_ROOT = BASE_DIR / "staticfiles"
+STATICFILES_DIRS = [BASE_DIR / "reviewer" / "static"]
+
+# Security. The CSP allows no inline script: htmx comes from our own static files, and
+# behaviour lives in static JS. htmx injects its indicator styles inline unless told not to
+# (htmx.config.includeIndicatorStyles is turned off by a meta tag in _base.html).
+SESSION_COOKIE_HTTPONLY = True
+CSRF_COOKIE_HTTPONLY = False  # read by nothing: the token travels in hx-headers on <body>
+SECURE_CONTENT_TYPE_NOSNIFF = True
+X_FRAME_OPTIONS = "DENY"
+SECURE_REFERRER_POLICY = "same-origin"
+SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", not DEBUG)
+SESSION_COOKIE_SECURE = env_bool("SESSION_COOKIE_SECURE", not DEBUG)
+CSRF_COOKIE_SECURE = env_bool("CSRF_COOKIE_SECURE", not DEBUG)
+SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 0 if DEBUG else 31536000, minimum=0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", not DEBUG)
+SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", not DEBUG)
+SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if env_bool("BEHIND_TLS_PROXY", False) else None
+CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": ["'self'"],
+        "script-src": ["'self'"],
+        "style-src": ["'self'"],
+        "img-src": ["'self'", "data:"],
+        "connect-src": ["'self'"],
+        "frame-ancestors": ["'none'"],
+        "form-action": ["'self'"],
+        "base-uri": ["'none'"],
+        "object-src": ["'none'"],
+    }
+}
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "root": {"handlers": ["console"], "level": env_choice("LOG_LEVEL", "INFO", ("DEBUG", "INFO", "WARNING", "ERROR"))},
+    "loggers": {"pgserver": {"level": "WARNING"}},
+}
+AXES_VERBOSE = False
+
+# Celery: configured from these settings under the CELERY_ namespace (reviewer/celery.py).
+CELERY_BROKER_URL = REDIS_URL
+CELERY_RESULT_BACKEND = REDIS_URL
+CELERY_ACCEPT_CONTENT = ["json"]
+CELERY_TASK_SERIALIZER = "json"
+CELERY_RESULT_SERIALIZER = "json"
+CELERY_RESULT_EXPIRES = 3600
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_TASK_TIME_LIMIT = env_int("CELERY_TASK_TIME_LIMIT", 900, minimum=10)
+CELERY_TASK_SOFT_TIME_LIMIT = CELERY_TASK_TIME_LIMIT - 5
+# A late-acked task is redelivered when its visibility timeout passes, so the timeout must outlast the
+# longest a task may run, or a slow judge call would run twice.
+CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": CELERY_TASK_TIME_LIMIT * 2}
+CELERY_TASK_DEFAULT_QUEUE = "default"
+
+CELERY_TASK_ROUTES = {"grading.tasks.grade_*": {"queue": "judge"}}
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
+CELERY_BEAT_SCHEDULE = {
+    "grading-pass-hourly": {"task": "grading.tasks.grading_pass", "schedule": crontab(minute=5)},
+}
+
+# The judge. With no JUDGE_BASE_URL, the offline heuristic judge (labelled as such) grades.
+JUDGE_BASE_URL = env_str("JUDGE_BASE_URL", "")
+JUDGE_MODEL = env_str("JUDGE_MODEL", "gpt-4o-mini")
+JUDGE_API_KEY = env_str("JUDGE_API_KEY", "")
+JUDGE_TIMEOUT_SECONDS = env_float("JUDGE_TIMEOUT_SECONDS", 60.0, minimum=0.1)
+JUDGE_MAX_RETRIES = env_int("JUDGE_MAX_RETRIES", 3, minimum=0)
+JUDGE_INPUT_BUDGET_CHARS = env_int("JUDGE_INPUT_BUDGET_CHARS", 48_000, minimum=1_000)
+EMBEDDINGS_BACKEND = env_choice("EMBEDDINGS_BACKEND", "hashing", ("hashing", "openai", "sentence-transformers"))
+
+CLAIM_LEASE_MINUTES = env_int("CLAIM_LEASE_MINUTES", 15, minimum=1)

@@ -1,0 +1,172 @@
+"""Personas, real services and fakes shared by the whole suite.
+
+Personas (STYLE.md): an operator, an operator of another org, a criteria admin, a stakeholder, a
+signed-in user with no role, and anonymous. Services: a real Celery worker process and a loopback
+server speaking the OpenAI chat-completions protocol.
+"""
+
+import os
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from urllib.parse import quote
+
+import pytest
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.test import Client
+
+from grading.models import Org
+from reviewer.models import Membership, Role
+from tests.fakes.openai_server import FakeLLM
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+PASSWORD = "correct horse battery staple"
+
+
+# --- personas -------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def org(db) -> Org:
+    return Org.objects.create(name="Northwind", slug="northwind")
+
+
+@pytest.fixture
+def other_org(db) -> Org:
+    return Org.objects.create(name="Globex", slug="globex")
+
+
+def make_person(username: str, org: Org | None = None, *roles: Role):
+    user = get_user_model().objects.create_user(username=username, password=PASSWORD)
+    for role in roles:
+        Membership.objects.create(user=user, org=org, role=role)
+    return user
+
+
+@pytest.fixture
+def operator(org):
+    return make_person("dana", org, Role.OPERATOR)
+
+
+@pytest.fixture
+def other_org_operator(other_org):
+    return make_person("mallory", other_org, Role.OPERATOR)
+
+
+@pytest.fixture
+def criteria_admin(org):
+    return make_person("casey", org, Role.CRITERIA_ADMIN)
+
+
+@pytest.fixture
+def stakeholder(org):
+    return make_person("sam", org, Role.STAKEHOLDER)
+
+
+@pytest.fixture
+def roleless(db):
+    return make_person("riley")
+
+
+@pytest.fixture
+def client_for(client):
+    """`client_for(user)`: a test client signed in as that user."""
+
+    def sign_in(user) -> Client:
+        client.force_login(user)
+        return client
+
+    return sign_in
+
+
+# --- the fake LLM ---------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def fake_llm_server() -> Iterator[FakeLLM]:
+    with FakeLLM() as server:
+        yield server
+
+
+@pytest.fixture
+def fake_llm(fake_llm_server: FakeLLM) -> Iterator[FakeLLM]:
+    """The loopback OpenAI-compatible server, with no scripted replies and no recorded requests."""
+    fake_llm_server.reset()
+    yield fake_llm_server
+    fake_llm_server.reset()
+
+
+# --- a real Celery worker -------------------------------------------------------------------------
+
+
+def database_url(settings_dict: dict) -> str:
+    """A DATABASE_URL for the database Django is using now (the test database, once it exists)."""
+    credentials = quote(settings_dict["USER"] or "")
+    if settings_dict["PASSWORD"]:
+        credentials += ":" + quote(settings_dict["PASSWORD"])
+    host = settings_dict["HOST"] or ""
+    if host.startswith("/"):  # a unix socket directory
+        return f"postgresql://{credentials}@/{settings_dict['NAME']}?host={quote(host)}"
+    port = f":{settings_dict['PORT']}" if settings_dict["PORT"] else ""
+    return f"postgresql://{credentials}@{host}{port}/{settings_dict['NAME']}"
+
+
+@pytest.fixture(scope="session")
+def celery_worker(django_db_setup, django_db_blocker, fake_llm_server, tmp_path_factory) -> Iterator[str]:
+    """A real `celery worker` process on the test database and Redis; its judge is the fake LLM.
+
+    Tests that use it must commit what the worker reads: mark them `django_db(transaction=True)`.
+    """
+    from reviewer.celery import app
+
+    app.control.purge()  # tasks left in the queues by an earlier, interrupted run
+    name = f"test-{uuid.uuid4().hex[:8]}@localhost"
+    log_path = tmp_path_factory.mktemp("worker") / "worker.log"
+    env = os.environ | {
+        "DATABASE_URL": database_url(settings.DATABASES["default"]),
+        "REDIS_URL": settings.REDIS_URL,
+        "JUDGE_BASE_URL": fake_llm_server.base_url,
+        "JUDGE_API_KEY": "test-key",
+        "JUDGE_TIMEOUT_SECONDS": "5",
+    }
+    command = [
+        sys.executable, "-m", "celery", "-A", "reviewer", "worker",
+        "-Q", "judge,default", "-c", "2", "-n", name, "-l", "info",
+        "--include", "tests.fakes.canary_tasks",
+    ]  # fmt: skip
+    with open(log_path, "w") as log:
+        worker = subprocess.Popen(command, cwd=REPO_ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        _wait_for_worker(app, name, worker, log_path)
+        yield name
+    finally:
+        worker.terminate()
+        try:
+            worker.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            worker.kill()
+
+
+def _wait_for_worker(app, name: str, worker: subprocess.Popen, log_path: Path) -> None:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if worker.poll() is not None:
+            raise RuntimeError(f"the Celery worker exited with {worker.returncode}:\n{log_path.read_text()}")
+        if app.control.ping(destination=[name], timeout=0.5):
+            return
+    raise RuntimeError(f"the Celery worker did not answer within 60 s:\n{log_path.read_text()}")
+
+
+def wait_until(condition, *, timeout: float = 30.0, interval: float = 0.1, message: str = "condition"):
+    """Poll `condition()` until it returns something truthy; the worker runs in another process."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        result = condition()
+        if result:
+            return result
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout:g}s waiting for {message}")
