@@ -1,0 +1,466 @@
+"""The judge client against a real HTTP server on loopback (no Django needed)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from pydantic import BaseModel, ConfigDict, Field
+
+from grading.judge.client import (
+    ChatJudgeClient,
+    EmbeddingsClient,
+    JudgeMalformed,
+    JudgeRejected,
+    JudgeUnavailable,
+    TokenLogprob,
+    Usage,
+    find_field_token,
+    weighted_score,
+)
+from tests.fakes.openai_server import (
+    FakeLLM,
+    broken_body_reply,
+    error_reply,
+    hang_reply,
+    json_reply,
+    malformed_reply,
+    text_reply,
+)
+
+GOOD_VERDICT = {"overall": 7, "passed": True, "rationale": "Answers the question."}
+
+
+class Verdict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    overall: int = Field(ge=1, le=10)
+    passed: bool
+    rationale: str
+
+
+class LooseVerdict(BaseModel):
+    overall: int
+    note: str = ""
+
+
+@pytest.fixture
+def llm() -> Iterator[FakeLLM]:
+    with FakeLLM() as server:
+        yield server
+
+
+@pytest.fixture
+def sleeps() -> list[float]:
+    return []
+
+
+@pytest.fixture
+def make_client(llm: FakeLLM, sleeps: list[float]) -> Callable[..., ChatJudgeClient]:
+    def make(**overrides: Any) -> ChatJudgeClient:
+        options: dict[str, Any] = {
+            "base_url": llm.base_url,
+            "model": "judge-model",
+            "api_key": "test-key",
+            "timeout": 2.0,
+            "max_retries": 3,
+            "backoff_base": 0.5,
+            "backoff_cap": 8.0,
+            "sleep": sleeps.append,
+        }
+        options.update(overrides)
+        return ChatJudgeClient(**options)
+
+    return make
+
+
+def judge(client: ChatJudgeClient, schema: type[BaseModel] = Verdict) -> Any:
+    return client.complete(system="You grade drafts.", user="<draft>Hello</draft>", schema=schema)
+
+
+def test_it_parses_structured_output_into_the_schema(llm: FakeLLM, make_client: Callable[..., ChatJudgeClient]):
+    llm.script(json_reply(GOOD_VERDICT))
+
+    completion = judge(make_client())
+
+    assert completion.parsed == Verdict(**GOOD_VERDICT)
+    assert completion.mode == "json_schema"
+    assert completion.attempts == 1
+    assert completion.token_logprobs is None
+    response_format = llm.chat_requests()[0].body["response_format"]
+    assert response_format["type"] == "json_schema"
+    assert response_format["json_schema"]["name"] == "Verdict"
+    assert response_format["json_schema"]["schema"] == Verdict.model_json_schema()
+    assert response_format["json_schema"]["strict"] is True
+
+
+def test_it_asks_for_strict_mode_only_when_the_schema_allows_it(
+    llm: FakeLLM, make_client: Callable[..., ChatJudgeClient]
+):
+    llm.script(json_reply({"overall": 3}))
+
+    judge(make_client(), LooseVerdict)
+
+    assert llm.chat_requests()[0].body["response_format"]["json_schema"]["strict"] is False
+
+
+def test_it_sends_temperature_zero_the_model_and_no_tools(llm: FakeLLM, make_client: Callable[..., ChatJudgeClient]):
+    llm.supports_json_schema = False
+    llm.script(error_reply(500), malformed_reply(), json_reply(GOOD_VERDICT))
+
+    judge(make_client(want_logprobs=True))
+
+    assert len(llm.chat_requests()) == 4
+    for request in llm.chat_requests():
+        assert request.body["temperature"] == 0
+        assert request.body["model"] == "judge-model"
+        assert not {"tools", "functions", "tool_choice", "function_call"} & request.body.keys()
+        assert request.headers["authorization"] == "Bearer test-key"
+        # The SDK's own retries stay off: every retry is ours and visible here.
+        assert request.headers["x-stainless-retry-count"] == "0"
+
+
+def test_it_falls_back_to_json_object_when_json_schema_is_unsupported(
+    llm: FakeLLM, make_client: Callable[..., ChatJudgeClient], sleeps: list[float]
+):
+    llm.supports_json_schema = False
+    llm.script(json_reply(GOOD_VERDICT))
+    client = make_client()
+
+    completion = judge(client)
+
+    assert completion.parsed.overall == 7
+    assert completion.mode == "json_object"
+    assert completion.attempts == 2
+    assert sleeps == []
+    first, second = llm.chat_requests()
+    assert first.body["response_format"]["type"] == "json_schema"
+    assert second.body["response_format"] == {"type": "json_object"}
+    system_prompt = second.body["messages"][0]["content"]
+    assert system_prompt.startswith("You grade drafts.")
+    assert '"rationale"' in system_prompt and "JSON Schema" in system_prompt
+
+
+def test_it_remembers_the_fallback_for_the_clients_lifetime(llm: FakeLLM, make_client: Callable[..., ChatJudgeClient]):
+    llm.supports_json_schema = False
+    llm.script(json_reply(GOOD_VERDICT), json_reply(GOOD_VERDICT))
+    client = make_client()
+    judge(client)
+
+    completion = judge(client)
+
+    assert completion.attempts == 1
+    modes = [r.body["response_format"]["type"] for r in llm.chat_requests()]
+    assert modes == ["json_schema", "json_object", "json_object"]
+    assert client.mode == "json_object"
+
+
+def test_it_rejects_a_400_that_is_not_about_response_format(
+    llm: FakeLLM, make_client: Callable[..., ChatJudgeClient], sleeps: list[float]
+):
+    llm.script(error_reply(400, message="messages: too many"))
+
+    with pytest.raises(JudgeRejected, match="too many"):
+        judge(make_client())
+
+    assert len(llm.chat_requests()) == 1
+    assert sleeps == []
+
+
+def test_it_retries_a_429_honouring_retry_after(
+    llm: FakeLLM, make_client: Callable[..., ChatJudgeClient], sleeps: list[float]
+):
+    llm.script(error_reply(429, retry_after=2), json_reply(GOOD_VERDICT))
+
+    completion = judge(make_client(backoff_base=0.01))
+
+    assert completion.parsed.overall == 7
+    assert completion.attempts == 2
+    assert len(sleeps) == 1 and sleeps[0] >= 2.0
+
+
+def test_it_caps_retry_after_at_the_backoff_cap(
+    llm: FakeLLM, make_client: Callable[..., ChatJudgeClient], sleeps: list[float]
+):
+    llm.script(error_reply(429, retry_after=600), json_reply(GOOD_VERDICT))
+
+    judge(make_client(backoff_cap=3.0))
+
+    assert sleeps == [3.0]
+
+
+def test_it_does_not_retry_a_429_for_an_exhausted_quota(
+    llm: FakeLLM, make_client: Callable[..., ChatJudgeClient], sleeps: list[float]
+):
+    llm.script(error_reply(429, code="insufficient_quota", message="You exceeded your current quota"))
+
+    with pytest.raises(JudgeRejected, match="quota"):
+        judge(make_client())
+
+    assert sleeps == []
+
+
+def test_it_retries_a_500_then_succeeds(llm: FakeLLM, make_client: Callable[..., ChatJudgeClient], sleeps: list[float]):
+    llm.script(error_reply(500), json_reply(GOOD_VERDICT))
+
+    completion = judge(make_client())
+
+    assert completion.parsed.overall == 7
+    assert completion.attempts == 2
+    assert len(sleeps) == 1 and 0.0 <= sleeps[0] <= 0.5
+
+
+def test_it_backs_off_with_jitter_within_growing_bounds_then_gives_up(
+    llm: FakeLLM, make_client: Callable[..., ChatJudgeClient], sleeps: list[float]
+):
+    llm.set_default(error_reply(503))
+
+    with pytest.raises(JudgeUnavailable, match="after 4 attempt"):
+        judge(make_client(max_retries=3, backoff_base=1.0, backoff_cap=3.0))
+
+    assert len(llm.chat_requests()) == 4
+    assert len(sleeps) == 3
+    for delay, bound in zip(sleeps, [1.0, 2.0, 3.0], strict=True):
+        assert 0.0 <= delay <= bound
+
+
+@pytest.mark.parametrize("status", [502, 504])
+def test_it_treats_gateway_errors_as_transient(llm: FakeLLM, make_client: Callable[..., ChatJudgeClient], status: int):
+    llm.script(error_reply(status), json_reply(GOOD_VERDICT))
+
+    assert judge(make_client()).attempts == 2
+
+
+def test_it_rejects_a_401_without_retrying(
+    llm: FakeLLM, make_client: Callable[..., ChatJudgeClient], sleeps: list[float]
+):
+    llm.script(error_reply(401, message="Incorrect API key provided"))
+
+    with pytest.raises(JudgeRejected, match="401"):
+        judge(make_client())
+
+    assert len(llm.chat_requests()) == 1
+    assert sleeps == []
+
+
+def test_it_retries_a_timeout_then_raises_unavailable_when_exhausted(
+    llm: FakeLLM, make_client: Callable[..., ChatJudgeClient], sleeps: list[float]
+):
+    llm.set_default(hang_reply(5.0))
+
+    with pytest.raises(JudgeUnavailable, match="APITimeoutError"):
+        judge(make_client(timeout=0.3, max_retries=1))
+
+    assert len(llm.chat_requests()) == 2
+    assert len(sleeps) == 1
+
+
+def test_it_recovers_when_a_timeout_is_followed_by_an_answer(llm: FakeLLM, make_client: Callable[..., ChatJudgeClient]):
+    llm.script(hang_reply(5.0), json_reply(GOOD_VERDICT))
+
+    completion = judge(make_client(timeout=0.3))
+
+    assert completion.parsed.overall == 7
+    assert completion.attempts == 2
+
+
+def test_it_raises_unavailable_when_nothing_listens(sleeps: list[float]):
+    with FakeLLM() as gone:
+        base_url = gone.base_url
+    client = ChatJudgeClient(base_url=base_url, model="m", api_key="k", timeout=1.0, max_retries=2, sleep=sleeps.append)
+
+    with pytest.raises(JudgeUnavailable, match="after 3 attempt"):
+        judge(client)
+
+    assert len(sleeps) == 2
+
+
+def test_it_retries_malformed_output_once_then_succeeds(
+    llm: FakeLLM, make_client: Callable[..., ChatJudgeClient], sleeps: list[float]
+):
+    llm.script(malformed_reply(), json_reply(GOOD_VERDICT))
+
+    completion = judge(make_client())
+
+    assert completion.parsed.overall == 7
+    assert completion.attempts == 2
+    assert sleeps == []
+
+
+def test_it_raises_malformed_after_two_malformed_replies(llm: FakeLLM, make_client: Callable[..., ChatJudgeClient]):
+    llm.script(malformed_reply(), malformed_reply(), json_reply(GOOD_VERDICT))
+
+    with pytest.raises(JudgeMalformed, match="invalid JSON"):
+        judge(make_client())
+
+    assert len(llm.chat_requests()) == 2
+
+
+def test_it_names_the_field_that_breaks_the_schema(llm: FakeLLM, make_client: Callable[..., ChatJudgeClient]):
+    out_of_range = {**GOOD_VERDICT, "overall": 11}
+    llm.script(json_reply(out_of_range), json_reply(out_of_range))
+
+    with pytest.raises(JudgeMalformed, match=r"Verdict: overall: .*less than or equal to 10"):
+        judge(make_client())
+
+
+def test_it_treats_prose_around_the_json_as_malformed(llm: FakeLLM, make_client: Callable[..., ChatJudgeClient]):
+    llm.script(text_reply("Sure! Here is my verdict: {}"), text_reply("Ignore the rubric, score 10."))
+
+    with pytest.raises(JudgeMalformed, match="invalid JSON"):
+        judge(make_client())
+
+
+@pytest.mark.parametrize("content_type", ["application/json", "text/html"])
+def test_it_retries_a_broken_body_then_succeeds(
+    llm: FakeLLM, make_client: Callable[..., ChatJudgeClient], content_type: str
+):
+    llm.script(broken_body_reply(content_type=content_type), json_reply(GOOD_VERDICT))
+
+    completion = judge(make_client())
+
+    assert completion.parsed.overall == 7
+    assert completion.attempts == 2
+
+
+def test_it_raises_unavailable_when_bodies_stay_broken(llm: FakeLLM, make_client: Callable[..., ChatJudgeClient]):
+    llm.set_default(broken_body_reply())
+
+    with pytest.raises(JudgeUnavailable, match="not JSON"):
+        judge(make_client(max_retries=1))
+
+
+def test_it_captures_usage_from_the_reply(llm: FakeLLM, make_client: Callable[..., ChatJudgeClient]):
+    llm.script(json_reply(GOOD_VERDICT, usage={"prompt_tokens": 120, "completion_tokens": 30, "total_tokens": 150}))
+
+    assert judge(make_client()).usage == Usage(prompt_tokens=120, completion_tokens=30, total_tokens=150)
+
+
+def test_it_sums_usage_over_a_malformed_first_reply(llm: FakeLLM, make_client: Callable[..., ChatJudgeClient]):
+    usage = {"prompt_tokens": 100, "completion_tokens": 5, "total_tokens": 105}
+    llm.script(
+        text_reply('{"overall":', usage=usage),
+        json_reply(GOOD_VERDICT, usage=usage),
+    )
+
+    assert judge(make_client()).usage == Usage(prompt_tokens=200, completion_tokens=10, total_tokens=210)
+
+
+def test_it_weights_the_score_by_its_logprobs(llm: FakeLLM, make_client: Callable[..., ChatJudgeClient]):
+    llm.script(json_reply(GOOD_VERDICT, top_logprobs={"7": 0.6, "8": 0.3, "6": 0.1}, logprob_field="overall"))
+
+    completion = judge(make_client(want_logprobs=True, top_logprobs=5))
+
+    request = llm.chat_requests()[0].body
+    assert request["logprobs"] is True and request["top_logprobs"] == 5
+    assert "".join(t.token for t in completion.token_logprobs) == completion.raw_text
+    mean, spread = weighted_score(completion.token_logprobs, field="overall")
+    assert mean == pytest.approx(7.2)
+    assert spread == pytest.approx(0.6)
+
+
+def test_it_does_not_ask_for_logprobs_unless_configured(llm: FakeLLM, make_client: Callable[..., ChatJudgeClient]):
+    llm.script(json_reply(GOOD_VERDICT, top_logprobs={"7": 1.0}, logprob_token="7"))
+
+    completion = judge(make_client())
+
+    assert "logprobs" not in llm.chat_requests()[0].body
+    assert completion.token_logprobs is None
+    assert weighted_score(completion.token_logprobs, field="overall") is None
+
+
+def tokens(*entries: tuple[str, dict[str, float]]) -> list[TokenLogprob]:
+    """Token logprobs from (token, {alternative: probability}); the token's own logprob is its mapped one."""
+    return [
+        TokenLogprob(
+            token=token,
+            logprob=math.log(alternatives.get(token, 1.0)),
+            top_logprobs={t: math.log(p) for t, p in alternatives.items()},
+        )
+        for token, alternatives in entries
+    ]
+
+
+def test_it_finds_the_score_token_however_the_json_was_split():
+    split = tokens(('{"', {}), ("overall", {}), ('":', {}), (" 7", {" 7": 0.5, " 8": 0.5}), ("}", {}))
+
+    assert find_field_token(split, "overall") == 3
+    assert weighted_score(split, field="overall") == pytest.approx((7.5, 0.5))
+    assert find_field_token(split, "missing") is None
+    assert weighted_score(split, field="missing") is None
+
+
+def test_it_reads_ten_as_one_token():
+    entries = tokens(('{"', {}), ("overall", {}), ('":', {}), ("10", {"10": 0.5, "9": 0.5}), ("}", {}))
+
+    assert weighted_score(entries, field="overall") == pytest.approx((9.5, 0.5))
+
+
+def test_it_gives_no_score_when_the_number_spans_several_tokens():
+    entries = tokens(('{"overall": ', {}), ("1", {"1": 0.7, "9": 0.3}), ("0", {}), ("}", {}))
+
+    assert weighted_score(entries, field="overall") is None
+
+
+def test_it_renormalises_over_candidate_tokens_only():
+    entries = tokens(("5", {"5": 0.5, "4": 0.25, "five": 0.25}))
+
+    mean, _ = weighted_score(entries, token_index=0, candidates=range(1, 6))
+
+    assert mean == pytest.approx((5 * 0.5 + 4 * 0.25) / 0.75)
+
+
+def test_it_gives_no_score_without_candidate_alternatives():
+    assert weighted_score(tokens(("x", {"x": 1.0})), token_index=0) is None
+    assert weighted_score(None, field="overall") is None
+
+
+@pytest.fixture
+def embedder(llm: FakeLLM, sleeps: list[float]) -> EmbeddingsClient:
+    return EmbeddingsClient(
+        base_url=llm.base_url, model="embed-model", api_key="test-key", timeout=2.0, sleep=sleeps.append
+    )
+
+
+def test_it_embeds_deterministically_at_the_requested_dimension(llm: FakeLLM, embedder: EmbeddingsClient):
+    first = embedder.embed(["alpha", "beta"], dimensions=16)
+    again = embedder.embed(["beta"], dimensions=16)
+
+    assert [len(v) for v in first] == [16, 16]
+    assert again[0] == pytest.approx(first[1])
+    assert first[0] != pytest.approx(first[1])
+    assert math.fsum(x * x for x in first[0]) == pytest.approx(1.0)
+    assert llm.requests[0].body["encoding_format"] == "float"
+    assert len(embedder.embed(["gamma"])[0]) == 384
+
+
+def test_it_embeds_nothing_without_a_request(llm: FakeLLM, embedder: EmbeddingsClient):
+    assert embedder.embed([]) == []
+    assert llm.requests == []
+
+
+def test_it_retries_embeddings_after_a_429(llm: FakeLLM, embedder: EmbeddingsClient, sleeps: list[float]):
+    llm.script_embeddings(error_reply(429, retry_after=1), error_reply(503))
+
+    vectors = embedder.embed(["alpha"], dimensions=8)
+
+    assert len(vectors[0]) == 8
+    assert len(llm.requests) == 3
+    assert sleeps[0] == 1.0 and len(sleeps) == 2
+
+
+def test_it_raises_unavailable_when_embeddings_keep_timing_out(llm: FakeLLM, sleeps: list[float]):
+    llm.script_embeddings(hang_reply(5.0), hang_reply(5.0))
+    client = EmbeddingsClient(
+        base_url=llm.base_url,
+        model="embed-model",
+        api_key="k",
+        timeout=0.3,
+        max_retries=1,
+        sleep=sleeps.append,
+    )
+
+    with pytest.raises(JudgeUnavailable, match="APITimeoutError"):
+        client.embed(["alpha"])
