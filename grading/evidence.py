@@ -1,0 +1,455 @@
+"""The evidence contract for conversations (DESIGN 3 and 4): active path, fingerprint, scorability, staging.
+
+Pure Python on purpose: no Django here. The models adapt into `EvidenceMessage`, so the same rules serve
+the API, the importers, the grading pass and the tests, and a client can recompute a fingerprint from this
+file alone.
+
+The judge reads exactly what `render_message` produces, and `render_message` reads only the fields that
+`canonical_message` puts in the fingerprint. So every change the judge could notice changes the fingerprint;
+`created_at`, `hidden` and `truncated` shape the path and scorability but are not evidence.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import deque
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from enum import StrEnum
+from typing import Any
+
+FINGERPRINT_SCHEME = "fp1"
+DEFAULT_QUIET_PERIOD = timedelta(minutes=30)
+MESSAGE_SEPARATOR = "\n\n"
+TEXT_PART_TYPES = frozenset({"text", "input_text", "output_text"})
+
+_OLDEST = datetime.min.replace(tzinfo=UTC)
+
+
+@dataclass(frozen=True)
+class EvidenceMessage:
+    id: str
+    parent_id: str | None
+    role: str  # system | user | assistant | tool
+    content: str | list | None  # text, or a list of OpenAI content parts (dicts), stored as given
+    tool_calls: list | None = None  # OpenAI tool_calls: [{"id", "type": "function", "function": {...}}]
+    tool_call_id: str | None = None
+    name: str | None = None
+    created_at: datetime | None = None
+    hidden: bool = False
+    truncated: bool = False
+
+
+class NotScorable(StrEnum):
+    IN_PROGRESS = "in_progress"
+    UNRESOLVED_PARENT = "unresolved_parent"
+    CYCLE = "cycle"
+    DUPLICATE_ID = "duplicate_id"
+    UNKNOWN_ACTIVE_MESSAGE = "unknown_active_message"
+    EMPTY = "empty"
+    TOOL_CALL_WITHOUT_RESULT = "tool_call_without_result"
+    TRUNCATED_BY_SOURCE = "truncated_by_source"
+
+
+REASON_TEXT: dict[NotScorable, str] = {
+    NotScorable.IN_PROGRESS: (
+        "The conversation is still in progress: it is not closed and had activity within the quiet period, "
+        "or a tool call on the active path is still waiting for its result. It is graded once it goes quiet."
+    ),
+    NotScorable.UNRESOLVED_PARENT: (
+        "A message on the active path names a parent that is not in the record, so the path to the root is unknown."
+    ),
+    NotScorable.CYCLE: "Following parents from the active message loops back on itself, so there is no root.",
+    NotScorable.DUPLICATE_ID: "Two or more messages share an id, so the tree is ambiguous.",
+    NotScorable.UNKNOWN_ACTIVE_MESSAGE: "The active message id given by the source is not in the record.",
+    NotScorable.EMPTY: "The conversation has no messages.",
+    NotScorable.TOOL_CALL_WITHOUT_RESULT: (
+        "An assistant tool call on the active path has no later tool message with its result, "
+        "and the conversation is closed or quiet."
+    ),
+    NotScorable.TRUNCATED_BY_SOURCE: "The source marked a message on the active path as truncated.",
+}
+
+
+class Verdict(StrEnum):
+    PASS = "pass"  # noqa: S105 - a verdict, not a password
+    FAIL = "fail"
+    UNKNOWN = "unknown"
+
+
+@dataclass(frozen=True)
+class PathResult:
+    """The active path, root first. When `problem` is set the path is not evidence: it holds what could be
+    walked from the active message (for display), or nothing when there was no message to start from."""
+
+    path: list[EvidenceMessage]
+    problem: NotScorable | None = None
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One judge call's worth of the path: `context` (earlier user requests, repeated so the judge knows
+    what was asked) then `messages` (this stage's slice). `oversized` marks a stage over the budget,
+    which holds exactly one message: evidence is never cut to fit."""
+
+    index: int
+    context: list[EvidenceMessage]
+    messages: list[EvidenceMessage]
+    oversized: bool = False
+
+
+# --- fingerprint -------------------------------------------------------------------------------------------
+
+
+def canonical_message(m: EvidenceMessage) -> dict[str, Any]:
+    """The part of a message that is evidence: exactly the keys the fingerprint and the API expose."""
+    return {
+        "content": m.content,
+        "id": m.id,
+        "name": m.name,
+        "role": m.role,
+        "tool_call_id": m.tool_call_id,
+        "tool_calls": m.tool_calls,
+    }
+
+
+def fingerprint(path: Sequence[EvidenceMessage]) -> str:
+    """Evidence fingerprint of a conversation, scheme `fp1`.
+
+    1. Take the messages of the active path in order, root first, active message last.
+    2. Write each as a JSON object with exactly the keys `content`, `id`, `name`, `role`, `tool_call_id`,
+       `tool_calls`. Values are as stored: `content` is a string, a list of content parts, or null;
+       `tool_calls` is the list as sent, or null; any absent value is null.
+    3. Serialize the list of objects as JSON with object keys sorted, no whitespace (separators `,` and `:`),
+       and non-ASCII characters written as themselves rather than `\\u` escapes; encode the text as UTF-8.
+    4. The fingerprint is `fp1:` followed by the lowercase hex SHA-256 of those bytes.
+
+    Nothing is truncated before hashing. In Python:
+
+        payload = json.dumps(messages, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        "fp1:" + hashlib.sha256(payload.encode("utf-8")).hexdigest()
+
+    Strings must be valid Unicode (no lone surrogates), which UTF-8 storage guarantees.
+    """
+    payload = json.dumps(
+        [canonical_message(m) for m in path], sort_keys=True, separators=(",", ":"), ensure_ascii=False
+    )
+    return f"{FINGERPRINT_SCHEME}:{hashlib.sha256(payload.encode('utf-8')).hexdigest()}"
+
+
+# --- the tree and its active path ---------------------------------------------------------------------------
+
+
+def leaves(messages: Iterable[EvidenceMessage]) -> list[EvidenceMessage]:
+    """Messages that no other message names as its parent, in input order."""
+    messages = list(messages)
+    parent_ids = {m.parent_id for m in messages if m.parent_id is not None}
+    return [m for m in messages if m.id not in parent_ids]
+
+
+def newest_leaf(messages: Iterable[EvidenceMessage]) -> EvidenceMessage | None:
+    """The default active message: the leaf with the latest `created_at` (a missing time counts as oldest,
+    a naive time as UTC); among equal times, the lexicographically greatest id."""
+    return max(leaves(messages), key=_recency, default=None)
+
+
+def _recency(m: EvidenceMessage) -> tuple[datetime, str]:
+    if m.created_at is None:
+        return (_OLDEST, m.id)
+    if m.created_at.tzinfo is None:
+        return (m.created_at.replace(tzinfo=UTC), m.id)
+    return (m.created_at, m.id)
+
+
+def active_path(messages: Sequence[EvidenceMessage], active_leaf_id: str | None) -> PathResult:
+    """The root-to-leaf path the user saw (DESIGN 4.1), or the reason there is none.
+
+    1. No messages -> `empty`. Any id used twice -> `duplicate_id` (which twin is meant is unknowable).
+    2. The active message is `active_leaf_id`; an id not among the messages -> `unknown_active_message`.
+       Without one, the newest leaf (see `newest_leaf`). A non-empty tree without leaves is all cycles
+       -> `cycle`.
+    3. Follow parents iteratively (chains of any length) until a root: a parent id not among the messages
+       -> `unresolved_parent`; a message seen twice -> `cycle`.
+    4. Reverse, so the root comes first.
+
+    Problems are only looked for on the active path (plus duplicate ids anywhere): an orphan or a loop
+    on an abandoned branch is not evidence and does not block a score.
+    """
+    if not messages:
+        return PathResult([], NotScorable.EMPTY)
+    by_id = {m.id: m for m in messages}
+    if len(by_id) != len(messages):
+        return PathResult([], NotScorable.DUPLICATE_ID)
+
+    if active_leaf_id is not None:
+        leaf = by_id.get(active_leaf_id)
+        if leaf is None:
+            return PathResult([], NotScorable.UNKNOWN_ACTIVE_MESSAGE)
+    else:
+        leaf = newest_leaf(messages)
+        if leaf is None:
+            return PathResult([], NotScorable.CYCLE)
+
+    walked = [leaf]
+    seen = {leaf.id}
+    problem: NotScorable | None = None
+    current = leaf
+    while current.parent_id is not None:
+        parent = by_id.get(current.parent_id)
+        if parent is None:
+            problem = NotScorable.UNRESOLVED_PARENT
+            break
+        if parent.id in seen:
+            problem = NotScorable.CYCLE
+            break
+        walked.append(parent)
+        seen.add(parent.id)
+        current = parent
+    walked.reverse()
+    return PathResult(walked, problem)
+
+
+def branch_count(messages: Iterable[EvidenceMessage]) -> int:
+    """Number of leaves: 1 for a linear chain, 0 for no messages."""
+    return len(leaves(messages))
+
+
+def abandoned_message_ids(messages: Iterable[EvidenceMessage], path: Iterable[EvidenceMessage]) -> set[str]:
+    """Ids of messages that exist but are not on the active path (other branches: shown, never judged)."""
+    return {m.id for m in messages} - {m.id for m in path}
+
+
+# --- scorability --------------------------------------------------------------------------------------------
+
+
+def unanswered_tool_call_ids(path: Sequence[EvidenceMessage]) -> list[str | None]:
+    """Ids of assistant tool calls with no later `tool` message answering them on the path, in call order.
+    Each tool message answers the earliest open call with its `tool_call_id`. A call without a string id
+    can never be answered and is listed as None."""
+    open_calls: dict[int, str | None] = {}  # call number -> id; dicts keep call order
+    open_by_id: dict[str, deque[int]] = {}
+    calls_seen = 0
+    for m in path:
+        if m.role == "tool" and m.tool_call_id in open_by_id:
+            waiting = open_by_id[m.tool_call_id]
+            del open_calls[waiting.popleft()]
+            if not waiting:
+                del open_by_id[m.tool_call_id]
+        if m.role == "assistant" and isinstance(m.tool_calls, list):
+            for call in m.tool_calls:
+                call_id = call.get("id") if isinstance(call, dict) else None
+                if not isinstance(call_id, str):
+                    call_id = None
+                open_calls[calls_seen] = call_id
+                if call_id is not None:
+                    open_by_id.setdefault(call_id, deque()).append(calls_seen)
+                calls_seen += 1
+    return list(open_calls.values())
+
+
+def not_scorable_reason(
+    path: Sequence[EvidenceMessage],
+    *,
+    closed: bool,
+    last_activity: datetime,
+    now: datetime,
+    quiet_period: timedelta,
+    path_problem: str | None,
+) -> NotScorable | None:
+    """Why this conversation cannot be scored now, or None when it can (DESIGN 4.2).
+
+    1. An incomplete record first, since waiting will not fix it: the path problem from `active_path`;
+       no path at all -> `empty`; a message marked truncated by the source -> `truncated_by_source`.
+    2. A tool call still without a result: `in_progress` while the conversation is open and active
+       (the result may still arrive), else `tool_call_without_result`.
+    3. Not closed and last activity less than `quiet_period` ago -> `in_progress`.
+       A quiet period that has fully elapsed counts as quiet; activity "in the future" (clock skew) as recent.
+
+    A closed or quiet path that ends on a user message is scorable on purpose: the agent never answered,
+    and that is exactly what the judge should grade (`complete` fails). Calling it in progress forever
+    would hide the conversations where the agent went silent.
+    """
+    if path_problem is not None:
+        return NotScorable(path_problem)
+    if not path:
+        return NotScorable.EMPTY
+    if any(m.truncated for m in path):
+        return NotScorable.TRUNCATED_BY_SOURCE
+    active = not closed and now - last_activity < quiet_period
+    if unanswered_tool_call_ids(path):
+        return NotScorable.IN_PROGRESS if active else NotScorable.TOOL_CALL_WITHOUT_RESULT
+    if active:
+        return NotScorable.IN_PROGRESS
+    return None
+
+
+# --- what the judge reads -----------------------------------------------------------------------------------
+
+
+def render_message(m: EvidenceMessage) -> str:
+    """The text the judge reads for one message, never truncated.
+
+    A header line with the id and role (and name and tool_call_id when present), JSON-quoted so no content
+    can forge one; then the content (text parts joined by newlines, other parts as `[<type>]` placeholders);
+    then each tool call with its function name and its arguments verbatim.
+    """
+    header = f"[message id={_quote(m.id)} role={_quote(m.role)}"
+    if m.name is not None:
+        header += f" name={_quote(m.name)}"
+    if m.tool_call_id is not None:
+        header += f" tool_call_id={_quote(m.tool_call_id)}"
+    lines = [header + "]"]
+    content = _render_content(m.content)
+    if content:
+        lines.append(content)
+    if isinstance(m.tool_calls, list):
+        lines.extend(_render_tool_call(call) for call in m.tool_calls)
+    elif m.tool_calls is not None:
+        lines.append(f"tool calls: {_as_json(m.tool_calls)}")
+    return "\n".join(lines)
+
+
+def render_messages(messages: Iterable[EvidenceMessage]) -> str:
+    """Messages rendered for the judge, separated by a blank line."""
+    return MESSAGE_SEPARATOR.join(render_message(m) for m in messages)
+
+
+def message_size(m: EvidenceMessage) -> int:
+    """The budget cost of one message: its rendering plus one separator. The size of a list of messages
+    is the sum, which bounds `len(render_messages(...))` from above; the prompt builder and staging both
+    use it."""
+    return len(render_message(m)) + len(MESSAGE_SEPARATOR)
+
+
+def rendered_size(messages: Iterable[EvidenceMessage]) -> int:
+    return sum(message_size(m) for m in messages)
+
+
+def _quote(value: str) -> str:
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _as_json(value: object) -> str:
+    return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
+
+
+def _render_content(content: object) -> str:
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(_render_part(part) for part in content)
+    return _as_json(content)
+
+
+def _render_part(part: object) -> str:
+    if not isinstance(part, dict):
+        return part if isinstance(part, str) else f"[{type(part).__name__}]"
+    part_type = part.get("type")
+    if part_type in TEXT_PART_TYPES and isinstance(part.get("text"), str):
+        return part["text"]
+    if part_type == "refusal" and isinstance(part.get("refusal"), str):
+        return f"[refusal] {part['refusal']}"
+    return f"[{part_type if isinstance(part_type, str) else 'unknown'}]"
+
+
+def _render_tool_call(call: object) -> str:
+    if not isinstance(call, dict):
+        return f"tool call: {_as_json(call)}"
+    function = call.get("function")
+    if not isinstance(function, dict):
+        return f"tool call id={_quote(str(call.get('id')))}: {_as_json(call)}"
+    name = function.get("name")
+    arguments = function.get("arguments")
+    arguments_text = arguments if isinstance(arguments, str) else _as_json(arguments)
+    return f"tool call id={_quote(str(call.get('id')))} function={_quote(str(name))} arguments: {arguments_text}"
+
+
+# --- staging ------------------------------------------------------------------------------------------------
+
+
+def stages(path: Sequence[EvidenceMessage], *, budget_chars: int) -> list[Stage]:
+    """Split the path into judge calls that each fit `budget_chars` (DESIGN 4.3), never cutting a message.
+
+    1. If the whole path fits, one stage with every message and no context.
+    2. Otherwise walk the path in order. Each stage's context is every user message before its slice,
+       all of them, so each stage knows what was asked, even if that alone overflows the budget.
+    3. The slice takes whole messages while context + slice fits. It always takes at least one; a stage
+       over the budget therefore holds a single message and is marked `oversized`.
+
+    Every path message lands in exactly one stage's `messages`, in order.
+    """
+    if budget_chars < 1:
+        raise ValueError("budget_chars must be positive")
+    sizes = [message_size(m) for m in path]
+    if sum(sizes) <= budget_chars:
+        return [Stage(0, [], list(path))] if path else []
+
+    result: list[Stage] = []
+    context: list[EvidenceMessage] = []
+    context_size = 0
+    start = 0
+    while start < len(path):
+        end = start + 1
+        used = context_size + sizes[start]
+        while end < len(path) and used + sizes[end] <= budget_chars:
+            used += sizes[end]
+            end += 1
+        result.append(Stage(len(result), list(context), list(path[start:end]), oversized=used > budget_chars))
+        for m, size in zip(path[start:end], sizes[start:end], strict=True):
+            if m.role == "user":
+                context.append(m)
+                context_size += size
+        start = end
+    return result
+
+
+def combine_stage_verdicts(per_stage: Sequence[dict[str, str]]) -> dict[str, str]:
+    """One verdict per check from every stage's verdicts (DESIGN 4.3): `fail` if any stage failed it,
+    `pass` if every stage passed it, else `unknown` (a stage that omits a check did not pass it).
+
+    "Fails with evidence" is the caller's job: downgrade each stage verdict whose cited message ids are
+    not on the path to `unknown` (DESIGN 4.4) before combining, so an unsupported fail cannot sink a check.
+    """
+    checks = sorted({check for verdicts in per_stage for check in verdicts})
+    combined: dict[str, str] = {}
+    for check in checks:
+        verdicts = [verdicts.get(check) for verdicts in per_stage]
+        if Verdict.FAIL in verdicts:
+            combined[check] = Verdict.FAIL
+        elif all(v == Verdict.PASS for v in verdicts):
+            combined[check] = Verdict.PASS
+        else:
+            combined[check] = Verdict.UNKNOWN
+    return combined
+
+
+__all__ = [
+    "DEFAULT_QUIET_PERIOD",
+    "FINGERPRINT_SCHEME",
+    "MESSAGE_SEPARATOR",
+    "REASON_TEXT",
+    "EvidenceMessage",
+    "NotScorable",
+    "PathResult",
+    "Stage",
+    "Verdict",
+    "abandoned_message_ids",
+    "active_path",
+    "branch_count",
+    "canonical_message",
+    "combine_stage_verdicts",
+    "fingerprint",
+    "leaves",
+    "message_size",
+    "newest_leaf",
+    "not_scorable_reason",
+    "render_message",
+    "render_messages",
+    "rendered_size",
+    "stages",
+    "unanswered_tool_call_ids",
+]
