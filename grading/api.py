@@ -1,13 +1,29 @@
 """The pipelines' HTTP API under /api/v1/ (django-ninja: typed endpoints and an OpenAPI document)."""
 
+from datetime import datetime
+from typing import Any
+
+from django.conf import settings
+from django.core.exceptions import RequestDataTooBig
 from django.db import connection
 from django.http import HttpRequest
 from ninja import NinjaAPI, Schema, Status
+from ninja.errors import ValidationError
 from ninja.security import HttpBearer
 
 from grading import health
-from grading.models import ApiKey
-from grading.services import api_key_authenticate
+from grading.evidence import canonical_message
+from grading.models import ApiKey, Conversation, Review
+from grading.schemas import ConversationIn, FeedbackIn, MessagesIn
+from grading.selectors import ConversationState, conversation_state
+from grading.services import (
+    ConversationNotFound,
+    LimitExceeded,
+    api_key_authenticate,
+    conversation_append,
+    conversation_upsert,
+    feedback_record,
+)
 
 
 class OrgApiKey(HttpBearer):
@@ -56,3 +72,147 @@ def get_health(request: HttpRequest) -> Status[HealthReport]:
     ok = database.ok and redis.ok and workers.ok
     report = HealthReport(ok=ok, database=database, redis=redis, workers=workers)
     return Status(200 if ok else 503, report)
+
+
+# --- errors: 400 naming the field, 404, 413 naming the limit ------------------------------------------
+
+
+@api.exception_handler(ValidationError)
+def validation_failed(request: HttpRequest, exc: ValidationError):
+    problems = [
+        {
+            "field": ".".join(str(part) for part in error["loc"] if part not in ("body", "payload")),
+            "message": error["msg"],
+        }
+        for error in exc.errors
+    ]
+    summary = "; ".join(f"{p['field'] or 'body'}: {p['message']}" for p in problems)
+    return api.create_response(request, {"detail": summary, "errors": problems}, status=400)
+
+
+@api.exception_handler(LimitExceeded)
+def limit_exceeded(request: HttpRequest, exc: LimitExceeded):
+    return api.create_response(request, {"detail": str(exc), "limit": exc.limit, "value": exc.value}, status=413)
+
+
+@api.exception_handler(RequestDataTooBig)
+def request_too_big(request: HttpRequest, exc: RequestDataTooBig):
+    detail = f"the request body is over MAX_REQUEST_BYTES ({settings.DATA_UPLOAD_MAX_MEMORY_SIZE} bytes)"
+    return api.create_response(
+        request,
+        {"detail": detail, "limit": "MAX_REQUEST_BYTES", "value": settings.DATA_UPLOAD_MAX_MEMORY_SIZE},
+        status=413,
+    )
+
+
+@api.exception_handler(ConversationNotFound)
+def conversation_not_found(request: HttpRequest, exc: ConversationNotFound):
+    return api.create_response(request, {"detail": f"no conversation or message {exc}"}, status=404)
+
+
+# --- conversations -----------------------------------------------------------------------------------
+
+
+class ReviewIdentityOut(Schema):
+    fingerprint: str
+    criteria_version: int
+    judge: dict
+    judged_at: datetime
+    stages: int
+
+
+class ReviewOut(Schema):
+    route: str
+    reason: str
+    checks: dict
+    identity: ReviewIdentityOut
+    is_current: bool
+
+
+class ConversationOut(Schema):
+    external_id: str
+    fingerprint: str
+    scorable: bool
+    not_scorable_reason: str | None
+    active_path: list[str]
+    branch_count: int
+    review: ReviewOut | None
+
+
+class CanonicalMessage(Schema):
+    id: str
+    role: str
+    content: str | list[dict[str, Any]] | None
+    tool_calls: list[dict[str, Any]] | None
+    tool_call_id: str | None
+    name: str | None
+
+
+class ConversationDetailOut(ConversationOut):
+    messages: list[CanonicalMessage]
+
+
+def review_out(review: Review) -> dict:
+    return {
+        "route": review.route,
+        "reason": review.reason,
+        "checks": review.checks,
+        "identity": {
+            "fingerprint": review.fingerprint,
+            "criteria_version": review.criteria_version.number,
+            "judge": review.judge,
+            "judged_at": review.finished_at,
+            "stages": review.stages,
+        },
+        "is_current": True,  # conversation_state only returns a review that counts
+    }
+
+
+def conversation_out(state: ConversationState, *, with_messages: bool = False) -> dict:
+    body = {
+        "external_id": state.conversation.external_id,
+        "fingerprint": state.conversation.fingerprint,
+        "scorable": state.not_scorable_reason is None,
+        "not_scorable_reason": state.not_scorable_reason,
+        "active_path": [m.id for m in state.path],
+        "branch_count": state.conversation.branch_count,
+        "review": review_out(state.review) if state.review else None,
+    }
+    if with_messages:
+        body["messages"] = [canonical_message(m) for m in state.path]
+    return body
+
+
+@api.post("/conversations", response={200: ConversationOut, 201: ConversationOut}, summary="Upsert a conversation")
+def post_conversation(request: HttpRequest, payload: ConversationIn) -> Status[ConversationOut]:
+    write = conversation_upsert(org=request.auth.org, payload=payload)
+    state = conversation_state(write.conversation, write.messages)
+    return Status(201 if write.created else 200, conversation_out(state))
+
+
+@api.post("/conversations/{external_id}/messages", response=ConversationOut, summary="Append (or edit) messages by id")
+def post_messages(request: HttpRequest, external_id: str, payload: MessagesIn) -> dict:
+    write = conversation_append(org=request.auth.org, external_id=external_id, payload=payload)
+    return conversation_out(conversation_state(write.conversation, write.messages))
+
+
+@api.get("/conversations/{external_id}", response=ConversationDetailOut, summary="A conversation's evidence and review")
+def get_conversation(request: HttpRequest, external_id: str) -> dict:
+    conversation = Conversation.objects.filter(org=request.auth.org, external_id=external_id).first()
+    if conversation is None:
+        raise ConversationNotFound(external_id)
+    return conversation_out(conversation_state(conversation), with_messages=True)
+
+
+class FeedbackOut(Schema):
+    conversation: str
+    message_id: str
+    value: str
+
+
+@api.post("/feedback", response={201: FeedbackOut}, summary="A user's thumbs up or down on a message")
+def post_feedback(request: HttpRequest, payload: FeedbackIn) -> Status[FeedbackOut]:
+    feedback_record(org=request.auth.org, payload=payload)
+    return Status(
+        201, FeedbackOut(conversation=payload.conversation, message_id=payload.message_id, value=payload.value)
+    )

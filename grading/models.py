@@ -3,6 +3,8 @@
 from django.conf import settings
 from django.db import models
 
+from grading.evidence import EvidenceMessage
+
 
 class Org(models.Model):
     """A tenant: users, keys, criteria, memory, drafts and conversations belong to one org."""
@@ -49,3 +51,220 @@ class AuditEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.at:%Y-%m-%d %H:%M} {self.action} {self.object_type}:{self.object_id}"
+
+
+class ItemKind(models.TextChoices):
+    DRAFT = "draft", "draft"
+    CONVERSATION = "conversation", "conversation"
+
+
+class CriteriaVersion(models.Model):
+    """What the judge is asked to apply. Immutable once published (services refuse edits); exactly one
+    published version per org and kind is active, enforced by a partial unique index."""
+
+    org = models.ForeignKey(Org, on_delete=models.CASCADE, related_name="criteria_versions")
+    kind = models.CharField(max_length=16, choices=ItemKind.choices)
+    number = models.PositiveIntegerField()
+    rubric = models.TextField(help_text="The rubric the judge reads, check by check.")
+    rules = models.JSONField(default=dict, blank=True, help_text="Deterministic rules (drafts).")
+    threshold = models.FloatField(default=7.0)
+    band = models.FloatField(default=0.5)
+    author = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    created_at = models.DateTimeField(auto_now_add=True)
+    published_at = models.DateTimeField(null=True, blank=True)
+    is_active = models.BooleanField(default=False)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["org", "kind", "number"], name="criteria_unique_number"),
+            models.UniqueConstraint(
+                fields=["org", "kind"], condition=models.Q(is_active=True), name="criteria_one_active_per_kind"
+            ),
+            models.CheckConstraint(
+                condition=models.Q(is_active=False) | models.Q(published_at__isnull=False),
+                name="criteria_active_is_published",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind} v{self.number}"
+
+
+class Conversation(models.Model):
+    """An agent conversation: a tree of messages. The evidence columns (fingerprint, active path, scorable)
+    are recomputed from the messages on every write, in the same transaction."""
+
+    org = models.ForeignKey(Org, on_delete=models.CASCADE, related_name="conversations")
+    external_id = models.CharField(max_length=200)
+    application = models.CharField(max_length=100)
+    closed = models.BooleanField(default=False)
+    active_message_id = models.CharField(max_length=200, null=True, blank=True, help_text="Given by the source.")
+    started_at = models.DateTimeField()
+    last_activity_at = models.DateTimeField()
+    fingerprint = models.CharField(max_length=80)
+    active_path_ids = models.JSONField(default=list)
+    branch_count = models.PositiveIntegerField(default=0)
+    message_count = models.PositiveIntegerField(default=0)
+    queued_at = models.DateTimeField(null=True, blank=True, help_text="When a grading pass last enqueued it.")
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["org", "external_id"], name="conversation_unique_external_id")]
+        indexes = [models.Index(fields=["org", "application", "started_at"])]
+
+    def __str__(self) -> str:
+        return self.external_id
+
+
+class MessageRole(models.TextChoices):
+    SYSTEM = "system", "system"
+    USER = "user", "user"
+    ASSISTANT = "assistant", "assistant"
+    TOOL = "tool", "tool"
+
+
+class Message(models.Model):
+    """One node of a conversation tree. Parents are referenced by external id, not by foreign key,
+    because a source may name a parent it never sent: that is an incomplete record, not a crash."""
+
+    conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="messages")
+    external_id = models.CharField(max_length=200)
+    parent_external_id = models.CharField(max_length=200, null=True, blank=True)
+    role = models.CharField(max_length=16, choices=MessageRole.choices)
+    content = models.JSONField(null=True, blank=True, help_text="Text, or a list of content parts, as given.")
+    tool_calls = models.JSONField(null=True, blank=True)
+    tool_call_id = models.CharField(max_length=200, null=True, blank=True)
+    name = models.CharField(max_length=200, null=True, blank=True)
+    created_at = models.DateTimeField(null=True, blank=True)
+    hidden = models.BooleanField(default=False)
+    truncated = models.BooleanField(default=False)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["conversation", "external_id"], name="message_unique_external_id")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.conversation_id}/{self.external_id}"
+
+    def as_evidence(self) -> EvidenceMessage:
+        return EvidenceMessage(
+            id=self.external_id,
+            parent_id=self.parent_external_id,
+            role=self.role,
+            content=self.content,
+            tool_calls=self.tool_calls,
+            tool_call_id=self.tool_call_id,
+            name=self.name,
+            created_at=self.created_at,
+            hidden=self.hidden,
+            truncated=self.truncated,
+        )
+
+
+class Feedback(models.Model):
+    """A user's thumbs on a message. Shown beside scores, never stored as one."""
+
+    class Value(models.TextChoices):
+        UP = "up", "up"
+        DOWN = "down", "down"
+
+    conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="feedback")
+    message_external_id = models.CharField(max_length=200)
+    value = models.CharField(max_length=4, choices=Value.choices)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["conversation", "message_external_id"], name="feedback_one_per_message")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.value} on {self.conversation_id}/{self.message_external_id}"
+
+
+class Route(models.TextChoices):
+    PASS = "pass", "pass"  # noqa: S105 - a route, not a password
+    FAIL = "fail", "fail"
+    HUMAN = "human", "human"
+    NOT_SCORABLE = "not_scorable", "not scorable"
+    ERROR = "error", "error"
+
+
+NO_JUDGE = "none"  # the judge key of reviews that called no judge (not scorable)
+
+
+class Review(models.Model):
+    """One grading of one item, with its whole score identity. Written once when it finishes, never
+    updated except for `is_current` (which of an item's reviews is its latest) and never deleted.
+
+    It counts only while the item's fingerprint and the active criteria version equal its own; the
+    selectors decide that, so a review can never be shown as current for evidence it did not read.
+    """
+
+    org = models.ForeignKey(Org, on_delete=models.CASCADE, related_name="reviews")
+    kind = models.CharField(max_length=16, choices=ItemKind.choices)
+    conversation = models.ForeignKey(
+        Conversation, null=True, blank=True, on_delete=models.CASCADE, related_name="reviews"
+    )
+    # -- score identity
+    fingerprint = models.CharField(max_length=80)
+    criteria_version = models.ForeignKey(CriteriaVersion, on_delete=models.PROTECT, related_name="reviews")
+    judge = models.JSONField(help_text="backend, model, prompt-template hash, sampling settings")
+    judge_key = models.CharField(max_length=64, help_text="A hash of `judge`, for the identity constraint.")
+    memory_snapshot = models.CharField(max_length=80, blank=True)
+    started_at = models.DateTimeField()
+    finished_at = models.DateTimeField()
+    stages = models.PositiveSmallIntegerField(default=0)
+    # -- outcome
+    route = models.CharField(max_length=16, choices=Route.choices)
+    reason = models.CharField(max_length=40, blank=True, help_text="A code: why humans, why not scorable, what failed.")
+    detail = models.TextField(blank=True)
+    checks = models.JSONField(default=dict, blank=True)
+    usage = models.JSONField(default=dict, blank=True)
+    is_current = models.BooleanField(default=False)
+
+    class Meta:
+        constraints = [
+            # A second review of the same identity is impossible, not unlikely. Errors are exempt so the
+            # next pass may try again; the retry then becomes the item's current review.
+            models.UniqueConstraint(
+                fields=["conversation", "fingerprint", "criteria_version", "judge_key"],
+                condition=~models.Q(route="error"),
+                name="review_unique_conversation_identity",
+            ),
+            models.UniqueConstraint(
+                fields=["conversation"], condition=models.Q(is_current=True), name="review_one_current_per_conversation"
+            ),
+        ]
+        indexes = [
+            models.Index(fields=["org", "kind", "route"], condition=models.Q(is_current=True), name="review_current"),
+        ]
+
+    def __str__(self) -> str:
+        return f"review {self.pk} of {self.kind} ({self.route})"
+
+
+class GradingRun(models.Model):
+    """One grading pass. Beat-triggered passes are unique per hour so a second beat cannot double one."""
+
+    class Trigger(models.TextChoices):
+        BEAT = "beat", "beat"
+        MANUAL = "manual", "manual"
+
+    hour_bucket = models.DateTimeField()
+    trigger = models.CharField(max_length=8, choices=Trigger.choices)
+    started_at = models.DateTimeField(auto_now_add=True)
+    needing = models.PositiveIntegerField(default=0, help_text="Items whose current review did not match.")
+    enqueued = models.PositiveIntegerField(default=0)
+    backlog = models.PositiveIntegerField(default=0, help_text="Left for later passes by the per-pass cap.")
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["hour_bucket"], condition=models.Q(trigger="beat"), name="grading_run_one_beat_per_hour"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.trigger} pass at {self.started_at:%Y-%m-%d %H:%M}: {self.enqueued} enqueued, {self.backlog} left"

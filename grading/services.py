@@ -1,15 +1,18 @@
-"""Writes of the domain core: API keys and the audit trail."""
+"""Writes of the domain core: API keys, the audit trail, conversations and their feedback."""
 
 import hashlib
 import secrets
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 
+from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
-from django.db import models
+from django.db import IntegrityError, models, transaction
 from django.utils import timezone
 
-from grading.models import ApiKey, AuditEvent, Org
+from grading.evidence import EvidenceMessage, active_path, branch_count, fingerprint
+from grading.models import ApiKey, AuditEvent, Conversation, Feedback, Message, Org
+from grading.schemas import ConversationIn, FeedbackIn, MessageIn, MessagesIn
 
 API_KEY_PREFIX = "tg_"
 # Recording every use would turn each API call into a write on one hot row; a minute is precise enough.
@@ -77,3 +80,184 @@ def api_key_authenticate(plaintext: str) -> ApiKey | None:
         ApiKey.objects.filter(pk=api_key.pk).update(last_used_at=now)
         api_key.last_used_at = now
     return api_key
+
+
+# --- conversations ---------------------------------------------------------------------------------------
+
+
+class LimitExceeded(Exception):
+    """A payload over a configured limit; `limit` names the setting."""
+
+    def __init__(self, limit: str, value: int, message: str) -> None:
+        super().__init__(message)
+        self.limit = limit
+        self.value = value
+
+
+class ConversationNotFound(Exception):
+    pass
+
+
+@dataclass(frozen=True)
+class ConversationWrite:
+    conversation: Conversation
+    messages: list[EvidenceMessage]  # every message after the merge, so callers need not read them again
+    created: bool = False
+
+
+def conversation_upsert(*, org: Org, payload: ConversationIn, now: datetime | None = None) -> ConversationWrite:
+    """Create the conversation or merge into it by message id."""
+    now = now or timezone.now()
+    with transaction.atomic():
+        conversation = _locked_conversation(org, payload.external_id)
+        created = conversation is None
+        if created:
+            conversation = _create_conversation(org, payload, now)
+        conversation.application = payload.application
+        conversation.closed = payload.closed
+        conversation.active_message_id = payload.active_message_id
+        messages = _merge_messages(conversation, payload.messages, now)
+    return ConversationWrite(conversation, messages, created)
+
+
+def conversation_append(
+    *, org: Org, external_id: str, payload: MessagesIn, now: datetime | None = None
+) -> ConversationWrite:
+    """Merge new messages (or edits of known ids) into an existing conversation.
+
+    Without `active_message_id` the active leaf falls back to the newest leaf, which is the appended
+    message when it continues the active branch.
+    """
+    now = now or timezone.now()
+    with transaction.atomic():
+        conversation = _locked_conversation(org, external_id)
+        if conversation is None:
+            raise ConversationNotFound(external_id)
+        conversation.active_message_id = payload.active_message_id
+        if payload.closed is not None:
+            conversation.closed = payload.closed
+        messages = _merge_messages(conversation, payload.messages, now)
+    return ConversationWrite(conversation, messages)
+
+
+def _locked_conversation(org: Org, external_id: str) -> Conversation | None:
+    return Conversation.objects.select_for_update().filter(org=org, external_id=external_id).first()
+
+
+def _create_conversation(org: Org, payload: ConversationIn, now: datetime) -> Conversation:
+    try:
+        with transaction.atomic():  # a savepoint: a concurrent first upsert may win the insert
+            return Conversation.objects.create(
+                org=org,
+                external_id=payload.external_id,
+                application=payload.application,
+                started_at=now,
+                last_activity_at=now,
+                fingerprint=fingerprint([]),
+            )
+    except IntegrityError:
+        return _locked_conversation(org, payload.external_id)
+
+
+def _merge_messages(conversation: Conversation, incoming: list[MessageIn], now: datetime) -> list[EvidenceMessage]:
+    """Insert new ids, update changed ones (an edit), then recompute the evidence columns.
+
+    1. Load every message of the conversation (the path and fingerprint need them all).
+    2. New ids are inserted; a known id whose fields differ is an edit and is updated in place.
+    3. Enforce the size limits before anything is written (the caller's transaction rolls back otherwise).
+    4. Recompute the active path, fingerprint, branch count and activity times from the merged set.
+    """
+    existing = {m.external_id: m for m in conversation.messages.all()} if conversation.pk else {}
+    new: list[Message] = []
+    edited: list[Message] = []
+    for message_in in incoming:
+        fields = _message_fields(message_in, now)
+        current = existing.get(message_in.id)
+        if current is None:
+            message = Message(conversation=conversation, external_id=message_in.id, **fields)
+            existing[message_in.id] = message
+            new.append(message)
+        elif any(getattr(current, name) != value for name, value in fields.items() if name != "created_at"):
+            if message_in.created_at is None:
+                del fields["created_at"]  # an edit does not move a message in time unless the source says so
+            for name, value in fields.items():
+                setattr(current, name, value)
+            edited.append(current)
+    _enforce_limits(incoming, len(existing))
+    Message.objects.bulk_create(new)
+    Message.objects.bulk_update(edited, list(_MESSAGE_FIELDS))
+    return _recompute_evidence(conversation, list(existing.values()), changed=bool(new or edited), now=now)
+
+
+_MESSAGE_FIELDS = (
+    "parent_external_id",
+    "role",
+    "content",
+    "tool_calls",
+    "tool_call_id",
+    "name",
+    "created_at",
+    "hidden",
+    "truncated",
+)
+
+
+def _message_fields(message_in: MessageIn, now: datetime) -> dict:
+    return {
+        "parent_external_id": message_in.parent_id,
+        "role": message_in.role,
+        "content": message_in.content,
+        "tool_calls": message_in.tool_calls,
+        "tool_call_id": message_in.tool_call_id,
+        "name": message_in.name,
+        # The time we received it, when the source does not say: the newest-leaf rule needs a time.
+        "created_at": message_in.created_at or now,
+        "hidden": message_in.hidden,
+        "truncated": message_in.truncated,
+    }
+
+
+def _enforce_limits(incoming: list[MessageIn], total: int) -> None:
+    max_messages = settings.MAX_MESSAGES_PER_CONVERSATION
+    if total > max_messages:
+        raise LimitExceeded(
+            "MAX_MESSAGES_PER_CONVERSATION", max_messages, f"a conversation may hold at most {max_messages} messages"
+        )
+    max_bytes = settings.MAX_MESSAGE_BYTES
+    for message_in in incoming:
+        size = len(message_in.model_dump_json().encode())
+        if size > max_bytes:
+            raise LimitExceeded(
+                "MAX_MESSAGE_BYTES", max_bytes, f"message {message_in.id!r} is {size} bytes; the limit is {max_bytes}"
+            )
+
+
+def _recompute_evidence(
+    conversation: Conversation, messages: list[Message], *, changed: bool, now: datetime
+) -> list[EvidenceMessage]:
+    evidence = [m.as_evidence() for m in messages]
+    result = active_path(evidence, conversation.active_message_id)
+    conversation.fingerprint = fingerprint(result.path)
+    conversation.active_path_ids = [m.id for m in result.path]
+    conversation.branch_count = branch_count(evidence)
+    conversation.message_count = len(messages)
+    times = [m.created_at for m in messages if m.created_at is not None]
+    if times:
+        conversation.started_at = min([*times, conversation.started_at])
+    if changed:
+        # A closed (e.g. imported) conversation was last active at its last message; an open one, now.
+        conversation.last_activity_at = max(times) if conversation.closed and times else now
+    conversation.save()
+    return evidence
+
+
+def feedback_record(*, org: Org, payload: FeedbackIn) -> Feedback:
+    conversation = Conversation.objects.filter(org=org, external_id=payload.conversation).first()
+    if conversation is None:
+        raise ConversationNotFound(payload.conversation)
+    if not conversation.messages.filter(external_id=payload.message_id).exists():
+        raise ConversationNotFound(f"{payload.conversation}/{payload.message_id}")
+    feedback, _ = Feedback.objects.update_or_create(
+        conversation=conversation, message_external_id=payload.message_id, defaults={"value": payload.value}
+    )
+    return feedback

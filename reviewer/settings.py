@@ -204,4 +204,11 @@ JUDGE_MAX_RETRIES = env_int("JUDGE_MAX_RETRIES", 3, minimum=0)
 JUDGE_INPUT_BUDGET_CHARS = env_int("JUDGE_INPUT_BUDGET_CHARS", 48_000, minimum=1_000)
 EMBEDDINGS_BACKEND = env_choice("EMBEDDINGS_BACKEND", "hashing", ("hashing", "openai", "sentence-transformers"))
 
+# Conversations and the grading pass.
+MAX_MESSAGES_PER_CONVERSATION = env_int("MAX_MESSAGES_PER_CONVERSATION", 10_000, minimum=1)
+MAX_MESSAGE_BYTES = env_int("MAX_MESSAGE_BYTES", 1_000_000, minimum=1_000)
+DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("MAX_REQUEST_BYTES", 64_000_000, minimum=1_000_000)
+CONVERSATION_QUIET_MINUTES = env_int("CONVERSATION_QUIET_MINUTES", 30, minimum=0)
+GRADING_PASS_CAP = env_int("GRADING_PASS_CAP", 5_000, minimum=1)
+
 CLAIM_LEASE_MINUTES = env_int("CLAIM_LEASE_MINUTES", 15, minimum=1)

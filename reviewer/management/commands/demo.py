@@ -23,6 +23,8 @@ class Command(BaseCommand):
         key = demo_api_key(org)
         self._print_logins(addr, org.slug, key)
         children = self._start_children(addr)
+        # `kill` (SIGTERM) stops the demo as cleanly as Ctrl-C does.
+        signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
         try:
             self._wait(children)
         finally:

@@ -1,0 +1,157 @@
+"""Judge backends: the OpenAI-compatible one (production) and the offline heuristic (a labelled demo fallback)."""
+
+import hashlib
+import json
+import re
+from dataclasses import asdict, dataclass
+from typing import Protocol
+
+from django.conf import settings
+
+from grading.evidence import EvidenceMessage, Stage, render_message
+from grading.judge.client import ZERO_USAGE, ChatJudgeClient, Usage
+from grading.judge.conversation import (
+    PROMPT_TEMPLATE_HASH,
+    SYSTEM_PROMPT,
+    CheckVerdict,
+    ConversationVerdicts,
+    user_prompt,
+)
+
+
+@dataclass(frozen=True)
+class JudgeIdentity:
+    """Who graded: part of every review's score identity."""
+
+    backend: str
+    model: str
+    prompt_hash: str
+    temperature: float
+
+    def as_json(self) -> dict:
+        return asdict(self)
+
+    @property
+    def key(self) -> str:
+        return hashlib.sha256(json.dumps(self.as_json(), sort_keys=True).encode()).hexdigest()[:32]
+
+
+@dataclass(frozen=True)
+class StageJudgement:
+    verdicts: ConversationVerdicts
+    usage: Usage
+
+
+class ConversationJudge(Protocol):
+    identity: JudgeIdentity
+
+    def judge_stage(self, *, rubric: str, criteria_number: int, stage: Stage, stage_count: int) -> StageJudgement: ...
+
+
+class OpenAIJudge:
+    """Any OpenAI-compatible chat-completions endpoint, through the one production client."""
+
+    def __init__(self, client: ChatJudgeClient) -> None:
+        self.client = client
+        self.identity = JudgeIdentity("openai", client.model, PROMPT_TEMPLATE_HASH, 0.0)
+
+    def judge_stage(self, *, rubric: str, criteria_number: int, stage: Stage, stage_count: int) -> StageJudgement:
+        user = user_prompt(rubric=rubric, criteria_number=criteria_number, stage=stage, stage_count=stage_count)
+        completion = self.client.complete(system=SYSTEM_PROMPT, user=user, schema=ConversationVerdicts)
+        return StageJudgement(verdicts=completion.parsed, usage=completion.usage)
+
+
+_FIGURE = re.compile(r"\d[\d,.]*\d|\d")
+_REFUSAL = re.compile(r"\b(i can(?:no|')t|i am unable|i'm unable|unfortunately|an error occurred)\b", re.IGNORECASE)
+
+
+class HeuristicJudge:
+    """Deterministic, offline, and labelled as such everywhere it appears. For demos without an LLM.
+
+    grounded: every figure an agent states appears earlier in the conversation (user or tool messages);
+    complete: the slice ends on an agent reply and no user request in it is left unanswered;
+    usable: the final agent reply is substantive and is not a refusal or an error.
+    """
+
+    identity = JudgeIdentity("heuristic", "offline-heuristic-v1", "heuristic-v1", 0.0)
+
+    def judge_stage(self, *, rubric: str, criteria_number: int, stage: Stage, stage_count: int) -> StageJudgement:
+        messages = [*stage.context, *stage.messages]
+        agent = [m for m in stage.messages if m.role == "assistant" and _text(m)]
+        verdicts = ConversationVerdicts(
+            grounded=_grounded(messages, agent), complete=_complete(stage.messages), usable=_usable(agent)
+        )
+        return StageJudgement(verdicts=verdicts, usage=ZERO_USAGE)
+
+
+def _text(message: EvidenceMessage) -> str:
+    # The rendered message minus its header line: the same text an LLM judge would read.
+    return render_message(message).partition("\n")[2].strip()
+
+
+def _grounded(messages: list[EvidenceMessage], agent: list[EvidenceMessage]) -> CheckVerdict:
+    if not agent:
+        return CheckVerdict(verdict="unknown", message_ids=[], rationale="No agent reply in this slice.")
+    agent_ids = {m.id for m in agent}
+    seen: set[str] = set()
+    for message in messages:
+        figures = set(_FIGURE.findall(_text(message)))
+        if message.id in agent_ids:
+            unsupported = sorted(figures - seen)
+            if unsupported:
+                return CheckVerdict(
+                    verdict="fail",
+                    message_ids=[message.id],
+                    rationale=f"States {', '.join(unsupported[:3])} which no earlier message or tool result contains.",
+                )
+        seen |= figures
+    return CheckVerdict(
+        verdict="pass",
+        message_ids=[m.id for m in agent],
+        rationale="Every figure the agent states appears earlier in the conversation.",
+    )
+
+
+def _complete(messages: list[EvidenceMessage]) -> CheckVerdict:
+    unanswered = None
+    for message in messages:
+        if message.role == "user":
+            unanswered = message
+        elif message.role == "assistant" and _text(message) and not message.tool_calls:
+            unanswered = None
+    if unanswered is not None:
+        return CheckVerdict(verdict="fail", message_ids=[unanswered.id], rationale="A user request got no agent reply.")
+    replies = [m.id for m in messages if m.role == "assistant"]
+    if not replies:
+        return CheckVerdict(verdict="unknown", message_ids=[], rationale="No agent reply in this slice.")
+    return CheckVerdict(verdict="pass", message_ids=replies[-1:], rationale="Every user request got a reply.")
+
+
+def _usable(agent: list[EvidenceMessage]) -> CheckVerdict:
+    if not agent:
+        return CheckVerdict(verdict="unknown", message_ids=[], rationale="No agent reply in this slice.")
+    final = agent[-1]
+    text = _text(final)
+    if _REFUSAL.search(text):
+        return CheckVerdict(
+            verdict="fail", message_ids=[final.id], rationale="The final reply refuses or reports an error."
+        )
+    if len(text) < 20:
+        return CheckVerdict(
+            verdict="unknown", message_ids=[final.id], rationale="The final reply is too short to judge."
+        )
+    return CheckVerdict(verdict="pass", message_ids=[final.id], rationale="The final reply is substantive.")
+
+
+def judge_from_settings() -> ConversationJudge:
+    """The OpenAI-compatible judge when JUDGE_BASE_URL is set, else the offline heuristic."""
+    if not settings.JUDGE_BASE_URL:
+        return HeuristicJudge()
+    client = ChatJudgeClient(
+        base_url=settings.JUDGE_BASE_URL,
+        model=settings.JUDGE_MODEL,
+        api_key=settings.JUDGE_API_KEY or "unused",
+        timeout=settings.JUDGE_TIMEOUT_SECONDS,
+        max_retries=settings.JUDGE_MAX_RETRIES,
+    )
+    return OpenAIJudge(client)

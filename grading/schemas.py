@@ -1,0 +1,82 @@
+"""Payloads the pipelines send (the API) and the importers produce: one shape, validated once."""
+
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+ExternalId = Annotated[str, Field(min_length=1, max_length=200)]
+
+
+def _refuse_unstorable(value: Any, path: str = "") -> None:
+    """PostgreSQL stores neither NUL characters nor lone surrogates; refuse them up front, by location."""
+    if isinstance(value, str):
+        if "\x00" in value:
+            raise ValueError(f"contains a NUL character{path}")
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise ValueError(f"is not valid Unicode (lone surrogate){path}") from None
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            _refuse_unstorable(item, f"{path}[{index}]")
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            _refuse_unstorable(key, path)
+            _refuse_unstorable(item, f"{path}.{key}")
+
+
+class MessageIn(BaseModel):
+    # Unknown fields are refused: a misspelt `parentId` silently ignored would rewire the tree.
+    model_config = ConfigDict(extra="forbid")
+
+    id: ExternalId
+    parent_id: ExternalId | None = None
+    role: Literal["system", "user", "assistant", "tool"]
+    content: str | list[dict[str, Any]] | None = None
+    tool_calls: list[dict[str, Any]] | None = None
+    tool_call_id: str | None = Field(default=None, max_length=200)
+    name: str | None = Field(default=None, max_length=200)
+    created_at: datetime | None = None
+    hidden: bool = False
+    truncated: bool = False
+
+    @field_validator("id", "parent_id", "content", "tool_calls", "tool_call_id", "name")
+    @classmethod
+    def storable(cls, value: Any) -> Any:
+        _refuse_unstorable(value)
+        return value
+
+
+class ConversationIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    external_id: ExternalId
+    application: Annotated[str, Field(min_length=1, max_length=100)]
+    closed: bool = False
+    active_message_id: ExternalId | None = None
+    messages: list[MessageIn] = Field(default_factory=list)
+
+    @field_validator("external_id", "application", "active_message_id")
+    @classmethod
+    def storable(cls, value: Any) -> Any:
+        _refuse_unstorable(value)
+        return value
+
+
+class MessagesIn(BaseModel):
+    """An append: new messages (or edits of existing ids) for a conversation that exists."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    messages: list[MessageIn] = Field(min_length=1)
+    active_message_id: ExternalId | None = None
+    closed: bool | None = None
+
+
+class FeedbackIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    conversation: ExternalId
+    message_id: ExternalId
+    value: Literal["up", "down"]
