@@ -1,5 +1,6 @@
 """Reads: conversation state for the API, the current review, the staleness audit and the quality number."""
 
+import hashlib
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -116,3 +117,42 @@ def conversation_quality(org: Org) -> list[QualityRow]:
         up, down = thumbs_by_key.get(key, (0, 0))
         rows.append(QualityRow(*key, row["passed"], row["resolved"], row["with_unknown"], up, down))
     return sorted(rows, key=lambda r: (r.application, r.iso_year, r.iso_week))
+
+
+@dataclass(frozen=True)
+class SampleCell:
+    application: str
+    iso_year: int
+    iso_week: int
+    external_ids: list[str]
+
+
+def sample_conversations(
+    *, org: Org, per_week: int, weeks: int, salt: str, now: datetime | None = None
+) -> list[SampleCell]:
+    """Fixed-rule sampling (DESIGN 4.7): per application and ISO week over the last `weeks` weeks, the
+    `per_week` scorable conversations with the smallest sha256(salt + external_id).
+
+    The rule ignores usage and old scores on purpose: nobody can steer which conversations get a human
+    look. Scorable here means the conversation's current review counts and was not `not_scorable`.
+    """
+    now = now or timezone.now()
+    this_monday = (now - timedelta(days=now.isocalendar().weekday - 1)).replace(
+        hour=0, minute=0, second=0, microsecond=0
+    )
+    since = this_monday - timedelta(weeks=weeks - 1)
+    scorable = (
+        current_conversation_reviews(org)
+        .exclude(route__in=[Route.NOT_SCORABLE, Route.ERROR])
+        .filter(conversation__started_at__gte=since, conversation__started_at__lte=now)
+        .values_list("conversation__application", "conversation__started_at", "conversation__external_id")
+    )
+    cells: dict[tuple[str, int, int], list[tuple[str, str]]] = {}
+    for application, started_at, external_id in scorable:
+        year, week, _ = started_at.isocalendar()
+        rank = hashlib.sha256((salt + external_id).encode()).hexdigest()
+        cells.setdefault((application, year, week), []).append((rank, external_id))
+    return [
+        SampleCell(application, year, week, [external_id for _, external_id in sorted(ranked)[:per_week]])
+        for (application, year, week), ranked in sorted(cells.items())
+    ]

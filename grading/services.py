@@ -113,10 +113,11 @@ def conversation_upsert(*, org: Org, payload: ConversationIn, now: datetime | No
         created = conversation is None
         if created:
             conversation = _create_conversation(org, payload, now)
+        before = _columns(conversation)
         conversation.application = payload.application
         conversation.closed = payload.closed
         conversation.active_message_id = payload.active_message_id
-        messages = _merge_messages(conversation, payload.messages, now)
+        messages = _merge_messages(conversation, payload.messages, now, before)
     return ConversationWrite(conversation, messages, created)
 
 
@@ -133,10 +134,11 @@ def conversation_append(
         conversation = _locked_conversation(org, external_id)
         if conversation is None:
             raise ConversationNotFound(external_id)
+        before = _columns(conversation)
         conversation.active_message_id = payload.active_message_id
         if payload.closed is not None:
             conversation.closed = payload.closed
-        messages = _merge_messages(conversation, payload.messages, now)
+        messages = _merge_messages(conversation, payload.messages, now, before)
     return ConversationWrite(conversation, messages)
 
 
@@ -159,7 +161,14 @@ def _create_conversation(org: Org, payload: ConversationIn, now: datetime) -> Co
         return _locked_conversation(org, payload.external_id)
 
 
-def _merge_messages(conversation: Conversation, incoming: list[MessageIn], now: datetime) -> list[EvidenceMessage]:
+def _columns(conversation: Conversation) -> tuple:
+    """The conversation's stored values, to skip a write when a merge changed nothing (idempotent imports)."""
+    return tuple(getattr(conversation, field.attname) for field in conversation._meta.concrete_fields)
+
+
+def _merge_messages(
+    conversation: Conversation, incoming: list[MessageIn], now: datetime, before: tuple
+) -> list[EvidenceMessage]:
     """Insert new ids, update changed ones (an edit), then recompute the evidence columns.
 
     1. Load every message of the conversation (the path and fingerprint need them all).
@@ -186,7 +195,9 @@ def _merge_messages(conversation: Conversation, incoming: list[MessageIn], now: 
     _enforce_limits(incoming, len(existing))
     Message.objects.bulk_create(new)
     Message.objects.bulk_update(edited, list(_MESSAGE_FIELDS))
-    return _recompute_evidence(conversation, list(existing.values()), changed=bool(new or edited), now=now)
+    return _recompute_evidence(
+        conversation, list(existing.values()), changed=bool(new or edited), now=now, before=before
+    )
 
 
 _MESSAGE_FIELDS = (
@@ -233,7 +244,7 @@ def _enforce_limits(incoming: list[MessageIn], total: int) -> None:
 
 
 def _recompute_evidence(
-    conversation: Conversation, messages: list[Message], *, changed: bool, now: datetime
+    conversation: Conversation, messages: list[Message], *, changed: bool, now: datetime, before: tuple
 ) -> list[EvidenceMessage]:
     evidence = [m.as_evidence() for m in messages]
     result = active_path(evidence, conversation.active_message_id)
@@ -247,7 +258,8 @@ def _recompute_evidence(
     if changed:
         # A closed (e.g. imported) conversation was last active at its last message; an open one, now.
         conversation.last_activity_at = max(times) if conversation.closed and times else now
-    conversation.save()
+    if _columns(conversation) != before:
+        conversation.save()
     return evidence
 
 

@@ -3,7 +3,7 @@
 import hashlib
 import json
 import re
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Protocol
 
 from django.conf import settings
@@ -85,8 +85,8 @@ class HeuristicJudge:
 
 
 def _text(message: EvidenceMessage) -> str:
-    # The rendered message minus its header line: the same text an LLM judge would read.
-    return render_message(message).partition("\n")[2].strip()
+    """What the message says, as an LLM judge would read it, minus its header and any tool calls."""
+    return render_message(replace(message, tool_calls=None)).partition("\n")[2].strip()
 
 
 def _grounded(messages: list[EvidenceMessage], agent: list[EvidenceMessage]) -> CheckVerdict:

@@ -65,7 +65,7 @@ def _manage(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "manage.py", *args],
         cwd=REPO_ROOT,
-        env=os.environ | env,
+        env={k: v for k, v in os.environ.items() if k != "DJANGO_ALLOW_ASYNC_UNSAFE"} | env,
         capture_output=True,
         text=True,
         timeout=120,

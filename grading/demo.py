@@ -1,0 +1,140 @@
+"""Demo conversations for `make demo`: three applications over eight weeks, graded by the demo's worker.
+
+Deterministic (a seeded random generator) and idempotent: seeding twice merges into the same records.
+The mix lands on every route of the heuristic judge and on every not-scorable reason worth showing.
+"""
+
+import random
+from datetime import datetime, timedelta
+
+from django.utils import timezone
+
+from grading.models import Org
+from grading.schemas import ConversationIn, FeedbackIn
+from grading.services import conversation_upsert, feedback_record
+
+APPLICATIONS = ("billing-assistant", "onboarding-bot", "docs-helper")
+WEEKS = 8
+PER_WEEK = 4
+
+_REQUESTS = {
+    "billing-assistant": ("Please refund order {n}, it arrived damaged.", "refund_order", '{{"order": {n}}}'),
+    "onboarding-bot": ("How many seats are left on plan {n}?", "plan_seats", '{{"plan": {n}}}'),
+    "docs-helper": ("Which version of the SDK added endpoint {n}?", "search_docs", '{{"query": "endpoint {n}"}}'),
+}
+
+
+def seed_conversations(org: Org) -> None:
+    rng = random.Random(7)
+    now = timezone.now()
+    for app_index, application in enumerate(APPLICATIONS):
+        for week in range(WEEKS):
+            for slot in range(PER_WEEK):
+                started = now - timedelta(weeks=week, days=slot, hours=app_index + 2)
+                external_id = f"{application[:4]}-w{week}-{slot}"
+                payload = _conversation(rng, application, external_id, started, variant=(week + slot + app_index) % 7)
+                write = conversation_upsert(org=org, payload=ConversationIn.model_validate(payload))
+                if slot == 0:
+                    value = "up" if week % 2 else "down"
+                    last = write.conversation.active_path_ids[-1]
+                    feedback_record(org=org, payload=FeedbackIn(conversation=external_id, message_id=last, value=value))
+    for payload in _special_cases(now):
+        conversation_upsert(org=org, payload=ConversationIn.model_validate(payload))
+
+
+def _message(mid: str, role: str, content, parent: str | None, at: datetime, **extra) -> dict:
+    return {"id": mid, "parent_id": parent, "role": role, "content": content, "created_at": at.isoformat(), **extra}
+
+
+def _conversation(rng: random.Random, application: str, external_id: str, started: datetime, *, variant: int) -> dict:
+    """Variants: 0-1 grounded answers, 2 an invented figure, 3 a regenerated reply (branch), 4 an
+    unanswered follow-up, 5 a refusal, 6 a reply too terse to judge (a human decides)."""
+    n = rng.randint(1000, 9999)
+    request, tool, arguments = _REQUESTS[application]
+    figure = rng.randint(10, 90)
+    at = lambda minutes: started + timedelta(minutes=minutes)  # noqa: E731 - a local clock for readability
+    messages = [
+        _message("u1", "user", request.format(n=n), None, at(0)),
+        _message(
+            "a1",
+            "assistant",
+            None,
+            "u1",
+            at(1),
+            tool_calls=[
+                {"id": "call-1", "type": "function", "function": {"name": tool, "arguments": arguments.format(n=n)}}
+            ],
+        ),
+        _message("t1", "tool", f'{{"result": "ok", "value": {figure}}}', "a1", at(2), tool_call_id="call-1", name=tool),
+    ]
+    answer = f"Done. For {n} the value is {figure}, as the system reported."
+    if variant == 2:
+        answer = f"Done. For {n} the value is {figure + 7}, and it will be applied within 3 days."
+    if variant == 5:
+        answer = "Unfortunately I can't help with that request."
+    if variant == 6:
+        answer = "Done, see above."
+    messages.append(_message("a2", "assistant", answer, "t1", at(3)))
+    active = "a2"
+    if variant == 3:
+        # The user regenerated the reply: a2 is abandoned, a2b is what they saw.
+        messages.append(
+            _message("a2b", "assistant", f"All set: {n} shows {figure}, straight from the system.", "t1", at(5))
+        )
+        active = "a2b"
+    if variant == 4:
+        messages.append(_message("u2", "user", "Can you also email me a receipt for it?", active, at(6)))
+        active = "u2"
+    return {
+        "external_id": external_id,
+        "application": application,
+        "closed": True,
+        "active_message_id": active,
+        "messages": messages,
+    }
+
+
+def _special_cases(now: datetime) -> list[dict]:
+    """One in progress, one with a parent that never arrived, and one long enough to be judged in stages."""
+    in_progress = {
+        "external_id": "live-chat-1",
+        "application": "onboarding-bot",
+        "closed": False,
+        "messages": [
+            _message("u1", "user", "I am setting up SSO, one moment while I find the metadata URL.", None, now)
+        ],
+    }
+    incomplete = {
+        "external_id": "broken-export-1",
+        "application": "docs-helper",
+        "closed": True,
+        "active_message_id": "a1",
+        "messages": [
+            _message("u1", "user", "What changed in version 4?", None, now - timedelta(days=3, minutes=1)),
+            _message("a1", "assistant", "Version 4 removed the legacy client.", "u0-lost", now - timedelta(days=3)),
+        ],
+    }
+    chapters = []
+    parent = "u1"
+    for i in range(1, 8):
+        text = f"Section {i} of the migration guide. " + (
+            "The importer maps every legacy field to its new name. " * 180
+        )
+        chapters.append(_message(f"a{i}", "assistant", text, parent, now - timedelta(days=2, minutes=60 - i)))
+        parent = f"a{i}"
+    long_one = {
+        "external_id": "long-guide-1",
+        "application": "docs-helper",
+        "closed": True,
+        "messages": [
+            _message(
+                "u1",
+                "user",
+                "Write me the full migration guide, section by section.",
+                None,
+                now - timedelta(days=2, hours=1),
+            ),
+            *chapters,
+        ],
+    }
+    return [in_progress, incomplete, long_one]

@@ -1,0 +1,84 @@
+import json
+from pathlib import Path
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+from pydantic import ValidationError
+
+from grading.importers import FORMATS, ImportFormatError, ParseFailure, parse_file
+from grading.models import Org
+from grading.schemas import ConversationIn
+from grading.selectors import conversation_state
+from grading.services import LimitExceeded, conversation_upsert
+
+
+class Command(BaseCommand):
+    help = (
+        "Import conversations from an export file. Idempotent: importing the same file twice changes nothing. "
+        "A bad conversation is reported by id and does not stop the others; the exit code is 1 if any failed."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("file", type=Path)
+        parser.add_argument("--format", required=True, choices=FORMATS, dest="fmt")
+        parser.add_argument("--org", default=None, help="org slug (default: the only org)")
+        parser.add_argument("--application", default=None, help="application name for conversations that carry none")
+        parser.add_argument("--json", action="store_true", dest="as_json", help="print one JSON line per conversation")
+
+    def handle(self, *args, file: Path, fmt: str, org: str | None, application: str | None, as_json: bool, **options):
+        the_org = _org(org)
+        try:
+            results = parse_file(fmt, file)
+        except (ImportFormatError, OSError) as exc:
+            raise CommandError(f"{file}: {exc}") from exc
+        failures = 0
+        for result in results:
+            if isinstance(result, ParseFailure):
+                failures += 1
+                self._fail(result.external_id or f"#{result.index}", result.reason)
+                continue
+            payload = dict(result.payload)
+            payload["application"] = payload.get("application") or application or fmt
+            try:
+                write = conversation_upsert(org=the_org, payload=ConversationIn.model_validate(payload))
+            except (ValidationError, LimitExceeded) as exc:
+                failures += 1
+                self._fail(payload.get("external_id"), _describe(exc))
+                continue
+            self._report(conversation_state(write.conversation, write.messages), as_json=as_json)
+        if failures:
+            raise CommandError(f"{failures} of {len(results)} conversation(s) were not imported")
+
+    def _report(self, state, *, as_json: bool) -> None:
+        line = {
+            "external_id": state.conversation.external_id,
+            "fingerprint": state.conversation.fingerprint,
+            "scorable": state.not_scorable_reason is None,
+            "not_scorable_reason": state.not_scorable_reason,
+            "active_path": [m.id for m in state.path],
+        }
+        if as_json:
+            self.stdout.write(json.dumps(line, ensure_ascii=False))
+        else:
+            scorable = "scorable" if line["scorable"] else f"not scorable ({line['not_scorable_reason']})"
+            self.stdout.write(f"{line['external_id']}: {len(line['active_path'])} messages on the path, {scorable}")
+
+    def _fail(self, external_id: str | None, reason: str) -> None:
+        self.stderr.write(f"{external_id}: not imported: {reason}")
+
+
+def _describe(exc: Exception) -> str:
+    if isinstance(exc, ValidationError):
+        return "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+    return str(exc)
+
+
+def _org(slug: str | None) -> Org:
+    if slug:
+        org = Org.objects.filter(slug=slug).first()
+        if org is None:
+            raise CommandError(f"no org with slug {slug!r}")
+        return org
+    orgs = list(Org.objects.all()[:2])
+    if len(orgs) != 1:
+        raise CommandError("say which org with --org SLUG")
+    return orgs[0]

@@ -1,0 +1,84 @@
+"""`manage.py import_conversations` on the fixtures, twice: the second run changes nothing."""
+
+import json
+from io import StringIO
+from pathlib import Path
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from grading.models import Conversation, Message
+
+pytestmark = pytest.mark.django_db
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "imports"
+
+CASES = [
+    ("openai", "openai-tools.jsonl"),
+    ("openai", "openai-branches.json"),
+    ("chatgpt", "chatgpt-librechat-sample.json"),
+    ("openwebui", "openwebui-librechat-sample.json"),
+    ("openwebui", "openwebui-branches.json"),
+]
+
+
+def run_import(fmt: str, name: str, *extra: str) -> tuple[list[dict], str, bool]:
+    out, err = StringIO(), StringIO()
+    failed = False
+    try:
+        call_command(
+            "import_conversations", str(FIXTURES / name), "--format", fmt, "--json", *extra, stdout=out, stderr=err
+        )
+    except CommandError:
+        failed = True
+    return [json.loads(line) for line in out.getvalue().splitlines()], err.getvalue(), failed
+
+
+def snapshot() -> list[tuple]:
+    rows = Conversation.objects.order_by("pk").values_list(
+        "external_id", "fingerprint", "updated_at", "last_activity_at"
+    )
+    return [*rows, Message.objects.count()]
+
+
+@pytest.mark.parametrize(("fmt", "name"), CASES)
+def test_importing_a_file_twice_changes_nothing(org, fmt, name):
+    first, _, _ = run_import(fmt, name)
+    assert first, "the fixture imported no conversation"
+    before = snapshot()
+    second, _, _ = run_import(fmt, name)
+    assert second == first
+    assert snapshot() == before
+
+
+@pytest.mark.parametrize(("fmt", "name"), CASES)
+def test_each_line_names_the_evidence_of_a_stored_conversation(org, fmt, name):
+    lines, _, _ = run_import(fmt, name)
+    for line in lines:
+        conversation = Conversation.objects.get(org=org, external_id=line["external_id"])
+        assert line["fingerprint"] == conversation.fingerprint
+        assert line["active_path"] == conversation.active_path_ids
+        assert line["scorable"] == (line["not_scorable_reason"] is None)
+
+
+def test_the_chatgpt_sample_keeps_its_current_node_and_hidden_messages(org):
+    [line], _, _ = run_import("chatgpt", "chatgpt-librechat-sample.json")
+    sample = json.loads((FIXTURES / "chatgpt-librechat-sample.json").read_text())[0]
+    assert line["active_path"][-1] == sample["current_node"]
+    conversation = Conversation.objects.get(external_id=line["external_id"])
+    assert conversation.branch_count > 1
+    assert conversation.messages.filter(hidden=True, external_id__in=line["active_path"]).exists()
+
+
+def test_a_bad_conversation_is_reported_by_id_and_the_others_are_imported(org):
+    lines, errors, failed = run_import("chatgpt", "chatgpt-tools-branches.json")
+    assert failed
+    assert "not imported" in errors
+    assert lines  # the good ones went in
+    assert Conversation.objects.count() == len(lines)
+
+
+def test_an_unreadable_file_is_a_clear_error(org, tmp_path):
+    junk = tmp_path / "junk.json"
+    junk.write_text("this is not json")
+    with pytest.raises(CommandError, match="junk.json"):
+        call_command("import_conversations", str(junk), "--format", "openai")

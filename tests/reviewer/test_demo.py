@@ -1,0 +1,34 @@
+"""The demo org lands on every route with the offline heuristic judge, and seeding twice changes nothing."""
+
+import pytest
+
+from grading.judge.backends import HeuristicJudge
+from grading.models import Conversation, Message, Review
+from grading.planner import grading_pass
+from grading.reviews import conversation_grade
+from grading.selectors import stale_current_reviews
+from reviewer.demo import demo_seed
+
+pytestmark = pytest.mark.django_db
+
+
+def test_the_demo_conversations_land_on_every_route_and_leave_nothing_stale():
+    org = demo_seed()
+    for conversation_id in grading_pass().enqueued_ids:
+        conversation_grade(conversation_id=conversation_id, judge=HeuristicJudge())
+    routes = set(Review.objects.filter(org=org).values_list("route", flat=True))
+    assert routes == {"pass", "fail", "human", "not_scorable"}
+    reasons = dict(Review.objects.filter(route="not_scorable").values_list("conversation__external_id", "reason"))
+    assert reasons == {"live-chat-1": "in_progress", "broken-export-1": "unresolved_parent"}
+    assert Review.objects.get(conversation__external_id="long-guide-1").stages > 1
+    assert Review.objects.filter(judge__backend="heuristic").exists()
+    assert stale_current_reviews(org).count() == 0
+    assert Conversation.objects.filter(org=org, branch_count__gt=1).exists()
+
+
+def test_seeding_twice_changes_nothing():
+    demo_seed()
+    before = list(Conversation.objects.order_by("pk").values_list("fingerprint", "updated_at")), Message.objects.count()
+    demo_seed()
+    after = list(Conversation.objects.order_by("pk").values_list("fingerprint", "updated_at")), Message.objects.count()
+    assert after == before
