@@ -5,6 +5,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from django.db import connections
 
 CHROMIUM = Path(os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium"))
 CHROMIUM_ARGS = [
@@ -35,6 +36,9 @@ def browser() -> Iterator:
             chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS)
             yield chromium
             chromium.close()
+            # Inside Playwright's context, Django's context-local connections are not the ones pytest-django
+            # closes; close them here, or one outlives the test database and blocks dropping it.
+            connections.close_all()
     finally:
         del os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"]
 
