@@ -1,9 +1,19 @@
 """The domain core both sides use: orgs, API keys, the audit trail (and, later, items and reviews)."""
 
+import secrets
+
 from django.conf import settings
 from django.db import models
 
+from pgvector.django import HnswIndex, VectorField
+
 from grading.evidence import EvidenceMessage
+
+EMBEDDING_DIMENSIONS = 384
+
+
+def new_webhook_secret() -> str:
+    return secrets.token_hex(32)
 
 
 class Org(models.Model):
@@ -11,6 +21,9 @@ class Org(models.Model):
 
     name = models.CharField(max_length=200)
     slug = models.SlugField(max_length=64, unique=True)
+    webhook_secret = models.CharField(
+        max_length=64, default=new_webhook_secret, help_text="Signs webhook deliveries (HMAC-SHA256)."
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     def __str__(self) -> str:
@@ -183,6 +196,93 @@ class Feedback(models.Model):
         return f"{self.value} on {self.conversation_id}/{self.message_external_id}"
 
 
+class Draft(models.Model):
+    """An article a writing pipeline wants to publish (Markdown/MDX). Resubmitting the same external id
+    replaces its content; the fingerprint over title, body and source URLs says which content a review read."""
+
+    org = models.ForeignKey(Org, on_delete=models.CASCADE, related_name="drafts")
+    external_id = models.CharField(max_length=200)
+    title = models.CharField(max_length=300)
+    slug = models.SlugField(max_length=200)
+    body = models.TextField()
+    source_urls = models.JSONField(default=list, blank=True)
+    run_id = models.CharField(max_length=200, blank=True)
+    callback_url = models.URLField(max_length=1000, blank=True)
+    fingerprint = models.CharField(max_length=80)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+    queued_at = models.DateTimeField(null=True, blank=True, help_text="When grading was last enqueued.")
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["org", "external_id"], name="draft_unique_external_id")]
+
+    def __str__(self) -> str:
+        return self.slug
+
+
+class Article(models.Model):
+    """One of the org's published articles: the targets of internal links and of related-reading repairs."""
+
+    org = models.ForeignKey(Org, on_delete=models.CASCADE, related_name="articles")
+    slug = models.SlugField(max_length=200)
+    title = models.CharField(max_length=300)
+    summary = models.TextField(blank=True)
+    embedding = VectorField(dimensions=EMBEDDING_DIMENSIONS)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["org", "slug"], name="article_unique_slug")]
+        indexes = [
+            HnswIndex(
+                name="article_embedding_hnsw",
+                fields=["embedding"],
+                opclasses=["vector_cosine_ops"],
+                m=16,
+                ef_construction=64,
+            )
+        ]
+
+    def __str__(self) -> str:
+        return self.slug
+
+
+class MemoryItem(models.Model):
+    """Org memory read before judging a draft: learnings (retrieved by similarity), the strategy, facts."""
+
+    class Kind(models.TextChoices):
+        LEARNING = "learning", "learning"
+        STRATEGY = "strategy", "strategy"
+        FACT = "fact", "fact"
+
+    class Source(models.TextChoices):
+        MANUAL = "manual", "manual"
+        IMPORT = "import", "import"
+        OPERATOR_DECISION = "operator_decision", "operator decision"
+
+    org = models.ForeignKey(Org, on_delete=models.CASCADE, related_name="memory")
+    kind = models.CharField(max_length=16, choices=Kind.choices)
+    text = models.TextField()
+    proof_terms = models.JSONField(default=list, blank=True, help_text="Facts: customer names, figures.")
+    embedding = VectorField(dimensions=EMBEDDING_DIMENSIONS)
+    source = models.CharField(max_length=24, choices=Source.choices, default=Source.MANUAL)
+    active = models.BooleanField(default=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        indexes = [
+            HnswIndex(
+                name="memory_embedding_hnsw",
+                fields=["embedding"],
+                opclasses=["vector_cosine_ops"],
+                m=16,
+                ef_construction=64,
+            ),
+            models.Index(fields=["org", "kind", "active"]),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind}: {self.text[:60]}"
+
+
 class Route(models.TextChoices):
     PASS = "pass", "pass"  # noqa: S105 - a route, not a password
     FAIL = "fail", "fail"
@@ -207,6 +307,7 @@ class Review(models.Model):
     conversation = models.ForeignKey(
         Conversation, null=True, blank=True, on_delete=models.CASCADE, related_name="reviews"
     )
+    draft = models.ForeignKey(Draft, null=True, blank=True, on_delete=models.CASCADE, related_name="reviews")
     # -- score identity
     fingerprint = models.CharField(max_length=80)
     criteria_version = models.ForeignKey(CriteriaVersion, on_delete=models.PROTECT, related_name="reviews")
@@ -220,7 +321,16 @@ class Review(models.Model):
     route = models.CharField(max_length=16, choices=Route.choices)
     reason = models.CharField(max_length=40, blank=True, help_text="A code: why humans, why not scorable, what failed.")
     detail = models.TextField(blank=True)
-    checks = models.JSONField(default=dict, blank=True)
+    checks = models.JSONField(default=dict, blank=True, help_text="Conversations: verdict, message ids, rationale.")
+    # Drafts: the merged score, the judge's sub-scores and spread, findings first, then the judge's issues.
+    score = models.FloatField(null=True, blank=True)
+    judge_score = models.FloatField(null=True, blank=True, help_text="The judge's overall before findings.")
+    spread = models.FloatField(null=True, blank=True)
+    sub_scores = models.JSONField(default=dict, blank=True)
+    findings = models.JSONField(default=list, blank=True)
+    judge_issues = models.JSONField(default=list, blank=True)
+    repairs = models.JSONField(null=True, blank=True, help_text="{diff, body, applied} when auto-repair ran.")
+    memory_used = models.JSONField(default=dict, blank=True)
     usage = models.JSONField(default=dict, blank=True)
     is_current = models.BooleanField(default=False)
 
@@ -235,6 +345,18 @@ class Review(models.Model):
             ),
             models.UniqueConstraint(
                 fields=["conversation"], condition=models.Q(is_current=True), name="review_one_current_per_conversation"
+            ),
+            models.UniqueConstraint(
+                fields=["draft", "fingerprint", "criteria_version", "judge_key", "memory_snapshot"],
+                condition=~models.Q(route="error"),
+                name="review_unique_draft_identity",
+            ),
+            models.UniqueConstraint(
+                fields=["draft"], condition=models.Q(is_current=True), name="review_one_current_per_draft"
+            ),
+            models.CheckConstraint(
+                condition=models.Q(conversation__isnull=True) ^ models.Q(draft__isnull=True),
+                name="review_has_one_subject",
             ),
         ]
         indexes = [
@@ -268,3 +390,20 @@ class GradingRun(models.Model):
 
     def __str__(self) -> str:
         return f"{self.trigger} pass at {self.started_at:%Y-%m-%d %H:%M}: {self.enqueued} enqueued, {self.backlog} left"
+
+
+class WebhookDelivery(models.Model):
+    """One try at telling a pipeline about a draft's verdict. Every try is logged, failed ones included."""
+
+    draft = models.ForeignKey(Draft, on_delete=models.CASCADE, related_name="webhook_deliveries")
+    review = models.ForeignKey(Review, on_delete=models.CASCADE, related_name="webhook_deliveries")
+    event = models.CharField(max_length=32, help_text="machine_verdict | human_decision")
+    url = models.URLField(max_length=1000)
+    attempt = models.PositiveSmallIntegerField()
+    status_code = models.PositiveSmallIntegerField(null=True, blank=True)
+    error = models.TextField(blank=True)
+    delivered = models.BooleanField(default=False)
+    at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"{self.event} to {self.url} try {self.attempt}: {self.status_code or self.error}"
