@@ -182,3 +182,16 @@ def test_junk_payloads_get_4xx_never_5xx_and_rejections_write_nothing(api, mutat
     assert response.status_code < 500
     if response.status_code >= 400:
         assert (Conversation.objects.count(), Message.objects.count()) == before
+
+
+def test_regression_blind_fingerprint_every_message_counts_to_the_last_character(api):
+    """Not a fingerprint of the agent's text cut at a few thousand characters: user and tool messages
+    count, and a change past 100,000 characters still changes it."""
+    payload = support_conversation()
+    payload["messages"][2]["content"] = "x" * 150_000
+    base = api("post", "/conversations", payload).json()["fingerprint"]
+    payload["messages"][2]["content"] = "x" * 149_999 + "y"
+    tool_changed = api("post", "/conversations", payload).json()["fingerprint"]
+    payload["messages"][0]["content"] = "Please refund order 1183, it arrived broken."
+    user_changed = api("post", "/conversations", payload).json()["fingerprint"]
+    assert len({base, tool_changed, user_changed}) == 3
