@@ -1,0 +1,526 @@
+"""The rules document of a draft CriteriaVersion, and the seeded v1 defaults.
+
+`DraftRules` is what a draft criteria version stores as JSON (`model_dump(mode="json")`) and what both the checks and
+the writer pipeline read (`GET /api/v1/criteria/draft/writer-rules`, as JSON or as `rules_as_text`). Pure Python:
+no Django.
+
+Matching semantics the checks implement (and the writer text states):
+- Terms (banned words, filler phrases, proof terms) match case-insensitively, as whole words: a term edge that is a
+  letter, digit or underscore must not touch another such character. Hyphens and apostrophes are boundaries, as in a
+  regex `\b`: "re-leverage" and "leverage's" contain the banned word "leverage"; "showcased" does not contain
+  "showcase" (list "showcased" to ban it). Typographic apostrophes count as "'"; a line break inside a phrase counts
+  as a space.
+- Banned characters (the em dash, "--") match anywhere in prose; touching repeats are one occurrence ("---").
+- Prose is the body minus fenced and inline code, comments, link destinations and bare URLs, front matter and Markdown
+  syntax lines (thematic breaks, table delimiter rows, setext underlines): words inside a URL or a code sample are not
+  writing.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+Severity = Literal["fatal", "fixable"]
+Placement = Literal["after_first_section", "before_last_section", "end"]
+
+# Terms are stored normalised so that equality, de-duplication and the matcher all agree.
+_APOSTROPHES = str.maketrans({"\u2019": "'", "\u2018": "'"})
+_WHITESPACE = re.compile(r"\s+")
+_COMPONENT_NAME = re.compile(r"[A-Z][A-Za-z0-9]*")
+_SLUG_PLACEHOLDER = "{slug}"
+
+
+def normalize_term(term: str) -> str:
+    """The form a term is stored and matched in: lower case, straight apostrophes, single spaces."""
+    return _WHITESPACE.sub(" ", term.translate(_APOSTROPHES)).strip().lower()
+
+
+def _normalized_terms(terms: list[str]) -> list[str]:
+    seen: dict[str, None] = {}
+    for term in terms:
+        normalized = normalize_term(term)
+        if not normalized:
+            raise ValueError("a term may not be empty")
+        seen.setdefault(normalized, None)
+    return list(seen)
+
+
+# --- the seeded v1 vocabulary ---------------------------------------------------------------------------------------
+# Sources and licences: grading/VOCABULARY.md. Inflections are listed one by one because matching is whole-word:
+# banning "showcase" does not ban "showcased".
+
+# vale-ai-tells (MIT) OverusedVocabulary, all but "pivoting" (a plain business verb).
+_VALE_OVERUSED = """
+delve delves delving delved tapestry multifaceted underscores showcasing showcases pivotal intricate intricacies
+groundbreaking transformative seamless seamlessly robust leverage leveraging leverages fostering fosters harnessing
+harnesses streamline streamlines streamlining elevate elevates elevating bolster bolsters bolstering spearhead
+spearheads spearheading underpins underpin underpinning underscoring reimagine reimagining reimagines elucidate
+elucidates elucidating synergy synergies synergistic holistic holistically paradigm paradigms unparalleled testament
+cornerstone cornerstones catalyst catalyze catalyzing meticulous meticulously nuanced interplay aforementioned
+myriad plethora burgeoning nascent ubiquitous encompasses encompassing embark embarks embarking endeavor endeavors
+endeavoring
+"""
+# vale-ai-tells FormalRegister, minus words with no plainer synonym in business writing (implement, framework,
+# methodology, prioritize, optimize, maximize, minimize, terminate).
+_VALE_FORMAL = """
+utilize utilizes utilizing utilized utilization facilitate facilitates facilitating facilitated facilitation
+commence commences commencing commenced ascertain ascertains ascertaining endeavour endeavours endeavouring
+conceptualize conceptualizes conceptualizing operationalize operationalizes operationalizing incentivize
+incentivizes incentivizing
+"""
+# vale-ai-tells FormalTransitions (the stiff ones; "for example", "therefore" stay allowed) and AICompoundPhrases'
+# hyphenated compounds.
+_VALE_TRANSITIONS_AND_COMPOUNDS = """
+moreover furthermore additionally notably importantly crucially fundamentally thereby henceforth
+cutting-edge game-changer game-changing
+"""
+# antislop (Apache-2.0) slop_words: the entries that read as AI tells in a business article. Skipped: names, story
+# verbs ("nodded", "whispered") and words with a plain business sense ("resilience", "navigate", "tangible").
+_ANTISLOP_WORDS = """
+vibrant realm realms profound profoundly unwavering bustling symphony beacon palpable amidst resonated resonating
+daunting effortlessly tirelessly undeniable undeniably labyrinth labyrinthine kaleidoscope enigma enigmatic ethereal
+mesmerizing cacophony uncharted unleash unleashed unleashing unlocking ingenuity camaraderie embodiment relentless
+seasoned honed arduous intertwined newfound illuminating tapestries boundless fervor unyielding harbinger nestled
+unravel
+"""
+# Tollgate's own list of classic business-AI tells, the inflections the lists above miss, and British spellings.
+_CLASSIC_WORDS = """
+showcase showcased leveraged underscore underscored foster fostered harness harnessed streamlined bolstered
+spearheaded underpinned reimagined synergize unlock unlocks resonate resonates revolutionize revolutionizes
+revolutionizing revolutionized empower empowers empowering supercharge supercharged turbocharge skyrocket
+skyrocketing ever-evolving ever-changing fast-paced game-changers state-of-the-art best-in-class world-class
+next-level top-notch frictionless hassle-free unmatched unrivaled impactful invaluable indispensable paramount
+unprecedented bespoke boasts commendable noteworthy thought-provoking insightful enlightening garner garnered
+deep-dive utilise utilised utilising
+"""
+
+_VALE_PHRASES = """
+a wide range of
+a broad range of
+a wealth of
+an abundance of
+a multitude of
+in order to
+for the purpose of
+with the aim of
+due to the fact that
+owing to the fact that
+in light of the fact that
+despite the fact that
+it is clear that
+it is evident that
+it is apparent that
+it is obvious that
+it's important to note that
+it is important to note that
+it's worth noting that
+it is worth noting that
+it's worth mentioning that
+it is worth mentioning that
+it should be noted that
+it goes without saying
+needless to say
+that being said
+with that said
+having said that
+generally speaking
+broadly speaking
+in conclusion
+in summary
+to sum up
+all in all
+at the end of the day
+when all is said and done
+in the final analysis
+in today's rapidly evolving
+in today's digital age
+in the world of
+in an era where
+in an age where
+in this day and age
+as we navigate
+when it comes to
+picture this
+imagine a world where
+have you ever wondered
+since the dawn of
+delicate balance
+plays a crucial role
+played a crucial role
+instrumental role
+paving the way
+at the forefront
+sea change
+watershed moment
+double-edged sword
+tip of the iceberg
+laid the groundwork
+lays the groundwork
+sets the stage
+set the stage
+serves as a reminder
+serve as a reminder
+it remains to be seen
+only time will tell
+the jury is still out
+on the cutting edge
+there is no simple answer
+depends on various factors
+here's the thing
+here's the deal
+here's the kicker
+here's the truth
+let that sink in
+read that again
+make no mistake
+rest assured
+the truth is
+the hard truth is
+fun fact
+pro tip
+great question
+i'd be happy to help
+you're absolutely right
+"""
+_ANTISLOP_PHRASES = """
+something else entirely
+one thing is clear
+change the course of history
+world a better place
+renewed sense of purpose
+spread like wildfire
+"""
+_CLASSIC_PHRASES = """
+play a crucial role
+plays a vital role
+a new chapter
+let's dive in
+dive into
+deep dive
+without further ado
+first and foremost
+last but not least
+in a nutshell
+look no further
+take it to the next level
+navigate the complexities
+the digital landscape
+cannot be overstated
+can't be overstated
+treasure trove
+food for thought
+a must-have
+it's crucial to
+it is crucial to
+it's essential to
+it is essential to
+game changer
+i hope this helps
+"""
+
+
+def _words(*blocks: str) -> list[str]:
+    return _normalized_terms([word for block in blocks for word in block.split()])
+
+
+def _lines(*blocks: str) -> list[str]:
+    return _normalized_terms([line for block in blocks for line in block.splitlines() if line.strip()])
+
+
+V1_BANNED_WORDS = _words(_VALE_OVERUSED, _VALE_FORMAL, _VALE_TRANSITIONS_AND_COMPOUNDS, _ANTISLOP_WORDS, _CLASSIC_WORDS)
+V1_FILLER_PHRASES = _lines(_VALE_PHRASES, _ANTISLOP_PHRASES, _CLASSIC_PHRASES)
+
+# "Direct-answer openings": interrogatives and question-forming auxiliaries. A heading that starts with one names the
+# question its section answers ("How to price a pilot", "What changed in 2025") even without a "?", and that question
+# form is what answer engines match user queries against (AEO). A heading ending in "?" counts whatever its first word.
+V1_H2_OPENINGS = [
+    "How",
+    "What",
+    "Why",
+    "When",
+    "Where",
+    "Which",
+    "Who",
+    "Whose",
+    "Can",
+    "Could",
+    "Should",
+    "Would",
+    "Will",
+    "Is",
+    "Are",
+    "Do",
+    "Does",
+    "Did",
+]
+
+
+# --- the document ---------------------------------------------------------------------------------------------------
+class _Strict(BaseModel):
+    # A typo in an admin's JSON is an error, not a silently ignored key.
+    model_config = ConfigDict(extra="forbid")
+
+
+class _TermsRule(_Strict):
+    severity: Literal["fatal"] = "fatal"
+    terms: list[str] = Field(default_factory=list)
+
+    @field_validator("terms")
+    @classmethod
+    def _normalize(cls, terms: list[str]) -> list[str]:
+        return _normalized_terms(terms)
+
+
+class BannedWordsRule(_TermsRule):
+    """AI-tell words, whole-word and case-insensitive. There is no honest mechanical rewrite of a word, so: fatal."""
+
+    terms: list[str] = Field(default_factory=lambda: list(V1_BANNED_WORDS))
+
+
+class FillerPhrasesRule(_TermsRule):
+    """Filler and cliché phrases, matched like words. Fatal for the same reason as banned words."""
+
+    terms: list[str] = Field(default_factory=lambda: list(V1_FILLER_PHRASES))
+
+
+class BannedCharacter(_Strict):
+    sequence: str = Field(min_length=1)
+    name: str
+    substitute: str
+
+
+class BannedCharactersRule(_Strict):
+    """Characters that mark machine prose. Fixable: the repair swaps each for its substitute."""
+
+    severity: Severity = "fixable"
+    characters: list[BannedCharacter] = Field(
+        default_factory=lambda: [
+            BannedCharacter(sequence="\u2014", name="em dash", substitute=", "),
+            BannedCharacter(sequence="--", name="double hyphen", substitute=", "),
+        ]
+    )
+
+    @model_validator(mode="after")
+    def _substitutes_are_clean(self) -> BannedCharactersRule:
+        # A substitute holding a banned sequence would make the repair produce the finding it fixes.
+        sequences = [c.sequence for c in self.characters]
+        if len(set(sequences)) != len(sequences):
+            raise ValueError("each banned character may be listed once")
+        for character in self.characters:
+            if any(sequence in character.substitute for sequence in sequences):
+                raise ValueError(f"the substitute for {character.sequence!r} contains a banned character")
+        return self
+
+
+class H2Rule(_Strict):
+    """At least `min_ratio` of the H2s are questions or start with a direct-answer opening. Rephrasing a heading is
+    writing, not a mechanical fix: fatal. Fewer than `min_count` H2s is its own finding (`h2_missing`)."""
+
+    severity: Literal["fatal"] = "fatal"
+    min_ratio: float = Field(0.8, ge=0.0, le=1.0)
+    min_count: int = Field(1, ge=0)
+    openings: list[str] = Field(default_factory=lambda: list(V1_H2_OPENINGS))
+
+    @field_validator("openings")
+    @classmethod
+    def _strip_openings(cls, openings: list[str]) -> list[str]:
+        cleaned = [_WHITESPACE.sub(" ", o).strip() for o in openings]
+        if not all(cleaned):
+            raise ValueError("an opening may not be empty")
+        return cleaned
+
+
+class InternalLinksRule(_Strict):
+    """At least `minimum` distinct sibling articles linked as `[text](pattern)`. Fixable: the repair adds a
+    related-reading line with the most similar articles not yet linked."""
+
+    severity: Severity = "fixable"
+    pattern: str = "/writing/{slug}"
+    minimum: int = Field(2, ge=0)
+    related_reading_label: str = "Related reading"
+
+    @field_validator("pattern")
+    @classmethod
+    def _pattern_has_one_slug(cls, pattern: str) -> str:
+        if pattern.count(_SLUG_PLACEHOLDER) != 1 or not pattern.startswith("/"):
+            raise ValueError("the pattern is a site path holding {slug} once, e.g. /writing/{slug}")
+        return pattern
+
+    def href_for(self, slug: str) -> str:
+        return self.pattern.replace(_SLUG_PLACEHOLDER, slug)
+
+
+class RequiredComponent(_Strict):
+    """An MDX component the article must use, the snippet the repair inserts, and where it goes."""
+
+    name: str
+    template: str
+    placement: Placement
+
+    @model_validator(mode="after")
+    def _template_uses_component(self) -> RequiredComponent:
+        if not _COMPONENT_NAME.fullmatch(self.name):
+            raise ValueError(f"{self.name!r} is not a JSX component name")
+        # Otherwise the repair would insert a snippet that does not satisfy the check.
+        if not re.search(rf"<{self.name}(?=[\s/>])", self.template):
+            raise ValueError(f"the template for {self.name} must contain <{self.name}")
+        return self
+
+
+class ComponentsRule(_Strict):
+    """Components that must appear outside code. Fixable: the repair inserts the template. The v1 templates are
+    self-closing so the site fills them: a repair never writes prose into the article."""
+
+    severity: Severity = "fixable"
+    required: list[RequiredComponent] = Field(
+        default_factory=lambda: [
+            RequiredComponent(
+                name="ArticleCallout", template='<ArticleCallout variant="summary" />', placement="after_first_section"
+            ),
+            RequiredComponent(
+                name="ArticleCaseStudyCallout", template="<ArticleCaseStudyCallout />", placement="before_last_section"
+            ),
+            RequiredComponent(name="ArticleCta", template="<ArticleCta />", placement="end"),
+        ]
+    )
+
+    @field_validator("required")
+    @classmethod
+    def _names_unique(cls, required: list[RequiredComponent]) -> list[RequiredComponent]:
+        names = [c.name for c in required]
+        if len(set(names)) != len(names):
+            raise ValueError("each component may be required once")
+        return required
+
+
+class CitationRule(_Strict):
+    """At least `minimum` of the draft's submitted source URLs appear in the body (as a link or bare). With no sources
+    submitted the rule has nothing to check unless `require_sources`. A citation cannot be invented: fatal."""
+
+    severity: Literal["fatal"] = "fatal"
+    minimum: int = Field(1, ge=0)
+    require_sources: bool = False
+
+
+class ProofPointRule(_Strict):
+    """When the org has facts, at least `minimum` of their proof terms are referenced. Fatal (DESIGN 5.3)."""
+
+    severity: Literal["fatal"] = "fatal"
+    minimum: int = Field(1, ge=0)
+
+
+class RepairSwitches(_Strict):
+    """Repair on/off per fixable finding code. Only fixable findings are ever repaired."""
+
+    banned_character: bool = True
+    internal_links_missing: bool = True
+    component_missing: bool = True
+
+    def allows(self, code: str) -> bool:
+        return code in type(self).model_fields and bool(getattr(self, code))
+
+
+class DraftRules(_Strict):
+    """The rules document of a draft criteria version. `DraftRules()` is the seeded v1."""
+
+    schema_version: Literal[1] = 1
+    banned_words: BannedWordsRule = Field(default_factory=BannedWordsRule)
+    filler_phrases: FillerPhrasesRule = Field(default_factory=FillerPhrasesRule)
+    banned_characters: BannedCharactersRule = Field(default_factory=BannedCharactersRule)
+    h2: H2Rule = Field(default_factory=H2Rule)
+    internal_links: InternalLinksRule = Field(default_factory=InternalLinksRule)
+    components: ComponentsRule = Field(default_factory=ComponentsRule)
+    citation: CitationRule = Field(default_factory=CitationRule)
+    proof_points: ProofPointRule = Field(default_factory=ProofPointRule)
+    threshold: float = Field(7.0, ge=1.0, le=10.0)
+    band: float = Field(0.5, ge=0.0, le=9.0)
+    max_judge_issues: int = Field(5, ge=0, le=50)
+    repair: RepairSwitches = Field(default_factory=RepairSwitches)
+
+    @model_validator(mode="after")
+    def _band_below_threshold(self) -> DraftRules:
+        # The marginal band is [threshold - band, threshold): it has to start on the 1-10 scale.
+        if self.threshold - self.band < 1.0:
+            raise ValueError("threshold - band must be at least 1")
+        return self
+
+
+def default_rules() -> DraftRules:
+    """The seeded v1 rules (DESIGN 5.1)."""
+    return DraftRules()
+
+
+# --- the writer's copy ----------------------------------------------------------------------------------------------
+def rules_as_text(rules: DraftRules) -> str:
+    """The rules as plain text for a writer prompt: the same document the checks enforce, so one source serves both."""
+    sections = [
+        "Rules for this article. Drafts that break a rule marked (fatal) are rejected; (fixable) ones are patched "
+        "automatically, but it is better to get them right. Fenced code blocks and inline code are not checked "
+        "for words or characters.",
+        *_vocabulary_lines(rules),
+        *_structure_lines(rules),
+        *_evidence_lines(rules),
+    ]
+    return "\n\n".join(section for section in sections if section) + "\n"
+
+
+def _vocabulary_lines(rules: DraftRules) -> list[str]:
+    lines = []
+    if rules.banned_words.terms:
+        lines.append(
+            f"Banned words ({rules.banned_words.severity}). Never use these words, in any capitalisation. Only the "
+            "exact word is banned: other forms are allowed unless listed.\n" + ", ".join(rules.banned_words.terms)
+        )
+    if rules.filler_phrases.terms:
+        lines.append(
+            f"Filler phrases ({rules.filler_phrases.severity}). Never use these phrases:\n"
+            + "\n".join(f"- {phrase}" for phrase in rules.filler_phrases.terms)
+        )
+    if rules.banned_characters.characters:
+        characters = "\n".join(
+            f'- "{c.sequence}" ({c.name}): write "{c.substitute}" or restructure the sentence'
+            for c in rules.banned_characters.characters
+        )
+        lines.append(f"Banned characters ({rules.banned_characters.severity}):\n{characters}")
+    return lines
+
+
+def _structure_lines(rules: DraftRules) -> list[str]:
+    lines = []
+    h2 = rules.h2
+    if h2.min_ratio > 0 or h2.min_count > 0:
+        lines.append(
+            f"Headings ({h2.severity}). Use at least {h2.min_count} H2 heading(s) (`## `). At least "
+            f"{h2.min_ratio:.0%} of the H2s must be questions (ending in '?') or start with one of: "
+            f"{', '.join(h2.openings)}."
+        )
+    links = rules.internal_links
+    if links.minimum > 0:
+        lines.append(
+            f"Internal links ({links.severity}). Link at least {links.minimum} different articles of ours as "
+            f"Markdown links: [descriptive text]({links.pattern})."
+        )
+    if rules.components.required:
+        components = "\n".join(f"- {c.name}, e.g. {c.template}" for c in rules.components.required)
+        lines.append(
+            f"Components ({rules.components.severity}). Use each of these MDX components, outside code:\n{components}"
+        )
+    return lines
+
+
+def _evidence_lines(rules: DraftRules) -> list[str]:
+    lines = []
+    if rules.citation.minimum > 0:
+        lines.append(
+            f"Citations ({rules.citation.severity}). Cite at least {rules.citation.minimum} of the source URLs you "
+            "were given, as a link in the body."
+        )
+    if rules.proof_points.minimum > 0:
+        lines.append(
+            f"Proof points ({rules.proof_points.severity}). When the organisation's facts are provided, reference at "
+            f"least {rules.proof_points.minimum} of them by name or figure."
+        )
+    return lines
