@@ -6,22 +6,27 @@ from typing import Any
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
 from django.db import connection
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponse
+from django.urls import reverse
 from ninja import NinjaAPI, Schema, Status
 from ninja.errors import ValidationError
 from ninja.security import HttpBearer
 
 from grading import health
+from grading.criteria import criteria_active
 from grading.evidence import canonical_message
-from grading.models import ApiKey, Conversation, Review
-from grading.schemas import ConversationIn, FeedbackIn, MessagesIn
-from grading.selectors import ConversationState, conversation_state
+from grading.models import ApiKey, Conversation, Draft, ItemKind, Review
+from grading.rules import DraftRules, rules_as_text
+from grading.schemas import ConversationIn, DraftIn, FeedbackIn, MessagesIn
+from grading.selectors import ConversationState, conversation_state, draft_status
 from grading.services import (
     ConversationNotFound,
     LimitExceeded,
+    NotFound,
     api_key_authenticate,
     conversation_append,
     conversation_upsert,
+    draft_submit,
     feedback_record,
 )
 
@@ -105,9 +110,10 @@ def request_too_big(request: HttpRequest, exc: RequestDataTooBig):
     )
 
 
-@api.exception_handler(ConversationNotFound)
-def conversation_not_found(request: HttpRequest, exc: ConversationNotFound):
-    return api.create_response(request, {"detail": f"no conversation or message {exc}"}, status=404)
+@api.exception_handler(NotFound)
+def not_found(request: HttpRequest, exc: NotFound):
+    detail = f"no conversation or message {exc}" if isinstance(exc, ConversationNotFound) else str(exc)
+    return api.create_response(request, {"detail": detail}, status=404)
 
 
 # --- conversations -----------------------------------------------------------------------------------
@@ -216,3 +222,40 @@ def post_feedback(request: HttpRequest, payload: FeedbackIn) -> Status[FeedbackO
     return Status(
         201, FeedbackOut(conversation=payload.conversation, message_id=payload.message_id, value=payload.value)
     )
+
+
+# --- drafts ------------------------------------------------------------------------------------------------
+
+
+class DraftAccepted(Schema):
+    id: int
+    status_url: str
+    route: str
+
+
+@api.post("/drafts", response={202: DraftAccepted}, summary="Submit a draft to the gate")
+def post_draft(request: HttpRequest, payload: DraftIn) -> Status[DraftAccepted]:
+    draft = draft_submit(org=request.auth.org, payload=payload)
+    status_url = request.build_absolute_uri(reverse("api:get_draft", kwargs={"draft_id": draft.pk}))
+    return Status(202, DraftAccepted(id=draft.pk, status_url=status_url, route="pending"))
+
+
+@api.get("/drafts/{draft_id}", response=dict, url_name="get_draft", summary="A draft's verdict, findings and identity")
+def get_draft(request: HttpRequest, draft_id: int) -> dict:
+    draft = Draft.objects.filter(org=request.auth.org, pk=draft_id).first()
+    if draft is None:
+        raise NotFound(f"no draft {draft_id}")
+    return draft_status(draft)
+
+
+@api.get("/criteria/draft/writer-rules", response=dict, summary="The active draft rules, for a writer's prompt")
+def writer_rules(request: HttpRequest, format: str = "json"):
+    """The single source of the writing rules: the checks read the same document. `?format=text` gives
+    plain text to paste into a writer prompt."""
+    criteria = criteria_active(org=request.auth.org, kind=ItemKind.DRAFT)
+    rules = DraftRules.model_validate(criteria.rules)
+    if format == "text":
+        return HttpResponse(rules_as_text(rules), content_type="text/plain; charset=utf-8")
+    if format != "json":
+        raise ValidationError([{"loc": ["query", "format"], "msg": "must be json or text"}])
+    return {"criteria_version": criteria.number, "rules": rules.model_dump(mode="json")}

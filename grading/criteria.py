@@ -5,6 +5,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from grading.models import CriteriaVersion, ItemKind, Org
+from grading.rules import DraftRules, default_rules
 from grading.services import audit_record
 
 CONVERSATION_RUBRIC_V1 = """\
@@ -22,7 +23,27 @@ would not run, steps that contradict each other, a link or value the user cannot
 help was possible fails. Cite the delivering message.
 """
 
-DEFAULT_RUBRICS = {ItemKind.CONVERSATION: CONVERSATION_RUBRIC_V1}
+DRAFT_RUBRIC_V1 = """\
+aeo: headings are the questions readers ask and each section answers its question in its first sentence;
+the draft links to sibling articles and is structured so an answer engine can quote it.
+writing: plain, specific prose for a busy professional reader; no AI tells (stock phrases, filler,
+inflated vocabulary, empty intensifiers); claims are concrete.
+org fit: follows the organisation's strategy and learnings, and backs its claims with the organisation's own
+proof points (customer names, figures) used accurately.
+"""
+
+
+def _defaults(kind: str) -> dict:
+    """The seeded v1 of a kind. A draft version's threshold and band are those of its rules document."""
+    if kind == ItemKind.DRAFT:
+        rules = default_rules()
+        return {
+            "rubric": DRAFT_RUBRIC_V1,
+            "rules": rules.model_dump(mode="json"),
+            "threshold": rules.threshold,
+            "band": rules.band,
+        }
+    return {"rubric": CONVERSATION_RUBRIC_V1}
 
 
 class CriteriaImmutable(Exception):
@@ -39,7 +60,7 @@ def criteria_active(*, org: Org, kind: str) -> CriteriaVersion:
             if CriteriaVersion.objects.filter(org=org, kind=kind).exists():
                 raise LookupError(f"{org.slug} has {kind} criteria but none is active")
             return CriteriaVersion.objects.create(
-                org=org, kind=kind, number=1, rubric=DEFAULT_RUBRICS[kind], published_at=timezone.now(), is_active=True
+                org=org, kind=kind, number=1, published_at=timezone.now(), is_active=True, **_defaults(kind)
             )
     except IntegrityError:  # seeded concurrently by another process
         return CriteriaVersion.objects.get(org=org, kind=kind, is_active=True)
@@ -64,6 +85,9 @@ def criteria_new_version(*, org: Org, kind: str, author: AbstractBaseUser | None
 def criteria_update(*, version: CriteriaVersion, **changes) -> CriteriaVersion:
     if version.published_at is not None:
         raise CriteriaImmutable(f"{version} is published; create a new version to change it")
+    if version.kind == ItemKind.DRAFT and "rules" in changes:
+        rules = DraftRules.model_validate(changes["rules"])  # invalid rules never reach a published version
+        changes |= {"rules": rules.model_dump(mode="json"), "threshold": rules.threshold, "band": rules.band}
     for field, value in changes.items():
         setattr(version, field, value)
     version.save(update_fields=list(changes))

@@ -438,6 +438,7 @@ __all__ = [
     "Stage",
     "Verdict",
     "abandoned_message_ids",
+    "draft_fingerprint",
     "active_path",
     "branch_count",
     "canonical_message",
@@ -453,3 +454,14 @@ __all__ = [
     "stages",
     "unanswered_tool_call_ids",
 ]
+
+
+def draft_fingerprint(*, title: str, body: str, source_urls: Sequence[str]) -> str:
+    """Evidence fingerprint of a draft, scheme `fp1`: what the gate reads, nothing truncated.
+
+    `fp1:` + SHA-256 hex of the UTF-8 JSON of {"body", "source_urls", "title"}, sorted keys,
+    `(",", ":")` separators, non-ASCII kept.
+    """
+    document = {"body": body, "source_urls": list(source_urls), "title": title}
+    text = json.dumps(document, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return f"{FINGERPRINT_SCHEME}:" + hashlib.sha256(text.encode("utf-8")).hexdigest()

@@ -4,7 +4,6 @@ import secrets
 
 from django.conf import settings
 from django.db import models
-
 from pgvector.django import HnswIndex, VectorField
 
 from grading.evidence import EvidenceMessage
@@ -325,6 +324,7 @@ class Review(models.Model):
     # Drafts: the merged score, the judge's sub-scores and spread, findings first, then the judge's issues.
     score = models.FloatField(null=True, blank=True)
     judge_score = models.FloatField(null=True, blank=True, help_text="The judge's overall before findings.")
+    judge_passed = models.BooleanField(null=True, blank=True, help_text="The judge's own pass verdict.")
     spread = models.FloatField(null=True, blank=True)
     sub_scores = models.JSONField(default=dict, blank=True)
     findings = models.JSONField(default=list, blank=True)

@@ -1,6 +1,7 @@
-"""The grading pass (DESIGN 4.6): find every conversation whose current review does not match its
-evidence and the active criteria, and enqueue up to a cap. Its only judge calls are for those items."""
+"""The grading pass (DESIGN 4.6): find every item whose current review does not match its evidence and
+the active criteria, and enqueue up to a cap. Its only judge calls are for those items."""
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -11,35 +12,42 @@ from django.utils import timezone
 
 from grading.criteria import criteria_active
 from grading.evidence import NotScorable
-from grading.models import Conversation, GradingRun, ItemKind, Org, Review, Route
+from grading.models import Conversation, Draft, GradingRun, ItemKind, Org, Review, Route
 from grading.selectors import quiet_period
+
+
+def _settled_by(subject: str) -> QuerySet[Review]:
+    """Current reviews of the outer item for its present fingerprint under active criteria, errors excepted."""
+    return Review.objects.filter(
+        **{subject: OuterRef("pk")},
+        is_current=True,
+        fingerprint=OuterRef("fingerprint"),
+        criteria_version__is_active=True,
+    ).exclude(route=Route.ERROR)
 
 
 def conversations_needing_grading(now: datetime) -> QuerySet[Conversation]:
     """Conversations with no current review of their present identity.
 
-    A current review settles a conversation when it names the conversation's fingerprint and its org's
-    active criteria version, and is neither an error (retried) nor an "in progress" verdict on a
-    conversation that has since closed or gone quiet (its scorability changed without its evidence).
+    An "in progress" verdict stops settling a conversation once it has closed or gone quiet: its
+    scorability changed without its evidence changing.
     """
     went_quiet = Q(conversation__closed=True) | Q(conversation__last_activity_at__lt=now - quiet_period())
-    settled = (
-        Review.objects.filter(
-            conversation=OuterRef("pk"),
-            is_current=True,
-            fingerprint=OuterRef("fingerprint"),
-            criteria_version__is_active=True,
-        )
-        .exclude(route=Route.ERROR)
-        .exclude(Q(route=Route.NOT_SCORABLE, reason=NotScorable.IN_PROGRESS) & went_quiet)
+    settled = _settled_by("conversation").exclude(
+        Q(route=Route.NOT_SCORABLE, reason=NotScorable.IN_PROGRESS) & went_quiet
     )
     return Conversation.objects.filter(~Exists(settled))
+
+
+def drafts_needing_grading() -> QuerySet[Draft]:
+    return Draft.objects.filter(~Exists(_settled_by("draft")))
 
 
 @dataclass(frozen=True)
 class PassResult:
     run: GradingRun | None  # None when another beat already ran this hour's pass
-    enqueued_ids: list[int]
+    enqueued_ids: list[int]  # conversations
+    enqueued_draft_ids: list[int]
 
 
 def grading_pass(
@@ -48,37 +56,58 @@ def grading_pass(
     """Plan and enqueue one pass.
 
     1. Record the run; a second beat-triggered run in the same hour hits the unique bucket and stops.
-    2. Make sure every org with conversations has active criteria (an org's first pass seeds v1).
-    3. Count what needs grading, take up to `cap` of it (longest waiting first) that no pass has enqueued
-       within the task time limit, skipping rows another pass holds, and mark them queued.
-    4. After commit, send one grading task per conversation; the rest is backlog, reported on the run.
+    2. Make sure every org with items has active criteria (an org's first pass seeds v1).
+    3. Per kind, count what needs grading and take up to what is left of `cap` (longest waiting first) that
+       no pass enqueued within the task time limit, skipping rows another pass holds; mark them queued.
+    4. After commit, send one grading task per item; the rest is backlog, reported on the run.
     """
-    from grading.tasks import grade_conversation  # tasks import this module
+    from grading.tasks import grade_conversation, grade_draft  # tasks import this module
 
     now = now or timezone.now()
     cap = cap or settings.GRADING_PASS_CAP
     with transaction.atomic():
         try:
             with transaction.atomic():
-                run = GradingRun.objects.create(
-                    hour_bucket=now.replace(minute=0, second=0, microsecond=0), trigger=trigger
-                )
+                bucket = now.replace(minute=0, second=0, microsecond=0)
+                run = GradingRun.objects.create(hour_bucket=bucket, trigger=trigger)
         except IntegrityError:
-            return PassResult(run=None, enqueued_ids=[])
-        for org in Org.objects.filter(Exists(Conversation.objects.filter(org=OuterRef("pk")))):
-            criteria_active(org=org, kind=ItemKind.CONVERSATION)
-        needing = conversations_needing_grading(now)
+            return PassResult(run=None, enqueued_ids=[], enqueued_draft_ids=[])
+        _seed_criteria()
         in_flight_since = now - timedelta(seconds=settings.CELERY_TASK_TIME_LIMIT)
-        ready = needing.filter(Q(queued_at__isnull=True) | Q(queued_at__lt=in_flight_since))
-        picked = list(
-            ready.order_by("last_activity_at", "pk")
-            .select_for_update(skip_locked=True)
-            .values_list("pk", flat=True)[:cap]
+        conversation_ids, conversations_needing = _take(
+            conversations_needing_grading(now), "last_activity_at", cap, now, in_flight_since
         )
-        Conversation.objects.filter(pk__in=picked).update(queued_at=now)
-        run.needing = needing.count()
-        run.enqueued = len(picked)
+        draft_ids, drafts_needing = _take(
+            drafts_needing_grading(), "updated_at", cap - len(conversation_ids), now, in_flight_since
+        )
+        run.needing = conversations_needing + drafts_needing
+        run.enqueued = len(conversation_ids) + len(draft_ids)
         run.backlog = run.needing - run.enqueued
         run.save(update_fields=["needing", "enqueued", "backlog"])
-        transaction.on_commit(lambda: [grade_conversation.delay(pk) for pk in picked])
-    return PassResult(run=run, enqueued_ids=picked)
+        _enqueue_on_commit(grade_conversation.delay, conversation_ids)
+        _enqueue_on_commit(grade_draft.delay, draft_ids)
+    return PassResult(run=run, enqueued_ids=conversation_ids, enqueued_draft_ids=draft_ids)
+
+
+def _seed_criteria() -> None:
+    for kind, items in ((ItemKind.CONVERSATION, Conversation), (ItemKind.DRAFT, Draft)):
+        for org in Org.objects.filter(Exists(items.objects.filter(org=OuterRef("pk")))):
+            criteria_active(org=org, kind=kind)
+
+
+def _take(
+    needing: QuerySet, oldest_first: str, cap: int, now: datetime, in_flight_since: datetime
+) -> tuple[list[int], int]:
+    """Up to `cap` ids of `needing` not already in flight, marked queued; and how many need grading in all."""
+    ready = needing.filter(Q(queued_at__isnull=True) | Q(queued_at__lt=in_flight_since))
+    picked = list(
+        ready.order_by(oldest_first, "pk")
+        .select_for_update(skip_locked=True)
+        .values_list("pk", flat=True)[: max(cap, 0)]
+    )
+    needing.model.objects.filter(pk__in=picked).update(queued_at=now)
+    return picked, needing.count()
+
+
+def _enqueue_on_commit(send: Callable[[int], object], ids: list[int]) -> None:
+    transaction.on_commit(lambda: [send(pk) for pk in ids])

@@ -3,7 +3,7 @@
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, HttpUrl, field_validator
 
 ExternalId = Annotated[str, Field(min_length=1, max_length=200)]
 
@@ -80,3 +80,21 @@ class FeedbackIn(BaseModel):
     conversation: ExternalId
     message_id: ExternalId
     value: Literal["up", "down"]
+
+
+class DraftIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    external_id: ExternalId
+    title: Annotated[str, Field(min_length=1, max_length=300)]
+    slug: Annotated[str, Field(min_length=1, max_length=200, pattern=r"^[a-z0-9]+(?:-[a-z0-9]+)*$")]
+    body: Annotated[str, Field(min_length=1)]
+    source_urls: list[HttpUrl] = Field(default_factory=list, max_length=50)
+    callback_url: HttpUrl | None = None
+    run_id: Annotated[str, Field(max_length=200)] | None = None
+
+    @field_validator("external_id", "title", "body", "run_id")
+    @classmethod
+    def storable(cls, value: Any) -> Any:
+        _refuse_unstorable(value)
+        return value

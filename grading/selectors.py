@@ -10,7 +10,7 @@ from django.db.models.functions import ExtractIsoYear, ExtractWeek
 from django.utils import timezone
 
 from grading import evidence
-from grading.models import Conversation, CriteriaVersion, Feedback, ItemKind, Org, Review, Route
+from grading.models import Conversation, CriteriaVersion, Draft, Feedback, ItemKind, Org, Review, Route
 
 
 def quiet_period() -> timedelta:
@@ -156,3 +156,61 @@ def sample_conversations(
         SampleCell(application, year, week, [external_id for _, external_id in sorted(ranked)[:per_week]])
         for (application, year, week), ranked in sorted(cells.items())
     ]
+
+
+# --- drafts ----------------------------------------------------------------------------------------------
+
+
+def current_draft_reviews(org: Org | None = None) -> QuerySet[Review]:
+    """Draft reviews that count: the draft's latest, for its present content, under active criteria."""
+    reviews = Review.objects.filter(kind=ItemKind.DRAFT, is_current=True)
+    if org is not None:
+        reviews = reviews.filter(org=org)
+    return reviews.filter(fingerprint=F("draft__fingerprint"), criteria_version_id=_active_criteria_id(ItemKind.DRAFT))
+
+
+def current_draft_review(draft: Draft) -> Review | None:
+    return current_draft_reviews().filter(draft=draft).select_related("criteria_version").first()
+
+
+def draft_status(draft: Draft) -> dict:
+    """The pipeline's view of a draft: the API answer and the webhook body."""
+    review = current_draft_review(draft)
+    status = {"id": draft.pk, "external_id": draft.external_id, "run_id": draft.run_id or None, "route": "pending"}
+    if review is None:
+        return status | {"score": None, "sub_scores": None, "findings": [], "judge_issues": [], "repairs": None,
+                         "identity": None, "decision": None}  # fmt: skip
+    return status | {
+        "route": review.route,
+        "reason": review.reason,
+        "score": review.score,
+        "spread": review.spread,
+        "sub_scores": review.sub_scores or None,
+        "findings": review.findings,
+        "judge_issues": review.judge_issues,
+        "repairs": {"diff": review.repairs["diff"], "body": review.repairs["body"]} if review.repairs else None,
+        "identity": {
+            "fingerprint": review.fingerprint,
+            "criteria_version": review.criteria_version.number,
+            "judge": review.judge,
+            "memory_snapshot": review.memory_snapshot,
+            "judged_at": review.finished_at,
+            "stages": review.stages,
+        },
+        "decision": _decision_of(review),
+    }
+
+
+def _decision_of(review: Review) -> dict | None:
+    """The operator's decision on this review, read through the reverse relation of the people side's
+    Decision model (grading never imports reviewer)."""
+    decisions = getattr(review, "decisions", None)
+    decision = decisions.select_related("decided_by").order_by("-decided_at").first() if decisions is not None else None
+    if decision is None:
+        return None
+    return {
+        "outcome": decision.outcome,
+        "note": decision.note,
+        "by": decision.decided_by.get_username() if decision.decided_by else None,
+        "at": decision.decided_at,
+    }

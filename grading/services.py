@@ -10,9 +10,9 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import IntegrityError, models, transaction
 from django.utils import timezone
 
-from grading.evidence import EvidenceMessage, active_path, branch_count, fingerprint
-from grading.models import ApiKey, AuditEvent, Conversation, Feedback, Message, Org
-from grading.schemas import ConversationIn, FeedbackIn, MessageIn, MessagesIn
+from grading.evidence import EvidenceMessage, active_path, branch_count, draft_fingerprint, fingerprint
+from grading.models import ApiKey, AuditEvent, Conversation, Draft, Feedback, Message, Org
+from grading.schemas import ConversationIn, DraftIn, FeedbackIn, MessageIn, MessagesIn
 
 API_KEY_PREFIX = "tg_"
 # Recording every use would turn each API call into a write on one hot row; a minute is precise enough.
@@ -94,7 +94,11 @@ class LimitExceeded(Exception):
         self.value = value
 
 
-class ConversationNotFound(Exception):
+class NotFound(Exception):
+    """An id that does not exist in the caller's org."""
+
+
+class ConversationNotFound(NotFound):
     pass
 
 
@@ -273,3 +277,34 @@ def feedback_record(*, org: Org, payload: FeedbackIn) -> Feedback:
         conversation=conversation, message_external_id=payload.message_id, defaults={"value": payload.value}
     )
     return feedback
+
+
+# --- drafts ----------------------------------------------------------------------------------------------
+
+
+def draft_save(*, org: Org, payload: DraftIn) -> Draft:
+    """Create or replace a draft by external id; its fingerprint names the content."""
+    fields = {
+        "title": payload.title,
+        "slug": payload.slug,
+        "body": payload.body,
+        "source_urls": [str(url) for url in payload.source_urls],
+        "callback_url": str(payload.callback_url) if payload.callback_url else "",
+        "run_id": payload.run_id or "",
+    }
+    fields["fingerprint"] = draft_fingerprint(
+        title=fields["title"], body=fields["body"], source_urls=fields["source_urls"]
+    )
+    draft, _ = Draft.objects.update_or_create(org=org, external_id=payload.external_id, defaults=fields)
+    return draft
+
+
+def draft_submit(*, org: Org, payload: DraftIn) -> Draft:
+    """Save a draft and have a worker grade it right after commit (pipelines wait for this verdict)."""
+    from grading.tasks import grade_draft  # tasks import the services
+
+    with transaction.atomic():
+        draft = draft_save(org=org, payload=payload)
+        Draft.objects.filter(pk=draft.pk).update(queued_at=timezone.now())
+        transaction.on_commit(lambda: grade_draft.delay(draft.pk))
+    return draft

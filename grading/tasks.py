@@ -1,9 +1,10 @@
 """Celery tasks: thin, take ids, call one service. Judge retries live in the judge client."""
 
 from celery import shared_task
+from django.conf import settings
 
-from grading import planner, reviews
-from grading.models import Conversation, GradingRun
+from grading import gate, planner, reviews, webhooks
+from grading.models import Conversation, Draft, GradingRun, Review
 
 
 @shared_task(name="grading.tasks.grade_conversation")
@@ -16,3 +17,22 @@ def grade_conversation(conversation_id: int) -> int | None:
 @shared_task(name="grading.tasks.grading_pass")
 def grading_pass() -> int:
     return len(planner.grading_pass(trigger=GradingRun.Trigger.BEAT).enqueued_ids)
+
+
+@shared_task(name="grading.tasks.grade_draft")
+def grade_draft(draft_id: int) -> int | None:
+    review = gate.draft_grade(draft_id=draft_id)
+    Draft.objects.filter(pk=draft_id).update(queued_at=None)
+    return review.pk if review else None
+
+
+@shared_task(name="grading.tasks.deliver_webhook", bind=True, max_retries=None)
+def deliver_webhook(self, review_id: int, event: str, attempt: int = 1) -> bool:
+    """One try per run; a failed try is retried later with backoff and jitter, up to WEBHOOK_MAX_ATTEMPTS."""
+    review = Review.objects.select_related("draft__org").filter(pk=review_id).first()
+    if review is None or review.draft is None or not review.draft.callback_url:
+        return False
+    delivery = webhooks.webhook_deliver(review=review, event=event, attempt=attempt)
+    if delivery.delivered or attempt >= settings.WEBHOOK_MAX_ATTEMPTS:
+        return delivery.delivered
+    raise self.retry(args=(review_id, event, attempt + 1), countdown=webhooks.retry_delay(attempt))

@@ -203,6 +203,9 @@ JUDGE_TIMEOUT_SECONDS = env_float("JUDGE_TIMEOUT_SECONDS", 60.0, minimum=0.1)
 JUDGE_MAX_RETRIES = env_int("JUDGE_MAX_RETRIES", 3, minimum=0)
 JUDGE_INPUT_BUDGET_CHARS = env_int("JUDGE_INPUT_BUDGET_CHARS", 48_000, minimum=1_000)
 EMBEDDINGS_BACKEND = env_choice("EMBEDDINGS_BACKEND", "hashing", ("hashing", "openai", "sentence-transformers"))
+# The `openai` backend: EMBEDDINGS_BASE_URL, else the judge's server (the key is JUDGE_API_KEY either way).
+EMBEDDINGS_BASE_URL = env_str("EMBEDDINGS_BASE_URL", "")
+EMBEDDINGS_MODEL = env_str("EMBEDDINGS_MODEL", "text-embedding-3-small")
 
 # Conversations and the grading pass.
 MAX_MESSAGES_PER_CONVERSATION = env_int("MAX_MESSAGES_PER_CONVERSATION", 10_000, minimum=1)
@@ -211,5 +214,10 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("MAX_REQUEST_BYTES", 64_000_000, minimum=1
 CONVERSATION_QUIET_MINUTES = env_int("CONVERSATION_QUIET_MINUTES", 30, minimum=0)
 GRADING_PASS_CAP = env_int("GRADING_PASS_CAP", 5_000, minimum=1)
 SAMPLING_SALT = env_str("SAMPLING_SALT", "tollgate")
+
+# Draft webhooks.
+WEBHOOK_MAX_ATTEMPTS = env_int("WEBHOOK_MAX_ATTEMPTS", 6, minimum=1)
+WEBHOOK_RETRY_BASE_SECONDS = env_float("WEBHOOK_RETRY_BASE_SECONDS", 10.0, minimum=0)
+WEBHOOK_RETRY_CAP_SECONDS = env_float("WEBHOOK_RETRY_CAP_SECONDS", 600.0, minimum=0)
 
 CLAIM_LEASE_MINUTES = env_int("CLAIM_LEASE_MINUTES", 15, minimum=1)

@@ -1,0 +1,215 @@
+"""The draft gate (DESIGN 5): deterministic checks and repairs, org memory, the judge, then the merge.
+
+The model never gets the last word on facts: remaining findings are listed first, each takes a point off,
+and a draft with any remaining finding cannot pass. Uncertain outcomes go to humans.
+"""
+
+import logging
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from grading.checks import PROOF_POINT_MISSING, Finding, check_draft
+from grading.criteria import criteria_active
+from grading.evidence import draft_fingerprint
+from grading.judge.backends import DraftJudge, DraftJudgement, DraftPrompt, draft_judge_from_settings
+from grading.judge.client import JudgeError
+from grading.memory import related_articles, retrieve_memory
+from grading.models import Draft, ItemKind, Review, Route
+from grading.repairs import repair_draft
+from grading.rules import DraftRules
+from grading.webhooks import MACHINE_VERDICT, notify_pipeline
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Merged:
+    score: float
+    route: str  # pass | fail | human
+    reason: str  # why humans: band | judge_contradiction | spread; "" otherwise
+
+
+def merge_verdict(
+    *,
+    judge_score: float,
+    judge_passed: bool,
+    spread: float | None,
+    findings: list[Finding],
+    threshold: float,
+    band: float,
+) -> Merged:
+    """Merge the judge's verdict with the remaining findings (DESIGN 5.5).
+
+    1. The score drops by one per remaining finding, floored at 1.
+    2. Any remaining finding fails the draft: facts veto the model, whatever it said.
+    3. Without findings, humans decide when the score sits in the marginal band [threshold - band, threshold),
+       when the judge contradicts itself (its pass verdict against its own number), or when the score's
+       spread straddles the threshold.
+    4. Otherwise pass at or above the threshold, fail below.
+    """
+    score = max(1.0, judge_score - len(findings))
+    if findings:
+        return Merged(score, "fail", "")
+    if threshold - band <= score < threshold:
+        return Merged(score, "human", "band")
+    if judge_passed != (judge_score >= threshold):
+        return Merged(score, "human", "judge_contradiction")
+    if spread is not None and judge_score - spread < threshold <= judge_score + spread:
+        return Merged(score, "human", "spread")
+    return Merged(score, "pass" if score >= threshold else "fail", "")
+
+
+def draft_grade(*, draft_id: int, judge: DraftJudge | None = None) -> Review | None:
+    """Grade the draft as it is now; return its review (the existing one when this identity was graded).
+
+    1. Read the active criteria and the org memory (learnings by similarity, strategy, facts).
+    2. Skip everything when a review of this identity exists (errors excepted: they are retried).
+    3. Check the draft; patch fixable findings and check the repaired body again.
+    4. Ask the judge about the body as it would be published (outside any transaction).
+    5. Merge, write the review as the draft's current one, and tell the pipeline after commit.
+    """
+    draft = Draft.objects.select_related("org").filter(pk=draft_id).first()
+    if draft is None:
+        return None
+    criteria = criteria_active(org=draft.org, kind=ItemKind.DRAFT)
+    rules = DraftRules.model_validate(criteria.rules)
+    memory = retrieve_memory(org=draft.org, text=f"{draft.title}\n{draft.body}")
+    judge = judge or draft_judge_from_settings()
+    identity = {
+        "fingerprint": draft_fingerprint(title=draft.title, body=draft.body, source_urls=draft.source_urls),
+        "criteria_version": criteria,
+        "judge": judge.identity.as_json(),
+        "judge_key": judge.identity.key,
+        "memory_snapshot": memory.snapshot_hash,
+    }
+    existing = _review_with_identity(draft, identity)
+    if existing is not None:
+        return existing
+    started_at = timezone.now()
+    checked = _check_and_repair(draft, rules, memory.proof_terms)
+    prompt = DraftPrompt(
+        rubric=criteria.rubric,
+        criteria_number=criteria.number,
+        rules=rules,
+        strategy=memory.strategy.text if memory.strategy else None,
+        learnings=[item.text for item in memory.learnings],
+        facts=[item.text for item in memory.facts],
+        proof_terms=memory.proof_terms,
+        title=draft.title,
+        body=checked.body,
+    )
+    outcome = {
+        "findings": [f.as_json() for f in checked.findings],
+        "repairs": checked.repairs,
+        "memory_used": memory.as_json(),
+    }
+    try:
+        judgement = judge.judge_draft(prompt=prompt)
+    except JudgeError as exc:
+        logger.warning("draft judge failed for draft %s: %s", draft.pk, exc)
+        outcome |= {"route": Route.ERROR, "reason": type(exc).__name__, "detail": str(exc)}
+    else:
+        outcome |= _judged_outcome(judgement, checked.findings, rules)
+    review = _write_review(draft, identity, outcome, started_at=started_at)
+    if review.is_current and draft.callback_url:
+        transaction.on_commit(lambda: notify_pipeline(review_id=review.pk, event=MACHINE_VERDICT))
+    return review
+
+
+@dataclass(frozen=True)
+class Checked:
+    body: str  # the body the judge reads: repaired when repairs applied
+    findings: list[Finding]  # what remains after repairs
+    repairs: dict | None
+
+
+def _check_and_repair(draft: Draft, rules: DraftRules, proof_terms: list[str]) -> Checked:
+    def check(body: str) -> list[Finding]:
+        return check_draft(body=body, rules=rules, source_urls=draft.source_urls, proof_terms=proof_terms)
+
+    findings = check(draft.body)
+    if not any(f.severity == "fixable" and rules.repair.allows(f.code) for f in findings):
+        return Checked(draft.body, findings, None)
+
+    def siblings(body: str, *, limit: int, exclude: frozenset[str]) -> list[tuple[str, str]]:
+        return related_articles(org=draft.org, text=body, limit=limit, exclude_slugs=exclude)
+
+    repair = repair_draft(
+        body=draft.body, findings=findings, rules=rules, related_articles=siblings, draft_slug=draft.slug
+    )
+    if not repair.applied:
+        return Checked(draft.body, findings, None)
+    repairs = {
+        "diff": repair.diff,
+        "body": repair.body,
+        "applied": [{"code": r.code, "description": r.description} for r in repair.applied],
+        "skipped": [{"code": r.code, "reason": r.reason} for r in repair.skipped],
+    }
+    return Checked(repair.body, check(repair.body), repairs)
+
+
+def _judged_outcome(judgement: DraftJudgement, findings: list[Finding], rules: DraftRules) -> dict:
+    verdict = judgement.verdict
+    org_fit = verdict.org_fit
+    if any(f.code == PROOF_POINT_MISSING for f in findings):
+        org_fit = 1  # facts exist and none is referenced: the judge cannot call that a fit
+    merged = merge_verdict(
+        judge_score=judgement.score,
+        judge_passed=verdict.passed,
+        spread=judgement.spread,
+        findings=findings,
+        threshold=rules.threshold,
+        band=rules.band,
+    )
+    return {
+        "route": merged.route,
+        "reason": merged.reason,
+        "score": merged.score,
+        "judge_score": judgement.score,
+        "spread": judgement.spread,
+        "sub_scores": {"aeo": verdict.aeo, "writing": verdict.writing, "org_fit": org_fit},
+        "judge_issues": [issue.model_dump() for issue in verdict.issues[: rules.max_judge_issues]],
+        "judge_passed": verdict.passed,
+        "usage": {
+            "prompt_tokens": judgement.usage.prompt_tokens,
+            "completion_tokens": judgement.usage.completion_tokens,
+            "total_tokens": judgement.usage.total_tokens,
+        },
+    }
+
+
+def _review_with_identity(draft: Draft, identity: dict) -> Review | None:
+    return (
+        Review.objects.filter(
+            draft=draft,
+            fingerprint=identity["fingerprint"],
+            criteria_version=identity["criteria_version"],
+            judge_key=identity["judge_key"],
+            memory_snapshot=identity["memory_snapshot"],
+        )
+        .exclude(route=Route.ERROR)
+        .first()
+    )
+
+
+def _write_review(draft: Draft, identity: dict, outcome: dict, *, started_at: datetime) -> Review:
+    try:
+        with transaction.atomic():
+            Draft.objects.select_for_update().filter(pk=draft.pk).first()
+            Review.objects.filter(draft=draft, is_current=True).update(is_current=False)
+            return Review.objects.create(
+                org=draft.org,
+                kind=ItemKind.DRAFT,
+                draft=draft,
+                started_at=started_at,
+                finished_at=timezone.now(),
+                stages=1,
+                is_current=True,
+                **identity,
+                **outcome,
+            )
+    except IntegrityError:
+        return _review_with_identity(draft, identity)
