@@ -4,7 +4,9 @@ import copy
 import json
 
 import pytest
-from hypothesis import HealthCheck, given, settings as hypothesis_settings, strategies as st
+from hypothesis import HealthCheck, given
+from hypothesis import settings as hypothesis_settings
+from hypothesis import strategies as st
 
 from grading.evidence import EvidenceMessage, fingerprint
 from grading.models import Conversation, Feedback, Message

@@ -1,17 +1,27 @@
 """End to end through Redis and a separate `celery worker` process."""
 
+import json
 import os
 import uuid
 
 import pytest
 from django.db import transaction
 
-from grading.models import AuditEvent
+from grading.models import AuditEvent, Conversation, Review, WebhookDelivery
+from grading.planner import grading_pass
 from grading.services import api_key_create
+from grading.tasks import grade_conversation
 from tests.conftest import wait_until
 from tests.fakes.canary_tasks import canary_write
+from tests.grading.conversations import PATH_IDS, support_conversation, upsert, verdicts_reply
+from tests.grading.drafts import CLEAN_BODY, SOURCE, draft_reply, setup_org_memory
+from tests.grading.test_webhooks import Receiver
 
 pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def bearer(org) -> dict:
+    return {"HTTP_AUTHORIZATION": f"Bearer {api_key_create(org=org, name='pipeline').plaintext}"}
 
 
 def test_a_task_sent_after_commit_runs_in_the_worker_and_its_write_is_visible(celery_worker, org):
@@ -26,8 +36,7 @@ def test_a_task_sent_after_commit_runs_in_the_worker_and_its_write_is_visible(ce
 
 
 def test_health_reports_database_redis_and_a_live_worker(client, celery_worker, org):
-    key = api_key_create(org=org, name="monitor").plaintext
-    response = client.get("/api/v1/health", HTTP_AUTHORIZATION=f"Bearer {key}")
+    response = client.get("/api/v1/health", **bearer(org))
     assert response.status_code == 200, response.json()
     report = response.json()
     assert report["ok"] is True
@@ -38,12 +47,7 @@ def test_health_reports_database_redis_and_a_live_worker(client, celery_worker, 
 def test_a_pass_grades_through_the_worker_with_the_llm_judge_and_the_api_shows_the_review(
     client, celery_worker, fake_llm, org
 ):
-    from grading.models import Review
-    from grading.planner import grading_pass
-    from tests.grading.conversations import PATH_IDS, support_conversation, verdicts_reply
-
-    key = api_key_create(org=org, name="agent platform").plaintext
-    auth = {"HTTP_AUTHORIZATION": f"Bearer {key}"}
+    auth = bearer(org)
     client.post("/api/v1/conversations", support_conversation(), content_type="application/json", **auth)
     fake_llm.set_default(verdicts_reply(PATH_IDS))
 
@@ -57,10 +61,6 @@ def test_a_pass_grades_through_the_worker_with_the_llm_judge_and_the_api_shows_t
 
 
 def test_the_same_grading_task_delivered_twice_yields_one_review(celery_worker, fake_llm, org):
-    from grading.models import Conversation, Review
-    from grading.tasks import grade_conversation
-    from tests.grading.conversations import PATH_IDS, support_conversation, upsert, verdicts_reply
-
     conversation = upsert(org, support_conversation()).conversation
     fake_llm.set_default(verdicts_reply(PATH_IDS))
     results = [grade_conversation.delay(conversation.pk) for _ in range(2)]
@@ -68,3 +68,31 @@ def test_the_same_grading_task_delivered_twice_yields_one_review(celery_worker, 
     assert len(review_ids) == 1
     assert Review.objects.filter(conversation=conversation).count() == 1
     assert Conversation.objects.get(pk=conversation.pk).queued_at is None
+
+
+def test_a_submitted_draft_is_graded_by_the_worker_and_the_pipeline_gets_a_signed_webhook(
+    client, celery_worker, fake_llm, org
+):
+    setup_org_memory(org)
+    hook = Receiver([200])
+    fake_llm.set_default(draft_reply(8))
+    try:
+        submission = {
+            "external_id": "run-1/a",
+            "title": "Cutting support costs",
+            "slug": "cutting-support-costs",
+            "body": CLEAN_BODY,
+            "source_urls": [SOURCE],
+            "callback_url": hook.url,
+        }
+        accepted = client.post("/api/v1/drafts", json.dumps(submission), content_type="application/json", **bearer(org))
+        assert accepted.status_code == 202
+        draft_id = accepted.json()["id"]
+        wait_until(lambda: WebhookDelivery.objects.filter(draft_id=draft_id, delivered=True).exists(), message="the webhook")
+        status = client.get(f"/api/v1/drafts/{draft_id}", **bearer(org)).json()
+        assert (status["route"], status["score"]) == ("pass", 8)
+        [(headers, body)] = hook.received
+        assert json.loads(body)["draft"]["route"] == "pass"
+        assert headers["x-tollgate-signature"].startswith("sha256=")
+    finally:
+        hook.close()
