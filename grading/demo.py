@@ -1,4 +1,5 @@
-"""Demo conversations for `make demo`: three applications over eight weeks, graded by the demo's worker.
+"""Demo data for `make demo`: conversations of three applications over eight weeks, and drafts with the org
+memory they are judged against; all graded by the demo's worker.
 
 Deterministic (a seeded random generator) and idempotent: seeding twice merges into the same records.
 The mix lands on every route of the heuristic judge and on every not-scorable reason worth showing.
@@ -9,9 +10,10 @@ from datetime import datetime, timedelta
 
 from django.utils import timezone
 
+from grading.memory import article_upsert, memory_add
 from grading.models import Org
-from grading.schemas import ConversationIn, FeedbackIn
-from grading.services import conversation_upsert, feedback_record
+from grading.schemas import ConversationIn, DraftIn, FeedbackIn
+from grading.services import conversation_upsert, draft_save, feedback_record
 
 APPLICATIONS = ("billing-assistant", "onboarding-bot", "docs-helper")
 WEEKS = 8
@@ -138,3 +140,96 @@ def _special_cases(now: datetime) -> list[dict]:
         ],
     }
     return [in_progress, incomplete, long_one]
+
+
+# --- drafts ----------------------------------------------------------------------------------------------
+
+SOURCE = "https://example.com/northwind-support-study"
+FACTS = [
+    ("Acme Logistics cut ticket volume by 38% in one quarter with self-service answers.", ["Acme Logistics", "38%"]),
+    ("Brightline Health answers 70% of billing questions without an agent.", ["Brightline Health", "70%"]),
+]
+LEARNINGS = [
+    "Lead with the customer's number, not ours.",
+    "Readers skim: answer the heading's question in the first sentence.",
+    "Avoid vendor-speak; name the tool the reader already uses.",
+    "Support leaders care about backlog age more than ticket counts.",
+]
+STRATEGY = "Write for support leaders at mid-size software companies who are asked to do more with the same team."
+ARTICLE_TOPICS = [
+    "ticket triage", "measuring deflection", "help-center search", "support macros", "escalation paths",
+    "customer health scores", "support hiring", "onboarding emails", "status pages", "chatbot handoff",
+    "knowledge-base upkeep", "SLA design", "backlog age", "support analytics", "voice of the customer",
+    "refund policies", "billing questions", "self-service forms", "community forums", "agent burnout",
+]  # fmt: skip
+
+_CLEAN = """\
+Most support questions repeat. Answering them once, in public, is the cheapest support there is.
+
+## How do self-service answers cut support costs?
+
+Acme Logistics cut ticket volume by 38% in one quarter after publishing answers to its most common questions,
+as [the study]({source}) shows.
+
+<ArticleCallout variant="summary" />
+
+## Which questions should a team answer first?
+
+Start with the ones that reach agents most often. See [ticket triage](/writing/ticket-triage) and
+[measuring deflection](/writing/measuring-deflection).
+
+<ArticleCaseStudyCallout />
+
+## When does self-service stop paying off?
+
+When answers go stale. Review them every month.
+
+<ArticleCta />
+"""
+
+_H2_STATEMENTS = _CLEAN.replace(
+    "## How do self-service answers cut support costs?", "## Self-service and costs"
+).replace("## Which questions should a team answer first?", "## Picking questions")
+
+DEMO_DRAFTS = {
+    "clean-pass": _CLEAN,
+    "banned-word": _CLEAN.replace("Start with the ones", "Delve into the ones"),
+    "filler-phrase": _CLEAN.replace("When answers go stale.", "It is worth noting that answers go stale."),
+    "headings-not-questions": _H2_STATEMENTS,
+    "no-headings": _CLEAN.replace("## ", ""),
+    "citation-missing": _CLEAN.replace("as [the study]({source}) shows", "as a recent study shows"),
+    "proof-point-missing": _CLEAN.replace("Acme Logistics cut ticket volume by 38%", "One company cut ticket volume"),
+    "band-intensifiers": _CLEAN.replace(
+        "Review them every month.",
+        "Really, just review them. Very simply, it is really just very important, truly, to simply review them.",
+    ),
+    "repaired-dash": _CLEAN.replace("When answers go stale.", "When answers go stale \u2014 and they do."),
+    "repaired-links-and-cta": _CLEAN.replace("<ArticleCta />\n", "").replace(
+        " and\n[measuring deflection](/writing/measuring-deflection)", ""
+    ),
+    "repaired-but-still-failing": _CLEAN.replace("<ArticleCta />\n", "").replace(
+        "Start with the ones", "Leverage the ones"
+    ),
+    "second-clean-pass": _CLEAN.replace("Most support questions repeat.", "Most questions your agents see repeat."),
+}
+
+
+def seed_drafts(org: Org) -> None:
+    if not org.memory.exists():
+        for text, proof_terms in FACTS:
+            memory_add(org=org, kind="fact", text=text, proof_terms=proof_terms)
+        for text in LEARNINGS:
+            memory_add(org=org, kind="learning", text=text)
+        memory_add(org=org, kind="strategy", text=STRATEGY)
+    for topic in ARTICLE_TOPICS:
+        slug = topic.replace(" ", "-").lower()
+        article_upsert(org=org, slug=slug, title=topic.capitalize(), summary=f"How support teams handle {topic}.")
+    for external_id, body in DEMO_DRAFTS.items():
+        payload = DraftIn(
+            external_id=f"demo/{external_id}",
+            title=external_id.replace("-", " ").capitalize(),
+            slug=external_id,
+            body=body.replace("{source}", SOURCE),
+            source_urls=[SOURCE],
+        )
+        draft_save(org=org, payload=payload)

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from django.contrib.auth import get_user_model
 from django.db import transaction
 
-from grading.demo import seed_conversations
+from grading.demo import seed_conversations, seed_drafts
 from grading.models import ApiKey, Org
 from grading.services import api_key_create, api_key_revoke
 from reviewer.models import Membership, Role
@@ -39,7 +39,7 @@ def seed_people(org: Org) -> None:
         Membership.objects.get_or_create(user=user, org=org, role=person.role)
 
 
-SEEDERS: list[Callable[[Org], None]] = [seed_people, seed_conversations]
+SEEDERS: list[Callable[[Org], None]] = [seed_people, seed_conversations, seed_drafts]
 
 
 def demo_seed() -> Org:

@@ -32,3 +32,24 @@ def test_seeding_twice_changes_nothing():
     demo_seed()
     after = list(Conversation.objects.order_by("pk").values_list("fingerprint", "updated_at")), Message.objects.count()
     assert after == before
+
+
+def test_the_demo_drafts_land_on_every_route_of_the_gate():
+    from grading.gate import draft_grade
+    from grading.judge.backends import HeuristicDraftJudge
+
+    org = demo_seed()
+    result = grading_pass()
+    reviews = {}
+    for draft_id in result.enqueued_draft_ids:
+        review = draft_grade(draft_id=draft_id, judge=HeuristicDraftJudge())
+        reviews[review.draft.external_id.removeprefix("demo/")] = review
+    routes = {name: review.route for name, review in reviews.items()}
+    assert routes["clean-pass"] == routes["second-clean-pass"] == "pass"
+    for fatal in ("banned-word", "filler-phrase", "headings-not-questions", "no-headings", "citation-missing",
+                  "proof-point-missing", "repaired-but-still-failing"):  # fmt: skip
+        assert routes[fatal] == "fail", fatal
+    assert (routes["band-intensifiers"], reviews["band-intensifiers"].reason) == ("human", "band")
+    for repaired in ("repaired-dash", "repaired-links-and-cta"):
+        assert routes[repaired] == "pass" and reviews[repaired].repairs, repaired
+    assert reviews["repaired-but-still-failing"].repairs
