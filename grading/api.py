@@ -1,21 +1,22 @@
 """The pipelines' HTTP API under /api/v1/ (django-ninja: typed endpoints and an OpenAPI document)."""
 
 from datetime import datetime
-from typing import Any
+from typing import Annotated, Any, Literal
 
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
 from django.db import connection
 from django.http import HttpRequest, HttpResponse
 from django.urls import reverse
-from ninja import NinjaAPI, Schema, Status
+from ninja import Field, NinjaAPI, Schema, Status
 from ninja.errors import ValidationError
 from ninja.security import HttpBearer
 
 from grading import health
 from grading.criteria import criteria_active
 from grading.evidence import canonical_message
-from grading.models import ApiKey, Conversation, Draft, ItemKind, Review
+from grading.memory import InvalidMemory, article_upsert, memory_add
+from grading.models import ApiKey, Article, Conversation, Draft, ItemKind, Review
 from grading.rules import DraftRules, rules_as_text
 from grading.schemas import ConversationIn, DraftIn, FeedbackIn, MessagesIn
 from grading.selectors import ConversationState, conversation_state, draft_status
@@ -259,3 +260,48 @@ def writer_rules(request: HttpRequest, format: str = "json"):
     if format != "json":
         raise ValidationError([{"loc": ["query", "format"], "msg": "must be json or text"}])
     return {"criteria_version": criteria.number, "rules": rules.model_dump(mode="json")}
+
+
+# --- org memory ----------------------------------------------------------------------------------------------
+
+
+class MemoryIn(Schema):
+    kind: Literal["learning", "strategy", "fact"]
+    text: str = Field(min_length=1, max_length=5000)
+    proof_terms: list[Annotated[str, Field(min_length=1, max_length=200)]] = Field(default_factory=list, max_length=50)
+
+
+class MemoryOut(Schema):
+    id: int
+    kind: str
+    text: str
+    proof_terms: list[str]
+    active: bool
+
+
+class ArticleIn(Schema):
+    slug: str = Field(min_length=1, max_length=200, pattern=r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
+    title: str = Field(min_length=1, max_length=300)
+    summary: str = Field(default="", max_length=5000)
+
+
+class ArticleOut(Schema):
+    id: int
+    slug: str
+    title: str
+
+
+@api.post(
+    "/memory", response={201: MemoryOut}, summary="Add a learning, the strategy (replaces the active one) or a fact"
+)
+def post_memory(request: HttpRequest, payload: MemoryIn) -> Status[MemoryOut]:
+    try:
+        item = memory_add(org=request.auth.org, kind=payload.kind, text=payload.text, proof_terms=payload.proof_terms)
+    except InvalidMemory as exc:
+        raise ValidationError([{"loc": ["body", "payload"], "msg": str(exc)}]) from exc
+    return Status(201, item)
+
+
+@api.post("/articles", response=ArticleOut, summary="Add or update a published article (an internal-link target)")
+def post_article(request: HttpRequest, payload: ArticleIn) -> Article:
+    return article_upsert(org=request.auth.org, slug=payload.slug, title=payload.title, summary=payload.summary)

@@ -100,3 +100,16 @@ def test_the_gate_command_exits_by_route(org, tmp_path, edit, exit_code):
         call_command("gate", str(path), "--org", org.slug, "--source", SOURCE, "--json", stdout=out)
     assert exited.value.code == exit_code
     assert json.loads(out.getvalue())["route"] == ("pass" if exit_code == 0 else "fail")
+
+
+def test_pipelines_add_memory_and_articles_over_the_api(api, org):
+    fact = api("post", "/memory", {"kind": "fact", "text": "Acme cut tickets by 38%.", "proof_terms": ["Acme"]})
+    assert fact.status_code == 201 and fact.json()["proof_terms"] == ["Acme"]
+    first = api("post", "/memory", {"kind": "strategy", "text": "Write for support leaders."}).json()
+    api("post", "/memory", {"kind": "strategy", "text": "Write for finance leaders."})
+    assert org.memory.get(pk=first["id"]).active is False  # one active strategy
+    assert api("post", "/memory", {"kind": "opinion", "text": "x"}).status_code == 400
+    assert api("post", "/memory", {"kind": "learning", "text": "!!!"}).status_code == 400
+    article = api("post", "/articles", {"slug": "ticket-triage", "title": "Ticket triage", "summary": "How."})
+    assert article.status_code == 200 and article.json()["slug"] == "ticket-triage"
+    assert api("post", "/articles", {"slug": "Bad Slug", "title": "x"}).status_code == 400
