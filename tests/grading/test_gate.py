@@ -5,7 +5,11 @@ import re
 import pytest
 
 from grading.checks import Finding
+from grading.criteria import criteria_new_version, criteria_publish, criteria_update
 from grading.gate import draft_grade, merge_verdict
+from grading.models import ItemKind
+from grading.planner import grading_pass
+from grading.selectors import current_draft_review
 from tests.fakes.openai_server import json_reply
 from tests.grading.drafts import (
     CLEAN_BODY,
@@ -155,3 +159,21 @@ def test_grading_the_same_identity_twice_calls_the_judge_once(org, fake_llm):
     judge = llm_draft_judge(fake_llm)
     assert draft_grade(draft_id=draft.pk, judge=judge) == draft_grade(draft_id=draft.pk, judge=judge)
     assert len(fake_llm.chat_requests()) == 1
+
+
+def test_publishing_new_draft_criteria_puts_graded_drafts_back_in_the_pass(org, fake_llm):
+    setup_org_memory(org)
+    draft = save_draft(org)
+    fake_llm.set_default(draft_reply(8))
+    draft_grade(draft_id=draft.pk, judge=llm_draft_judge(fake_llm))
+    assert grading_pass().enqueued_draft_ids == []
+
+    version = criteria_new_version(org=org, kind=ItemKind.DRAFT)
+    rules = dict(version.rules, threshold=8.5, band=1.0)
+    criteria_update(version=version, rules=rules)
+    criteria_publish(version=version)
+    assert current_draft_review(draft) is None
+    assert grading_pass().enqueued_draft_ids == [draft.pk]
+    regraded = draft_grade(draft_id=draft.pk, judge=llm_draft_judge(fake_llm))
+    assert regraded.criteria_version == version
+    assert (regraded.route, regraded.reason) == ("human", "band")  # 8 is now in [7.5, 8.5)
