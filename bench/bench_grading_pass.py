@@ -32,8 +32,10 @@ def main() -> None:
     judge = HeuristicJudge().identity
     started = time.perf_counter()
     _populate(org, criteria, judge, total)
-    print(f"populated {total:,} conversations, {total * MESSAGES_PER_CONVERSATION:,} messages, {total:,} reviews "
-          f"in {time.perf_counter() - started:.0f} s")
+    print(
+        f"populated {total:,} conversations, {total * MESSAGES_PER_CONVERSATION:,} messages, {total:,} reviews "
+        f"in {time.perf_counter() - started:.0f} s"
+    )
 
     changed = _change_five_percent(org, total)
 
@@ -50,13 +52,19 @@ def main() -> None:
 
     enqueued = set(result.enqueued_ids)
     redundant, missed = len(enqueued - changed), len(changed - enqueued)
-    print(f"changed {len(changed):,}; needing (planner query) {len(needing):,}; enqueued {len(enqueued):,}; "
-          f"redundant {redundant}; missed {missed}")
+    print(
+        f"changed {len(changed):,}; needing (planner query) {len(needing):,}; enqueued {len(enqueued):,}; "
+        f"redundant {redundant}; missed {missed}"
+    )
     print(f"planning query: {planning_seconds * 1000:.0f} ms, {len(planning_queries)} SQL query")
-    print(f"whole pass (plan, mark queued, record run, enqueue {len(enqueued):,} tasks): {pass_seconds:.2f} s, "
-          f"{len(pass_queries)} SQL queries")
-    print(f"judge calls vs re-grading everything: {len(enqueued):,} / {total:,} = {len(enqueued) / total:.3f} "
-          f"({total / max(len(enqueued), 1):.0f}x fewer)")
+    print(
+        f"whole pass (plan, mark queued, record run, enqueue {len(enqueued):,} tasks): {pass_seconds:.2f} s, "
+        f"{len(pass_queries)} SQL queries"
+    )
+    print(
+        f"judge calls vs re-grading everything: {len(enqueued):,} / {total:,} = {len(enqueued) / total:.3f} "
+        f"({total / max(len(enqueued), 1):.0f}x fewer)"
+    )
     assert redundant == 0 and missed == 0, "the pass must enqueue exactly the changed conversations"
 
 
@@ -87,7 +95,14 @@ def _populate(org, criteria, judge, total: int) -> None:
         Conversation.objects.bulk_create(conversations)
         Message.objects.bulk_create(
             [
-                Message(conversation=c, external_id=m.id, parent_external_id=m.parent_id, role=m.role, content=m.content, created_at=now)
+                Message(
+                    conversation=c,
+                    external_id=m.id,
+                    parent_external_id=m.parent_id,
+                    role=m.role,
+                    content=m.content,
+                    created_at=now,
+                )
                 for c, path in zip(conversations, paths, strict=True)
                 for m in path
             ]
@@ -95,9 +110,9 @@ def _populate(org, criteria, judge, total: int) -> None:
         Review.objects.bulk_create(
             [
                 Review(
-                    org=org, kind=ItemKind.CONVERSATION, conversation=c, fingerprint=c.fingerprint, criteria_version=criteria,
-                    judge=judge.as_json(), judge_key=judge.key, started_at=now, finished_at=now, stages=1,
-                    route=Route.PASS, is_current=True,
+                    org=org, kind=ItemKind.CONVERSATION, conversation=c, fingerprint=c.fingerprint,
+                    criteria_version=criteria, judge=judge.as_json(), judge_key=judge.key, started_at=now,
+                    finished_at=now, stages=1, route=Route.PASS, is_current=True,
                 )
                 for c in conversations
             ]
@@ -108,7 +123,9 @@ def _messages(rng: random.Random, i: int) -> list[EvidenceMessage]:
     path, parent = [], None
     for n in range(MESSAGES_PER_CONVERSATION):
         role = "user" if n % 2 == 0 else "assistant"
-        text = f"conversation {i} message {n}: " + " ".join(rng.choice(("refund", "order", "plan", "seat", "ok")) for _ in range(12))
+        text = f"conversation {i} message {n}: " + " ".join(
+            rng.choice(("refund", "order", "plan", "seat", "ok")) for _ in range(12)
+        )
         path.append(EvidenceMessage(id=f"m{n}", parent_id=parent, role=role, content=text))
         parent = f"m{n}"
     return path
@@ -122,10 +139,21 @@ def _change_five_percent(org, total: int) -> set[int]:
     started = time.perf_counter()
     for i in picked:
         payload = MessagesIn.model_validate(
-            {"messages": [{"id": "m-follow-up", "parent_id": f"m{MESSAGES_PER_CONVERSATION - 1}", "role": "user", "content": "And one more thing?"}]}
+            {
+                "messages": [
+                    {
+                        "id": "m-follow-up",
+                        "parent_id": f"m{MESSAGES_PER_CONVERSATION - 1}",
+                        "role": "user",
+                        "content": "And one more thing?",
+                    }
+                ]
+            }
         )
         changed.add(conversation_append(org=org, external_id=f"bench-{i}", payload=payload).conversation.pk)
     seconds = time.perf_counter() - started
-    print(f"appended to {len(picked):,} conversations of {MESSAGES_PER_CONVERSATION} messages through the service: "
-          f"{len(picked) / seconds:,.0f} appends/s")
+    print(
+        f"appended to {len(picked):,} conversations of {MESSAGES_PER_CONVERSATION} messages through the service: "
+        f"{len(picked) / seconds:,.0f} appends/s"
+    )
     return changed

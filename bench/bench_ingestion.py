@@ -18,28 +18,40 @@ def main() -> None:
     conversations = int(os.environ.get("BENCH_INGEST_CONVERSATIONS", "500"))
     appends = int(os.environ.get("BENCH_INGEST_APPENDS", "2000"))
     org = fresh_org()
-    client = Client(SERVER_NAME="localhost", HTTP_AUTHORIZATION=f"Bearer {api_key_create(org=org, name='bench').plaintext}")
+    client = Client(
+        SERVER_NAME="localhost", HTTP_AUTHORIZATION=f"Bearer {api_key_create(org=org, name='bench').plaintext}"
+    )
 
     started = time.perf_counter()
     for i in range(conversations):
         _post(client, "/api/v1/conversations", _conversation(i), expect=201)
     seconds = time.perf_counter() - started
     sent = conversations * MESSAGES_PER_CONVERSATION
-    print(f"new conversations: {conversations:,} x {MESSAGES_PER_CONVERSATION} messages in {seconds:.1f} s = "
-          f"{sent / seconds:,.0f} messages/s ({conversations / seconds:,.0f} conversations/s)")
+    print(
+        f"new conversations: {conversations:,} x {MESSAGES_PER_CONVERSATION} messages in {seconds:.1f} s = "
+        f"{sent / seconds:,.0f} messages/s ({conversations / seconds:,.0f} conversations/s)"
+    )
 
     started = time.perf_counter()
     for n in range(appends):
         i = n % conversations
         parent = f"m{MESSAGES_PER_CONVERSATION - 1}" if n < conversations else f"x{n - conversations}"
-        message = {"id": f"x{n}", "parent_id": parent, "role": "user" if n % 2 else "assistant", "content": f"append {n}"}
+        message = {
+            "id": f"x{n}",
+            "parent_id": parent,
+            "role": "user" if n % 2 else "assistant",
+            "content": f"append {n}",
+        }
         _post(client, f"/api/v1/conversations/c-{i}/messages", {"messages": [message]}, expect=200)
     seconds = time.perf_counter() - started
-    print(f"appends: {appends:,} single-message appends in {seconds:.1f} s = {appends / seconds:,.0f} messages/s "
-          f"(conversations grow to {MESSAGES_PER_CONVERSATION + appends // conversations} messages)")
+    print(
+        f"appends: {appends:,} single-message appends in {seconds:.1f} s = {appends / seconds:,.0f} messages/s "
+        f"(conversations grow to {MESSAGES_PER_CONVERSATION + appends // conversations} messages)"
+    )
 
     stale = sum(
-        1 for c in Conversation.objects.filter(org=org).only("fingerprint", "active_path_ids")[:50]
+        1
+        for c in Conversation.objects.filter(org=org).only("fingerprint", "active_path_ids")[:50]
         if _api_fingerprint(client, c.external_id) != c.fingerprint
     )
     print(f"fingerprints checked against GET after the run: 50, mismatched: {stale}")
@@ -49,8 +61,14 @@ def main() -> None:
 def _conversation(i: int) -> dict:
     messages, parent = [], None
     for n in range(MESSAGES_PER_CONVERSATION):
-        messages.append({"id": f"m{n}", "parent_id": parent, "role": "user" if n % 2 == 0 else "assistant",
-                         "content": f"conversation {i}, message {n}: " + "words of a realistic length " * 6})
+        messages.append(
+            {
+                "id": f"m{n}",
+                "parent_id": parent,
+                "role": "user" if n % 2 == 0 else "assistant",
+                "content": f"conversation {i}, message {n}: " + "words of a realistic length " * 6,
+            }
+        )
         parent = f"m{n}"
     return {"external_id": f"c-{i}", "application": "bench", "messages": messages}
 
