@@ -3,7 +3,7 @@
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, HttpUrl, field_validator
+from pydantic import BaseModel, ConfigDict, Field, HttpUrl, ValidationError, field_validator
 
 ExternalId = Annotated[str, Field(min_length=1, max_length=200)]
 
@@ -98,3 +98,8 @@ class DraftIn(BaseModel):
     def storable(cls, value: Any) -> Any:
         _refuse_unstorable(value)
         return value
+
+
+def describe_errors(exc: ValidationError) -> str:
+    """A validation failure as one line naming each field, for command-line output."""
+    return "; ".join(f"{'.'.join(map(str, e['loc'])) or 'value'}: {e['msg']}" for e in exc.errors())

@@ -9,8 +9,8 @@ from django.utils.text import slugify
 from pydantic import ValidationError
 
 from grading.gate import draft_grade
-from grading.models import Org
-from grading.schemas import DraftIn
+from grading.management.orgs import org_from_option
+from grading.schemas import DraftIn, describe_errors
 from grading.selectors import draft_status
 from grading.services import draft_save
 
@@ -31,7 +31,7 @@ class Command(BaseCommand):
         parser.add_argument("--json", action="store_true", dest="as_json", help="print the verdict as JSON")
 
     def handle(self, *args, file: Path, org: str | None, sources: list[str], as_json: bool, **options) -> None:
-        the_org = _org(org)
+        the_org = org_from_option(org)
         try:
             text = file.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
@@ -48,7 +48,7 @@ class Command(BaseCommand):
                 source_urls=sources,
             )
         except ValidationError as exc:
-            raise CommandError("; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())) from exc
+            raise CommandError(describe_errors(exc)) from exc
         draft = draft_save(org=the_org, payload=payload)
         review = draft_grade(draft_id=draft.pk)
         status = draft_status(draft)
@@ -67,15 +67,3 @@ class Command(BaseCommand):
             self.stdout.write(f"  [judge] {issue['issue']} Fix: {issue['fix']}")
         if status["repairs"]:
             self.stdout.write(status["repairs"]["diff"])
-
-
-def _org(slug: str | None) -> Org:
-    if slug:
-        org = Org.objects.filter(slug=slug).first()
-        if org is None:
-            raise CommandError(f"no org with slug {slug!r}")
-        return org
-    orgs = list(Org.objects.all()[:2])
-    if len(orgs) != 1:
-        raise CommandError("say which org with --org SLUG")
-    return orgs[0]

@@ -5,8 +5,8 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from pydantic import ValidationError
 
 from grading.importers import FORMATS, ImportFormatError, ParseFailure, parse_file
-from grading.models import Org
-from grading.schemas import ConversationIn
+from grading.management.orgs import org_from_option
+from grading.schemas import ConversationIn, describe_errors
 from grading.selectors import conversation_state
 from grading.services import LimitExceeded, conversation_upsert
 
@@ -25,7 +25,7 @@ class Command(BaseCommand):
         parser.add_argument("--json", action="store_true", dest="as_json", help="print one JSON line per conversation")
 
     def handle(self, *args, file: Path, fmt: str, org: str | None, application: str | None, as_json: bool, **options):
-        the_org = _org(org)
+        the_org = org_from_option(org)
         try:
             results = parse_file(fmt, file)
         except (ImportFormatError, OSError) as exc:
@@ -67,18 +67,4 @@ class Command(BaseCommand):
 
 
 def _describe(exc: Exception) -> str:
-    if isinstance(exc, ValidationError):
-        return "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
-    return str(exc)
-
-
-def _org(slug: str | None) -> Org:
-    if slug:
-        org = Org.objects.filter(slug=slug).first()
-        if org is None:
-            raise CommandError(f"no org with slug {slug!r}")
-        return org
-    orgs = list(Org.objects.all()[:2])
-    if len(orgs) != 1:
-        raise CommandError("say which org with --org SLUG")
-    return orgs[0]
+    return describe_errors(exc) if isinstance(exc, ValidationError) else str(exc)

