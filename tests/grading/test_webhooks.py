@@ -68,7 +68,9 @@ def test_the_signature_verifies_with_the_documented_recipe(org, receiver, settin
     review = graded_review(org, hook.url)
     assert deliver_webhook.apply(args=(review.pk, MACHINE_VERDICT)).get() is True
     [(headers, body)] = hook.received
-    expected = hmac.new(org.webhook_secret.encode(), headers["x-tollgate-timestamp"].encode() + b"." + body, hashlib.sha256)
+    expected = hmac.new(
+        org.webhook_secret.encode(), headers["x-tollgate-timestamp"].encode() + b"." + body, hashlib.sha256
+    )
     assert headers["x-tollgate-signature"] == "sha256=" + expected.hexdigest()
     payload = json.loads(body)
     assert payload["event"] == "machine_verdict"
@@ -81,7 +83,11 @@ def test_a_500_from_the_receiver_is_retried_and_every_try_is_logged(org, receive
     hook = receiver([500, 500, 200])
     review = graded_review(org, hook.url)
     assert deliver_webhook.apply(args=(review.pk, MACHINE_VERDICT)).get() is True
-    tries = list(WebhookDelivery.objects.filter(review=review).order_by("attempt").values_list("attempt", "status_code", "delivered"))
+    tries = list(
+        WebhookDelivery.objects.filter(review=review)
+        .order_by("attempt")
+        .values_list("attempt", "status_code", "delivered")
+    )
     assert tries == [(1, 500, False), (2, 500, False), (3, 200, True)]
     assert len(hook.received) == 3
 

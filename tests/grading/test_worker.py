@@ -88,7 +88,9 @@ def test_a_submitted_draft_is_graded_by_the_worker_and_the_pipeline_gets_a_signe
         accepted = client.post("/api/v1/drafts", json.dumps(submission), content_type="application/json", **bearer(org))
         assert accepted.status_code == 202
         draft_id = accepted.json()["id"]
-        wait_until(lambda: WebhookDelivery.objects.filter(draft_id=draft_id, delivered=True).exists(), message="the webhook")
+        wait_until(
+            lambda: WebhookDelivery.objects.filter(draft_id=draft_id, delivered=True).exists(), message="the webhook"
+        )
         status = client.get(f"/api/v1/drafts/{draft_id}", **bearer(org)).json()
         assert (status["route"], status["score"]) == ("pass", 8)
         [(headers, body)] = hook.received
