@@ -6,9 +6,8 @@ and a draft with any remaining finding cannot pass. Uncertain outcomes go to hum
 
 import logging
 from dataclasses import dataclass
-from datetime import datetime
 
-from django.db import IntegrityError, transaction
+from django.db import transaction
 from django.utils import timezone
 
 from grading.checks import PROOF_POINT_MISSING, Finding, check_draft
@@ -19,6 +18,7 @@ from grading.judge.client import JudgeError
 from grading.memory import related_articles, retrieve_memory
 from grading.models import Draft, ItemKind, Review, Route
 from grading.repairs import repair_draft
+from grading.reviews import review_record, review_with_identity
 from grading.rules import DraftRules
 from grading.webhooks import MACHINE_VERDICT, notify_pipeline
 
@@ -85,7 +85,7 @@ def draft_grade(*, draft_id: int, judge: DraftJudge | None = None) -> Review | N
         "judge_key": judge.identity.key,
         "memory_snapshot": memory.snapshot_hash,
     }
-    existing = _review_with_identity(draft, identity)
+    existing = review_with_identity(draft, identity)
     if existing is not None:
         return existing
     started_at = timezone.now()
@@ -113,7 +113,7 @@ def draft_grade(*, draft_id: int, judge: DraftJudge | None = None) -> Review | N
         outcome |= {"route": Route.ERROR, "reason": type(exc).__name__, "detail": str(exc)}
     else:
         outcome |= _judged_outcome(judgement, checked.findings, rules)
-    review = _write_review(draft, identity, outcome, started_at=started_at)
+    review = review_record(draft, identity, outcome | {"stages": 1}, started_at=started_at)
     if review.is_current and draft.callback_url:
         transaction.on_commit(lambda: notify_pipeline(review_id=review.pk, event=MACHINE_VERDICT))
     return review
@@ -173,43 +173,5 @@ def _judged_outcome(judgement: DraftJudgement, findings: list[Finding], rules: D
         "sub_scores": {"aeo": verdict.aeo, "writing": verdict.writing, "org_fit": org_fit},
         "judge_issues": [issue.model_dump() for issue in verdict.issues[: rules.max_judge_issues]],
         "judge_passed": verdict.passed,
-        "usage": {
-            "prompt_tokens": judgement.usage.prompt_tokens,
-            "completion_tokens": judgement.usage.completion_tokens,
-            "total_tokens": judgement.usage.total_tokens,
-        },
+        "usage": judgement.usage.as_json(),
     }
-
-
-def _review_with_identity(draft: Draft, identity: dict) -> Review | None:
-    return (
-        Review.objects.filter(
-            draft=draft,
-            fingerprint=identity["fingerprint"],
-            criteria_version=identity["criteria_version"],
-            judge_key=identity["judge_key"],
-            memory_snapshot=identity["memory_snapshot"],
-        )
-        .exclude(route=Route.ERROR)
-        .first()
-    )
-
-
-def _write_review(draft: Draft, identity: dict, outcome: dict, *, started_at: datetime) -> Review:
-    try:
-        with transaction.atomic():
-            Draft.objects.select_for_update().filter(pk=draft.pk).first()
-            Review.objects.filter(draft=draft, is_current=True).update(is_current=False)
-            return Review.objects.create(
-                org=draft.org,
-                kind=ItemKind.DRAFT,
-                draft=draft,
-                started_at=started_at,
-                finished_at=timezone.now(),
-                stages=1,
-                is_current=True,
-                **identity,
-                **outcome,
-            )
-    except IntegrityError:
-        return _review_with_identity(draft, identity)

@@ -1,4 +1,5 @@
-"""Grading one conversation into a Review that names its evidence (DESIGN 3 and 4).
+"""Grading one conversation into a Review that names its evidence (DESIGN 3 and 4), and writing reviews
+of either kind.
 
 The judge is called outside any transaction; the review is written afterwards in one short atomic
 block, and the identity constraint makes a second review of the same evidence impossible.
@@ -16,7 +17,7 @@ from grading.criteria import criteria_active
 from grading.judge.backends import ConversationJudge, judge_from_settings
 from grading.judge.client import ZERO_USAGE, JudgeError
 from grading.judge.conversation import CHECKS, combine_stages, with_evidence_on_path
-from grading.models import NO_JUDGE, Conversation, CriteriaVersion, ItemKind, Review, Route
+from grading.models import NO_JUDGE, Conversation, CriteriaVersion, Draft, ItemKind, Review, Route
 
 logger = logging.getLogger(__name__)
 
@@ -59,7 +60,7 @@ def conversation_grade(
         "judge": NO_JUDGE_IDENTITY if not_scorable else judge.identity.as_json(),
         "judge_key": NO_JUDGE if not_scorable else judge.identity.key,
     }
-    existing = _review_with_identity(conversation, identity)
+    existing = review_with_identity(conversation, identity)
     if existing is not None:
         return existing
     if not_scorable:
@@ -71,20 +72,7 @@ def conversation_grade(
         }
     else:
         outcome = _judge_path(result.path, criteria, judge)
-    return _write_review(conversation, identity, outcome, started_at=now)
-
-
-def _review_with_identity(conversation: Conversation, identity: dict) -> Review | None:
-    return (
-        Review.objects.filter(
-            conversation=conversation,
-            fingerprint=identity["fingerprint"],
-            criteria_version=identity["criteria_version"],
-            judge_key=identity["judge_key"],
-        )
-        .exclude(route=Route.ERROR)
-        .first()
-    )
+    return review_record(conversation, identity, outcome, started_at=now)
 
 
 def _judge_path(path: list[evidence.EvidenceMessage], criteria: CriteriaVersion, judge: ConversationJudge) -> dict:
@@ -104,13 +92,13 @@ def _judge_path(path: list[evidence.EvidenceMessage], criteria: CriteriaVersion,
                 "reason": type(exc).__name__,
                 "detail": str(exc),
                 "stages": len(stages),
-                "usage": _usage_json(usage),
+                "usage": usage.as_json(),
             }
         usage = usage + judgement.usage
         per_stage.append(with_evidence_on_path(judgement.verdicts, path_ids))
     checks = combine_stages(per_stage)
     route, reason = _route(checks)
-    return {"route": route, "reason": reason, "checks": checks, "stages": len(stages), "usage": _usage_json(usage)}
+    return {"route": route, "reason": reason, "checks": checks, "stages": len(stages), "usage": usage.as_json()}
 
 
 def _route(checks: dict[str, dict]) -> tuple[Route, str]:
@@ -123,24 +111,31 @@ def _route(checks: dict[str, dict]) -> tuple[Route, str]:
     return Route.FAIL, ""
 
 
-def _usage_json(usage) -> dict:
-    return {
-        "prompt_tokens": usage.prompt_tokens,
-        "completion_tokens": usage.completion_tokens,
-        "total_tokens": usage.total_tokens,
-    }
+# The score identity fields that tell two reviews of one subject apart (the judge is compared by its key).
+_IDENTITY_KEYS = ("fingerprint", "criteria_version", "judge_key", "memory_snapshot")
 
 
-def _write_review(conversation: Conversation, identity: dict, outcome: dict, *, started_at: datetime) -> Review:
+def review_with_identity(subject: Conversation | Draft, identity: dict) -> Review | None:
+    """The finished, non-error review of `subject` with this score identity, if there is one."""
+    match = {key: identity[key] for key in _IDENTITY_KEYS if key in identity}
+    return Review.objects.filter(**{_subject_field(subject): subject}, **match).exclude(route=Route.ERROR).first()
+
+
+def review_record(subject: Conversation | Draft, identity: dict, outcome: dict, *, started_at: datetime) -> Review:
+    """Write a finished review as the subject's current one, in one short transaction.
+
+    The subject's row lock serialises writers, so exactly one review ends up current. If another worker
+    wrote this identity first (the same task delivered twice), the constraint refuses ours and theirs is kept.
+    """
+    field = _subject_field(subject)
     try:
         with transaction.atomic():
-            # Serialises writers per conversation so exactly one review ends up current.
-            Conversation.objects.select_for_update().filter(pk=conversation.pk).first()
-            Review.objects.filter(conversation=conversation, is_current=True).update(is_current=False)
+            type(subject).objects.select_for_update().filter(pk=subject.pk).first()
+            Review.objects.filter(**{field: subject}, is_current=True).update(is_current=False)
             return Review.objects.create(
-                org=conversation.org,
-                kind=ItemKind.CONVERSATION,
-                conversation=conversation,
+                org=subject.org,
+                kind=ItemKind.DRAFT if field == "draft" else ItemKind.CONVERSATION,
+                **{field: subject},
                 started_at=started_at,
                 finished_at=timezone.now(),
                 is_current=True,
@@ -148,5 +143,8 @@ def _write_review(conversation: Conversation, identity: dict, outcome: dict, *, 
                 **outcome,
             )
     except IntegrityError:
-        # Another worker wrote this identity first (the same task delivered twice): keep theirs.
-        return _review_with_identity(conversation, identity)
+        return review_with_identity(subject, identity)
+
+
+def _subject_field(subject: Conversation | Draft) -> str:
+    return "draft" if isinstance(subject, Draft) else "conversation"

@@ -68,6 +68,13 @@ class Usage:
             self.total_tokens + other.total_tokens,
         )
 
+    def as_json(self) -> dict[str, int]:
+        return {
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "total_tokens": self.total_tokens,
+        }
+
 
 ZERO_USAGE = Usage(0, 0, 0)
 
