@@ -26,8 +26,10 @@ class Command(BaseCommand):
         grading_pass()
         self._print_logins(addr, org.slug, key)
         children = self._start_children(addr)
-        # `kill` (SIGTERM) stops the demo as cleanly as Ctrl-C does.
-        signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+        # Ctrl-C and `kill` stop the demo and its children. Installed explicitly: a shell that starts us in
+        # the background leaves SIGINT ignored, and Python then never raises KeyboardInterrupt.
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(signum, lambda *_: sys.exit(0))
         try:
             self._wait(children)
         finally:
@@ -57,7 +59,7 @@ class Command(BaseCommand):
                 time.sleep(0.5)
             failed = next(child for child in children if child.poll() is not None)
             self.stderr.write(f"{' '.join(failed.args[1:4])} exited with {failed.returncode}; stopping the demo")
-        except KeyboardInterrupt:
+        except SystemExit:
             self.stdout.write("\nstopping…")
 
     def _stop(self, children: list[subprocess.Popen]) -> None:
