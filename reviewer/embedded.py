@@ -147,6 +147,8 @@ def stop(data_dir: Path) -> list[str]:
     """Stop the private servers under `data_dir`; return what was stopped."""
     data_dir = data_dir.resolve()
     stopped = []
+    if not data_dir.exists():
+        return stopped
     with _exclusive(data_dir):
         # SIGINT is PostgreSQL's "fast shutdown"; signalling works as root, where pg_ctl refuses to
         # act on a data directory owned by pgserver's system user.
