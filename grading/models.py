@@ -267,6 +267,11 @@ class MemoryItem(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["org"], condition=models.Q(kind="strategy", active=True), name="memory_one_active_strategy"
+            )
+        ]
         indexes = [
             HnswIndex(
                 name="memory_embedding_hnsw",

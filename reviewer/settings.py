@@ -206,6 +206,8 @@ EMBEDDINGS_BACKEND = env_choice("EMBEDDINGS_BACKEND", "hashing", ("hashing", "op
 # The `openai` backend: EMBEDDINGS_BASE_URL, else the judge's server (the key is JUDGE_API_KEY either way).
 EMBEDDINGS_BASE_URL = env_str("EMBEDDINGS_BASE_URL", "")
 EMBEDDINGS_MODEL = env_str("EMBEDDINGS_MODEL", "text-embedding-3-small")
+# Orgs with up to this many learnings are searched exactly (deterministic memory snapshots); above, by HNSW.
+MEMORY_EXACT_SEARCH_MAX = env_int("MEMORY_EXACT_SEARCH_MAX", 20_000, minimum=0)
 
 # Conversations and the grading pass.
 MAX_MESSAGES_PER_CONVERSATION = env_int("MAX_MESSAGES_PER_CONVERSATION", 10_000, minimum=1)

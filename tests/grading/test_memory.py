@@ -7,6 +7,7 @@ import os
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 from django.core.management import CommandError, call_command
+from django.db import connection
 
 from grading.memory import (
     HashingEmbedder,
@@ -15,6 +16,7 @@ from grading.memory import (
     embedder_from_settings,
     memory_add,
     memory_deactivate,
+    memory_reembed,
     minilm_model_dir,
     org_proof_terms,
     related_articles,
@@ -197,6 +199,16 @@ def test_it_returns_every_learning_when_the_org_has_fewer_than_k(org, hashing):
     assert sorted(entry.id for entry in learnings) == sorted(item.id for item in items)
 
 
+def test_it_leaves_the_callers_planner_settings_as_they_were(org, hashing):
+    add_learnings(org, *OTHERS)  # fewer than k: the exact fallback runs with index scans off
+
+    retrieve_memory(org=org, text=QUERY, k=10)
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT current_setting('enable_indexscan'), current_setting('hnsw.ef_search')")
+        assert cursor.fetchone() == ("on", "40")
+
+
 def test_it_returns_all_active_facts_with_their_proof_terms(org, other_org, hashing):
     contoso = memory_add(org=org, kind=FACT, text="Contoso cut churn by 12%.", proof_terms=["Contoso", " 12% "])
     fabrikam = memory_add(org=org, kind=FACT, text="Fabrikam ships 3.4 million parcels.", proof_terms=["Fabrikam"])
@@ -283,13 +295,31 @@ def test_it_updates_an_article_by_its_slug(org, hashing):
     assert related_articles(org=org, text=QUERY, limit=5) == [("pricing", "Customer support costs")]
 
 
+def test_it_reembeds_memory_and_articles_after_a_change_of_embedder(org, other_org, hashing):
+    item = memory_add(org=org, kind=LEARNING, text="Lead with the answer.")
+    article = article_upsert(org=org, slug="pricing", title="Pricing pages", summary="")
+    theirs = memory_add(org=other_org, kind=LEARNING, text="Lead with the answer.")
+
+    assert memory_reembed(org=org, embedder=_ConstantEmbedder()) == 2
+
+    axis = _ConstantEmbedder().embed(["x"])[0]
+    assert list(MemoryItem.objects.get(pk=item.pk).embedding) == axis
+    assert list(org.articles.get(pk=article.pk).embedding) == axis
+    assert list(MemoryItem.objects.get(pk=theirs.pk).embedding) != axis
+
+
+class _ConstantEmbedder:
+    name = "constant"
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        return [[1.0] + [0.0] * (EMBEDDING_DIMENSIONS - 1) for _ in texts]
+
+
 # --- the memory command -----------------------------------------------------------------------------------
 
 
 def test_it_adds_and_lists_memory_from_the_command_line(org, other_org, hashing, capsys):
-    call_command(
-        "memory", "add", "--org", "northwind", "--kind", "fact", "Contoso cut churn.", "--proof-term", "Contoso"
-    )
+    call_command("memory", "add", "--org", "northwind", "--kind", "fact", "Contoso grew.", "--proof-term", "Contoso")
     call_command("memory", "add", "--org", "northwind", "--kind", "learning", "Lead with the answer.")
     call_command("memory", "add", "--org", "globex", "--kind", "learning", "Globex learning.")
     capsys.readouterr()
