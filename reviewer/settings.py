@@ -73,6 +73,7 @@ INSTALLED_APPS = [
     "csp",
     "axes",
     "django_celery_beat",
+    "ninja",  # serves the API docs (Swagger UI) from our own static files, with no inline script
     "grading",
     "reviewer",
 ]
