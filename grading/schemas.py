@@ -3,9 +3,10 @@
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, HttpUrl, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, HttpUrl, UrlConstraints, ValidationError, field_validator
 
 ExternalId = Annotated[str, Field(min_length=1, max_length=200)]
+Url = Annotated[HttpUrl, UrlConstraints(max_length=1000)]
 
 
 def _refuse_unstorable(value: Any, path: str = "") -> None:
@@ -89,14 +90,23 @@ class DraftIn(BaseModel):
     title: Annotated[str, Field(min_length=1, max_length=300)]
     slug: Annotated[str, Field(min_length=1, max_length=200, pattern=r"^[a-z0-9]+(?:-[a-z0-9]+)*$")]
     body: Annotated[str, Field(min_length=1)]
-    source_urls: list[HttpUrl] = Field(default_factory=list, max_length=50)
-    callback_url: HttpUrl | None = None
+    source_urls: list[Url] = Field(default_factory=list, max_length=50)
+    callback_url: Url | None = None
     run_id: Annotated[str, Field(max_length=200)] | None = None
 
     @field_validator("external_id", "title", "body", "run_id")
     @classmethod
     def storable(cls, value: Any) -> Any:
         _refuse_unstorable(value)
+        return value
+
+    @field_validator("source_urls", "callback_url")
+    @classmethod
+    def fits_as_normalised(cls, value: Any) -> Any:
+        # The column holds 1000 characters, and normalising (IDNA, percent-encoding) can lengthen a URL.
+        for url in value if isinstance(value, list) else [value]:
+            if url is not None and len(str(url)) > 1000:
+                raise ValueError("a URL may be at most 1000 characters once normalised")
         return value
 
 
