@@ -57,13 +57,14 @@ def criteria_active(*, org: Org, kind: str) -> CriteriaVersion:
         return active
     try:
         with transaction.atomic():
-            if CriteriaVersion.objects.filter(org=org, kind=kind).exists():
-                raise LookupError(f"{org.slug} has {kind} criteria but none is active")
             return CriteriaVersion.objects.create(
                 org=org, kind=kind, number=1, published_at=timezone.now(), is_active=True, **_defaults(kind)
             )
-    except IntegrityError:  # seeded concurrently by another process
-        return CriteriaVersion.objects.get(org=org, kind=kind, is_active=True)
+    except IntegrityError:  # another process seeded it first (or versions exist and none is active)
+        active = CriteriaVersion.objects.filter(org=org, kind=kind, is_active=True).first()
+        if active is None:
+            raise LookupError(f"{org.slug} has {kind} criteria versions but none is active") from None
+        return active
 
 
 def criteria_new_version(*, org: Org, kind: str, author: AbstractBaseUser | None = None) -> CriteriaVersion:

@@ -2,9 +2,11 @@
 
 import json
 import re
+from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 
 import pytest
+from django.db import connections
 from django.utils import timezone
 
 from grading.criteria import criteria_active, criteria_new_version, criteria_publish
@@ -217,3 +219,15 @@ def test_the_judge_request_is_json_with_temperature_zero(org, fake_llm):
     assert body["temperature"] == 0
     assert body["response_format"]["type"] in ("json_schema", "json_object")
     json.dumps(body)  # what was sent is plain JSON
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_processes_seeding_criteria_at_once_get_the_same_active_version(org):
+    def seed(_):
+        try:
+            return criteria_active(org=org, kind=ItemKind.CONVERSATION).pk
+        finally:
+            connections.close_all()
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        assert len(set(pool.map(seed, range(8)))) == 1

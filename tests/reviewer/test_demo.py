@@ -2,7 +2,8 @@
 
 import pytest
 
-from grading.judge.backends import HeuristicJudge
+from grading.gate import draft_grade
+from grading.judge.backends import HeuristicDraftJudge, HeuristicJudge
 from grading.models import Conversation, Message, Review
 from grading.planner import grading_pass
 from grading.reviews import conversation_grade
@@ -35,10 +36,7 @@ def test_seeding_twice_changes_nothing():
 
 
 def test_the_demo_drafts_land_on_every_route_of_the_gate():
-    from grading.gate import draft_grade
-    from grading.judge.backends import HeuristicDraftJudge
-
-    org = demo_seed()
+    demo_seed()
     result = grading_pass()
     reviews = {}
     for draft_id in result.enqueued_draft_ids:
