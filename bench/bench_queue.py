@@ -1,0 +1,234 @@
+# ruff: noqa: S608 - the bulk-insert SQL is assembled from this module's constants; values are parameters.
+"""The review queue at scale: the queue page and both item pages over 100,000 open items and 1,000,000 reviews.
+
+Rows are bulk-inserted with INSERT ... SELECT generate_series (the ORM would take minutes). Of the reviews:
+the open items (half drafts, half conversations of 6 messages, each with a current review routed to humans);
+decided items (current human reviews with a decision: they must not slow the queue down); items the machine
+passed; and superseded history on all of them. Each page is requested through Django's test client in process
+(every middleware, a signed-in operator, real PostgreSQL) and reported as the median server time, its ratio
+to a trivial view measured in the same run, and its SQL query count.
+
+BENCH_QUEUE_ITEMS (open items, default 100000) and BENCH_QUEUE_REVIEWS (all reviews, default 1000000) scale it.
+"""
+
+import os
+import statistics
+import time
+
+from django.contrib.auth import get_user_model
+from django.db import connection
+from django.http import HttpRequest, HttpResponse
+from django.template import RequestContext, Template
+from django.test import Client
+from django.test.utils import CaptureQueriesContext, override_settings
+from django.urls import clear_url_caches, path
+
+from bench.common import fresh_org
+from grading.criteria import criteria_active
+from grading.models import ItemKind, Review
+from reviewer import urls as reviewer_urls
+from reviewer.access import role_required
+from reviewer.models import Membership, Role
+from reviewer.selectors import PRIORITIES, queue_page
+from reviewer.services import queue_head_advance
+
+RUNS = 25
+HTMX_LIST = {"HTTP_HX_REQUEST": "true", "HTTP_HX_TARGET": "queue-list"}
+WARMUP = 5
+MESSAGES_PER_CONVERSATION = 6
+
+
+@role_required(Role.OPERATOR)
+def trivial(request: HttpRequest) -> HttpResponse:
+    """The yardstick: the same middleware, sign-in and role check, and the site layout around one word."""
+    template = Template('{% extends "_base.html" %}{% block content %}ok{% endblock %}')
+    return HttpResponse(template.render(RequestContext(request, {})))
+
+
+urlpatterns = [path("bench/trivial/", trivial), *reviewer_urls.urlpatterns]
+
+
+def main() -> None:
+    items = int(os.environ.get("BENCH_QUEUE_ITEMS", "100000"))
+    reviews = int(os.environ.get("BENCH_QUEUE_REVIEWS", "1000000"))
+    org = fresh_org()
+    started = time.perf_counter()
+    counts = _populate(org, items, reviews)
+    seconds = time.perf_counter() - started
+    print(
+        f"populated {counts['open']:,} open items, {counts['decided']:,} decided, {counts['passed']:,} passed by the "
+        f"machine; {counts['reviews']:,} reviews, {counts['messages']:,} messages in {seconds:.0f} s"
+    )
+    user = get_user_model().objects.create_user(username="bench-operator", password="unused-bench-password")
+    Membership.objects.create(user=user, org=org, role=Role.OPERATOR)
+    client = Client(SERVER_NAME="localhost")
+    client.force_login(user)
+
+    first_draft = Review.objects.filter(org=org, kind=ItemKind.DRAFT, is_current=True, route="human", decisions=None)
+    draft_review = first_draft.order_by("finished_at").first()
+    conversation_review = (
+        Review.objects.filter(org=org, kind=ItemKind.CONVERSATION, is_current=True, route="human", decisions=None)
+        .order_by("finished_at")
+        .first()
+    )
+    with override_settings(ROOT_URLCONF=__name__):
+        clear_url_caches()
+        try:
+            pages = [
+                ("trivial view (layout only)", "/bench/trivial/", {}),
+                ("queue page", "/queue/", {}),
+                ("queue list partial (htmx refresh)", "/queue/", HTMX_LIST),
+                ("queue, conversations of one app", "/queue/?kind=conversation&application=app-1", {}),
+                ("queue, page 2", f"/queue/?after={_page_end(user, org)}", {}),
+                ("draft item page", f"/queue/items/{draft_review.pk}/", {}),
+                ("conversation item page", f"/queue/items/{conversation_review.pk}/", {}),
+            ]  # fmt: skip
+            results = [(name, *_measure(client, url, extra)) for name, url, extra in pages]
+        finally:
+            clear_url_caches()
+    baseline = results[0][1]
+    print(f"{'page':<36} {'median ms':>10} {'p90 ms':>8} {'vs trivial':>11} {'queries':>8}")
+    for name, median, p90, queries in results:
+        print(f"{name:<36} {median:>10.1f} {p90:>8.1f} {median / baseline:>10.1f}x {queries:>8}")
+
+
+def _page_end(user, org) -> int:
+    return queue_page(user=user, org_ids=[org.pk]).next_cursor
+
+
+def _measure(client: Client, url: str, extra: dict) -> tuple[float, float, int]:
+    for _ in range(WARMUP):
+        assert client.get(url, **extra).status_code == 200, url
+    connection.queries_log.clear()  # each request start clears it (reset_queries): begin from empty
+    with CaptureQueriesContext(connection) as queries:
+        client.get(url, **extra)
+    timings = []
+    for _ in range(RUNS):
+        started = time.perf_counter()
+        response = client.get(url, **extra)
+        timings.append((time.perf_counter() - started) * 1000)
+        assert response.status_code == 200
+    timings.sort()
+    return statistics.median(timings), timings[int(len(timings) * 0.9) - 1], len(queries)
+
+
+def _populate(org, items: int, total_reviews: int) -> dict[str, int]:
+    """Items in groups, each with one current review; the remaining reviews are superseded history.
+
+    open: current, routed to humans, undecided (half drafts, half conversations); decided: the same plus a
+    claim and a decision (operators' past work, still current); passed: current machine passes.
+    """
+    draft_criteria = criteria_active(org=org, kind=ItemKind.DRAFT)
+    conversation_criteria = criteria_active(org=org, kind=ItemKind.CONVERSATION)
+    operator = get_user_model().objects.create_user(username="bench-past-operator", password="unused-bench-password")
+    decided = items // 2
+    passed = max(0, min(items * 2, total_reviews - items - decided) // 2)
+    history = max(0, total_reviews - items - decided - passed)
+    params = {
+        "org": org.pk,
+        "dc": draft_criteria.pk,
+        "cc": conversation_criteria.pk,
+        "open": items,
+        "decided": decided,
+        "passed": passed,
+        "history": history,
+        "operator": operator.pk,
+        "messages": MESSAGES_PER_CONVERSATION,
+    }
+    with connection.cursor() as cursor:
+        for statement in _POPULATE_SQL:
+            cursor.execute(statement, params)
+        for table in ("grading_draft", "grading_conversation", "grading_message", "grading_review",
+                      "grading_criteriaversion", "reviewer_claim", "reviewer_decision"):  # fmt: skip
+            cursor.execute(f"VACUUM ANALYZE {table}")
+        cursor.execute("SELECT count(*) FROM grading_review")
+        reviews = cursor.fetchone()[0]
+        cursor.execute("SELECT count(*) FROM grading_message")
+        messages = cursor.fetchone()[0]
+    # What the decisions did as they were made: move the decided-prefix marks past them.
+    for priority in PRIORITIES.values():
+        queue_head_advance(org_id=org.pk, priority=priority, max_rows=10 * (decided + items))
+    return {"open": items, "decided": decided, "passed": passed, "reviews": reviews, "messages": messages}
+
+
+# Item n of every group: group "o" (open), "d" (decided), "p" (passed). Even n are drafts, odd n conversations.
+_ITEMS = """
+    SELECT 'o' AS grp, g AS n FROM generate_series(1, %(open)s) g
+    UNION ALL SELECT 'd', g FROM generate_series(1, %(decided)s) g
+    UNION ALL SELECT 'p', g FROM generate_series(1, %(passed)s) g
+"""
+_REVIEW_COLUMNS = """org_id, kind, conversation_id, draft_id, fingerprint, criteria_version_id, judge, judge_key,
+    memory_snapshot, started_at, finished_at, stages, route, reason, detail, checks, score, judge_score,
+    judge_passed, spread, sub_scores, findings, judge_issues, repairs, memory_used, usage, is_current"""
+_JUDGE = """'{"backend": "openai", "model": "bench", "prompt_hash": "b3nch000", "temperature": 0}'::jsonb"""
+_CHECKS = """'{"grounded": {"verdict": "pass", "message_ids": ["m2"], "rationale": "supported by m2"},
+    "complete": {"verdict": "unknown", "message_ids": ["m5"], "rationale": "the follow-up is open"},
+    "usable": {"verdict": "pass", "message_ids": ["m6"], "rationale": "works"}}'::jsonb"""
+_MEMORY = """'{"snapshot": "mem1:bench", "learnings": [{"id": 1, "kind": "learning", "text": "Lead with the answer."}],
+    "strategy": null, "facts": []}'::jsonb"""
+# Decided items are the oldest (operators work oldest first, so the queue's head is a long decided prefix that
+# the queries must not wade through); open items follow, one every few seconds; machine passes are anywhere.
+_AGE = """(now() - CASE left({item}.external_id, 1) WHEN 'd' THEN interval '60 days' WHEN 'o' THEN interval '30 days'
+    ELSE interval '45 days' END + substr({item}.external_id, 3)::int * interval '5 seconds')"""
+_BODY = "## How do you cut support costs?\n\nRoute repeat questions to docs and measure deflection weekly. " * 20
+
+_POPULATE_SQL = [
+    f"""INSERT INTO grading_draft (org_id, external_id, title, slug, body, source_urls, run_id, callback_url,
+            fingerprint, created_at, updated_at)
+        SELECT %(org)s, grp || '-' || n, 'Draft ' || grp || n, 'draft-' || grp || '-' || n, '{_BODY}', '[]'::jsonb,
+            '', '', 'fp1:' || grp || '-' || n, now(), now()
+        FROM ({_ITEMS}) items WHERE n %% 2 = 0""",
+    f"""INSERT INTO grading_conversation (org_id, external_id, application, closed, started_at, last_activity_at,
+            fingerprint, active_path_ids, branch_count, message_count, updated_at)
+        SELECT %(org)s, grp || '-' || n, 'app-' || (n %% 5), true, now() - interval '40 days',
+            now() - interval '39 days', 'fp1:' || grp || '-' || n, '[]'::jsonb, 1, %(messages)s, now()
+        FROM ({_ITEMS}) items WHERE n %% 2 = 1""",
+    """INSERT INTO grading_message (conversation_id, external_id, parent_external_id, role, content, created_at,
+            hidden, truncated)
+        SELECT c.id, 'm' || k, CASE WHEN k = 1 THEN NULL ELSE 'm' || (k - 1) END,
+            CASE WHEN k %% 2 = 1 THEN 'user' ELSE 'assistant' END,
+            to_jsonb('message ' || k || ' of ' || c.external_id || ': please refund order 1182, it arrived broken.'),
+            c.started_at + k * interval '1 minute', false, false
+        FROM grading_conversation c, generate_series(1, %(messages)s) k
+        WHERE c.org_id = %(org)s AND c.external_id NOT LIKE 'p-%%'""",
+    # The current review of every item: routed to humans for open and decided items, a pass otherwise.
+    f"""INSERT INTO grading_review ({_REVIEW_COLUMNS})
+        SELECT %(org)s, 'draft', NULL, d.id, d.fingerprint, %(dc)s, {_JUDGE}, 'bench', 'mem1:bench',
+            {_AGE.format(item="d")} - interval '5 seconds', {_AGE.format(item="d")}, 1,
+            CASE WHEN d.external_id LIKE 'p-%%' THEN 'pass' ELSE 'human' END,
+            CASE WHEN d.external_id LIKE 'p-%%' THEN ''
+                 ELSE (ARRAY['band', 'judge_contradiction', 'spread'])[1 + d.id %% 3] END,
+            '', '{{}}'::jsonb, 6.7, 6.7, false, 0.6, '{{"aeo": 4, "writing": 3, "org_fit": 4}}'::jsonb, '[]'::jsonb,
+            '[{{"issue": "The opening warms up", "fix": "Answer first."}}]'::jsonb, NULL, {_MEMORY},
+            '{{"prompt_tokens": 3000, "completion_tokens": 200}}'::jsonb, true
+        FROM grading_draft d WHERE d.org_id = %(org)s""",
+    f"""INSERT INTO grading_review ({_REVIEW_COLUMNS})
+        SELECT %(org)s, 'conversation', c.id, NULL, c.fingerprint, %(cc)s, {_JUDGE}, 'bench', '',
+            {_AGE.format(item="c")} - interval '5 seconds', {_AGE.format(item="c")}, 1,
+            CASE WHEN c.external_id LIKE 'p-%%' THEN 'pass' ELSE 'human' END,
+            CASE WHEN c.external_id LIKE 'p-%%' THEN '' ELSE 'unknown_check' END,
+            '', {_CHECKS}, NULL, NULL, NULL, NULL, '{{}}'::jsonb, '[]'::jsonb, '[]'::jsonb, NULL, '{{}}'::jsonb,
+            '{{"prompt_tokens": 3000, "completion_tokens": 200}}'::jsonb, true
+        FROM grading_conversation c WHERE c.org_id = %(org)s""",
+    # Superseded history, spread over every item: older, not current, each of its own identity.
+    f"""INSERT INTO grading_review ({_REVIEW_COLUMNS})
+        SELECT r.org_id, r.kind, r.conversation_id, r.draft_id, 'fp1:old-' || h, r.criteria_version_id, r.judge,
+            'old-' || h, r.memory_snapshot, r.started_at - interval '1 day', r.finished_at - interval '1 day', 1,
+            'pass', '', '', r.checks, r.score, r.judge_score, r.judge_passed, r.spread, r.sub_scores, r.findings,
+            r.judge_issues, r.repairs, r.memory_used, r.usage, false
+        FROM generate_series(1, %(history)s) h
+        JOIN LATERAL (SELECT * FROM grading_review WHERE org_id = %(org)s AND is_current
+                      AND id = (SELECT min(id) FROM grading_review) + (h %% (%(open)s + %(decided)s + %(passed)s))) r
+          ON true""",
+    """INSERT INTO reviewer_claim (org_id, review_id, holder_id, claimed_at, expires_at, ended_at, "end")
+        SELECT r.org_id, r.id, %(operator)s, r.finished_at, r.finished_at + interval '15 minutes',
+            r.finished_at + interval '5 minutes', 'decided'
+        FROM grading_review r LEFT JOIN grading_draft d ON d.id = r.draft_id
+            LEFT JOIN grading_conversation c ON c.id = r.conversation_id
+        WHERE r.is_current AND r.route = 'human' AND coalesce(d.external_id, c.external_id) LIKE 'd-%%'""",
+    """INSERT INTO reviewer_decision (org_id, review_id, claim_id, kind, outcome, checks, note, fingerprint,
+            criteria_version_id, decided_by_id, decided_at)
+        SELECT cl.org_id, cl.review_id, cl.id, r.kind, CASE WHEN r.kind = 'draft' THEN 'approve' ELSE 'pass' END,
+            '{}'::jsonb, 'looked fine', r.fingerprint, r.criteria_version_id, %(operator)s, cl.ended_at
+        FROM reviewer_claim cl JOIN grading_review r ON r.id = cl.review_id""",
+]

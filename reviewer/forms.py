@@ -1,0 +1,88 @@
+"""Forms of the review queue: the filters, and the two decision forms (drafts and conversations)."""
+
+from django import forms
+
+from grading.judge.conversation import CHECKS
+from grading.models import ItemKind
+from reviewer.models import Decision
+from reviewer.selectors import REASON_LABELS, QueueFilters
+
+KIND_CHOICES = [("", "all"), (ItemKind.DRAFT, "drafts"), (ItemKind.CONVERSATION, "conversations")]
+VERDICT_CHOICES = [("pass", "pass"), ("fail", "fail"), ("unknown", "unknown")]
+
+
+class QueueFilterForm(forms.Form):
+    """Filters and the keyset cursor. Junk values fall back to no filter rather than an error page: these
+    arrive in links, and a stale bookmark should still open the queue."""
+
+    kind = forms.ChoiceField(choices=KIND_CHOICES, required=False)
+    application = forms.CharField(max_length=100, required=False)
+    reason = forms.ChoiceField(choices=[("", "all"), *REASON_LABELS.items()], required=False)
+    criteria = forms.IntegerField(required=False, min_value=1)
+    after = forms.IntegerField(required=False, min_value=1)
+    before = forms.IntegerField(required=False, min_value=1)
+
+    def filters(self) -> QueueFilters:
+        data = self.cleaned_data if self.is_valid() else {}
+        return QueueFilters(
+            kind=data.get("kind") or "",
+            application=data.get("application") or "",
+            reason=data.get("reason") or "",
+            criteria_version=data.get("criteria"),
+        )
+
+    def cursor(self) -> tuple[int | None, int | None]:
+        data = self.cleaned_data if self.is_valid() else {}
+        return data.get("after"), data.get("before")
+
+
+class _DecisionForm(forms.Form):
+    # The identity the page showed: a decision is bound to it, and refused if the item moved on.
+    fingerprint = forms.CharField(max_length=80, widget=forms.HiddenInput)
+    note = forms.CharField(
+        required=False,
+        max_length=10_000,
+        widget=forms.Textarea(attrs={"rows": 2, "placeholder": "note (why)", "data-note": ""}),
+    )
+    keep_as_learning = forms.BooleanField(required=False, label="keep this note as an org learning")
+
+    def clean(self):
+        data = super().clean()
+        if data.get("keep_as_learning") and not (data.get("note") or "").strip():
+            self.add_error("note", "Write the note to keep it as an org learning.")
+        return data
+
+
+class DraftDecisionForm(_DecisionForm):
+    outcome = forms.ChoiceField(
+        choices=[
+            (o.value, o.label) for o in (Decision.Outcome.APPROVE, Decision.Outcome.REJECT, Decision.Outcome.SEND_BACK)
+        ]
+    )
+
+    def clean(self):
+        data = super().clean()
+        if (
+            data.get("outcome") in (Decision.Outcome.REJECT, Decision.Outcome.SEND_BACK)
+            and not (data.get("note") or "").strip()
+        ):
+            label = Decision.Outcome(data["outcome"]).label
+            self.add_error("note", f"A note is required to {label}.")
+        return data
+
+
+class ConversationDecisionForm(_DecisionForm):
+    def __init__(self, *args, initial_verdicts: dict[str, str] | None = None, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        for name in CHECKS:
+            self.fields[name] = forms.ChoiceField(
+                choices=VERDICT_CHOICES, initial=(initial_verdicts or {}).get(name, "unknown")
+            )
+        self.fields["note"].required = True
+        self.fields["note"].widget.attrs["required"] = True
+
+    def verdicts(self) -> dict[str, str]:
+        return {name: self.cleaned_data[name] for name in CHECKS}
+
+    def verdict_fields(self):
+        return [self[name] for name in CHECKS]

@@ -1,0 +1,159 @@
+// The review queue's keyboard, its refresh while the tab is visible, and a selection that survives refreshes.
+// Everything here is an enhancement: every page works as plain links and forms without it.
+(function () {
+  "use strict";
+
+  var REFRESH_SECONDS = 15;
+  var selectedId = null;
+  var selectedIndex = 0;
+
+  // Refusals (409) and invalid forms (422) carry the reason for the operator: swap them in place.
+  function configureHtmx() {
+    if (!window.htmx) return;
+    window.htmx.config.responseHandling = [
+      { code: "204", swap: false },
+      { code: "[23]..", swap: true },
+      { code: "409", swap: true, error: false },
+      { code: "422", swap: true, error: false },
+      { code: "[45]..", swap: false, error: true },
+      { code: "...", swap: false }
+    ];
+  }
+
+  function queueRows() {
+    return Array.prototype.slice.call(document.querySelectorAll("#queue-list tr[data-row]"));
+  }
+
+  function navItems() {
+    return Array.prototype.slice.call(document.querySelectorAll("[data-nav]")).filter(function (el) {
+      return el.offsetParent !== null;
+    });
+  }
+
+  function selectRow(index) {
+    var rows = queueRows();
+    if (!rows.length) return;
+    index = Math.max(0, Math.min(rows.length - 1, index));
+    rows.forEach(function (row) {
+      row.classList.remove("sel");
+      row.removeAttribute("aria-selected");
+    });
+    var row = rows[index];
+    row.classList.add("sel");
+    row.setAttribute("aria-selected", "true");
+    selectedId = row.getAttribute("data-row");
+    selectedIndex = index;
+    row.scrollIntoView({ block: "nearest" });
+  }
+
+  // After a refresh, keep the same item selected; if it left the queue, the row now in its place.
+  function restoreSelection() {
+    var rows = queueRows();
+    if (!rows.length || selectedId === null) return;
+    for (var i = 0; i < rows.length; i++) {
+      if (rows[i].getAttribute("data-row") === selectedId) {
+        selectRow(i);
+        return;
+      }
+    }
+    selectRow(Math.min(selectedIndex, rows.length - 1));
+  }
+
+  function move(delta) {
+    var rows = queueRows();
+    if (rows.length) {
+      selectRow(selectedId === null ? 0 : selectedIndex + delta);
+      return;
+    }
+    var items = navItems();
+    if (!items.length) return;
+    var current = items.indexOf(document.activeElement);
+    var next = current === -1 ? (delta > 0 ? 0 : items.length - 1) : Math.max(0, Math.min(items.length - 1, current + delta));
+    items[next].focus({ preventScroll: true });
+    items[next].scrollIntoView({ block: "center" });
+  }
+
+  function openSelected() {
+    var rows = queueRows();
+    if (!rows.length || selectedId === null) return false;
+    var link = rows[selectedIndex] && rows[selectedIndex].querySelector("a[data-open]");
+    if (!link) return false;
+    window.location.assign(link.href);
+    return true;
+  }
+
+  function press(key) {
+    var button = document.querySelector('[data-key="' + key + '"]');
+    if (!button) return false;
+    if (button.hasAttribute("data-needs-note")) {
+      var note = button.form && button.form.querySelector("[data-note]");
+      if (note && !note.value.trim()) {
+        note.setCustomValidity("Write a note first: it is required to " + button.textContent.trim().split(/\s/)[0].toLowerCase() + ".");
+        note.reportValidity();
+        note.focus();
+        note.addEventListener("input", function clear() {
+          note.setCustomValidity("");
+          note.removeEventListener("input", clear);
+        });
+        return true;
+      }
+    }
+    button.click();
+    return true;
+  }
+
+  function toggleKeys() {
+    var dialog = document.getElementById("keys");
+    if (!dialog) return;
+    if (dialog.open) dialog.close();
+    else dialog.showModal();
+  }
+
+  function typing(target) {
+    if (!target || !target.tagName) return false;
+    var tag = target.tagName.toLowerCase();
+    return tag === "input" || tag === "textarea" || tag === "select" || target.isContentEditable;
+  }
+
+  document.addEventListener("keydown", function (event) {
+    if (event.ctrlKey || event.metaKey || event.altKey || event.defaultPrevented) return;
+    if (typing(event.target)) return;
+    var handled = false;
+    switch (event.key) {
+      case "?": toggleKeys(); handled = true; break;
+      case "j": move(1); handled = true; break;
+      case "k": move(-1); handled = true; break;
+      case "Enter": handled = openSelected(); break;
+      case "n": handled = press("n"); break;
+      case "a": handled = press("a"); break;
+      case "r": handled = press("r"); break;
+      case "c": handled = press("c"); break;
+    }
+    if (handled) event.preventDefault();
+  });
+
+  // Refresh the list only while the tab is visible (and at once when it becomes visible again).
+  function refreshQueue() {
+    var list = document.getElementById("queue-list");
+    if (!list || !window.htmx || document.visibilityState !== "visible") return;
+    window.htmx.trigger(list, "queue-refresh");
+  }
+
+  document.addEventListener("visibilitychange", function () {
+    if (document.visibilityState === "visible") refreshQueue();
+  });
+
+  function start() {
+    configureHtmx();
+    var list = document.getElementById("queue-list");
+    if (list) {
+      var seconds = parseInt(list.getAttribute("data-refresh-seconds"), 10) || REFRESH_SECONDS;
+      window.setInterval(refreshQueue, seconds * 1000);
+      selectRow(0);
+    }
+    document.body.addEventListener("htmx:afterSettle", restoreSelection);
+  }
+
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);
+  else start();
+})();

@@ -1,0 +1,217 @@
+"""Builders of queue items (reviews routed to humans), shared by the queue, claim, decision and browser tests,
+and the tests of what "still counts" means for both kinds of item."""
+
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from grading.criteria import criteria_active, criteria_new_version, criteria_publish
+from grading.evidence import draft_fingerprint
+from grading.models import Draft, ItemKind, Review, Route
+from reviewer.selectors import queue_reviews, review_still_counts, reviews_still_counting, stale_reason
+from tests.grading.conversations import PATH_IDS, message, support_conversation, upsert, verdicts
+
+JUDGE = {"backend": "openai", "model": "judge-test", "prompt_hash": "5be0c2d1", "temperature": 0.0}
+DRAFT_BODY = """## How do you cut support costs?
+
+Support teams drown in tickets. Acme Logistics cut handling time by 41% in one quarter.
+
+<ArticleCallout>Route repeat questions to docs.</ArticleCallout>
+
+## Final thoughts
+
+We delve into the details. Read [deflecting tickets](/writing/deflecting-tickets).
+"""
+
+
+def draft_item(
+    org,
+    slug: str = "how-to-cut-support-costs",
+    *,
+    reason: str = "band",
+    score: float = 6.7,
+    body: str = DRAFT_BODY,
+    title: str = "How do you cut support costs?",
+    callback_url: str = "",
+    minutes_ago: int = 60,
+    **review_fields,
+) -> Review:
+    """A draft whose current review is routed to humans (by default: in the marginal band)."""
+    criteria = criteria_active(org=org, kind=ItemKind.DRAFT)
+    fingerprint = draft_fingerprint(title=title, body=body, source_urls=[])
+    draft = Draft.objects.create(
+        org=org, external_id=slug, title=title, slug=slug, body=body, fingerprint=fingerprint, callback_url=callback_url
+    )
+    finished = timezone.now() - timedelta(minutes=minutes_ago)
+    fields = {
+        "score": score,
+        "judge_score": score,
+        "spread": 0.6,
+        "judge_passed": False,
+        "sub_scores": {"aeo": 4, "writing": 3, "org_fit": 4},
+        "judge_issues": [
+            {"issue": "The opening warms up for a paragraph", "fix": "Answer in the first two sentences."}
+        ],
+        "findings": [],
+        "memory_used": {
+            "snapshot": "mem1:c83d",
+            "learnings": [{"id": 1, "kind": "learning", "text": "Lead with the answer.", "similarity": 0.61}],
+            "strategy": {"id": 2, "kind": "strategy", "text": "Write for support leads."},
+            "facts": [
+                {"id": 3, "kind": "fact", "text": "Acme cut handling time by 41%.", "proof_terms": ["Acme Logistics"]}
+            ],
+        },
+    } | review_fields
+    return Review.objects.create(
+        org=org,
+        kind=ItemKind.DRAFT,
+        draft=draft,
+        fingerprint=fingerprint,
+        criteria_version=criteria,
+        judge=JUDGE,
+        judge_key="judge-test",
+        memory_snapshot="mem1:c83d",
+        started_at=finished - timedelta(seconds=5),
+        finished_at=finished,
+        stages=1,
+        route=Route.HUMAN,
+        reason=reason,
+        is_current=True,
+        **fields,
+    )
+
+
+def conversation_item(
+    org,
+    external_id: str = "cv-1",
+    *,
+    application: str = "billing",
+    minutes_ago: int = 30,
+    checks=None,
+    extra=(),
+    active_message_id: str = "m4",
+) -> Review:
+    """A closed support conversation with an abandoned reply, whose review has an unknown check. `extra`
+    messages are added to the tree; they are on the active path only if `active_message_id` says so."""
+    payload = support_conversation(external_id, application=application)
+    payload["messages"] += list(extra)
+    payload["active_message_id"] = active_message_id
+    conversation = upsert(org, payload).conversation
+    finished = timezone.now() - timedelta(minutes=minutes_ago)
+    return Review.objects.create(
+        org=org,
+        kind=ItemKind.CONVERSATION,
+        conversation=conversation,
+        fingerprint=conversation.fingerprint,
+        criteria_version=criteria_active(org=org, kind=ItemKind.CONVERSATION),
+        judge=JUDGE,
+        judge_key="judge-test",
+        started_at=finished - timedelta(seconds=5),
+        finished_at=finished,
+        stages=1,
+        route=Route.HUMAN,
+        reason="unknown_check",
+        checks=checks or verdicts(PATH_IDS, complete="unknown"),
+        usage={"prompt_tokens": 3912, "completion_tokens": 286, "total_tokens": 4198},
+        is_current=True,
+    )
+
+
+def bulk_draft_items(org, count: int) -> list[Review]:
+    """`count` queue items in two bulk inserts, for the tests that need hundreds."""
+    criteria = criteria_active(org=org, kind=ItemKind.DRAFT)
+    now = timezone.now()
+    drafts = Draft.objects.bulk_create(
+        [
+            Draft(
+                org=org,
+                external_id=f"bulk-{n}",
+                title=f"Draft {n}",
+                slug=f"draft-{n}",
+                body=f"body {n}",
+                fingerprint=draft_fingerprint(title=f"Draft {n}", body=f"body {n}", source_urls=[]),
+            )
+            for n in range(count)
+        ]
+    )
+    return Review.objects.bulk_create(
+        [
+            Review(
+                org=org,
+                kind=ItemKind.DRAFT,
+                draft=draft,
+                fingerprint=draft.fingerprint,
+                criteria_version=criteria,
+                judge=JUDGE,
+                judge_key="judge-test",
+                started_at=now - timedelta(minutes=n + 1),
+                finished_at=now - timedelta(minutes=n),
+                stages=1,
+                route=Route.HUMAN,
+                reason="band",
+                score=6.8,
+                sub_scores={"aeo": 4, "writing": 4, "org_fit": 3},
+                is_current=True,
+            )
+            for n, draft in enumerate(drafts)
+        ]
+    )
+
+
+def resubmit(review: Review, body: str = "A different body.") -> None:
+    """The pipeline sends new content for the draft: its fingerprint moves on, the review stops counting."""
+    draft = review.draft
+    Draft.objects.filter(pk=draft.pk).update(
+        body=body, fingerprint=draft_fingerprint(title=draft.title, body=body, source_urls=draft.source_urls)
+    )
+
+
+def continue_conversation(review: Review) -> None:
+    """The user came back: a new message on the active branch changes the conversation's fingerprint."""
+    upsert(
+        review.org,
+        support_conversation(review.conversation.external_id, application=review.conversation.application)
+        | {"active_message_id": "m5", "messages": [message("m5", "user", "And the other order?", "m4", 9)]},
+    )
+
+
+# --- what "still counts" means ----------------------------------------------------------------------------------
+
+
+def test_it_counts_a_fresh_review_of_either_kind(org):
+    draft, conversation = draft_item(org), conversation_item(org)
+    assert review_still_counts(draft) and review_still_counts(conversation)
+    assert set(reviews_still_counting().values_list("pk", flat=True)) == {draft.pk, conversation.pk}
+    assert set(queue_reviews(org_ids=[org.pk]).values_list("pk", flat=True)) == {draft.pk, conversation.pk}
+
+
+def test_it_stops_counting_a_draft_review_when_the_draft_is_resubmitted(org):
+    review = draft_item(org)
+    resubmit(review)
+    review.draft.refresh_from_db()
+    assert not review_still_counts(review)
+    assert "resubmitted" in stale_reason(review)
+    assert not queue_reviews(org_ids=[org.pk]).exists()
+
+
+def test_it_stops_counting_a_conversation_review_when_the_user_comes_back(org):
+    review = conversation_item(org)
+    continue_conversation(review)
+    review.conversation.refresh_from_db()
+    assert not review_still_counts(review)
+    assert "conversation changed" in stale_reason(review)
+
+
+def test_it_stops_counting_reviews_under_superseded_criteria(org, criteria_admin):
+    review = draft_item(org)
+    criteria_publish(version=criteria_new_version(org=org, kind=ItemKind.DRAFT), actor=criteria_admin)
+    review.criteria_version.refresh_from_db()
+    assert not review_still_counts(review)
+    assert "criteria version was published" in stale_reason(review)
+
+
+@pytest.mark.parametrize("route", [Route.PASS, Route.FAIL, Route.NOT_SCORABLE, Route.ERROR])
+def test_only_reviews_routed_to_humans_are_queued(org, route):
+    Review.objects.filter(pk=draft_item(org).pk).update(route=route)
+    assert not queue_reviews(org_ids=[org.pk]).exists()
