@@ -11,7 +11,7 @@ from django_htmx.http import HttpResponseClientRedirect
 
 from grading.models import ItemKind, Review
 from grading.services import audit_record
-from reviewer import selectors
+from reviewer import item_pages, rendering, selectors
 from reviewer.access import EVERY_ROLE, orgs_for, role_required, roles_of
 from reviewer.forms import ConversationDecisionForm, DraftDecisionForm, QueueFilterForm
 from reviewer.models import Role
@@ -144,33 +144,33 @@ def _render_item(request: HttpRequest, review: Review, context: dict, *, status:
 
 
 def _draft_context(review: Review) -> dict:
-    body = selectors.draft_body_for_review(review)
+    body = item_pages.draft_body_for_review(review)
     memory = review.memory_used if isinstance(review.memory_used, dict) else {}
     proof_terms = [
         t for fact in memory.get("facts") or [] if isinstance(fact, dict) for t in fact.get("proof_terms") or []
     ]
-    highlights = selectors.finding_highlights(review.findings) + selectors.proof_highlights(body, proof_terms)
+    highlights = rendering.finding_highlights(review.findings) + rendering.proof_highlights(body, proof_terms)
     repairs = review.repairs if isinstance(review.repairs, dict) else None
     return {
-        "why": selectors.why_human(review),
-        "scale": selectors.draft_scale(review),
-        "sub_scores": selectors.sub_scores(review),
-        "article": selectors.render_markdown(body, highlights),
+        "why": item_pages.why_human(review),
+        "scale": item_pages.draft_scale(review),
+        "sub_scores": item_pages.sub_scores(review),
+        "article": rendering.render_markdown(body, highlights),
         "findings": [f for f in review.findings if isinstance(f, dict)],
         "judge_issues": [i for i in review.judge_issues if isinstance(i, dict)],
         "repairs": repairs,
-        "diff": selectors.diff_lines(str(repairs.get("diff", ""))) if repairs else [],
+        "diff": rendering.diff_lines(str(repairs.get("diff", ""))) if repairs else [],
         "memory": memory,
-        "identity": selectors.identity_rows(review),
+        "identity": item_pages.identity_rows(review),
     }
 
 
 def _conversation_context(review: Review) -> dict:
-    evidence = selectors.conversation_evidence(review)
+    evidence = item_pages.conversation_evidence(review)
     return {
-        "why": selectors.why_human(review),
+        "why": item_pages.why_human(review),
         "evidence": evidence,
-        "identity": selectors.identity_rows(review, messages_on_path=evidence.path_length),
+        "identity": item_pages.identity_rows(review, messages_on_path=evidence.path_length),
     }
 
 

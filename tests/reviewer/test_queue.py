@@ -343,7 +343,7 @@ def test_the_fast_queue_read_lists_exactly_the_queue_as_grading_defines_it(opera
 def test_findings_are_marked_in_the_rendered_article_without_breaking_its_markup():
     from html.parser import HTMLParser
 
-    from reviewer.selectors import Highlight, render_markdown
+    from reviewer.rendering import Highlight, render_markdown
 
     body = "Read [the guide](/writing/guide) now.\U000f0001 **Bold <b>tag</b>** and `code`."
     start, end = body.index("the guide"), body.index("now") + 3  # a finding that crosses the link's end
