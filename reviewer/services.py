@@ -8,7 +8,6 @@ make a double hold or a double decision impossible even if that reasoning were w
 
 from __future__ import annotations
 
-import importlib
 import itertools
 import logging
 from collections.abc import Sequence
@@ -24,6 +23,7 @@ from django.utils import timezone
 from grading.judge.conversation import CHECKS
 from grading.models import ItemKind, MemoryItem, Review, Route
 from grading.services import audit_record
+from grading.webhooks import HUMAN_DECISION, notify_pipeline
 from reviewer.models import Claim, Decision, QueueHead
 from reviewer.selectors import (
     NO_FILTERS,
@@ -361,23 +361,11 @@ def _keep_as_learning(decision: Decision) -> str | None:
 
 
 def decision_notify_pipeline(*, decision_id: int) -> None:
-    """The one place an operator's draft decision reaches the pipeline's webhook (DESIGN 5.6). Runs on commit.
-
-    Prefers grading's `draft_decision_notify(decision_id)` when it exists; otherwise grading's generic
-    `notify_pipeline(review_id=..., event=HUMAN_DECISION)`, whose payload reads the decision back through
-    `review.decisions`. Imported lazily: grading never imports reviewer, and reviewer only needs this here.
-    """
-    try:
-        webhooks = importlib.import_module("grading.webhooks")
-    except ModuleNotFoundError:
-        logger.warning("grading.webhooks is missing: decision %s not sent to the pipeline", decision_id)
-        return
-    if hasattr(webhooks, "draft_decision_notify"):
-        webhooks.draft_decision_notify(decision_id)
-        return
-    review_id = Decision.objects.filter(pk=decision_id).values_list("review_id", flat=True).first()
-    if review_id is not None:
-        webhooks.notify_pipeline(review_id=review_id, event=webhooks.HUMAN_DECISION)
+    """The one place an operator's draft decision reaches the pipeline's webhook (DESIGN 5.6). Runs on commit;
+    the payload reads the decision back through `review.decisions`."""
+    review = Review.objects.filter(decisions__pk=decision_id).select_related("draft").first()
+    if review is not None and review.draft is not None and review.draft.callback_url:
+        notify_pipeline(review_id=review.pk, event=HUMAN_DECISION)
 
 
 # --- the decided prefix ---------------------------------------------------------------------------------------

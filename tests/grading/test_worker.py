@@ -7,14 +7,16 @@ import uuid
 import pytest
 from django.db import transaction
 
+from grading.gate import draft_grade
 from grading.models import AuditEvent, Conversation, Review, WebhookDelivery
 from grading.planner import grading_pass
 from grading.services import api_key_create
 from grading.tasks import grade_conversation
+from reviewer.services import claim_take, decision_create
 from tests.conftest import wait_until
 from tests.fakes.canary_tasks import canary_write
 from tests.grading.conversations import PATH_IDS, support_conversation, upsert, verdicts_reply
-from tests.grading.drafts import CLEAN_BODY, SOURCE, draft_reply, setup_org_memory
+from tests.grading.drafts import CLEAN_BODY, SOURCE, draft_reply, llm_draft_judge, save_draft, setup_org_memory
 from tests.grading.test_webhooks import Receiver
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -96,5 +98,31 @@ def test_a_submitted_draft_is_graded_by_the_worker_and_the_pipeline_gets_a_signe
         [(headers, body)] = hook.received
         assert json.loads(body)["draft"]["route"] == "pass"
         assert headers["x-tollgate-signature"].startswith("sha256=")
+    finally:
+        hook.close()
+
+
+def test_an_operator_decision_on_a_draft_reaches_the_pipeline_as_a_second_signed_webhook(
+    celery_worker, fake_llm, org, operator
+):
+    setup_org_memory(org)
+    hook = Receiver([200, 200])
+    try:
+        draft = save_draft(org, callback_url=hook.url)
+        fake_llm.script(draft_reply(9, passed=False))  # a judge that contradicts itself: humans decide
+        review = draft_grade(draft_id=draft.pk, judge=llm_draft_judge(fake_llm))
+        assert review.route == "human"
+        claim_take(user=operator, org_ids=[org.pk], review_id=review.pk)
+        decision_create(
+            user=operator, org_ids=[org.pk], review_id=review.pk, fingerprint=review.fingerprint, outcome="approve"
+        )
+        wait_until(lambda: len(hook.received) == 2, message="both webhooks")
+        events = [headers["x-tollgate-event"] for headers, _ in hook.received]
+        assert sorted(events) == ["human_decision", "machine_verdict"]
+        decided = next(
+            json.loads(body) for headers, body in hook.received if headers["x-tollgate-event"] == "human_decision"
+        )
+        assert decided["draft"]["decision"]["outcome"] == "approve"
+        assert decided["draft"]["decision"]["by"] == operator.username
     finally:
         hook.close()
