@@ -9,7 +9,8 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
-from grading.models import ItemKind, Review
+from grading.models import GradingRun, ItemKind, Review
+from grading.selectors import conversation_quality, stale_current_reviews
 from grading.services import audit_record
 from reviewer import item_pages, rendering, selectors
 from reviewer.access import EVERY_ROLE, orgs_for, role_required, roles_of
@@ -276,5 +277,15 @@ def criteria(request: HttpRequest) -> HttpResponse:
 @require_GET
 @role_required(*EVERY_ROLE)
 def dashboard(request: HttpRequest) -> HttpResponse:
-    orgs = orgs_for(request.user, *EVERY_ROLE)
-    return render(request, "reviewer/dashboard.html", {"orgs": orgs, "nav_active": "dashboard"})
+    """The conversation quality number per application and week, with unknowns beside it and thumbs apart,
+    and the staleness audit (reads 0 after a pass). The full dashboards are a later piece of work."""
+    panels = [
+        {
+            "org": org,
+            "quality": conversation_quality(org),
+            "stale": stale_current_reviews(org).count(),
+            "last_pass": GradingRun.objects.order_by("-started_at").first(),
+        }
+        for org in orgs_for(request.user, *EVERY_ROLE)
+    ]
+    return render(request, "reviewer/dashboard.html", {"panels": panels, "nav_active": "dashboard"})

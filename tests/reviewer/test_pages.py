@@ -3,8 +3,11 @@
 import pytest
 from django.urls import reverse
 
+from grading.judge.backends import HeuristicJudge
 from grading.models import AuditEvent
+from grading.reviews import conversation_grade
 from tests.conftest import PASSWORD
+from tests.grading.conversations import message, upsert
 
 PAGES = {
     "queue": {"operator"},
@@ -55,3 +58,19 @@ def test_the_csp_header_allows_no_inline_script(client_for, operator):
     policy = client_for(operator).get(reverse("queue"))["Content-Security-Policy"]
     script_src = next(part for part in policy.split(";") if part.strip().startswith("script-src"))
     assert script_src.split() == ["script-src", "'self'"]
+
+
+def test_the_dashboard_shows_quality_with_unknowns_beside_it_and_the_staleness_audit(client_for, stakeholder, org):
+    replies = ["Order 1182 has shipped and will arrive soon, tracking is in your email.", "Shipped."]
+    for index, reply in enumerate(replies):
+        payload = {
+            "external_id": f"c{index}",
+            "application": "billing-<b>assistant</b>",
+            "closed": True,
+            "messages": [message("u1", "user", "Status of 1182?", None, 0), message("a1", "assistant", reply, "u1", 1)],
+        }
+        conversation_grade(conversation_id=upsert(org, payload).conversation.pk, judge=HeuristicJudge())
+    html = client_for(stakeholder).get(reverse("dashboard")).content.decode()
+    assert "<b>0</b> current reviews" in html
+    assert "<b>100%</b>" in html and "1 / 1" in html  # the unknown is beside the number, not in it
+    assert "billing-&lt;b&gt;assistant&lt;/b&gt;" in html
