@@ -1,14 +1,14 @@
 """The pipelines' HTTP API under /api/v1/ (django-ninja: typed endpoints and an OpenAPI document)."""
 
 from datetime import datetime
-from typing import Annotated, Any, Literal
+from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
 from django.db import connection
 from django.http import HttpRequest, HttpResponse
 from django.urls import reverse
-from ninja import Field, NinjaAPI, Schema, Status
+from ninja import NinjaAPI, Schema, Status
 from ninja.errors import ValidationError
 from ninja.security import HttpBearer
 
@@ -18,7 +18,7 @@ from grading.evidence import canonical_message
 from grading.memory import InvalidMemory, article_upsert, memory_add
 from grading.models import ApiKey, Article, Conversation, Draft, ItemKind, Review
 from grading.rules import DraftRules, rules_as_text
-from grading.schemas import ConversationIn, DraftIn, FeedbackIn, MessagesIn
+from grading.schemas import ArticleIn, ConversationIn, DraftIn, ExternalId, FeedbackIn, MemoryIn, MessagesIn
 from grading.selectors import ConversationState, conversation_state, draft_status
 from grading.services import (
     ConversationNotFound,
@@ -198,13 +198,13 @@ def post_conversation(request: HttpRequest, payload: ConversationIn) -> Status[C
 
 
 @api.post("/conversations/{external_id}/messages", response=ConversationOut, summary="Append (or edit) messages by id")
-def post_messages(request: HttpRequest, external_id: str, payload: MessagesIn) -> dict:
+def post_messages(request: HttpRequest, external_id: ExternalId, payload: MessagesIn) -> dict:
     write = conversation_append(org=request.auth.org, external_id=external_id, payload=payload)
     return conversation_out(conversation_state(write.conversation, write.messages))
 
 
 @api.get("/conversations/{external_id}", response=ConversationDetailOut, summary="A conversation's evidence and review")
-def get_conversation(request: HttpRequest, external_id: str) -> dict:
+def get_conversation(request: HttpRequest, external_id: ExternalId) -> dict:
     conversation = Conversation.objects.filter(org=request.auth.org, external_id=external_id).first()
     if conversation is None:
         raise ConversationNotFound(external_id)
@@ -265,24 +265,12 @@ def writer_rules(request: HttpRequest, format: str = "json"):
 # --- org memory ----------------------------------------------------------------------------------------------
 
 
-class MemoryIn(Schema):
-    kind: Literal["learning", "strategy", "fact"]
-    text: str = Field(min_length=1, max_length=5000)
-    proof_terms: list[Annotated[str, Field(min_length=1, max_length=200)]] = Field(default_factory=list, max_length=50)
-
-
 class MemoryOut(Schema):
     id: int
     kind: str
     text: str
     proof_terms: list[str]
     active: bool
-
-
-class ArticleIn(Schema):
-    slug: str = Field(min_length=1, max_length=200, pattern=r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
-    title: str = Field(min_length=1, max_length=300)
-    summary: str = Field(default="", max_length=5000)
 
 
 class ArticleOut(Schema):

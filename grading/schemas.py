@@ -3,9 +3,25 @@
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, HttpUrl, UrlConstraints, ValidationError, field_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    HttpUrl,
+    UrlConstraints,
+    ValidationError,
+    field_validator,
+)
 
-ExternalId = Annotated[str, Field(min_length=1, max_length=200)]
+
+def _storable(value: Any) -> Any:
+    _refuse_unstorable(value)
+    return value
+
+
+# Ids reach queries as well as rows, and PostgreSQL refuses NUL even in a WHERE clause.
+ExternalId = Annotated[str, Field(min_length=1, max_length=200), AfterValidator(_storable)]
 Url = Annotated[HttpUrl, UrlConstraints(max_length=1000)]
 
 
@@ -107,6 +123,34 @@ class DraftIn(BaseModel):
         for url in value if isinstance(value, list) else [value]:
             if url is not None and len(str(url)) > 1000:
                 raise ValueError("a URL may be at most 1000 characters once normalised")
+        return value
+
+
+class MemoryIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    kind: Literal["learning", "strategy", "fact"]
+    text: Annotated[str, Field(min_length=1, max_length=5000)]
+    proof_terms: list[Annotated[str, Field(min_length=1, max_length=200)]] = Field(default_factory=list, max_length=50)
+
+    @field_validator("text", "proof_terms")
+    @classmethod
+    def storable(cls, value: Any) -> Any:
+        _refuse_unstorable(value)
+        return value
+
+
+class ArticleIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    slug: Annotated[str, Field(min_length=1, max_length=200, pattern=r"^[a-z0-9]+(?:-[a-z0-9]+)*$")]
+    title: Annotated[str, Field(min_length=1, max_length=300)]
+    summary: Annotated[str, Field(max_length=5000)] = ""
+
+    @field_validator("title", "summary")
+    @classmethod
+    def storable(cls, value: Any) -> Any:
+        _refuse_unstorable(value)
         return value
 
 

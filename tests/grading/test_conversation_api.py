@@ -197,3 +197,10 @@ def test_regression_blind_fingerprint_every_message_counts_to_the_last_character
     payload["messages"][0]["content"] = "Please refund order 1183, it arrived broken."
     user_changed = api("post", "/conversations", payload).json()["fingerprint"]
     assert len({base, tool_changed, user_changed}) == 3
+
+
+def test_a_nul_character_in_an_id_is_a_400_not_a_database_error(api):
+    assert api("get", "/conversations/bad%00id").status_code == 400
+    response = api("post", "/feedback", {"conversation": "cv\u0000", "message_id": "m1", "value": "up"})
+    assert response.status_code == 400
+    assert "conversation" in response.json()["detail"]

@@ -208,9 +208,10 @@ def test_a_draft_decision_tells_the_pipeline_after_commit(
     operator, org, monkeypatch, django_capture_on_commit_callbacks
 ):
     import grading.webhooks
+    import reviewer.services
 
     sent = []
-    monkeypatch.setattr(grading.webhooks, "notify_pipeline", lambda **kwargs: sent.append(kwargs))
+    monkeypatch.setattr(reviewer.services, "notify_pipeline", lambda **kwargs: sent.append(kwargs))
     review = draft_item(org, callback_url="https://pipeline.example/hook")
     held_by(operator, review)
     with django_capture_on_commit_callbacks(execute=True):
