@@ -7,7 +7,9 @@ from pathlib import Path
 import pytest
 from django.core.management import CommandError, call_command
 
+from grading.judge.backends import HeuristicJudge
 from grading.models import Conversation, Message
+from grading.reviews import conversation_grade
 
 pytestmark = pytest.mark.django_db
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "imports"
@@ -82,3 +84,14 @@ def test_an_unreadable_file_is_a_clear_error(org, tmp_path):
     junk.write_text("this is not json")
     with pytest.raises(CommandError, match="junk.json"):
         call_command("import_conversations", str(junk), "--format", "openai")
+
+
+def test_reimporting_a_graded_conversation_reports_its_current_review(org):
+    first, _, _ = run_import("openai", "openai-branches.json")
+    line = first[0]
+    conversation_grade(
+        conversation_id=Conversation.objects.get(external_id=line["external_id"]).pk, judge=HeuristicJudge()
+    )
+    again, _, _ = run_import("openai", "openai-branches.json")
+    reported = next(entry for entry in again if entry["external_id"] == line["external_id"])
+    assert reported["review"]["identity"]["fingerprint"] == line["fingerprint"]

@@ -2,8 +2,10 @@ import json
 from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.serializers.json import DjangoJSONEncoder
 from pydantic import ValidationError
 
+from grading.api import conversation_out
 from grading.importers import FORMATS, ImportFormatError, ParseFailure, parse_file
 from grading.management.orgs import org_from_option
 from grading.schemas import ConversationIn, describe_errors
@@ -49,15 +51,9 @@ class Command(BaseCommand):
             raise CommandError(f"{failures} of {len(results)} conversation(s) were not imported")
 
     def _report(self, state, *, as_json: bool) -> None:
-        line = {
-            "external_id": state.conversation.external_id,
-            "fingerprint": state.conversation.fingerprint,
-            "scorable": state.not_scorable_reason is None,
-            "not_scorable_reason": state.not_scorable_reason,
-            "active_path": [m.id for m in state.path],
-        }
+        line = conversation_out(state)  # the API's answer, so a script can read either the same way
         if as_json:
-            self.stdout.write(json.dumps(line, ensure_ascii=False))
+            self.stdout.write(json.dumps(line, ensure_ascii=False, cls=DjangoJSONEncoder))
         else:
             scorable = "scorable" if line["scorable"] else f"not scorable ({line['not_scorable_reason']})"
             self.stdout.write(f"{line['external_id']}: {len(line['active_path'])} messages on the path, {scorable}")
