@@ -16,7 +16,7 @@ from bench.common import fresh_org, purge_queues
 from grading.criteria import criteria_active
 from grading.evidence import EvidenceMessage, fingerprint
 from grading.judge.backends import HeuristicJudge
-from grading.models import Conversation, ItemKind, Message, Review, Route
+from grading.models import Conversation, ItemKind, Message, Review, ReviewState, Route
 from grading.planner import conversations_needing_grading, grading_pass
 from grading.schemas import MessagesIn
 from grading.services import conversation_append
@@ -114,7 +114,7 @@ def _populate(org, criteria, judge, total: int) -> None:
                 Review(
                     org=org, kind=ItemKind.CONVERSATION, conversation=c, fingerprint=c.fingerprint,
                     criteria_version=criteria, judge=judge.as_json(), judge_key=judge.key, started_at=now,
-                    finished_at=now, stages=1, route=Route.PASS, is_current=True,
+                    finished_at=now, stages=1, route=Route.PASS, state=ReviewState.CURRENT,
                 )
                 for c in conversations
             ]

@@ -29,8 +29,7 @@ from grading.models import ItemKind, Review
 from reviewer import urls as reviewer_urls
 from reviewer.access import role_required
 from reviewer.models import Membership, Role
-from reviewer.selectors import PRIORITIES, queue_page
-from reviewer.services import queue_head_advance
+from reviewer.queue.display import queue_page
 
 RUNS = 25
 HTMX_LIST = {"HTTP_HX_REQUEST": "true", "HTTP_HX_TARGET": "queue-list"}
@@ -64,13 +63,9 @@ def main() -> None:
     client = Client(SERVER_NAME="localhost")
     client.force_login(user)
 
-    first_draft = Review.objects.filter(org=org, kind=ItemKind.DRAFT, is_current=True, route="human", decisions=None)
-    draft_review = first_draft.order_by("finished_at").first()
-    conversation_review = (
-        Review.objects.filter(org=org, kind=ItemKind.CONVERSATION, is_current=True, route="human", decisions=None)
-        .order_by("finished_at")
-        .first()
-    )
+    waiting = Review.objects.filter(org=org, state="waiting").order_by("finished_at")
+    draft_review = waiting.filter(kind=ItemKind.DRAFT).first()
+    conversation_review = waiting.filter(kind=ItemKind.CONVERSATION).first()
     with override_settings(ROOT_URLCONF=__name__):
         clear_url_caches()
         try:
@@ -139,15 +134,12 @@ def _populate(org, items: int, total_reviews: int) -> dict[str, int]:
         for statement in _POPULATE_SQL:
             cursor.execute(statement, params)
         for table in ("grading_draft", "grading_conversation", "grading_message", "grading_review",
-                      "grading_criteriaversion", "reviewer_claim", "reviewer_decision"):  # fmt: skip
+                      "grading_criteriaversion", "reviewer_claim", "grading_decision"):  # fmt: skip
             cursor.execute(f"VACUUM ANALYZE {table}")
         cursor.execute("SELECT count(*) FROM grading_review")
         reviews = cursor.fetchone()[0]
         cursor.execute("SELECT count(*) FROM grading_message")
         messages = cursor.fetchone()[0]
-    # What the decisions did as they were made: move the decided-prefix marks past them.
-    for priority in PRIORITIES.values():
-        queue_head_advance(org_id=org.pk, priority=priority, max_rows=10 * (decided + items))
     return {"open": items, "decided": decided, "passed": passed, "reviews": reviews, "messages": messages}
 
 
@@ -159,7 +151,7 @@ _ITEMS = """
 """
 _REVIEW_COLUMNS = """org_id, kind, conversation_id, draft_id, fingerprint, criteria_version_id, judge, judge_key,
     memory_snapshot, started_at, finished_at, stages, route, reason, detail, checks, score, judge_score,
-    judge_passed, spread, sub_scores, findings, judge_issues, repairs, memory_used, usage, is_current"""
+    judge_passed, spread, sub_scores, findings, judge_issues, repairs, memory_used, usage, state"""
 _JUDGE = """'{"backend": "openai", "model": "bench", "prompt_hash": "b3nch000", "temperature": 0}'::jsonb"""
 _CHECKS = """'{"grounded": {"verdict": "pass", "message_ids": ["m2"], "rationale": "supported by m2"},
     "complete": {"verdict": "unknown", "message_ids": ["m5"], "rationale": "the follow-up is open"},
@@ -200,7 +192,8 @@ _POPULATE_SQL = [
                  ELSE (ARRAY['band', 'judge_contradiction', 'spread'])[1 + d.id %% 3] END,
             '', '{{}}'::jsonb, 6.7, 6.7, false, 0.6, '{{"aeo": 4, "writing": 3, "org_fit": 4}}'::jsonb, '[]'::jsonb,
             '[{{"issue": "The opening warms up", "fix": "Answer first."}}]'::jsonb, NULL, {_MEMORY},
-            '{{"prompt_tokens": 3000, "completion_tokens": 200}}'::jsonb, true
+            '{{"prompt_tokens": 3000, "completion_tokens": 200}}'::jsonb,
+            CASE left(d.external_id, 1) WHEN 'o' THEN 'waiting' WHEN 'd' THEN 'decided' ELSE 'current' END
         FROM grading_draft d WHERE d.org_id = %(org)s""",
     f"""INSERT INTO grading_review ({_REVIEW_COLUMNS})
         SELECT %(org)s, 'conversation', c.id, NULL, c.fingerprint, %(cc)s, {_JUDGE}, 'bench', '',
@@ -208,27 +201,25 @@ _POPULATE_SQL = [
             CASE WHEN c.external_id LIKE 'p-%%' THEN 'pass' ELSE 'human' END,
             CASE WHEN c.external_id LIKE 'p-%%' THEN '' ELSE 'unknown_check' END,
             '', {_CHECKS}, NULL, NULL, NULL, NULL, '{{}}'::jsonb, '[]'::jsonb, '[]'::jsonb, NULL, '{{}}'::jsonb,
-            '{{"prompt_tokens": 3000, "completion_tokens": 200}}'::jsonb, true
+            '{{"prompt_tokens": 3000, "completion_tokens": 200}}'::jsonb,
+            CASE left(c.external_id, 1) WHEN 'o' THEN 'waiting' WHEN 'd' THEN 'decided' ELSE 'current' END
         FROM grading_conversation c WHERE c.org_id = %(org)s""",
     # Superseded history, spread over every item: older, not current, each of its own identity.
     f"""INSERT INTO grading_review ({_REVIEW_COLUMNS})
         SELECT r.org_id, r.kind, r.conversation_id, r.draft_id, 'fp1:old-' || h, r.criteria_version_id, r.judge,
             'old-' || h, r.memory_snapshot, r.started_at - interval '1 day', r.finished_at - interval '1 day', 1,
             'pass', '', '', r.checks, r.score, r.judge_score, r.judge_passed, r.spread, r.sub_scores, r.findings,
-            r.judge_issues, r.repairs, r.memory_used, r.usage, false
+            r.judge_issues, r.repairs, r.memory_used, r.usage, 'superseded'
         FROM generate_series(1, %(history)s) h
-        JOIN LATERAL (SELECT * FROM grading_review WHERE org_id = %(org)s AND is_current
+        JOIN LATERAL (SELECT * FROM grading_review WHERE org_id = %(org)s AND state <> 'superseded'
                       AND id = (SELECT min(id) FROM grading_review) + (h %% (%(open)s + %(decided)s + %(passed)s))) r
           ON true""",
     """INSERT INTO reviewer_claim (org_id, review_id, holder_id, claimed_at, expires_at, ended_at, "end")
         SELECT r.org_id, r.id, %(operator)s, r.finished_at, r.finished_at + interval '15 minutes',
             r.finished_at + interval '5 minutes', 'decided'
-        FROM grading_review r LEFT JOIN grading_draft d ON d.id = r.draft_id
-            LEFT JOIN grading_conversation c ON c.id = r.conversation_id
-        WHERE r.is_current AND r.route = 'human' AND coalesce(d.external_id, c.external_id) LIKE 'd-%%'""",
-    """INSERT INTO reviewer_decision (org_id, review_id, claim_id, kind, outcome, checks, note, fingerprint,
-            criteria_version_id, decided_by_id, decided_at)
-        SELECT cl.org_id, cl.review_id, cl.id, r.kind, CASE WHEN r.kind = 'draft' THEN 'approve' ELSE 'pass' END,
-            '{}'::jsonb, 'looked fine', r.fingerprint, r.criteria_version_id, %(operator)s, cl.ended_at
+        FROM grading_review r WHERE r.state = 'decided'""",
+    """INSERT INTO grading_decision (org_id, review_id, outcome, checks, note, decided_by_id, decided_at)
+        SELECT cl.org_id, cl.review_id, CASE WHEN r.kind = 'draft' THEN 'approve' ELSE 'pass' END,
+            '{}'::jsonb, 'looked fine', %(operator)s, cl.ended_at
         FROM reviewer_claim cl JOIN grading_review r ON r.id = cl.review_id""",
 ]

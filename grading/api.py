@@ -16,8 +16,8 @@ from grading import health
 from grading.criteria import criteria_active
 from grading.evidence import canonical_message
 from grading.memory import InvalidMemory, article_upsert, memory_add
-from grading.models import ApiKey, Article, Conversation, Draft, ItemKind, Review
-from grading.rules import DraftRules, rules_as_text
+from grading.models import COUNTING_STATES, ApiKey, Article, Conversation, Draft, ItemKind, Review
+from grading.rules import rules_as_text
 from grading.schemas import ArticleIn, ConversationIn, DraftIn, ExternalId, FeedbackIn, MemoryIn, MessagesIn
 from grading.selectors import ConversationState, conversation_state, draft_status
 from grading.services import (
@@ -133,6 +133,7 @@ class ReviewOut(Schema):
     reason: str
     checks: dict
     identity: ReviewIdentityOut
+    state: str
     is_current: bool
 
 
@@ -171,7 +172,8 @@ def review_out(review: Review) -> dict:
             "judged_at": review.finished_at,
             "stages": review.stages,
         },
-        "is_current": True,  # conversation_state only returns a review that counts
+        "state": review.state_now,
+        "is_current": review.state_now in COUNTING_STATES,
     }
 
 
@@ -254,7 +256,7 @@ def writer_rules(request: HttpRequest, format: str = "json"):
     """The single source of the writing rules: the checks read the same document. `?format=text` gives
     plain text to paste into a writer prompt."""
     criteria = criteria_active(org=request.auth.org, kind=ItemKind.DRAFT)
-    rules = DraftRules.model_validate(criteria.rules)
+    rules = criteria.draft_rules()
     if format == "text":
         return HttpResponse(rules_as_text(rules), content_type="text/plain; charset=utf-8")
     if format != "json":

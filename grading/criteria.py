@@ -4,9 +4,9 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from grading.audit import audit_record
 from grading.models import CriteriaVersion, ItemKind, Org
 from grading.rules import DraftRules, default_rules
-from grading.services import audit_record
 
 CONVERSATION_RUBRIC_V1 = """\
 grounded: Every factual claim the agent makes is supported by the recorded evidence: tool results on the
@@ -34,15 +34,9 @@ proof points (customer names, figures) used accurately.
 
 
 def _defaults(kind: str) -> dict:
-    """The seeded v1 of a kind. A draft version's threshold and band are those of its rules document."""
+    """The seeded v1 of a kind."""
     if kind == ItemKind.DRAFT:
-        rules = default_rules()
-        return {
-            "rubric": DRAFT_RUBRIC_V1,
-            "rules": rules.model_dump(mode="json"),
-            "threshold": rules.threshold,
-            "band": rules.band,
-        }
+        return {"rubric": DRAFT_RUBRIC_V1, "rules": default_rules().model_dump(mode="json")}
     return {"rubric": CONVERSATION_RUBRIC_V1}
 
 
@@ -77,8 +71,6 @@ def criteria_new_version(*, org: Org, kind: str, author: AbstractBaseUser | None
         number=latest.number + 1,
         rubric=active.rubric,
         rules=active.rules,
-        threshold=active.threshold,
-        band=active.band,
         author=author if author is not None and author.is_authenticated else None,
     )
 
@@ -88,7 +80,7 @@ def criteria_update(*, version: CriteriaVersion, **changes) -> CriteriaVersion:
         raise CriteriaImmutable(f"{version} is published; create a new version to change it")
     if version.kind == ItemKind.DRAFT and "rules" in changes:
         rules = DraftRules.model_validate(changes["rules"])  # invalid rules never reach a published version
-        changes |= {"rules": rules.model_dump(mode="json"), "threshold": rules.threshold, "band": rules.band}
+        changes["rules"] = rules.model_dump(mode="json")
     for field, value in changes.items():
         setattr(version, field, value)
     version.save(update_fields=list(changes))
@@ -96,8 +88,8 @@ def criteria_update(*, version: CriteriaVersion, **changes) -> CriteriaVersion:
 
 
 def criteria_publish(*, version: CriteriaVersion, actor: AbstractBaseUser | None = None) -> CriteriaVersion:
-    """Make `version` immutable and active. Every current review of its kind stops counting at once:
-    reviews name their criteria version, and the selectors compare it with the active one."""
+    """Make `version` immutable and active. Every counting review of its kind stops counting in the same
+    commit: a review's state reads its criteria version's `is_active` (ReviewState)."""
     with transaction.atomic():
         locked = CriteriaVersion.objects.select_for_update().get(pk=version.pk)
         if locked.published_at is not None:

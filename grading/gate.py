@@ -16,9 +16,10 @@ from grading.evidence import draft_fingerprint
 from grading.judge.backends import DraftJudge, DraftJudgement, DraftPrompt, draft_judge_from_settings
 from grading.judge.client import JudgeError
 from grading.memory import related_articles, retrieve_memory
-from grading.models import Draft, ItemKind, Review, Route
+from grading.models import COUNTING_STATES, Draft, ItemKind, Review, Route
+from grading.outcomes import BAND, JUDGE_CONTRADICTION, SPREAD
 from grading.repairs import repair_draft
-from grading.reviews import review_record, review_with_identity
+from grading.reviews import review_record, review_reinstate, review_with_identity
 from grading.rules import DraftRules
 from grading.webhooks import MACHINE_VERDICT, notify_pipeline
 
@@ -54,11 +55,11 @@ def merge_verdict(
     if findings:
         return Merged(score, "fail", "")
     if threshold - band <= score < threshold:
-        return Merged(score, "human", "band")
+        return Merged(score, "human", BAND)
     if judge_passed != (judge_score >= threshold):
-        return Merged(score, "human", "judge_contradiction")
+        return Merged(score, "human", JUDGE_CONTRADICTION)
     if spread is not None and judge_score - spread < threshold <= judge_score + spread:
-        return Merged(score, "human", "spread")
+        return Merged(score, "human", SPREAD)
     return Merged(score, "pass" if score >= threshold else "fail", "")
 
 
@@ -75,7 +76,7 @@ def draft_grade(*, draft_id: int, judge: DraftJudge | None = None) -> Review | N
     if draft is None:
         return None
     criteria = criteria_active(org=draft.org, kind=ItemKind.DRAFT)
-    rules = DraftRules.model_validate(criteria.rules)
+    rules = criteria.draft_rules()
     memory = retrieve_memory(org=draft.org, text=f"{draft.title}\n{draft.body}")
     judge = judge or draft_judge_from_settings()
     identity = {
@@ -87,7 +88,7 @@ def draft_grade(*, draft_id: int, judge: DraftJudge | None = None) -> Review | N
     }
     existing = review_with_identity(draft, identity)
     if existing is not None:
-        return existing
+        return existing if existing.state in COUNTING_STATES else review_reinstate(existing)
     started_at = timezone.now()
     checked = _check_and_repair(draft, rules, memory.proof_terms)
     prompt = DraftPrompt(
@@ -114,7 +115,7 @@ def draft_grade(*, draft_id: int, judge: DraftJudge | None = None) -> Review | N
     else:
         outcome |= _judged_outcome(judgement, checked.findings, rules)
     review = review_record(draft, identity, outcome | {"stages": 1}, started_at=started_at)
-    if review.is_current and draft.callback_url:
+    if review.state in COUNTING_STATES and draft.callback_url:
         transaction.on_commit(lambda: notify_pipeline(review_id=review.pk, event=MACHINE_VERDICT))
     return review
 

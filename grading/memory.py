@@ -37,7 +37,7 @@ from django.db.models import QuerySet
 from pgvector.django import CosineDistance
 
 from grading.judge.client import EmbeddingsClient
-from grading.models import EMBEDDING_DIMENSIONS, Article, MemoryItem, Org
+from grading.models import EMBEDDING_DIMENSIONS, Article, Decision, MemoryItem, Org
 
 SNAPSHOT_SCHEME = "mem1:"
 # Candidates an HNSW scan keeps (pgvector's default is 40). bench/bench_memory.py measured recall@10 on 100,000
@@ -219,6 +219,16 @@ def memory_add(
         return MemoryItem.objects.create(
             org=org, kind=kind, text=text, proof_terms=terms, embedding=vector, source=source
         )
+
+
+def decision_learning_keep(*, decision: Decision) -> MemoryItem:
+    """Keep a person's decision note as an org learning, linked from the decision."""
+    item = memory_add(
+        org=decision.org, kind=MemoryItem.Kind.LEARNING, text=decision.note, source=MemoryItem.Source.OPERATOR_DECISION
+    )
+    Decision.objects.filter(pk=decision.pk).update(learning=item)
+    decision.learning = item
+    return item
 
 
 def _validated(kind: str, text: str, proof_terms: Iterable[str]) -> tuple[str, list[str]]:

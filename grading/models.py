@@ -1,4 +1,4 @@
-"""The domain core both sides use: orgs, API keys, the audit trail (and, later, items and reviews)."""
+"""The domain core both sides use: orgs, API keys, the audit trail, criteria, items, reviews and decisions."""
 
 import secrets
 
@@ -7,6 +7,7 @@ from django.db import models
 from pgvector.django import HnswIndex, VectorField
 
 from grading.evidence import EvidenceMessage
+from grading.rules import DraftRules
 
 EMBEDDING_DIMENSIONS = 384
 
@@ -78,9 +79,11 @@ class CriteriaVersion(models.Model):
     kind = models.CharField(max_length=16, choices=ItemKind.choices)
     number = models.PositiveIntegerField()
     rubric = models.TextField(help_text="The rubric the judge reads, check by check.")
-    rules = models.JSONField(default=dict, blank=True, help_text="Deterministic rules (drafts).")
-    threshold = models.FloatField(default=7.0)
-    band = models.FloatField(default=0.5)
+    rules = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="Drafts: the rules document (grading/rules.py), threshold and band included.",
+    )
     author = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
     created_at = models.DateTimeField(auto_now_add=True)
     published_at = models.DateTimeField(null=True, blank=True)
@@ -100,6 +103,10 @@ class CriteriaVersion(models.Model):
 
     def __str__(self) -> str:
         return f"{self.kind} v{self.number}"
+
+    def draft_rules(self) -> DraftRules:
+        """The rules document of a draft version: the checks, the threshold and the band (their one home)."""
+        return DraftRules.model_validate(self.rules)
 
 
 class Conversation(models.Model):
@@ -298,12 +305,68 @@ class Route(models.TextChoices):
 NO_JUDGE = "none"  # the judge key of reviews that called no judge (not scorable)
 
 
-class Review(models.Model):
-    """One grading of one item, with its whole score identity. Written once when it finishes, never
-    updated except for `is_current` (which of an item's reviews is its latest) and never deleted.
+class ReviewState(models.TextChoices):
+    """What a review is worth now: the one definition every reader asks (DESIGN 2 and 3).
 
-    It counts only while the item's fingerprint and the active criteria version equal its own; the
-    selectors decide that, so a review can never be shown as current for evidence it did not read.
+    Stored on the review and kept true by the writes that change it (grading/reviews.py: a review written,
+    an item's evidence changed, a decision recorded), in the same transaction. One fact is read when asked
+    instead of stored: whether the review's criteria version is still the active one. Publishing a version
+    is then one row's change, not a rewrite of every current review of its kind (see `ReviewQuerySet`).
+    """
+
+    CURRENT = "current", "current"  # counts: the item's latest review, of its present evidence, under active criteria
+    WAITING = "waiting", "waiting for a person"  # counts; routed to people and not decided yet: the queue
+    DECIDED = "decided", "decided by a person"  # counts; routed to people and decided
+    STALE = "stale", "stale"  # the item's latest review, but its evidence or criteria changed: it is graded again
+    SUPERSEDED = "superseded", "superseded"  # a newer review of the item replaced it; kept as history
+    TRIAL = "trial", "trial"  # graded under an unpublished criteria version for a trial run: never counts
+
+
+COUNTING_STATES = (ReviewState.CURRENT, ReviewState.WAITING, ReviewState.DECIDED)
+# The item's latest review, counting or not: at most one per item (a constraint).
+LIVE_STATES = (*COUNTING_STATES, ReviewState.STALE)
+_CRITERIA_ACTIVE = models.Q(criteria_version__is_active=True)
+
+
+def _in_state(state: ReviewState) -> models.Q:
+    """The rule itself. A stored counting state counts only while the review's criteria version is active;
+    after a publication the review reads as stale until the item is graded again."""
+    if state in COUNTING_STATES:
+        return models.Q(state=state) & _CRITERIA_ACTIVE
+    if state == ReviewState.STALE:
+        return models.Q(state=state) | (models.Q(state__in=COUNTING_STATES) & ~_CRITERIA_ACTIVE)
+    return models.Q(state=state)
+
+
+class ReviewQuerySet(models.QuerySet):
+    def in_state(self, *states: ReviewState) -> "ReviewQuerySet":
+        condition = models.Q(pk__in=[])
+        for state in states:
+            condition |= _in_state(state)
+        return self.filter(condition)
+
+    def counting(self) -> "ReviewQuerySet":
+        """Reviews that count: the item's latest, of its present evidence, under the active criteria."""
+        return self.in_state(*COUNTING_STATES)
+
+    def waiting(self) -> "ReviewQuerySet":
+        """The queue: counting reviews routed to people and not decided yet."""
+        return self.in_state(ReviewState.WAITING)
+
+    def with_state(self) -> "ReviewQuerySet":
+        """Annotate `state_now`, the review's state as every reader must show it."""
+        return self.annotate(
+            state_now=models.Case(
+                *(models.When(_in_state(state), then=models.Value(state.value)) for state in ReviewState),
+                output_field=models.CharField(),
+            )
+        )
+
+
+class Review(models.Model):
+    """One grading of one item, with its whole score identity. Written once when it finishes and never
+    deleted; only `state` changes afterwards (see ReviewState), so a review can never be shown as counting
+    for evidence it did not read.
     """
 
     org = models.ForeignKey(Org, on_delete=models.CASCADE, related_name="reviews")
@@ -337,19 +400,24 @@ class Review(models.Model):
     repairs = models.JSONField(null=True, blank=True, help_text="{diff, body, applied} when auto-repair ran.")
     memory_used = models.JSONField(default=dict, blank=True)
     usage = models.JSONField(default=dict, blank=True)
-    is_current = models.BooleanField(default=False)
+    # -- what it is worth now
+    state = models.CharField(max_length=16, choices=ReviewState.choices)
+
+    objects = ReviewQuerySet.as_manager()
 
     class Meta:
         constraints = [
             # A second review of the same identity is impossible, not unlikely. Errors are exempt so the
-            # next pass may try again; the retry then becomes the item's current review.
+            # next pass may try again; the retry then becomes the item's latest review.
             models.UniqueConstraint(
                 fields=["conversation", "fingerprint", "criteria_version", "judge_key"],
                 condition=~models.Q(route="error"),
                 name="review_unique_conversation_identity",
             ),
             models.UniqueConstraint(
-                fields=["conversation"], condition=models.Q(is_current=True), name="review_one_current_per_conversation"
+                fields=["conversation"],
+                condition=models.Q(state__in=LIVE_STATES),
+                name="review_one_live_per_conversation",
             ),
             models.UniqueConstraint(
                 fields=["draft", "fingerprint", "criteria_version", "judge_key", "memory_snapshot"],
@@ -357,7 +425,7 @@ class Review(models.Model):
                 name="review_unique_draft_identity",
             ),
             models.UniqueConstraint(
-                fields=["draft"], condition=models.Q(is_current=True), name="review_one_current_per_draft"
+                fields=["draft"], condition=models.Q(state__in=LIVE_STATES), name="review_one_live_per_draft"
             ),
             models.CheckConstraint(
                 condition=models.Q(conversation__isnull=True) ^ models.Q(draft__isnull=True),
@@ -365,11 +433,67 @@ class Review(models.Model):
             ),
         ]
         indexes = [
-            models.Index(fields=["org", "kind", "route"], condition=models.Q(is_current=True), name="review_current"),
+            models.Index(
+                fields=["org", "kind", "route"], condition=models.Q(state__in=COUNTING_STATES), name="review_counting"
+            ),
+            # The queue: one ordered range per active criteria version (a version names its org and kind).
+            models.Index(
+                fields=["criteria_version", "finished_at", "id"],
+                condition=models.Q(state=ReviewState.WAITING),
+                name="review_queue",
+            ),
+            models.Index(
+                fields=["criteria_version", "reason", "finished_at", "id"],
+                condition=models.Q(state=ReviewState.WAITING),
+                name="review_queue_reason",
+            ),
         ]
 
     def __str__(self) -> str:
-        return f"review {self.pk} of {self.kind} ({self.route})"
+        return f"review {self.pk} of {self.kind} ({self.route}, {self.state})"
+
+    @property
+    def subject(self) -> "Conversation | Draft":
+        return self.draft if self.kind == ItemKind.DRAFT else self.conversation
+
+
+class Decision(models.Model):
+    """What a person decided about a review routed to them: part of grading's record of the review, written
+    by `decision_record` (grading/reviews.py). Who held the item while deciding is the people side's business.
+    """
+
+    class Outcome(models.TextChoices):
+        APPROVE = "approve", "approve"
+        REJECT = "reject", "reject"
+        SEND_BACK = "send_back", "send back"
+        # Conversations: the human verdicts per check, summarised as the routes would be.
+        PASS = "pass", "pass"  # noqa: S105 - an outcome, not a password
+        FAIL = "fail", "fail"
+        UNKNOWN = "unknown", "unknown"
+
+    org = models.ForeignKey(Org, on_delete=models.CASCADE, related_name="+")
+    review = models.OneToOneField(Review, on_delete=models.PROTECT, related_name="decision")
+    outcome = models.CharField(max_length=16, choices=Outcome.choices)
+    checks = models.JSONField(default=dict, blank=True, help_text="Conversations: the human verdict per check.")
+    note = models.TextField(blank=True)
+    decided_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    decided_at = models.DateTimeField()
+    learning = models.ForeignKey(
+        "MemoryItem",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        help_text="The org learning the note became, when the person asked for one.",
+    )
+
+    class Meta:
+        indexes = [models.Index(fields=["org", "decided_at"], name="decision_org_decided_at")]
+
+    def __str__(self) -> str:
+        return f"{self.outcome} on review {self.review_id}"
 
 
 class GradingRun(models.Model):

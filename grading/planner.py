@@ -1,7 +1,6 @@
 """The grading pass (DESIGN 4.6): find every item whose current review does not match its evidence and
 the active criteria, and enqueue up to a cap. Its only judge calls are for those items."""
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -10,6 +9,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import Exists, OuterRef, Q, QuerySet
 from django.utils import timezone
 
+from grading import enqueue
 from grading.criteria import criteria_active
 from grading.evidence import NotScorable
 from grading.models import Conversation, Draft, GradingRun, ItemKind, Org, Review, Route
@@ -17,13 +17,8 @@ from grading.selectors import quiet_period
 
 
 def _settled_by(subject: str) -> QuerySet[Review]:
-    """Current reviews of the outer item for its present fingerprint under active criteria, errors excepted."""
-    return Review.objects.filter(
-        **{subject: OuterRef("pk")},
-        is_current=True,
-        fingerprint=OuterRef("fingerprint"),
-        criteria_version__is_active=True,
-    ).exclude(route=Route.ERROR)
+    """Reviews of the outer item that count, errors excepted (an error is tried again)."""
+    return Review.objects.counting().filter(**{subject: OuterRef("pk")}).exclude(route=Route.ERROR)
 
 
 def conversations_needing_grading(now: datetime) -> QuerySet[Conversation]:
@@ -61,8 +56,6 @@ def grading_pass(
        no pass enqueued within the task time limit, skipping rows another pass holds; mark them queued.
     4. After commit, send one grading task per item; the rest is backlog, reported on the run.
     """
-    from grading.tasks import grade_conversation, grade_draft  # tasks import this module
-
     now = now or timezone.now()
     cap = cap or settings.GRADING_PASS_CAP
     with transaction.atomic():
@@ -84,8 +77,8 @@ def grading_pass(
         run.enqueued = len(conversation_ids) + len(draft_ids)
         run.backlog = run.needing - run.enqueued
         run.save(update_fields=["needing", "enqueued", "backlog"])
-        _enqueue_on_commit(grade_conversation.delay, conversation_ids)
-        _enqueue_on_commit(grade_draft.delay, draft_ids)
+        transaction.on_commit(lambda: enqueue.grading_of_conversations(conversation_ids))
+        transaction.on_commit(lambda: enqueue.grading_of_drafts(draft_ids))
     return PassResult(run=run, enqueued_ids=conversation_ids, enqueued_draft_ids=draft_ids)
 
 
@@ -107,7 +100,3 @@ def _take(
     )
     needing.model.objects.filter(pk__in=picked).update(queued_at=now)
     return picked, needing.count()
-
-
-def _enqueue_on_commit(send: Callable[[int], object], ids: list[int]) -> None:
-    transaction.on_commit(lambda: [send(pk) for pk in ids])

@@ -6,9 +6,10 @@ block, and the identity constraint makes a second review of the same evidence im
 """
 
 import logging
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from django.conf import settings
+from django.contrib.auth.models import AbstractBaseUser
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
@@ -16,16 +17,26 @@ from grading import evidence
 from grading.criteria import criteria_active
 from grading.judge.backends import ConversationJudge, judge_from_settings
 from grading.judge.client import ZERO_USAGE, JudgeError
-from grading.judge.conversation import CHECKS, combine_stages, with_evidence_on_path
-from grading.models import NO_JUDGE, Conversation, CriteriaVersion, Draft, ItemKind, Review, Route
+from grading.judge.conversation import combine_stages, with_evidence_on_path
+from grading.models import (
+    COUNTING_STATES,
+    LIVE_STATES,
+    NO_JUDGE,
+    Conversation,
+    CriteriaVersion,
+    Decision,
+    Draft,
+    ItemKind,
+    Review,
+    ReviewState,
+    Route,
+)
+from grading.outcomes import CHECKS, UNKNOWN_CHECK, VERDICTS
+from grading.selectors import conversation_path
 
 logger = logging.getLogger(__name__)
 
 NO_JUDGE_IDENTITY = {"backend": NO_JUDGE}
-
-
-def quiet_period() -> timedelta:
-    return timedelta(minutes=settings.CONVERSATION_QUIET_MINUTES)
 
 
 def conversation_grade(
@@ -43,26 +54,18 @@ def conversation_grade(
         return None
     criteria = criteria_active(org=conversation.org, kind=ItemKind.CONVERSATION)
     now = now or timezone.now()
-    messages = [m.as_evidence() for m in conversation.messages.all()]
-    result = evidence.active_path(messages, conversation.active_message_id)
-    not_scorable = evidence.not_scorable_reason(
-        result.path,
-        closed=conversation.closed,
-        last_activity=conversation.last_activity_at,
-        now=now,
-        quiet_period=quiet_period(),
-        path_problem=result.problem,
-    )
+    state = conversation_path(conversation, now=now)
+    not_scorable = state.not_scorable_reason
     judge = judge or judge_from_settings()
     identity = {
-        "fingerprint": evidence.fingerprint(result.path),
+        "fingerprint": evidence.fingerprint(state.path),
         "criteria_version": criteria,
         "judge": NO_JUDGE_IDENTITY if not_scorable else judge.identity.as_json(),
         "judge_key": NO_JUDGE if not_scorable else judge.identity.key,
     }
     existing = review_with_identity(conversation, identity)
     if existing is not None:
-        return existing
+        return existing if existing.state in COUNTING_STATES else review_reinstate(existing)
     if not_scorable:
         outcome = {
             "route": Route.NOT_SCORABLE,
@@ -71,7 +74,7 @@ def conversation_grade(
             "stages": 0,
         }
     else:
-        outcome = _judge_path(result.path, criteria, judge)
+        outcome = _judge_path(state.path, criteria, judge)
     return review_record(conversation, identity, outcome, started_at=now)
 
 
@@ -105,7 +108,7 @@ def _route(checks: dict[str, dict]) -> tuple[Route, str]:
     """Any unknown goes to humans; otherwise all pass is a pass and anything else a fail."""
     verdicts = [checks[name]["verdict"] for name in CHECKS]
     if "unknown" in verdicts:
-        return Route.HUMAN, "unknown_check"
+        return Route.HUMAN, UNKNOWN_CHECK
     if all(verdict == "pass" for verdict in verdicts):
         return Route.PASS, ""
     return Route.FAIL, ""
@@ -121,29 +124,181 @@ def review_with_identity(subject: Conversation | Draft, identity: dict) -> Revie
     return Review.objects.filter(**{_subject_field(subject): subject}, **match).exclude(route=Route.ERROR).first()
 
 
-def review_record(subject: Conversation | Draft, identity: dict, outcome: dict, *, started_at: datetime) -> Review:
-    """Write a finished review as the subject's current one, in one short transaction.
+# --- the stored state: every write that changes what a review is worth goes through here --------------------
 
-    The subject's row lock serialises writers, so exactly one review ends up current. If another worker
-    wrote this identity first (the same task delivered twice), the constraint refuses ours and theirs is kept.
+
+def _stored_state(*, matches_item: bool, for_people: bool, decided: bool) -> ReviewState:
+    """The state of an item's latest review, as far as the item and the decisions go (ReviewState says what
+    is read when asked instead)."""
+    if not matches_item:
+        return ReviewState.STALE
+    if for_people:
+        return ReviewState.DECIDED if decided else ReviewState.WAITING
+    return ReviewState.CURRENT
+
+
+def review_record(subject: Conversation | Draft, identity: dict, outcome: dict, *, started_at: datetime) -> Review:
+    """Write a finished review as the subject's latest, in one short transaction, with its state.
+
+    1. Lock the subject's row: writers of one subject are serialised, so one review ends up live.
+    2. A grader that read evidence the item no longer has (or criteria no longer active) cannot write a
+       review that counts: its review is stale, or, if the item was graded again meanwhile and that review
+       counts, history at once (superseded), so it never displaces the review that matches.
+    3. Otherwise the previous live review is superseded and this one takes its place.
+    If another worker wrote this identity first (the same task delivered twice), the constraint refuses ours
+    and theirs is kept.
     """
     field = _subject_field(subject)
     try:
         with transaction.atomic():
-            type(subject).objects.select_for_update().filter(pk=subject.pk).first()
-            Review.objects.filter(**{field: subject}, is_current=True).update(is_current=False)
+            item = type(subject).objects.select_for_update().get(pk=subject.pk)
+            live = _live_review(field, subject.pk)
+            matches = identity["fingerprint"] == item.fingerprint
+            fresh = (
+                matches and CriteriaVersion.objects.filter(pk=identity["criteria_version"].pk, is_active=True).exists()
+            )
+            if not fresh and live is not None and Review.objects.counting().filter(pk=live.pk).exists():
+                state = ReviewState.SUPERSEDED
+            else:
+                if live is not None:
+                    Review.objects.filter(pk=live.pk).update(state=ReviewState.SUPERSEDED)
+                state = _stored_state(matches_item=matches, for_people=outcome["route"] == Route.HUMAN, decided=False)
             return Review.objects.create(
                 org=subject.org,
                 kind=ItemKind.DRAFT if field == "draft" else ItemKind.CONVERSATION,
                 **{field: subject},
                 started_at=started_at,
                 finished_at=timezone.now(),
-                is_current=True,
+                state=state,
                 **identity,
                 **outcome,
             )
     except IntegrityError:
         return review_with_identity(subject, identity)
+
+
+def review_state_refresh(*, subject: Conversation | Draft) -> None:
+    """Keep the subject's reviews true to its fingerprint, after the subject was written. Call it in the
+    transaction that wrote the subject, with its row locked (an append, an edit, a resubmit).
+
+    1. The live review still reads the subject's evidence: its state follows its route and decision.
+    2. The evidence moved to content an earlier review already read under the active criteria (a branch
+       switched back, an edit undone): the newest such review counts again, with no judge call.
+    3. Otherwise the live review is stale, in the same commit, until the item is graded again.
+    """
+    field = _subject_field(subject)
+    live = _live_review(field, subject.pk)
+    if live is None or live.fingerprint != subject.fingerprint:
+        earlier = (
+            Review.objects.select_for_update()
+            .filter(**{field: subject.pk}, fingerprint=subject.fingerprint, criteria_version__is_active=True)
+            .exclude(state=ReviewState.TRIAL)
+            .order_by("-finished_at", "-pk")
+            .first()
+        )
+        if earlier is None:
+            if live is not None:
+                _set_state(live, ReviewState.STALE)
+            return
+        if live is not None:
+            _set_state(live, ReviewState.SUPERSEDED)
+        live = earlier
+    decided = live.route == Route.HUMAN and Decision.objects.filter(review=live).exists()
+    _set_state(live, _stored_state(matches_item=True, for_people=live.route == Route.HUMAN, decided=decided))
+
+
+def _set_state(review: Review, state: ReviewState) -> None:
+    if review.state != state:
+        Review.objects.filter(pk=review.pk).update(state=state)
+        review.state = state
+
+
+def review_reinstate(review: Review) -> Review:
+    """A grader found a review of exactly the evidence it was about to judge: make it the subject's live one
+    (it may have been replaced by a review of other evidence since) rather than call the judge again."""
+    subject = review.subject
+    with transaction.atomic():
+        type(subject).objects.select_for_update().filter(pk=subject.pk).first()
+        review_state_refresh(subject=type(subject).objects.get(pk=subject.pk))
+    review.refresh_from_db(fields=["state"])
+    return review
+
+
+def _live_review(field: str, subject_id: int) -> Review | None:
+    return Review.objects.select_for_update().filter(**{field: subject_id}, state__in=LIVE_STATES).first()
+
+
+class NotWaiting(Exception):
+    """The review is not waiting for a person (decided already, or it stopped counting); nothing was written."""
+
+
+class InvalidDecision(Exception):
+    """A decision that does not fit the review's kind; the message says what to give. Nothing was written."""
+
+
+DRAFT_OUTCOMES = (Decision.Outcome.APPROVE, Decision.Outcome.REJECT, Decision.Outcome.SEND_BACK)
+NOTE_REQUIRED = (Decision.Outcome.REJECT, Decision.Outcome.SEND_BACK)
+
+
+def decision_record(
+    *,
+    review_id: int,
+    decided_by: AbstractBaseUser,
+    decided_at: datetime,
+    outcome: str = "",
+    checks: dict[str, str] | None = None,
+    note: str = "",
+) -> Decision:
+    """Record a person's decision on a review waiting for one, and mark the review decided.
+
+    1. Drafts take an outcome (a note for reject and send back); conversations a verdict for every check and
+       a note, summarised as the routes would be (fail if any check fails, else unknown if any is unknown).
+    2. The review must be waiting at the moment of writing: evidence and criteria still current, undecided.
+    Runs inside the caller's transaction when there is one (the people side checks the lease under the same
+    row lock first).
+    """
+    with transaction.atomic():
+        review = Review.objects.select_for_update().filter(pk=review_id).first()
+        if review is None:
+            raise NotWaiting(review_id)
+        values = _decision_values(review, outcome=outcome, checks=checks or {}, note=note)
+        if not Review.objects.waiting().filter(pk=review_id).exists():
+            raise NotWaiting(review_id)
+        try:
+            with transaction.atomic():
+                decision = Decision.objects.create(
+                    org_id=review.org_id,
+                    review=review,
+                    note=note,
+                    decided_by=decided_by,
+                    decided_at=decided_at,
+                    **values,
+                )
+        except IntegrityError:  # the constraint is the last line: a concurrent decision got in first
+            raise NotWaiting(review_id) from None
+        Review.objects.filter(pk=review_id).update(state=ReviewState.DECIDED)
+    return decision
+
+
+def _decision_values(review: Review, *, outcome: str, checks: dict[str, str], note: str) -> dict:
+    if review.kind == ItemKind.DRAFT:
+        if outcome not in DRAFT_OUTCOMES:
+            raise InvalidDecision("Choose approve, reject or send back.")
+        if outcome in NOTE_REQUIRED and not note:
+            raise InvalidDecision(f"A note is required to {Decision.Outcome(outcome).label}.")
+        return {"outcome": outcome, "checks": {}}
+    if set(checks) != set(CHECKS) or any(verdict not in VERDICTS for verdict in checks.values()):
+        raise InvalidDecision("Give a verdict (pass, fail or unknown) for every check.")
+    if not note:
+        raise InvalidDecision("A note is required with a verdict: say what the evidence shows.")
+    verdicts = [checks[name] for name in CHECKS]
+    if "fail" in verdicts:
+        summary = Decision.Outcome.FAIL
+    elif "unknown" in verdicts:
+        summary = Decision.Outcome.UNKNOWN
+    else:
+        summary = Decision.Outcome.PASS
+    return {"outcome": summary, "checks": {name: checks[name] for name in CHECKS}}
 
 
 def _subject_field(subject: Conversation | Draft) -> str:

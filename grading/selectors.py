@@ -1,48 +1,83 @@
-"""Reads: conversation state for the API, the current review, the staleness audit and the quality number."""
+"""Reads: what counts (through ReviewState), conversation state for the API, the staleness audit, the quality
+number, the review sample and the pipeline's view of a draft."""
 
 import hashlib
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.db.models import Count, F, OuterRef, Q, QuerySet, Subquery
+from django.db.models import Count, F, Q
 from django.db.models.functions import ExtractIsoYear, ExtractWeek
 from django.utils import timezone
 
 from grading import evidence
-from grading.models import Conversation, CriteriaVersion, Draft, Feedback, ItemKind, Org, Review, Route
+from grading.models import Conversation, Decision, Draft, Feedback, ItemKind, Org, Review, ReviewState, Route
+from grading.outcomes import UNKNOWN_CHECK
 
 
 def quiet_period() -> timedelta:
     return timedelta(minutes=settings.CONVERSATION_QUIET_MINUTES)
 
 
-def _active_criteria_id(kind: str) -> Subquery:
-    return Subquery(CriteriaVersion.objects.filter(org=OuterRef("org_id"), kind=kind, is_active=True).values("pk")[:1])
+def current_review(subject: Conversation | Draft) -> Review | None:
+    """The subject's review that counts, if it has one."""
+    field = "draft" if isinstance(subject, Draft) else "conversation"
+    return Review.objects.counting().with_state().filter(**{field: subject}).select_related("criteria_version").first()
 
 
-def current_conversation_reviews(org: Org | None = None) -> QuerySet[Review]:
-    """Reviews that count: the conversation's latest, for its present fingerprint, under active criteria."""
-    reviews = Review.objects.filter(kind=ItemKind.CONVERSATION, is_current=True)
-    if org is not None:
-        reviews = reviews.filter(org=org)
-    return reviews.filter(
-        fingerprint=F("conversation__fingerprint"), criteria_version_id=_active_criteria_id(ItemKind.CONVERSATION)
+@dataclass(frozen=True)
+class StalenessAudit:
+    """The staleness audit (DESIGN 3), per kind.
+
+    `stale`: items whose latest review stopped counting (their evidence or criteria changed) and wait to be
+    graded again; zero once a grading pass has run and its tasks are done. `mismatched`: reviews the state
+    says count although their fingerprint differs from the item's, found by comparing the columns directly
+    rather than by asking the state; zero always, or the writes failed to keep the state true.
+    """
+
+    stale: dict[str, int]
+    mismatched: dict[str, int]
+
+    @property
+    def total(self) -> int:
+        return sum(self.stale.values()) + sum(self.mismatched.values())
+
+
+def staleness_audit(org: Org | None = None) -> StalenessAudit:
+    reviews = Review.objects.all() if org is None else Review.objects.filter(org=org)
+    stale = dict(reviews.in_state(ReviewState.STALE).values_list("kind").annotate(n=Count("pk")))
+    counting = reviews.counting()
+    mismatched = {
+        ItemKind.CONVERSATION: counting.filter(kind=ItemKind.CONVERSATION)
+        .exclude(fingerprint=F("conversation__fingerprint"))
+        .count(),
+        ItemKind.DRAFT: counting.filter(kind=ItemKind.DRAFT).exclude(fingerprint=F("draft__fingerprint")).count(),
+    }
+    return StalenessAudit(stale={kind: stale.get(kind, 0) for kind in ItemKind.values}, mismatched=mismatched)
+
+
+@dataclass(frozen=True)
+class PathState:
+    path: list[evidence.EvidenceMessage]
+    not_scorable_reason: evidence.NotScorable | None
+
+
+def conversation_path(
+    conversation: Conversation, messages: list[evidence.EvidenceMessage] | None = None, now: datetime | None = None
+) -> PathState:
+    """The active path and whether it may be scored now: what grading judges and what the API reports."""
+    if messages is None:
+        messages = [m.as_evidence() for m in conversation.messages.all()]
+    result = evidence.active_path(messages, conversation.active_message_id)
+    reason = evidence.not_scorable_reason(
+        result.path,
+        closed=conversation.closed,
+        last_activity=conversation.last_activity_at,
+        now=now or timezone.now(),
+        quiet_period=quiet_period(),
+        path_problem=result.problem,
     )
-
-
-def stale_current_reviews(org: Org | None = None) -> QuerySet[Review]:
-    """The staleness audit: latest reviews whose identity no longer matches the item. Zero after a pass."""
-    reviews = Review.objects.filter(kind=ItemKind.CONVERSATION, is_current=True)
-    if org is not None:
-        reviews = reviews.filter(org=org)
-    return reviews.exclude(
-        fingerprint=F("conversation__fingerprint"), criteria_version_id=_active_criteria_id(ItemKind.CONVERSATION)
-    )
-
-
-def current_review(conversation: Conversation) -> Review | None:
-    return current_conversation_reviews().filter(conversation=conversation).select_related("criteria_version").first()
+    return PathState(result.path, reason)
 
 
 @dataclass(frozen=True)
@@ -56,18 +91,8 @@ class ConversationState:
 def conversation_state(
     conversation: Conversation, messages: list[evidence.EvidenceMessage] | None = None, now: datetime | None = None
 ) -> ConversationState:
-    if messages is None:
-        messages = [m.as_evidence() for m in conversation.messages.all()]
-    result = evidence.active_path(messages, conversation.active_message_id)
-    reason = evidence.not_scorable_reason(
-        result.path,
-        closed=conversation.closed,
-        last_activity=conversation.last_activity_at,
-        now=now or timezone.now(),
-        quiet_period=quiet_period(),
-        path_problem=result.problem,
-    )
-    return ConversationState(conversation, result.path, reason, current_review(conversation))
+    path = conversation_path(conversation, messages, now)
+    return ConversationState(conversation, path.path, path.not_scorable_reason, current_review(conversation))
 
 
 @dataclass(frozen=True)
@@ -93,13 +118,14 @@ def conversation_quality(org: Org) -> list[QualityRow]:
     """
     week = {"iso_year": ExtractIsoYear("conversation__started_at"), "iso_week": ExtractWeek("conversation__started_at")}
     scored = (
-        current_conversation_reviews(org)
+        Review.objects.counting()
+        .filter(org=org, kind=ItemKind.CONVERSATION)
         .annotate(**week)
         .values("conversation__application", "iso_year", "iso_week")
         .annotate(
             passed=Count("pk", filter=Q(route=Route.PASS)),
             resolved=Count("pk", filter=Q(route__in=[Route.PASS, Route.FAIL])),
-            with_unknown=Count("pk", filter=Q(route=Route.HUMAN, reason="unknown_check")),
+            with_unknown=Count("pk", filter=Q(route=Route.HUMAN, reason=UNKNOWN_CHECK)),
         )
     )
     thumbs = (
@@ -142,7 +168,8 @@ def sample_conversations(
     )
     since = this_monday - timedelta(weeks=weeks - 1)
     scorable = (
-        current_conversation_reviews(org)
+        Review.objects.counting()
+        .filter(org=org, kind=ItemKind.CONVERSATION)
         .exclude(route__in=[Route.NOT_SCORABLE, Route.ERROR])
         .filter(conversation__started_at__gte=since, conversation__started_at__lte=now)
         .values_list("conversation__application", "conversation__started_at", "conversation__external_id")
@@ -161,21 +188,9 @@ def sample_conversations(
 # --- drafts ----------------------------------------------------------------------------------------------
 
 
-def current_draft_reviews(org: Org | None = None) -> QuerySet[Review]:
-    """Draft reviews that count: the draft's latest, for its present content, under active criteria."""
-    reviews = Review.objects.filter(kind=ItemKind.DRAFT, is_current=True)
-    if org is not None:
-        reviews = reviews.filter(org=org)
-    return reviews.filter(fingerprint=F("draft__fingerprint"), criteria_version_id=_active_criteria_id(ItemKind.DRAFT))
-
-
-def current_draft_review(draft: Draft) -> Review | None:
-    return current_draft_reviews().filter(draft=draft).select_related("criteria_version").first()
-
-
 def draft_status(draft: Draft) -> dict:
     """The pipeline's view of a draft: the API answer and the webhook body."""
-    review = current_draft_review(draft)
+    review = current_review(draft)
     status = {"id": draft.pk, "external_id": draft.external_id, "run_id": draft.run_id or None, "route": "pending"}
     if review is None:
         return status | {"score": None, "sub_scores": None, "findings": [], "judge_issues": [], "repairs": None,
@@ -183,6 +198,7 @@ def draft_status(draft: Draft) -> dict:
     return status | {
         "route": review.route,
         "reason": review.reason,
+        "state": review.state_now,
         "score": review.score,
         "spread": review.spread,
         "sub_scores": review.sub_scores or None,
@@ -202,10 +218,7 @@ def draft_status(draft: Draft) -> dict:
 
 
 def _decision_of(review: Review) -> dict | None:
-    """The operator's decision on this review, read through the reverse relation of the people side's
-    Decision model (grading never imports reviewer)."""
-    decisions = getattr(review, "decisions", None)
-    decision = decisions.select_related("decided_by").order_by("-decided_at").first() if decisions is not None else None
+    decision = Decision.objects.filter(review=review).select_related("decided_by").first()
     if decision is None:
         return None
     return {

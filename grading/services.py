@@ -1,4 +1,4 @@
-"""Writes of the domain core: API keys, the audit trail, conversations and their feedback."""
+"""Writes of the domain core: API keys, conversations and their feedback, drafts."""
 
 import hashlib
 import secrets
@@ -7,36 +7,19 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
-from django.db import IntegrityError, models, transaction
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from grading import enqueue
+from grading.audit import audit_record
 from grading.evidence import EvidenceMessage, active_path, branch_count, draft_fingerprint, fingerprint
-from grading.models import ApiKey, AuditEvent, Conversation, Draft, Feedback, Message, Org
+from grading.models import ApiKey, Conversation, Draft, Feedback, Message, Org
+from grading.reviews import review_state_refresh
 from grading.schemas import ConversationIn, DraftIn, FeedbackIn, MessageIn, MessagesIn
 
 API_KEY_PREFIX = "tg_"
 # Recording every use would turn each API call into a write on one hot row; a minute is precise enough.
 _LAST_USED_RESOLUTION = timedelta(seconds=60)
-
-
-def audit_record(
-    *,
-    action: str,
-    org: Org | None = None,
-    actor: AbstractBaseUser | None = None,
-    api_key: ApiKey | None = None,
-    target: models.Model | None = None,
-    detail: dict | None = None,
-) -> AuditEvent:
-    return AuditEvent.objects.create(
-        org=org,
-        actor=actor if actor is not None and actor.is_authenticated else None,
-        api_key=api_key,
-        action=action,
-        object_type=target._meta.label_lower if target is not None else "",
-        object_id=str(target.pk) if target is not None else "",
-        detail=detail or {},
-    )
 
 
 @dataclass(frozen=True)
@@ -264,6 +247,7 @@ def _recompute_evidence(
         conversation.last_activity_at = max(times) if conversation.closed and times else now
     if _columns(conversation) != before:
         conversation.save()
+        review_state_refresh(subject=conversation)
     return evidence
 
 
@@ -295,16 +279,16 @@ def draft_save(*, org: Org, payload: DraftIn) -> Draft:
     fields["fingerprint"] = draft_fingerprint(
         title=fields["title"], body=fields["body"], source_urls=fields["source_urls"]
     )
-    draft, _ = Draft.objects.update_or_create(org=org, external_id=payload.external_id, defaults=fields)
+    with transaction.atomic():
+        draft, _ = Draft.objects.update_or_create(org=org, external_id=payload.external_id, defaults=fields)
+        review_state_refresh(subject=draft)
     return draft
 
 
 def draft_submit(*, org: Org, payload: DraftIn) -> Draft:
     """Save a draft and have a worker grade it right after commit (pipelines wait for this verdict)."""
-    from grading.tasks import grade_draft  # tasks import the services
-
     with transaction.atomic():
         draft = draft_save(org=org, payload=payload)
         Draft.objects.filter(pk=draft.pk).update(queued_at=timezone.now())
-        transaction.on_commit(lambda: grade_draft.delay(draft.pk))
+        transaction.on_commit(lambda: enqueue.grading_of_drafts([draft.pk]))
     return draft

@@ -3,30 +3,30 @@
 from celery import shared_task
 from django.conf import settings
 
-from grading import gate, planner, reviews, webhooks
+from grading import enqueue, gate, planner, reviews, webhooks
 from grading.models import Conversation, Draft, GradingRun, Review
 
 
-@shared_task(name="grading.tasks.grade_conversation")
+@shared_task(name=enqueue.GRADE_CONVERSATION)
 def grade_conversation(conversation_id: int) -> int | None:
     review = reviews.conversation_grade(conversation_id=conversation_id)
     Conversation.objects.filter(pk=conversation_id).update(queued_at=None)
     return review.pk if review else None
 
 
-@shared_task(name="grading.tasks.grading_pass")
+@shared_task(name=enqueue.GRADING_PASS)
 def grading_pass() -> int:
     return len(planner.grading_pass(trigger=GradingRun.Trigger.BEAT).enqueued_ids)
 
 
-@shared_task(name="grading.tasks.grade_draft")
+@shared_task(name=enqueue.GRADE_DRAFT)
 def grade_draft(draft_id: int) -> int | None:
     review = gate.draft_grade(draft_id=draft_id)
     Draft.objects.filter(pk=draft_id).update(queued_at=None)
     return review.pk if review else None
 
 
-@shared_task(name="grading.tasks.deliver_webhook", bind=True, max_retries=None)
+@shared_task(name=enqueue.DELIVER_WEBHOOK, bind=True, max_retries=None)
 def deliver_webhook(self, review_id: int, event: str, attempt: int = 1) -> bool:
     """One try per run; a failed try is retried later with backoff and jitter, up to WEBHOOK_MAX_ATTEMPTS."""
     review = Review.objects.select_related("draft__org").filter(pk=review_id).first()

@@ -16,9 +16,10 @@ import urllib.request
 
 from django.conf import settings
 from django.core.serializers.json import DjangoJSONEncoder
-from django.db import transaction
 
+from grading import enqueue
 from grading.models import Review, WebhookDelivery
+from grading.selectors import draft_status
 
 MACHINE_VERDICT = "machine_verdict"
 HUMAN_DECISION = "human_decision"
@@ -32,19 +33,11 @@ def signature(*, secret: str, timestamp: str, body: bytes) -> str:
 
 def notify_pipeline(*, review_id: int, event: str) -> None:
     """Send the verdict of a draft review to its pipeline, from a worker. Call it after commit."""
-    from grading.tasks import deliver_webhook  # tasks import this module
-
-    deliver_webhook.delay(review_id, event)
-
-
-def notify_pipeline_on_commit(*, review_id: int, event: str) -> None:
-    transaction.on_commit(lambda: notify_pipeline(review_id=review_id, event=event))
+    enqueue.webhook_delivery(review_id=review_id, event=event)
 
 
 def webhook_deliver(*, review: Review, event: str, attempt: int) -> WebhookDelivery:
     """POST the draft's status to its callback URL once, and log the try."""
-    from grading.selectors import draft_status  # selectors import models that import nothing from here
-
     draft = review.draft
     body = json.dumps({"event": event, "draft": draft_status(draft)}, cls=DjangoJSONEncoder).encode()
     timestamp = str(int(time.time()))

@@ -57,23 +57,7 @@ class _BadLine:
     reason: str
 
 
-def parse_file(fmt: Format, source: str | os.PathLike[str]) -> list[ParseResult]:
-    """Parse an export file in format `fmt`. A `str` is the file's text; a path is read as UTF-8."""
-    # Imported here because each format module imports this one.
-    from grading.importers import chatgpt, openai_format, openwebui
-
-    parsers: dict[str, Callable[[str], list[ParseResult]]] = {
-        "openai": openai_format.parse,
-        "chatgpt": chatgpt.parse,
-        "openwebui": openwebui.parse,
-    }
-    if fmt not in parsers:
-        raise ImportFormatError(f"unknown format {fmt!r}; expected one of {', '.join(FORMATS)}")
-    text = _read(source) if isinstance(source, os.PathLike) else source
-    return parsers[fmt](text)
-
-
-def _read(path: os.PathLike[str]) -> str:
+def read_text(path: os.PathLike[str]) -> str:
     try:
         # utf-8-sig: exports saved by Windows tools often start with a byte-order mark.
         return Path(path).read_text(encoding="utf-8-sig")

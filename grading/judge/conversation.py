@@ -12,8 +12,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 from grading.evidence import Stage, combine_stage_verdicts, render_messages
-
-CHECKS = ("grounded", "complete", "usable")
+from grading.outcomes import CHECKS
 
 SYSTEM_PROMPT = """\
 You are Tollgate's conversation judge. You grade what an AI agent delivered to a user, using only the

@@ -12,6 +12,8 @@ WHERE = "WHERE is_current AND route = 'human'"
 
 class Migration(migrations.Migration):
     dependencies = [("reviewer", "0002_claims_and_decisions")]
+    # The indexes read is_current, which grading 0006 replaces (reviewer 0004 drops them again).
+    run_before = [("grading", "0006_review_state")]
 
     operations = [
         migrations.RunSQL(

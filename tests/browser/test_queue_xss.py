@@ -6,7 +6,7 @@ import json
 import pytest
 from django.urls import reverse
 
-from reviewer.services import claim_take
+from reviewer.queue.services import claim_take
 from tests.browser.conftest import sign_in
 from tests.conftest import PASSWORD
 from tests.grading.conversations import message, verdicts

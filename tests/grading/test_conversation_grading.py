@@ -14,7 +14,7 @@ from grading.models import GradingRun, ItemKind, Review
 from grading.planner import grading_pass
 from grading.reviews import conversation_grade
 from grading.schemas import MessagesIn
-from grading.selectors import conversation_state, current_review, stale_current_reviews
+from grading.selectors import conversation_state, current_review, staleness_audit
 from grading.services import conversation_append
 from tests.fakes.openai_server import malformed_reply
 from tests.grading.conversations import (
@@ -61,7 +61,7 @@ def test_regression_stale_scores_a_grown_conversation_is_graded_again(org, fake_
     write = conversation_append(org=org, external_id="cv-1", payload=follow_up)
     assert write.conversation.fingerprint != first.fingerprint
     assert current_review(write.conversation) is None  # the old score stopped counting at once
-    assert stale_current_reviews(org).count() == 1
+    assert staleness_audit(org).stale["conversation"] == 1
 
     write.conversation.last_activity_at = timezone.now() - timedelta(hours=2)
     write.conversation.save()
@@ -69,9 +69,9 @@ def test_regression_stale_scores_a_grown_conversation_is_graded_again(org, fake_
     fake_llm.script(verdicts_reply([*PATH_IDS, "m5"], complete="fail"))
     second = grade(write.conversation, fake_llm)
     first.refresh_from_db()
-    assert (first.is_current, second.is_current) == (False, True)
+    assert (first.state, second.state) == ("superseded", "current")
     assert second.route == "fail"
-    assert stale_current_reviews(org).count() == 0
+    assert staleness_audit(org).stale["conversation"] == 0
 
 
 def test_regression_the_judge_reads_the_whole_active_path_and_nothing_else(org, fake_llm):
@@ -140,7 +140,7 @@ def test_a_judge_that_keeps_answering_garbage_routes_to_error_and_the_next_pass_
     assert grading_pass().enqueued_ids == [conversation.pk]
     fake_llm.script(verdicts_reply(PATH_IDS))
     retried = grade(conversation, fake_llm)
-    assert retried.route == "pass" and retried.is_current
+    assert retried.route == "pass" and retried.state == "current"
 
 
 def test_the_same_grading_delivered_twice_yields_one_review(org, fake_llm):
@@ -162,12 +162,12 @@ def test_publishing_new_criteria_makes_every_current_review_stale_and_the_next_p
 
     version = criteria_new_version(org=org, kind=ItemKind.CONVERSATION)
     criteria_publish(version=version)
-    assert stale_current_reviews(org).count() == 3
+    assert staleness_audit(org).stale["conversation"] == 3
     assert all(current_review(c) is None for c in conversations)
     assert sorted(grading_pass().enqueued_ids) == sorted(c.pk for c in conversations)
     for conversation in conversations:
         assert grade(conversation, fake_llm).criteria_version == version
-    assert stale_current_reviews(org).count() == 0
+    assert staleness_audit(org).stale["conversation"] == 0
 
 
 def test_an_in_progress_conversation_is_not_scored_until_it_goes_quiet(org, fake_llm):

@@ -12,7 +12,7 @@ from django.utils import timezone
 from grading.judge.backends import HeuristicJudge
 from grading.models import Feedback, Review
 from grading.reviews import conversation_grade
-from grading.selectors import conversation_quality, sample_conversations, stale_current_reviews
+from grading.selectors import conversation_quality, sample_conversations, staleness_audit
 from tests.grading.conversations import message, support_conversation, upsert
 
 pytestmark = pytest.mark.django_db
@@ -55,7 +55,7 @@ def test_a_changed_conversation_leaves_the_quality_number_until_it_is_graded_aga
     conversation_with_reply(org, "ok-1", "Order 1182 has shipped and will arrive soon, tracking is in your email.")
     upsert(org, {**support_conversation("ok-1"), "application": "billing"})  # new content under the same id
     assert conversation_quality(org) == []
-    assert stale_current_reviews(org).count() == 1
+    assert staleness_audit(org).stale["conversation"] == 1
 
 
 def test_the_sample_takes_the_k_smallest_hashes_per_application_and_week(org):

@@ -9,7 +9,7 @@ from grading.criteria import criteria_new_version, criteria_publish, criteria_up
 from grading.gate import draft_grade, merge_verdict
 from grading.models import ItemKind
 from grading.planner import grading_pass
-from grading.selectors import current_draft_review
+from grading.selectors import current_review
 from tests.fakes.openai_server import json_reply
 from tests.grading.drafts import (
     CLEAN_BODY,
@@ -172,7 +172,7 @@ def test_publishing_new_draft_criteria_puts_graded_drafts_back_in_the_pass(org, 
     rules = dict(version.rules, threshold=8.5, band=1.0)
     criteria_update(version=version, rules=rules)
     criteria_publish(version=version)
-    assert current_draft_review(draft) is None
+    assert current_review(draft) is None
     assert grading_pass().enqueued_draft_ids == [draft.pk]
     regraded = draft_grade(draft_id=draft.pk, judge=llm_draft_judge(fake_llm))
     assert regraded.criteria_version == version

@@ -12,7 +12,7 @@ from grading.models import AuditEvent, Conversation, Review, WebhookDelivery
 from grading.planner import grading_pass
 from grading.services import api_key_create
 from grading.tasks import grade_conversation
-from reviewer.services import claim_take, decision_create
+from reviewer.queue.services import claim_take, decision_create
 from tests.conftest import wait_until
 from tests.fakes.canary_tasks import canary_write
 from tests.grading.conversations import PATH_IDS, support_conversation, upsert, verdicts_reply

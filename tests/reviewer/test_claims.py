@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from grading.models import AuditEvent
 from reviewer.models import Claim, Membership, Role
-from reviewer.services import Refused, claim_extend, claim_next, claim_release, claim_take
+from reviewer.queue.services import Refused, claim_extend, claim_next, claim_release, claim_take
 from tests.conftest import make_person
 from tests.reviewer.test_queue_items import bulk_draft_items, conversation_item, draft_item, resubmit
 

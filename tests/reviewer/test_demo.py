@@ -7,7 +7,7 @@ from grading.judge.backends import HeuristicDraftJudge, HeuristicJudge
 from grading.models import Conversation, Message, Review
 from grading.planner import grading_pass
 from grading.reviews import conversation_grade
-from grading.selectors import stale_current_reviews
+from grading.selectors import staleness_audit
 from reviewer.demo import demo_seed
 
 pytestmark = pytest.mark.django_db
@@ -23,7 +23,7 @@ def test_the_demo_conversations_land_on_every_route_and_leave_nothing_stale():
     assert reasons == {"live-chat-1": "in_progress", "broken-export-1": "unresolved_parent"}
     assert Review.objects.get(conversation__external_id="long-guide-1").stages > 1
     assert Review.objects.filter(judge__backend="heuristic").exists()
-    assert stale_current_reviews(org).count() == 0
+    assert staleness_audit(org).total == 0
     assert Conversation.objects.filter(org=org, branch_count__gt=1).exists()
 
 

@@ -71,6 +71,6 @@ def test_the_dashboard_shows_quality_with_unknowns_beside_it_and_the_staleness_a
         }
         conversation_grade(conversation_id=upsert(org, payload).conversation.pk, judge=HeuristicJudge())
     html = client_for(stakeholder).get(reverse("dashboard")).content.decode()
-    assert "<b>0</b> current reviews" in html
+    assert "<b>0</b> conversation and <b>0</b> draft reviews" in html
     assert "<b>100%</b>" in html and "1 / 1" in html  # the unknown is beside the number, not in it
     assert "billing-&lt;b&gt;assistant&lt;/b&gt;" in html

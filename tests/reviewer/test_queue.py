@@ -6,10 +6,11 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from grading.criteria import criteria_active
-from grading.models import ItemKind, Review, Route
-from reviewer.models import Claim, Decision
-from reviewer.selectors import QueueFilters, operator_org_ids, queue_page
-from reviewer.services import claim_take
+from grading.models import Decision, ItemKind, Review
+from reviewer.models import Claim, Membership
+from reviewer.queue.display import queue_page
+from reviewer.queue.reads import QueueFilters, operator_org_ids
+from reviewer.queue.services import claim_take, decision_create
 from tests.conftest import make_person
 from tests.grading.conversations import message
 from tests.reviewer.test_queue_items import bulk_draft_items, conversation_item, draft_item
@@ -70,16 +71,16 @@ def test_it_lists_drafts_first_then_oldest_first(operator, org):
     assert [row.review_id for row in page.rows] == [old_draft.pk, new_draft.pk, old_conversation.pk]
 
 
-def test_decided_stale_and_machine_decided_reviews_are_not_listed(operator, org):
-    decided, stale, passed = draft_item(org, "decided"), draft_item(org, "stale"), draft_item(org, "passed")
+def test_decided_and_stale_reviews_are_not_listed(operator, org):
+    from tests.reviewer.test_queue_items import resubmit
+
+    decided, stale = draft_item(org, "decided"), draft_item(org, "stale")
     waiting = draft_item(org, "waiting")
-    claim = claim_take(user=operator, org_ids=[org.pk], review_id=decided.pk)
-    Decision.objects.create(
-        org=org, review=decided, claim=claim, kind="draft", outcome="approve", fingerprint=decided.fingerprint,
-        criteria_version=decided.criteria_version, decided_by=operator, decided_at=claim.claimed_at,
-    )  # fmt: skip
-    Review.objects.filter(pk=stale.pk).update(fingerprint="fp1:old")
-    Review.objects.filter(pk=passed.pk).update(route=Route.PASS)
+    claim_take(user=operator, org_ids=[org.pk], review_id=decided.pk)
+    decision_create(
+        user=operator, org_ids=[org.pk], review_id=decided.pk, fingerprint=decided.fingerprint, outcome="approve"
+    )
+    resubmit(stale)
     page = queue_page(user=operator, org_ids=[org.pk])
     assert [row.review_id for row in page.rows] == [waiting.pk]
     assert page.total == 1
@@ -124,7 +125,7 @@ def test_it_pages_by_keyset_without_losing_or_repeating_items(operator, org):
 
 
 def test_the_next_page_link_keeps_the_filters(client_for, operator, org, monkeypatch):
-    monkeypatch.setattr("reviewer.selectors.PAGE_SIZE", 2)
+    monkeypatch.setattr("reviewer.queue.reads.PAGE_SIZE", 2)
     monkeypatch.setattr(queue_page, "__kwdefaults__", {**queue_page.__kwdefaults__, "page_size": 2})
     reviews = bulk_draft_items(org, 3)
     response = client_for(operator).get(reverse("queue"), {"kind": "draft"})
@@ -172,7 +173,7 @@ def test_an_operator_of_another_org_cannot_list_open_claim_or_decide(client_for,
 def test_an_operator_of_two_orgs_sees_both_and_the_other_org_still_sees_only_its_own(client_for, org, other_org):
     mine, theirs = draft_item(org, "in-northwind"), draft_item(other_org, "in-globex")
     both = make_person("pat", org, "operator")
-    both.memberships.create(org=other_org, role="operator")
+    Membership.objects.create(user=both, org=other_org, role="operator")
     assert set(operator_org_ids(both)) == {org.pk, other_org.pk}
     page = queue_page(user=both, org_ids=operator_org_ids(both))
     assert {row.review_id for row in page.rows} == {mine.pk, theirs.pk}
@@ -281,7 +282,7 @@ def test_each_item_page_runs_the_same_queries_for_few_or_many_messages(client_fo
     )  # fmt: skip
     Review.objects.bulk_create(
         [Review(**{f.attname: getattr(rich, f.attname) for f in Review._meta.concrete_fields if f.attname != "id"}
-                | {"is_current": False, "judge_key": f"old-{n}"}) for n in range(15)]
+                | {"state": "superseded", "judge_key": f"old-{n}"}) for n in range(15)]
     )  # fmt: skip
     assert count_queries(client, reverse("review_detail", args=[plain.pk])) == count_queries(
         client, reverse("review_detail", args=[rich.pk])
@@ -297,13 +298,14 @@ def test_claim_next_takes_the_filters_of_the_queue(client_for, operator, org):
     assert QueueFilters(kind="draft").as_query() == {"kind": "draft"}
 
 
-def test_the_fast_queue_read_lists_exactly_the_queue_as_grading_defines_it(operator, org, other_org, criteria_admin):
-    """The page and counts come from SQL tuned for the indexes; `queue_reviews` states the queue with grading's
-    own selectors. Over every kind of item that must or must not be listed, and every filter, they agree."""
+def test_the_paged_queue_read_lists_exactly_the_queue_as_grading_defines_it(operator, org, other_org, criteria_admin):
+    """Pages and counts read one index range per active criteria version; `queue_reviews` states the queue as
+    one set from grading's state. Over every kind of item that must or must not be listed, and every filter,
+    they agree."""
     from grading.criteria import criteria_new_version, criteria_publish
-    from reviewer.selectors import queue_heads, queue_reviews, queue_stats
-    from reviewer.services import decision_create, queue_head_advance
-    from tests.reviewer.test_queue_items import continue_conversation, resubmit
+    from grading.reviews import review_record
+    from reviewer.queue.reads import queue_reviews, queue_stats, queue_versions
+    from tests.reviewer.test_queue_items import JUDGE, continue_conversation, resubmit
 
     for n, reason in enumerate(["band", "spread", "judge_contradiction", "band"]):
         draft_item(org, f"d-{n}", reason=reason, minutes_ago=100 + n)
@@ -311,13 +313,15 @@ def test_the_fast_queue_read_lists_exactly_the_queue_as_grading_defines_it(opera
     conversation_item(org, "cv-b", application="onboarding")
     resubmit(draft_item(org, "d-changed"))
     continue_conversation(conversation_item(org, "cv-changed"))
-    Review.objects.filter(pk=draft_item(org, "d-passed").pk).update(route=Route.PASS)
+    passed = draft_item(org, "d-passed").draft
+    identity = {"fingerprint": passed.fingerprint, "criteria_version": criteria_active(org=org, kind=ItemKind.DRAFT),
+                "judge": JUDGE, "judge_key": "regraded", "memory_snapshot": ""}  # fmt: skip
+    review_record(passed, identity, {"route": "pass"}, started_at=passed.created_at)
     decided = draft_item(org, "d-decided", minutes_ago=200)
     claim_take(user=operator, org_ids=[org.pk], review_id=decided.pk)
     decision_create(
         user=operator, org_ids=[org.pk], review_id=decided.pk, fingerprint=decided.fingerprint, outcome="approve"
     )
-    queue_head_advance(org_id=org.pk, priority=0)
     draft_item(other_org, "globex-draft")
     conversation_item(other_org, "globex-cv")
     criteria_publish(version=criteria_new_version(org=other_org, kind=ItemKind.CONVERSATION), actor=criteria_admin)
@@ -336,14 +340,14 @@ def test_the_fast_queue_read_lists_exactly_the_queue_as_grading_defines_it(opera
         fast = {row.review_id for row in queue_page(user=operator, org_ids=orgs, filters=filters, page_size=100).rows}
         assert fast == reference, filters
     assert len(set(queue_reviews(org_ids=orgs).values_list("pk", flat=True))) == 7
-    counts = queue_stats(org_ids=orgs, filters=QueueFilters(), heads=queue_heads(orgs)).counts
+    counts = queue_stats(versions=queue_versions(org_ids=orgs), filters=QueueFilters()).counts
     assert counts == {"band": 3, "spread": 1, "judge_contradiction": 1, "unknown_check": 2, "": 0}
 
 
 def test_findings_are_marked_in_the_rendered_article_without_breaking_its_markup():
     from html.parser import HTMLParser
 
-    from reviewer.rendering import Highlight, render_markdown
+    from reviewer.queue.rendering import Highlight, render_markdown
 
     body = "Read [the guide](/writing/guide) now.\U000f0001 **Bold <b>tag</b>** and `code`."
     start, end = body.index("the guide"), body.index("now") + 3  # a finding that crosses the link's end

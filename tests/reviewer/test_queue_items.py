@@ -8,8 +8,12 @@ from django.utils import timezone
 
 from grading.criteria import criteria_active, criteria_new_version, criteria_publish
 from grading.evidence import draft_fingerprint
-from grading.models import Draft, ItemKind, Review, Route
-from reviewer.selectors import queue_reviews, review_still_counts, reviews_still_counting, stale_reason
+from grading.models import Draft, ItemKind, Review, ReviewState, Route
+from grading.reviews import review_record
+from grading.schemas import DraftIn
+from grading.services import draft_save
+from reviewer.queue.display import stale_reason
+from reviewer.queue.reads import queue_reviews
 from tests.grading.conversations import PATH_IDS, message, support_conversation, upsert, verdicts
 
 JUDGE = {"backend": "openai", "model": "judge-test", "prompt_hash": "5be0c2d1", "temperature": 0.0}
@@ -77,7 +81,7 @@ def draft_item(
         stages=1,
         route=Route.HUMAN,
         reason=reason,
-        is_current=True,
+        state=ReviewState.WAITING,
         **fields,
     )
 
@@ -114,7 +118,7 @@ def conversation_item(
         reason="unknown_check",
         checks=checks or verdicts(PATH_IDS, complete="unknown"),
         usage={"prompt_tokens": 3912, "completion_tokens": 286, "total_tokens": 4198},
-        is_current=True,
+        state=ReviewState.WAITING,
     )
 
 
@@ -152,7 +156,7 @@ def bulk_draft_items(org, count: int) -> list[Review]:
                 reason="band",
                 score=6.8,
                 sub_scores={"aeo": 4, "writing": 4, "org_fit": 3},
-                is_current=True,
+                state=ReviewState.WAITING,
             )
             for n, draft in enumerate(drafts)
         ]
@@ -162,9 +166,8 @@ def bulk_draft_items(org, count: int) -> list[Review]:
 def resubmit(review: Review, body: str = "A different body.") -> None:
     """The pipeline sends new content for the draft: its fingerprint moves on, the review stops counting."""
     draft = review.draft
-    Draft.objects.filter(pk=draft.pk).update(
-        body=body, fingerprint=draft_fingerprint(title=draft.title, body=body, source_urls=draft.source_urls)
-    )
+    payload = {"external_id": draft.external_id, "title": draft.title, "slug": draft.slug, "body": body}
+    draft_save(org=review.org, payload=DraftIn.model_validate(payload | {"source_urls": draft.source_urls}))
 
 
 def continue_conversation(review: Review) -> None:
@@ -179,39 +182,63 @@ def continue_conversation(review: Review) -> None:
 # --- what "still counts" means ----------------------------------------------------------------------------------
 
 
+def still_counts(review: Review) -> bool:
+    return Review.objects.counting().filter(pk=review.pk).exists()
+
+
+def shown(review: Review) -> Review:
+    """The review as an item page loads it: with its item, criteria and state."""
+    return Review.objects.with_state().select_related("criteria_version", "draft", "conversation").get(pk=review.pk)
+
+
 def test_it_counts_a_fresh_review_of_either_kind(org):
     draft, conversation = draft_item(org), conversation_item(org)
-    assert review_still_counts(draft) and review_still_counts(conversation)
-    assert set(reviews_still_counting().values_list("pk", flat=True)) == {draft.pk, conversation.pk}
+    assert still_counts(draft) and still_counts(conversation)
+    assert set(Review.objects.counting().values_list("pk", flat=True)) == {draft.pk, conversation.pk}
     assert set(queue_reviews(org_ids=[org.pk]).values_list("pk", flat=True)) == {draft.pk, conversation.pk}
 
 
 def test_it_stops_counting_a_draft_review_when_the_draft_is_resubmitted(org):
     review = draft_item(org)
     resubmit(review)
-    review.draft.refresh_from_db()
-    assert not review_still_counts(review)
-    assert "resubmitted" in stale_reason(review)
+    assert not still_counts(review)
+    assert shown(review).state_now == "stale"
+    assert "resubmitted" in stale_reason(shown(review))
     assert not queue_reviews(org_ids=[org.pk]).exists()
+
+
+def test_it_counts_again_when_the_draft_comes_back_to_the_content_it_read(org):
+    review = draft_item(org)
+    resubmit(review)
+    resubmit(review, body=DRAFT_BODY)
+    assert still_counts(review) and shown(review).state_now == "waiting"
 
 
 def test_it_stops_counting_a_conversation_review_when_the_user_comes_back(org):
     review = conversation_item(org)
     continue_conversation(review)
-    review.conversation.refresh_from_db()
-    assert not review_still_counts(review)
-    assert "conversation changed" in stale_reason(review)
+    assert not still_counts(review)
+    assert "conversation changed" in stale_reason(shown(review))
 
 
 def test_it_stops_counting_reviews_under_superseded_criteria(org, criteria_admin):
     review = draft_item(org)
     criteria_publish(version=criteria_new_version(org=org, kind=ItemKind.DRAFT), actor=criteria_admin)
-    review.criteria_version.refresh_from_db()
-    assert not review_still_counts(review)
-    assert "criteria version was published" in stale_reason(review)
+    assert not still_counts(review)
+    assert shown(review).state_now == "stale"
+    assert "criteria version was published" in stale_reason(shown(review))
 
 
-@pytest.mark.parametrize("route", [Route.PASS, Route.FAIL, Route.NOT_SCORABLE, Route.ERROR])
+@pytest.mark.parametrize("route", [Route.PASS, Route.FAIL, Route.NOT_SCORABLE, Route.ERROR, Route.HUMAN])
 def test_only_reviews_routed_to_humans_are_queued(org, route):
-    Review.objects.filter(pk=draft_item(org).pk).update(route=route)
-    assert not queue_reviews(org_ids=[org.pk]).exists()
+    draft = draft_item(org).draft
+    identity = {
+        "fingerprint": draft.fingerprint,
+        "criteria_version": criteria_active(org=org, kind=ItemKind.DRAFT),
+        "judge": JUDGE,
+        "judge_key": "another-judge",
+        "memory_snapshot": "",
+    }
+    review = review_record(draft, identity, {"route": route, "reason": "band"}, started_at=timezone.now())
+    assert review.state == ("waiting" if route == Route.HUMAN else "current")
+    assert list(queue_reviews(org_ids=[org.pk])) == ([review] if route == Route.HUMAN else [])

@@ -1,18 +1,19 @@
 from django.core.management.base import BaseCommand, CommandParser
 
 from grading.planner import grading_pass
-from grading.selectors import stale_current_reviews
+from grading.selectors import staleness_audit
 
 
 class Command(BaseCommand):
-    help = "Run one grading pass now: enqueue every conversation whose current review does not match its evidence."
+    help = "Run one grading pass now: enqueue every conversation and draft with no review that counts."
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--cap", type=int, default=None, help="judge tasks to enqueue at most (GRADING_PASS_CAP)")
 
     def handle(self, *args, cap: int | None, **options) -> None:
         run = grading_pass(cap=cap).run
+        stale = staleness_audit().stale
         self.stdout.write(
             f"{run.needing} needed grading, {run.enqueued} enqueued, {run.backlog} left as backlog; "
-            f"{stale_current_reviews().count()} current review(s) stale until the workers finish"
+            f"{stale['conversation']} conversation and {stale['draft']} draft review(s) stale until the workers finish"
         )

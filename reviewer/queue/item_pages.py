@@ -8,9 +8,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from grading import evidence
-from grading.judge.conversation import CHECKS
 from grading.models import Feedback, ItemKind, Message, Review
-from reviewer.selectors import SUB_SCORE_LABELS
+from grading.outcomes import BAND, CHECKS, JUDGE_CONTRADICTION, SPREAD, UNKNOWN_CHECK
+from reviewer.queue.display import SUB_SCORE_LABELS
 
 
 @dataclass(frozen=True)
@@ -298,6 +298,7 @@ class Scale:
     spread_to: float | None
     band_start_value: float
     threshold_value: float
+    band_value: float
 
     @property
     def band_width(self) -> float:
@@ -317,7 +318,8 @@ def _percent(value: float) -> float:
 
 
 def draft_scale(review: Review) -> Scale:
-    threshold, band = review.criteria_version.threshold, review.criteria_version.band
+    rules = review.criteria_version.draft_rules()
+    threshold, band = rules.threshold, rules.band
     spread_from = spread_to = None
     center = review.judge_score if review.judge_score is not None else review.score
     if review.spread is not None and center is not None:
@@ -330,31 +332,35 @@ def draft_scale(review: Review) -> Scale:
         spread_to=spread_to,
         band_start_value=threshold - band,
         threshold_value=threshold,
+        band_value=band,
     )
 
 
 def why_human(review: Review) -> str:
     """Why the machine handed this item to a person, in one or two sentences."""
-    threshold, band = review.criteria_version.threshold, review.criteria_version.band
+    if review.kind == ItemKind.CONVERSATION:
+        if review.reason == UNKNOWN_CHECK:
+            return (
+                "At least one check came back unknown: the recorded evidence leaves it open. "
+                "Unknowns never count in the quality number."
+            )
+        return review.detail or "The machine could not decide on its own."
+    rules = review.criteria_version.draft_rules()
+    threshold, band = rules.threshold, rules.band
     score = f"{review.score:.1f}" if review.score is not None else "no score"
-    if review.reason == "band":
+    if review.reason == BAND:
         return (
             f"Score {score} against threshold {threshold:.1f}: inside the marginal band {threshold - band:.1f}–"
             f"{threshold:.1f}. No remaining hard finding."
         )
-    if review.reason == "judge_contradiction":
+    if review.reason == JUDGE_CONTRADICTION:
         said = "pass" if review.judge_passed else "fail"
         return f"The judge said {said}, but its own score of {score} against threshold {threshold:.1f} says otherwise."
-    if review.reason == "spread" and review.spread is not None:
+    if review.reason == SPREAD and review.spread is not None:
         center = review.judge_score if review.judge_score is not None else review.score or 0
         return (
             f"The judge is unsure: its score {center:.1f} spreads from {center - review.spread:.1f} to "
             f"{center + review.spread:.1f}, across the threshold {threshold:.1f}."
-        )
-    if review.reason == "unknown_check":
-        return (
-            "At least one check came back unknown: the recorded evidence leaves it open. "
-            "Unknowns never count in the quality number."
         )
     return review.detail or "The machine could not decide on its own."
 

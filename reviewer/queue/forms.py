@@ -2,13 +2,13 @@
 
 from django import forms
 
-from grading.judge.conversation import CHECKS
-from grading.models import ItemKind
-from reviewer.models import Decision
-from reviewer.selectors import REASON_LABELS, QueueFilters
+from grading.models import Decision, ItemKind
+from grading.outcomes import CHECKS, VERDICTS
+from reviewer.queue.display import REASON_LABELS
+from reviewer.queue.reads import QueueFilters
 
 KIND_CHOICES = [("", "all"), (ItemKind.DRAFT, "drafts"), (ItemKind.CONVERSATION, "conversations")]
-VERDICT_CHOICES = [("pass", "pass"), ("fail", "fail"), ("unknown", "unknown")]
+VERDICT_CHOICES = [(verdict, verdict) for verdict in VERDICTS]
 
 
 class QueueFilterForm(forms.Form):

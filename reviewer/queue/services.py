@@ -8,7 +8,6 @@ make a double hold or a double decision impossible even if that reasoning were w
 
 from __future__ import annotations
 
-import itertools
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -16,32 +15,19 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
-from django.db import IntegrityError, connection, transaction
-from django.db.models import Exists, OuterRef, Q
+from django.db import transaction
 from django.utils import timezone
 
-from grading.judge.conversation import CHECKS
-from grading.models import ItemKind, MemoryItem, Review, Route
-from grading.services import audit_record
+from grading.audit import audit_record
+from grading.memory import decision_learning_keep
+from grading.models import Decision, ItemKind, Review, Route
+from grading.reviews import InvalidDecision, NotWaiting, decision_record
 from grading.webhooks import HUMAN_DECISION, notify_pipeline
-from reviewer.models import Claim, Decision, QueueHead
-from reviewer.selectors import (
-    NO_FILTERS,
-    PRIORITIES,
-    PRIORITY,
-    QueueFilters,
-    ordered_scans,
-    queue_first_free,
-    queue_heads,
-    review_still_counts,
-    stale_reason,
-)
+from reviewer.models import Claim
+from reviewer.queue.display import stale_reason
+from reviewer.queue.reads import NO_FILTERS, QueueFilters, queue_first_free, queue_versions
 
 logger = logging.getLogger(__name__)
-
-DRAFT_OUTCOMES = (Decision.Outcome.APPROVE, Decision.Outcome.REJECT, Decision.Outcome.SEND_BACK)
-NOTE_REQUIRED = (Decision.Outcome.REJECT, Decision.Outcome.SEND_BACK)
-VERDICTS = ("pass", "fail", "unknown")
 
 
 def lease_length() -> timedelta:
@@ -76,20 +62,19 @@ def claim_next(
     3. Close an expired claim on it (recording the expiry) and open ours.
     """
     now = now or timezone.now()
-    heads = queue_heads(org_ids)
-    with ordered_scans():  # a transaction: the row lock lasts until the claim is written
+    versions = queue_versions(org_ids=org_ids, filters=filters)
+    with transaction.atomic():  # the row lock lasts until the claim is written
         passed_over: list[int] = []
         while True:
-            found = queue_first_free(org_ids=org_ids, filters=filters, heads=heads, now=now, passed_over=passed_over)
+            found = queue_first_free(versions=versions, filters=filters, now=now, passed_over=passed_over)
             if found is None:
                 return None
-            review_id, org_id, _ = found
-            current = Claim.objects.filter(review_id=review_id, ended_at__isnull=True).select_related("holder").first()
+            current = Claim.objects.filter(review_id=found.pk, ended_at__isnull=True).select_related("holder").first()
             held = current is not None and current.expires_at > now
-            if held or Decision.objects.filter(review_id=review_id).exists():
-                passed_over.append(review_id)
+            if held or not Review.objects.waiting().filter(pk=found.pk).exists():
+                passed_over.append(found.pk)
                 continue
-            return _open_claim(review_id, org_id, user, current, now, via="next")
+            return _open_claim(found.pk, found.org_id, user, current, now, via="next")
 
 
 def claim_take(*, user: AbstractBaseUser, org_ids: Sequence[int], review_id: int, now: datetime | None = None) -> Claim:
@@ -149,7 +134,8 @@ def claim_release(
 
 def _locked_review(org_ids: Sequence[int], review_id: int) -> Review:
     review = (
-        Review.objects.select_for_update(of=("self",))
+        Review.objects.with_state()
+        .select_for_update(of=("self",))
         .select_related("org", "criteria_version", "conversation", "draft")
         .filter(pk=review_id, org_id__in=list(org_ids), route=Route.HUMAN)
         .first()
@@ -160,11 +146,8 @@ def _locked_review(org_ids: Sequence[int], review_id: int) -> Review:
 
 
 def _refuse_unless_open(review: Review) -> None:
-    decision = Decision.objects.filter(review=review).select_related("decided_by").first()
-    if decision is not None:
-        by = decision.decided_by.get_username() if decision.decided_by else "someone"
-        raise Refused("decided", f"This item was already decided ({decision.get_outcome_display()}) by {by}.")
-    if not review_still_counts(review):
+    _refuse_if_decided(review)
+    if not Review.objects.waiting().filter(pk=review.pk).exists():
         raise Refused("changed", f"The item changed since it was queued, so it left the queue. {stale_reason(review)}")
 
 
@@ -247,24 +230,20 @@ def decision_create(
 ) -> DecisionResult:
     """Record the operator's decision on the review they were shown, or refuse and write nothing.
 
-    1. Validate the shape: a draft outcome (a note for reject and send back), or a verdict for every check.
-    2. Lock the review; refuse when it was decided already, when the caller does not hold a live lease on it,
-       when `fingerprint` is not the review's (the page showed other evidence), or when the review stopped
-       counting (the item changed, a newer review replaced it, or new criteria were published).
-    3. Write the decision, end the claim, record the audit event; on commit, tell the draft's pipeline.
+    1. Lock the review; refuse when it was decided already, when the caller does not hold a live lease on it,
+       or when `fingerprint` is not the review's (the page showed other evidence).
+    2. Grading records the decision (`decision_record`), which refuses a review that stopped counting (the
+       item changed, a newer review replaced it, or new criteria were published) and a shape that does not fit.
+    3. End the claim, record the audit event; on commit, tell the draft's pipeline.
     4. After commit, turn the note into an org learning if asked (an embedding call: never inside the lock).
     """
     now = now or timezone.now()
     note = note.strip()
     with transaction.atomic():
         review = _locked_review(org_ids, review_id)
-        values = _decision_values(review, outcome=outcome, checks=checks or {}, note=note)
         if keep_as_learning and not note:
             raise Refused("invalid", "Write the note to keep it as an org learning.")
-        decided = Decision.objects.filter(review=review).select_related("decided_by").first()
-        if decided is not None:
-            by = decided.decided_by.get_username() if decided.decided_by else "someone"
-            raise Refused("decided", f"This item was already decided ({decided.get_outcome_display()}) by {by}.")
+        _refuse_if_decided(review)
         claim = Claim.objects.filter(review=review, ended_at__isnull=True).select_related("holder").first()
         if claim is None or claim.holder_id != user.pk or claim.expires_at <= now:
             if claim is None:
@@ -272,26 +251,21 @@ def decision_create(
                     Claim.objects.filter(review=review, holder=user).select_related("holder").order_by("-pk").first()
                 )
             raise Refused(*_why_not_holder(claim, user, now))
-        if fingerprint != review.fingerprint or not review_still_counts(review):
+        if fingerprint != review.fingerprint:
             raise Refused(
                 "changed", f"The item changed since you opened it; nothing was recorded. {stale_reason(review)}"
             )
         try:
-            with transaction.atomic():
-                decision = Decision.objects.create(
-                    org_id=review.org_id,
-                    review=review,
-                    claim=claim,
-                    kind=review.kind,
-                    note=note,
-                    fingerprint=review.fingerprint,
-                    criteria_version_id=review.criteria_version_id,
-                    decided_by=user,
-                    decided_at=now,
-                    **values,
-                )
-        except IntegrityError:  # the constraint is the last line: a concurrent decision got in first
-            raise Refused("decided", "This item was already decided by someone else.") from None
+            decision = decision_record(
+                review_id=review.pk, outcome=outcome, checks=checks, note=note, decided_by=user, decided_at=now
+            )
+        except InvalidDecision as exc:
+            raise Refused("invalid", str(exc)) from None
+        except NotWaiting:
+            _refuse_if_decided(review)
+            raise Refused(
+                "changed", f"The item changed since you opened it; nothing was recorded. {stale_reason(review)}"
+            ) from None
         claim.ended_at, claim.end = now, Claim.End.DECIDED
         claim.save(update_fields=["ended_at", "end"])
         audit_record(
@@ -301,6 +275,7 @@ def decision_create(
             target=decision,
             detail={
                 "review": review.pk,
+                "claim": claim.pk,
                 "kind": review.kind,
                 "outcome": decision.outcome,
                 "checks": decision.checks,
@@ -310,111 +285,25 @@ def decision_create(
             },
         )
         if review.kind == ItemKind.DRAFT and review.draft.callback_url:
-            decision_id = decision.pk
-            transaction.on_commit(lambda: decision_notify_pipeline(decision_id=decision_id))
-        org_id, priority = review.org_id, PRIORITIES[review.kind]
-        transaction.on_commit(lambda: queue_head_advance(org_id=org_id, priority=priority), robust=True)
+            transaction.on_commit(lambda: notify_pipeline(review_id=review_id, event=HUMAN_DECISION))
     learning_error = None
     if keep_as_learning:
         learning_error = _keep_as_learning(decision)
     return DecisionResult(decision, learning_error)
 
 
-def _decision_values(review: Review, *, outcome: str, checks: dict[str, str], note: str) -> dict:
-    if review.kind == ItemKind.DRAFT:
-        if outcome not in DRAFT_OUTCOMES:
-            raise Refused("invalid", "Choose approve, reject or send back.")
-        if outcome in NOTE_REQUIRED and not note:
-            raise Refused("invalid", f"A note is required to {Decision.Outcome(outcome).label}.")
-        return {"outcome": outcome, "checks": {}}
-    if set(checks) != set(CHECKS) or any(verdict not in VERDICTS for verdict in checks.values()):
-        raise Refused("invalid", "Give a verdict (pass, fail or unknown) for every check.")
-    if not note:
-        raise Refused("invalid", "A note is required with a verdict: say what the evidence shows.")
-    verdicts = [checks[name] for name in CHECKS]
-    if "fail" in verdicts:
-        summary = Decision.Outcome.FAIL
-    elif "unknown" in verdicts:
-        summary = Decision.Outcome.UNKNOWN
-    else:
-        summary = Decision.Outcome.PASS
-    return {"outcome": summary, "checks": {name: checks[name] for name in CHECKS}}
+def _refuse_if_decided(review: Review) -> None:
+    decided = Decision.objects.filter(review=review).select_related("decided_by").first()
+    if decided is not None:
+        by = decided.decided_by.get_username() if decided.decided_by else "someone"
+        raise Refused("decided", f"This item was already decided ({decided.get_outcome_display()}) by {by}.")
 
 
 def _keep_as_learning(decision: Decision) -> str | None:
     """Store the note as an org learning and link it to the decision; a failure leaves the decision standing."""
     try:
-        from grading.memory import memory_add
-
-        item = memory_add(
-            org=decision.org,
-            kind=MemoryItem.Kind.LEARNING,
-            text=decision.note,
-            source=MemoryItem.Source.OPERATOR_DECISION,
-        )
+        decision_learning_keep(decision=decision)
     except Exception as exc:  # an embeddings backend that is down must not undo a decision
         logger.warning("decision %s: the note could not become an org learning: %s", decision.pk, exc)
         return f"The decision is recorded, but the note could not be kept as an org learning ({exc})."
-    Decision.objects.filter(pk=decision.pk).update(learning=item)
-    decision.learning = item
     return None
-
-
-def decision_notify_pipeline(*, decision_id: int) -> None:
-    """The one place an operator's draft decision reaches the pipeline's webhook (DESIGN 5.6). Runs on commit;
-    the payload reads the decision back through `review.decisions`."""
-    review = Review.objects.filter(decisions__pk=decision_id).select_related("draft").first()
-    if review is not None and review.draft is not None and review.draft.callback_url:
-        notify_pipeline(review_id=review.pk, event=HUMAN_DECISION)
-
-
-# --- the decided prefix ---------------------------------------------------------------------------------------
-
-HEAD_MARGIN = timedelta(minutes=10)  # far longer than a grading transaction takes from stamping to commit
-HEAD_BATCH = 1000
-
-
-def queue_head_advance(
-    *, org_id: int, priority: int, now: datetime | None = None, max_rows: int = 20 * HEAD_BATCH
-) -> None:
-    """Move the org's decided-prefix mark (QueueHead) forward over current reviews that have a decision.
-
-    1. Walk the queue index from the mark, in order, over reviews finished more than HEAD_MARGIN ago.
-    2. Stop at the first one without a decision (waiting, held, or no longer counting: none of those may be
-       skipped), or after `max_rows`.
-    3. Store the last decided key, only ever forwards (a conditional upsert, so racing advances are harmless).
-    Called after each decision; the decided items stay in the index but reads start after them.
-    """
-    now = now or timezone.now()
-    head = queue_heads([org_id]).get((org_id, priority))
-    reviews = (
-        Review.objects.filter(is_current=True, route=Route.HUMAN, org_id=org_id, finished_at__lt=now - HEAD_MARGIN)
-        .annotate(priority=PRIORITY, decided=Exists(Decision.objects.filter(review_id=OuterRef("pk"))))
-        .filter(priority=priority)
-    )
-    moved, scanned = None, 0
-    while scanned < max_rows:
-        batch = (
-            reviews
-            if head is None
-            else reviews.filter(Q(finished_at__gt=head[0]) | Q(finished_at=head[0], pk__gt=head[1]))
-        )
-        rows = list(batch.order_by("finished_at", "pk").values_list("finished_at", "pk", "decided")[:HEAD_BATCH])
-        scanned += len(rows)
-        decided = list(itertools.takewhile(lambda row: row[2], rows))
-        if decided:
-            head = moved = decided[-1][:2]
-        if len(decided) < HEAD_BATCH:
-            break
-    if moved is None:
-        return
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"""INSERT INTO {QueueHead._meta.db_table} (org_id, priority, finished_at, review_id, updated_at)
-                VALUES (%s, %s, %s, %s, %s)
-                ON CONFLICT (org_id, priority) DO UPDATE
-                SET finished_at = EXCLUDED.finished_at, review_id = EXCLUDED.review_id, updated_at = EXCLUDED.updated_at
-                WHERE ({QueueHead._meta.db_table}.finished_at, {QueueHead._meta.db_table}.review_id)
-                    < (EXCLUDED.finished_at, EXCLUDED.review_id)""",  # noqa: S608 - our table name; values are parameters
-            [org_id, priority, moved[0], moved[1], now],
-        )

@@ -1,0 +1,191 @@
+"""How the queue reads to a person: labels, ages, item links, and one page of rows built from the reads."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from django.urls import reverse
+from django.utils import timezone
+
+from grading.models import CriteriaVersion, ItemKind, Review, ReviewState
+from grading.outcomes import BAND, CHECKS, JUDGE_CONTRADICTION, SPREAD, SUB_SCORES, UNKNOWN_CHECK
+from reviewer.models import Claim
+from reviewer.queue import reads
+
+REASON_LABELS = {
+    BAND: "band",
+    UNKNOWN_CHECK: "unknown check",
+    JUDGE_CONTRADICTION: "judge contradicts itself",
+    SPREAD: "spread straddles",
+}
+SUB_SCORE_LABELS = dict(zip(SUB_SCORES, ("AEO compliance", "writing quality", "org fit"), strict=True))
+_VERDICT_MARKS = {"unknown": "?", "fail": "✗"}
+
+
+def stale_reason(review: Review) -> str:
+    """Why a review no longer counts, in words for the operator. Reads the review as loaded with its item,
+    its criteria version and its state (`Review.objects.with_state()`)."""
+    if review.state_now == ReviewState.SUPERSEDED:
+        return "A newer review of this item replaced this one."
+    if not review.criteria_version.is_active:
+        return (
+            f"A new {review.kind} criteria version was published after this review (it was judged under "
+            f"v{review.criteria_version.number}); the item will be graded again under the active one."
+        )
+    if review.subject.fingerprint != review.fingerprint:
+        if review.kind == ItemKind.CONVERSATION:
+            return (
+                "The conversation changed since this review: its active path now has different messages "
+                "(new, edited, or another branch chosen). The new path will be graded again."
+            )
+        return "The pipeline resubmitted the draft since this review; the new content will be graded again."
+    return "This review no longer counts."
+
+
+def age(delta: timedelta) -> str:
+    minutes = max(0, int(delta.total_seconds() // 60))
+    if minutes < 60:
+        return f"{minutes} min"
+    hours, minutes = divmod(minutes, 60)
+    if hours < 48:
+        return f"{hours} h {minutes:02d} min"
+    return f"{hours // 24} d {hours % 24} h"
+
+
+def count_label(count: int) -> str:
+    return f"{reads.COUNT_CAP:,}+" if count > reads.COUNT_CAP else f"{count:,}"
+
+
+@dataclass(frozen=True)
+class QueueRow:
+    review_id: int
+    url: str
+    kind: str
+    reason: str
+    title: str
+    context: str
+    reason_label: str
+    summary: str
+    checks: list[tuple[str, str, str]]  # conversations: (letter, verdict, mark)
+    criteria_label: str
+    waiting: str
+    mine: bool
+    held_by: str
+
+
+def queue_row(review: Review, *, claim: Claim | None, user, now: datetime) -> QueueRow:
+    checks: list[tuple[str, str, str]] = []
+    if review.kind == ItemKind.DRAFT:
+        parts = [f"{review.score:.1f}" if review.score is not None else "no score"]
+        if review.sub_scores:
+            parts.append("/".join(str(review.sub_scores.get(name, "?")) for name in SUB_SCORES))
+        if review.reason == JUDGE_CONTRADICTION and review.judge_passed is not None:
+            parts.append(f"but the judge said {'pass' if review.judge_passed else 'fail'}")
+        summary, title, context = " · ".join(parts), review.draft.slug, review.draft.title
+    else:
+        for name in CHECKS:
+            verdict = (review.checks.get(name) or {}).get("verdict", "unknown")
+            checks.append((name[0].upper(), verdict, _VERDICT_MARKS.get(verdict, "")))
+        summary, title, context = "", review.conversation.external_id, review.conversation.application
+    mine = claim is not None and claim.holder_id == user.pk
+    held_by = ""
+    if claim is not None:
+        held_by = f"{'you' if mine else claim.holder.get_username()} (until {claim.expires_at:%H:%M})"
+    return QueueRow(
+        review_id=review.pk,
+        url=reverse("review_detail", args=[review.pk]),
+        kind=review.kind,
+        reason=review.reason,
+        title=title,
+        context=context,
+        reason_label=REASON_LABELS.get(review.reason, review.reason or "human"),
+        summary=summary,
+        checks=checks,
+        criteria_label=f"{'draft' if review.kind == ItemKind.DRAFT else 'conv'} v{review.criteria_version.number}",
+        waiting=age(now - review.finished_at),
+        mine=mine,
+        held_by=held_by,
+    )
+
+
+@dataclass(frozen=True)
+class ReasonCount:
+    reason: str
+    label: str
+    count: int
+
+    @property
+    def count_label(self) -> str:
+        return count_label(self.count)
+
+
+@dataclass(frozen=True)
+class QueuePage:
+    rows: list[QueueRow]
+    total: int
+    total_label: str
+    counts: list[ReasonCount]
+    oldest: str
+    held_by_others: int
+    my_claims: list[Claim]
+    next_cursor: int | None
+    previous_cursor: int | None
+    applications: list[str]
+    criteria_versions: list[CriteriaVersion]
+    refreshed_at: datetime
+
+
+def queue_page(
+    *,
+    user,
+    org_ids: Sequence[int],
+    filters: reads.QueueFilters = reads.NO_FILTERS,
+    after: int | None = None,
+    before: int | None = None,
+    now: datetime | None = None,
+    page_size: int = reads.PAGE_SIZE,
+) -> QueuePage:
+    """One page of the queue, oldest first within priority, with counts per reason and who holds what.
+
+    A cursor names a review (the last of the previous page, or the first of the next); one that is not in
+    the operator's orgs is ignored. The number of queries does not depend on the number of items.
+    """
+    now = now or timezone.now()
+    key_after, key_before = reads.cursor_key(org_ids, after), reads.cursor_key(org_ids, before)
+    if key_before is not None:
+        key_after = None
+    all_versions = reads.queue_versions(org_ids=org_ids)
+    versions = [v for v in all_versions if v.kind in filters.kinds and filters.criteria_version in (None, v.pk)]
+    reviews = reads.queue_rows(
+        versions=versions, filters=filters, after=key_after, before=key_before, limit=page_size + 1
+    )
+    stats = reads.queue_stats(versions=versions, filters=filters)
+    more = len(reviews) > page_size
+    reviews = reviews[:page_size]
+    if key_before is not None:
+        reviews.reverse()
+    has_more_after, has_more_before = (True, more) if key_before is not None else (more, key_after is not None)
+
+    claims = reads.live_claims(org_ids, now)
+    claim_by_review = {claim.review_id: claim for claim in claims}
+    rows = [queue_row(review, claim=claim_by_review.get(review.pk), user=user, now=now) for review in reviews]
+    counts = [ReasonCount(reason, label, stats.counts[reason]) for reason, label in REASON_LABELS.items()]
+    if stats.counts[""]:
+        counts.append(ReasonCount("", "other", stats.counts[""]))
+    capped = sum(min(n, reads.COUNT_CAP) for n in stats.counts.values())
+    return QueuePage(
+        rows=rows,
+        total=stats.total,
+        total_label=f"{capped:,}+" if stats.capped else f"{stats.total:,}",
+        counts=counts,
+        oldest=age(now - stats.oldest) if stats.oldest else "",
+        held_by_others=sum(1 for claim in claims if claim.holder_id != user.pk),
+        my_claims=[claim for claim in claims if claim.holder_id == user.pk],
+        next_cursor=rows[-1].review_id if rows and has_more_after else None,
+        previous_cursor=rows[0].review_id if rows and has_more_before else None,
+        applications=reads.queue_applications(org_ids),
+        criteria_versions=all_versions,
+        refreshed_at=now,
+    )

@@ -1,0 +1,329 @@
+"""Reads of the review queue: which reviews wait for a person, in what order, and who holds what.
+
+What waits is grading's to say (`Review.objects.waiting()`, ReviewState); this module only orders and pages it.
+Every read takes the operator's org ids, so a view that forgets to filter by org has nothing to pass.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from django.db import connection
+from django.db.models import Exists, OuterRef, Q, QuerySet
+from django.utils import timezone
+
+from grading.models import Conversation, CriteriaVersion, Decision, ItemKind, Review, Route
+from grading.outcomes import HUMAN_REASONS
+from reviewer.access import orgs_for
+from reviewer.models import Claim, Role
+
+PAGE_SIZE = 25  # a screenful: operators work from the top; j/k and paging reach the rest
+COUNT_CAP = 100  # counts above this read "100+": exact where it matters, a bounded read where it does not
+
+# Drafts come first: a pipeline is blocked on each one, while a conversation review is after the fact.
+PRIORITIES = {ItemKind.DRAFT: 0, ItemKind.CONVERSATION: 1}
+Key = tuple[int, datetime, int]  # (priority, finished_at, review id): the queue order
+
+
+def operator_org_ids(user) -> list[int]:
+    """The orgs in which `user` is an operator: the only orgs the queue reads from."""
+    return list(orgs_for(user, Role.OPERATOR).values_list("pk", flat=True))
+
+
+@dataclass(frozen=True)
+class QueueFilters:
+    kind: str = ""
+    application: str = ""
+    reason: str = ""
+    criteria_version: int | None = None
+
+    def as_query(self, **extra: Any) -> dict[str, Any]:
+        params = {
+            "kind": self.kind,
+            "application": self.application,
+            "reason": self.reason,
+            "criteria": self.criteria_version or "",
+        }
+        return {key: value for key, value in (params | extra).items() if value not in ("", None)}
+
+    @property
+    def active(self) -> bool:
+        return bool(self.kind or self.application or self.reason or self.criteria_version)
+
+    @property
+    def kinds(self) -> list[str]:
+        if self.kind:
+            return [self.kind]
+        return [ItemKind.CONVERSATION] if self.application else list(PRIORITIES)
+
+
+NO_FILTERS = QueueFilters()
+
+
+def queue_reviews(*, org_ids: Sequence[int], filters: QueueFilters = NO_FILTERS) -> QuerySet[Review]:
+    """The queue as one set: every review waiting for a person in the given orgs, within the filters."""
+    return _filtered(Review.objects.waiting().filter(org_id__in=list(org_ids), kind__in=filters.kinds), filters)
+
+
+def _filtered(reviews: QuerySet[Review], filters: QueueFilters) -> QuerySet[Review]:
+    if filters.application:
+        reviews = reviews.filter(conversation__application=filters.application)
+    if filters.reason:
+        reviews = reviews.filter(reason=filters.reason)
+    if filters.criteria_version:
+        reviews = reviews.filter(criteria_version_id=filters.criteria_version)
+    return reviews
+
+
+def queue_versions(*, org_ids: Sequence[int], filters: QueueFilters = NO_FILTERS) -> list[CriteriaVersion]:
+    """The active criteria versions the queue reads, in queue order (drafts first).
+
+    A version names its org and kind, so the reviews waiting under it are one range of the `review_queue`
+    index in (finished_at, id) order: reading a page walks each range from its start and stops.
+    """
+    versions = CriteriaVersion.objects.filter(org_id__in=list(org_ids), kind__in=filters.kinds, is_active=True)
+    if filters.criteria_version:
+        versions = versions.filter(pk=filters.criteria_version)
+    return sorted(versions.select_related("org"), key=lambda v: (PRIORITIES[v.kind], v.org.slug))
+
+
+def _range(version: CriteriaVersion, filters: QueueFilters) -> QuerySet[Review]:
+    return _filtered(Review.objects.waiting().filter(criteria_version=version), filters)
+
+
+_ROW_COLUMNS = (
+    "id",
+    "org_id",
+    "kind",
+    "reason",
+    "score",
+    "judge_passed",
+    "sub_scores",
+    "checks",
+    "finished_at",
+    "criteria_version__number",
+    "criteria_version__kind",
+    "draft__slug",
+    "draft__title",
+    "conversation__external_id",
+    "conversation__application",
+)
+
+
+def queue_rows(
+    *,
+    versions: Sequence[CriteriaVersion],
+    filters: QueueFilters,
+    after: Key | None = None,
+    before: Key | None = None,
+    limit: int,
+) -> list[Review]:
+    """Up to `limit` reviews in queue order (reversed when paging backwards) after or before a cursor.
+
+    Each version's range is read in index order up to `limit` (every range, so the number of queries does not
+    depend on the data); ranges of one priority (several orgs) are merged by key, priorities follow each other.
+    """
+    backwards = before is not None
+    order = ("-finished_at", "-pk") if backwards else ("finished_at", "pk")
+    by_priority: dict[int, list[CriteriaVersion]] = {}
+    for version in versions:
+        by_priority.setdefault(PRIORITIES[version.kind], []).append(version)
+    picked: list[tuple[Key, Review]] = []
+    for priority in sorted(by_priority, reverse=backwards):
+        if (after and priority < after[0]) or (before and priority > before[0]):
+            continue
+        found = []
+        for version in by_priority[priority]:
+            reviews = _range(version, filters)
+            if after and priority == after[0]:
+                reviews = reviews.filter(_beyond(after, "gt"))
+            if before and priority == before[0]:
+                reviews = reviews.filter(_beyond(before, "lt"))
+            rows = reviews.select_related("criteria_version", "draft", "conversation").only(*_ROW_COLUMNS)
+            found += [((priority, r.finished_at, r.pk), r) for r in rows.order_by(*order)[:limit]]
+        found.sort(key=lambda pair: pair[0], reverse=backwards)
+        picked += found[: limit - len(picked)]
+    return [review for _, review in picked]
+
+
+def _beyond(key: Key, op: str) -> Q:
+    return Q(**{f"finished_at__{op}": key[1]}) | Q(finished_at=key[1], **{f"pk__{op}": key[2]})
+
+
+@dataclass(frozen=True)
+class QueueStats:
+    counts: dict[str, int]  # reason -> count ("" for any other reason), each read no further than past the cap
+    oldest: datetime | None
+
+    @property
+    def total(self) -> int:
+        return sum(self.counts.values())
+
+    @property
+    def capped(self) -> bool:
+        return any(n > COUNT_CAP for n in self.counts.values())
+
+
+def queue_stats(*, versions: Sequence[CriteriaVersion], filters: QueueFilters) -> QueueStats:
+    """Counts per reason (whatever the reason filter) and the oldest waiting item, in one query.
+
+    Per version and reason, the first COUNT_CAP + 1 rows of the (criteria version, reason, finished_at, id)
+    index: a queue of 100,000 costs what a queue of a hundred does. Each part reads oldest first, so the
+    oldest item is among the rows read.
+    """
+    unfiltered = QueueFilters(filters.kind, filters.application, "", filters.criteria_version)
+    parts = [
+        reviews.order_by("finished_at", "pk").values_list("reason", "finished_at")[: COUNT_CAP + 1]
+        for version in versions
+        for reviews in [
+            *(_range(version, unfiltered).filter(reason=reason) for reason in HUMAN_REASONS),
+            _range(version, unfiltered).exclude(reason__in=HUMAN_REASONS),
+        ]
+    ]
+    if not parts:
+        return QueueStats(counts=dict.fromkeys([*HUMAN_REASONS, ""], 0), oldest=None)
+    rows = list(functools.reduce(lambda a, b: a.union(b, all=True), parts))
+    known = Counter(reason if reason in HUMAN_REASONS else "" for reason, _ in rows)
+    return QueueStats(
+        counts={reason: known.get(reason, 0) for reason in [*HUMAN_REASONS, ""]},
+        oldest=min((finished_at for _, finished_at in rows), default=None),
+    )
+
+
+def queue_first_free(
+    *, versions: Sequence[CriteriaVersion], filters: QueueFilters, now: datetime, passed_over: Sequence[int]
+) -> Review | None:
+    """The first item nobody holds, in queue order, its row locked FOR UPDATE; rows other claimers have locked
+    are skipped (SKIP LOCKED). Run inside the claim's transaction.
+
+    Priority by priority; across orgs, the oldest of each org's first free item (the other rows stay locked
+    only until the transaction ends)."""
+    held = Claim.objects.filter(review_id=OuterRef("pk"), ended_at__isnull=True, expires_at__gt=now)
+    by_priority: dict[int, list[Review]] = {}
+    for version in versions:
+        priority = PRIORITIES[version.kind]
+        if by_priority and priority > min(by_priority):
+            break
+        free = _range(version, filters).exclude(Exists(held)).exclude(pk__in=list(passed_over))
+        first = free.order_by("finished_at", "pk").select_for_update(skip_locked=True, of=("self",)).first()
+        if first is not None:
+            by_priority.setdefault(priority, []).append(first)
+    if not by_priority:
+        return None
+    return min(by_priority[min(by_priority)], key=lambda r: (r.finished_at, r.pk))
+
+
+def cursor_key(org_ids: Sequence[int], review_id: int | None) -> Key | None:
+    if review_id is None:
+        return None
+    row = Review.objects.filter(pk=review_id, org_id__in=list(org_ids)).values_list("kind", "finished_at").first()
+    return (PRIORITIES[row[0]], row[1], review_id) if row else None
+
+
+def live_claims(org_ids: Sequence[int], now: datetime) -> list[Claim]:
+    return list(
+        Claim.objects.filter(org_id__in=list(org_ids), ended_at__isnull=True, expires_at__gt=now)
+        .select_related("holder")
+        .order_by("expires_at")
+    )
+
+
+def queue_applications(org_ids: Sequence[int]) -> list[str]:
+    """The distinct applications of the orgs' conversations, by a loose index scan over (org, application):
+    one index probe per application instead of reading every conversation."""
+    if not org_ids:
+        return []
+    table = Conversation._meta.db_table
+    sql = f"""
+        WITH RECURSIVE apps AS (
+            (SELECT org_id, application FROM {table} WHERE org_id = ANY(%s) ORDER BY org_id, application LIMIT 1)
+            UNION ALL
+            SELECT nxt.org_id, nxt.application FROM apps, LATERAL (
+                SELECT org_id, application FROM {table}
+                WHERE org_id = ANY(%s) AND (org_id, application) > (apps.org_id, apps.application)
+                ORDER BY org_id, application LIMIT 1
+            ) nxt
+        )
+        SELECT DISTINCT application FROM apps ORDER BY application
+    """  # noqa: S608 - the table name is ours; values are parameters
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [list(org_ids), list(org_ids)])
+        return [row[0] for row in cursor.fetchall()]
+
+
+# --- claims ---------------------------------------------------------------------------------------------------
+
+
+def open_claim(review_id: int) -> Claim | None:
+    """The review's claim that has not ended (it may have expired: compare `expires_at` with now)."""
+    return Claim.objects.filter(review_id=review_id, ended_at__isnull=True).select_related("holder").first()
+
+
+@dataclass(frozen=True)
+class Lease:
+    """What the item page says about who holds the item."""
+
+    claim: Claim | None
+    mine: bool
+    expired: bool
+    minutes_left: int
+
+    @property
+    def live(self) -> bool:
+        return self.claim is not None and not self.expired
+
+
+def lease_of(claim: Claim | None, user, now: datetime | None = None) -> Lease:
+    now = now or timezone.now()
+    if claim is None:
+        return Lease(None, False, False, 0)
+    left = (claim.expires_at - now).total_seconds()
+    return Lease(claim, claim.holder_id == user.pk, left <= 0, max(0, int((left + 59) // 60)))
+
+
+# --- item pages -----------------------------------------------------------------------------------------------
+
+
+def review_for_operator(*, org_ids: Sequence[int], review_id: int) -> Review | None:
+    """A review routed to humans in one of the operator's orgs, with its state and what the item page reads
+    beside it."""
+    return (
+        Review.objects.with_state()
+        .filter(pk=review_id, org_id__in=list(org_ids), route=Route.HUMAN)
+        .select_related("org", "criteria_version", "conversation", "draft")
+        .first()
+    )
+
+
+def decision_of(review: Review) -> Decision | None:
+    return Decision.objects.filter(review=review).select_related("decided_by").first()
+
+
+def other_reviews(review: Review, limit: int = 20) -> list[Review]:
+    """The item's other reviews, newest first: history that stopped counting, or the one that replaced this."""
+    subject = {"conversation_id": review.conversation_id} if review.conversation_id else {"draft_id": review.draft_id}
+    return list(
+        Review.objects.with_state()
+        .filter(**subject)
+        .exclude(pk=review.pk)
+        .select_related("criteria_version")
+        .only(
+            "pk",
+            "route",
+            "reason",
+            "fingerprint",
+            "finished_at",
+            "state",
+            "score",
+            "kind",
+            "criteria_version__number",
+            "criteria_version__kind",
+            "criteria_version__is_active",
+        )  # fmt: skip
+        .order_by("-finished_at", "-pk")[:limit]
+    )

@@ -1,0 +1,13 @@
+from django.urls import path
+
+from reviewer.queue import views
+
+urlpatterns = [
+    path("", views.queue, name="queue"),
+    path("claim-next/", views.queue_claim_next, name="queue_claim_next"),
+    path("items/<int:pk>/", views.review_detail, name="review_detail"),
+    path("items/<int:pk>/claim/", views.review_claim, name="review_claim"),
+    path("items/<int:pk>/release/", views.review_release, name="review_release"),
+    path("items/<int:pk>/heartbeat/", views.review_heartbeat, name="review_heartbeat"),
+    path("items/<int:pk>/decide/", views.review_decide, name="review_decide"),
+]

@@ -1,0 +1,242 @@
+"""The queue's pages: the list, claiming, the two item pages, and deciding. Every view asks the reads and
+services with the operator's org ids; another org's item does not exist as far as an operator can tell."""
+
+from dataclasses import replace
+from urllib.parse import urlencode
+
+from django.contrib import messages
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_POST
+from django_htmx.http import HttpResponseClientRedirect
+
+from grading.models import COUNTING_STATES, ItemKind, Review
+from reviewer.access import role_required
+from reviewer.models import Role
+from reviewer.queue import display, item_pages, reads, rendering
+from reviewer.queue.forms import ConversationDecisionForm, DraftDecisionForm, QueueFilterForm
+from reviewer.queue.services import Refused, claim_extend, claim_next, claim_release, claim_take, decision_create
+
+
+@require_GET
+@role_required(Role.OPERATOR)
+def queue(request: HttpRequest) -> HttpResponse:
+    """The full page, or (for htmx's refresh, filters and paging) just the list that `#queue-list` swaps."""
+    org_ids = reads.operator_org_ids(request.user)
+    form = QueueFilterForm(request.GET)
+    filters = form.filters()
+    after, before = form.cursor()
+    page = display.queue_page(user=request.user, org_ids=org_ids, filters=filters, after=after, before=before)
+    context = {
+        "page": page,
+        "filters": filters,
+        "filter_form": form,
+        "list_url": _queue_url(filters, after=after, before=before),
+        "next_url": _queue_url(filters, after=page.next_cursor) if page.next_cursor else "",
+        "previous_url": _queue_url(filters, before=page.previous_cursor) if page.previous_cursor else "",
+        "first_url": _queue_url(filters) if (after or before) else "",
+        "reason_urls": [(count, _queue_url(replace(filters, reason=count.reason))) for count in page.counts],
+        "all_reasons_url": _queue_url(replace(filters, reason="")),
+        "nav_active": "queue",
+    }
+    template = "reviewer/queue/queue.html"
+    if request.htmx and request.htmx.target == "queue-list":
+        template += "#queue-list"
+    return render(request, template, context)
+
+
+def _queue_url(filters: reads.QueueFilters, **cursor) -> str:
+    query = filters.as_query(**cursor)
+    return reverse("queue") + ("?" + urlencode(query) if query else "")
+
+
+@require_POST
+@role_required(Role.OPERATOR)
+def queue_claim_next(request: HttpRequest) -> HttpResponse:
+    """Claim the next free item (within the filters the queue shows) and open it."""
+    filters = QueueFilterForm(request.POST).filters()
+    claim = claim_next(user=request.user, org_ids=reads.operator_org_ids(request.user), filters=filters)
+    if claim is None:
+        messages.info(request, "Nothing left to claim: every item is decided or held by someone.")
+        return redirect(_queue_url(filters))
+    return redirect("review_detail", pk=claim.review_id)
+
+
+# --- item pages -----------------------------------------------------------------------------------------------
+
+
+def _get_review_for_user(request: HttpRequest, pk: int) -> tuple[Review, list[int]]:
+    """The review routed to humans, in one of the operator's orgs; 404 otherwise (another org's item does
+    not exist as far as this operator can tell)."""
+    org_ids = reads.operator_org_ids(request.user)
+    review = reads.review_for_operator(org_ids=org_ids, review_id=pk)
+    if review is None:
+        raise Http404("No such item in your queue.")
+    return review, org_ids
+
+
+def _item_context(request: HttpRequest, review: Review, *, form=None, refusal: str = "") -> dict:
+    """What both item pages and their partials read."""
+    still_counts = review.state_now in COUNTING_STATES
+    decision = reads.decision_of(review)
+    lease = reads.lease_of(reads.open_claim(review.pk), request.user)
+    if form is None:
+        form = _decision_form(review)
+    return {
+        "review": review,
+        "still_counts": still_counts,
+        "stale_reason": "" if still_counts else display.stale_reason(review),
+        "decision": decision,
+        "lease": lease,
+        "form": form,
+        "refusal": refusal,
+        "nav_active": "queue",
+    }
+
+
+def _decision_form(review: Review, data=None):
+    if review.kind == ItemKind.DRAFT:
+        return DraftDecisionForm(data, initial={"fingerprint": review.fingerprint})
+    verdicts = {name: (check or {}).get("verdict", "unknown") for name, check in (review.checks or {}).items()}
+    return ConversationDecisionForm(data, initial={"fingerprint": review.fingerprint}, initial_verdicts=verdicts)
+
+
+@require_GET
+@role_required(Role.OPERATOR)
+def review_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    review, _ = _get_review_for_user(request, pk)
+    return _render_item(request, review, _item_context(request, review))
+
+
+def _render_item(request: HttpRequest, review: Review, context: dict, *, status: int = 200) -> HttpResponse:
+    if request.htmx and request.htmx.target == "actions":
+        return render(request, "reviewer/queue/item.html#actions", context, status=status)
+    if review.kind == ItemKind.DRAFT:
+        context |= _draft_context(review)
+        template = "reviewer/queue/draft_item.html"
+    else:
+        context |= _conversation_context(review)
+        template = "reviewer/queue/conversation_item.html"
+    context["other_reviews"] = reads.other_reviews(review)
+    return render(request, template, context, status=status)
+
+
+def _draft_context(review: Review) -> dict:
+    body = item_pages.draft_body_for_review(review)
+    memory = review.memory_used if isinstance(review.memory_used, dict) else {}
+    proof_terms = [
+        t for fact in memory.get("facts") or [] if isinstance(fact, dict) for t in fact.get("proof_terms") or []
+    ]
+    highlights = rendering.finding_highlights(review.findings) + rendering.proof_highlights(body, proof_terms)
+    repairs = review.repairs if isinstance(review.repairs, dict) else None
+    return {
+        "why": item_pages.why_human(review),
+        "scale": item_pages.draft_scale(review),
+        "sub_scores": item_pages.sub_scores(review),
+        "article": rendering.render_markdown(body, highlights),
+        "findings": [f for f in review.findings if isinstance(f, dict)],
+        "judge_issues": [i for i in review.judge_issues if isinstance(i, dict)],
+        "repairs": repairs,
+        "diff": rendering.diff_lines(str(repairs.get("diff", ""))) if repairs else [],
+        "memory": memory,
+        "identity": item_pages.identity_rows(review),
+    }
+
+
+def _conversation_context(review: Review) -> dict:
+    evidence = item_pages.conversation_evidence(review)
+    return {
+        "why": item_pages.why_human(review),
+        "evidence": evidence,
+        "identity": item_pages.identity_rows(review, messages_on_path=evidence.path_length),
+    }
+
+
+@require_POST
+@role_required(Role.OPERATOR)
+def review_claim(request: HttpRequest, pk: int) -> HttpResponse:
+    review, org_ids = _get_review_for_user(request, pk)
+    try:
+        claim_take(user=request.user, org_ids=org_ids, review_id=review.pk)
+    except Refused as refusal:
+        return _refused(request, review, refusal)
+    return _after_action(request, review)
+
+
+@require_POST
+@role_required(Role.OPERATOR)
+def review_release(request: HttpRequest, pk: int) -> HttpResponse:
+    review, org_ids = _get_review_for_user(request, pk)
+    try:
+        claim_release(user=request.user, org_ids=org_ids, review_id=review.pk)
+    except Refused as refusal:
+        return _refused(request, review, refusal)
+    messages.info(request, "Released: the item is back in the queue.")
+    if request.htmx:
+        return HttpResponseClientRedirect(reverse("queue"))
+    return redirect("queue")
+
+
+@require_POST
+@role_required(Role.OPERATOR)
+def review_heartbeat(request: HttpRequest, pk: int) -> HttpResponse:
+    """Extend the lease while the page is open (htmx, every minute). Answers with the lease line, which says
+    so when the lease is gone or the item changed; the decision form itself is left as the operator typed it."""
+    review, org_ids = _get_review_for_user(request, pk)
+    lease_message = ""
+    try:
+        claim_extend(user=request.user, org_ids=org_ids, review_id=review.pk)
+    except Refused as refused:
+        lease_message = refused.message
+    if not request.htmx:
+        return redirect("review_detail", pk=review.pk)
+    context = _item_context(request, review) | {"lease_message": lease_message}
+    return render(request, "reviewer/queue/item.html#lease", context)
+
+
+@require_POST
+@role_required(Role.OPERATOR)
+def review_decide(request: HttpRequest, pk: int) -> HttpResponse:
+    review, org_ids = _get_review_for_user(request, pk)
+    form = _decision_form(review, request.POST)
+    if not form.is_valid():
+        return _render_item(request, review, _item_context(request, review, form=form), status=422)
+    try:
+        result = decision_create(
+            user=request.user,
+            org_ids=org_ids,
+            review_id=review.pk,
+            fingerprint=form.cleaned_data["fingerprint"],
+            outcome=form.cleaned_data.get("outcome", ""),
+            checks=form.verdicts() if isinstance(form, ConversationDecisionForm) else None,
+            note=form.cleaned_data.get("note") or "",
+            keep_as_learning=form.cleaned_data.get("keep_as_learning", False),
+        )
+    except Refused as refusal:
+        return _refused(request, review, refusal, form=form)
+    decision = result.decision
+    messages.success(request, f"Decided: {decision.get_outcome_display()} on {_item_name(review)}.")
+    if result.learning_error:
+        messages.warning(request, result.learning_error)
+    elif decision.learning_id:
+        messages.info(request, "The note is now an org learning.")
+    if request.htmx:
+        return HttpResponseClientRedirect(reverse("queue"))
+    return redirect("queue")
+
+
+def _item_name(review: Review) -> str:
+    return review.draft.slug if review.kind == ItemKind.DRAFT else review.conversation.external_id
+
+
+def _refused(request: HttpRequest, review: Review, refusal: Refused, *, form=None) -> HttpResponse:
+    """Nothing was written: show the item again with the reason, in place for htmx, as a page without it."""
+    context = _item_context(request, review, form=form, refusal=refusal.message)
+    return _render_item(request, review, context, status=409)
+
+
+def _after_action(request: HttpRequest, review: Review) -> HttpResponse:
+    if request.htmx:
+        return _render_item(request, review, _item_context(request, review))
+    return redirect("review_detail", pk=review.pk)
