@@ -107,7 +107,9 @@ class ReviewStateMachine(RuleBasedStateMachine):
     def switch_back_to_the_first_reply(self, key):
         if self._conversation(key) is None:
             return
-        conversation_append(org=self.org, external_id=key, payload=MessagesIn(messages=[], active_message_id="a0"))
+        first_reply = {"id": "a0", "parent_id": "u0", "role": "assistant", "content": "Done."}
+        payload = MessagesIn(messages=[first_reply], active_message_id="a0")
+        conversation_append(org=self.org, external_id=key, payload=payload)
 
     # --- drafts ----------------------------------------------------------------------------------------------
 
@@ -238,8 +240,8 @@ class ReviewStateMachine(RuleBasedStateMachine):
 def test_every_reader_reports_what_the_rows_say(fake_llm):
     ReviewStateMachine.fake_llm = fake_llm
     ReviewStateMachine.TestCase.settings = settings(
-        max_examples=25,
-        stateful_step_count=30,
+        max_examples=20,
+        stateful_step_count=25,
         deadline=None,
         suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
     )
@@ -306,3 +308,24 @@ def test_a_late_grader_never_displaces_the_review_of_the_present_content(org, fa
     present = current_review(draft)
     assert present is not None and present.fingerprint == draft.fingerprint and present.route == "fail"
     assert late.fingerprint != draft.fingerprint and late.state == ReviewState.SUPERSEDED
+
+
+def test_a_conversation_switched_back_to_a_graded_branch_counts_again_with_no_judge_call(org, fake_llm):
+    conversation = upsert(org, support_conversation()).conversation
+    fake_llm.script(verdicts_reply(PATH_IDS))
+    first = conversation_grade(conversation_id=conversation.pk, judge=llm_judge(fake_llm))
+    regenerated = message("m4c", "assistant", "Refunded.", "m3", 5)
+    conversation_append(
+        org=org, external_id="cv-1", payload=MessagesIn(messages=[regenerated], active_message_id="m4c")
+    )
+    assert current_review(conversation) is None
+    back = MessagesIn.model_validate(
+        {
+            "messages": [message("m4", "assistant", "Done: order 1182 was refunded, 49.90 is on its way.", "m3", 4)],
+            "active_message_id": "m4",
+        }
+    )
+    conversation_append(org=org, external_id="cv-1", payload=back)
+    assert current_review(conversation) == first
+    assert len(fake_llm.chat_requests()) == 1
+    assert not conversations_needing_grading(timezone.now()).filter(pk=conversation.pk).exists()
