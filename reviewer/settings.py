@@ -12,7 +12,7 @@ from celery.schedules import crontab
 from django.core.exceptions import ImproperlyConfigured
 
 from reviewer import embedded
-from reviewer.env import env_bool, env_choice, env_float, env_int, env_list, env_str
+from reviewer.env import env_bool, env_choice, env_float, env_int, env_list, env_networks, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 DATA_DIR = Path(env_str("TOLLGATE_DATA_DIR", str(BASE_DIR / ".data")))
@@ -189,7 +189,12 @@ CELERY_TASK_SOFT_TIME_LIMIT = CELERY_TASK_TIME_LIMIT - 5
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": CELERY_TASK_TIME_LIMIT * 2}
 CELERY_TASK_DEFAULT_QUEUE = "default"
 
-CELERY_TASK_ROUTES = {"grading.tasks.grade_*": {"queue": "judge"}}
+# Webhooks have a queue and a worker of their own (README): a receiver that answers slowly must hold
+# neither the workers that grade nor the one that runs the grading pass.
+CELERY_TASK_ROUTES = {
+    "grading.tasks.grade_*": {"queue": "judge"},
+    "grading.tasks.deliver_webhook": {"queue": "webhooks"},
+}
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
 CELERY_BEAT_SCHEDULE = {
@@ -218,7 +223,11 @@ CONVERSATION_QUIET_MINUTES = env_int("CONVERSATION_QUIET_MINUTES", 30, minimum=0
 GRADING_PASS_CAP = env_int("GRADING_PASS_CAP", 5_000, minimum=1)
 SAMPLING_SALT = env_str("SAMPLING_SALT", "tollgate")
 
-# Draft webhooks.
+# Requests to URLs that users give (webhooks): internal addresses are refused unless a network here names them.
+OUTBOUND_ALLOWED_NETWORKS = env_networks("OUTBOUND_ALLOWED_NETWORKS")
+
+# Draft webhooks. The timeout is for a whole try, not per read.
+WEBHOOK_TIMEOUT_SECONDS = env_float("WEBHOOK_TIMEOUT_SECONDS", 10.0, minimum=0.1)
 WEBHOOK_MAX_ATTEMPTS = env_int("WEBHOOK_MAX_ATTEMPTS", 6, minimum=1)
 WEBHOOK_RETRY_BASE_SECONDS = env_float("WEBHOOK_RETRY_BASE_SECONDS", 10.0, minimum=0)
 WEBHOOK_RETRY_CAP_SECONDS = env_float("WEBHOOK_RETRY_CAP_SECONDS", 600.0, minimum=0)
