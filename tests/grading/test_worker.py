@@ -17,7 +17,7 @@ from tests.conftest import wait_until
 from tests.fakes.canary_tasks import canary_write
 from tests.grading.conversations import PATH_IDS, support_conversation, upsert, verdicts_reply
 from tests.grading.drafts import CLEAN_BODY, SOURCE, draft_reply, llm_draft_judge, save_draft, setup_org_memory
-from tests.grading.test_webhooks import Receiver
+from tests.grading.test_webhooks import DribblingReceiver, Receiver
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -72,8 +72,14 @@ def test_the_same_grading_task_delivered_twice_yields_one_review(celery_worker, 
     assert Conversation.objects.get(pk=conversation.pk).queued_at is None
 
 
+@pytest.fixture
+def allow_loopback(settings):
+    """The receivers listen on 127.0.0.1; the workers have the same allowlist (conftest)."""
+    settings.OUTBOUND_ALLOWED_NETWORKS = ["127.0.0.1/32"]
+
+
 def test_a_submitted_draft_is_graded_by_the_worker_and_the_pipeline_gets_a_signed_webhook(
-    client, celery_worker, fake_llm, org
+    client, celery_worker, fake_llm, org, allow_loopback
 ):
     setup_org_memory(org)
     hook = Receiver([200])
@@ -103,7 +109,7 @@ def test_a_submitted_draft_is_graded_by_the_worker_and_the_pipeline_gets_a_signe
 
 
 def test_an_operator_decision_on_a_draft_reaches_the_pipeline_as_a_second_signed_webhook(
-    celery_worker, fake_llm, org, operator
+    celery_worker, fake_llm, org, operator, allow_loopback
 ):
     setup_org_memory(org)
     hook = Receiver([200, 200])
@@ -126,3 +132,22 @@ def test_an_operator_decision_on_a_draft_reaches_the_pipeline_as_a_second_signed
         assert decided["draft"]["decision"]["by"] == operator.username
     finally:
         hook.close()
+
+
+def test_slow_webhook_receivers_do_not_hold_up_grading(celery_worker, fake_llm, org, allow_loopback):
+    """Two receivers that take far longer than a grading task, each holding a webhook try open: grading goes
+    on meanwhile, because webhooks never run in the processes that grade."""
+    setup_org_memory(org)
+    slow = DribblingReceiver(interval=0.5, lines=60)  # 30 s of headers; the workers' deadline cuts it at 10 s
+    try:
+        for n in range(2):
+            review = draft_grade(draft_id=save_draft(org, external_id=f"slow-{n}", callback_url=slow.url).pk)
+            assert review.draft.callback_url == slow.url
+        wait_until(lambda: slow.open == 2, message="both webhooks to be stuck on the slow receiver")
+        conversation = upsert(org, support_conversation()).conversation
+        fake_llm.set_default(verdicts_reply(PATH_IDS))
+        grade_conversation.delay(conversation.pk)
+        wait_until(lambda: Review.objects.filter(conversation=conversation).exists(), message="the grading")
+        assert slow.open == 2  # graded while both tries were still held open
+    finally:
+        slow.close()
