@@ -134,6 +134,7 @@ def celery_worker(django_db_setup, django_db_blocker, fake_llm_server, tmp_path_
         "JUDGE_API_KEY": "test-key",
         "JUDGE_TIMEOUT_SECONDS": "5",
         "OUTBOUND_ALLOWED_NETWORKS": "127.0.0.1/32",
+        "WEBHOOK_TIMEOUT_SECONDS": "120",  # a slow receiver holds its try for as long as a test needs
     }
     workers = {
         name: ["-Q", "judge,default", "-c", "2"],

@@ -6,6 +6,7 @@ OUTBOUND_ALLOWED_NETWORKS (the `allow_loopback` fixture), and the refusal tests 
 that nothing arrived.
 """
 
+import contextlib
 import email.utils
 import hashlib
 import hmac
@@ -76,6 +77,7 @@ class DribblingReceiver:
         self.interval, self.lines = interval, lines
         self.accepted = self.open = self.cut = self.finished = 0
         self._lock = threading.Lock()
+        self._connections: list[socket.socket] = []
         self.listener = socket.create_server(("127.0.0.1", 0))
         self.port = self.listener.getsockname()[1]
         self.url = f"http://127.0.0.1:{self.port}/hooks/slow"
@@ -96,6 +98,7 @@ class DribblingReceiver:
 
     def _dribble(self, connection: socket.socket) -> None:
         self._count(accepted=1, open=1)
+        self._connections.append(connection)
         with connection:
             connection.recv(65536)  # the request: its content does not matter here
             try:
@@ -109,7 +112,11 @@ class DribblingReceiver:
                 self._count(cut=1, open=-1)
 
     def close(self) -> None:
+        """Stop listening and end every try still held open."""
         self.listener.close()
+        for connection in self._connections:
+            with contextlib.suppress(OSError):
+                connection.shutdown(socket.SHUT_RDWR)
 
 
 @pytest.fixture
