@@ -2,10 +2,11 @@
 
 import json
 import os
+import socket
 import uuid
 
 import pytest
-from django.db import transaction
+from django.db import connection, transaction
 
 from grading.gate import draft_grade
 from grading.models import AuditEvent, Conversation, Review, WebhookDelivery
@@ -37,13 +38,22 @@ def test_a_task_sent_after_commit_runs_in_the_worker_and_its_write_is_visible(ce
     assert event.detail["pid"] != os.getpid()
 
 
-def test_health_reports_database_redis_and_a_live_worker(client, celery_worker, org):
+def test_health_reports_database_redis_and_live_workers(client, celery_worker, org):
     response = client.get("/api/v1/health", **bearer(org))
     assert response.status_code == 200, response.json()
     report = response.json()
     assert report["ok"] is True
-    assert "pgvector" in report["database"]["detail"]
-    assert celery_worker in report["workers"]["detail"]
+    assert report["database"]["ok"] and report["redis"]["ok"]
+    assert (report["workers"]["ok"], report["workers"]["count"]) == (True, 2)  # grading and webhooks
+
+
+def test_health_tells_an_org_key_nothing_about_versions_or_hosts(client, celery_worker, org):
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT version(), extversion FROM pg_extension WHERE extname = 'vector'")
+        server_version, pgvector_version = cursor.fetchone()
+    text = client.get("/api/v1/health", **bearer(org)).content.decode()
+    for secret in (server_version.split()[1], pgvector_version, celery_worker, socket.gethostname(), "PostgreSQL"):
+        assert secret not in text
 
 
 def test_a_pass_grades_through_the_worker_with_the_llm_judge_and_the_api_shows_the_review(
