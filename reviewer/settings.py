@@ -5,6 +5,7 @@ When `DATABASE_URL` or `REDIS_URL` is unset, a private server is found or starte
 one place every entry point passes through (manage.py, gunicorn, the Celery worker and beat).
 """
 
+import ipaddress
 from pathlib import Path
 from urllib.parse import parse_qsl, unquote, urlsplit
 
@@ -120,7 +121,26 @@ LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "login"
 AXES_FAILURE_LIMIT = env_int("AXES_FAILURE_LIMIT", 5, minimum=1)
 AXES_COOLOFF_TIME = env_float("AXES_COOLOFF_HOURS", 0.25, minimum=0)
+# A lockout is per username *and* address, so failures from one place never lock the user out elsewhere.
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+
+
+def client_address(request) -> str:
+    """Where a sign-in came from, for its throttling. Behind the TLS proxy REMOTE_ADDR is the proxy for everyone,
+    so the client is the last X-Forwarded-For entry: the one the proxy appended. Earlier entries are whatever the
+    client sent, so trusting one would let anybody pose as anybody (and lock them out)."""
+    from django.conf import settings  # read at request time: tests switch the proxy on and off
+
+    if settings.BEHIND_TLS_PROXY:
+        appended = request.META.get("HTTP_X_FORWARDED_FOR", "").rsplit(",", 1)[-1].strip()
+        try:
+            return str(ipaddress.ip_address(appended))
+        except ValueError:
+            pass  # no proxy in between (a health probe): the peer is the client
+    return request.META.get("REMOTE_ADDR", "")
+
+
+AXES_CLIENT_IP_CALLABLE = client_address
 AXES_RESET_ON_SUCCESS = True
 
 LANGUAGE_CODE = "en"
@@ -147,7 +167,8 @@ CSRF_COOKIE_SECURE = env_bool("CSRF_COOKIE_SECURE", not DEBUG)
 SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 0 if DEBUG else 31536000, minimum=0)
 SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", not DEBUG)
 SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", not DEBUG)
-SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if env_bool("BEHIND_TLS_PROXY", False) else None
+BEHIND_TLS_PROXY = env_bool("BEHIND_TLS_PROXY", False)
+SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if BEHIND_TLS_PROXY else None
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
 CONTENT_SECURITY_POLICY = {
     "DIRECTIVES": {
