@@ -63,18 +63,22 @@ class ServiceStatus(Schema):
     detail: str
 
 
+class WorkerStatus(ServiceStatus):
+    count: int
+
+
 class HealthReport(Schema):
     ok: bool
     database: ServiceStatus
     redis: ServiceStatus
-    workers: ServiceStatus
+    workers: WorkerStatus
 
 
 @api.get("/health", response={200: HealthReport, 503: HealthReport}, summary="Database, Redis and worker liveness")
 def get_health(request: HttpRequest) -> Status[HealthReport]:
     database = ServiceStatus(**health.database_status(connection))
     redis = ServiceStatus(**health.redis_status())
-    workers = ServiceStatus(**health.worker_status())
+    workers = WorkerStatus(**health.worker_status())
     ok = database.ok and redis.ok and workers.ok
     report = HealthReport(ok=ok, database=database, redis=redis, workers=workers)
     return Status(200 if ok else 503, report)

@@ -1,5 +1,9 @@
 """Liveness of what Tollgate depends on. Workers are asked over the broker (a real round trip through
-a running worker), not inferred from Redis answering."""
+a running worker), not inferred from Redis answering.
+
+Any org's API key may read this, so it says whether each part works and how many workers answered, and nothing
+an attacker could use: no server versions, no host names (those are in the operators' own logs and `celery
+inspect`)."""
 
 import redis
 from celery import current_app
@@ -18,7 +22,7 @@ def database_status(connection: BaseDatabaseWrapper) -> dict:
         return {"ok": False, "detail": f"unreachable: {type(exc).__name__}"}
     if row is None:
         return {"ok": False, "detail": "reachable, but the vector extension is missing (run migrate)"}
-    return {"ok": True, "detail": f"PostgreSQL {connection.pg_version // 10000}, pgvector {row[0]}"}
+    return {"ok": True, "detail": "reachable, with the vector extension"}
 
 
 def redis_status() -> dict:
@@ -33,8 +37,8 @@ def worker_status() -> dict:
     try:
         replies = current_app.control.ping(timeout=_WORKER_PING_SECONDS)
     except Exception as exc:  # a broker failure means no worker can be reached either
-        return {"ok": False, "detail": f"could not ask workers: {type(exc).__name__}"}
-    names = sorted(name for reply in replies for name in reply)
-    if not names:
-        return {"ok": False, "detail": f"no worker answered within {_WORKER_PING_SECONDS:g}s"}
-    return {"ok": True, "detail": f"{len(names)} worker(s): {', '.join(names)}"}
+        return {"ok": False, "detail": f"could not ask workers: {type(exc).__name__}", "count": 0}
+    answered = len({name for reply in replies for name in reply})
+    if not answered:
+        return {"ok": False, "detail": f"no worker answered within {_WORKER_PING_SECONDS:g}s", "count": 0}
+    return {"ok": True, "detail": f"{answered} worker(s) answered", "count": answered}

@@ -14,6 +14,8 @@ from pydantic import (
     field_validator,
 )
 
+from grading.outbound import url_refusal
+
 
 def _storable(value: Any) -> Any:
     _refuse_unstorable(value)
@@ -123,6 +125,17 @@ class DraftIn(BaseModel):
         for url in value if isinstance(value, list) else [value]:
             if url is not None and len(str(url)) > 1000:
                 raise ValueError("a URL may be at most 1000 characters once normalised")
+        return value
+
+    @field_validator("callback_url")
+    @classmethod
+    def reachable_callback(cls, value: HttpUrl | None) -> HttpUrl | None:
+        # What can be known now is refused now (credentials, a literal internal address); a host name is
+        # checked when each webhook is sent, because what it resolves to can change.
+        if value is not None:
+            refusal = url_refusal(str(value))
+            if refusal:
+                raise ValueError(f"webhooks cannot be sent to this URL: {refusal}")
         return value
 
 

@@ -28,11 +28,11 @@ def grade_draft(draft_id: int) -> int | None:
 
 @shared_task(name=enqueue.DELIVER_WEBHOOK, bind=True, max_retries=None)
 def deliver_webhook(self, review_id: int, event: str, attempt: int = 1) -> bool:
-    """One try per run; a failed try is retried later with backoff and jitter, up to WEBHOOK_MAX_ATTEMPTS."""
+    """One try per run, on the `webhooks` queue; a try that may succeed later is retried up to WEBHOOK_MAX_ATTEMPTS."""
     review = Review.objects.select_related("draft__org").filter(pk=review_id).first()
     if review is None or review.draft is None or not review.draft.callback_url:
         return False
-    delivery = webhooks.webhook_deliver(review=review, event=event, attempt=attempt)
-    if delivery.delivered or attempt >= settings.WEBHOOK_MAX_ATTEMPTS:
-        return delivery.delivered
-    raise self.retry(args=(review_id, event, attempt + 1), countdown=webhooks.retry_delay(attempt))
+    tried = webhooks.webhook_deliver(review=review, event=event, attempt=attempt)
+    if tried.retry_in is None or attempt >= settings.WEBHOOK_MAX_ATTEMPTS:
+        return tried.delivery.delivered
+    raise self.retry(args=(review_id, event, attempt + 1), countdown=tried.retry_in)

@@ -9,5 +9,5 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "reviewer.settings")
 
 app = Celery("reviewer")
 app.config_from_object("django.conf:settings", namespace="CELERY")
-app.conf.task_queues = [Queue(name) for name in ("judge", "default")]
+app.conf.task_queues = [Queue(name) for name in ("judge", "default", "webhooks")]
 app.autodiscover_tasks(["grading", "reviewer"])

@@ -4,6 +4,7 @@ A junk value is an error that names the variable, never a silent default: a depl
 `DEBUG=flase` must not start with debugging on or off by accident.
 """
 
+import ipaddress
 import os
 from pathlib import Path
 
@@ -83,3 +84,15 @@ def env_choice(name: str, default: str, choices: tuple[str, ...]) -> str:
     if value.strip() not in choices:
         raise ImproperlyConfigured(f"{name}={value!r} is not one of: {', '.join(choices)}")
     return value.strip()
+
+
+def env_networks(name: str) -> tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...]:
+    """A comma-separated list of CIDR networks (`10.1.0.0/16, fd00::/8`; a bare address is one host).
+    Host bits set under the prefix (`10.1.2.3/16`) are an error: the intent is ambiguous."""
+    networks = []
+    for item in env_list(name, []):
+        try:
+            networks.append(ipaddress.ip_network(item, strict=True))
+        except ValueError as exc:
+            raise ImproperlyConfigured(f"{name}: {item!r} is not a network in CIDR form ({exc})") from None
+    return tuple(networks)

@@ -5,6 +5,7 @@ When `DATABASE_URL` or `REDIS_URL` is unset, a private server is found or starte
 one place every entry point passes through (manage.py, gunicorn, the Celery worker and beat).
 """
 
+import ipaddress
 from pathlib import Path
 from urllib.parse import parse_qsl, unquote, urlsplit
 
@@ -12,7 +13,7 @@ from celery.schedules import crontab
 from django.core.exceptions import ImproperlyConfigured
 
 from reviewer import embedded
-from reviewer.env import env_bool, env_choice, env_float, env_int, env_list, env_str
+from reviewer.env import env_bool, env_choice, env_float, env_int, env_list, env_networks, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 DATA_DIR = Path(env_str("TOLLGATE_DATA_DIR", str(BASE_DIR / ".data")))
@@ -120,7 +121,26 @@ LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "login"
 AXES_FAILURE_LIMIT = env_int("AXES_FAILURE_LIMIT", 5, minimum=1)
 AXES_COOLOFF_TIME = env_float("AXES_COOLOFF_HOURS", 0.25, minimum=0)
+# A lockout is per username *and* address, so failures from one place never lock the user out elsewhere.
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+
+
+def client_address(request) -> str:
+    """Where a sign-in came from, for its throttling. Behind the TLS proxy REMOTE_ADDR is the proxy for everyone,
+    so the client is the last X-Forwarded-For entry: the one the proxy appended. Earlier entries are whatever the
+    client sent, so trusting one would let anybody pose as anybody (and lock them out)."""
+    from django.conf import settings  # read at request time: tests switch the proxy on and off
+
+    if settings.BEHIND_TLS_PROXY:
+        appended = request.META.get("HTTP_X_FORWARDED_FOR", "").rsplit(",", 1)[-1].strip()
+        try:
+            return str(ipaddress.ip_address(appended))
+        except ValueError:
+            pass  # no proxy in between (a health probe): the peer is the client
+    return request.META.get("REMOTE_ADDR", "")
+
+
+AXES_CLIENT_IP_CALLABLE = client_address
 AXES_RESET_ON_SUCCESS = True
 
 LANGUAGE_CODE = "en"
@@ -147,7 +167,8 @@ CSRF_COOKIE_SECURE = env_bool("CSRF_COOKIE_SECURE", not DEBUG)
 SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 0 if DEBUG else 31536000, minimum=0)
 SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", not DEBUG)
 SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", not DEBUG)
-SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if env_bool("BEHIND_TLS_PROXY", False) else None
+BEHIND_TLS_PROXY = env_bool("BEHIND_TLS_PROXY", False)
+SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if BEHIND_TLS_PROXY else None
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
 CONTENT_SECURITY_POLICY = {
     "DIRECTIVES": {
@@ -189,7 +210,12 @@ CELERY_TASK_SOFT_TIME_LIMIT = CELERY_TASK_TIME_LIMIT - 5
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": CELERY_TASK_TIME_LIMIT * 2}
 CELERY_TASK_DEFAULT_QUEUE = "default"
 
-CELERY_TASK_ROUTES = {"grading.tasks.grade_*": {"queue": "judge"}}
+# Webhooks have a queue and a worker of their own (README): a receiver that answers slowly must hold
+# neither the workers that grade nor the one that runs the grading pass.
+CELERY_TASK_ROUTES = {
+    "grading.tasks.grade_*": {"queue": "judge"},
+    "grading.tasks.deliver_webhook": {"queue": "webhooks"},
+}
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
 CELERY_BEAT_SCHEDULE = {
@@ -218,7 +244,11 @@ CONVERSATION_QUIET_MINUTES = env_int("CONVERSATION_QUIET_MINUTES", 30, minimum=0
 GRADING_PASS_CAP = env_int("GRADING_PASS_CAP", 5_000, minimum=1)
 SAMPLING_SALT = env_str("SAMPLING_SALT", "tollgate")
 
-# Draft webhooks.
+# Requests to URLs that users give (webhooks): internal addresses are refused unless a network here names them.
+OUTBOUND_ALLOWED_NETWORKS = env_networks("OUTBOUND_ALLOWED_NETWORKS")
+
+# Draft webhooks. The timeout is for a whole try, not per read.
+WEBHOOK_TIMEOUT_SECONDS = env_float("WEBHOOK_TIMEOUT_SECONDS", 10.0, minimum=0.1)
 WEBHOOK_MAX_ATTEMPTS = env_int("WEBHOOK_MAX_ATTEMPTS", 6, minimum=1)
 WEBHOOK_RETRY_BASE_SECONDS = env_float("WEBHOOK_RETRY_BASE_SECONDS", 10.0, minimum=0)
 WEBHOOK_RETRY_CAP_SECONDS = env_float("WEBHOOK_RETRY_CAP_SECONDS", 600.0, minimum=0)

@@ -117,38 +117,51 @@ def database_url(settings_dict: dict) -> str:
 
 @pytest.fixture(scope="session")
 def celery_worker(django_db_setup, django_db_blocker, fake_llm_server, tmp_path_factory) -> Iterator[str]:
-    """A real `celery worker` process on the test database and Redis; its judge is the fake LLM.
+    """Real `celery worker` processes on the test database and Redis, laid out as in production: one for
+    grading (`judge`, `default`), whose name is yielded, and one with threads for `webhooks`. The judge is the
+    fake LLM; webhooks may reach the tests' receivers on 127.0.0.1.
 
-    Tests that use it must commit what the worker reads: mark them `django_db(transaction=True)`.
+    Tests that use it must commit what the workers read: mark them `django_db(transaction=True)`.
     """
     from reviewer.celery import app
 
     app.control.purge()  # tasks left in the queues by an earlier, interrupted run
     name = f"test-{uuid.uuid4().hex[:8]}@localhost"
-    log_path = tmp_path_factory.mktemp("worker") / "worker.log"
     env = os.environ | {
         "DATABASE_URL": database_url(settings.DATABASES["default"]),
         "REDIS_URL": settings.REDIS_URL,
         "JUDGE_BASE_URL": fake_llm_server.base_url,
         "JUDGE_API_KEY": "test-key",
         "JUDGE_TIMEOUT_SECONDS": "5",
+        "OUTBOUND_ALLOWED_NETWORKS": "127.0.0.1/32",
+        "WEBHOOK_TIMEOUT_SECONDS": "120",  # a slow receiver holds its try for as long as a test needs
     }
-    command = [
-        sys.executable, "-m", "celery", "-A", "reviewer", "worker",
-        "-Q", "judge,default", "-c", "2", "-n", name, "-l", "info",
-        "--include", "tests.fakes.canary_tasks",
-    ]  # fmt: skip
-    with open(log_path, "w") as log:
-        worker = subprocess.Popen(command, cwd=REPO_ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+    workers = {
+        name: ["-Q", "judge,default", "-c", "2"],
+        f"webhooks-{name}": ["-Q", "webhooks", "-P", "threads", "-c", "4"],
+    }
+    started: dict[str, tuple[subprocess.Popen, Path]] = {}
     try:
-        _wait_for_worker(app, name, worker, log_path)
+        for node, options in workers.items():
+            log_path = tmp_path_factory.mktemp("worker") / "worker.log"
+            command = [
+                sys.executable, "-m", "celery", "-A", "reviewer", "worker", *options, "-n", node, "-l", "info",
+                "--include", "tests.fakes.canary_tasks",
+            ]  # fmt: skip
+            with open(log_path, "w") as log:
+                worker = subprocess.Popen(command, cwd=REPO_ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+            started[node] = worker, log_path
+        for node, (worker, log_path) in started.items():
+            _wait_for_worker(app, node, worker, log_path)
         yield name
     finally:
-        worker.terminate()
-        try:
-            worker.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            worker.kill()
+        for worker, _ in started.values():
+            worker.terminate()
+        for worker, _ in started.values():
+            try:
+                worker.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                worker.kill()
 
 
 def _wait_for_worker(app, name: str, worker: subprocess.Popen, log_path: Path) -> None:

@@ -2,10 +2,11 @@
 
 import json
 import os
+import socket
 import uuid
 
 import pytest
-from django.db import transaction
+from django.db import connection, transaction
 
 from grading.gate import draft_grade
 from grading.models import AuditEvent, Conversation, Review, WebhookDelivery
@@ -17,7 +18,7 @@ from tests.conftest import wait_until
 from tests.fakes.canary_tasks import canary_write
 from tests.grading.conversations import PATH_IDS, support_conversation, upsert, verdicts_reply
 from tests.grading.drafts import CLEAN_BODY, SOURCE, draft_reply, llm_draft_judge, save_draft, setup_org_memory
-from tests.grading.test_webhooks import Receiver
+from tests.grading.test_webhooks import DribblingReceiver, Receiver
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -37,13 +38,22 @@ def test_a_task_sent_after_commit_runs_in_the_worker_and_its_write_is_visible(ce
     assert event.detail["pid"] != os.getpid()
 
 
-def test_health_reports_database_redis_and_a_live_worker(client, celery_worker, org):
+def test_health_reports_database_redis_and_live_workers(client, celery_worker, org):
     response = client.get("/api/v1/health", **bearer(org))
     assert response.status_code == 200, response.json()
     report = response.json()
     assert report["ok"] is True
-    assert "pgvector" in report["database"]["detail"]
-    assert celery_worker in report["workers"]["detail"]
+    assert report["database"]["ok"] and report["redis"]["ok"]
+    assert (report["workers"]["ok"], report["workers"]["count"]) == (True, 2)  # grading and webhooks
+
+
+def test_health_tells_an_org_key_nothing_about_versions_or_hosts(client, celery_worker, org):
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT version(), extversion FROM pg_extension WHERE extname = 'vector'")
+        server_version, pgvector_version = cursor.fetchone()
+    text = client.get("/api/v1/health", **bearer(org)).content.decode()
+    for secret in (server_version.split()[1], pgvector_version, celery_worker, socket.gethostname(), "PostgreSQL"):
+        assert secret not in text
 
 
 def test_a_pass_grades_through_the_worker_with_the_llm_judge_and_the_api_shows_the_review(
@@ -72,8 +82,14 @@ def test_the_same_grading_task_delivered_twice_yields_one_review(celery_worker, 
     assert Conversation.objects.get(pk=conversation.pk).queued_at is None
 
 
+@pytest.fixture
+def allow_loopback(settings):
+    """The receivers listen on 127.0.0.1; the workers have the same allowlist (conftest)."""
+    settings.OUTBOUND_ALLOWED_NETWORKS = ["127.0.0.1/32"]
+
+
 def test_a_submitted_draft_is_graded_by_the_worker_and_the_pipeline_gets_a_signed_webhook(
-    client, celery_worker, fake_llm, org
+    client, celery_worker, fake_llm, org, allow_loopback
 ):
     setup_org_memory(org)
     hook = Receiver([200])
@@ -103,7 +119,7 @@ def test_a_submitted_draft_is_graded_by_the_worker_and_the_pipeline_gets_a_signe
 
 
 def test_an_operator_decision_on_a_draft_reaches_the_pipeline_as_a_second_signed_webhook(
-    celery_worker, fake_llm, org, operator
+    celery_worker, fake_llm, org, operator, allow_loopback
 ):
     setup_org_memory(org)
     hook = Receiver([200, 200])
@@ -126,3 +142,23 @@ def test_an_operator_decision_on_a_draft_reaches_the_pipeline_as_a_second_signed
         assert decided["draft"]["decision"]["by"] == operator.username
     finally:
         hook.close()
+
+
+def test_slow_webhook_receivers_do_not_hold_up_grading(celery_worker, fake_llm, org, allow_loopback):
+    """Two receivers hold their webhook tries open for longer than the wait for a grading (the workers'
+    deadline is long, conftest): the grading still happens, because webhooks never take the processes that
+    grade. With webhooks in the grading worker's queues, both of its processes would be held."""
+    setup_org_memory(org)
+    slow = DribblingReceiver(interval=0.5, lines=240)  # two minutes of headers
+    try:
+        for n in range(2):
+            review = draft_grade(draft_id=save_draft(org, external_id=f"slow-{n}", callback_url=slow.url).pk)
+            assert review.draft.callback_url == slow.url
+        wait_until(lambda: slow.open == 2, message="both webhooks to be held by the slow receiver")
+        conversation = upsert(org, support_conversation()).conversation
+        fake_llm.set_default(verdicts_reply(PATH_IDS))
+        grade_conversation.delay(conversation.pk)
+        wait_until(lambda: Review.objects.filter(conversation=conversation).exists(), message="the grading")
+        assert (slow.accepted, slow.open) == (2, 2)  # the same two tries, still held
+    finally:
+        slow.close()

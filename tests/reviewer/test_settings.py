@@ -5,7 +5,7 @@ import sys
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 
-from reviewer.env import env_bool, env_choice, env_float, env_int, env_list, env_str
+from reviewer.env import env_bool, env_choice, env_float, env_int, env_list, env_networks, env_str
 from reviewer.settings import database_from_url
 from tests.conftest import REPO_ROOT
 
@@ -88,3 +88,17 @@ def test_it_refuses_a_junk_debug_value_naming_it():
 def test_it_passes_the_deploy_check_under_production_settings():
     result = _manage("check", "--deploy", "--fail-level", "WARNING", env=PRODUCTION_ENV)
     assert result.returncode == 0, result.stderr + result.stdout
+
+
+@pytest.mark.parametrize("value", ["10.0.0.0/33", "10.1.2.3/16", "hooks.internal", "10.0.0.0/8,,fd00::/8"])
+def test_the_outbound_allowlist_refuses_anything_but_networks(monkeypatch, value):
+    monkeypatch.setenv("TG_TEST_VAR", value)
+    with pytest.raises(ImproperlyConfigured, match="TG_TEST_VAR"):
+        env_networks("TG_TEST_VAR")
+
+
+def test_the_outbound_allowlist_reads_cidrs_and_single_addresses(monkeypatch):
+    monkeypatch.setenv("TG_TEST_VAR", "10.20.0.0/16, fd00::/8, 192.168.1.5")
+    assert [str(n) for n in env_networks("TG_TEST_VAR")] == ["10.20.0.0/16", "fd00::/8", "192.168.1.5/32"]
+    monkeypatch.delenv("TG_TEST_VAR")
+    assert env_networks("TG_TEST_VAR") == ()

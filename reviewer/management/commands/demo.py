@@ -13,7 +13,7 @@ from reviewer.demo import DEMO_PEOPLE, demo_api_key, demo_seed
 
 
 class Command(BaseCommand):
-    help = "Run the whole system on this machine: migrate, seed a demo org, start a worker, beat and the web app."
+    help = "Run the whole system on this machine: migrate, seed a demo org, start the workers, beat and the web app."
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--addr", default="127.0.0.1:8000")
@@ -45,9 +45,12 @@ class Command(BaseCommand):
 
     def _start_children(self, addr: str) -> list[subprocess.Popen]:
         python = sys.executable
+        celery = [python, "-m", "celery", "-A", "reviewer"]
         commands = [
-            [python, "-m", "celery", "-A", "reviewer", "worker", "-Q", "judge,default", "-l", "warning", "-c", "2"],
-            [python, "-m", "celery", "-A", "reviewer", "beat", "-l", "warning"],
+            [*celery, "worker", "-Q", "judge,default", "-l", "warning", "-c", "2", "-n", "grading@%h"],
+            # Webhooks wait on receivers, not on the CPU: threads, apart from the processes that grade.
+            [*celery, "worker", "-Q", "webhooks", "-P", "threads", "-c", "8", "-l", "warning", "-n", "webhooks@%h"],
+            [*celery, "beat", "-l", "warning"],
             [python, "manage.py", "runserver", addr, "--noreload"],
         ]
         # Each child gets its own process group, so Ctrl-C reaches us once and we stop them in order.
@@ -58,7 +61,7 @@ class Command(BaseCommand):
             while all(child.poll() is None for child in children):
                 time.sleep(0.5)
             failed = next(child for child in children if child.poll() is not None)
-            self.stderr.write(f"{' '.join(failed.args[1:4])} exited with {failed.returncode}; stopping the demo")
+            self.stderr.write(f"{' '.join(failed.args[1:])} exited with {failed.returncode}; stopping the demo")
         except SystemExit:
             self.stdout.write("\nstopping…")
 
