@@ -75,6 +75,7 @@ INSTALLED_APPS = [
     "django_celery_beat",
     "ninja",  # serves the API docs (Swagger UI) from our own static files, with no inline script
     "grading",
+    "grading.otlp",
     "reviewer",
 ]
 
