@@ -6,7 +6,7 @@ OTEL_SEMCONV_STABILITY_OPT_IN, OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTEN
     python -m tests.grading.otlp.agent --base-url http://127.0.0.1:PORT/v1 --conversation ID [--regenerate]
 
 It answers two user turns, running the `order_status` tool when the model asks for it (an `execute_tool` span
-per call, from opentelemetry-util-genai's handler), with `--regenerate` asks for the last reply twice and
+per call, from opentelemetry-util-genai's handler), with `--regenerate` asks for the last answer twice and
 keeps the second, then prints the messages it kept, as JSON, on stdout.
 """
 
@@ -70,9 +70,11 @@ def main() -> None:
             messages.append({"role": "user", "content": text})
             while True:
                 reply = client.chat.completions.create(model="support-model", messages=messages, tools=TOOLS)
-                if args.regenerate and turn == len(USER_TURNS) - 1:
-                    reply = client.chat.completions.create(model="support-model", messages=messages, tools=TOOLS)
                 message = reply.choices[0].message
+                if args.regenerate and turn == len(USER_TURNS) - 1 and not message.tool_calls:
+                    # The user did not like the answer: the same history again, and the second reply is kept.
+                    reply = client.chat.completions.create(model="support-model", messages=messages, tools=TOOLS)
+                    message = reply.choices[0].message
                 messages.append(message.model_dump(include={"role", "content", "tool_calls"}, exclude_none=True))
                 if not message.tool_calls:
                     break
