@@ -18,6 +18,7 @@ from grading.judge.backends import ConversationJudge, judge_from_settings
 from grading.judge.client import ZERO_USAGE, JudgeError
 from grading.judge.conversation import CHECKS, combine_stages, with_evidence_on_path
 from grading.models import NO_JUDGE, Conversation, CriteriaVersion, Draft, ItemKind, Review, Route
+from grading.otlp.export import evaluations_export_on_commit
 
 logger = logging.getLogger(__name__)
 
@@ -132,7 +133,7 @@ def review_record(subject: Conversation | Draft, identity: dict, outcome: dict, 
         with transaction.atomic():
             type(subject).objects.select_for_update().filter(pk=subject.pk).first()
             Review.objects.filter(**{field: subject}, is_current=True).update(is_current=False)
-            return Review.objects.create(
+            review = Review.objects.create(
                 org=subject.org,
                 kind=ItemKind.DRAFT if field == "draft" else ItemKind.CONVERSATION,
                 **{field: subject},
@@ -142,6 +143,8 @@ def review_record(subject: Conversation | Draft, identity: dict, outcome: dict, 
                 **identity,
                 **outcome,
             )
+            evaluations_export_on_commit(review_id=review.pk)
+            return review
     except IntegrityError:
         return review_with_identity(subject, identity)
 

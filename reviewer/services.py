@@ -22,6 +22,7 @@ from django.utils import timezone
 
 from grading.judge.conversation import CHECKS
 from grading.models import ItemKind, MemoryItem, Review, Route
+from grading.otlp.export import evaluations_export_on_commit
 from grading.services import audit_record
 from grading.webhooks import HUMAN_DECISION, notify_pipeline
 from reviewer.models import Claim, Decision, QueueHead
@@ -309,6 +310,7 @@ def decision_create(
                 "keep_as_learning": keep_as_learning,
             },
         )
+        evaluations_export_on_commit(review_id=review.pk, decision_id=decision.pk)
         if review.kind == ItemKind.DRAFT and review.draft.callback_url:
             decision_id = decision.pk
             transaction.on_commit(lambda: decision_notify_pipeline(decision_id=decision_id))

@@ -9,6 +9,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
+from grading.health import evaluation_export_status
 from grading.models import GradingRun, ItemKind, Review
 from grading.selectors import conversation_quality, stale_current_reviews
 from grading.services import audit_record
@@ -285,6 +286,7 @@ def dashboard(request: HttpRequest) -> HttpResponse:
             "quality": conversation_quality(org),
             "stale": stale_current_reviews(org).count(),
             "last_pass": GradingRun.objects.order_by("-started_at").first(),
+            "evaluation_exports": evaluation_export_status(org.pk),
         }
         for org in orgs_for(request.user, *EVERY_ROLE)
     ]
