@@ -5,6 +5,9 @@ import zlib
 
 import pytest
 from google.rpc import status_pb2
+from hypothesis import HealthCheck, given
+from hypothesis import settings as hypothesis_settings
+from hypothesis import strategies as st
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
 from grading.models import Conversation, Message
@@ -435,3 +438,60 @@ def test_unknown_json_fields_are_ignored_as_the_otlp_specification_requires(send
     ok_response = send(json.dumps(document).encode(), content_type="application/json")
     assert ok_response.status_code == 200
     assert len(api("get", "/conversations/conv-otlp").json()["active_path"]) == 7
+
+
+VALID = export_request(*two_turns_with_a_tool()).SerializeToString()
+
+
+@hypothesis_settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+@given(
+    cuts=st.lists(st.tuples(st.integers(0, len(VALID) - 1), st.integers(0, 255)), min_size=1, max_size=8),
+    truncate=st.integers(1, len(VALID)),  # the test client drops the Content-Type of an empty body
+)
+def test_hostile_protobuf_never_answers_5xx_and_a_refusal_writes_nothing(send, cuts, truncate):
+    body = bytearray(VALID[:truncate] if truncate < len(VALID) else VALID)
+    for position, byte in cuts:
+        if position < len(body):
+            body[position] = byte
+    before = snapshot()
+    response = send(bytes(body))
+    assert response.status_code in (200, 400, 413), response.content[:300]
+    if response.status_code != 200:
+        assert snapshot() == before
+
+
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
+    lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=12), children, max_size=4),
+    max_leaves=30,
+)
+SPAN_FIELDS = st.fixed_dictionaries(
+    {},
+    optional={
+        "traceId": st.sampled_from([TRACE, "", "zz", 5]) | JSON_VALUES,
+        "spanId": st.sampled_from([span_id(1), "00", None]) | JSON_VALUES,
+        "name": JSON_VALUES,
+        "startTimeUnixNano": st.sampled_from(["1", "-5", "99999999999999999999", 1.5]) | JSON_VALUES,
+        "attributes": st.lists(
+            st.fixed_dictionaries(
+                {"key": st.sampled_from(["gen_ai.operation.name", "gen_ai.input.messages", "gen_ai.conversation.id"])},
+                optional={
+                    "value": st.fixed_dictionaries({}, optional={"stringValue": JSON_VALUES, "intValue": JSON_VALUES})
+                },
+            ),
+            max_size=4,
+        ),
+        "events": JSON_VALUES,
+    },
+)
+
+
+@hypothesis_settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+@given(spans=st.lists(SPAN_FIELDS, max_size=3), resource=JSON_VALUES)
+def test_hostile_otlp_json_never_answers_5xx_and_a_refusal_writes_nothing(send, spans, resource):
+    document = {"resourceSpans": [{"resource": resource, "scopeSpans": [{"spans": spans}]}]}
+    before = snapshot()
+    response = send(json.dumps(document).encode(), content_type="application/json")
+    assert response.status_code in (200, 400, 413), response.content[:300]
+    if response.status_code != 200:
+        assert snapshot() == before
