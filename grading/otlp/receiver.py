@@ -186,26 +186,25 @@ def traces_ingest(*, org: Org, read: ReadSpans) -> IngestResult:
             _validated(external_id, conversation, application, new)
             for external_id, conversation, application, new in plans
         ]
+        links = []
         for (external_id, conversation, _, new), payload in zip(plans, payloads, strict=True):
             if conversation is None:
                 write = conversation_upsert(org=org, payload=payload)
             else:
                 write = conversation_append(org=org, external_id=external_id, payload=payload)
-            SpanLink.objects.bulk_create(
-                [
-                    SpanLink(
-                        conversation=write.conversation,
-                        message_external_id=message.id,
-                        trace_id=origin.trace_id,
-                        span_id=origin.span_id,
-                        response_id=(response_id or "")[:200],
-                    )
-                    for message, origin, response_id in new
-                ],
-                ignore_conflicts=True,
-            )
+            links += [
+                SpanLink(
+                    conversation=write.conversation,
+                    message_external_id=message.id,
+                    trace_id=origin.trace_id,
+                    span_id=origin.span_id,
+                    response_id=(response_id or "")[:200],
+                )
+                for message, origin, response_id in new
+            ]
             written += 1
             messages += len(new)
+        SpanLink.objects.bulk_create(links, ignore_conflicts=True)
     error = ""
     if rejected:
         error = f"{len(rejected)} span(s) rejected: " + "; ".join(rejected[:5]) + ("; ..." if len(rejected) > 5 else "")
