@@ -133,6 +133,9 @@ def _read_span(span: Span, application: str, where: str, read: ReadSpans) -> Non
         raise ContentError(f"{where}.spanId must be 8 bytes and not all zero")
     attributes = _attributes(span.attributes, where)
     operation = attributes.get("gen_ai.operation.name")
+    if operation is not None and not isinstance(operation, str):
+        read.ignored += 1  # not an operation the conventions define
+        return
     conversation_id = attributes.get("gen_ai.conversation.id")
     origin = SpanOrigin(
         trace_id=hex_id(span.trace_id),

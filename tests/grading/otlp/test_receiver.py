@@ -216,6 +216,12 @@ def test_spans_without_genai_content_are_acknowledged_and_ignored(send):
     assert Conversation.objects.count() == 0
 
 
+def test_a_span_whose_operation_name_is_not_a_string_is_ignored(send):
+    span = chat_span(1, [], [{"role": "assistant", "parts": [text("ok")]}], extra={"gen_ai.operation.name": ["chat"]})
+    response = ok(send(export_request(span).SerializeToString()))
+    assert not response.HasField("partial_success") and Conversation.objects.count() == 0
+
+
 def test_model_calls_without_captured_content_are_reported_as_rejected_spans(send):
     user = {"role": "user", "parts": [text("Hello")]}
     spans = [
@@ -468,15 +474,24 @@ JSON_VALUES = st.recursive(
 SPAN_FIELDS = st.fixed_dictionaries(
     {},
     optional={
-        "traceId": st.sampled_from([TRACE, "", "zz", 5]) | JSON_VALUES,
-        "spanId": st.sampled_from([span_id(1), "00", None]) | JSON_VALUES,
+        "traceId": st.sampled_from([TRACE, TRACE, "", "zz", 5]) | JSON_VALUES,
+        "spanId": st.sampled_from([span_id(1), span_id(2), "00", None]) | JSON_VALUES,
         "name": JSON_VALUES,
         "startTimeUnixNano": st.sampled_from(["1", "-5", "99999999999999999999", 1.5]) | JSON_VALUES,
         "attributes": st.lists(
             st.fixed_dictionaries(
                 {"key": st.sampled_from(["gen_ai.operation.name", "gen_ai.input.messages", "gen_ai.conversation.id"])},
                 optional={
-                    "value": st.fixed_dictionaries({}, optional={"stringValue": JSON_VALUES, "intValue": JSON_VALUES})
+                    "value": st.fixed_dictionaries(
+                        {},
+                        optional={
+                            "stringValue": JSON_VALUES,
+                            "intValue": JSON_VALUES,
+                            "arrayValue": st.fixed_dictionaries(
+                                {"values": st.lists(st.fixed_dictionaries({"stringValue": st.text(max_size=5)}))}
+                            ),
+                        },
+                    )
                 },
             ),
             max_size=4,
