@@ -17,6 +17,7 @@ from grading.criteria import criteria_active
 from grading.evidence import canonical_message
 from grading.memory import InvalidMemory, article_upsert, memory_add
 from grading.models import COUNTING_STATES, ApiKey, Article, Conversation, Draft, ItemKind, Review
+from grading.otlp.views import router as otlp_router
 from grading.rules import rules_as_text
 from grading.schemas import ArticleIn, ConversationIn, DraftIn, ExternalId, FeedbackIn, MemoryIn, MessagesIn
 from grading.selectors import ConversationState, conversation_state, draft_status
@@ -46,6 +47,8 @@ api = NinjaAPI(
     auth=OrgApiKey(),
     urls_namespace="api",
 )
+# OTLP/HTTP exporters append /v1/traces to OTEL_EXPORTER_OTLP_ENDPOINT=<host>/api/v1/otlp.
+api.add_router("/otlp", otlp_router)
 
 
 class WhoAmI(Schema):

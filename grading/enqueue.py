@@ -1,5 +1,6 @@
-"""Handing work to the workers. Tasks are sent by name, so the modules that decide what to send (the services,
-the planner, webhooks) never import the task module that calls back into them. Call these after commit
+"""Handing work to the workers. Tasks are named here and looked up by name, so the modules that decide what to
+send (the services, the planner, webhooks, the evaluation export) never import the task modules that call back
+into them. A signature by name behaves as `task.delay` would (routing, eager mode). Call these after commit
 (`transaction.on_commit`), so a worker never reads rows that are not there yet."""
 
 from collections.abc import Iterable
@@ -10,17 +11,26 @@ GRADE_CONVERSATION = "grading.tasks.grade_conversation"
 GRADE_DRAFT = "grading.tasks.grade_draft"
 GRADING_PASS = "grading.tasks.grading_pass"  # noqa: S105 - a task name
 DELIVER_WEBHOOK = "grading.tasks.deliver_webhook"
+EXPORT_EVALUATIONS = "grading.otlp.tasks.export_evaluations"
 
 
 def grading_of_conversations(conversation_ids: Iterable[int]) -> None:
     for conversation_id in conversation_ids:
-        current_app.send_task(GRADE_CONVERSATION, args=[conversation_id])
+        _send(GRADE_CONVERSATION, conversation_id)
 
 
 def grading_of_drafts(draft_ids: Iterable[int]) -> None:
     for draft_id in draft_ids:
-        current_app.send_task(GRADE_DRAFT, args=[draft_id])
+        _send(GRADE_DRAFT, draft_id)
 
 
 def webhook_delivery(*, review_id: int, event: str) -> None:
-    current_app.send_task(DELIVER_WEBHOOK, args=[review_id, event])
+    _send(DELIVER_WEBHOOK, review_id, event)
+
+
+def evaluations_export(*, review_id: int, event: str) -> None:
+    _send(EXPORT_EVALUATIONS, review_id, event)
+
+
+def _send(name: str, *args: object) -> None:
+    current_app.signature(name, args=args).apply_async()

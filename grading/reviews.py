@@ -31,6 +31,7 @@ from grading.models import (
     ReviewState,
     Route,
 )
+from grading.otlp.export import evaluations_export_on_commit
 from grading.outcomes import CHECKS, UNKNOWN_CHECK, VERDICTS
 from grading.selectors import conversation_path
 
@@ -163,7 +164,7 @@ def review_record(subject: Conversation | Draft, identity: dict, outcome: dict, 
                 if live is not None:
                     Review.objects.filter(pk=live.pk).update(state=ReviewState.SUPERSEDED)
                 state = _stored_state(matches_item=matches, for_people=outcome["route"] == Route.HUMAN, decided=False)
-            return Review.objects.create(
+            review = Review.objects.create(
                 org=subject.org,
                 kind=ItemKind.DRAFT if field == "draft" else ItemKind.CONVERSATION,
                 **{field: subject},
@@ -173,6 +174,9 @@ def review_record(subject: Conversation | Draft, identity: dict, outcome: dict, 
                 **identity,
                 **outcome,
             )
+            if state in COUNTING_STATES:
+                evaluations_export_on_commit(review_id=review.pk)
+            return review
     except IntegrityError:
         return review_with_identity(subject, identity)
 
@@ -277,6 +281,7 @@ def decision_record(
         except IntegrityError:  # the constraint is the last line: a concurrent decision got in first
             raise NotWaiting(review_id) from None
         Review.objects.filter(pk=review_id).update(state=ReviewState.DECIDED)
+        evaluations_export_on_commit(review_id=review_id, decision_id=decision.pk)
     return decision
 
 

@@ -10,4 +10,4 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "reviewer.settings")
 app = Celery("reviewer")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.conf.task_queues = [Queue(name) for name in ("judge", "default", "webhooks")]
-app.autodiscover_tasks(["grading", "reviewer"])
+app.autodiscover_tasks(["grading", "grading.otlp", "reviewer"])

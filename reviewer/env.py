@@ -96,3 +96,37 @@ def env_networks(name: str) -> tuple[ipaddress.IPv4Network | ipaddress.IPv6Netwo
         except ValueError as exc:
             raise ImproperlyConfigured(f"{name}: {item!r} is not a network in CIDR form ({exc})") from None
     return tuple(networks)
+
+
+def env_url(name: str, default: str = "") -> str:
+    """An http(s) URL with a host, or empty; anything else is an error naming the variable."""
+    from urllib.parse import urlsplit
+
+    value = (env_str(name, default) or "").strip()
+    if not value:
+        return ""
+    parts = urlsplit(value)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ImproperlyConfigured(f"{name}={value!r} is not an http:// or https:// URL with a host")
+    return value
+
+
+def env_headers(name: str) -> dict[str, str]:
+    """Headers in the OpenTelemetry form `key1=value1,key2=value2`, values percent-encoded (W3C baggage
+    syntax, as OTEL_EXPORTER_OTLP_HEADERS). Read from `NAME_FILE` too, since they usually hold a secret."""
+    from urllib.parse import unquote
+
+    value = env_str(name, "") or ""
+    headers: dict[str, str] = {}
+    for item in value.split(","):
+        if not item.strip():
+            continue
+        key, equals, header_value = item.partition("=")
+        key = unquote(key).strip()
+        if not equals or not key or not all(33 <= ord(c) < 127 and c not in '()<>@,;:\\"/[]?={}' for c in key):
+            raise ImproperlyConfigured(f"{name} has an item that is not key=value with a header name: {item.strip()!r}")
+        header_value = unquote(header_value).strip()
+        if any(c in header_value for c in "\r\n\x00"):
+            raise ImproperlyConfigured(f"{name}: the value of {key!r} holds a line break or NUL")
+        headers[key] = header_value
+    return headers

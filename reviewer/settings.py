@@ -13,7 +13,17 @@ from celery.schedules import crontab
 from django.core.exceptions import ImproperlyConfigured
 
 from reviewer import embedded
-from reviewer.env import env_bool, env_choice, env_float, env_int, env_list, env_networks, env_str
+from reviewer.env import (
+    env_bool,
+    env_choice,
+    env_float,
+    env_headers,
+    env_int,
+    env_list,
+    env_networks,
+    env_str,
+    env_url,
+)
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 DATA_DIR = Path(env_str("TOLLGATE_DATA_DIR", str(BASE_DIR / ".data")))
@@ -76,6 +86,7 @@ INSTALLED_APPS = [
     "django_celery_beat",
     "ninja",  # serves the API docs (Swagger UI) from our own static files, with no inline script
     "grading",
+    "grading.otlp",
     "reviewer",
 ]
 
@@ -254,3 +265,22 @@ WEBHOOK_RETRY_BASE_SECONDS = env_float("WEBHOOK_RETRY_BASE_SECONDS", 10.0, minim
 WEBHOOK_RETRY_CAP_SECONDS = env_float("WEBHOOK_RETRY_CAP_SECONDS", 600.0, minimum=0)
 
 CLAIM_LEASE_MINUTES = env_int("CLAIM_LEASE_MINUTES", 15, minimum=1)
+
+# Verdicts out as OpenTelemetry `gen_ai.evaluation.result` log records (OTLP/HTTP, protobuf). Off unless an
+# endpoint is configured: Tollgate's own variable names the logs URL in full; otherwise the standard OTLP
+# variables are read as every OpenTelemetry SDK reads them (the base endpoint gets /v1/logs appended).
+_OTLP_BASE_ENDPOINT = env_url("OTEL_EXPORTER_OTLP_ENDPOINT")
+OTLP_EVALUATIONS_ENDPOINT = (
+    env_url("TOLLGATE_OTLP_EVALUATIONS_ENDPOINT")
+    or env_url("OTEL_EXPORTER_OTLP_LOGS_ENDPOINT")
+    or (_OTLP_BASE_ENDPOINT.rstrip("/") + "/v1/logs" if _OTLP_BASE_ENDPOINT else "")
+)
+OTLP_EVALUATIONS_HEADERS = (
+    env_headers("TOLLGATE_OTLP_EVALUATIONS_HEADERS")
+    or env_headers("OTEL_EXPORTER_OTLP_LOGS_HEADERS")
+    or env_headers("OTEL_EXPORTER_OTLP_HEADERS")
+)
+OTLP_EVALUATIONS_TIMEOUT_SECONDS = env_float("TOLLGATE_OTLP_EVALUATIONS_TIMEOUT_SECONDS", 10.0, minimum=0.1)
+OTLP_EVALUATIONS_MAX_ATTEMPTS = env_int("TOLLGATE_OTLP_EVALUATIONS_MAX_ATTEMPTS", 6, minimum=1)
+OTLP_EVALUATIONS_RETRY_BASE_SECONDS = env_float("TOLLGATE_OTLP_EVALUATIONS_RETRY_BASE_SECONDS", 10.0, minimum=0)
+OTLP_EVALUATIONS_RETRY_CAP_SECONDS = env_float("TOLLGATE_OTLP_EVALUATIONS_RETRY_CAP_SECONDS", 600.0, minimum=0)

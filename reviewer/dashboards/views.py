@@ -4,6 +4,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
+from grading.health import evaluation_export_status
 from grading.models import GradingRun
 from grading.selectors import conversation_quality, staleness_audit
 from reviewer.access import EVERY_ROLE, orgs_for, role_required
@@ -19,6 +20,7 @@ def dashboard(request: HttpRequest) -> HttpResponse:
             "org": org,
             "quality": conversation_quality(org),
             "audit": staleness_audit(org),
+            "evaluation_exports": evaluation_export_status(org.pk),
             "last_pass": GradingRun.objects.order_by("-started_at").first(),
         }
         for org in orgs_for(request.user, *EVERY_ROLE)

@@ -96,6 +96,8 @@ class Reply:
     usage: Mapping[str, int] | None = None
     # Seconds to wait before answering; interrupted by FakeLLM.stop().
     latency: float = 0.0
+    # OpenAI tool calls [{"id", "type": "function", "function": {"name", "arguments"}}]; the content is then null.
+    tool_calls: tuple[Mapping[str, Any], ...] | None = None
 
 
 def json_reply(
@@ -149,6 +151,16 @@ def text_reply(
     if top_logprobs is not None:
         _target_index(reply, tokenize(text))  # fail in the test that scripts it, not inside the server thread
     return reply
+
+
+def tool_call_reply(*calls: tuple[str, str, str]) -> Reply:
+    """A chat.completion that asks for tools: each call is ``(id, function name, arguments as JSON text)``."""
+    return Reply(
+        tool_calls=tuple(
+            {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
+            for call_id, name, arguments in calls
+        )
+    )
 
 
 def malformed_reply(text: str = '{"score": 7,') -> Reply:
@@ -466,6 +478,9 @@ def _models_body() -> dict[str, Any]:
 def _chat_completion_body(reply: Reply, request: Mapping[str, Any]) -> dict[str, Any]:
     content = reply.content or ""
     tokens = tokenize(content)
+    message: dict[str, Any] = {"role": "assistant", "content": content, "refusal": None}
+    if reply.tool_calls is not None:
+        message = {"role": "assistant", "content": None, "refusal": None, "tool_calls": list(reply.tool_calls)}
     logprobs = None
     if request.get("logprobs"):
         logprobs = {
@@ -480,9 +495,9 @@ def _chat_completion_body(reply: Reply, request: Mapping[str, Any]) -> dict[str,
         "choices": [
             {
                 "index": 0,
-                "message": {"role": "assistant", "content": content, "refusal": None},
+                "message": message,
                 "logprobs": logprobs,
-                "finish_reason": "stop",
+                "finish_reason": "tool_calls" if reply.tool_calls is not None else "stop",
             }
         ],
         "usage": dict(reply.usage) if reply.usage is not None else _default_usage(request, tokens),

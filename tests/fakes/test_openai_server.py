@@ -23,6 +23,7 @@ from tests.fakes.openai_server import (
     json_reply,
     text_reply,
     tokenize,
+    tool_call_reply,
 )
 
 
@@ -216,3 +217,15 @@ def _swallow(fn: Any) -> object:
         return fn()
     except OSError as error:  # the connection closes without an answer
         return error
+
+
+def test_a_tool_call_reply_asks_for_tools_with_null_content(llm):
+    llm.script(tool_call_reply(("call_1", "order_status", '{"order":1182}')))
+    status, _, body = chat(llm)
+    assert status == 200
+    choice = body["choices"][0]
+    assert choice["finish_reason"] == "tool_calls"
+    assert choice["message"]["content"] is None
+    assert choice["message"]["tool_calls"] == [
+        {"id": "call_1", "type": "function", "function": {"name": "order_status", "arguments": '{"order":1182}'}}
+    ]

@@ -9,6 +9,13 @@ from hypothesis import HealthCheck, settings
 from grading.services import api_key_create
 from reviewer.wsgi import application
 
+
+@schemathesis.serializer("application/x-protobuf")
+def protobuf_bytes(ctx, value) -> bytes:
+    """The OTLP endpoint's protobuf body: generated as binary, sent as the bytes it is."""
+    return value if isinstance(value, bytes) else str(value).encode()
+
+
 schema = schemathesis.openapi.from_wsgi("/api/v1/openapi.json", application).exclude(
     path="/api/v1/health"  # asks live workers over the broker: covered end to end in test_worker
 )

@@ -1,0 +1,47 @@
+"""What OpenTelemetry adds to the domain core: where each message came from, and each try at sending a verdict."""
+
+from django.db import models
+
+from grading.models import Conversation, Review
+
+
+class SpanLink(models.Model):
+    """The span that a message was first read from: evaluation records point back at it, so the producer's
+    tracing backend can show a verdict beside the model call it judged."""
+
+    conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="span_links")
+    message_external_id = models.CharField(max_length=200)
+    trace_id = models.CharField(max_length=32, help_text="Lowercase hex, as OTLP/JSON writes it.")
+    span_id = models.CharField(max_length=16)
+    response_id = models.CharField(max_length=200, blank=True, help_text="gen_ai.response.id of the call.")
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["conversation", "message_external_id"], name="span_link_one_per_message")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.conversation_id}/{self.message_external_id} <- {self.trace_id}/{self.span_id}"
+
+
+class EvaluationExport(models.Model):
+    """One try at sending a review's (or a decision's) `gen_ai.evaluation.result` records. Every try is kept,
+    failed ones included, so the health view can count what did not get out."""
+
+    class Event(models.TextChoices):
+        REVIEW = "review", "review"
+        DECISION = "decision", "decision"
+
+    review = models.ForeignKey(Review, on_delete=models.CASCADE, related_name="evaluation_exports")
+    event = models.CharField(max_length=16, choices=Event.choices)
+    endpoint = models.URLField(max_length=1000)
+    attempt = models.PositiveSmallIntegerField()
+    records = models.PositiveSmallIntegerField(default=0)
+    status_code = models.PositiveSmallIntegerField(null=True, blank=True)
+    error = models.TextField(blank=True)
+    delivered = models.BooleanField(default=False)
+    final = models.BooleanField(default=False, help_text="No further try follows (delivered, refused or given up).")
+    at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    def __str__(self) -> str:
+        return f"{self.event} of review {self.review_id} try {self.attempt}: {self.status_code or self.error}"

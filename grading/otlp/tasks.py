@@ -1,0 +1,18 @@
+"""The export task: thin, takes ids, one try per run, retried later with backoff and jitter."""
+
+from celery import shared_task
+
+from grading import enqueue
+from grading.models import Review
+from grading.otlp.export import evaluations_send, exports_enabled, retry_delay
+
+
+@shared_task(name=enqueue.EXPORT_EVALUATIONS, bind=True, max_retries=None)
+def export_evaluations(self, review_id: int, event: str, attempt: int = 1) -> bool:
+    review = Review.objects.select_related("criteria_version", "conversation", "draft").filter(pk=review_id).first()
+    if review is None or not exports_enabled():
+        return False
+    export = evaluations_send(review=review, event=event, attempt=attempt)
+    if export is None or export.final:
+        return export is not None and export.delivered
+    raise self.retry(args=(review_id, event, attempt + 1), countdown=retry_delay(attempt))

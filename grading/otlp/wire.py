@@ -1,0 +1,166 @@
+"""OTLP/HTTP on the wire: content types, gzip, the two encodings of an export request, and the answers.
+
+Follows the OTLP/HTTP specification: a body is `application/x-protobuf` (binary protobuf) or `application/json`
+(the protobuf JSON mapping, except that trace and span ids are hex strings, not base64), optionally
+`Content-Encoding: gzip`; the answer is an `ExportTraceServiceResponse` in the request's encoding, and a failure
+is a `google.rpc.Status` in the request's encoding. Unknown fields are ignored, as the specification requires of
+receivers (a newer exporter must not be refused for a field this one does not know).
+"""
+
+import base64
+import binascii
+import json
+import zlib
+from typing import Any
+
+from google.protobuf import json_format
+from google.protobuf.message import DecodeError, Message
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+PROTOBUF = "application/x-protobuf"
+JSON = "application/json"
+CONTENT_TYPES = (PROTOBUF, JSON)
+# google.rpc.Code values the specification pairs with these HTTP statuses.
+INVALID_ARGUMENT = 3
+RESOURCE_EXHAUSTED = 8
+UNAUTHENTICATED = 16
+
+
+class WireError(Exception):
+    """A request refused before anything was read from it; `status` is the HTTP status, the message says why."""
+
+    def __init__(self, status: int, message: str, *, limit: str | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.limit = limit
+
+
+def media_type(content_type_header: str) -> str:
+    return content_type_header.split(";", 1)[0].strip().lower()
+
+
+def decompressed(body: bytes, content_encoding: str, *, limit: int) -> bytes:
+    """The body with its Content-Encoding undone, never more than `limit` bytes of it (a gzip bomb stops here)."""
+    encoding = content_encoding.strip().lower()
+    if encoding in ("", "identity"):
+        return body
+    if encoding != "gzip":
+        raise WireError(415, f"Content-Encoding {content_encoding!r} is not supported; send gzip or none")
+    inflater = zlib.decompressobj(wbits=zlib.MAX_WBITS | 16)
+    try:
+        inflated = inflater.decompress(body, limit + 1)
+    except zlib.error as exc:
+        raise WireError(400, f"the body is not valid gzip: {exc}") from None
+    if len(inflated) > limit:
+        raise WireError(
+            413,
+            f"the decompressed body is over MAX_REQUEST_BYTES ({limit} bytes)",
+            limit="MAX_REQUEST_BYTES",
+        )
+    if not inflater.eof:
+        raise WireError(400, "the gzip body is truncated")
+    if inflater.unused_data:
+        raise WireError(400, "the gzip body has trailing data after its end")
+    return inflated
+
+
+def trace_request(body: bytes, content_type: str) -> ExportTraceServiceRequest:
+    if content_type == PROTOBUF:
+        try:
+            return ExportTraceServiceRequest.FromString(body)
+        except DecodeError as exc:
+            raise WireError(400, f"the body is not an ExportTraceServiceRequest: {exc}") from None
+    return _from_json(body)
+
+
+def _from_json(body: bytes) -> ExportTraceServiceRequest:
+    try:
+        document = json.loads(body.decode("utf-8"), parse_constant=_refuse_constant)
+    except UnicodeDecodeError as exc:
+        raise WireError(400, f"the body is not UTF-8: {exc.reason} at byte {exc.start}") from None
+    except (ValueError, RecursionError) as exc:
+        raise WireError(400, f"the body is not JSON: {exc}") from None
+    if not isinstance(document, dict):
+        raise WireError(400, "the body must be a JSON object (an ExportTraceServiceRequest)")
+    _hex_ids_to_base64(document)
+    try:
+        return json_format.ParseDict(document, ExportTraceServiceRequest(), ignore_unknown_fields=True)
+    except (json_format.ParseError, RecursionError) as exc:
+        raise WireError(400, f"the body is not an ExportTraceServiceRequest: {str(exc).rstrip('.')}") from None
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+# Where OTLP/JSON puts ids (either spelling of each field name is accepted, as in the protobuf JSON mapping).
+_ID_FIELDS = {"traceId": 16, "trace_id": 16, "spanId": 8, "span_id": 8, "parentSpanId": 8, "parent_span_id": 8}
+
+
+def _hex_ids_to_base64(document: dict) -> None:
+    """OTLP/JSON writes ids as hex, where the generic protobuf JSON mapping expects base64: convert in place."""
+    for r, resource_spans in enumerate(_items(document, "resourceSpans", "resource_spans", "")):
+        for s, scope_spans in enumerate(_items(resource_spans, "scopeSpans", "scope_spans", f"resourceSpans[{r}]")):
+            where = f"resourceSpans[{r}].scopeSpans[{s}]"
+            for n, span in enumerate(_items(scope_spans, "spans", "spans", where)):
+                _convert_ids(span, f"{where}.spans[{n}]")
+                for k, link in enumerate(_items(span, "links", "links", f"{where}.spans[{n}]")):
+                    _convert_ids(link, f"{where}.spans[{n}].links[{k}]")
+
+
+def _items(container: Any, name: str, other_name: str, where: str) -> list:
+    if not isinstance(container, dict):
+        raise WireError(400, f"{where or 'the body'} must be a JSON object")
+    value = container.get(name, container.get(other_name, []))
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise WireError(400, f"{where + '.' if where else ''}{name} must be a JSON array")
+    return value
+
+
+def _convert_ids(container: Any, where: str) -> None:
+    if not isinstance(container, dict):
+        raise WireError(400, f"{where} must be a JSON object")
+    for field, size in _ID_FIELDS.items():
+        if field not in container or container[field] in (None, ""):
+            continue
+        value = container[field]
+        if not isinstance(value, str) or len(value) != size * 2:
+            raise WireError(400, f"{where}.{field} must be {size * 2} hex digits")
+        try:
+            container[field] = base64.b64encode(bytes.fromhex(value)).decode()
+        except ValueError:
+            raise WireError(400, f"{where}.{field} must be {size * 2} hex digits") from None
+
+
+def encode(message: Message, content_type: str) -> bytes:
+    if content_type == PROTOBUF:
+        return message.SerializeToString()
+    return json_format.MessageToJson(message, indent=None).encode()
+
+
+def status_body(code: int, message: str, content_type: str) -> bytes:
+    """A google.rpc.Status {code, message}. Its two scalar fields are encoded by hand: the schema lives in
+    googleapis-common-protos, a whole package for two fields."""
+    if content_type != PROTOBUF:
+        return json.dumps({"code": code, "message": message}).encode()
+    text = message.encode("utf-8", "replace")
+    return b"\x08" + _varint(code) + b"\x12" + _varint(len(text)) + text
+
+
+def _varint(number: int) -> bytes:
+    out = bytearray()
+    while True:
+        byte = number & 0x7F
+        number >>= 7
+        if number:
+            out.append(byte | 0x80)
+        else:
+            out.append(byte)
+            return bytes(out)
+
+
+def hex_id(raw: bytes) -> str:
+    return binascii.hexlify(raw).decode()

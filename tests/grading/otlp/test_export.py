@@ -1,0 +1,188 @@
+"""Verdicts out: reviews and operator decisions reach an OTLP logs receiver as `gen_ai.evaluation.result`
+records, after commit, from the Celery task, with retries that never block grading and show on the dashboard."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+from django.core.exceptions import ImproperlyConfigured
+
+from grading.health import evaluation_export_status
+from grading.models import Conversation, Review
+from grading.otlp.export import EVENT_NAME
+from grading.otlp.models import EvaluationExport
+from grading.reviews import conversation_grade
+from grading.services import api_key_create
+from reviewer.celery import app
+from reviewer.env import env_headers, env_url
+from reviewer.queue.services import claim_take, decision_create
+from tests.conftest import REPO_ROOT
+from tests.grading.conversations import llm_judge, verdicts_reply
+from tests.grading.otlp.collector import LogsCollector
+from tests.grading.otlp.spans import TRACE, export_request, span_id, two_turns_with_a_tool
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def collector():
+    with LogsCollector() as server:
+        yield server
+
+
+@pytest.fixture
+def exporting(settings, collector):
+    """Exports configured to the loopback collector; the task runs in this process when queued on commit."""
+    settings.OTLP_EVALUATIONS_ENDPOINT = collector.url
+    settings.OTLP_EVALUATIONS_HEADERS = {"authorization": "Bearer collector-key"}
+    settings.OTLP_EVALUATIONS_RETRY_BASE_SECONDS = 0
+    settings.CONVERSATION_QUIET_MINUTES = 0
+    import grading.otlp.tasks  # noqa: F401 - registered, so the task sent by name runs eagerly here
+
+    eager = app.conf.task_always_eager
+    app.conf.task_always_eager = True
+    yield collector
+    app.conf.task_always_eager = eager
+
+
+@pytest.fixture
+def conversation(client, org) -> Conversation:
+    key = api_key_create(org=org, name="collector").plaintext
+    body = export_request(*two_turns_with_a_tool()).SerializeToString()
+    response = client.post(
+        "/api/v1/otlp/v1/traces", body, content_type="application/x-protobuf", HTTP_AUTHORIZATION=f"Bearer {key}"
+    )
+    assert response.status_code == 200
+    return Conversation.objects.get(external_id="conv-otlp")
+
+
+def grade(conversation, fake_llm, django_capture_on_commit_callbacks, **outcomes) -> Review:
+    fake_llm.script(verdicts_reply(conversation.active_path_ids, **outcomes))
+    with django_capture_on_commit_callbacks(execute=True):
+        return conversation_grade(conversation_id=conversation.pk, judge=llm_judge(fake_llm))
+
+
+def test_a_review_arrives_as_one_evaluation_record_per_check_linked_to_the_judged_span(
+    exporting, conversation, fake_llm, django_capture_on_commit_callbacks
+):
+    review = grade(conversation, fake_llm, django_capture_on_commit_callbacks, complete="fail")
+
+    headers, _ = exporting.requests[0]
+    assert headers["authorization"] == "Bearer collector-key"
+    assert headers["content-type"] == "application/x-protobuf"
+    records = exporting.records()
+    assert [attributes["gen_ai.evaluation.name"] for _, attributes, _ in records] == ["grounded", "complete", "usable"]
+    resource, complete, record = records[1]
+    assert resource["service.name"] == "tollgate"
+    assert record.event_name == EVENT_NAME
+    assert (record.trace_id.hex(), record.span_id.hex()) == (TRACE, span_id(4))  # the call whose answer ends the path
+    assert complete["gen_ai.evaluation.score.label"] == "fail"
+    assert complete["gen_ai.evaluation.score.value"] == 0.0
+    assert complete["gen_ai.evaluation.explanation"] == "complete fail"
+    assert complete["gen_ai.response.id"] == "chatcmpl-4"
+    assert complete["tollgate.fingerprint"] == review.fingerprint == conversation.fingerprint
+    assert complete["tollgate.criteria_version"] == review.criteria_version.number
+    assert complete["tollgate.judge.model"] == "judge-test" and complete["tollgate.judge.backend"] == "openai"
+    assert complete["tollgate.review.id"] == review.pk and complete["tollgate.source"] == "judge"
+    assert records[0][1]["gen_ai.evaluation.score.value"] == 1.0
+    export = EvaluationExport.objects.get()
+    assert export.delivered and export.final and export.records == 3
+
+
+def test_an_operator_decision_arrives_with_the_human_verdicts(
+    exporting, conversation, fake_llm, django_capture_on_commit_callbacks, operator
+):
+    review = grade(conversation, fake_llm, django_capture_on_commit_callbacks, usable="unknown")
+    assert review.route == "human"
+    claim_take(user=operator, org_ids=[review.org_id], review_id=review.pk)
+    with django_capture_on_commit_callbacks(execute=True):
+        decision_create(
+            user=operator,
+            org_ids=[review.org_id],
+            review_id=review.pk,
+            fingerprint=review.fingerprint,
+            checks={"grounded": "pass", "complete": "pass", "usable": "fail"},
+            note="The tracking link is missing.",
+        )
+    human = [attributes for _, attributes, _ in exporting.records() if attributes["tollgate.source"] == "operator"]
+    assert {a["gen_ai.evaluation.name"]: a["gen_ai.evaluation.score.label"] for a in human} == {
+        "grounded": "pass", "complete": "pass", "usable": "fail"
+    }  # fmt: skip
+    assert {a["tollgate.decided_by"] for a in human} == {operator.username}
+    assert {a["gen_ai.evaluation.explanation"] for a in human} == {"The tracking link is missing."}
+
+
+def test_a_failing_endpoint_is_retried_then_given_up_without_touching_grading(
+    exporting, settings, conversation, fake_llm, django_capture_on_commit_callbacks, client_for, operator
+):
+    settings.OTLP_EVALUATIONS_MAX_ATTEMPTS = 3
+    exporting.statuses.extend([503, 503, 503])
+    review = grade(conversation, fake_llm, django_capture_on_commit_callbacks)
+
+    assert Review.objects.get(pk=review.pk).state == "current"  # the verdict stands whatever the export did
+    tries = list(EvaluationExport.objects.order_by("attempt").values_list("attempt", "status_code", "final"))
+    assert tries == [(1, 503, False), (2, 503, False), (3, 503, True)]
+    status = evaluation_export_status(review.org_id)
+    assert (status["delivered"], status["given_up"], status["failed_tries"]) == (0, 1, 3)
+    assert "503" in status["last_error"]
+    page = client_for(operator).get("/dashboard/").content.decode()
+    assert "Evaluation export (OTLP)" in page and "<b>1</b> given up" in page
+
+
+def test_a_refused_batch_is_not_retried(exporting, conversation, fake_llm, django_capture_on_commit_callbacks):
+    exporting.statuses.append(400)
+    grade(conversation, fake_llm, django_capture_on_commit_callbacks)
+    assert list(EvaluationExport.objects.values_list("attempt", "status_code", "final")) == [(1, 400, True)]
+
+
+def test_nothing_is_queued_when_no_endpoint_is_configured(
+    settings, conversation, fake_llm, django_capture_on_commit_callbacks
+):
+    settings.OTLP_EVALUATIONS_ENDPOINT = ""
+    fake_llm.script(verdicts_reply(conversation.active_path_ids))
+    with django_capture_on_commit_callbacks() as callbacks:
+        conversation_grade(conversation_id=conversation.pk, judge=llm_judge(fake_llm))
+    assert callbacks == []
+
+
+def _settings_value(name: str, env: dict[str, str]) -> subprocess.CompletedProcess:
+    code = f"import json; from django.conf import settings; print(json.dumps(settings.{name}))"
+    return subprocess.run(
+        [sys.executable, "manage.py", "shell", "--no-imports", "-c", code],
+        cwd=REPO_ROOT,
+        env={**{k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "TOLLGATE_OTLP"))}, **env},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_the_standard_otlp_variables_configure_the_export():
+    env = {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4318/", "OTEL_EXPORTER_OTLP_HEADERS": "api-key=s%20ecret"}
+    endpoint = _settings_value("OTLP_EVALUATIONS_ENDPOINT", env)
+    assert json.loads(endpoint.stdout) == "http://collector:4318/v1/logs", endpoint.stderr[-2000:]
+    assert json.loads(_settings_value("OTLP_EVALUATIONS_HEADERS", env).stdout) == {"api-key": "s ecret"}
+    own = env | {"TOLLGATE_OTLP_EVALUATIONS_ENDPOINT": "https://evals.example/ingest"}
+    assert json.loads(_settings_value("OTLP_EVALUATIONS_ENDPOINT", own).stdout) == "https://evals.example/ingest"
+
+
+def test_a_junk_endpoint_stops_start_up_naming_the_variable():
+    result = _settings_value("OTLP_EVALUATIONS_ENDPOINT", {"TOLLGATE_OTLP_EVALUATIONS_ENDPOINT": "collector:4318"})
+    assert result.returncode != 0 and "TOLLGATE_OTLP_EVALUATIONS_ENDPOINT" in result.stderr
+
+
+@pytest.mark.parametrize("value", ["authorization", "=x", "a=b,c", "bad key=1", "a=line%0Abreak"])
+def test_junk_headers_are_refused_naming_the_variable(monkeypatch, value):
+    monkeypatch.setenv("TG_TEST_HEADERS", value)
+    with pytest.raises(ImproperlyConfigured, match="TG_TEST_HEADERS"):
+        env_headers("TG_TEST_HEADERS")
+
+
+def test_headers_and_urls_parse_the_opentelemetry_way(monkeypatch):
+    monkeypatch.setenv("TG_TEST_HEADERS", "Authorization=Bearer%20tg_x, x-team = ops ")
+    assert env_headers("TG_TEST_HEADERS") == {"Authorization": "Bearer tg_x", "x-team": "ops"}
+    monkeypatch.setenv("TG_TEST_URL", "ftp://x")
+    with pytest.raises(ImproperlyConfigured, match="TG_TEST_URL"):
+        env_url("TG_TEST_URL")

@@ -1,0 +1,111 @@
+"""A real producer: an agent on the OpenAI SDK, instrumented by opentelemetry-instrumentation-openai-v2 and
+exporting with the OpenTelemetry SDK's OTLP/HTTP exporter to a running Tollgate (pytest-django's live server),
+configured only by the standard environment variables the README gives."""
+
+import json
+import os
+import subprocess
+import sys
+from urllib.parse import quote
+
+import pytest
+from django.test import Client
+
+from grading.models import Conversation, Message
+from grading.otlp.models import SpanLink
+from grading.services import api_key_create
+from tests.conftest import REPO_ROOT
+from tests.fakes.openai_server import text_reply, tool_call_reply
+
+pytestmark = pytest.mark.django_db(transaction=True)
+CANONICAL = ("role", "content", "tool_calls", "tool_call_id", "name")
+
+
+@pytest.fixture
+def key(org) -> str:
+    return api_key_create(org=org, name="support agent").plaintext
+
+
+@pytest.fixture
+def run_agent(live_server, fake_llm, key):
+    def run(conversation: str, *, regenerate: bool = False) -> list[dict]:
+        fake_llm.script(
+            tool_call_reply(("call_1", "order_status", '{"order":1182}')),
+            text_reply("Order 1182 has shipped with DHL."),
+            tool_call_reply(("call_2", "order_status", '{"order":1183}')),
+            text_reply("Order 1183 is on its way."),
+            text_reply("Order 1183 has shipped with DHL as well."),
+        )
+        env = os.environ | {
+            "OTEL_EXPORTER_OTLP_ENDPOINT": f"{live_server.url}/api/v1/otlp",
+            "OTEL_EXPORTER_OTLP_HEADERS": f"Authorization={quote('Bearer ' + key)}",
+            "OTEL_SERVICE_NAME": "support-bot",
+            "OTEL_SEMCONV_STABILITY_OPT_IN": "gen_ai_latest_experimental",
+            "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "span_only",
+        }
+        command = [sys.executable, "-m", "tests.grading.otlp.agent", "--base-url", fake_llm.base_url,
+                   "--conversation", conversation] + (["--regenerate"] if regenerate else [])  # fmt: skip
+        done = subprocess.run(command, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr[-3000:]
+        assert "Failed to export" not in done.stderr, done.stderr[-3000:]
+        return json.loads(done.stdout)
+
+    return run
+
+
+@pytest.fixture
+def api(key):
+    client = Client(HTTP_AUTHORIZATION=f"Bearer {key}")
+
+    def call(method: str, path: str, body=None):
+        if body is None:
+            return getattr(client, method)(f"/api/v1{path}")
+        return getattr(client, method)(f"/api/v1{path}", json.dumps(body), content_type="application/json")
+
+    return call
+
+
+def canonical(message: dict) -> tuple:
+    return tuple(message.get(field) for field in CANONICAL)
+
+
+def test_a_multi_turn_exchange_with_tool_calls_arrives_as_the_conversation_the_agent_had(run_agent, api, settings):
+    settings.CONVERSATION_QUIET_MINUTES = 0  # scorable as soon as it is written, for both sides
+    transcript = run_agent("support-4711")
+
+    otlp = api("get", "/conversations/support-4711").json()
+    assert [canonical(m) for m in otlp["messages"]] == [canonical(m) for m in transcript]
+    assert [m["role"] for m in otlp["messages"]] == [
+        "system", "user", "assistant", "tool", "assistant", "user", "assistant", "tool", "assistant"
+    ]  # fmt: skip
+    call, result = otlp["messages"][2], otlp["messages"][3]
+    assert call["tool_calls"][0]["function"] == {"name": "order_status", "arguments": '{"order":1182}'}
+    assert result["tool_call_id"] == "call_1" and json.loads(result["content"])["status"] == "shipped"
+    assert result["id"].endswith(":tool")  # from the execute_tool span
+    assert otlp["branch_count"] == 1 and otlp["scorable"] is True
+    conversation = Conversation.objects.get(external_id="support-4711")
+    assert conversation.application == "support-bot"
+    answer_link = SpanLink.objects.get(conversation=conversation, message_external_id=otlp["active_path"][-1])
+    assert answer_link.response_id.startswith("chatcmpl-") and len(answer_link.trace_id) == 32
+
+    # The same exchange posted as JSON, the agent's own messages under the same ids: the same evidence.
+    as_json = {"external_id": "support-4711-json", "application": "support-bot", "messages": [
+        {**m, "id": mid, "parent_id": parent}
+        for m, mid, parent in zip(transcript, otlp["active_path"], [None, *otlp["active_path"]], strict=False)
+    ]}  # fmt: skip
+    posted = api("post", "/conversations", as_json).json()
+    assert posted["fingerprint"] == otlp["fingerprint"]
+    assert posted["active_path"] == otlp["active_path"]
+    assert (posted["scorable"], posted["not_scorable_reason"]) == (otlp["scorable"], otlp["not_scorable_reason"])
+
+
+def test_a_regenerated_answer_is_a_branch_and_the_kept_one_is_on_the_active_path(run_agent, api):
+    transcript = run_agent("support-4712", regenerate=True)
+
+    body = api("get", "/conversations/support-4712").json()
+    assert [canonical(m) for m in body["messages"]] == [canonical(m) for m in transcript]
+    assert body["messages"][-1]["content"] == "Order 1183 has shipped with DHL as well."
+    assert body["branch_count"] == 2
+    abandoned = Message.objects.get(conversation__external_id="support-4712", content="Order 1183 is on its way.")
+    assert abandoned.parent_external_id == body["active_path"][-2]  # a sibling of the kept answer
+    assert Message.objects.filter(conversation__external_id="support-4712").count() == len(transcript) + 1
