@@ -449,9 +449,3 @@ def related_articles(
     embedder = embedder or embedder_from_settings()
     articles = Article.objects.filter(org=org).exclude(slug__in=list(exclude_slugs))
     return [(a.slug, a.title) for a in _nearest(articles, embedder.embed([text])[0], limit)]
-
-
-def org_proof_terms(org: Org) -> list[str]:
-    """Every proof term of the org's active facts, each once, in the order the facts were added."""
-    facts = active_memory(org, MemoryItem.Kind.FACT).order_by("pk").values_list("proof_terms", flat=True)
-    return _clean_terms(term for terms in facts for term in terms)

@@ -65,11 +65,6 @@ class QueueFilters:
 NO_FILTERS = QueueFilters()
 
 
-def queue_reviews(*, org_ids: Sequence[int], filters: QueueFilters = NO_FILTERS) -> QuerySet[Review]:
-    """The queue as one set: every review waiting for a person in the given orgs, within the filters."""
-    return _filtered(Review.objects.waiting().filter(org_id__in=list(org_ids), kind__in=filters.kinds), filters)
-
-
 def _filtered(reviews: QuerySet[Review], filters: QueueFilters) -> QuerySet[Review]:
     if filters.application:
         reviews = reviews.filter(conversation__application=filters.application)

@@ -33,7 +33,6 @@ from grading.selectors import current_review, staleness_audit
 from grading.services import api_key_create, conversation_append, conversation_upsert
 from reviewer.models import Claim, Role
 from reviewer.queue.display import queue_page
-from reviewer.queue.reads import queue_reviews
 from reviewer.queue.services import Refused, claim_take, decision_create
 from tests.conftest import make_person
 from tests.fakes.openai_server import FakeLLM, hang_reply
@@ -148,7 +147,7 @@ class ReviewStateMachine(RuleBasedStateMachine):
     # --- people ----------------------------------------------------------------------------------------------
 
     def _waiting(self) -> list[Review]:
-        return list(queue_reviews(org_ids=[self.org.pk]).order_by("pk"))
+        return list(Review.objects.waiting().filter(org=self.org).order_by("pk"))
 
     @precondition(lambda self: bool(self._waiting()))
     @rule(data=st.data())

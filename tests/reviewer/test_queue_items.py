@@ -13,7 +13,6 @@ from grading.reviews import review_record
 from grading.schemas import DraftIn
 from grading.services import draft_save
 from reviewer.queue.display import stale_reason
-from reviewer.queue.reads import queue_reviews
 from tests.grading.conversations import PATH_IDS, message, support_conversation, upsert, verdicts
 
 JUDGE = {"backend": "openai", "model": "judge-test", "prompt_hash": "5be0c2d1", "temperature": 0.0}
@@ -195,7 +194,7 @@ def test_it_counts_a_fresh_review_of_either_kind(org):
     draft, conversation = draft_item(org), conversation_item(org)
     assert still_counts(draft) and still_counts(conversation)
     assert set(Review.objects.counting().values_list("pk", flat=True)) == {draft.pk, conversation.pk}
-    assert set(queue_reviews(org_ids=[org.pk]).values_list("pk", flat=True)) == {draft.pk, conversation.pk}
+    assert set(Review.objects.waiting().values_list("pk", flat=True)) == {draft.pk, conversation.pk}
 
 
 def test_it_stops_counting_a_draft_review_when_the_draft_is_resubmitted(org):
@@ -204,7 +203,7 @@ def test_it_stops_counting_a_draft_review_when_the_draft_is_resubmitted(org):
     assert not still_counts(review)
     assert shown(review).state_now == "stale"
     assert "resubmitted" in stale_reason(shown(review))
-    assert not queue_reviews(org_ids=[org.pk]).exists()
+    assert not Review.objects.waiting().exists()
 
 
 def test_it_counts_again_when_the_draft_comes_back_to_the_content_it_read(org):
@@ -241,4 +240,4 @@ def test_only_reviews_routed_to_humans_are_queued(org, route):
     }
     review = review_record(draft, identity, {"route": route, "reason": "band"}, started_at=timezone.now())
     assert review.state == ("waiting" if route == Route.HUMAN else "current")
-    assert list(queue_reviews(org_ids=[org.pk])) == ([review] if route == Route.HUMAN else [])
+    assert list(Review.objects.waiting()) == ([review] if route == Route.HUMAN else [])
