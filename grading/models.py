@@ -353,6 +353,13 @@ class ReviewQuerySet(models.QuerySet):
         """The queue: counting reviews routed to people and not decided yet."""
         return self.in_state(ReviewState.WAITING)
 
+    def waiting_under(self, version: "CriteriaVersion") -> "ReviewQuerySet":
+        """`waiting()` for the reviews graded under one criteria version, as one index range (`review_queue`):
+        the version's activeness is known, so the rule needs no join."""
+        if not version.is_active:
+            return self.none()
+        return self.filter(state=ReviewState.WAITING, criteria_version=version)
+
     def with_state(self) -> "ReviewQuerySet":
         """Annotate `state_now`, the review's state as every reader must show it."""
         return self.annotate(

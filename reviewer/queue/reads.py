@@ -6,8 +6,6 @@ Every read takes the operator's org ids, so a view that forgets to filter by org
 
 from __future__ import annotations
 
-import functools
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -17,7 +15,7 @@ from django.db import connection
 from django.db.models import Exists, OuterRef, Q, QuerySet
 from django.utils import timezone
 
-from grading.models import Conversation, CriteriaVersion, Decision, ItemKind, Review, Route
+from grading.models import Conversation, CriteriaVersion, Decision, ItemKind, Review, ReviewState, Route
 from grading.outcomes import HUMAN_REASONS
 from reviewer.access import orgs_for
 from reviewer.models import Claim, Role
@@ -88,7 +86,7 @@ def queue_versions(*, org_ids: Sequence[int], filters: QueueFilters = NO_FILTERS
 
 
 def _range(version: CriteriaVersion, filters: QueueFilters) -> QuerySet[Review]:
-    return _filtered(Review.objects.waiting().filter(criteria_version=version), filters)
+    return _filtered(Review.objects.waiting_under(version), filters)
 
 
 _ROW_COLUMNS = (
@@ -147,7 +145,9 @@ def queue_rows(
 
 
 def _beyond(key: Key, op: str) -> Q:
-    return Q(**{f"finished_at__{op}": key[1]}) | Q(finished_at=key[1], **{f"pk__{op}": key[2]})
+    """(finished_at, id) strictly after (`gt`) or before (`lt`) the key, written so the index range starts at
+    the key's time instead of filtering the whole range."""
+    return Q(**{f"finished_at__{op}e": key[1]}) & (Q(**{f"finished_at__{op}": key[1]}) | Q(**{f"pk__{op}": key[2]}))
 
 
 @dataclass(frozen=True)
@@ -167,27 +167,46 @@ class QueueStats:
 def queue_stats(*, versions: Sequence[CriteriaVersion], filters: QueueFilters) -> QueueStats:
     """Counts per reason (whatever the reason filter) and the oldest waiting item, in one query.
 
-    Per version and reason, the first COUNT_CAP + 1 rows of the (criteria version, reason, finished_at, id)
-    index: a queue of 100,000 costs what a queue of a hundred does. Each part reads oldest first, so the
-    oldest item is among the rows read.
+    1. Per version (its waiting reviews are one range of the partial queue indexes: `waiting_under`), count
+       at most COUNT_CAP + 1 rows of each reason's range and of the whole range: a queue of 100,000 costs what a
+       queue of a hundred does. The oldest is the first entry of each whole range.
+    2. Reasons grading may add later are counted as "other": exactly, whenever the version's range is under
+       the cap.
+    Written as SQL because it is a hundred tiny index probes: composed by the ORM it cost more CPU than the
+    rest of the page.
     """
-    unfiltered = QueueFilters(filters.kind, filters.application, "", filters.criteria_version)
-    parts = [
-        reviews.order_by("finished_at", "pk").values_list("reason", "finished_at")[: COUNT_CAP + 1]
-        for version in versions
-        for reviews in [
-            *(_range(version, unfiltered).filter(reason=reason) for reason in HUMAN_REASONS),
-            _range(version, unfiltered).exclude(reason__in=HUMAN_REASONS),
-        ]
-    ]
-    if not parts:
+    if not versions:
         return QueueStats(counts=dict.fromkeys([*HUMAN_REASONS, ""], 0), oldest=None)
-    rows = list(functools.reduce(lambda a, b: a.union(b, all=True), parts))
-    known = Counter(reason if reason in HUMAN_REASONS else "" for reason, _ in rows)
-    return QueueStats(
-        counts={reason: known.get(reason, 0) for reason in [*HUMAN_REASONS, ""]},
-        oldest=min((finished_at for _, finished_at in rows), default=None),
+    parts = [(version.pk, reason) for version in versions for reason in [*HUMAN_REASONS, None]]
+    conversations = Conversation._meta.db_table
+    in_application = (
+        f" AND EXISTS (SELECT 1 FROM {conversations} c WHERE c.id = r.conversation_id AND c.application = %s)"  # noqa: S608
+        if filters.application
+        else ""
     )
+    waiting = (
+        f"FROM {Review._meta.db_table} r WHERE r.state = %s AND r.criteria_version_id = p.version_id{in_application}"
+    )
+    sql = f"""
+        SELECT p.version_id, p.reason,
+            (SELECT count(*) FROM (SELECT 1 {waiting} AND (p.reason IS NULL OR r.reason = p.reason) LIMIT %s) c),
+            CASE WHEN p.reason IS NULL THEN (SELECT min(r.finished_at) {waiting}) END
+        FROM unnest(%s::bigint[], %s::text[]) AS p(version_id, reason)
+    """  # noqa: S608 - table names are ours; every value is a parameter
+    application = [filters.application] if filters.application else []
+    params = [ReviewState.WAITING, *application, COUNT_CAP + 1, ReviewState.WAITING, *application]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [*params, [v for v, _ in parts], [r for _, r in parts]])
+        rows = cursor.fetchall()
+    counts = dict.fromkeys([*HUMAN_REASONS, ""], 0)
+    for version in versions:
+        whole = next(count for version_id, reason, count, _ in rows if version_id == version.pk and reason is None)
+        known = [count for version_id, reason, count, _ in rows if version_id == version.pk and reason is not None]
+        for reason, count in zip(HUMAN_REASONS, known, strict=True):
+            counts[reason] += count
+        counts[""] += max(0, whole - sum(known)) if whole <= COUNT_CAP else 0
+    oldest = [finished_at for *_, finished_at in rows if finished_at is not None]
+    return QueueStats(counts=counts, oldest=min(oldest, default=None))
 
 
 def queue_first_free(
