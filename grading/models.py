@@ -326,15 +326,16 @@ COUNTING_STATES = (ReviewState.CURRENT, ReviewState.WAITING, ReviewState.DECIDED
 # The item's latest review, counting or not: at most one per item (a constraint).
 LIVE_STATES = (*COUNTING_STATES, ReviewState.STALE)
 _CRITERIA_ACTIVE = models.Q(criteria_version__is_active=True)
+# The rule itself: a stored counting state counts only while the review's criteria version is active; after a
+# publication the review reads as stale until the item is graded again.
+_CRITERIA_CHANGED = models.Q(state__in=COUNTING_STATES) & ~_CRITERIA_ACTIVE
 
 
 def _in_state(state: ReviewState) -> models.Q:
-    """The rule itself. A stored counting state counts only while the review's criteria version is active;
-    after a publication the review reads as stale until the item is graded again."""
     if state in COUNTING_STATES:
         return models.Q(state=state) & _CRITERIA_ACTIVE
     if state == ReviewState.STALE:
-        return models.Q(state=state) | (models.Q(state__in=COUNTING_STATES) & ~_CRITERIA_ACTIVE)
+        return models.Q(state=state) | _CRITERIA_CHANGED
     return models.Q(state=state)
 
 
@@ -364,7 +365,8 @@ class ReviewQuerySet(models.QuerySet):
         """Annotate `state_now`, the review's state as every reader must show it."""
         return self.annotate(
             state_now=models.Case(
-                *(models.When(_in_state(state), then=models.Value(state.value)) for state in ReviewState),
+                models.When(_CRITERIA_CHANGED, then=models.Value(ReviewState.STALE.value)),
+                default=models.F("state"),
                 output_field=models.CharField(),
             )
         )
