@@ -229,7 +229,7 @@ def _profile(layout: Layout, pid: int) -> subprocess.Popen | None:
     if os.environ.get("BENCH_THROUGHPUT_PROFILE") != "1" or layout.pool != "threads" or not shutil.which("py-spy"):
         return None
     out = Path(settings.DATA_DIR) / f"bench-profile-{layout.pool}-{layout.processes}p.txt"
-    command = ["py-spy", "record", "--format", "raw", "--nonblocking", "-r", "250", "-o", str(out), "--pid", str(pid)]
+    command = ["py-spy", "record", "--format", "raw", "--gil", "--nonblocking", "-r", "250", "-o", str(out), "--pid", str(pid)]
     return subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
@@ -255,6 +255,10 @@ def _start_worker(layout: Layout, judge: FakeLLM, n: int) -> tuple[subprocess.Po
         "JUDGE_BASE_URL": judge.base_url,
         "JUDGE_API_KEY": "bench-key",
         "JUDGE_TIMEOUT_SECONDS": "30",
+        # As in production: no query log, no debug cursor wrappers.
+        "DEBUG": "0",
+        "SECRET_KEY": "bench-" + "x" * 60,
+        "ALLOWED_HOSTS": "localhost",
     }
     command = [
         sys.executable, "-m", "celery", "-A", "reviewer", "worker", "-Q", "judge,default",
