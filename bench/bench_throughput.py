@@ -229,7 +229,20 @@ def _profile(layout: Layout, pid: int) -> subprocess.Popen | None:
     if os.environ.get("BENCH_THROUGHPUT_PROFILE") != "1" or layout.pool != "threads" or not shutil.which("py-spy"):
         return None
     out = Path(settings.DATA_DIR) / f"bench-profile-{layout.pool}-{layout.processes}p.txt"
-    command = ["py-spy", "record", "--format", "raw", "--gil", "--nonblocking", "-r", "250", "-o", str(out), "--pid", str(pid)]
+    command = [
+        "py-spy",
+        "record",
+        "--format",
+        "raw",
+        "--gil",
+        "--nonblocking",
+        "-r",
+        "250",
+        "-o",
+        str(out),
+        "--pid",
+        str(pid),
+    ]
     return subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 

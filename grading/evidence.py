@@ -20,6 +20,8 @@ from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from typing import Any
 
+import rehashes
+
 FINGERPRINT_SCHEME = "fp1"
 DEFAULT_QUIET_PERIOD = timedelta(minutes=30)
 MESSAGE_SEPARATOR = "\n\n"
@@ -145,6 +147,38 @@ def fingerprint(path: Sequence[EvidenceMessage]) -> str:
         [canonical_message(m) for m in path], sort_keys=True, separators=(",", ":"), ensure_ascii=False
     )
     return f"{FINGERPRINT_SCHEME}:{hashlib.sha256(payload.encode('utf-8')).hexdigest()}"
+
+
+def _canonical_bytes(m: EvidenceMessage) -> bytes:
+    return json.dumps(canonical_message(m), sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+
+
+def path_digest(path: Sequence[EvidenceMessage]) -> tuple[str, bytes]:
+    """The path's fingerprint and a resumable digest state that `extend_digest` continues.
+
+    The fingerprint's JSON array is `[` + the messages' objects joined by `,` + `]`, so SHA-256 can absorb it one
+    message at a time. The state is the hash after everything but the closing `]`: extending a path costs the new
+    messages only, however long the path (rehashes' SHA-256, whose state can be stored; hashlib's cannot).
+    """
+    hasher = rehashes.PySha256()
+    hasher.update(b"[")
+    for index, m in enumerate(path):
+        hasher.update(b"," + _canonical_bytes(m) if index else _canonical_bytes(m))
+    return _finish(hasher), hasher.serialize()
+
+
+def extend_digest(state: bytes, appended: Sequence[EvidenceMessage], *, path_was_empty: bool) -> tuple[str, bytes]:
+    """`path_digest(path + appended)` from `path_digest(path)`'s state, reading only `appended`."""
+    hasher = rehashes.PySha256.deserialize(state)
+    for index, m in enumerate(appended):
+        hasher.update(_canonical_bytes(m) if path_was_empty and index == 0 else b"," + _canonical_bytes(m))
+    return _finish(hasher), hasher.serialize()
+
+
+def _finish(hasher: rehashes.PySha256) -> str:
+    closing = rehashes.PySha256.deserialize(hasher.serialize())
+    closing.update(b"]")
+    return f"{FINGERPRINT_SCHEME}:{closing.finalize()}"
 
 
 # --- the tree and its active path ---------------------------------------------------------------------------
@@ -279,18 +313,66 @@ def not_scorable_reason(
     and that is exactly what the judge should grade (`complete` fails). Calling it in progress forever
     would hide the conversations where the agent went silent.
     """
-    if path_problem is not None:
-        return NotScorable(path_problem)
-    if not path:
+    return scorability(
+        PathFacts(
+            problem=path_problem,
+            empty=not path,
+            truncated=any(m.truncated for m in path),
+            waiting_on_tools=bool(unanswered_tool_call_ids(path)),
+        ),
+        closed=closed,
+        last_activity=last_activity,
+        now=now,
+        quiet_period=quiet_period,
+    )
+
+
+@dataclass(frozen=True)
+class PathFacts:
+    """What scorability needs to know about a path, without its messages (kept on the conversation, so an
+    append can answer whether it is scorable without reading the path)."""
+
+    problem: str | None
+    empty: bool
+    truncated: bool
+    waiting_on_tools: bool
+
+
+def scorability(
+    facts: PathFacts, *, closed: bool, last_activity: datetime, now: datetime, quiet_period: timedelta
+) -> NotScorable | None:
+    """`not_scorable_reason` from a path's facts (the same rules, in the same order)."""
+    if facts.problem is not None:
+        return NotScorable(facts.problem)
+    if facts.empty:
         return NotScorable.EMPTY
-    if any(m.truncated for m in path):
+    if facts.truncated:
         return NotScorable.TRUNCATED_BY_SOURCE
     active = not closed and now - last_activity < quiet_period
-    if unanswered_tool_call_ids(path):
+    if facts.waiting_on_tools:
         return NotScorable.IN_PROGRESS if active else NotScorable.TOOL_CALL_WITHOUT_RESULT
     if active:
         return NotScorable.IN_PROGRESS
     return None
+
+
+def extend_open_tool_calls(open_calls: Sequence[str | None], appended: Sequence[EvidenceMessage]) -> list[str | None]:
+    """`unanswered_tool_call_ids(path + appended)` from `unanswered_tool_call_ids(path)`, reading only `appended`:
+    a tool message answers the earliest open call with its id, and an assistant message opens its calls."""
+    still_open = list(open_calls)
+    for m in appended:
+        if m.role == "tool" and m.tool_call_id is not None and m.tool_call_id in still_open:
+            still_open.remove(m.tool_call_id)
+        if m.role == "assistant" and isinstance(m.tool_calls, list):
+            for call in m.tool_calls:
+                call_id = call.get("id") if isinstance(call, dict) else None
+                still_open.append(call_id if isinstance(call_id, str) else None)
+    return still_open
+
+
+def recency(m: EvidenceMessage) -> tuple[datetime, str]:
+    """The key of the newest-leaf rule: `created_at` (missing as oldest, naive as UTC), then the id."""
+    return _recency(m)
 
 
 # --- what the judge reads -----------------------------------------------------------------------------------
@@ -503,7 +585,13 @@ __all__ = [
     "active_path",
     "branch_count",
     "canonical_message",
+    "PathFacts",
     "combine_stage_verdicts",
+    "extend_digest",
+    "extend_open_tool_calls",
+    "path_digest",
+    "recency",
+    "scorability",
     "content_text",
     "estimate_tokens",
     "fingerprint",

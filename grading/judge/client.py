@@ -21,8 +21,8 @@ Judge isolation (DESIGN 4.8): no request carries ``tools``, ``functions``, ``too
 from __future__ import annotations
 
 import copy
-import functools
 import email.utils
+import functools
 import json
 import math
 import random
