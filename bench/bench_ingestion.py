@@ -83,7 +83,7 @@ def _appends_by_length(client: Client, org) -> None:
         baseline = baseline or rate
         print(
             f"appends to {length:>5,}-message conversations: {rate:7,.0f} appends/s "
-            f"({rate / baseline:4.2f}x the 20-message rate), {cpu / appends * 1000:5.2f} ms CPU per append in this process"
+            f"({rate / baseline:4.2f}x the 20-message rate), {cpu / appends * 1000:5.2f} ms CPU per append here"
         )
         expected = Conversation.objects.get(org=org, external_id=f"len{length}-0").fingerprint
         assert _api_fingerprint(client, f"len{length}-0") == expected
