@@ -96,6 +96,8 @@ class Reply:
     usage: Mapping[str, int] | None = None
     # Seconds to wait before answering; interrupted by FakeLLM.stop().
     latency: float = 0.0
+    # "length" says the reply was cut off by its token limit, as a real server does.
+    finish_reason: str = "stop"
 
 
 def json_reply(
@@ -528,7 +530,7 @@ def _chat_completion_body(reply: Reply, request: Mapping[str, Any]) -> dict[str,
                 "index": 0,
                 "message": {"role": "assistant", "content": content, "refusal": None},
                 "logprobs": logprobs,
-                "finish_reason": "stop",
+                "finish_reason": reply.finish_reason,
             }
         ],
         "usage": dict(reply.usage) if reply.usage is not None else _default_usage(request, tokens),
