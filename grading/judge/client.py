@@ -188,6 +188,7 @@ class ChatJudgeClient:
         want_logprobs: bool = False,
         top_logprobs: int = 5,
         max_output_tokens: int = 1024,
+        response_mode: ResponseMode = "json_schema",
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self.model = model
@@ -201,7 +202,7 @@ class ChatJudgeClient:
         self._sdk = openai.OpenAI(base_url=base_url, api_key=api_key, timeout=timeout, max_retries=0)
         self._retry = _RetryPolicy(max_retries, backoff_base, backoff_cap, sleep)
         # Switched once, for the client's lifetime, when the server turns json_schema down.
-        self._mode: ResponseMode = "json_schema"
+        self._mode: ResponseMode = response_mode
         self._profile: ServerProfile | None = None
 
     def with_logprobs(self) -> ChatJudgeClient:
