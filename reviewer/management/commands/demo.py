@@ -45,9 +45,15 @@ class Command(BaseCommand):
 
     def _start_children(self, addr: str) -> list[subprocess.Popen]:
         python = sys.executable
+        # Judge calls wait on the network, so the judge queue runs threads (many calls in flight in one process,
+        # one HTTP client and connection pool for all of them); the rest (grading passes, webhooks) a small
+        # prefork pool of its own, so it never holds up a judge call. README: "More workers on more machines".
+        judge_threads = str(settings.JUDGE_WORKER_THREADS)
+        celery = [python, "-m", "celery", "-A", "reviewer"]
         commands = [
-            [python, "-m", "celery", "-A", "reviewer", "worker", "-Q", "judge,default", "-l", "warning", "-c", "2"],
-            [python, "-m", "celery", "-A", "reviewer", "beat", "-l", "warning"],
+            [*celery, "worker", "-Q", "judge", "-P", "threads", "-c", judge_threads, "-n", "judge@%h", "-l", "warning"],
+            [*celery, "worker", "-Q", "default", "-c", "1", "-n", "default@%h", "-l", "warning"],
+            [*celery, "beat", "-l", "warning"],
             [python, "manage.py", "runserver", addr, "--noreload"],
         ]
         # Each child gets its own process group, so Ctrl-C reaches us once and we stop them in order.
