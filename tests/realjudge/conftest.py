@@ -44,11 +44,14 @@ def real_judge_url() -> str:
 
 @pytest.fixture(scope="session")
 def real_judge_worker(django_db_setup, django_db_blocker, real_judge_url, tmp_path_factory) -> Iterator[str]:
-    """A real `celery worker` (the judge queue's thread pool) whose judge is the real model server."""
+    """A real `celery worker` (the judge queue's thread pool) whose judge is the real model server. It takes tasks
+    from a queue of its own, whose name it yields: the suite's other worker (judged by the fake) serves the
+    usual queues on the same broker."""
     from reviewer.celery import app
 
     app.control.purge()
-    name = f"realjudge-{uuid.uuid4().hex[:8]}@localhost"
+    suffix = uuid.uuid4().hex[:8]
+    name, queue = f"realjudge-{suffix}@localhost", f"realjudge-{suffix}"
     log_path: Path = tmp_path_factory.mktemp("realjudge-worker") / "worker.log"
     env = os.environ | {
         "DATABASE_URL": database_url(settings.DATABASES["default"]),
@@ -61,14 +64,14 @@ def real_judge_worker(django_db_setup, django_db_blocker, real_judge_url, tmp_pa
         "JUDGE_MAX_RETRIES": "1",
     }
     command = [
-        sys.executable, "-m", "celery", "-A", "reviewer", "worker", "-Q", "judge,default",
+        sys.executable, "-m", "celery", "-A", "reviewer", "worker", "-Q", queue,
         "-P", "threads", "-c", "4", "-n", name, "-l", "info",
     ]  # fmt: skip
     with open(log_path, "w") as log:
         worker = subprocess.Popen(command, cwd=REPO_ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
     try:
         _wait_for_worker(app, name, worker, log_path)
-        yield name
+        yield queue
     finally:
         worker.terminate()
         try:

@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from grading.judge.client import ChatJudgeClient, JudgeMalformed, find_field_token, weighted_score
 from grading.models import Review
-from grading.planner import grading_pass
+from grading.tasks import grade_conversation, grade_draft
 from tests.conftest import wait_until
 from tests.grading.conversations import support_conversation, upsert
 from tests.grading.drafts import save_draft, setup_org_memory
@@ -44,15 +44,16 @@ def test_two_drafts_and_two_conversations_are_graded_through_a_worker_against_a_
     real_judge_url, real_judge_worker, org
 ):
     setup_org_memory(org)
-    save_draft(org, external_id="d-1")
     short = "Support costs fall when answers are easy to find.\n\n## Why?\n\nThey do.\n"
-    save_draft(org, external_id="d-2", body=short)
-    for external_id in ("cv-1", "cv-2"):
-        upsert(org, support_conversation(external_id))
+    drafts = [save_draft(org, external_id="d-1"), save_draft(org, external_id="d-2", body=short)]
+    conversations = [upsert(org, support_conversation(external_id)).conversation for external_id in ("cv-1", "cv-2")]
     served = openai.OpenAI(base_url=real_judge_url, api_key="unused").models.list().data[0].id
 
-    passed = grading_pass()
-    assert len(passed.enqueued_ids) == 2 and len(passed.enqueued_draft_ids) == 2
+    # The grading tasks a pass would send, to the real-judge worker's own queue.
+    for draft in drafts:
+        grade_draft.apply_async((draft.pk,), queue=real_judge_worker)
+    for conversation in conversations:
+        grade_conversation.apply_async((conversation.pk,), queue=real_judge_worker)
     wait_until(lambda: Review.objects.filter(org=org).count() == 4, timeout=900, interval=2, message="four reviews")
 
     for review in Review.objects.filter(org=org):
