@@ -33,8 +33,9 @@ demo: install
 test: install-dev
 	DEBUG=1 TOLLGATE_DATA_DIR=$${TOLLGATE_DATA_DIR:-.data/test} $(PY) -m pytest $(PYTEST_ARGS)
 
+# `make bench BENCH=throughput` runs only the benchmarks whose names contain that word.
 bench: install-dev
-	DEBUG=1 TOLLGATE_DATA_DIR=$${TOLLGATE_DATA_DIR:-.data/bench} $(PY) -m bench
+	DEBUG=1 TOLLGATE_DATA_DIR=$${TOLLGATE_DATA_DIR:-.data/bench} $(PY) -m bench $(BENCH)
 
 lint: install-dev
 	$(VENV)/bin/ruff check .

@@ -1,4 +1,7 @@
-"""Run every benchmark under bench/ (`make bench`). Each module `bench/bench_*.py` has a `main()`."""
+"""Run every benchmark under bench/ (`make bench`). Each module `bench/bench_*.py` has a `main()`.
+
+`python -m bench throughput checks` runs only the benchmarks whose names contain one of the words given
+(`make bench BENCH=throughput`)."""
 
 import importlib
 import os
@@ -13,6 +16,8 @@ def main() -> None:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "reviewer.settings")
     django.setup()
     names = sorted(m.name for m in pkgutil.iter_modules([str(Path(__file__).parent)]) if m.name.startswith("bench_"))
+    if wanted := sys.argv[1:]:
+        names = [name for name in names if any(word in name for word in wanted)]
     if not names:
         print("no benchmarks yet")
     for name in names:

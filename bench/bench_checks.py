@@ -5,7 +5,10 @@ character over the body (link destinations and URLs blanked, as the rules define
 `^## ` lines, links, components, citations and proof terms by regex. It is slow, so it is timed on a subset and its
 per-draft time extrapolated; the findings of both are compared on that subset and must be identical.
 
-Run: `make bench`, or `.venv/bin/python -c "import bench.bench_checks as b; b.main()"`.
+Also reported, in the same run: a bare markdown-it parse, a bare automaton pass over the prose and the
+vocabulary part of the plain loop alone, so the pipeline can be read against one pass over the text.
+
+Run: `make bench BENCH=checks`.
 """
 
 from __future__ import annotations
@@ -15,7 +18,9 @@ import re
 import time
 from collections.abc import Callable
 
-from grading.checks import Finding, check_draft
+from markdown_it import MarkdownIt
+
+from grading.checks import Finding, check_draft, parse_draft, vocabulary_matcher
 from grading.rules import DraftRules, default_rules
 
 DRAFTS = 10_000
@@ -180,6 +185,63 @@ def finding_keys(findings: list[Finding]) -> list[Key]:
     return sorted((f.code, f.subject, f.spans) for f in findings)
 
 
+def plain_vocabulary(rules: DraftRules) -> Callable[[str], list[Key]]:
+    """The vocabulary part of the plain loop alone: one regex per banned word, phrase and character."""
+    terms = [
+        *(("banned_word", w, _term_pattern(w)) for w in rules.banned_words.terms),
+        *(("filler_phrase", p, _term_pattern(p)) for p in rules.filler_phrases.terms),
+        *(
+            ("banned_character", c.sequence, re.compile(_run_of(c.sequence)))
+            for c in rules.banned_characters.characters
+        ),
+    ]
+
+    def scan(prose: str) -> list[Key]:
+        found = []
+        for code, term, pattern in terms:
+            spans = tuple(m.span() for m in pattern.finditer(prose))
+            if spans:
+                found.append((code, term, spans))
+        return found
+
+    return scan
+
+
+def _one_pass_figures(
+    rules: DraftRules, drafts: list[tuple[str, list[str]]], pipeline: float, plain: float, megabytes: float
+) -> None:
+    """How close the checks come to one pass over the text, in one run: a bare markdown-it parse of each draft
+    (the commonmark preset, block and inline), a bare Aho-Corasick pass over its prose, the whole pipeline, and
+    the per-word loop, whole and for the vocabulary alone (on the same prose as the automaton)."""
+    sample = drafts[:COMPARED]
+    structures = [parse_draft(body) for body, _ in sample]
+    parser = MarkdownIt("commonmark")
+    matcher = vocabulary_matcher(rules)
+    per_term = plain_vocabulary(rules)
+    per_draft_mb = megabytes / len(drafts)
+
+    def timed(work: Callable[[], object]) -> float:
+        started = time.perf_counter()
+        work()
+        return (time.perf_counter() - started) / len(sample)
+
+    parse = timed(lambda: [parser.parse(body) for body, _ in sample])
+    automaton = timed(lambda: [matcher.scan(s.prose) for s in structures])
+    regexes = timed(lambda: [per_term(s.prose) for s in structures])
+    for label, seconds in (
+        ("bare markdown-it parse", parse),
+        ("bare automaton pass over the prose", automaton),
+        ("the whole check pipeline", pipeline),
+        ("the seed's per-word loop, whole", plain),
+        ("the per-word loop, vocabulary alone", regexes),
+    ):
+        print(f"{label:<38} {seconds * 1000:7.3f} ms/draft {per_draft_mb / seconds:8.2f} MB/s")
+    print(
+        f"pipeline / bare parse: {pipeline / parse:.2f}x (aim: within 2x); vocabulary: automaton "
+        f"{regexes / automaton:.0f}x faster than one regex per term (aim: 100x), {plain / automaton:.0f}x the whole"
+    )
+
+
 # --- the run --------------------------------------------------------------------------------------------------------
 def main() -> None:
     rules = default_rules()
@@ -209,6 +271,8 @@ def main() -> None:
         f"identical findings on {COMPARED:,} of {DRAFTS:,} drafts compared; {sum(map(len, ours)):,} findings in all, "
         f"{vocabulary:,} drafts with banned words or phrases, {sum(not f for f in ours):,} clean"
     )
+
+    _one_pass_figures(rules, drafts, ours_seconds / DRAFTS, plain_per_draft, megabytes)
 
     ours_per_draft = ours_seconds / DRAFTS
     print(

@@ -1,5 +1,7 @@
 """Ingestion through the HTTP API (Django's test client in process, real PostgreSQL): messages per
-second for new conversations and for appends, with the fingerprint kept current on every write."""
+second for new conversations and for appends, with the fingerprint kept current on every write; then
+appends to conversations of 20, 200 and 2,000 messages, which must cost the same (an append that extends
+the active path reads none of the earlier messages)."""
 
 import json
 import os
@@ -49,6 +51,8 @@ def main() -> None:
         f"(conversations grow to {MESSAGES_PER_CONVERSATION + appends // conversations} messages)"
     )
 
+    _appends_by_length(client, org)
+
     stale = sum(
         1
         for c in Conversation.objects.filter(org=org).only("fingerprint", "active_path_ids")[:50]
@@ -58,9 +62,36 @@ def main() -> None:
     assert stale == 0
 
 
-def _conversation(i: int) -> dict:
+def _appends_by_length(client: Client, org) -> None:
+    """Single-message appends through the API to conversations of 20, 200 and 2,000 messages: wall and CPU
+    time per append, as ratios to the 20-message case measured in the same run."""
+    appends = int(os.environ.get("BENCH_INGEST_LENGTH_APPENDS", "600"))
+    baseline = None
+    for length in (20, 200, 2_000):
+        conversations = 4
+        for c in range(conversations):
+            body = _conversation(c, length=length) | {"external_id": f"len{length}-{c}"}
+            _post(client, "/api/v1/conversations", body, expect=201)
+        started, cpu = time.perf_counter(), time.process_time()
+        for n in range(appends):
+            c = n % conversations
+            parent = f"m{length - 1}" if n < conversations else f"y{n - conversations}"
+            message = {"id": f"y{n}", "parent_id": parent, "role": "user" if n % 2 else "assistant", "content": "ok"}
+            _post(client, f"/api/v1/conversations/len{length}-{c}/messages", {"messages": [message]}, expect=200)
+        seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
+        rate = appends / seconds
+        baseline = baseline or rate
+        print(
+            f"appends to {length:>5,}-message conversations: {rate:7,.0f} appends/s "
+            f"({rate / baseline:4.2f}x the 20-message rate), {cpu / appends * 1000:5.2f} ms CPU per append here"
+        )
+        expected = Conversation.objects.get(org=org, external_id=f"len{length}-0").fingerprint
+        assert _api_fingerprint(client, f"len{length}-0") == expected
+
+
+def _conversation(i: int, length: int = MESSAGES_PER_CONVERSATION) -> dict:
     messages, parent = [], None
-    for n in range(MESSAGES_PER_CONVERSATION):
+    for n in range(length):
         messages.append(
             {
                 "id": f"m{n}",

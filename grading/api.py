@@ -20,9 +20,10 @@ from grading.models import COUNTING_STATES, ApiKey, Article, Conversation, Draft
 from grading.otlp.views import router as otlp_router
 from grading.rules import rules_as_text
 from grading.schemas import ArticleIn, ConversationIn, DraftIn, ExternalId, FeedbackIn, MemoryIn, MessagesIn
-from grading.selectors import ConversationState, conversation_state, draft_status
+from grading.selectors import ConversationState, conversation_state, current_review, draft_status
 from grading.services import (
     ConversationNotFound,
+    ConversationWrite,
     LimitExceeded,
     NotFound,
     api_key_authenticate,
@@ -185,31 +186,40 @@ def review_out(review: Review) -> dict:
 
 
 def conversation_out(state: ConversationState, *, with_messages: bool = False) -> dict:
-    body = {
-        "external_id": state.conversation.external_id,
-        "fingerprint": state.conversation.fingerprint,
-        "scorable": state.not_scorable_reason is None,
-        "not_scorable_reason": state.not_scorable_reason,
-        "active_path": [m.id for m in state.path],
-        "branch_count": state.conversation.branch_count,
-        "review": review_out(state.review) if state.review else None,
-    }
+    body = _conversation_body(state.conversation, state.not_scorable_reason, state.review)
     if with_messages:
         body["messages"] = [canonical_message(m) for m in state.path]
     return body
 
 
+def written_out(write: ConversationWrite) -> dict:
+    """The answer to a write, from what the write computed: an append reads none of the earlier messages."""
+    conversation = write.conversation
+    return _conversation_body(conversation, write.not_scorable_reason, current_review(conversation))
+
+
+def _conversation_body(conversation: Conversation, not_scorable_reason: str | None, review: Review | None) -> dict:
+    return {
+        "external_id": conversation.external_id,
+        "fingerprint": conversation.fingerprint,
+        "scorable": not_scorable_reason is None,
+        "not_scorable_reason": not_scorable_reason,
+        "active_path": conversation.active_path_ids,  # the write keeps it equal to the path's ids
+        "branch_count": conversation.branch_count,
+        "review": review_out(review) if review else None,
+    }
+
+
 @api.post("/conversations", response={200: ConversationOut, 201: ConversationOut}, summary="Upsert a conversation")
 def post_conversation(request: HttpRequest, payload: ConversationIn) -> Status[ConversationOut]:
     write = conversation_upsert(org=request.auth.org, payload=payload)
-    state = conversation_state(write.conversation, write.messages)
-    return Status(201 if write.created else 200, conversation_out(state))
+    return Status(201 if write.created else 200, written_out(write))
 
 
 @api.post("/conversations/{external_id}/messages", response=ConversationOut, summary="Append (or edit) messages by id")
 def post_messages(request: HttpRequest, external_id: ExternalId, payload: MessagesIn) -> dict:
     write = conversation_append(org=request.auth.org, external_id=external_id, payload=payload)
-    return conversation_out(conversation_state(write.conversation, write.messages))
+    return written_out(write)
 
 
 @api.get("/conversations/{external_id}", response=ConversationDetailOut, summary="A conversation's evidence and review")

@@ -124,8 +124,11 @@ class DraftStructure:
         return _haystack(self.prose)
 
 
+@lru_cache(maxsize=16)
 def parse_draft(body: str) -> DraftStructure:
-    """Parse a draft body once for every check.
+    """Parse a draft body once for every check (and once for every caller: the gate checks a body, the repairs
+    read it, and the repaired body is read again by the next repair and by the second check, so the last few
+    parses are kept; a DraftStructure is immutable, so sharing one is safe, across threads too).
 
     1. Blank out front matter (metadata, not prose) and parse the blocks with markdown-it.
     2. Walk the blocks: fences are code; thematic breaks, table delimiter rows, setext underlines and reference

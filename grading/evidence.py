@@ -14,11 +14,13 @@ from __future__ import annotations
 import hashlib
 import json
 from collections import deque
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from typing import Any
+
+import rehashes
 
 FINGERPRINT_SCHEME = "fp1"
 DEFAULT_QUIET_PERIOD = timedelta(minutes=30)
@@ -51,6 +53,8 @@ class NotScorable(StrEnum):
     EMPTY = "empty"
     TOOL_CALL_WITHOUT_RESULT = "tool_call_without_result"
     TRUNCATED_BY_SOURCE = "truncated_by_source"
+    # Decided when grading, not by `not_scorable_reason`: it depends on the judge, not on the record.
+    TOO_LONG_FOR_JUDGE = "too_long_for_judge"
 
 
 REASON_TEXT: dict[NotScorable, str] = {
@@ -70,6 +74,10 @@ REASON_TEXT: dict[NotScorable, str] = {
         "and the conversation is closed or quiet."
     ),
     NotScorable.TRUNCATED_BY_SOURCE: "The source marked a message on the active path as truncated.",
+    NotScorable.TOO_LONG_FOR_JUDGE: (
+        "A message on the active path is longer than the judge's context window on its own, and evidence is never "
+        "cut to fit. A judge with a larger context can grade it."
+    ),
 }
 
 
@@ -92,12 +100,14 @@ class PathResult:
 class Stage:
     """One judge call's worth of the path: `context` (earlier user requests, repeated so the judge knows
     what was asked) then `messages` (this stage's slice). `oversized` marks a stage over the budget,
-    which holds exactly one message: evidence is never cut to fit."""
+    which holds exactly one message: evidence is never cut to fit (grading records such a conversation as
+    not scorable by this judge rather than send what cannot fit)."""
 
     index: int
     context: list[EvidenceMessage]
     messages: list[EvidenceMessage]
     oversized: bool = False
+    context_omitted: int = 0  # earlier user requests not repeated in `context` (it is bounded)
 
 
 # --- fingerprint -------------------------------------------------------------------------------------------
@@ -137,6 +147,38 @@ def fingerprint(path: Sequence[EvidenceMessage]) -> str:
         [canonical_message(m) for m in path], sort_keys=True, separators=(",", ":"), ensure_ascii=False
     )
     return f"{FINGERPRINT_SCHEME}:{hashlib.sha256(payload.encode('utf-8')).hexdigest()}"
+
+
+def _canonical_bytes(m: EvidenceMessage) -> bytes:
+    return json.dumps(canonical_message(m), sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+
+
+def path_digest(path: Sequence[EvidenceMessage]) -> tuple[str, bytes]:
+    """The path's fingerprint and a resumable digest state that `extend_digest` continues.
+
+    The fingerprint's JSON array is `[` + the messages' objects joined by `,` + `]`, so SHA-256 can absorb it one
+    message at a time. The state is the hash after everything but the closing `]`: extending a path costs the new
+    messages only, however long the path (rehashes' SHA-256, whose state can be stored; hashlib's cannot).
+    """
+    hasher = rehashes.PySha256()
+    hasher.update(b"[")
+    for index, m in enumerate(path):
+        hasher.update(b"," + _canonical_bytes(m) if index else _canonical_bytes(m))
+    return _finish(hasher), hasher.serialize()
+
+
+def extend_digest(state: bytes, appended: Sequence[EvidenceMessage], *, path_was_empty: bool) -> tuple[str, bytes]:
+    """`path_digest(path + appended)` from `path_digest(path)`'s state, reading only `appended`."""
+    hasher = rehashes.PySha256.deserialize(state)
+    for index, m in enumerate(appended):
+        hasher.update(_canonical_bytes(m) if path_was_empty and index == 0 else b"," + _canonical_bytes(m))
+    return _finish(hasher), hasher.serialize()
+
+
+def _finish(hasher: rehashes.PySha256) -> str:
+    closing = rehashes.PySha256.deserialize(hasher.serialize())
+    closing.update(b"]")
+    return f"{FINGERPRINT_SCHEME}:{closing.finalize()}"
 
 
 # --- the tree and its active path ---------------------------------------------------------------------------
@@ -271,18 +313,66 @@ def not_scorable_reason(
     and that is exactly what the judge should grade (`complete` fails). Calling it in progress forever
     would hide the conversations where the agent went silent.
     """
-    if path_problem is not None:
-        return NotScorable(path_problem)
-    if not path:
+    return scorability(
+        PathFacts(
+            problem=path_problem,
+            empty=not path,
+            truncated=any(m.truncated for m in path),
+            waiting_on_tools=bool(unanswered_tool_call_ids(path)),
+        ),
+        closed=closed,
+        last_activity=last_activity,
+        now=now,
+        quiet_period=quiet_period,
+    )
+
+
+@dataclass(frozen=True)
+class PathFacts:
+    """What scorability needs to know about a path, without its messages (kept on the conversation, so an
+    append can answer whether it is scorable without reading the path)."""
+
+    problem: str | None
+    empty: bool
+    truncated: bool
+    waiting_on_tools: bool
+
+
+def scorability(
+    facts: PathFacts, *, closed: bool, last_activity: datetime, now: datetime, quiet_period: timedelta
+) -> NotScorable | None:
+    """`not_scorable_reason` from a path's facts (the same rules, in the same order)."""
+    if facts.problem is not None:
+        return NotScorable(facts.problem)
+    if facts.empty:
         return NotScorable.EMPTY
-    if any(m.truncated for m in path):
+    if facts.truncated:
         return NotScorable.TRUNCATED_BY_SOURCE
     active = not closed and now - last_activity < quiet_period
-    if unanswered_tool_call_ids(path):
+    if facts.waiting_on_tools:
         return NotScorable.IN_PROGRESS if active else NotScorable.TOOL_CALL_WITHOUT_RESULT
     if active:
         return NotScorable.IN_PROGRESS
     return None
+
+
+def extend_open_tool_calls(open_calls: Sequence[str | None], appended: Sequence[EvidenceMessage]) -> list[str | None]:
+    """`unanswered_tool_call_ids(path + appended)` from `unanswered_tool_call_ids(path)`, reading only `appended`:
+    a tool message answers the earliest open call with its id, and an assistant message opens its calls."""
+    still_open = list(open_calls)
+    for m in appended:
+        if m.role == "tool" and m.tool_call_id is not None and m.tool_call_id in still_open:
+            still_open.remove(m.tool_call_id)
+        if m.role == "assistant" and isinstance(m.tool_calls, list):
+            for call in m.tool_calls:
+                call_id = call.get("id") if isinstance(call, dict) else None
+                still_open.append(call_id if isinstance(call_id, str) else None)
+    return still_open
+
+
+def recency(m: EvidenceMessage) -> tuple[datetime, str]:
+    """The key of the newest-leaf rule: `created_at` (missing as oldest, naive as UTC), then the id."""
+    return _recency(m)
 
 
 # --- what the judge reads -----------------------------------------------------------------------------------
@@ -292,8 +382,7 @@ def render_message(m: EvidenceMessage) -> str:
     """The text the judge reads for one message, never truncated.
 
     A header line with the id and role (and name and tool_call_id when present), JSON-quoted so no content
-    can forge one; then the content (text parts joined by newlines, other parts as `[<type>]` placeholders);
-    then each tool call with its function name and its arguments verbatim.
+    can forge one; then `content_text` of the content; then `tool_call_text` of each tool call.
     """
     header = f"[message id={_quote(m.id)} role={_quote(m.role)}"
     if m.name is not None:
@@ -301,14 +390,46 @@ def render_message(m: EvidenceMessage) -> str:
     if m.tool_call_id is not None:
         header += f" tool_call_id={_quote(m.tool_call_id)}"
     lines = [header + "]"]
-    content = _render_content(m.content)
+    content = content_text(m.content)
     if content:
         lines.append(content)
     if isinstance(m.tool_calls, list):
-        lines.extend(_render_tool_call(call) for call in m.tool_calls)
+        lines.extend(tool_call_text(call) for call in m.tool_calls)
     elif m.tool_calls is not None:
         lines.append(f"tool calls: {_as_json(m.tool_calls)}")
     return "\n".join(lines)
+
+
+def content_text(content: object) -> str:
+    """A message's content as words: the one rendering of content that the judge reads (inside `render_message`),
+    the staging budget measures, and an operator's page shows, so a person reviewing a verdict reads what the
+    judge read.
+
+    A string is itself. A list of content parts is its parts, one per line: text parts (`text`, `input_text`,
+    `output_text`) as their text, a refusal part as `[refusal] <its text>`, anything else as a `[<type>]`
+    placeholder (an image the judge cannot see is named, not described). Any other value is its JSON.
+    Nothing is cut. Pages may lay the words out (pretty-print a tool's JSON) but should not change them.
+    """
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(_render_part(part) for part in content)
+    return _as_json(content)
+
+
+def tool_call_text(call: object) -> str:
+    """One tool call as the judge reads it: its id, function name and arguments verbatim."""
+    if not isinstance(call, dict):
+        return f"tool call: {_as_json(call)}"
+    function = call.get("function")
+    if not isinstance(function, dict):
+        return f"tool call id={_quote(str(call.get('id')))}: {_as_json(call)}"
+    name = function.get("name")
+    arguments = function.get("arguments")
+    arguments_text = arguments if isinstance(arguments, str) else _as_json(arguments)
+    return f"tool call id={_quote(str(call.get('id')))} function={_quote(str(name))} arguments: {arguments_text}"
 
 
 def render_messages(messages: Iterable[EvidenceMessage]) -> str:
@@ -316,15 +437,30 @@ def render_messages(messages: Iterable[EvidenceMessage]) -> str:
     return MESSAGE_SEPARATOR.join(render_message(m) for m in messages)
 
 
-def message_size(m: EvidenceMessage) -> int:
-    """The budget cost of one message: its rendering plus one separator. The size of a list of messages
-    is the sum, which bounds `len(render_messages(...))` from above; the prompt builder and staging both
-    use it."""
-    return len(render_message(m)) + len(MESSAGE_SEPARATOR)
+def message_size(m: EvidenceMessage, measure: Callable[[str], int] = len) -> int:
+    """The budget cost of one message: its rendering plus one separator, in `measure`'s units (characters by
+    default, or a judge's tokens). The size of a list of messages is the sum, which bounds the size of
+    `render_messages(...)` from above; the prompt builder and staging both use it."""
+    return measure(render_message(m) + MESSAGE_SEPARATOR)
 
 
-def rendered_size(messages: Iterable[EvidenceMessage]) -> int:
-    return sum(message_size(m) for m in messages)
+def rendered_size(messages: Iterable[EvidenceMessage], measure: Callable[[str], int] = len) -> int:
+    return sum(message_size(m, measure) for m in messages)
+
+
+_DIGITS = "0123456789"
+
+
+def estimate_tokens(text: str) -> int:
+    """A cautious estimate of what `text` costs in an LLM tokenizer's tokens, without the tokenizer.
+
+    Every digit counts as one token (Qwen and Llama tokenizers split numbers into digits), every other three
+    bytes of UTF-8 as one. Measured against Qwen2.5's tokenizer it overestimates English prose (4.5 bytes a
+    token) and CJK text (4.1), and is close on JSON tool output with figures. A judge that finds it low (a
+    context-length refusal, a usage report) scales it up for the rest of the process (backends.TokenMeter).
+    """
+    digits = sum(map(text.count, _DIGITS))
+    return digits + -(-(len(text.encode("utf-8")) - digits) // 3)
 
 
 def _quote(value: str) -> str:
@@ -333,16 +469,6 @@ def _quote(value: str) -> str:
 
 def _as_json(value: object) -> str:
     return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
-
-
-def _render_content(content: object) -> str:
-    if content is None:
-        return ""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "\n".join(_render_part(part) for part in content)
-    return _as_json(content)
 
 
 def _render_part(part: object) -> str:
@@ -356,55 +482,72 @@ def _render_part(part: object) -> str:
     return f"[{part_type if isinstance(part_type, str) else 'unknown'}]"
 
 
-def _render_tool_call(call: object) -> str:
-    if not isinstance(call, dict):
-        return f"tool call: {_as_json(call)}"
-    function = call.get("function")
-    if not isinstance(function, dict):
-        return f"tool call id={_quote(str(call.get('id')))}: {_as_json(call)}"
-    name = function.get("name")
-    arguments = function.get("arguments")
-    arguments_text = arguments if isinstance(arguments, str) else _as_json(arguments)
-    return f"tool call id={_quote(str(call.get('id')))} function={_quote(str(name))} arguments: {arguments_text}"
-
-
 # --- staging ------------------------------------------------------------------------------------------------
 
+# The share of a stage's budget that repeated earlier requests may take; the rest carries new evidence.
+CONTEXT_SHARE = 0.25
 
-def stages(path: Sequence[EvidenceMessage], *, budget_chars: int) -> list[Stage]:
-    """Split the path into judge calls that each fit `budget_chars` (DESIGN 4.3), never cutting a message.
+
+def stages(path: Sequence[EvidenceMessage], *, budget: int, measure: Callable[[str], int] = len) -> list[Stage]:
+    """Split the path into judge calls that each fit `budget` (DESIGN 4.3), never cutting a message.
+
+    Sizes are `message_size` in `measure`'s units (characters by default; a judge's tokens in grading).
 
     1. If the whole path fits, one stage with every message and no context.
-    2. Otherwise walk the path in order. Each stage's context is every user message before its slice,
-       all of them, so each stage knows what was asked, even if that alone overflows the budget.
-    3. The slice takes whole messages while context + slice fits. It always takes at least one; a stage
-       over the budget therefore holds a single message and is marked `oversized`.
+    2. Otherwise walk the path in order. Each stage repeats some of the user's earlier requests as context, at
+       most CONTEXT_SHARE of the budget: the first request (what the conversation is about) when it fits, then
+       the latest ones before the slice, in path order. `context_omitted` counts the requests left out. Bounding
+       the repeated part keeps the number of stages near (path size / budget): repeating every earlier request
+       made a long chat of short turns into thousands of stages, most of them repeats.
+    3. The slice takes whole messages while context + slice fits. It always takes at least one; when context and
+       that one message do not fit, the context shrinks to what does; a message over the budget on its own gets a
+       stage of its own with no context, marked `oversized`.
 
     Every path message lands in exactly one stage's `messages`, in order.
     """
-    if budget_chars < 1:
-        raise ValueError("budget_chars must be positive")
-    sizes = [message_size(m) for m in path]
-    if sum(sizes) <= budget_chars:
+    if budget < 1:
+        raise ValueError("budget must be positive")
+    sizes = [message_size(m, measure) for m in path]
+    if sum(sizes) <= budget:
         return [Stage(0, [], list(path))] if path else []
 
+    context_budget = int(budget * CONTEXT_SHARE)
     result: list[Stage] = []
-    context: list[EvidenceMessage] = []
-    context_size = 0
+    requests: list[int] = []  # indexes of the user messages before `start`
     start = 0
     while start < len(path):
-        end = start + 1
-        used = context_size + sizes[start]
-        while end < len(path) and used + sizes[end] <= budget_chars:
-            used += sizes[end]
-            end += 1
-        result.append(Stage(len(result), list(context), list(path[start:end]), oversized=used > budget_chars))
-        for m, size in zip(path[start:end], sizes[start:end], strict=True):
-            if m.role == "user":
-                context.append(m)
-                context_size += size
+        if sizes[start] > budget:
+            result.append(Stage(len(result), [], [path[start]], oversized=True, context_omitted=len(requests)))
+        else:
+            chosen = _context(requests, sizes, min(context_budget, budget - sizes[start]))
+            used = sum(sizes[i] for i in chosen) + sizes[start]
+            end = start + 1
+            while end < len(path) and used + sizes[end] <= budget:
+                used += sizes[end]
+                end += 1
+            context = [path[i] for i in chosen]
+            result.append(
+                Stage(len(result), context, list(path[start:end]), context_omitted=len(requests) - len(chosen))
+            )
+        end = start + len(result[-1].messages)
+        requests.extend(i for i in range(start, end) if path[i].role == "user")
         start = end
     return result
+
+
+def _context(requests: list[int], sizes: list[int], room: int) -> list[int]:
+    """The earlier requests a stage repeats within `room`: the first, when it fits, then the latest ones."""
+    chosen: list[int] = []
+    if requests and sizes[requests[0]] <= room:
+        chosen.append(requests[0])
+        room -= sizes[requests[0]]
+    latest: list[int] = []
+    for i in reversed(requests[1:] if chosen else requests):
+        if sizes[i] > room:
+            break
+        latest.append(i)
+        room -= sizes[i]
+    return chosen + latest[::-1]
 
 
 def combine_stage_verdicts(per_stage: Sequence[dict[str, str]]) -> dict[str, str]:
@@ -442,7 +585,15 @@ __all__ = [
     "active_path",
     "branch_count",
     "canonical_message",
+    "PathFacts",
     "combine_stage_verdicts",
+    "extend_digest",
+    "extend_open_tool_calls",
+    "path_digest",
+    "recency",
+    "scorability",
+    "content_text",
+    "estimate_tokens",
     "fingerprint",
     "leaves",
     "message_size",
@@ -452,6 +603,7 @@ __all__ = [
     "render_messages",
     "rendered_size",
     "stages",
+    "tool_call_text",
     "unanswered_tool_call_ids",
 ]
 

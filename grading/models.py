@@ -124,6 +124,9 @@ class Conversation(models.Model):
     active_path_ids = models.JSONField(default=list)
     branch_count = models.PositiveIntegerField(default=0)
     message_count = models.PositiveIntegerField(default=0)
+    # What an append needs to extend the evidence columns without reading the messages (services.py): the
+    # resumable fingerprint digest and the path's facts. Null until the next write computes it.
+    evidence_state = models.JSONField(null=True, blank=True)
     queued_at = models.DateTimeField(null=True, blank=True, help_text="When a grading pass last enqueued it.")
     updated_at = models.DateTimeField(auto_now=True)
 

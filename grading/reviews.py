@@ -8,15 +8,14 @@ block, and the identity constraint makes a second review of the same evidence im
 import logging
 from datetime import datetime
 
-from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from grading import evidence
 from grading.criteria import criteria_active
 from grading.judge.backends import ConversationJudge, judge_from_settings
-from grading.judge.client import ZERO_USAGE, JudgeError
+from grading.judge.client import ZERO_USAGE, JudgeContextExceeded, JudgeError
 from grading.judge.conversation import combine_stages, with_evidence_on_path
 from grading.models import (
     COUNTING_STATES,
@@ -80,17 +79,37 @@ def conversation_grade(
 
 
 def _judge_path(path: list[evidence.EvidenceMessage], criteria: CriteriaVersion, judge: ConversationJudge) -> dict:
-    stages = evidence.stages(path, budget_chars=settings.JUDGE_INPUT_BUDGET_CHARS)
+    """Judge the path in stages that fit the judge's context, and combine the stages' verdicts.
+
+    1. Stage the path to the judge's budget, counted in its tokens (`judge.stage_budget`, `judge.measure`).
+       A message that cannot fit even alone makes the conversation not scorable by this judge: evidence is
+       never cut, and sending it would be refused on every pass.
+    2. Judge each stage. A context-length refusal has taught the judge its real window and token counts, so
+       stage again, smaller, and start over (at most _RESTAGINGS times); any other judge error is an `error`.
+    3. While waiting on the judge this thread holds no database connection when a pool can lend it back.
+    """
     path_ids = {m.id for m in path}
-    per_stage = []
     usage = ZERO_USAGE
-    for stage in stages:
+    stages: list[evidence.Stage] = []
+    for _ in range(_RESTAGINGS + 1):
+        budget = judge.stage_budget(rubric=criteria.rubric, criteria_number=criteria.number)
+        stages = evidence.stages(path, budget=budget, measure=judge.measure)
+        if oversized := next((stage for stage in stages if stage.oversized), None):
+            return _too_long(oversized, budget, len(stages), usage)
+        per_stage = []
+        _release_database_connection()
         try:
-            judgement = judge.judge_stage(
-                rubric=criteria.rubric, criteria_number=criteria.number, stage=stage, stage_count=len(stages)
-            )
+            for stage in stages:
+                judgement = judge.judge_stage(
+                    rubric=criteria.rubric, criteria_number=criteria.number, stage=stage, stage_count=len(stages)
+                )
+                usage = usage + judgement.usage
+                per_stage.append(with_evidence_on_path(judgement.verdicts, path_ids))
+        except JudgeContextExceeded as exc:
+            logger.info("judge refused a stage of %s as too long (%s); staging again", len(stages), exc)
+            continue
         except JudgeError as exc:
-            logger.warning("judge failed on stage %s of %s: %s", stage.index + 1, len(stages), exc)
+            logger.warning("judge failed on a stage of %s: %s", len(stages), exc)
             return {
                 "route": Route.ERROR,
                 "reason": type(exc).__name__,
@@ -98,11 +117,43 @@ def _judge_path(path: list[evidence.EvidenceMessage], criteria: CriteriaVersion,
                 "stages": len(stages),
                 "usage": usage.as_json(),
             }
-        usage = usage + judgement.usage
-        per_stage.append(with_evidence_on_path(judgement.verdicts, path_ids))
-    checks = combine_stages(per_stage)
-    route, reason = _route(checks)
-    return {"route": route, "reason": reason, "checks": checks, "stages": len(stages), "usage": usage.as_json()}
+        checks = combine_stages(per_stage)
+        route, reason = _route(checks)
+        return {"route": route, "reason": reason, "checks": checks, "stages": len(stages), "usage": usage.as_json()}
+    detail = f"the judge refused stages as too long {_RESTAGINGS + 1} times, the last staging had {len(stages)}"
+    return {
+        "route": Route.ERROR,
+        "reason": "JudgeContextExceeded",
+        "detail": detail,
+        "stages": len(stages),
+        "usage": usage.as_json(),
+    }
+
+
+# A refusal teaches the judge the server's figures, so one re-staging nearly always fits; a few more allow for
+# a server whose error states no figures (each refusal then still raises the token estimate a little).
+_RESTAGINGS = 3
+
+
+def _too_long(stage: evidence.Stage, budget: int, stage_count: int, usage) -> dict:
+    [message] = stage.messages
+    reason = evidence.NotScorable.TOO_LONG_FOR_JUDGE
+    return {
+        "route": Route.NOT_SCORABLE,
+        "reason": str(reason),
+        "detail": f"{evidence.REASON_TEXT[reason]} Message {message.id!r} needs more than the {budget} tokens "
+        f"a stage may carry.",
+        "stages": stage_count,
+        "usage": usage.as_json(),
+    }
+
+
+def _release_database_connection() -> None:
+    """Hand this thread's database connection back to the pool before a long wait on the judge, so a worker's
+    threads need only as many connections as are touching the database at once, not one each. Only with a
+    connection pool (without one, closing means reconnecting afterwards) and never inside a transaction."""
+    if connection.settings_dict.get("OPTIONS", {}).get("pool") and not connection.in_atomic_block:
+        connection.close()
 
 
 def _route(checks: dict[str, dict]) -> tuple[Route, str]:

@@ -1,8 +1,9 @@
 """Writes of the domain core: API keys, conversations and their feedback, drafts."""
 
+import base64
 import hashlib
 import secrets
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
 from django.conf import settings
@@ -11,6 +12,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from grading import enqueue
+from grading import evidence as ev
 from grading.audit import audit_record
 from grading.evidence import EvidenceMessage, active_path, branch_count, draft_fingerprint, fingerprint
 from grading.models import ApiKey, Conversation, Draft, Feedback, Message, Org
@@ -88,8 +90,12 @@ class ConversationNotFound(NotFound):
 @dataclass(frozen=True)
 class ConversationWrite:
     conversation: Conversation
-    messages: list[EvidenceMessage]  # every message after the merge, so callers need not read them again
+    # Every message after the merge, so callers need not read them again; None after an append that only
+    # extended the active path, which reads none of the earlier messages.
+    messages: list[EvidenceMessage] | None
     created: bool = False
+    # Why the conversation cannot be scored as of the write, or None (evidence.not_scorable_reason).
+    not_scorable_reason: ev.NotScorable | None = None
 
 
 def conversation_upsert(*, org: Org, payload: ConversationIn, now: datetime | None = None) -> ConversationWrite:
@@ -104,8 +110,8 @@ def conversation_upsert(*, org: Org, payload: ConversationIn, now: datetime | No
         conversation.application = payload.application
         conversation.closed = payload.closed
         conversation.active_message_id = payload.active_message_id
-        messages = _merge_messages(conversation, payload.messages, now, before)
-    return ConversationWrite(conversation, messages, created)
+        messages, reason = _merge_messages(conversation, payload.messages, now, before)
+    return ConversationWrite(conversation, messages, created, reason)
 
 
 def conversation_append(
@@ -125,8 +131,8 @@ def conversation_append(
         conversation.active_message_id = payload.active_message_id
         if payload.closed is not None:
             conversation.closed = payload.closed
-        messages = _merge_messages(conversation, payload.messages, now, before)
-    return ConversationWrite(conversation, messages)
+        messages, reason = _merge_messages(conversation, payload.messages, now, before)
+    return ConversationWrite(conversation, messages, not_scorable_reason=reason)
 
 
 def _locked_conversation(org: Org, external_id: str) -> Conversation | None:
@@ -155,14 +161,21 @@ def _columns(conversation: Conversation) -> tuple:
 
 def _merge_messages(
     conversation: Conversation, incoming: list[MessageIn], now: datetime, before: tuple
-) -> list[EvidenceMessage]:
+) -> tuple[list[EvidenceMessage] | None, ev.NotScorable | None]:
     """Insert new ids, update changed ones (an edit), then recompute the evidence columns.
 
-    1. Load every message of the conversation (the path and fingerprint need them all).
-    2. New ids are inserted; a known id whose fields differ is an edit and is updated in place.
+    1. An append that continues the active path (new ids, each the child of the one before, the first a child
+       of the active leaf, which stays the active leaf) reads no earlier message: `_recompute_evidence` extends
+       the stored state.
+    2. Otherwise load every message of the conversation (the path and fingerprint need them all). New ids are
+       inserted; a known id whose fields differ is an edit and is updated in place.
     3. Enforce the size limits before anything is written (the caller's transaction rolls back otherwise).
     4. Recompute the active path, fingerprint, branch count and activity times from the merged set.
     """
+    if (appended := _continuation(conversation, incoming, now)) is not None:
+        _enforce_limits(incoming, conversation.message_count + len(appended))
+        Message.objects.bulk_create(appended)
+        return None, _recompute_evidence(conversation, appended, changed=True, now=now, before=before, appended=True)
     existing = {m.external_id: m for m in conversation.messages.all()} if conversation.pk else {}
     new: list[Message] = []
     edited: list[Message] = []
@@ -182,9 +195,37 @@ def _merge_messages(
     _enforce_limits(incoming, len(existing))
     Message.objects.bulk_create(new)
     Message.objects.bulk_update(edited, list(_MESSAGE_FIELDS))
-    return _recompute_evidence(
-        conversation, list(existing.values()), changed=bool(new or edited), now=now, before=before
-    )
+    messages = list(existing.values())
+    reason = _recompute_evidence(conversation, messages, changed=bool(new or edited), now=now, before=before)
+    return [m.as_evidence() for m in messages], reason
+
+
+def _continuation(conversation: Conversation, incoming: list[MessageIn], now: datetime) -> list[Message] | None:
+    """The incoming messages as new rows when they only extend the active path and its leaf stays active, else
+    None. Reads one indexed query (are any of these ids known?), never the earlier messages."""
+    state = conversation.evidence_state
+    if not conversation.pk or not incoming or not state or not state.get("end_is_leaf"):
+        return None
+    parent = conversation.active_path_ids[-1]
+    for message_in in incoming:
+        if message_in.parent_id != parent:
+            return None
+        parent = message_in.id
+    if len({m.id for m in incoming}) != len(incoming):
+        return None
+    rows = [Message(conversation=conversation, external_id=m.id, **_message_fields(m, now)) for m in incoming]
+    leaf = rows[-1].as_evidence()
+    if conversation.active_message_id is None:
+        # The newest-leaf rule: the new leaf must be newer than every other leaf (the old active leaf is no
+        # longer a leaf; other branches did not change).
+        others = state.get("others_newest")
+        if others is not None and ev.recency(leaf) <= (datetime.fromisoformat(others[0]), others[1]):
+            return None
+    elif conversation.active_message_id != leaf.id:
+        return None
+    if conversation.messages.filter(external_id__in=[m.id for m in incoming]).exists():
+        return None  # an edit of a known id: the general merge handles it
+    return rows
 
 
 _MESSAGE_FIELDS = (
@@ -231,24 +272,94 @@ def _enforce_limits(incoming: list[MessageIn], total: int) -> None:
 
 
 def _recompute_evidence(
-    conversation: Conversation, messages: list[Message], *, changed: bool, now: datetime, before: tuple
-) -> list[EvidenceMessage]:
-    evidence = [m.as_evidence() for m in messages]
-    result = active_path(evidence, conversation.active_message_id)
-    conversation.fingerprint = fingerprint(result.path)
-    conversation.active_path_ids = [m.id for m in result.path]
-    conversation.branch_count = branch_count(evidence)
-    conversation.message_count = len(messages)
-    times = [m.created_at for m in messages if m.created_at is not None]
+    conversation: Conversation,
+    messages: list[Message],
+    *,
+    changed: bool,
+    now: datetime,
+    before: tuple,
+    appended: bool = False,
+) -> ev.NotScorable | None:
+    """The one place that sets the conversation's evidence columns (fingerprint, active path, branch count, message
+    count, activity times and `evidence_state`), and saves the row if any changed. Returns the scorability.
+
+    `messages` is every message of the conversation, or with `appended` only the new ones, which extend the
+    active path (`_continuation`): the stored state then carries the fingerprint forward in O(appended).
+    """
+    if appended:
+        state = dict(conversation.evidence_state)
+        new = [m.as_evidence() for m in messages]
+        conversation.fingerprint, digest = ev.extend_digest(
+            base64.b64decode(state["digest"]), new, path_was_empty=False
+        )
+        conversation.active_path_ids = [*conversation.active_path_ids, *(m.id for m in new)]
+        conversation.message_count += len(new)
+        facts = ev.PathFacts(
+            problem=None,
+            empty=False,
+            truncated=state["truncated"] or any(m.truncated for m in new),
+            waiting_on_tools=False,
+        )
+        open_calls = ev.extend_open_tool_calls(state["open_calls"], new)
+        times = [m.created_at for m in new if m.created_at is not None]
+        newest = max(
+            [*times, *([datetime.fromisoformat(state["newest"])] if state.get("newest") else [])], default=None
+        )
+        state |= {
+            "digest": base64.b64encode(digest).decode(),
+            "truncated": facts.truncated,
+            "open_calls": open_calls,
+            "newest": newest.isoformat() if newest else None,
+        }
+    else:
+        every = [m.as_evidence() for m in messages]
+        result = active_path(every, conversation.active_message_id)
+        conversation.active_path_ids = [m.id for m in result.path]
+        conversation.branch_count = branch_count(every)
+        conversation.message_count = len(messages)
+        open_calls = ev.unanswered_tool_call_ids(result.path)
+        facts = ev.PathFacts(
+            problem=result.problem,
+            empty=not result.path,
+            truncated=any(m.truncated for m in result.path),
+            waiting_on_tools=bool(open_calls),
+        )
+        times = [m.created_at for m in messages if m.created_at is not None]
+        newest = max(times, default=None)
+        state = {
+            "truncated": facts.truncated,
+            "open_calls": open_calls,
+            "newest": newest.isoformat() if newest else None,
+        }
+        if result.problem is None and result.path:
+            conversation.fingerprint, digest = ev.path_digest(result.path)
+            others = [ev.recency(m) for m in ev.leaves(every) if m.id != result.path[-1].id]
+            newest_other = max(others, default=None)
+            state |= {
+                "digest": base64.b64encode(digest).decode(),
+                # Appending under a message that already has children would add a branch: not a continuation.
+                "end_is_leaf": not any(m.parent_id == result.path[-1].id for m in every),
+                "others_newest": [newest_other[0].isoformat(), newest_other[1]] if newest_other else None,
+            }
+        else:
+            conversation.fingerprint = fingerprint(result.path)
+    conversation.evidence_state = state
     if times:
         conversation.started_at = min([*times, conversation.started_at])
     if changed:
         # A closed (e.g. imported) conversation was last active at its last message; an open one, now.
-        conversation.last_activity_at = max(times) if conversation.closed and times else now
+        conversation.last_activity_at = newest if conversation.closed and newest else now
     if _columns(conversation) != before:
         conversation.save()
         review_state_refresh(subject=conversation)
-    return evidence
+    facts = replace(facts, waiting_on_tools=bool(open_calls))
+    return ev.scorability(
+        facts,
+        closed=conversation.closed,
+        last_activity=conversation.last_activity_at,
+        now=now,
+        quiet_period=timedelta(minutes=settings.CONVERSATION_QUIET_MINUTES),
+    )
 
 
 def feedback_record(*, org: Org, payload: FeedbackIn) -> Feedback:

@@ -70,6 +70,15 @@ def database_from_url(url: str) -> dict:
 
 DATABASE_URL = env_str("DATABASE_URL") or embedded.postgres_url(DATA_DIR)
 DATABASES = {"default": database_from_url(DATABASE_URL)}
+# A pool of connections per process (psycopg_pool), shared by its threads. The judge workers run many threads
+# that mostly wait on the judge: a thread hands its connection back before each judge call and at the end of
+# each task (Celery closes connections around every task, which without a pool means a new PostgreSQL backend
+# per review), so a process needs only as many connections as touch the database at once. 0 turns pooling off
+# and keeps persistent connections (DATABASE_CONN_MAX_AGE) instead.
+DATABASE_POOL_MAX_SIZE = env_int("DATABASE_POOL_MAX_SIZE", 8, minimum=0)
+if DATABASE_POOL_MAX_SIZE:
+    DATABASES["default"]["OPTIONS"]["pool"] = {"min_size": 1, "max_size": DATABASE_POOL_MAX_SIZE, "timeout": 30}
+    DATABASES["default"]["CONN_MAX_AGE"] = 0  # Django's pool replaces persistent connections
 REDIS_URL = env_str("REDIS_URL") or embedded.redis_url(DATA_DIR)
 
 INSTALLED_APPS = [
@@ -214,6 +223,8 @@ CELERY_RESULT_EXPIRES = 3600
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+# Judge tasks wait on the network: the judge queue runs a thread pool (README, "More workers on more machines").
+JUDGE_WORKER_THREADS = env_int("JUDGE_WORKER_THREADS", 32, minimum=1)
 CELERY_TASK_TIME_LIMIT = env_int("CELERY_TASK_TIME_LIMIT", 900, minimum=10)
 CELERY_TASK_SOFT_TIME_LIMIT = CELERY_TASK_TIME_LIMIT - 5
 # A late-acked task is redelivered when its visibility timeout passes, so the timeout must outlast the
@@ -239,7 +250,10 @@ JUDGE_MODEL = env_str("JUDGE_MODEL", "gpt-4o-mini")
 JUDGE_API_KEY = env_str("JUDGE_API_KEY", "")
 JUDGE_TIMEOUT_SECONDS = env_float("JUDGE_TIMEOUT_SECONDS", 60.0, minimum=0.1)
 JUDGE_MAX_RETRIES = env_int("JUDGE_MAX_RETRIES", 3, minimum=0)
-JUDGE_INPUT_BUDGET_CHARS = env_int("JUDGE_INPUT_BUDGET_CHARS", 48_000, minimum=1_000)
+# The judge's context window for one request, in tokens; 0 asks the server (llama.cpp, Ollama) and falls back to
+# 16,384. Stages are cut to fit it, less the reply's limit: the judge never sees a truncated conversation.
+JUDGE_CONTEXT_TOKENS = env_int("JUDGE_CONTEXT_TOKENS", 0, minimum=0)
+JUDGE_MAX_OUTPUT_TOKENS = env_int("JUDGE_MAX_OUTPUT_TOKENS", 1_024, minimum=64)
 EMBEDDINGS_BACKEND = env_choice("EMBEDDINGS_BACKEND", "hashing", ("hashing", "openai", "sentence-transformers"))
 # The `openai` backend: EMBEDDINGS_BASE_URL, else the judge's server (the key is JUDGE_API_KEY either way).
 EMBEDDINGS_BASE_URL = env_str("EMBEDDINGS_BASE_URL", "")

@@ -1,16 +1,30 @@
-"""Judge backends: the OpenAI-compatible one (production) and the offline heuristic (a labelled demo fallback)."""
+"""Judge backends: the OpenAI-compatible one (production) and the offline heuristic (a labelled demo fallback).
+
+A process builds its judges once (`judge_from_settings`, `draft_judge_from_settings`) and reuses them for every
+review: they share one HTTP client, so judge calls ride warm keep-alive connections, and what the server said about
+itself (the model it serves, its context window) and what the process learned about its tokenizer are kept.
+"""
 
 import hashlib
 import json
+import math
 import re
-from dataclasses import asdict, dataclass, replace
+import threading
+from dataclasses import asdict, dataclass, field, replace
 from typing import Protocol
 
 from django.conf import settings
 
 from grading.checks import internal_link_slugs, is_question_heading, parse_draft, proof_terms_referenced
-from grading.evidence import EvidenceMessage, Stage, render_message
-from grading.judge.client import ZERO_USAGE, ChatJudgeClient, Usage, weighted_score
+from grading.evidence import EvidenceMessage, Stage, content_text, estimate_tokens
+from grading.judge.client import (
+    ZERO_USAGE,
+    ChatJudgeClient,
+    Completion,
+    JudgeContextExceeded,
+    Usage,
+    weighted_score,
+)
 from grading.judge.conversation import (
     PROMPT_TEMPLATE_HASH,
     SYSTEM_PROMPT,
@@ -27,19 +41,29 @@ from grading.rules import DraftRules, rules_as_text
 
 @dataclass(frozen=True)
 class JudgeIdentity:
-    """Who graded: part of every review's score identity."""
+    """Who graded: part of every review's score identity.
+
+    `model` is the model asked for; `served_model` the one the server says it serves (llama.cpp and vLLM serve one
+    model whatever the request names; OpenAI answers with a dated snapshot), recorded when known. The key leaves
+    `served_model` out, so it is the same before and after the server first said it, in every process.
+    """
 
     backend: str
     model: str
     prompt_hash: str
     temperature: float
+    served_model: str | None = None
 
     def as_json(self) -> dict:
-        return asdict(self)
+        data = asdict(self)
+        if self.served_model is None:
+            del data["served_model"]
+        return data
 
     @property
     def key(self) -> str:
-        return hashlib.sha256(json.dumps(self.as_json(), sort_keys=True).encode()).hexdigest()[:32]
+        keyed = {k: v for k, v in self.as_json().items() if k != "served_model"}
+        return hashlib.sha256(json.dumps(keyed, sort_keys=True).encode()).hexdigest()[:32]
 
 
 @dataclass(frozen=True)
@@ -51,20 +75,90 @@ class StageJudgement:
 class ConversationJudge(Protocol):
     identity: JudgeIdentity
 
+    def stage_budget(self, *, rubric: str, criteria_number: int) -> int:
+        """Tokens of rendered evidence (context and slice) one stage may carry."""
+        ...
+
+    def measure(self, text: str) -> int:
+        """What `text` costs against the stage budget, in this judge's tokens (an estimate)."""
+        ...
+
     def judge_stage(self, *, rubric: str, criteria_number: int, stage: Stage, stage_count: int) -> StageJudgement: ...
 
 
-class OpenAIJudge:
-    """Any OpenAI-compatible chat-completions endpoint, through the one production client."""
+# A chat template wraps each message in a few tokens of its own, and the estimate is an estimate.
+_TEMPLATE_SLACK_TOKENS = 64
+# When the server says nothing about its context window and no setting does either.
+DEFAULT_CONTEXT_TOKENS = 16_384
 
-    def __init__(self, client: ChatJudgeClient) -> None:
+
+@dataclass
+class TokenMeter:
+    """This process's estimate of the judge's token counts: `estimate_tokens` scaled by the worst underestimate
+    seen so far (a usage report or a context-length refusal that counted more tokens than we did). It only
+    grows, so once a prompt was refused, a prompt of the same text is never sent at that size again."""
+
+    factor: float = 1.0
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def measure(self, text: str) -> int:
+        return math.ceil(estimate_tokens(text) * self.factor)
+
+    def learn(self, *, text: str, actual_tokens: int) -> None:
+        estimated = estimate_tokens(text)
+        if estimated > 0 and actual_tokens > estimated * self.factor:
+            with self._lock:
+                self.factor = max(self.factor, actual_tokens / estimated)
+
+
+class OpenAIJudge:
+    """Any OpenAI-compatible chat-completions endpoint, through the one production client.
+
+    Its stage budget is the judge's context window (the `JUDGE_CONTEXT_TOKENS` setting, else what the server says,
+    else DEFAULT_CONTEXT_TOKENS) less the reply's token limit and the fixed part of the prompt. A context-length
+    refusal teaches it the server's own figures (the window, and how many tokens the prompt really was), so the
+    caller's next staging is smaller.
+    """
+
+    def __init__(self, client: ChatJudgeClient, *, context_tokens: int | None = None, meter: TokenMeter | None = None):
         self.client = client
-        self.identity = JudgeIdentity("openai", client.model, PROMPT_TEMPLATE_HASH, 0.0)
+        self.meter = meter or TokenMeter()
+        profile = client.server_profile()
+        self.context_tokens = context_tokens or profile.context_tokens or DEFAULT_CONTEXT_TOKENS
+        self.identity = JudgeIdentity("openai", client.model, PROMPT_TEMPLATE_HASH, 0.0, served_model=profile.model)
+
+    def measure(self, text: str) -> int:
+        return self.meter.measure(text)
+
+    def stage_budget(self, *, rubric: str, criteria_number: int) -> int:
+        empty = Stage(0, [], [])
+        fixed = SYSTEM_PROMPT + user_prompt(rubric=rubric, criteria_number=criteria_number, stage=empty, stage_count=1)
+        reserved = self.client.max_output_tokens + _TEMPLATE_SLACK_TOKENS + self.measure(fixed)
+        return max(self.context_tokens - reserved, 1)
 
     def judge_stage(self, *, rubric: str, criteria_number: int, stage: Stage, stage_count: int) -> StageJudgement:
         user = user_prompt(rubric=rubric, criteria_number=criteria_number, stage=stage, stage_count=stage_count)
-        completion = self.client.complete(system=SYSTEM_PROMPT, user=user, schema=ConversationVerdicts)
+        completion = _judge_call(self, system=SYSTEM_PROMPT, user=user, schema=ConversationVerdicts)
         return StageJudgement(verdicts=completion.parsed, usage=completion.usage)
+
+
+def _judge_call(judge: "OpenAIJudge | OpenAIDraftJudge", *, system: str, user: str, schema) -> Completion:
+    """One judge call that keeps the process's knowledge of the server current: the model it says answered,
+    its context window and its token counts (from the reply's usage, or from a context-length refusal)."""
+    try:
+        completion = judge.client.complete(system=system, user=user, schema=schema)
+    except JudgeContextExceeded as exc:
+        if exc.context_tokens:
+            judge.context_tokens = min(judge.context_tokens, exc.context_tokens)
+        if exc.prompt_tokens:
+            judge.meter.learn(text=system + user, actual_tokens=exc.prompt_tokens)
+        raise
+    if completion.usage.prompt_tokens:
+        judge.meter.learn(text=system + user, actual_tokens=completion.usage.prompt_tokens)
+    served = completion.served_model
+    if served and served != judge.identity.served_model and served != judge.identity.model:
+        judge.identity = replace(judge.identity, served_model=served)
+    return completion
 
 
 _FIGURE = re.compile(r"\d[\d,.]*\d|\d")
@@ -81,6 +175,12 @@ class HeuristicJudge:
 
     identity = JudgeIdentity("heuristic", "offline-heuristic-v1", "heuristic-v1", 0.0)
 
+    def measure(self, text: str) -> int:
+        return estimate_tokens(text)
+
+    def stage_budget(self, *, rubric: str, criteria_number: int) -> int:
+        return settings.JUDGE_CONTEXT_TOKENS or DEFAULT_CONTEXT_TOKENS
+
     def judge_stage(self, *, rubric: str, criteria_number: int, stage: Stage, stage_count: int) -> StageJudgement:
         messages = [*stage.context, *stage.messages]
         agent = [m for m in stage.messages if m.role == "assistant" and _text(m)]
@@ -92,7 +192,7 @@ class HeuristicJudge:
 
 def _text(message: EvidenceMessage) -> str:
     """What the message says, as an LLM judge would read it, minus its header and any tool calls."""
-    return render_message(replace(message, tool_calls=None)).partition("\n")[2].strip()
+    return content_text(message.content).strip()
 
 
 def _grounded(messages: list[EvidenceMessage], agent: list[EvidenceMessage]) -> CheckVerdict:
@@ -150,21 +250,56 @@ def _usable(agent: list[EvidenceMessage]) -> CheckVerdict:
 
 
 def judge_from_settings() -> ConversationJudge:
-    """The OpenAI-compatible judge when JUDGE_BASE_URL is set, else the offline heuristic."""
+    """The OpenAI-compatible judge when JUDGE_BASE_URL is set, else the offline heuristic; one per process."""
     if not settings.JUDGE_BASE_URL:
         return HeuristicJudge()
-    return OpenAIJudge(_client_from_settings(want_logprobs=False))
+    return _process_judges().conversation
 
 
-def _client_from_settings(*, want_logprobs: bool) -> ChatJudgeClient:
-    return ChatJudgeClient(
-        base_url=settings.JUDGE_BASE_URL,
-        model=settings.JUDGE_MODEL,
-        api_key=settings.JUDGE_API_KEY or "unused",
-        timeout=settings.JUDGE_TIMEOUT_SECONDS,
-        max_retries=settings.JUDGE_MAX_RETRIES,
-        want_logprobs=want_logprobs,
+@dataclass(frozen=True)
+class _ProcessJudges:
+    conversation: "OpenAIJudge"
+    draft: "OpenAIDraftJudge"
+
+
+_judges: dict[tuple, _ProcessJudges] = {}
+_judges_lock = threading.Lock()
+
+
+def _process_judges() -> _ProcessJudges:
+    """This process's judges for the current settings, built on first use (in the worker process, never in a
+    parent that forks: a connection pool must not be shared across a fork) and reused by every review after."""
+    key = (
+        settings.JUDGE_BASE_URL,
+        settings.JUDGE_MODEL,
+        settings.JUDGE_API_KEY,
+        settings.JUDGE_TIMEOUT_SECONDS,
+        settings.JUDGE_MAX_RETRIES,
+        settings.JUDGE_CONTEXT_TOKENS,
+        settings.JUDGE_MAX_OUTPUT_TOKENS,
     )
+    judges = _judges.get(key)
+    if judges is None:
+        with _judges_lock:
+            judges = _judges.get(key)
+            if judges is None:
+                client = ChatJudgeClient(
+                    base_url=settings.JUDGE_BASE_URL,
+                    model=settings.JUDGE_MODEL,
+                    api_key=settings.JUDGE_API_KEY or "unused",
+                    timeout=settings.JUDGE_TIMEOUT_SECONDS,
+                    max_retries=settings.JUDGE_MAX_RETRIES,
+                    max_output_tokens=settings.JUDGE_MAX_OUTPUT_TOKENS,
+                )
+                meter = TokenMeter()
+                context = settings.JUDGE_CONTEXT_TOKENS or None
+                judges = _ProcessJudges(
+                    conversation=OpenAIJudge(client, context_tokens=context, meter=meter),
+                    draft=OpenAIDraftJudge(client.with_logprobs(), context_tokens=context, meter=meter),
+                )
+                _judges.clear()  # settings changed (tests do that): the old judges are not coming back
+                _judges[key] = judges
+    return judges
 
 
 # --- drafts ------------------------------------------------------------------------------------------------
@@ -200,9 +335,12 @@ class DraftJudge(Protocol):
 
 
 class OpenAIDraftJudge:
-    def __init__(self, client: ChatJudgeClient) -> None:
+    def __init__(self, client: ChatJudgeClient, *, context_tokens: int | None = None, meter: TokenMeter | None = None):
         self.client = client
-        self.identity = JudgeIdentity("openai", client.model, DRAFT_PROMPT_HASH, 0.0)
+        self.meter = meter or TokenMeter()
+        profile = client.server_profile()
+        self.context_tokens = context_tokens or profile.context_tokens or DEFAULT_CONTEXT_TOKENS
+        self.identity = JudgeIdentity("openai", client.model, DRAFT_PROMPT_HASH, 0.0, served_model=profile.model)
 
     def judge_draft(self, *, prompt: DraftPrompt) -> DraftJudgement:
         user = draft_user_prompt(
@@ -217,7 +355,7 @@ class OpenAIDraftJudge:
             title=prompt.title,
             body=prompt.body,
         )
-        completion = self.client.complete(system=DRAFT_SYSTEM_PROMPT, user=user, schema=DraftVerdict)
+        completion = _judge_call(self, system=DRAFT_SYSTEM_PROMPT, user=user, schema=DraftVerdict)
         verdict = completion.parsed
         distribution = weighted_score(completion.token_logprobs, field="overall")
         score, spread = distribution if distribution else (float(verdict.overall), None)
@@ -266,6 +404,7 @@ def _heuristic_issues(aeo: int, writing: int, org_fit: int) -> list[JudgeIssue]:
 
 
 def draft_judge_from_settings() -> DraftJudge:
+    """The OpenAI-compatible draft judge (asking for log-probabilities) when JUDGE_BASE_URL is set; one per process."""
     if not settings.JUDGE_BASE_URL:
         return HeuristicDraftJudge()
-    return OpenAIDraftJudge(_client_from_settings(want_logprobs=True))
+    return _process_judges().draft

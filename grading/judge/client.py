@@ -8,13 +8,21 @@ instance of the requested schema, or one of three errors that say what to do nex
 - :class:`JudgeUnavailable`: transient trouble that outlasted our retries; try again on a later pass.
 - :class:`JudgeMalformed`: the model twice answered something that is not the schema; never invent a score.
 - :class:`JudgeRejected`: the server refuses the request itself (auth, bad request); retrying will not help.
+  Its subclass :class:`JudgeContextExceeded` says the prompt is longer than the judge's context, with the
+  server's own figures where it gives them: the caller can split the evidence into smaller stages.
+
+One client serves a whole process (its SDK client holds the connection pool, so judge calls reuse warm
+keep-alive connections, and building one loads the CA bundle: tens of milliseconds); it is safe to share
+between threads.
 
 Judge isolation (DESIGN 4.8): no request carries ``tools``, ``functions``, ``tool_choice``, ``function_call``.
 """
 
 from __future__ import annotations
 
+import copy
 import email.utils
+import functools
 import json
 import math
 import random
@@ -55,23 +63,40 @@ class JudgeRejected(JudgeError):
     """A non-transient refusal (401, 403, a 400 other than the json_schema fallback, ...)."""
 
 
+class JudgeContextExceeded(JudgeRejected):
+    """The prompt does not fit the judge's context window. Sending it again cannot help; smaller stages can.
+
+    ``prompt_tokens`` and ``context_tokens`` are the server's own figures when its error states them
+    (llama.cpp, vLLM and OpenAI do), else None.
+    """
+
+    def __init__(self, message: str, *, prompt_tokens: int | None, context_tokens: int | None) -> None:
+        super().__init__(message)
+        self.prompt_tokens = prompt_tokens
+        self.context_tokens = context_tokens
+
+
 @dataclass(frozen=True)
 class Usage:
     prompt_tokens: int
     completion_tokens: int
     total_tokens: int
+    # Prompt tokens the server read from its prompt cache (OpenAI, llama.cpp, vLLM report them); 0 when not said.
+    cached_tokens: int = 0
 
     def __add__(self, other: Usage) -> Usage:
         return Usage(
             self.prompt_tokens + other.prompt_tokens,
             self.completion_tokens + other.completion_tokens,
             self.total_tokens + other.total_tokens,
+            self.cached_tokens + other.cached_tokens,
         )
 
     def as_json(self) -> dict[str, int]:
         return {
             "prompt_tokens": self.prompt_tokens,
             "completion_tokens": self.completion_tokens,
+            "cached_tokens": self.cached_tokens,
             "total_tokens": self.total_tokens,
         }
 
@@ -99,6 +124,18 @@ class Completion(Generic[T]):
     # Chat-completions requests sent for this call, counting retries, the fallback and the malformed retry.
     attempts: int
     mode: ResponseMode
+    # The model the server says answered (``model`` of the reply), which may differ from the one requested.
+    served_model: str | None = None
+
+
+@dataclass(frozen=True)
+class ServerProfile:
+    """What the judge's server says about itself, asked once per client: the model it serves (when it serves
+    exactly one, like llama.cpp and vLLM) and the context window of one request, in tokens."""
+
+    model: str | None
+    context_tokens: int | None
+    source: str  # where context_tokens came from: "llama.cpp /props", "ollama /api/show", ... or "" when unknown
 
 
 class _BrokenBody(Exception):
@@ -150,17 +187,29 @@ class ChatJudgeClient:
         backoff_cap: float = 8.0,
         want_logprobs: bool = False,
         top_logprobs: int = 5,
+        max_output_tokens: int = 1024,
+        response_mode: ResponseMode = "json_schema",
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self.model = model
+        self.base_url = base_url
         self.timeout = timeout
         self.want_logprobs = want_logprobs
         self.top_logprobs = top_logprobs
+        # Bounds the verdict: a judge that rambles is cut off, and a cut-off reply is never read as a score.
+        self.max_output_tokens = max_output_tokens
         # The SDK's own retries are off so that exactly one policy (ours) decides what is worth retrying.
         self._sdk = openai.OpenAI(base_url=base_url, api_key=api_key, timeout=timeout, max_retries=0)
         self._retry = _RetryPolicy(max_retries, backoff_base, backoff_cap, sleep)
         # Switched once, for the client's lifetime, when the server turns json_schema down.
-        self._mode: ResponseMode = "json_schema"
+        self._mode: ResponseMode = response_mode
+        self._profile: ServerProfile | None = None
+
+    def with_logprobs(self) -> ChatJudgeClient:
+        """A client asking for log-probabilities that shares this one's connections and retry policy."""
+        twin = copy.copy(self)
+        twin.want_logprobs = True
+        return twin
 
     @property
     def mode(self) -> ResponseMode:
@@ -172,20 +221,24 @@ class ChatJudgeClient:
 
         1. Send the request, retrying transient failures (and switching to json_object mode once if the server
            does not support json_schema).
-        2. Parse and validate the content. If it is malformed, send one fresh request and parse that.
+        2. Parse and validate the content. If it is malformed, send one fresh request and parse that; a reply
+           cut off by its token limit is malformed, and the fresh request may use twice the limit.
         3. Raise :class:`JudgeMalformed` naming the problem if the second reply is malformed too.
         """
         attempts = 0
         usage = ZERO_USAGE
         problem = ""
+        max_tokens = self.max_output_tokens
         for _ in range(2):
-            reply, sent, mode = self._send(system=system, user=user, schema=schema)
+            reply, sent, mode = self._send(system=system, user=user, schema=schema, max_tokens=max_tokens)
             attempts += sent
             usage += _usage_of(reply)
             try:
                 parsed, raw_text = _parse_output(reply, schema)
             except _Malformed as exc:
                 problem = str(exc)
+                if reply.choices[0].finish_reason == "length":
+                    max_tokens *= 2
                 continue
             return Completion(
                 parsed=parsed,
@@ -194,10 +247,13 @@ class ChatJudgeClient:
                 token_logprobs=_token_logprobs(reply) if self.want_logprobs else None,
                 attempts=attempts,
                 mode=mode,
+                served_model=reply.model or None,
             )
         raise JudgeMalformed(f"judge output malformed twice; last reply: {problem}")
 
-    def _send(self, *, system: str, user: str, schema: type[BaseModel]) -> tuple[ChatCompletion, int, ResponseMode]:
+    def _send(
+        self, *, system: str, user: str, schema: type[BaseModel], max_tokens: int
+    ) -> tuple[ChatCompletion, int, ResponseMode]:
         """One logical request: the reply, how many HTTP requests it took, and the mode that answered."""
         attempts = 0
         retries = 0
@@ -205,27 +261,37 @@ class ChatJudgeClient:
             mode = self._mode
             attempts += 1
             try:
-                return self._post(system=system, user=user, schema=schema, mode=mode), attempts, mode
+                reply = self._post(system=system, user=user, schema=schema, mode=mode, max_tokens=max_tokens)
+                return reply, attempts, mode
             except (openai.OpenAIError, _BrokenBody) as exc:
                 if mode == "json_schema" and _json_schema_unsupported(exc):
                     # Not a retry: the same request in the mode this server does support.
                     self._mode = "json_object"
                     continue
+                if (exceeded := _context_exceeded(exc)) is not None:
+                    raise exceeded from exc
                 retries = self._retry.backoff_or_raise(exc, retries, attempts)
 
-    def _post(self, *, system: str, user: str, schema: type[BaseModel], mode: ResponseMode) -> ChatCompletion:
+    def _post(
+        self, *, system: str, user: str, schema: type[BaseModel], mode: ResponseMode, max_tokens: int
+    ) -> ChatCompletion:
         # Deliberately no tools/functions parameters: the judge cannot act, only answer (DESIGN 4.8).
         extra: dict[str, Any] = {}
         if self.want_logprobs:
             extra = {"logprobs": True, "top_logprobs": self.top_logprobs}
+        body = {
+            "model": self.model,
+            "messages": _messages(system=system, user=user, schema=schema, mode=mode),
+            "temperature": 0,
+            "max_tokens": max_tokens,
+            "response_format": _response_format(schema, mode),
+            **extra,
+        }
         try:
-            reply = self._sdk.chat.completions.create(
-                model=self.model,
-                messages=_messages(system=system, user=user, schema=schema, mode=mode),
-                temperature=0,
-                response_format=_response_format(schema, mode),  # type: ignore[arg-type]
-                timeout=self.timeout,
-                **extra,
+            # The SDK's generic POST: the body is already plain JSON, so the typed create() would only spend
+            # CPU transforming it (a fifth of the SDK's cost per call); the reply is parsed the same way.
+            reply = self._sdk.post(
+                "/chat/completions", body=body, cast_to=ChatCompletion, options={"timeout": self.timeout}
             )
         except json.JSONDecodeError as exc:
             # The SDK trusts a JSON content-type and lets the decode error escape.
@@ -234,6 +300,69 @@ class ChatJudgeClient:
         if not isinstance(reply, ChatCompletion) or not reply.choices:
             raise _BrokenBody("reply body is not a chat completion")
         return reply
+
+    def server_profile(self) -> ServerProfile:
+        """Ask the server, once for this client, which model it serves and how many tokens one request may hold.
+
+        1. ``GET /v1/models``: a server that lists exactly one model serves that one whatever the request names
+           (llama.cpp, vLLM); llama.cpp also gives the context there (``meta.n_ctx``).
+        2. llama.cpp's ``GET /props``: ``default_generation_settings.n_ctx``, the context of one slot.
+        3. Ollama's ``POST /api/show``: ``num_ctx`` from the model's parameters, else its ``*.context_length``.
+
+        Nothing here is required: a hosted API answers none of it, and the caller falls back to a setting.
+        Short timeouts, no retries: a judge that is down shows up on the first real call.
+        """
+        if self._profile is None:
+            self._profile = self._discover()
+        return self._profile
+
+    def _discover(self) -> ServerProfile:
+        root = re.sub(r"/v1/?$", "", self.base_url.rstrip("/"))
+        model, context, source = None, None, ""
+        listed = self._probe("get", "/models")
+        models = listed.get("data") if isinstance(listed, dict) else None
+        if isinstance(models, list) and len(models) == 1 and isinstance(models[0], dict):
+            model = models[0].get("id") if isinstance(models[0].get("id"), str) else None
+            meta = models[0].get("meta")
+            if isinstance(meta, dict) and _positive_int(meta.get("n_ctx")):
+                context, source = int(meta["n_ctx"]), "llama.cpp /v1/models"
+        props = self._probe("get", f"{root}/props") if context is None else None
+        if isinstance(props, dict):
+            settings = props.get("default_generation_settings")
+            if isinstance(settings, dict) and _positive_int(settings.get("n_ctx")):
+                context, source = int(settings["n_ctx"]), "llama.cpp /props"
+        if context is None and (shown := self._probe("post", f"{root}/api/show", {"model": self.model})):
+            context = _ollama_context(shown)
+            source = "ollama /api/show" if context else ""
+        return ServerProfile(model=model, context_tokens=context, source=source)
+
+    def _probe(self, method: str, path: str, body: dict | None = None) -> Any:
+        try:
+            if method == "get":
+                return self._sdk.get(path, cast_to=object, options={"timeout": min(self.timeout, 5.0)})
+            return self._sdk.post(path, body=body, cast_to=object, options={"timeout": min(self.timeout, 5.0)})
+        except (openai.OpenAIError, json.JSONDecodeError):
+            return None
+
+
+def _positive_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value > 0
+
+
+def _ollama_context(shown: object) -> int | None:
+    """An Ollama model's context: its ``num_ctx`` parameter when set (what it really allocates), else the
+    model's trained length."""
+    if not isinstance(shown, dict):
+        return None
+    parameters = shown.get("parameters")
+    if isinstance(parameters, str) and (match := re.search(r"^num_ctx\s+(\d+)", parameters, re.MULTILINE)):
+        return int(match.group(1))
+    info = shown.get("model_info")
+    if isinstance(info, dict):
+        lengths = [v for k, v in info.items() if k.endswith(".context_length") and _positive_int(v)]
+        if lengths:
+            return int(lengths[0])
+    return None
 
 
 class EmbeddingsClient:
@@ -321,12 +450,18 @@ def weighted_score(
 ) -> tuple[float, float] | None:
     """Probability-weighted mean score and its spread (standard deviation), or None when unknowable.
 
-    The score token is ``token_index`` or, given ``field``, found by :func:`find_field_token`. Its top
-    alternatives that are candidate scores (``"7"``, ``" 7"``) are renormalised to sum to 1.
+    The score token is ``token_index`` or, given ``field``, found by :func:`find_field_token` (on the joined
+    text, so tokens before the JSON, such as the ```` ```json ```` fence llama.cpp keeps in the logprobs while
+    stripping it from the content, do not matter). Its alternatives that read as candidate scores (``"7"``,
+    ``" 7"``, ``"10"``) are renormalised to sum to 1; the others (words, or tokens the schema forbids: the
+    alternatives are the model's, before any grammar) are left out.
 
-    None when there are no logprobs, the field is missing, no alternative is a candidate, or the number
-    is spread over several tokens (a tokenizer that writes "10" as "1" "0": the first digit's alternatives
-    then mix 1 with 10-19 and cannot be read as a distribution over scores).
+    Tokenizers that write numbers a digit at a time (Qwen, Llama 2) make ``"1"`` the first digit of both 1 and
+    10. The share of ``"1"`` that means 10 is read from the next token when the emitted number starts with
+    ``"1"`` (its alternatives: ``"0"`` against anything that ends the number); a merged ``"10"`` among the
+    alternatives says this tokenizer writes ten as one token, so ``"1"`` is one. Otherwise it cannot be told
+    apart: that mass is left out when it is at most AMBIGUOUS_SHARE of the candidates' mass, and the score is
+    None (no distribution: the caller keeps the judge's own number) when it is more.
     """
     if (field is None) == (token_index is None):
         raise ValueError("give exactly one of field or token_index")
@@ -335,9 +470,7 @@ def weighted_score(
     index = find_field_token(token_logprobs, field) if field is not None else token_index
     if index is None or not 0 <= index < len(token_logprobs):
         return None
-    if _number_continues(token_logprobs, index):
-        return None
-    distribution = _candidate_distribution(token_logprobs[index], {str(c): c for c in candidates})
+    distribution = _score_distribution(token_logprobs, index, set(candidates))
     if not distribution:
         return None
     mean = sum(p * score for score, p in distribution.items())
@@ -345,24 +478,54 @@ def weighted_score(
     return mean, math.sqrt(variance)
 
 
-def _candidate_distribution(entry: TokenLogprob, candidates: dict[str, int]) -> dict[int, float]:
-    """Score -> probability over the candidates present, renormalised; empty when none is present."""
+# Above this share of the candidates' mass on a "1" that may be 1 or 10, no distribution is given.
+AMBIGUOUS_SHARE = 0.1
+
+
+def _score_distribution(token_logprobs: Sequence[TokenLogprob], index: int, candidates: set[int]) -> dict[int, float]:
+    """Score -> probability over the candidates, renormalised; empty when it cannot be read."""
+    entry = token_logprobs[index]
     alternatives = dict(entry.top_logprobs)
     # The emitted token is part of the distribution even if the server left it out of top_logprobs.
     alternatives.setdefault(entry.token, entry.logprob)
+    following = token_logprobs[index + 1] if index + 1 < len(token_logprobs) else None
+    emitted = entry.token.strip()
+    digits_split = emitted.isdigit() and following is not None and following.token[:1].isdigit()
+    merged = any(len(t.strip()) > 1 and t.strip().isdigit() for t in alternatives)
+    ten_share = None  # of the mass on "1", the share that is the first digit of "10"
+    if emitted == "1" and following is not None:
+        ten_share = _continues_with_zero(following)
+    elif merged and not digits_split:
+        ten_share = 0.0
     mass: dict[int, float] = {}
+    ambiguous = 0.0
     for token, logprob in alternatives.items():
-        score = candidates.get(token.strip())
-        if score is not None:
-            mass[score] = mass.get(score, 0.0) + math.exp(logprob)
+        text = token.strip()
+        if not text.isdigit():
+            continue
+        p = math.exp(logprob)
+        value = int(text)
+        if text == "1" and 10 in candidates:
+            if ten_share is None:
+                ambiguous += p
+                continue
+            mass[10] = mass.get(10, 0.0) + p * ten_share
+            p *= 1 - ten_share
+        if value in candidates and (len(text) == 1 or merged or not digits_split):
+            mass[value] = mass.get(value, 0.0) + p
     total = sum(mass.values())
-    return {score: p / total for score, p in mass.items()} if total > 0 else {}
+    if total <= 0 or ambiguous > AMBIGUOUS_SHARE * (total + ambiguous):
+        return {}
+    return {score: p / total for score, p in mass.items() if p > 0}
 
 
-def _number_continues(token_logprobs: Sequence[TokenLogprob], index: int) -> bool:
-    """True when the next token carries more digits of the same number."""
-    following = token_logprobs[index + 1].token if index + 1 < len(token_logprobs) else ""
-    return token_logprobs[index].token[-1:].isdigit() and following[:1].isdigit()
+def _continues_with_zero(entry: TokenLogprob) -> float:
+    """Given the first digit "1", the probability that the number goes on with "0" (ten) rather than ending."""
+    alternatives = dict(entry.top_logprobs)
+    alternatives.setdefault(entry.token, entry.logprob)
+    zero = sum(math.exp(lp) for t, lp in alternatives.items() if t.startswith("0"))
+    ends = sum(math.exp(lp) for t, lp in alternatives.items() if not t[:1].isdigit())
+    return zero / (zero + ends) if zero + ends > 0 else 0.0
 
 
 def _token_at(token_logprobs: Sequence[TokenLogprob], char_offset: int) -> int | None:
@@ -382,12 +545,15 @@ def _messages(*, system: str, user: str, schema: type[BaseModel], mode: Response
         # json_object only promises *some* JSON object, so the schema has to travel in the prompt.
         system = (
             f"{system}\n\nReply with a single JSON object, and nothing else, that matches this JSON Schema:\n"
-            f"{json.dumps(schema.model_json_schema())}"
+            f"{json.dumps(_response_format(schema, 'json_schema')['json_schema']['schema'])}"
         )
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
 
+@functools.lru_cache(maxsize=64)
 def _response_format(schema: type[BaseModel], mode: ResponseMode) -> dict[str, Any]:
+    """The request's response_format, built once per schema and mode (pydantic builds a JSON Schema slowly).
+    Callers must not change it."""
     if mode == "json_object":
         return {"type": "json_object"}
     json_schema = schema.model_json_schema()
@@ -413,6 +579,36 @@ def _strict_compatible(node: Any) -> bool:
     ):
         return False
     return all(_strict_compatible(value) for value in node.values())
+
+
+# "request (5030 tokens) exceeds the available context size (4096 tokens)" (llama.cpp), "maximum context length is
+# 4096 tokens. However, you requested 5000 tokens" (vLLM, OpenAI): the request's size, then the limit, or the reverse.
+_CONTEXT_ERROR = re.compile(r"context[ _](length|size|window)|maximum context|too many tokens|exceeds? the", re.I)
+_REQUEST_TOKENS = re.compile(r"(?:request(?:ed)?|resulted in|prompt(?: is| has)?)\D{0,12}?(\d[\d,]*) tokens", re.I)
+_LIMIT_TOKENS = re.compile(
+    r"(?:context (?:length|size|window)(?: is| of)?|maximum context length is)\D{0,20}?(\d[\d,]*)", re.I
+)
+
+
+def _context_exceeded(exc: Exception) -> JudgeContextExceeded | None:
+    """A 400 (or 413) saying the prompt is longer than the model's context, with its figures, or None."""
+    if not isinstance(exc, openai.APIStatusError) or exc.status_code not in (400, 413):
+        return None
+    body = exc.body if isinstance(exc.body, dict) else {}
+    error = body.get("error", body) if isinstance(body.get("error", body), dict) else body
+    kind = f"{error.get('type', '')} {error.get('code', '')}"
+    text = f"{exc.message} {error.get('message', '')}"
+    if "context" not in kind.lower() and not _CONTEXT_ERROR.search(text):
+        return None
+    prompt = error.get("n_prompt_tokens") if _positive_int(error.get("n_prompt_tokens")) else None
+    context = error.get("n_ctx") if _positive_int(error.get("n_ctx")) else None
+    if prompt is None and (match := _REQUEST_TOKENS.search(text)):
+        prompt = int(match.group(1).replace(",", ""))
+    if context is None and (match := _LIMIT_TOKENS.search(text)):
+        context = int(match.group(1).replace(",", ""))
+    return JudgeContextExceeded(
+        f"the prompt does not fit the judge's context: {_describe(exc)}", prompt_tokens=prompt, context_tokens=context
+    )
 
 
 def _json_schema_unsupported(exc: Exception) -> bool:
@@ -462,11 +658,17 @@ def _usage_of(reply: ChatCompletion) -> Usage:
     # Some OpenAI-compatible servers omit usage; zero is honest about what we were told.
     if reply.usage is None:
         return ZERO_USAGE
+    details = reply.usage.prompt_tokens_details
     return Usage(
         prompt_tokens=reply.usage.prompt_tokens or 0,
         completion_tokens=reply.usage.completion_tokens or 0,
         total_tokens=reply.usage.total_tokens or 0,
+        cached_tokens=(details.cached_tokens or 0) if details is not None else 0,
     )
+
+
+# JSON mode without a schema: llama.cpp (and some others) wrap the object in a Markdown code fence.
+_FENCED = re.compile(r"\A\s*```[A-Za-z0-9_-]*[ \t]*\r?\n(.*?)\r?\n?```\s*\Z", re.DOTALL)
 
 
 def _parse_output(reply: ChatCompletion, schema: type[T]) -> tuple[T, str]:
@@ -474,9 +676,14 @@ def _parse_output(reply: ChatCompletion, schema: type[T]) -> tuple[T, str]:
     message = choice.message
     if getattr(message, "refusal", None):
         raise _Malformed(f"model refused: {message.refusal}")
+    if choice.finish_reason == "length":
+        # Whatever was written before the cut is not the judge's whole answer, even if it happens to parse.
+        raise _Malformed("cut off by its token limit (finish_reason=length)")
     text = message.content or ""
     if not text.strip():
         raise _Malformed(f"empty content (finish_reason={choice.finish_reason})")
+    if fenced := _FENCED.match(text):
+        text = fenced.group(1)
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:

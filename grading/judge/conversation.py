@@ -28,8 +28,8 @@ and give a one-line rationale. A pass or fail that cites no message counts as un
 when the evidence in front of you does not settle the check.
 
 When the conversation is judged in stages, you see one slice of the active path, preceded by the user's
-earlier requests for context. Judge what this slice shows: fail a check only on evidence in this slice,
-and answer "unknown" when the evidence for a check lies outside it.
+first request and latest earlier requests for context. Judge what this slice shows: fail a check only on
+evidence in this slice, and answer "unknown" when the evidence for a check lies outside it.
 
 Reply with one JSON object: {"grounded": {...}, "complete": {...}, "usable": {...}}, each
 {"verdict": "pass" | "fail" | "unknown", "message_ids": [...], "rationale": "..."}.
@@ -70,6 +70,8 @@ def user_prompt(*, rubric: str, criteria_number: int, stage: Stage, stage_count:
     evidence = render_messages(stage.messages)
     if stage.context:
         context_note = " The first messages below are the user's earlier requests, repeated for context."
+        if stage.context_omitted:
+            context_note += f" {stage.context_omitted} other earlier requests are not repeated."
         evidence = render_messages([*stage.context, *stage.messages])
     return USER_TEMPLATE.format(
         criteria_number=criteria_number,

@@ -1,7 +1,9 @@
 """What the draft judge is asked and must answer (DESIGN 5.3 and 5.4).
 
-Stable first (the system prompt, then the criteria and the org's memory), the draft last, inside a
-delimiter with a fresh random nonce; the system prompt says the draft is data.
+Stable first, so a provider's prompt cache reuses the longest prefix: the system prompt, the criteria and
+rules, the org's strategy and facts (the same for every draft of the org), then the learnings retrieved for
+this draft, and the draft last, inside a delimiter with a fresh random nonce; the system prompt says the
+draft is data.
 """
 
 import hashlib
@@ -39,10 +41,10 @@ RULES THE WRITER WAS GIVEN
 
 ORGANISATION MEMORY
 Strategy: {strategy}
-Learnings:
-{learnings}
 Facts (proof points):
 {facts}
+Learnings (the ones most like this draft):
+{learnings}
 
 <<<DRAFT {nonce}>>>
 # {title}

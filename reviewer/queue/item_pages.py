@@ -250,29 +250,11 @@ def _shown(m: evidence.EvidenceMessage, anchor: str) -> ShownMessage:
 
 
 def _display_content(content: object, *, is_tool: bool) -> tuple[str, bool]:
-    """The text to show and whether it is preformatted (tool output and JSON keep their layout)."""
-    if content is None:
-        return "", False
-    if isinstance(content, str):
-        if is_tool:
-            return _pretty_json(content), True
-        return content, False
-    if isinstance(content, list):
-        parts = []
-        for part in content:
-            if (
-                isinstance(part, dict)
-                and part.get("type") in evidence.TEXT_PART_TYPES
-                and isinstance(part.get("text"), str)
-            ):
-                parts.append(part["text"])
-            elif isinstance(part, str):
-                parts.append(part)
-            else:
-                kind = part.get("type") if isinstance(part, dict) else type(part).__name__
-                parts.append(f"[{kind}]")
-        return "\n".join(parts), is_tool
-    return _pretty_json(content), True
+    """The text to show and whether it is preformatted: the words are grading's one rendering of content
+    (`evidence.content_text`, what the judge read); tool output and JSON only keep their layout."""
+    if (isinstance(content, str) and is_tool) or not isinstance(content, str | list | None):
+        return _pretty_json(content), True
+    return evidence.content_text(content), is_tool
 
 
 def _pretty_json(value: object) -> str:

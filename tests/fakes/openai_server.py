@@ -43,7 +43,7 @@ import threading
 import time
 import uuid
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
@@ -98,6 +98,8 @@ class Reply:
     latency: float = 0.0
     # OpenAI tool calls [{"id", "type": "function", "function": {"name", "arguments"}}]; the content is then null.
     tool_calls: tuple[Mapping[str, Any], ...] | None = None
+    # "length" says the reply was cut off by its token limit, as a real server does.
+    finish_reason: str = "stop"
 
 
 def json_reply(
@@ -218,9 +220,18 @@ class FakeLLM:
 
     supports_json_schema: bool = True
 
-    def __init__(self) -> None:
+    def __init__(self, *, keep_alive: bool = False, record: bool = True) -> None:
+        """``keep_alive`` serves HTTP/1.1 persistent connections, as hosted APIs do (benchmarks of a client that
+        reuses its connections need it); the default, HTTP/1.0, closes each connection so ``stop()`` never waits
+        on an idle socket. ``record=False`` keeps no requests, for long benchmark runs."""
         self.requests: list[RecordedRequest] = []
         self.supports_json_schema = True
+        # Like llama.cpp: when set, GET /props reports it as the context of a slot, and a chat request whose
+        # prompt has more tokens (by `tokenize`) is refused with llama.cpp's exceed_context_size_error.
+        self.context_tokens: int | None = None
+        self.keep_alive = keep_alive
+        self.record = record
+        self._responder: Callable[[Any], Reply] | None = None
         self._lock = threading.Lock()
         self._queue: deque[Reply] = deque()
         self._embeddings_queue: deque[Reply] = deque()
@@ -236,7 +247,7 @@ class FakeLLM:
         if self._server is not None:
             raise RuntimeError("FakeLLM already started")
         self._stopping.clear()
-        self._server = _Server(("127.0.0.1", 0), _Handler, fake=self)
+        self._server = _Server(("127.0.0.1", 0), _KeepAliveHandler if self.keep_alive else _Handler, fake=self)
         # A short poll interval keeps stop() (and so every test's teardown) quick.
         self._thread = threading.Thread(
             target=self._server.serve_forever, kwargs={"poll_interval": 0.01}, name="FakeLLM", daemon=True
@@ -292,6 +303,13 @@ class FakeLLM:
         """The reply used when the queue is empty."""
         with self._lock:
             self._default = reply
+            self._responder = None
+
+    def set_responder(self, responder: Callable[[Any], Reply]) -> None:
+        """When the queue is empty, answer with ``responder(request_body)``: one server for several kinds of judge
+        call (the benchmarks grade drafts and conversations against the same server)."""
+        with self._lock:
+            self._responder = responder
 
     def reset(self) -> None:
         """Forget the queue, the default, the recorded requests and ``supports_json_schema``."""
@@ -299,8 +317,10 @@ class FakeLLM:
             self._queue.clear()
             self._embeddings_queue.clear()
             self._default = _NO_SCRIPTED_REPLY
+            self._responder = None
             self.requests.clear()
             self.supports_json_schema = True
+            self.context_tokens = None
 
     def chat_requests(self) -> list[RecordedRequest]:
         """Recorded ``POST /v1/chat/completions`` requests, in order."""
@@ -310,12 +330,19 @@ class FakeLLM:
     # -- used by the handler -----------------------------------------------------------------------
 
     def _record(self, request: RecordedRequest) -> None:
+        if not self.record:
+            return
         with self._lock:
             self.requests.append(request)
 
-    def _next_reply(self) -> Reply:
+    def _next_reply(self, body: Any = None) -> Reply:
         with self._lock:
-            return self._queue.popleft() if self._queue else self._default
+            if self._queue:
+                return self._queue.popleft()
+            responder = self._responder
+            if responder is None:
+                return self._default
+        return responder(body)
 
     def _next_embeddings_reply(self) -> Reply | None:
         with self._lock:
@@ -328,6 +355,8 @@ class FakeLLM:
 
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
+    # socketserver's default listen backlog of 5 refuses connections when dozens of workers call at once.
+    request_queue_size = 256
 
     def __init__(self, address: tuple[str, int], handler: type[BaseHTTPRequestHandler], *, fake: FakeLLM) -> None:
         self.fake = fake
@@ -350,6 +379,8 @@ class _Handler(BaseHTTPRequestHandler):
         self._record()
         if self._route == "/v1/models":
             self._send_json(200, _models_body())
+        elif self._route == "/props" and self.server.fake.context_tokens:
+            self._send_json(200, {"default_generation_settings": {"n_ctx": self.server.fake.context_tokens}})
         else:
             self._send_reply(error_reply(404, message=f"Unknown path {self._route}"))
 
@@ -393,7 +424,20 @@ class _Handler(BaseHTTPRequestHandler):
                 )
             )
             return
-        reply = fake._next_reply()
+        prompt_tokens = sum(len(tokenize(_message_text(m))) for m in body.get("messages") or [])
+        if fake.context_tokens and prompt_tokens > fake.context_tokens:
+            # Does not consume a scripted reply: the server refuses before any model runs.
+            error = {
+                "code": 400,
+                "message": f"request ({prompt_tokens} tokens) exceeds the available context size "
+                f"({fake.context_tokens} tokens), try increasing it",
+                "type": "exceed_context_size_error",
+                "n_prompt_tokens": prompt_tokens,
+                "n_ctx": fake.context_tokens,
+            }
+            self._send_json(400, {"error": error})
+            return
+        reply = fake._next_reply(body)
         if not fake._wait(reply.latency):
             return  # stopping: the client is gone or about to be
         if reply.raw_body is not None:
@@ -460,6 +504,10 @@ class _Handler(BaseHTTPRequestHandler):
             pass  # the client timed out and left
 
 
+class _KeepAliveHandler(_Handler):
+    protocol_version = "HTTP/1.1"
+
+
 def deterministic_embedding(text: str, dimensions: int = DEFAULT_EMBEDDING_DIMENSIONS) -> list[float]:
     """A unit vector seeded by sha256(text): the same text always embeds the same way."""
     rng = random.Random(int.from_bytes(hashlib.sha256(text.encode()).digest(), "big"))
@@ -497,7 +545,7 @@ def _chat_completion_body(reply: Reply, request: Mapping[str, Any]) -> dict[str,
                 "index": 0,
                 "message": message,
                 "logprobs": logprobs,
-                "finish_reason": "tool_calls" if reply.tool_calls is not None else "stop",
+                "finish_reason": "tool_calls" if reply.tool_calls is not None else reply.finish_reason,
             }
         ],
         "usage": dict(reply.usage) if reply.usage is not None else _default_usage(request, tokens),

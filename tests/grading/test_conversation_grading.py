@@ -16,7 +16,7 @@ from grading.reviews import conversation_grade
 from grading.schemas import MessagesIn
 from grading.selectors import conversation_state, current_review, staleness_audit
 from grading.services import conversation_append
-from tests.fakes.openai_server import malformed_reply
+from tests.fakes.openai_server import malformed_reply, tokenize
 from tests.grading.conversations import (
     PATH_IDS,
     T0,
@@ -44,7 +44,7 @@ def test_a_graded_conversation_names_its_evidence(org, fake_llm):
     assert review.judge["backend"] == "openai" and review.judge["model"] == "judge-test"
     assert review.judge["prompt_hash"]
     assert review.stages == 1
-    assert review.usage == {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120}
+    assert review.usage == {"prompt_tokens": 100, "completion_tokens": 20, "cached_tokens": 0, "total_tokens": 120}
     assert current_review(conversation) == review
 
 
@@ -98,28 +98,77 @@ def test_regression_the_judge_reads_the_whole_active_path_and_nothing_else(org, 
     assert "instructions" in body["messages"][0]["content"].lower()
 
 
-def test_a_conversation_over_the_budget_is_judged_in_the_recorded_number_of_stages(org, fake_llm, settings):
-    settings.JUDGE_INPUT_BUDGET_CHARS = 1_000
+def chapters(count: int, words: int = 80, filler: str = "words ") -> dict:
     payload = support_conversation()
     payload["messages"] = [message("u0", "user", "Summarise each chapter.", None, 0)]
-    for i in range(1, 7):
+    for i in range(1, count + 1):
         payload["messages"].append(
-            message(f"a{i}", "assistant", f"Chapter {i}: " + "words " * 80, payload["messages"][-1]["id"], i)
+            message(f"a{i}", "assistant", f"Chapter {i}: " + filler * words, payload["messages"][-1]["id"], i)
         )
-    payload["active_message_id"] = "a6"
-    conversation = upsert(org, payload).conversation
-    path_ids = ["u0"] + [f"a{i}" for i in range(1, 7)]
-    fake_llm.set_default(verdicts_reply(path_ids))
+    payload["active_message_id"] = f"a{count}"
+    return payload
+
+
+def prompt_tokens(request) -> int:
+    return sum(len(tokenize(m["content"])) for m in request.body["messages"])
+
+
+def test_a_conversation_over_the_context_the_server_reports_is_judged_in_stages_that_fit_it(org, fake_llm):
+    fake_llm.context_tokens = 2_500  # llama.cpp's /props says so; a longer prompt would be refused
+    conversation = upsert(org, chapters(12)).conversation
+    fake_llm.set_default(verdicts_reply(["u0"] + [f"a{i}" for i in range(1, 13)]))
     review = grade(conversation, fake_llm)
     requests = fake_llm.chat_requests()
-    assert review.stages == len(requests) > 1
     assert review.route == "pass"
+    assert review.stages == len(requests) > 1
+    assert all(prompt_tokens(r) <= 2_500 for r in requests)  # none was refused
     seen = set()
     for request in requests:
         user_text = request.body["messages"][-1]["content"]
         assert 'id="u0"' in user_text  # every stage repeats the user's request
-        seen |= set(re.findall(r'id="(a\d)"', user_text))
+        seen |= set(re.findall(r'id="(a\d+)"', user_text))
+    assert seen == {f"a{i}" for i in range(1, 13)}
+
+
+def test_a_context_length_refusal_stages_again_smaller_instead_of_recording_an_error(org, fake_llm):
+    """Punctuation costs a token a character, three times what the estimate assumes: the server refuses the
+    first staging, and its own figures make the next one fit."""
+    fake_llm.context_tokens = 4_096
+    conversation = upsert(org, chapters(6, words=400, filler="!? ")).conversation
+    fake_llm.set_default(verdicts_reply(["u0"] + [f"a{i}" for i in range(1, 7)]))
+    review = grade(conversation, fake_llm)
+    assert (review.route, review.reason) == ("pass", "")
+    answered = [r for r in fake_llm.chat_requests() if prompt_tokens(r) <= 4_096]
+    assert review.stages == len(answered) > 1
+    assert len(fake_llm.chat_requests()) > len(answered)  # at least one request was refused on the way
+    seen = set()
+    for request in answered:
+        seen |= set(re.findall(r'id="(a\d+)"', request.body["messages"][-1]["content"]))
     assert seen == {f"a{i}" for i in range(1, 7)}
+
+
+def test_a_message_longer_than_the_judges_whole_context_is_not_scorable_with_that_reason(org, fake_llm):
+    fake_llm.context_tokens = 2_500
+    conversation = upsert(org, chapters(2, words=3_000)).conversation
+    review = grade(conversation, fake_llm)
+    assert (review.route, review.reason) == ("not_scorable", "too_long_for_judge")
+    assert "'a1'" in review.detail
+    assert fake_llm.chat_requests() == []  # nothing was sent that the server would refuse
+
+
+def test_ten_thousand_short_messages_make_about_size_over_budget_stages(org, fake_llm):
+    """Issue 11: repeating every earlier request made 10,000 short messages into 7,762 stages."""
+    from grading.evidence import EvidenceMessage, rendered_size, stages
+
+    path, parent = [], None
+    for n in range(10_000):
+        role = "user" if n % 2 == 0 else "assistant"
+        path.append(EvidenceMessage(f"m{n}", parent, role, f"turn {n}: a short line of chat"))
+        parent = f"m{n}"
+    budget = 12_000
+    result = stages(path, budget=budget)
+    assert len(result) <= rendered_size(path) / (budget * 0.75) + 2
+    assert [m for stage in result for m in stage.messages] == path
 
 
 def test_a_verdict_citing_messages_off_the_path_is_unknown_and_goes_to_humans(org, fake_llm):

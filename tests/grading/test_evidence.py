@@ -9,6 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from grading.evidence import (
+    CONTEXT_SHARE,
     DEFAULT_QUIET_PERIOD,
     FINGERPRINT_SCHEME,
     REASON_TEXT,
@@ -19,6 +20,7 @@ from grading.evidence import (
     branch_count,
     canonical_message,
     combine_stage_verdicts,
+    estimate_tokens,
     fingerprint,
     message_size,
     not_scorable_reason,
@@ -405,6 +407,7 @@ def test_it_explains_every_reason():
         "empty",
         "tool_call_without_result",
         "truncated_by_source",
+        "too_long_for_judge",
     }
 
 
@@ -469,32 +472,33 @@ def conversation(turns: int, size: int = 300) -> list[EvidenceMessage]:
 
 
 def assert_valid_stages(path: list[EvidenceMessage], result, budget: int) -> None:
-    """Every message in exactly one stage, in order; each context is the user messages before its slice;
-    only a single-message stage may exceed the budget, and exactly those are marked oversized."""
+    """Every message in exactly one stage, in order; each context is some of the user messages before its slice
+    (the first and the latest), within a quarter of the budget; only a single-message stage may exceed the budget,
+    exactly those are marked oversized, and they carry no context."""
     assert [m for stage in result for m in stage.messages] == path
     assert [stage.index for stage in result] == list(range(len(result)))
-    sizes = [message_size(m) for m in path]
+    sizes = {m.id: message_size(m) for m in path}
     earlier_requests: list[EvidenceMessage] = []
-    requests_size = 0
-    seen = 0
     for stage in result:
         assert stage.messages
-        assert stage.context == earlier_requests
-        size = requests_size + sum(sizes[seen : seen + len(stage.messages)])
+        ids = [m.id for m in stage.context]
+        earlier_ids = [m.id for m in earlier_requests]
+        assert ids == [i for i in earlier_ids if i in set(ids)]  # a subsequence, in path order
+        assert len(stage.context) + stage.context_omitted == len(earlier_requests)
+        context_size = sum(sizes[i] for i in ids)
+        size = context_size + sum(sizes[m.id] for m in stage.messages)
         assert stage.oversized == (size > budget)
         if stage.oversized:
-            assert len(stage.messages) == 1
-        for m, m_size in zip(stage.messages, sizes[seen:], strict=False):
-            if m.role == "user":
-                earlier_requests.append(m)
-                requests_size += m_size
-        seen += len(stage.messages)
+            assert len(stage.messages) == 1 and stage.context == []
+        else:
+            assert context_size <= budget * CONTEXT_SHARE
+        earlier_requests.extend(m for m in stage.messages if m.role == "user")
 
 
 def test_it_makes_one_stage_when_the_path_fits():
     path = conversation(3)
 
-    result = stages(path, budget_chars=rendered_size(path))
+    result = stages(path, budget=rendered_size(path))
 
     assert len(result) == 1
     assert result[0].messages == path
@@ -502,17 +506,19 @@ def test_it_makes_one_stage_when_the_path_fits():
     assert not result[0].oversized
 
 
-def test_it_splits_a_long_path_into_stages_led_by_earlier_requests():
+def test_it_splits_a_long_path_into_stages_led_by_the_first_and_latest_requests():
     path = conversation(12)
     budget = rendered_size(path) // 2
 
-    result = stages(path, budget_chars=budget)
+    result = stages(path, budget=budget)
 
     assert len(result) > 2
     assert_valid_stages(path, result, budget)
     assert not any(stage.oversized for stage in result)
     assert result[0].context == []
     assert result[-1].context[0].id == "u0"
+    last_request_before = [m for stage in result[:-1] for m in stage.messages if m.role == "user"][-1]
+    assert result[-1].context[-1] == last_request_before
 
 
 def test_it_gives_an_oversized_message_its_own_stage_uncut():
@@ -521,7 +527,7 @@ def test_it_gives_an_oversized_message_its_own_stage_uncut():
     path[3] = huge
     budget = 2_000
 
-    result = stages(path, budget_chars=budget)
+    result = stages(path, budget=budget)
 
     assert_valid_stages(path, result, budget)
     oversized = [stage for stage in result if stage.oversized]
@@ -529,21 +535,37 @@ def test_it_gives_an_oversized_message_its_own_stage_uncut():
     assert oversized[0].messages[0].content == "z" * 50_000
 
 
-def test_it_keeps_every_earlier_request_even_when_they_overflow_the_budget():
+def test_it_repeats_only_as_many_earlier_requests_as_a_quarter_of_the_budget_holds():
     path = conversation(10, size=600)
-    budget = message_size(path[0]) * 3
+    budget = message_size(path[0]) * 12
 
-    result = stages(path, budget_chars=budget)
+    result = stages(path, budget=budget)
 
     assert_valid_stages(path, result, budget)
-    assert [m.id for m in result[-1].context] == [f"u{n}" for n in range(10)]
-    assert result[-1].oversized
+    assert result[-1].context[0].id == "u0"
+    assert result[-1].context_omitted > 0
+    assert not any(stage.oversized for stage in result)
+
+
+def test_it_counts_in_the_units_it_is_given():
+    path = conversation(6)
+    tokens = rendered_size(path, estimate_tokens)
+
+    assert len(stages(path, budget=tokens, measure=estimate_tokens)) == 1
+    assert len(stages(path, budget=tokens // 2, measure=estimate_tokens)) > 1
 
 
 def test_it_makes_no_stage_for_an_empty_path_and_rejects_a_useless_budget():
-    assert stages([], budget_chars=100) == []
+    assert stages([], budget=100) == []
     with pytest.raises(ValueError):
-        stages(conversation(1), budget_chars=0)
+        stages(conversation(1), budget=0)
+
+
+def test_it_estimates_digits_as_a_token_each_and_other_bytes_three_to_a_token():
+    assert estimate_tokens("") == 0
+    assert estimate_tokens("1234567890") == 10
+    assert estimate_tokens("abcdef") == 2
+    assert estimate_tokens("日本") == 2  # six bytes of UTF-8
 
 
 def test_it_combines_stage_verdicts():
@@ -685,8 +707,12 @@ def test_it_stages_every_path_message_exactly_once_in_order(tree, budget):
     messages, active = tree
     path = active_path(messages, active).path
 
-    result = stages(path, budget_chars=budget)
+    result = stages(path, budget=budget)
 
     assert_valid_stages(path, result, budget)
     if path and rendered_size(path) <= budget:
         assert len(result) == 1
+    # Bounded context: a stage ends only when the next message would not fit beside at most a quarter of the
+    # budget of context, so two consecutive stages always hold more than three quarters of it.
+    normal = [stage for stage in result if not stage.oversized]
+    assert len(normal) <= 2 * rendered_size(path) / (budget * (1 - CONTEXT_SHARE)) + 1

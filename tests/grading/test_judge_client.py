@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import math
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -12,9 +14,11 @@ from pydantic import BaseModel, ConfigDict, Field
 from grading.judge.client import (
     ChatJudgeClient,
     EmbeddingsClient,
+    JudgeContextExceeded,
     JudgeMalformed,
     JudgeRejected,
     JudgeUnavailable,
+    ServerProfile,
     TokenLogprob,
     Usage,
     find_field_token,
@@ -398,10 +402,37 @@ def test_it_reads_ten_as_one_token():
     assert weighted_score(entries, field="overall") == pytest.approx((9.5, 0.5))
 
 
-def test_it_gives_no_score_when_the_number_spans_several_tokens():
-    entries = tokens(('{"overall": ', {}), ("1", {"1": 0.7, "9": 0.3}), ("0", {}), ("}", {}))
+def test_it_reads_ten_written_a_digit_at_a_time_from_the_digit_after_the_one():
+    """Qwen writes 10 as "1" "0": the "1" alternatives mix 1 and 10, and the next token says how they split."""
+    entries = tokens(('{"overall": ', {}), ("1", {"1": 0.7, "9": 0.3}), ("0", {"0": 0.75, ",": 0.25}), ("}", {}))
 
-    assert weighted_score(entries, field="overall") is None
+    mean, spread = weighted_score(entries, field="overall")
+
+    distribution = {10: 0.7 * 0.75, 1: 0.7 * 0.25, 9: 0.3}
+    expected = sum(score * p for score, p in distribution.items())
+    assert mean == pytest.approx(expected)
+    assert spread == pytest.approx(math.sqrt(sum(p * (score - expected) ** 2 for score, p in distribution.items())))
+
+
+def test_it_reads_the_score_behind_the_fence_tokens_llama_cpp_keeps_in_the_logprobs():
+    entries = tokens(
+        ("```", {}), ("json", {}), ("\n", {}), ("{\n", {}), (' "', {}), ("overall", {}), ('":', {}), (" ", {}),
+        ("8", {"8": 0.6, "7": 0.3, "9": 0.1}), (",\n", {}),
+    )  # fmt: skip
+
+    assert weighted_score(entries, field="overall") == pytest.approx((7.8, 0.6))
+
+
+def test_it_leaves_out_a_little_one_that_may_be_ten_and_gives_up_on_a_lot():
+    """With "8" emitted, a "1" alternative may be 1 or the start of 10, and nothing says which."""
+    little = tokens(('{"overall": ', {}), ("8", {"8": 0.6, "7": 0.35, "1": 0.05}), ("}", {}))
+    a_lot = tokens(('{"overall": ', {}), ("8", {"8": 0.6, "1": 0.4}), ("}", {}))
+    merged = tokens(('{"overall": ', {}), ("8", {"8": 0.5, "10": 0.3, "1": 0.2}), ("}", {}))
+
+    assert weighted_score(little, field="overall")[0] == pytest.approx((8 * 0.6 + 7 * 0.35) / 0.95)
+    assert weighted_score(a_lot, field="overall") is None
+    # A tokenizer that writes "10" as one token: "1" is one.
+    assert weighted_score(merged, field="overall")[0] == pytest.approx(8 * 0.5 + 10 * 0.3 + 1 * 0.2)
 
 
 def test_it_renormalises_over_candidate_tokens_only():
@@ -464,3 +495,63 @@ def test_it_raises_unavailable_when_embeddings_keep_timing_out(llm: FakeLLM, sle
 
     with pytest.raises(JudgeUnavailable, match="APITimeoutError"):
         client.embed(["alpha"])
+
+
+def test_a_reply_cut_off_by_its_token_limit_is_never_read_even_when_it_parses(
+    llm: FakeLLM, make_client: Callable[..., ChatJudgeClient]
+):
+    cut = dataclasses.replace(json_reply(GOOD_VERDICT), finish_reason="length")
+    llm.script(cut, cut)
+
+    with pytest.raises(JudgeMalformed, match="token limit"):
+        judge(make_client())
+    first, second = llm.chat_requests()
+    assert second.body["max_tokens"] == 2 * first.body["max_tokens"]  # the retry has room to finish
+
+
+def test_it_reads_json_mode_replies_wrapped_in_a_code_fence(llm: FakeLLM, make_client: Callable[..., ChatJudgeClient]):
+    llm.supports_json_schema = False
+    llm.script(text_reply("```json\n" + json.dumps(GOOD_VERDICT) + "\n```"))
+
+    completion = judge(make_client())
+
+    assert completion.mode == "json_object"
+    assert completion.parsed.model_dump() == GOOD_VERDICT
+
+
+def test_it_records_cached_prompt_tokens_and_the_model_the_server_says_answered(
+    llm: FakeLLM, make_client: Callable[..., ChatJudgeClient]
+):
+    usage = {
+        "prompt_tokens": 120,
+        "completion_tokens": 30,
+        "total_tokens": 150,
+        "prompt_tokens_details": {"cached_tokens": 96},
+    }
+    llm.script(json_reply(GOOD_VERDICT, usage=usage))
+
+    completion = judge(make_client())
+
+    assert completion.usage == Usage(prompt_tokens=120, completion_tokens=30, total_tokens=150, cached_tokens=96)
+    assert completion.served_model == "judge-model"  # the fake answers with the model asked for
+
+
+def test_a_context_length_refusal_carries_the_servers_figures(
+    llm: FakeLLM, make_client: Callable[..., ChatJudgeClient]
+):
+    llm.context_tokens = 50
+
+    with pytest.raises(JudgeContextExceeded) as refused:
+        make_client().complete(system="judge " * 40, user="evidence " * 40, schema=Verdict)
+
+    assert refused.value.context_tokens == 50 and refused.value.prompt_tokens > 50
+    assert len(llm.chat_requests()) == 1  # not retried: the same prompt cannot fit
+
+
+def test_it_asks_the_server_once_for_its_model_and_context(llm: FakeLLM, make_client: Callable[..., ChatJudgeClient]):
+    llm.context_tokens = 4096
+    client = make_client()
+
+    assert client.server_profile() == ServerProfile("tollgate-fake-judge", 4096, "llama.cpp /props")
+    client.server_profile()
+    assert [r.path for r in llm.requests] == ["/v1/models", "/props"]

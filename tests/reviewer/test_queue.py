@@ -381,3 +381,16 @@ def test_findings_are_marked_in_the_rendered_article_without_breaking_its_markup
     checker = Balance()
     checker.feed(html)
     assert checker.open == []
+
+
+def test_the_operator_reads_a_message_in_the_words_the_judge_read(client_for, operator, org):
+    """One rendering of content (grading.evidence.content_text) for the judge prompt and the item page."""
+    from grading.evidence import render_message
+    from grading.models import Message
+
+    parts = [{"type": "text", "text": "Let me check."}, {"type": "refusal", "refusal": "I can't share that card."}]
+    review = conversation_item(org, extra=[message("m5", "assistant", parts, "m4", 9)], active_message_id="m5")
+    judged = render_message(Message.objects.get(conversation=review.conversation, external_id="m5").as_evidence())
+    html = client_for(operator).get(reverse("review_detail", args=[review.pk])).content.decode()
+    assert "[refusal] I can&#x27;t share that card." in html
+    assert "[refusal] I can't share that card." in judged

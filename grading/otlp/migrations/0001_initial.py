@@ -9,7 +9,7 @@ class Migration(migrations.Migration):
     initial = True
 
     dependencies = [
-        ('grading', '0005_one_active_strategy'),
+        ('grading', '0007_conversation_evidence_state'),
     ]
 
     operations = [

@@ -45,10 +45,15 @@ class Command(BaseCommand):
 
     def _start_children(self, addr: str) -> list[subprocess.Popen]:
         python = sys.executable
+        # Judge calls wait on the network, so the judge queue runs threads (many calls in flight in one process,
+        # one HTTP client and connection pool for all of them); the grading pass a small prefork pool of its own,
+        # so it never holds up a judge call; webhooks wait on receivers: threads, apart from both.
+        # README: "More workers on more machines".
+        judge_threads = str(settings.JUDGE_WORKER_THREADS)
         celery = [python, "-m", "celery", "-A", "reviewer"]
         commands = [
-            [*celery, "worker", "-Q", "judge,default", "-l", "warning", "-c", "2", "-n", "grading@%h"],
-            # Webhooks wait on receivers, not on the CPU: threads, apart from the processes that grade.
+            [*celery, "worker", "-Q", "judge", "-P", "threads", "-c", judge_threads, "-n", "judge@%h", "-l", "warning"],
+            [*celery, "worker", "-Q", "default", "-c", "1", "-n", "default@%h", "-l", "warning"],
             [*celery, "worker", "-Q", "webhooks", "-P", "threads", "-c", "8", "-l", "warning", "-n", "webhooks@%h"],
             [*celery, "beat", "-l", "warning"],
             [python, "manage.py", "runserver", addr, "--noreload"],

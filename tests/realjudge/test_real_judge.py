@@ -1,0 +1,120 @@
+"""What a real model server does that the loopback fake does not, through the production client and a real worker.
+
+These assert protocol behaviour (parsing, cut-off replies, fences, logprobs, identity, usage), never grading
+quality: the 1.5B model is a weak grader (../shared/realjudge/README.md). Each judge call takes 20 to 35 s on two
+cores, so there are few of them, and the short ones use short prompts.
+"""
+
+import json
+
+import openai
+import pytest
+from pydantic import BaseModel, ConfigDict, Field
+
+from grading.judge.client import ChatJudgeClient, JudgeMalformed, find_field_token, weighted_score
+from grading.models import Review
+from grading.tasks import grade_conversation, grade_draft
+from tests.conftest import wait_until
+from tests.grading.conversations import support_conversation, upsert
+from tests.grading.drafts import save_draft, setup_org_memory
+
+pytestmark = pytest.mark.realjudge
+
+
+class Score(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    overall: int = Field(ge=1, le=10)
+    reason: str
+
+
+SYSTEM = "You rate short texts. Reply with JSON only."
+TEN = (
+    'Rate the text "Flawless, the best text ever written." from 1 to 10 as a JSON object with keys overall and '
+    "reason. It deserves a 10. Keep the reason short."
+)
+
+
+def client(base_url: str, **kwargs) -> ChatJudgeClient:
+    return ChatJudgeClient(base_url=base_url, model="qwen", api_key="unused", timeout=300, max_retries=0, **kwargs)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_drafts_and_two_conversations_are_graded_through_a_worker_against_a_real_model(
+    real_judge_url, real_judge_worker, org
+):
+    setup_org_memory(org)
+    short = "Support costs fall when answers are easy to find.\n\n## Why?\n\nThey do.\n"
+    drafts = [save_draft(org, external_id="d-1"), save_draft(org, external_id="d-2", body=short)]
+    conversations = [upsert(org, support_conversation(external_id)).conversation for external_id in ("cv-1", "cv-2")]
+    served = openai.OpenAI(base_url=real_judge_url, api_key="unused").models.list().data[0].id
+
+    # The grading tasks a pass would send, to the real-judge worker's own queue.
+    for draft in drafts:
+        grade_draft.apply_async((draft.pk,), queue=real_judge_worker)
+    for conversation in conversations:
+        grade_conversation.apply_async((conversation.pk,), queue=real_judge_worker)
+    wait_until(lambda: Review.objects.filter(org=org).count() == 4, timeout=900, interval=2, message="four reviews")
+
+    for review in Review.objects.filter(org=org):
+        # Schema-constrained output parsed: no judge error, a real route.
+        assert review.route in ("pass", "fail", "human"), (review.route, review.reason, review.detail)
+        assert review.judge["backend"] == "openai"
+        assert review.judge["model"] == "qwen2.5-coder-1.5b-instruct"  # what was asked for
+        assert review.judge["served_model"] == served  # what the server says it serves
+        assert review.usage["prompt_tokens"] > 0 and review.usage["completion_tokens"] > 0
+        assert 0 <= review.usage["cached_tokens"] <= review.usage["prompt_tokens"]
+        if review.kind == "draft":
+            assert 1 <= review.judge_score <= 10
+        else:
+            assert set(review.checks) == {"grounded", "complete", "usable"}
+
+
+def test_a_reply_cut_off_by_its_token_limit_never_becomes_a_score(real_judge_url):
+    judge = client(real_judge_url, max_output_tokens=4)
+
+    with pytest.raises(JudgeMalformed, match="token limit"):
+        judge.complete(system=SYSTEM, user=TEN, schema=Score)
+
+
+def test_json_mode_without_a_schema_arrives_fenced_and_is_parsed(real_judge_url):
+    sdk = openai.OpenAI(base_url=real_judge_url, api_key="unused", timeout=300, max_retries=0)
+    raw = sdk.chat.completions.create(
+        model="qwen",
+        messages=[{"role": "system", "content": SYSTEM}, {"role": "user", "content": TEN}],
+        response_format={"type": "json_object"},
+        temperature=0,
+        max_tokens=80,
+    )
+    content = raw.choices[0].message.content or ""
+    assert content.lstrip().startswith("```")
+    with pytest.raises(json.JSONDecodeError):
+        json.loads(content)
+
+    completion = client(real_judge_url, response_mode="json_object", max_output_tokens=80).complete(
+        system=SYSTEM, user=TEN, schema=Score
+    )
+
+    assert completion.mode == "json_object"
+    assert 1 <= completion.parsed.overall <= 10
+
+
+def test_the_score_distribution_is_read_from_logprobs_with_fence_tokens_and_digit_split_numbers(real_judge_url):
+    completion = client(real_judge_url, want_logprobs=True, max_output_tokens=80).complete(
+        system=SYSTEM, user=TEN, schema=Score
+    )
+    tokens = completion.token_logprobs
+    assert tokens, "the server returns logprobs"
+    joined = "".join(t.token for t in tokens)
+    # The content is the JSON alone; the logprobs may also hold the fence the grammar allows in front of it.
+    assert joined.endswith(completion.raw_text.rstrip()) or completion.raw_text.strip() in joined
+    index = find_field_token(tokens, "overall")
+    assert index is not None and tokens[index].token.strip()[:1].isdigit()
+    if completion.parsed.overall == 10:
+        # Qwen writes 10 a digit at a time: the "1" and the "0" are two tokens.
+        assert (tokens[index].token.strip(), tokens[index + 1].token) == ("1", "0")
+    distribution = weighted_score(tokens, field="overall")
+    assert distribution is not None
+    mean, spread = distribution
+    assert 1 <= mean <= 10 and spread >= 0
+    assert abs(mean - completion.parsed.overall) <= 3 * spread + 0.5
