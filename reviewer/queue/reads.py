@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from django.db import connection
-from django.db.models import Exists, OuterRef, Q, QuerySet
+from django.db import connection, transaction
+from django.db.models import Exists, OuterRef, Q, QuerySet, Subquery
 from django.utils import timezone
 
 from grading.models import Conversation, CriteriaVersion, Decision, ItemKind, Review, ReviewState, Route
@@ -65,7 +65,10 @@ NO_FILTERS = QueueFilters()
 
 def _filtered(reviews: QuerySet[Review], filters: QueueFilters) -> QuerySet[Review]:
     if filters.application:
-        reviews = reviews.filter(conversation__application=filters.application)
+        # The conversation's application read by primary key for each review, in queue order: as a join, the
+        # planner would rather fetch every conversation of the application and sort than walk the index and stop.
+        application = Conversation.objects.filter(pk=OuterRef("conversation_id")).values("application")[:1]
+        reviews = reviews.annotate(application=Subquery(application)).filter(application=filters.application)
     if filters.reason:
         reviews = reviews.filter(reason=filters.reason)
     if filters.criteria_version:
@@ -177,26 +180,34 @@ def queue_stats(*, versions: Sequence[CriteriaVersion], filters: QueueFilters) -
     """
     if not versions:
         return QueueStats(counts=dict.fromkeys([*HUMAN_REASONS, ""], 0), oldest=None)
-    parts = [(version.pk, reason) for version in versions for reason in [*HUMAN_REASONS, None]]
-    conversations = Conversation._meta.db_table
-    in_application = (
-        f" AND EXISTS (SELECT 1 FROM {conversations} c WHERE c.id = r.conversation_id AND c.application = %s)"  # noqa: S608
-        if filters.application
-        else ""
-    )
+    in_application = ""
+    if filters.application:
+        conversations = Conversation._meta.db_table
+        in_application = f" AND (SELECT c.application FROM {conversations} c WHERE c.id = r.conversation_id) = %s"  # noqa: S608
     waiting = (
-        f"FROM {Review._meta.db_table} r WHERE r.state = %s AND r.criteria_version_id = p.version_id{in_application}"
+        f"FROM {Review._meta.db_table} r WHERE r.state = %s AND r.criteria_version_id = p.version_id{in_application}"  # noqa: S608
     )
+    # In index order, so the planner walks the index and stops rather than gathering the whole range first.
+    capped = f"(SELECT count(*) FROM (SELECT 1 {waiting} {{}} ORDER BY r.finished_at LIMIT %s) c)"  # noqa: S608
     sql = f"""
-        SELECT p.version_id, p.reason,
-            (SELECT count(*) FROM (SELECT 1 {waiting} AND (p.reason IS NULL OR r.reason = p.reason) LIMIT %s) c),
-            CASE WHEN p.reason IS NULL THEN (SELECT min(r.finished_at) {waiting}) END
-        FROM unnest(%s::bigint[], %s::text[]) AS p(version_id, reason)
+        SELECT p.version_id, p.reason, {capped.format("AND r.reason = p.reason")}, NULL
+            FROM unnest(%s::bigint[], %s::text[]) AS p(version_id, reason)
+        UNION ALL
+        SELECT p.version_id, NULL, {capped.format("")},
+            (SELECT r.finished_at {waiting} ORDER BY r.finished_at LIMIT 1)
+            FROM unnest(%s::bigint[]) AS p(version_id)
     """  # noqa: S608 - table names are ours; every value is a parameter
-    application = [filters.application] if filters.application else []
-    params = [ReviewState.WAITING, *application, COUNT_CAP + 1, ReviewState.WAITING, *application]
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [*params, [v for v, _ in parts], [r for _, r in parts]])
+    waiting_params = [ReviewState.WAITING, *([filters.application] if filters.application else [])]
+    parts = [(version.pk, reason) for version in versions for reason in HUMAN_REASONS]
+    params = [
+        *waiting_params, COUNT_CAP + 1, [v for v, _ in parts], [r for _, r in parts],
+        *waiting_params, COUNT_CAP + 1, *waiting_params, [version.pk for version in versions],
+    ]  # fmt: skip
+    with transaction.atomic(), connection.cursor() as cursor:
+        # The planner cannot know how many reviews the application filter keeps, guesses almost none, and would
+        # gather a whole range in a bitmap rather than walk the index to the cap; for this query, it walks.
+        cursor.execute("SET LOCAL enable_bitmapscan = off")
+        cursor.execute(sql, params)
         rows = cursor.fetchall()
     counts = dict.fromkeys([*HUMAN_REASONS, ""], 0)
     for version in versions:
