@@ -2,9 +2,9 @@
 
 import pytest
 
+from grading.demo import TIMED_OUT_DRAFT
 from grading.gate import draft_grade
 from grading.judge.backends import HeuristicDraftJudge, HeuristicJudge
-from grading.demo import TIMED_OUT_DRAFT
 from grading.models import Conversation, Draft, Message, Review
 from grading.planner import grading_pass
 from grading.reviews import conversation_grade
