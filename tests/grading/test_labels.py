@@ -98,8 +98,10 @@ def test_labels_count_as_human_verdicts_for_agreement_and_only_for_the_evidence_
     grounded = dashboard_figures(scope)["agreement"]["conversation"]["samples"]["label"]["checks"]["grounded"]
     assert (grounded["n"], grounded["confusion"][0][1]) == (1, 1)  # the machine's pass, the label's fail
     # The conversation goes on: its new evidence gets its own review, which the old label says nothing about.
-    more = [{"id": "m3", "parent_id": "m2", "role": "user", "content": "Thanks", "created_at": "2026-11-18T10:05:00Z"},
-            {"id": "m4", "parent_id": "m3", "role": "assistant", "content": "Welcome.", "created_at": "2026-11-18T10:06:00Z"}]  # fmt: skip
+    more = [
+        {"id": "m3", "parent_id": "m2", "role": "user", "content": "Thanks", "created_at": "2026-11-18T10:05:00Z"},
+        {"id": "m4", "parent_id": "m3", "role": "assistant", "content": "Bye.", "created_at": "2026-11-18T10:06:00Z"},
+    ]
     conversation_append(org=org, external_id="c1", payload=_messages(more))
     fake_llm.script(verdicts_reply(["m1", "m2", "m3", "m4"]))
     conversation_grade(conversation_id=items.conversation_id, judge=llm_judge(fake_llm))
