@@ -8,7 +8,7 @@ it counted; the tests hold them to that.
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
-from datetime import timedelta
+from datetime import UTC, datetime, time, timedelta
 
 from django.db.models import Exists, OuterRef, Q, QuerySet
 from django.http import QueryDict
@@ -117,7 +117,9 @@ def scope_from(org: Org, params: QueryDict) -> Scope:
 
 
 def _week_range(field: str, scope: Scope) -> Q:
-    return Q(**{f"{field}__gte": scope.since, f"{field}__lt": scope.until + timedelta(weeks=1)})
+    """A timestamp within the scope's ISO weeks (UTC, as the counters file them)."""
+    start = datetime.combine(scope.since, time.min, tzinfo=UTC)
+    return Q(**{f"{field}__gte": start, f"{field}__lt": start + timedelta(weeks=len(scope.weeks))})
 
 
 def _verdict_q(path: str, verdict: str) -> Q:
