@@ -3,10 +3,12 @@ in words, the charts."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from urllib.parse import urlencode
 
 from django.urls import reverse
+from django.utils.safestring import mark_safe
 
 from grading.figures import GROUP_LABELS, Scope
 from grading.models import ItemKind
@@ -25,29 +27,62 @@ class Linked:
     def __str__(self) -> str:
         return str(self.value)
 
+    def __html__(self) -> str:  # a number: nothing to escape, and no localisation (a page prints hundreds)
+        return str(self.value)
+
 
 class Links:
-    """URLs of the review list for one org and scope."""
+    """URLs of the review list for one org and scope, ready for an HTML attribute (`&` written `&amp;`; the rest of
+    what urlencode writes needs no escaping). A page has hundreds: the paths are reversed once, the parts that do
+    not change are encoded once, and the filters are assembled directly (their names are `ReviewFilter`'s)."""
 
     def __init__(self, org_slug: str, scope: Scope) -> None:
         self.base = {"org": org_slug, **scope.as_query()}
+        self._org = urlencode({"org": org_slug})
+        self._range = urlencode({"from": self.base["from"], "to": self.base["to"]})
+        self._application = urlencode({"application": scope.application}) if scope.application else ""
+        self._reviews, self._export, self._page = (
+            reverse(n) for n in ("dashboard_reviews", "dashboard_export", "dashboard")
+        )
 
     def reviews(self, week: str | None = None, application: str | None = None, **filters) -> str:
-        query = dict(self.base)
-        if week:
-            query["from"] = query["to"] = week
+        parts = [self._org, urlencode({"from": week, "to": week}) if week else self._range]
         if application is not None:
-            query["application"] = application
-        query |= ReviewFilter(**filters).as_query()
-        return reverse("dashboard_reviews") + "?" + urlencode(query)
+            parts.append(urlencode({"application": application}))
+        elif self._application:
+            parts.append(self._application)
+        if filters:
+            parts.append(_encode(_filter_query(filters)))
+        return mark_safe(self._reviews + "?" + "&".join(parts).replace("&", "&amp;"))  # noqa: S308 - urlencode output
 
     def export(self, file_format: str, **filters) -> str:
-        query = self.base | ReviewFilter(**filters).as_query() | {"format": file_format}
-        return reverse("dashboard_export") + "?" + urlencode(query)
+        query = urlencode(self.base | _filter_query(filters) | {"format": file_format})
+        return mark_safe(self._export + "?" + query.replace("&", "&amp;"))  # noqa: S308 - urlencode output
 
     def page(self, **changes) -> str:
-        query = {key: value for key, value in (self.base | changes).items() if value}
-        return reverse("dashboard") + "?" + urlencode(query)
+        query = urlencode({key: value for key, value in (self.base | changes).items() if value})
+        return mark_safe(self._page + "?" + query.replace("&", "&amp;"))  # noqa: S308 - urlencode output
+
+
+_FILTER_NAMES = frozenset(ReviewFilter.__dataclass_fields__)
+_PLAIN = re.compile(r"[A-Za-z0-9_.\-]*")
+
+
+def _encode(query: dict[str, str]) -> str:
+    """urlencode for the filters' values, which are nearly always plain tokens (routes, checks, codes)."""
+    return "&".join(f"{k}={v}" if _PLAIN.fullmatch(v) else urlencode({k: v}) for k, v in query.items())
+
+
+def _filter_query(filters: dict) -> dict[str, str]:
+    """`ReviewFilter(**filters).as_query()`, without building the dataclass for every link."""
+    unknown = set(filters) - _FILTER_NAMES
+    if unknown:
+        raise TypeError(f"not a review filter: {', '.join(sorted(unknown))}")
+    return {
+        name: "1" if value is True else str(value)
+        for name, value in filters.items()
+        if value not in ("", None, False) and not (name == "set" and value == "counting")
+    }
 
 
 def duration(seconds: float | int | None) -> str:

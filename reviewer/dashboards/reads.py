@@ -29,9 +29,9 @@ def dashboard_orgs(user) -> list[Org]:
     return list(orgs_for(user, *EVERY_ROLE))
 
 
-def dashboard_org(user, slug: str | None) -> Org | None:
+def dashboard_org(user, slug: str | None, *, orgs: list[Org] | None = None) -> Org | None:
     """The org asked for (the first of theirs when none is named); None when it is not one of theirs."""
-    orgs = dashboard_orgs(user)
+    orgs = dashboard_orgs(user) if orgs is None else orgs
     if not slug:
         return orgs[0] if orgs else None
     return next((org for org in orgs if org.slug == slug), None)

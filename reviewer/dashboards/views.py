@@ -14,8 +14,8 @@ from reviewer.access import EVERY_ROLE, role_required
 from reviewer.dashboards import display, export, reads
 
 
-def _org_and_scope(request: HttpRequest):
-    org = reads.dashboard_org(request.user, request.GET.get("org"))
+def _org_and_scope(request: HttpRequest, orgs=None):
+    org = reads.dashboard_org(request.user, request.GET.get("org"), orgs=orgs)
     if org is None:
         raise Http404("No such org among yours.")
     return org, reads.scope_from(org, request.GET)
@@ -29,15 +29,16 @@ def _bad_filter(request: HttpRequest, field: str, message: str) -> HttpResponse:
 @require_GET
 @role_required(*EVERY_ROLE)
 def dashboard(request: HttpRequest) -> HttpResponse:
+    orgs = reads.dashboard_orgs(request.user)
     try:
-        org, scope = _org_and_scope(request)
+        org, scope = _org_and_scope(request, orgs)
     except InvalidScope as exc:
         return _bad_filter(request, exc.field, exc.message)
     figures = dashboard_figures(scope)
     links = display.Links(org.slug, scope)
     context = {
         "org": org,
-        "orgs": reads.dashboard_orgs(request.user),
+        "orgs": orgs,
         "scope": scope,
         "figures": figures,
         "quality": display.quality_panel(figures, links),
