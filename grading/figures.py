@@ -9,18 +9,17 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
-from datetime import date, timedelta
+from datetime import date, datetime, timedelta
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.db.models import Sum
 from django.utils import timezone
 
 from grading.agreement import agreement_of
 from grading.health import evaluation_export_status
-from grading.models import COUNTING_STATES, CriteriaVersion, GradingRun, ItemKind, Org, Review, ReviewState, Rollup
+from grading.models import COUNTING_STATES, CriteriaVersion, GradingRun, ItemKind, Org, Review, ReviewState
 from grading.outcomes import CHECKS, SUB_SCORES, UNKNOWN_CHECK
-from grading.rollups import OVER, PASS_FAIL, WAIT_BUCKETS, Key, monday, rollup_freshness, stored_counters
+from grading.rollups import OVER, PASS_FAIL, WAIT_BUCKETS, Key, monday, rollup_last_rebuild, scope_counters
 
 DEFAULT_WEEKS = 8
 MAX_WEEKS = 104
@@ -104,6 +103,7 @@ class Counters:
     rows: dict[Key, int]
     active: dict[str, CriteriaVersion]
     states: dict[tuple[str, int, str], int]  # (kind, criteria id, state) -> count, over every week
+    last_write: datetime | None  # the newest change among the counters read (None: not read from the rollup)
     _by: dict = field(default_factory=dict)
 
     def pick(self, kind: str, metric: str, *, active_only: bool = True) -> list[tuple[Key, int]]:
@@ -136,20 +136,14 @@ def counters_for(scope: Scope, rows: dict[Key, int] | None = None) -> Counters:
     """The scope's counters from the rollup, or from `rows` (e.g. `live_counters`, to check the rollup)."""
     active = {cv.kind: cv for cv in CriteriaVersion.objects.filter(org=scope.org, is_active=True)}
     if rows is None:
-        rows = stored_counters(org_ids=[scope.org.pk], since=scope.since, until=scope.until)
-        totals = (
-            Rollup.objects.filter(org=scope.org, metric="state")
-            .values_list("kind", "criteria_id", "key1")
-            .annotate(n=Sum("value"))
-        )
-        states = {(kind, criteria, state): n for kind, criteria, state, n in totals if n}
-    else:
-        states: dict[tuple[str, int, str], int] = Counter()
-        for key, value in rows.items():
-            if key[5] == "state":
-                states[(key[1], key[2], key[6])] += value
-        rows = {key: value for key, value in rows.items() if scope.since <= key[4] <= scope.until}
-    return Counters(scope, rows, active, dict(states))
+        read = scope_counters(org_id=scope.org.pk, since=scope.since, until=scope.until)
+        return Counters(scope, read.rows, active, read.states, read.last_write)
+    states: Counter = Counter()
+    for key, value in rows.items():
+        if key[5] == "state":
+            states[(key[1], key[2], key[6])] += value
+    in_scope = {key: value for key, value in rows.items() if scope.since <= key[4] <= scope.until}
+    return Counters(scope, in_scope, active, dict(states), None)
 
 
 # --- the figures ----------------------------------------------------------------------------------------------
@@ -270,8 +264,7 @@ def staleness_figures(c: Counters) -> dict:
         active = c.active.get(kind)
         if state == ReviewState.STALE or (state in COUNTING_STATES and (active is None or criteria != active.pk)):
             stale[kind] += n
-    freshness = rollup_freshness(c.scope.org)
-    rebuild = freshness.last_rebuild
+    rebuild = rollup_last_rebuild(c.scope.org)
     last_pass = GradingRun.objects.order_by("-started_at").first()
     errors: dict[str, Counter] = {kind: Counter() for kind in ItemKind.values}
     tokens = {week: Counter() for week in c.scope.weeks}
@@ -324,7 +317,7 @@ def staleness_figures(c: Counters) -> dict:
             evaluation_export_status(c.scope.org.pk) if settings.OTLP_EVALUATIONS_ENDPOINT else {"enabled": False}
         ),
         "rollup": {
-            "last_write": freshness.last_write,
+            "last_write": c.last_write,
             "last_rebuild": rebuild.rebuilt_at if rebuild else None,
             "last_rebuild_drifted": rebuild.drifted if rebuild else None,
         },

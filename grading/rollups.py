@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 
 from django.db import connection, transaction
-from django.db.models import Max, Q
+from django.db.models import Q
 from django.utils import timezone
 
 from grading.models import (
@@ -418,15 +418,42 @@ def stored_counters(*, org_ids: Sequence[int], since: date | None = None, until:
     return {tuple(row[:8]): row[8] for row in rows.values_list(*columns)}
 
 
+# The newest change is returned on one row only: a page reads thousands of counters and needs one timestamp.
+_SCOPE_SQL = """
+    SELECT org_id, kind, criteria_id, application, week, metric, key1, key2, value,
+        CASE WHEN row_number() OVER (ORDER BY updated_at DESC) = 1 THEN updated_at END
+    FROM grading_rollup WHERE org_id = %s AND value <> 0 AND (week BETWEEN %s AND %s OR metric = 'state')
+"""
+
+
 @dataclass(frozen=True)
-class Freshness:
-    last_write: datetime | None  # the newest counter change: the rollup is exact as of every commit
-    last_rebuild: RollupRebuild | None
+class ScopeCounters:
+    rows: dict[Key, int]  # every counter of the weeks asked for
+    states: dict[tuple[str, int, str], int]  # (kind, criteria id, stored state) -> reviews, over every week
+    last_write: datetime | None  # the newest change among the counters read: how fresh these figures are
 
 
-def rollup_freshness(org: Org) -> Freshness:
-    last_write = Rollup.objects.filter(org=org).aggregate(at=Max("updated_at"))["at"]
-    return Freshness(last_write, RollupRebuild.objects.filter(org=org).order_by("-rebuilt_at").first())
+def scope_counters(*, org_id: int, since: date, until: date) -> ScopeCounters:
+    """What a page view reads: one indexed range of the org's counters, plus its state counters of every week
+    (the staleness audit and the queue depth are whole-org figures). Read with one statement and no ORM: the
+    page reads a few thousand rows and the dashboard is meant to cost about what a trivial page costs."""
+    rows: dict[Key, int] = {}
+    states: Counter = Counter()
+    last_write = None
+    with connection.cursor() as cursor:
+        cursor.execute(_SCOPE_SQL, [org_id, since, until])
+        for *key, value, updated_at in cursor.fetchall():
+            if key[5] == "state":
+                states[(key[1], key[2], key[6])] += value
+            if since <= key[4] <= until:
+                rows[tuple(key)] = value
+            if updated_at is not None:
+                last_write = updated_at
+    return ScopeCounters(rows, dict(states), last_write)
+
+
+def rollup_last_rebuild(org: Org) -> RollupRebuild | None:
+    return RollupRebuild.objects.filter(org=org).order_by("-rebuilt_at").first()
 
 
 def rollups_rebuild(*, org_id: int) -> RollupRebuild:
