@@ -93,7 +93,7 @@ def main() -> None:
     with _clock(clock):
         rebuild = rollups_rebuild(org_id=org.pk)
     print(
-        f"rollup rebuild (the live GROUP BY, then the rows replaced): {clock['wall']:.1f} s wall, "
+        f"rollup rebuild (the live GROUP BY in one snapshot, its drift booked): {clock['wall']:.1f} s wall, "
         f"{clock['db_cpu']:.1f} s database CPU; {rebuild.rows:,} counters"
     )
 

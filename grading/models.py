@@ -460,9 +460,9 @@ class Review(models.Model):
                 condition=models.Q(state=ReviewState.WAITING),
                 name="review_queue_reason",
             ),
-            # The dashboards' lists and export: the counting reviews of one cell (version, application, week).
+            # The dashboards' lists: the counting reviews of a version's weeks, newest first, read in index order.
             models.Index(
-                fields=["criteria_version", "application", "week", "id"],
+                fields=["criteria_version", "week", "id"],
                 condition=models.Q(state__in=COUNTING_STATES),
                 name="review_counting_cell",
             ),

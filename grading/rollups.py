@@ -280,10 +280,17 @@ _UPSERT = """
 """
 
 
+# Advisory lock class of the rollups: writers of an org hold it shared, its rebuild exclusive (see rollups_rebuild).
+_LOCK_CLASS = 7_417
+
+
 def _apply(delta: Counter) -> None:
     rows = sorted((key, value) for key, value in delta.items() if value)
     if not rows:
         return
+    with connection.cursor() as cursor:
+        for org_id in sorted({key[0] for key, _ in rows}):
+            cursor.execute("SELECT pg_advisory_xact_lock_shared(%s, %s)", [_LOCK_CLASS, org_id])
     now = timezone.now()
     params: list = []
     for key, value in rows:
@@ -457,47 +464,39 @@ def rollup_last_rebuild(org: Org) -> RollupRebuild | None:
 
 
 def rollups_rebuild(*, org_id: int) -> RollupRebuild:
-    """Recompute an org's counters from the reviews and replace them; record how many the upkeep had wrong.
+    """Recompute an org's counters from the reviews, book the difference from what is stored (the drift: zero
+    unless something changed a review's contribution without booking it), and record it.
 
-    1. Lock the rollup table against writers (SHARE ROW EXCLUSIVE waits for writers in flight and holds new ones
-       until this commits; readers go on), so no increment lands between the count and the replacement.
-    2. Count from the raw tables, compare with what is stored, replace the org's rows.
+    1. Count from the raw tables and read the stored counters in one snapshot (REPEATABLE READ). Every writer
+       changes its reviews and books their counters in one transaction, so a snapshot sees both or neither: the
+       difference is drift alone, whatever is being written meanwhile. Nobody waits on this.
+       Called inside a transaction that already began (the demo's seed, a test), the snapshot cannot be chosen:
+       the org's writers are held off instead (each holds the org's advisory lock shared while it books; this
+       takes it exclusive until it commits).
+    2. Book the difference as increments: they commute with the writers' own.
     3. Record the staleness audit's mismatch count (a join over every counting review: done here, hourly, not
        per page view).
     """
     started = time.perf_counter()
+    nested = connection.in_atomic_block
     with transaction.atomic():
         with connection.cursor() as cursor:
-            cursor.execute("LOCK TABLE grading_rollup IN SHARE ROW EXCLUSIVE MODE")
+            if nested:
+                cursor.execute("SELECT pg_advisory_xact_lock(%s, %s)", [_LOCK_CLASS, org_id])
+            else:
+                cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
         fresh = live_counters(org_ids=[org_id])
         stored = stored_counters(org_ids=[org_id])
-        drifted = sum(1 for key in fresh.keys() | stored.keys() if fresh.get(key, 0) != stored.get(key, 0))
-        Rollup.objects.filter(org_id=org_id).delete()
-        now = timezone.now()
-        Rollup.objects.bulk_create(
-            [
-                Rollup(
-                    org_id=key[0],
-                    kind=key[1],
-                    criteria_id=key[2],
-                    application=key[3],
-                    week=key[4],
-                    metric=key[5],
-                    key1=key[6],
-                    key2=key[7],
-                    value=value,
-                    updated_at=now,
-                )
-                for key, value in sorted(fresh.items())
-            ],  # fmt: skip
-            batch_size=5000,
-        )
         audit = staleness_audit(Org.objects.get(pk=org_id))
+    drift = Counter(fresh)
+    drift.subtract(stored)
+    with transaction.atomic():
+        _apply(drift)
         return RollupRebuild.objects.create(
             org_id=org_id,
-            rebuilt_at=now,
+            rebuilt_at=timezone.now(),
             seconds=time.perf_counter() - started,
             rows=len(fresh),
-            drifted=drifted,
+            drifted=sum(1 for value in drift.values() if value),
             mismatched=dict(audit.mismatched),
         )

@@ -75,7 +75,7 @@ class Migration(migrations.Migration):
         ),
         migrations.AddIndex(
             model_name='review',
-            index=models.Index(condition=models.Q(('state__in', ('current', 'waiting', 'decided'))), fields=['criteria_version', 'application', 'week', 'id'], name='review_counting_cell'),
+            index=models.Index(condition=models.Q(('state__in', ('current', 'waiting', 'decided'))), fields=['criteria_version', 'week', 'id'], name='review_counting_cell'),
         ),
         migrations.AddField(
             model_name='label',

@@ -56,6 +56,11 @@ class ReviewFilter:
     operator: int | None = None  # decisions by this person, by week of the decision
     decided: bool = False  # by week of the decision rather than the item's week
 
+    @property
+    def counts_by_week(self) -> bool:
+        """The counting reviews of the scope's weeks (rather than stale ones, judge errors, or decisions)."""
+        return self.set == "counting" and self.operator is None and not self.decided
+
     def as_query(self) -> dict[str, str]:
         out = {}
         for f in fields(self):
@@ -214,14 +219,22 @@ class ReviewPage:
     next_after: int | None
 
 
-def review_page(reviews: QuerySet[Review], *, after: int | None, page_size: int = PAGE_SIZE) -> ReviewPage:
-    """Newest first, a page at a time by review id (a keyset, so page 500 costs what page 1 does)."""
+def review_page(
+    reviews: QuerySet[Review], *, by_week: bool, after: int | None, page_size: int = PAGE_SIZE
+) -> ReviewPage:
+    """Newest first, a page at a time (a keyset, so page 500 costs what page 1 does). Counting reviews go by
+    (week, id), the order of their index (`review_counting_cell`); the other sets are small, and go by id."""
+    order = ("-week", "-pk") if by_week else ("-pk",)
     if after:
-        reviews = reviews.filter(pk__lt=after)
+        if by_week:
+            week = Review.objects.filter(pk=after).values_list("week", flat=True).first()
+            reviews = reviews.filter(Q(week__lt=week) | Q(week=week, pk__lt=after)) if week else reviews.none()
+        else:
+            reviews = reviews.filter(pk__lt=after)
     rows = list(
         reviews.with_state()
         .select_related("criteria_version", "conversation", "draft", "decision__decided_by")
-        .order_by("-pk")[: page_size + 1]
+        .order_by(*order)[: page_size + 1]
     )
     more = len(rows) > page_size
     rows = rows[:page_size]

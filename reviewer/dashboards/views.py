@@ -69,7 +69,8 @@ def dashboard_reviews(request: HttpRequest) -> HttpResponse:
     after = request.GET.get("after", "")
     if after and not after.isdigit():
         return _bad_filter(request, "after", "must be a review id")
-    page = reads.review_page(reads.reviews_behind(org, scope, review_filter), after=int(after) if after else None)
+    reviews = reads.reviews_behind(org, scope, review_filter)
+    page = reads.review_page(reviews, by_week=review_filter.counts_by_week, after=int(after) if after else None)
     links = display.Links(org.slug, scope)
     query = request.GET.copy()
     next_url = ""
