@@ -13,11 +13,12 @@ from datetime import date, datetime, timedelta
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
+from django.db import connection
 from django.utils import timezone
 
 from grading.agreement import agreement_of
 from grading.health import evaluation_export_status
-from grading.models import COUNTING_STATES, CriteriaVersion, GradingRun, ItemKind, Org, Review, ReviewState
+from grading.models import COUNTING_STATES, CriteriaVersion, GradingRun, ItemKind, Org, ReviewState
 from grading.outcomes import CHECKS, SUB_SCORES, UNKNOWN_CHECK
 from grading.rollups import OVER, PASS_FAIL, WAIT_BUCKETS, Key, monday, rollup_last_rebuild, scope_counters
 
@@ -350,17 +351,9 @@ def agreement_figures(c: Counters) -> dict:
 
 def queue_figures(c: Counters) -> dict:
     depth = {kind: 0 for kind in ItemKind.values}
-    oldest = None
     for kind, version in c.active.items():
         depth[kind] = c.states.get((kind, version.pk, ReviewState.WAITING), 0)
-        first = (
-            Review.objects.filter(criteria_version=version, state=ReviewState.WAITING)
-            .order_by("finished_at", "pk")
-            .values_list("finished_at", flat=True)
-            .first()
-        )
-        if first is not None and (oldest is None or first < oldest):
-            oldest = first
+    oldest = _oldest_waiting([version.pk for version in c.active.values()])
     per_operator: dict[tuple[date, str], int] = Counter()
     histograms = {week: Counter() for week in c.scope.weeks}
     waited = Counter()
@@ -372,7 +365,7 @@ def queue_figures(c: Counters) -> dict:
         for (_, _, _, _, week, _, _, _), n in c.pick(kind, "decision_wait_s", active_only=False):
             waited[week] += n
     ids = {int(user_id) for _, user_id in per_operator if user_id.isdigit() and user_id != "0"}
-    names = dict(get_user_model().objects.filter(pk__in=ids).values_list("pk", "username"))
+    names = dict(get_user_model().objects.filter(pk__in=ids).values_list("pk", "username")) if ids else {}
     now = timezone.now()
     return {
         "depth": depth,
@@ -398,6 +391,20 @@ def queue_figures(c: Counters) -> dict:
             for week in c.scope.weeks
         ],
     }
+
+
+# The head of each active version's range of the queue index (`review_queue`), in one statement.
+_OLDEST_WAITING = """
+    SELECT min(head) FROM unnest(%s::int[]) AS version(id), LATERAL (
+        SELECT finished_at AS head FROM grading_review r WHERE r.criteria_version_id = version.id AND r.state = %s
+        ORDER BY r.finished_at, r.id LIMIT 1) first
+"""
+
+
+def _oldest_waiting(version_ids: list[int]) -> datetime | None:
+    with connection.cursor() as cursor:
+        cursor.execute(_OLDEST_WAITING, [version_ids, ReviewState.WAITING.value])
+        return cursor.fetchone()[0]
 
 
 _BUILDERS = {

@@ -214,15 +214,6 @@ def agreement_panel(figures: dict, links: Links) -> list[dict]:
         for sample, data in per_kind["samples"].items():
             checks = []
             for check, a in data["checks"].items():
-                rows = []
-                for i, machine in enumerate(a["categories"]):
-                    cells = []
-                    for j, human in enumerate(a["categories"]):
-                        url = ""
-                        if check != "all_checks":
-                            url = links.reviews(kind=kind, sample=sample, check=check, machine=machine, human=human)
-                        cells.append({"n": a["confusion"][i][j], "agree": i == j, "url": url})
-                    rows.append({"machine": machine, "cells": cells})
                 checks.append({
                     "name": check.replace("_", " "),
                     "n": a["n"],
@@ -231,8 +222,7 @@ def agreement_panel(figures: dict, links: Links) -> list[dict]:
                     "kappa": "–" if a["kappa"] is None else f"{a['kappa']:.2f}",
                     "kappa_interval": _interval(a["kappa_interval"], percent=False),
                     "note": a["note"],
-                    "categories": a["categories"],
-                    "rows": rows,
+                    "confusion": confusion_table(a, links, kind=kind, sample=sample, check=check),
                 })  # fmt: skip
             blocks.append({
                 "kind": kind, "sample": sample, "label": GROUP_LABELS[sample], "biased": sample == "unsure",
@@ -240,6 +230,26 @@ def agreement_panel(figures: dict, links: Links) -> list[dict]:
                 "n": max((c["n"] for c in checks), default=0),
             })  # fmt: skip
     return blocks
+
+
+def confusion_table(agreement: dict, links: Links, *, kind: str, sample: str, check: str) -> str:
+    """A confusion table as HTML (rows: the machine's verdict, columns: the people's), each disagreeing cell a link.
+    Built here rather than in the template: a page has a few hundred cells, and every value is a number, a
+    verdict name of ours or a URL from `Links`."""
+    categories = agreement["categories"]
+    head = "".join(f"<th>{c}</th>" for c in categories)
+    rows = []
+    for i, machine in enumerate(categories):
+        cells = []
+        for j, human in enumerate(categories):
+            n = agreement["confusion"][i][j]
+            css = "agree" if i == j else ("disagree" if n else "")
+            url = ""
+            if n and check != "all_checks":  # the pooled table has no one list behind a cell
+                url = links.reviews(kind=kind, sample=sample, check=check, machine=machine, human=human)
+            cells.append(f'<td class="{css}">' + (f'<a href="{url}">{n}</a>' if url else str(n)) + "</td>")
+        rows.append(f"<tr><th>{machine}</th>{''.join(cells)}</tr>")
+    return mark_safe(f'<table class="confusion"><tr><th></th>{head}</tr>{"".join(rows)}</table>')  # noqa: S308 - see above
 
 
 def headline_agreement(figures: dict) -> dict:
