@@ -13,10 +13,11 @@ state changed, a decision, the audit mark, a label) runs inside `rollups_trackin
 Increments commute, so concurrent writers never lose one another's counts; each writer's rows are upserted in key
 order, so two writers cannot deadlock on them.
 
-The grading pass then rebuilds every org's counters from the reviews (`rollups_rebuild`, on a worker right after
-the pass commits): the same figures computed by one GROUP BY over the raw tables (`live_counters`), which also
-serves as the independent check (the benchmark and the tests compare both). Thumbs are filed by their
-conversation's present application and week, which a source may change; the rebuild puts such thumbs right.
+Each grading pass then rebuilds every org's counters from the reviews (`rollups_rebuild`, on a worker right after
+the pass commits): the same figures computed by one GROUP BY over the raw tables (`live_counters`), compared in
+one snapshot with what is stored, the difference booked. It is also the independent check (the benchmark and the
+tests compare both). Thumbs are filed by their conversation's present application and week, which a source may
+change without any review changing; the rebuild puts such thumbs right.
 """
 
 from __future__ import annotations
@@ -414,13 +415,9 @@ def live_counters(*, org_ids: Sequence[int]) -> dict[Key, int]:
         return {tuple(row[:8]): row[8] for row in cursor.fetchall()}
 
 
-def stored_counters(*, org_ids: Sequence[int], since: date | None = None, until: date | None = None) -> dict[Key, int]:
-    """The rollup's counters (weeks in [since, until] when given), as `live_counters` returns them."""
+def stored_counters(*, org_ids: Sequence[int]) -> dict[Key, int]:
+    """Every counter the rollup holds for these orgs, as `live_counters` returns them."""
     rows = Rollup.objects.filter(org_id__in=list(org_ids)).exclude(value=0)
-    if since is not None:
-        rows = rows.filter(week__gte=since)
-    if until is not None:
-        rows = rows.filter(week__lte=until)
     columns = ("org_id", "kind", "criteria_id", "application", "week", "metric", "key1", "key2", "value")
     return {tuple(row[:8]): row[8] for row in rows.values_list(*columns)}
 
