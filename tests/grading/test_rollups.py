@@ -62,11 +62,19 @@ def test_thumbs_of_a_conversation_whose_start_moves_are_put_right_by_the_rebuild
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_grading_pass_rebuilds_the_rollups_on_a_worker_after_it_commits(org, celery_worker, fake_llm):
-    upsert(org, conversation_payload("c1", "billing", datetime(2026, 11, 18, tzinfo=UTC)))
+def test_a_grading_pass_rebuilds_the_rollups_on_a_worker_and_concurrent_graders_lose_no_count(
+    org, celery_worker, fake_llm
+):
+    # Eight conversations of one application and week: the worker's two processes book the same counters at once.
+    for n in range(8):
+        upsert(org, conversation_payload(f"c{n}", "billing", datetime(2026, 11, 18, n, tzinfo=UTC)))
     fake_llm.set_default(verdicts_reply(["m1", "m2"], complete="unknown"))
     grading_pass()
     rebuild = wait_until(lambda: RollupRebuild.objects.filter(org=org).first(), message="the rollup rebuild")
+    # It ran while the graders wrote: its one snapshot saw each review with its counters, so it found no drift.
     assert rebuild.drifted == 0 and rebuild.mismatched == {ItemKind.CONVERSATION: 0, ItemKind.DRAFT: 0}
-    wait_until(lambda: org.reviews.exists(), message="the review")
+    wait_until(lambda: org.reviews.count() == 8, message="eight reviews")
     assert stored_counters(org_ids=[org.pk]) == live_counters(org_ids=[org.pk])
+    route = {key[6:]: value for key, value in stored_counters(org_ids=[org.pk]).items() if key[5] == "route"}
+    assert route == {("human", "unknown_check"): 8}
+    assert rollups_rebuild(org_id=org.pk).drifted == 0
