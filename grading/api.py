@@ -5,16 +5,18 @@ from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
-from django.db import connection
+from django.db import connection, transaction
 from django.http import HttpRequest, HttpResponse
 from django.urls import reverse
-from ninja import NinjaAPI, Schema, Status
+from ninja import NinjaAPI, Query, Schema, Status
 from ninja.errors import ValidationError
 from ninja.security import HttpBearer
 
 from grading import health
 from grading.criteria import criteria_active
 from grading.evidence import canonical_message
+from grading.figures import SECTIONS, InvalidScope, dashboard_figures, scope_for
+from grading.labels import MAX_LABELS_PER_REQUEST, InvalidLabel, LabelIn, label_record
 from grading.memory import InvalidMemory, article_upsert, memory_add
 from grading.models import COUNTING_STATES, ApiKey, Article, Conversation, Draft, ItemKind, Review
 from grading.otlp.views import router as otlp_router
@@ -312,3 +314,70 @@ def post_memory(request: HttpRequest, payload: MemoryIn) -> Status[MemoryOut]:
 @api.post("/articles", response=ArticleOut, summary="Add or update a published article (an internal-link target)")
 def post_article(request: HttpRequest, payload: ArticleIn) -> Article:
     return article_upsert(org=request.auth.org, slug=payload.slug, title=payload.title, summary=payload.summary)
+
+
+# --- human labels from elsewhere -----------------------------------------------------------------------------
+
+
+class LabelsIn(Schema):
+    labels: list[LabelIn]
+
+
+class LabelsOut(Schema):
+    created: int
+    updated: int
+    unchanged: int
+
+
+@api.post("/labels", response={201: LabelsOut}, summary="Record human labels, each bound to its item's evidence now")
+def post_labels(request: HttpRequest, payload: LabelsIn) -> Status[LabelsOut]:
+    """All or nothing: a label that cannot be recorded is a 400 naming it (`labels.3.item`) and none is written.
+    Recording the same labels again changes nothing."""
+    if len(payload.labels) > MAX_LABELS_PER_REQUEST:
+        raise LimitExceeded(
+            "MAX_LABELS_PER_REQUEST",
+            MAX_LABELS_PER_REQUEST,
+            f"at most {MAX_LABELS_PER_REQUEST} labels per request; this one has {len(payload.labels)}",
+        )
+    counts = {"created": 0, "updated": 0, "unchanged": 0}
+    source = f"api:{request.auth.name}"
+    with transaction.atomic():
+        for index, label in enumerate(payload.labels):
+            try:
+                counts[label_record(org=request.auth.org, label=label, source=source).status] += 1
+            except InvalidLabel as exc:
+                raise ValidationError(
+                    [{"loc": ["body", "payload", "labels", index, exc.field], "msg": exc.message}]
+                ) from exc
+    return Status(201, LabelsOut(**counts))
+
+
+# --- the dashboards' figures ---------------------------------------------------------------------------------
+
+
+def _figures(request: HttpRequest, sections, since: str | None, until: str | None, application: str | None) -> dict:
+    try:
+        scope = scope_for(request.auth.org, since=since, until=until, application=application)
+    except InvalidScope as exc:
+        raise ValidationError([{"loc": ["query", exc.field], "msg": exc.message}]) from exc
+    return dashboard_figures(scope, sections=sections)
+
+
+@api.get("/dashboard", response=dict, summary="Every figure of the dashboard, with the page's filters")
+def get_dashboard(
+    request: HttpRequest, since: str | None = Query(None, alias="from"), until: str | None = Query(None, alias="to"),
+    application: str | None = None,
+) -> dict:  # fmt: skip
+    """The numbers the stakeholders' page shows, for the API key's org: `from` and `to` are ISO weeks
+    (`2026-W41`, default the last eight), `application` narrows the conversation figures."""
+    return _figures(request, SECTIONS, since, until, application)
+
+
+@api.get("/dashboard/{section}", response=dict, summary="One section of the dashboard's figures")
+def get_dashboard_section(
+    request: HttpRequest, section: str, since: str | None = Query(None, alias="from"),
+    until: str | None = Query(None, alias="to"), application: str | None = None,
+) -> dict:  # fmt: skip
+    if section not in SECTIONS:
+        raise NotFound(f"no dashboard section {section!r} (there are {', '.join(SECTIONS)})")
+    return _figures(request, [section], since, until, application)

@@ -12,6 +12,7 @@ GRADE_DRAFT = "grading.tasks.grade_draft"
 GRADING_PASS = "grading.tasks.grading_pass"  # noqa: S105 - a task name
 DELIVER_WEBHOOK = "grading.tasks.deliver_webhook"
 EXPORT_EVALUATIONS = "grading.otlp.tasks.export_evaluations"
+REBUILD_ROLLUPS = "grading.tasks.rebuild_rollups"
 
 
 def grading_of_conversations(conversation_ids: Iterable[int]) -> None:
@@ -30,6 +31,11 @@ def webhook_delivery(*, review_id: int, event: str) -> None:
 
 def evaluations_export(*, review_id: int, event: str) -> None:
     _send(EXPORT_EVALUATIONS, review_id, event)
+
+
+def rollups_rebuild(org_ids: Iterable[int]) -> None:
+    for org_id in org_ids:
+        _send(REBUILD_ROLLUPS, org_id)
 
 
 def _send(name: str, *args: object) -> None:

@@ -414,6 +414,19 @@ class Review(models.Model):
     usage = models.JSONField(default=dict, blank=True)
     # -- what it is worth now
     state = models.CharField(max_length=16, choices=ReviewState.choices)
+    audit = models.BooleanField(
+        default=False,
+        help_text="Picked by the fixed-rule sample: waits for a person whatever the machine decided (blind).",
+    )
+    # -- where the dashboards file it, as the item was when it was graded (set by review_record, never changed,
+    # so the rollups can take back exactly what a review added; see grading/rollups.py)
+    application = models.CharField(max_length=100, blank=True)
+    week = models.DateField(
+        null=True, blank=True, help_text="Monday of the ISO week: the conversation's start, or the draft's verdict."
+    )
+    submitted_at = models.DateTimeField(
+        null=True, blank=True, help_text="When the evidence it read arrived: the draft's save, the last message."
+    )
 
     objects = ReviewQuerySet.as_manager()
 
@@ -458,6 +471,12 @@ class Review(models.Model):
                 fields=["criteria_version", "reason", "finished_at", "id"],
                 condition=models.Q(state=ReviewState.WAITING),
                 name="review_queue_reason",
+            ),
+            # The dashboards' lists: the counting reviews of a version's weeks, newest first, read in index order.
+            models.Index(
+                fields=["criteria_version", "week", "id"],
+                condition=models.Q(state__in=COUNTING_STATES),
+                name="review_counting_cell",
             ),
         ]
 
@@ -506,6 +525,92 @@ class Decision(models.Model):
 
     def __str__(self) -> str:
         return f"{self.outcome} on review {self.review_id}"
+
+
+class Label(models.Model):
+    """A human verdict from outside the queue (a spreadsheet, another annotation tool), with its labeller and
+    source, bound to the item's fingerprint when it was recorded: it speaks about that evidence only."""
+
+    PASS_FAIL = "pass_fail"  # noqa: S105 - a verdict on the whole item rather than on one check
+
+    org = models.ForeignKey(Org, on_delete=models.CASCADE, related_name="labels")
+    kind = models.CharField(max_length=16, choices=ItemKind.choices)
+    conversation = models.ForeignKey(
+        Conversation, null=True, blank=True, on_delete=models.CASCADE, related_name="labels"
+    )
+    draft = models.ForeignKey(Draft, null=True, blank=True, on_delete=models.CASCADE, related_name="labels")
+    fingerprint = models.CharField(max_length=80)
+    check_name = models.CharField(max_length=16, help_text="A conversation check, or pass_fail for the whole item.")
+    verdict = models.CharField(max_length=8)
+    labeller = models.CharField(max_length=200)
+    source = models.CharField(max_length=200, help_text="Where it came from: api, or the imported file's name.")
+    labelled_at = models.DateTimeField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["conversation", "fingerprint", "check_name", "labeller"], name="label_unique_conversation"
+            ),
+            models.UniqueConstraint(
+                fields=["draft", "fingerprint", "check_name", "labeller"], name="label_unique_draft"
+            ),
+            models.CheckConstraint(
+                condition=models.Q(conversation__isnull=True) ^ models.Q(draft__isnull=True),
+                name="label_has_one_subject",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return (
+            f"{self.labeller}: {self.check_name} {self.verdict} on {self.kind} {self.conversation_id or self.draft_id}"
+        )
+
+
+class Rollup(models.Model):
+    """One counter of the dashboards' figures for one cell: (org, kind, criteria version, application, ISO
+    week). Kept by grading/rollups.py in the same transaction as every write that changes what a review
+    contributes, and rebuilt from the reviews by each grading pass. `criteria_id` 0: no criteria (thumbs)."""
+
+    org = models.ForeignKey(Org, on_delete=models.CASCADE, related_name="+")
+    kind = models.CharField(max_length=16, choices=ItemKind.choices)
+    criteria_id = models.IntegerField()
+    application = models.CharField(max_length=100)
+    week = models.DateField()
+    metric = models.CharField(max_length=32)
+    key1 = models.CharField(max_length=64)
+    key2 = models.CharField(max_length=64)
+    value = models.BigIntegerField()
+    updated_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["org", "kind", "criteria_id", "application", "week", "metric", "key1", "key2"],
+                name="rollup_unique_cell_counter",
+            )
+        ]
+        indexes = [models.Index(fields=["org", "week"], name="rollup_org_week")]
+
+    def __str__(self) -> str:
+        return f"{self.kind} c{self.criteria_id} {self.application} {self.week} {self.metric}:{self.key1}:{self.key2}"
+
+
+class RollupRebuild(models.Model):
+    """A full rebuild of an org's rollups from the reviews (each grading pass), with what it found."""
+
+    org = models.ForeignKey(Org, on_delete=models.CASCADE, related_name="+")
+    rebuilt_at = models.DateTimeField()
+    seconds = models.FloatField()
+    rows = models.PositiveIntegerField()
+    drifted = models.PositiveIntegerField(help_text="Counters the incremental upkeep had wrong (0 unless a bug).")
+    mismatched = models.JSONField(default=dict, help_text="Per kind: counting reviews whose fingerprint differs.")
+
+    class Meta:
+        indexes = [models.Index(fields=["org", "-rebuilt_at"], name="rollup_rebuild_latest")]
+
+    def __str__(self) -> str:
+        return f"rollups of org {self.org_id} rebuilt at {self.rebuilt_at:%Y-%m-%d %H:%M}"
 
 
 class GradingRun(models.Model):

@@ -54,7 +54,8 @@ def grading_pass(
     2. Make sure every org with items has active criteria (an org's first pass seeds v1).
     3. Per kind, count what needs grading and take up to what is left of `cap` (longest waiting first) that
        no pass enqueued within the task time limit, skipping rows another pass holds; mark them queued.
-    4. After commit, send one grading task per item; the rest is backlog, reported on the run.
+    4. After commit, send one grading task per item; the rest is backlog, reported on the run. Then one rollup
+       rebuild per org with items.
     """
     now = now or timezone.now()
     cap = cap or settings.GRADING_PASS_CAP
@@ -79,6 +80,13 @@ def grading_pass(
         run.save(update_fields=["needing", "enqueued", "backlog"])
         transaction.on_commit(lambda: enqueue.grading_of_conversations(conversation_ids))
         transaction.on_commit(lambda: enqueue.grading_of_drafts(draft_ids))
+        # The dashboards' rollups are kept by every write; each pass also rebuilds them from the reviews, which
+        # puts right what no review write sees (a conversation moved to another week) and audits the upkeep.
+        with_items = Exists(Conversation.objects.filter(org=OuterRef("pk"))) | Exists(
+            Draft.objects.filter(org=OuterRef("pk"))
+        )
+        org_ids = list(Org.objects.filter(with_items).values_list("pk", flat=True))
+        transaction.on_commit(lambda: enqueue.rollups_rebuild(org_ids))
     return PassResult(run=run, enqueued_ids=conversation_ids, enqueued_draft_ids=draft_ids)
 
 

@@ -32,6 +32,7 @@ from grading.models import (
 )
 from grading.otlp.export import evaluations_export_on_commit
 from grading.outcomes import CHECKS, UNKNOWN_CHECK, VERDICTS
+from grading.rollups import monday, rollups_tracking
 from grading.selectors import conversation_path
 
 logger = logging.getLogger(__name__)
@@ -179,9 +180,14 @@ def review_with_identity(subject: Conversation | Draft, identity: dict) -> Revie
 # --- the stored state: every write that changes what a review is worth goes through here --------------------
 
 
+def _for_people(review: Review) -> bool:
+    """Routed to people by the machine, or picked by the audit sample whatever the machine decided."""
+    return review.route == Route.HUMAN or review.audit
+
+
 def _stored_state(*, matches_item: bool, for_people: bool, decided: bool) -> ReviewState:
     """The state of an item's latest review, as far as the item and the decisions go (ReviewState says what
-    is read when asked instead)."""
+    is read when asked instead). `for_people`: see `_for_people`."""
     if not matches_item:
         return ReviewState.STALE
     if for_people:
@@ -198,7 +204,8 @@ def review_record(subject: Conversation | Draft, identity: dict, outcome: dict, 
        counts, history at once (superseded), so it never displaces the review that matches.
     3. Otherwise the previous live review is superseded and this one takes its place.
     If another worker wrote this identity first (the same task delivered twice), the constraint refuses ours
-    and theirs is kept.
+    and theirs is kept. The review is filed for the dashboards as the item stands (application, week, when its
+    evidence arrived), and the rollups are booked in the same transaction.
     """
     field = _subject_field(subject)
     try:
@@ -209,27 +216,40 @@ def review_record(subject: Conversation | Draft, identity: dict, outcome: dict, 
             fresh = (
                 matches and CriteriaVersion.objects.filter(pk=identity["criteria_version"].pk, is_active=True).exists()
             )
-            if not fresh and live is not None and Review.objects.counting().filter(pk=live.pk).exists():
-                state = ReviewState.SUPERSEDED
-            else:
-                if live is not None:
-                    Review.objects.filter(pk=live.pk).update(state=ReviewState.SUPERSEDED)
-                state = _stored_state(matches_item=matches, for_people=outcome["route"] == Route.HUMAN, decided=False)
-            review = Review.objects.create(
-                org=subject.org,
-                kind=ItemKind.DRAFT if field == "draft" else ItemKind.CONVERSATION,
-                **{field: subject},
-                started_at=started_at,
-                finished_at=timezone.now(),
-                state=state,
-                **identity,
-                **outcome,
-            )
+            with rollups_tracking([live.pk if live else None]) as tracked:
+                if not fresh and live is not None and Review.objects.counting().filter(pk=live.pk).exists():
+                    state = ReviewState.SUPERSEDED
+                else:
+                    if live is not None:
+                        Review.objects.filter(pk=live.pk).update(state=ReviewState.SUPERSEDED)
+                    for_people = outcome["route"] == Route.HUMAN
+                    state = _stored_state(matches_item=matches, for_people=for_people, decided=False)
+                finished_at = timezone.now()
+                review = Review.objects.create(
+                    org=subject.org,
+                    kind=ItemKind.DRAFT if field == "draft" else ItemKind.CONVERSATION,
+                    **{field: subject},
+                    started_at=started_at,
+                    finished_at=finished_at,
+                    state=state,
+                    **_filing(item, finished_at),
+                    **identity,
+                    **outcome,
+                )
+                tracked.add(review.pk)
             if state in COUNTING_STATES:
                 evaluations_export_on_commit(review_id=review.pk)
             return review
     except IntegrityError:
         return review_with_identity(subject, identity)
+
+
+def _filing(item: Conversation | Draft, finished_at: datetime) -> dict:
+    """Where the dashboards file a review: conversations by application and the ISO week they started, drafts by
+    the week of their verdict; and when the evidence it read arrived."""
+    if isinstance(item, Draft):
+        return {"application": "", "week": monday(finished_at), "submitted_at": item.updated_at}
+    return {"application": item.application, "week": monday(item.started_at), "submitted_at": item.last_activity_at}
 
 
 def review_state_refresh(*, subject: Conversation | Draft) -> None:
@@ -258,14 +278,41 @@ def review_state_refresh(*, subject: Conversation | Draft) -> None:
         if live is not None:
             _set_state(live, ReviewState.SUPERSEDED)
         live = earlier
-    decided = live.route == Route.HUMAN and Decision.objects.filter(review=live).exists()
-    _set_state(live, _stored_state(matches_item=True, for_people=live.route == Route.HUMAN, decided=decided))
+    for_people = _for_people(live)
+    decided = for_people and Decision.objects.filter(review=live).exists()
+    _set_state(live, _stored_state(matches_item=True, for_people=for_people, decided=decided))
 
 
 def _set_state(review: Review, state: ReviewState) -> None:
     if review.state != state:
-        Review.objects.filter(pk=review.pk).update(state=state)
+        with rollups_tracking([review.pk]):
+            Review.objects.filter(pk=review.pk).update(state=state)
         review.state = state
+
+
+def review_audit_mark(*, review_ids: list[int]) -> list[int]:
+    """Send counting reviews to people as audit items, whatever the machine decided; return the ids newly marked.
+
+    An audit item waits for a person like any item routed to humans (its stored state says so), and its page
+    hides the machine's verdict until the person decided. Reviews that stopped counting, and reviews marked
+    before, are left alone: marking twice changes nothing.
+    """
+    marked = []
+    with transaction.atomic():
+        reviews = (
+            Review.objects.counting()
+            .select_for_update(of=("self",))
+            .filter(pk__in=list(review_ids), audit=False)
+            .exclude(route__in=[Route.ERROR, Route.NOT_SCORABLE])
+            .order_by("pk")
+        )
+        for review in reviews:
+            with rollups_tracking([review.pk]):
+                decided = Decision.objects.filter(review=review).exists()
+                state = _stored_state(matches_item=True, for_people=True, decided=decided)
+                Review.objects.filter(pk=review.pk).update(audit=True, state=state)
+            marked.append(review.pk)
+    return marked
 
 
 def review_reinstate(review: Review) -> Review:
@@ -319,19 +366,20 @@ def decision_record(
         values = _decision_values(review, outcome=outcome, checks=checks or {}, note=note)
         if not Review.objects.waiting().filter(pk=review_id).exists():
             raise NotWaiting(review_id)
-        try:
-            with transaction.atomic():
-                decision = Decision.objects.create(
-                    org_id=review.org_id,
-                    review=review,
-                    note=note,
-                    decided_by=decided_by,
-                    decided_at=decided_at,
-                    **values,
-                )
-        except IntegrityError:  # the constraint is the last line: a concurrent decision got in first
-            raise NotWaiting(review_id) from None
-        Review.objects.filter(pk=review_id).update(state=ReviewState.DECIDED)
+        with rollups_tracking([review_id]):
+            try:
+                with transaction.atomic():
+                    decision = Decision.objects.create(
+                        org_id=review.org_id,
+                        review=review,
+                        note=note,
+                        decided_by=decided_by,
+                        decided_at=decided_at,
+                        **values,
+                    )
+            except IntegrityError:  # the constraint is the last line: a concurrent decision got in first
+                raise NotWaiting(review_id) from None
+            Review.objects.filter(pk=review_id).update(state=ReviewState.DECIDED)
         evaluations_export_on_commit(review_id=review_id, decision_id=decision.pk)
     return decision
 

@@ -17,6 +17,7 @@ from grading.audit import audit_record
 from grading.evidence import EvidenceMessage, active_path, branch_count, draft_fingerprint, fingerprint
 from grading.models import ApiKey, Conversation, Draft, Feedback, Message, Org
 from grading.reviews import review_state_refresh
+from grading.rollups import rollups_thumbs_refresh, thumbs_of
 from grading.schemas import ConversationIn, DraftIn, FeedbackIn, MessageIn, MessagesIn
 
 API_KEY_PREFIX = "tg_"
@@ -368,9 +369,13 @@ def feedback_record(*, org: Org, payload: FeedbackIn) -> Feedback:
         raise ConversationNotFound(payload.conversation)
     if not conversation.messages.filter(external_id=payload.message_id).exists():
         raise ConversationNotFound(f"{payload.conversation}/{payload.message_id}")
-    feedback, _ = Feedback.objects.update_or_create(
-        conversation=conversation, message_external_id=payload.message_id, defaults={"value": payload.value}
-    )
+    with transaction.atomic():
+        Conversation.objects.select_for_update().filter(pk=conversation.pk).first()
+        before = thumbs_of(conversation.pk)
+        feedback, _ = Feedback.objects.update_or_create(
+            conversation=conversation, message_external_id=payload.message_id, defaults={"value": payload.value}
+        )
+        rollups_thumbs_refresh(conversation_id=conversation.pk, before=before)
     return feedback
 
 

@@ -3,8 +3,8 @@
 from celery import shared_task
 from django.conf import settings
 
-from grading import enqueue, gate, planner, reviews, webhooks
-from grading.models import Conversation, Draft, GradingRun, Review
+from grading import enqueue, gate, planner, reviews, rollups, webhooks
+from grading.models import Conversation, Draft, GradingRun, Org, Review
 
 
 @shared_task(name=enqueue.GRADE_CONVERSATION)
@@ -24,6 +24,13 @@ def grade_draft(draft_id: int) -> int | None:
     review = gate.draft_grade(draft_id=draft_id)
     Draft.objects.filter(pk=draft_id).update(queued_at=None)
     return review.pk if review else None
+
+
+@shared_task(name=enqueue.REBUILD_ROLLUPS)
+def rebuild_rollups(org_id: int) -> int | None:
+    if not Org.objects.filter(pk=org_id).exists():
+        return None
+    return rollups.rollups_rebuild(org_id=org_id).drifted
 
 
 @shared_task(name=enqueue.DELIVER_WEBHOOK, bind=True, max_retries=None)

@@ -5,7 +5,6 @@ from django.urls import include, path
 from grading.api import api
 from reviewer import views
 from reviewer.criteria import views as criteria_views
-from reviewer.dashboards import views as dashboard_views
 
 urlpatterns = [
     path("", views.home, name="home"),
@@ -13,7 +12,7 @@ urlpatterns = [
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("queue/", include("reviewer.queue.urls")),
     path("criteria/", criteria_views.criteria, name="criteria"),
-    path("dashboard/", dashboard_views.dashboard, name="dashboard"),
+    path("dashboard/", include("reviewer.dashboards.urls")),
     path("api/v1/", api.urls),
     path("admin/", admin.site.urls),
 ]

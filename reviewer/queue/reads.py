@@ -28,6 +28,10 @@ PRIORITIES = {ItemKind.DRAFT: 0, ItemKind.CONVERSATION: 1}
 Key = tuple[int, datetime, int]  # (priority, finished_at, review id): the queue order
 
 
+# Reviews a person may be asked about: routed to humans by the machine, or sent by the audit sample.
+FOR_PEOPLE = Q(route=Route.HUMAN) | Q(audit=True)
+
+
 def operator_org_ids(user) -> list[int]:
     """The orgs in which `user` is an operator: the only orgs the queue reads from."""
     return list(orgs_for(user, Role.OPERATOR).values_list("pk", flat=True))
@@ -97,6 +101,7 @@ _ROW_COLUMNS = (
     "org_id",
     "kind",
     "reason",
+    "audit",
     "score",
     "judge_passed",
     "sub_scores",
@@ -315,11 +320,11 @@ def lease_of(claim: Claim | None, user, now: datetime | None = None) -> Lease:
 
 
 def review_for_operator(*, org_ids: Sequence[int], review_id: int) -> Review | None:
-    """A review routed to humans in one of the operator's orgs, with its state and what the item page reads
-    beside it."""
+    """A review for people (routed to humans, or an audit item) in one of the operator's orgs, with its state
+    and what the item page reads beside it."""
     return (
         Review.objects.with_state()
-        .filter(pk=review_id, org_id__in=list(org_ids), route=Route.HUMAN)
+        .filter(FOR_PEOPLE, pk=review_id, org_id__in=list(org_ids))
         .select_related("org", "criteria_version", "conversation", "draft")
         .first()
     )
