@@ -9,7 +9,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('grading', '0006_review_state'),
+        ('grading', '0007_conversation_evidence_state'),
     ]
 
     operations = [
