@@ -14,7 +14,6 @@ from grading.figures import dashboard_figures, scope_for
 from grading.models import Review
 from grading.reviews import conversation_grade
 from grading.rollups import monday
-from reviewer.queue.reads import queue_reviews
 from tests.fakes.openai_server import json_reply
 from tests.grading.conversations import llm_judge, upsert
 from tests.reviewer.dashboards.world import conversation_payload
@@ -36,13 +35,13 @@ def graded(org, fake_llm, external_id: str, *, grounded: str, started: date):
 def test_the_sample_cycle_sends_its_picks_to_the_queue_whatever_the_machine_decided(org, fake_llm, operator):
     this_week = monday(timezone.now())
     reviews = [graded(org, fake_llm, f"s{i}", grounded=("pass", "fail")[i % 2], started=this_week) for i in range(4)]
-    assert {r.route for r in reviews} == {"pass", "fail"} and not queue_reviews(org_ids=[org.pk]).exists()
+    assert {r.route for r in reviews} == {"pass", "fail"} and not Review.objects.waiting().filter(org=org).exists()
     out = StringIO()
     call_command("sample_cycle", "--org", org.slug, "--per-week", "2", "--salt", "pepper", stdout=out)
     assert "2 newly sent to the queue as audit items" in out.getvalue()
     audit = list(Review.objects.filter(org=org, audit=True))
     assert len(audit) == 2 and all(r.state == "waiting" for r in audit)
-    assert set(queue_reviews(org_ids=[org.pk])) == set(audit)
+    assert set(Review.objects.waiting().filter(org=org)) == set(audit)
     out = StringIO()
     call_command("sample_cycle", "--org", org.slug, "--per-week", "2", "--salt", "pepper", stdout=out)
     assert "0 newly sent" in out.getvalue()
