@@ -75,11 +75,13 @@ def conversation_grade(
             "stages": 0,
         }
     else:
-        outcome = _judge_path(state.path, criteria, judge)
+        outcome = path_outcome(state.path, criteria, judge)
     return review_record(conversation, identity, outcome, started_at=now)
 
 
-def _judge_path(path: list[evidence.EvidenceMessage], criteria: CriteriaVersion, judge: ConversationJudge) -> dict:
+def path_outcome(path: list[evidence.EvidenceMessage], criteria: CriteriaVersion, judge: ConversationJudge) -> dict:
+    """Judge a scorable path stage by stage under `criteria` (outside any transaction): a review's outcome fields.
+    Grading records it as the conversation's review; a criteria trial records it as a trial review."""
     stages = evidence.stages(path, budget_chars=settings.JUDGE_INPUT_BUDGET_CHARS)
     path_ids = {m.id for m in path}
     per_stage = []
@@ -120,9 +122,11 @@ _IDENTITY_KEYS = ("fingerprint", "criteria_version", "judge_key", "memory_snapsh
 
 
 def review_with_identity(subject: Conversation | Draft, identity: dict) -> Review | None:
-    """The finished, non-error review of `subject` with this score identity, if there is one."""
+    """The finished, non-error review of `subject` with this score identity, if there is one. Trial reviews
+    are not: they stand for no grading of the item (ReviewState.TRIAL)."""
     match = {key: identity[key] for key in _IDENTITY_KEYS if key in identity}
-    return Review.objects.filter(**{_subject_field(subject): subject}, **match).exclude(route=Route.ERROR).first()
+    reviews = Review.objects.filter(**{_subject_field(subject): subject}, **match)
+    return reviews.exclude(route=Route.ERROR).exclude(state=ReviewState.TRIAL).first()
 
 
 # --- the stored state: every write that changes what a review is worth goes through here --------------------

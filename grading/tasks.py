@@ -3,7 +3,7 @@
 from celery import shared_task
 from django.conf import settings
 
-from grading import enqueue, gate, planner, reviews, webhooks
+from grading import criteria_trials, enqueue, gate, planner, reviews, webhooks
 from grading.models import Conversation, Draft, GradingRun, Review
 
 
@@ -23,6 +23,12 @@ def grading_pass() -> int:
 def grade_draft(draft_id: int) -> int | None:
     review = gate.draft_grade(draft_id=draft_id)
     Draft.objects.filter(pk=draft_id).update(queued_at=None)
+    return review.pk if review else None
+
+
+@shared_task(name=enqueue.GRADE_CRITERIA_TRIAL)
+def grade_criteria_trial_item(trial_id: int, index: int) -> int | None:
+    review = criteria_trials.trial_item_grade(trial_id=trial_id, index=index)
     return review.pk if review else None
 
 
