@@ -11,7 +11,6 @@ from datetime import datetime
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
-from django.db import transaction
 from django.db.models import Count, Q, Sum
 from django.utils import timezone
 
@@ -21,7 +20,7 @@ from grading.evidence import NotScorable
 from grading.gate import merge_verdict
 from grading.memory import org_proof_terms
 from grading.models import Conversation, CriteriaVersion, Draft, GradingRun, ItemKind, Review, ReviewState, Route
-from grading.planner import conversations_needing_grading, drafts_needing_grading, grading_pass
+from grading.planner import PassResult, conversations_needing_grading, drafts_needing_grading, grading_pass
 from grading.rules import DraftRules
 from grading.selectors import quiet_period
 
@@ -188,8 +187,9 @@ def criteria_preview(*, version: CriteriaVersion, limit: int = PREVIEW_DEFAULT) 
     2. Check each body once under the version's rules (`check_draft`, as the gate does).
     3. The gate repairs fixable findings before the judge reads a draft, and its review lists what remains: so
        the preview counts a fixable finding as repaired when the version allows its repair, unless the current
-       review records that repair as impossible for this draft (no related article left to link, a component
-       that would land in code).
+       review shows that repair cannot be made for this draft (no related article left to link, a component that
+       would land in code): it records the repair as skipped, or lists the finding although its own version
+       allowed the repair.
     4. New findings and findings gone are compared by code and subject (the term, character or component).
     5. The route it would take: the current review's judge score (and its pass verdict and spread) merged with
        the remaining findings under the version's threshold and band, as the gate merges. A judge reading a
@@ -206,7 +206,22 @@ def criteria_preview(*, version: CriteriaVersion, limit: int = PREVIEW_DEFAULT) 
         review.draft_id: review
         for review in Review.objects.counting()
         .filter(draft_id__in=[d.pk for d in drafts])
-        .only("pk", "draft_id", "route", "reason", "findings", "repairs", "judge_score", "judge_passed", "spread")
+        .only(
+            "pk",
+            "draft_id",
+            "criteria_version_id",
+            "route",
+            "reason",
+            "findings",
+            "repairs",
+            "judge_score",
+            "judge_passed",
+            "spread",
+        )  # fmt: skip
+    }
+    reviewed_under = {
+        v.pk: v.draft_rules()
+        for v in CriteriaVersion.objects.filter(pk__in={r.criteria_version_id for r in reviews.values()})
     }
     rows = []
     for draft in drafts:
@@ -214,17 +229,27 @@ def criteria_preview(*, version: CriteriaVersion, limit: int = PREVIEW_DEFAULT) 
         if review is None:
             continue
         findings = check_draft(body=draft.body, rules=rules, source_urls=draft.source_urls, proof_terms=proof_terms)
-        row = preview_row(draft=draft, review=review, findings=findings, rules=rules)
+        under = reviewed_under[review.criteria_version_id]
+        row = preview_row(draft=draft, review=review, findings=findings, rules=rules, reviewed_under=under)
         if row.new_findings or row.gone_findings or row.route_changed:
             rows.append(row)
     return Preview(version=version, asked=limit, read=len(drafts), compared=len(reviews), rows=rows)
 
 
-def preview_row(*, draft: Draft, review: Review, findings: list[Finding], rules: DraftRules) -> PreviewRow:
-    """Steps 3-5 of `criteria_preview` for one draft and the findings of its body under `rules`."""
-    skipped = {s.get("code") for s in (review.repairs or {}).get("skipped", []) if isinstance(s, dict)}
+def preview_row(
+    *, draft: Draft, review: Review, findings: list[Finding], rules: DraftRules, reviewed_under: DraftRules
+) -> PreviewRow:
+    """Steps 3-5 of `criteria_preview` for one draft, the findings of its body under `rules`, and the rules its
+    current review was graded under."""
+    unrepairable = {s.get("code") for s in (review.repairs or {}).get("skipped", []) if isinstance(s, dict)} | {
+        f.get("code")
+        for f in review.findings
+        if isinstance(f, dict) and f.get("severity") == "fixable" and reviewed_under.repair.allows(str(f.get("code")))
+    }
     remaining = [
-        f for f in findings if not (f.severity == "fixable" and rules.repair.allows(f.code) and f.code not in skipped)
+        f
+        for f in findings
+        if not (f.severity == "fixable" and rules.repair.allows(f.code) and f.code not in unrepairable)
     ]
     before = {_key(f): f for f in review.findings if isinstance(f, dict)}
     after = {(f.code, f.subject): f for f in remaining}
@@ -313,6 +338,11 @@ class PublishPlan:
     @property
     def next_pass_takes_at_most(self) -> int:
         return max(0, min(self.items, self.cap - self.ahead))
+
+    @property
+    def left_after_next_pass(self) -> int:
+        """Of these items, at most this many wait for later passes."""
+        return self.items - self.next_pass_takes_at_least
 
     @property
     def backlog_after(self) -> int:
@@ -406,11 +436,9 @@ def _token_basis(org_id: int, kind: str) -> TokenBasis | None:
 
 def criteria_publish_planned(
     *, version: CriteriaVersion, actor: AbstractBaseUser, plan_active_id: int | None, regrade_now: bool
-) -> CriteriaVersion:
+) -> tuple[CriteriaVersion, PassResult | None]:
     """Publish `version` as planned: refused if another version was published after the plan was read
-    (CriteriaConflict). With `regrade_now`, a grading pass runs once the publication has committed instead of at
-    the next hourly one; it plans and enqueues, and the judge calls happen in the workers."""
+    (CriteriaConflict). With `regrade_now`, a grading pass runs right after the publication's commit instead of at
+    the next hourly one: it plans and enqueues (after its own commit), and the judge calls happen in the workers."""
     published = criteria_publish(version=version, actor=actor, expected_active_id=plan_active_id)
-    if regrade_now:
-        transaction.on_commit(lambda: grading_pass(trigger=GradingRun.Trigger.MANUAL))
-    return published
+    return published, grading_pass(trigger=GradingRun.Trigger.MANUAL) if regrade_now else None
