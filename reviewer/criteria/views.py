@@ -160,7 +160,8 @@ def criteria_preview_view(request: HttpRequest, pk: int) -> HttpResponse:
     preview = None
     if form.is_bound:
         if not form.is_valid():
-            return render(request, "reviewer/criteria/preview.html", {"version": version, "form": form, **NAV}, 400)
+            context = {"version": version, "form": form, **NAV}
+            return render(request, "reviewer/criteria/preview.html", context, status=400)
         preview = criteria_preview(version=version, limit=form.cleaned_data["n"])
     context = {"version": version, "form": form, "preview": preview, **NAV}
     return render(request, "reviewer/criteria/preview.html", context)
