@@ -71,7 +71,11 @@ def trial_sample(*, version: CriteriaVersion, size: int) -> list[Draft | Convers
     """The `size` items of the version's kind in its org with a scored current review (something to compare
     with) and the smallest sha256(SAMPLING_SALT + external_id)."""
     model = Draft if version.kind == ItemKind.DRAFT else Conversation
-    scored = Review.objects.counting().exclude(route__in=[Route.NOT_SCORABLE, Route.ERROR])
+    scored = (
+        Review.objects.counting()
+        .filter(org_id=version.org_id, kind=version.kind)
+        .exclude(route__in=[Route.NOT_SCORABLE, Route.ERROR])
+    )
     items: QuerySet = model.objects.filter(org_id=version.org_id, pk__in=scored.values(version.kind))
     return list(items.annotate(rank=_sample_rank(settings.SAMPLING_SALT)).order_by("rank", "pk")[:size])
 
