@@ -18,8 +18,19 @@ from grading.checks import Finding, check_draft
 from grading.criteria import criteria_publish
 from grading.evidence import NotScorable
 from grading.gate import merge_verdict
-from grading.memory import org_proof_terms
-from grading.models import Conversation, CriteriaVersion, Draft, GradingRun, ItemKind, Review, ReviewState, Route
+from grading.memory import MemoryContext, MemoryEntry, active_memory
+from grading.models import (
+    Conversation,
+    CriteriaVersion,
+    Draft,
+    GradingRun,
+    ItemKind,
+    MemoryItem,
+    Org,
+    Review,
+    ReviewState,
+    Route,
+)
 from grading.planner import PassResult, conversations_needing_grading, drafts_needing_grading, grading_pass
 from grading.rules import DraftRules
 from grading.selectors import quiet_period
@@ -196,7 +207,7 @@ def criteria_preview(*, version: CriteriaVersion, limit: int = PREVIEW_DEFAULT) 
        changed rubric may score differently: that is what a trial run measures.
     """
     rules = version.draft_rules()
-    proof_terms = org_proof_terms(version.org)
+    proof_terms = _proof_terms(version.org)
     drafts = list(
         Draft.objects.filter(org_id=version.org_id)
         .only("pk", "external_id", "slug", "title", "body", "source_urls", "updated_at")
@@ -234,6 +245,14 @@ def criteria_preview(*, version: CriteriaVersion, limit: int = PREVIEW_DEFAULT) 
         if row.new_findings or row.gone_findings or row.route_changed:
             rows.append(row)
     return Preview(version=version, asked=limit, read=len(drafts), compared=len(reviews), rows=rows)
+
+
+def _proof_terms(org: Org) -> list[str]:
+    """The org's proof terms as the gate reads them (the facts part of its memory), with no embedding: the facts
+    do not depend on the draft."""
+    facts = active_memory(org, MemoryItem.Kind.FACT).order_by("pk")
+    entries = tuple(MemoryEntry(f.pk, f.kind, f.text, tuple(f.proof_terms)) for f in facts)
+    return MemoryContext(embedder="", learnings=(), strategy=None, facts=entries).proof_terms
 
 
 def preview_row(

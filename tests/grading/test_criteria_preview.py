@@ -7,7 +7,7 @@ from grading.checks import check_draft
 from grading.criteria import criteria_active, criteria_new_version, criteria_update
 from grading.criteria_impact import criteria_preview
 from grading.gate import draft_grade
-from grading.memory import org_proof_terms
+from grading.memory import retrieve_memory
 from grading.models import AuditEvent, CriteriaVersion, Draft, ItemKind, Review
 from tests.grading.drafts import CLEAN_BODY, draft_reply, llm_draft_judge, save_draft, setup_org_memory
 
@@ -70,7 +70,7 @@ def test_its_changed_findings_equal_a_direct_recomputation_of_the_checks(org, gr
     v2 = stricter_version(org)
     preview = criteria_preview(version=v2)
     shown = {row.draft.pk: (keys(row.new_findings), keys(row.gone_findings)) for row in preview.rows}
-    proof_terms = org_proof_terms(org)
+    proof_terms = retrieve_memory(org=org, text="").proof_terms  # what the gate reads: facts do not vary
     for draft in graded.values():
         # Fatal findings are never repaired, so under each version they are what its review would list.
         old, new = (

@@ -14,7 +14,6 @@ from grading.planner import grading_pass
 from grading.reviews import conversation_grade
 from grading.selectors import conversation_quality, current_review, staleness_audit
 from grading.services import api_key_create
-from reviewer.queue.reads import queue_reviews
 from tests.grading.conversations import llm_judge, support_conversation, upsert, verdicts_reply
 from tests.grading.drafts import CLEAN_BODY, draft_reply, llm_draft_judge, save_draft, setup_org_memory
 
@@ -98,7 +97,7 @@ def test_a_conversation_trial_counts_one_call_per_stage(org, fake_llm, settings)
 
 
 def test_trial_reviews_never_count_nor_reach_the_queue_the_dashboard_the_api_or_a_webhook(
-    org, fake_llm, client, django_capture_on_commit_callbacks
+    org, fake_llm, client, operator, stakeholder, django_capture_on_commit_callbacks
 ):
     drafts = graded_drafts(org, fake_llm, 2, callback_url="https://pipeline.example.com/hook")
     conversation = upsert(org, support_conversation("cv-1")).conversation
@@ -124,7 +123,12 @@ def test_trial_reviews_never_count_nor_reach_the_queue_the_dashboard_the_api_or_
     assert not WebhookDelivery.objects.exists()
 
     assert list(Review.objects.counting().order_by("pk").values_list("pk", flat=True)) == counting
-    assert not queue_reviews(org_ids=[org.pk]).filter(pk__in=[r.pk for r in trial_reviews]).exists()
+    assert not Review.objects.waiting().filter(pk__in=[r.pk for r in trial_reviews]).exists()
+    client.force_login(operator)
+    queue = client.get("/queue/").content.decode()
+    assert "Nothing is waiting for a human." in queue and not any(f'data-row="{r.pk}"' in queue for r in trial_reviews)
+    client.force_login(stakeholder)
+    assert client.get("/dashboard/").context["panels"][0]["quality"] == quality
     assert (conversation_quality(org), staleness_audit(org)) == (quality, audit)
     key = api_key_create(org=org, name="pipeline").plaintext
     for draft in drafts:
