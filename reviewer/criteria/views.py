@@ -241,7 +241,8 @@ def criteria_publish(request: HttpRequest, pk: int) -> HttpResponse:
         return _render_plan(request, version, None, refusal=str(refused), status=409)
     note = f"Published {published}: it is active; every {published.kind} review under the one before stopped counting."
     if regrade is not None and regrade.run is not None:
-        note += f" A grading pass enqueued {regrade.run.enqueued} items; {regrade.run.backlog} wait for later passes."
+        enqueued = regrade.run.enqueued
+        note += f" A grading pass enqueued {enqueued} item{'' if enqueued == 1 else 's'}; {regrade.run.backlog} wait."
     else:
         note += " The next hourly grading pass re-grades them."
     messages.success(request, note)

@@ -55,7 +55,7 @@ def test_a_criteria_admin_bans_a_word_previews_it_publishes_and_sees_the_draft_r
     assert page.locator("#plan-next-pass").inner_text() == "all 1"
     page.get_by_label("Re-grade now", exact=False).check()
     page.get_by_role("button", name="Publish v2").click()
-    assert "A grading pass enqueued 1 items" in page.locator(".flash").inner_text()
+    assert "A grading pass enqueued 1 item; 0 wait" in page.locator(".flash").inner_text()
     version = CriteriaVersion.objects.get(org=org, kind=ItemKind.DRAFT, number=2)
     assert version.is_active
 
