@@ -109,9 +109,18 @@ def criteria_version(request: HttpRequest, pk: int) -> HttpResponse:
         version.refresh_from_db()
         return _render_version(request, version, None, refusal=str(refused), status=409)
     except CriteriaConflict as conflict:
-        # Their save is kept; the editor keeps what this admin typed, beside a link to what is saved now.
+        # Their save is kept. The editor keeps what this admin typed, now based on the saved revision: saving again
+        # is a choice made knowing whose changes it replaces.
         version.refresh_from_db()
-        return _render_version(request, version, form, refusal=str(conflict), status=409)
+        typed = request.POST.copy()
+        typed["revision"] = str(version.revision)
+        form = CriteriaForm(typed, version=version)
+        form.is_valid()
+        refusal = (
+            f"{conflict} Save again to replace their changes with yours, or open v{version.number} again to start "
+            "from theirs."
+        )
+        return _render_version(request, version, form, refusal=refusal, status=409)
     except CriteriaInvalid as invalid:
         form.add_service_errors(invalid.errors)
         return _render_version(request, version, form, status=400)

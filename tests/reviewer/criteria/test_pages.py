@@ -141,6 +141,11 @@ def test_a_second_save_from_the_same_revision_is_refused_naming_who_saved_and_wh
     assert "widgetize" in refused.content.decode()  # casey's typing is still in the editor
     terms = saved.draft_rules().banned_words.terms
     assert ("thingamajig" in terms, "widgetize" in terms, saved.revision) == (True, False, 3)
+    # Told whose changes they are, casey may save again on top of them: the editor now carries revision 3.
+    assert refused.context["form"]["revision"].value() == "3"
+    assert casey_client.post(url, refused.context["form"].data).status_code == 302
+    terms = CriteriaVersion.objects.get(pk=saved.pk).draft_rules().banned_words.terms
+    assert ("thingamajig" in terms, "widgetize" in terms) == (False, True)
 
 
 def test_a_new_version_clones_the_active_one_or_an_old_one(admin_client, criteria):
