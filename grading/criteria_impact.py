@@ -159,9 +159,22 @@ PREVIEW_DEFAULT = 200
 PREVIEW_MAX = 2_000
 
 
+PREVIEW_CHUNK = 500  # drafts read at once: bodies are large, and only the drafts that change are kept
+
+
+@dataclass(frozen=True)
+class PreviewDraft:
+    """What a preview row shows of its draft (the body is checked and let go)."""
+
+    pk: int
+    external_id: str
+    slug: str
+    title: str
+
+
 @dataclass(frozen=True)
 class PreviewRow:
-    draft: Draft
+    draft: PreviewDraft
     review: Review
     new_findings: list[dict]  # what the draft version finds that the current review does not list
     gone_findings: list[dict]  # what the current review lists that the draft version no longer finds
@@ -190,11 +203,18 @@ class Preview:
         return self.compared - len(self.rows)
 
 
+_PREVIEW_REVIEW_FIELDS = (
+    "pk", "draft_id", "criteria_version_id", "route", "reason", "findings", "repairs", "judge_score", "judge_passed",
+    "spread",
+)  # fmt: skip
+
+
 def criteria_preview(*, version: CriteriaVersion, limit: int = PREVIEW_DEFAULT) -> Preview:
     """Run the deterministic checks of `version` over the org's last `limit` drafts and compare with their current
     reviews, with no judge call.
 
-    1. Read the drafts (newest first), their current reviews (one query) and the org's proof terms.
+    1. Read the drafts newest first, PREVIEW_CHUNK at a time with their current reviews (two queries a chunk), and
+       the org's proof terms once.
     2. Check each body once under the version's rules (`check_draft`, as the gate does).
     3. The gate repairs fixable findings before the judge reads a draft, and its review lists what remains: so
        the preview counts a fixable finding as repaired when the version allows its repair, unless the current
@@ -208,43 +228,38 @@ def criteria_preview(*, version: CriteriaVersion, limit: int = PREVIEW_DEFAULT) 
     """
     rules = version.draft_rules()
     proof_terms = _proof_terms(version.org)
-    drafts = list(
-        Draft.objects.filter(org_id=version.org_id)
-        .only("pk", "external_id", "slug", "title", "body", "source_urls", "updated_at")
-        .order_by("-updated_at", "-pk")[:limit]
-    )
-    reviews = {
-        review.draft_id: review
-        for review in Review.objects.counting()
-        .filter(draft_id__in=[d.pk for d in drafts])
-        .only(
-            "pk",
-            "draft_id",
-            "criteria_version_id",
-            "route",
-            "reason",
-            "findings",
-            "repairs",
-            "judge_score",
-            "judge_passed",
-            "spread",
-        )  # fmt: skip
-    }
-    reviewed_under = {
-        v.pk: v.draft_rules()
-        for v in CriteriaVersion.objects.filter(pk__in={r.criteria_version_id for r in reviews.values()})
-    }
-    rows = []
-    for draft in drafts:
-        review = reviews.get(draft.pk)
-        if review is None:
-            continue
-        findings = check_draft(body=draft.body, rules=rules, source_urls=draft.source_urls, proof_terms=proof_terms)
-        under = reviewed_under[review.criteria_version_id]
-        row = preview_row(draft=draft, review=review, findings=findings, rules=rules, reviewed_under=under)
-        if row.new_findings or row.gone_findings or row.route_changed:
-            rows.append(row)
-    return Preview(version=version, asked=limit, read=len(drafts), compared=len(reviews), rows=rows)
+    newest = Draft.objects.filter(org_id=version.org_id).order_by("-updated_at", "-pk")
+    ids = list(newest.values_list("pk", flat=True)[:limit])
+    reviewed_under: dict[int, DraftRules] = {}
+    rows, compared = [], 0
+    for start in range(0, len(ids), PREVIEW_CHUNK):
+        chunk = ids[start : start + PREVIEW_CHUNK]
+        drafts = Draft.objects.filter(pk__in=chunk).only("pk", "external_id", "slug", "title", "body", "source_urls")
+        by_id = {draft.pk: draft for draft in drafts}
+        reviews = {
+            review.draft_id: review
+            for review in Review.objects.counting().filter(draft_id__in=chunk).only(*_PREVIEW_REVIEW_FIELDS)
+        }
+        compared += len(reviews)
+        for draft_id in chunk:
+            draft, review = by_id.get(draft_id), reviews.get(draft_id)
+            if draft is None or review is None:  # deleted since the ids were read, or nothing to compare with
+                continue
+            if review.criteria_version_id not in reviewed_under:
+                reviewed_under[review.criteria_version_id] = CriteriaVersion.objects.get(
+                    pk=review.criteria_version_id
+                ).draft_rules()
+            findings = check_draft(body=draft.body, rules=rules, source_urls=draft.source_urls, proof_terms=proof_terms)
+            row = preview_row(
+                draft=PreviewDraft(draft.pk, draft.external_id, draft.slug, draft.title),
+                review=review,
+                findings=findings,
+                rules=rules,
+                reviewed_under=reviewed_under[review.criteria_version_id],
+            )
+            if row.new_findings or row.gone_findings or row.route_changed:
+                rows.append(row)
+    return Preview(version=version, asked=limit, read=len(ids), compared=compared, rows=rows)
 
 
 def _proof_terms(org: Org) -> list[str]:
@@ -256,7 +271,7 @@ def _proof_terms(org: Org) -> list[str]:
 
 
 def preview_row(
-    *, draft: Draft, review: Review, findings: list[Finding], rules: DraftRules, reviewed_under: DraftRules
+    *, draft: PreviewDraft, review: Review, findings: list[Finding], rules: DraftRules, reviewed_under: DraftRules
 ) -> PreviewRow:
     """Steps 3-5 of `criteria_preview` for one draft, the findings of its body under `rules`, and the rules its
     current review was graded under."""

@@ -62,13 +62,16 @@ def test_it_shows_new_findings_findings_gone_and_route_changes_linked_to_each_dr
     assert (rows["marginal"].new_findings, rows["marginal"].gone_findings) == ([], [])
     assert (rows["marginal"].route_before, rows["marginal"].route_after) == ("pass", "human")  # 7 is in [7.0, 7.5)
     assert (preview.read, preview.compared, preview.unchanged, preview.route_changes) == (5, 5, 2, 3)
-    assert rows["gizmo"].draft == graded["gizmo"]
+    assert (rows["gizmo"].draft.pk, rows["gizmo"].draft.title) == (graded["gizmo"].pk, graded["gizmo"].title)
 
 
-def test_its_changed_findings_equal_a_direct_recomputation_of_the_checks(org, graded):
+@pytest.mark.parametrize("chunk", [500, 2], ids=["one read", "three reads"])
+def test_its_changed_findings_equal_a_direct_recomputation_of_the_checks(org, graded, chunk, monkeypatch):
+    monkeypatch.setattr("grading.criteria_impact.PREVIEW_CHUNK", chunk)
     v1 = criteria_active(org=org, kind=ItemKind.DRAFT)
     v2 = stricter_version(org)
     preview = criteria_preview(version=v2)
+    assert (preview.read, preview.compared) == (5, 5)
     shown = {row.draft.pk: (keys(row.new_findings), keys(row.gone_findings)) for row in preview.rows}
     proof_terms = retrieve_memory(org=org, text="").proof_terms  # what the gate reads: facts do not vary
     for draft in graded.values():
