@@ -255,3 +255,18 @@ def test_the_item_page_shows_every_review_with_trial_reviews_marked(admin_client
     assert "<td>trial</td>" in rows[str(review.pk)] and "draft v2 · trial" in rows[str(review.pk)]
     current = text(response)[: text(response).index("Every review")]
     assert "draft v1" in current and "trial" not in current
+
+
+def test_a_conversation_version_is_a_rubric_edited_on_its_own(admin_client, criteria):
+    from grading.criteria import criteria_new_version
+
+    version = criteria_new_version(org=criteria.org, kind=ItemKind.CONVERSATION)
+    url = reverse("criteria_version", args=[version.pk])
+    page = admin_client.get(url).content.decode()
+    assert 'name="rubric"' in page and 'name="banned_words"' not in page
+    empty = admin_client.post(url, {"revision": 1, "rubric": "   "})
+    assert empty.status_code == 400
+    assert empty.context["form"].errors == {"rubric": ["The judge needs a rubric: say what each check means."]}
+    assert admin_client.post(url, {"revision": 1, "rubric": "grounded: cite the tool result.\n"}).status_code == 302
+    version.refresh_from_db()
+    assert (version.rubric, version.rules, version.revision) == ("grounded: cite the tool result.\n", {}, 2)
