@@ -9,6 +9,7 @@ from celery import current_app
 
 GRADE_CONVERSATION = "grading.tasks.grade_conversation"
 GRADE_DRAFT = "grading.tasks.grade_draft"
+GRADE_CRITERIA_TRIAL = "grading.tasks.grade_criteria_trial_item"  # on the judge queue, as grade_* are
 GRADING_PASS = "grading.tasks.grading_pass"  # noqa: S105 - a task name
 DELIVER_WEBHOOK = "grading.tasks.deliver_webhook"
 EXPORT_EVALUATIONS = "grading.otlp.tasks.export_evaluations"
@@ -23,6 +24,11 @@ def grading_of_conversations(conversation_ids: Iterable[int]) -> None:
 def grading_of_drafts(draft_ids: Iterable[int]) -> None:
     for draft_id in draft_ids:
         _send(GRADE_DRAFT, draft_id)
+
+
+def criteria_trial(*, trial_id: int, items: int) -> None:
+    for index in range(items):
+        _send(GRADE_CRITERIA_TRIAL, trial_id, index)
 
 
 def webhook_delivery(*, review_id: int, event: str) -> None:

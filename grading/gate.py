@@ -15,8 +15,8 @@ from grading.criteria import criteria_active
 from grading.evidence import draft_fingerprint
 from grading.judge.backends import DraftJudge, DraftJudgement, DraftPrompt, draft_judge_from_settings
 from grading.judge.client import JudgeError
-from grading.memory import related_articles, retrieve_memory
-from grading.models import COUNTING_STATES, Draft, ItemKind, Review, Route
+from grading.memory import MemoryContext, related_articles, retrieve_memory
+from grading.models import COUNTING_STATES, CriteriaVersion, Draft, ItemKind, Review, Route
 from grading.outcomes import BAND, JUDGE_CONTRADICTION, SPREAD
 from grading.repairs import repair_draft
 from grading.reviews import review_record, review_reinstate, review_with_identity
@@ -76,7 +76,6 @@ def draft_grade(*, draft_id: int, judge: DraftJudge | None = None) -> Review | N
     if draft is None:
         return None
     criteria = criteria_active(org=draft.org, kind=ItemKind.DRAFT)
-    rules = criteria.draft_rules()
     memory = retrieve_memory(org=draft.org, text=f"{draft.title}\n{draft.body}")
     judge = judge or draft_judge_from_settings()
     identity = {
@@ -90,6 +89,18 @@ def draft_grade(*, draft_id: int, judge: DraftJudge | None = None) -> Review | N
     if existing is not None:
         return existing if existing.state in COUNTING_STATES else review_reinstate(existing)
     started_at = timezone.now()
+    outcome = draft_outcome(draft=draft, criteria=criteria, memory=memory, judge=judge)
+    review = review_record(draft, identity, outcome, started_at=started_at)
+    if review.state in COUNTING_STATES and draft.callback_url:
+        transaction.on_commit(lambda: notify_pipeline(review_id=review.pk, event=MACHINE_VERDICT))
+    return review
+
+
+def draft_outcome(*, draft: Draft, criteria: CriteriaVersion, memory: MemoryContext, judge: DraftJudge) -> dict:
+    """What grading `draft` under `criteria` comes to, as a review's outcome fields: check, repair and check again,
+    ask the judge about the body as it would be published (call it outside any transaction), merge. The gate
+    records it as the draft's review; a criteria trial records it as a trial review."""
+    rules = criteria.draft_rules()
     checked = _check_and_repair(draft, rules, memory.proof_terms)
     prompt = DraftPrompt(
         rubric=criteria.rubric,
@@ -106,18 +117,14 @@ def draft_grade(*, draft_id: int, judge: DraftJudge | None = None) -> Review | N
         "findings": [f.as_json() for f in checked.findings],
         "repairs": checked.repairs,
         "memory_used": memory.as_json(),
+        "stages": 1,
     }
     try:
         judgement = judge.judge_draft(prompt=prompt)
     except JudgeError as exc:
         logger.warning("draft judge failed for draft %s: %s", draft.pk, exc)
-        outcome |= {"route": Route.ERROR, "reason": type(exc).__name__, "detail": str(exc)}
-    else:
-        outcome |= _judged_outcome(judgement, checked.findings, rules)
-    review = review_record(draft, identity, outcome | {"stages": 1}, started_at=started_at)
-    if review.state in COUNTING_STATES and draft.callback_url:
-        transaction.on_commit(lambda: notify_pipeline(review_id=review.pk, event=MACHINE_VERDICT))
-    return review
+        return outcome | {"route": Route.ERROR, "reason": type(exc).__name__, "detail": str(exc)}
+    return outcome | _judged_outcome(judgement, checked.findings, rules)
 
 
 @dataclass(frozen=True)

@@ -88,6 +88,16 @@ class CriteriaVersion(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     published_at = models.DateTimeField(null=True, blank=True)
     is_active = models.BooleanField(default=False)
+    based_on = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="+", help_text="Cloned from it."
+    )
+    # The editor's optimistic lock: every saved edit of a draft version moves `revision` on, and a save made
+    # from an older revision is refused, naming who saved in between and when.
+    revision = models.PositiveIntegerField(default=1)
+    updated_at = models.DateTimeField(null=True, blank=True)
+    updated_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
 
     class Meta:
         constraints = [
@@ -434,9 +444,11 @@ class Review(models.Model):
         constraints = [
             # A second review of the same identity is impossible, not unlikely. Errors are exempt so the
             # next pass may try again; the retry then becomes the item's latest review.
+            # Trial reviews are exempt too: a trial under a version that is later published must not stand in
+            # for the real grading of the same identity (it never counts, reached no pipeline, no export).
             models.UniqueConstraint(
                 fields=["conversation", "fingerprint", "criteria_version", "judge_key"],
-                condition=~models.Q(route="error"),
+                condition=~models.Q(route="error") & ~models.Q(state="trial"),
                 name="review_unique_conversation_identity",
             ),
             models.UniqueConstraint(
@@ -446,7 +458,7 @@ class Review(models.Model):
             ),
             models.UniqueConstraint(
                 fields=["draft", "fingerprint", "criteria_version", "judge_key", "memory_snapshot"],
-                condition=~models.Q(route="error"),
+                condition=~models.Q(route="error") & ~models.Q(state="trial"),
                 name="review_unique_draft_identity",
             ),
             models.UniqueConstraint(
@@ -611,6 +623,27 @@ class RollupRebuild(models.Model):
 
     def __str__(self) -> str:
         return f"rollups of org {self.org_id} rebuilt at {self.rebuilt_at:%Y-%m-%d %H:%M}"
+
+
+class CriteriaTrial(models.Model):
+    """A trial run: a fixed-rule sample graded under an unpublished criteria version with the real judge.
+    The judge calls are counted before it runs (`judge_calls`) and as it runs (`judge_calls_made`); its reviews
+    are trial reviews (ReviewState.TRIAL), listed here in sample order."""
+
+    org = models.ForeignKey(Org, on_delete=models.CASCADE, related_name="+")
+    criteria_version = models.ForeignKey(CriteriaVersion, on_delete=models.PROTECT, related_name="trials")
+    sample = models.JSONField(default=list, help_text="Ids of the drafts or conversations, in sample order.")
+    judge_calls = models.PositiveIntegerField(help_text="Counted before the run, and shown to whoever started it.")
+    judge_calls_made = models.PositiveIntegerField(default=0)
+    review_ids = models.JSONField(default=list)
+    requested_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    requested_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return f"trial of {self.criteria_version} on {len(self.sample)} items"
 
 
 class GradingRun(models.Model):

@@ -75,12 +75,14 @@ def conversation_grade(
             "stages": 0,
         }
     else:
-        outcome = _judge_path(state.path, criteria, judge)
+        outcome = path_outcome(state.path, criteria, judge)
     return review_record(conversation, identity, outcome, started_at=now)
 
 
-def _judge_path(path: list[evidence.EvidenceMessage], criteria: CriteriaVersion, judge: ConversationJudge) -> dict:
-    """Judge the path in stages that fit the judge's context, and combine the stages' verdicts.
+def path_outcome(path: list[evidence.EvidenceMessage], criteria: CriteriaVersion, judge: ConversationJudge) -> dict:
+    """Judge a scorable path under `criteria` in stages that fit the judge's context, and combine the stages'
+    verdicts: a review's outcome fields. Grading records it as the conversation's review; a criteria trial as a
+    trial review.
 
     1. Stage the path to the judge's budget, counted in its tokens (`judge.stage_budget`, `judge.measure`).
        A message that cannot fit even alone makes the conversation not scorable by this judge: evidence is
@@ -172,9 +174,11 @@ _IDENTITY_KEYS = ("fingerprint", "criteria_version", "judge_key", "memory_snapsh
 
 
 def review_with_identity(subject: Conversation | Draft, identity: dict) -> Review | None:
-    """The finished, non-error review of `subject` with this score identity, if there is one."""
+    """The finished, non-error review of `subject` with this score identity, if there is one. Trial reviews
+    are not: they stand for no grading of the item (ReviewState.TRIAL)."""
     match = {key: identity[key] for key in _IDENTITY_KEYS if key in identity}
-    return Review.objects.filter(**{_subject_field(subject): subject}, **match).exclude(route=Route.ERROR).first()
+    reviews = Review.objects.filter(**{_subject_field(subject): subject}, **match)
+    return reviews.exclude(route=Route.ERROR).exclude(state=ReviewState.TRIAL).first()
 
 
 # --- the stored state: every write that changes what a review is worth goes through here --------------------

@@ -3,7 +3,7 @@
 from celery import shared_task
 from django.conf import settings
 
-from grading import enqueue, gate, planner, reviews, rollups, webhooks
+from grading import criteria_trials, enqueue, gate, planner, reviews, rollups, webhooks
 from grading.models import Conversation, Draft, GradingRun, Org, Review
 
 
@@ -31,6 +31,12 @@ def rebuild_rollups(org_id: int) -> int | None:
     if not Org.objects.filter(pk=org_id).exists():
         return None
     return rollups.rollups_rebuild(org_id=org_id).drifted
+
+
+@shared_task(name=enqueue.GRADE_CRITERIA_TRIAL)
+def grade_criteria_trial_item(trial_id: int, index: int) -> int | None:
+    review = criteria_trials.trial_item_grade(trial_id=trial_id, index=index)
+    return review.pk if review else None
 
 
 @shared_task(name=enqueue.DELIVER_WEBHOOK, bind=True, max_retries=None)

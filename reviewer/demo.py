@@ -8,8 +8,9 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import transaction
 
+from grading.criteria import criteria_active, criteria_new_version, criteria_publish, criteria_update
 from grading.demo import grade_demo_items, seed_conversations, seed_drafts, seed_labels
-from grading.models import ApiKey, Decision, ItemKind, Org, Review, Route
+from grading.models import ApiKey, CriteriaVersion, Decision, ItemKind, Org, Review, Route
 from grading.outcomes import CHECKS
 from grading.rollups import rollups_rebuild
 from grading.sampling import audit_sample_send
@@ -42,6 +43,34 @@ def seed_people(org: Org) -> None:
         user.set_password(person.password)
         user.save()
         Membership.objects.get_or_create(user=user, org=org, role=person.role)
+
+
+# The conversation rubric's v2 says what v1 left open: an answer that only points elsewhere is not usable.
+CONVERSATION_V2_USABLE = (
+    "A reply that only points the user somewhere else (a link, a team, a form) without doing what was asked fails."
+)
+# The unpublished draft v2 an admin is working on: two more intensifiers banned and a stricter threshold.
+DRAFT_V2_BANNED = ["simply", "truly"]
+DRAFT_V2_THRESHOLD = 7.5
+
+
+def seed_criteria(org: Org) -> None:
+    """History for the criteria pages: conversation v1 published and then replaced by v2, and an unpublished draft
+    v2 waiting for its preview, trial and plan. Seeded before anything is graded, so every review is under the
+    active versions."""
+    admin = get_user_model().objects.get(username="casey")
+    conversation_v1 = criteria_active(org=org, kind=ItemKind.CONVERSATION)
+    if not CriteriaVersion.objects.filter(org=org, kind=ItemKind.CONVERSATION, number__gt=1).exists():
+        v2 = criteria_new_version(org=org, kind=ItemKind.CONVERSATION, author=admin)
+        criteria_update(version=v2, actor=admin, rubric=f"{conversation_v1.rubric.rstrip()} {CONVERSATION_V2_USABLE}\n")
+        criteria_publish(version=v2, actor=admin)
+    draft_v1 = criteria_active(org=org, kind=ItemKind.DRAFT)
+    if not CriteriaVersion.objects.filter(org=org, kind=ItemKind.DRAFT, published_at__isnull=True).exists():
+        v2 = criteria_new_version(org=org, kind=ItemKind.DRAFT, author=admin)
+        rules = draft_v1.draft_rules().model_dump(mode="json")
+        rules["banned_words"]["terms"] += [t for t in DRAFT_V2_BANNED if t not in rules["banned_words"]["terms"]]
+        rules["threshold"] = DRAFT_V2_THRESHOLD
+        criteria_update(version=v2, actor=admin, rules=rules)
 
 
 def seed_review_history(org: Org) -> None:
@@ -79,7 +108,13 @@ def _demo_verdict(review: Review, *, disagree: bool) -> dict:
     return {"checks": checks}
 
 
-SEEDERS: list[Callable[[Org], None]] = [seed_people, seed_conversations, seed_drafts, seed_review_history]
+SEEDERS: list[Callable[[Org], None]] = [
+    seed_people,
+    seed_criteria,
+    seed_conversations,
+    seed_drafts,
+    seed_review_history,
+]
 
 
 def demo_seed() -> Org:
