@@ -33,7 +33,7 @@ from grading.models import (
     ReviewState,
     Route,
 )
-from grading.reviews import NO_JUDGE_IDENTITY, path_outcome
+from grading.reviews import NO_JUDGE_IDENTITY, path_outcome, path_stages
 from grading.selectors import conversation_path
 
 TRIAL_DEFAULT = 5
@@ -80,35 +80,39 @@ def trial_sample(*, version: CriteriaVersion, size: int) -> list[Draft | Convers
     return list(items.annotate(rank=_sample_rank(settings.SAMPLING_SALT)).order_by("rank", "pk")[:size])
 
 
-def trial_count(*, version: CriteriaVersion, size: int) -> TrialCount:
-    """The sample and the judge calls grading it will make, counted before anything is spent."""
+def trial_count(*, version: CriteriaVersion, size: int, judge: ConversationJudge | None = None) -> TrialCount:
+    """The sample and the judge calls grading it will make, counted before anything is spent: one per draft, one
+    per stage of a conversation as `judge` (by default the configured one) would stage it."""
     items = []
     for subject in trial_sample(version=version, size=size):
         if isinstance(subject, Draft):
             calls = 1
         else:
             state = conversation_path(subject)
-            calls = 0 if state.not_scorable_reason else len(_stages(state.path))
+            judge = judge or judge_from_settings()
+            calls = 0 if state.not_scorable_reason else len(path_stages(state.path, version, judge)[1])
         current = Review.objects.counting().filter(**{version.kind: subject}).select_related("criteria_version").first()
         items.append(TrialItem(subject=subject, current=current, judge_calls=calls))
     return TrialCount(version=version, items=items)
 
 
-def _stages(path: list[evidence.EvidenceMessage]) -> list[evidence.Stage]:
-    return evidence.stages(path, budget_chars=settings.JUDGE_INPUT_BUDGET_CHARS)
-
-
 def criteria_trial_start(
-    *, version: CriteriaVersion, size: int, counted_calls: int, actor: AbstractBaseUser | None = None
+    *,
+    version: CriteriaVersion,
+    size: int,
+    counted_calls: int,
+    actor: AbstractBaseUser | None = None,
+    judge: ConversationJudge | None = None,
 ) -> CriteriaTrial:
-    """Start a trial of `version` on `size` items, if the judge calls are still the `counted_calls` the admin read.
+    """Start a trial of `version` on `size` items, if the judge calls are still the `counted_calls` the admin read
+    (counted again as `trial_count` counts them, with the same `judge`).
 
     One task per item goes to the judge queue after commit, so the request never waits on the judge and a slow
     judge holds no single task for the whole sample.
     """
     if version.published_at is not None:
         raise CriteriaImmutable(f"{version} is published: a trial runs under a version not yet published")
-    count = trial_count(version=version, size=size)
+    count = trial_count(version=version, size=size, judge=judge)
     if count.judge_calls != counted_calls:
         raise TrialCountChanged(
             f"The sample changed since it was counted: it now takes {count.judge_calls} judge calls, not "

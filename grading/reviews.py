@@ -95,8 +95,7 @@ def path_outcome(path: list[evidence.EvidenceMessage], criteria: CriteriaVersion
     usage = ZERO_USAGE
     stages: list[evidence.Stage] = []
     for _ in range(_RESTAGINGS + 1):
-        budget = judge.stage_budget(rubric=criteria.rubric, criteria_number=criteria.number)
-        stages = evidence.stages(path, budget=budget, measure=judge.measure)
+        budget, stages = path_stages(path, criteria, judge)
         if oversized := next((stage for stage in stages if stage.oversized), None):
             return _too_long(oversized, budget, len(stages), usage)
         per_stage = []
@@ -131,6 +130,15 @@ def path_outcome(path: list[evidence.EvidenceMessage], criteria: CriteriaVersion
         "stages": len(stages),
         "usage": usage.as_json(),
     }
+
+
+def path_stages(
+    path: list[evidence.EvidenceMessage], criteria: CriteriaVersion, judge: ConversationJudge
+) -> tuple[int, list[evidence.Stage]]:
+    """The stages `judge` reads the path in under `criteria` (its token budget per stage, and the stages): what
+    grading sends, and what a trial counts before it spends anything."""
+    budget = judge.stage_budget(rubric=criteria.rubric, criteria_number=criteria.number)
+    return budget, evidence.stages(path, budget=budget, measure=judge.measure)
 
 
 # A refusal teaches the judge the server's figures, so one re-staging nearly always fits; a few more allow for

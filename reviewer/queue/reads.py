@@ -12,7 +12,7 @@ from datetime import datetime
 from typing import Any
 
 from django.db import connection, transaction
-from django.db.models import Exists, OuterRef, Q, QuerySet, Subquery
+from django.db.models import Exists, OuterRef, Q, QuerySet
 from django.utils import timezone
 
 from grading.models import Conversation, CriteriaVersion, Decision, ItemKind, Review, ReviewState, Route
@@ -69,10 +69,8 @@ NO_FILTERS = QueueFilters()
 
 def _filtered(reviews: QuerySet[Review], filters: QueueFilters) -> QuerySet[Review]:
     if filters.application:
-        # The conversation's application read by primary key for each review, in queue order: as a join, the
-        # planner would rather fetch every conversation of the application and sort than walk the index and stop.
-        application = Conversation.objects.filter(pk=OuterRef("conversation_id")).values("application")[:1]
-        reviews = reviews.annotate(application=Subquery(application)).filter(application=filters.application)
+        # The application the review was filed under when it was written (the dashboards file it there too).
+        reviews = reviews.filter(application=filters.application)
     if filters.reason:
         reviews = reviews.filter(reason=filters.reason)
     if filters.criteria_version:
@@ -185,10 +183,7 @@ def queue_stats(*, versions: Sequence[CriteriaVersion], filters: QueueFilters) -
     """
     if not versions:
         return QueueStats(counts=dict.fromkeys([*HUMAN_REASONS, ""], 0), oldest=None)
-    in_application = ""
-    if filters.application:
-        conversations = Conversation._meta.db_table
-        in_application = f" AND (SELECT c.application FROM {conversations} c WHERE c.id = r.conversation_id) = %s"  # noqa: S608
+    in_application = " AND r.application = %s" if filters.application else ""
     waiting = (
         f"FROM {Review._meta.db_table} r WHERE r.state = %s AND r.criteria_version_id = p.version_id{in_application}"  # noqa: S608
     )

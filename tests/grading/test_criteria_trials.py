@@ -73,37 +73,46 @@ def test_a_draft_trial_counts_its_judge_calls_first_and_makes_exactly_that_many(
         assert (review.route, review.score, review.usage["total_tokens"] > 0) == ("pass", 8.0, True)
 
 
-def test_a_conversation_trial_counts_one_call_per_stage(org, fake_llm, settings):
-    settings.JUDGE_INPUT_BUDGET_CHARS = 1_000
+def test_a_conversation_trial_counts_one_call_per_stage(org, fake_llm):
+    fake_llm.context_tokens = 2_500  # llama.cpp's /props says so: the long conversation takes several stages
     short = upsert(org, support_conversation("cv-short")).conversation
     long = support_conversation("cv-long")
-    long["messages"][4]["content"] = "Done: order 1182 was refunded. " + "The refund reaches the card in days. " * 60
+    long["messages"][0]["content"] += " It was packed in a thin bag and the glass broke in transit." * 25
+    long["messages"][4]["content"] += " The refund reaches the card in a few working days." * 25
     long = upsert(org, long).conversation
     for conversation in (short, long):
         fake_llm.set_default(verdicts_reply(conversation.active_path_ids))
         conversation_grade(conversation_id=conversation.pk, judge=llm_judge(fake_llm))
     stages = {c.pk: Review.objects.get(conversation=c).stages for c in (short, long)}
     assert stages[short.pk] == 1 and stages[long.pk] > 1
-    fake_llm.reset()
+    fake_llm.script()  # forget the default reply, keep the context window
+    fake_llm.set_default(verdicts_reply(short.active_path_ids))
+    fake_llm.requests.clear()
 
     version = criteria_new_version(org=org, kind=ItemKind.CONVERSATION)
-    count = trial_count(version=version, size=5)
+    count = trial_count(version=version, size=5, judge=llm_judge(fake_llm))
     assert count.judge_calls == sum(stages.values())
-    trial = criteria_trial_start(version=version, size=5, counted_calls=count.judge_calls)
-    fake_llm.set_default(verdicts_reply(short.active_path_ids))
+    trial = criteria_trial_start(version=version, size=5, counted_calls=count.judge_calls, judge=llm_judge(fake_llm))
     run(trial, fake_llm, kind=ItemKind.CONVERSATION)
     trial.refresh_from_db()
     assert len(fake_llm.chat_requests()) == trial.judge_calls_made == count.judge_calls
 
 
 def test_trial_reviews_never_count_nor_reach_the_queue_the_dashboard_the_api_or_a_webhook(
-    org, fake_llm, client, operator, stakeholder, django_capture_on_commit_callbacks
+    org, fake_llm, client, operator, django_capture_on_commit_callbacks
 ):
     drafts = graded_drafts(org, fake_llm, 2, callback_url="https://pipeline.example.com/hook")
     conversation = upsert(org, support_conversation("cv-1")).conversation
     fake_llm.script(verdicts_reply(conversation.active_path_ids))
     conversation_grade(conversation_id=conversation.pk, judge=llm_judge(fake_llm))
     counting = list(Review.objects.counting().order_by("pk").values_list("pk", flat=True))
+    key = api_key_create(org=org, name="pipeline").plaintext
+
+    def figures() -> dict:
+        shown = client.get("/api/v1/dashboard", HTTP_AUTHORIZATION=f"Bearer {key}").json()
+        return {name: value for name, value in shown.items() if name != "generated_at"}
+
+    before = figures()
     quality, audit = conversation_quality(org), staleness_audit(org)
 
     # Trials whose judge sends everything to people: a self-contradicting draft judge, an unknown check.
@@ -127,10 +136,8 @@ def test_trial_reviews_never_count_nor_reach_the_queue_the_dashboard_the_api_or_
     client.force_login(operator)
     queue = client.get("/queue/").content.decode()
     assert "Nothing is waiting for a human." in queue and not any(f'data-row="{r.pk}"' in queue for r in trial_reviews)
-    client.force_login(stakeholder)
-    assert client.get("/dashboard/").context["panels"][0]["quality"] == quality
+    assert figures() == before
     assert (conversation_quality(org), staleness_audit(org)) == (quality, audit)
-    key = api_key_create(org=org, name="pipeline").plaintext
     for draft in drafts:
         answer = client.get(f"/api/v1/drafts/{draft.pk}", HTTP_AUTHORIZATION=f"Bearer {key}").json()
         assert answer["identity"]["criteria_version"] == 1 and answer["route"] == current_review(draft).route
