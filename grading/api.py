@@ -19,7 +19,7 @@ from grading.memory import InvalidMemory, article_upsert, memory_add
 from grading.models import COUNTING_STATES, ApiKey, Article, Conversation, Draft, ItemKind, Review
 from grading.otlp.views import router as otlp_router
 from grading.rules import rules_as_text
-from grading.schemas import ArticleIn, ConversationIn, DraftIn, ExternalId, FeedbackIn, MemoryIn, MessagesIn
+from grading.schemas import ArticleIn, ConversationId, ConversationIn, DraftIn, FeedbackIn, MemoryIn, MessagesIn
 from grading.selectors import ConversationState, conversation_state, draft_status
 from grading.services import (
     ConversationNotFound,
@@ -207,13 +207,13 @@ def post_conversation(request: HttpRequest, payload: ConversationIn) -> Status[C
 
 
 @api.post("/conversations/{external_id}/messages", response=ConversationOut, summary="Append (or edit) messages by id")
-def post_messages(request: HttpRequest, external_id: ExternalId, payload: MessagesIn) -> dict:
+def post_messages(request: HttpRequest, external_id: ConversationId, payload: MessagesIn) -> dict:
     write = conversation_append(org=request.auth.org, external_id=external_id, payload=payload)
     return conversation_out(conversation_state(write.conversation, write.messages))
 
 
 @api.get("/conversations/{external_id}", response=ConversationDetailOut, summary="A conversation's evidence and review")
-def get_conversation(request: HttpRequest, external_id: ExternalId) -> dict:
+def get_conversation(request: HttpRequest, external_id: ConversationId) -> dict:
     conversation = Conversation.objects.filter(org=request.auth.org, external_id=external_id).first()
     if conversation is None:
         raise ConversationNotFound(external_id)

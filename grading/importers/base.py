@@ -252,7 +252,8 @@ def iso_from_epoch(value: Any) -> str | None:
 
 
 def iso_from_any(value: Any) -> str | None:
-    """An epoch number or an ISO-8601 string (naive means UTC) to ISO-8601; None when unusable."""
+    """An epoch number or an ISO-8601 string (naive means UTC) to ISO-8601; None when unusable, which includes
+    a time outside the years 1 to 9999 once in UTC (0001-01-01T00:00+14:00 is in 1 BC)."""
     if isinstance(value, str):
         try:
             moment = datetime.fromisoformat(value)
@@ -260,6 +261,10 @@ def iso_from_any(value: Any) -> str | None:
             return None
         if moment.tzinfo is None:
             moment = moment.replace(tzinfo=UTC)
+        try:
+            moment.astimezone(UTC)
+        except OverflowError:
+            return None
         return moment.isoformat()
     return iso_from_epoch(value)
 

@@ -3,6 +3,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.core.serializers.json import DjangoJSONEncoder
+from django.db import DataError
 from pydantic import ValidationError
 
 from grading.api import conversation_out
@@ -42,7 +43,9 @@ class Command(BaseCommand):
             payload["application"] = payload.get("application") or application or fmt
             try:
                 write = conversation_upsert(org=the_org, payload=ConversationIn.model_validate(payload))
-            except (ValidationError, LimitExceeded) as exc:
+            except (ValidationError, LimitExceeded, DataError) as exc:
+                # DataError: a row the database refuses (or an older row it cannot give back) fails this
+                # conversation, whose write rolled back whole, and not the conversations after it.
                 failures += 1
                 self._fail(payload.get("external_id"), _describe(exc))
                 continue
