@@ -164,7 +164,9 @@ class Message(models.Model):
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(fields=["conversation", "external_id", "twin"], name="message_unique_external_id_twin")
+            models.UniqueConstraint(
+                fields=["conversation", "external_id", "twin"], name="message_unique_external_id_twin"
+            )
         ]
 
     def __str__(self) -> str:

@@ -45,9 +45,7 @@ def _addressable(value: str) -> str:
 
 
 # Ids reach queries as well as rows, and PostgreSQL refuses NUL even in a WHERE clause.
-ExternalId = Annotated[
-    str, Field(min_length=1, max_length=200), AfterValidator(_storable), AfterValidator(_identifier)
-]
+ExternalId = Annotated[str, Field(min_length=1, max_length=200), AfterValidator(_storable), AfterValidator(_identifier)]
 # A conversation's id is also a segment of its URL.
 ConversationId = Annotated[ExternalId, AfterValidator(_addressable)]
 Url = Annotated[HttpUrl, UrlConstraints(max_length=1000)]

@@ -206,9 +206,7 @@ def _merge_messages(
         Message.objects.filter(pk__in=[row.pk for row in replaced]).delete()
     Message.objects.bulk_create(new)
     Message.objects.bulk_update(edited, list(_MESSAGE_FIELDS))
-    return _recompute_evidence(
-        conversation, merged, changed=bool(new or edited or replaced), now=now, before=before
-    )
+    return _recompute_evidence(conversation, merged, changed=bool(new or edited or replaced), now=now, before=before)
 
 
 def _differs(row: Message, fields: dict) -> bool:
@@ -300,9 +298,7 @@ def draft_save(*, org: Org, payload: DraftIn) -> Draft:
     max_bytes = settings.MAX_DRAFT_BYTES
     size = len(payload.body.encode())
     if size > max_bytes:
-        raise LimitExceeded(
-            "MAX_DRAFT_BYTES", max_bytes, f"the draft's body is {size} bytes; the limit is {max_bytes}"
-        )
+        raise LimitExceeded("MAX_DRAFT_BYTES", max_bytes, f"the draft's body is {size} bytes; the limit is {max_bytes}")
     fields = {
         "title": payload.title,
         "slug": payload.slug,

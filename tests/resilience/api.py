@@ -26,9 +26,7 @@ def api_caller(client: Client, org: Org) -> ApiCall:
 
 def row_counts() -> dict[str, int]:
     """Every table an ingestion call writes: equal before and after a rejected call, or something was half-written."""
-    return {
-        model.__name__: model.objects.count() for model in (Conversation, Message, Feedback, Draft, Review)
-    }
+    return {model.__name__: model.objects.count() for model in (Conversation, Message, Feedback, Draft, Review)}
 
 
 def error_fields(response) -> list[str]:

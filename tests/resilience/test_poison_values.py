@@ -51,7 +51,9 @@ def test_a_time_outside_the_storable_range_is_refused_naming_the_field_and_write
 def test_an_append_with_a_time_outside_the_range_leaves_the_conversation_readable(api, created_at):
     api("post", "/conversations", support_conversation())
     response = api(
-        "post", "/conversations/cv-1/messages", {"messages": [message("m5", "user", "More?", "m4", 9) | {"created_at": created_at}]}
+        "post",
+        "/conversations/cv-1/messages",
+        {"messages": [message("m5", "user", "More?", "m4", 9) | {"created_at": created_at}]},
     )
     assert response.status_code == 400
     assert error_fields(response) == ["messages.0.created_at"]
