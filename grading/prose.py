@@ -57,8 +57,8 @@ _INVISIBLE_EXTRA = frozenset(
 # filler lives in them, and the compatibility forms that read as Latin letters, digits or dashes); every astral
 # character may. Only these are scanned to build the pattern, which keeps that to milliseconds.
 _FOLD_BLOCKS = (
-    (0x80, 0x900), (0x1100, 0x1200), (0x1680, 0x1900), (0x1D00, 0x1DC0), (0x2000, 0x2500), (0x2C00, 0x2E80), (0x3000, 0x3400),
-    (0xA600, 0xAC00), (0xFB00, 0xFB50), (0xFE00, 0xFE70), (0xFEFF, 0x10000),
+    (0x80, 0x900), (0x1100, 0x1200), (0x1680, 0x1900), (0x1D00, 0x1DC0), (0x2000, 0x2500), (0x2C00, 0x2E80),
+    (0x3000, 0x3400), (0xA600, 0xAC00), (0xFB00, 0xFB50), (0xFE00, 0xFE70), (0xFEFF, 0x10000),
 )  # fmt: skip
 
 # Letters of other scripts that look like a Latin letter (from Unicode's confusables), read as that letter inside a
@@ -243,7 +243,7 @@ def _rewrite(prose: str, start: int) -> tuple[int, int, str] | None:
         return None if tag is None else (start, tag.end(), "")
     if first in "*~":
         end = _EMPHASIS_AT.match(prose, start).end()  # type: ignore[union-attr]
-        intraword = 0 < start and end < len(prose) and prose[start - 1].isalnum() and prose[end].isalnum()
+        intraword = start > 0 and end < len(prose) and prose[start - 1].isalnum() and prose[end].isalnum()
         return (start, end, "") if intraword else None
     reading = _fold(first)
     return None if reading == first else (start, start + 1, reading)
