@@ -9,7 +9,7 @@ from django.db import connection
 from django.http import HttpRequest, HttpResponse
 from django.urls import reverse
 from ninja import NinjaAPI, Schema, Status
-from ninja.errors import ValidationError
+from ninja.errors import HttpError, ValidationError
 from ninja.security import HttpBearer
 
 from grading import health
@@ -90,17 +90,31 @@ def get_health(request: HttpRequest) -> Status[HealthReport]:
 # --- errors: 400 naming the field, 404, 413 naming the limit ------------------------------------------
 
 
+def _field_errors(request: HttpRequest, problems: list[dict]):
+    summary = "; ".join(f"{p['field']}: {p['message']}" for p in problems)
+    return api.create_response(request, {"detail": summary, "errors": problems}, status=400)
+
+
 @api.exception_handler(ValidationError)
 def validation_failed(request: HttpRequest, exc: ValidationError):
-    problems = [
-        {
-            "field": ".".join(str(part) for part in error["loc"] if part not in ("body", "payload")),
-            "message": error["msg"],
-        }
-        for error in exc.errors
-    ]
-    summary = "; ".join(f"{p['field'] or 'body'}: {p['message']}" for p in problems)
-    return api.create_response(request, {"detail": summary, "errors": problems}, status=400)
+    return _field_errors(
+        request,
+        [
+            {
+                # The payload as a whole (not an object, missing) is the field "body".
+                "field": ".".join(str(part) for part in error["loc"] if part not in ("body", "payload")) or "body",
+                "message": error["msg"],
+            }
+            for error in exc.errors
+        ],
+    )
+
+
+@api.exception_handler(HttpError)
+def http_error(request: HttpRequest, exc: HttpError):
+    if exc.status_code == 400:  # django-ninja's one 400 of its own: a body it could not parse
+        return _field_errors(request, [{"field": "body", "message": "is not JSON text in UTF-8"}])
+    return api.create_response(request, {"detail": str(exc)}, status=exc.status_code)
 
 
 @api.exception_handler(LimitExceeded)
