@@ -240,7 +240,10 @@ def iso_from_epoch(value: Any) -> str | None:
     """
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
-    seconds = float(value)
+    try:
+        seconds = float(value)
+    except OverflowError:  # an integer too large for a float is no time either
+        return None
     for _ in range(3):
         if abs(seconds) < _MAX_EPOCH_SECONDS:
             break

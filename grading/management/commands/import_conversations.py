@@ -62,8 +62,16 @@ class Command(BaseCommand):
             self.stdout.write(f"{line['external_id']}: {len(line['active_path'])} messages on the path, {scorable}")
 
     def _fail(self, external_id: str | None, reason: str) -> None:
-        self.stderr.write(f"{external_id}: not imported: {reason}")
+        self.stderr.write(f"{_printable(str(external_id))}: not imported: {_printable(reason)}")
 
 
 def _describe(exc: Exception) -> str:
+    if isinstance(exc, LimitExceeded):
+        return f"{exc} ({exc.limit})"
     return describe_errors(exc) if isinstance(exc, ValidationError) else str(exc)
+
+
+def _printable(text: str) -> str:
+    # An id from the file is untrusted: a line break in it would forge another report line, and a bidi control
+    # would reorder the terminal's line. Unprintable characters are written as escapes.
+    return "".join(char if char.isprintable() else char.encode("unicode_escape").decode() for char in text)
