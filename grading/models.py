@@ -170,10 +170,16 @@ class Message(models.Model):
     created_at = models.DateTimeField(null=True, blank=True)
     hidden = models.BooleanField(default=False)
     truncated = models.BooleanField(default=False)
+    # 0 for the message its id names. A payload that sends one id more than once is kept as sent: the later ones
+    # are its twins 1, 2, ..., and while any exists the record reads `duplicate_id` (which one is meant cannot be
+    # known). The source settles it by sending that id once.
+    twin = models.PositiveIntegerField(default=0)
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(fields=["conversation", "external_id"], name="message_unique_external_id")
+            models.UniqueConstraint(
+                fields=["conversation", "external_id", "twin"], name="message_unique_external_id_twin"
+            )
         ]
 
     def __str__(self) -> str:

@@ -163,42 +163,71 @@ def _columns(conversation: Conversation) -> tuple:
 def _merge_messages(
     conversation: Conversation, incoming: list[MessageIn], now: datetime, before: tuple
 ) -> tuple[list[EvidenceMessage] | None, ev.NotScorable | None]:
-    """Insert new ids, update changed ones (an edit), then recompute the evidence columns.
+    """Insert new ids, update changed ones (an edit), keep repeats of an id as twins, then recompute the evidence.
 
     1. An append that continues the active path (new ids, each the child of the one before, the first a child
        of the active leaf, which stays the active leaf) reads no earlier message: `_recompute_evidence` extends
        the stored state.
-    2. Otherwise load every message of the conversation (the path and fingerprint need them all). New ids are
-       inserted; a known id whose fields differ is an edit and is updated in place.
-    3. Enforce the size limits before anything is written (the caller's transaction rolls back otherwise).
-    4. Recompute the active path, fingerprint, branch count and activity times from the merged set.
+    2. Otherwise load every message of the conversation (the path and fingerprint need them all). The first
+       message under each id in the payload is merged: a new id is inserted, a known id whose fields differ is
+       an edit and is updated in place.
+    3. Later messages under the same id in the payload are its twins, kept as sent so that the record reads
+       `duplicate_id` instead of one of them winning silently. Stored twins of that id are replaced when the
+       payload's differ, and removed when the payload sends the id once: the source has said which it means.
+    4. Enforce the size limits before anything is written (the caller's transaction rolls back otherwise).
+    5. Recompute the active path, fingerprint, branch count and activity times from the merged set.
     """
     if (appended := _continuation(conversation, incoming, now)) is not None:
         _enforce_limits(incoming, conversation.message_count + len(appended))
         Message.objects.bulk_create(appended)
         return None, _recompute_evidence(conversation, appended, changed=True, now=now, before=before, appended=True)
-    existing = {m.external_id: m for m in conversation.messages.all()} if conversation.pk else {}
+    rows = list(conversation.messages.all()) if conversation.pk else []
+    existing = {m.external_id: m for m in rows if m.twin == 0}
+    twins: dict[str, list[Message]] = {}
+    for row in sorted((m for m in rows if m.twin), key=lambda m: m.twin):
+        twins.setdefault(row.external_id, []).append(row)
+    sent: dict[str, list[MessageIn]] = {}
+    for message_in in incoming:
+        sent.setdefault(message_in.id, []).append(message_in)
     new: list[Message] = []
     edited: list[Message] = []
-    for message_in in incoming:
+    replaced: list[Message] = []
+    for message_id, (message_in, *repeats) in sent.items():
         fields = _message_fields(message_in, now)
-        current = existing.get(message_in.id)
+        current = existing.get(message_id)
         if current is None:
-            message = Message(conversation=conversation, external_id=message_in.id, **fields)
-            existing[message_in.id] = message
+            message = Message(conversation=conversation, external_id=message_id, **fields)
+            existing[message_id] = message
             new.append(message)
-        elif any(getattr(current, name) != value for name, value in fields.items() if name != "created_at"):
+        elif _differs(current, fields):
             if message_in.created_at is None:
                 del fields["created_at"]  # an edit does not move a message in time unless the source says so
             for name, value in fields.items():
                 setattr(current, name, value)
             edited.append(current)
-    _enforce_limits(incoming, len(existing))
+        stored = twins.get(message_id, [])
+        wanted = [_message_fields(repeat, now) for repeat in repeats]
+        if len(stored) != len(wanted) or any(_differs(row, f) for row, f in zip(stored, wanted, strict=False)):
+            replaced += stored
+            twins[message_id] = [
+                Message(conversation=conversation, external_id=message_id, twin=number, **twin_fields)
+                for number, twin_fields in enumerate(wanted, start=1)
+            ]
+            new += twins[message_id]
+    merged = [*existing.values(), *(row for rows_of_id in twins.values() for row in rows_of_id)]
+    _enforce_limits(incoming, len(merged))
+    if replaced:
+        Message.objects.filter(pk__in=[row.pk for row in replaced]).delete()
     Message.objects.bulk_create(new)
     Message.objects.bulk_update(edited, list(_MESSAGE_FIELDS))
-    messages = list(existing.values())
-    reason = _recompute_evidence(conversation, messages, changed=bool(new or edited), now=now, before=before)
-    return [m.as_evidence() for m in messages], reason
+    changed = bool(new or edited or replaced)
+    reason = _recompute_evidence(conversation, merged, changed=changed, now=now, before=before)
+    return [m.as_evidence() for m in merged], reason
+
+
+def _differs(row: Message, fields: dict) -> bool:
+    # A time the source did not give is the time we received it, so comparing it would make every re-send an edit.
+    return any(getattr(row, name) != value for name, value in fields.items() if name != "created_at")
 
 
 def _continuation(conversation: Conversation, incoming: list[MessageIn], now: datetime) -> list[Message] | None:
@@ -384,6 +413,10 @@ def feedback_record(*, org: Org, payload: FeedbackIn) -> Feedback:
 
 def draft_save(*, org: Org, payload: DraftIn) -> Draft:
     """Create or replace a draft by external id; its fingerprint names the content."""
+    max_bytes = settings.MAX_DRAFT_BYTES
+    size = len(payload.body.encode())
+    if size > max_bytes:
+        raise LimitExceeded("MAX_DRAFT_BYTES", max_bytes, f"the draft's body is {size} bytes; the limit is {max_bytes}")
     fields = {
         "title": payload.title,
         "slug": payload.slug,

@@ -265,6 +265,8 @@ MEMORY_EXACT_SEARCH_MAX = env_int("MEMORY_EXACT_SEARCH_MAX", 20_000, minimum=0)
 MAX_MESSAGES_PER_CONVERSATION = env_int("MAX_MESSAGES_PER_CONVERSATION", 10_000, minimum=1)
 MAX_MESSAGE_BYTES = env_int("MAX_MESSAGE_BYTES", 1_000_000, minimum=1_000)
 DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("MAX_REQUEST_BYTES", 64_000_000, minimum=1_000_000)
+# A draft is judged whole, in one prompt (drafts have no stages): 200 kB is some 30,000 words.
+MAX_DRAFT_BYTES = env_int("MAX_DRAFT_BYTES", 200_000, minimum=1_000)
 CONVERSATION_QUIET_MINUTES = env_int("CONVERSATION_QUIET_MINUTES", 30, minimum=0)
 GRADING_PASS_CAP = env_int("GRADING_PASS_CAP", 5_000, minimum=1)
 SAMPLING_SALT = env_str("SAMPLING_SALT", "tollgate")
