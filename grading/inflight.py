@@ -44,7 +44,8 @@ _ITEM_MODELS = {ItemKind.CONVERSATION: Conversation, ItemKind.DRAFT: Draft}
 _CENSUS_CHUNK = 1000
 
 
-def _lock_key(kind: str, item_id: int) -> int:
+def lock_key(kind: str, item_id: int) -> int:
+    """The item's advisory lock key (pg_locks shows it as classid, objid with objsubid 1)."""
     return (_LOCK_NAMESPACE << 48) | (_KIND_CODES[kind] << _PK_BITS) | item_id
 
 
@@ -58,7 +59,7 @@ def grading_lock(kind: str, item_id: int, *, task_id: str) -> Iterator[None]:
     is retried under the same id, or the next recovery finds it lost); on any other error it is cleared, so a
     task that fails for good is not sent again every minute (the next grading pass tries the item again).
     """
-    key = _lock_key(kind, item_id)
+    key = lock_key(kind, item_id)
     with connection.cursor() as cursor:
         cursor.execute("SELECT pg_advisory_lock(%s)", [key])
     keep_ticket = False
