@@ -185,6 +185,19 @@ def sample_conversations(
     ]
 
 
+def judge_errors(org: Org) -> dict[str, int]:
+    """Items whose latest grading the judge failed, per reason (the judge error's kind: unavailable, malformed,
+    rejected), most frequent first. Each stays an error, never a score, until a pass grades it again."""
+    rows = (
+        Review.objects.counting()
+        .filter(org=org, route=Route.ERROR)
+        .values_list("reason")
+        .annotate(n=Count("pk"))
+        .order_by("-n", "reason")
+    )
+    return dict(rows)
+
+
 # --- drafts ----------------------------------------------------------------------------------------------
 
 

@@ -474,6 +474,9 @@ def _parse_output(reply: ChatCompletion, schema: type[T]) -> tuple[T, str]:
     message = choice.message
     if getattr(message, "refusal", None):
         raise _Malformed(f"model refused: {message.refusal}")
+    if choice.finish_reason == "length":
+        # The model stopped at its token limit: what came back is not its whole answer, even when it parses.
+        raise _Malformed("reply cut off at its token limit (finish_reason=length)")
     text = message.content or ""
     if not text.strip():
         raise _Malformed(f"empty content (finish_reason={choice.finish_reason})")

@@ -6,7 +6,7 @@ from django.views.decorators.http import require_GET
 
 from grading.health import evaluation_export_status
 from grading.models import GradingRun
-from grading.selectors import conversation_quality, staleness_audit
+from grading.selectors import conversation_quality, judge_errors, staleness_audit
 from reviewer.access import EVERY_ROLE, orgs_for, role_required
 
 
@@ -14,12 +14,13 @@ from reviewer.access import EVERY_ROLE, orgs_for, role_required
 @role_required(*EVERY_ROLE)
 def dashboard(request: HttpRequest) -> HttpResponse:
     """The conversation quality number per application and week, with unknowns beside it and thumbs apart,
-    and the staleness audit (reads 0 after a pass)."""
+    the staleness audit (reads 0 after a pass) and the items the judge failed, by reason."""
     panels = [
         {
             "org": org,
             "quality": conversation_quality(org),
             "audit": staleness_audit(org),
+            "judge_errors": judge_errors(org),
             "evaluation_exports": evaluation_export_status(org.pk),
             "last_pass": GradingRun.objects.order_by("-started_at").first(),
         }

@@ -98,6 +98,10 @@ class Reply:
     latency: float = 0.0
     # OpenAI tool calls [{"id", "type": "function", "function": {"name", "arguments"}}]; the content is then null.
     tool_calls: tuple[Mapping[str, Any], ...] | None = None
+    # The message's `refusal` (structured-output models refuse there, with null content).
+    refusal: str | None = None
+    # Why generation stopped; None means "stop" ("tool_calls" with tool calls). "length": cut off by the token limit.
+    finish_reason: str | None = None
 
 
 def json_reply(
@@ -161,6 +165,16 @@ def tool_call_reply(*calls: tuple[str, str, str]) -> Reply:
             for call_id, name, arguments in calls
         )
     )
+
+
+def refusal_reply(text: str = "I can't help with that.") -> Reply:
+    """A 200 chat.completion in which the model refuses: `refusal` set, content null."""
+    return Reply(refusal=text)
+
+
+def cut_off_reply(reply: Reply) -> Reply:
+    """``reply`` as a server sends it when generation hit the token limit: ``finish_reason`` "length"."""
+    return dataclasses.replace(reply, finish_reason="length")
 
 
 def malformed_reply(text: str = '{"score": 7,') -> Reply:
@@ -479,6 +493,8 @@ def _chat_completion_body(reply: Reply, request: Mapping[str, Any]) -> dict[str,
     content = reply.content or ""
     tokens = tokenize(content)
     message: dict[str, Any] = {"role": "assistant", "content": content, "refusal": None}
+    if reply.refusal is not None:
+        message = {"role": "assistant", "content": None, "refusal": reply.refusal}
     if reply.tool_calls is not None:
         message = {"role": "assistant", "content": None, "refusal": None, "tool_calls": list(reply.tool_calls)}
     logprobs = None
@@ -497,7 +513,7 @@ def _chat_completion_body(reply: Reply, request: Mapping[str, Any]) -> dict[str,
                 "index": 0,
                 "message": message,
                 "logprobs": logprobs,
-                "finish_reason": "tool_calls" if reply.tool_calls is not None else "stop",
+                "finish_reason": reply.finish_reason or ("tool_calls" if reply.tool_calls is not None else "stop"),
             }
         ],
         "usage": dict(reply.usage) if reply.usage is not None else _default_usage(request, tokens),
