@@ -52,7 +52,11 @@ def api_key_revoke(*, api_key: ApiKey, actor: AbstractBaseUser | None = None) ->
 
 
 def api_key_authenticate(plaintext: str) -> ApiKey | None:
-    """The live key matching `plaintext`, with its last-used time moved; None for unknown or revoked keys."""
+    """The live key matching `plaintext`, with its last-used time moved; None for unknown or revoked keys.
+
+    Found by its SHA-256 through the unique index, which is safe against timing attacks with no compare_digest:
+    the index compares the hash of the caller's guess, and the caller cannot steer that hash towards a stored
+    one without a SHA-256 preimage, so how long the lookup takes tells nothing about any key."""
     if not plaintext.startswith(API_KEY_PREFIX):
         return None
     api_key = ApiKey.objects.select_related("org").filter(key_hash=_hash_key(plaintext), revoked_at=None).first()
