@@ -43,7 +43,7 @@ import threading
 import time
 import uuid
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
@@ -238,7 +238,7 @@ class FakeLLM:
         self._lock = threading.Lock()
         self._queue: deque[Reply] = deque()
         self._embeddings_queue: deque[Reply] = deque()
-        self._default = _NO_SCRIPTED_REPLY
+        self._default: Reply | Callable[[dict[str, Any]], Reply] = _NO_SCRIPTED_REPLY
         self._stopping = threading.Event()
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
@@ -302,8 +302,9 @@ class FakeLLM:
         with self._lock:
             self._embeddings_queue.extend(replies)
 
-    def set_default(self, reply: Reply) -> None:
-        """The reply used when the queue is empty."""
+    def set_default(self, reply: Reply | Callable[[dict[str, Any]], Reply]) -> None:
+        """The reply used when the queue is empty; a callable gets the request body and returns the reply (a
+        judge that answers every kind of prompt, for a load test)."""
         with self._lock:
             self._default = reply
 
@@ -327,9 +328,12 @@ class FakeLLM:
         with self._lock:
             self.requests.append(request)
 
-    def _next_reply(self) -> Reply:
+    def _next_reply(self, body: dict[str, Any]) -> Reply:
         with self._lock:
-            return self._queue.popleft() if self._queue else self._default
+            if self._queue:
+                return self._queue.popleft()
+            default = self._default
+        return default(body) if callable(default) else default
 
     def _next_embeddings_reply(self) -> Reply | None:
         with self._lock:
@@ -407,7 +411,7 @@ class _Handler(BaseHTTPRequestHandler):
                 )
             )
             return
-        reply = fake._next_reply()
+        reply = fake._next_reply(body)
         if not fake._wait(reply.latency):
             return  # stopping: the client is gone or about to be
         if reply.raw_body is not None:

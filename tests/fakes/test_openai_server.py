@@ -245,3 +245,9 @@ def test_a_cut_off_reply_says_it_hit_the_token_limit(llm):
     _, _, body = chat(llm)
     assert body["choices"][0]["finish_reason"] == "length"
     assert json.loads(body["choices"][0]["message"]["content"]) == {"overall": 7}
+
+
+def test_a_default_can_answer_from_the_request(llm):
+    llm.set_default(lambda body: json_reply({"model": body["model"]}))
+    _, _, body = chat(llm)
+    assert json.loads(body["choices"][0]["message"]["content"]) == {"model": "judge-x"}
