@@ -25,8 +25,6 @@ from tests.fakes.openai_server import (
 from tests.grading.conversations import PATH_IDS, llm_judge, support_conversation, upsert, verdicts_reply
 from tests.grading.drafts import CLEAN_BODY, SOURCE, draft_reply, draft_verdict, save_draft, setup_org_memory
 
-pytestmark = pytest.mark.slow
-
 RETRIES = 2  # the budget: transient faults get this many more tries, malformed output one more
 TIMEOUT = 0.3
 
@@ -110,6 +108,7 @@ def test_a_conversation_the_judge_fails_is_routed_to_error_with_no_verdicts(fake
     assert (review.route, review.reason, review.checks) == ("error", kind, {})
 
 
+@pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
 def test_drafts_the_judge_failed_in_the_worker_are_counted_on_the_dashboard_by_reason(
     client, client_for, celery_worker, fake_llm, org, stakeholder
