@@ -86,8 +86,18 @@ def _keep_appending(port: int) -> None:
 
     client = redis.Redis(host="127.0.0.1", port=port, socket_timeout=5.0)
     try:
-        if client.config_get("appendonly").get("appendonly") != "yes":
-            client.config_set("appendonly", "yes")
+        if client.config_get("appendonly").get("appendonly") == "yes":
+            return
+        client.config_set("appendonly", "yes")
+        # Until the first file is written, Redis ignores SIGTERM ("Writing initial AOF, can't exit"): a stop
+        # right after this would wait in vain and leave the server running.
+        deadline = time.monotonic() + _START_TIMEOUT_SECONDS
+        while (
+            client.info("persistence")["aof_rewrite_in_progress"] or client.info("persistence")["aof_rewrite_scheduled"]
+        ):
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"embedded Redis on port {port} did not write its append-only file")
+            time.sleep(0.05)
     finally:
         client.close()
 

@@ -5,6 +5,7 @@ import os
 import signal
 from pathlib import Path
 
+import psutil
 import psycopg
 import pytest
 import redis
@@ -82,3 +83,6 @@ def test_a_running_redis_that_keeps_nothing_on_disk_is_switched_to_its_append_on
     client.config_set("appendonly", "no")  # as a server started by an older Tollgate runs
     embedded.redis_url(data_dir)
     assert client.config_get("appendonly") == {"appendonly": "yes"}
+    pid = int((data_dir / "redis" / "redis.pid").read_text())
+    embedded.redis_stop(data_dir)  # Redis ignores a stop while it writes its first append-only file
+    assert not psutil.pid_exists(pid)
