@@ -19,8 +19,8 @@ from grading.selectors import quiet_period
 logger = logging.getLogger(__name__)
 
 # How long after an item was given a ticket its task may still be on its way to the broker: the send follows the
-# commit at once, but a pass waits out a broker outage for up to enqueue.PASS_SEND_PATIENCE_SECONDS. Within this
-# window a ticket the broker does not hold yet is not taken for lost.
+# commit at once, but a pass waits out a broker outage for about a minute (enqueue.PASS_SEND_PATIENCE). Within
+# this window a ticket the broker does not hold yet is not taken for lost.
 SEND_GRACE = timedelta(seconds=90)
 
 
@@ -118,7 +118,8 @@ def grading_recover(*, now: datetime | None = None) -> dict[str, list[int]]:
         ):
             queued = needing.filter(queued_at__isnull=False)
             _, lost = in_flight.split(kind, list(queued.values_list("pk", "queued_at", "grading_task_id")))
-            picked = sorted(queued.filter(pk__in=lost).select_for_update(skip_locked=True).values_list("pk", flat=True))
+            still_lost = queued.filter(pk__in=lost, queued_at__lt=in_flight.sent_before)  # not resent meanwhile
+            picked = sorted(still_lost.select_for_update(skip_locked=True).values_list("pk", flat=True))
             every_ticket += _ticket(kind, picked, now)
             recovered[kind] = picked
         transaction.on_commit(lambda: enqueue.grading_send(every_ticket, patient=True))
@@ -191,7 +192,11 @@ def _take(kind: str, needing: QuerySet, oldest_first: str, cap: int, now: dateti
     flying, lost = in_flight.split(kind, [(pk, queued_at, ticket) for pk, _, queued_at, ticket in rows])
     ready = sorted((order, pk) for pk, order, _, _ in rows if pk not in flying)[: max(cap, 0)]
     chosen = [pk for _, pk in ready]
-    locked = set(needing.filter(pk__in=chosen).select_for_update(skip_locked=True).values_list("pk", flat=True))
+    # Locked, and read again under the lock: a row a concurrent pass gave a ticket meanwhile is no longer ready.
+    still_ready = needing.filter(pk__in=chosen).filter(
+        Q(queued_at__isnull=True) | Q(queued_at__lt=in_flight.sent_before)
+    )
+    locked = set(still_ready.select_for_update(skip_locked=True).values_list("pk", flat=True))
     picked = [pk for pk in chosen if pk in locked]
     return _Taken(
         tickets=_ticket(kind, picked, now),
