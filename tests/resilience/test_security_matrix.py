@@ -9,7 +9,8 @@ What the matrix holds every URL to:
   CSRF token); another org's key gets 404 on this org's ids; this org's key gets past authorization.
 - the admin: nobody but staff gets past its login.
 - every POST of a page, htmx requests included, is refused without a CSRF token and accepted with one.
-- every page renders in Chromium with no Content-Security-Policy violation.
+- every page renders in Chromium with no Content-Security-Policy violation (tests/browser/test_csp.py walks
+  the same routes).
 
 Also part of the security story, tested where they live and not repeated here:
 - `check --deploy` clean under production settings: tests/reviewer/test_settings.py
@@ -24,140 +25,33 @@ Also part of the security story, tested where they live and not repeated here:
 
 import json
 import re
-from collections.abc import Iterator
-from dataclasses import dataclass
 
 import pytest
 from django.test import Client
-from django.urls import URLPattern, URLResolver, get_resolver, reverse
 
 from grading.services import api_key_create, api_key_revoke
-from reviewer.access import EVERY_ROLE
-from reviewer.models import Membership, Role
-from tests.browser.conftest import browser, page, sign_in  # noqa: F401 - fixtures for the CSP walk
-from tests.conftest import PASSWORD
-from tests.reviewer.test_queue_items import conversation_item, draft_item
+from reviewer.models import Membership
+from tests.resilience.matrix import (
+    API_ALSO_FINE,
+    API_PUBLIC,
+    PAGES,
+    PARAMETERS,
+    PERSONAS,
+    SAMPLE_BODIES,
+    Policy,
+    matrix_world,
+    path_for,
+    url_routes,
+)
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-PERSONAS = ("anonymous", "operator", "criteria_admin", "stakeholder", "roleless", "other_org_operator")
-
-
-@dataclass(frozen=True)
-class Policy:
-    """Who may use a URL: `kind` is public, home, logout, roles, admin, api_public or api_key."""
-
-    kind: str
-    methods: tuple[str, ...] = ("GET",)
-    roles: tuple[Role, ...] = ()
-    also_fine: tuple[int, ...] = ()  # statuses of 500 or more that are the answer, not a failure
-
-
-OPERATOR = (Role.OPERATOR,)
-
-# Pages, by URL name. A new page must be added here (or the matrix fails), with the roles its view requires.
-PAGES = {
-    "home": Policy("home"),
-    "login": Policy("public", ("GET", "POST")),
-    "logout": Policy("logout", ("POST",)),
-    "queue": Policy("roles", roles=OPERATOR),
-    "queue_claim_next": Policy("roles", ("POST",), OPERATOR),
-    "review_detail": Policy("roles", roles=OPERATOR),
-    "review_claim": Policy("roles", ("POST",), OPERATOR),
-    "review_release": Policy("roles", ("POST",), OPERATOR),
-    "review_heartbeat": Policy("roles", ("POST",), OPERATOR),
-    "review_decide": Policy("roles", ("POST",), OPERATOR),
-    "criteria": Policy("roles", roles=(Role.CRITERIA_ADMIN,)),
-    "dashboard": Policy("roles", roles=EVERY_ROLE),
-}
-# The API outside its operations: the document, its docs page, and ninja's root.
-API_PUBLIC = {"api:openapi-json", "api:openapi-view", "api:api-root"}
-# A write to an object must be valid to reach the lookup of its id (validation answers first, the same for every
-# id): each such operation needs a body here, or the matrix cannot tell another org's id from a bad body.
-SAMPLE_BODIES = {
-    "/api/v1/conversations/{external_id}/messages": {
-        "messages": [{"id": "m-matrix", "parent_id": "m4", "role": "user", "content": "One more question."}]
-    },
-}
-# Operations whose answer may be a 5xx by design.
-API_ALSO_FINE = {"/api/v1/health": (503,)}  # no worker answers in this test: "unhealthy" is the truthful answer
-
-# What each URL parameter names, so the matrix can ask for this org's object and another org's.
-PARAMETERS = {
-    "pk": "review",
-    "draft_id": "draft",
-    "external_id": "conversation",
-    # The admin's: no persona here is staff, so any value meets the same login page.
-    "object_id": "admin",
-    "content_type_id": "admin",
-    "id": "admin",
-    "app_label": "admin_app",
-}
-
-
-@dataclass(frozen=True)
-class Route:
-    name: str  # namespaced URL name; "" for the admin's unnamed catch-all
-    route: str
-    parameters: tuple[str, ...]
-
-
-def url_routes() -> list[Route]:
-    """Every URL pattern in reviewer.urls, with its full route and parameter names."""
-
-    def walk(resolver: URLResolver, prefix: str, namespace: str) -> Iterator[Route]:
-        for pattern in resolver.url_patterns:
-            if isinstance(pattern, URLResolver):
-                inner = ":".join(part for part in (namespace, pattern.namespace or "") if part)
-                yield from walk(pattern, prefix + str(pattern.pattern), inner)
-            elif isinstance(pattern, URLPattern):
-                converters = getattr(pattern.pattern, "converters", {})
-                names = tuple(converters) or tuple(pattern.pattern.regex.groupindex)
-                name = f"{namespace}:{pattern.name}" if namespace and pattern.name else pattern.name or ""
-                yield Route(name, prefix + str(pattern.pattern), names)
-
-    return list(walk(get_resolver(), "/", ""))
 
 
 @pytest.fixture
 def world(org, other_org, operator, criteria_admin, stakeholder, roleless, other_org_operator):
-    """This org's objects and another org's, and a client per persona."""
-    objects = {}
-    for owner, suffix in ((org, "own"), (other_org, "other")):
-        review = draft_item(owner, slug=f"draft-{suffix}")
-        conversation_review = conversation_item(owner, f"cv-{suffix}")
-        objects[suffix] = {
-            "review": review.pk,
-            "conversation_review": conversation_review.pk,
-            "draft": review.draft_id,
-            "conversation": conversation_review.conversation.external_id,
-            "admin": "1",
-            "admin_app": "auth",
-        }
-    people = {
-        "operator": operator,
-        "criteria_admin": criteria_admin,
-        "stakeholder": stakeholder,
-        "roleless": roleless,
-        "other_org_operator": other_org_operator,
-    }
-
-    def client_as(persona: str) -> Client:
-        """A fresh client per request: a request the matrix makes (signing out, say) never changes the next."""
-        client = Client()
-        if persona != "anonymous":
-            client.force_login(people[persona])
-        return client
-
-    return {"objects": objects, "people": people, "client_as": client_as, "org": org, "other_org": other_org}
-
-
-def path_for(route: Route, ids: dict) -> str:
-    if not route.name and route.route.startswith("/admin/"):  # the admin's catch-all: any path under it
-        return "/admin/no-such-page/"
-    unknown = [name for name in route.parameters if name not in PARAMETERS]
-    assert not unknown, f"{route.route}: the matrix has no sample for {unknown}; add what it names to PARAMETERS"
-    return reverse(route.name, kwargs={name: ids[PARAMETERS[name]] for name in route.parameters})
+    people = {"operator": operator, "criteria_admin": criteria_admin, "stakeholder": stakeholder,
+              "roleless": roleless, "other_org_operator": other_org_operator}  # fmt: skip
+    return matrix_world(org, other_org, people)
 
 
 def request(client: Client, method: str, path: str, **extra):
@@ -374,54 +268,3 @@ def test_every_post_is_refused_without_a_csrf_token_htmx_or_not_and_accepted_wit
         if accepted.status_code == 403 or accepted.status_code >= 500:
             failures.append(f"POST {path} with the token as htmx sends it: {accepted.status_code}")
     assert failures == [], "\n".join(failures)
-
-
-# --- CSP in Chromium -------------------------------------------------------------------------------------------
-
-_LISTEN = """
-window.__violations = [];
-document.addEventListener('securitypolicyviolation', e =>
-  window.__violations.push(`${e.violatedDirective} blocked ${e.blockedURI || 'inline'} at ${e.sourceFile}`));
-"""
-
-
-@pytest.mark.browser
-def test_every_page_renders_in_chromium_with_no_content_security_policy_violation(browser, live_server, world):  # noqa: F811
-    """Every GET page of the matrix, opened by a persona it serves (item pages of both kinds), plus the API docs
-    and the admin's sign-in page."""
-    ids = world["objects"]["own"]
-    visits = []  # (persona, path)
-    for route in url_routes():
-        if route.name in PAGES and "GET" in PAGES[route.name].methods:
-            policy = PAGES[route.name]
-            persona = "anonymous" if policy.kind == "public" else "operator"
-            if policy.roles and Role.OPERATOR not in policy.roles:
-                persona = "criteria_admin"
-            visits.append((persona, path_for(route, ids)))
-            if route.name == "review_detail":
-                visits.append((persona, reverse("review_detail", kwargs={"pk": ids["conversation_review"]})))
-    visits += [("anonymous", reverse("api:openapi-view")), ("anonymous", reverse("admin:login"))]
-    violations = []
-    for persona in sorted({persona for persona, _ in visits}):
-        context = browser.new_context(base_url=live_server.url)
-        context.add_init_script(_LISTEN)
-        tab = context.new_page()
-        errors = []
-        tab.on(
-            "console",
-            lambda message, errors=errors: "Content Security Policy" in message.text and errors.append(message.text),
-        )
-        if persona != "anonymous":
-            sign_in(tab, world["people"][persona].username, PASSWORD)
-            tab.wait_for_load_state("networkidle")
-        for who, path in visits:
-            if who != persona:
-                continue
-            tab.goto(path)
-            tab.wait_for_load_state("networkidle")
-            found = tab.evaluate("window.__violations")
-            violations += [f"{path} as {persona}: {v}" for v in found + errors]
-            errors.clear()
-        context.close()
-    assert len(visits) >= 8
-    assert violations == []
