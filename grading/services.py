@@ -15,7 +15,7 @@ from grading import enqueue
 from grading import evidence as ev
 from grading.audit import audit_record
 from grading.evidence import EvidenceMessage, active_path, branch_count, draft_fingerprint, fingerprint
-from grading.models import ApiKey, Conversation, Draft, Feedback, Message, Org
+from grading.models import ApiKey, Conversation, Draft, Feedback, ItemKind, Message, Org
 from grading.reviews import review_state_refresh
 from grading.rollups import rollups_thumbs_refresh, thumbs_of
 from grading.schemas import ConversationIn, DraftIn, FeedbackIn, MessageIn, MessagesIn
@@ -55,7 +55,11 @@ def api_key_revoke(*, api_key: ApiKey, actor: AbstractBaseUser | None = None) ->
 
 
 def api_key_authenticate(plaintext: str) -> ApiKey | None:
-    """The live key matching `plaintext`, with its last-used time moved; None for unknown or revoked keys."""
+    """The live key matching `plaintext`, with its last-used time moved; None for unknown or revoked keys.
+
+    Found by its SHA-256 through the unique index, which is safe against timing attacks with no compare_digest:
+    the index compares the hash of the caller's guess, and the caller cannot steer that hash towards a stored
+    one without a SHA-256 preimage, so how long the lookup takes tells nothing about any key."""
     if not plaintext.startswith(API_KEY_PREFIX):
         return None
     api_key = ApiKey.objects.select_related("org").filter(key_hash=_hash_key(plaintext), revoked_at=None).first()
@@ -435,9 +439,16 @@ def draft_save(*, org: Org, payload: DraftIn) -> Draft:
 
 
 def draft_submit(*, org: Org, payload: DraftIn) -> Draft:
-    """Save a draft and have a worker grade it right after commit (pipelines wait for this verdict)."""
+    """Save a draft and owe it a grading in the same transaction; a worker is asked right after commit.
+
+    The ticket committed with the draft is its outbox row (grading/inflight.py): when the broker cannot take the
+    task at that moment, the draft is still owed its grading, and the recovery run sends it within a minute or two
+    of the broker answering again. So the pipeline's 202 is true either way: what it sent is stored and will be
+    graded. The send tries once: a pipeline is waiting on this request.
+    """
     with transaction.atomic():
         draft = draft_save(org=org, payload=payload)
-        Draft.objects.filter(pk=draft.pk).update(queued_at=timezone.now())
-        transaction.on_commit(lambda: enqueue.grading_of_drafts([draft.pk]))
+        ticket = enqueue.Ticket(kind=ItemKind.DRAFT, item_id=draft.pk, task_id=enqueue.new_task_id())
+        Draft.objects.filter(pk=draft.pk).update(queued_at=timezone.now(), grading_task_id=ticket.task_id)
+        transaction.on_commit(lambda: enqueue.grading_send([ticket], patient=False))
     return draft
