@@ -82,7 +82,7 @@ def main() -> None:
         (Layout(f"threads -c {threads}, 2 processes", 2, "threads", threads), total),
     ]
     with FakeLLM(keep_alive=True, record=False) as judge:
-        judge.set_responder(_responder(latency))
+        judge.set_default(_responder(latency))
         results = [_run(layout, judge, latency, items) for layout, items in layouts]
 
     print(f"judge latency {latency * 1000:.0f} ms; {conversations:,} conversations and {drafts:,} drafts queued")

@@ -9,7 +9,7 @@ from django.db import connection, transaction
 from django.http import HttpRequest, HttpResponse
 from django.urls import reverse
 from ninja import NinjaAPI, Query, Schema, Status
-from ninja.errors import ValidationError
+from ninja.errors import HttpError, ValidationError
 from ninja.security import HttpBearer
 
 from grading import health
@@ -21,7 +21,7 @@ from grading.memory import InvalidMemory, article_upsert, memory_add
 from grading.models import COUNTING_STATES, ApiKey, Article, Conversation, Draft, ItemKind, Review
 from grading.otlp.views import router as otlp_router
 from grading.rules import rules_as_text
-from grading.schemas import ArticleIn, ConversationIn, DraftIn, ExternalId, FeedbackIn, MemoryIn, MessagesIn
+from grading.schemas import ArticleIn, ConversationId, ConversationIn, DraftIn, FeedbackIn, MemoryIn, MessagesIn
 from grading.selectors import ConversationState, conversation_state, current_review, draft_status
 from grading.services import (
     ConversationNotFound,
@@ -93,17 +93,31 @@ def get_health(request: HttpRequest) -> Status[HealthReport]:
 # --- errors: 400 naming the field, 404, 413 naming the limit ------------------------------------------
 
 
+def _field_errors(request: HttpRequest, problems: list[dict]):
+    summary = "; ".join(f"{p['field']}: {p['message']}" for p in problems)
+    return api.create_response(request, {"detail": summary, "errors": problems}, status=400)
+
+
 @api.exception_handler(ValidationError)
 def validation_failed(request: HttpRequest, exc: ValidationError):
-    problems = [
-        {
-            "field": ".".join(str(part) for part in error["loc"] if part not in ("body", "payload")),
-            "message": error["msg"],
-        }
-        for error in exc.errors
-    ]
-    summary = "; ".join(f"{p['field'] or 'body'}: {p['message']}" for p in problems)
-    return api.create_response(request, {"detail": summary, "errors": problems}, status=400)
+    return _field_errors(
+        request,
+        [
+            {
+                # The payload as a whole (not an object, missing) is the field "body".
+                "field": ".".join(str(part) for part in error["loc"] if part not in ("body", "payload")) or "body",
+                "message": error["msg"],
+            }
+            for error in exc.errors
+        ],
+    )
+
+
+@api.exception_handler(HttpError)
+def http_error(request: HttpRequest, exc: HttpError):
+    if exc.status_code == 400:  # django-ninja's one 400 of its own: a body it could not parse
+        return _field_errors(request, [{"field": "body", "message": "is not JSON text in UTF-8"}])
+    return api.create_response(request, {"detail": str(exc)}, status=exc.status_code)
 
 
 @api.exception_handler(LimitExceeded)
@@ -219,13 +233,13 @@ def post_conversation(request: HttpRequest, payload: ConversationIn) -> Status[C
 
 
 @api.post("/conversations/{external_id}/messages", response=ConversationOut, summary="Append (or edit) messages by id")
-def post_messages(request: HttpRequest, external_id: ExternalId, payload: MessagesIn) -> dict:
+def post_messages(request: HttpRequest, external_id: ConversationId, payload: MessagesIn) -> dict:
     write = conversation_append(org=request.auth.org, external_id=external_id, payload=payload)
     return written_out(write)
 
 
 @api.get("/conversations/{external_id}", response=ConversationDetailOut, summary="A conversation's evidence and review")
-def get_conversation(request: HttpRequest, external_id: ExternalId) -> dict:
+def get_conversation(request: HttpRequest, external_id: ConversationId) -> dict:
     conversation = Conversation.objects.filter(org=request.auth.org, external_id=external_id).first()
     if conversation is None:
         raise ConversationNotFound(external_id)

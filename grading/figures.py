@@ -291,6 +291,7 @@ def staleness_figures(c: Counters) -> dict:
                 "at": last_pass.started_at,
                 "needing": last_pass.needing,
                 "enqueued": last_pass.enqueued,
+                "in_flight": last_pass.in_flight,
                 "backlog": last_pass.backlog,
             }
             if last_pass

@@ -138,6 +138,9 @@ class Conversation(models.Model):
     # resumable fingerprint digest and the path's facts. Null until the next write computes it.
     evidence_state = models.JSONField(null=True, blank=True)
     queued_at = models.DateTimeField(null=True, blank=True, help_text="When a grading pass last enqueued it.")
+    grading_task_id = models.CharField(
+        max_length=64, blank=True, help_text="The task that owes it a grading, while one does (grading/inflight.py)."
+    )
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
@@ -170,10 +173,16 @@ class Message(models.Model):
     created_at = models.DateTimeField(null=True, blank=True)
     hidden = models.BooleanField(default=False)
     truncated = models.BooleanField(default=False)
+    # 0 for the message its id names. A payload that sends one id more than once is kept as sent: the later ones
+    # are its twins 1, 2, ..., and while any exists the record reads `duplicate_id` (which one is meant cannot be
+    # known). The source settles it by sending that id once.
+    twin = models.PositiveIntegerField(default=0)
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(fields=["conversation", "external_id"], name="message_unique_external_id")
+            models.UniqueConstraint(
+                fields=["conversation", "external_id", "twin"], name="message_unique_external_id_twin"
+            )
         ]
 
     def __str__(self) -> str:
@@ -231,6 +240,9 @@ class Draft(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
     queued_at = models.DateTimeField(null=True, blank=True, help_text="When grading was last enqueued.")
+    grading_task_id = models.CharField(
+        max_length=64, blank=True, help_text="The task that owes it a grading, while one does (grading/inflight.py)."
+    )
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["org", "external_id"], name="draft_unique_external_id")]
@@ -657,7 +669,13 @@ class GradingRun(models.Model):
     trigger = models.CharField(max_length=8, choices=Trigger.choices)
     started_at = models.DateTimeField(auto_now_add=True)
     needing = models.PositiveIntegerField(default=0, help_text="Items whose current review did not match.")
-    enqueued = models.PositiveIntegerField(default=0)
+    enqueued = models.PositiveIntegerField(default=0, help_text="Sent to the workers, recovered ones included.")
+    recovered = models.PositiveIntegerField(
+        default=0, help_text="Of those enqueued, items whose earlier task was lost (broker, worker, send)."
+    )
+    in_flight = models.PositiveIntegerField(
+        default=0, help_text="Items whose task was waiting in the broker or held by a live worker: not enqueued again."
+    )
     backlog = models.PositiveIntegerField(default=0, help_text="Left for later passes by the per-pass cap.")
 
     class Meta:
