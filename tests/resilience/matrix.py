@@ -25,6 +25,7 @@ class Policy:
     methods: tuple[str, ...] = ("GET",)
     roles: tuple[Role, ...] = ()
     also_fine: tuple[int, ...] = ()  # statuses of 500 or more that are the answer, not a failure
+    page: bool = True  # renders HTML in a browser (the CSV export is a download instead)
 
 
 OPERATOR = (Role.OPERATOR,)
@@ -53,7 +54,7 @@ PAGES = {
     "criteria_item": Policy("roles", roles=CRITERIA_ADMIN),
     "dashboard": Policy("roles", roles=EVERY_ROLE),
     "dashboard_reviews": Policy("roles", roles=EVERY_ROLE),
-    "dashboard_export": Policy("roles", roles=EVERY_ROLE),
+    "dashboard_export": Policy("roles", roles=EVERY_ROLE, page=False),
 }
 # The API outside its operations: the document, its docs page, and ninja's root.
 API_PUBLIC = {"api:openapi-json", "api:openapi-view", "api:api-root"}

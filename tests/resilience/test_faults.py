@@ -12,7 +12,7 @@ from urllib.parse import urlsplit
 
 import psutil
 import pytest
-from django.db import connection
+from django.db import connection, transaction
 from django.utils import timezone
 from django_celery_beat.models import IntervalSchedule, PeriodicTask
 from kombu.transport.redis import Channel
@@ -177,6 +177,36 @@ def test_a_database_failover_while_the_judge_thinks_loses_no_answer_and_leaves_o
     second = upsert(org, support_conversation("cv-after")).conversation.pk
     grading_pass()
     wait_until(lambda: all_done([second]), timeout=30, message="the next grading, in a new lock session")
+
+
+def test_a_database_connection_dropped_mid_write_is_retried_and_leaves_one_whole_review(celery_worker, fake_llm, org):
+    """The grader's connection dies inside the transaction that writes the review: nothing of it is kept, the
+    task is retried, and the retry asks the judge again and writes one whole review."""
+    [conversation_id] = conversations(org, 1)
+    fake_llm.script(slow_verdicts(1.0))
+    fake_llm.set_default(verdicts_reply(PATH_IDS))
+    grading_pass()
+    wait_until(fake_llm.chat_requests, message="the worker to ask the judge")
+
+    def waiting_writer() -> int | None:
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'"
+            )
+            row = cursor.fetchone()
+        return row and row[0]
+
+    with transaction.atomic():  # the conversation's row, held so the grader's write waits inside its transaction
+        Conversation.objects.select_for_update().get(pk=conversation_id)
+        writer = wait_until(waiting_writer, message="the grader to wait in its write")
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_terminate_backend(%s)", [writer])
+
+    wait_until(lambda: all_done([conversation_id]), timeout=60, message="the retried grading")
+    [review] = Review.objects.filter(conversation=conversation_id)
+    assert (review.route, review.state) == ("pass", "current")
+    assert set(review.checks) == {"grounded", "complete", "usable"}
+    assert len(fake_llm.chat_requests()) == 2  # the first answer died with the write; the retry asked again
 
 
 def test_the_grading_lock_stays_with_the_task_when_its_thread_hands_its_connection_to_the_pool():
