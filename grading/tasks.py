@@ -1,4 +1,9 @@
-"""Celery tasks: thin, take ids, call one service. Judge retries live in the judge client."""
+"""Celery tasks: thin, take ids, call one service. Judge retries live in the judge client.
+
+The grading tasks store no result: nothing reads one (the review is the result, in the database), and storing
+it cost a Redis write per review and a result subscription per task in the process that sent it. A caller that
+wants to wait on one asks for it: `apply_async(..., ignore_result=False)`.
+"""
 
 from celery import shared_task
 from django.conf import settings
@@ -7,7 +12,7 @@ from grading import enqueue, gate, planner, reviews, webhooks
 from grading.models import Conversation, Draft, GradingRun, Review
 
 
-@shared_task(name=enqueue.GRADE_CONVERSATION)
+@shared_task(name=enqueue.GRADE_CONVERSATION, ignore_result=True)
 def grade_conversation(conversation_id: int) -> int | None:
     review = reviews.conversation_grade(conversation_id=conversation_id)
     Conversation.objects.filter(pk=conversation_id).update(queued_at=None)
@@ -19,7 +24,7 @@ def grading_pass() -> int:
     return len(planner.grading_pass(trigger=GradingRun.Trigger.BEAT).enqueued_ids)
 
 
-@shared_task(name=enqueue.GRADE_DRAFT)
+@shared_task(name=enqueue.GRADE_DRAFT, ignore_result=True)
 def grade_draft(draft_id: int) -> int | None:
     review = gate.draft_grade(draft_id=draft_id)
     Draft.objects.filter(pk=draft_id).update(queued_at=None)
