@@ -92,7 +92,7 @@ def main() -> None:
         (Layout(f"threads -c {threads[-1]}, 2 processes", 2, "threads", threads[-1]), total),
     ]
     with FakeLLM(keep_alive=True, record=False) as judge:
-        judge.set_responder(_responder(latency))
+        judge.set_default(_responder(latency))
         results = [_run(layout, judge, latency, items) for layout, items in layouts]
 
     cores = psutil.cpu_count() or 1

@@ -5,21 +5,23 @@ from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
-from django.db import connection
+from django.db import connection, transaction
 from django.http import HttpRequest, HttpResponse
 from django.urls import reverse
-from ninja import NinjaAPI, Schema, Status
-from ninja.errors import ValidationError
+from ninja import NinjaAPI, Query, Schema, Status
+from ninja.errors import HttpError, ValidationError
 from ninja.security import HttpBearer
 
 from grading import health
 from grading.criteria import criteria_active
 from grading.evidence import canonical_message
+from grading.figures import SECTIONS, InvalidScope, dashboard_figures, scope_for
+from grading.labels import MAX_LABELS_PER_REQUEST, InvalidLabel, LabelIn, label_record
 from grading.memory import InvalidMemory, article_upsert, memory_add
 from grading.models import COUNTING_STATES, ApiKey, Article, Conversation, Draft, ItemKind, Review
 from grading.otlp.views import router as otlp_router
 from grading.rules import rules_as_text
-from grading.schemas import ArticleIn, ConversationIn, DraftIn, ExternalId, FeedbackIn, MemoryIn, MessagesIn
+from grading.schemas import ArticleIn, ConversationId, ConversationIn, DraftIn, FeedbackIn, MemoryIn, MessagesIn
 from grading.selectors import ConversationState, conversation_state, current_review, draft_status
 from grading.services import (
     ConversationNotFound,
@@ -91,17 +93,31 @@ def get_health(request: HttpRequest) -> Status[HealthReport]:
 # --- errors: 400 naming the field, 404, 413 naming the limit ------------------------------------------
 
 
+def _field_errors(request: HttpRequest, problems: list[dict]):
+    summary = "; ".join(f"{p['field']}: {p['message']}" for p in problems)
+    return api.create_response(request, {"detail": summary, "errors": problems}, status=400)
+
+
 @api.exception_handler(ValidationError)
 def validation_failed(request: HttpRequest, exc: ValidationError):
-    problems = [
-        {
-            "field": ".".join(str(part) for part in error["loc"] if part not in ("body", "payload")),
-            "message": error["msg"],
-        }
-        for error in exc.errors
-    ]
-    summary = "; ".join(f"{p['field'] or 'body'}: {p['message']}" for p in problems)
-    return api.create_response(request, {"detail": summary, "errors": problems}, status=400)
+    return _field_errors(
+        request,
+        [
+            {
+                # The payload as a whole (not an object, missing) is the field "body".
+                "field": ".".join(str(part) for part in error["loc"] if part not in ("body", "payload")) or "body",
+                "message": error["msg"],
+            }
+            for error in exc.errors
+        ],
+    )
+
+
+@api.exception_handler(HttpError)
+def http_error(request: HttpRequest, exc: HttpError):
+    if exc.status_code == 400:  # django-ninja's one 400 of its own: a body it could not parse
+        return _field_errors(request, [{"field": "body", "message": "is not JSON text in UTF-8"}])
+    return api.create_response(request, {"detail": str(exc)}, status=exc.status_code)
 
 
 @api.exception_handler(LimitExceeded)
@@ -217,13 +233,13 @@ def post_conversation(request: HttpRequest, payload: ConversationIn) -> Status[C
 
 
 @api.post("/conversations/{external_id}/messages", response=ConversationOut, summary="Append (or edit) messages by id")
-def post_messages(request: HttpRequest, external_id: ExternalId, payload: MessagesIn) -> dict:
+def post_messages(request: HttpRequest, external_id: ConversationId, payload: MessagesIn) -> dict:
     write = conversation_append(org=request.auth.org, external_id=external_id, payload=payload)
     return written_out(write)
 
 
 @api.get("/conversations/{external_id}", response=ConversationDetailOut, summary="A conversation's evidence and review")
-def get_conversation(request: HttpRequest, external_id: ExternalId) -> dict:
+def get_conversation(request: HttpRequest, external_id: ConversationId) -> dict:
     conversation = Conversation.objects.filter(org=request.auth.org, external_id=external_id).first()
     if conversation is None:
         raise ConversationNotFound(external_id)
@@ -312,3 +328,70 @@ def post_memory(request: HttpRequest, payload: MemoryIn) -> Status[MemoryOut]:
 @api.post("/articles", response=ArticleOut, summary="Add or update a published article (an internal-link target)")
 def post_article(request: HttpRequest, payload: ArticleIn) -> Article:
     return article_upsert(org=request.auth.org, slug=payload.slug, title=payload.title, summary=payload.summary)
+
+
+# --- human labels from elsewhere -----------------------------------------------------------------------------
+
+
+class LabelsIn(Schema):
+    labels: list[LabelIn]
+
+
+class LabelsOut(Schema):
+    created: int
+    updated: int
+    unchanged: int
+
+
+@api.post("/labels", response={201: LabelsOut}, summary="Record human labels, each bound to its item's evidence now")
+def post_labels(request: HttpRequest, payload: LabelsIn) -> Status[LabelsOut]:
+    """All or nothing: a label that cannot be recorded is a 400 naming it (`labels.3.item`) and none is written.
+    Recording the same labels again changes nothing."""
+    if len(payload.labels) > MAX_LABELS_PER_REQUEST:
+        raise LimitExceeded(
+            "MAX_LABELS_PER_REQUEST",
+            MAX_LABELS_PER_REQUEST,
+            f"at most {MAX_LABELS_PER_REQUEST} labels per request; this one has {len(payload.labels)}",
+        )
+    counts = {"created": 0, "updated": 0, "unchanged": 0}
+    source = f"api:{request.auth.name}"
+    with transaction.atomic():
+        for index, label in enumerate(payload.labels):
+            try:
+                counts[label_record(org=request.auth.org, label=label, source=source).status] += 1
+            except InvalidLabel as exc:
+                raise ValidationError(
+                    [{"loc": ["body", "payload", "labels", index, exc.field], "msg": exc.message}]
+                ) from exc
+    return Status(201, LabelsOut(**counts))
+
+
+# --- the dashboards' figures ---------------------------------------------------------------------------------
+
+
+def _figures(request: HttpRequest, sections, since: str | None, until: str | None, application: str | None) -> dict:
+    try:
+        scope = scope_for(request.auth.org, since=since, until=until, application=application)
+    except InvalidScope as exc:
+        raise ValidationError([{"loc": ["query", exc.field], "msg": exc.message}]) from exc
+    return dashboard_figures(scope, sections=sections)
+
+
+@api.get("/dashboard", response=dict, summary="Every figure of the dashboard, with the page's filters")
+def get_dashboard(
+    request: HttpRequest, since: str | None = Query(None, alias="from"), until: str | None = Query(None, alias="to"),
+    application: str | None = None,
+) -> dict:  # fmt: skip
+    """The numbers the stakeholders' page shows, for the API key's org: `from` and `to` are ISO weeks
+    (`2026-W41`, default the last eight), `application` narrows the conversation figures."""
+    return _figures(request, SECTIONS, since, until, application)
+
+
+@api.get("/dashboard/{section}", response=dict, summary="One section of the dashboard's figures")
+def get_dashboard_section(
+    request: HttpRequest, section: str, since: str | None = Query(None, alias="from"),
+    until: str | None = Query(None, alias="to"), application: str | None = None,
+) -> dict:  # fmt: skip
+    if section not in SECTIONS:
+        raise NotFound(f"no dashboard section {section!r} (there are {', '.join(SECTIONS)})")
+    return _figures(request, [section], since, until, application)

@@ -12,7 +12,6 @@ dashboard counts a term once per draft.
 
 from __future__ import annotations
 
-import html.entities
 import re
 import unicodedata
 from bisect import bisect_left
@@ -26,6 +25,7 @@ import ahocorasick
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
+from grading.prose import VisibleProse, visible_prose
 from grading.rules import DraftRules, InternalLinksRule, Severity, normalize_term
 
 Span = tuple[int, int]
@@ -119,9 +119,14 @@ class DraftStructure:
     tail_start: int  # start of the trailing run of top-level component blocks (len(body) if there is none)
 
     @cached_property
+    def visible(self) -> VisibleProse:
+        """The prose as a reader sees it (grading/prose.py), with the map back to the body: vocabulary is read here."""
+        return visible_prose(self.body, self.prose)
+
+    @cached_property
     def haystack(self) -> str:
-        """The prose lower-cased for matching (same length)."""
-        return _haystack(self.prose)
+        """The visible prose lower-cased for matching (same length as it)."""
+        return _haystack(self.visible.text)
 
 
 @lru_cache(maxsize=16)
@@ -477,14 +482,8 @@ class VocabularyMatcher:
 
 
 def _character_keys(sequence: str) -> list[str]:
-    """A banned character and the HTML entities that render as it (`&mdash;`, `&#8212;`, `&#x2014;`)."""
-    keys = [sequence.lower()]
-    if len(sequence) == 1:
-        point = ord(sequence)
-        keys += [f"&#{point};", f"&#x{point:x};"]
-        if point in html.entities.codepoint2name:
-            keys.append(f"&{html.entities.codepoint2name[point]};")
-    return keys
+    """A banned character as matched: references that render as it (`&mdash;`) are decoded in the visible prose."""
+    return [sequence.lower()]
 
 
 @lru_cache(maxsize=32)
@@ -540,9 +539,10 @@ def _plural(count: int, noun: str) -> str:
 
 
 def _vocabulary_findings(structure: DraftStructure, rules: DraftRules) -> list[Finding]:
-    found = vocabulary_matcher(rules).scan(structure.prose, structure.haystack)
+    found = vocabulary_matcher(rules).scan(structure.visible.text, structure.haystack)
     findings = []
-    for (kind, term), spans in sorted(found.items(), key=lambda item: (_KIND_ORDER[item[0][0]], item[1][0])):
+    for (kind, term), visible_spans in sorted(found.items(), key=lambda item: (_KIND_ORDER[item[0][0]], item[1][0])):
+        spans = structure.visible.body_spans(visible_spans)
         times = _plural(len(spans), "time")
         if kind == "word":
             message = f'"{term}" is a banned word ({times}): rewrite the sentence without it.'
@@ -653,7 +653,7 @@ def _referenced(structure: DraftStructure, proof_terms: list[str]) -> list[str]:
     if not terms:
         return []
     matcher = _matcher(tuple(dict.fromkeys(normalize_term(t) for t in terms)), (), ())
-    found = matcher.scan(structure.prose, structure.haystack)
+    found = matcher.scan(structure.visible.text, structure.haystack)
     return [term for term in terms if ("word", normalize_term(term)) in found]
 
 

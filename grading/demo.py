@@ -6,12 +6,27 @@ The mix lands on every route of the heuristic judge and on every not-scorable re
 """
 
 import random
+from dataclasses import replace
 from datetime import datetime, timedelta
 
 from django.utils import timezone
 
+from grading.gate import draft_grade
+from grading.judge.backends import (
+    DraftJudgement,
+    DraftPrompt,
+    HeuristicDraftJudge,
+    HeuristicJudge,
+    JudgeIdentity,
+    StageJudgement,
+)
+from grading.judge.client import JudgeUnavailable, Usage
+from grading.judge.conversation import SYSTEM_PROMPT, user_prompt
+from grading.labels import LabelIn, label_record
 from grading.memory import article_upsert, memory_add
-from grading.models import Org
+from grading.models import Conversation, Draft, Org
+from grading.planner import conversations_needing_grading, drafts_needing_grading
+from grading.reviews import conversation_grade
 from grading.schemas import ConversationIn, DraftIn, FeedbackIn
 from grading.services import conversation_upsert, draft_save, feedback_record
 
@@ -233,3 +248,84 @@ def seed_drafts(org: Org) -> None:
             source_urls=[SOURCE],
         )
         draft_save(org=org, payload=payload)
+
+
+# --- review history for the dashboards: graded items, a judge error, labels ------------------------------------
+
+
+class DemoConversationJudge(HeuristicJudge):
+    """The offline heuristic judge, with token usage estimated from the prompt (four characters a token) so the
+    demo's cost figures have something to show. Its identity says so."""
+
+    identity = JudgeIdentity("heuristic", "offline-heuristic-v1+demo-token-estimate", "heuristic-v1", 0.0)
+
+    def judge_stage(self, *, rubric: str, criteria_number: int, stage, stage_count: int) -> StageJudgement:
+        judgement = super().judge_stage(
+            rubric=rubric, criteria_number=criteria_number, stage=stage, stage_count=stage_count
+        )
+        prompt = user_prompt(rubric=rubric, criteria_number=criteria_number, stage=stage, stage_count=stage_count)
+        return replace(judgement, usage=_estimate(prompt, completion=90))
+
+
+class DemoDraftJudge(HeuristicDraftJudge):
+    identity = JudgeIdentity("heuristic", "offline-heuristic-v1+demo-token-estimate", "heuristic-draft-v1", 0.0)
+
+    def judge_draft(self, *, prompt: DraftPrompt) -> DraftJudgement:
+        judgement = super().judge_draft(prompt=prompt)
+        return replace(
+            judgement, usage=_estimate(prompt.rubric + prompt.body + "".join(prompt.learnings), completion=140)
+        )
+
+
+class TimingOutJudge(DemoDraftJudge):
+    """Stands in for a judge that timed out: the gate records the error, the next pass tries again."""
+
+    def judge_draft(self, *, prompt: DraftPrompt) -> DraftJudgement:
+        raise JudgeUnavailable("the judge did not answer within 60 s (demo)")
+
+
+def _estimate(text: str, *, completion: int) -> Usage:
+    prompt_tokens = len(SYSTEM_PROMPT + text) // 4
+    return Usage(prompt_tokens, completion, prompt_tokens + completion)
+
+
+TIMED_OUT_DRAFT = "demo/judge-timed-out"
+
+
+def grade_demo_items(org: Org) -> None:
+    """Grade what has no review that counts, as a pass would, with the demo judges; the first try at one draft
+    times out, so the dashboard has a judge error to show (the next grading pass grades it)."""
+    now = timezone.now()
+    if not Draft.objects.filter(org=org, external_id=TIMED_OUT_DRAFT).exists():
+        body = DEMO_DRAFTS["clean-pass"].replace("Most support questions repeat.", "Repeat questions cost the most.")
+        draft = draft_save(
+            org=org,
+            payload=DraftIn(external_id=TIMED_OUT_DRAFT, title="Judge timed out", slug="judge-timed-out",
+                            body=body.replace("{source}", SOURCE), source_urls=[SOURCE]),
+        )  # fmt: skip
+        draft_grade(draft_id=draft.pk, judge=TimingOutJudge())
+    for conversation_id in conversations_needing_grading(now).filter(org=org).values_list("pk", flat=True):
+        conversation_grade(conversation_id=conversation_id, judge=DemoConversationJudge(), now=now)
+    for draft_id in (
+        drafts_needing_grading().filter(org=org).exclude(external_id=TIMED_OUT_DRAFT).values_list("pk", flat=True)
+    ):
+        draft_grade(draft_id=draft_id, judge=DemoDraftJudge())
+
+
+# Labels from the team's spreadsheet: the item, what it judges, the verdict. Some agree with the machine, some not.
+DEMO_LABELS = [
+    ("bill-w1-0", "grounded", "pass"), ("bill-w1-0", "usable", "pass"), ("bill-w2-1", "grounded", "fail"),
+    ("onbo-w3-2", "complete", "pass"), ("onbo-w4-1", "pass_fail", "pass"), ("docs-w2-0", "grounded", "pass"),
+    ("docs-w5-3", "usable", "fail"), ("bill-w6-2", "complete", "fail"), ("demo/clean-pass", "pass_fail", "pass"),
+    ("demo/banned-word", "pass_fail", "fail"), ("demo/band-intensifiers", "pass_fail", "fail"),
+]  # fmt: skip
+
+
+def seed_labels(org: Org) -> None:
+    for item, check, verdict in DEMO_LABELS:
+        if (
+            Conversation.objects.filter(org=org, external_id=item).exists()
+            or Draft.objects.filter(org=org, external_id=item).exists()
+        ):
+            label = LabelIn(item=item, check=check, verdict=verdict, labeller="qa-team")
+            label_record(org=org, label=label, source="file:qa-labels.csv")

@@ -14,8 +14,8 @@ from grading.checks import PROOF_POINT_MISSING, Finding, check_draft
 from grading.evidence import draft_fingerprint
 from grading.judge.backends import DraftJudge, DraftJudgement, DraftPrompt, draft_judge_from_settings
 from grading.judge.client import JudgeError
-from grading.memory import related_articles, retrieve_memory
-from grading.models import COUNTING_STATES, Draft, ItemKind, Review, Route
+from grading.memory import MemoryContext, related_articles, retrieve_memory
+from grading.models import COUNTING_STATES, CriteriaVersion, Draft, ItemKind, Review, Route
 from grading.outcomes import BAND, JUDGE_CONTRADICTION, SPREAD
 from grading.repairs import repair_draft
 from grading.reviews import (
@@ -82,7 +82,6 @@ def draft_grade(*, draft_id: int, judge: DraftJudge | None = None) -> Review | N
     except Draft.DoesNotExist:
         return None
     criteria = criteria_in_force(org=draft.org, kind=ItemKind.DRAFT)
-    rules = published_draft_rules(criteria)
     memory = retrieve_memory(org=draft.org, text=f"{draft.title}\n{draft.body}")
     judge = judge or draft_judge_from_settings()
     identity = {
@@ -96,6 +95,18 @@ def draft_grade(*, draft_id: int, judge: DraftJudge | None = None) -> Review | N
     if existing is not None:
         return existing if existing.state in COUNTING_STATES else review_reinstate(existing)
     started_at = timezone.now()
+    outcome = draft_outcome(draft=draft, criteria=criteria, memory=memory, judge=judge)
+    review = review_record(draft, identity, outcome, started_at=started_at)
+    if review.state in COUNTING_STATES and draft.callback_url:
+        transaction.on_commit(lambda: notify_pipeline(review_id=review.pk, event=MACHINE_VERDICT))
+    return review
+
+
+def draft_outcome(*, draft: Draft, criteria: CriteriaVersion, memory: MemoryContext, judge: DraftJudge) -> dict:
+    """What grading `draft` under `criteria` comes to, as a review's outcome fields: check, repair and check again,
+    ask the judge about the body as it would be published (call it outside any transaction), merge. The gate
+    records it as the draft's review; a criteria trial records it as a trial review."""
+    rules = published_draft_rules(criteria)
     checked = _check_and_repair(draft, rules, memory.proof_terms)
     prompt = DraftPrompt(
         rubric=criteria.rubric,
@@ -112,18 +123,14 @@ def draft_grade(*, draft_id: int, judge: DraftJudge | None = None) -> Review | N
         "findings": [f.as_json() for f in checked.findings],
         "repairs": checked.repairs,
         "memory_used": memory.as_json(),
+        "stages": 1,
     }
     try:
         judgement = judge.judge_draft(prompt=prompt)
     except JudgeError as exc:
         logger.warning("draft judge failed for draft %s: %s", draft.pk, exc)
-        outcome |= {"route": Route.ERROR, "reason": type(exc).__name__, "detail": str(exc)}
-    else:
-        outcome |= _judged_outcome(judgement, checked.findings, rules)
-    review = review_record(draft, identity, outcome | {"stages": 1}, started_at=started_at)
-    if review.state in COUNTING_STATES and draft.callback_url:
-        transaction.on_commit(lambda: notify_pipeline(review_id=review.pk, event=MACHINE_VERDICT))
-    return review
+        return outcome | {"route": Route.ERROR, "reason": type(exc).__name__, "detail": str(exc)}
+    return outcome | _judged_outcome(judgement, checked.findings, rules)
 
 
 @dataclass(frozen=True)

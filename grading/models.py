@@ -88,6 +88,16 @@ class CriteriaVersion(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     published_at = models.DateTimeField(null=True, blank=True)
     is_active = models.BooleanField(default=False)
+    based_on = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="+", help_text="Cloned from it."
+    )
+    # The editor's optimistic lock: every saved edit of a draft version moves `revision` on, and a save made
+    # from an older revision is refused, naming who saved in between and when.
+    revision = models.PositiveIntegerField(default=1)
+    updated_at = models.DateTimeField(null=True, blank=True)
+    updated_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
 
     class Meta:
         constraints = [
@@ -128,6 +138,9 @@ class Conversation(models.Model):
     # resumable fingerprint digest and the path's facts. Null until the next write computes it.
     evidence_state = models.JSONField(null=True, blank=True)
     queued_at = models.DateTimeField(null=True, blank=True, help_text="When a grading pass last enqueued it.")
+    grading_task_id = models.CharField(
+        max_length=64, blank=True, help_text="The task that owes it a grading, while one does (grading/inflight.py)."
+    )
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
@@ -160,10 +173,16 @@ class Message(models.Model):
     created_at = models.DateTimeField(null=True, blank=True)
     hidden = models.BooleanField(default=False)
     truncated = models.BooleanField(default=False)
+    # 0 for the message its id names. A payload that sends one id more than once is kept as sent: the later ones
+    # are its twins 1, 2, ..., and while any exists the record reads `duplicate_id` (which one is meant cannot be
+    # known). The source settles it by sending that id once.
+    twin = models.PositiveIntegerField(default=0)
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(fields=["conversation", "external_id"], name="message_unique_external_id")
+            models.UniqueConstraint(
+                fields=["conversation", "external_id", "twin"], name="message_unique_external_id_twin"
+            )
         ]
 
     def __str__(self) -> str:
@@ -221,6 +240,9 @@ class Draft(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
     queued_at = models.DateTimeField(null=True, blank=True, help_text="When grading was last enqueued.")
+    grading_task_id = models.CharField(
+        max_length=64, blank=True, help_text="The task that owes it a grading, while one does (grading/inflight.py)."
+    )
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["org", "external_id"], name="draft_unique_external_id")]
@@ -414,6 +436,19 @@ class Review(models.Model):
     usage = models.JSONField(default=dict, blank=True)
     # -- what it is worth now
     state = models.CharField(max_length=16, choices=ReviewState.choices)
+    audit = models.BooleanField(
+        default=False,
+        help_text="Picked by the fixed-rule sample: waits for a person whatever the machine decided (blind).",
+    )
+    # -- where the dashboards file it, as the item was when it was graded (set by review_record, never changed,
+    # so the rollups can take back exactly what a review added; see grading/rollups.py)
+    application = models.CharField(max_length=100, blank=True)
+    week = models.DateField(
+        null=True, blank=True, help_text="Monday of the ISO week: the conversation's start, or the draft's verdict."
+    )
+    submitted_at = models.DateTimeField(
+        null=True, blank=True, help_text="When the evidence it read arrived: the draft's save, the last message."
+    )
 
     objects = ReviewQuerySet.as_manager()
 
@@ -421,9 +456,11 @@ class Review(models.Model):
         constraints = [
             # A second review of the same identity is impossible, not unlikely. Errors are exempt so the
             # next pass may try again; the retry then becomes the item's latest review.
+            # Trial reviews are exempt too: a trial under a version that is later published must not stand in
+            # for the real grading of the same identity (it never counts, reached no pipeline, no export).
             models.UniqueConstraint(
                 fields=["conversation", "fingerprint", "criteria_version", "judge_key"],
-                condition=~models.Q(route="error"),
+                condition=~models.Q(route="error") & ~models.Q(state="trial"),
                 name="review_unique_conversation_identity",
             ),
             models.UniqueConstraint(
@@ -433,7 +470,7 @@ class Review(models.Model):
             ),
             models.UniqueConstraint(
                 fields=["draft", "fingerprint", "criteria_version", "judge_key", "memory_snapshot"],
-                condition=~models.Q(route="error"),
+                condition=~models.Q(route="error") & ~models.Q(state="trial"),
                 name="review_unique_draft_identity",
             ),
             models.UniqueConstraint(
@@ -458,6 +495,12 @@ class Review(models.Model):
                 fields=["criteria_version", "reason", "finished_at", "id"],
                 condition=models.Q(state=ReviewState.WAITING),
                 name="review_queue_reason",
+            ),
+            # The dashboards' lists: the counting reviews of a version's weeks, newest first, read in index order.
+            models.Index(
+                fields=["criteria_version", "week", "id"],
+                condition=models.Q(state__in=COUNTING_STATES),
+                name="review_counting_cell",
             ),
         ]
 
@@ -508,6 +551,113 @@ class Decision(models.Model):
         return f"{self.outcome} on review {self.review_id}"
 
 
+class Label(models.Model):
+    """A human verdict from outside the queue (a spreadsheet, another annotation tool), with its labeller and
+    source, bound to the item's fingerprint when it was recorded: it speaks about that evidence only."""
+
+    PASS_FAIL = "pass_fail"  # noqa: S105 - a verdict on the whole item rather than on one check
+
+    org = models.ForeignKey(Org, on_delete=models.CASCADE, related_name="labels")
+    kind = models.CharField(max_length=16, choices=ItemKind.choices)
+    conversation = models.ForeignKey(
+        Conversation, null=True, blank=True, on_delete=models.CASCADE, related_name="labels"
+    )
+    draft = models.ForeignKey(Draft, null=True, blank=True, on_delete=models.CASCADE, related_name="labels")
+    fingerprint = models.CharField(max_length=80)
+    check_name = models.CharField(max_length=16, help_text="A conversation check, or pass_fail for the whole item.")
+    verdict = models.CharField(max_length=8)
+    labeller = models.CharField(max_length=200)
+    source = models.CharField(max_length=200, help_text="Where it came from: api, or the imported file's name.")
+    labelled_at = models.DateTimeField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["conversation", "fingerprint", "check_name", "labeller"], name="label_unique_conversation"
+            ),
+            models.UniqueConstraint(
+                fields=["draft", "fingerprint", "check_name", "labeller"], name="label_unique_draft"
+            ),
+            models.CheckConstraint(
+                condition=models.Q(conversation__isnull=True) ^ models.Q(draft__isnull=True),
+                name="label_has_one_subject",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return (
+            f"{self.labeller}: {self.check_name} {self.verdict} on {self.kind} {self.conversation_id or self.draft_id}"
+        )
+
+
+class Rollup(models.Model):
+    """One counter of the dashboards' figures for one cell: (org, kind, criteria version, application, ISO
+    week). Kept by grading/rollups.py in the same transaction as every write that changes what a review
+    contributes, and rebuilt from the reviews by each grading pass. `criteria_id` 0: no criteria (thumbs)."""
+
+    org = models.ForeignKey(Org, on_delete=models.CASCADE, related_name="+")
+    kind = models.CharField(max_length=16, choices=ItemKind.choices)
+    criteria_id = models.IntegerField()
+    application = models.CharField(max_length=100)
+    week = models.DateField()
+    metric = models.CharField(max_length=32)
+    key1 = models.CharField(max_length=64)
+    key2 = models.CharField(max_length=64)
+    value = models.BigIntegerField()
+    updated_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["org", "kind", "criteria_id", "application", "week", "metric", "key1", "key2"],
+                name="rollup_unique_cell_counter",
+            )
+        ]
+        indexes = [models.Index(fields=["org", "week"], name="rollup_org_week")]
+
+    def __str__(self) -> str:
+        return f"{self.kind} c{self.criteria_id} {self.application} {self.week} {self.metric}:{self.key1}:{self.key2}"
+
+
+class RollupRebuild(models.Model):
+    """A full rebuild of an org's rollups from the reviews (each grading pass), with what it found."""
+
+    org = models.ForeignKey(Org, on_delete=models.CASCADE, related_name="+")
+    rebuilt_at = models.DateTimeField()
+    seconds = models.FloatField()
+    rows = models.PositiveIntegerField()
+    drifted = models.PositiveIntegerField(help_text="Counters the incremental upkeep had wrong (0 unless a bug).")
+    mismatched = models.JSONField(default=dict, help_text="Per kind: counting reviews whose fingerprint differs.")
+
+    class Meta:
+        indexes = [models.Index(fields=["org", "-rebuilt_at"], name="rollup_rebuild_latest")]
+
+    def __str__(self) -> str:
+        return f"rollups of org {self.org_id} rebuilt at {self.rebuilt_at:%Y-%m-%d %H:%M}"
+
+
+class CriteriaTrial(models.Model):
+    """A trial run: a fixed-rule sample graded under an unpublished criteria version with the real judge.
+    The judge calls are counted before it runs (`judge_calls`) and as it runs (`judge_calls_made`); its reviews
+    are trial reviews (ReviewState.TRIAL), listed here in sample order."""
+
+    org = models.ForeignKey(Org, on_delete=models.CASCADE, related_name="+")
+    criteria_version = models.ForeignKey(CriteriaVersion, on_delete=models.PROTECT, related_name="trials")
+    sample = models.JSONField(default=list, help_text="Ids of the drafts or conversations, in sample order.")
+    judge_calls = models.PositiveIntegerField(help_text="Counted before the run, and shown to whoever started it.")
+    judge_calls_made = models.PositiveIntegerField(default=0)
+    review_ids = models.JSONField(default=list)
+    requested_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    requested_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return f"trial of {self.criteria_version} on {len(self.sample)} items"
+
+
 class GradingRun(models.Model):
     """One grading pass. Beat-triggered passes are unique per hour so a second beat cannot double one."""
 
@@ -519,7 +669,13 @@ class GradingRun(models.Model):
     trigger = models.CharField(max_length=8, choices=Trigger.choices)
     started_at = models.DateTimeField(auto_now_add=True)
     needing = models.PositiveIntegerField(default=0, help_text="Items whose current review did not match.")
-    enqueued = models.PositiveIntegerField(default=0)
+    enqueued = models.PositiveIntegerField(default=0, help_text="Sent to the workers, recovered ones included.")
+    recovered = models.PositiveIntegerField(
+        default=0, help_text="Of those enqueued, items whose earlier task was lost (broker, worker, send)."
+    )
+    in_flight = models.PositiveIntegerField(
+        default=0, help_text="Items whose task was waiting in the broker or held by a live worker: not enqueued again."
+    )
     backlog = models.PositiveIntegerField(default=0, help_text="Left for later passes by the per-pass cap.")
 
     class Meta:

@@ -1,7 +1,8 @@
 """The grading pass (DESIGN 4.6): find every item whose current review does not match its evidence and
 the active criteria, and enqueue up to a cap. Its only judge calls are for those items."""
 
-from dataclasses import dataclass
+import logging
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from django.conf import settings
@@ -9,11 +10,18 @@ from django.db import IntegrityError, transaction
 from django.db.models import Exists, OuterRef, Q, QuerySet
 from django.utils import timezone
 
-from grading import enqueue
+from grading import enqueue, inflight
 from grading.criteria import criteria_active
 from grading.evidence import NotScorable
 from grading.models import Conversation, Draft, GradingRun, ItemKind, Org, Review, Route
 from grading.selectors import quiet_period
+
+logger = logging.getLogger(__name__)
+
+# How long after an item was given a ticket its task may still be on its way to the broker: the send follows the
+# commit at once, but a pass waits out a broker outage for about a minute (enqueue.PASS_SEND_PATIENCE). Within
+# this window a ticket the broker does not hold yet is not taken for lost.
+SEND_GRACE = timedelta(seconds=90)
 
 
 def _settled_by(subject: str) -> QuerySet[Review]:
@@ -43,6 +51,7 @@ class PassResult:
     run: GradingRun | None  # None when another beat already ran this hour's pass
     enqueued_ids: list[int]  # conversations
     enqueued_draft_ids: list[int]
+    recovered: dict[str, list[int]] = field(default_factory=dict)  # kind -> ids sent again: their task was lost
 
 
 def grading_pass(
@@ -52,9 +61,11 @@ def grading_pass(
 
     1. Record the run; a second beat-triggered run in the same hour hits the unique bucket and stops.
     2. Make sure every org with items has active criteria (an org's first pass seeds v1).
-    3. Per kind, count what needs grading and take up to what is left of `cap` (longest waiting first) that
-       no pass enqueued within the task time limit, skipping rows another pass holds; mark them queued.
-    4. After commit, send one grading task per item; the rest is backlog, reported on the run.
+    3. Per kind, set aside what is in flight (its task waits in the broker or a live worker holds it,
+       grading/inflight.py); an item marked queued whose task is in neither place was lost and is ready again.
+    4. Take up to what is left of `cap` of the ready items (longest waiting first), skipping rows another pass
+       holds, and give each a ticket; the ready items left over are the backlog.
+    5. After commit, send one grading task per ticket; then one rollup rebuild per org with items.
     """
     now = now or timezone.now()
     cap = cap or settings.GRADING_PASS_CAP
@@ -66,20 +77,62 @@ def grading_pass(
         except IntegrityError:
             return PassResult(run=None, enqueued_ids=[], enqueued_draft_ids=[])
         _seed_criteria()
-        in_flight_since = now - timedelta(seconds=settings.CELERY_TASK_TIME_LIMIT)
-        conversation_ids, conversations_needing = _take(
-            conversations_needing_grading(now), "last_activity_at", cap, now, in_flight_since
+        in_flight = _InFlight(now)
+        conversations = _take(
+            ItemKind.CONVERSATION, conversations_needing_grading(now), "last_activity_at", cap, now, in_flight
         )
-        draft_ids, drafts_needing = _take(
-            drafts_needing_grading(), "updated_at", cap - len(conversation_ids), now, in_flight_since
+        drafts = _take(
+            ItemKind.DRAFT, drafts_needing_grading(), "updated_at", cap - len(conversations.tickets), now, in_flight
         )
-        run.needing = conversations_needing + drafts_needing
-        run.enqueued = len(conversation_ids) + len(draft_ids)
-        run.backlog = run.needing - run.enqueued
-        run.save(update_fields=["needing", "enqueued", "backlog"])
-        transaction.on_commit(lambda: enqueue.grading_of_conversations(conversation_ids))
-        transaction.on_commit(lambda: enqueue.grading_of_drafts(draft_ids))
-    return PassResult(run=run, enqueued_ids=conversation_ids, enqueued_draft_ids=draft_ids)
+        run.needing = conversations.needing + drafts.needing
+        run.in_flight = conversations.in_flight + drafts.in_flight
+        run.enqueued = len(conversations.tickets) + len(drafts.tickets)
+        run.recovered = len(conversations.recovered) + len(drafts.recovered)
+        run.backlog = run.needing - run.in_flight - run.enqueued
+        run.save(update_fields=["needing", "in_flight", "enqueued", "recovered", "backlog"])
+        tickets = conversations.tickets + drafts.tickets
+        transaction.on_commit(lambda: enqueue.grading_send(tickets, patient=True))
+        # The dashboards' rollups are kept by every write; each pass also rebuilds them from the reviews, which
+        # puts right what no review write sees (a conversation moved to another week) and audits the upkeep.
+        with_items = Exists(Conversation.objects.filter(org=OuterRef("pk"))) | Exists(
+            Draft.objects.filter(org=OuterRef("pk"))
+        )
+        org_ids = list(Org.objects.filter(with_items).values_list("pk", flat=True))
+        transaction.on_commit(lambda: enqueue.rollups_rebuild(org_ids))
+    return PassResult(
+        run=run,
+        enqueued_ids=[ticket.item_id for ticket in conversations.tickets],
+        enqueued_draft_ids=[ticket.item_id for ticket in drafts.tickets],
+        recovered={ItemKind.CONVERSATION: conversations.recovered, ItemKind.DRAFT: drafts.recovered},
+    )
+
+
+def grading_recover(*, now: datetime | None = None) -> dict[str, list[int]]:
+    """Send again every queued item whose task was lost; return kind -> ids. Beat runs this every minute, so a
+    draft submitted while the broker was down, or one whose worker died, does not wait for the hourly pass.
+
+    Only items marked queued are looked at (it never plans new work), and the broker is read only when one of
+    them is old enough to have been lost.
+    """
+    now = now or timezone.now()
+    recovered: dict[str, list[int]] = {}
+    every_ticket: list[enqueue.Ticket] = []
+    with transaction.atomic():
+        in_flight = _InFlight(now)
+        for kind, needing in (
+            (ItemKind.CONVERSATION, conversations_needing_grading(now)),
+            (ItemKind.DRAFT, drafts_needing_grading()),
+        ):
+            queued = needing.filter(queued_at__isnull=False)
+            _, lost = in_flight.split(kind, list(queued.values_list("pk", "queued_at", "grading_task_id")))
+            still_lost = queued.filter(pk__in=lost, queued_at__lt=in_flight.sent_before)  # not resent meanwhile
+            picked = sorted(still_lost.select_for_update(skip_locked=True).values_list("pk", flat=True))
+            every_ticket += _ticket(kind, picked, now)
+            recovered[kind] = picked
+        transaction.on_commit(lambda: enqueue.grading_send(every_ticket, patient=True))
+    if every_ticket:
+        logger.warning("sent %s lost grading task(s) again", len(every_ticket))
+    return recovered
 
 
 def _seed_criteria() -> None:
@@ -88,15 +141,85 @@ def _seed_criteria() -> None:
             criteria_active(org=org, kind=kind)
 
 
-def _take(
-    needing: QuerySet, oldest_first: str, cap: int, now: datetime, in_flight_since: datetime
-) -> tuple[list[int], int]:
-    """Up to `cap` ids of `needing` not already in flight, marked queued; and how many need grading in all."""
-    ready = needing.filter(Q(queued_at__isnull=True) | Q(queued_at__lt=in_flight_since))
-    picked = list(
-        ready.order_by(oldest_first, "pk")
-        .select_for_update(skip_locked=True)
-        .values_list("pk", flat=True)[: max(cap, 0)]
+class _InFlight:
+    """What is in flight, read once per pass: the items live workers hold, and the broker's task ids (read only
+    when some ticket is old enough to have been lost)."""
+
+    def __init__(self, now: datetime) -> None:
+        self.sent_before = now - SEND_GRACE
+        self.being_graded = inflight.items_being_graded()
+        self._broker: inflight.BrokerTasks | None = None
+        self._broker_read = False
+
+    def split(self, kind: str, queued: list[tuple[int, datetime | None, str]]) -> tuple[set[int], set[int]]:
+        """(in flight, lost) among items given as (id, queued_at, ticket)."""
+        running = {item_id for held_kind, item_id in self.being_graded if held_kind == kind}
+        in_flight: set[int] = set()
+        candidates = {}
+        for item_id, queued_at, ticket in queued:
+            if item_id in running:
+                in_flight.add(item_id)
+            elif queued_at is None:
+                continue
+            elif queued_at >= self.sent_before:
+                in_flight.add(item_id)  # just given a ticket: its task may be on its way to the broker
+            else:
+                candidates[item_id] = ticket
+        if not candidates:
+            return in_flight, set()
+        broker = self._broker_tasks()
+        if broker is None:  # the broker cannot be read: nothing can be called lost
+            return in_flight | set(candidates), set()
+        # A delivered task that no live worker holds belonged to a worker that died: running tasks hold the lock.
+        waiting = {item_id for item_id, ticket in candidates.items() if ticket in broker.waiting}
+        return in_flight | waiting, set(candidates) - waiting
+
+    def _broker_tasks(self) -> inflight.BrokerTasks | None:
+        if not self._broker_read:
+            self._broker = inflight.broker_tasks(enqueue.queue_names())
+            self._broker_read = True
+        return self._broker
+
+
+@dataclass(frozen=True)
+class _Taken:
+    tickets: list[enqueue.Ticket]
+    recovered: list[int]
+    needing: int
+    in_flight: int
+
+
+def _take(kind: str, needing: QuerySet, oldest_first: str, cap: int, now: datetime, in_flight: _InFlight) -> _Taken:
+    """Up to `cap` items of `needing` that are not in flight, each with a new ticket; which of them were lost;
+    how many need grading and how many of those are in flight.
+
+    One read of what needs grading, then the chosen rows are locked, skipping those a concurrent pass holds.
+    """
+    rows = list(needing.values_list("pk", oldest_first, "queued_at", "grading_task_id"))
+    flying, lost = in_flight.split(kind, [(pk, queued_at, ticket) for pk, _, queued_at, ticket in rows])
+    ready = sorted((order, pk) for pk, order, _, _ in rows if pk not in flying)[: max(cap, 0)]
+    chosen = [pk for _, pk in ready]
+    # Locked, and read again under the lock: a row a concurrent pass gave a ticket meanwhile is no longer ready.
+    still_ready = needing.filter(pk__in=chosen).filter(
+        Q(queued_at__isnull=True) | Q(queued_at__lt=in_flight.sent_before)
     )
-    needing.model.objects.filter(pk__in=picked).update(queued_at=now)
-    return picked, needing.count()
+    locked = set(still_ready.select_for_update(skip_locked=True).values_list("pk", flat=True))
+    picked = [pk for pk in chosen if pk in locked]
+    return _Taken(
+        tickets=_ticket(kind, picked, now),
+        recovered=[pk for pk in picked if pk in lost],
+        needing=len(rows),
+        in_flight=len(flying),
+    )
+
+
+def _ticket(kind: str, item_ids: list[int], now: datetime) -> list[enqueue.Ticket]:
+    """Give each item a new ticket in the caller's transaction: from its commit on, the item is owed a grading."""
+    tickets = [enqueue.Ticket(kind=kind, item_id=item_id, task_id=enqueue.new_task_id()) for item_id in item_ids]
+    model = Conversation if kind == ItemKind.CONVERSATION else Draft
+    model.objects.bulk_update(
+        [model(pk=t.item_id, queued_at=now, grading_task_id=t.task_id) for t in tickets],
+        ["queued_at", "grading_task_id"],
+        batch_size=1000,
+    )
+    return tickets

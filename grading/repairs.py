@@ -26,6 +26,7 @@ from grading.checks import (
     unix_newlines,
     vocabulary_matcher,
 )
+from grading.prose import visible_prose
 from grading.rules import BannedCharacter, DraftRules, RequiredComponent
 
 # Ask the similarity lookup for a few more articles than needed: a candidate whose title would itself break a rule
@@ -119,12 +120,13 @@ def repair_draft(
 def replace_banned_characters(body: str, rules: DraftRules) -> tuple[str, list[AppliedRepair]]:
     """Every banned character in the prose (never in code) swapped for its substitute, one repair per character."""
     characters = {c.sequence: c for c in rules.banned_characters.characters}
-    found = vocabulary_matcher(rules).scan(parse_draft(body).prose)
+    structure = parse_draft(body)
+    found = vocabulary_matcher(rules).scan(structure.visible.text, structure.haystack)
     edits = sorted(
         (start, end, characters[term])
         for (kind, term), spans in found.items()
         if kind == "character"
-        for start, end in spans
+        for start, end in structure.visible.body_spans(spans)
     )
     if not edits:
         return body, []
@@ -203,7 +205,7 @@ def _usable_articles(
         if slug in exclude or slug in usable or not _SLUG.fullmatch(slug) or not title.strip():
             continue
         clean_title, _ = replace_banned_characters(" ".join(title.split()), rules)
-        if vocabulary_matcher(rules).scan(clean_title):
+        if vocabulary_matcher(rules).scan(visible_prose(clean_title).text):
             continue
         usable[slug] = RelatedArticle(slug, clean_title)
     return list(usable.values())

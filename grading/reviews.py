@@ -34,6 +34,7 @@ from grading.models import (
 )
 from grading.otlp.export import evaluations_export_on_commit
 from grading.outcomes import CHECKS, UNKNOWN_CHECK, VERDICTS
+from grading.rollups import monday, rollups_tracking
 from grading.rules import DraftRules
 from grading.selectors import conversation_path
 
@@ -78,12 +79,14 @@ def conversation_grade(
             "stages": 0,
         }
     else:
-        outcome = _judge_path(state.path, criteria, judge)
+        outcome = path_outcome(state.path, criteria, judge)
     return review_record(conversation, identity, outcome, started_at=now)
 
 
-def _judge_path(path: list[evidence.EvidenceMessage], criteria: CriteriaVersion, judge: ConversationJudge) -> dict:
-    """Judge the path in stages that fit the judge's context, and combine the stages' verdicts.
+def path_outcome(path: list[evidence.EvidenceMessage], criteria: CriteriaVersion, judge: ConversationJudge) -> dict:
+    """Judge a scorable path under `criteria` in stages that fit the judge's context, and combine the stages'
+    verdicts: a review's outcome fields. Grading records it as the conversation's review; a criteria trial as a
+    trial review.
 
     1. Stage the path to the judge's budget, counted in its tokens (`judge.stage_budget`, `judge.measure`).
        A message that cannot fit even alone makes the conversation not scorable by this judge: evidence is
@@ -96,8 +99,7 @@ def _judge_path(path: list[evidence.EvidenceMessage], criteria: CriteriaVersion,
     usage = ZERO_USAGE
     stages: list[evidence.Stage] = []
     for _ in range(_RESTAGINGS + 1):
-        budget = judge.stage_budget(rubric=criteria.rubric, criteria_number=criteria.number)
-        stages = evidence.stages(path, budget=budget, measure=judge.measure)
+        budget, stages = path_stages(path, criteria, judge)
         if oversized := next((stage for stage in stages if stage.oversized), None):
             return _too_long(oversized, budget, len(stages), usage)
         per_stage = []
@@ -132,6 +134,15 @@ def _judge_path(path: list[evidence.EvidenceMessage], criteria: CriteriaVersion,
         "stages": len(stages),
         "usage": usage.as_json(),
     }
+
+
+def path_stages(
+    path: list[evidence.EvidenceMessage], criteria: CriteriaVersion, judge: ConversationJudge
+) -> tuple[int, list[evidence.Stage]]:
+    """The stages `judge` reads the path in under `criteria` (its token budget per stage, and the stages): what
+    grading sends, and what a trial counts before it spends anything."""
+    budget = judge.stage_budget(rubric=criteria.rubric, criteria_number=criteria.number)
+    return budget, evidence.stages(path, budget=budget, measure=judge.measure)
 
 
 # A refusal teaches the judge the server's figures, so one re-staging nearly always fits; a few more allow for
@@ -175,9 +186,14 @@ _IDENTITY_KEYS = ("fingerprint", "criteria_version", "judge_key", "memory_snapsh
 
 
 def review_with_identity(subject: Conversation | Draft, identity: dict) -> Review | None:
-    """The finished, non-error review of `subject` with this score identity, if there is one."""
+    """The finished, non-error review of `subject` with this score identity, if there is one. Trial reviews
+    are not: they stand for no grading of the item (ReviewState.TRIAL)."""
     match = {key: identity[key] for key in _IDENTITY_KEYS if key in identity}
-    found = Review.objects.filter(**{_subject_field(subject): subject}, **match).exclude(route=Route.ERROR)
+    found = (
+        Review.objects.filter(**{_subject_field(subject): subject}, **match)
+        .exclude(route=Route.ERROR)
+        .exclude(state=ReviewState.TRIAL)
+    )
     # Asked before every judge call and nearly always absent: ask for the id alone (the identity constraint
     # allows at most one, so there is nothing to order), and read the whole review only when there is one.
     pk = next(iter(found.values_list("pk", flat=True)[:1]), None)
@@ -221,9 +237,14 @@ def _published_rules(pk: int) -> DraftRules:
 # --- the stored state: every write that changes what a review is worth goes through here --------------------
 
 
+def _for_people(review: Review) -> bool:
+    """Routed to people by the machine, or picked by the audit sample whatever the machine decided."""
+    return review.route == Route.HUMAN or review.audit
+
+
 def _stored_state(*, matches_item: bool, for_people: bool, decided: bool) -> ReviewState:
     """The state of an item's latest review, as far as the item and the decisions go (ReviewState says what
-    is read when asked instead)."""
+    is read when asked instead). `for_people`: see `_for_people`."""
     if not matches_item:
         return ReviewState.STALE
     if for_people:
@@ -240,42 +261,61 @@ def review_record(subject: Conversation | Draft, identity: dict, outcome: dict, 
        counts, history at once (superseded), so it never displaces the review that matches.
     3. Otherwise the previous live review is superseded and this one takes its place.
     If another worker wrote this identity first (the same task delivered twice), the constraint refuses ours
-    and theirs is kept.
+    and theirs is kept. The review is filed for the dashboards as the item stands (application, week, when its
+    evidence arrived), and the rollups are booked in the same transaction.
     """
     field = _subject_field(subject)
     try:
         with transaction.atomic():
-            # Only the fingerprint and the live review's id are needed: reading whole rows (a draft's body,
-            # a conversation's evidence state, thirty columns of review) was most of this block's CPU.
-            fingerprint = (
-                type(subject).objects.select_for_update().filter(pk=subject.pk).values_list("fingerprint", flat=True)
-            ).get()
+            # Only what the review is filed by and the live review's id are needed: reading whole rows (a
+            # draft's body, a conversation's evidence state, thirty columns of review) was most of this block's CPU.
+            item = type(subject).objects.select_for_update().only(*_FILED_BY[field]).get(pk=subject.pk)
             live = _live_review_id(field, subject.pk)
-            matches = identity["fingerprint"] == fingerprint
+            matches = identity["fingerprint"] == item.fingerprint
             fresh = (
                 matches and CriteriaVersion.objects.filter(pk=identity["criteria_version"].pk, is_active=True).exists()
             )
-            if not fresh and live is not None and Review.objects.counting().filter(pk=live).exists():
-                state = ReviewState.SUPERSEDED
-            else:
-                if live is not None:
-                    Review.objects.filter(pk=live).update(state=ReviewState.SUPERSEDED)
-                state = _stored_state(matches_item=matches, for_people=outcome["route"] == Route.HUMAN, decided=False)
-            review = Review.objects.create(
-                org=subject.org,
-                kind=ItemKind.DRAFT if field == "draft" else ItemKind.CONVERSATION,
-                **{field: subject},
-                started_at=started_at,
-                finished_at=timezone.now(),
-                state=state,
-                **identity,
-                **outcome,
-            )
+            with rollups_tracking([live]) as tracked:
+                if not fresh and live is not None and Review.objects.counting().filter(pk=live).exists():
+                    state = ReviewState.SUPERSEDED
+                else:
+                    if live is not None:
+                        Review.objects.filter(pk=live).update(state=ReviewState.SUPERSEDED)
+                    for_people = outcome["route"] == Route.HUMAN
+                    state = _stored_state(matches_item=matches, for_people=for_people, decided=False)
+                finished_at = timezone.now()
+                review = Review.objects.create(
+                    org=subject.org,
+                    kind=ItemKind.DRAFT if field == "draft" else ItemKind.CONVERSATION,
+                    **{field: subject},
+                    started_at=started_at,
+                    finished_at=finished_at,
+                    state=state,
+                    **_filing(item, finished_at),
+                    **identity,
+                    **outcome,
+                )
+                tracked.add(review.pk)
             if state in COUNTING_STATES:
                 evaluations_export_on_commit(review_id=review.pk)
             return review
     except IntegrityError:
         return review_with_identity(subject, identity)
+
+
+# The item's columns `review_record` reads: its fingerprint and what `_filing` files the review by.
+_FILED_BY = {
+    "draft": ("fingerprint", "updated_at"),
+    "conversation": ("fingerprint", "application", "started_at", "last_activity_at"),
+}
+
+
+def _filing(item: Conversation | Draft, finished_at: datetime) -> dict:
+    """Where the dashboards file a review: conversations by application and the ISO week they started, drafts by
+    the week of their verdict; and when the evidence it read arrived."""
+    if isinstance(item, Draft):
+        return {"application": "", "week": monday(finished_at), "submitted_at": item.updated_at}
+    return {"application": item.application, "week": monday(item.started_at), "submitted_at": item.last_activity_at}
 
 
 def review_state_refresh(*, subject: Conversation | Draft) -> None:
@@ -304,14 +344,41 @@ def review_state_refresh(*, subject: Conversation | Draft) -> None:
         if live is not None:
             _set_state(live, ReviewState.SUPERSEDED)
         live = earlier
-    decided = live.route == Route.HUMAN and Decision.objects.filter(review=live).exists()
-    _set_state(live, _stored_state(matches_item=True, for_people=live.route == Route.HUMAN, decided=decided))
+    for_people = _for_people(live)
+    decided = for_people and Decision.objects.filter(review=live).exists()
+    _set_state(live, _stored_state(matches_item=True, for_people=for_people, decided=decided))
 
 
 def _set_state(review: Review, state: ReviewState) -> None:
     if review.state != state:
-        Review.objects.filter(pk=review.pk).update(state=state)
+        with rollups_tracking([review.pk]):
+            Review.objects.filter(pk=review.pk).update(state=state)
         review.state = state
+
+
+def review_audit_mark(*, review_ids: list[int]) -> list[int]:
+    """Send counting reviews to people as audit items, whatever the machine decided; return the ids newly marked.
+
+    An audit item waits for a person like any item routed to humans (its stored state says so), and its page
+    hides the machine's verdict until the person decided. Reviews that stopped counting, and reviews marked
+    before, are left alone: marking twice changes nothing.
+    """
+    marked = []
+    with transaction.atomic():
+        reviews = (
+            Review.objects.counting()
+            .select_for_update(of=("self",))
+            .filter(pk__in=list(review_ids), audit=False)
+            .exclude(route__in=[Route.ERROR, Route.NOT_SCORABLE])
+            .order_by("pk")
+        )
+        for review in reviews:
+            with rollups_tracking([review.pk]):
+                decided = Decision.objects.filter(review=review).exists()
+                state = _stored_state(matches_item=True, for_people=True, decided=decided)
+                Review.objects.filter(pk=review.pk).update(audit=True, state=state)
+            marked.append(review.pk)
+    return marked
 
 
 def review_reinstate(review: Review) -> Review:
@@ -371,19 +438,20 @@ def decision_record(
         values = _decision_values(review, outcome=outcome, checks=checks or {}, note=note)
         if not Review.objects.waiting().filter(pk=review_id).exists():
             raise NotWaiting(review_id)
-        try:
-            with transaction.atomic():
-                decision = Decision.objects.create(
-                    org_id=review.org_id,
-                    review=review,
-                    note=note,
-                    decided_by=decided_by,
-                    decided_at=decided_at,
-                    **values,
-                )
-        except IntegrityError:  # the constraint is the last line: a concurrent decision got in first
-            raise NotWaiting(review_id) from None
-        Review.objects.filter(pk=review_id).update(state=ReviewState.DECIDED)
+        with rollups_tracking([review_id]):
+            try:
+                with transaction.atomic():
+                    decision = Decision.objects.create(
+                        org_id=review.org_id,
+                        review=review,
+                        note=note,
+                        decided_by=decided_by,
+                        decided_at=decided_at,
+                        **values,
+                    )
+            except IntegrityError:  # the constraint is the last line: a concurrent decision got in first
+                raise NotWaiting(review_id) from None
+            Review.objects.filter(pk=review_id).update(state=ReviewState.DECIDED)
         evaluations_export_on_commit(review_id=review_id, decision_id=decision.pk)
     return decision
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
 Severity = Literal["fatal", "fixable"]
 Placement = Literal["after_first_section", "before_last_section", "end"]
@@ -440,17 +440,198 @@ class DraftRules(_Strict):
     max_judge_issues: int = Field(5, ge=0, le=50)
     repair: RepairSwitches = Field(default_factory=RepairSwitches)
 
-    @model_validator(mode="after")
-    def _band_below_threshold(self) -> DraftRules:
-        # The marginal band is [threshold - band, threshold): it has to start on the 1-10 scale.
-        if self.threshold - self.band < 1.0:
-            raise ValueError("threshold - band must be at least 1")
-        return self
+    @field_validator("band")
+    @classmethod
+    def _band_below_threshold(cls, band: float, info: ValidationInfo) -> float:
+        # The marginal band is [threshold - band, threshold): it has to start on the 1-10 scale. Reported on the
+        # band, where an editor shows it (a threshold that failed its own check is reported there instead).
+        threshold = info.data.get("threshold")
+        if threshold is not None and threshold - band < 1.0:
+            raise ValueError(
+                f"must be below the threshold and leave the band's start on the 1-10 scale: at most "
+                f"{threshold - 1:g} with threshold {threshold:g}"
+            )
+        return band
 
 
 def default_rules() -> DraftRules:
     """The seeded v1 rules (DESIGN 5.1)."""
     return DraftRules()
+
+
+# --- validating an edit ---------------------------------------------------------------------------------------------
+class RulesInvalid(ValueError):
+    """A rules document an editor may not save. `errors` maps a field's path in the document ("banned_words.terms",
+    "components.required.1.template", "band"; "" for the whole document) to what is wrong with it."""
+
+    def __init__(self, errors: dict[str, list[str]]) -> None:
+        super().__init__("; ".join(f"{path or 'rules'}: {' '.join(messages)}" for path, messages in errors.items()))
+        self.errors = errors
+
+
+# Characters that cannot stand in a Markdown link destination written as [text](pattern).
+_LINK_BREAKERS = re.compile(r"[\s()<>\[\]`]")
+
+
+def rules_validate(document: object) -> DraftRules:
+    """The rules document an editor asked to save, or RulesInvalid naming each field that is wrong.
+
+    1. The edit checks, on the document as given (before terms are normalised, which would hide duplicates): an
+       empty required list, an entry listed twice, an entry the matcher can never match, a link pattern that does
+       not compile into a link, a banned character without a name.
+    2. The document's own validation (types, ranges, the band under the threshold, component templates, ...),
+       except where step 1 already said what is wrong with that field.
+    Reading a stored version (`DraftRules.model_validate`) applies only step 2, so a published version stays
+    readable whatever later editors are asked to check.
+    """
+    edit_errors = _edit_errors(document) if isinstance(document, dict) else {}
+    try:
+        rules = DraftRules.model_validate(document)
+    except ValidationError as exc:
+        errors = edit_errors | {
+            path: messages
+            for path, messages in rules_field_errors(exc).items()
+            if not any(_within(edited, path) for edited in edit_errors)
+        }
+        raise RulesInvalid(errors) from None
+    if edit_errors:
+        raise RulesInvalid(edit_errors)
+    return rules
+
+
+def _within(path: str, ancestor: str) -> bool:
+    return path == ancestor or path.startswith(ancestor + ".") or ancestor == ""
+
+
+def rules_field_errors(exc: ValidationError) -> dict[str, list[str]]:
+    """Pydantic's errors as messages per field path, in words an editor can act on."""
+    errors: dict[str, list[str]] = {}
+    for error in exc.errors():
+        path = ".".join(str(part) for part in error["loc"])
+        messages = errors.setdefault(path, [])
+        message = _message(error)
+        if message not in messages:
+            messages.append(message)
+    return errors
+
+
+def _message(error: dict) -> str:
+    context = error.get("ctx") or {}
+    match error["type"]:
+        case "value_error":
+            return str(context.get("error", error["msg"]))
+        case "greater_than_equal":
+            return f"must be at least {context['ge']:g}"
+        case "less_than_equal":
+            return f"must be at most {context['le']:g}"
+        case "literal_error":
+            return f"must be one of {context['expected']}"
+        case "extra_forbidden":
+            return "is not a field of the rules document"
+        case "missing":
+            return "is required"
+        case "string_too_short":
+            return "may not be empty"
+        case "int_parsing" | "int_from_float" | "int_type":
+            return "must be a whole number"
+        case "float_parsing" | "float_type":
+            return "must be a number"
+        case "bool_parsing" | "bool_type":
+            return "must be true or false"
+    return str(error["msg"])
+
+
+def _edit_errors(document: dict) -> dict[str, list[str]]:
+    errors: dict[str, list[str]] = {}
+    # Both vocabulary lists are required: emptied, their checks would silently check nothing.
+    for section, noun in (("banned_words", "banned word"), ("filler_phrases", "filler phrase")):
+        terms = _section(document, section).get("terms")
+        if isinstance(terms, list):
+            _list_errors(errors, f"{section}.terms", terms, noun, required=True)
+    openings = _section(document, "h2").get("openings")
+    if isinstance(openings, list):
+        _list_errors(errors, "h2.openings", openings, "heading opening", required=False)
+    characters = _section(document, "banned_characters").get("characters")
+    if isinstance(characters, list):
+        _character_errors(errors, characters)
+    required = _section(document, "components").get("required")
+    if isinstance(required, list):
+        names = [c.get("name") if isinstance(c, dict) else None for c in required]
+        for index, name in enumerate(names):
+            if isinstance(name, str) and name and names.index(name) < index:
+                errors.setdefault(f"components.required.{index}.name", []).append(f"{name} is required twice")
+    pattern = _section(document, "internal_links").get("pattern")
+    if isinstance(pattern, str):
+        _pattern_errors(errors, pattern)
+    return errors
+
+
+def _section(document: dict, name: str) -> dict:
+    section = document.get(name)
+    return section if isinstance(section, dict) else {}
+
+
+def _list_errors(errors: dict[str, list[str]], path: str, entries: list, noun: str, *, required: bool) -> None:
+    """Entries as an editor typed them: an empty required list, duplicates (as the matcher reads them: any case,
+    either apostrophe, any run of spaces) and entries with no letter or digit, which can never be matched as a
+    whole word (punctuation belongs under banned characters)."""
+    messages: list[str] = []
+    if required and not entries:
+        messages.append(f"List at least one {noun}: an empty list would switch this check off.")
+    seen: dict[str, str] = {}
+    for entry in entries:
+        if not isinstance(entry, str):
+            continue  # the document's own validation names the type
+        key = normalize_term(entry)
+        if key and not any(char.isalnum() for char in key):
+            messages.append(
+                f"{entry.strip()!r} has no letter or digit, so it can never be matched as a {noun}"
+                + (" (list punctuation under banned characters)." if noun != "heading opening" else ".")
+            )
+        elif key in seen:
+            messages.append(f"{entry.strip()!r} is listed twice (as {seen[key]!r} too).")
+        elif key:
+            seen[key] = entry.strip()
+    if messages:
+        errors.setdefault(path, []).extend(messages)
+
+
+def _character_errors(errors: dict[str, list[str]], characters: list) -> None:
+    seen: set[str] = set()
+    for index, character in enumerate(characters):
+        if not isinstance(character, dict):
+            continue
+        sequence, name = character.get("sequence"), character.get("name")
+        path = f"banned_characters.characters.{index}"
+        if isinstance(sequence, str) and sequence:
+            if not sequence.strip():
+                errors.setdefault(f"{path}.sequence", []).append(
+                    "Whitespace can never be a banned character: prose reads every run of it as one space."
+                )
+            elif any(char.isalnum() for char in sequence):
+                errors.setdefault(f"{path}.sequence", []).append(
+                    f"{sequence!r} has letters or digits: list words under banned words."
+                )
+            elif sequence.lower() in seen:
+                errors.setdefault(f"{path}.sequence", []).append(f"{sequence!r} is listed twice.")
+            seen.add(sequence.lower())
+        if isinstance(name, str) and not name.strip():
+            errors.setdefault(f"{path}.name", []).append("Give it a name: the finding says it.")
+
+
+def _pattern_errors(errors: dict[str, list[str]], pattern: str) -> None:
+    """The pattern compiles into the link the checks look for, `[text](pattern)` with {slug} a slug: nothing in it
+    may end the link's destination, and {slug} is its only placeholder."""
+    problems = []
+    if _LINK_BREAKERS.search(pattern):
+        problems.append("it may not contain spaces, brackets, parentheses or backticks, which end a Markdown link")
+    rest = pattern.replace(_SLUG_PLACEHOLDER, "")
+    if "{" in rest or "}" in rest:
+        problems.append("{slug} is the only placeholder it may hold")
+    if problems:
+        errors.setdefault("internal_links.pattern", []).append(
+            "The pattern does not compile into a link: " + "; ".join(problems) + "."
+        )
 
 
 # --- the writer's copy ----------------------------------------------------------------------------------------------

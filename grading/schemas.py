@@ -1,6 +1,8 @@
 """Payloads the pipelines send (the API) and the importers produce: one shape, validated once."""
 
-from datetime import datetime
+import math
+import unicodedata
+from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -22,14 +24,54 @@ def _storable(value: Any) -> Any:
     return value
 
 
+def _identifier(value: str) -> str:
+    # An id is matched and shown, never read as text: a control character in one is a broken record or a
+    # trick on whoever reads a log or a page, and a line break in one splits a log line in two.
+    for char in value:
+        if unicodedata.category(char) == "Cc":
+            raise ValueError(f"contains the control character U+{ord(char):04X}")
+    return value
+
+
+def _addressable(value: str) -> str:
+    # A conversation is read and appended at /conversations/{external_id}. A "/" (even written %2F, which
+    # servers decode before routing) ends the segment, and "." or ".." are removed by every HTTP client, so
+    # such an id could be stored but never reached again.
+    if "/" in value:
+        raise ValueError('may not contain "/": it could never be read or appended at /conversations/{external_id}')
+    if value in (".", ".."):
+        raise ValueError(f'may not be "{value}": HTTP clients remove it from a URL')
+    return value
+
+
 # Ids reach queries as well as rows, and PostgreSQL refuses NUL even in a WHERE clause.
-ExternalId = Annotated[str, Field(min_length=1, max_length=200), AfterValidator(_storable)]
+ExternalId = Annotated[str, Field(min_length=1, max_length=200), AfterValidator(_storable), AfterValidator(_identifier)]
+# A conversation's id is also a segment of its URL.
+ConversationId = Annotated[ExternalId, AfterValidator(_addressable)]
 Url = Annotated[HttpUrl, UrlConstraints(max_length=1000)]
 
 
+def _storable_time(value: datetime | None) -> datetime | None:
+    """In UTC, a time both PostgreSQL and Python can hold. PostgreSQL stores times far outside Python's years
+    1 to 9999 (0001-01-01T00:00+14:00 is 1 BC in UTC), after which no read of the row succeeds again."""
+    if value is None:
+        return None
+    try:
+        return (value if value.tzinfo is not None else value.replace(tzinfo=UTC)).astimezone(UTC)
+    except OverflowError:
+        raise ValueError("is outside the years 1 to 9999 once converted to UTC") from None
+
+
+StorableTime = Annotated[datetime, AfterValidator(_storable_time)]
+
+
 def _refuse_unstorable(value: Any, path: str = "") -> None:
-    """PostgreSQL stores neither NUL characters nor lone surrogates; refuse them up front, by location."""
-    if isinstance(value, str):
+    """PostgreSQL stores neither NUL characters, lone surrogates nor non-finite numbers (JSON has none: NaN,
+    Infinity and numbers too large for a double such as 1e400 are not data); refuse them up front, by location."""
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise ValueError(f"holds {value}, which is not a JSON number{path}")
+    elif isinstance(value, str):
         if "\x00" in value:
             raise ValueError(f"contains a NUL character{path}")
         try:
@@ -56,7 +98,7 @@ class MessageIn(BaseModel):
     tool_calls: list[dict[str, Any]] | None = None
     tool_call_id: str | None = Field(default=None, max_length=200)
     name: str | None = Field(default=None, max_length=200)
-    created_at: datetime | None = None
+    created_at: StorableTime | None = None
     hidden: bool = False
     truncated: bool = False
 
@@ -70,7 +112,7 @@ class MessageIn(BaseModel):
 class ConversationIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    external_id: ExternalId
+    external_id: ConversationId
     application: Annotated[str, Field(min_length=1, max_length=100)]
     closed: bool = False
     active_message_id: ExternalId | None = None
@@ -96,7 +138,7 @@ class MessagesIn(BaseModel):
 class FeedbackIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    conversation: ExternalId
+    conversation: ConversationId
     message_id: ExternalId
     value: Literal["up", "down"]
 

@@ -2,7 +2,7 @@
 number, the review sample and the pipeline's view of a draft."""
 
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from django.conf import settings
@@ -147,10 +147,31 @@ def conversation_quality(org: Org) -> list[QualityRow]:
 
 @dataclass(frozen=True)
 class SampleCell:
-    application: str
+    application: str  # "" for drafts
     iso_year: int
     iso_week: int
     external_ids: list[str]
+    review_ids: list[int] = field(default_factory=list)  # the counting review of each, in the same order
+
+
+def _sample_since(now: datetime, weeks: int) -> datetime:
+    this_monday = (now - timedelta(days=now.isocalendar().weekday - 1)).replace(
+        hour=0, minute=0, second=0, microsecond=0
+    )
+    return this_monday - timedelta(weeks=weeks - 1)
+
+
+def _smallest_hashes(rows, *, per_week: int, salt: str) -> list[SampleCell]:
+    cells: dict[tuple[str, int, int], list[tuple[str, str, int]]] = {}
+    for application, at, external_id, review_id in rows:
+        year, week, _ = at.isocalendar()
+        rank = hashlib.sha256((salt + external_id).encode()).hexdigest()
+        cells.setdefault((application, year, week), []).append((rank, external_id, review_id))
+    sample = []
+    for (application, year, week), ranked in sorted(cells.items()):
+        picked = sorted(ranked)[:per_week]
+        sample.append(SampleCell(application, year, week, [e for _, e, _ in picked], [r for _, _, r in picked]))
+    return sample
 
 
 def sample_conversations(
@@ -163,26 +184,27 @@ def sample_conversations(
     look. Scorable here means the conversation's current review counts and was not `not_scorable`.
     """
     now = now or timezone.now()
-    this_monday = (now - timedelta(days=now.isocalendar().weekday - 1)).replace(
-        hour=0, minute=0, second=0, microsecond=0
-    )
-    since = this_monday - timedelta(weeks=weeks - 1)
     scorable = (
         Review.objects.counting()
         .filter(org=org, kind=ItemKind.CONVERSATION)
         .exclude(route__in=[Route.NOT_SCORABLE, Route.ERROR])
-        .filter(conversation__started_at__gte=since, conversation__started_at__lte=now)
-        .values_list("conversation__application", "conversation__started_at", "conversation__external_id")
+        .filter(conversation__started_at__gte=_sample_since(now, weeks), conversation__started_at__lte=now)
+        .values_list("conversation__application", "conversation__started_at", "conversation__external_id", "pk")
     )
-    cells: dict[tuple[str, int, int], list[tuple[str, str]]] = {}
-    for application, started_at, external_id in scorable:
-        year, week, _ = started_at.isocalendar()
-        rank = hashlib.sha256((salt + external_id).encode()).hexdigest()
-        cells.setdefault((application, year, week), []).append((rank, external_id))
-    return [
-        SampleCell(application, year, week, [external_id for _, external_id in sorted(ranked)[:per_week]])
-        for (application, year, week), ranked in sorted(cells.items())
-    ]
+    return _smallest_hashes(scorable, per_week=per_week, salt=salt)
+
+
+def sample_drafts(*, org: Org, per_week: int, weeks: int, salt: str, now: datetime | None = None) -> list[SampleCell]:
+    """The same rule for drafts, per ISO week of their verdict: the `per_week` drafts with a counting, judged
+    review and the smallest sha256(salt + external_id)."""
+    now = now or timezone.now()
+    judged = (
+        Review.objects.counting()
+        .filter(org=org, kind=ItemKind.DRAFT, finished_at__gte=_sample_since(now, weeks), finished_at__lte=now)
+        .exclude(route__in=[Route.NOT_SCORABLE, Route.ERROR])
+        .values_list("application", "finished_at", "draft__external_id", "pk")
+    )
+    return _smallest_hashes(judged, per_week=per_week, salt=salt)
 
 
 # --- drafts ----------------------------------------------------------------------------------------------

@@ -15,8 +15,9 @@ from grading import enqueue
 from grading import evidence as ev
 from grading.audit import audit_record
 from grading.evidence import EvidenceMessage, active_path, branch_count, draft_fingerprint, fingerprint
-from grading.models import ApiKey, Conversation, Draft, Feedback, Message, Org
+from grading.models import ApiKey, Conversation, Draft, Feedback, ItemKind, Message, Org
 from grading.reviews import review_state_refresh
+from grading.rollups import rollups_thumbs_refresh, thumbs_of
 from grading.schemas import ConversationIn, DraftIn, FeedbackIn, MessageIn, MessagesIn
 
 API_KEY_PREFIX = "tg_"
@@ -54,7 +55,11 @@ def api_key_revoke(*, api_key: ApiKey, actor: AbstractBaseUser | None = None) ->
 
 
 def api_key_authenticate(plaintext: str) -> ApiKey | None:
-    """The live key matching `plaintext`, with its last-used time moved; None for unknown or revoked keys."""
+    """The live key matching `plaintext`, with its last-used time moved; None for unknown or revoked keys.
+
+    Found by its SHA-256 through the unique index, which is safe against timing attacks with no compare_digest:
+    the index compares the hash of the caller's guess, and the caller cannot steer that hash towards a stored
+    one without a SHA-256 preimage, so how long the lookup takes tells nothing about any key."""
     if not plaintext.startswith(API_KEY_PREFIX):
         return None
     api_key = ApiKey.objects.select_related("org").filter(key_hash=_hash_key(plaintext), revoked_at=None).first()
@@ -162,42 +167,71 @@ def _columns(conversation: Conversation) -> tuple:
 def _merge_messages(
     conversation: Conversation, incoming: list[MessageIn], now: datetime, before: tuple
 ) -> tuple[list[EvidenceMessage] | None, ev.NotScorable | None]:
-    """Insert new ids, update changed ones (an edit), then recompute the evidence columns.
+    """Insert new ids, update changed ones (an edit), keep repeats of an id as twins, then recompute the evidence.
 
     1. An append that continues the active path (new ids, each the child of the one before, the first a child
        of the active leaf, which stays the active leaf) reads no earlier message: `_recompute_evidence` extends
        the stored state.
-    2. Otherwise load every message of the conversation (the path and fingerprint need them all). New ids are
-       inserted; a known id whose fields differ is an edit and is updated in place.
-    3. Enforce the size limits before anything is written (the caller's transaction rolls back otherwise).
-    4. Recompute the active path, fingerprint, branch count and activity times from the merged set.
+    2. Otherwise load every message of the conversation (the path and fingerprint need them all). The first
+       message under each id in the payload is merged: a new id is inserted, a known id whose fields differ is
+       an edit and is updated in place.
+    3. Later messages under the same id in the payload are its twins, kept as sent so that the record reads
+       `duplicate_id` instead of one of them winning silently. Stored twins of that id are replaced when the
+       payload's differ, and removed when the payload sends the id once: the source has said which it means.
+    4. Enforce the size limits before anything is written (the caller's transaction rolls back otherwise).
+    5. Recompute the active path, fingerprint, branch count and activity times from the merged set.
     """
     if (appended := _continuation(conversation, incoming, now)) is not None:
         _enforce_limits(incoming, conversation.message_count + len(appended))
         Message.objects.bulk_create(appended)
         return None, _recompute_evidence(conversation, appended, changed=True, now=now, before=before, appended=True)
-    existing = {m.external_id: m for m in conversation.messages.all()} if conversation.pk else {}
+    rows = list(conversation.messages.all()) if conversation.pk else []
+    existing = {m.external_id: m for m in rows if m.twin == 0}
+    twins: dict[str, list[Message]] = {}
+    for row in sorted((m for m in rows if m.twin), key=lambda m: m.twin):
+        twins.setdefault(row.external_id, []).append(row)
+    sent: dict[str, list[MessageIn]] = {}
+    for message_in in incoming:
+        sent.setdefault(message_in.id, []).append(message_in)
     new: list[Message] = []
     edited: list[Message] = []
-    for message_in in incoming:
+    replaced: list[Message] = []
+    for message_id, (message_in, *repeats) in sent.items():
         fields = _message_fields(message_in, now)
-        current = existing.get(message_in.id)
+        current = existing.get(message_id)
         if current is None:
-            message = Message(conversation=conversation, external_id=message_in.id, **fields)
-            existing[message_in.id] = message
+            message = Message(conversation=conversation, external_id=message_id, **fields)
+            existing[message_id] = message
             new.append(message)
-        elif any(getattr(current, name) != value for name, value in fields.items() if name != "created_at"):
+        elif _differs(current, fields):
             if message_in.created_at is None:
                 del fields["created_at"]  # an edit does not move a message in time unless the source says so
             for name, value in fields.items():
                 setattr(current, name, value)
             edited.append(current)
-    _enforce_limits(incoming, len(existing))
+        stored = twins.get(message_id, [])
+        wanted = [_message_fields(repeat, now) for repeat in repeats]
+        if len(stored) != len(wanted) or any(_differs(row, f) for row, f in zip(stored, wanted, strict=False)):
+            replaced += stored
+            twins[message_id] = [
+                Message(conversation=conversation, external_id=message_id, twin=number, **twin_fields)
+                for number, twin_fields in enumerate(wanted, start=1)
+            ]
+            new += twins[message_id]
+    merged = [*existing.values(), *(row for rows_of_id in twins.values() for row in rows_of_id)]
+    _enforce_limits(incoming, len(merged))
+    if replaced:
+        Message.objects.filter(pk__in=[row.pk for row in replaced]).delete()
     Message.objects.bulk_create(new)
     Message.objects.bulk_update(edited, list(_MESSAGE_FIELDS))
-    messages = list(existing.values())
-    reason = _recompute_evidence(conversation, messages, changed=bool(new or edited), now=now, before=before)
-    return [m.as_evidence() for m in messages], reason
+    changed = bool(new or edited or replaced)
+    reason = _recompute_evidence(conversation, merged, changed=changed, now=now, before=before)
+    return [m.as_evidence() for m in merged], reason
+
+
+def _differs(row: Message, fields: dict) -> bool:
+    # A time the source did not give is the time we received it, so comparing it would make every re-send an edit.
+    return any(getattr(row, name) != value for name, value in fields.items() if name != "created_at")
 
 
 def _continuation(conversation: Conversation, incoming: list[MessageIn], now: datetime) -> list[Message] | None:
@@ -368,9 +402,13 @@ def feedback_record(*, org: Org, payload: FeedbackIn) -> Feedback:
         raise ConversationNotFound(payload.conversation)
     if not conversation.messages.filter(external_id=payload.message_id).exists():
         raise ConversationNotFound(f"{payload.conversation}/{payload.message_id}")
-    feedback, _ = Feedback.objects.update_or_create(
-        conversation=conversation, message_external_id=payload.message_id, defaults={"value": payload.value}
-    )
+    with transaction.atomic():
+        Conversation.objects.select_for_update().filter(pk=conversation.pk).first()
+        before = thumbs_of(conversation.pk)
+        feedback, _ = Feedback.objects.update_or_create(
+            conversation=conversation, message_external_id=payload.message_id, defaults={"value": payload.value}
+        )
+        rollups_thumbs_refresh(conversation_id=conversation.pk, before=before)
     return feedback
 
 
@@ -379,6 +417,10 @@ def feedback_record(*, org: Org, payload: FeedbackIn) -> Feedback:
 
 def draft_save(*, org: Org, payload: DraftIn) -> Draft:
     """Create or replace a draft by external id; its fingerprint names the content."""
+    max_bytes = settings.MAX_DRAFT_BYTES
+    size = len(payload.body.encode())
+    if size > max_bytes:
+        raise LimitExceeded("MAX_DRAFT_BYTES", max_bytes, f"the draft's body is {size} bytes; the limit is {max_bytes}")
     fields = {
         "title": payload.title,
         "slug": payload.slug,
@@ -397,9 +439,16 @@ def draft_save(*, org: Org, payload: DraftIn) -> Draft:
 
 
 def draft_submit(*, org: Org, payload: DraftIn) -> Draft:
-    """Save a draft and have a worker grade it right after commit (pipelines wait for this verdict)."""
+    """Save a draft and owe it a grading in the same transaction; a worker is asked right after commit.
+
+    The ticket committed with the draft is its outbox row (grading/inflight.py): when the broker cannot take the
+    task at that moment, the draft is still owed its grading, and the recovery run sends it within a minute or two
+    of the broker answering again. So the pipeline's 202 is true either way: what it sent is stored and will be
+    graded. The send tries once: a pipeline is waiting on this request.
+    """
     with transaction.atomic():
         draft = draft_save(org=org, payload=payload)
-        Draft.objects.filter(pk=draft.pk).update(queued_at=timezone.now())
-        transaction.on_commit(lambda: enqueue.grading_of_drafts([draft.pk]))
+        ticket = enqueue.Ticket(kind=ItemKind.DRAFT, item_id=draft.pk, task_id=enqueue.new_task_id())
+        Draft.objects.filter(pk=draft.pk).update(queued_at=timezone.now(), grading_task_id=ticket.task_id)
+        transaction.on_commit(lambda: enqueue.grading_send([ticket], patient=False))
     return draft

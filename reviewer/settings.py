@@ -229,7 +229,8 @@ CELERY_TASK_TIME_LIMIT = env_int("CELERY_TASK_TIME_LIMIT", 900, minimum=10)
 CELERY_TASK_SOFT_TIME_LIMIT = CELERY_TASK_TIME_LIMIT - 5
 # A late-acked task is redelivered when its visibility timeout passes, so the timeout must outlast the
 # longest a task may run, or a slow judge call would run twice.
-CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": CELERY_TASK_TIME_LIMIT * 2}
+# A broker host that stops answering (rather than refusing) must fail a send within seconds, not hang it.
+CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": CELERY_TASK_TIME_LIMIT * 2, "socket_connect_timeout": 5}
 CELERY_TASK_DEFAULT_QUEUE = "default"
 
 # Webhooks have a queue and a worker of their own (README): a receiver that answers slowly must hold
@@ -242,6 +243,9 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
 CELERY_BEAT_SCHEDULE = {
     "grading-pass-hourly": {"task": "grading.tasks.grading_pass", "schedule": crontab(minute=5)},
+    # Sends again the grading tasks that were lost (a broker restart, a dead worker, a failed send): see
+    # grading/inflight.py. Cheap when nothing is lost, so a waiting pipeline hears within minutes, not an hour.
+    "grading-recover": {"task": "grading.tasks.grading_recover", "schedule": crontab()},
 }
 
 # The judge. With no JUDGE_BASE_URL, the offline heuristic judge (labelled as such) grades.
@@ -265,6 +269,8 @@ MEMORY_EXACT_SEARCH_MAX = env_int("MEMORY_EXACT_SEARCH_MAX", 20_000, minimum=0)
 MAX_MESSAGES_PER_CONVERSATION = env_int("MAX_MESSAGES_PER_CONVERSATION", 10_000, minimum=1)
 MAX_MESSAGE_BYTES = env_int("MAX_MESSAGE_BYTES", 1_000_000, minimum=1_000)
 DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("MAX_REQUEST_BYTES", 64_000_000, minimum=1_000_000)
+# A draft is judged whole, in one prompt (drafts have no stages): 200 kB is some 30,000 words.
+MAX_DRAFT_BYTES = env_int("MAX_DRAFT_BYTES", 200_000, minimum=1_000)
 CONVERSATION_QUIET_MINUTES = env_int("CONVERSATION_QUIET_MINUTES", 30, minimum=0)
 GRADING_PASS_CAP = env_int("GRADING_PASS_CAP", 5_000, minimum=1)
 SAMPLING_SALT = env_str("SAMPLING_SALT", "tollgate")

@@ -4,16 +4,14 @@ from django.urls import include, path
 
 from grading.api import api
 from reviewer import views
-from reviewer.criteria import views as criteria_views
-from reviewer.dashboards import views as dashboard_views
 
 urlpatterns = [
     path("", views.home, name="home"),
     path("login/", views.LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("queue/", include("reviewer.queue.urls")),
-    path("criteria/", criteria_views.criteria, name="criteria"),
-    path("dashboard/", dashboard_views.dashboard, name="dashboard"),
+    path("criteria/", include("reviewer.criteria.urls")),
+    path("dashboard/", include("reviewer.dashboards.urls")),
     path("api/v1/", api.urls),
     path("admin/", admin.site.urls),
 ]

@@ -240,7 +240,10 @@ def iso_from_epoch(value: Any) -> str | None:
     """
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
-    seconds = float(value)
+    try:
+        seconds = float(value)
+    except OverflowError:  # an integer too large for a float is no time either
+        return None
     for _ in range(3):
         if abs(seconds) < _MAX_EPOCH_SECONDS:
             break
@@ -252,7 +255,8 @@ def iso_from_epoch(value: Any) -> str | None:
 
 
 def iso_from_any(value: Any) -> str | None:
-    """An epoch number or an ISO-8601 string (naive means UTC) to ISO-8601; None when unusable."""
+    """An epoch number or an ISO-8601 string (naive means UTC) to ISO-8601; None when unusable, which includes
+    a time outside the years 1 to 9999 once in UTC (0001-01-01T00:00+14:00 is in 1 BC)."""
     if isinstance(value, str):
         try:
             moment = datetime.fromisoformat(value)
@@ -260,6 +264,10 @@ def iso_from_any(value: Any) -> str | None:
             return None
         if moment.tzinfo is None:
             moment = moment.replace(tzinfo=UTC)
+        try:
+            moment.astimezone(UTC)
+        except OverflowError:
+            return None
         return moment.isoformat()
     return iso_from_epoch(value)
 

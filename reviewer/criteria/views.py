@@ -1,15 +1,281 @@
-"""The criteria admins' pages: versions per kind, editing, diff, preview, trial and publishing."""
+"""The criteria admins' pages: versions per kind, the editor, the diff of any two versions, the preview (no judge
+calls), trial runs (judge calls, counted first) and publishing (after reading the plan).
 
-from django.http import HttpRequest, HttpResponse
-from django.shortcuts import render
-from django.views.decorators.http import require_GET
+Every view asks the reads with the admin's org ids: another org's version, trial or item is a 404, and a signed-in
+person without the criteria-admin role gets a 403 (`role_required`), for the pages and their htmx partials alike.
+"""
 
-from reviewer.access import orgs_for, role_required
+from django.contrib import messages
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from grading.criteria import (
+    CriteriaConflict,
+    CriteriaImmutable,
+    CriteriaInvalid,
+    criteria_new_version,
+    criteria_update,
+)
+from grading.criteria_impact import criteria_diff, criteria_preview, criteria_publish_planned, publish_plan
+from grading.criteria_trials import TrialCountChanged, criteria_trial_start, trial_count, trial_results
+from grading.models import COUNTING_STATES, CriteriaVersion, ItemKind, Org
+from reviewer.access import role_required
+from reviewer.criteria import reads
+from reviewer.criteria.forms import (
+    CriteriaForm,
+    DiffForm,
+    NewVersionForm,
+    PreviewForm,
+    PublishForm,
+    TrialForm,
+    TrialStartForm,
+)
 from reviewer.models import Role
+
+NAV = {"nav_active": "criteria"}
+
+
+def _get_version_for_user(request: HttpRequest, pk: int) -> CriteriaVersion:
+    version = reads.version_for_admin(org_ids=reads.admin_org_ids(request.user), version_id=pk)
+    if version is None:
+        raise Http404("No such criteria version.")
+    return version
+
+
+def _draft_kind(version: CriteriaVersion) -> None:
+    if version.kind != ItemKind.DRAFT:
+        raise Http404("Previews re-run the draft checks: conversation criteria have none.")
 
 
 @require_GET
 @role_required(Role.CRITERIA_ADMIN)
 def criteria(request: HttpRequest) -> HttpResponse:
-    orgs = orgs_for(request.user, Role.CRITERIA_ADMIN)
-    return render(request, "reviewer/criteria/index.html", {"orgs": orgs, "nav_active": "criteria"})
+    """Every version per org and kind, the active one marked, with the current reviews each holds."""
+    org_ids = reads.admin_org_ids(request.user)
+    groups = {(group.org.pk, group.kind): group for group in reads.versions_by_kind(org_ids=org_ids)}
+    sections = [
+        (org, [(kind, groups.get((org.pk, kind))) for kind in (ItemKind.DRAFT, ItemKind.CONVERSATION)])
+        for org in Org.objects.filter(pk__in=org_ids).order_by("slug")
+    ]
+    return render(request, "reviewer/criteria/index.html", {"sections": sections, **NAV})
+
+
+@require_POST
+@role_required(Role.CRITERIA_ADMIN)
+def criteria_new(request: HttpRequest) -> HttpResponse:
+    """A new unpublished version, cloned from the active one or from the version named (rolling back is moving
+    forward to a copy of an old version)."""
+    form = NewVersionForm(request.POST)
+    if not form.is_valid():
+        return HttpResponse(f"Bad request: {form.errors.as_text()}", status=400, content_type="text/plain")
+    org_ids = reads.admin_org_ids(request.user)
+    org = Org.objects.filter(pk=form.cleaned_data["org"], pk__in=org_ids).first()
+    if org is None:
+        raise Http404("No such org.")
+    source = None
+    if form.cleaned_data["source"]:
+        source = _get_version_for_user(request, form.cleaned_data["source"])
+        if (source.org_id, source.kind) != (org.pk, form.cleaned_data["kind"]):
+            raise Http404("No such version of that kind.")
+    version = criteria_new_version(org=org, kind=form.cleaned_data["kind"], author=request.user, source=source)
+    origin = f"v{version.based_on.number}" if version.based_on else "the active version"
+    messages.success(request, f"Created {version} from {origin}. It is yours to edit until it is published.")
+    return redirect("criteria_version", pk=version.pk)
+
+
+@require_http_methods(["GET", "POST"])
+@role_required(Role.CRITERIA_ADMIN)
+def criteria_version(request: HttpRequest, pk: int) -> HttpResponse:
+    """A version: read-only once published; an unpublished one is edited here (POST saves)."""
+    version = _get_version_for_user(request, pk)
+    if request.method == "GET":
+        form = None if version.published_at else CriteriaForm.for_version(version)
+        return _render_version(request, version, form)
+    if version.published_at is not None:
+        return _render_version(request, version, None, refusal=f"{version} is published and cannot change.", status=409)
+    form = CriteriaForm(request.POST, version=version)
+    if not form.is_valid():
+        return _render_version(request, version, form, status=400)
+    try:
+        saved = criteria_update(
+            version=version,
+            actor=request.user,
+            revision=form.cleaned_data["revision"],
+            rubric=form.cleaned_data["rubric"],
+            rules=form.rules_document(),
+        )
+    except CriteriaImmutable as refused:  # published by someone else while this form was open
+        version.refresh_from_db()
+        return _render_version(request, version, None, refusal=str(refused), status=409)
+    except CriteriaConflict as conflict:
+        # Their save is kept. The editor keeps what this admin typed, now based on the saved revision: saving again
+        # is a choice made knowing whose changes it replaces.
+        version.refresh_from_db()
+        typed = request.POST.copy()
+        typed["revision"] = str(version.revision)
+        form = CriteriaForm(typed, version=version)
+        form.is_valid()
+        refusal = (
+            f"{conflict} Save again to replace their changes with yours, or open v{version.number} again to start "
+            "from theirs."
+        )
+        return _render_version(request, version, form, refusal=refusal, status=409)
+    except CriteriaInvalid as invalid:
+        form.add_service_errors(invalid.errors)
+        return _render_version(request, version, form, status=400)
+    messages.success(request, f"Saved {saved} (revision {saved.revision}).")
+    return redirect("criteria_version", pk=saved.pk)
+
+
+def _render_version(
+    request: HttpRequest, version: CriteriaVersion, form: CriteriaForm | None, *, refusal: str = "", status: int = 200
+) -> HttpResponse:
+    context = {
+        "version": version,
+        "form": form,
+        "refusal": refusal,
+        "rules": version.draft_rules() if version.kind == ItemKind.DRAFT else None,
+        "others": reads.versions_of_kind(version),
+        "trials": reads.trials_of(version),
+        **NAV,
+    }
+    return render(request, "reviewer/criteria/version.html", context, status=status)
+
+
+@require_GET
+@role_required(Role.CRITERIA_ADMIN)
+def criteria_diff_view(request: HttpRequest) -> HttpResponse:
+    """Any two versions of one kind side by side."""
+    form = DiffForm(request.GET)
+    if not form.is_valid():
+        return HttpResponse(f"Bad request: {form.errors.as_text()}", status=400, content_type="text/plain")
+    old = _get_version_for_user(request, form.cleaned_data["old"])
+    new = _get_version_for_user(request, form.cleaned_data["new"])
+    if (old.org_id, old.kind) != (new.org_id, new.kind):
+        raise Http404("Versions compare within one org and kind.")
+    context = {"diff": criteria_diff(old=old, new=new), "versions": reads.versions_of_kind(new), **NAV}
+    return render(request, "reviewer/criteria/diff.html", context)
+
+
+@require_GET
+@role_required(Role.CRITERIA_ADMIN)
+def criteria_preview_view(request: HttpRequest, pk: int) -> HttpResponse:
+    """The version's deterministic checks over the org's last N drafts, against their current reviews. No judge
+    calls; nothing is written."""
+    version = _get_version_for_user(request, pk)
+    _draft_kind(version)
+    form = PreviewForm(request.GET or None)
+    preview = None
+    if form.is_bound:
+        if not form.is_valid():
+            context = {"version": version, "form": form, **NAV}
+            return render(request, "reviewer/criteria/preview.html", context, status=400)
+        preview = criteria_preview(version=version, limit=form.cleaned_data["n"])
+    context = {"version": version, "form": form, "preview": preview, **NAV}
+    return render(request, "reviewer/criteria/preview.html", context)
+
+
+@require_http_methods(["GET", "POST"])
+@role_required(Role.CRITERIA_ADMIN)
+def criteria_trial(request: HttpRequest, pk: int) -> HttpResponse:
+    """GET counts the judge calls a trial of K items will make; POST starts it, if the count still holds."""
+    version = _get_version_for_user(request, pk)
+    if request.method == "GET":
+        form = TrialForm(request.GET or None)
+        count = trial_count(version=version, size=form.cleaned_data["k"]) if form.is_valid() else None
+        status = 400 if form.is_bound and not form.is_valid() else 200
+        return _render_trial_count(request, version, form, count, status=status)
+    form = TrialStartForm(request.POST)
+    if not form.is_valid():
+        return _render_trial_count(request, version, form, None, status=400)
+    try:
+        trial = criteria_trial_start(
+            version=version, size=form.cleaned_data["k"], counted_calls=form.cleaned_data["counted_calls"],
+            actor=request.user,
+        )  # fmt: skip
+    except (CriteriaImmutable, TrialCountChanged) as refused:
+        count = trial_count(version=version, size=form.cleaned_data["k"])
+        return _render_trial_count(request, version, TrialForm(request.POST), count, refusal=str(refused), status=409)
+    messages.success(request, f"Trial started: {trial.judge_calls} judge calls on {len(trial.sample)} items.")
+    return redirect("criteria_trial_detail", pk=trial.pk)
+
+
+def _render_trial_count(request, version, form, count, *, refusal: str = "", status: int = 200) -> HttpResponse:
+    k = form.cleaned_data.get("k") if form.is_bound and form.is_valid() else None
+    context = {"version": version, "form": form, "count": count, "k": k, "refusal": refusal, **NAV}
+    return render(request, "reviewer/criteria/trial.html", context, status=status)
+
+
+@require_GET
+@role_required(Role.CRITERIA_ADMIN)
+def criteria_trial_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    """A trial's items beside their current reviews. While it runs, htmx polls the `#trial-results` partial."""
+    trial = reads.trial_for_admin(org_ids=reads.admin_org_ids(request.user), trial_id=pk)
+    if trial is None:
+        raise Http404("No such trial.")
+    results = trial_results(trial)
+    context = {
+        "trial": trial,
+        "version": trial.criteria_version,
+        "results": results,
+        "graded": sum(1 for review_id in trial.review_ids if review_id is not None),
+        **NAV,
+    }
+    template = "reviewer/criteria/trial_detail.html"
+    if request.htmx and request.htmx.target == "trial-results":
+        template += "#trial-results"
+    return render(request, template, context)
+
+
+@require_http_methods(["GET", "POST"])
+@role_required(Role.CRITERIA_ADMIN)
+def criteria_publish(request: HttpRequest, pk: int) -> HttpResponse:
+    """GET shows the plan; POST publishes as planned (refused if another version was published since)."""
+    version = _get_version_for_user(request, pk)
+    if version.published_at is not None:
+        messages.info(request, f"{version} is already published.")
+        return redirect("criteria_version", pk=version.pk)
+    if request.method == "GET":
+        return _render_plan(request, version, None)
+    form = PublishForm(request.POST)
+    if not form.is_valid():
+        return _render_plan(request, version, form, status=400)
+    try:
+        published, regrade = criteria_publish_planned(
+            version=version, actor=request.user, plan_active_id=form.cleaned_data["plan_active"],
+            regrade_now=form.cleaned_data["regrade_now"],
+        )  # fmt: skip
+    except (CriteriaConflict, CriteriaImmutable) as refused:
+        return _render_plan(request, version, None, refusal=str(refused), status=409)
+    note = f"Published {published}: it is active; every {published.kind} review under the one before stopped counting."
+    if regrade is not None and regrade.run is not None:
+        enqueued = regrade.run.enqueued
+        note += f" A grading pass enqueued {enqueued} item{'' if enqueued == 1 else 's'}; {regrade.run.backlog} wait."
+    else:
+        note += " The next hourly grading pass re-grades them."
+    messages.success(request, note)
+    return redirect("criteria_version", pk=published.pk)
+
+
+def _render_plan(request, version, form, *, refusal: str = "", status: int = 200) -> HttpResponse:
+    plan = publish_plan(version=version)
+    form = form or PublishForm(initial={"plan_active": plan.active.pk if plan.active else None})
+    context = {"version": version, "plan": plan, "form": form, "refusal": refusal, **NAV}
+    return render(request, "reviewer/criteria/publish.html", context, status=status)
+
+
+@require_GET
+@role_required(Role.CRITERIA_ADMIN)
+def criteria_item(request: HttpRequest, kind: str, pk: int) -> HttpResponse:
+    """A draft or conversation as the criteria pages link it: what it is and every review of it, the one that
+    counts, history and trial reviews, each under its criteria version."""
+    if kind not in ItemKind.values:
+        raise Http404("No such kind.")
+    item = reads.item_for_admin(org_ids=reads.admin_org_ids(request.user), kind=kind, item_id=pk)
+    if item is None:
+        raise Http404("No such item.")
+    reviews = reads.item_reviews(item)
+    current = next((r for r in reviews if r.state_now in COUNTING_STATES), None)
+    context = {"item": item, "kind": kind, "reviews": reviews, "current": current, **NAV}
+    return render(request, "reviewer/criteria/item.html", context)

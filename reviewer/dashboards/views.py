@@ -1,28 +1,145 @@
-"""The stakeholders' dashboards: quality with its unknowns, the gate's outcomes, the staleness audit."""
+"""The stakeholders' dashboard (DESIGN 8): quality with its unknowns, the gate's outcomes, the staleness audit, the
+judge against people on the blind audit sample, queue health; the reviews behind every number; the export.
 
-from django.http import HttpRequest, HttpResponse
+Read only: every view is GET (anything else is 405), and each reads one org the person belongs to (any role).
+The figures are grading's (`dashboard_figures`, the same function the JSON API calls) over the rollups.
+"""
+
+from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from grading.health import evaluation_export_status
-from grading.models import GradingRun
-from grading.selectors import conversation_quality, staleness_audit
-from reviewer.access import EVERY_ROLE, orgs_for, role_required
+from grading.figures import InvalidScope, Scope, dashboard_figures
+from reviewer.access import EVERY_ROLE, role_required
+from reviewer.dashboards import display, export, reads
+
+
+def _org_and_scope(request: HttpRequest, orgs=None):
+    org = reads.dashboard_org(request.user, request.GET.get("org"), orgs=orgs)
+    if org is None:
+        raise Http404("No such org among yours.")
+    return org, reads.scope_from(org, request.GET)
+
+
+def _bad_filter(request: HttpRequest, field: str, message: str) -> HttpResponse:
+    context = {"field": field, "message": message, "nav_active": "dashboard"}
+    return render(request, "reviewer/dashboards/bad_filter.html", context, status=400)
 
 
 @require_GET
 @role_required(*EVERY_ROLE)
 def dashboard(request: HttpRequest) -> HttpResponse:
-    """The conversation quality number per application and week, with unknowns beside it and thumbs apart,
-    and the staleness audit (reads 0 after a pass)."""
-    panels = [
-        {
-            "org": org,
-            "quality": conversation_quality(org),
-            "audit": staleness_audit(org),
-            "evaluation_exports": evaluation_export_status(org.pk),
-            "last_pass": GradingRun.objects.order_by("-started_at").first(),
-        }
-        for org in orgs_for(request.user, *EVERY_ROLE)
-    ]
-    return render(request, "reviewer/dashboards/index.html", {"panels": panels, "nav_active": "dashboard"})
+    orgs = reads.dashboard_orgs(request.user)
+    try:
+        org, scope = _org_and_scope(request, orgs)
+    except InvalidScope as exc:
+        return _bad_filter(request, exc.field, exc.message)
+    figures = dashboard_figures(scope)
+    links = display.Links(org.slug, scope)
+    context = {
+        "org": org,
+        "orgs": orgs,
+        "scope": scope,
+        "figures": figures,
+        "quality": display.quality_panel(figures, links),
+        "gate": display.gate_panel(figures, links),
+        "staleness": display.staleness_panel(figures, links),
+        "agreement": display.agreement_panel(figures, links),
+        "headline": display.headline_agreement(figures),
+        "queue": display.queue_panel(figures, links),
+        "links": links,
+        "export_csv": links.export("csv"),
+        "export_jsonl": links.export("jsonl"),
+        "export_drafts_csv": links.export("csv", kind="draft"),
+        "json_url": "/api/v1/dashboard?" + "&".join(f"{k}={v}" for k, v in scope.as_query().items()),
+        "nav_active": "dashboard",
+    }
+    return render(request, "reviewer/dashboards/index.html", context)
+
+
+@require_GET
+@role_required(*EVERY_ROLE)
+def dashboard_reviews(request: HttpRequest) -> HttpResponse:
+    """The reviews behind one number, newest first, a page at a time."""
+    try:
+        org, scope = _org_and_scope(request)
+        review_filter = reads.filter_from(request.GET)
+    except (InvalidScope, reads.InvalidFilter) as exc:
+        return _bad_filter(request, exc.field, exc.message)
+    after = request.GET.get("after", "")
+    if after and not after.isdigit():
+        return _bad_filter(request, "after", "must be a review id")
+    reviews = reads.reviews_behind(org, scope, review_filter)
+    page = reads.review_page(reviews, by_week=review_filter.counts_by_week, after=int(after) if after else None)
+    links = display.Links(org.slug, scope)
+    query = request.GET.copy()
+    next_url = ""
+    if page.next_after:
+        query["after"] = str(page.next_after)
+        next_url = "?" + query.urlencode()
+    context = {
+        "org": org,
+        "scope": scope,
+        "filter": review_filter,
+        "described": _describe(review_filter, scope),
+        "page": page,
+        "next_url": next_url,
+        "back_url": links.page(),
+        "export_csv": links.export("csv", **_filter_fields(review_filter)),
+        "export_jsonl": links.export("jsonl", **_filter_fields(review_filter)),
+        "nav_active": "dashboard",
+    }
+    return render(request, "reviewer/dashboards/reviews.html", context)
+
+
+def _filter_fields(review_filter: reads.ReviewFilter) -> dict:
+    return {name: getattr(review_filter, name) for name in review_filter.__dataclass_fields__}
+
+
+def _describe(f: reads.ReviewFilter, scope: Scope) -> str:
+    parts = [{"conversation": "conversation", "draft": "draft", "any": "all"}[f.kind] + " reviews"]
+    parts.append({"counting": "that count", "stale": "that went stale", "errors": "where the judge failed"}[f.set])
+    if f.route:
+        parts.append("routed " + " or ".join(f.route.split(",")))
+    if f.reason:
+        parts.append(f"because {f.reason}")
+    if f.check and f.verdict:
+        parts.append(f"with {f.check} {f.verdict}")
+    if f.finding:
+        parts.append(f"with finding {f.finding}")
+    if f.repaired:
+        parts.append("repaired, then passed")
+    if f.decision:
+        parts.append(f"decided {f.decision}")
+    if f.sample:
+        parts.append(f"in the {f.sample} sample: machine {f.machine or 'any'}, people {f.human or 'any'}")
+    if f.operator is not None:
+        parts.append("decided by that operator")
+    if f.set != "stale":
+        parts.append(f"{scope.as_query()['from']} to {scope.as_query()['to']}")
+    if scope.application:
+        parts.append(f"application {scope.application}")
+    return ", ".join(parts)
+
+
+@require_GET
+@role_required(*EVERY_ROLE)
+def dashboard_export(request: HttpRequest) -> HttpResponse:
+    """The reviews the page (or a number) shows, with their whole identity and decisions, as CSV or JSONL,
+    streamed: the response starts at once and memory stays flat however many rows there are."""
+    try:
+        org, scope = _org_and_scope(request)
+        review_filter = reads.filter_from(request.GET)
+    except (InvalidScope, reads.InvalidFilter) as exc:
+        return _bad_filter(request, exc.field, exc.message)
+    file_format = request.GET.get("format", "csv")
+    if file_format not in ("csv", "jsonl"):
+        return _bad_filter(request, "format", "must be csv or jsonl")
+    rows = export.export_rows(reads.reviews_behind(org, scope, review_filter))
+    if file_format == "csv":
+        response = StreamingHttpResponse(export.as_csv(rows), content_type="text/csv; charset=utf-8")
+    else:
+        response = StreamingHttpResponse(export.as_jsonl(rows), content_type="application/x-ndjson; charset=utf-8")
+    name = f"tollgate-{org.slug}-{review_filter.kind}-reviews-{scope.as_query()['from']}-{scope.as_query()['to']}"
+    response["Content-Disposition"] = f'attachment; filename="{name}.{file_format}"'
+    return response

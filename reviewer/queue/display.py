@@ -77,7 +77,11 @@ class QueueRow:
 
 def queue_row(review: Review, *, claim: Claim | None, user, now: datetime) -> QueueRow:
     checks: list[tuple[str, str, str]] = []
-    if review.kind == ItemKind.DRAFT:
+    if review.audit:  # blind until decided: the list must not show what the item page hides
+        summary = "verdict hidden until you decide"
+        title, context = (review.draft.slug, review.draft.title) if review.draft_id else (
+            review.conversation.external_id, review.conversation.application)  # fmt: skip
+    elif review.kind == ItemKind.DRAFT:
         parts = [f"{review.score:.1f}" if review.score is not None else "no score"]
         if review.sub_scores:
             parts.append("/".join(str(review.sub_scores.get(name, "?")) for name in SUB_SCORES))
@@ -100,7 +104,7 @@ def queue_row(review: Review, *, claim: Claim | None, user, now: datetime) -> Qu
         reason=review.reason,
         title=title,
         context=context,
-        reason_label=REASON_LABELS.get(review.reason, review.reason or "human"),
+        reason_label="audit sample" if review.audit else REASON_LABELS.get(review.reason, review.reason or "human"),
         summary=summary,
         checks=checks,
         criteria_label=f"{'draft' if review.kind == ItemKind.DRAFT else 'conv'} v{review.criteria_version.number}",

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from django.db import connection
+from django.db import connection, transaction
 from django.db.models import Exists, OuterRef, Q, QuerySet
 from django.utils import timezone
 
@@ -26,6 +26,10 @@ COUNT_CAP = 100  # counts above this read "100+": exact where it matters, a boun
 # Drafts come first: a pipeline is blocked on each one, while a conversation review is after the fact.
 PRIORITIES = {ItemKind.DRAFT: 0, ItemKind.CONVERSATION: 1}
 Key = tuple[int, datetime, int]  # (priority, finished_at, review id): the queue order
+
+
+# Reviews a person may be asked about: routed to humans by the machine, or sent by the audit sample.
+FOR_PEOPLE = Q(route=Route.HUMAN) | Q(audit=True)
 
 
 def operator_org_ids(user) -> list[int]:
@@ -65,7 +69,8 @@ NO_FILTERS = QueueFilters()
 
 def _filtered(reviews: QuerySet[Review], filters: QueueFilters) -> QuerySet[Review]:
     if filters.application:
-        reviews = reviews.filter(conversation__application=filters.application)
+        # The application the review was filed under when it was written (the dashboards file it there too).
+        reviews = reviews.filter(application=filters.application)
     if filters.reason:
         reviews = reviews.filter(reason=filters.reason)
     if filters.criteria_version:
@@ -94,6 +99,7 @@ _ROW_COLUMNS = (
     "org_id",
     "kind",
     "reason",
+    "audit",
     "score",
     "judge_passed",
     "sub_scores",
@@ -177,26 +183,31 @@ def queue_stats(*, versions: Sequence[CriteriaVersion], filters: QueueFilters) -
     """
     if not versions:
         return QueueStats(counts=dict.fromkeys([*HUMAN_REASONS, ""], 0), oldest=None)
-    parts = [(version.pk, reason) for version in versions for reason in [*HUMAN_REASONS, None]]
-    conversations = Conversation._meta.db_table
-    in_application = (
-        f" AND EXISTS (SELECT 1 FROM {conversations} c WHERE c.id = r.conversation_id AND c.application = %s)"  # noqa: S608
-        if filters.application
-        else ""
-    )
+    in_application = " AND r.application = %s" if filters.application else ""
     waiting = (
-        f"FROM {Review._meta.db_table} r WHERE r.state = %s AND r.criteria_version_id = p.version_id{in_application}"
+        f"FROM {Review._meta.db_table} r WHERE r.state = %s AND r.criteria_version_id = p.version_id{in_application}"  # noqa: S608
     )
+    # In index order, so the planner walks the index and stops rather than gathering the whole range first.
+    capped = f"(SELECT count(*) FROM (SELECT 1 {waiting} {{}} ORDER BY r.finished_at LIMIT %s) c)"  # noqa: S608
     sql = f"""
-        SELECT p.version_id, p.reason,
-            (SELECT count(*) FROM (SELECT 1 {waiting} AND (p.reason IS NULL OR r.reason = p.reason) LIMIT %s) c),
-            CASE WHEN p.reason IS NULL THEN (SELECT min(r.finished_at) {waiting}) END
-        FROM unnest(%s::bigint[], %s::text[]) AS p(version_id, reason)
+        SELECT p.version_id, p.reason, {capped.format("AND r.reason = p.reason")}, NULL
+            FROM unnest(%s::bigint[], %s::text[]) AS p(version_id, reason)
+        UNION ALL
+        SELECT p.version_id, NULL, {capped.format("")},
+            (SELECT r.finished_at {waiting} ORDER BY r.finished_at LIMIT 1)
+            FROM unnest(%s::bigint[]) AS p(version_id)
     """  # noqa: S608 - table names are ours; every value is a parameter
-    application = [filters.application] if filters.application else []
-    params = [ReviewState.WAITING, *application, COUNT_CAP + 1, ReviewState.WAITING, *application]
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [*params, [v for v, _ in parts], [r for _, r in parts]])
+    waiting_params = [ReviewState.WAITING, *([filters.application] if filters.application else [])]
+    parts = [(version.pk, reason) for version in versions for reason in HUMAN_REASONS]
+    params = [
+        *waiting_params, COUNT_CAP + 1, [v for v, _ in parts], [r for _, r in parts],
+        *waiting_params, COUNT_CAP + 1, *waiting_params, [version.pk for version in versions],
+    ]  # fmt: skip
+    with transaction.atomic(), connection.cursor() as cursor:
+        # The planner cannot know how many reviews the application filter keeps, guesses almost none, and would
+        # gather a whole range in a bitmap rather than walk the index to the cap; for this query, it walks.
+        cursor.execute("SET LOCAL enable_bitmapscan = off")
+        cursor.execute(sql, params)
         rows = cursor.fetchall()
     counts = dict.fromkeys([*HUMAN_REASONS, ""], 0)
     for version in versions:
@@ -304,11 +315,11 @@ def lease_of(claim: Claim | None, user, now: datetime | None = None) -> Lease:
 
 
 def review_for_operator(*, org_ids: Sequence[int], review_id: int) -> Review | None:
-    """A review routed to humans in one of the operator's orgs, with its state and what the item page reads
-    beside it."""
+    """A review for people (routed to humans, or an audit item) in one of the operator's orgs, with its state
+    and what the item page reads beside it."""
     return (
         Review.objects.with_state()
-        .filter(pk=review_id, org_id__in=list(org_ids), route=Route.HUMAN)
+        .filter(FOR_PEOPLE, pk=review_id, org_id__in=list(org_ids))
         .select_related("org", "criteria_version", "conversation", "draft")
         .first()
     )

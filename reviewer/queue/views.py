@@ -81,10 +81,13 @@ def _item_context(request: HttpRequest, review: Review, *, form=None, refusal: s
     still_counts = review.state_now in COUNTING_STATES
     decision = reads.decision_of(review)
     lease = reads.lease_of(reads.open_claim(review.pk), request.user)
+    # An audit item is blind until decided: the person is not anchored by what the machine said.
+    blind = review.audit and decision is None
     if form is None:
-        form = _decision_form(review)
+        form = _decision_form(review, blind=blind)
     return {
         "review": review,
+        "blind": blind,
         "still_counts": still_counts,
         "stale_reason": "" if still_counts else display.stale_reason(review),
         "decision": decision,
@@ -95,10 +98,11 @@ def _item_context(request: HttpRequest, review: Review, *, form=None, refusal: s
     }
 
 
-def _decision_form(review: Review, data=None):
+def _decision_form(review: Review, data=None, *, blind: bool = False):
     if review.kind == ItemKind.DRAFT:
         return DraftDecisionForm(data, initial={"fingerprint": review.fingerprint})
-    verdicts = {name: (check or {}).get("verdict", "unknown") for name, check in (review.checks or {}).items()}
+    checks = {} if blind else (review.checks or {})  # blind: the form must not start from the machine's verdicts
+    verdicts = {name: (check or {}).get("verdict", "unknown") for name, check in checks.items()}
     return ConversationDecisionForm(data, initial={"fingerprint": review.fingerprint}, initial_verdicts=verdicts)
 
 
@@ -113,17 +117,20 @@ def _render_item(request: HttpRequest, review: Review, context: dict, *, status:
     if request.htmx and request.htmx.target == "actions":
         return render(request, "reviewer/queue/item.html#actions", context, status=status)
     if review.kind == ItemKind.DRAFT:
-        context |= _draft_context(review)
+        context |= _draft_context(review, blind=context["blind"])
         template = "reviewer/queue/draft_item.html"
     else:
-        context |= _conversation_context(review)
+        context |= _conversation_context(review, blind=context["blind"])
         template = "reviewer/queue/conversation_item.html"
-    context["other_reviews"] = reads.other_reviews(review)
+    # Earlier reviews carry the machine's earlier verdicts: hidden too while blind.
+    context["other_reviews"] = [] if context["blind"] else reads.other_reviews(review)
     return render(request, template, context, status=status)
 
 
-def _draft_context(review: Review) -> dict:
+def _draft_context(review: Review, *, blind: bool) -> dict:
     body = item_pages.draft_body_for_review(review)
+    if blind:  # the article as judged, and nothing of what the checks or the judge made of it
+        return {"article": rendering.render_markdown(body, []), "identity": item_pages.identity_rows(review)}
     memory = review.memory_used if isinstance(review.memory_used, dict) else {}
     proof_terms = [
         t for fact in memory.get("facts") or [] if isinstance(fact, dict) for t in fact.get("proof_terms") or []
@@ -144,8 +151,13 @@ def _draft_context(review: Review) -> dict:
     }
 
 
-def _conversation_context(review: Review) -> dict:
+def _conversation_context(review: Review, *, blind: bool) -> dict:
     evidence = item_pages.conversation_evidence(review)
+    if blind:  # the path as the user saw it, without the checks or the messages the judge cited
+        for entry in evidence.path:
+            for message in [entry.message] if entry.message else entry.fold.messages:
+                message.cited_by.clear()
+        evidence = replace(evidence, checks=[])
     return {
         "why": item_pages.why_human(review),
         "evidence": evidence,
@@ -199,7 +211,7 @@ def review_heartbeat(request: HttpRequest, pk: int) -> HttpResponse:
 @role_required(Role.OPERATOR)
 def review_decide(request: HttpRequest, pk: int) -> HttpResponse:
     review, org_ids = _get_review_for_user(request, pk)
-    form = _decision_form(review, request.POST)
+    form = _decision_form(review, request.POST, blind=review.audit)
     if not form.is_valid():
         return _render_item(request, review, _item_context(request, review, form=form), status=422)
     try:

@@ -65,7 +65,12 @@ def hostile_items(org, operator):
     for check in checks.values():
         check["rationale"] = HOSTILE
     conversation = conversation_item(
-        org, "cv-<b>hostile</b>", application="<i>app</i>", checks=checks, extra=extra, active_message_id="h4"
+        org,
+        "cv-<b onclick=alert(1)>hostile",
+        application="<i>app</i>",
+        checks=checks,
+        extra=extra,
+        active_message_id="h4",
     )
     for review in (draft, conversation):
         claim_take(user=operator, org_ids=[org.pk], review_id=review.pk)
@@ -88,7 +93,7 @@ def test_hostile_text_renders_as_text_on_the_queue_and_both_item_pages(page, ope
     draft, conversation = hostile_items(org, operator)
     sign_in(page, operator.username, PASSWORD)
     page.wait_for_url("**/queue/")
-    assert "cv-<b>hostile</b>" in page.locator("#queue-list").inner_text()
+    assert "cv-<b onclick=alert(1)>hostile" in page.locator("#queue-list").inner_text()
     assert_inert(page)
 
     page.goto(reverse("review_detail", args=[draft.pk]))

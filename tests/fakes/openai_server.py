@@ -98,8 +98,10 @@ class Reply:
     latency: float = 0.0
     # OpenAI tool calls [{"id", "type": "function", "function": {"name", "arguments"}}]; the content is then null.
     tool_calls: tuple[Mapping[str, Any], ...] | None = None
-    # "length" says the reply was cut off by its token limit, as a real server does.
-    finish_reason: str = "stop"
+    # The message's `refusal` (structured-output models refuse there, with null content).
+    refusal: str | None = None
+    # Why generation stopped; None means "stop" ("tool_calls" with tool calls). "length": cut off by the token limit.
+    finish_reason: str | None = None
 
 
 def json_reply(
@@ -163,6 +165,16 @@ def tool_call_reply(*calls: tuple[str, str, str]) -> Reply:
             for call_id, name, arguments in calls
         )
     )
+
+
+def refusal_reply(text: str = "I can't help with that.") -> Reply:
+    """A 200 chat.completion in which the model refuses: `refusal` set, content null."""
+    return Reply(refusal=text)
+
+
+def cut_off_reply(reply: Reply) -> Reply:
+    """``reply`` as a server sends it when generation hit the token limit: ``finish_reason`` "length"."""
+    return dataclasses.replace(reply, finish_reason="length")
 
 
 def malformed_reply(text: str = '{"score": 7,') -> Reply:
@@ -231,11 +243,10 @@ class FakeLLM:
         self.context_tokens: int | None = None
         self.keep_alive = keep_alive
         self.record = record
-        self._responder: Callable[[Any], Reply] | None = None
         self._lock = threading.Lock()
         self._queue: deque[Reply] = deque()
         self._embeddings_queue: deque[Reply] = deque()
-        self._default = _NO_SCRIPTED_REPLY
+        self._default: Reply | Callable[[dict[str, Any]], Reply] = _NO_SCRIPTED_REPLY
         self._stopping = threading.Event()
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
@@ -299,17 +310,11 @@ class FakeLLM:
         with self._lock:
             self._embeddings_queue.extend(replies)
 
-    def set_default(self, reply: Reply) -> None:
-        """The reply used when the queue is empty."""
+    def set_default(self, reply: Reply | Callable[[dict[str, Any]], Reply]) -> None:
+        """The reply used when the queue is empty; a callable gets the request body and returns the reply (one
+        server for every kind of judge call, for the benchmarks and the load test)."""
         with self._lock:
             self._default = reply
-            self._responder = None
-
-    def set_responder(self, responder: Callable[[Any], Reply]) -> None:
-        """When the queue is empty, answer with ``responder(request_body)``: one server for several kinds of judge
-        call (the benchmarks grade drafts and conversations against the same server)."""
-        with self._lock:
-            self._responder = responder
 
     def reset(self) -> None:
         """Forget the queue, the default, the recorded requests and ``supports_json_schema``."""
@@ -317,7 +322,6 @@ class FakeLLM:
             self._queue.clear()
             self._embeddings_queue.clear()
             self._default = _NO_SCRIPTED_REPLY
-            self._responder = None
             self.requests.clear()
             self.supports_json_schema = True
             self.context_tokens = None
@@ -335,14 +339,12 @@ class FakeLLM:
         with self._lock:
             self.requests.append(request)
 
-    def _next_reply(self, body: Any = None) -> Reply:
+    def _next_reply(self, body: dict[str, Any]) -> Reply:
         with self._lock:
             if self._queue:
                 return self._queue.popleft()
-            responder = self._responder
-            if responder is None:
-                return self._default
-        return responder(body)
+            default = self._default
+        return default(body) if callable(default) else default
 
     def _next_embeddings_reply(self) -> Reply | None:
         with self._lock:
@@ -529,6 +531,8 @@ def _chat_completion_body(reply: Reply, request: Mapping[str, Any]) -> dict[str,
     content = reply.content or ""
     tokens = tokenize(content)
     message: dict[str, Any] = {"role": "assistant", "content": content, "refusal": None}
+    if reply.refusal is not None:
+        message = {"role": "assistant", "content": None, "refusal": reply.refusal}
     if reply.tool_calls is not None:
         message = {"role": "assistant", "content": None, "refusal": None, "tool_calls": list(reply.tool_calls)}
     logprobs = None
@@ -547,7 +551,7 @@ def _chat_completion_body(reply: Reply, request: Mapping[str, Any]) -> dict[str,
                 "index": 0,
                 "message": message,
                 "logprobs": logprobs,
-                "finish_reason": "tool_calls" if reply.tool_calls is not None else reply.finish_reason,
+                "finish_reason": reply.finish_reason or ("tool_calls" if reply.tool_calls is not None else "stop"),
             }
         ],
         "usage": dict(reply.usage) if reply.usage is not None else _default_usage(request, tokens),

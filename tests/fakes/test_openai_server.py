@@ -17,10 +17,12 @@ import pytest
 from tests.fakes.openai_server import (
     FakeLLM,
     broken_body_reply,
+    cut_off_reply,
     deterministic_embedding,
     error_reply,
     hang_reply,
     json_reply,
+    refusal_reply,
     text_reply,
     tokenize,
     tool_call_reply,
@@ -229,3 +231,23 @@ def test_a_tool_call_reply_asks_for_tools_with_null_content(llm):
     assert choice["message"]["tool_calls"] == [
         {"id": "call_1", "type": "function", "function": {"name": "order_status", "arguments": '{"order":1182}'}}
     ]
+
+
+def test_a_refusal_reply_refuses_with_null_content(llm):
+    llm.script(refusal_reply("I won't grade this."))
+    _, _, body = chat(llm)
+    assert body["choices"][0]["message"] == {"role": "assistant", "content": None, "refusal": "I won't grade this."}
+    assert body["choices"][0]["finish_reason"] == "stop"
+
+
+def test_a_cut_off_reply_says_it_hit_the_token_limit(llm):
+    llm.script(cut_off_reply(json_reply({"overall": 7})))
+    _, _, body = chat(llm)
+    assert body["choices"][0]["finish_reason"] == "length"
+    assert json.loads(body["choices"][0]["message"]["content"]) == {"overall": 7}
+
+
+def test_a_default_can_answer_from_the_request(llm):
+    llm.set_default(lambda body: json_reply({"model": body["model"]}))
+    _, _, body = chat(llm)
+    assert json.loads(body["choices"][0]["message"]["content"]) == {"model": "judge-x"}

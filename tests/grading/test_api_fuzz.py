@@ -1,4 +1,6 @@
-"""Schemathesis fuzzes every operation of the OpenAPI document: no input makes the API answer 5xx."""
+"""Schemathesis fuzzes every operation of the OpenAPI document: no input makes the API answer 5xx, a refusal writes
+nothing (row counts before and after), and the JSON API names what it refuses: the fields of a 400, the limit of a
+413 (issue 11, Build 6). The OTLP receiver answers in the OTLP status format and is held to the first two."""
 
 import pytest
 import schemathesis
@@ -8,6 +10,7 @@ from hypothesis import HealthCheck, settings
 
 from grading.services import api_key_create
 from reviewer.wsgi import application
+from tests.resilience.api import row_counts
 
 
 @schemathesis.serializer("application/x-protobuf")
@@ -40,6 +43,18 @@ def keep_the_test_connection():
 @pytest.mark.django_db
 @schema.parametrize()
 @settings(max_examples=30, deadline=None, suppress_health_check=list(HealthCheck))
-def test_no_input_makes_the_api_answer_5xx(case, bearer):
+def test_no_input_makes_the_api_answer_5xx_and_a_refusal_writes_nothing_and_says_why(case, bearer):
+    before = row_counts()
     response = case.call(headers=bearer)
     assert response.status_code < 500, response.text[:500]
+    if response.status_code < 400:
+        return
+    assert row_counts() == before, response.text[:500]
+    if case.path.startswith("/api/v1/otlp/") or response.status_code not in (400, 404, 413):
+        return  # OTLP answers in its own status format; 401, 405 and the like have nothing to name
+    body = response.json()
+    assert body["detail"], response.text[:500]
+    if response.status_code == 400:
+        assert body["errors"] and all(error["field"] and error["message"] for error in body["errors"]), body
+    if response.status_code == 413:
+        assert body["limit"].startswith("MAX_"), body

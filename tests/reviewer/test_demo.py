@@ -2,12 +2,13 @@
 
 import pytest
 
+from grading.demo import TIMED_OUT_DRAFT
 from grading.gate import draft_grade
 from grading.judge.backends import HeuristicDraftJudge, HeuristicJudge
-from grading.models import Conversation, Message, Review
+from grading.models import Conversation, Draft, Message, Review
 from grading.planner import grading_pass
 from grading.reviews import conversation_grade
-from grading.selectors import staleness_audit
+from grading.selectors import current_review, staleness_audit
 from reviewer.demo import demo_seed
 
 pytestmark = pytest.mark.django_db
@@ -17,7 +18,7 @@ def test_the_demo_conversations_land_on_every_route_and_leave_nothing_stale():
     org = demo_seed()
     for conversation_id in grading_pass().enqueued_ids:
         conversation_grade(conversation_id=conversation_id, judge=HeuristicJudge())
-    routes = set(Review.objects.filter(org=org).values_list("route", flat=True))
+    routes = set(Review.objects.filter(org=org, kind="conversation").values_list("route", flat=True))
     assert routes == {"pass", "fail", "human", "not_scorable"}
     reasons = dict(Review.objects.filter(route="not_scorable").values_list("conversation__external_id", "reason"))
     assert reasons == {"live-chat-1": "in_progress", "broken-export-1": "unresolved_parent"}
@@ -36,12 +37,13 @@ def test_seeding_twice_changes_nothing():
 
 
 def test_the_demo_drafts_land_on_every_route_of_the_gate():
-    demo_seed()
+    org = demo_seed()
+    # The seed graded every draft; the one whose judge timed out is graded again by the next pass.
     result = grading_pass()
-    reviews = {}
-    for draft_id in result.enqueued_draft_ids:
-        review = draft_grade(draft_id=draft_id, judge=HeuristicDraftJudge())
-        reviews[review.draft.external_id.removeprefix("demo/")] = review
+    assert [Draft.objects.get(pk=pk).external_id for pk in result.enqueued_draft_ids] == [TIMED_OUT_DRAFT]
+    retried = draft_grade(draft_id=result.enqueued_draft_ids[0], judge=HeuristicDraftJudge())
+    assert retried.route == "pass" and Review.objects.filter(draft=retried.draft, route="error").exists()
+    reviews = {d.external_id.removeprefix("demo/"): current_review(d) for d in Draft.objects.filter(org=org)}
     routes = {name: review.route for name, review in reviews.items()}
     assert routes["clean-pass"] == routes["second-clean-pass"] == "pass"
     for fatal in ("banned-word", "filler-phrase", "headings-not-questions", "no-headings", "citation-missing",

@@ -5,6 +5,7 @@ import os
 import signal
 from pathlib import Path
 
+import psutil
 import psycopg
 import pytest
 import redis
@@ -67,3 +68,21 @@ def test_a_stopped_postgres_is_started_again_and_stop_reports_what_it_stopped(da
     url = embedded.postgres_url(data_dir)
     with psycopg.connect(url) as conn:
         assert conn.execute("SELECT 1").fetchone() == (1,)
+
+
+def test_redis_keeps_its_queue_and_its_address_across_a_restart(data_dir):
+    url = embedded.redis_url(data_dir)
+    redis.Redis.from_url(url).lpush("judge", b"a waiting task")
+    assert embedded.redis_stop(data_dir)
+    assert embedded.redis_url(data_dir) == url  # processes started earlier reach it at the address they know
+    assert redis.Redis.from_url(url).lrange("judge", 0, -1) == [b"a waiting task"]
+
+
+def test_a_running_redis_that_keeps_nothing_on_disk_is_switched_to_its_append_only_file(data_dir):
+    client = redis.Redis.from_url(embedded.redis_url(data_dir))
+    client.config_set("appendonly", "no")  # as a server started by an older Tollgate runs
+    embedded.redis_url(data_dir)
+    assert client.config_get("appendonly") == {"appendonly": "yes"}
+    pid = int((data_dir / "redis" / "redis.pid").read_text())
+    embedded.redis_stop(data_dir)  # Redis ignores a stop while it writes its first append-only file
+    assert not psutil.pid_exists(pid)

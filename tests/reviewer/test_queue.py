@@ -222,7 +222,8 @@ def test_the_conversation_page_shows_checks_quotes_the_path_and_folded_branches(
     assert "Why a person is needed" in html
     assert 'complete · <span class="unknown">unknown</span> · quoted evidence' in html
     assert "Please refund order 1182, it arrived broken." in html
-    assert "tool_call refund · call_1" in html and "&quot;order&quot;: 1182" in html
+    assert 'tool_call <bdi class="untrusted">refund</bdi> · <bdi class="untrusted">call_1</bdi>' in html
+    assert "&quot;order&quot;: 1182" in html
     assert "&quot;status&quot;: &quot;refunded&quot;" in html
     assert "1 abandoned branch after m3 (1 message). Not evidence." in html
     assert "I could not do that." in html  # folded, not gone

@@ -106,6 +106,7 @@ def conversation_item(
         org=org,
         kind=ItemKind.CONVERSATION,
         conversation=conversation,
+        application=conversation.application,  # filed where review_record files it
         fingerprint=conversation.fingerprint,
         criteria_version=criteria_active(org=org, kind=ItemKind.CONVERSATION),
         judge=JUDGE,

@@ -12,7 +12,7 @@ from grading.gate import draft_grade
 from grading.management.orgs import org_from_option
 from grading.schemas import DraftIn, describe_errors
 from grading.selectors import draft_status
-from grading.services import draft_save
+from grading.services import LimitExceeded, draft_save
 
 EXIT_CODES = {"pass": 0, "fail": 1, "human": 2, "error": 3}
 _H1 = re.compile(r"\A\s*#[ \t]+(?P<title>.+?)[ \t]*#*[ \t]*(?:\r?\n|\Z)")
@@ -49,7 +49,10 @@ class Command(BaseCommand):
             )
         except ValidationError as exc:
             raise CommandError(describe_errors(exc)) from exc
-        draft = draft_save(org=the_org, payload=payload)
+        try:
+            draft = draft_save(org=the_org, payload=payload)
+        except LimitExceeded as exc:
+            raise CommandError(f"{file}: {exc} ({exc.limit})") from exc
         review = draft_grade(draft_id=draft.pk)
         status = draft_status(draft)
         if as_json:

@@ -14,6 +14,7 @@ class Command(BaseCommand):
         run = grading_pass(cap=cap).run
         stale = staleness_audit().stale
         self.stdout.write(
-            f"{run.needing} needed grading, {run.enqueued} enqueued, {run.backlog} left as backlog; "
+            f"{run.needing} needed grading: {run.enqueued} enqueued ({run.recovered} of them because their task was "
+            f"lost), {run.in_flight} already in flight, {run.backlog} left as backlog; "
             f"{stale['conversation']} conversation and {stale['draft']} draft review(s) stale until the workers finish"
         )

@@ -3,6 +3,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.core.serializers.json import DjangoJSONEncoder
+from django.db import DataError
 from pydantic import ValidationError
 
 from grading.api import conversation_out
@@ -42,7 +43,9 @@ class Command(BaseCommand):
             payload["application"] = payload.get("application") or application or fmt
             try:
                 write = conversation_upsert(org=the_org, payload=ConversationIn.model_validate(payload))
-            except (ValidationError, LimitExceeded) as exc:
+            except (ValidationError, LimitExceeded, DataError) as exc:
+                # DataError: a row the database refuses (or an older row it cannot give back) fails this
+                # conversation, whose write rolled back whole, and not the conversations after it.
                 failures += 1
                 self._fail(payload.get("external_id"), _describe(exc))
                 continue
@@ -59,8 +62,16 @@ class Command(BaseCommand):
             self.stdout.write(f"{line['external_id']}: {len(line['active_path'])} messages on the path, {scorable}")
 
     def _fail(self, external_id: str | None, reason: str) -> None:
-        self.stderr.write(f"{external_id}: not imported: {reason}")
+        self.stderr.write(f"{_printable(str(external_id))}: not imported: {_printable(reason)}")
 
 
 def _describe(exc: Exception) -> str:
+    if isinstance(exc, LimitExceeded):
+        return f"{exc} ({exc.limit})"
     return describe_errors(exc) if isinstance(exc, ValidationError) else str(exc)
+
+
+def _printable(text: str) -> str:
+    # An id from the file is untrusted: a line break in it would forge another report line, and a bidi control
+    # would reorder the terminal's line. Unprintable characters are written as escapes.
+    return "".join(char if char.isprintable() else char.encode("unicode_escape").decode() for char in text)

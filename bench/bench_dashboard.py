@@ -1,0 +1,324 @@
+# ruff: noqa: S608 - the bulk-insert SQL is assembled from this module's constants; values are parameters.
+"""The stakeholders' dashboard at 1,000,000 reviews: the page and the JSON from the rollups against a trivial view
+in the same run, the same figures from a live GROUP BY over the raw tables (results compared, time ratio), the
+rollup rebuild, and the export's rows per second and peak memory.
+
+Rows are bulk-inserted with INSERT ... SELECT generate_series: conversations of five applications over 26 ISO
+weeks and drafts, each with one counting review (routes, checks, decisions, the audit mark, labels and thumbs
+mixed in), and superseded history up to the total. Requests go through Django's test client in process (every
+middleware, a signed-in stakeholder, real PostgreSQL). CPU is reported beside wall time: this process's, and the
+database backend's (read from /proc for the backend serving this connection; the bench's server is local).
+
+BENCH_DASHBOARD_REVIEWS (default 1000000) scales it.
+"""
+
+import json
+import os
+import resource
+import statistics
+import time
+import tracemalloc
+from contextlib import contextmanager
+from datetime import timedelta
+
+from django.contrib.auth import get_user_model
+from django.core.serializers.json import DjangoJSONEncoder
+from django.db import connection
+from django.http import HttpRequest, HttpResponse
+from django.template import RequestContext, Template
+from django.test import Client
+from django.test.utils import override_settings
+from django.urls import clear_url_caches, path
+from django.utils import timezone
+
+from bench.common import fresh_org
+from grading.criteria import criteria_active
+from grading.figures import dashboard_figures, iso_week, scope_for
+from grading.models import ItemKind
+from grading.rollups import live_counters, monday, rollups_rebuild
+from grading.services import api_key_create
+from reviewer import urls as reviewer_urls
+from reviewer.access import EVERY_ROLE, role_required
+from reviewer.dashboards import export, reads
+from reviewer.models import Membership, Role
+
+RUNS = 15
+WARMUP = 3
+WEEKS = 26
+
+
+@role_required(*EVERY_ROLE)
+def trivial(request: HttpRequest) -> HttpResponse:
+    """The yardstick: the same middleware, sign-in and role check, and the site layout around one word."""
+    template = Template('{% extends "_base.html" %}{% block content %}ok{% endblock %}')
+    return HttpResponse(template.render(RequestContext(request, {})))
+
+
+urlpatterns = [path("bench/trivial/", trivial), *reviewer_urls.urlpatterns]
+
+
+def _backend_cpu() -> float:
+    """CPU seconds of the PostgreSQL backend serving this connection (user + system), from /proc."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_backend_pid()")
+        pid = cursor.fetchone()[0]
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return float("nan")
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+@contextmanager
+def _clock(out: dict):
+    wall, cpu, db = time.perf_counter(), time.process_time(), _backend_cpu()
+    yield
+    out["wall"] = time.perf_counter() - wall
+    out["cpu"] = time.process_time() - cpu
+    out["db_cpu"] = _backend_cpu() - db
+
+
+def main() -> None:
+    total = int(os.environ.get("BENCH_DASHBOARD_REVIEWS", "1000000"))
+    org = fresh_org()
+    started = time.perf_counter()
+    counts = _populate(org, total)
+    print(
+        f"populated {counts['conversations']:,} conversations and {counts['drafts']:,} drafts with a counting review "
+        f"each, {counts['reviews']:,} reviews in all, {counts['decisions']:,} decisions, {counts['labels']:,} labels, "
+        f"{counts['feedback']:,} thumbs in {time.perf_counter() - started:.0f} s"
+    )
+    clock: dict = {}
+    with _clock(clock):
+        rebuild = rollups_rebuild(org_id=org.pk)
+    print(
+        f"rollup rebuild (the live GROUP BY in one snapshot, its drift booked): {clock['wall']:.1f} s wall, "
+        f"{clock['db_cpu']:.1f} s database CPU; {rebuild.rows:,} counters"
+    )
+
+    user = get_user_model().objects.create_user(username="bench-stakeholder", password="unused-bench-password")
+    Membership.objects.create(user=user, org=org, role=Role.STAKEHOLDER)
+    client = Client(SERVER_NAME="localhost")
+    client.force_login(user)
+    key = api_key_create(org=org, name="bench").plaintext
+    this_week = monday(timezone.now())
+    half_year = {"from": iso_week(this_week - timedelta(weeks=WEEKS - 1)), "to": iso_week(this_week)}
+    query = "&".join(f"{k}={v}" for k, v in half_year.items())
+    with override_settings(ROOT_URLCONF=__name__):
+        clear_url_caches()
+        try:
+            pages = [
+                ("trivial view (layout only)", "/bench/trivial/", {}),
+                ("dashboard page, last 8 weeks", "/dashboard/", {}),
+                (f"dashboard page, {WEEKS} weeks", f"/dashboard/?{query}", {}),
+                (f"JSON /api/v1/dashboard, {WEEKS} weeks", f"/api/v1/dashboard?{query}",
+                 {"HTTP_AUTHORIZATION": f"Bearer {key}"}),
+                ("reviews behind a number (1 week)", f"/dashboard/reviews/?from={iso_week(this_week)}&to="
+                 f"{iso_week(this_week)}&route=pass", {}),
+            ]  # fmt: skip
+            results = [(name, *_measure(client, url, extra)) for name, url, extra in pages]
+        finally:
+            clear_url_caches()
+    baseline = results[0][1]
+    print(f"{'request':<40} {'median ms':>10} {'p90 ms':>8} {'vs trivial':>11} {'cpu ms':>8} {'db cpu ms':>10}")
+    for name, median, p90, cpu, db_cpu in results:
+        print(f"{name:<40} {median:>10.1f} {p90:>8.1f} {median / baseline:>10.1f}x {cpu:>8.1f} {db_cpu:>10.1f}")
+
+    scope = scope_for(org, since=half_year["from"], until=half_year["to"])
+    from_rollup, from_live = {}, {}
+    with _clock(from_rollup):
+        rollup_figures = _comparable(dashboard_figures(scope))
+    with _clock(from_live):
+        live_figures = _comparable(dashboard_figures(scope, rows=live_counters(org_ids=[org.pk])))
+    same = rollup_figures == live_figures
+    print(
+        f"figures for {WEEKS} weeks: from the rollup {from_rollup['wall'] * 1000:.1f} ms "
+        f"(db cpu {from_rollup['db_cpu'] * 1000:.0f} ms); from a live GROUP BY over the raw tables "
+        f"{from_live['wall'] * 1000:.0f} ms (db cpu {from_live['db_cpu'] * 1000:.0f} ms): "
+        f"{from_live['wall'] / from_rollup['wall']:.0f}x slower; results {'equal' if same else 'DIFFERENT'}"
+    )
+    if not same:
+        raise SystemExit("the rollup's figures differ from the live GROUP BY")
+    _bench_export(org, scope)
+
+
+def _comparable(figures: dict) -> str:
+    figures = dict(figures)
+    figures.pop("generated_at")
+    figures["queue"] = {k: v for k, v in figures["queue"].items() if k != "oldest_wait_seconds"}  # ticks between reads
+    figures["staleness"] = {k: v for k, v in figures["staleness"].items() if k != "rollup"}  # about the rollup itself
+    return json.dumps(figures, cls=DjangoJSONEncoder, sort_keys=True)
+
+
+def _measure(client: Client, url: str, extra: dict) -> tuple[float, float, float, float]:
+    for _ in range(WARMUP):
+        assert client.get(url, **extra).status_code == 200, url
+    timings, cpus, db_cpus = [], [], []
+    for _ in range(RUNS):
+        clock: dict = {}
+        with _clock(clock):
+            response = client.get(url, **extra)
+        assert response.status_code == 200
+        timings.append(clock["wall"] * 1000)
+        cpus.append(clock["cpu"] * 1000)
+        db_cpus.append(clock["db_cpu"] * 1000)
+    timings.sort()
+    return (
+        statistics.median(timings),
+        timings[int(len(timings) * 0.9) - 1],
+        statistics.median(cpus),
+        statistics.median(db_cpus),
+    )
+
+
+def _bench_export(org, scope) -> None:
+    """Stream the export (conversations over the whole range): rows per second untraced; then Python's peak
+    allocation under tracemalloc for a tenth of the rows and for all of them (flat if it streams)."""
+    reviews = reads.reviews_behind(org, scope, reads.ReviewFilter(kind=ItemKind.CONVERSATION))
+    clock: dict = {}
+    rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    with _clock(clock):
+        rows = sum(line.count("\n") for line in export.as_csv(export.export_rows(reviews))) - 1
+    rss_after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    print(
+        f"export CSV: {rows:,} rows in {clock['wall']:.1f} s = {rows / clock['wall']:,.0f} rows/s "
+        f"({clock['cpu'] / rows * 1e6:.0f} µs CPU per row here, db cpu {clock['db_cpu']:.1f} s); "
+        f"peak RSS grew by {(rss_after - rss_before) / 1024:.0f} MiB"
+    )
+    peaks = []
+    for limit in (rows // 10, rows):
+        ids = reviews.order_by("pk").values_list("pk", flat=True)
+        upper = ids[limit - 1 : limit].get()
+        tracemalloc.start()
+        consumed = sum(1 for _ in export.as_jsonl(export.export_rows(reviews.filter(pk__lte=upper))))
+        peaks.append((consumed, tracemalloc.get_traced_memory()[1]))
+        tracemalloc.stop()
+    print(
+        "export JSONL peak Python allocation: "
+        + ", ".join(f"{n:,} rows {peak / 2**20:.1f} MiB" for n, peak in peaks)
+        + f" (chunks of {export.CHUNK} rows from a server-side cursor)"
+    )
+
+
+def _populate(org, total: int) -> dict[str, int]:
+    drafts = total * 15 // 100
+    conversations = total * 60 // 100
+    history = max(0, total - drafts - conversations)
+    operators = [
+        get_user_model().objects.create_user(username=f"bench-operator-{n}", password="unused-bench-password").pk
+        for n in range(3)
+    ]
+    params = {
+        "org": org.pk,
+        "cc": criteria_active(org=org, kind=ItemKind.CONVERSATION).pk,
+        "dc": criteria_active(org=org, kind=ItemKind.DRAFT).pk,
+        "conversations": conversations,
+        "drafts": drafts,
+        "history": history,
+        "days": WEEKS * 7,
+        "ops": operators,
+    }
+    with connection.cursor() as cursor:
+        for statement in _POPULATE_SQL:
+            cursor.execute(statement, params)
+        out = {}
+        for table, name in (("grading_review", "reviews"), ("grading_decision", "decisions"),
+                            ("grading_label", "labels"), ("grading_feedback", "feedback")):  # fmt: skip
+            cursor.execute(f"VACUUM ANALYZE {table}")
+            cursor.execute(f"SELECT count(*) FROM {table}")
+            out[name] = cursor.fetchone()[0]
+        cursor.execute("VACUUM ANALYZE grading_conversation")
+        cursor.execute("VACUUM ANALYZE grading_draft")
+    return {"conversations": conversations, "drafts": drafts, **out}
+
+
+_REVIEW_COLUMNS = """org_id, kind, conversation_id, draft_id, fingerprint, criteria_version_id, judge, judge_key,
+    memory_snapshot, started_at, finished_at, stages, route, reason, detail, checks, score, judge_score, judge_passed,
+    spread, sub_scores, findings, judge_issues, repairs, memory_used, usage, state, audit, application, week,
+    submitted_at"""
+_JUDGE = """'{"backend": "openai", "model": "bench", "prompt_hash": "b3nch000", "temperature": 0}'::jsonb"""
+_CHECK = """jsonb_build_object('verdict', {v}, 'message_ids', '["m2"]'::jsonb, 'rationale', 'bench')"""
+# Conversation g: route by g % 10 (0-5 pass, 6-7 fail, 8-9 a person: 8 decided, 9 waiting); every 97th pass is in
+# the audit sample (decided); started over the last 26 weeks, one an hour back from now.
+_CONVERSATION_ROUTE = "CASE WHEN g %% 10 < 6 THEN 'pass' WHEN g %% 10 < 8 THEN 'fail' ELSE 'human' END"
+
+_POPULATE_SQL = [
+    """INSERT INTO grading_conversation (org_id, external_id, application, closed, started_at, last_activity_at,
+            fingerprint, active_path_ids, branch_count, message_count, updated_at)
+        SELECT %(org)s, 'c-' || g, 'app-' || (g %% 5), true,
+            now() - (g %% (%(days)s * 24)) * interval '1 hour' - interval '1 hour',
+            now() - (g %% (%(days)s * 24)) * interval '1 hour' - interval '50 minutes',
+            'fp1:c-' || g, '["m1", "m2"]'::jsonb, 1, 2, now()
+        FROM generate_series(1, %(conversations)s) g""",
+    f"""INSERT INTO grading_review ({_REVIEW_COLUMNS})
+        SELECT %(org)s, 'conversation', c.id, NULL, c.fingerprint, %(cc)s, {_JUDGE}, 'bench', '',
+            c.last_activity_at, c.last_activity_at + interval '20 seconds', 1, x.route,
+            CASE WHEN x.route = 'human' THEN 'unknown_check' ELSE '' END, '',
+            jsonb_build_object(
+                'grounded', {_CHECK.format(v="CASE WHEN x.route = 'fail' THEN 'fail' ELSE 'pass' END")},
+                'complete', {_CHECK.format(v="CASE WHEN x.route = 'human' THEN 'unknown' ELSE 'pass' END")},
+                'usable', {_CHECK.format(v="'pass'")}),
+            NULL, NULL, NULL, NULL, '{{}}'::jsonb, '[]'::jsonb, '[]'::jsonb, NULL, '{{}}'::jsonb,
+            jsonb_build_object('prompt_tokens', 2000 + x.g %% 700, 'completion_tokens', 150, 'total_tokens', 2150),
+            CASE WHEN x.g %% 10 = 9 THEN 'waiting' WHEN x.g %% 10 = 8 OR x.audit THEN 'decided' ELSE 'current' END,
+            x.audit, c.application, date_trunc('week', c.started_at AT TIME ZONE 'UTC')::date, c.last_activity_at
+        FROM grading_conversation c
+        CROSS JOIN LATERAL (SELECT substr(c.external_id, 3)::int AS g) n
+        CROSS JOIN LATERAL (SELECT n.g, {_CONVERSATION_ROUTE.replace("g %%", "n.g %%")} AS route,
+                            n.g %% 97 = 0 AND n.g %% 10 < 6 AS audit) x
+        WHERE c.org_id = %(org)s""",
+    """INSERT INTO grading_draft (org_id, external_id, title, slug, body, source_urls, run_id, callback_url,
+            fingerprint, created_at, updated_at)
+        SELECT %(org)s, 'd-' || g, 'Draft ' || g, 'draft-' || g, 'body', '[]'::jsonb, '', '', 'fp1:d-' || g,
+            now() - (g %% (%(days)s * 24)) * interval '1 hour' - interval '2 hours',
+            now() - (g %% (%(days)s * 24)) * interval '1 hour' - interval '2 hours'
+        FROM generate_series(1, %(drafts)s) g""",
+    # Draft g: 0-5 pass (every 7th repaired), 6-7 fail (a finding), 8 a person (every other one decided), 9 error.
+    f"""INSERT INTO grading_review ({_REVIEW_COLUMNS})
+        SELECT %(org)s, 'draft', NULL, d.id, d.fingerprint, %(dc)s, {_JUDGE}, 'bench', 'mem1:bench',
+            d.updated_at + interval '1 minute', d.updated_at + interval '90 seconds', 1, x.route,
+            CASE x.route WHEN 'human' THEN 'band' WHEN 'error' THEN 'JudgeUnavailable' ELSE '' END, '', '{{}}'::jsonb,
+            CASE WHEN x.route = 'error' THEN NULL ELSE 5 + x.g %% 5 END, NULL, x.route = 'pass', NULL,
+            CASE WHEN x.route = 'error' THEN '{{}}'::jsonb
+                 ELSE jsonb_build_object('aeo', 1 + x.g %% 5, 'writing', 1 + x.g %% 4, 'org_fit', 2 + x.g %% 3) END,
+            CASE WHEN x.route = 'fail' THEN jsonb_build_array(jsonb_build_object('code',
+                (ARRAY['banned_word', 'filler_phrase', 'h2_not_question', 'internal_links'])[1 + x.g %% 4],
+                'message', 'bench', 'severity', 'fatal', 'spans', '[]'::jsonb)) ELSE '[]'::jsonb END,
+            '[]'::jsonb,
+            CASE WHEN x.route = 'pass' AND x.g %% 7 = 0
+                 THEN '{{"diff": "", "body": "", "applied": [{{"code": "dash"}}]}}'::jsonb END,
+            '{{}}'::jsonb, '{{"prompt_tokens": 3000, "completion_tokens": 200, "total_tokens": 3200}}'::jsonb,
+            CASE WHEN x.route = 'human' AND x.g %% 20 = 8 THEN 'decided' WHEN x.route = 'human' THEN 'waiting'
+                 ELSE 'current' END,
+            false, '', date_trunc('week', (d.updated_at + interval '90 seconds') AT TIME ZONE 'UTC')::date, d.updated_at
+        FROM grading_draft d
+        CROSS JOIN LATERAL (SELECT substr(d.external_id, 3)::int AS g) n
+        CROSS JOIN LATERAL (SELECT n.g, CASE WHEN n.g %% 10 < 6 THEN 'pass' WHEN n.g %% 10 < 8 THEN 'fail'
+                                              WHEN n.g %% 10 = 8 THEN 'human' ELSE 'error' END AS route) x
+        WHERE d.org_id = %(org)s""",
+    # Superseded history on conversations: older reviews of other evidence, kept, never counting.
+    f"""INSERT INTO grading_review ({_REVIEW_COLUMNS})
+        SELECT r.org_id, r.kind, r.conversation_id, NULL, 'fp1:old-' || h, r.criteria_version_id, r.judge,
+            'old-' || h, '', r.started_at - interval '1 day', r.finished_at - interval '1 day', 1, 'pass', '', '',
+            r.checks, NULL, NULL, NULL, NULL, '{{}}'::jsonb, '[]'::jsonb, '[]'::jsonb, NULL, '{{}}'::jsonb, r.usage,
+            'superseded', false, r.application, r.week, r.submitted_at
+        FROM generate_series(1, %(history)s) h
+        JOIN grading_review r ON r.id = (SELECT min(id) FROM grading_review) + (h %% %(conversations)s)""",
+    """INSERT INTO grading_decision (org_id, review_id, outcome, checks, note, decided_by_id, decided_at)
+        SELECT r.org_id, r.id,
+            CASE WHEN r.kind = 'draft' THEN 'approve' WHEN r.id %% 3 = 0 THEN 'fail' ELSE 'pass' END,
+            CASE WHEN r.kind = 'draft' THEN '{}'::jsonb
+                 ELSE jsonb_build_object('grounded', CASE WHEN r.id %% 3 = 0 THEN 'fail' ELSE 'pass' END,
+                                         'complete', 'pass', 'usable', 'pass') END,
+            'bench', (%(ops)s::int[])[1 + r.id %% 3], r.finished_at + (r.id %% 600) * interval '1 minute'
+        FROM grading_review r WHERE r.org_id = %(org)s AND r.state = 'decided'""",
+    """INSERT INTO grading_label (org_id, kind, conversation_id, draft_id, fingerprint, check_name, verdict, labeller,
+            source, labelled_at, created_at)
+        SELECT c.org_id, 'conversation', c.id, NULL, c.fingerprint, 'grounded',
+            CASE WHEN c.id %% 4 = 0 THEN 'fail' ELSE 'pass' END, 'qa', 'file:bench.csv', now(), now()
+        FROM grading_conversation c WHERE c.org_id = %(org)s AND c.id %% 50 = 1""",
+    """INSERT INTO grading_feedback (conversation_id, message_external_id, value, created_at)
+        SELECT c.id, 'm2', CASE WHEN c.id %% 10 = 0 THEN 'up' ELSE 'down' END, now()
+        FROM grading_conversation c WHERE c.org_id = %(org)s AND c.id %% 10 IN (0, 3)""",
+]

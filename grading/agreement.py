@@ -1,0 +1,91 @@
+"""How far the judge agrees with people, from a confusion table: percent agreement with a Wilson 95% interval, and
+Cohen's kappa with the large-sample standard error of Fleiss, Cohen and Everitt (1969) and a normal 95% interval.
+
+Pure arithmetic over counts (the rollups keep the counts). Degenerate tables say so instead of inventing a number:
+no pairs give no agreement; when both sides put every item in one and the same class, kappa is 0/0 and undefined;
+an interval needs at least two pairs and some spread.
+"""
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+Z95 = 1.959963984540054  # the 97.5th percentile of the standard normal
+
+
+@dataclass(frozen=True)
+class Agreement:
+    categories: tuple[str, ...]
+    table: tuple[tuple[int, ...], ...]  # rows: the machine's verdict; columns: the person's
+    n: int
+    agreed: int
+    percent: float | None  # 0..1
+    percent_interval: tuple[float, float] | None
+    kappa: float | None
+    kappa_se: float | None
+    kappa_interval: tuple[float, float] | None
+    note: str  # why a figure is missing, in words
+
+    def as_json(self) -> dict:
+        return {
+            "categories": list(self.categories),
+            "confusion": [list(row) for row in self.table],
+            "n": self.n,
+            "agreed": self.agreed,
+            "percent": self.percent,
+            "percent_interval": list(self.percent_interval) if self.percent_interval else None,
+            "percent_interval_method": "wilson",
+            "kappa": self.kappa,
+            "kappa_se": self.kappa_se,
+            "kappa_interval": list(self.kappa_interval) if self.kappa_interval else None,
+            "kappa_interval_method": "large-sample SE (Fleiss, Cohen & Everitt 1969), normal 95%",
+            "note": self.note,
+        }
+
+
+def wilson_interval(successes: int, n: int, z: float = Z95) -> tuple[float, float] | None:
+    """The Wilson score interval for a proportion; None for n = 0. Unlike p ± z·se it stays inside [0, 1] and
+    does not collapse to a point at 0 or n successes."""
+    if n <= 0:
+        return None
+    p = successes / n
+    denominator = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / denominator
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denominator
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def agreement_of(categories: Sequence[str], pairs: Mapping[tuple[str, str], int]) -> Agreement:
+    """Agreement figures from counts of (machine verdict, human verdict) pairs over `categories`."""
+    index = {c: i for i, c in enumerate(categories)}
+    k = len(categories)
+    table = [[0] * k for _ in range(k)]
+    for (machine, human), count in pairs.items():
+        if machine in index and human in index:
+            table[index[machine]][index[human]] += count
+    n = sum(map(sum, table))
+    agreed = sum(table[i][i] for i in range(k))
+    frozen = tuple(tuple(row) for row in table)
+    if n == 0:
+        return Agreement(tuple(categories), frozen, 0, 0, None, None, None, None, None, "no pairs yet")
+    po = agreed / n
+    rows = [sum(table[i]) / n for i in range(k)]
+    cols = [sum(table[i][j] for i in range(k)) / n for j in range(k)]
+    pe = sum(rows[i] * cols[i] for i in range(k))
+    percent_interval = wilson_interval(agreed, n)
+    if math.isclose(pe, 1.0):
+        return Agreement(
+            tuple(categories), frozen, n, agreed, po, percent_interval, None, None, None,
+            "kappa undefined: the machine and the people put every item in the same single class",
+        )  # fmt: skip
+    kappa = (po - pe) / (1 - pe)
+    p = [[table[i][j] / n for j in range(k)] for i in range(k)]
+    diagonal = sum(p[i][i] * ((1 - pe) - (rows[i] + cols[i]) * (1 - po)) ** 2 for i in range(k))
+    off = (1 - po) ** 2 * sum(p[i][j] * (cols[i] + rows[j]) ** 2 for i in range(k) for j in range(k) if i != j)
+    variance = (diagonal + off - (po * pe - 2 * pe + po) ** 2) / (n * (1 - pe) ** 4)
+    se = math.sqrt(max(variance, 0.0))
+    if n < 2 or se == 0.0:
+        note = "too few pairs for an interval" if n < 2 else "no spread: the interval would be a point"
+        return Agreement(tuple(categories), frozen, n, agreed, po, percent_interval, kappa, se, None, note)
+    interval = (max(-1.0, kappa - Z95 * se), min(1.0, kappa + Z95 * se))
+    return Agreement(tuple(categories), frozen, n, agreed, po, percent_interval, kappa, se, interval, "")

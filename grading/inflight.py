@@ -1,0 +1,148 @@
+"""Whether an item's grading task still exists, asked of the two places a task can be: the broker and a live worker.
+
+Each enqueue gives the item a ticket, the Celery task id of the task that owes it a review (`grading_task_id`,
+committed with `queued_at` in the transaction that decided to grade it: the ticket is the outbox row). The task
+is in flight while
+
+1. its message is in the broker: waiting in a queue, or delivered to a worker and not acknowledged yet (tasks are
+   acknowledged late, so a running task's message is still there); read from Redis, where kombu keeps each queue
+   as a list per priority step and delivered messages in one hash until they are acknowledged;
+2. and, once delivered, while the worker running it lives: the task holds a session advisory lock on its item
+   for as long as it works, and PostgreSQL drops that lock the moment the worker's connection dies (a SIGKILL, a
+   lost machine, a dropped connection), with no time limit or visibility timeout to wait out.
+
+A ticket in neither place was lost (a broker that lost its queue, a worker that died, a send that failed) and the
+planner sends the item again. Sending one twice costs little: the lock makes a second task for an item wait for
+the first, which then finds the review written and does not call the judge again (the identity check in the
+graders), and the review identity constraint makes a second review impossible anyway.
+
+Why not trust `queued_at` for a while: a queue can hold work for longer than any fixed time, and a lost task is
+no more likely to come back after a time limit than before it.
+"""
+
+import contextlib
+import json
+import logging
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+
+import redis
+from django.conf import settings
+from django.db import DatabaseError, connection
+from kombu.transport.redis import Channel
+
+from grading.models import Conversation, Draft, ItemKind
+
+logger = logging.getLogger(__name__)
+
+# Advisory lock keys: 16 bits that name Tollgate, 8 that name the kind of item, 40 for its primary key.
+_LOCK_NAMESPACE = 0x7467  # "tg"
+_KIND_CODES = {ItemKind.CONVERSATION: 1, ItemKind.DRAFT: 2}
+_KINDS_BY_CODE = {code: kind for kind, code in _KIND_CODES.items()}
+_PK_BITS = 40
+_ITEM_MODELS = {ItemKind.CONVERSATION: Conversation, ItemKind.DRAFT: Draft}
+_CENSUS_CHUNK = 1000
+
+
+def lock_key(kind: str, item_id: int) -> int:
+    """The item's advisory lock key (pg_locks shows it as classid, objid with objsubid 1)."""
+    return (_LOCK_NAMESPACE << 48) | (_KIND_CODES[kind] << _PK_BITS) | item_id
+
+
+@contextlib.contextmanager
+def grading_lock(kind: str, item_id: int, *, task_id: str) -> Iterator[None]:
+    """Hold the item's grading lock while grading it, then hand its ticket back.
+
+    The lock is a session-level advisory lock, taken outside any transaction (the judge is called while it is
+    held), and waited for: a second task for the same item waits until the first is done, then finds its review.
+    On success the item's ticket is cleared if it is still this task's; on a database error it is kept (the task
+    is retried under the same id, or the next recovery finds it lost); on any other error it is cleared, so a
+    task that fails for good is not sent again every minute (the next grading pass tries the item again).
+    """
+    key = lock_key(kind, item_id)
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_advisory_lock(%s)", [key])
+    keep_ticket = False
+    try:
+        yield
+    except DatabaseError:
+        keep_ticket = True
+        raise
+    finally:
+        with contextlib.suppress(DatabaseError):  # a dead connection has released the lock already
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT pg_advisory_unlock(%s)", [key])
+            if not keep_ticket:
+                ticket_return(kind=kind, item_id=item_id, task_id=task_id)
+
+
+def ticket_return(*, kind: str, item_id: int, task_id: str) -> None:
+    """The task `task_id` is done with the item: it is no longer queued, unless a newer ticket was issued since."""
+    _ITEM_MODELS[kind].objects.filter(pk=item_id, grading_task_id=task_id).update(queued_at=None, grading_task_id="")
+
+
+def items_being_graded() -> set[tuple[str, int]]:
+    """(kind, id) of every item a live worker holds the grading lock of, in this database."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            """
+            SELECT (classid::bigint << 32) | objid::bigint FROM pg_locks
+            WHERE locktype = 'advisory' AND objsubid = 1 AND granted
+              AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
+            """
+        )
+        keys = [row[0] for row in cursor.fetchall()]
+    held = set()
+    for key in keys:
+        if key >> 48 != _LOCK_NAMESPACE:
+            continue
+        kind = _KINDS_BY_CODE.get((key >> _PK_BITS) & 0xFF)
+        if kind is not None:
+            held.add((kind, key & ((1 << _PK_BITS) - 1)))
+    return held
+
+
+@dataclass(frozen=True)
+class BrokerTasks:
+    """Task ids the broker holds: `waiting` in a queue, `delivered` to a worker and not acknowledged."""
+
+    waiting: frozenset[str]
+    delivered: frozenset[str]
+
+
+def broker_tasks(queues: Iterable[str]) -> BrokerTasks | None:
+    """Read the task ids in `queues` and in the delivered-but-unacknowledged hash; None if Redis cannot be read
+    (the caller must then assume nothing was lost: it cannot tell)."""
+    client = redis.Redis.from_url(settings.REDIS_URL, socket_timeout=5.0, socket_connect_timeout=5.0)
+    try:
+        waiting = set()
+        for queue in queues:
+            for key in _priority_lists(queue):
+                start = 0
+                while batch := client.lrange(key, start, start + _CENSUS_CHUNK - 1):
+                    waiting.update(_task_id(raw) for raw in batch)
+                    start += len(batch)
+        delivered = {_task_id(raw, delivered=True) for raw in client.hvals(Channel.unacked_key)}
+    except redis.RedisError as exc:
+        logger.warning("could not read the broker's queues (%s): no grading task is taken for lost", exc)
+        return None
+    finally:
+        client.close()
+    return BrokerTasks(frozenset(waiting - {""}), frozenset(delivered - {""}))
+
+
+def _priority_lists(queue: str) -> list[str]:
+    """The Redis lists kombu keeps one queue in: the queue's name for priority 0, a suffix for each other step."""
+    return [queue if step == 0 else f"{queue}{Channel.sep}{step}" for step in Channel.priority_steps]
+
+
+def _task_id(raw: bytes, *, delivered: bool = False) -> str:
+    """The task id in a kombu message (protocol 2 puts it in the headers); delivered ones are stored with their
+    exchange and routing key."""
+    try:
+        message = json.loads(raw)
+        if delivered:
+            message = message[0]
+        return str(message["headers"]["id"])
+    except (ValueError, KeyError, IndexError, TypeError):
+        return ""  # not a Celery task message: nothing of ours

@@ -1,0 +1,40 @@
+from pathlib import Path
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from grading.labels import file_format_of, labels_import
+from grading.models import Org
+
+
+class Command(BaseCommand):
+    help = (
+        "Import human labels (CSV with a header, or JSONL): item (external id), check (grounded, complete, usable or "
+        "pass_fail), verdict (pass, fail, unknown), labeller, time; optional kind. Each label is bound to the "
+        "item's fingerprint now. Bad rows are reported by line and the rest import; importing again changes nothing."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("file")
+        parser.add_argument("--org", required=True, help="org slug")
+        parser.add_argument("--format", choices=["csv", "jsonl"], default=None, help="default: from the extension")
+
+    def handle(self, *args, file: str, org: str, format: str | None, **options) -> None:
+        the_org = Org.objects.filter(slug=org).first()
+        if the_org is None:
+            raise CommandError(f"no org with slug {org!r}")
+        path = Path(file)
+        try:
+            text = path.read_text(encoding="utf-8-sig")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise CommandError(f"cannot read {file}: {exc}") from exc
+        report = labels_import(
+            org=the_org, text=text, file_format=file_format_of(file, format), source=f"file:{path.name}"
+        )
+        for problem in report.problems:
+            self.stderr.write(str(problem))
+        self.stdout.write(
+            f"{report.created} created, {report.updated} updated, {report.unchanged} unchanged, "
+            f"{len(report.problems)} bad row{'s' if len(report.problems) != 1 else ''}"
+        )
+        if report.problems:
+            raise CommandError("some rows were not imported (see above); the others were")

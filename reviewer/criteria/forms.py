@@ -1,0 +1,296 @@
+"""Forms of the criteria pages: the editor of a version (the rubric and every rule of the rules document), and the
+small forms that ask for N, K and a confirmation.
+
+The editor does not validate the rules itself: it builds the rules document from what was typed and hands it to
+`criteria_update`, whose per-field errors (grading/rules.py) are shown beside the field they concern. One
+validation, the one the service and the Django admin apply too.
+"""
+
+from django import forms
+
+from grading.criteria_impact import PREVIEW_DEFAULT, PREVIEW_MAX
+from grading.criteria_trials import TRIAL_DEFAULT, TRIAL_MAX
+from grading.models import CriteriaVersion, ItemKind
+
+SEVERITY_CHOICES = [("fatal", "fatal: fails the draft"), ("fixable", "fixable: repaired automatically")]
+PLACEMENT_CHOICES = [
+    ("after_first_section", "after the first section"),
+    ("before_last_section", "before the last section"),
+    ("end", "at the end"),
+]
+_LINES = {"rows": 8, "spellcheck": "false"}
+
+
+def _lines(text: str) -> list[str]:
+    """One entry per line; blank lines are spacing, not entries."""
+    return [line.strip() for line in text.splitlines() if line.strip()]
+
+
+class CharacterForm(forms.Form):
+    # Not stripped: a substitute is often ", " and a sequence may be a lone space (which validation refuses).
+    sequence = forms.CharField(max_length=16, required=False, strip=False)
+    name = forms.CharField(max_length=60, required=False)
+    substitute = forms.CharField(max_length=16, required=False, strip=False)
+
+    def is_blank(self) -> bool:
+        data = self.cleaned_data
+        return not (data.get("sequence") or data.get("name") or data.get("substitute"))
+
+
+class ComponentForm(forms.Form):
+    name = forms.CharField(max_length=80, required=False)
+    template = forms.CharField(max_length=2_000, required=False, widget=forms.Textarea(attrs={"rows": 2}))
+    placement = forms.ChoiceField(choices=PLACEMENT_CHOICES, initial="end")
+
+    def is_blank(self) -> bool:
+        return not (self.cleaned_data.get("name") or self.cleaned_data.get("template"))
+
+
+CharacterFormSet = forms.formset_factory(CharacterForm, extra=1, can_delete=True, max_num=40, validate_max=True)
+ComponentFormSet = forms.formset_factory(ComponentForm, extra=1, can_delete=True, max_num=40, validate_max=True)
+
+# Where each path of the rules document is edited: a field of the form, or a formset (rows by index).
+_FIELD_OF_PATH = {
+    "rubric": "rubric",
+    "rules.banned_words": "banned_words",
+    "rules.filler_phrases": "filler_phrases",
+    "rules.banned_characters.severity": "banned_characters_severity",
+    "rules.h2.min_ratio": "h2_min_percent",
+    "rules.h2.min_count": "h2_min_count",
+    "rules.h2.openings": "h2_openings",
+    "rules.internal_links.pattern": "internal_links_pattern",
+    "rules.internal_links.minimum": "internal_links_minimum",
+    "rules.internal_links.related_reading_label": "related_reading_label",
+    "rules.internal_links.severity": "internal_links_severity",
+    "rules.components.severity": "components_severity",
+    "rules.citation.minimum": "citation_minimum",
+    "rules.citation.require_sources": "citation_require_sources",
+    "rules.proof_points.minimum": "proof_points_minimum",
+    "rules.threshold": "threshold",
+    "rules.band": "band",
+    "rules.max_judge_issues": "max_judge_issues",
+    "rules.repair.banned_character": "repair_banned_character",
+    "rules.repair.internal_links_missing": "repair_internal_links_missing",
+    "rules.repair.component_missing": "repair_component_missing",
+}
+_FORMSET_OF_PATH = {"rules.banned_characters.characters": "characters", "rules.components.required": "components"}
+
+
+class CriteriaForm(forms.Form):
+    """The editor of an unpublished version. Conversation versions have a rubric only; drafts have the rules
+    document too. `revision` is the revision the editor started from: the service refuses a save made from an
+    older one (someone saved meanwhile)."""
+
+    revision = forms.IntegerField(min_value=1, widget=forms.HiddenInput)
+    rubric = forms.CharField(strip=False, required=False, widget=forms.Textarea(attrs={"rows": 14}))
+
+    def __init__(self, *args, version: CriteriaVersion, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.version = version
+        self.is_draft = version.kind == ItemKind.DRAFT
+        if not self.is_draft:
+            return
+        self.fields |= _draft_fields()
+        prefix_data = args[0] if args else kwargs.get("data")
+        rules = version.draft_rules()
+        self.characters = CharacterFormSet(
+            prefix_data,
+            prefix="characters",
+            initial=[c.model_dump() for c in rules.banned_characters.characters] if prefix_data is None else None,
+        )
+        self.components = ComponentFormSet(
+            prefix_data,
+            prefix="components",
+            initial=[c.model_dump() for c in rules.components.required] if prefix_data is None else None,
+        )
+
+    @classmethod
+    def for_version(cls, version: CriteriaVersion) -> "CriteriaForm":
+        initial = {"revision": version.revision, "rubric": version.rubric}
+        if version.kind == ItemKind.DRAFT:
+            initial |= _draft_initial(version)
+        return cls(initial=initial, version=version)
+
+    def is_valid(self) -> bool:
+        valid = super().is_valid()
+        if self.is_draft:
+            valid = self.characters.is_valid() & self.components.is_valid() & valid
+        return valid
+
+    def rules_document(self) -> dict | None:
+        """The rules document as typed (drafts), with the formset rows it was built from remembered so that an
+        error at `components.required.1` lands on the row the admin typed it in."""
+        if not self.is_draft:
+            return None
+        data = self.cleaned_data
+        self._character_rows = [f for f in self.characters.forms if not _dropped(f)]
+        self._component_rows = [f for f in self.components.forms if not _dropped(f)]
+        return {
+            "schema_version": 1,
+            "banned_words": {"severity": "fatal", "terms": _lines(data["banned_words"])},
+            "filler_phrases": {"severity": "fatal", "terms": _lines(data["filler_phrases"])},
+            "banned_characters": {
+                "severity": data["banned_characters_severity"],
+                "characters": [
+                    {
+                        "sequence": f.cleaned_data["sequence"],
+                        "name": f.cleaned_data["name"],
+                        "substitute": f.cleaned_data["substitute"],
+                    }
+                    for f in self._character_rows
+                ],  # fmt: skip
+            },
+            "h2": {
+                "severity": "fatal",
+                "min_ratio": round(data["h2_min_percent"] / 100, 4),
+                "min_count": data["h2_min_count"],
+                "openings": _lines(data["h2_openings"]),
+            },
+            "internal_links": {
+                "severity": data["internal_links_severity"],
+                "pattern": data["internal_links_pattern"],
+                "minimum": data["internal_links_minimum"],
+                "related_reading_label": data["related_reading_label"],
+            },
+            "components": {
+                "severity": data["components_severity"],
+                "required": [
+                    {
+                        "name": f.cleaned_data["name"],
+                        "template": f.cleaned_data["template"].strip(),
+                        "placement": f.cleaned_data["placement"],
+                    }
+                    for f in self._component_rows
+                ],  # fmt: skip
+            },
+            "citation": {
+                "severity": "fatal",
+                "minimum": data["citation_minimum"],
+                "require_sources": data["citation_require_sources"],
+            },
+            "proof_points": {"severity": "fatal", "minimum": data["proof_points_minimum"]},
+            "threshold": data["threshold"],
+            "band": data["band"],
+            "max_judge_issues": data["max_judge_issues"],
+            "repair": {
+                "banned_character": data["repair_banned_character"],
+                "internal_links_missing": data["repair_internal_links_missing"],
+                "component_missing": data["repair_component_missing"],
+            },
+        }
+
+    def add_service_errors(self, errors: dict[str, list[str]]) -> None:
+        """Show each of the service's errors beside the field (or formset row) it names."""
+        for path, messages in errors.items():
+            for prefix, rows_name in _FORMSET_OF_PATH.items():
+                if path == prefix or path.startswith(prefix + "."):
+                    self._formset_error(rows_name, path.removeprefix(prefix).lstrip("."), messages)
+                    break
+            else:
+                self.add_error(_field_for(path), messages)
+
+    def _formset_error(self, rows_name: str, rest: str, messages: list[str]) -> None:
+        formset = getattr(self, rows_name)
+        rows = self._character_rows if rows_name == "characters" else self._component_rows
+        index, _, field = rest.partition(".")
+        if index.isdigit() and int(index) < len(rows):
+            row = rows[int(index)]
+            row.add_error(field if field in row.fields else None, messages)
+        else:
+            formset.service_errors = [*getattr(formset, "service_errors", []), *messages]
+
+
+def _field_for(path: str) -> str | None:
+    """The form field editing `path`, or its closest enclosing one; None (the form's own errors) if none does."""
+    while path:
+        if path in _FIELD_OF_PATH:
+            return _FIELD_OF_PATH[path]
+        path = path.rpartition(".")[0]
+    return None
+
+
+def _dropped(row: forms.Form) -> bool:
+    return row.cleaned_data.get("DELETE", False) or row.is_blank()
+
+
+def _draft_fields() -> dict[str, forms.Field]:
+    severity = {"choices": SEVERITY_CHOICES, "widget": forms.Select}
+    return {
+        "banned_words": forms.CharField(required=False, widget=forms.Textarea(attrs=_LINES)),
+        "filler_phrases": forms.CharField(required=False, widget=forms.Textarea(attrs=_LINES)),
+        "banned_characters_severity": forms.ChoiceField(**severity),
+        "h2_min_percent": forms.FloatField(min_value=0, max_value=100),
+        "h2_min_count": forms.IntegerField(min_value=0, max_value=100),
+        "h2_openings": forms.CharField(required=False, widget=forms.Textarea(attrs=_LINES | {"rows": 5})),
+        "internal_links_pattern": forms.CharField(max_length=200, strip=False),
+        "internal_links_minimum": forms.IntegerField(min_value=0, max_value=100),
+        "related_reading_label": forms.CharField(max_length=100),
+        "internal_links_severity": forms.ChoiceField(**severity),
+        "components_severity": forms.ChoiceField(**severity),
+        "citation_minimum": forms.IntegerField(min_value=0, max_value=100),
+        "citation_require_sources": forms.BooleanField(required=False),
+        "proof_points_minimum": forms.IntegerField(min_value=0, max_value=100),
+        # The threshold and band are checked by the rules document, which says why (the 1-10 scale, the band
+        # below the threshold); the form only asks for numbers.
+        "threshold": forms.FloatField(),
+        "band": forms.FloatField(),
+        "max_judge_issues": forms.IntegerField(),
+        "repair_banned_character": forms.BooleanField(required=False),
+        "repair_internal_links_missing": forms.BooleanField(required=False),
+        "repair_component_missing": forms.BooleanField(required=False),
+    }
+
+
+def _draft_initial(version: CriteriaVersion) -> dict:
+    rules = version.draft_rules()
+    return {
+        "banned_words": "\n".join(rules.banned_words.terms),
+        "filler_phrases": "\n".join(rules.filler_phrases.terms),
+        "banned_characters_severity": rules.banned_characters.severity,
+        "h2_min_percent": round(rules.h2.min_ratio * 100, 2),
+        "h2_min_count": rules.h2.min_count,
+        "h2_openings": "\n".join(rules.h2.openings),
+        "internal_links_pattern": rules.internal_links.pattern,
+        "internal_links_minimum": rules.internal_links.minimum,
+        "related_reading_label": rules.internal_links.related_reading_label,
+        "internal_links_severity": rules.internal_links.severity,
+        "components_severity": rules.components.severity,
+        "citation_minimum": rules.citation.minimum,
+        "citation_require_sources": rules.citation.require_sources,
+        "proof_points_minimum": rules.proof_points.minimum,
+        "threshold": rules.threshold,
+        "band": rules.band,
+        "max_judge_issues": rules.max_judge_issues,
+        "repair_banned_character": rules.repair.banned_character,
+        "repair_internal_links_missing": rules.repair.internal_links_missing,
+        "repair_component_missing": rules.repair.component_missing,
+    }
+
+
+class NewVersionForm(forms.Form):
+    kind = forms.ChoiceField(choices=ItemKind.choices)
+    org = forms.IntegerField(min_value=1)
+    source = forms.IntegerField(min_value=1, required=False)  # empty: the active version
+
+
+class DiffForm(forms.Form):
+    old = forms.IntegerField(min_value=1)
+    new = forms.IntegerField(min_value=1)
+
+
+class PreviewForm(forms.Form):
+    n = forms.IntegerField(min_value=1, max_value=PREVIEW_MAX, initial=PREVIEW_DEFAULT, label="drafts")
+
+
+class TrialForm(forms.Form):
+    k = forms.IntegerField(min_value=1, max_value=TRIAL_MAX, initial=TRIAL_DEFAULT, label="items")
+
+
+class TrialStartForm(TrialForm):
+    counted_calls = forms.IntegerField(min_value=0, widget=forms.HiddenInput)
+
+
+class PublishForm(forms.Form):
+    # The active version the plan was made against: publishing is refused if another was published since.
+    plan_active = forms.IntegerField(min_value=1, widget=forms.HiddenInput)
+    regrade_now = forms.BooleanField(required=False, label="Re-grade now: run a grading pass once it is published")

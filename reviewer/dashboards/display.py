@@ -1,0 +1,284 @@
+"""How the figures read to a stakeholder: every number paired with the link to the reviews behind it, durations
+in words, the charts."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from urllib.parse import urlencode
+
+from django.urls import reverse
+from django.utils.safestring import mark_safe
+
+from grading.figures import GROUP_LABELS, Scope
+from grading.models import ItemKind
+from grading.outcomes import CHECKS
+from reviewer.dashboards import charts
+from reviewer.dashboards.reads import ReviewFilter
+
+
+@dataclass(frozen=True)
+class Linked:
+    """A number and where it leads."""
+
+    value: object
+    url: str
+
+    def __str__(self) -> str:
+        return str(self.value)
+
+    def __html__(self) -> str:  # a number: nothing to escape, and no localisation (a page prints hundreds)
+        return str(self.value)
+
+
+class Links:
+    """URLs of the review list for one org and scope, ready for an HTML attribute (`&` written `&amp;`; the rest of
+    what urlencode writes needs no escaping). A page has hundreds: the paths are reversed once, the parts that do
+    not change are encoded once, and the filters are assembled directly (their names are `ReviewFilter`'s)."""
+
+    def __init__(self, org_slug: str, scope: Scope) -> None:
+        self.base = {"org": org_slug, **scope.as_query()}
+        self._org = urlencode({"org": org_slug})
+        self._range = urlencode({"from": self.base["from"], "to": self.base["to"]})
+        self._application = urlencode({"application": scope.application}) if scope.application else ""
+        self._reviews, self._export, self._page = (
+            reverse(n) for n in ("dashboard_reviews", "dashboard_export", "dashboard")
+        )
+
+    def reviews(self, week: str | None = None, application: str | None = None, **filters) -> str:
+        parts = [self._org, urlencode({"from": week, "to": week}) if week else self._range]
+        if application is not None:
+            parts.append(urlencode({"application": application}))
+        elif self._application:
+            parts.append(self._application)
+        if filters:
+            parts.append(_encode(_filter_query(filters)))
+        return mark_safe(self._reviews + "?" + "&".join(parts).replace("&", "&amp;"))  # noqa: S308 - urlencode output
+
+    def export(self, file_format: str, **filters) -> str:
+        query = urlencode(self.base | _filter_query(filters) | {"format": file_format})
+        return mark_safe(self._export + "?" + query.replace("&", "&amp;"))  # noqa: S308 - urlencode output
+
+    def page(self, **changes) -> str:
+        query = urlencode({key: value for key, value in (self.base | changes).items() if value})
+        return mark_safe(self._page + "?" + query.replace("&", "&amp;"))  # noqa: S308 - urlencode output
+
+
+_FILTER_NAMES = frozenset(ReviewFilter.__dataclass_fields__)
+_PLAIN = re.compile(r"[A-Za-z0-9_.\-]*")
+
+
+def _encode(query: dict[str, str]) -> str:
+    """urlencode for the filters' values, which are nearly always plain tokens (routes, checks, codes)."""
+    return "&".join(f"{k}={v}" if _PLAIN.fullmatch(v) else urlencode({k: v}) for k, v in query.items())
+
+
+def _filter_query(filters: dict) -> dict[str, str]:
+    """`ReviewFilter(**filters).as_query()`, without building the dataclass for every link."""
+    unknown = set(filters) - _FILTER_NAMES
+    if unknown:
+        raise TypeError(f"not a review filter: {', '.join(sorted(unknown))}")
+    return {
+        name: "1" if value is True else str(value)
+        for name, value in filters.items()
+        if value not in ("", None, False) and not (name == "set" and value == "counting")
+    }
+
+
+def duration(seconds: float | int | None) -> str:
+    if seconds is None:
+        return "–"
+    seconds = int(seconds)
+    if seconds < 90:
+        return f"{seconds} s"
+    minutes = seconds // 60
+    if minutes < 90:
+        return f"{minutes} min"
+    hours = minutes // 60
+    if hours < 48:
+        return f"{hours} h {minutes % 60:02d} min"
+    return f"{hours // 24} d {hours % 24} h"
+
+
+def median_label(bound: int | None) -> str:
+    if bound is None:
+        return "–"
+    if bound < 0:
+        return "over a week"
+    return f"≤ {duration(bound)}"
+
+
+def _percent(value: float | None) -> str:
+    return "–" if value is None else f"{value:.0%}"
+
+
+def _interval(interval: list | None, *, percent: bool) -> str:
+    if not interval:
+        return ""
+    low, high = interval
+    return f"{low:.0%}–{high:.0%}" if percent else f"{low:.2f} to {high:.2f}"
+
+
+def quality_panel(figures: dict, links: Links) -> dict:
+    q = figures["quality"]
+    kind = ItemKind.CONVERSATION
+
+    def linked(row: dict, week: str | None = None, application: str | None = None) -> dict:
+        return {
+            **row,
+            "quality_label": _percent(row["quality"]),
+            "passed_link": links.reviews(week, application, kind=kind, route="pass"),
+            "resolved_link": links.reviews(week, application, kind=kind, route="pass,fail"),
+            "unknown_link": links.reviews(week, application, kind=kind, route="human", reason="unknown_check"),
+        }
+
+    applications = []
+    for row in q["by_application"]:
+        entry = linked(row, application=row["application"])
+        app = row["application"]
+        entry["check_cells"] = [
+            {"name": name, "cells": [Linked(row["checks"][name][v], links.reviews(
+                application=app, kind=kind, check=name, verdict=v)) for v in ("pass", "fail", "unknown")]}
+            for name in CHECKS
+        ]  # fmt: skip
+        entry["thumbs"] = f"{row['thumbs_up']} / {row['thumbs_down']}"
+        applications.append(entry)
+    weeks = [linked(row, week=row["week"]) for row in q["by_week"]]
+    trend = charts.quality_trend(
+        q["by_week"],
+        pass_url=lambda week: links.reviews(week, kind=kind, route="pass"),
+        unknown_url=lambda week: links.reviews(week, kind=kind, route="human", reason="unknown_check"),
+    )
+    checks = [
+        {"name": name, "cells": [Linked(q["checks"][name][v], links.reviews(kind=kind, check=name, verdict=v))
+                                 for v in ("pass", "fail", "unknown")]}
+        for name in CHECKS
+    ]  # fmt: skip
+    return {"total": linked(q["total"]), "weeks": weeks, "applications": applications, "trend": trend,
+            "checks": checks, "criteria_version": q["criteria_version"]}  # fmt: skip
+
+
+def gate_panel(figures: dict, links: Links) -> dict:
+    g = figures["gate"]
+    kind = ItemKind.DRAFT
+    weeks = [
+        {
+            "week": row["week"],
+            **{part: Linked(row[part], links.reviews(row["week"], kind=kind, route=part))
+               for part in ("pass", "fail", "human", "error")},
+            "repaired_pass": Linked(row["repaired_pass"], links.reviews(row["week"], kind=kind, repaired=True)),
+        }
+        for row in g["by_week"]
+    ]  # fmt: skip
+    total = {part: Linked(g["total"][part], links.reviews(kind=kind, route=part)) for part in ("pass", "fail", "human")}
+    total["repaired_pass"] = Linked(g["total"]["repaired_pass"], links.reviews(kind=kind, repaired=True))
+    return {
+        "criteria_version": g["criteria_version"],
+        "total": total,
+        "weeks": weeks,
+        "chart": charts.gate_bars(g["by_week"], url=lambda week, part: links.reviews(week, kind=kind, route=part)),
+        "findings": [Linked(f, links.reviews(kind=kind, finding=f["code"])) for f in g["findings"][:10]],
+        "sub_scores": g["sub_scores"],
+        "decisions": {k: Linked(v, links.reviews(kind=kind, decision=k)) for k, v in g["decisions"].items()},
+        "machine_mean": duration(g["time_to_verdict"]["machine"]["mean_seconds"]),
+        "machine_median": median_label(g["time_to_verdict"]["machine"]["median_at_most_seconds"]),
+        "machine_n": g["time_to_verdict"]["machine"]["n"],
+        "human_mean": duration(g["time_to_verdict"]["human"]["mean_seconds"]),
+        "human_median": median_label(g["time_to_verdict"]["human"]["median_at_most_seconds"]),
+        "human_n": g["time_to_verdict"]["human"]["n"],
+    }
+
+
+def staleness_panel(figures: dict, links: Links) -> dict:
+    s = figures["staleness"]
+    errors = [
+        Linked({"kind": kind, "reason": reason, "n": n}, links.reviews(kind=kind, set="errors", reason=reason))
+        for kind, reasons in s["judge_errors"].items()
+        for reason, n in reasons.items()
+    ]
+    return {
+        **s,
+        "stale_links": {kind: Linked(n, links.reviews(kind=kind, set="stale")) for kind, n in s["stale"].items()},
+        "stale_total": sum(s["stale"].values()),
+        "mismatched_total": sum((s["mismatched"] or {}).values()),
+        "errors": errors,
+        "errors_total": sum(e.value["n"] for e in errors),
+    }
+
+
+def agreement_panel(figures: dict, links: Links) -> list[dict]:
+    """One block per kind and sample, each check with its confusion table whose off-diagonal cells link to the
+    items the machine and the people disagreed on."""
+    blocks = []
+    for kind, per_kind in figures["agreement"].items():
+        for sample, data in per_kind["samples"].items():
+            checks = []
+            for check, a in data["checks"].items():
+                checks.append({
+                    "name": check.replace("_", " "),
+                    "n": a["n"],
+                    "percent": _percent(a["percent"]),
+                    "percent_interval": _interval(a["percent_interval"], percent=True),
+                    "kappa": "–" if a["kappa"] is None else f"{a['kappa']:.2f}",
+                    "kappa_interval": _interval(a["kappa_interval"], percent=False),
+                    "note": a["note"],
+                    "confusion": confusion_table(a, links, kind=kind, sample=sample, check=check),
+                })  # fmt: skip
+            blocks.append({
+                "kind": kind, "sample": sample, "label": GROUP_LABELS[sample], "biased": sample == "unsure",
+                "criteria_version": per_kind["criteria_version"], "checks": checks,
+                "n": max((c["n"] for c in checks), default=0),
+            })  # fmt: skip
+    return blocks
+
+
+def confusion_table(agreement: dict, links: Links, *, kind: str, sample: str, check: str) -> str:
+    """A confusion table as HTML (rows: the machine's verdict, columns: the people's), each disagreeing cell a link.
+    Built here rather than in the template: a page has a few hundred cells, and every value is a number, a
+    verdict name of ours or a URL from `Links`."""
+    categories = agreement["categories"]
+    head = "".join(f"<th>{c}</th>" for c in categories)
+    rows = []
+    for i, machine in enumerate(categories):
+        cells = []
+        for j, human in enumerate(categories):
+            n = agreement["confusion"][i][j]
+            css = "agree" if i == j else ("disagree" if n else "")
+            url = ""
+            if n and check != "all_checks":  # the pooled table has no one list behind a cell
+                url = links.reviews(kind=kind, sample=sample, check=check, machine=machine, human=human)
+            cells.append(f'<td class="{css}">' + (f'<a href="{url}">{n}</a>' if url else str(n)) + "</td>")
+        rows.append(f"<tr><th>{machine}</th>{''.join(cells)}</tr>")
+    return mark_safe(f'<table class="confusion"><tr><th></th>{head}</tr>{"".join(rows)}</table>')  # noqa: S308 - see above
+
+
+def headline_agreement(figures: dict) -> dict:
+    """The card at the top: the audit sample's conversation checks, pooled."""
+    pooled = figures["agreement"][ItemKind.CONVERSATION]["samples"]["audit"]["checks"]["all_checks"]
+    return {
+        "percent": _percent(pooled["percent"]),
+        "kappa": "–" if pooled["kappa"] is None else f"{pooled['kappa']:.2f}",
+        "n": pooled["n"],
+        "percent_interval": _interval(pooled["percent_interval"], percent=True),
+    }
+
+
+def queue_panel(figures: dict, links: Links) -> dict:
+    q = figures["queue"]
+    return {
+        **q,
+        "oldest": duration(q["oldest_wait_seconds"]),
+        "operators": [
+            Linked(row, links.reviews(row["week"], kind="any", operator=row["operator_id"]))
+            for row in q["decisions_by_operator"]
+        ],
+        "weeks": [
+            {
+                **w,
+                "mean": duration(w["mean_seconds"]),
+                "median": median_label(w["median_at_most_seconds"]),
+                "link": links.reviews(w["week"], kind="any", decided=True),
+            }
+            for w in q["time_to_decision_by_week"]
+        ],  # fmt: skip
+    }

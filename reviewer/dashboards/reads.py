@@ -1,0 +1,241 @@
+"""Reads behind the dashboard's numbers: which org a stakeholder may look at, and the reviews behind one number
+(a filtered, paged list, and the export). The figures themselves are grading's (grading/figures.py).
+
+Every filter here mirrors what a counter counts (grading/rollups.py), so a number's link lists exactly the reviews
+it counted; the tests hold them to that.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from datetime import UTC, datetime, time, timedelta
+
+from django.db.models import Exists, OuterRef, Q, QuerySet
+from django.http import QueryDict
+
+from grading.figures import VERDICT_CLASSES, Scope, scope_for
+from grading.models import CriteriaVersion, Decision, ItemKind, Label, Org, Review, ReviewState, Route
+from grading.outcomes import CHECKS
+from grading.rollups import PASS_FAIL
+from reviewer.access import EVERY_ROLE, orgs_for
+
+PAGE_SIZE = 50
+SETS = ("counting", "stale", "errors")
+SAMPLES = ("audit", "unsure", "label")
+
+
+def dashboard_orgs(user) -> list[Org]:
+    """The orgs whose figures this person may read: any role in the org."""
+    return list(orgs_for(user, *EVERY_ROLE))
+
+
+def dashboard_org(user, slug: str | None, *, orgs: list[Org] | None = None) -> Org | None:
+    """The org asked for (the first of theirs when none is named); None when it is not one of theirs."""
+    orgs = dashboard_orgs(user) if orgs is None else orgs
+    if not slug:
+        return orgs[0] if orgs else None
+    return next((org for org in orgs if org.slug == slug), None)
+
+
+@dataclass(frozen=True)
+class ReviewFilter:
+    """What one number counted, as query parameters the page's links carry."""
+
+    kind: str = ItemKind.CONVERSATION
+    set: str = "counting"  # counting | stale (whole org) | errors (judge errors, by week of the attempt)
+    route: str = ""
+    reason: str = ""
+    check: str = ""  # with verdict: a conversation check's machine verdict
+    verdict: str = ""
+    finding: str = ""
+    repaired: bool = False
+    decision: str = ""
+    sample: str = ""  # with check, machine, human: one cell of an agreement table
+    machine: str = ""
+    human: str = ""
+    operator: int | None = None  # decisions by this person, by week of the decision
+    decided: bool = False  # by week of the decision rather than the item's week
+
+    @property
+    def counts_by_week(self) -> bool:
+        """The counting reviews of the scope's weeks (rather than stale ones, judge errors, or decisions)."""
+        return self.set == "counting" and self.operator is None and not self.decided
+
+    def as_query(self) -> dict[str, str]:
+        out = {}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if value not in ("", None, False) and not (f.name == "set" and value == "counting"):
+                out[f.name] = "1" if value is True else str(value)
+        return out
+
+
+class InvalidFilter(Exception):
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(f"{field}: {message}")
+        self.field = field
+        self.message = message
+
+
+def _choice(params: QueryDict, name: str, allowed) -> str:
+    value = params.get(name, "").strip()
+    if value and value not in allowed:
+        raise InvalidFilter(name, f"must be one of {', '.join(allowed)}")
+    return value
+
+
+def _routes(params: QueryDict) -> str:
+    routes = [r for r in params.get("route", "").split(",") if r.strip()]
+    for route in routes:
+        if route.strip() not in Route.values:
+            raise InvalidFilter("route", f"must be one or more of {', '.join(Route.values)}, comma-separated")
+    return ",".join(r.strip() for r in routes)
+
+
+def filter_from(params: QueryDict) -> ReviewFilter:
+    """The filter from a link's query string; a value that is not one we write is an error naming it."""
+    kind = _choice(params, "kind", (*ItemKind.values, "any")) or ItemKind.CONVERSATION
+    checks = (*CHECKS, PASS_FAIL)
+    operator = params.get("operator", "").strip()
+    if operator and not operator.isdigit():
+        raise InvalidFilter("operator", "must be a user id")
+    return ReviewFilter(
+        kind=kind,
+        set=_choice(params, "set", SETS) or "counting",
+        route=_routes(params),
+        reason=params.get("reason", "").strip()[:64],
+        check=_choice(params, "check", checks),
+        verdict=_choice(params, "verdict", VERDICT_CLASSES),
+        finding=params.get("finding", "").strip()[:64],
+        repaired=params.get("repaired") == "1",
+        decision=_choice(params, "decision", Decision.Outcome.values),
+        sample=_choice(params, "sample", SAMPLES),
+        machine=_choice(params, "machine", VERDICT_CLASSES),
+        human=_choice(params, "human", VERDICT_CLASSES),
+        operator=int(operator) if operator else None,
+        decided=params.get("decided") == "1",
+    )
+
+
+def scope_from(org: Org, params: QueryDict) -> Scope:
+    return scope_for(org, since=params.get("from"), until=params.get("to"), application=params.get("application"))
+
+
+def _week_range(field: str, scope: Scope) -> Q:
+    """A timestamp within the scope's ISO weeks (UTC, as the counters file them)."""
+    start = datetime.combine(scope.since, time.min, tzinfo=UTC)
+    return Q(**{f"{field}__gte": start, f"{field}__lt": start + timedelta(weeks=len(scope.weeks))})
+
+
+def _verdict_q(path: str, verdict: str) -> Q:
+    """`path` (a JSON path) holds `verdict`, as the rollups read it: anything but pass or fail reads unknown."""
+    if verdict == "unknown":
+        return ~Q(**{f"{path}__in": ["pass", "fail"]}) | Q(**{f"{path}__isnull": True})
+    return Q(**{path: verdict})
+
+
+def _machine_q(kind: str, check: str, machine: str) -> Q:
+    scored = Q(route__in=[Route.PASS, Route.FAIL, Route.HUMAN])
+    if check != PASS_FAIL:
+        return scored & _verdict_q(f"checks__{check}__verdict", machine)
+    if machine in ("pass", "fail"):
+        lean = (
+            Q(route=Route.HUMAN, judge_passed=True)
+            if machine == "pass"
+            else Q(route=Route.HUMAN) & ~Q(judge_passed=True)
+        )
+        return Q(route=machine) | (lean if kind == ItemKind.DRAFT else Q(pk__in=[]))
+    return Q(route=Route.HUMAN) if kind == ItemKind.CONVERSATION else Q(pk__in=[])
+
+
+def _human_q(kind: str, check: str, human: str) -> Q:
+    if kind == ItemKind.DRAFT:
+        approved = Q(decision__outcome=Decision.Outcome.APPROVE)
+        return approved if human == "pass" else ~approved & Q(decision__isnull=False)
+    return _verdict_q(f"decision__checks__{check}", human)
+
+
+def reviews_behind(org: Org, scope: Scope, f: ReviewFilter) -> QuerySet[Review]:
+    """The reviews one number counted: the same reviews, by the same rules, as its counter."""
+    reviews = Review.objects.filter(org=org).exclude(state=ReviewState.TRIAL)
+    if f.kind != "any":
+        reviews = reviews.filter(kind=f.kind)
+    if f.kind != ItemKind.DRAFT and scope.application:
+        reviews = reviews.filter(Q(kind=ItemKind.DRAFT) | Q(application=scope.application))
+    if f.set == "stale":
+        reviews = reviews.in_state(ReviewState.STALE)
+    elif f.set == "errors":
+        reviews = reviews.filter(_week_range("finished_at", scope), route=Route.ERROR)
+    elif f.operator is not None or f.decided:
+        reviews = reviews.filter(_week_range("decision__decided_at", scope))
+        if f.operator is not None:
+            reviews = reviews.filter(decision__decided_by_id=f.operator or None)
+    else:
+        active = CriteriaVersion.objects.filter(org=org, kind=f.kind, is_active=True).first()
+        reviews = reviews.counting().filter(criteria_version=active, week__gte=scope.since, week__lte=scope.until)
+    if f.route:
+        reviews = reviews.filter(route__in=f.route.split(","))
+    if f.reason:
+        reviews = (
+            reviews.filter(reason__startswith=f.reason) if len(f.reason) == 64 else reviews.filter(reason=f.reason)
+        )
+    if f.check and f.verdict:
+        reviews = reviews.filter(_machine_q(f.kind, f.check, f.verdict))
+    if f.finding:
+        reviews = reviews.filter(findings__contains=[{"code": f.finding}])
+    if f.repaired:
+        reviews = reviews.filter(route=Route.PASS, repairs__applied__0__isnull=False)
+    if f.decision:
+        reviews = reviews.filter(decision__outcome=f.decision)
+    if f.sample:
+        reviews = _in_sample(reviews, f)
+    return reviews
+
+
+def _in_sample(reviews: QuerySet[Review], f: ReviewFilter) -> QuerySet[Review]:
+    check = f.check or (PASS_FAIL if f.kind == ItemKind.DRAFT else "")
+    if f.machine and check:
+        reviews = reviews.filter(_machine_q(f.kind, check, f.machine))
+    if f.sample == "label":
+        labels = Label.objects.filter(
+            Q(conversation_id=OuterRef("conversation_id")) | Q(draft_id=OuterRef("draft_id")),
+            fingerprint=OuterRef("fingerprint"),
+        )
+        if check:
+            labels = labels.filter(check_name=check)
+        if f.human:
+            labels = labels.filter(verdict=f.human)
+        return reviews.filter(Exists(labels), route__in=[Route.PASS, Route.FAIL, Route.HUMAN])
+    reviews = reviews.filter(decision__isnull=False)
+    reviews = reviews.filter(audit=True) if f.sample == "audit" else reviews.filter(audit=False, route=Route.HUMAN)
+    if f.human and check:
+        reviews = reviews.filter(_human_q(f.kind, check, f.human))
+    return reviews
+
+
+@dataclass(frozen=True)
+class ReviewPage:
+    rows: list[Review]
+    next_after: int | None
+
+
+def review_page(
+    reviews: QuerySet[Review], *, by_week: bool, after: int | None, page_size: int = PAGE_SIZE
+) -> ReviewPage:
+    """Newest first, a page at a time (a keyset, so page 500 costs what page 1 does). Counting reviews go by
+    (week, id), the order of their index (`review_counting_cell`); the other sets are small, and go by id."""
+    order = ("-week", "-pk") if by_week else ("-pk",)
+    if after:
+        if by_week:
+            week = Review.objects.filter(pk=after).values_list("week", flat=True).first()
+            reviews = reviews.filter(Q(week__lt=week) | Q(week=week, pk__lt=after)) if week else reviews.none()
+        else:
+            reviews = reviews.filter(pk__lt=after)
+    rows = list(
+        reviews.with_state()
+        .select_related("criteria_version", "conversation", "draft", "decision__decided_by")
+        .order_by(*order)[: page_size + 1]
+    )
+    more = len(rows) > page_size
+    rows = rows[:page_size]
+    return ReviewPage(rows, rows[-1].pk if more and rows else None)

@@ -1,0 +1,9 @@
+from django.urls import path
+
+from reviewer.dashboards import views
+
+urlpatterns = [
+    path("", views.dashboard, name="dashboard"),
+    path("reviews/", views.dashboard_reviews, name="dashboard_reviews"),
+    path("export/", views.dashboard_export, name="dashboard_export"),
+]

@@ -1,0 +1,215 @@
+"""A bad day in production, on real processes: workers killed mid-grade, Redis restarted under a pass, the
+database connection cut during grading, two beats, two workers. Whatever happens, every item ends with exactly
+one review that counts, none lost, none doubled, and no judge call is made twice for one piece of work."""
+
+import dataclasses
+import json
+import os
+import signal
+import threading
+import uuid
+from urllib.parse import urlsplit
+
+import psutil
+import pytest
+from django.db import connection
+from django.utils import timezone
+from django_celery_beat.models import IntervalSchedule, PeriodicTask
+from kombu.transport.redis import Channel
+
+from grading import enqueue
+from grading.inflight import lock_key
+from grading.models import AuditEvent, Conversation, GradingRun, ItemKind, Review
+from grading.planner import grading_pass
+from tests.conftest import wait_until
+from tests.fakes.canary_tasks import canary_write
+from tests.fakes.openai_server import hang_reply
+from tests.grading.conversations import PATH_IDS, support_conversation, upsert, verdicts_reply
+from tests.resilience.conftest import broker, forget_delivered, pool_processes
+
+pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+
+
+def conversations(org, count: int) -> list[int]:
+    return [upsert(org, support_conversation(f"cv-{n}")).conversation.pk for n in range(count)]
+
+
+def slow_verdicts(seconds: float):
+    return dataclasses.replace(verdicts_reply(PATH_IDS), latency=seconds)
+
+
+def all_done(ids: list[int]) -> bool:
+    """Every item has a review and no task owes it one any more (a redelivered task has finished too)."""
+    graded = Review.objects.filter(conversation__in=ids).values("conversation").distinct().count()
+    return graded == len(ids) and not Conversation.objects.filter(pk__in=ids, queued_at__isnull=False).exists()
+
+
+def assert_one_counting_review_each(ids: list[int]) -> None:
+    reviews = list(Review.objects.filter(conversation__in=ids).values_list("conversation", "route"))
+    assert sorted(conversation for conversation, _ in reviews) == sorted(ids)  # one each: none lost, none doubled
+    assert {route for _, route in reviews} == {"pass"}
+    assert Review.objects.counting().filter(conversation__in=ids).count() == len(ids)
+
+
+def judging_process(app, node: str, judge_port: int) -> int | None:
+    """A pool process of `node` that is inside a judge call right now (it holds a connection to the judge)."""
+    for pid in pool_processes(app, node):
+        try:
+            sockets = psutil.Process(pid).net_connections(kind="tcp")
+        except psutil.Error:
+            continue
+        if any(s.raddr and s.raddr.port == judge_port and s.status == psutil.CONN_ESTABLISHED for s in sockets):
+            return pid
+    return None
+
+
+def test_three_workers_killed_mid_grade_over_200_items_leave_exactly_one_review_each(celery_worker, fake_llm, org):
+    from reviewer.celery import app
+
+    ids = conversations(org, 200)
+    fake_llm.set_default(slow_verdicts(0.05))
+    judge_port = urlsplit(fake_llm.base_url).port
+    assert len(grading_pass().enqueued_ids) == 200
+    tickets = tickets_of(ids)
+    killed = []
+    try:
+        for reviews_before_kill in (40, 90, 140):
+            wait_until(
+                lambda n=reviews_before_kill: Review.objects.filter(conversation__in=ids).count() >= n,
+                timeout=120,
+                message=f"{reviews_before_kill} reviews",
+            )
+            victim = wait_until(lambda: judging_process(app, celery_worker, judge_port), message="a process mid-grade")
+            os.kill(victim, signal.SIGKILL)
+            killed.append(victim)
+        wait_until(lambda: all_done(ids), timeout=180, message="every item graded")
+    finally:
+        forget_delivered(tickets)
+    assert len(set(killed)) == 3
+    assert_one_counting_review_each(ids)
+    # Each killed process was inside a judge call: that call is made again, and nothing else is.
+    assert len(fake_llm.chat_requests()) <= 200 + len(killed)
+
+
+def test_a_pass_that_meets_redis_down_completes_when_it_is_back_and_a_restart_mid_grading_loses_nothing(
+    celery_worker, fake_llm, org, embedded_redis
+):
+    ids = conversations(org, 20)
+    fake_llm.set_default(slow_verdicts(0.1))
+    embedded_redis.stop()
+    outcome = {}
+
+    def run_pass() -> None:
+        try:
+            outcome["result"] = grading_pass()
+        finally:
+            connection.close()
+
+    planning = threading.Thread(target=run_pass)
+    planning.start()
+    try:
+        # The pass has committed its run and tickets: it is sending, and waiting for the broker.
+        wait_until(GradingRun.objects.exists, timeout=60, message="the pass to commit its plan")
+    finally:
+        embedded_redis.start()
+    planning.join(timeout=90)
+    run = outcome["result"].run
+    assert (run.enqueued, run.backlog, run.recovered) == (20, 0, 0)
+    tickets = tickets_of(ids)
+    try:
+        wait_until(lambda: Review.objects.filter(conversation__in=ids).count() >= 5, timeout=60, message="5 reviews")
+        embedded_redis.stop()  # mid-grading: the waiting tasks are in the append-only file
+        embedded_redis.start()
+        wait_until(lambda: all_done(ids), timeout=120, message="every item graded after the restart")
+    finally:
+        forget_delivered(tickets)  # the acknowledgements the restart cut off would redeliver them much later
+    assert_one_counting_review_each(ids)
+
+    marker = uuid.uuid4().hex
+    canary_write.apply_async((org.pk, marker), ignore_result=True)
+    canary = wait_until(
+        lambda: AuditEvent.objects.filter(action="test.canary", detail__marker=marker).first(),
+        timeout=60,
+        message="the canary task: the workers took new work after the restart",
+    )
+    assert canary.detail["pid"] != os.getpid()
+
+
+def test_a_database_connection_dropped_mid_grade_is_retried_and_leaves_one_whole_review(celery_worker, fake_llm, org):
+    [conversation_id] = conversations(org, 1)
+    fake_llm.script(hang_reply(2, then=verdicts_reply(PATH_IDS)))
+    fake_llm.set_default(verdicts_reply(PATH_IDS))
+    grading_pass()
+
+    def grader_backend() -> int | None:
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND objsubid = 1 AND granted"
+                " AND ((classid::bigint << 32) | objid::bigint) = %s",
+                [lock_key(ItemKind.CONVERSATION, conversation_id)],
+            )
+            row = cursor.fetchone()
+        return row and row[0]
+
+    backend = wait_until(grader_backend, message="the worker to hold the item")
+    wait_until(fake_llm.chat_requests, message="the worker to ask the judge")
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_terminate_backend(%s)", [backend])  # while the judge thinks
+
+    wait_until(lambda: all_done([conversation_id]), timeout=60, message="the retried grading")
+    [review] = Review.objects.filter(conversation=conversation_id)
+    assert (review.route, review.state) == ("pass", "current")
+    assert set(review.checks) == {"grounded", "complete", "usable"}
+    assert review.usage["total_tokens"] == 120
+    assert len(fake_llm.chat_requests()) == 2  # the first answer died with its connection; the retry asked again
+
+
+def test_two_workers_given_every_task_twice_grade_each_item_once(celery_worker, celery_processes, fake_llm, org):
+    """Duplicates arrive as a redelivery or two overlapping passes would send them, side by side, to two worker
+    processes on two nodes. The second copy waits for the first, finds its review, and calls no judge."""
+    from reviewer.celery import app
+
+    celery_processes("worker", "-Q", "judge", "-c", "2")
+    ids = conversations(org, 12)
+    fake_llm.set_default(slow_verdicts(0.3))
+    sent = {
+        app.signature(enqueue.GRADE_CONVERSATION, args=(conversation_id,)).apply_async(ignore_result=True).id
+        for conversation_id in ids
+        for _ in range(2)
+    }
+    wait_until(lambda: not sent & _broker_task_ids(enqueue.GRADE_CONVERSATION), timeout=90, message="every copy done")
+    assert_one_counting_review_each(ids)
+    assert len(fake_llm.chat_requests()) == len(ids)
+
+
+def test_two_beats_run_one_grading_pass_per_hour(celery_worker, celery_processes, org, tmp_path):
+    every_second = IntervalSchedule.objects.create(every=1, period=IntervalSchedule.SECONDS)
+    PeriodicTask.objects.create(name="grading pass, every second", task=enqueue.GRADING_PASS, interval=every_second)
+    earlier = _broker_task_ids(enqueue.GRADING_PASS)  # left delivered by an earlier run's worker, if any
+    started = timezone.now()
+    beats = [celery_processes("beat", "--pidfile", str(tmp_path / f"beat-{n}.pid")) for n in range(2)]
+
+    def sent_by(beat) -> int:
+        return sum(1 for line in beat.log().splitlines() if "Sending due task" in line and enqueue.GRADING_PASS in line)
+
+    wait_until(lambda: all(sent_by(beat) >= 3 for beat in beats), timeout=90, message="both beats to send passes")
+    for beat in beats:
+        beat.stop()
+    finished = timezone.now()
+    wait_until(
+        lambda: not _broker_task_ids(enqueue.GRADING_PASS) - earlier, timeout=60, message="the worker to run them all"
+    )
+    hours = {moment.replace(minute=0, second=0, microsecond=0) for moment in (started, finished)}
+    assert GradingRun.objects.filter(trigger="beat").count() == len(hours)
+
+
+def _broker_task_ids(name: str) -> set[str]:
+    """Ids of the task `name`'s messages waiting in a queue or delivered and not acknowledged."""
+    client = broker()
+    messages = [json.loads(raw) for queue in enqueue.queue_names() for raw in client.lrange(queue, 0, -1)]
+    messages += [json.loads(raw)[0] for raw in client.hvals(Channel.unacked_key)]
+    return {message["headers"]["id"] for message in messages if message["headers"].get("task") == name}
+
+
+def tickets_of(ids: list[int]) -> set[str]:
+    return set(Conversation.objects.filter(pk__in=ids).values_list("grading_task_id", flat=True)) - {""}

@@ -1,0 +1,270 @@
+"""Every URL x every persona x the org's own ids and another org's, generated from the URLconf and the OpenAPI
+document, so a new URL is covered without anyone remembering: a URL (or an API operation, or a URL parameter)
+the matrix has no policy for fails the test until someone decides who may use it.
+
+What the matrix holds every URL to:
+- pages: anonymous is sent to sign in; a signed-in person without the role gets 403; another org's id is 404
+  (it does not exist as far as they can tell); the role in the id's org gets the page; other methods get 405.
+- the API: no key, a revoked key or only a session gets 401 (so the API never acts on a cookie, and needs no
+  CSRF token); another org's key gets 404 on this org's ids; this org's key gets past authorization.
+- the admin: nobody but staff gets past its login.
+- every POST of a page, htmx requests included, is refused without a CSRF token and accepted with one.
+- every page renders in Chromium with no Content-Security-Policy violation (tests/browser/test_csp.py walks
+  the same routes).
+
+Also part of the security story, tested where they live and not repeated here:
+- `check --deploy` clean under production settings: tests/reviewer/test_settings.py
+  (test_it_passes_the_deploy_check_under_production_settings).
+- Login throttling keyed on the client behind the documented proxy (the address the proxy appended to
+  X-Forwarded-For, never one the client wrote): tests/reviewer/test_login_throttling.py.
+- API keys stored only as SHA-256 and wrong or revoked keys refused: tests/grading/test_api_keys.py. Looking a
+  key up by its hash is safe against timing: what the index compares is the hash of the caller's guess, which
+  the caller cannot steer towards a stored hash without a SHA-256 preimage, so how long the comparison takes
+  says nothing about any key (grading/services.py, api_key_authenticate).
+"""
+
+import json
+import re
+
+import pytest
+from django.test import Client
+
+from grading.services import api_key_create, api_key_revoke
+from reviewer.models import Membership
+from tests.resilience.matrix import (
+    API_ALSO_FINE,
+    API_PUBLIC,
+    PAGES,
+    PARAMETERS,
+    PERSONAS,
+    SAMPLE_BODIES,
+    Policy,
+    matrix_world,
+    path_for,
+    url_routes,
+)
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+def world(org, other_org, operator, criteria_admin, stakeholder, roleless, other_org_operator):
+    people = {"operator": operator, "criteria_admin": criteria_admin, "stakeholder": stakeholder,
+              "roleless": roleless, "other_org_operator": other_org_operator}  # fmt: skip
+    return matrix_world(org, other_org, people)
+
+
+def request(client: Client, method: str, path: str, **extra):
+    if method == "POST":
+        return client.post(path, {}, **extra)
+    return client.get(path, **extra)
+
+
+def roles_in(user, org) -> set[str]:
+    return set(Membership.objects.filter(user=user, org=org).values_list("role", flat=True))
+
+
+def roles_anywhere(user) -> set[str]:
+    return set(Membership.objects.filter(user=user).values_list("role", flat=True))
+
+
+def test_every_url_is_classified():
+    """The decision the matrix forces: a URL nobody gave a policy is a failure, not a silent gap."""
+    unclassified = [
+        route.route
+        for route in url_routes()
+        if not (route.name in PAGES or route.name in API_PUBLIC or route.name.startswith("api:"))
+        and not route.route.startswith("/admin/")
+    ]
+    assert unclassified == []
+
+
+def test_every_page_answers_each_persona_as_its_policy_says_for_both_orgs(world):
+    failures = []
+    for route in url_routes():
+        if route.name not in PAGES:
+            continue
+        policy = PAGES[route.name]
+        for suffix in ("own", "other"):
+            if suffix == "other" and not route.parameters:
+                continue
+            path = path_for(route, world["objects"][suffix])
+            object_org = world["org"] if suffix == "own" else world["other_org"]
+            for persona in PERSONAS:
+                user = world["people"].get(persona)
+                for method in ("GET", "POST"):
+                    response = request(world["client_as"](persona), method, path)
+                    expected = _page_expectation(policy, method, user, object_org, bool(route.parameters))
+                    if not expected(response):
+                        failures.append(f"{method} {path} as {persona}: {response.status_code} ({expected.__doc__})")
+    assert failures == [], "\n".join(failures)
+
+
+def _page_expectation(policy: Policy, method: str, user, object_org, has_object: bool):
+    """A check of one response, whose docstring says what was expected."""
+    if policy.kind == "public":
+
+        def check(response) -> bool:
+            """the sign-in page, to anyone"""
+            return response.status_code in (200, 302) if method in policy.methods else response.status_code == 405
+
+        return check
+    if user is None:
+
+        def check(response) -> bool:
+            """anonymous is sent to sign in (or 405 for a method the view does not take)"""
+            if policy.kind == "logout":
+                return response.status_code in (302, 405)
+            if response.status_code == 405:
+                return method not in policy.methods
+            return response.status_code == 302 and response["Location"].startswith("/login/")
+
+        return check
+    if policy.kind in ("home", "logout"):
+
+        def check(response) -> bool:
+            """a redirect for the methods it takes, 405 otherwise"""
+            return response.status_code == (302 if method in policy.methods else 405)
+
+        return check
+    held_anywhere = roles_anywhere(user) & set(policy.roles)
+    held_here = roles_in(user, object_org) & set(policy.roles)
+    if method not in policy.methods:
+
+        def check(response) -> bool:
+            """405 for a method the view does not take"""
+            return response.status_code == 405
+
+        return check
+    if not held_anywhere:
+
+        def check(response) -> bool:
+            """403: the role is not theirs"""
+            return response.status_code == 403
+
+        return check
+    if has_object and not held_here:
+
+        def check(response) -> bool:
+            """404: another org's id does not exist for them"""
+            return response.status_code == 404
+
+        return check
+
+    def check(response) -> bool:
+        """allowed: past every check, and no server error"""
+        return response.status_code not in (401, 403, 404, 405) and response.status_code < 500
+
+    return check
+
+
+def test_no_persona_gets_past_the_admin_login(world):
+    failures = []
+    # One client per persona here: no admin URL signs anyone but staff out, so requests cannot change each other.
+    clients = {persona: world["client_as"](persona) for persona in PERSONAS}
+    for route in url_routes():
+        if not route.route.startswith("/admin/"):
+            continue
+        path = path_for(route, world["objects"]["own"])
+        for persona in PERSONAS:
+            for method in ("GET", "POST"):
+                response = request(clients[persona], method, path)
+                login_form = route.name == "admin:login" and response.status_code == 200
+                to_login = response.status_code == 302 and response["Location"].startswith("/admin/login/")
+                # The admin sends anyone but staff who asks to sign out to its index, which sends them to sign in.
+                to_index = route.name == "admin:logout" and response.get("Location") == "/admin/"
+                if not (login_form or to_login or to_index or response.status_code == 405):
+                    failures.append(f"{method} {path} as {persona}: {response.status_code} {response.get('Location')}")
+    assert failures == [], "\n".join(failures)
+
+
+# --- the API, from its OpenAPI document --------------------------------------------------------------------
+
+
+def api_operations(client: Client) -> list[tuple[str, str, dict]]:
+    document = client.get("/api/v1/openapi.json").json()
+    return [
+        (path, method.upper(), operation)
+        for path, operations in document["paths"].items()
+        for method, operation in operations.items()
+    ]
+
+
+def test_every_api_url_is_an_operation_of_the_openapi_document_and_every_operation_needs_a_key(client, db):
+    operations = api_operations(client)
+    documented = {re.sub(r"\{(\w+)\}", r"<\1>", path) for path, _, _ in operations}
+    served = {re.sub(r"<\w+:(\w+)>", r"<\1>", r.route) for r in url_routes() if r.name.startswith("api:")}
+    served -= {r.route for r in url_routes() if r.name in API_PUBLIC}
+    assert served == documented
+    assert [f"{method} {path}" for path, method, operation in operations if not operation.get("security")] == []
+
+
+def test_every_api_operation_answers_each_credential_as_its_policy_says_for_both_orgs(client, world):
+    org, other_org = world["org"], world["other_org"]
+    own_key = api_key_create(org=org, name="pipeline").plaintext
+    other_key = api_key_create(org=other_org, name="theirs").plaintext
+    revoked = api_key_create(org=org, name="old")
+    api_key_revoke(api_key=revoked.api_key)
+    failures = []
+    for path, method, operation in api_operations(client):
+        parameters = re.findall(r"\{(\w+)\}", path)
+        unknown = [name for name in parameters if name not in PARAMETERS]
+        assert not unknown, f"{path}: the matrix has no sample for {unknown}; add what it names to PARAMETERS"
+        needs_body = bool(parameters and "requestBody" in operation)
+        assert not needs_body or path in SAMPLE_BODIES, f"{method} {path} writes to an object: add it to SAMPLE_BODIES"
+        body = json.dumps(SAMPLE_BODIES.get(path, {}))
+        for suffix in ("own", "other") if parameters else ("own",):
+            ids = world["objects"][suffix]
+            concrete = re.sub(r"\{(\w+)\}", lambda m, ids=ids: str(ids[PARAMETERS[m.group(1)]]), path)
+            bearer = {
+                "no key": None,
+                "a session and no key": None,
+                "a revoked key": revoked.plaintext,
+                "this org's key": own_key,
+                "another org's key": other_key,
+            }
+            for credential, key in bearer.items():
+                caller = world["client_as"]("operator") if credential == "a session and no key" else Client()
+                headers = {"HTTP_AUTHORIZATION": f"Bearer {key}"} if key else {}
+                if method == "POST":
+                    response = caller.post(concrete, body, content_type="application/json", **headers)
+                else:
+                    response = caller.get(concrete, **headers)
+                owner = "own" if credential == "this org's key" else "other" if key == other_key else None
+                status = response.status_code
+                if owner is None:
+                    ok = status == 401
+                elif parameters and owner != suffix:
+                    ok = status == 404
+                else:
+                    ok = status not in (401, 403, 404, 405) and (status < 500 or status in API_ALSO_FINE.get(path, ()))
+                if not ok:
+                    failures.append(f"{method} {concrete} with {credential}: {status}")
+    assert failures == [], "\n".join(failures)
+
+
+# --- CSRF ------------------------------------------------------------------------------------------------------
+
+
+def test_every_post_is_refused_without_a_csrf_token_htmx_or_not_and_accepted_with_one(world):
+    failures = []
+    posts = [route for route in url_routes() if route.name in PAGES and "POST" in PAGES[route.name].methods]
+    posts += [route for route in url_routes() if route.name == "admin:login"]
+    assert {route.name for route in posts} >= {"login", "logout", "review_decide", "review_heartbeat"}
+    for route in posts:
+        policy = PAGES.get(route.name, Policy("public", ("POST",)))
+        persona = "anonymous" if policy.kind == "public" else "operator"
+        path = path_for(route, world["objects"]["own"])
+        strict = Client(enforce_csrf_checks=True)
+        if persona != "anonymous":
+            strict.force_login(world["people"][persona])
+        for htmx in ({}, {"HTTP_HX_REQUEST": "true"}):
+            refused = strict.post(path, {}, **htmx)
+            if refused.status_code != 403 or b"CSRF" not in refused.content:
+                failures.append(f"POST {path} {htmx or ''} without a token: {refused.status_code}")
+        strict.get("/login/" if persona == "anonymous" else "/queue/")  # a page sets the csrftoken cookie
+        token = strict.cookies["csrftoken"].value
+        accepted = strict.post(path, {}, HTTP_X_CSRFTOKEN=token, HTTP_HX_REQUEST="true")  # as htmx sends it
+        if accepted.status_code == 403 or accepted.status_code >= 500:
+            failures.append(f"POST {path} with the token as htmx sends it: {accepted.status_code}")
+    assert failures == [], "\n".join(failures)

@@ -1,0 +1,108 @@
+"""Every criteria URL, pages and htmx partials, for every persona: only the org's criteria admins get in. Another
+org's criteria admin finds nothing (404), every other role is refused (403), anonymous is sent to sign in, and a
+refused request writes nothing."""
+
+import pytest
+from django.urls import reverse
+
+from grading.models import AuditEvent, CriteriaTrial, CriteriaVersion
+from reviewer.models import Role
+from tests.conftest import make_person
+from tests.reviewer.criteria.builders import editor_data, graded_org
+
+pytestmark = pytest.mark.django_db
+
+PERSONAS = [
+    "anonymous", "operator", "stakeholder", "roleless", "other_org_operator", "other_org_criteria_admin",
+    "criteria_admin",
+]  # fmt: skip
+HTMX_TRIAL = {"HTTP_HX_REQUEST": "true", "HTTP_HX_TARGET": "trial-results"}
+
+
+@pytest.fixture
+def other_org_criteria_admin(other_org):
+    return make_person("olive", other_org, Role.CRITERIA_ADMIN)
+
+
+@pytest.fixture
+def criteria(org, fake_llm, criteria_admin):
+    return graded_org(org, fake_llm, criteria_admin)
+
+
+def requests_for(c) -> dict[str, tuple[str, str, dict, dict]]:
+    """Every criteria URL: name -> (method, path, data, headers)."""
+    v, active = c.draft_version, c.active
+    return {
+        "index": ("get", reverse("criteria"), {}, {}),
+        "version page": ("get", reverse("criteria_version", args=[v.pk]), {}, {}),
+        "published version page": ("get", reverse("criteria_version", args=[active.pk]), {}, {}),
+        "diff": ("get", reverse("criteria_diff"), {"old": active.pk, "new": v.pk}, {}),
+        "preview form": ("get", reverse("criteria_preview", args=[v.pk]), {}, {}),
+        "preview": ("get", reverse("criteria_preview", args=[v.pk]), {"n": 10}, {}),
+        "trial count": ("get", reverse("criteria_trial", args=[v.pk]), {"k": 1}, {}),
+        "trial page": ("get", reverse("criteria_trial_detail", args=[c.trial.pk]), {}, {}),
+        "trial partial (htmx)": ("get", reverse("criteria_trial_detail", args=[c.trial.pk]), {}, HTMX_TRIAL),
+        "publish plan": ("get", reverse("criteria_publish", args=[v.pk]), {}, {}),
+        "draft item": ("get", reverse("criteria_item", args=["draft", c.gizmo_draft.pk]), {}, {}),
+        "conversation item": ("get", reverse("criteria_item", args=["conversation", c.conversation.pk]), {}, {}),
+        "new version": ("post", reverse("criteria_new"), {"org": c.org.pk, "kind": "draft"}, {}),
+        "new version from an old one": (
+            "post", reverse("criteria_new"), {"org": c.org.pk, "kind": "draft", "source": active.pk}, {},
+        ),
+        "save": ("post", reverse("criteria_version", args=[v.pk]), editor_data(v), {}),
+        "start a trial": ("post", reverse("criteria_trial", args=[v.pk]), {"k": 1, "counted_calls": 1}, {}),
+        "publish": ("post", reverse("criteria_publish", args=[v.pk]), {"plan_active": active.pk}, {}),
+    }  # fmt: skip
+
+
+NAMES = [
+    "index", "version page", "published version page", "diff", "preview form", "preview", "trial count", "trial page",
+    "trial partial (htmx)", "publish plan", "draft item", "conversation item", "new version",
+    "new version from an old one", "save", "start a trial", "publish",
+]  # fmt: skip
+
+
+def test_the_list_covers_every_criteria_url(criteria):
+    from django.urls import resolve
+
+    from reviewer.criteria.urls import urlpatterns
+
+    requests = requests_for(criteria)
+    assert list(requests) == NAMES
+    assert {resolve(path).url_name for _, path, _, _ in requests.values()} == {p.name for p in urlpatterns}
+
+
+def written(c) -> tuple:
+    versions = list(CriteriaVersion.objects.order_by("pk").values_list("pk", "revision", "published_at", "is_active"))
+    return versions, CriteriaTrial.objects.count(), AuditEvent.objects.exclude(action="user.login").count()
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_only_the_orgs_criteria_admins_get_in(request, client, criteria, name):
+    """The refused personas first (nothing they send may change what the next one meets), the admin last."""
+    method, path, data, headers = requests_for(criteria)[name]
+    before = written(criteria)
+    for persona in PERSONAS:
+        client.logout()
+        if persona != "anonymous":
+            client.force_login(request.getfixturevalue(persona))
+        response = getattr(client, method)(path, data, **headers)
+        if persona == "criteria_admin":
+            assert response.status_code == (200 if method == "get" else 302), response.content[:500]
+            continue
+        if persona == "anonymous":
+            assert response.status_code == 302 and response["Location"].startswith(reverse("login"))
+        elif persona == "other_org_criteria_admin":
+            # Their own criteria page opens (with their org only, below); nothing of this org exists for them.
+            assert response.status_code == (200 if name == "index" else 404), persona
+        else:
+            assert response.status_code == 403, persona
+        assert written(criteria) == before, persona
+
+
+def test_the_index_of_another_orgs_criteria_admin_shows_none_of_this_orgs_versions(
+    client_for, criteria, other_org_criteria_admin
+):
+    html = client_for(other_org_criteria_admin).get(reverse("criteria")).content.decode()
+    assert "Globex" in html and "Northwind" not in html
+    assert reverse("criteria_version", args=[criteria.draft_version.pk]) not in html

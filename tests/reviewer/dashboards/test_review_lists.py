@@ -1,0 +1,76 @@
+"""The list behind a number: exactly the reviews the number counted, a page at a time; a confusion table's cells
+lead to the items the machine and the people disagreed on."""
+
+import re
+from html import unescape
+
+import pytest
+from django.db.models import DateField
+from django.db.models.functions import TruncWeek
+from django.urls import reverse
+
+from grading.models import Review
+from reviewer.dashboards.reads import PAGE_SIZE
+from tests.reviewer.dashboards.test_figures import _scope
+from tests.reviewer.dashboards.world import build_world
+from tests.reviewer.test_queue_items import bulk_draft_items
+
+pytestmark = pytest.mark.django_db
+
+
+def _listed(client, url: str) -> set[int]:
+    return set(map(int, re.findall(r'data-review="(\d+)"', client.get(url).content.decode())))
+
+
+def _links(html: str, element_id: str) -> dict[str, str]:
+    start = html.index(f'id="{element_id}"')
+    block = html[start : html.find('class="card', start + 1)]
+    return {unescape(text.strip()): unescape(url) for url, text in re.findall(r'<a href="([^"]+)">([^<]+)</a>', block)}
+
+
+def test_a_confusion_cell_lists_the_items_the_machine_and_the_person_disagreed_on(
+    org, fake_llm, operator, client_for, stakeholder
+):
+    world = build_world(org, fake_llm, operator)
+    client = client_for(stakeholder)
+    html = client.get(reverse("dashboard"), {"org": org.slug, **_scope(org).as_query()}).content.decode()
+    block = html[html.index('id="agreement-conversation-audit"') :]
+    block = block[: block.index("</table>\n  </table>") if "</table>\n  </table>" in block else block.index("</div>")]
+    cells = re.findall(r'<td class="disagree"><a href="([^"]+)">(\d+)</a>', block)
+    assert cells, "the audit sample has a disagreement"
+    for url, count in cells:
+        listed = _listed(client, unescape(url))
+        assert len(listed) == int(count)
+    grounded = [unescape(url) for url, _ in cells if "check=grounded" in url]
+    assert _listed(client, grounded[0]) == {world.reviews["c4"].pk}
+    drafts = html[html.index('id="agreement-draft-audit"') :]
+    url = re.search(r'<td class="disagree"><a href="([^"]+)">1</a>', drafts).group(1)
+    assert _listed(client, unescape(url)) == {world.reviews["d-pass"].pk}
+
+
+def test_the_gate_and_staleness_numbers_list_what_they_counted(org, fake_llm, operator, client_for, stakeholder):
+    world = build_world(org, fake_llm, operator)
+    client = client_for(stakeholder)
+    html = client.get(reverse("dashboard"), {"org": org.slug, **_scope(org).as_query()}).content.decode()
+    stale = re.search(r'conversations <a href="([^"]+)">1</a>', html).group(1)
+    assert _listed(client, unescape(stale)) == {world.reviews["c7"].pk}
+    errors = re.search(r'<code>JudgeRejected</code>: <a href="([^"]+)">1</a>', html).group(1)
+    assert len(_listed(client, unescape(errors))) == 1
+    finding = re.search(r'<code>banned_word</code></td><td><a href="([^"]+)">1</a>', html).group(1)
+    assert _listed(client, unescape(finding)) == {world.reviews["d-fail"].pk}
+    repaired = re.search(r'<a href="([^"]+)">1</a> repaired then passed', html).group(1)
+    assert _listed(client, unescape(repaired)) == {world.reviews["d-repaired"].pk}
+
+
+def test_a_long_list_is_read_a_page_at_a_time(org, client_for, stakeholder):
+    reviews = bulk_draft_items(org, PAGE_SIZE + 7)
+    Review.objects.update(week=TruncWeek("finished_at", output_field=DateField()))
+    client = client_for(stakeholder)
+    url = reverse("dashboard_reviews") + f"?org={org.slug}&kind=draft&route=human"
+    first = client.get(url).content.decode()
+    seen = set(map(int, re.findall(r'data-review="(\d+)"', first)))
+    assert len(seen) == PAGE_SIZE
+    older = unescape(re.search(r'<a href="(\?[^"]+)">older', first).group(1))
+    second = client.get(reverse("dashboard_reviews") + older).content.decode()
+    rest = set(map(int, re.findall(r'data-review="(\d+)"', second)))
+    assert seen.isdisjoint(rest) and seen | rest == {r.pk for r in reviews} and "older ›" not in second
