@@ -29,6 +29,7 @@ GRADING_RECOVER = "grading.tasks.grading_recover"
 DELIVER_WEBHOOK = "grading.tasks.deliver_webhook"
 EXPORT_EVALUATIONS = "grading.otlp.tasks.export_evaluations"
 REBUILD_ROLLUPS = "grading.tasks.rebuild_rollups"
+REBUILD_ALL_ROLLUPS = "grading.tasks.rebuild_all_rollups"
 
 _GRADING_TASKS = {ItemKind.CONVERSATION: GRADE_CONVERSATION, ItemKind.DRAFT: GRADE_DRAFT}
 # A grading pass (a worker or a command, nobody waiting on it) rides out a broker restart: about a minute of tries.

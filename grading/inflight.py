@@ -8,8 +8,10 @@ is in flight while
    acknowledged late, so a running task's message is still there); read from Redis, where kombu keeps each queue
    as a list per priority step and delivered messages in one hash until they are acknowledged;
 2. and, once delivered, while the worker running it lives: the task holds a session advisory lock on its item
-   for as long as it works, and PostgreSQL drops that lock the moment the worker's connection dies (a SIGKILL, a
-   lost machine, a dropped connection), with no time limit or visibility timeout to wait out.
+   for as long as it works, and PostgreSQL drops that lock the moment the worker's lock session dies (a SIGKILL,
+   a lost machine), with no time limit or visibility timeout to wait out. The locks live in one session per
+   worker process (`_LockSession`), not on the grading thread's connection: with a connection pool a grader
+   hands its connection back while the judge thinks, and a session lock would go with it to another thread.
 
 A ticket in neither place was lost (a broker that lost its queue, a worker that died, a send that failed) and the
 planner sends the item again. Sending one twice costs little: the lock makes a second task for an item wait for
@@ -23,9 +25,13 @@ no more likely to come back after a time limit than before it.
 import contextlib
 import json
 import logging
+import os
+import threading
+import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
+import psycopg
 import redis
 from django.conf import settings
 from django.db import DatabaseError, connection
@@ -60,8 +66,7 @@ def grading_lock(kind: str, item_id: int, *, task_id: str) -> Iterator[None]:
     task that fails for good is not sent again every minute (the next grading pass tries the item again).
     """
     key = lock_key(kind, item_id)
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_advisory_lock(%s)", [key])
+    _LOCKS.acquire(key)
     keep_ticket = False
     try:
         yield
@@ -69,11 +74,84 @@ def grading_lock(kind: str, item_id: int, *, task_id: str) -> Iterator[None]:
         keep_ticket = True
         raise
     finally:
-        with contextlib.suppress(DatabaseError):  # a dead connection has released the lock already
-            with connection.cursor() as cursor:
-                cursor.execute("SELECT pg_advisory_unlock(%s)", [key])
-            if not keep_ticket:
+        _LOCKS.release(key)
+        if not keep_ticket:
+            with contextlib.suppress(DatabaseError):  # the ticket is kept for the retry or the recovery then
                 ticket_return(kind=kind, item_id=item_id, task_id=task_id)
+
+
+class _LockSession:
+    """This process's PostgreSQL session for grading locks, shared by its threads.
+
+    One session holds every lock the process's tasks hold, so the locks die with the process and with nothing
+    else, and cost one connection per process however many tasks are in flight. A session's advisory locks
+    stack (taking a held key again succeeds), so threads of one process wait for each other here, by key;
+    tasks of other processes wait in PostgreSQL, polled with `pg_try_advisory_lock` so that a waiting thread
+    never holds the shared session. A session lost to the network or a failover is opened again, and takes
+    back the keys still held: until then another process may start on such an item, which the graders'
+    identity check and the review identity constraint make harmless.
+    """
+
+    _POLL_FIRST, _POLL_MAX = 0.05, 1.0  # seconds between tries while another process grades the item
+
+    def __init__(self) -> None:
+        self._mutex = threading.Lock()
+        self._held: set[int] = set()
+        self._session: psycopg.Connection | None = None
+        self._pid = 0
+
+    def acquire(self, key: int) -> None:
+        delay = self._POLL_FIRST
+        while not self._try(key):
+            time.sleep(delay)
+            delay = min(delay * 2, self._POLL_MAX)
+
+    def release(self, key: int) -> None:
+        with self._mutex:
+            self._held.discard(key)
+            with contextlib.suppress(psycopg.Error):  # a lost session has released the lock already
+                self._execute("SELECT pg_advisory_unlock(%s)", key)
+
+    def _try(self, key: int) -> bool:
+        with self._mutex:
+            if key in self._held:  # another thread of this process grades it
+                return False
+            if not self._execute("SELECT pg_try_advisory_lock(%s)", key):
+                return False
+            self._held.add(key)
+            return True
+
+    def _execute(self, sql: str, key: int) -> bool:
+        """Run a one-key lock function in the session (under the mutex), reopening a lost session once."""
+        try:
+            return self._cursor_value(sql, key)
+        except psycopg.OperationalError:
+            self._close()
+            return self._cursor_value(sql, key)
+
+    def _cursor_value(self, sql: str, key: int) -> bool:
+        session = self._open()
+        return bool(session.execute(sql, [key]).fetchone()[0])
+
+    def _open(self) -> psycopg.Connection:
+        # A forked child (the prefork pool) must not share its parent's socket: it opens a session of its own.
+        if self._session is None or self._session.closed or self._pid != os.getpid():
+            params = connection.get_connection_params()
+            params.pop("cursor_factory", None)
+            self._session = psycopg.connect(**params, autocommit=True, application_name="tollgate grading locks")
+            self._pid = os.getpid()
+            for key in self._held:  # taken back after a lost session
+                self._session.execute("SELECT pg_try_advisory_lock(%s)", [key])
+        return self._session
+
+    def _close(self) -> None:
+        if self._session is not None and self._pid == os.getpid():
+            with contextlib.suppress(psycopg.Error):
+                self._session.close()
+        self._session = None
+
+
+_LOCKS = _LockSession()
 
 
 def ticket_return(*, kind: str, item_id: int, task_id: str) -> None:

@@ -621,7 +621,7 @@ class Rollup(models.Model):
 
 
 class RollupRebuild(models.Model):
-    """A full rebuild of an org's rollups from the reviews (each grading pass), with what it found."""
+    """A full rebuild of an org's rollups from the reviews (hourly, by the beat), with what it found."""
 
     org = models.ForeignKey(Org, on_delete=models.CASCADE, related_name="+")
     rebuilt_at = models.DateTimeField()

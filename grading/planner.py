@@ -92,13 +92,6 @@ def grading_pass(
         run.save(update_fields=["needing", "in_flight", "enqueued", "recovered", "backlog"])
         tickets = conversations.tickets + drafts.tickets
         transaction.on_commit(lambda: enqueue.grading_send(tickets, patient=True))
-        # The dashboards' rollups are kept by every write; each pass also rebuilds them from the reviews, which
-        # puts right what no review write sees (a conversation moved to another week) and audits the upkeep.
-        with_items = Exists(Conversation.objects.filter(org=OuterRef("pk"))) | Exists(
-            Draft.objects.filter(org=OuterRef("pk"))
-        )
-        org_ids = list(Org.objects.filter(with_items).values_list("pk", flat=True))
-        transaction.on_commit(lambda: enqueue.rollups_rebuild(org_ids))
     return PassResult(
         run=run,
         enqueued_ids=[ticket.item_id for ticket in conversations.tickets],

@@ -13,8 +13,8 @@ state changed, a decision, the audit mark, a label) runs inside `rollups_trackin
 Increments commute, so concurrent writers never lose one another's counts; each writer's rows are upserted in key
 order, so two writers cannot deadlock on them.
 
-Each grading pass then rebuilds every org's counters from the reviews (`rollups_rebuild`, on a worker right after
-the pass commits): the same figures computed by one GROUP BY over the raw tables (`live_counters`), compared in
+Every hour the beat rebuilds every org's counters from the reviews (`rollups_rebuild`, one task per org on a
+worker): the same figures computed by one GROUP BY over the raw tables (`live_counters`), compared in
 one snapshot with what is stored, the difference booked. It is also the independent check (the benchmark and the
 tests compare both). Thumbs are filed by their conversation's present application and week, which a source may
 change without any review changing; the rebuild puts such thumbs right.
@@ -30,13 +30,14 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 
 from django.db import connection, transaction
-from django.db.models import Q
+from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
 
 from grading.models import (
     COUNTING_STATES,
     Conversation,
     Decision,
+    Draft,
     Feedback,
     ItemKind,
     Label,
@@ -458,6 +459,14 @@ def scope_counters(*, org_id: int, since: date, until: date) -> ScopeCounters:
 
 def rollup_last_rebuild(org: Org) -> RollupRebuild | None:
     return RollupRebuild.objects.filter(org=org).order_by("-rebuilt_at").first()
+
+
+def orgs_with_rollups() -> list[int]:
+    """The orgs with anything to count: the hourly rebuild's orgs."""
+    with_items = Exists(Conversation.objects.filter(org=OuterRef("pk"))) | Exists(
+        Draft.objects.filter(org=OuterRef("pk"))
+    )
+    return list(Org.objects.filter(with_items).values_list("pk", flat=True))
 
 
 def rollups_rebuild(*, org_id: int) -> RollupRebuild:

@@ -46,6 +46,13 @@ def grading_recover() -> int:
     return sum(len(ids) for ids in planner.grading_recover().values())
 
 
+@shared_task(name=enqueue.REBUILD_ALL_ROLLUPS)
+def rebuild_all_rollups() -> int:
+    org_ids = rollups.orgs_with_rollups()
+    enqueue.rollups_rebuild(org_ids)
+    return len(org_ids)
+
+
 @shared_task(name=enqueue.REBUILD_ROLLUPS)
 def rebuild_rollups(org_id: int) -> int | None:
     if not Org.objects.filter(pk=org_id).exists():

@@ -246,6 +246,8 @@ CELERY_BEAT_SCHEDULE = {
     # Sends again the grading tasks that were lost (a broker restart, a dead worker, a failed send): see
     # grading/inflight.py. Cheap when nothing is lost, so a waiting pipeline hears within minutes, not an hour.
     "grading-recover": {"task": "grading.tasks.grading_recover", "schedule": crontab()},
+    # The dashboards' counters from the reviews, to put right what no review write sees: grading/rollups.py.
+    "rollups-rebuild-hourly": {"task": "grading.tasks.rebuild_all_rollups", "schedule": crontab(minute=35)},
 }
 
 # The judge. With no JUDGE_BASE_URL, the offline heuristic judge (labelled as such) grades.

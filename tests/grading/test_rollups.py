@@ -13,6 +13,7 @@ from grading.reviews import conversation_grade
 from grading.rollups import live_counters, monday, rollups_rebuild, rollups_tracking, stored_counters, wait_bucket
 from grading.schemas import FeedbackIn
 from grading.services import conversation_append, feedback_record
+from grading.tasks import rebuild_all_rollups
 from tests.conftest import wait_until
 from tests.grading.conversations import llm_judge, upsert, verdicts_reply
 from tests.reviewer.dashboards.world import _messages, conversation_payload
@@ -62,14 +63,13 @@ def test_thumbs_of_a_conversation_whose_start_moves_are_put_right_by_the_rebuild
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_grading_pass_rebuilds_the_rollups_on_a_worker_and_concurrent_graders_lose_no_count(
-    org, celery_worker, fake_llm
-):
+def test_the_hourly_rebuild_runs_on_a_worker_and_concurrent_graders_lose_no_count(org, celery_worker, fake_llm):
     # Eight conversations of one application and week: the worker's two processes book the same counters at once.
     for n in range(8):
         upsert(org, conversation_payload(f"c{n}", "billing", datetime(2026, 11, 18, n, tzinfo=UTC)))
     fake_llm.set_default(verdicts_reply(["m1", "m2"], complete="unknown"))
     grading_pass()
+    rebuild_all_rollups.delay()  # as the beat sends it (CELERY_BEAT_SCHEDULE), while the graders write
     rebuild = wait_until(lambda: RollupRebuild.objects.filter(org=org).first(), message="the rollup rebuild")
     # It ran while the graders wrote: its one snapshot saw each review with its counters, so it found no drift.
     assert rebuild.drifted == 0 and rebuild.mismatched == {ItemKind.CONVERSATION: 0, ItemKind.DRAFT: 0}

@@ -6,7 +6,10 @@ from dataclasses import dataclass
 
 from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
+from django.utils import timezone
 
+from grading.criteria import criteria_new_version
+from grading.models import CriteriaTrial, ItemKind
 from reviewer.access import EVERY_ROLE
 from reviewer.models import Role
 from tests.reviewer.test_queue_items import conversation_item, draft_item
@@ -25,6 +28,7 @@ class Policy:
 
 
 OPERATOR = (Role.OPERATOR,)
+CRITERIA_ADMIN = (Role.CRITERIA_ADMIN,)
 
 # Pages, by URL name. A new page must be added here (or the matrix fails), with the roles its view requires.
 PAGES = {
@@ -38,8 +42,18 @@ PAGES = {
     "review_release": Policy("roles", ("POST",), OPERATOR),
     "review_heartbeat": Policy("roles", ("POST",), OPERATOR),
     "review_decide": Policy("roles", ("POST",), OPERATOR),
-    "criteria": Policy("roles", roles=(Role.CRITERIA_ADMIN,)),
+    "criteria": Policy("roles", roles=CRITERIA_ADMIN),
+    "criteria_new": Policy("roles", ("POST",), CRITERIA_ADMIN),
+    "criteria_diff": Policy("roles", roles=CRITERIA_ADMIN),
+    "criteria_version": Policy("roles", ("GET", "POST"), CRITERIA_ADMIN),
+    "criteria_preview": Policy("roles", roles=CRITERIA_ADMIN),
+    "criteria_trial": Policy("roles", ("GET", "POST"), CRITERIA_ADMIN),
+    "criteria_publish": Policy("roles", ("GET", "POST"), CRITERIA_ADMIN),
+    "criteria_trial_detail": Policy("roles", roles=CRITERIA_ADMIN),
+    "criteria_item": Policy("roles", roles=CRITERIA_ADMIN),
     "dashboard": Policy("roles", roles=EVERY_ROLE),
+    "dashboard_reviews": Policy("roles", roles=EVERY_ROLE),
+    "dashboard_export": Policy("roles", roles=EVERY_ROLE),
 }
 # The API outside its operations: the document, its docs page, and ninja's root.
 API_PUBLIC = {"api:openapi-json", "api:openapi-view", "api:api-root"}
@@ -63,6 +77,20 @@ PARAMETERS = {
     "content_type_id": "admin",
     "id": "admin",
     "app_label": "admin_app",
+    # Not an org's object: the same value for every org, so another org's key gets its own org's answer.
+    "section": "dashboard_section",
+    "kind": "draft_kind",
+}
+# Parameters no org owns (the matrix asks for them once, not as another org's id).
+UNOWNED = {"section", "kind"}
+# Where a parameter names something else on one route than PARAMETERS says (a criteria page's `pk`).
+ROUTE_PARAMETERS = {
+    "criteria_version": {"pk": "criteria_version"},
+    "criteria_preview": {"pk": "criteria_version"},
+    "criteria_trial": {"pk": "criteria_version"},
+    "criteria_publish": {"pk": "criteria_version"},
+    "criteria_trial_detail": {"pk": "criteria_trial"},
+    "criteria_item": {"pk": "draft"},
 }
 
 
@@ -97,8 +125,16 @@ def matrix_world(org, other_org, people: dict) -> dict:
     for owner, suffix in ((org, "own"), (other_org, "other")):
         review = draft_item(owner, slug=f"draft-{suffix}")
         conversation_review = conversation_item(owner, f"cv-{suffix}")
+        version = criteria_new_version(org=owner, kind=ItemKind.DRAFT)
+        trial = CriteriaTrial.objects.create(
+            org=owner, criteria_version=version, sample=[], judge_calls=0, review_ids=[], finished_at=timezone.now()
+        )
         objects[suffix] = {
             "review": review.pk,
+            "criteria_version": version.pk,
+            "criteria_trial": trial.pk,
+            "dashboard_section": "quality",
+            "draft_kind": ItemKind.DRAFT,
             "conversation_review": conversation_review.pk,
             "draft": review.draft_id,
             "conversation": conversation_review.conversation.external_id,
@@ -119,6 +155,7 @@ def matrix_world(org, other_org, people: dict) -> dict:
 def path_for(route: Route, ids: dict) -> str:
     if not route.name and route.route.startswith("/admin/"):  # the admin's catch-all: any path under it
         return "/admin/no-such-page/"
-    unknown = [name for name in route.parameters if name not in PARAMETERS]
+    names = PARAMETERS | ROUTE_PARAMETERS.get(route.name, {})
+    unknown = [name for name in route.parameters if name not in names]
     assert not unknown, f"{route.route}: the matrix has no sample for {unknown}; add what it names to PARAMETERS"
-    return reverse(route.name, kwargs={name: ids[PARAMETERS[name]] for name in route.parameters})
+    return reverse(route.name, kwargs={name: ids[names[name]] for name in route.parameters})

@@ -18,7 +18,7 @@ from django_celery_beat.models import IntervalSchedule, PeriodicTask
 from kombu.transport.redis import Channel
 
 from grading import enqueue
-from grading.inflight import lock_key
+from grading.inflight import grading_lock, lock_key
 from grading.models import AuditEvent, Conversation, GradingRun, ItemKind, Review
 from grading.planner import grading_pass
 from tests.conftest import wait_until
@@ -135,33 +135,62 @@ def test_a_pass_that_meets_redis_down_completes_when_it_is_back_and_a_restart_mi
     assert canary.detail["pid"] != os.getpid()
 
 
-def test_a_database_connection_dropped_mid_grade_is_retried_and_leaves_one_whole_review(celery_worker, fake_llm, org):
+def grading_lock_holder(kind: str, item_id: int) -> int | None:
+    """The backend pid whose session holds the item's grading lock, if one does."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND objsubid = 1 AND granted"
+            " AND ((classid::bigint << 32) | objid::bigint) = %s",
+            [lock_key(kind, item_id)],
+        )
+        row = cursor.fetchone()
+    return row and row[0]
+
+
+def test_a_database_failover_while_the_judge_thinks_loses_no_answer_and_leaves_one_whole_review(
+    celery_worker, fake_llm, org
+):
+    """Every connection of the workers drops while the judge thinks, as in a failover: the pooled connection the
+    grader handed back and the process's lock session. The pool's health check replaces the dead connection
+    when the grader takes one again, so the judge's answer is written, not asked for twice; the lock session
+    is opened again for the next task."""
     [conversation_id] = conversations(org, 1)
     fake_llm.script(hang_reply(2, then=verdicts_reply(PATH_IDS)))
     fake_llm.set_default(verdicts_reply(PATH_IDS))
     grading_pass()
 
-    def grader_backend() -> int | None:
-        with connection.cursor() as cursor:
-            cursor.execute(
-                "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND objsubid = 1 AND granted"
-                " AND ((classid::bigint << 32) | objid::bigint) = %s",
-                [lock_key(ItemKind.CONVERSATION, conversation_id)],
-            )
-            row = cursor.fetchone()
-        return row and row[0]
-
-    backend = wait_until(grader_backend, message="the worker to hold the item")
+    wait_until(lambda: grading_lock_holder(ItemKind.CONVERSATION, conversation_id), message="the worker to hold it")
     wait_until(fake_llm.chat_requests, message="the worker to ask the judge")
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_terminate_backend(%s)", [backend])  # while the judge thinks
+    with connection.cursor() as cursor:  # while the judge thinks
+        cursor.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+            " WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        )
 
     wait_until(lambda: all_done([conversation_id]), timeout=60, message="the retried grading")
     [review] = Review.objects.filter(conversation=conversation_id)
     assert (review.route, review.state) == ("pass", "current")
     assert set(review.checks) == {"grounded", "complete", "usable"}
     assert review.usage["total_tokens"] == 120
-    assert len(fake_llm.chat_requests()) == 2  # the first answer died with its connection; the retry asked again
+    assert len(fake_llm.chat_requests()) == 1
+    assert grading_lock_holder(ItemKind.CONVERSATION, conversation_id) is None
+    second = upsert(org, support_conversation("cv-after")).conversation.pk
+    grading_pass()
+    wait_until(lambda: all_done([second]), timeout=30, message="the next grading, in a new lock session")
+
+
+def test_the_grading_lock_stays_with_the_task_when_its_thread_hands_its_connection_to_the_pool():
+    """A grader hands its pooled connection back while the judge thinks (so a threaded worker needs fewer
+    connections than threads). The lock must not go with it: another thread that takes that connection would
+    run in a session holding an item it is not grading, and the task's unlock would miss the lock."""
+    assert connection.settings_dict["OPTIONS"].get("pool"), "the suite runs with the connection pool"
+    with grading_lock(ItemKind.DRAFT, 41, task_id="task-41"):
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_backend_pid()")
+            thread_backend = cursor.fetchone()[0]
+        holder = grading_lock_holder(ItemKind.DRAFT, 41)
+        assert holder is not None and holder != thread_backend
+    assert grading_lock_holder(ItemKind.DRAFT, 41) is None
 
 
 def test_two_workers_given_every_task_twice_grade_each_item_once(celery_worker, celery_processes, fake_llm, org):
