@@ -7,13 +7,21 @@ bound (judge calls in flight / judge latency), the CPU milliseconds per review t
 themselves spent (psutil, children included), and the CPU of everything else on the machine (PostgreSQL, Redis,
 this process serving the fake judge) beside it. The seed's layout (prefork, 2 processes) is the baseline.
 
-BENCH_THROUGHPUT_CONVERSATIONS, BENCH_THROUGHPUT_DRAFTS, BENCH_THROUGHPUT_LATENCY and BENCH_THROUGHPUT_THREADS
-scale it; BENCH_THROUGHPUT_PROFILE=1 records a py-spy profile of one worker (needs py-spy).
+What CPU allows, beside what was measured: all the CPU one review costs (workers, PostgreSQL, Redis, the judge)
+caps reviews/s at cores / CPU per review however many calls are in flight, and a worker process holds the GIL
+for its own share, so one process tops out at 1 / (its CPU per review). The machine is shared: the load average
+of the run is printed, and wall-clock rates are only comparable within one run; CPU per review is the figure.
+
+BENCH_THROUGHPUT_CONVERSATIONS, BENCH_THROUGHPUT_DRAFTS and BENCH_THROUGHPUT_LATENCY scale it;
+BENCH_THROUGHPUT_THREADS is a comma-separated list of thread counts (default 32): one process at each, and two
+processes at the largest. BENCH_THROUGHPUT_PROFILE=1 records a py-spy profile (--gil: the samples are the time a
+thread holds the GIL) of the first worker of each threaded layout and prints where its CPU went (needs py-spy).
 """
 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -61,14 +69,16 @@ class Result:
     reviews: int
     seconds: float
     worker_cpu: float  # seconds, all worker processes and their children
-    other_cpu: dict[str, float]  # seconds by process name: PostgreSQL, Redis and this process (the fake judge)
+    other_cpu: dict[str, float]  # seconds by what it is: PostgreSQL, Redis and this process (the fake judge)
+    load: float  # the machine's 1-minute load average at the end: other engineers' work shares the cores
+    profile: list[tuple[str, float]]  # (what, share of the first worker's GIL-held samples), when profiled
 
 
 def main() -> None:
     conversations = int(os.environ.get("BENCH_THROUGHPUT_CONVERSATIONS", "2000"))
     drafts = int(os.environ.get("BENCH_THROUGHPUT_DRAFTS", "500"))
     latency = float(os.environ.get("BENCH_THROUGHPUT_LATENCY", "0.2"))
-    threads = int(os.environ.get("BENCH_THROUGHPUT_THREADS", "32"))
+    threads = sorted(int(n) for n in os.environ.get("BENCH_THROUGHPUT_THREADS", "32").split(","))
     org = fresh_org()
     criteria_active(org=org, kind=ItemKind.CONVERSATION)
     criteria_active(org=org, kind=ItemKind.DRAFT)
@@ -78,26 +88,41 @@ def main() -> None:
     layouts = [
         # The seed's demo: the default prefork pool, one process per core.
         (Layout("seed: prefork -c 2", 1, "prefork", 2), max(total // 10, 50)),
-        (Layout(f"threads -c {threads}, 1 process", 1, "threads", threads), total),
-        (Layout(f"threads -c {threads}, 2 processes", 2, "threads", threads), total),
+        *[(Layout(f"threads -c {n}, 1 process", 1, "threads", n), total) for n in threads],
+        (Layout(f"threads -c {threads[-1]}, 2 processes", 2, "threads", threads[-1]), total),
     ]
     with FakeLLM(keep_alive=True, record=False) as judge:
         judge.set_default(_responder(latency))
         results = [_run(layout, judge, latency, items) for layout, items in layouts]
 
-    print(f"judge latency {latency * 1000:.0f} ms; {conversations:,} conversations and {drafts:,} drafts queued")
+    cores = psutil.cpu_count() or 1
+    print(
+        f"judge latency {latency * 1000:.0f} ms; {conversations:,} conversations and {drafts:,} drafts queued; "
+        f"{cores} cores"
+    )
     baseline = results[0].reviews / results[0].seconds
     for result in results:
         rate = result.reviews / result.seconds
         bound = result.layout.in_flight / latency
+        worker = result.worker_cpu / result.reviews * 1000
+        total_cpu = worker + sum(result.other_cpu.values()) / result.reviews * 1000
+        # Python processes doing the grading, each using at most one core (the GIL): prefork children, or
+        # the threaded workers themselves.
+        pythons = result.layout.processes * (result.layout.concurrency if result.layout.pool == "prefork" else 1)
         print(
             f"{result.layout.name:<32} {result.reviews:>5} reviews in {result.seconds:6.1f} s = {rate:6.1f} reviews/s "
-            f"({rate / baseline:5.1f}x the seed), {rate / bound:4.0%} of the bound {bound:.0f}/s; "
-            f"worker CPU {result.worker_cpu / result.reviews * 1000:5.1f} ms/review, "
-            "everything else "
+            f"({rate / baseline:5.1f}x the seed), {rate / bound:4.0%} of the bound {bound:.0f}/s "
+            f"(load average {result.load:.1f})\n"
+            f"{'':<33}CPU ms/review: workers {worker:.1f}, "
             + ", ".join(f"{name} {cpu / result.reviews * 1000:.1f}" for name, cpu in result.other_cpu.items())
-            + " ms/review"
+            + f"; all {total_cpu:.1f}. CPU alone allows {cores / total_cpu * 1000:.0f}/s on {cores} idle cores, "
+            f"{min(pythons, cores) * 1000 / worker:.0f}/s for {pythons} grading process{'es' if pythons > 1 else ''}"
+            " (one core each at most)"
         )
+        if result.profile:
+            print(f"{'':<33}where the first worker's CPU went (py-spy --gil), ms/review:")
+            for category, share in result.profile:
+                print(f"{'':<35}{share * worker:5.1f}  {category}")
 
 
 def _responder(latency: float):
@@ -187,12 +212,12 @@ def _run(layout: Layout, judge: FakeLLM, latency: float, items: int) -> Result:
     connection.close()
 
     workers = [_start_worker(layout, judge, n) for n in range(layout.processes)]
-    profiler = _profile(layout, workers[0][0].pid)
+    profiler, profile_path = _profile(layout, workers[0][0].pid)
     try:
         processes = [psutil.Process(worker.pid) for worker, _ in workers]
         others = _other_processes()
         worker_cpu_before = _cpu(processes)
-        other_cpu_before = [_cpu([p], children=p.pid != os.getpid()) for p in others]
+        other_cpu_before = [_cpu([p], children=p.pid != os.getpid()) for _, p in others]
         started = time.perf_counter()
         enqueued = grading_pass(cap=items)
         expected = len(enqueued.enqueued_ids) + len(enqueued.enqueued_draft_ids)
@@ -200,13 +225,14 @@ def _run(layout: Layout, judge: FakeLLM, latency: float, items: int) -> Result:
         while (done := Review.objects.count()) < expected:
             if time.monotonic() > deadline:
                 raise RuntimeError(f"{layout.name}: {done} of {expected} reviews after the deadline")
-            time.sleep(0.05)
+            time.sleep(0.2)  # a count every 50 ms cost this process (and so "the fake judge") ~1 ms a review
         seconds = time.perf_counter() - started
         worker_cpu = _cpu(processes) - worker_cpu_before
         other_cpu = {
-            p.name(): _cpu([p], children=p.pid != os.getpid()) - before
-            for p, before in zip(others, other_cpu_before, strict=True)
+            name: _cpu([p], children=p.pid != os.getpid()) - before
+            for (name, p), before in zip(others, other_cpu_before, strict=True)
         }
+        load = os.getloadavg()[0]
     finally:
         if profiler is not None:
             profiler.send_signal(signal.SIGINT)
@@ -221,14 +247,15 @@ def _run(layout: Layout, judge: FakeLLM, latency: float, items: int) -> Result:
     errors = Review.objects.filter(route="error").count()
     if errors:
         raise RuntimeError(f"{layout.name}: {errors} reviews are errors; see {workers[0][1]}")
-    return Result(layout, expected, seconds, worker_cpu, other_cpu)
+    profile = _profile_summary(profile_path) if profile_path is not None else []
+    return Result(layout, expected, seconds, worker_cpu, other_cpu, load, profile)
 
 
-def _profile(layout: Layout, pid: int) -> subprocess.Popen | None:
+def _profile(layout: Layout, pid: int) -> tuple[subprocess.Popen | None, Path | None]:
     """py-spy attached to the first worker process (BENCH_THROUGHPUT_PROFILE=1), written as collapsed stacks."""
     if os.environ.get("BENCH_THROUGHPUT_PROFILE") != "1" or layout.pool != "threads" or not shutil.which("py-spy"):
-        return None
-    out = Path(settings.DATA_DIR) / f"bench-profile-{layout.pool}-{layout.processes}p.txt"
+        return None, None
+    out = Path(settings.DATA_DIR) / f"bench-profile-{layout.concurrency}t-{layout.processes}p.txt"
     command = [
         "py-spy",
         "record",
@@ -243,7 +270,42 @@ def _profile(layout: Layout, pid: int) -> subprocess.Popen | None:
         "--pid",
         str(pid),
     ]
-    return subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL), out
+
+
+# What a sample was doing, by the innermost frame that names it: a query inside the memory read is database
+# work, JSON encoding inside the SDK is the judge client's.
+_CATEGORIES = [
+    ("database: Django ORM, psycopg, pool", ("django/db/", "psycopg/", "psycopg_pool/")),
+    ("judge client: OpenAI SDK, HTTP", ("openai/", "httpx2/", "httpcore2/", "h11/")),
+    ("draft checks and repairs: markdown-it, matching, diffs", ("markdown_it/", "grading/checks", "grading/repairs")),
+    ("memory: embedding the draft, assembling", ("grading/memory.py",)),
+    ("Celery, kombu, Redis: receiving, acking, the task's frame", ("celery/", "kombu/", "redis/", "vine/")),
+    ("grading itself: prompts, evidence, merging, rules", ("grading/",)),
+]
+_FRAME_FILE = re.compile(r"\(([^()]*?):\d+\)$")
+
+
+def _profile_summary(path: Path) -> list[tuple[str, float]]:
+    """Shares of the profile's samples by _CATEGORIES (and the rest: threads, logging, the interpreter)."""
+    if not path.exists():
+        return []
+    counts: dict[str, int] = {}
+    for line in path.read_text().splitlines():
+        stack, _, n = line.rpartition(" ")
+        if not stack or not n.isdigit():
+            continue
+        category = "the rest: thread pool, Django outside the ORM, logging, stdlib"
+        for frame in reversed(stack.split(";")):
+            match = _FRAME_FILE.search(frame)
+            name = match.group(1) if match else ""
+            found = next((c for c, prefixes in _CATEGORIES if any(p in name for p in prefixes)), None)
+            if found is not None:
+                category = found
+                break
+        counts[category] = counts.get(category, 0) + int(n)
+    total = sum(counts.values()) or 1
+    return sorted(((c, n / total) for c, n in counts.items()), key=lambda item: -item[1])
 
 
 def _stop_stale_workers() -> None:
@@ -286,21 +348,20 @@ def _start_worker(layout: Layout, judge: FakeLLM, n: int) -> tuple[subprocess.Po
     return worker, log_path
 
 
-def _other_processes() -> list[psutil.Process]:
+def _other_processes() -> list[tuple[str, psutil.Process]]:
     """This bench's PostgreSQL postmaster (its backends are its children) and Redis, and this process (it serves
-    the fake judge). Other engineers' servers on the same machine are left out."""
+    the fake judge; its polling for the reviews is a few queries a second). Other engineers' servers on the same
+    machine are left out."""
     data_dir = str(Path(settings.DATA_DIR).resolve())
     redis_port = f":{urlsplit(settings.REDIS_URL).port}"
-    found = [psutil.Process()]
+    found = [("fake judge (this process)", psutil.Process())]
     for process in psutil.process_iter(["name", "cmdline"]):
-        command = " ".join(process.info["cmdline"] or ())
-        if (
-            process.info["name"] == "postgres"
-            and f"-D {data_dir}/" in command
-            or "redis-server" in command
-            and command.endswith(redis_port)
-        ):
-            found.append(process)
+        # Redis rewrites its title and pads the rest of its argv with empty strings.
+        command = " ".join(process.info["cmdline"] or ()).strip()
+        if process.info["name"] == "postgres" and f"-D {data_dir}/" in command:
+            found.append(("PostgreSQL", process))
+        elif "redis-server" in command and command.endswith(redis_port):
+            found.append(("Redis", process))
     return found
 
 

@@ -11,7 +11,6 @@ from django.db import transaction
 from django.utils import timezone
 
 from grading.checks import PROOF_POINT_MISSING, Finding, check_draft
-from grading.criteria import criteria_active
 from grading.evidence import draft_fingerprint
 from grading.judge.backends import DraftJudge, DraftJudgement, DraftPrompt, draft_judge_from_settings
 from grading.judge.client import JudgeError
@@ -19,7 +18,13 @@ from grading.memory import MemoryContext, related_articles, retrieve_memory
 from grading.models import COUNTING_STATES, CriteriaVersion, Draft, ItemKind, Review, Route
 from grading.outcomes import BAND, JUDGE_CONTRADICTION, SPREAD
 from grading.repairs import repair_draft
-from grading.reviews import review_record, review_reinstate, review_with_identity
+from grading.reviews import (
+    criteria_in_force,
+    published_draft_rules,
+    review_record,
+    review_reinstate,
+    review_with_identity,
+)
 from grading.rules import DraftRules
 from grading.webhooks import MACHINE_VERDICT, notify_pipeline
 
@@ -72,10 +77,11 @@ def draft_grade(*, draft_id: int, judge: DraftJudge | None = None) -> Review | N
     4. Ask the judge about the body as it would be published (outside any transaction).
     5. Merge, write the review as the draft's current one, and tell the pipeline after commit.
     """
-    draft = Draft.objects.select_related("org").filter(pk=draft_id).first()
-    if draft is None:
+    try:
+        draft = Draft.objects.select_related("org").get(pk=draft_id)
+    except Draft.DoesNotExist:
         return None
-    criteria = criteria_active(org=draft.org, kind=ItemKind.DRAFT)
+    criteria = criteria_in_force(org=draft.org, kind=ItemKind.DRAFT)
     memory = retrieve_memory(org=draft.org, text=f"{draft.title}\n{draft.body}")
     judge = judge or draft_judge_from_settings()
     identity = {
@@ -100,7 +106,7 @@ def draft_outcome(*, draft: Draft, criteria: CriteriaVersion, memory: MemoryCont
     """What grading `draft` under `criteria` comes to, as a review's outcome fields: check, repair and check again,
     ask the judge about the body as it would be published (call it outside any transaction), merge. The gate
     records it as the draft's review; a criteria trial records it as a trial review."""
-    rules = criteria.draft_rules()
+    rules = published_draft_rules(criteria)
     checked = _check_and_repair(draft, rules, memory.proof_terms)
     prompt = DraftPrompt(
         rubric=criteria.rubric,

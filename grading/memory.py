@@ -84,10 +84,17 @@ class HashingEmbedder:
             counts[feature] = counts.get(feature, 0) + 1
         vector = [0.0] * self.dimensions
         for feature, count in counts.items():
-            digest = int.from_bytes(hashlib.blake2b(feature.encode(), digest_size=8).digest(), "big")
-            sign = 1.0 if digest & 1 else -1.0
-            vector[(digest >> 1) % self.dimensions] += sign * (1.0 + math.log(count))
+            bucket, sign = _bucket(feature, self.dimensions)
+            vector[bucket] += sign * (1.0 + math.log(count))
         return _unit(vector)
+
+
+# Where a feature lands never changes, and a language's words and word pairs repeat from text to text: hashing
+# each once per process was 40% of embedding a draft. Bounded: a few MB.
+@functools.lru_cache(maxsize=1 << 16)
+def _bucket(feature: str, dimensions: int) -> tuple[int, float]:
+    digest = int.from_bytes(hashlib.blake2b(feature.encode(), digest_size=8).digest(), "big")
+    return (digest >> 1) % dimensions, 1.0 if digest & 1 else -1.0
 
 
 def _features(text: str) -> list[str]:
@@ -428,12 +435,15 @@ def planner_settings(values: dict[str, str]) -> Iterator[None]:
     Put back, not left to the end of the transaction: a caller's own transaction (or a test's) goes on with the
     settings it had rather than with ours until it commits.
     """
+    # Outside a caller's transaction the one opened here is the settings' whole life: nothing to put back.
+    restore = connection.in_atomic_block
     with transaction.atomic(), connection.cursor() as cursor:
         previous: dict[str, str | None] = {}
         for name, value in values.items():
-            # missing_ok: hnsw.* exists only once pgvector's library is loaded in this session.
-            cursor.execute("SELECT current_setting(%s, true)", [name])
-            previous[name] = cursor.fetchone()[0]
+            if restore:
+                # missing_ok: hnsw.* exists only once pgvector's library is loaded in this session.
+                cursor.execute("SELECT current_setting(%s, true)", [name])
+                previous[name] = cursor.fetchone()[0]
             cursor.execute("SELECT set_config(%s, %s, true)", [name, value])
         yield
         # On an error the atomic block rolls back instead, and a rollback undoes the settings by itself.

@@ -7,6 +7,7 @@ block, and the identity constraint makes a second review of the same evidence im
 
 import logging
 from datetime import datetime
+from functools import lru_cache
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import IntegrityError, connection, transaction
@@ -26,6 +27,7 @@ from grading.models import (
     Decision,
     Draft,
     ItemKind,
+    Org,
     Review,
     ReviewState,
     Route,
@@ -33,6 +35,7 @@ from grading.models import (
 from grading.otlp.export import evaluations_export_on_commit
 from grading.outcomes import CHECKS, UNKNOWN_CHECK, VERDICTS
 from grading.rollups import monday, rollups_tracking
+from grading.rules import DraftRules
 from grading.selectors import conversation_path
 
 logger = logging.getLogger(__name__)
@@ -50,10 +53,11 @@ def conversation_grade(
     3. Not scorable: record why, with no judge call. Otherwise judge each stage, outside any transaction.
     4. Write the review and make it the conversation's current one.
     """
-    conversation = Conversation.objects.select_related("org").filter(pk=conversation_id).first()
-    if conversation is None:
+    try:
+        conversation = Conversation.objects.select_related("org").get(pk=conversation_id)
+    except Conversation.DoesNotExist:
         return None
-    criteria = criteria_active(org=conversation.org, kind=ItemKind.CONVERSATION)
+    criteria = criteria_in_force(org=conversation.org, kind=ItemKind.CONVERSATION)
     now = now or timezone.now()
     state = conversation_path(conversation, now=now)
     not_scorable = state.not_scorable_reason
@@ -185,8 +189,49 @@ def review_with_identity(subject: Conversation | Draft, identity: dict) -> Revie
     """The finished, non-error review of `subject` with this score identity, if there is one. Trial reviews
     are not: they stand for no grading of the item (ReviewState.TRIAL)."""
     match = {key: identity[key] for key in _IDENTITY_KEYS if key in identity}
-    reviews = Review.objects.filter(**{_subject_field(subject): subject}, **match)
-    return reviews.exclude(route=Route.ERROR).exclude(state=ReviewState.TRIAL).first()
+    found = (
+        Review.objects.filter(**{_subject_field(subject): subject}, **match)
+        .exclude(route=Route.ERROR)
+        .exclude(state=ReviewState.TRIAL)
+    )
+    # Asked before every judge call and nearly always absent: ask for the id alone (the identity constraint
+    # allows at most one, so there is nothing to order), and read the whole review only when there is one.
+    pk = next(iter(found.values_list("pk", flat=True)[:1]), None)
+    return None if pk is None else Review.objects.get(pk=pk)
+
+
+# --- the criteria a grader applies ------------------------------------------------------------------------------
+
+
+def criteria_in_force(*, org: Org, kind: str) -> CriteriaVersion:
+    """The org's active criteria version of `kind`, as `criteria_active` gives it, for a grader.
+
+    Only which version is active is asked each time. A published version never changes (criteria_update
+    refuses, and it is published before it can be active), so its rubric and rules are read once per process.
+    """
+    pk = next(
+        iter(CriteriaVersion.objects.filter(org=org, kind=kind, is_active=True).values_list("pk", flat=True)[:1]),
+        None,
+    )
+    if pk is None:
+        return criteria_active(org=org, kind=kind)  # seeds v1, or says why there is none
+    return _published_version(pk)
+
+
+def published_draft_rules(version: CriteriaVersion) -> DraftRules:
+    """`version.draft_rules()`, validated once per process for a published version (read-only: shared)."""
+    return _published_rules(version.pk) if version.published_at is not None else version.draft_rules()
+
+
+# Versions are few (a handful per org and kind) and small; a process keeps the recent ones.
+@lru_cache(maxsize=256)
+def _published_version(pk: int) -> CriteriaVersion:
+    return CriteriaVersion.objects.get(pk=pk, published_at__isnull=False)
+
+
+@lru_cache(maxsize=256)
+def _published_rules(pk: int) -> DraftRules:
+    return _published_version(pk).draft_rules()
 
 
 # --- the stored state: every write that changes what a review is worth goes through here --------------------
@@ -222,18 +267,20 @@ def review_record(subject: Conversation | Draft, identity: dict, outcome: dict, 
     field = _subject_field(subject)
     try:
         with transaction.atomic():
-            item = type(subject).objects.select_for_update().get(pk=subject.pk)
-            live = _live_review(field, subject.pk)
+            # Only what the review is filed by and the live review's id are needed: reading whole rows (a
+            # draft's body, a conversation's evidence state, thirty columns of review) was most of this block's CPU.
+            item = type(subject).objects.select_for_update().only(*_FILED_BY[field]).get(pk=subject.pk)
+            live = _live_review_id(field, subject.pk)
             matches = identity["fingerprint"] == item.fingerprint
             fresh = (
                 matches and CriteriaVersion.objects.filter(pk=identity["criteria_version"].pk, is_active=True).exists()
             )
-            with rollups_tracking([live.pk if live else None]) as tracked:
-                if not fresh and live is not None and Review.objects.counting().filter(pk=live.pk).exists():
+            with rollups_tracking([live]) as tracked:
+                if not fresh and live is not None and Review.objects.counting().filter(pk=live).exists():
                     state = ReviewState.SUPERSEDED
                 else:
                     if live is not None:
-                        Review.objects.filter(pk=live.pk).update(state=ReviewState.SUPERSEDED)
+                        Review.objects.filter(pk=live).update(state=ReviewState.SUPERSEDED)
                     for_people = outcome["route"] == Route.HUMAN
                     state = _stored_state(matches_item=matches, for_people=for_people, decided=False)
                 finished_at = timezone.now()
@@ -254,6 +301,13 @@ def review_record(subject: Conversation | Draft, identity: dict, outcome: dict, 
             return review
     except IntegrityError:
         return review_with_identity(subject, identity)
+
+
+# The item's columns `review_record` reads: its fingerprint and what `_filing` files the review by.
+_FILED_BY = {
+    "draft": ("fingerprint", "updated_at"),
+    "conversation": ("fingerprint", "application", "started_at", "last_activity_at"),
+}
 
 
 def _filing(item: Conversation | Draft, finished_at: datetime) -> dict:
@@ -340,6 +394,12 @@ def review_reinstate(review: Review) -> Review:
 
 def _live_review(field: str, subject_id: int) -> Review | None:
     return Review.objects.select_for_update().filter(**{field: subject_id}, state__in=LIVE_STATES).first()
+
+
+def _live_review_id(field: str, subject_id: int) -> int | None:
+    """`_live_review`'s id (a constraint allows one live review per subject, so there is nothing to order)."""
+    live = Review.objects.select_for_update().filter(**{field: subject_id}, state__in=LIVE_STATES)
+    return next(iter(live.values_list("pk", flat=True)[:1]), None)
 
 
 class NotWaiting(Exception):

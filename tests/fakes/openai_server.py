@@ -426,19 +426,21 @@ class _Handler(BaseHTTPRequestHandler):
                 )
             )
             return
-        prompt_tokens = sum(len(tokenize(_message_text(m))) for m in body.get("messages") or [])
-        if fake.context_tokens and prompt_tokens > fake.context_tokens:
-            # Does not consume a scripted reply: the server refuses before any model runs.
-            error = {
-                "code": 400,
-                "message": f"request ({prompt_tokens} tokens) exceeds the available context size "
-                f"({fake.context_tokens} tokens), try increasing it",
-                "type": "exceed_context_size_error",
-                "n_prompt_tokens": prompt_tokens,
-                "n_ctx": fake.context_tokens,
-            }
-            self._send_json(400, {"error": error})
-            return
+        # Counted only when there is a context to check: tokenizing a long prompt is most of this server's CPU.
+        if fake.context_tokens:
+            prompt_tokens = sum(len(tokenize(_message_text(m))) for m in body.get("messages") or [])
+            if prompt_tokens > fake.context_tokens:
+                # Does not consume a scripted reply: the server refuses before any model runs.
+                error = {
+                    "code": 400,
+                    "message": f"request ({prompt_tokens} tokens) exceeds the available context size "
+                    f"({fake.context_tokens} tokens), try increasing it",
+                    "type": "exceed_context_size_error",
+                    "n_prompt_tokens": prompt_tokens,
+                    "n_ctx": fake.context_tokens,
+                }
+                self._send_json(400, {"error": error})
+                return
         reply = fake._next_reply(body)
         if not fake._wait(reply.latency):
             return  # stopping: the client is gone or about to be

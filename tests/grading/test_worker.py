@@ -75,7 +75,8 @@ def test_a_pass_grades_through_the_worker_with_the_llm_judge_and_the_api_shows_t
 def test_the_same_grading_task_delivered_twice_yields_one_review(celery_worker, fake_llm, org):
     conversation = upsert(org, support_conversation()).conversation
     fake_llm.set_default(verdicts_reply(PATH_IDS))
-    results = [grade_conversation.delay(conversation.pk) for _ in range(2)]
+    # Grading stores no result; this test asks for them, to wait on both deliveries.
+    results = [grade_conversation.apply_async((conversation.pk,), ignore_result=False) for _ in range(2)]
     review_ids = {result.get(timeout=30) for result in results}
     assert len(review_ids) == 1
     assert Review.objects.filter(conversation=conversation).count() == 1
