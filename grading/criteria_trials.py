@@ -15,15 +15,13 @@ from django.db.models import BinaryField, F, Func, QuerySet, TextField, Value
 from django.db.models.functions import Concat
 from django.utils import timezone
 
-from grading import enqueue, evidence
+from grading import enqueue
 from grading.audit import audit_record
 from grading.criteria import CriteriaImmutable
-from grading.evidence import draft_fingerprint
-from grading.gate import draft_outcome
+from grading.gate import draft_identity, draft_outcome
 from grading.judge.backends import ConversationJudge, DraftJudge, draft_judge_from_settings, judge_from_settings
 from grading.memory import retrieve_memory
 from grading.models import (
-    NO_JUDGE,
     Conversation,
     CriteriaTrial,
     CriteriaVersion,
@@ -33,7 +31,7 @@ from grading.models import (
     ReviewState,
     Route,
 )
-from grading.reviews import NO_JUDGE_IDENTITY, path_outcome, path_stages
+from grading.reviews import not_scorable_outcome, path_identity, path_outcome, path_stages
 from grading.selectors import conversation_path
 
 TRIAL_DEFAULT = 5
@@ -188,13 +186,7 @@ def _draft_trial(version: CriteriaVersion, draft_id: int, judge: DraftJudge) -> 
     if draft is None:
         return None
     memory = retrieve_memory(org=draft.org, text=f"{draft.title}\n{draft.body}")
-    identity = {
-        "fingerprint": draft_fingerprint(title=draft.title, body=draft.body, source_urls=draft.source_urls),
-        "criteria_version": version,
-        "judge": judge.identity.as_json(),
-        "judge_key": judge.identity.key,
-        "memory_snapshot": memory.snapshot_hash,
-    }
+    identity = draft_identity(draft, version, memory, judge)
     outcome = draft_outcome(draft=draft, criteria=version, memory=memory, judge=judge)
     return draft, identity, outcome, 1
 
@@ -204,21 +196,9 @@ def _conversation_trial(version: CriteriaVersion, conversation_id: int, judge: C
     if conversation is None:
         return None
     state = conversation_path(conversation)
-    not_scorable = state.not_scorable_reason
-    identity = {
-        "fingerprint": evidence.fingerprint(state.path),
-        "criteria_version": version,
-        "judge": NO_JUDGE_IDENTITY if not_scorable else judge.identity.as_json(),
-        "judge_key": NO_JUDGE if not_scorable else judge.identity.key,
-    }
-    if not_scorable:
-        outcome = {
-            "route": Route.NOT_SCORABLE,
-            "reason": str(not_scorable),
-            "detail": evidence.REASON_TEXT[not_scorable],
-            "stages": 0,
-        }
-        return conversation, identity, outcome, 0
+    identity = path_identity(state, version, judge)
+    if state.not_scorable_reason:
+        return conversation, identity, not_scorable_outcome(state.not_scorable_reason), 0
     outcome = path_outcome(state.path, version, judge)
     return conversation, identity, outcome, outcome["stages"]
 

@@ -84,13 +84,7 @@ def draft_grade(*, draft_id: int, judge: DraftJudge | None = None) -> Review | N
     criteria = criteria_in_force(org=draft.org, kind=ItemKind.DRAFT)
     memory = retrieve_memory(org=draft.org, text=f"{draft.title}\n{draft.body}")
     judge = judge or draft_judge_from_settings()
-    identity = {
-        "fingerprint": draft_fingerprint(title=draft.title, body=draft.body, source_urls=draft.source_urls),
-        "criteria_version": criteria,
-        "judge": judge.identity.as_json(),
-        "judge_key": judge.identity.key,
-        "memory_snapshot": memory.snapshot_hash,
-    }
+    identity = draft_identity(draft, criteria, memory, judge)
     existing = review_with_identity(draft, identity)
     if existing is not None:
         return existing if existing.state in COUNTING_STATES else review_reinstate(existing)
@@ -100,6 +94,17 @@ def draft_grade(*, draft_id: int, judge: DraftJudge | None = None) -> Review | N
     if review.state in COUNTING_STATES and draft.callback_url:
         transaction.on_commit(lambda: notify_pipeline(review_id=review.pk, event=MACHINE_VERDICT))
     return review
+
+
+def draft_identity(draft: Draft, criteria: CriteriaVersion, memory: MemoryContext, judge: DraftJudge) -> dict:
+    """The score identity of a review of the draft as it is now, under `criteria`, with `memory`."""
+    return {
+        "fingerprint": draft_fingerprint(title=draft.title, body=draft.body, source_urls=draft.source_urls),
+        "criteria_version": criteria,
+        "judge": judge.identity.as_json(),
+        "judge_key": judge.identity.key,
+        "memory_snapshot": memory.snapshot_hash,
+    }
 
 
 def draft_outcome(*, draft: Draft, criteria: CriteriaVersion, memory: MemoryContext, judge: DraftJudge) -> dict:

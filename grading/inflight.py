@@ -34,7 +34,7 @@ from dataclasses import dataclass
 import psycopg
 import redis
 from django.conf import settings
-from django.db import DatabaseError, connection
+from django.db import DatabaseError, OperationalError, connection
 from kombu.transport.redis import Channel
 
 from grading.models import Conversation, Draft, ItemKind
@@ -109,7 +109,7 @@ class _LockSession:
     def release(self, key: int) -> None:
         with self._mutex:
             self._held.discard(key)
-            with contextlib.suppress(psycopg.Error):  # a lost session has released the lock already
+            with contextlib.suppress(DatabaseError):  # a lost session has released the lock already
                 self._execute("SELECT pg_advisory_unlock(%s)", key)
 
     def _try(self, key: int) -> bool:
@@ -122,12 +122,17 @@ class _LockSession:
             return True
 
     def _execute(self, sql: str, key: int) -> bool:
-        """Run a one-key lock function in the session (under the mutex), reopening a lost session once."""
+        """Run a one-key lock function in the session (under the mutex), reopening a lost session once. A
+        database still unreachable raises Django's OperationalError, which the grading tasks retry on."""
         try:
             return self._cursor_value(sql, key)
         except psycopg.OperationalError:
             self._close()
+        try:
             return self._cursor_value(sql, key)
+        except psycopg.OperationalError as exc:
+            self._close()
+            raise OperationalError(str(exc)) from exc
 
     def _cursor_value(self, sql: str, key: int) -> bool:
         session = self._open()
@@ -138,7 +143,8 @@ class _LockSession:
         if self._session is None or self._session.closed or self._pid != os.getpid():
             params = connection.get_connection_params()
             params.pop("cursor_factory", None)
-            self._session = psycopg.connect(**params, autocommit=True, application_name="tollgate grading locks")
+            params["application_name"] = "tollgate grading locks"
+            self._session = psycopg.connect(**params, autocommit=True)
             self._pid = os.getpid()
             for key in self._held:  # taken back after a lost session
                 self._session.execute("SELECT pg_try_advisory_lock(%s)", [key])

@@ -36,7 +36,7 @@ from grading.otlp.export import evaluations_export_on_commit
 from grading.outcomes import CHECKS, UNKNOWN_CHECK, VERDICTS
 from grading.rollups import monday, rollups_tracking
 from grading.rules import DraftRules
-from grading.selectors import conversation_path
+from grading.selectors import PathState, conversation_path
 
 logger = logging.getLogger(__name__)
 
@@ -60,27 +60,31 @@ def conversation_grade(
     criteria = criteria_in_force(org=conversation.org, kind=ItemKind.CONVERSATION)
     now = now or timezone.now()
     state = conversation_path(conversation, now=now)
-    not_scorable = state.not_scorable_reason
     judge = judge or judge_from_settings()
-    identity = {
+    identity = path_identity(state, criteria, judge)
+    existing = review_with_identity(conversation, identity)
+    if existing is not None:
+        return existing if existing.state in COUNTING_STATES else review_reinstate(existing)
+    if state.not_scorable_reason:
+        outcome = not_scorable_outcome(state.not_scorable_reason)
+    else:
+        outcome = path_outcome(state.path, criteria, judge)
+    return review_record(conversation, identity, outcome, started_at=now)
+
+
+def path_identity(state: PathState, criteria: CriteriaVersion, judge: ConversationJudge) -> dict:
+    """The score identity of a review of the active path under `criteria` (no judge when it is not scorable)."""
+    not_scorable = state.not_scorable_reason
+    return {
         "fingerprint": evidence.fingerprint(state.path),
         "criteria_version": criteria,
         "judge": NO_JUDGE_IDENTITY if not_scorable else judge.identity.as_json(),
         "judge_key": NO_JUDGE if not_scorable else judge.identity.key,
     }
-    existing = review_with_identity(conversation, identity)
-    if existing is not None:
-        return existing if existing.state in COUNTING_STATES else review_reinstate(existing)
-    if not_scorable:
-        outcome = {
-            "route": Route.NOT_SCORABLE,
-            "reason": str(not_scorable),
-            "detail": evidence.REASON_TEXT[not_scorable],
-            "stages": 0,
-        }
-    else:
-        outcome = path_outcome(state.path, criteria, judge)
-    return review_record(conversation, identity, outcome, started_at=now)
+
+
+def not_scorable_outcome(reason: evidence.NotScorable) -> dict:
+    return {"route": Route.NOT_SCORABLE, "reason": str(reason), "detail": evidence.REASON_TEXT[reason], "stages": 0}
 
 
 def path_outcome(path: list[evidence.EvidenceMessage], criteria: CriteriaVersion, judge: ConversationJudge) -> dict:
