@@ -150,6 +150,12 @@ class _LockSession:
                 self._session.execute("SELECT pg_try_advisory_lock(%s)", [key])
         return self._session
 
+    def close(self) -> None:
+        """End the session (its locks go with it): at a worker's shutdown, or a test process's end."""
+        with self._mutex:
+            self._held.clear()
+            self._close()
+
     def _close(self) -> None:
         if self._session is not None and self._pid == os.getpid():
             with contextlib.suppress(psycopg.Error):
@@ -158,6 +164,7 @@ class _LockSession:
 
 
 _LOCKS = _LockSession()
+lock_session_close = _LOCKS.close
 
 
 def ticket_return(*, kind: str, item_id: int, task_id: str) -> None:

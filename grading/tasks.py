@@ -6,11 +6,20 @@ retry starts from nothing half-written, and finds the review if the write did co
 """
 
 from celery import shared_task
+from celery.signals import worker_process_shutdown, worker_shutdown
 from django.conf import settings
 from django.db import InterfaceError, OperationalError
 
 from grading import criteria_trials, enqueue, gate, inflight, planner, reviews, rollups, webhooks
 from grading.models import GradingRun, ItemKind, Org, Review
+
+
+@worker_shutdown.connect
+@worker_process_shutdown.connect
+def _close_lock_session(**_) -> None:
+    # The process's grading locks end with it anyway; closing says so at once instead of at the socket's timeout.
+    inflight.lock_session_close()
+
 
 _DATABASE_TROUBLE = (OperationalError, InterfaceError)
 _GRADING_RETRIES = {

@@ -134,8 +134,9 @@ def test_a_context_length_refusal_stages_again_smaller_instead_of_recording_an_e
     """Punctuation costs a token a character, three times what the estimate assumes: the server refuses the
     first staging, and its own figures make the next one fit."""
     fake_llm.context_tokens = 4_096
-    conversation = upsert(org, chapters(6, words=400, filler="!? ")).conversation
-    fake_llm.set_default(verdicts_reply(["u0"] + [f"a{i}" for i in range(1, 7)]))
+    # Each chapter about 400 real tokens: one fits a stage with room to spare once the estimate has learned.
+    conversation = upsert(org, chapters(12, words=200, filler="!? ")).conversation
+    fake_llm.set_default(verdicts_reply(["u0"] + [f"a{i}" for i in range(1, 13)]))
     review = grade(conversation, fake_llm)
     assert (review.route, review.reason) == ("pass", "")
     answered = [r for r in fake_llm.chat_requests() if prompt_tokens(r) <= 4_096]
@@ -144,7 +145,7 @@ def test_a_context_length_refusal_stages_again_smaller_instead_of_recording_an_e
     seen = set()
     for request in answered:
         seen |= set(re.findall(r'id="(a\d+)"', request.body["messages"][-1]["content"]))
-    assert seen == {f"a{i}" for i in range(1, 7)}
+    assert seen == {f"a{i}" for i in range(1, 13)}
 
 
 def test_a_message_longer_than_the_judges_whole_context_is_not_scorable_with_that_reason(org, fake_llm):

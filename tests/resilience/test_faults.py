@@ -18,7 +18,7 @@ from django_celery_beat.models import IntervalSchedule, PeriodicTask
 from kombu.transport.redis import Channel
 
 from grading import enqueue
-from grading.inflight import grading_lock, lock_key
+from grading.inflight import grading_lock, lock_key, lock_session_close
 from grading.models import AuditEvent, Conversation, GradingRun, ItemKind, Review
 from grading.planner import grading_pass
 from tests.conftest import wait_until
@@ -221,6 +221,7 @@ def test_the_grading_lock_stays_with_the_task_when_its_thread_hands_its_connecti
         holder = grading_lock_holder(ItemKind.DRAFT, 41)
         assert holder is not None and holder != thread_backend
     assert grading_lock_holder(ItemKind.DRAFT, 41) is None
+    lock_session_close()  # this test process's session: the test database is dropped at the end of the run
 
 
 def test_two_workers_given_every_task_twice_grade_each_item_once(celery_worker, celery_processes, fake_llm, org):
