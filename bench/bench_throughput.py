@@ -253,11 +253,13 @@ def _run(layout: Layout, judge: FakeLLM, latency: float, items: int) -> Result:
 
 def _profile(layout: Layout, pid: int) -> tuple[subprocess.Popen | None, Path | None]:
     """py-spy attached to the first worker process (BENCH_THROUGHPUT_PROFILE=1), written as collapsed stacks."""
-    if os.environ.get("BENCH_THROUGHPUT_PROFILE") != "1" or layout.pool != "threads" or not shutil.which("py-spy"):
+    # `make bench` runs the venv's python without the venv on PATH: look beside it first.
+    py_spy = shutil.which("py-spy", path=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")
+    if os.environ.get("BENCH_THROUGHPUT_PROFILE") != "1" or layout.pool != "threads" or py_spy is None:
         return None, None
     out = Path(settings.DATA_DIR) / f"bench-profile-{layout.concurrency}t-{layout.processes}p.txt"
     command = [
-        "py-spy",
+        py_spy,
         "record",
         "--format",
         "raw",

@@ -15,15 +15,16 @@ from grading.evidence import draft_fingerprint
 from grading.judge.backends import DraftJudge, DraftJudgement, DraftPrompt, draft_judge_from_settings
 from grading.judge.client import JudgeError
 from grading.memory import MemoryContext, related_articles, retrieve_memory
-from grading.models import COUNTING_STATES, CriteriaVersion, Draft, ItemKind, Review, Route
+from grading.models import COUNTING_STATES, CriteriaVersion, Draft, Review, Route
 from grading.outcomes import BAND, JUDGE_CONTRADICTION, SPREAD
 from grading.repairs import repair_draft
 from grading.reviews import (
-    criteria_in_force,
+    criteria_of,
     published_draft_rules,
     review_record,
     review_reinstate,
     review_with_identity,
+    subject_to_grade,
 )
 from grading.rules import DraftRules
 from grading.webhooks import MACHINE_VERDICT, notify_pipeline
@@ -77,11 +78,10 @@ def draft_grade(*, draft_id: int, judge: DraftJudge | None = None) -> Review | N
     4. Ask the judge about the body as it would be published (outside any transaction).
     5. Merge, write the review as the draft's current one, and tell the pipeline after commit.
     """
-    try:
-        draft = Draft.objects.select_related("org").get(pk=draft_id)
-    except Draft.DoesNotExist:
+    draft = subject_to_grade(Draft, draft_id)
+    if draft is None:
         return None
-    criteria = criteria_in_force(org=draft.org, kind=ItemKind.DRAFT)
+    criteria = criteria_of(draft)
     memory = retrieve_memory(org=draft.org, text=f"{draft.title}\n{draft.body}")
     judge = judge or draft_judge_from_settings()
     identity = draft_identity(draft, criteria, memory, judge)

@@ -376,14 +376,21 @@ def retrieve_memory(*, org: Org, text: str, k: int = 5, embedder: Embedder | Non
         MemoryEntry(item.id, item.kind, item.text, similarity=1.0 - item.distance)
         for item in _nearest(active_learnings(org), embedder.embed([text])[0], k)
     ]
-    strategy = active_memory(org, MemoryItem.Kind.STRATEGY).order_by("-created_at", "-pk").first()
-    facts = active_memory(org, MemoryItem.Kind.FACT).order_by("pk")
+    # The strategy (the newest) and every fact, in one read: this runs for every draft graded.
+    items = MemoryItem.objects.filter(org=org, kind__in=[MemoryItem.Kind.STRATEGY, MemoryItem.Kind.FACT], active=True)
+    items = list(items.defer("embedding").order_by("pk"))
+    strategy = max((i for i in items if i.kind == MemoryItem.Kind.STRATEGY), key=_newest, default=None)
+    facts = [i for i in items if i.kind == MemoryItem.Kind.FACT]
     return MemoryContext(
         embedder=embedder.name,
         learnings=tuple(learnings),
         strategy=MemoryEntry(strategy.id, strategy.kind, strategy.text) if strategy else None,
         facts=tuple(MemoryEntry(f.id, f.kind, f.text, tuple(f.proof_terms)) for f in facts),
     )
+
+
+def _newest(item: MemoryItem) -> tuple:
+    return (item.created_at, item.pk)
 
 
 def active_memory(org: Org, kind: str) -> QuerySet[MemoryItem]:

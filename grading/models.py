@@ -594,7 +594,7 @@ class Label(models.Model):
 class Rollup(models.Model):
     """One counter of the dashboards' figures for one cell: (org, kind, criteria version, application, ISO
     week). Kept by grading/rollups.py in the same transaction as every write that changes what a review
-    contributes, and rebuilt from the reviews by each grading pass. `criteria_id` 0: no criteria (thumbs)."""
+    contributes, and rebuilt from the reviews every hour. `criteria_id` 0: no criteria (thumbs)."""
 
     org = models.ForeignKey(Org, on_delete=models.CASCADE, related_name="+")
     kind = models.CharField(max_length=16, choices=ItemKind.choices)

@@ -8,9 +8,11 @@ block, and the identity constraint makes a second review of the same evidence im
 import logging
 from datetime import datetime
 from functools import lru_cache
+from typing import TypeVar
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import IntegrityError, connection, transaction
+from django.db.models import Exists, OuterRef, Subquery
 from django.utils import timezone
 
 from grading import evidence
@@ -27,7 +29,6 @@ from grading.models import (
     Decision,
     Draft,
     ItemKind,
-    Org,
     Review,
     ReviewState,
     Route,
@@ -53,11 +54,10 @@ def conversation_grade(
     3. Not scorable: record why, with no judge call. Otherwise judge each stage, outside any transaction.
     4. Write the review and make it the conversation's current one.
     """
-    try:
-        conversation = Conversation.objects.select_related("org").get(pk=conversation_id)
-    except Conversation.DoesNotExist:
+    conversation = subject_to_grade(Conversation, conversation_id)
+    if conversation is None:
         return None
-    criteria = criteria_in_force(org=conversation.org, kind=ItemKind.CONVERSATION)
+    criteria = criteria_of(conversation)
     now = now or timezone.now()
     state = conversation_path(conversation, now=now)
     judge = judge or judge_from_settings()
@@ -207,19 +207,28 @@ def review_with_identity(subject: Conversation | Draft, identity: dict) -> Revie
 # --- the criteria a grader applies ------------------------------------------------------------------------------
 
 
-def criteria_in_force(*, org: Org, kind: str) -> CriteriaVersion:
-    """The org's active criteria version of `kind`, as `criteria_active` gives it, for a grader.
+_SUBJECT_KINDS = {Conversation: ItemKind.CONVERSATION, Draft: ItemKind.DRAFT}
+Subject = TypeVar("Subject", Conversation, Draft)
+
+
+def subject_to_grade(model: type[Subject], pk: int) -> Subject | None:
+    """The item a grader is about to grade, with its org and (`active_criteria_id`) the pk of its org's active
+    criteria version of its kind, in one read; None when it is gone."""
+    active = CriteriaVersion.objects.filter(org=OuterRef("org"), kind=_SUBJECT_KINDS[model], is_active=True)
+    subjects = model.objects.select_related("org").annotate(active_criteria_id=Subquery(active.values("pk")[:1]))
+    return subjects.filter(pk=pk).first()
+
+
+def criteria_of(subject: Conversation | Draft) -> CriteriaVersion:
+    """The criteria a grader applies to a subject read by `subject_to_grade`: the active version it named, as
+    `criteria_active` gives it.
 
     Only which version is active is asked each time. A published version never changes (criteria_update
     refuses, and it is published before it can be active), so its rubric and rules are read once per process.
     """
-    pk = next(
-        iter(CriteriaVersion.objects.filter(org=org, kind=kind, is_active=True).values_list("pk", flat=True)[:1]),
-        None,
-    )
-    if pk is None:
-        return criteria_active(org=org, kind=kind)  # seeds v1, or says why there is none
-    return _published_version(pk)
+    if subject.active_criteria_id is None:
+        return criteria_active(org=subject.org, kind=_SUBJECT_KINDS[type(subject)])  # seeds v1, or says why not
+    return _published_version(subject.active_criteria_id)
 
 
 def published_draft_rules(version: CriteriaVersion) -> DraftRules:
@@ -273,12 +282,16 @@ def review_record(subject: Conversation | Draft, identity: dict, outcome: dict, 
         with transaction.atomic():
             # Only what the review is filed by and the live review's id are needed: reading whole rows (a
             # draft's body, a conversation's evidence state, thirty columns of review) was most of this block's CPU.
-            item = type(subject).objects.select_for_update().only(*_FILED_BY[field]).get(pk=subject.pk)
+            item = (
+                type(subject)
+                .objects.select_for_update(of=("self",))
+                .only(*_FILED_BY[field])
+                .annotate(criteria_active=_is_active(identity["criteria_version"]))
+                .get(pk=subject.pk)
+            )
             live = _live_review_id(field, subject.pk)
             matches = identity["fingerprint"] == item.fingerprint
-            fresh = (
-                matches and CriteriaVersion.objects.filter(pk=identity["criteria_version"].pk, is_active=True).exists()
-            )
+            fresh = matches and item.criteria_active
             with rollups_tracking([live]) as tracked:
                 if not fresh and live is not None and Review.objects.counting().filter(pk=live).exists():
                     state = ReviewState.SUPERSEDED
@@ -305,6 +318,10 @@ def review_record(subject: Conversation | Draft, identity: dict, outcome: dict, 
             return review
     except IntegrityError:
         return review_with_identity(subject, identity)
+
+
+def _is_active(criteria: CriteriaVersion) -> Exists:
+    return Exists(CriteriaVersion.objects.filter(pk=criteria.pk, is_active=True))
 
 
 # The item's columns `review_record` reads: its fingerprint and what `_filing` files the review by.

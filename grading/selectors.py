@@ -11,7 +11,7 @@ from django.db.models.functions import ExtractIsoYear, ExtractWeek
 from django.utils import timezone
 
 from grading import evidence
-from grading.models import Conversation, Decision, Draft, Feedback, ItemKind, Org, Review, ReviewState, Route
+from grading.models import Conversation, Decision, Draft, Feedback, ItemKind, Message, Org, Review, ReviewState, Route
 from grading.outcomes import UNKNOWN_CHECK
 
 
@@ -67,7 +67,7 @@ def conversation_path(
 ) -> PathState:
     """The active path and whether it may be scored now: what grading judges and what the API reports."""
     if messages is None:
-        messages = [m.as_evidence() for m in conversation.messages.all()]
+        messages = conversation_messages(conversation.pk)
     result = evidence.active_path(messages, conversation.active_message_id)
     reason = evidence.not_scorable_reason(
         result.path,
@@ -78,6 +78,19 @@ def conversation_path(
         path_problem=result.problem,
     )
     return PathState(result.path, reason)
+
+
+_EVIDENCE_COLUMNS = (
+    "external_id", "parent_external_id", "role", "content", "tool_calls", "tool_call_id", "name", "created_at",
+    "hidden", "truncated",
+)  # fmt: skip
+
+
+def conversation_messages(conversation_id: int) -> list[evidence.EvidenceMessage]:
+    """Every message of the conversation as evidence (`Message.as_evidence`), read as values: building a model
+    instance per message was most of the cost of reading a conversation for grading."""
+    rows = Message.objects.filter(conversation_id=conversation_id).values_list(*_EVIDENCE_COLUMNS)
+    return [evidence.EvidenceMessage(*row) for row in rows]
 
 
 @dataclass(frozen=True)

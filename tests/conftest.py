@@ -17,7 +17,7 @@ from urllib.parse import quote
 import pytest
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.test import Client
+from django.test import Client, override_settings
 
 from grading.models import Org
 from reviewer.models import Membership, Role
@@ -28,6 +28,14 @@ PASSWORD = "correct horse battery staple"
 
 
 # --- personas -------------------------------------------------------------------------------------
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _fast_password_hashing() -> Iterator[None]:
+    """Production's hasher is slow on purpose (PBKDF2, ~0.4 s a hash on these cores), and every persona made and
+    every sign-in hashes; what the suite tests about passwords is who gets in, which any hasher shows."""
+    with override_settings(PASSWORD_HASHERS=["django.contrib.auth.hashers.MD5PasswordHasher"]):
+        yield
 
 
 @pytest.fixture
