@@ -2,7 +2,8 @@
 lead to the items the machine and the people disagreed on."""
 
 import re
-from html import unescape
+from html import escape, unescape
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
 from django.db.models import DateField
@@ -10,9 +11,11 @@ from django.db.models.functions import TruncWeek
 from django.urls import reverse
 
 from grading.models import Review
+from grading.reviews import conversation_grade
 from reviewer.dashboards.reads import PAGE_SIZE
+from tests.grading.conversations import llm_judge, upsert, verdicts_reply
 from tests.reviewer.dashboards.test_figures import _scope
-from tests.reviewer.dashboards.world import build_world
+from tests.reviewer.dashboards.world import W48, build_world, conversation_payload
 from tests.reviewer.test_queue_items import bulk_draft_items
 
 pytestmark = pytest.mark.django_db
@@ -74,3 +77,29 @@ def test_a_long_list_is_read_a_page_at_a_time(org, client_for, stakeholder):
     second = client.get(reverse("dashboard_reviews") + older).content.decode()
     rest = set(map(int, re.findall(r'data-review="(\d+)"', second)))
     assert seen.isdisjoint(rest) and seen | rest == {r.pk for r in reviews} and "older ›" not in second
+
+
+HOSTILE_APPLICATION = '"><script>alert(1)</script><a href="/x">x</a>&route=fail#top'
+
+
+def test_a_hostile_application_name_is_text_on_the_dashboard_and_its_links_carry_it_whole(
+    org, fake_llm, client_for, stakeholder
+):
+    """An application name is whatever the source sent. It is shown as text, and every link that filters by it
+    carries exactly it as one parameter: it cannot close an attribute, add markup or smuggle a filter of its own."""
+    conversation = upsert(org, conversation_payload("h1", HOSTILE_APPLICATION, W48)).conversation
+    fake_llm.script(verdicts_reply(["m1", "m2"], grounded="pass", complete="pass", usable="pass"))
+    review = conversation_grade(conversation_id=conversation.pk, judge=llm_judge(fake_llm))
+    client = client_for(stakeholder)
+    html = client.get(reverse("dashboard"), {"org": org.slug, **_scope(org).as_query()}).content.decode()
+
+    assert "<script>" not in html and '<a href="/x">' not in html
+    assert escape(HOSTILE_APPLICATION) in html
+    filtering = [unescape(href) for href in re.findall(r'href="([^"]+)"', html) if "application=" in href]
+    assert filtering, "the dashboard links the application's figures to their reviews"
+    for href in filtering:
+        query = parse_qs(urlsplit(href).query)
+        assert query["application"] == [HOSTILE_APPLICATION]
+        assert len(query.get("route", [])) <= 1 and "top" not in urlsplit(href).fragment
+    passed = next(href for href in filtering if parse_qs(urlsplit(href).query).get("route") == ["pass"])
+    assert _listed(client, passed) == {review.pk}
