@@ -69,6 +69,7 @@ class Result:
     reviews: int
     seconds: float
     worker_cpu: float  # seconds, all worker processes and their children
+    worker_system: float  # the part of it spent in the kernel (syscalls, switching threads for the GIL)
     other_cpu: dict[str, float]  # seconds by what it is: PostgreSQL, Redis and this process (the fake judge)
     load: float  # the machine's 1-minute load average at the end: other engineers' work shares the cores
     profile: list[tuple[str, float]]  # (what, share of the first worker's GIL-held samples), when profiled
@@ -113,7 +114,8 @@ def main() -> None:
             f"{result.layout.name:<32} {result.reviews:>5} reviews in {result.seconds:6.1f} s = {rate:6.1f} reviews/s "
             f"({rate / baseline:5.1f}x the seed), {rate / bound:4.0%} of the bound {bound:.0f}/s "
             f"(load average {result.load:.1f})\n"
-            f"{'':<33}CPU ms/review: workers {worker:.1f}, "
+            f"{'':<33}CPU ms/review: workers {worker:.1f} "
+            f"({result.worker_system / result.reviews * 1000:.1f} of it in the kernel), "
             + ", ".join(f"{name} {cpu / result.reviews * 1000:.1f}" for name, cpu in result.other_cpu.items())
             + f"; all {total_cpu:.1f}. CPU alone allows {cores / total_cpu * 1000:.0f}/s on {cores} idle cores, "
             f"{min(pythons, cores) * 1000 / worker:.0f}/s for {pythons} grading process{'es' if pythons > 1 else ''}"
@@ -221,6 +223,7 @@ def _run(layout: Layout, judge: FakeLLM, latency: float, items: int) -> Result:
         processes = [psutil.Process(worker.pid) for worker, _ in workers]
         others = _other_processes()
         worker_cpu_before = _cpu(processes)
+        worker_system_before = _cpu(processes, system_only=True)
         other_cpu_before = [_cpu([p], children=p.pid != os.getpid()) for _, p in others]
         started = time.perf_counter()
         enqueued = grading_pass(cap=items)
@@ -232,6 +235,7 @@ def _run(layout: Layout, judge: FakeLLM, latency: float, items: int) -> Result:
             time.sleep(0.2)  # a count every 50 ms cost this process (and so "the fake judge") ~1 ms a review
         seconds = time.perf_counter() - started
         worker_cpu = _cpu(processes) - worker_cpu_before
+        worker_system = _cpu(processes, system_only=True) - worker_system_before
         other_cpu = {
             name: _cpu([p], children=p.pid != os.getpid()) - before
             for (name, p), before in zip(others, other_cpu_before, strict=True)
@@ -252,7 +256,7 @@ def _run(layout: Layout, judge: FakeLLM, latency: float, items: int) -> Result:
     if errors:
         raise RuntimeError(f"{layout.name}: {errors} reviews are errors; see {workers[0][1]}")
     profile = _profile_summary(profile_path) if profile_path is not None else []
-    return Result(layout, expected, seconds, worker_cpu, other_cpu, load, profile)
+    return Result(layout, expected, seconds, worker_cpu, worker_system, other_cpu, load, profile)
 
 
 def _profile(layout: Layout, pid: int) -> tuple[subprocess.Popen | None, Path | None]:
@@ -371,19 +375,20 @@ def _other_processes() -> list[tuple[str, psutil.Process]]:
     return found
 
 
-def _cpu(processes: list[psutil.Process], *, children: bool = True) -> float:
-    """CPU seconds of the processes and, unless told not to, of their children (live, and exited ones waited for)."""
+def _cpu(processes: list[psutil.Process], *, children: bool = True, system_only: bool = False) -> float:
+    """CPU seconds of the processes and, unless told not to, of their children (live, and exited ones waited for);
+    with `system_only`, the kernel's part alone."""
     total = 0.0
     for process in processes:
         try:
             times = process.cpu_times()
-            total += times.user + times.system
+            total += times.system + (0 if system_only else times.user)
             if not children:
                 continue
-            total += times.children_user + times.children_system
+            total += times.children_system + (0 if system_only else times.children_user)
             for child in process.children(recursive=True):
                 child_times = child.cpu_times()
-                total += child_times.user + child_times.system
+                total += child_times.system + (0 if system_only else child_times.user)
         except psutil.NoSuchProcess:
             continue
     return total
