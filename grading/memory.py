@@ -377,8 +377,7 @@ def retrieve_memory(*, org: Org, text: str, k: int = 5, embedder: Embedder | Non
         for item in _nearest(active_learnings(org), embedder.embed([text])[0], k)
     ]
     # The strategy (the newest) and every fact, in one read: this runs for every draft graded.
-    items = MemoryItem.objects.filter(org=org, kind__in=[MemoryItem.Kind.STRATEGY, MemoryItem.Kind.FACT], active=True)
-    items = list(items.defer("embedding").order_by("pk"))
+    items = list(active_memory(org, MemoryItem.Kind.STRATEGY, MemoryItem.Kind.FACT).order_by("pk"))
     strategy = max((i for i in items if i.kind == MemoryItem.Kind.STRATEGY), key=_newest, default=None)
     facts = [i for i in items if i.kind == MemoryItem.Kind.FACT]
     return MemoryContext(
@@ -393,8 +392,8 @@ def _newest(item: MemoryItem) -> tuple:
     return (item.created_at, item.pk)
 
 
-def active_memory(org: Org, kind: str) -> QuerySet[MemoryItem]:
-    return MemoryItem.objects.filter(org=org, kind=kind, active=True).defer("embedding")
+def active_memory(org: Org, *kinds: str) -> QuerySet[MemoryItem]:
+    return MemoryItem.objects.filter(org=org, kind__in=kinds, active=True).defer("embedding")
 
 
 def active_learnings(org: Org) -> QuerySet[MemoryItem]:

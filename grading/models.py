@@ -188,19 +188,15 @@ class Message(models.Model):
     def __str__(self) -> str:
         return f"{self.conversation_id}/{self.external_id}"
 
+    # The columns a message is evidence by, in EvidenceMessage's field order: `as_evidence`, and graders that read
+    # them as values (grading.selectors.conversation_messages).
+    EVIDENCE_FIELDS = (
+        "external_id", "parent_external_id", "role", "content", "tool_calls", "tool_call_id", "name", "created_at",
+        "hidden", "truncated",
+    )  # fmt: skip
+
     def as_evidence(self) -> EvidenceMessage:
-        return EvidenceMessage(
-            id=self.external_id,
-            parent_id=self.parent_external_id,
-            role=self.role,
-            content=self.content,
-            tool_calls=self.tool_calls,
-            tool_call_id=self.tool_call_id,
-            name=self.name,
-            created_at=self.created_at,
-            hidden=self.hidden,
-            truncated=self.truncated,
-        )
+        return EvidenceMessage(*(getattr(self, name) for name in self.EVIDENCE_FIELDS))
 
 
 class Feedback(models.Model):

@@ -480,7 +480,7 @@ def rollup_last_rebuild(org: Org) -> RollupRebuild | None:
     return RollupRebuild.objects.filter(org=org).order_by("-rebuilt_at").first()
 
 
-def orgs_with_rollups() -> list[int]:
+def orgs_with_items() -> list[int]:
     """The orgs with anything to count: the hourly rebuild's orgs."""
     with_items = Exists(Conversation.objects.filter(org=OuterRef("pk"))) | Exists(
         Draft.objects.filter(org=OuterRef("pk"))

@@ -80,16 +80,10 @@ def conversation_path(
     return PathState(result.path, reason)
 
 
-_EVIDENCE_COLUMNS = (
-    "external_id", "parent_external_id", "role", "content", "tool_calls", "tool_call_id", "name", "created_at",
-    "hidden", "truncated",
-)  # fmt: skip
-
-
 def conversation_messages(conversation_id: int) -> list[evidence.EvidenceMessage]:
     """Every message of the conversation as evidence (`Message.as_evidence`), read as values: building a model
     instance per message was most of the cost of reading a conversation for grading."""
-    rows = Message.objects.filter(conversation_id=conversation_id).values_list(*_EVIDENCE_COLUMNS)
+    rows = Message.objects.filter(conversation_id=conversation_id).values_list(*Message.EVIDENCE_FIELDS)
     return [evidence.EvidenceMessage(*row) for row in rows]
 
 

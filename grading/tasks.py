@@ -57,7 +57,7 @@ def grading_recover() -> int:
 
 @shared_task(name=enqueue.REBUILD_ALL_ROLLUPS)
 def rebuild_all_rollups() -> int:
-    org_ids = rollups.orgs_with_rollups()
+    org_ids = rollups.orgs_with_items()
     enqueue.rollups_rebuild(org_ids)
     return len(org_ids)
 
