@@ -169,7 +169,13 @@ lock_session_close = _LOCKS.close
 
 def ticket_return(*, kind: str, item_id: int, task_id: str) -> None:
     """The task `task_id` is done with the item: it is no longer queued, unless a newer ticket was issued since."""
-    _ITEM_MODELS[kind].objects.filter(pk=item_id, grading_task_id=task_id).update(queued_at=None, grading_task_id="")
+    # Plain SQL: it ends every grading task, and the ORM's update cost five times the statement's own CPU.
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE {_ITEM_MODELS[kind]._meta.db_table} SET queued_at = NULL, grading_task_id = ''"  # noqa: S608
+            " WHERE id = %s AND grading_task_id = %s",
+            [item_id, task_id],
+        )
 
 
 def items_being_graded() -> set[tuple[str, int]]:

@@ -2,11 +2,13 @@
 number, the review sample and the pipeline's view of a draft."""
 
 import hashlib
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.db.models import Count, F, Q
+from django.db import connection
+from django.db.models import Count, F, Field, Q
 from django.db.models.functions import ExtractIsoYear, ExtractWeek
 from django.utils import timezone
 
@@ -83,8 +85,25 @@ def conversation_path(
 def conversation_messages(conversation_id: int) -> list[evidence.EvidenceMessage]:
     """Every message of the conversation as evidence (`Message.as_evidence`), read as values: building a model
     instance per message was most of the cost of reading a conversation for grading."""
-    rows = Message.objects.filter(conversation_id=conversation_id).values_list(*Message.EVIDENCE_FIELDS)
-    return [evidence.EvidenceMessage(*row) for row in rows]
+    with connection.cursor() as cursor:
+        cursor.execute(_MESSAGES_SQL, [conversation_id])
+        rows = cursor.fetchall()
+    return [evidence.EvidenceMessage(*as_python(_EVIDENCE_FIELDS, row)) for row in rows]
+
+
+# Plain SQL: the ORM's values() read cost five times the CPU of the statement it sends, on every grading.
+_EVIDENCE_FIELDS = [Message._meta.get_field(name) for name in Message.EVIDENCE_FIELDS]
+_MESSAGES_SQL = f"""
+    SELECT {", ".join(field.column for field in _EVIDENCE_FIELDS)} FROM grading_message WHERE conversation_id = %s
+"""  # noqa: S608 - columns from the model
+
+
+def as_python(fields: Sequence[Field], row: Sequence) -> list:
+    """A row read by plain SQL, converted as the ORM converts those fields' columns (JSON decoded)."""
+    return [
+        field.from_db_value(value, None, connection) if value is not None and hasattr(field, "from_db_value") else value
+        for field, value in zip(fields, row, strict=True)
+    ]
 
 
 @dataclass(frozen=True)
