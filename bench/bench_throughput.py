@@ -128,14 +128,17 @@ def main() -> None:
 
 
 def _responder(latency: float):
+    # A fixed usage, as a hosted judge reports it: left to count, the fake judge tokenizes every prompt, and its CPU
+    # shares the two cores with what is measured (a third of its cost per review).
+    usage = {"prompt_tokens": 1000, "completion_tokens": 60, "total_tokens": 1060}
     verdicts = {
         name: {"verdict": "pass", "message_ids": PATH_IDS, "rationale": f"{name}: supported by the path."}
         for name in ("grounded", "complete", "usable")
     }
-    conversation_reply = json_reply(verdicts, latency=latency)
+    conversation_reply = json_reply(verdicts, usage=usage, latency=latency)
     draft = {"overall": 8, "aeo": 4, "writing": 4, "org_fit": 4, "passed": True, "issues": []}
     draft_reply = json_reply(
-        draft, top_logprobs={"8": 0.7, "9": 0.2, "7": 0.1}, logprob_field="overall", latency=latency
+        draft, top_logprobs={"8": 0.7, "9": 0.2, "7": 0.1}, logprob_field="overall", usage=usage, latency=latency
     )
 
     def respond(body) -> Reply:
