@@ -416,7 +416,10 @@ def _nearest(queryset: QuerySet, vector: list[float], k: int) -> list[Any]:
     """
     if k <= 0 or not any(vector):
         return []  # a text with no words is near nothing
-    if queryset.count() <= settings.MEMORY_EXACT_SEARCH_MAX:
+    rows = queryset.count()
+    if rows == 0:
+        return []  # nothing to search: no planner settings, no query (an org with no learnings or no articles)
+    if rows <= settings.MEMORY_EXACT_SEARCH_MAX:
         # Milliseconds at this size, and exact: the same memory always retrieves the same learnings, so the
         # snapshot hash in a review's identity does not move with the approximate index's luck.
         with index_scans_off():

@@ -339,7 +339,7 @@ def review_record(subject: Conversation | Draft, identity: dict, outcome: dict, 
                     for_people = outcome["route"] == Route.HUMAN
                     state = _stored_state(matches_item=matches, for_people=for_people, decided=False)
                 finished_at = timezone.now()
-                review = Review.objects.create(
+                review = _review_insert(
                     org=subject.org,
                     kind=ItemKind.DRAFT if field == "draft" else ItemKind.CONVERSATION,
                     **{field: subject},
@@ -471,6 +471,23 @@ def review_reinstate(review: Review) -> Review:
 
 def _live_review(field: str, subject_id: int) -> Review | None:
     return Review.objects.select_for_update().filter(**{field: subject_id}, state__in=LIVE_STATES).first()
+
+
+def _review_insert(**values: Any) -> Review:
+    """`Review.objects.create(**values)` as one plain INSERT: the ORM's save took two thirds of the write's CPU.
+    The values are prepared by the fields themselves, as save() prepares them; nothing listens for a review's save."""
+    review = Review(**values)
+    params = [field.get_db_prep_save(field.pre_save(review, True), connection) for field in _INSERTED]
+    review.pk = _scalar(_INSERT_REVIEW, params)
+    review._state.adding, review._state.db = False, connection.alias
+    return review
+
+
+_INSERTED = [field for field in Review._meta.concrete_fields if not field.primary_key]
+_INSERT_REVIEW = f"""
+    INSERT INTO grading_review ({", ".join(field.column for field in _INSERTED)})
+    VALUES ({", ".join(["%s"] * len(_INSERTED))}) RETURNING id
+"""
 
 
 def _review_state_set(review_id: int, state: ReviewState) -> None:
