@@ -2,10 +2,12 @@
 
 2,000 closed conversations and 500 drafts are queued by one grading pass; real `celery worker` processes (the
 worker command line of `make demo` and the README) grade them against FakeLLM, the OpenAI-compatible server
-the tests use, here with HTTP keep-alive. Reported per worker layout: reviews/s, the share of the concurrency
-bound (judge calls in flight / judge latency), the CPU milliseconds per review that the worker processes
-themselves spent (psutil, children included), and the CPU of everything else on the machine (PostgreSQL, Redis,
-this process serving the fake judge) beside it. The seed's layout (prefork, 2 processes) is the baseline.
+the tests use, here with HTTP keep-alive. Reported per worker layout: reviews/s from the pass's start to the last
+review, and of grading alone (from the moment the pass had sent its last task: until then this process plans and
+sends while the workers grade the first items); for grading alone, the share of the concurrency bound (judge calls
+in flight / judge latency), the CPU milliseconds per review that the worker processes themselves spent (psutil,
+children included), and the CPU of everything else on the machine (PostgreSQL, Redis, this process serving the
+fake judge) beside it. The seed's layout (prefork, 2 processes) is the baseline.
 
 What CPU allows, beside what was measured: all the CPU one review costs (workers, PostgreSQL, Redis, the judge)
 caps reviews/s at cores / CPU per review however many calls are in flight, and a worker process holds the GIL
@@ -64,13 +66,34 @@ class Layout:
 
 
 @dataclass(frozen=True)
-class Result:
-    layout: Layout
+class Sample:
+    """The clock, the reviews written and the CPU spent so far, at one moment of a run."""
+
+    at: float  # perf_counter seconds
     reviews: int
-    seconds: float
     worker_cpu: float  # seconds, all worker processes and their children
     worker_system: float  # the part of it spent in the kernel (syscalls, switching threads for the GIL)
     other_cpu: dict[str, float]  # seconds by what it is: PostgreSQL, Redis and this process (the fake judge)
+
+    def __sub__(self, earlier: Sample) -> Sample:
+        return Sample(
+            self.at - earlier.at,
+            self.reviews - earlier.reviews,
+            self.worker_cpu - earlier.worker_cpu,
+            self.worker_system - earlier.worker_system,
+            {name: cpu - earlier.other_cpu[name] for name, cpu in self.other_cpu.items()},
+        )
+
+
+@dataclass(frozen=True)
+class Result:
+    """A run in two windows: `whole`, from the grading pass's start to the last review (the pass plans the items and
+    sends their tasks from this process while the workers already grade the first ones), and `grading`, from the
+    moment the pass had sent every task to the last review: grading alone, what the CPU figures are read over."""
+
+    layout: Layout
+    whole: Sample
+    grading: Sample
     load: float  # the machine's 1-minute load average at the end: other engineers' work shares the cores
     profile: list[tuple[str, float]]  # (what, share of the first worker's GIL-held samples), when profiled
 
@@ -101,22 +124,25 @@ def main() -> None:
         f"judge latency {latency * 1000:.0f} ms; {conversations:,} conversations and {drafts:,} drafts queued; "
         f"{cores} cores"
     )
-    baseline = results[0].reviews / results[0].seconds
+    baseline = results[0].grading.reviews / results[0].grading.at
     for result in results:
-        rate = result.reviews / result.seconds
+        whole, grading = result.whole, result.grading
+        rate = grading.reviews / grading.at
         bound = result.layout.in_flight / latency
-        worker = result.worker_cpu / result.reviews * 1000
-        total_cpu = worker + sum(result.other_cpu.values()) / result.reviews * 1000
+        worker = grading.worker_cpu / grading.reviews * 1000
+        total_cpu = worker + sum(grading.other_cpu.values()) / grading.reviews * 1000
         # Python processes doing the grading, each using at most one core (the GIL): prefork children, or
         # the threaded workers themselves.
         pythons = result.layout.processes * (result.layout.concurrency if result.layout.pool == "prefork" else 1)
         print(
-            f"{result.layout.name:<32} {result.reviews:>5} reviews in {result.seconds:6.1f} s = {rate:6.1f} reviews/s "
-            f"({rate / baseline:5.1f}x the seed), {rate / bound:4.0%} of the bound {bound:.0f}/s "
+            f"{result.layout.name:<32} {whole.reviews:>5} reviews in {whole.at:6.1f} s from the pass's start = "
+            f"{whole.reviews / whole.at:6.1f} reviews/s; the pass sent its last task at {whole.at - grading.at:.1f} s "
             f"(load average {result.load:.1f})\n"
+            f"{'':<33}grading alone, the last {grading.reviews} reviews: {rate:6.1f} reviews/s "
+            f"({rate / baseline:5.1f}x the seed), {rate / bound:4.0%} of the bound {bound:.0f}/s\n"
             f"{'':<33}CPU ms/review: workers {worker:.1f} "
-            f"({result.worker_system / result.reviews * 1000:.1f} of it in the kernel), "
-            + ", ".join(f"{name} {cpu / result.reviews * 1000:.1f}" for name, cpu in result.other_cpu.items())
+            f"({grading.worker_system / grading.reviews * 1000:.1f} of it in the kernel), "
+            + ", ".join(f"{name} {cpu / grading.reviews * 1000:.1f}" for name, cpu in grading.other_cpu.items())
             + f"; all {total_cpu:.1f}. CPU alone allows {cores / total_cpu * 1000:.0f}/s on {cores} idle cores, "
             f"{min(pythons, cores) * 1000 / worker:.0f}/s for {pythons} grading process{'es' if pythons > 1 else ''}"
             " (one core each at most)"
@@ -201,7 +227,7 @@ def _conversation_path(i: int) -> list[EvidenceMessage]:
 
 
 def _run(layout: Layout, judge: FakeLLM, latency: float, items: int) -> Result:
-    """Queue `items` gradings, start the layout's workers, and time them from the first task to the last review."""
+    """Start the layout's workers, queue `items` gradings with one grading pass, and time them (see Result)."""
     Review.objects.all().delete()
     Conversation.objects.update(queued_at=None)
     Draft.objects.update(queued_at=None)
@@ -225,24 +251,26 @@ def _run(layout: Layout, judge: FakeLLM, latency: float, items: int) -> Result:
     try:
         processes = [psutil.Process(worker.pid) for worker, _ in workers]
         others = _other_processes()
-        worker_cpu_before = _cpu(processes)
-        worker_system_before = _cpu(processes, system_only=True)
-        other_cpu_before = [_cpu([p], children=p.pid != os.getpid()) for _, p in others]
-        started = time.perf_counter()
+
+        def sample() -> Sample:
+            return Sample(
+                time.perf_counter(),
+                Review.objects.count(),
+                _cpu(processes),
+                _cpu(processes, system_only=True),
+                {name: _cpu([p], children=p.pid != os.getpid()) for name, p in others},
+            )
+
+        started = sample()
         enqueued = grading_pass(cap=items)
+        sent = sample()
         expected = len(enqueued.enqueued_ids) + len(enqueued.enqueued_draft_ids)
         deadline = time.monotonic() + max(120.0, expected * latency * 2)
         while (done := Review.objects.count()) < expected:
             if time.monotonic() > deadline:
                 raise RuntimeError(f"{layout.name}: {done} of {expected} reviews after the deadline")
             time.sleep(0.2)  # a count every 50 ms cost this process (and so "the fake judge") ~1 ms a review
-        seconds = time.perf_counter() - started
-        worker_cpu = _cpu(processes) - worker_cpu_before
-        worker_system = _cpu(processes, system_only=True) - worker_system_before
-        other_cpu = {
-            name: _cpu([p], children=p.pid != os.getpid()) - before
-            for (name, p), before in zip(others, other_cpu_before, strict=True)
-        }
+        ended = sample()
         load = os.getloadavg()[0]
     finally:
         if profiler is not None:
@@ -259,7 +287,7 @@ def _run(layout: Layout, judge: FakeLLM, latency: float, items: int) -> Result:
     if errors:
         raise RuntimeError(f"{layout.name}: {errors} reviews are errors; see {workers[0][1]}")
     profile = _profile_summary(profile_path) if profile_path is not None else []
-    return Result(layout, expected, seconds, worker_cpu, worker_system, other_cpu, load, profile)
+    return Result(layout, ended - started, ended - sent, load, profile)
 
 
 def _profile(layout: Layout, pid: int) -> tuple[subprocess.Popen | None, Path | None]:
