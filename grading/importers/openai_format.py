@@ -134,4 +134,6 @@ def _tool_calls(raw: dict[str, Any], message_id: str, where: str) -> list[dict[s
 def _content_hash(messages: list[dict[str, Any]]) -> str:
     """A stable external id for a conversation that has none, so importing the same file twice upserts, not copies."""
     canonical = json.dumps(messages, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return "openai-" + hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:16]
+    # surrogatepass: a lone surrogate (JSON can escape one, UTF-8 cannot hold it) must not stop the import here;
+    # the payload's validation refuses it, by location, as it refuses it from the API.
+    return "openai-" + hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()[:16]

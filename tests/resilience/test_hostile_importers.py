@@ -213,3 +213,21 @@ def test_a_failure_line_cannot_be_forged_or_reordered_by_the_id_it_names(org, tm
     _, failures, error = run_import(path, "openai", org)
     assert error and len(failures) == 1
     assert failures[0].startswith("x\\nfine: 1 messages on the path, scorable\\u202e: not imported: external_id")
+
+
+def test_an_export_without_ids_whose_text_holds_a_lone_surrogate_is_named_not_imported_and_the_rest_imports(
+    org, tmp_path
+):
+    """Found by the fuzz test above: a conversation with no id gets one from a hash of its messages, and hashing
+    text JSON escaped as \\ud800 raised UnicodeEncodeError, which stopped the whole import."""
+    path = tmp_path / "export.jsonl"
+    lines = [
+        {"messages": [{"role": "user", "content": "broken \ud800 text"}]},
+        {"id": "fine", "messages": [{"role": "user", "content": "hi"}]},
+    ]
+    path.write_text("\n".join(json.dumps(line) for line in lines))  # ASCII JSON: the surrogate as an escape
+    imported, failures, error = run_import(path, "openai", org)
+    assert error and imported == ["fine"]
+    [failure] = failures
+    assert failure.startswith("openai-") and "lone surrogate" in failure
+    assert list(Conversation.objects.filter(org=org).values_list("external_id", flat=True)) == ["fine"]
