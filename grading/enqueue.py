@@ -39,7 +39,7 @@ PASS_SEND_PATIENCE = {"max_retries": 30, "interval_start": 0, "interval_step": 1
 
 @dataclass(frozen=True)
 class Ticket:
-    """An item owed a grading, and the id of the task that owes it (grading/inflight.py)."""
+    """An item owed a grading, and the id of the task that owes it (grading/inflight.py); a task may owe several."""
 
     kind: str
     item_id: int
@@ -51,25 +51,30 @@ def new_task_id() -> str:
 
 
 def grading_send(tickets: Iterable[Ticket], *, patient: bool) -> int:
-    """Send one grading task per ticket under the ticket's task id; return how many the broker took.
+    """Send one grading task per task id, for the items whose tickets name it; return how many items the broker
+    took.
 
     Never raises for a broker that is down: the tickets were committed first, so an unsent item is still owed its
     grading and the recovery run (planner.grading_recover) sends it once the broker answers. `patient` sends wait
     out a short outage; impatient ones (an API request with a pipeline waiting on it) try once.
     """
-    tickets = list(tickets)
-    for sent, ticket in enumerate(tickets):
-        options = {"retry_policy": PASS_SEND_PATIENCE} if patient else {"retry": False}
+    tasks: dict[tuple[str, str], list[int]] = {}  # (kind, task id) -> its items, in the order given
+    for ticket in tickets:
+        tasks.setdefault((ticket.kind, ticket.task_id), []).append(ticket.item_id)
+    options = {"retry_policy": PASS_SEND_PATIENCE} if patient else {"retry": False}
+    sent = 0
+    for (kind, task_id), item_ids in tasks.items():
         try:
-            _send(_GRADING_TASKS[ticket.kind], ticket.item_id, task_id=ticket.task_id, **options)
+            _send(_GRADING_TASKS[kind], item_ids, task_id=task_id, **options)
         except BrokerUnavailable as exc:
             logger.warning(
                 "the broker did not take grading tasks (%s); %s item(s) stay owed and the recovery run sends them",
                 exc,
-                len(tickets) - sent,
+                sum(len(ids) for ids in tasks.values()) - sent,
             )
             return sent
-    return len(tickets)
+        sent += len(item_ids)
+    return sent
 
 
 def queue_names() -> list[str]:

@@ -28,8 +28,9 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 import psycopg
 import redis
@@ -40,6 +41,7 @@ from kombu.transport.redis import Channel
 from grading.models import Conversation, Draft, ItemKind
 
 logger = logging.getLogger(__name__)
+T = TypeVar("T")
 
 # Advisory lock keys: 16 bits that name Tollgate, 8 that name the kind of item, 40 for its primary key.
 _LOCK_NAMESPACE = 0x7467  # "tg"
@@ -55,29 +57,46 @@ def lock_key(kind: str, item_id: int) -> int:
     return (_LOCK_NAMESPACE << 48) | (_KIND_CODES[kind] << _PK_BITS) | item_id
 
 
-@contextlib.contextmanager
-def grading_lock(kind: str, item_id: int, *, task_id: str) -> Iterator[None]:
-    """Hold the item's grading lock while grading it, then hand its ticket back.
+def grade_each(kind: str, item_ids: Sequence[int], grade: Callable[[int], T], *, task_id: str) -> list[T | None]:
+    """Grade a task's items one after another (`grade(item_id)`) under their grading locks, then hand each ticket back.
 
-    The lock is a session-level advisory lock, taken outside any transaction (the judge is called while it is
-    held), and waited for: a second task for the same item waits until the first is done, then finds its review.
-    On success the item's ticket is cleared if it is still this task's; on a database error it is kept (the task
-    is retried under the same id, or the next recovery finds it lost); on any other error it is cleared, so a
-    task that fails for good is not sent again every minute (the next grading pass tries the item again).
+    The locks are session-level advisory locks, taken outside any transaction (the judge is called while they are
+    held), and waited for: a second task for an item waits until the first is done with it, then finds its review.
+    Every item's lock is taken before the first is graded, in key order (two tasks sharing items cannot wait for
+    each other): a delivered task's items count as in flight while their locks are held, the ones still waiting
+    their turn included. Each item's lock is let go, and its ticket handed back if it is still this task's, as soon
+    as that item is done. A database error stops the task and keeps the tickets of the items not done (the task is
+    retried under the same id, or the next recovery finds it lost); any other error ends that item alone: its ticket
+    is handed back, so a task that fails for good is not sent again every minute (the next grading pass tries the
+    item again), the other items are graded, and the first such error is raised at the end.
     """
-    key = lock_key(kind, item_id)
-    _LOCKS.acquire(key)
-    keep_ticket = False
+    keys = {item_id: lock_key(kind, item_id) for item_id in item_ids}
+    waiting = sorted(set(keys.values()))
+    held: list[int] = []
+    results: list[T | None] = []
+    failure: Exception | None = None
     try:
-        yield
-    except DatabaseError:
-        keep_ticket = True
-        raise
-    finally:
-        _LOCKS.release(key)
-        if not keep_ticket:
-            with contextlib.suppress(DatabaseError):  # the ticket is kept for the retry or the recovery then
+        for key in waiting:
+            _LOCKS.acquire(key)
+            held.append(key)
+        for item_id in keys:
+            try:
+                results.append(grade(item_id))
+            except DatabaseError:
+                raise
+            except Exception as exc:  # one item's failure; raised once the others are graded
+                failure = failure or exc
+                results.append(None)
+            held.remove(keys[item_id])
+            _LOCKS.release(keys[item_id])
+            with contextlib.suppress(DatabaseError):  # the ticket is kept for the recovery then
                 ticket_return(kind=kind, item_id=item_id, task_id=task_id)
+    finally:
+        for key in held:
+            _LOCKS.release(key)
+    if failure is not None:
+        raise failure
+    return results
 
 
 class _LockSession:

@@ -1,8 +1,10 @@
 """Celery tasks: thin, take ids, call one service. Judge retries live in the judge client.
 
-Grading tasks hold their item's grading lock while they work (grading/inflight.py) and are retried when the
-database fails under them (a dropped connection, a failover): the review is written in one transaction, so a
-retry starts from nothing half-written, and finds the review if the write did commit.
+A grading task grades a few items of one kind, one after another (a grading pass sends them in batches of
+GRADING_BATCH_SIZE, so Celery's cost per task is shared; a submitted draft goes alone). It holds its items'
+grading locks while it works (grading/inflight.py) and is retried when the database fails under it (a dropped
+connection, a failover): each review is written in one transaction, so a retry starts from nothing half-written,
+and finds the reviews whose write did commit.
 """
 
 from celery import shared_task
@@ -32,17 +34,21 @@ _GRADING_RETRIES = {
 
 
 @shared_task(name=enqueue.GRADE_CONVERSATION, bind=True, **_GRADING_RETRIES)
-def grade_conversation(self, conversation_id: int) -> int | None:
-    with inflight.grading_lock(ItemKind.CONVERSATION, conversation_id, task_id=self.request.id):
+def grade_conversation(self, conversation_ids: list[int]) -> list[int | None]:
+    def grade(conversation_id: int) -> int | None:
         review = reviews.conversation_grade(conversation_id=conversation_id)
-    return review.pk if review else None
+        return review.pk if review else None
+
+    return inflight.grade_each(ItemKind.CONVERSATION, conversation_ids, grade, task_id=self.request.id)
 
 
 @shared_task(name=enqueue.GRADE_DRAFT, bind=True, **_GRADING_RETRIES)
-def grade_draft(self, draft_id: int) -> int | None:
-    with inflight.grading_lock(ItemKind.DRAFT, draft_id, task_id=self.request.id):
+def grade_draft(self, draft_ids: list[int]) -> list[int | None]:
+    def grade(draft_id: int) -> int | None:
         review = gate.draft_grade(draft_id=draft_id)
-    return review.pk if review else None
+        return review.pk if review else None
+
+    return inflight.grade_each(ItemKind.DRAFT, draft_ids, grade, task_id=self.request.id)
 
 
 @shared_task(name=enqueue.GRADING_PASS)

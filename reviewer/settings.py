@@ -275,6 +275,9 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("MAX_REQUEST_BYTES", 64_000_000, minimum=1
 MAX_DRAFT_BYTES = env_int("MAX_DRAFT_BYTES", 200_000, minimum=1_000)
 CONVERSATION_QUIET_MINUTES = env_int("CONVERSATION_QUIET_MINUTES", 30, minimum=0)
 GRADING_PASS_CAP = env_int("GRADING_PASS_CAP", 5_000, minimum=1)
+# Items per grading task a pass sends: graded one after another in the task, so Celery's cost per task is shared
+# (and a worker thread holds a batch's locks while it works through it).
+GRADING_BATCH_SIZE = env_int("GRADING_BATCH_SIZE", 8, minimum=1)
 SAMPLING_SALT = env_str("SAMPLING_SALT", "tollgate")
 
 # Requests to URLs that users give (webhooks): internal addresses are refused unless a network here names them.

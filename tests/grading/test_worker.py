@@ -76,8 +76,8 @@ def test_the_same_grading_task_delivered_twice_yields_one_review(celery_worker, 
     conversation = upsert(org, support_conversation()).conversation
     fake_llm.set_default(verdicts_reply(PATH_IDS))
     # Grading stores no result; this test asks for them, to wait on both deliveries.
-    results = [grade_conversation.apply_async((conversation.pk,), ignore_result=False) for _ in range(2)]
-    review_ids = {result.get(timeout=30) for result in results}
+    results = [grade_conversation.apply_async(([conversation.pk],), ignore_result=False) for _ in range(2)]
+    review_ids = {review_id for result in results for review_id in result.get(timeout=30)}
     assert len(review_ids) == 1
     assert Review.objects.filter(conversation=conversation).count() == 1
     assert Conversation.objects.get(pk=conversation.pk).queued_at is None
@@ -158,7 +158,7 @@ def test_slow_webhook_receivers_do_not_hold_up_grading(celery_worker, fake_llm, 
         wait_until(lambda: slow.open == 2, message="both webhooks to be held by the slow receiver")
         conversation = upsert(org, support_conversation()).conversation
         fake_llm.set_default(verdicts_reply(PATH_IDS))
-        grade_conversation.delay(conversation.pk)
+        grade_conversation.delay([conversation.pk])
         wait_until(lambda: Review.objects.filter(conversation=conversation).exists(), message="the grading")
         assert (slow.accepted, slow.open) == (2, 2)  # the same two tries, still held
     finally:

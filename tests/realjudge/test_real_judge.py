@@ -51,9 +51,9 @@ def test_two_drafts_and_two_conversations_are_graded_through_a_worker_against_a_
 
     # The grading tasks a pass would send, to the real-judge worker's own queue.
     for draft in drafts:
-        grade_draft.apply_async((draft.pk,), queue=real_judge_worker)
+        grade_draft.apply_async(([draft.pk],), queue=real_judge_worker)
     for conversation in conversations:
-        grade_conversation.apply_async((conversation.pk,), queue=real_judge_worker)
+        grade_conversation.apply_async(([conversation.pk],), queue=real_judge_worker)
     wait_until(lambda: Review.objects.filter(org=org).count() == 4, timeout=900, interval=2, message="four reviews")
 
     for review in Review.objects.filter(org=org):

@@ -18,7 +18,7 @@ from django_celery_beat.models import IntervalSchedule, PeriodicTask
 from kombu.transport.redis import Channel
 
 from grading import enqueue
-from grading.inflight import grading_lock, lock_key, lock_session_close
+from grading.inflight import grade_each, lock_key, lock_session_close
 from grading.models import AuditEvent, Conversation, GradingRun, ItemKind, Review
 from grading.planner import grading_pass
 from tests.conftest import wait_until
@@ -214,12 +214,15 @@ def test_the_grading_lock_stays_with_the_task_when_its_thread_hands_its_connecti
     connections than threads). The lock must not go with it: another thread that takes that connection would
     run in a session holding an item it is not grading, and the task's unlock would miss the lock."""
     assert connection.settings_dict["OPTIONS"].get("pool"), "the suite runs with the connection pool"
-    with grading_lock(ItemKind.DRAFT, 41, task_id="task-41"):
+
+    def grade(draft_id: int) -> None:
         with connection.cursor() as cursor:
             cursor.execute("SELECT pg_backend_pid()")
             thread_backend = cursor.fetchone()[0]
-        holder = grading_lock_holder(ItemKind.DRAFT, 41)
+        holder = grading_lock_holder(ItemKind.DRAFT, draft_id)
         assert holder is not None and holder != thread_backend
+
+    grade_each(ItemKind.DRAFT, [41], grade, task_id="task-41")
     assert grading_lock_holder(ItemKind.DRAFT, 41) is None
     lock_session_close()  # this test process's session: the test database is dropped at the end of the run
 
@@ -233,7 +236,7 @@ def test_two_workers_given_every_task_twice_grade_each_item_once(celery_worker, 
     ids = conversations(org, 12)
     fake_llm.set_default(slow_verdicts(0.3))
     sent = {
-        app.signature(enqueue.GRADE_CONVERSATION, args=(conversation_id,)).apply_async(ignore_result=True).id
+        app.signature(enqueue.GRADE_CONVERSATION, args=([conversation_id],)).apply_async(ignore_result=True).id
         for conversation_id in ids
         for _ in range(2)
     }
