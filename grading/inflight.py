@@ -7,11 +7,11 @@ is in flight while
 1. its message is in the broker: waiting in a queue, or delivered to a worker and not acknowledged yet (tasks are
    acknowledged late, so a running task's message is still there); read from Redis, where kombu keeps each queue
    as a list per priority step and delivered messages in one hash until they are acknowledged;
-2. and, once delivered, while the worker running it lives: the task holds a session advisory lock on its item
-   for as long as it works, and PostgreSQL drops that lock the moment the worker's lock session dies (a SIGKILL,
-   a lost machine), with no time limit or visibility timeout to wait out. The locks live in one session per
-   worker process (`_LockSession`), not on the grading thread's connection: with a connection pool a grader
-   hands its connection back while the judge thinks, and a session lock would go with it to another thread.
+2. and, once delivered, while the worker running it lives: the task holds a session advisory lock on each of
+   its items until it is done with that one, and PostgreSQL drops the locks the moment the worker's lock session
+   dies (a SIGKILL, a lost machine), with no time limit or visibility timeout to wait out. The locks live in one
+   session per worker process (`_LockSession`), not on the grading thread's connection: with a connection pool a
+   grader hands its connection back while the judge thinks, and a session lock would go with it to another thread.
 
 A ticket in neither place was lost (a broker that lost its queue, a worker that died, a send that failed) and the
 planner sends the item again. Sending one twice costs little: the lock makes a second task for an item wait for
@@ -188,7 +188,7 @@ lock_session_close = _LOCKS.close
 
 def ticket_return(*, kind: str, item_id: int, task_id: str) -> None:
     """The task `task_id` is done with the item: it is no longer queued, unless a newer ticket was issued since."""
-    # Plain SQL: it ends every grading task, and the ORM's update cost five times the statement's own CPU.
+    # Plain SQL: it ends every item's grading, and the ORM's update cost five times the statement's own CPU.
     with connection.cursor() as cursor:
         cursor.execute(
             f"UPDATE {_ITEM_MODELS[kind]._meta.db_table} SET queued_at = NULL, grading_task_id = ''"  # noqa: S608

@@ -332,10 +332,7 @@ def review_record(subject: Conversation | Draft, identity: dict, outcome: dict, 
                     state = ReviewState.SUPERSEDED
                 else:
                     if live is not None:
-                        with connection.cursor() as cursor:
-                            cursor.execute(
-                                "UPDATE grading_review SET state = %s WHERE id = %s", [ReviewState.SUPERSEDED, live]
-                            )
+                        _review_state_set(live, ReviewState.SUPERSEDED)
                     for_people = outcome["route"] == Route.HUMAN
                     state = _stored_state(matches_item=matches, for_people=for_people, decided=False)
                 finished_at = timezone.now()
@@ -360,8 +357,7 @@ def review_record(subject: Conversation | Draft, identity: dict, outcome: dict, 
 
 def _lock_for_filing(subject: Conversation | Draft, criteria: CriteriaVersion) -> tuple[dict, bool]:
     """Lock the subject's row; read what the review is filed by (`_FILED_BY`), and whether `criteria` is still
-    the active version. Only those columns: reading whole rows (a draft's body, a conversation's evidence state)
-    was most of the write's CPU."""
+    the active version."""
     field = _subject_field(subject)
     columns = _FILED_BY[field]
     with connection.cursor() as cursor:
