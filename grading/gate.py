@@ -20,10 +20,10 @@ from grading.outcomes import BAND, JUDGE_CONTRADICTION, SPREAD
 from grading.repairs import repair_draft
 from grading.reviews import (
     criteria_of,
+    earlier_review,
     published_draft_rules,
     review_record,
     review_reinstate,
-    review_with_identity,
     subject_to_grade,
 )
 from grading.rules import DraftRules
@@ -85,7 +85,7 @@ def draft_grade(*, draft_id: int, judge: DraftJudge | None = None) -> Review | N
     memory = retrieve_memory(org=draft.org, text=f"{draft.title}\n{draft.body}")
     judge = judge or draft_judge_from_settings()
     identity = draft_identity(draft, criteria, memory, judge)
-    existing = review_with_identity(draft, identity)
+    existing = earlier_review(draft, identity)
     if existing is not None:
         return existing if existing.state in COUNTING_STATES else review_reinstate(existing)
     started_at = timezone.now()

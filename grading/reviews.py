@@ -65,7 +65,7 @@ def conversation_grade(
     state = conversation_path(conversation, now=now)
     judge = judge or judge_from_settings()
     identity = path_identity(state, criteria, judge)
-    existing = review_with_identity(conversation, identity)
+    existing = earlier_review(conversation, identity)
     if existing is not None:
         return existing if existing.state in COUNTING_STATES else review_reinstate(existing)
     if state.not_scorable_reason:
@@ -192,6 +192,15 @@ def _route(checks: dict[str, dict]) -> tuple[Route, str]:
 _IDENTITY_KEYS = ("fingerprint", "criteria_version", "judge_key", "memory_snapshot")
 
 
+def earlier_review(subject: Conversation | Draft, identity: dict) -> Review | None:
+    """What a grader asks before judging: `review_with_identity`, unless the subject as `subject_to_grade` read it
+    says no finished review ever read its evidence (`evidence_reviewed`) and the identity names that evidence: the
+    first grading of new evidence, nearly every grading, then costs no query."""
+    if identity["fingerprint"] == subject.fingerprint and not subject.evidence_reviewed:
+        return None
+    return review_with_identity(subject, identity)
+
+
 def review_with_identity(subject: Conversation | Draft, identity: dict) -> Review | None:
     """The finished, non-error review of `subject` with this score identity, if there is one. Trial reviews
     are not: they stand for no grading of the item (ReviewState.TRIAL)."""
@@ -219,17 +228,18 @@ Subject = TypeVar("Subject", Conversation, Draft)
 
 
 def subject_to_grade(model: type[Subject], pk: int) -> Subject | None:
-    """The item a grader is about to grade, with its org and (`active_criteria_id`) the pk of its org's active
-    criteria version of its kind, in one read; None when it is gone."""
+    """The item a grader is about to grade, with its org, the pk of its org's active criteria version of its kind
+    (`active_criteria_id`) and whether a finished review (not an error, not a trial) read its evidence as stored
+    (`evidence_reviewed`), in one read; None when it is gone."""
     with connection.cursor() as cursor:
-        cursor.execute(_subject_sql(model), [_SUBJECT_KINDS[model], pk])
+        cursor.execute(_subject_sql(model), [_SUBJECT_KINDS[model], Route.ERROR, ReviewState.TRIAL, pk])
         row = cursor.fetchone()
     if row is None:
         return None
     width = len(model._meta.concrete_fields)
     subject = _instance(model, row[:width])
-    subject.org = _instance(Org, row[width:-1])
-    subject.active_criteria_id = row[-1]
+    subject.org = _instance(Org, row[width:-2])
+    subject.active_criteria_id, subject.evidence_reviewed = row[-2:]
     return subject
 
 
@@ -242,7 +252,9 @@ def _subject_sql(model: type[Subject]) -> str:
     return f"""
         SELECT {", ".join(columns)},
             (SELECT v.id FROM grading_criteriaversion v WHERE v.org_id = i.org_id AND v.kind = %s AND v.is_active
-             LIMIT 1)
+             LIMIT 1),
+            EXISTS (SELECT FROM grading_review r WHERE r.{_SUBJECT_KINDS[model]}_id = i.id
+                    AND r.fingerprint = i.fingerprint AND r.route <> %s AND r.state <> %s)
         FROM {item.db_table} i JOIN {org.db_table} o ON o.id = i.org_id WHERE i.id = %s
     """
 
