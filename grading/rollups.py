@@ -293,13 +293,19 @@ def thumbs_of(conversation_id: int) -> Counter:
 
 # One statement text whatever the number of counters (arrays, not a VALUES row per counter): psycopg caches the
 # conversion of a short statement with few parameters, and re-parsed this one at every write when it grew a row
-# of ten parameters per counter.
+# of ten parameters per counter. The same statement first takes the orgs' advisory locks shared, in the order
+# given (see _LOCK_CLASS): the WHERE's subquery depends on no row, so PostgreSQL runs it once before the first
+# counter is produced, and it reads the whole `locked` CTE.
 _UPSERT = """
+    WITH locked AS MATERIALIZED (
+        SELECT pg_advisory_xact_lock_shared(%s, org_id) FROM unnest(%s::integer[]) AS org_id
+    )
     INSERT INTO grading_rollup (org_id, kind, criteria_id, application, week, metric, key1, key2, value, updated_at)
     SELECT cell.*, %s FROM unnest(
         %s::bigint[], %s::text[], %s::integer[], %s::text[], %s::date[],
         %s::text[], %s::text[], %s::text[], %s::bigint[]
     ) AS cell
+    WHERE (SELECT count(*) FROM locked) > 0
     ON CONFLICT ON CONSTRAINT rollup_unique_cell_counter
     DO UPDATE SET value = grading_rollup.value + EXCLUDED.value, updated_at = EXCLUDED.updated_at
 """
@@ -313,12 +319,10 @@ def _apply(delta: Counter) -> None:
     rows = sorted((key, value) for key, value in delta.items() if value)
     if not rows:
         return
-    with connection.cursor() as cursor:
-        for org_id in sorted({key[0] for key, _ in rows}):
-            cursor.execute("SELECT pg_advisory_xact_lock_shared(%s, %s)", [_LOCK_CLASS, org_id])
+    org_ids = sorted({key[0] for key, _ in rows})
     columns = [list(column) for column in zip(*(key for key, _ in rows), strict=True)]
     with connection.cursor() as cursor:
-        cursor.execute(_UPSERT, [timezone.now(), *columns, [value for _, value in rows]])
+        cursor.execute(_UPSERT, [_LOCK_CLASS, org_ids, timezone.now(), *columns, [value for _, value in rows]])
 
 
 # --- the same figures from the raw tables ---------------------------------------------------------------------

@@ -5,7 +5,7 @@ from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
 
 import pytest
-from django.db import transaction
+from django.db import connection, transaction
 
 from grading.models import Feedback, ItemKind, RollupRebuild
 from grading.planner import grading_pass
@@ -42,6 +42,22 @@ def test_a_write_that_rolls_back_books_nothing(org, fake_llm):
         type(review).objects.filter(pk=review.pk).update(state="stale")
         raise RuntimeError("the write failed after it changed the review")
     assert stored_counters(org_ids=[org.pk]) == before == live_counters(org_ids=[org.pk])
+
+
+@pytest.mark.django_db
+def test_a_write_holds_its_orgs_rollup_lock_shared_until_it_commits(org, fake_llm):
+    """A rebuild inside a transaction takes the org's lock exclusive to hold writers off (rollups_rebuild): a
+    write that books counters must have taken it shared, and keep it to its commit (the test is one transaction)."""
+    conversation = upsert(org, conversation_payload("c1", "billing", datetime(2026, 11, 18, tzinfo=UTC)))
+    fake_llm.script(verdicts_reply(["m1", "m2"]))
+    conversation_grade(conversation_id=conversation.conversation.pk, judge=llm_judge(fake_llm))
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT mode FROM pg_locks WHERE locktype = 'advisory' AND objsubid = 2 AND classid = 7417"
+            " AND objid = %s AND pid = pg_backend_pid()",
+            [org.pk],
+        )
+        assert [mode for (mode,) in cursor.fetchall()] == ["ShareLock"]
 
 
 @pytest.mark.django_db
