@@ -373,6 +373,9 @@ class _Handler(BaseHTTPRequestHandler):
     server: _Server
     # HTTP/1.0: one request per connection, so stop() never waits on an idle keep-alive socket.
     protocol_version = "HTTP/1.0"
+    # The headers and the body go out in two writes; with Nagle's algorithm the body waited for the client's
+    # delayed ACK of the headers, and a reply arrived some 40 ms after its latency on a keep-alive connection.
+    disable_nagle_algorithm = True
 
     def log_message(self, format: str, *args: Any) -> None:
         pass
