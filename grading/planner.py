@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.db.models import Exists, OuterRef, Q, QuerySet
 from django.utils import timezone
 
@@ -217,10 +217,13 @@ def _ticket(kind: str, item_ids: list[int], now: datetime) -> list[enqueue.Ticke
         tickets += [
             enqueue.Ticket(kind=kind, item_id=item_id, task_id=task_id) for item_id in item_ids[start : start + size]
         ]
-    model = Conversation if kind == ItemKind.CONVERSATION else Draft
-    model.objects.bulk_update(
-        [model(pk=t.item_id, queued_at=now, grading_task_id=t.task_id) for t in tickets],
-        ["queued_at", "grading_task_id"],
-        batch_size=1000,
-    )
+    # One statement joined to the tickets: bulk_update's CASE of one branch per row made this quadratic (1.1 s for
+    # 2,500 items, while the workers waited for the pass to commit).
+    table = (Conversation if kind == ItemKind.CONVERSATION else Draft)._meta.db_table
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE {table} AS item SET queued_at = %s, grading_task_id = ticket.task_id"  # noqa: S608 - a model's table
+            " FROM unnest(%s::bigint[], %s::text[]) AS ticket(id, task_id) WHERE item.id = ticket.id",
+            [now, [t.item_id for t in tickets], [t.task_id for t in tickets]],
+        )
     return tickets
