@@ -344,7 +344,7 @@ def review_record(subject: Conversation | Draft, identity: dict, outcome: dict, 
                     state = ReviewState.SUPERSEDED
                 else:
                     if live is not None:
-                        _review_state_set(live, ReviewState.SUPERSEDED)
+                        _state_write(live, ReviewState.SUPERSEDED)
                     for_people = outcome["route"] == Route.HUMAN
                     state = _stored_state(matches_item=matches, for_people=for_people, decided=False)
                 finished_at = timezone.now()
@@ -435,10 +435,17 @@ def review_state_refresh(*, subject: Conversation | Draft) -> None:
 
 
 def _set_state(review: Review, state: ReviewState) -> None:
+    """Change a review's stored state, booking what that changes in the rollups."""
     if review.state != state:
         with rollups_tracking([review.pk]):
-            Review.objects.filter(pk=review.pk).update(state=state)
+            _state_write(review.pk, state)
         review.state = state
+
+
+def _state_write(review_id: int, state: ReviewState) -> None:
+    """The stored state's one write; the caller books the rollups (`_set_state`, or `review_record`'s own block)."""
+    with connection.cursor() as cursor:
+        cursor.execute("UPDATE grading_review SET state = %s WHERE id = %s", [state, review_id])
 
 
 def review_audit_mark(*, review_ids: list[int]) -> list[int]:
@@ -496,11 +503,6 @@ _INSERT_REVIEW = f"""
     INSERT INTO grading_review ({", ".join(field.column for field in _INSERTED)})
     VALUES ({", ".join(["%s"] * len(_INSERTED))}) RETURNING id
 """
-
-
-def _review_state_set(review_id: int, state: ReviewState) -> None:
-    with connection.cursor() as cursor:
-        cursor.execute("UPDATE grading_review SET state = %s WHERE id = %s", [state, review_id])
 
 
 def _live_review_id(field: str, subject_id: int) -> int | None:
