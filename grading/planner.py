@@ -82,20 +82,20 @@ def grading_pass(
             ItemKind.CONVERSATION, conversations_needing_grading(now), "last_activity_at", cap, now, in_flight
         )
         drafts = _take(
-            ItemKind.DRAFT, drafts_needing_grading(), "updated_at", cap - len(conversations.tickets), now, in_flight
+            ItemKind.DRAFT, drafts_needing_grading(), "updated_at", cap - len(conversations.picked), now, in_flight
         )
         run.needing = conversations.needing + drafts.needing
         run.in_flight = conversations.in_flight + drafts.in_flight
-        run.enqueued = len(conversations.tickets) + len(drafts.tickets)
+        run.enqueued = len(conversations.picked) + len(drafts.picked)
         run.recovered = len(conversations.recovered) + len(drafts.recovered)
         run.backlog = run.needing - run.in_flight - run.enqueued
         run.save(update_fields=["needing", "in_flight", "enqueued", "recovered", "backlog"])
-        tickets = conversations.tickets + drafts.tickets
+        tickets = _ticket([(ItemKind.CONVERSATION, conversations.picked), (ItemKind.DRAFT, drafts.picked)], now)
         transaction.on_commit(lambda: enqueue.grading_send(tickets, patient=True))
     return PassResult(
         run=run,
-        enqueued_ids=[ticket.item_id for ticket in conversations.tickets],
-        enqueued_draft_ids=[ticket.item_id for ticket in drafts.tickets],
+        enqueued_ids=conversations.picked,
+        enqueued_draft_ids=drafts.picked,
         recovered={ItemKind.CONVERSATION: conversations.recovered, ItemKind.DRAFT: drafts.recovered},
     )
 
@@ -109,7 +109,6 @@ def grading_recover(*, now: datetime | None = None) -> dict[str, list[int]]:
     """
     now = now or timezone.now()
     recovered: dict[str, list[int]] = {}
-    every_ticket: list[enqueue.Ticket] = []
     with transaction.atomic():
         in_flight = _InFlight(now)
         for kind, needing in (
@@ -119,9 +118,8 @@ def grading_recover(*, now: datetime | None = None) -> dict[str, list[int]]:
             queued = needing.filter(queued_at__isnull=False)
             _, lost = in_flight.split(kind, list(queued.values_list("pk", "queued_at", "grading_task_id")))
             still_lost = queued.filter(pk__in=lost, queued_at__lt=in_flight.sent_before)  # not resent meanwhile
-            picked = sorted(still_lost.select_for_update(skip_locked=True).values_list("pk", flat=True))
-            every_ticket += _ticket(kind, picked, now)
-            recovered[kind] = picked
+            recovered[kind] = sorted(still_lost.select_for_update(skip_locked=True).values_list("pk", flat=True))
+        every_ticket = _ticket(list(recovered.items()), now)
         transaction.on_commit(lambda: enqueue.grading_send(every_ticket, patient=True))
     if every_ticket:
         logger.warning("sent %s lost grading task(s) again", len(every_ticket))
@@ -176,14 +174,14 @@ class _InFlight:
 
 @dataclass(frozen=True)
 class _Taken:
-    tickets: list[enqueue.Ticket]
+    picked: list[int]  # oldest first
     recovered: list[int]
     needing: int
     in_flight: int
 
 
 def _take(kind: str, needing: QuerySet, oldest_first: str, cap: int, now: datetime, in_flight: _InFlight) -> _Taken:
-    """Up to `cap` items of `needing` that are not in flight, each with a new ticket; which of them were lost;
+    """Up to `cap` items of `needing` that are not in flight, locked for their tickets; which of them were lost;
     how many need grading and how many of those are in flight.
 
     One read of what needs grading, then the chosen rows are locked, skipping those a concurrent pass holds.
@@ -199,24 +197,44 @@ def _take(kind: str, needing: QuerySet, oldest_first: str, cap: int, now: dateti
     locked = set(still_ready.select_for_update(skip_locked=True).values_list("pk", flat=True))
     picked = [pk for pk in chosen if pk in locked]
     return _Taken(
-        tickets=_ticket(kind, picked, now),
+        picked=picked,
         recovered=[pk for pk in picked if pk in lost],
         needing=len(rows),
         in_flight=len(flying),
     )
 
 
-def _ticket(kind: str, item_ids: list[int], now: datetime) -> list[enqueue.Ticket]:
-    """Give each item a new ticket in the caller's transaction: from its commit on, the item is owed a grading.
-    Items go GRADING_BATCH_SIZE to a task: Celery's own cost per task (receiving, acknowledging, the task's frame)
-    was a sixth of a grading worker's CPU with one item per task."""
-    size = settings.GRADING_BATCH_SIZE
-    tickets = []
-    for start in range(0, len(item_ids), size):
-        task_id = enqueue.new_task_id()
-        tickets += [
-            enqueue.Ticket(kind=kind, item_id=item_id, task_id=task_id) for item_id in item_ids[start : start + size]
-        ]
+def _ticket(picked: list[tuple[str, list[int]]], now: datetime) -> list[enqueue.Ticket]:
+    """Give each item (of each kind, in the order given) a new ticket in the caller's transaction: from its commit
+    on, the item is owed a grading. Items go several to a task (`task_size`), never two kinds in one."""
+    tickets: list[enqueue.Ticket] = []
+    left = sum(len(item_ids) for _, item_ids in picked)
+    for kind, item_ids in picked:
+        of_kind: list[enqueue.Ticket] = []
+        while len(of_kind) < len(item_ids):
+            task_id, batch = enqueue.new_task_id(), item_ids[len(of_kind) : len(of_kind) + task_size(left)]
+            of_kind += [enqueue.Ticket(kind=kind, item_id=item_id, task_id=task_id) for item_id in batch]
+            left -= len(batch)
+        if of_kind:
+            _tickets_write(kind, of_kind, now)
+        tickets += of_kind
+    return tickets
+
+
+def task_size(left: int) -> int:
+    """How many items the next task of a pass carries while `left` are still to be sent: GRADING_BATCH_SIZE, and
+    towards the end a share of what is left for each of the GRADING_CONCURRENCY graders, down to one item.
+
+    A batch shares Celery's own cost per task (receiving, acknowledging, the task's frame), which was a sixth of a
+    grading worker's CPU with one item per task. But a thread grades its batch one item after another, so once the
+    queue runs dry the graders that finish first wait for the last long batches: with batches of eight, the last
+    seconds of a 2,500-item backlog ran at half speed. Tasks that shrink as the pass runs out of items (guided
+    self-scheduling) let the graders finish at about the same time.
+    """
+    return max(1, min(settings.GRADING_BATCH_SIZE, left // settings.GRADING_CONCURRENCY))
+
+
+def _tickets_write(kind: str, tickets: list[enqueue.Ticket], now: datetime) -> None:
     # One statement joined to the tickets: bulk_update's CASE of one branch per row made this quadratic (1.1 s for
     # 2,500 items, while the workers waited for the pass to commit).
     table = (Conversation if kind == ItemKind.CONVERSATION else Draft)._meta.db_table
@@ -226,4 +244,3 @@ def _ticket(kind: str, item_ids: list[int], now: datetime) -> list[enqueue.Ticke
             " FROM unnest(%s::bigint[], %s::text[]) AS ticket(id, task_id) WHERE item.id = ticket.id",
             [now, [t.item_id for t in tickets], [t.task_id for t in tickets]],
         )
-    return tickets

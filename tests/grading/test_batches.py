@@ -8,9 +8,10 @@ import pytest
 from django.db import OperationalError
 
 from grading.inflight import grade_each, items_being_graded, lock_session_close
-from grading.models import Conversation, ItemKind
-from grading.planner import grading_pass
+from grading.models import Conversation, Draft, ItemKind
+from grading.planner import grading_pass, task_size
 from tests.grading.conversations import support_conversation, upsert
+from tests.grading.drafts import save_draft
 
 pytestmark = pytest.mark.django_db
 
@@ -39,14 +40,43 @@ def held() -> set[int]:
     return {item_id for kind, item_id in items_being_graded() if kind == ItemKind.CONVERSATION}
 
 
+def batch_sizes(task_ids: list[str]) -> list[int]:
+    return [task_ids.count(task_id) for task_id in dict.fromkeys(task_ids)]
+
+
 def test_a_pass_gives_each_batch_of_items_one_task(org, settings):
-    settings.GRADING_BATCH_SIZE = 3
+    settings.GRADING_BATCH_SIZE, settings.GRADING_CONCURRENCY = 3, 1
     for n in range(7):
         upsert(org, support_conversation(f"cv-{n}"))
     enqueued = grading_pass().enqueued_ids
     task_ids = tickets(enqueued)
     assert len(enqueued) == 7 and all(task_ids)
-    assert [task_ids.count(task_id) for task_id in dict.fromkeys(task_ids)] == [3, 3, 1]
+    assert batch_sizes(task_ids) == [3, 3, 1]
+
+
+def test_a_pass_s_last_tasks_shrink_to_one_item_and_never_mix_kinds(org, settings):
+    """Towards the end each task carries a share of what is left for each grader (two here), so no grader waits
+    for another's long last batch; conversations are sent first, then drafts."""
+    settings.GRADING_BATCH_SIZE, settings.GRADING_CONCURRENCY = 4, 2
+    for n in range(7):
+        upsert(org, support_conversation(f"cv-{n}"))
+    drafts = [save_draft(org, external_id=f"d-{n}").pk for n in range(5)]
+    result = grading_pass()
+    assert batch_sizes(tickets(result.enqueued_ids)) == [4, 3]  # 12 left, then 8 (of which 3 conversations)
+    draft_tasks = dict(Draft.objects.filter(pk__in=drafts).values_list("pk", "grading_task_id"))
+    assert batch_sizes([draft_tasks[pk] for pk in result.enqueued_draft_ids]) == [2, 1, 1, 1]  # 5 left, 3, 2, 1
+    assert set(draft_tasks.values()).isdisjoint(tickets(result.enqueued_ids))
+
+
+def test_a_large_pass_ends_in_single_item_tasks_and_sends_every_item_once(settings):
+    settings.GRADING_BATCH_SIZE, settings.GRADING_CONCURRENCY = 8, 64
+    sizes, left = [], 2_500
+    while left:
+        sizes.append(task_size(left))
+        left -= sizes[-1]
+    assert sizes[0] == 8 and sizes == sorted(sizes, reverse=True)
+    assert sizes[-127:] == [1] * 127 and sizes[-128] == 2  # fewer than two per grader left: one item a task
+    assert len(sizes) < 2_500 / 5  # the batches still share Celery's cost per task
 
 
 def test_a_batch_holds_every_item_it_has_not_finished_and_lets_each_go_when_done(org):
