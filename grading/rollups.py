@@ -27,7 +27,7 @@ import time
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 
 from django.db import connection, transaction
@@ -208,18 +208,22 @@ def _contributions(review: dict, decision: dict | None, labels: Sequence[dict]) 
 
 
 def _contributions_of(review_ids: Sequence[int]) -> Counter:
-    total: Counter = Counter()
     if not review_ids:
-        return total
+        return Counter()
     # Asked twice in every write that touches a review (before and after it), so one statement and no ORM: the
     # ORM's three queries (reviews, decisions, labels) were about 15% of a grading worker's CPU (py-spy).
     with connection.cursor() as cursor:
         cursor.execute(_CONTRIBUTIONS_SQL, [list(review_ids)])
-        rows = cursor.fetchall()
+        return _contributions_read(cursor.fetchall())
+
+
+def _contributions_read(rows: Iterable[Sequence]) -> Counter:
+    """What the reviews in `rows` (as _CONTRIBUTIONS_FROM selects them) contribute."""
+    total: Counter = Counter()
     for row in rows:
         review = dict(zip(_FIELDS, row[: len(_FIELDS)], strict=True))
-        for field in _JSON_FIELDS:
-            review[field] = _json(review[field])
+        for name in _JSON_FIELDS:
+            review[name] = _json(review[name])
         decision = dict(zip(_DECISION_FIELDS, row[len(_FIELDS) : -1], strict=True))
         decision["checks"] = _json(decision["checks"])
         labels = _json(row[-1]) or []
@@ -230,18 +234,19 @@ def _contributions_of(review_ids: Sequence[int]) -> Counter:
 _JSON_FIELDS = ("checks", "findings", "sub_scores", "repairs", "usage")
 _DECISION_FIELDS = ("outcome", "checks", "decided_at", "decided_by_id")
 # The columns of _FIELDS in order (its last two, the conversation's, from the join), the review's decision (NULLs
-# when it has none) and its labels: those of its subject that speak about the evidence it read.
-_CONTRIBUTIONS_SQL = f"""
+# when it has none) and its labels: those of its subject that speak about the evidence it read. Read from `r`,
+# the reviews table or the rows an INSERT returns (Tracked.insert).
+_CONTRIBUTIONS_FROM = f"""
 SELECT {", ".join(f"r.{name}" for name in _FIELDS[:-2])}, c.application, c.started_at,
     d.outcome, d.checks, d.decided_at, d.decided_by_id,
     (SELECT json_agg(json_build_object('check_name', l.check_name, 'verdict', l.verdict)) FROM grading_label l
         WHERE l.fingerprint = r.fingerprint
         AND (l.conversation_id = r.conversation_id OR l.draft_id = r.draft_id))
-FROM grading_review r
+FROM %(reviews)s r
 LEFT JOIN grading_conversation c ON c.id = r.conversation_id
 LEFT JOIN grading_decision d ON d.review_id = r.id
-WHERE r.id = ANY(%s)
 """
+_CONTRIBUTIONS_SQL = _CONTRIBUTIONS_FROM.replace("%(reviews)s", "grading_review") + "WHERE r.id = ANY(%s)"
 
 
 def _json(value: object) -> object:
@@ -251,12 +256,20 @@ def _json(value: object) -> object:
 
 @dataclass
 class Tracked:
-    """The reviews a write touches; add the ones it creates."""
+    """The reviews a write touches, and what the ones it creates contribute."""
 
     review_ids: list[int]
+    inserted: Counter = field(default_factory=Counter)
 
-    def add(self, review_id: int) -> None:
-        self.review_ids.append(review_id)
+    def insert(self, insert_sql: str, params: Sequence) -> int:
+        """Run `insert_sql` (an INSERT of one review, with no RETURNING) and return the new review's id. What it
+        contributes is read in the same statement, from the row the INSERT returns: one round trip, not two."""
+        read_back = _CONTRIBUTIONS_FROM.replace("%(reviews)s", "inserted")
+        with connection.cursor() as cursor:
+            cursor.execute(f"WITH inserted AS ({insert_sql} RETURNING *) {read_back}", params)
+            rows = cursor.fetchall()
+        self.inserted.update(_contributions_read(rows))
+        return rows[0][0]
 
 
 @contextmanager
@@ -266,7 +279,7 @@ def rollups_tracking(review_ids: Iterable[int | None] = ()) -> Iterator[Tracked]
     tracked = Tracked([pk for pk in review_ids if pk])
     before = _contributions_of(tracked.review_ids)
     yield tracked
-    delta = _contributions_of(tracked.review_ids)
+    delta = _contributions_of(tracked.review_ids) + tracked.inserted
     delta.subtract(before)
     _apply(delta)
 
@@ -291,24 +304,26 @@ def thumbs_of(conversation_id: int) -> Counter:
     return out
 
 
-# One statement text whatever the number of counters (arrays, not a VALUES row per counter): psycopg caches the
-# conversion of a short statement with few parameters, and re-parsed this one at every write when it grew a row
-# of ten parameters per counter. The same statement first takes the orgs' advisory locks shared, in the order
-# given (see _LOCK_CLASS): the WHERE's subquery depends on no row, so PostgreSQL runs it once before the first
-# counter is produced, and it reads the whole `locked` CTE.
+# One statement text whatever the number of counters, and one parameter for all of them: the counters go as one
+# JSON array, which the json module writes in C, where nine arrays of them cost psycopg a Python loop per element
+# (a fifth of this statement's CPU in every write). The same statement first takes the orgs' advisory locks
+# shared, in the order given (see _LOCK_CLASS): the WHERE's subquery depends on no row, so PostgreSQL runs it once
+# before the first counter is produced, and it reads the whole `locked` CTE. json_to_recordset yields the counters
+# in the order given, which is key order (see _apply).
 _UPSERT = """
     WITH locked AS MATERIALIZED (
         SELECT pg_advisory_xact_lock_shared(%s, org_id) FROM unnest(%s::integer[]) AS org_id
     )
     INSERT INTO grading_rollup (org_id, kind, criteria_id, application, week, metric, key1, key2, value, updated_at)
-    SELECT cell.*, %s FROM unnest(
-        %s::bigint[], %s::text[], %s::integer[], %s::text[], %s::date[],
-        %s::text[], %s::text[], %s::text[], %s::bigint[]
-    ) AS cell
+    SELECT cell.*, %s FROM json_to_recordset(%s::json) AS cell(
+        org_id bigint, kind text, criteria_id integer, application text, week date,
+        metric text, key1 text, key2 text, value bigint
+    )
     WHERE (SELECT count(*) FROM locked) > 0
     ON CONFLICT ON CONSTRAINT rollup_unique_cell_counter
     DO UPDATE SET value = grading_rollup.value + EXCLUDED.value, updated_at = EXCLUDED.updated_at
 """
+_CELL = ("org_id", "kind", "criteria_id", "application", "week", "metric", "key1", "key2", "value")
 
 
 # Advisory lock class of the rollups: writers of an org hold it shared, its rebuild exclusive (see rollups_rebuild).
@@ -320,9 +335,9 @@ def _apply(delta: Counter) -> None:
     if not rows:
         return
     org_ids = sorted({key[0] for key, _ in rows})
-    columns = [list(column) for column in zip(*(key for key, _ in rows), strict=True)]
+    cells = json.dumps([dict(zip(_CELL, (*key, value), strict=True)) for key, value in rows], default=date.isoformat)
     with connection.cursor() as cursor:
-        cursor.execute(_UPSERT, [_LOCK_CLASS, org_ids, timezone.now(), *columns, [value for _, value in rows]])
+        cursor.execute(_UPSERT, [_LOCK_CLASS, org_ids, timezone.now(), cells])
 
 
 # --- the same figures from the raw tables ---------------------------------------------------------------------
