@@ -23,6 +23,7 @@ no more likely to come back after a time limit than before it.
 """
 
 import contextlib
+import itertools
 import json
 import logging
 import os
@@ -30,7 +31,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import psycopg
 import redis
@@ -76,7 +77,8 @@ def grade_each(kind: str, item_ids: Sequence[int], grade: Callable[[int], T], *,
     results: list[T | None] = []
     failure: Exception | None = None
     try:
-        for key in waiting:
+        held += _LOCKS.take_free(waiting)  # nearly always all of them, in one statement
+        for key in waiting[len(held) :]:
             _LOCKS.acquire(key)
             held.append(key)
         for item_id in keys:
@@ -119,6 +121,26 @@ class _LockSession:
         self._session: psycopg.Connection | None = None
         self._pid = 0
 
+    def take_free(self, keys: Sequence[int]) -> list[int]:
+        """Take the keys from the first on that no one holds, up to the first one someone does, in one statement;
+        return them. The rest are for `acquire`, one at a time and in order, so a task waits for a key only while
+        it holds every key before it (two tasks sharing items cannot wait for each other)."""
+        with self._mutex:
+            free = list(itertools.takewhile(lambda key: key not in self._held, keys))
+            if not free:
+                return []
+            granted = self._execute(
+                "SELECT array_agg(pg_try_advisory_lock(key) ORDER BY n)"
+                " FROM unnest(%s::bigint[]) WITH ORDINALITY AS free(key, n)",
+                free,
+            )
+            taken = list(itertools.takewhile(bool, granted))
+            beyond = [key for key, got in zip(free[len(taken) :], granted[len(taken) :], strict=True) if got]
+            if beyond:  # taken past one another task holds: let them go, to be waited for in order
+                self._execute("SELECT count(pg_advisory_unlock(key)) FROM unnest(%s::bigint[]) AS key", beyond)
+            self._held.update(free[: len(taken)])
+            return free[: len(taken)]
+
     def acquire(self, key: int) -> None:
         delay = self._POLL_FIRST
         while not self._try(key):
@@ -140,22 +162,23 @@ class _LockSession:
             self._held.add(key)
             return True
 
-    def _execute(self, sql: str, key: int) -> bool:
-        """Run a one-key lock function in the session (under the mutex), reopening a lost session once. A
-        database still unreachable raises Django's OperationalError, which the grading tasks retry on."""
+    def _execute(self, sql: str, keys: int | list[int]) -> Any:
+        """Run a lock function in the session (under the mutex), reopening a lost session once; return the value
+        of its one row. A database still unreachable raises Django's OperationalError, which the grading tasks
+        retry on."""
         try:
-            return self._cursor_value(sql, key)
+            return self._cursor_value(sql, keys)
         except psycopg.OperationalError:
             self._close()
         try:
-            return self._cursor_value(sql, key)
+            return self._cursor_value(sql, keys)
         except psycopg.OperationalError as exc:
             self._close()
             raise OperationalError(str(exc)) from exc
 
-    def _cursor_value(self, sql: str, key: int) -> bool:
+    def _cursor_value(self, sql: str, keys: int | list[int]) -> Any:
         session = self._open()
-        return bool(session.execute(sql, [key]).fetchone()[0])
+        return session.execute(sql, [keys]).fetchone()[0]
 
     def _open(self) -> psycopg.Connection:
         # A forked child (the prefork pool) must not share its parent's socket: it opens a session of its own.

@@ -2,12 +2,15 @@
 one after another. While it works, every item it has not finished counts as in flight (its lock is held), and
 each item is let go, with its ticket handed back, as soon as it is done."""
 
+import threading
+import time
 from collections.abc import Iterator
 
+import psycopg
 import pytest
-from django.db import OperationalError
+from django.db import OperationalError, connection
 
-from grading.inflight import grade_each, items_being_graded, lock_session_close
+from grading.inflight import grade_each, items_being_graded, lock_key, lock_session_close
 from grading.models import Conversation, Draft, ItemKind
 from grading.planner import grading_pass, task_size
 from tests.grading.conversations import support_conversation, upsert
@@ -125,3 +128,32 @@ def test_a_database_error_stops_the_batch_and_keeps_the_tickets_of_the_items_not
         grade_each(ItemKind.CONVERSATION, ids, grade, task_id=TASK)
     # Celery retries the task under the same id (the first item finds its review); until then they stay owed.
     assert held() == set() and tickets(ids) == ["", TASK, TASK]
+
+
+def test_a_batch_waits_for_a_lock_another_task_holds_holding_only_the_locks_before_it(org):
+    """The free locks are taken in one statement, but only up to the first one another task holds: a later one is
+    not kept while that one is waited for, so two tasks sharing items never wait for each other."""
+    ids = owed(org, 3)
+    first, middle, last = sorted(ids, key=lambda pk: lock_key(ItemKind.CONVERSATION, pk))
+    params = connection.get_connection_params()
+    params.pop("cursor_factory", None)
+    other_task = psycopg.connect(**params, autocommit=True)
+    other_task.execute("SELECT pg_advisory_lock(%s)", [lock_key(ItemKind.CONVERSATION, middle)])
+    graded: list[int] = []
+
+    def run() -> None:
+        grade_each(ItemKind.CONVERSATION, ids, graded.append, task_id=TASK)
+        connection.close()
+
+    worker = threading.Thread(target=run)
+    worker.start()
+    try:
+        deadline = time.monotonic() + 10
+        while held() != {first, middle} and time.monotonic() < deadline:
+            time.sleep(0.02)
+        time.sleep(0.2)  # a few of the waiting task's polls
+        assert (held(), graded) == ({first, middle}, [])
+    finally:
+        other_task.close()
+        worker.join(timeout=10)
+    assert sorted(graded) == sorted(ids) and held() == set()
