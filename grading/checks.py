@@ -13,8 +13,10 @@ dashboard counts a term once per draft.
 from __future__ import annotations
 
 import re
+import threading
 import unicodedata
 from bisect import bisect_left
+from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property, lru_cache
@@ -129,11 +131,28 @@ class DraftStructure:
         return _haystack(self.visible.text)
 
 
-@lru_cache(maxsize=16)
 def parse_draft(body: str) -> DraftStructure:
-    """Parse a draft body once for every check (and once for every caller: the gate checks a body, the repairs
-    read it, and the repaired body is read again by the next repair and by the second check, so the last few
-    parses are kept; a DraftStructure is immutable, so sharing one is safe, across threads too).
+    """Parse a draft body once for every check, and once for every caller: the gate checks a body, the repairs
+    read it, and each repaired body is read again by the next repair and by the second check. So each thread
+    keeps its last few parses (a draft is graded on one thread; one cache shared by 32 grading threads lost them to
+    the other threads' drafts, and a fifth of a draft's parses were repeats). A DraftStructure is immutable.
+    """
+    recent: OrderedDict[str, DraftStructure] = _RECENT_PARSES.__dict__.setdefault("parses", OrderedDict())
+    if (structure := recent.get(body)) is not None:
+        recent.move_to_end(body)
+        return structure
+    structure = recent[body] = _parse(body)
+    if len(recent) > _RECENT_PARSES_KEPT:
+        recent.popitem(last=False)
+    return structure
+
+
+_RECENT_PARSES = threading.local()
+_RECENT_PARSES_KEPT = 8
+
+
+def _parse(body: str) -> DraftStructure:
+    """What `parse_draft` returns, read afresh.
 
     1. Blank out front matter (metadata, not prose) and parse the blocks with markdown-it.
     2. Walk the blocks: fences are code; thematic breaks, table delimiter rows, setext underlines and reference

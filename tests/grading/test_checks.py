@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import random
 import re
+import threading
 
 import pytest
 from hypothesis import given, settings
@@ -14,6 +15,7 @@ from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 from pydantic import ValidationError
 
+from grading import checks
 from grading.checks import (
     BANNED_CHARACTER,
     BANNED_WORD,
@@ -601,3 +603,17 @@ def test_it_reads_crlf_line_endings_like_lf_with_spans_into_the_crlf_body() -> N
         body[s:e] for f in lf for s, e in f.spans
     ]
     assert FILLER_PHRASE in codes(crlf)
+
+
+def test_a_thread_s_recent_parses_survive_other_threads_parsing_their_drafts(monkeypatch):
+    """The gate and the repairs read each body several times on one thread; 31 other grading threads parsing their
+    own drafts meanwhile must not make it parse them again."""
+    parsed: list[str] = []
+    parse = checks._parse
+    monkeypatch.setattr(checks, "_parse", lambda body: parsed.append(body) or parse(body))
+    mine = "## Mine\n\nA body this thread reads again.\n"
+    first = parse_draft(mine)
+    others = threading.Thread(target=lambda: [parse_draft(f"## Other {n}\n\nText {n}.\n") for n in range(64)])
+    others.start()
+    others.join()
+    assert parse_draft(mine) is first and parsed.count(mine) == 1
