@@ -8,7 +8,8 @@ Rows go in by binary COPY with the HNSW index dropped, and the index is rebuilt 
 
 Each query runs the production query (`grading.memory.nearest_query` over the org's active learnings):
 - HNSW: as the planner plans it, with `hnsw.ef_search` set per run (EXPLAIN must show the HNSW index);
-- exact: the same query with index scans off (EXPLAIN must not show it), i.e. a scan and a top-N sort.
+- exact: `grading.memory.exact_nearest_query`, the production exact search (EXPLAIN must not show the index),
+  i.e. a scan and a top-N sort.
 Reported: recall@10 by id (and counting distance ties with the 10th exact neighbour as hits), the similarity the
 HNSW results keep (how near its misses are), mean and p95 latency, and the latency ratio exact / HNSW.
 
@@ -38,7 +39,7 @@ from psycopg.types import TypeInfo
 from psycopg.types.json import Jsonb
 
 from bench.common import fresh_org
-from grading.memory import HNSW_EF_SEARCH, HashingEmbedder, active_learnings, index_scans_off, nearest_query
+from grading.memory import HNSW_EF_SEARCH, HashingEmbedder, active_learnings, exact_nearest_query, nearest_query
 from grading.models import EMBEDDING_DIMENSIONS, MemoryItem, Org
 
 K = 10
@@ -195,11 +196,9 @@ def _size(relation: str) -> str:
 
 def _assert_plans(org: Org, vector: list[float]) -> None:
     """The comparison means something only if one side really uses the HNSW index and the other really does not."""
-    query = nearest_query(active_learnings(org), vector, K)
     with transaction.atomic():
-        hnsw_plan = query.explain()
-    with index_scans_off():
-        exact_plan = query.explain()
+        hnsw_plan = nearest_query(active_learnings(org), vector, K).explain()
+    exact_plan = exact_nearest_query(active_learnings(org), vector, K).explain()
     print(f"EXPLAIN (HNSW):  {_plan_summary(hnsw_plan)}")
     print(f"EXPLAIN (exact): {_plan_summary(exact_plan)}")
     if INDEX not in hnsw_plan:
@@ -218,12 +217,13 @@ def _run(org: Org, vectors: list[list[float]], *, exact: bool = False, ef_search
     ids: list[list[int]] = []
     distances: list[list[float]] = []
     seconds: list[float] = []
-    with _planner(exact=exact, ef_search=ef_search):
+    query = exact_nearest_query if exact else nearest_query
+    with _planner(ef_search=ef_search):
         for vector in vectors[:5]:  # warm the caches and the plan; not timed
-            list(nearest_query(active_learnings(org), vector, K))
+            list(query(active_learnings(org), vector, K))
         for vector in vectors:
             started = time.perf_counter()
-            rows = list(nearest_query(active_learnings(org), vector, K).values_list("pk", "distance"))
+            rows = list(query(active_learnings(org), vector, K).values_list("pk", "distance"))
             seconds.append(time.perf_counter() - started)
             ids.append([pk for pk, _ in rows])
             distances.append([distance for _, distance in rows])
@@ -231,12 +231,8 @@ def _run(org: Org, vectors: list[list[float]], *, exact: bool = False, ef_search
 
 
 @contextlib.contextmanager
-def _planner(*, exact: bool, ef_search: int) -> Iterator[None]:
-    """Exact: index scans off. HNSW: `hnsw.ef_search` candidates. Both transaction-local."""
-    if exact:
-        with index_scans_off():
-            yield
-        return
+def _planner(*, ef_search: int) -> Iterator[None]:
+    """`hnsw.ef_search` candidates for an HNSW scan, transaction-local."""
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute("SELECT set_config('hnsw.ef_search', %s, true)", [str(ef_search)])
         yield

@@ -12,12 +12,15 @@ from django.db import connection
 from grading.memory import (
     HashingEmbedder,
     InvalidMemory,
+    active_learnings,
     article_upsert,
     embedder_from_settings,
+    exact_nearest_query,
     memory_add,
     memory_deactivate,
     memory_reembed,
     minilm_model_dir,
+    nearest_query,
     related_articles,
     retrieve_memory,
 )
@@ -206,6 +209,16 @@ def test_it_leaves_the_callers_planner_settings_as_they_were(org, hashing):
     with connection.cursor() as cursor:
         cursor.execute("SELECT current_setting('enable_indexscan'), current_setting('hnsw.ef_search')")
         assert cursor.fetchone() == ("on", "40")
+
+
+def test_the_exact_search_never_takes_the_hnsw_index_even_where_the_planner_would(org, hashing):
+    add_learnings(org, *OTHERS)
+    vector = HashingEmbedder().embed([QUERY])[0]
+    with connection.cursor() as cursor:
+        # A sort and a table scan made to look dearer than anything an index can give.
+        cursor.execute("SET LOCAL enable_seqscan = off; SET LOCAL enable_sort = off")
+    assert "memory_embedding_hnsw" in nearest_query(active_learnings(org), vector, 3).explain()
+    assert "memory_embedding_hnsw" not in exact_nearest_query(active_learnings(org), vector, 3).explain()
 
 
 def test_it_returns_all_active_facts_with_their_proof_terms(org, other_org, hashing):
