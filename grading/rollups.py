@@ -218,7 +218,7 @@ def _contributions_of(review_ids: Sequence[int]) -> Counter:
 
 
 def _contributions_read(rows: Iterable[Sequence]) -> Counter:
-    """What the reviews in `rows` (as _CONTRIBUTIONS_FROM selects them) contribute."""
+    """What the reviews in `rows` (as `_contributions_select` reads them) contribute."""
     total: Counter = Counter()
     for row in rows:
         review = dict(zip(_FIELDS, row[: len(_FIELDS)], strict=True))
@@ -233,20 +233,26 @@ def _contributions_read(rows: Iterable[Sequence]) -> Counter:
 
 _JSON_FIELDS = ("checks", "findings", "sub_scores", "repairs", "usage")
 _DECISION_FIELDS = ("outcome", "checks", "decided_at", "decided_by_id")
-# The columns of _FIELDS in order (its last two, the conversation's, from the join), the review's decision (NULLs
-# when it has none) and its labels: those of its subject that speak about the evidence it read. Read from `r`,
-# the reviews table or the rows an INSERT returns (Tracked.insert).
-_CONTRIBUTIONS_FROM = f"""
-SELECT {", ".join(f"r.{name}" for name in _FIELDS[:-2])}, c.application, c.started_at,
-    d.outcome, d.checks, d.decided_at, d.decided_by_id,
-    (SELECT json_agg(json_build_object('check_name', l.check_name, 'verdict', l.verdict)) FROM grading_label l
-        WHERE l.fingerprint = r.fingerprint
-        AND (l.conversation_id = r.conversation_id OR l.draft_id = r.draft_id))
-FROM %(reviews)s r
-LEFT JOIN grading_conversation c ON c.id = r.conversation_id
-LEFT JOIN grading_decision d ON d.review_id = r.id
-"""
-_CONTRIBUTIONS_SQL = _CONTRIBUTIONS_FROM.replace("%(reviews)s", "grading_review") + "WHERE r.id = ANY(%s)"
+
+
+def _contributions_select(reviews: str) -> str:
+    """The columns of _FIELDS in order (its last two, the conversation's, from the join), the review's decision (NULLs
+    when it has none) and its labels (those of its subject that speak about the evidence it read), of the reviews
+    in `reviews`: the table, or the row an INSERT returns (Tracked.insert)."""
+    return f"""
+    SELECT {", ".join(f"r.{name}" for name in _FIELDS[:-2])}, c.application, c.started_at,
+        d.outcome, d.checks, d.decided_at, d.decided_by_id,
+        (SELECT json_agg(json_build_object('check_name', l.check_name, 'verdict', l.verdict)) FROM grading_label l
+            WHERE l.fingerprint = r.fingerprint
+            AND (l.conversation_id = r.conversation_id OR l.draft_id = r.draft_id))
+    FROM {reviews} r
+    LEFT JOIN grading_conversation c ON c.id = r.conversation_id
+    LEFT JOIN grading_decision d ON d.review_id = r.id
+    """
+
+
+_CONTRIBUTIONS_SQL = _contributions_select("grading_review") + "WHERE r.id = ANY(%s)"
+_INSERTED_CONTRIBUTIONS = _contributions_select("inserted")
 
 
 def _json(value: object) -> object:
@@ -264,9 +270,8 @@ class Tracked:
     def insert(self, insert_sql: str, params: Sequence) -> int:
         """Run `insert_sql` (an INSERT of one review, with no RETURNING) and return the new review's id. What it
         contributes is read in the same statement, from the row the INSERT returns: one round trip, not two."""
-        read_back = _CONTRIBUTIONS_FROM.replace("%(reviews)s", "inserted")
         with connection.cursor() as cursor:
-            cursor.execute(f"WITH inserted AS ({insert_sql} RETURNING *) {read_back}", params)
+            cursor.execute(f"WITH inserted AS ({insert_sql} RETURNING *) {_INSERTED_CONTRIBUTIONS}", params)
             rows = cursor.fetchall()
         self.inserted.update(_contributions_read(rows))
         return rows[0][0]

@@ -279,7 +279,7 @@ GRADING_PASS_CAP = env_int("GRADING_PASS_CAP", 5_000, minimum=1)
 # (and a worker thread holds a batch's locks while it works through it).
 GRADING_BATCH_SIZE = env_int("GRADING_BATCH_SIZE", 8, minimum=1)
 # How many items every grading worker together grades at once (processes x threads): a pass's last tasks are sized
-# by it (planner.task_sizes). Guessing high costs a few more tasks; guessing low leaves a longer tail.
+# by it (planner.task_size). Guessing high costs a few more tasks; guessing low leaves a longer tail.
 GRADING_CONCURRENCY = env_int("GRADING_CONCURRENCY", 64, minimum=1)
 SAMPLING_SALT = env_str("SAMPLING_SALT", "tollgate")
 
