@@ -34,21 +34,26 @@ _GRADING_RETRIES = {
 
 
 @shared_task(name=enqueue.GRADE_CONVERSATION, bind=True, **_GRADING_RETRIES)
-def grade_conversation(self, conversation_ids: list[int]) -> list[int | None]:
+def grade_conversation(self, conversation_ids: list[int] | int) -> list[int | None]:
     def grade(conversation_id: int) -> int | None:
         review = reviews.conversation_grade(conversation_id=conversation_id)
         return review.pk if review else None
 
-    return inflight.grade_each(ItemKind.CONVERSATION, conversation_ids, grade, task_id=self.request.id)
+    return inflight.grade_each(ItemKind.CONVERSATION, _batch(conversation_ids), grade, task_id=self.request.id)
 
 
 @shared_task(name=enqueue.GRADE_DRAFT, bind=True, **_GRADING_RETRIES)
-def grade_draft(self, draft_ids: list[int]) -> list[int | None]:
+def grade_draft(self, draft_ids: list[int] | int) -> list[int | None]:
     def grade(draft_id: int) -> int | None:
         review = gate.draft_grade(draft_id=draft_id)
         return review.pk if review else None
 
-    return inflight.grade_each(ItemKind.DRAFT, draft_ids, grade, task_id=self.request.id)
+    return inflight.grade_each(ItemKind.DRAFT, _batch(draft_ids), grade, task_id=self.request.id)
+
+
+def _batch(item_ids: list[int] | int) -> list[int]:
+    # A message queued before grading tasks carried batches names one item: still graded after an upgrade.
+    return [item_ids] if isinstance(item_ids, int) else item_ids
 
 
 @shared_task(name=enqueue.GRADING_PASS)

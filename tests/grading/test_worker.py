@@ -83,6 +83,13 @@ def test_the_same_grading_task_delivered_twice_yields_one_review(celery_worker, 
     assert Conversation.objects.get(pk=conversation.pk).queued_at is None
 
 
+def test_a_grading_message_queued_before_batches_naming_one_item_is_still_graded(celery_worker, fake_llm, org):
+    conversation = upsert(org, support_conversation()).conversation
+    fake_llm.set_default(verdicts_reply(PATH_IDS))
+    review_ids = grade_conversation.apply_async((conversation.pk,), ignore_result=False).get(timeout=30)
+    assert review_ids == [Review.objects.get(conversation=conversation).pk]
+
+
 @pytest.fixture
 def allow_loopback(settings):
     """The receivers listen on 127.0.0.1; the workers have the same allowlist (conftest)."""
