@@ -137,7 +137,7 @@ def parse_draft(body: str) -> DraftStructure:
     keeps its last few parses (a draft is graded on one thread; one cache shared by 32 grading threads lost them to
     the other threads' drafts, and a fifth of a draft's parses were repeats). A DraftStructure is immutable.
     """
-    recent: OrderedDict[str, DraftStructure] = _RECENT_PARSES.__dict__.setdefault("parses", OrderedDict())
+    recent = _RECENT.parses
     if (structure := recent.get(body)) is not None:
         recent.move_to_end(body)
         return structure
@@ -147,7 +147,12 @@ def parse_draft(body: str) -> DraftStructure:
     return structure
 
 
-_RECENT_PARSES = threading.local()
+class _RecentParses(threading.local):
+    def __init__(self) -> None:  # runs once in each thread that reads `parses`
+        self.parses: OrderedDict[str, DraftStructure] = OrderedDict()
+
+
+_RECENT = _RecentParses()
 _RECENT_PARSES_KEPT = 8
 
 

@@ -126,6 +126,7 @@ class _LockSession:
         return them. The rest are for `acquire`, one at a time and in order, so a task waits for a key only while
         it holds every key before it (two tasks sharing items cannot wait for each other)."""
         with self._mutex:
+            # A key in _held is one another thread of this process grades (session locks stack in PostgreSQL).
             free = list(itertools.takewhile(lambda key: key not in self._held, keys))
             if not free:
                 return []
@@ -143,7 +144,7 @@ class _LockSession:
 
     def acquire(self, key: int) -> None:
         delay = self._POLL_FIRST
-        while not self._try(key):
+        while not self.take_free([key]):
             time.sleep(delay)
             delay = min(delay * 2, self._POLL_MAX)
 
@@ -152,15 +153,6 @@ class _LockSession:
             self._held.discard(key)
             with contextlib.suppress(DatabaseError):  # a lost session has released the lock already
                 self._execute("SELECT pg_advisory_unlock(%s)", key)
-
-    def _try(self, key: int) -> bool:
-        with self._mutex:
-            if key in self._held:  # another thread of this process grades it
-                return False
-            if not self._execute("SELECT pg_try_advisory_lock(%s)", key):
-                return False
-            self._held.add(key)
-            return True
 
     def _execute(self, sql: str, keys: int | list[int]) -> Any:
         """Run a lock function in the session (under the mutex), reopening a lost session once; return the value
