@@ -201,6 +201,35 @@ def test_it_returns_every_learning_when_the_org_has_fewer_than_k(org, hashing):
     assert sorted(entry.id for entry in learnings) == sorted(item.id for item in items)
 
 
+def test_it_embeds_the_text_only_when_there_is_something_to_search(org, other_org, hashing):
+    # Embedding is a sixth of a draft's CPU offline and an HTTP call with a served embedder: an org with no
+    # learnings and no articles (other orgs' do not count) must not pay for it.
+    memory_add(org=other_org, kind=LEARNING, text=QUERY)
+    article_upsert(org=other_org, slug="theirs", title="Customer support costs", summary="")
+    embedder = _CountingEmbedder()
+
+    assert retrieve_memory(org=org, text=QUERY, embedder=embedder).learnings == ()
+    assert related_articles(org=org, text=QUERY, limit=3, embedder=embedder) == []
+    assert embedder.texts == []
+
+    add_learnings(org, RELATED)
+    article_upsert(org=org, slug="help-desk", title="Help desk staffing", summary="")
+
+    assert len(retrieve_memory(org=org, text=QUERY, embedder=embedder).learnings) == 1
+    assert related_articles(org=org, text=QUERY, limit=3, embedder=embedder) == [("help-desk", "Help desk staffing")]
+    assert embedder.texts == [QUERY, QUERY]
+
+
+class _CountingEmbedder(HashingEmbedder):
+    def __init__(self) -> None:
+        super().__init__()
+        self.texts: list[str] = []
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        self.texts += texts
+        return super().embed(texts)
+
+
 def test_it_leaves_the_callers_planner_settings_as_they_were(org, hashing):
     add_learnings(org, *OTHERS)  # fewer than k: the exact fallback runs with index scans off
 
