@@ -69,8 +69,9 @@ def merge_verdict(
     return Merged(score, "pass" if score >= threshold else "fail", "")
 
 
-def draft_grade(*, draft_id: int, judge: DraftJudge | None = None) -> Review | None:
-    """Grade the draft as it is now; return its review (the existing one when this identity was graded).
+def draft_grade(*, draft_id: int, judge: DraftJudge | None = None, ticket: str = "") -> Review | None:
+    """Grade the draft as it is now; return its review (the existing one when this identity was graded). A grading
+    task names itself as `ticket`: its ticket is handed back with the review it writes (`review_record`).
 
     1. Read the active criteria and the org memory (learnings by similarity, strategy, facts).
     2. Skip everything when a review of this identity exists (errors excepted: they are retried).
@@ -90,7 +91,7 @@ def draft_grade(*, draft_id: int, judge: DraftJudge | None = None) -> Review | N
         return existing if existing.state in COUNTING_STATES else review_reinstate(existing)
     started_at = timezone.now()
     outcome = draft_outcome(draft=draft, criteria=criteria, memory=memory, judge=judge)
-    review = review_record(draft, identity, outcome, started_at=started_at)
+    review = review_record(draft, identity, outcome, started_at=started_at, ticket=ticket)
     if review.state in COUNTING_STATES and draft.callback_url:
         transaction.on_commit(lambda: notify_pipeline(review_id=review.pk, event=MACHINE_VERDICT))
     return review

@@ -447,6 +447,9 @@ class Review(models.Model):
     )
 
     objects = ReviewQuerySet.as_manager()
+    # Not stored: True on the review `review_record` returns when its transaction also handed back the grading
+    # task's ticket for the item, so the task sends nothing more for it (grading/inflight.py, `grade_each`).
+    ticket_returned = False
 
     class Meta:
         constraints = [

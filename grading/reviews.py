@@ -48,9 +48,10 @@ NO_JUDGE_IDENTITY = {"backend": NO_JUDGE}
 
 
 def conversation_grade(
-    *, conversation_id: int, judge: ConversationJudge | None = None, now: datetime | None = None
+    *, conversation_id: int, judge: ConversationJudge | None = None, now: datetime | None = None, ticket: str = ""
 ) -> Review | None:
-    """Grade the conversation as it is now; return its review (an existing one when already graded).
+    """Grade the conversation as it is now; return its review (an existing one when already graded). A grading
+    task names itself as `ticket`: its ticket is handed back with the review it writes (`review_record`).
 
     1. Read the messages and compute the active path, fingerprint and scorability.
     2. Skip the judge when a review of this exact identity exists (errors excepted: they are retried).
@@ -72,7 +73,7 @@ def conversation_grade(
         outcome = not_scorable_outcome(state.not_scorable_reason)
     else:
         outcome = path_outcome(state.path, criteria, judge)
-    return review_record(conversation, identity, outcome, started_at=now)
+    return review_record(conversation, identity, outcome, started_at=now, ticket=ticket)
 
 
 def path_identity(state: PathState, criteria: CriteriaVersion, judge: ConversationJudge) -> dict:
@@ -318,7 +319,9 @@ def _stored_state(*, matches_item: bool, for_people: bool, decided: bool) -> Rev
     return ReviewState.CURRENT
 
 
-def review_record(subject: Conversation | Draft, identity: dict, outcome: dict, *, started_at: datetime) -> Review:
+def review_record(
+    subject: Conversation | Draft, identity: dict, outcome: dict, *, started_at: datetime, ticket: str = ""
+) -> Review:
     """Write a finished review as the subject's latest, in one short transaction, with its state.
 
     1. Lock the subject's row: writers of one subject are serialised, so one review ends up live.
@@ -328,14 +331,16 @@ def review_record(subject: Conversation | Draft, identity: dict, outcome: dict, 
     3. Otherwise the previous live review is superseded and this one takes its place.
     If another worker wrote this identity first (the same task delivered twice), the constraint refuses ours
     and theirs is kept. The review is filed for the dashboards as the item stands (application, week, when its
-    evidence arrived), and the rollups are booked in the same transaction.
+    evidence arrived), and the rollups are booked in the same transaction. So is the item's ticket, when the
+    grading task `ticket` still holds it (grading/inflight.py): a written review and an item still owed one never
+    coexist, and the task has no statement left to send for it (`Review.ticket_returned` says so).
     """
     field = _subject_field(subject)
     try:
         with transaction.atomic():
             # Only what the review is filed by and the live review's id are needed: reading whole rows (a
             # draft's body, a conversation's evidence state, thirty columns of review) was most of this block's CPU.
-            item, criteria_active = _lock_for_filing(subject, identity["criteria_version"])
+            item, criteria_active, ticket_returned = _lock_for_filing(subject, identity["criteria_version"], ticket)
             live = _live_review_id(field, subject.pk)
             matches = identity["fingerprint"] == item["fingerprint"]
             fresh = matches and criteria_active
@@ -362,26 +367,40 @@ def review_record(subject: Conversation | Draft, identity: dict, outcome: dict, 
                 )
             if state in COUNTING_STATES:
                 evaluations_export_on_commit(review_id=review.pk)
+            review.ticket_returned = ticket_returned
             return review
     except IntegrityError:
         return review_with_identity(subject, identity)
 
 
-def _lock_for_filing(subject: Conversation | Draft, criteria: CriteriaVersion) -> tuple[dict, bool]:
-    """Lock the subject's row; read what the review is filed by (`_FILED_BY`), and whether `criteria` is still
-    the active version."""
+def _lock_for_filing(subject: Conversation | Draft, criteria: CriteriaVersion, ticket: str) -> tuple[dict, bool, bool]:
+    """Lock the subject's row; read what the review is filed by (`_FILED_BY`) and whether `criteria` is still the
+    active version; hand back the item's ticket if the task `ticket` still holds it, and say whether it did."""
     field = _subject_field(subject)
     columns = _FILED_BY[field]
     with connection.cursor() as cursor:
-        cursor.execute(
-            f"SELECT {', '.join(columns)}, EXISTS (SELECT FROM grading_criteriaversion WHERE id = %s AND is_active)"
-            f" FROM {type(subject)._meta.db_table} WHERE id = %s FOR UPDATE",
-            [criteria.pk, subject.pk],
-        )
+        cursor.execute(_lock_for_filing_sql(type(subject)), [subject.pk, ticket, ticket, criteria.pk])
         row = cursor.fetchone()
     if row is None:
         raise type(subject).DoesNotExist(f"{field} {subject.pk} is gone")
-    return dict(zip(columns, row[:-1], strict=True)), row[-1]
+    return dict(zip(columns, row[:-2], strict=True)), row[-2], row[-1]
+
+
+@cache
+def _lock_for_filing_sql(model: type[Subject]) -> str:
+    # One statement: the ticket's UPDATE runs only when the ticket is the task's, on the row the CTE has locked.
+    table, columns = model._meta.db_table, _FILED_BY[_SUBJECT_KINDS[model]]
+    return f"""
+        WITH item AS (SELECT id, grading_task_id, {", ".join(columns)} FROM {table} WHERE id = %s FOR UPDATE),
+        returned AS (
+            UPDATE {table} AS owed SET queued_at = NULL, grading_task_id = '' FROM item
+            WHERE owed.id = item.id AND item.grading_task_id = %s AND %s <> '' RETURNING owed.id
+        )
+        SELECT {", ".join(f"item.{column}" for column in columns)},
+            EXISTS (SELECT FROM grading_criteriaversion WHERE id = %s AND is_active),
+            EXISTS (SELECT FROM returned)
+        FROM item
+    """
 
 
 # The item's columns `review_record` reads: its fingerprint and what `_filing` files the review by.

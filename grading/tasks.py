@@ -35,20 +35,22 @@ _GRADING_RETRIES = {
 
 @shared_task(name=enqueue.GRADE_CONVERSATION, bind=True, **_GRADING_RETRIES)
 def grade_conversation(self, conversation_ids: list[int] | int) -> list[int | None]:
-    def grade(conversation_id: int) -> int | None:
-        review = reviews.conversation_grade(conversation_id=conversation_id)
-        return review.pk if review else None
+    def grade(conversation_id: int) -> Review | None:
+        return reviews.conversation_grade(conversation_id=conversation_id, ticket=self.request.id)
 
-    return inflight.grade_each(ItemKind.CONVERSATION, _batch(conversation_ids), grade, task_id=self.request.id)
+    return _pks(inflight.grade_each(ItemKind.CONVERSATION, _batch(conversation_ids), grade, task_id=self.request.id))
 
 
 @shared_task(name=enqueue.GRADE_DRAFT, bind=True, **_GRADING_RETRIES)
 def grade_draft(self, draft_ids: list[int] | int) -> list[int | None]:
-    def grade(draft_id: int) -> int | None:
-        review = gate.draft_grade(draft_id=draft_id)
-        return review.pk if review else None
+    def grade(draft_id: int) -> Review | None:
+        return gate.draft_grade(draft_id=draft_id, ticket=self.request.id)
 
-    return inflight.grade_each(ItemKind.DRAFT, _batch(draft_ids), grade, task_id=self.request.id)
+    return _pks(inflight.grade_each(ItemKind.DRAFT, _batch(draft_ids), grade, task_id=self.request.id))
+
+
+def _pks(graded: list[Review | None]) -> list[int | None]:
+    return [review.pk if review else None for review in graded]
 
 
 def _batch(item_ids: list[int] | int) -> list[int]:

@@ -9,11 +9,13 @@ from collections.abc import Iterator
 import psycopg
 import pytest
 from django.db import OperationalError, connection
+from django.test.utils import CaptureQueriesContext
 
 from grading.inflight import grade_each, items_being_graded, lock_key, lock_session_close
 from grading.models import Conversation, Draft, ItemKind
 from grading.planner import grading_pass, task_size
-from tests.grading.conversations import support_conversation, upsert
+from grading.reviews import conversation_grade
+from tests.grading.conversations import PATH_IDS, llm_judge, support_conversation, upsert, verdicts_reply
 from tests.grading.drafts import save_draft
 
 pytestmark = pytest.mark.django_db
@@ -97,6 +99,39 @@ def test_a_batch_holds_every_item_it_has_not_finished_and_lets_each_go_when_done
         ({ids[2]}, ["", "", TASK]),
     ]
     assert held() == set() and tickets(ids) == ["", "", ""]
+
+
+def test_the_review_s_own_transaction_hands_the_ticket_back_and_the_task_sends_nothing_more(org, fake_llm):
+    """A written review and an item still owed one never coexist, and a review costs no statement for its ticket."""
+    ids = owed(org, 2)
+    fake_llm.set_default(verdicts_reply(PATH_IDS))
+    judge = llm_judge(fake_llm)
+
+    def grade(item_id: int):
+        review = conversation_grade(conversation_id=item_id, judge=judge, ticket=TASK)
+        assert tickets([item_id]) == [""]  # in the same commit as the review
+        return review
+
+    with CaptureQueriesContext(connection) as queries:
+        graded = grade_each(ItemKind.CONVERSATION, ids, grade, task_id=TASK)
+    assert [review.conversation_id for review in graded] == ids and all(r.ticket_returned for r in graded)
+    assert tickets(ids) == ["", ""] and held() == set()
+    assert not [q["sql"] for q in queries if q["sql"].startswith("UPDATE grading_conversation")]
+
+
+def test_a_review_leaves_a_ticket_issued_since_its_task_began_to_the_newer_task(org, fake_llm):
+    [item_id] = owed(org, 1)
+    Conversation.objects.filter(pk=item_id).update(grading_task_id="newer-task")
+    fake_llm.set_default(verdicts_reply(PATH_IDS))
+
+    [review] = grade_each(
+        ItemKind.CONVERSATION,
+        [item_id],
+        lambda pk: conversation_grade(conversation_id=pk, judge=llm_judge(fake_llm), ticket=TASK),
+        task_id=TASK,
+    )
+    assert review.state == "current" and not review.ticket_returned
+    assert tickets([item_id]) == ["newer-task"]
 
 
 def test_one_items_failure_ends_that_item_alone_and_is_raised_after_the_rest(org):
