@@ -340,8 +340,9 @@ def review_record(
         with transaction.atomic():
             # Only what the review is filed by and the live review's id are needed: reading whole rows (a
             # draft's body, a conversation's evidence state, thirty columns of review) was most of this block's CPU.
-            item, criteria_active, ticket_returned = _lock_for_filing(subject, identity["criteria_version"], ticket)
-            live = _live_review_id(field, subject.pk)
+            item, criteria_active, ticket_returned, live = _lock_for_filing(
+                subject, identity["criteria_version"], ticket
+            )
             matches = identity["fingerprint"] == item["fingerprint"]
             fresh = matches and criteria_active
             with rollups_tracking([live]) as tracked:
@@ -373,32 +374,46 @@ def review_record(
         return review_with_identity(subject, identity)
 
 
-def _lock_for_filing(subject: Conversation | Draft, criteria: CriteriaVersion, ticket: str) -> tuple[dict, bool, bool]:
-    """Lock the subject's row; read what the review is filed by (`_FILED_BY`) and whether `criteria` is still the
-    active version; hand back the item's ticket if the task `ticket` still holds it, and say whether it did."""
+def _lock_for_filing(
+    subject: Conversation | Draft, criteria: CriteriaVersion, ticket: str
+) -> tuple[dict, bool, bool, int | None]:
+    """Lock the subject's row, then its live review's; read what the review is filed by (`_FILED_BY`), whether
+    `criteria` is still the active version, and the live review's id; hand back the item's ticket if the task
+    `ticket` still holds it, and say whether it did."""
     field = _subject_field(subject)
     columns = _FILED_BY[field]
     with connection.cursor() as cursor:
-        cursor.execute(_lock_for_filing_sql(type(subject)), [subject.pk, ticket, ticket, criteria.pk])
+        cursor.execute(
+            _lock_for_filing_sql(type(subject)), [subject.pk, ticket, ticket, list(LIVE_STATES), criteria.pk]
+        )
         row = cursor.fetchone()
     if row is None:
         raise type(subject).DoesNotExist(f"{field} {subject.pk} is gone")
-    return dict(zip(columns, row[:-2], strict=True)), row[-2], row[-1]
+    *filed_by, criteria_active, ticket_returned, live = row
+    return dict(zip(columns, filed_by, strict=True)), criteria_active, ticket_returned, live
 
 
 @cache
 def _lock_for_filing_sql(model: type[Subject]) -> str:
-    # One statement: the ticket's UPDATE runs only when the ticket is the task's, on the row the CTE has locked.
-    table, columns = model._meta.db_table, _FILED_BY[_SUBJECT_KINDS[model]]
+    # One statement. The ticket's UPDATE runs only when the ticket is the task's, on the row `item` has locked.
+    # The item's row is locked before the live review's, as review_state_refresh locks them: `live` reads the
+    # item's id through a subquery, which runs (and locks) first. A constraint allows one live review.
+    table, field = model._meta.db_table, _SUBJECT_KINDS[model]
+    columns = _FILED_BY[field]
     return f"""
         WITH item AS (SELECT id, grading_task_id, {", ".join(columns)} FROM {table} WHERE id = %s FOR UPDATE),
         returned AS (
             UPDATE {table} AS owed SET queued_at = NULL, grading_task_id = '' FROM item
             WHERE owed.id = item.id AND item.grading_task_id = %s AND %s <> '' RETURNING owed.id
+        ),
+        live AS (
+            SELECT id FROM grading_review WHERE {field}_id = (SELECT id FROM item) AND state = ANY(%s)
+            LIMIT 1 FOR UPDATE
         )
         SELECT {", ".join(f"item.{column}" for column in columns)},
             EXISTS (SELECT FROM grading_criteriaversion WHERE id = %s AND is_active),
-            EXISTS (SELECT FROM returned)
+            EXISTS (SELECT FROM returned),
+            (SELECT id FROM live)
         FROM item
     """
 
@@ -523,14 +538,6 @@ _INSERT_REVIEW = f"""
     INSERT INTO grading_review ({", ".join(field.column for field in _INSERTED)})
     VALUES ({", ".join(["%s"] * len(_INSERTED))})
 """
-
-
-def _live_review_id(field: str, subject_id: int) -> int | None:
-    """`_live_review`'s id, locked (a constraint allows one live review per subject, so there is nothing to order)."""
-    return _scalar(
-        f"SELECT id FROM grading_review WHERE {field}_id = %s AND state = ANY(%s) LIMIT 1 FOR UPDATE",
-        [subject_id, list(LIVE_STATES)],
-    )
 
 
 class NotWaiting(Exception):
