@@ -417,7 +417,7 @@ def _nearest(queryset: QuerySet, embed: Callable[[], list[float]], k: int) -> li
     """The ``k`` nearest rows to the vector ``embed()`` returns, exactly ``min(k, rows)`` of them.
 
     The text is embedded only when there is something to search: an org with no learnings or no articles costs
-    no embedding (a sixth of a draft's CPU with the offline embedder, an HTTP call with a served one).
+    no embedding (about a millisecond of CPU per draft with the offline embedder, an HTTP call with a served one).
 
     1. Up to MEMORY_EXACT_SEARCH_MAX rows, an exact scan. Above, ask the planner, with ``hnsw.ef_search`` at
        :data:`HNSW_EF_SEARCH`, which takes the HNSW index.

@@ -202,8 +202,8 @@ def test_it_returns_every_learning_when_the_org_has_fewer_than_k(org, hashing):
 
 
 def test_it_embeds_the_text_only_when_there_is_something_to_search(org, other_org, hashing):
-    # Embedding is a sixth of a draft's CPU offline and an HTTP call with a served embedder: an org with no
-    # learnings and no articles (other orgs' do not count) must not pay for it.
+    # Embedding costs a millisecond of CPU per draft offline and an HTTP call with a served embedder: an org with
+    # no learnings and no articles (other orgs' do not count) must not pay for it.
     memory_add(org=other_org, kind=LEARNING, text=QUERY)
     article_upsert(org=other_org, slug="theirs", title="Customer support costs", summary="")
     embedder = _CountingEmbedder()
