@@ -6,7 +6,7 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 
 import pytest
-from django.db import connections
+from django.db import connection, connections
 from django.utils import timezone
 
 from grading.criteria import criteria_active, criteria_new_version, criteria_publish
@@ -32,6 +32,18 @@ pytestmark = pytest.mark.django_db
 
 def grade(conversation, fake_llm, **kwargs) -> Review:
     return conversation_grade(conversation_id=conversation.pk, judge=llm_judge(fake_llm), **kwargs)
+
+
+def test_the_statements_a_grader_repeats_are_prepared_by_the_server(org, fake_llm, settings):
+    """Parsing and planning them for every review was half of PostgreSQL's CPU per review (see settings)."""
+    fake_llm.set_default(verdicts_reply(PATH_IDS))
+    for n in range(settings.DATABASE_PREPARE_THRESHOLD + 1):
+        grade(upsert(org, support_conversation(f"cv-{n}")).conversation, fake_llm)
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT statement FROM pg_prepared_statements")
+        prepared = [row[0] for row in cursor.fetchall()]
+    assert any("INSERT INTO grading_review" in statement for statement in prepared)
+    assert any("INSERT INTO grading_rollup" in statement for statement in prepared)
 
 
 def test_a_graded_conversation_names_its_evidence(org, fake_llm):

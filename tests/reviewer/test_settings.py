@@ -90,6 +90,16 @@ def test_it_passes_the_deploy_check_under_production_settings():
     assert result.returncode == 0, result.stderr + result.stdout
 
 
+def test_statements_are_bound_on_the_server_unless_a_pooler_needs_them_bound_on_the_client():
+    def binding(env: dict[str, str]) -> list[str]:
+        show = "from django.conf import settings; o = settings.DATABASES['default']['OPTIONS'];"
+        show += " print(o.get('server_side_binding'), o.get('prepare_threshold'))"
+        return _manage("shell", "--no-imports", "-c", show, env=env).stdout.split()
+
+    assert binding({}) == ["True", "5"]
+    assert binding({"DATABASE_PREPARE_THRESHOLD": "0"}) == ["None", "None"]
+
+
 @pytest.mark.parametrize("value", ["10.0.0.0/33", "10.1.2.3/16", "hooks.internal", "10.0.0.0/8,,fd00::/8"])
 def test_the_outbound_allowlist_refuses_anything_but_networks(monkeypatch, value):
     monkeypatch.setenv("TG_TEST_VAR", value)
