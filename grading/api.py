@@ -20,6 +20,7 @@ from grading.labels import MAX_LABELS_PER_REQUEST, InvalidLabel, LabelIn, label_
 from grading.memory import InvalidMemory, article_upsert, memory_add
 from grading.models import COUNTING_STATES, ApiKey, Article, Conversation, Draft, ItemKind, Review
 from grading.otlp.views import router as otlp_router
+from grading.request_json import InvalidJsonBody, RequestJsonParser
 from grading.rules import rules_as_text
 from grading.schemas import ArticleIn, ConversationId, ConversationIn, DraftIn, FeedbackIn, MemoryIn, MessagesIn
 from grading.selectors import ConversationState, conversation_state, current_review, draft_status
@@ -49,6 +50,7 @@ api = NinjaAPI(
     description="Submit drafts and conversations, read verdicts. Every call is scoped to the org of its API key.",
     auth=OrgApiKey(),
     urls_namespace="api",
+    parser=RequestJsonParser(),
 )
 # OTLP/HTTP exporters append /v1/traces to OTEL_EXPORTER_OTLP_ENDPOINT=<host>/api/v1/otlp.
 api.add_router("/otlp", otlp_router)
@@ -116,7 +118,9 @@ def validation_failed(request: HttpRequest, exc: ValidationError):
 @api.exception_handler(HttpError)
 def http_error(request: HttpRequest, exc: HttpError):
     if exc.status_code == 400:  # django-ninja's one 400 of its own: a body it could not parse
-        return _field_errors(request, [{"field": "body", "message": "is not JSON text in UTF-8"}])
+        cause = exc.__cause__
+        message = str(cause) if isinstance(cause, InvalidJsonBody) else "is not JSON text in UTF-8"
+        return _field_errors(request, [{"field": "body", "message": message}])
     return api.create_response(request, {"detail": str(exc)}, status=exc.status_code)
 
 
