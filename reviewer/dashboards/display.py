@@ -38,11 +38,12 @@ class Links:
 
     def __init__(self, org_slug: str, scope: Scope) -> None:
         self.base = {"org": org_slug, **scope.as_query()}
+        self._scope = urlencode(scope.as_query())
         self._org = urlencode({"org": org_slug})
         self._range = urlencode({"from": self.base["from"], "to": self.base["to"]})
         self._application = urlencode({"application": scope.application}) if scope.application else ""
-        self._reviews, self._export, self._page = (
-            reverse(n) for n in ("dashboard_reviews", "dashboard_export", "dashboard")
+        self._reviews, self._export, self._page, self._figures = (
+            reverse(n) for n in ("dashboard_reviews", "dashboard_export", "dashboard", "api:get_dashboard")
         )
 
     def reviews(self, week: str | None = None, application: str | None = None, **filters) -> str:
@@ -62,6 +63,11 @@ class Links:
     def page(self, **changes) -> str:
         query = urlencode({key: value for key, value in (self.base | changes).items() if value})
         return mark_safe(self._page + "?" + query.replace("&", "&amp;"))  # noqa: S308 - urlencode output
+
+    def figures_json(self) -> str:
+        """The page's figures from the JSON API (`GET /api/v1/dashboard`): the API key names the org, so the
+        query is the scope alone."""
+        return mark_safe(self._figures + "?" + self._scope.replace("&", "&amp;"))  # noqa: S308 - urlencode output
 
 
 _FILTER_NAMES = frozenset(ReviewFilter.__dataclass_fields__)

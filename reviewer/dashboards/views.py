@@ -51,7 +51,7 @@ def dashboard(request: HttpRequest) -> HttpResponse:
         "export_csv": links.export("csv"),
         "export_jsonl": links.export("jsonl"),
         "export_drafts_csv": links.export("csv", kind="draft"),
-        "json_url": "/api/v1/dashboard?" + "&".join(f"{k}={v}" for k, v in scope.as_query().items()),
+        "json_url": links.figures_json(),
         "nav_active": "dashboard",
     }
     return render(request, "reviewer/dashboards/index.html", context)

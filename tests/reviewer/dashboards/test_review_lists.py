@@ -103,3 +103,18 @@ def test_a_hostile_application_name_is_text_on_the_dashboard_and_its_links_carry
         assert len(query.get("route", [])) <= 1 and "top" not in urlsplit(href).fragment
     passed = next(href for href in filtering if parse_qs(urlsplit(href).query).get("route") == ["pass"])
     assert _listed(client, passed) == {review.pk}
+
+
+def test_it_encodes_a_hostile_application_in_the_json_link_as_in_every_other_link(org, client_for, stakeholder):
+    """The page scoped to one application links its figures as JSON; that link is built like the others, so the
+    name reaches the API as one whole parameter and cannot add a filter or cut the query short."""
+    client = client_for(stakeholder)
+    query = {"org": org.slug, **_scope(org).as_query(), "application": HOSTILE_APPLICATION}
+    html = client.get(reverse("dashboard"), query).content.decode()
+
+    [json_link] = [unescape(href) for href in re.findall(r'href="([^"]+)"', html) if "/api/v1/dashboard" in href]
+    url = urlsplit(json_link)
+    assert (url.path, url.fragment) == (reverse("api:get_dashboard"), "")
+    assert parse_qs(url.query) == {key: [value] for key, value in _scope(org).as_query().items()} | {
+        "application": [HOSTILE_APPLICATION]
+    }
