@@ -7,8 +7,7 @@ import io
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import datetime
-from typing import Literal
+from typing import Annotated, Literal
 
 from django.db import transaction
 from django.utils import timezone
@@ -17,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from grading.models import LIVE_STATES, Conversation, Draft, ItemKind, Label, Org, Review
 from grading.outcomes import CHECKS
 from grading.rollups import rollups_tracking
+from grading.schemas import ExternalId, Identifier, ZonedTime
 
 MAX_LABELS_PER_REQUEST = 5000
 CHECK_NAMES = (*CHECKS, Label.PASS_FAIL)
@@ -27,14 +27,14 @@ class LabelIn(BaseModel):
 
     model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
 
-    item: str = Field(min_length=1, max_length=200, description="the conversation's or draft's external id")
+    item: ExternalId = Field(description="the conversation's or draft's external id")
     kind: Literal["conversation", "draft"] | None = Field(
         default=None, description="needed only when a conversation and a draft share the external id"
     )
     check: str = Field(description="grounded, complete, usable, or pass_fail (drafts: pass_fail only)")
     verdict: Literal["pass", "fail", "unknown"]
-    labeller: str = Field(min_length=1, max_length=200)
-    time: datetime | None = Field(default=None, description="when it was labelled (ISO-8601); default: now")
+    labeller: Annotated[Identifier, Field(min_length=1, max_length=200)]
+    time: ZonedTime | None = Field(default=None, description="when it was labelled (ISO-8601); default: now")
 
     @field_validator("check", mode="before")
     @classmethod
@@ -44,13 +44,6 @@ class LabelIn(BaseModel):
         if isinstance(value, str) and value.strip().lower() not in CHECK_NAMES:
             raise ValueError(f"must be one of {', '.join(CHECK_NAMES)}")
         return value.strip().lower() if isinstance(value, str) else value
-
-    @field_validator("time")
-    @classmethod
-    def _aware(cls, value: datetime | None) -> datetime | None:
-        if value is not None and timezone.is_naive(value):
-            raise ValueError("give a time zone (e.g. 2026-11-30T09:00:00Z)")
-        return value
 
 
 class InvalidLabel(Exception):

@@ -44,8 +44,10 @@ def _addressable(value: str) -> str:
     return value
 
 
-# Ids reach queries as well as rows, and PostgreSQL refuses NUL even in a WHERE clause.
-ExternalId = Annotated[str, Field(min_length=1, max_length=200), AfterValidator(_storable), AfterValidator(_identifier)]
+# Ids reach queries as well as rows, and PostgreSQL refuses NUL even in a WHERE clause. Every name a pipeline sends
+# for matching rather than reading (an id, an application, a tool call, a labeller) is an Identifier.
+Identifier = Annotated[str, AfterValidator(_storable), AfterValidator(_identifier)]
+ExternalId = Annotated[Identifier, Field(min_length=1, max_length=200)]
 # A conversation's id is also a segment of its URL.
 ConversationId = Annotated[ExternalId, AfterValidator(_addressable)]
 Url = Annotated[HttpUrl, UrlConstraints(max_length=1000)]
@@ -62,7 +64,15 @@ def _storable_time(value: datetime | None) -> datetime | None:
         raise ValueError("is outside the years 1 to 9999 once converted to UTC") from None
 
 
+def _zoned(value: datetime) -> datetime:
+    if value.utcoffset() is None:
+        raise ValueError("give a time zone (e.g. 2026-11-30T09:00:00Z)")
+    return value
+
+
 StorableTime = Annotated[datetime, AfterValidator(_storable_time)]
+# A time said by a person (a label's), which means nothing without its zone: refused without one, not read as UTC.
+ZonedTime = Annotated[datetime, AfterValidator(_zoned), AfterValidator(_storable_time)]
 
 
 def _refuse_unstorable(value: Any, path: str = "") -> None:
@@ -96,13 +106,13 @@ class MessageIn(BaseModel):
     role: Literal["system", "user", "assistant", "tool"]
     content: str | list[dict[str, Any]] | None = None
     tool_calls: list[dict[str, Any]] | None = None
-    tool_call_id: str | None = Field(default=None, max_length=200)
-    name: str | None = Field(default=None, max_length=200)
+    tool_call_id: Annotated[Identifier, Field(max_length=200)] | None = None
+    name: Annotated[Identifier, Field(max_length=200)] | None = None
     created_at: StorableTime | None = None
     hidden: bool = False
     truncated: bool = False
 
-    @field_validator("id", "parent_id", "content", "tool_calls", "tool_call_id", "name")
+    @field_validator("content", "tool_calls")
     @classmethod
     def storable(cls, value: Any) -> Any:
         _refuse_unstorable(value)
@@ -113,16 +123,10 @@ class ConversationIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     external_id: ConversationId
-    application: Annotated[str, Field(min_length=1, max_length=100)]
+    application: Annotated[Identifier, Field(min_length=1, max_length=100)]
     closed: bool = False
     active_message_id: ExternalId | None = None
     messages: list[MessageIn] = Field(default_factory=list)
-
-    @field_validator("external_id", "application", "active_message_id")
-    @classmethod
-    def storable(cls, value: Any) -> Any:
-        _refuse_unstorable(value)
-        return value
 
 
 class MessagesIn(BaseModel):
@@ -152,9 +156,9 @@ class DraftIn(BaseModel):
     body: Annotated[str, Field(min_length=1)]
     source_urls: list[Url] = Field(default_factory=list, max_length=50)
     callback_url: Url | None = None
-    run_id: Annotated[str, Field(max_length=200)] | None = None
+    run_id: Annotated[Identifier, Field(max_length=200)] | None = None
 
-    @field_validator("external_id", "title", "body", "run_id")
+    @field_validator("title", "body")
     @classmethod
     def storable(cls, value: Any) -> Any:
         _refuse_unstorable(value)
