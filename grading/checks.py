@@ -14,10 +14,13 @@ from __future__ import annotations
 
 import re
 import threading
+import time
 import unicodedata
 from bisect import bisect_left
 from collections import OrderedDict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from functools import cached_property, lru_cache
 from typing import Any, Literal
@@ -25,9 +28,10 @@ from urllib.parse import unquote
 
 import ahocorasick
 from markdown_it import MarkdownIt
+from markdown_it.common.utils import normalizeReference
 from markdown_it.token import Token
 
-from grading.prose import VisibleProse, visible_prose
+from grading.prose import HTML_COMMENT, MDX_COMMENT, VisibleProse, comment_spans, is_word_char, visible_prose
 from grading.rules import DraftRules, InternalLinksRule, Severity, normalize_term
 
 Span = tuple[int, int]
@@ -87,10 +91,10 @@ _NEWLINE = re.compile(r"\r\n?|\n")
 _NOT_NEWLINE = re.compile(r"[^\r\n]")
 _FRONT_MATTER = re.compile(r"\A---[ \t]*\r?\n.*?^(?:---|\.\.\.)[ \t]*$", re.DOTALL | re.MULTILINE)
 _BACKTICKS = re.compile(r"`+")
-_HTML_COMMENT = re.compile(r"<!--.*?(?:-->|\Z)", re.DOTALL)
-_MDX_COMMENT = re.compile(r"\{/\*.*?\*/\}", re.DOTALL)
-_HEADING_ID = re.compile(r"\{#[^}\s]*\}")
-_LINK_DESTINATION_OPEN = re.compile(r"\]\(")
+_HEADING_ID = re.compile(r"\{#[^{}\s]*\}")  # `{` is no part of an id: `{#{#{#...` would be retried to the end
+_DESTINATION_MARK = re.compile(r"\\.|[()]|\n\n", re.DOTALL)  # an escape, a parenthesis, a blank line
+_DESTINATION_LIMIT = 4096
+_BRACKET = re.compile(r"\\.|!?\[|\]", re.DOTALL)  # an escape, a link (or image) text's opening, a closing
 _AUTOLINK = re.compile(r"<(?:[A-Za-z][A-Za-z0-9+.-]{1,31}:[^\s<>]*|[^\s<>@]+@[^\s<>@]+)>")
 _URL_MARK = re.compile(r"://|[Ww]{3}\.")  # a literal to search for is 8x faster than a URL regex tried everywhere
 _URL_REST = re.compile(r"[^\s<>\"'`]*")
@@ -119,11 +123,12 @@ class DraftStructure:
     urls: tuple[str, ...]  # every URL outside code: link destinations, autolinks, bare URLs
     components: Mapping[str, tuple[Span, ...]]  # JSX component tags outside code and comments, by name
     tail_start: int  # start of the trailing run of top-level component blocks (len(body) if there is none)
+    link_syntax: tuple[Span, ...] = ()  # a link's brackets, destination and label: a reader sees only its text
 
     @cached_property
     def visible(self) -> VisibleProse:
         """The prose as a reader sees it (grading/prose.py), with the map back to the body: vocabulary is read here."""
-        return visible_prose(self.body, self.prose)
+        return visible_prose(self.body, self.prose, hidden=self.link_syntax)
 
     @cached_property
     def haystack(self) -> str:
@@ -169,14 +174,21 @@ def _parse(body: str) -> DraftStructure:
     front_matter = _FRONT_MATTER.match(body)
     env: dict[str, Any] = {}
     tokens = _BLOCKS.parse(_masked(body, [front_matter.span()]) if front_matter else body, env)
+    checkpoint()
     blocks = _walk_blocks(body, line_starts, tokens, env)
     code, syntax = blocks.code, [*([front_matter.span()] if front_matter else []), *blocks.syntax]
 
     code_masked = _masked(body, code)
-    bare_urls = _bare_url_spans(code_masked)
+    destinations = _link_destinations(code_masked) if "](" in code_masked else []
+    bare_urls = _bare_url_spans(_masked(code_masked, destinations) if destinations else code_masked)
+    checkpoint()
     links, urls = _links_and_urls(code_masked, blocks.inline, env, bare_urls)
-    comments = [m.span() for pattern in (_HTML_COMMENT, _MDX_COMMENT) for m in pattern.finditer(code_masked)]
-    prose = _masked(body, [*code, *syntax, *comments, *bare_urls, *_non_prose_spans(code_masked)])
+    checkpoint()
+    comments = [
+        *comment_spans(code_masked, [HTML_COMMENT], unclosed_to_end=True),  # an HTML block runs on as CommonMark's
+        *comment_spans(code_masked, [MDX_COMMENT]),
+    ]
+    prose = _masked(body, [*code, *syntax, *comments, *bare_urls, *destinations, *_non_prose_spans(code_masked)])
     commentless = _masked(code_masked, comments)
     return DraftStructure(
         body=body,
@@ -187,6 +199,7 @@ def _parse(body: str) -> DraftStructure:
         urls=tuple(urls),
         components=_components(commentless),
         tail_start=_tail_start(body, line_starts, tokens),
+        link_syntax=tuple(_link_syntax(code_masked, destinations, env.get("references", {}))),
     )
 
 
@@ -289,33 +302,65 @@ def _escaped(text: str, index: int) -> bool:
 
 
 def _non_prose_spans(code_masked: str) -> list[Span]:
-    """Heading ids, link destinations, autolinks and bare URLs: rendered as nothing, or not as words."""
-    spans = [m.span() for pattern in (_HEADING_ID, _AUTOLINK) for m in pattern.finditer(code_masked)]
-    for m in _LINK_DESTINATION_OPEN.finditer(code_masked):
-        end = _destination_end(code_masked, m.end() - 1)
-        if end is not None:
-            spans.append((m.end() - 1, end))
+    """Heading ids and autolinks: rendered as nothing, or not as words."""
+    return [m.span() for pattern in (_HEADING_ID, _AUTOLINK) for m in pattern.finditer(code_masked)]
+
+
+def _link_destinations(text: str) -> list[Span]:
+    """Every parenthesised link destination (and title) after a `]`: from its `(` to the `)` that balances it,
+    unless a blank line (the paragraph's end) or `_DESTINATION_LIMIT` characters come first. One pass matching
+    parentheses on a stack, skipping escaped characters: scanning ahead from each `](` separately read the same
+    characters again for every opener (`](` repeated is a quadratic input up to the limit).
+    """
+    spans: list[Span] = []
+    open_parens: list[int] = []
+    for mark in _DESTINATION_MARK.finditer(text):
+        char, at = mark.group(), mark.start()
+        if char == "(":
+            open_parens.append(at)
+        elif char == ")":
+            if open_parens:
+                start = open_parens.pop()
+                if start > 0 and text[start - 1] == "]" and at - start < _DESTINATION_LIMIT:
+                    spans.append((start, at + 1))
+        elif char == "\n\n":
+            open_parens.clear()  # a blank line ends the paragraph: an open parenthesis before it opened no link
     return spans
 
 
-def _destination_end(text: str, open_paren: int) -> int | None:
-    """End of the parenthesised link destination (and title) opening at `open_paren`, parentheses balanced."""
-    depth, i, limit = 0, open_paren, min(len(text), open_paren + 4096)
-    while i < limit:
-        char = text[i]
-        if char == "\\":
-            i += 2
+def _link_syntax(text: str, destinations: list[Span], references: Mapping[str, Any]) -> list[Span]:
+    """What renders as nothing around a link's text: its `[`, and its `](destination)` or `][label]` (a label the
+    draft defines, or `[]` after a text it defines). A reader sees `de[lve](/x)` and `[de][1]lve` as one word.
+    One pass matching brackets on a stack; an image's `![alt](src)` is left as written (it shows no text).
+    """
+    destination_ends = {start: end for start, end in destinations}
+    spans: list[Span] = []
+    opens: list[int] = []
+    for mark in _BRACKET.finditer(text):
+        bracket, at = mark.group(), mark.start()
+        if bracket in ("[", "!["):
+            opens.append(-1 if bracket == "![" else at)
             continue
-        if char == "(":
-            depth += 1
-        elif char == ")":
-            depth -= 1
-            if depth == 0:
-                return i + 1
-        elif char == "\n" and text.startswith("\n", i + 1):
-            return None  # a blank line ends the paragraph: this was no link
-        i += 1
-    return None
+        if bracket != "]" or not opens:
+            continue  # an escaped character, or a bracket that opens nothing
+        start = opens.pop()
+        if start < 0:
+            continue
+        syntax_end = destination_ends.get(at + 1) or _reference_end(text, start, at, references)
+        if syntax_end is not None:
+            spans += [(start, start + 1), (at, syntax_end)]
+    return spans
+
+
+def _reference_end(text: str, start: int, close: int, references: Mapping[str, Any]) -> int | None:
+    """The end of `][label]` after the link text text[start + 1:close] when it makes a reference link."""
+    if not references or not text.startswith("[", close + 1):
+        return None
+    label_end = text.find("]", close + 2, close + 2 + 1000)
+    if label_end < 0 or "[" in text[close + 2 : label_end]:
+        return None
+    label = text[close + 2 : label_end] or text[start + 1 : close]
+    return label_end + 1 if normalizeReference(label) in references else None
 
 
 def _links_and_urls(
@@ -344,7 +389,7 @@ def _bare_url_spans(text: str) -> list[Span]:
                 start -= 1
             if text[start : mark.start()].lower() not in _URL_SCHEMES:
                 continue
-        if start > 0 and _is_word_char(text[start - 1]):
+        if start > 0 and is_word_char(text[start - 1]):
             continue
         spans.append((start, _URL_REST.match(text, mark.end()).end()))  # type: ignore[union-attr]
     return spans
@@ -398,7 +443,11 @@ def _h2(body: str, line_starts: list[int], heading: Token, inline: Token, env: d
 def heading_text(source: str, env: dict | None = None) -> str:
     """A heading as a reader sees it: MDX anchors (`{/*anchor*/}`, `{#id}`), inline markup, leading numbering and
     emoji stripped. Anchors go before inline parsing because `*anchor*` would otherwise read as emphasis."""
-    source = _HEADING_ID.sub(" ", _MDX_COMMENT.sub(" ", source))
+    pieces, cursor = [], 0
+    for start, end in comment_spans(source, [MDX_COMMENT]):
+        pieces.append(source[cursor:start])
+        cursor = end
+    source = _HEADING_ID.sub(" ", " ".join([*pieces, source[cursor:]]))
     children = _INLINE.parseInline(source, env or {})[0].children or []
     text = "".join(
         child.content if child.type in ("text", "code_inline") else " " if child.type.endswith("break") else ""
@@ -424,7 +473,7 @@ def is_question_heading(text: str, openings: Sequence[str]) -> bool:
     lowered = text.lower()
     for opening in openings:
         opening = opening.lower()
-        if lowered.startswith(opening) and not _is_word_char(lowered[len(opening) : len(opening) + 1]):
+        if lowered.startswith(opening) and not is_word_char(lowered[len(opening) : len(opening) + 1]):
             return True
     return False
 
@@ -433,11 +482,6 @@ def is_question_heading(text: str, openings: Sequence[str]) -> bool:
 Kind = Literal["word", "phrase", "character"]
 # Typographic apostrophes read as "'"; a line break (or tab, or no-break space) inside a phrase reads as a space.
 _HAYSTACK_FOLDS = (("\u2019", "'"), ("\u2018", "'"), ("\n", " "), ("\r", " "), ("\t", " "), ("\u00a0", " "))
-
-
-def _is_word_char(char: str) -> bool:
-    """What a regex `\\w` matches: letters, digits (any script) and the underscore."""
-    return bool(char) and (char.isalnum() or char == "_")
 
 
 def _haystack(prose: str) -> str:
@@ -467,7 +511,7 @@ class VocabularyMatcher:
         keyed: dict[str, list[_Entry]] = {}
         for kind, terms in (("word", words), ("phrase", phrases)):
             for term in terms:
-                entry = _Entry(kind, term, len(term), _is_word_char(term[0]), _is_word_char(term[-1]))  # type: ignore[arg-type]
+                entry = _Entry(kind, term, len(term), is_word_char(term[0]), is_word_char(term[-1]))  # type: ignore[arg-type]
                 keyed.setdefault(term, []).append(entry)
         for sequence in characters:
             for key in _character_keys(sequence):
@@ -489,9 +533,9 @@ class VocabularyMatcher:
         for last, entries in self._automaton.iter(_haystack(prose) if haystack is None else haystack):
             for entry in entries:
                 start, end = last - entry.length + 1, last + 1
-                if entry.bounded_left and start > 0 and _is_word_char(prose[start - 1]):
+                if entry.bounded_left and start > 0 and is_word_char(prose[start - 1]):
                     continue
-                if entry.bounded_right and end < len(prose) and _is_word_char(prose[end]):
+                if entry.bounded_right and end < len(prose) and is_word_char(prose[end]):
                     continue
                 spans = found.setdefault((entry.kind, entry.term), [])
                 if spans and start < spans[-1][1]:
@@ -529,15 +573,48 @@ def check_draft(*, body: str, rules: DraftRules, source_urls: list[str], proof_t
     """Every broken rule of `rules` in `body`, in rule order: vocabulary, characters, headings, links, components,
     citations, proof points. Spans are offsets into `body` as given, whatever its line endings."""
     structure = parse_draft(unix_newlines(body))
-    findings = [
-        *_vocabulary_findings(structure, rules),
-        *_h2_findings(structure, rules),
-        *_internal_link_findings(structure, rules),
-        *_component_findings(structure, rules),
-        *_citation_findings(structure, rules, source_urls),
-        *_proof_point_findings(structure, rules, proof_terms),
+    checks: list[Callable[[], list[Finding]]] = [
+        lambda: _vocabulary_findings(structure, rules),
+        lambda: _h2_findings(structure, rules),
+        lambda: _internal_link_findings(structure, rules),
+        lambda: _component_findings(structure, rules),
+        lambda: _citation_findings(structure, rules, source_urls),
+        lambda: _proof_point_findings(structure, rules, proof_terms),
     ]
+    findings: list[Finding] = []
+    for check in checks:
+        checkpoint()
+        findings += check()
     return _spans_into(body, findings) if "\r\n" in body else findings
+
+
+class ChecksOverBudget(Exception):
+    """The checks of a draft spent more of their thread's CPU time than their budget allows."""
+
+
+_DEADLINE: ContextVar[float | None] = ContextVar("checks_deadline", default=None)
+
+
+@contextmanager
+def checks_budget(seconds: float) -> Iterator[None]:
+    """Checks and repairs run inside stop with ChecksOverBudget at their first checkpoint past `seconds` of this
+    thread's CPU time. Every pattern they run is linear in the body (tests/grading/test_checks_linear.py), so the
+    work between two checkpoints is bounded; the budget bounds what a legal but costly body takes from a worker
+    shared by every org, and from a web request (the preview). CPU time, not wall time: a thread waiting for the
+    interpreter while others run is not charged for their work.
+    """
+    token = _DEADLINE.set(time.thread_time() + seconds)
+    try:
+        yield
+    finally:
+        _DEADLINE.reset(token)
+
+
+def checkpoint() -> None:
+    """Raise ChecksOverBudget when the budget of the `checks_budget` block this runs in is spent."""
+    deadline = _DEADLINE.get()
+    if deadline is not None and time.thread_time() > deadline:
+        raise ChecksOverBudget("the checks of this draft spent more CPU time than their budget")
 
 
 def unix_newlines(body: str) -> str:

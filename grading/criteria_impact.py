@@ -5,6 +5,7 @@ preview of a draft version's deterministic checks over recent drafts (no judge c
 
 import difflib
 import math
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
@@ -14,7 +15,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db.models import Count, Q, Sum
 from django.utils import timezone
 
-from grading.checks import Finding, check_draft
+from grading.checks import ChecksOverBudget, Finding, check_draft, checks_budget
 from grading.criteria import criteria_publish
 from grading.evidence import NotScorable
 from grading.gate import merge_verdict
@@ -193,6 +194,7 @@ class Preview:
     read: int  # drafts read (the org may have fewer)
     compared: int  # of those, drafts with a current review to compare with
     rows: list[PreviewRow]  # the drafts whose outcome would change, newest first
+    unchecked: int = 0  # of the compared, drafts whose checks ran past a CPU budget: not compared after all
 
     @property
     def route_changes(self) -> int:
@@ -200,7 +202,7 @@ class Preview:
 
     @property
     def unchanged(self) -> int:
-        return self.compared - len(self.rows)
+        return self.compared - self.unchecked - len(self.rows)
 
 
 _PREVIEW_REVIEW_FIELDS = (
@@ -225,13 +227,17 @@ def criteria_preview(*, version: CriteriaVersion, limit: int = PREVIEW_DEFAULT) 
     5. The route it would take: the current review's judge score (and its pass verdict and spread) merged with
        the remaining findings under the version's threshold and band, as the gate merges. A judge reading a
        changed rubric may score differently: that is what a trial run measures.
+
+    The checks run inside the web request: each draft's under the gate's budget (CHECKS_CPU_BUDGET_SECONDS), and
+    all of them under PREVIEW_CPU_BUDGET_SECONDS together. A draft past either is counted as unchecked.
     """
     rules = version.draft_rules()
     proof_terms = _proof_terms(version.org)
     newest = Draft.objects.filter(org_id=version.org_id).order_by("-updated_at", "-pk")
     ids = list(newest.values_list("pk", flat=True)[:limit])
     reviewed_under: dict[int, DraftRules] = {}
-    rows, compared = [], 0
+    rows, compared, unchecked = [], 0, 0
+    preview_deadline = time.thread_time() + settings.PREVIEW_CPU_BUDGET_SECONDS
     for start in range(0, len(ids), PREVIEW_CHUNK):
         chunk = ids[start : start + PREVIEW_CHUNK]
         drafts = Draft.objects.filter(pk__in=chunk).only("pk", "external_id", "slug", "title", "body", "source_urls")
@@ -249,7 +255,18 @@ def criteria_preview(*, version: CriteriaVersion, limit: int = PREVIEW_DEFAULT) 
                 reviewed_under[review.criteria_version_id] = CriteriaVersion.objects.get(
                     pk=review.criteria_version_id
                 ).draft_rules()
-            findings = check_draft(body=draft.body, rules=rules, source_urls=draft.source_urls, proof_terms=proof_terms)
+            budget = min(settings.CHECKS_CPU_BUDGET_SECONDS, preview_deadline - time.thread_time())
+            if budget <= 0:  # the preview's budget is spent: the rest is not checked at all
+                unchecked += 1
+                continue
+            try:
+                with checks_budget(budget):
+                    findings = check_draft(
+                        body=draft.body, rules=rules, source_urls=draft.source_urls, proof_terms=proof_terms
+                    )
+            except ChecksOverBudget:
+                unchecked += 1
+                continue
             row = preview_row(
                 draft=PreviewDraft(draft.pk, draft.external_id, draft.slug, draft.title),
                 review=review,
@@ -259,7 +276,7 @@ def criteria_preview(*, version: CriteriaVersion, limit: int = PREVIEW_DEFAULT) 
             )
             if row.new_findings or row.gone_findings or row.route_changed:
                 rows.append(row)
-    return Preview(version=version, asked=limit, read=len(ids), compared=compared, rows=rows)
+    return Preview(version=version, asked=limit, read=len(ids), compared=compared, rows=rows, unchecked=unchecked)
 
 
 def _proof_terms(org: Org) -> list[str]:

@@ -7,16 +7,17 @@ and a draft with any remaining finding cannot pass. Uncertain outcomes go to hum
 import logging
 from dataclasses import dataclass
 
+from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from grading.checks import PROOF_POINT_MISSING, Finding, check_draft
+from grading.checks import PROOF_POINT_MISSING, ChecksOverBudget, Finding, check_draft, checks_budget
 from grading.evidence import draft_fingerprint
 from grading.judge.backends import DraftJudge, DraftJudgement, DraftPrompt, draft_judge_from_settings
 from grading.judge.client import JudgeError
 from grading.memory import MemoryContext, related_articles, retrieve_memory
 from grading.models import COUNTING_STATES, CriteriaVersion, Draft, Review, Route
-from grading.outcomes import BAND, JUDGE_CONTRADICTION, SPREAD
+from grading.outcomes import BAND, CHECKS_BUDGET, JUDGE_CONTRADICTION, SPREAD
 from grading.repairs import repair_draft
 from grading.reviews import (
     criteria_of,
@@ -113,7 +114,13 @@ def draft_outcome(*, draft: Draft, criteria: CriteriaVersion, memory: MemoryCont
     ask the judge about the body as it would be published (call it outside any transaction), merge. The gate
     records it as the draft's review; a criteria trial records it as a trial review."""
     rules = published_draft_rules(criteria)
-    checked = _check_and_repair(draft, rules, memory.proof_terms)
+    try:
+        with checks_budget(settings.CHECKS_CPU_BUDGET_SECONDS):
+            checked = _check_and_repair(draft, rules, memory.proof_terms)
+    except ChecksOverBudget as exc:
+        logger.warning("checks of draft %s stopped: %s", draft.pk, exc)
+        detail = f"{exc} ({settings.CHECKS_CPU_BUDGET_SECONDS:g} s, CHECKS_CPU_BUDGET_SECONDS)"
+        return {"route": Route.ERROR, "reason": CHECKS_BUDGET, "detail": detail, "memory_used": memory.as_json()}
     prompt = DraftPrompt(
         rubric=criteria.rubric,
         criteria_number=criteria.number,

@@ -13,5 +13,7 @@ JUDGE_CONTRADICTION = "judge_contradiction"  # the judge's pass verdict disagree
 SPREAD = "spread"  # the score's distribution straddles the threshold
 UNKNOWN_CHECK = "unknown_check"  # a conversation check came back unknown
 HUMAN_REASONS = (BAND, UNKNOWN_CHECK, JUDGE_CONTRADICTION, SPREAD)
+# Why a review is an error without a judge's answer: the checks of the draft ran past their CPU budget.
+CHECKS_BUDGET = "checks_budget"
 
 SUB_SCORES = ("aeo", "writing", "org_fit")  # a draft judge's sub-scores, 1-5

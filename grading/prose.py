@@ -27,7 +27,7 @@ import html.entities
 import re
 import unicodedata
 from bisect import bisect_right
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import cache
 
@@ -40,11 +40,10 @@ _INLINE_TAG = (
     r"|sub|sup|time|tt|u|var|wbr)(?=[\s/>])[^<>]*>"
 )
 _EMPHASIS = r"[*~]+"  # only intraword runs are rewritten (see _rewrite); CommonMark shows an intraword `_` as it is
-_COMMENT = re.compile(r"<!--.*?-->|\{/\*.*?\*/\}", re.DOTALL)
 _SCRIPT_LETTER = re.compile(r"[\u0370-\u03ff\u0400-\u052f\u0530-\u058f\u13a0-\u13ff\u1c80-\u1c8f\u1f00-\u1fff]")
-_WORD_WITH_SCRIPT_LETTER = re.compile(
-    r"\w*[\u0370-\u03ff\u0400-\u052f\u0530-\u058f\u13a0-\u13ff\u1c80-\u1c8f\u1f00-\u1fff]\w*"
-)
+_WORD_REST = re.compile(r"\w*")
+HTML_COMMENT = ("<!--", "-->")
+MDX_COMMENT = ("{/*", "*/}")
 
 # Characters that render as nothing: format characters (Cf: soft hyphen, zero-width space and joiners, bidi marks,
 # embeddings, overrides and isolates, word joiner, BOM, tags) and invisible ones of other categories.
@@ -176,9 +175,10 @@ class VisibleProse:
         return tuple(self.body_span(start, end) for start, end in spans)
 
 
-def visible_prose(body: str, prose: str | None = None) -> VisibleProse:
+def visible_prose(body: str, prose: str | None = None, *, hidden: Sequence[Span] = ()) -> VisibleProse:
     """The prose of `body` as a reader sees it. `prose` is the body with non-prose masked by spaces (same length;
-    `parse_draft(body).prose`), or the body itself when omitted.
+    `parse_draft(body).prose`), or the body itself when omitted. `hidden` are body spans of markup that renders as
+    nothing between the text around it (a link's brackets and destination: `parse_draft(body).link_syntax`).
 
     1. Find the pieces that read differently from how they are written: character references, inline HTML tags,
        intraword emphasis runs, comments (masked in the prose, but rendering as nothing rather than as a gap), and
@@ -189,7 +189,7 @@ def visible_prose(body: str, prose: str | None = None) -> VisibleProse:
     """
     if prose is None:
         prose = body
-    pieces = _pieces(body, prose)
+    pieces = _pieces(body, prose, hidden)
     if not pieces:
         return VisibleProse(_as_latin(prose))
     out: list[str] = []
@@ -210,7 +210,7 @@ def visible_prose(body: str, prose: str | None = None) -> VisibleProse:
     return VisibleProse(_as_latin("".join(out)), tuple(starts), tuple(lengths), tuple(sources))
 
 
-def _pieces(body: str, prose: str) -> list[tuple[int, int, str]]:
+def _pieces(body: str, prose: str, hidden: Sequence[Span]) -> list[tuple[int, int, str]]:
     found: list[tuple[int, int, str]] = []
     cursor = 0
     for candidate in _candidates().finditer(prose):
@@ -222,9 +222,44 @@ def _pieces(body: str, prose: str) -> list[tuple[int, int, str]]:
             found.append(piece)
             cursor = piece[1]
     if "<!--" in body or "{/*" in body:
-        comments = [(m.start(), m.end(), "") for m in _COMMENT.finditer(body) if not prose[m.start() : m.end()].strip()]
+        spans = comment_spans(body, (HTML_COMMENT, MDX_COMMENT))
+        comments = [(start, end, "") for start, end in spans if not prose[start:end].strip()]
         found = _merged(found, comments)
+    if hidden:
+        found = _merged(found, [(start, end, "") for start, end in hidden])
     return found
+
+
+def comment_spans(text: str, delimiters: Iterable[tuple[str, str]], *, unclosed_to_end: bool = False) -> list[Span]:
+    """The comments of `text` delimited by any of the (opener, closer) pairs, leftmost first and none inside
+    another, as a lazy pattern (`<!--.*?-->`) finds them, but in one pass: such a pattern tries every unclosed
+    opener up to the end of the text, which is quadratic in the number of openers. An opener whose closer is
+    nowhere after it opens no comment (nor does any later opener of its kind), or one running to the end of the text
+    with `unclosed_to_end` (as CommonMark reads an unclosed `<!--`).
+    """
+    pairs = list(delimiters)
+    next_open = [text.find(opener) for opener, _ in pairs]
+    spans: list[Span] = []
+    cursor = 0
+    while True:
+        for kind, (opener, _) in enumerate(pairs):
+            if 0 <= next_open[kind] < cursor:
+                next_open[kind] = text.find(opener, cursor)
+        open_kinds = [kind for kind in range(len(pairs)) if next_open[kind] >= 0]
+        if not open_kinds:
+            return spans
+        kind = min(open_kinds, key=next_open.__getitem__)
+        opener, closer = pairs[kind]
+        start = next_open[kind]
+        close = text.find(closer, start + len(opener))
+        if close >= 0:
+            spans.append((start, close + len(closer)))
+            cursor = close + len(closer)
+        elif unclosed_to_end:
+            spans.append((start, len(text)))
+            return spans
+        else:
+            next_open[kind] = -1  # no closer after it, so none after any later opener either
 
 
 def _rewrite(prose: str, start: int) -> tuple[int, int, str] | None:
@@ -262,12 +297,31 @@ def _merged(pieces: list[tuple[int, int, str]], more: list[tuple[int, int, str]]
 def _as_latin(text: str) -> str:
     """Look-alike letters read as Latin inside words that mix scripts (`dеlve` with a Cyrillic `е`); a word in one
     script is left as it is, so Russian or Greek prose is never read as English."""
-    if not _SCRIPT_LETTER.search(text):
+    letter = _SCRIPT_LETTER.search(text)
+    if letter is None:
         return text
-    return _WORD_WITH_SCRIPT_LETTER.sub(_word_as_latin, text)
+    out: list[str] = []
+    cursor = 0
+    while letter is not None:
+        # The word around the letter, found outwards from it: a pattern `\w*[letters]\w*` retried at every start of
+        # a long word is quadratic in its length. Each character is read at most once backwards and once forwards.
+        start = letter.start()
+        while start > cursor and is_word_char(text[start - 1]):
+            start -= 1
+        end = _WORD_REST.match(text, letter.end()).end()  # type: ignore[union-attr]
+        out.append(text[cursor:start])
+        out.append(_word_as_latin(text[start:end]))
+        cursor = end
+        letter = _SCRIPT_LETTER.search(text, cursor)
+    out.append(text[cursor:])
+    return "".join(out)
 
 
-def _word_as_latin(match: re.Match[str]) -> str:
-    word = match.group()
+def is_word_char(char: str) -> bool:
+    """What a regex `\\w` matches: letters, digits (any script) and the underscore."""
+    return char.isalnum() or char == "_"
+
+
+def _word_as_latin(word: str) -> str:
     scripts = {script for script in map(_script, word) if script is not None}
     return word.translate(_CONFUSABLES) if len(scripts) > 1 else word

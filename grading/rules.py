@@ -563,7 +563,44 @@ def _edit_errors(document: dict) -> dict[str, list[str]]:
     pattern = _section(document, "internal_links").get("pattern")
     if isinstance(pattern, str):
         _pattern_errors(errors, pattern)
+    _vocabulary_depth_errors(errors, document)
     return errors
+
+
+# The checks find every vocabulary entry in one scan whose work at each character grows with the number of entries
+# ending there. Entries that end inside each other ("a", "aa", "aaa", ...) would make that work per character as
+# large as their number; a term longer than any word or phrase makes the check that no entry ends inside it dear.
+MAX_TERM_LENGTH = 100
+MAX_ENTRIES_ENDING_ALIKE = 8
+
+
+def _vocabulary_depth_errors(errors: dict[str, list[str]], document: dict) -> None:
+    entries: dict[str, str] = {}  # the entry as the matcher reads it -> the field it is listed under
+    for section in ("banned_words", "filler_phrases"):
+        terms = _section(document, section).get("terms")
+        for term in terms if isinstance(terms, list) else []:
+            if not isinstance(term, str):
+                continue
+            if len(term.strip()) > MAX_TERM_LENGTH:
+                errors.setdefault(f"{section}.terms", []).append(
+                    f"{term.strip()[:40]!r}... is longer than {MAX_TERM_LENGTH} characters."
+                )
+            else:
+                entries.setdefault(normalize_term(term).lower(), f"{section}.terms")
+    characters = _section(document, "banned_characters").get("characters")
+    for character in characters if isinstance(characters, list) else []:
+        sequence = character.get("sequence") if isinstance(character, dict) else None
+        if isinstance(sequence, str) and 0 < len(sequence) <= MAX_TERM_LENGTH:
+            entries.setdefault(sequence.lower(), "banned_characters.characters")
+    for entry, path in entries.items():
+        ending_alike = [entry[start:] for start in range(len(entry)) if entry[start:] in entries]
+        if len(ending_alike) > MAX_ENTRIES_ENDING_ALIKE:
+            shown = ", ".join(repr(other) for other in sorted(ending_alike, key=len)[:4])
+            errors.setdefault(path, []).append(
+                f"{len(ending_alike)} entries end the same way as {entry!r} ({shown}, ...): at most "
+                f"{MAX_ENTRIES_ENDING_ALIKE} may, or every check of a draft slows by as many times."
+            )
+            return
 
 
 def _section(document: dict, name: str) -> dict:

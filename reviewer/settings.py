@@ -281,6 +281,10 @@ MAX_MESSAGE_BYTES = env_int("MAX_MESSAGE_BYTES", 1_000_000, minimum=1_000)
 DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("MAX_REQUEST_BYTES", 64_000_000, minimum=1_000_000)
 # A draft is judged whole, in one prompt (drafts have no stages): 200 kB is some 30,000 words.
 MAX_DRAFT_BYTES = env_int("MAX_DRAFT_BYTES", 200_000, minimum=1_000)
+# CPU seconds the checks and repairs of one draft may spend (grading, trials); a criteria preview's checks, which run
+# inside the web request, share PREVIEW_CPU_BUDGET_SECONDS, kept under the web worker's timeout.
+CHECKS_CPU_BUDGET_SECONDS = env_float("CHECKS_CPU_BUDGET_SECONDS", 5.0, minimum=0.01)
+PREVIEW_CPU_BUDGET_SECONDS = env_float("PREVIEW_CPU_BUDGET_SECONDS", 15.0, minimum=0.01)
 CONVERSATION_QUIET_MINUTES = env_int("CONVERSATION_QUIET_MINUTES", 30, minimum=0)
 GRADING_PASS_CAP = env_int("GRADING_PASS_CAP", 5_000, minimum=1)
 # Items per grading task a pass sends: graded one after another in the task, so Celery's cost per task is shared

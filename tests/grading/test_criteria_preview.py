@@ -119,3 +119,9 @@ def test_a_repair_the_current_review_could_not_make_is_not_counted_as_made(org, 
     assert keys(review.findings) >= {("internal_links_missing", "")}
     version = criteria_new_version(org=org, kind=ItemKind.DRAFT)
     assert criteria_preview(version=version).rows == []
+
+
+def test_drafts_whose_checks_run_past_the_budget_are_counted_as_unchecked_and_not_compared(org, graded, settings):
+    settings.PREVIEW_CPU_BUDGET_SECONDS = 0.000_001  # spent before the first draft is checked
+    preview = criteria_preview(version=stricter_version(org))
+    assert (preview.compared, preview.unchecked, preview.rows, preview.unchanged) == (5, 5, [], 0)

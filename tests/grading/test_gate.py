@@ -177,3 +177,19 @@ def test_publishing_new_draft_criteria_puts_graded_drafts_back_in_the_pass(org, 
     regraded = draft_grade(draft_id=draft.pk, judge=llm_draft_judge(fake_llm))
     assert regraded.criteria_version == version
     assert (regraded.route, regraded.reason) == ("human", "band")  # 8 is now in [7.5, 8.5)
+
+
+def test_a_draft_whose_checks_run_past_their_cpu_budget_is_an_error_and_the_judge_is_not_asked(
+    org, other_org, fake_llm, settings
+):
+    costly = save_draft(org, CLEAN_BODY + "\n\nSee [the notes][n] too. " * 3000 + "\n\n[n]: /notes\n")
+    settings.CHECKS_CPU_BUDGET_SECONDS = 0.001
+    review = draft_grade(draft_id=costly.pk, judge=llm_draft_judge(fake_llm))
+    assert (review.route, review.reason) == ("error", "checks_budget")
+    assert "CHECKS_CPU_BUDGET_SECONDS" in review.detail
+    assert fake_llm.chat_requests() == []
+
+    settings.CHECKS_CPU_BUDGET_SECONDS = 5.0  # the worker moves on: the next draft is checked and judged
+    fake_llm.script(draft_reply(8))
+    clean = draft_grade(draft_id=save_draft(other_org).pk, judge=llm_draft_judge(fake_llm))
+    assert clean.route == "pass"

@@ -87,6 +87,37 @@ def test_markup_that_separates_words_on_the_page_still_separates_them():
         assert vocabulary(f"We {joined} here.") == [], joined
 
 
+@pytest.mark.parametrize(
+    ("body", "spelling"),
+    [
+        ("We de[lve](https://example.com/x) here.", "de[lve"),
+        ("We [del](https://example.com/)ve here.", "del](https://example.com/)ve"),
+        ('We [de](/x "a title")lve here.', 'de](/x "a title")lve'),
+        ("We [de][1]lve here.\n\n[1]: https://example.com/", "de][1]lve"),
+        ("We [de][]lve here.\n\n[de]: https://example.com/", "de][]lve"),
+    ],
+)
+def test_a_banned_word_split_by_a_link_reads_as_one_word_as_a_reader_sees_it(body, spelling):
+    # A link's brackets, destination and label render as nothing: the reader sees its text joined to the letters.
+    assert vocabulary(body) == [(BANNED_WORD, "delve", [spelling])]
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "We [de][1]lve here.",  # no reference [1]: shown as typed, brackets and all
+        "We de\\[lve](/x) here.",  # an escaped bracket opens no link
+        "We `de[lve](/x)` here.",  # code
+        "We ![de](/x.png)lve here.",  # an image shows no text
+        "We [de](/x) lve here.",  # a space is a space
+        "We [de](/x)\n\nlve here.",  # so is a paragraph
+        "We [d[e]l](/x)ve here.",  # brackets inside a link's text are shown: "d[e]lve"
+    ],
+)
+def test_link_syntax_a_reader_sees_or_that_is_no_link_does_not_join_words(body):
+    assert vocabulary(body) == []
+
+
 # --- text in other languages is not read as English ----------------------------------------------------------------
 @pytest.mark.parametrize(
     "text",
