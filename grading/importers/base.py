@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import reprlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -233,43 +234,59 @@ def content_text(content: str | list[dict[str, Any]] | None) -> str:
 _MAX_EPOCH_SECONDS = 1e11
 
 
-def iso_from_epoch(value: Any) -> str | None:
-    """Epoch seconds (or milliseconds, microseconds, nanoseconds) to ISO-8601 UTC; None when unusable.
+# A time the file gives is shown in a refusal at most this long: the value is untrusted and may be megabytes.
+_SHOWN = reprlib.Repr()
+_SHOWN.maxstring = _SHOWN.maxlong = _SHOWN.maxother = 60
 
-    Timestamps are not part of the evidence, so a bad one is dropped rather than failing the conversation.
+
+def _not_a_time(value: Any, what: str) -> ConversationError:
+    return ConversationError(f"{what} {_SHOWN.repr(value)} is not a time")
+
+
+def _out_of_range(value: Any, what: str) -> ConversationError:
+    return ConversationError(f"{what} {_SHOWN.repr(value)} is outside the years 1 to 9999 once converted to UTC")
+
+
+def iso_from_epoch(value: Any, what: str) -> str | None:
+    """Epoch seconds (or milliseconds, microseconds, nanoseconds) to ISO-8601 UTC; None when the file gives no
+    time (null). `what` names the field in a refusal ("message 'm3' create_time").
+
+    A time the file gives that is not a number, or falls outside the years 1 to 9999 in UTC, refuses the
+    conversation (ConversationError), as the API refuses it. Dropping it stored the import time instead (what the
+    upsert gives a message without one), which could make that message the newest leaf and so the active path.
     """
+    if value is None:
+        return None
     if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
+        raise _not_a_time(value, what)
     try:
-        seconds = float(value)
-    except OverflowError:  # an integer too large for a float is no time either
-        return None
-    for _ in range(3):
-        if abs(seconds) < _MAX_EPOCH_SECONDS:
-            break
-        seconds /= 1000
-    try:
+        seconds = float(value)  # OverflowError: an integer too large for a float
+        for _ in range(3):
+            if abs(seconds) < _MAX_EPOCH_SECONDS:
+                break
+            seconds /= 1000
         return datetime.fromtimestamp(seconds, tz=UTC).isoformat()
     except (OverflowError, OSError, ValueError):
-        return None
+        raise _out_of_range(value, what) from None
 
 
-def iso_from_any(value: Any) -> str | None:
-    """An epoch number or an ISO-8601 string (naive means UTC) to ISO-8601; None when unusable, which includes
-    a time outside the years 1 to 9999 once in UTC (0001-01-01T00:00+14:00 is in 1 BC)."""
+def iso_from_any(value: Any, what: str) -> str | None:
+    """An epoch number or an ISO-8601 string (naive means UTC) to ISO-8601; None when the file gives no time.
+    Refused as `iso_from_epoch` refuses: a string that is not ISO-8601, or a time outside the years 1 to 9999
+    once in UTC (0001-01-01T00:00+14:00 is in 1 BC)."""
     if isinstance(value, str):
         try:
             moment = datetime.fromisoformat(value)
         except ValueError:
-            return None
+            raise _not_a_time(value, what) from None
         if moment.tzinfo is None:
             moment = moment.replace(tzinfo=UTC)
         try:
             moment.astimezone(UTC)
         except OverflowError:
-            return None
+            raise _out_of_range(value, what) from None
         return moment.isoformat()
-    return iso_from_epoch(value)
+    return iso_from_epoch(value, what)
 
 
 def message(

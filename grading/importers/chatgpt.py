@@ -163,7 +163,7 @@ def _message(key: str, raw: Any, parent_id: str | None) -> dict[str, Any]:
         content=content,
         tool_calls=tool_calls,
         name=name,
-        created_at=iso_from_epoch(raw.get("create_time")),
+        created_at=iso_from_epoch(raw.get("create_time"), f"{where} create_time"),
         hidden=metadata.get("is_visually_hidden_from_conversation") is True,
         truncated=(isinstance(status, str) and status != "finished_successfully") or finish_type == "interrupted",
     )

@@ -105,7 +105,7 @@ def _parse_messages(raw_messages: list[Any]) -> list[dict[str, Any]]:
                 tool_calls=_tool_calls(raw, message_id, where),
                 tool_call_id=optional_id(raw.get("tool_call_id"), f"{where} tool_call_id"),
                 name=optional_str(raw.get("name"), f"{where} name"),
-                created_at=iso_from_any(raw.get("created_at")),
+                created_at=iso_from_any(raw.get("created_at"), f"{where} created_at"),
                 hidden=raw.get("hidden") is True,
                 truncated=raw.get("truncated") is True,
             )

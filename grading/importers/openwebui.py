@@ -121,6 +121,6 @@ def _message(message_id: str, raw: dict[str, Any], parent: Any) -> dict[str, Any
         parent_id=optional_id(parent, f"{where} parentId"),
         role=role,
         content=content_value(raw.get("content"), where),
-        created_at=iso_from_epoch(raw.get("timestamp")),
+        created_at=iso_from_epoch(raw.get("timestamp"), f"{where} timestamp"),
         truncated=role == "assistant" and raw.get("done") is False,
     )

@@ -95,3 +95,27 @@ def test_reimporting_a_graded_conversation_reports_its_current_review(org):
     again, _, _ = run_import("openai", "openai-branches.json")
     reported = next(entry for entry in again if entry["external_id"] == line["external_id"])
     assert reported["review"]["identity"]["fingerprint"] == line["fingerprint"]
+
+
+def test_it_refuses_a_conversation_with_a_time_out_of_range_naming_it_rather_than_storing_the_import_time(
+    org, tmp_path
+):
+    """m3 sits on an abandoned branch. Stored with the import time instead of its own, it became the newest leaf
+    and the active path: the conversation is refused, naming the message and its time, and the rest imports."""
+    messages = [
+        {"id": "m1", "role": "user", "content": "Refund order 1182?", "created_at": "2024-05-01T10:00:00Z"},
+        {"id": "m2", "parent_id": "m1", "role": "assistant", "content": "Done.", "created_at": "2024-05-01T10:01:00Z"},
+        {"id": "m3", "parent_id": "m1", "role": "assistant", "content": "No.", "created_at": "0001-01-01T00:00+01:00"},
+    ]
+    lines = [{"id": "c1", "messages": messages}, {"id": "c2", "messages": messages[:2]}]
+    path = tmp_path / "export.jsonl"
+    path.write_text("\n".join(json.dumps(line) for line in lines))
+
+    imported, errors, failed = run_import("openai", str(path))
+
+    assert failed and [line["external_id"] for line in imported] == ["c2"]
+    assert errors.splitlines() == [
+        "c1: not imported: message 'm3' created_at '0001-01-01T00:00+01:00' is outside the years 1 to 9999 "
+        "once converted to UTC"
+    ]
+    assert not Conversation.objects.filter(external_id="c1").exists()

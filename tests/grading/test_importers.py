@@ -748,3 +748,53 @@ def test_it_links_a_tool_result_with_another_name_only_to_the_single_call_right_
 
     linked = {m["id"]: m["tool_call_id"] for m in result.payload["messages"] if m["role"] == "tool"}
     assert linked == {"r1": "c1", "r2": None}
+
+
+# --- times the file gives but no one can read -------------------------------------------------------------------
+
+
+def _with_time(fmt: str, value: Any) -> Any:
+    """A conversation of `fmt` whose one message carries `value` as its time, in that format's own field."""
+    if fmt == "openai":
+        return [{"id": "t1", "messages": [{"id": "m1", "role": "user", "content": "hi", "created_at": value}]}]
+    if fmt == "chatgpt":
+        message = {"id": "m1", "author": {"role": "user"}, "content": {"content_type": "text", "parts": ["hi"]}}
+        return [
+            {"id": "t1", "mapping": {"m1": {"id": "m1", "parent": None, "message": message | {"create_time": value}}}}
+        ]
+    return [
+        {"id": "t1", "chat": {"history": {"messages": {"m1": {"role": "user", "content": "hi", "timestamp": value}}}}}
+    ]
+
+
+TIME_FIELDS = {"openai": "created_at", "chatgpt": "create_time", "openwebui": "timestamp"}
+OUT_OF_RANGE = {"openai": "9999-12-31T23:00:00-14:00", "chatgpt": -62135596801, "openwebui": 10**22}
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_it_refuses_a_conversation_whose_time_is_outside_the_years_1_to_9999_naming_message_and_time(fmt):
+    [result] = parse_text(fmt, _with_time(fmt, OUT_OF_RANGE[fmt]))
+
+    assert result == ParseFailure(
+        external_id="t1",
+        index=0,
+        reason=f"message 'm1' {TIME_FIELDS[fmt]} {OUT_OF_RANGE[fmt]!r} is outside the years 1 to 9999 once "
+        "converted to UTC",
+    )
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("value", ["yesterday", "", "2026-13-01", True, {"at": 1}])
+def test_it_refuses_a_conversation_whose_time_is_not_a_time(fmt, value):
+    [result] = parse_text(fmt, _with_time(fmt, value))
+
+    assert isinstance(result, ParseFailure) and result.external_id == "t1"
+    assert result.reason.startswith(f"message 'm1' {TIME_FIELDS[fmt]} ")
+    assert result.reason.endswith(" is not a time")
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_it_leaves_a_time_the_file_does_not_give_missing(fmt):
+    [result] = parse_text(fmt, _with_time(fmt, None))
+
+    assert result.payload["messages"][0]["created_at"] is None

@@ -200,10 +200,15 @@ def test_an_import_reaches_the_conversations_after_a_hundred_thousand_deep_one_a
     assert len(result.payload["messages"]) == 100_000  # parsed without recursion: the limit is what refused it
 
 
-def test_an_epoch_too_large_for_a_float_is_dropped_not_a_crash_of_the_file():
-    text = json.dumps([{"id": "c1", "messages": [{"role": "user", "content": "hi", "created_at": 10**400}]}])
-    [result] = parse_file("openai", text)
-    assert result.payload["messages"][0]["created_at"] is None
+def test_an_epoch_too_large_for_a_float_refuses_its_conversation_not_the_file():
+    text = json.dumps([
+        {"id": "c1", "messages": [{"role": "user", "content": "hi", "created_at": 10**400}]},
+        {"id": "c2", "messages": [{"role": "user", "content": "hi", "created_at": 1.7e9}]},
+    ])  # fmt: skip
+    refused, parsed = parse_file("openai", text)
+    assert refused.external_id == "c1" and "outside the years 1 to 9999" in refused.reason
+    assert len(refused.reason) < 200  # the 401 digits are not repeated back whole
+    assert parsed.payload["messages"][0]["created_at"] == "2023-11-14T22:13:20+00:00"
 
 
 def test_a_failure_line_cannot_be_forged_or_reordered_by_the_id_it_names(org, tmp_path):
