@@ -22,6 +22,8 @@ from typing import Any
 
 import rehashes
 
+from grading.judge.untrusted import SIZING_NONCE, data_text
+
 FINGERPRINT_SCHEME = "fp1"
 DEFAULT_QUIET_PERIOD = timedelta(minutes=30)
 MESSAGE_SEPARATOR = "\n\n"
@@ -378,18 +380,21 @@ def recency(m: EvidenceMessage) -> tuple[datetime, str]:
 # --- what the judge reads -----------------------------------------------------------------------------------
 
 
-def render_message(m: EvidenceMessage) -> str:
+def render_message(m: EvidenceMessage, *, nonce: str | None = None) -> str:
     """The text the judge reads for one message, never truncated.
 
-    A header line with the id and role (and name and tool_call_id when present), JSON-quoted so no content
-    can forge one; then `content_text` of the content; then `tool_call_text` of each tool call.
+    A header line with the request's `nonce` (none in a rendering for people), the id and role (and name and
+    tool_call_id when present), JSON-quoted so no field breaks out of it or out of its line; then `content_text`
+    of the content and `tool_call_text` of each tool call, as data (`untrusted.data_text`): a line of theirs that
+    could pass for a header or a delimiter gets a backslash before it. So the only header lines in the judge's
+    prompt are the path's own, one per message, whatever the messages say.
     """
-    header = f"[message id={_quote(m.id)} role={_quote(m.role)}"
+    header = "[message" + (f" {nonce}" if nonce else "") + f" id={_quote(m.id)} role={_quote(m.role)}"
     if m.name is not None:
         header += f" name={_quote(m.name)}"
     if m.tool_call_id is not None:
         header += f" tool_call_id={_quote(m.tool_call_id)}"
-    lines = [header + "]"]
+    lines = []
     content = content_text(m.content)
     if content:
         lines.append(content)
@@ -397,7 +402,9 @@ def render_message(m: EvidenceMessage) -> str:
         lines.extend(tool_call_text(call) for call in m.tool_calls)
     elif m.tool_calls is not None:
         lines.append(f"tool calls: {_as_json(m.tool_calls)}")
-    return "\n".join(lines)
+    if not lines:
+        return header + "]"
+    return header + "]\n" + data_text("\n".join(lines))
 
 
 def content_text(content: object) -> str:
@@ -432,16 +439,17 @@ def tool_call_text(call: object) -> str:
     return f"tool call id={_quote(str(call.get('id')))} function={_quote(str(name))} arguments: {arguments_text}"
 
 
-def render_messages(messages: Iterable[EvidenceMessage]) -> str:
-    """Messages rendered for the judge, separated by a blank line."""
-    return MESSAGE_SEPARATOR.join(render_message(m) for m in messages)
+def render_messages(messages: Iterable[EvidenceMessage], *, nonce: str) -> str:
+    """Messages rendered for the judge, each header marked with the request's nonce, separated by a blank line."""
+    return MESSAGE_SEPARATOR.join(render_message(m, nonce=nonce) for m in messages)
 
 
 def message_size(m: EvidenceMessage, measure: Callable[[str], int] = len) -> int:
     """The budget cost of one message: its rendering plus one separator, in `measure`'s units (characters by
     default, or a judge's tokens). The size of a list of messages is the sum, which bounds the size of
-    `render_messages(...)` from above; the prompt builder and staging both use it."""
-    return measure(render_message(m) + MESSAGE_SEPARATOR)
+    `render_messages(...)` from above (it is measured with the costliest nonce); the prompt builder and staging
+    both use it."""
+    return measure(render_message(m, nonce=SIZING_NONCE) + MESSAGE_SEPARATOR)
 
 
 def rendered_size(messages: Iterable[EvidenceMessage], measure: Callable[[str], int] = len) -> int:
@@ -464,7 +472,11 @@ def estimate_tokens(text: str) -> int:
 
 
 def _quote(value: str) -> str:
-    return json.dumps(value, ensure_ascii=False)
+    # JSON escapes the C0 line breaks; these three it leaves raw, and each would end a header's line.
+    return json.dumps(value, ensure_ascii=False).translate(_LINE_BREAKS_ESCAPED)
+
+
+_LINE_BREAKS_ESCAPED = str.maketrans({"\x85": "\\u0085", "\u2028": "\\u2028", "\u2029": "\\u2029"})
 
 
 def _as_json(value: object) -> str:

@@ -36,6 +36,7 @@ from grading.judge.draft import PROMPT_TEMPLATE_HASH as DRAFT_PROMPT_HASH
 from grading.judge.draft import SYSTEM_PROMPT as DRAFT_SYSTEM_PROMPT
 from grading.judge.draft import DraftVerdict, JudgeIssue
 from grading.judge.draft import user_prompt as draft_user_prompt
+from grading.judge.untrusted import SIZING_NONCE
 from grading.rules import DraftRules, rules_as_text
 
 
@@ -132,7 +133,9 @@ class OpenAIJudge:
 
     def stage_budget(self, *, rubric: str, criteria_number: int) -> int:
         empty = Stage(0, [], [])
-        fixed = SYSTEM_PROMPT + user_prompt(rubric=rubric, criteria_number=criteria_number, stage=empty, stage_count=1)
+        fixed = SYSTEM_PROMPT + user_prompt(
+            rubric=rubric, criteria_number=criteria_number, stage=empty, stage_count=1, nonce=SIZING_NONCE
+        )
         reserved = self.client.max_output_tokens + _TEMPLATE_SLACK_TOKENS + self.measure(fixed)
         return max(self.context_tokens - reserved, 1)
 

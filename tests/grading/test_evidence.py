@@ -30,6 +30,7 @@ from grading.evidence import (
     stages,
     unanswered_tool_call_ids,
 )
+from grading.judge.untrusted import new_nonce
 
 T0 = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)
 NOW = T0 + timedelta(days=1)
@@ -455,9 +456,12 @@ def test_it_never_truncates_a_rendered_message():
 
 def test_it_measures_size_as_the_rendering_plus_one_separator():
     messages = chain(("u1", "user", "hi"), ("a1", "assistant", "hello"))
+    nonce = new_nonce()
 
-    assert message_size(messages[0]) == len(render_message(messages[0])) + 2
-    assert rendered_size(messages) == len(render_messages(messages)) + 2
+    assert message_size(messages[0]) == len(render_message(messages[0], nonce=nonce)) + 2
+    assert rendered_size(messages) == len(render_messages(messages, nonce=nonce)) + 2
+    # In tokens too, whatever the nonce drawn: measured with the costliest one.
+    assert rendered_size(messages, estimate_tokens) >= estimate_tokens(render_messages(messages, nonce=nonce))
 
 
 # --- staging ------------------------------------------------------------------------------------------------
