@@ -96,8 +96,9 @@ def assert_content_inside_the_nonce_delimiter(request, case: dict) -> None:
     assert opening, text[:2000]
     nonce = opening.group(1)
     closing = f"<<<END {block} {nonce}>>>"
-    # The nonce opens and closes the block and marks each message's header, and is nowhere in the content.
-    ours = (opening.group(0), closing)
+    # The nonce opens and closes the block, closes the draft prompt's memory block and marks each message's
+    # header, and is nowhere in the content.
+    ours = (opening.group(0), closing, f"<<<END MEMORY {nonce}>>>")
     assert all(line in ours or line.startswith(f"[message {nonce} id=") for line in text.splitlines() if nonce in line)
     assert text.rstrip("\n").endswith(closing)
     inside = text[opening.end() : text.index(closing)]
