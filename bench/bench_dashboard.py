@@ -31,7 +31,7 @@ from django.test.utils import override_settings
 from django.urls import clear_url_caches, path
 from django.utils import timezone
 
-from bench.common import fresh_org
+from bench.common import backend_cpu, fresh_org
 from grading.criteria import criteria_active
 from grading.figures import dashboard_figures, iso_week, scope_for
 from grading.models import ItemKind
@@ -57,26 +57,13 @@ def trivial(request: HttpRequest) -> HttpResponse:
 urlpatterns = [path("bench/trivial/", trivial), *reviewer_urls.urlpatterns]
 
 
-def _backend_cpu() -> float:
-    """CPU seconds of the PostgreSQL backend serving this connection (user + system), from /proc."""
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_backend_pid()")
-        pid = cursor.fetchone()[0]
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            fields = stat.read().rsplit(")", 1)[1].split()
-    except OSError:
-        return float("nan")
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 @contextmanager
 def _clock(out: dict):
-    wall, cpu, db = time.perf_counter(), time.process_time(), _backend_cpu()
+    wall, cpu, db = time.perf_counter(), time.process_time(), backend_cpu()
     yield
     out["wall"] = time.perf_counter() - wall
     out["cpu"] = time.process_time() - cpu
-    out["db_cpu"] = _backend_cpu() - db
+    out["db_cpu"] = backend_cpu() - db
 
 
 def main() -> None:

@@ -1,4 +1,7 @@
-"""What the benchmarks share: an empty database on the bench's own private servers, and an org."""
+"""What the benchmarks share: an empty database on the bench's own private servers, an org, and the database
+server's CPU time."""
+
+import os
 
 from django.core.management import call_command
 from django.db import connection
@@ -21,3 +24,16 @@ def purge_queues() -> None:
     from reviewer.celery import app
 
     app.control.purge()
+
+
+def backend_cpu() -> float:
+    """CPU seconds of the PostgreSQL backend serving this connection (user + system), from /proc."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_backend_pid()")
+        pid = cursor.fetchone()[0]
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return float("nan")
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")

@@ -5,18 +5,19 @@ from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
-from django.db import connection, transaction
+from django.db import connection
 from django.http import HttpRequest, HttpResponse
 from django.urls import reverse
 from ninja import NinjaAPI, Query, Schema, Status
 from ninja.errors import HttpError, ValidationError
 from ninja.security import HttpBearer
+from pydantic import BaseModel, model_validator
 
 from grading import health
 from grading.criteria import criteria_active
 from grading.evidence import canonical_message
 from grading.figures import SECTIONS, InvalidScope, dashboard_figures, scope_for
-from grading.labels import MAX_LABELS_PER_REQUEST, InvalidLabel, LabelIn, label_record
+from grading.labels import LabelIn, LabelsRefused, labels_submit
 from grading.memory import InvalidMemory, article_upsert, memory_add
 from grading.models import COUNTING_STATES, ApiKey, Article, Conversation, Draft, ItemKind, Review
 from grading.otlp.views import router as otlp_router
@@ -337,8 +338,21 @@ def post_article(request: HttpRequest, payload: ArticleIn) -> Article:
 # --- human labels from elsewhere -----------------------------------------------------------------------------
 
 
-class LabelsIn(Schema):
+class LabelsIn(BaseModel):
     labels: list[LabelIn]
+
+    @model_validator(mode="before")
+    @classmethod
+    def _within_the_limit(cls, data: Any) -> Any:
+        # Counted before any label is validated, which would cost seconds for a body of ten times the limit.
+        # LimitExceeded is not a ValueError: pydantic lets it through, to the 413 handler.
+        labels = data.get("labels") if isinstance(data, dict) else None
+        limit = settings.MAX_LABELS_PER_REQUEST
+        if isinstance(labels, list) and len(labels) > limit:
+            raise LimitExceeded(
+                "MAX_LABELS_PER_REQUEST", limit, f"at most {limit} labels per request; this one has {len(labels)}"
+            )
+        return data
 
 
 class LabelsOut(Schema):
@@ -349,24 +363,18 @@ class LabelsOut(Schema):
 
 @api.post("/labels", response={201: LabelsOut}, summary="Record human labels, each bound to its item's evidence now")
 def post_labels(request: HttpRequest, payload: LabelsIn) -> Status[LabelsOut]:
-    """All or nothing: a label that cannot be recorded is a 400 naming it (`labels.3.item`) and none is written.
-    Recording the same labels again changes nothing."""
-    if len(payload.labels) > MAX_LABELS_PER_REQUEST:
-        raise LimitExceeded(
-            "MAX_LABELS_PER_REQUEST",
-            MAX_LABELS_PER_REQUEST,
-            f"at most {MAX_LABELS_PER_REQUEST} labels per request; this one has {len(payload.labels)}",
-        )
-    counts = {"created": 0, "updated": 0, "unchanged": 0}
-    source = f"api:{request.auth.name}"
-    with transaction.atomic():
-        for index, label in enumerate(payload.labels):
-            try:
-                counts[label_record(org=request.auth.org, label=label, source=source).status] += 1
-            except InvalidLabel as exc:
-                raise ValidationError(
-                    [{"loc": ["body", "payload", "labels", index, exc.field], "msg": exc.message}]
-                ) from exc
+    """All or nothing: a label that cannot be recorded is a 400 naming it (`labels.3.item`) and none is written;
+    over MAX_LABELS_PER_REQUEST labels, a 413 naming it. Recording the same labels again changes nothing, so a
+    request cut short (its labels are committed a batch at a time) is finished by sending it again."""
+    try:
+        counts = labels_submit(org=request.auth.org, labels=payload.labels, source=f"api:{request.auth.name}")
+    except LabelsRefused as exc:
+        raise ValidationError(
+            [
+                {"loc": ["body", "payload", "labels", index, why.field], "msg": why.message}
+                for index, why in exc.refusals
+            ]
+        ) from exc
     return Status(201, LabelsOut(**counts))
 
 

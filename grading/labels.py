@@ -5,11 +5,13 @@ pairs it with the machine's counting review of the same evidence (grading/rollup
 import csv
 import io
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Annotated, Literal
+from datetime import datetime
+from typing import Annotated, Literal, TypeVar
 
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -18,8 +20,12 @@ from grading.outcomes import CHECKS
 from grading.rollups import rollups_tracking
 from grading.schemas import ExternalId, Identifier, ZonedTime
 
-MAX_LABELS_PER_REQUEST = 5000
 CHECK_NAMES = (*CHECKS, Label.PASS_FAIL)
+# Labels written per transaction: their items stay locked until it commits. Recording a batch costs a few
+# statements whatever its size plus well under a millisecond per label (bench/bench_labels.py), so a batch holds
+# its locks for a small part of a second, and a long request is written in many short transactions.
+LABELS_PER_TRANSACTION = 200
+T = TypeVar("T")
 
 
 class LabelIn(BaseModel):
@@ -47,7 +53,7 @@ class LabelIn(BaseModel):
 
 
 class InvalidLabel(Exception):
-    """A label that cannot be recorded; `field` names what to fix. Nothing was written."""
+    """A label that cannot be recorded; `field` names what to fix. Nothing was written for it."""
 
     def __init__(self, field: str, message: str) -> None:
         super().__init__(f"{field}: {message}")
@@ -61,59 +67,180 @@ class LabelResult:
     status: Literal["created", "updated", "unchanged"]
 
 
+Subject = Conversation | Draft
+
+
 def label_record(*, org: Org, label: LabelIn, source: str) -> LabelResult:
-    """Record one label against the item's present evidence; recording the same label again changes nothing.
+    """Record one label (see labels_record); raise InvalidLabel when it cannot be."""
+    (result,) = labels_record(org=org, labels=[label], source=source)
+    if isinstance(result, InvalidLabel):
+        raise result
+    return result
 
-    1. Find the item in the org (by kind when given); lock its row so its fingerprint holds while we write.
-    2. A draft is labelled pass_fail only, with pass or fail.
-    3. One label per (item, fingerprint, check, labeller): a new verdict or time replaces the old one.
-    The rollups are booked for the item's live review, in the same transaction.
+
+def labels_record(*, org: Org, labels: Sequence[LabelIn], source: str) -> list[LabelResult | InvalidLabel]:
+    """Record labels against their items' present evidence, in one transaction: for each, its result or why it
+    cannot be recorded (the others are recorded all the same). Recording the same labels again changes nothing.
+
+    1. Lock the items the labels name (in id order, so two writers cannot deadlock); their fingerprints hold.
+    2. Refuse what cannot be recorded (_refusal): the others are recorded all the same.
+    3. One label per (item, fingerprint, check, labeller): in the order given, a new verdict or time replaces the
+       old one, whether it was stored before or sent earlier in `labels`.
+    4. Write the new labels in one statement and the changed ones in another. The rollups are booked once for the
+       items' live reviews, in the same transaction.
     """
+    source = source[:200]
     with transaction.atomic():
-        subject = _locked_subject(org, label)
-        if isinstance(subject, Draft):
-            if label.check != Label.PASS_FAIL:
-                raise InvalidLabel("check", "a draft is labelled pass_fail only")
-            if label.verdict not in ("pass", "fail"):
-                raise InvalidLabel("verdict", "a draft is labelled pass or fail")
-        field = "draft" if isinstance(subject, Draft) else "conversation"
-        live = Review.objects.filter(**{field: subject}, state__in=LIVE_STATES).values_list("pk", flat=True)
-        labelled_at = label.time or timezone.now()
+        subjects = _subjects(org, labels, lock=True)
+        results: list[LabelResult | InvalidLabel | None] = _refusals(labels, subjects)
+        chosen = {index: subjects[_key(label)][0] for index, label in enumerate(labels) if results[index] is None}
+        if not chosen:
+            return results  # type: ignore[return-value]
+        live = Review.objects.filter(
+            Q(conversation__in=[s for s in chosen.values() if isinstance(s, Conversation)])
+            | Q(draft__in=[s for s in chosen.values() if isinstance(s, Draft)]),
+            state__in=LIVE_STATES,
+        ).values_list("pk", flat=True)
         with rollups_tracking(list(live)):
-            existing = Label.objects.filter(
-                **{field: subject}, fingerprint=subject.fingerprint, check_name=label.check, labeller=label.labeller
-            ).first()
-            if existing is None:
-                created = Label.objects.create(
-                    org=org,
-                    kind=ItemKind.DRAFT if field == "draft" else ItemKind.CONVERSATION,
-                    **{field: subject},
-                    fingerprint=subject.fingerprint,
-                    check_name=label.check,
-                    verdict=label.verdict,
-                    labeller=label.labeller,
-                    source=source[:200],
-                    labelled_at=labelled_at,
-                )
-                return LabelResult(created, "created")
-            if existing.verdict == label.verdict and (label.time is None or existing.labelled_at == label.time):
-                return LabelResult(existing, "unchanged")
-            existing.verdict, existing.labelled_at, existing.source = label.verdict, labelled_at, source[:200]
-            existing.save(update_fields=["verdict", "labelled_at", "source"])
-            return LabelResult(existing, "updated")
+            stored = _stored_labels(labels, chosen)
+            created: list[Label] = []
+            changed: dict[int, Label] = {}
+            now = timezone.now()
+            for index, subject in chosen.items():
+                label = labels[index]
+                identity = _identity(subject, label.check, label.labeller)
+                existing = stored.get(identity)
+                if existing is None:
+                    stored[identity] = _new_label(org, subject, label, source, now)
+                    created.append(stored[identity])
+                    results[index] = LabelResult(stored[identity], "created")
+                elif existing.verdict == label.verdict and (label.time is None or existing.labelled_at == label.time):
+                    results[index] = LabelResult(existing, "unchanged")
+                else:
+                    existing.verdict, existing.labelled_at, existing.source = label.verdict, label.time or now, source
+                    if existing.pk is not None:
+                        changed[existing.pk] = existing
+                    results[index] = LabelResult(existing, "updated")
+            Label.objects.bulk_create(created)
+            Label.objects.bulk_update(changed.values(), ["verdict", "labelled_at", "source"])
+    return results  # type: ignore[return-value]
 
 
-def _locked_subject(org: Org, label: LabelIn) -> Conversation | Draft:
-    found: list[Conversation | Draft] = []
-    if label.kind in (None, ItemKind.CONVERSATION):
-        found += Conversation.objects.select_for_update().filter(org=org, external_id=label.item)
-    if label.kind in (None, ItemKind.DRAFT):
-        found += Draft.objects.select_for_update().filter(org=org, external_id=label.item)
+class LabelsRefused(Exception):
+    """Labels that cannot be recorded, by their index in what was sent."""
+
+    def __init__(self, refusals: list[tuple[int, InvalidLabel]]) -> None:
+        super().__init__("; ".join(f"{index}: {why}" for index, why in refusals))
+        self.refusals = refusals
+
+
+def labels_submit(*, org: Org, labels: Sequence[LabelIn], source: str) -> dict[str, int]:
+    """Record all of `labels` or none (LabelsRefused names each that cannot be); how many were created, updated
+    and unchanged. Written LABELS_PER_TRANSACTION at a time, so each item is locked for one batch only.
+
+    1. Check every label first, reading without locks: a label that cannot be recorded refuses them all.
+    2. Record them in batches, each in its own transaction. An item deleted or added (making an id ambiguous)
+       between the check and its batch refuses that batch; the batches before it stay recorded. Recording the
+       same labels again changes nothing, so sending the request again finishes what was cut short.
+    """
+    refusals = _refusals(labels, _subjects(org, labels, lock=False))
+    if refused := [(index, why) for index, why in enumerate(refusals) if why is not None]:
+        raise LabelsRefused(refused)
+    counts = {"created": 0, "updated": 0, "unchanged": 0}
+    for offset, batch in _batches(labels):
+        results = labels_record(org=org, labels=batch, source=source)
+        if refused := [(offset + i, why) for i, why in enumerate(results) if isinstance(why, InvalidLabel)]:
+            raise LabelsRefused(refused)
+        for result in results:
+            counts[result.status] += 1  # type: ignore[union-attr]
+    return counts
+
+
+def _batches(items: Sequence[T]) -> Iterator[tuple[int, Sequence[T]]]:
+    """`items` LABELS_PER_TRANSACTION at a time, each with its offset."""
+    for offset in range(0, len(items), LABELS_PER_TRANSACTION):
+        yield offset, items[offset : offset + LABELS_PER_TRANSACTION]
+
+
+def _key(label: LabelIn) -> tuple[str | None, str]:
+    return label.kind, label.item
+
+
+def _subjects(org: Org, labels: Sequence[LabelIn], *, lock: bool) -> dict[tuple[str | None, str], list[Subject]]:
+    """The items each (kind, external id) of `labels` can mean, the rows locked when `lock`."""
+    wanted = {ItemKind.CONVERSATION: set(), ItemKind.DRAFT: set()}
+    for label in labels:
+        for kind in (label.kind,) if label.kind else wanted:
+            wanted[kind].add(label.item)
+    found: dict[tuple[str, str], Subject] = {}
+    for kind, model in ((ItemKind.CONVERSATION, Conversation), (ItemKind.DRAFT, Draft)):
+        if not wanted[kind]:
+            continue
+        rows = model.objects.filter(org=org, external_id__in=wanted[kind]).only("pk", "external_id", "fingerprint")
+        for row in rows.select_for_update().order_by("pk") if lock else rows:
+            found[kind, row.external_id] = row
+    return {
+        _key(label): [
+            found[kind, label.item] for kind in ((label.kind,) if label.kind else wanted) if (kind, label.item) in found
+        ]
+        for label in labels
+    }
+
+
+def _refusals(labels: Sequence[LabelIn], subjects: dict) -> list[InvalidLabel | None]:
+    """For each label, why it cannot be recorded against the items `subjects` found, or None."""
+    return [_refusal(label, subjects[_key(label)]) for label in labels]
+
+
+def _refusal(label: LabelIn, found: list[Subject]) -> InvalidLabel | None:
     if not found:
-        raise InvalidLabel("item", f"no conversation or draft {label.item!r} in this org")
+        return InvalidLabel("item", f"no conversation or draft {label.item!r} in this org")
     if len(found) > 1:
-        raise InvalidLabel("kind", f"{label.item!r} is both a conversation and a draft: give kind")
-    return found[0]
+        return InvalidLabel("kind", f"{label.item!r} is both a conversation and a draft: give kind")
+    if isinstance(found[0], Draft) and label.check != Label.PASS_FAIL:
+        return InvalidLabel("check", "a draft is labelled pass_fail only")
+    if isinstance(found[0], Draft) and label.verdict not in ("pass", "fail"):
+        return InvalidLabel("verdict", "a draft is labelled pass or fail")
+    return None
+
+
+def _identity(subject: Subject, check: str, labeller: str) -> tuple:
+    """What a label is unique by (the model's constraints): its item, the item's evidence, the check, the labeller."""
+    return _kind_of(subject), subject.pk, subject.fingerprint, check, labeller
+
+
+def _kind_of(subject: Subject) -> ItemKind:
+    return ItemKind.DRAFT if isinstance(subject, Draft) else ItemKind.CONVERSATION
+
+
+def _stored_labels(labels: Sequence[LabelIn], chosen: dict[int, Subject]) -> dict[tuple, Label]:
+    subjects = list(chosen.values())
+    candidates = Label.objects.filter(
+        Q(conversation__in=[s.pk for s in subjects if isinstance(s, Conversation)])
+        | Q(draft__in=[s.pk for s in subjects if isinstance(s, Draft)]),
+        fingerprint__in={s.fingerprint for s in subjects},
+        labeller__in={labels[index].labeller for index in chosen},
+    )
+    stored = {}
+    for label in candidates:
+        item_id = label.conversation_id or label.draft_id
+        stored[label.kind, item_id, label.fingerprint, label.check_name, label.labeller] = label
+    return stored
+
+
+def _new_label(org: Org, subject: Subject, label: LabelIn, source: str, now: datetime) -> Label:
+    kind = _kind_of(subject)
+    return Label(
+        org=org,
+        kind=kind,
+        **{"draft" if kind == ItemKind.DRAFT else "conversation": subject},
+        fingerprint=subject.fingerprint,
+        check_name=label.check,
+        verdict=label.verdict,
+        labeller=label.labeller,
+        source=source,
+        labelled_at=label.time or now,
+    )
 
 
 # --- files: CSV or JSONL ------------------------------------------------------------------------------------
@@ -142,22 +269,25 @@ class ImportReport:
 
 
 def labels_import(*, org: Org, text: str, file_format: str, source: str) -> ImportReport:
-    """Record every good row of a CSV (with a header line) or JSONL file, each in its own transaction; report each
-    bad row by its line number and go on with the rest."""
+    """Record every good row of a CSV (with a header line) or JSONL file, LABELS_PER_TRANSACTION rows to a
+    transaction; report each bad row by its line number and go on with the rest."""
     counts = {"created": 0, "updated": 0, "unchanged": 0}
     problems: list[ImportProblem] = []
+    valid: list[tuple[int, LabelIn]] = []
     for line, row in _rows(text, file_format, problems):
         try:
-            result = label_record(org=org, label=LabelIn.model_validate(row), source=source)
+            valid.append((line, LabelIn.model_validate(row)))
         except ValidationError as exc:
             for error in exc.errors():
                 field = ".".join(str(part) for part in error["loc"]) or "row"
                 problems.append(ImportProblem(line, field, error["msg"]))
-            continue
-        except InvalidLabel as exc:
-            problems.append(ImportProblem(line, exc.field, exc.message))
-            continue
-        counts[result.status] += 1
+    for _, batch in _batches(valid):
+        results = labels_record(org=org, labels=[label for _, label in batch], source=source)
+        for (line, _), result in zip(batch, results, strict=True):
+            if isinstance(result, InvalidLabel):
+                problems.append(ImportProblem(line, result.field, result.message))
+            else:
+                counts[result.status] += 1
     return ImportReport(**counts, problems=sorted(problems, key=lambda p: p.line))
 
 

@@ -285,6 +285,9 @@ MAX_DRAFT_BYTES = env_int("MAX_DRAFT_BYTES", 200_000, minimum=1_000)
 # inside the web request, share PREVIEW_CPU_BUDGET_SECONDS, kept under the web worker's timeout.
 CHECKS_CPU_BUDGET_SECONDS = env_float("CHECKS_CPU_BUDGET_SECONDS", 5.0, minimum=0.01)
 PREVIEW_CPU_BUDGET_SECONDS = env_float("PREVIEW_CPU_BUDGET_SECONDS", 15.0, minimum=0.01)
+# Labels one POST /api/v1/labels may hold (413 beyond), sized so that a request finishes well inside a 30 s web
+# worker timeout on a busy host (bench/bench_labels.py); they are written a few hundred to a transaction.
+MAX_LABELS_PER_REQUEST = env_int("MAX_LABELS_PER_REQUEST", 5_000, minimum=1)
 CONVERSATION_QUIET_MINUTES = env_int("CONVERSATION_QUIET_MINUTES", 30, minimum=0)
 GRADING_PASS_CAP = env_int("GRADING_PASS_CAP", 5_000, minimum=1)
 # Items per grading task a pass sends: graded one after another in the task, so Celery's cost per task is shared

@@ -7,8 +7,10 @@ from io import StringIO
 
 import pytest
 from django.core.management import CommandError, call_command
+from django.db import OperationalError, connection
 
 from grading.figures import dashboard_figures, scope_for
+from grading.labels import LABELS_PER_TRANSACTION
 from grading.models import Label
 from grading.reviews import conversation_grade
 from grading.rollups import live_counters, stored_counters
@@ -125,10 +127,61 @@ def test_the_api_writes_no_label_when_one_is_bad_and_names_it(org, other_org, it
     assert not Label.objects.exists()
 
 
-def test_more_labels_than_the_limit_are_refused_naming_it(org, items, client):
+def test_more_labels_than_the_limit_are_refused_naming_it(org, items, client, settings):
+    settings.MAX_LABELS_PER_REQUEST = 3
     key = api_key_create(org=org, name="qa").plaintext
     good = {"item": "c1", "check": "grounded", "verdict": "fail", "labeller": "ann"}
-    body = {"labels": [good] * 5001}
+    body = {"labels": [good] * 4}
     response = client.post("/api/v1/labels", body, content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {key}")
-    assert response.status_code == 413 and response.json()["limit"] == "MAX_LABELS_PER_REQUEST"
+    assert response.status_code == 413
+    assert (response.json()["limit"], response.json()["value"]) == ("MAX_LABELS_PER_REQUEST", 3)
+    assert "at most 3 labels per request" in response.json()["detail"]
+    # Counted before any label is read: validating ten times the limit only to refuse it took seconds.
+    body = {"labels": [good] * 3 + [{"item": "c1"}]}
+    response = client.post("/api/v1/labels", body, content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {key}")
+    assert response.status_code == 413
     assert not Label.objects.exists()
+
+
+def test_it_commits_a_long_request_in_bounded_transactions_and_a_retry_records_only_the_rest(org, items, client):
+    """A request is written LABELS_PER_TRANSACTION labels at a time, each batch in its own transaction, so no item's
+    lock is held for the whole request. A worker killed part way (here: its second batch's INSERT fails) keeps the
+    batches it committed, and the sender's retry of the same request records the rest and changes nothing else."""
+    key = api_key_create(org=org, name="qa").plaintext
+    labels = [
+        {"item": "c1", "check": "grounded", "verdict": "fail", "labeller": f"ann{n}"}
+        for n in range(LABELS_PER_TRANSACTION + 5)
+    ]
+    inserts = []
+
+    def killed_in_the_second_batch(execute, sql, params, many, context):
+        if sql.startswith('INSERT INTO "grading_label"'):
+            inserts.append(sql)
+            if len(inserts) == 2:
+                raise OperationalError("the worker was killed")
+        return execute(sql, params, many, context)
+
+    def post():
+        return client.post(
+            "/api/v1/labels", {"labels": labels}, content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {key}"
+        )
+
+    with connection.execute_wrapper(killed_in_the_second_batch), pytest.raises(OperationalError):
+        post()
+    assert Label.objects.count() == LABELS_PER_TRANSACTION
+    assert stored_counters(org_ids=[org.pk]) == live_counters(org_ids=[org.pk])
+    response = post()
+    assert response.json() == {"created": 5, "updated": 0, "unchanged": LABELS_PER_TRANSACTION}
+    assert Label.objects.count() == LABELS_PER_TRANSACTION + 5
+    assert stored_counters(org_ids=[org.pk]) == live_counters(org_ids=[org.pk])
+    assert post().json() == {"created": 0, "updated": 0, "unchanged": LABELS_PER_TRANSACTION + 5}
+
+
+def test_a_label_sent_twice_in_one_request_is_recorded_as_its_last_verdict(org, items, client):
+    key = api_key_create(org=org, name="qa").plaintext
+    good = {"item": "c1", "check": "grounded", "verdict": "fail", "labeller": "ann"}
+    body = {"labels": [good, {**good, "verdict": "pass"}, {**good, "check": "usable"}]}
+    response = client.post("/api/v1/labels", body, content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {key}")
+    assert response.json() == {"created": 2, "updated": 1, "unchanged": 0}
+    assert Label.objects.get(check_name="grounded").verdict == "pass"
+    assert stored_counters(org_ids=[org.pk]) == live_counters(org_ids=[org.pk])
