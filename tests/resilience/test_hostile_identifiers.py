@@ -38,7 +38,8 @@ def test_it_refuses_a_tool_call_id_or_a_name_with_a_control_character_naming_the
     assert sorted(error_fields(response)) == ["messages.0.name", "messages.2.tool_call_id"]
     assert row_counts() == before
     api("post", "/conversations", support_conversation())
-    appended = api("post", "/conversations/cv-1/messages", {"messages": [message("m5", "user", "Hi", "m4", 9, name="\tx")]})
+    more = {"messages": [message("m5", "user", "Hi", "m4", 9, name="\tx")]}
+    appended = api("post", "/conversations/cv-1/messages", more)
     assert appended.status_code == 400 and error_fields(appended) == ["messages.0.name"]
 
 

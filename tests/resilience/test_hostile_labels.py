@@ -87,3 +87,17 @@ def test_a_csv_row_with_a_nul_is_named_and_the_rows_after_it_import(api, org, tm
     out, problems = _import(org, tmp_path, text, "labels.csv")
     assert problems == ["line 3: labeller: Value error, contains a NUL character"]
     assert "2 created, 0 updated, 0 unchanged, 1 bad row" in out
+
+
+def test_a_row_that_is_not_utf_8_is_named_and_the_rest_of_the_file_imports(api, org, tmp_path):
+    path = tmp_path / "labels.csv"
+    path.write_bytes(
+        b"item,check,verdict,labeller\ncv-1,grounded,pass,ann\ncv-1,grounded,pass,b\xe9o\ncv-1,usable,pass,cy\n"
+    )
+    out, err = StringIO(), StringIO()
+    with pytest.raises(CommandError, match="some rows were not imported"):
+        call_command("import_labels", str(path), "--org", org.slug, stdout=out, stderr=err)
+    (problem,) = err.getvalue().splitlines()
+    assert problem.startswith("line 3: labeller: ") and "unicode" in problem.lower()
+    assert sorted(Label.objects.values_list("labeller", flat=True)) == ["ann", "cy"]
+    assert "2 created, 0 updated, 0 unchanged, 1 bad row" in out.getvalue()

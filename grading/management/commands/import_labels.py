@@ -24,8 +24,10 @@ class Command(BaseCommand):
             raise CommandError(f"no org with slug {org!r}")
         path = Path(file)
         try:
-            text = path.read_text(encoding="utf-8-sig")
-        except (OSError, UnicodeDecodeError) as exc:
+            # A byte that is not UTF-8 becomes a lone surrogate, which validation refuses in the row that holds it
+            # (named by its line), rather than the whole file being refused.
+            text = path.read_bytes().decode("utf-8-sig", errors="surrogateescape")
+        except OSError as exc:
             raise CommandError(f"cannot read {file}: {exc}") from exc
         report = labels_import(
             org=the_org, text=text, file_format=file_format_of(file, format), source=f"file:{path.name}"
