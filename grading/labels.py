@@ -21,9 +21,9 @@ from grading.rollups import rollups_tracking
 from grading.schemas import ExternalId, Identifier, ZonedTime
 
 CHECK_NAMES = (*CHECKS, Label.PASS_FAIL)
-# Labels written per transaction: their items stay locked until it commits. Recording a batch costs a few
-# statements whatever its size plus well under a millisecond per label (bench/bench_labels.py), so a batch holds
-# its locks for a small part of a second, and a long request is written in many short transactions.
+# Labels written per transaction: their items stay locked until it commits. A batch costs a few statements whatever
+# its size plus a little per label (bench/bench_labels.py), so one this size holds its locks for a small part of a
+# second, and a long request is written in many short transactions.
 LABELS_PER_TRANSACTION = 200
 T = TypeVar("T")
 
