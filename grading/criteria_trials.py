@@ -7,6 +7,7 @@ written here, never through `review_record`, whose business is the item's live r
 """
 
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
@@ -27,6 +28,7 @@ from grading.models import (
     CriteriaVersion,
     Draft,
     ItemKind,
+    Org,
     Review,
     ReviewState,
     Route,
@@ -36,10 +38,31 @@ from grading.selectors import conversation_path
 
 TRIAL_DEFAULT = 5
 TRIAL_MAX = 50  # each item is at least one paid judge call
+# Trial tasks are sent once, with no outbox: a trial still unfinished an hour after it started has lost a task (a
+# sample of 50 takes minutes), and the next start of its version closes it instead of being refused for ever.
+TRIAL_LOST_AFTER = timedelta(hours=1)
+TRIALS_WINDOW = timedelta(hours=1)  # CRITERIA_TRIALS_PER_ORG_PER_HOUR counts the trials started in it
 
 
 class TrialCountChanged(Exception):
     """The sample or its judge calls changed between counting and starting: nothing was started."""
+
+
+class TrialRunning(Exception):
+    """A trial of the version is still running (one at a time per version): nothing was started."""
+
+    def __init__(self, trial: CriteriaTrial) -> None:
+        graded = sum(1 for review_id in trial.review_ids if review_id is not None)
+        super().__init__(
+            f"A trial of {trial.criteria_version} is still running (started {trial.requested_at:%Y-%m-%d %H:%M} UTC, "
+            f"{graded} of {len(trial.sample)} graded): one trial of a version runs at a time. Nothing was started."
+        )
+        self.trial = trial
+
+
+class TrialsPerHourReached(Exception):
+    """The org started as many trials in the last hour as CRITERIA_TRIALS_PER_ORG_PER_HOUR allows: nothing was
+    started."""
 
 
 @dataclass(frozen=True)
@@ -103,13 +126,21 @@ def criteria_trial_start(
     judge: ConversationJudge | None = None,
 ) -> CriteriaTrial:
     """Start a trial of `version` on `size` items, if the judge calls are still the `counted_calls` the admin read
-    (counted again as `trial_count` counts them, with the same `judge`).
+    (counted again as `trial_count` counts them, with the same `judge`), no trial of the version is running and
+    the org has started fewer than CRITERIA_TRIALS_PER_ORG_PER_HOUR in the last hour.
+
+    1. Refuse early, before counting, when a limit is already reached (the checks read, nothing is locked).
+    2. Count the sample's judge calls again; refuse when they changed.
+    3. In one transaction holding the org's row: close the version's lost trial (`TRIAL_LOST_AFTER`), check both
+       limits again, and create the trial. Starts in one org queue on that lock, so each counts the trials the
+       others committed; the constraint `criteria_trial_one_running_per_version` holds even without it.
 
     One task per item goes to the judge queue after commit, so the request never waits on the judge and a slow
     judge holds no single task for the whole sample.
     """
     if version.published_at is not None:
         raise CriteriaImmutable(f"{version} is published: a trial runs under a version not yet published")
+    _trial_limits_check(version, timezone.now())
     count = trial_count(version=version, size=size, judge=judge)
     if count.judge_calls != counted_calls:
         raise TrialCountChanged(
@@ -117,6 +148,13 @@ def criteria_trial_start(
             f"{counted_calls}. Nothing was started; read the new count."
         )
     with transaction.atomic():
+        # FOR NO KEY UPDATE: the rows that reference the org (KEY SHARE) are written on meanwhile.
+        Org.objects.select_for_update(no_key=True).filter(pk=version.org_id).first()
+        now = timezone.now()
+        CriteriaTrial.objects.filter(
+            criteria_version=version, finished_at__isnull=True, requested_at__lte=now - TRIAL_LOST_AFTER
+        ).update(finished_at=now)
+        _trial_limits_check(version, now)
         trial = CriteriaTrial.objects.create(
             org_id=version.org_id,
             criteria_version=version,
@@ -137,6 +175,31 @@ def criteria_trial_start(
         )
         transaction.on_commit(lambda: enqueue.criteria_trial(trial_id=trial.pk, items=len(count.items)))
     return trial
+
+
+def _trial_limits_check(version: CriteriaVersion, now: datetime) -> None:
+    """Raise TrialRunning or TrialsPerHourReached when a trial of `version` may not start at `now`."""
+    running = (
+        CriteriaTrial.objects.filter(
+            criteria_version=version, finished_at__isnull=True, requested_at__gt=now - TRIAL_LOST_AFTER
+        )
+        .select_related("criteria_version")
+        .first()
+    )
+    if running is not None:
+        raise TrialRunning(running)
+    cap = settings.CRITERIA_TRIALS_PER_ORG_PER_HOUR
+    started = list(
+        CriteriaTrial.objects.filter(org_id=version.org_id, requested_at__gt=now - TRIALS_WINDOW)
+        .order_by("requested_at")
+        .values_list("requested_at", flat=True)
+    )
+    if len(started) >= cap:
+        next_start = started[len(started) - cap] + TRIALS_WINDOW
+        raise TrialsPerHourReached(
+            f"This org started {len(started)} trials in the last hour, the most CRITERIA_TRIALS_PER_ORG_PER_HOUR "
+            f"allows ({cap}); the next can start at {next_start:%H:%M} UTC. Nothing was started."
+        )
 
 
 def trial_item_grade(

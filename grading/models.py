@@ -653,6 +653,16 @@ class CriteriaTrial(models.Model):
     requested_at = models.DateTimeField(auto_now_add=True)
     finished_at = models.DateTimeField(null=True, blank=True)
 
+    class Meta:
+        constraints = [
+            # Two admins starting at once cannot both run one: the second insert fails.
+            models.UniqueConstraint(
+                fields=["criteria_version"],
+                condition=models.Q(finished_at__isnull=True),
+                name="criteria_trial_one_running_per_version",
+            )
+        ]
+
     def __str__(self) -> str:
         return f"trial of {self.criteria_version} on {len(self.sample)} items"
 

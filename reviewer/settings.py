@@ -297,6 +297,9 @@ GRADING_BATCH_SIZE = env_int("GRADING_BATCH_SIZE", 8, minimum=1)
 # by it (planner.task_size). Guessing high costs a few more tasks; guessing low leaves a longer tail.
 GRADING_CONCURRENCY = env_int("GRADING_CONCURRENCY", 64, minimum=1)
 SAMPLING_SALT = env_str("SAMPLING_SALT", "tollgate")
+# A trial spends paid judge calls (up to 50 items): one runs per version at a time, and an org starts at most this
+# many in any hour.
+CRITERIA_TRIALS_PER_ORG_PER_HOUR = env_int("CRITERIA_TRIALS_PER_ORG_PER_HOUR", 10, minimum=1)
 
 # Requests to URLs that users give (webhooks): internal addresses are refused unless a network here names them.
 OUTBOUND_ALLOWED_NETWORKS = env_networks("OUTBOUND_ALLOWED_NETWORKS")

@@ -18,8 +18,15 @@ from grading.criteria import (
     criteria_update,
 )
 from grading.criteria_impact import criteria_diff, criteria_preview, criteria_publish_planned, publish_plan
-from grading.criteria_trials import TrialCountChanged, criteria_trial_start, trial_count, trial_results
-from grading.models import COUNTING_STATES, CriteriaVersion, ItemKind, Org
+from grading.criteria_trials import (
+    TrialCountChanged,
+    TrialRunning,
+    TrialsPerHourReached,
+    criteria_trial_start,
+    trial_count,
+    trial_results,
+)
+from grading.models import COUNTING_STATES, CriteriaTrial, CriteriaVersion, ItemKind, Org
 from reviewer.access import role_required
 from reviewer.criteria import reads
 from reviewer.criteria.forms import (
@@ -197,13 +204,20 @@ def criteria_trial(request: HttpRequest, pk: int) -> HttpResponse:
     except (CriteriaImmutable, TrialCountChanged) as refused:
         count = trial_count(version=version, size=form.cleaned_data["k"])
         return _render_trial_count(request, version, TrialForm(request.POST), count, refusal=str(refused), status=409)
+    except TrialRunning as refused:
+        context = {"refusal": str(refused), "running": refused.trial}
+        return _render_trial_count(request, version, TrialForm(request.POST), None, status=409, **context)
+    except TrialsPerHourReached as refused:
+        return _render_trial_count(request, version, TrialForm(request.POST), None, refusal=str(refused), status=429)
     messages.success(request, f"Trial started: {trial.judge_calls} judge calls on {len(trial.sample)} items.")
     return redirect("criteria_trial_detail", pk=trial.pk)
 
 
-def _render_trial_count(request, version, form, count, *, refusal: str = "", status: int = 200) -> HttpResponse:
+def _render_trial_count(
+    request, version, form, count, *, refusal: str = "", running: CriteriaTrial | None = None, status: int = 200
+) -> HttpResponse:
     k = form.cleaned_data.get("k") if form.is_bound and form.is_valid() else None
-    context = {"version": version, "form": form, "count": count, "k": k, "refusal": refusal, **NAV}
+    context = {"version": version, "form": form, "count": count, "k": k, "refusal": refusal, "running": running, **NAV}
     return render(request, "reviewer/criteria/trial.html", context, status=status)
 
 

@@ -2,12 +2,24 @@
 reviews carry their whole identity and never count anywhere."""
 
 import hashlib
+import threading
+from datetime import timedelta
 
 import pytest
 from django.conf import settings as django_settings
+from django.db import IntegrityError, connections, transaction
+from django.utils import timezone
 
 from grading.criteria import CriteriaImmutable, criteria_active, criteria_new_version, criteria_publish
-from grading.criteria_trials import TrialCountChanged, criteria_trial_start, trial_count, trial_item_grade, trial_sample
+from grading.criteria_trials import (
+    TrialCountChanged,
+    TrialRunning,
+    TrialsPerHourReached,
+    criteria_trial_start,
+    trial_count,
+    trial_item_grade,
+    trial_sample,
+)
 from grading.gate import draft_grade
 from grading.models import CriteriaTrial, Draft, ItemKind, Review, ReviewState, WebhookDelivery
 from grading.planner import grading_pass
@@ -194,3 +206,87 @@ def test_an_item_gone_since_the_count_is_skipped(org, fake_llm):
     trial.refresh_from_db()
     assert (trial.review_ids, trial.judge_calls_made, trial.finished_at is not None) == ([0], 0, True)
     assert fake_llm.chat_requests() == []
+
+
+def test_it_refuses_a_second_trial_of_a_version_while_the_first_runs(org, fake_llm):
+    graded_drafts(org, fake_llm, 2)
+    version = criteria_new_version(org=org, kind=ItemKind.DRAFT)
+    first = criteria_trial_start(version=version, size=2, counted_calls=2)
+    with pytest.raises(TrialRunning) as refused:
+        criteria_trial_start(version=version, size=2, counted_calls=2)
+    assert refused.value.trial == first and "is still running" in str(refused.value)
+    assert list(CriteriaTrial.objects.values_list("pk", flat=True)) == [first.pk]
+
+    fake_llm.set_default(draft_reply(8))
+    run(first, fake_llm)
+    assert criteria_trial_start(version=version, size=2, counted_calls=2).pk != first.pk  # done: the next may run
+
+
+def test_it_keeps_two_running_trials_of_one_version_out_of_the_database(org, fake_llm):
+    graded_drafts(org, fake_llm, 1)
+    version = criteria_new_version(org=org, kind=ItemKind.DRAFT)
+    running = criteria_trial_start(version=version, size=1, counted_calls=1)
+    second = CriteriaTrial(org=org, criteria_version=version, sample=running.sample, judge_calls=1, review_ids=[None])
+    with pytest.raises(IntegrityError), transaction.atomic():
+        second.save()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_it_lets_one_of_two_simultaneous_starts_of_a_version_win(org, fake_llm):
+    graded_drafts(org, fake_llm, 1)
+    version = criteria_new_version(org=org, kind=ItemKind.DRAFT)
+    start = threading.Barrier(2)
+    outcomes: list[str] = []
+
+    def begin() -> None:
+        try:
+            start.wait()
+            criteria_trial_start(version=version, size=1, counted_calls=1)
+            outcomes.append("started")
+        except TrialRunning:
+            outcomes.append("refused")
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=begin) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=30)
+    assert sorted(outcomes) == ["refused", "started"]
+    assert CriteriaTrial.objects.count() == 1
+
+
+def test_it_refuses_a_start_beyond_the_orgs_trials_per_hour_and_counts_only_that_hour(
+    org, other_org, fake_llm, settings
+):
+    settings.CRITERIA_TRIALS_PER_ORG_PER_HOUR = 2
+    graded_drafts(org, fake_llm, 1)
+    version = criteria_new_version(org=org, kind=ItemKind.DRAFT)
+    fake_llm.set_default(draft_reply(8))
+    trials = []
+    for _ in range(2):
+        trials.append(criteria_trial_start(version=version, size=1, counted_calls=1))
+        run(trials[-1], fake_llm)
+    CriteriaTrial.objects.create(  # another org's trials are its own
+        org=other_org, criteria_version=criteria_active(org=other_org, kind=ItemKind.DRAFT), sample=[],
+        judge_calls=0, review_ids=[], finished_at=timezone.now(),
+    )  # fmt: skip
+    with pytest.raises(TrialsPerHourReached) as refused:
+        criteria_trial_start(version=version, size=1, counted_calls=1)
+    assert "CRITERIA_TRIALS_PER_ORG_PER_HOUR" in str(refused.value) and "2 trials" in str(refused.value)
+    assert CriteriaTrial.objects.filter(org=org).count() == 2
+
+    an_hour_ago = timezone.now() - timedelta(hours=1, seconds=1)
+    CriteriaTrial.objects.filter(pk=trials[0].pk).update(requested_at=an_hour_ago)
+    assert criteria_trial_start(version=version, size=1, counted_calls=1).org_id == org.pk
+
+
+def test_it_lets_a_new_trial_replace_one_left_unfinished_for_an_hour(org, fake_llm):
+    graded_drafts(org, fake_llm, 1)
+    version = criteria_new_version(org=org, kind=ItemKind.DRAFT)
+    lost = criteria_trial_start(version=version, size=1, counted_calls=1)  # its task never ran
+    CriteriaTrial.objects.filter(pk=lost.pk).update(requested_at=timezone.now() - timedelta(hours=1, seconds=1))
+    replacement = criteria_trial_start(version=version, size=1, counted_calls=1)
+    lost.refresh_from_db()
+    assert lost.finished_at is not None and replacement.finished_at is None

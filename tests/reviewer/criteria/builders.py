@@ -1,10 +1,10 @@
 """What the criteria page tests share: an org with graded drafts and conversations, an unpublished draft version with
-one more banned word, and a trial of it."""
+one more banned word, and a trial of it, run."""
 
 from dataclasses import dataclass
 
 from grading.criteria import criteria_active, criteria_new_version, criteria_update
-from grading.criteria_trials import criteria_trial_start
+from grading.criteria_trials import criteria_trial_start, trial_item_grade
 from grading.gate import draft_grade
 from grading.models import Conversation, CriteriaTrial, CriteriaVersion, Draft, ItemKind, Org
 from grading.reviews import conversation_grade
@@ -48,6 +48,10 @@ def graded_org(org: Org, fake_llm: FakeLLM, author=None) -> Criteria:
     version = criteria_new_version(org=org, kind=ItemKind.DRAFT, author=author)
     version = criteria_update(version=version, actor=author, rules=with_banned_word(version, "gizmo"))
     trial = criteria_trial_start(version=version, size=1, counted_calls=1, actor=author)
+    fake_llm.set_default(draft_reply(6))
+    trial_item_grade(trial_id=trial.pk, index=0, draft_judge=llm_draft_judge(fake_llm))  # done: the next may start
+    fake_llm.reset()
+    trial.refresh_from_db()
     return Criteria(
         org=org,
         active=active,

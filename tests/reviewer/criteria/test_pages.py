@@ -7,7 +7,7 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from grading.criteria import criteria_publish
+from grading.criteria import criteria_new_version, criteria_publish
 from grading.models import CriteriaTrial, CriteriaVersion, GradingRun, ItemKind
 from reviewer.models import Role
 from tests.conftest import make_person
@@ -201,6 +201,8 @@ def test_a_trial_is_counted_first_then_started_and_its_page_polls_until_done(adm
     count = admin_client.get(url, {"k": 2})
     assert "2 items, 2 judge calls" in text(count) and "Run the trial: 2 judge calls" in text(count)
     assert fake_llm.chat_requests() == []
+    stale = admin_client.post(url, {"k": 2, "counted_calls": 1})
+    assert stale.status_code == 409 and "it now takes 2 judge calls, not 1" in text(stale)
     started = admin_client.post(url, {"k": 2, "counted_calls": 2})
     trial = CriteriaTrial.objects.latest("pk")
     assert started["Location"] == reverse("criteria_trial_detail", args=[trial.pk])
@@ -209,8 +211,6 @@ def test_a_trial_is_counted_first_then_started_and_its_page_polls_until_done(adm
     assert "Running: 0 of 2 graded" in text(page) and 'hx-trigger="every 2s"' in page.content.decode()
     partial = admin_client.get(started["Location"], HTTP_HX_REQUEST="true", HTTP_HX_TARGET="trial-results")
     assert partial.content.decode().lstrip().startswith('<div id="trial-results"')
-    stale = admin_client.post(url, {"k": 2, "counted_calls": 1})
-    assert stale.status_code == 409 and "it now takes 2 judge calls, not 1" in text(stale)
 
 
 def test_the_publish_page_shows_the_plan_and_publishing_re_grades_now(admin_client, criteria):
@@ -242,6 +242,26 @@ def test_publishing_after_someone_else_published_is_refused_and_says_who(admin_c
     response = admin_client.post(url, {"plan_active": criteria.active.pk})
     assert response.status_code == 409 and "avery published draft v3" in text(response)
     assert not CriteriaVersion.objects.get(pk=criteria.draft_version.pk).is_active
+
+
+def test_it_refuses_a_trial_while_one_of_the_version_runs_and_links_to_it(admin_client, criteria):
+    url = reverse("criteria_trial", args=[criteria.draft_version.pk])
+    assert admin_client.post(url, {"k": 1, "counted_calls": 1}).status_code == 302
+    running = CriteriaTrial.objects.latest("pk")
+    refused = admin_client.post(url, {"k": 1, "counted_calls": 1})
+    assert refused.status_code == 409
+    assert "A trial of draft v2 is still running" in text(refused) and "Nothing was started" in text(refused)
+    assert reverse("criteria_trial_detail", args=[running.pk]) in refused.content.decode()
+    assert CriteriaTrial.objects.count() == 2  # the fixture's, done, and the running one
+
+
+def test_it_refuses_a_trial_beyond_the_orgs_trials_per_hour(admin_client, criteria, settings):
+    settings.CRITERIA_TRIALS_PER_ORG_PER_HOUR = 1
+    conversation_version = criteria_new_version(org=criteria.org, kind=ItemKind.CONVERSATION)
+    refused = admin_client.post(reverse("criteria_trial", args=[conversation_version.pk]), {"k": 1, "counted_calls": 1})
+    assert refused.status_code == 429
+    assert "started 1 trials in the last hour, the most CRITERIA_TRIALS_PER_ORG_PER_HOUR allows (1)" in text(refused)
+    assert CriteriaTrial.objects.count() == 1
 
 
 def test_the_item_page_shows_every_review_with_trial_reviews_marked(admin_client, criteria, fake_llm):
