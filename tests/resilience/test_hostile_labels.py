@@ -2,11 +2,13 @@
 lone surrogate in any text is refused naming the field (the API) or the line (a file), and never reaches a row or a
 query; a file goes on past its bad rows, and importing it again still works."""
 
+import importlib
 import json
 from io import StringIO
 
 import pytest
 from django.core.management import CommandError, call_command
+from django.db import connection
 
 from grading.models import Label
 from tests.grading.conversations import support_conversation, upsert
@@ -101,3 +103,17 @@ def test_a_row_that_is_not_utf_8_is_named_and_the_rest_of_the_file_imports(api, 
     assert problem.startswith("line 3: labeller: ") and "unicode" in problem.lower()
     assert sorted(Label.objects.values_list("labeller", flat=True)) == ["ann", "cy"]
     assert "2 created, 0 updated, 0 unchanged, 1 bad row" in out.getvalue()
+
+
+def test_the_migration_repairs_label_times_stored_before_they_were_refused(api, org, tmp_path):
+    assert api("post", "/labels", {"labels": [GOOD]}).status_code == 201
+    with connection.cursor() as cursor:  # what an earlier version let in
+        cursor.execute("UPDATE grading_label SET labelled_at = '0001-01-01 00:00:00+14:00'")
+    with pytest.raises(Exception, match="year"):
+        list(Label.objects.all())
+    migration = importlib.import_module("grading.migrations.0013_label_times")
+    with connection.cursor() as cursor:
+        cursor.execute(migration.REPAIR_LABEL_TIMES)
+    label = Label.objects.get()
+    assert label.labelled_at == label.created_at
+    assert api("post", "/labels", {"labels": [GOOD]}).json() == {"created": 0, "updated": 0, "unchanged": 1}
