@@ -6,13 +6,11 @@ that every later read, append, grading and re-import can handle.
 
 import importlib
 import json
-from datetime import timedelta
 from io import StringIO
 
 import pytest
 from django.core.management import CommandError, call_command
 from django.db import connection
-from django.utils import timezone
 
 from grading.judge.backends import HeuristicJudge
 from grading.models import Conversation, Draft, Message
@@ -73,7 +71,9 @@ def test_the_very_edges_of_the_range_are_stored_read_appended_and_graded(api, or
     assert review is not None
 
 
-def test_an_import_drops_an_unstorable_time_and_a_second_import_still_reaches_every_conversation(org, tmp_path):
+def test_an_import_refuses_a_conversation_with_an_unstorable_time_and_a_second_import_still_reaches_the_rest(
+    org, tmp_path
+):
     conversations = []
     for index in range(3):
         conversation = support_conversation(f"cv-{index}")
@@ -83,12 +83,13 @@ def test_an_import_drops_an_unstorable_time_and_a_second_import_still_reaches_ev
     path = tmp_path / "export.json"
     path.write_text(json.dumps(conversations))
     for _ in range(2):  # the second run re-reads what the first stored
-        out = StringIO()
-        call_command("import_conversations", str(path), "--format", "openai", "--json", stdout=out, stderr=StringIO())
-        assert [json.loads(line)["external_id"] for line in out.getvalue().splitlines()] == ["cv-0", "cv-1", "cv-2"]
-    # A time is not evidence: an unusable one is dropped and the message kept, timed when it was received.
-    stored = Message.objects.get(conversation__external_id="cv-1", external_id="m3")
-    assert timezone.now() - stored.created_at < timedelta(minutes=5)
+        out, err = StringIO(), StringIO()
+        with pytest.raises(CommandError, match="2 of 3"):
+            call_command("import_conversations", str(path), "--format", "openai", "--json", stdout=out, stderr=err)
+        assert [json.loads(line)["external_id"] for line in out.getvalue().splitlines()] == ["cv-0"]
+        assert [line.split(":")[0] for line in err.getvalue().splitlines()] == ["cv-1", "cv-2"]
+    # A time the source gave but that cannot be stored is not replaced by another: its conversation is refused.
+    assert list(Conversation.objects.values_list("external_id", flat=True)) == ["cv-0"]
 
 
 def test_the_migration_repairs_times_stored_before_they_were_refused(api):
