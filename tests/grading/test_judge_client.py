@@ -13,7 +13,6 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from grading.judge.client import (
     ChatJudgeClient,
-    EmbeddingsClient,
     JudgeContextExceeded,
     JudgeMalformed,
     JudgeRejected,
@@ -24,6 +23,7 @@ from grading.judge.client import (
     find_field_token,
     weighted_score,
 )
+from grading.judge.embeddings import EmbeddingsClient
 from tests.fakes.openai_server import (
     FakeLLM,
     broken_body_reply,
