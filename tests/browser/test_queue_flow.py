@@ -7,8 +7,8 @@ import pytest
 from grading.models import AuditEvent, Decision
 from reviewer.models import Claim
 from tests.browser.conftest import sign_in
+from tests.builders.queue_items import conversation_item, draft_item, resubmit
 from tests.conftest import PASSWORD
-from tests.reviewer.test_queue_items import conversation_item, draft_item, resubmit
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

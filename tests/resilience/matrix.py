@@ -12,7 +12,7 @@ from grading.criteria import criteria_new_version
 from grading.models import CriteriaTrial, ItemKind
 from reviewer.access import EVERY_ROLE
 from reviewer.models import Role
-from tests.reviewer.test_queue_items import conversation_item, draft_item
+from tests.builders.queue_items import conversation_item, draft_item
 
 PERSONAS = ("anonymous", "operator", "criteria_admin", "stakeholder", "roleless", "other_org_operator")
 

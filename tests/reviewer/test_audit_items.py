@@ -14,10 +14,10 @@ from grading.figures import dashboard_figures, scope_for
 from grading.models import Review
 from grading.reviews import conversation_grade
 from grading.rollups import monday
+from tests.builders.queue_items import conversation_item, draft_item
 from tests.fakes.openai_server import json_reply
 from tests.grading.conversations import llm_judge, upsert
 from tests.reviewer.dashboards.world import conversation_payload
-from tests.reviewer.test_queue_items import conversation_item, draft_item
 
 pytestmark = pytest.mark.django_db
 

@@ -11,9 +11,17 @@ from reviewer.models import Claim, Membership
 from reviewer.queue.display import queue_page
 from reviewer.queue.reads import QueueFilters, operator_org_ids
 from reviewer.queue.services import claim_take, decision_create
+from tests.builders.queue_items import (
+    DRAFT_BODY,
+    JUDGE,
+    bulk_draft_items,
+    continue_conversation,
+    conversation_item,
+    draft_item,
+    resubmit,
+)
 from tests.conftest import make_person
 from tests.grading.conversations import message
-from tests.reviewer.test_queue_items import bulk_draft_items, conversation_item, draft_item
 
 HTMX_LIST = {"HTTP_HX_REQUEST": "true", "HTTP_HX_TARGET": "queue-list"}
 
@@ -72,7 +80,6 @@ def test_it_lists_drafts_first_then_oldest_first(operator, org):
 
 
 def test_decided_and_stale_reviews_are_not_listed(operator, org):
-    from tests.reviewer.test_queue_items import resubmit
 
     decided, stale = draft_item(org, "decided"), draft_item(org, "stale")
     waiting = draft_item(org, "waiting")
@@ -213,7 +220,7 @@ def test_the_draft_page_shows_scores_issues_memory_identity_and_the_article(clie
     assert "Claim this" in html
 
 
-DRAFT_DELVE = __import__("tests.reviewer.test_queue_items", fromlist=["DRAFT_BODY"]).DRAFT_BODY.index("delve")
+DRAFT_DELVE = DRAFT_BODY.index("delve")
 
 
 def test_the_conversation_page_shows_checks_quotes_the_path_and_folded_branches(client_for, operator, org):
@@ -233,7 +240,6 @@ def test_the_conversation_page_shows_checks_quotes_the_path_and_folded_branches(
 
 def test_an_item_that_changed_since_says_why_and_offers_no_decision(client_for, operator, org):
     review = draft_item(org)
-    from tests.reviewer.test_queue_items import resubmit
 
     resubmit(review)
     html = client_for(operator).get(reverse("review_detail", args=[review.pk])).content.decode()
@@ -306,7 +312,6 @@ def test_the_paged_queue_read_lists_exactly_the_queue_as_grading_defines_it(oper
     from grading.criteria import criteria_new_version, criteria_publish
     from grading.reviews import review_record
     from reviewer.queue.reads import queue_stats, queue_versions
-    from tests.reviewer.test_queue_items import JUDGE, continue_conversation, resubmit
 
     for n, reason in enumerate(["band", "spread", "judge_contradiction", "band"]):
         draft_item(org, f"d-{n}", reason=reason, minutes_ago=100 + n)

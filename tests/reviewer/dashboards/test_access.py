@@ -6,7 +6,7 @@ from django.urls import reverse
 
 from grading.models import Decision, Label, Review
 from reviewer.models import Claim
-from tests.reviewer.test_queue_items import conversation_item, draft_item
+from tests.builders.queue_items import conversation_item, draft_item
 
 pytestmark = pytest.mark.django_db
 

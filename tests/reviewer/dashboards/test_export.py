@@ -15,11 +15,11 @@ from grading.gate import draft_grade
 from grading.models import Draft, Review
 from grading.reviews import conversation_grade, decision_record
 from reviewer.dashboards import export
+from tests.builders.queue_items import bulk_draft_items
 from tests.grading.conversations import llm_judge, upsert, verdicts_reply
 from tests.grading.drafts import CLEAN_BODY, draft_reply, llm_draft_judge, save_draft, setup_org_memory
 from tests.reviewer.dashboards.test_figures import _scope
 from tests.reviewer.dashboards.world import MONDAY, build_world, conversation_payload
-from tests.reviewer.test_queue_items import bulk_draft_items
 
 pytestmark = pytest.mark.django_db
 

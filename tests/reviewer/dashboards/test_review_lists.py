@@ -13,10 +13,10 @@ from django.urls import reverse
 from grading.models import Review
 from grading.reviews import conversation_grade
 from reviewer.dashboards.reads import PAGE_SIZE
+from tests.builders.queue_items import bulk_draft_items
 from tests.grading.conversations import llm_judge, upsert, verdicts_reply
 from tests.reviewer.dashboards.test_figures import _scope
 from tests.reviewer.dashboards.world import W48, build_world, conversation_payload
-from tests.reviewer.test_queue_items import bulk_draft_items
 
 pytestmark = pytest.mark.django_db
 
