@@ -23,7 +23,6 @@ CONTENT_TYPES = (PROTOBUF, JSON)
 # google.rpc.Code values the specification pairs with these HTTP statuses.
 INVALID_ARGUMENT = 3
 RESOURCE_EXHAUSTED = 8
-UNAUTHENTICATED = 16
 
 
 class WireError(Exception):
