@@ -25,7 +25,6 @@ import rehashes
 from grading.judge.untrusted import SIZING_NONCE, data_text
 
 FINGERPRINT_SCHEME = "fp1"
-DEFAULT_QUIET_PERIOD = timedelta(minutes=30)
 MESSAGE_SEPARATOR = "\n\n"
 TEXT_PART_TYPES = frozenset({"text", "input_text", "output_text"})
 
@@ -260,11 +259,6 @@ def branch_count(messages: Iterable[EvidenceMessage]) -> int:
     return len(leaves(messages))
 
 
-def abandoned_message_ids(messages: Iterable[EvidenceMessage], path: Iterable[EvidenceMessage]) -> set[str]:
-    """Ids of messages that exist but are not on the active path (other branches: shown, never judged)."""
-    return {m.id for m in messages} - {m.id for m in path}
-
-
 # --- scorability --------------------------------------------------------------------------------------------
 
 
@@ -452,10 +446,6 @@ def message_size(m: EvidenceMessage, measure: Callable[[str], int] = len) -> int
     return measure(render_message(m, nonce=SIZING_NONCE) + MESSAGE_SEPARATOR)
 
 
-def rendered_size(messages: Iterable[EvidenceMessage], measure: Callable[[str], int] = len) -> int:
-    return sum(message_size(m, measure) for m in messages)
-
-
 _DIGITS = "0123456789"
 
 
@@ -583,7 +573,6 @@ def combine_stage_verdicts(per_stage: Sequence[dict[str, str]]) -> dict[str, str
 
 
 __all__ = [
-    "DEFAULT_QUIET_PERIOD",
     "FINGERPRINT_SCHEME",
     "MESSAGE_SEPARATOR",
     "REASON_TEXT",
@@ -592,7 +581,6 @@ __all__ = [
     "PathResult",
     "Stage",
     "Verdict",
-    "abandoned_message_ids",
     "draft_fingerprint",
     "active_path",
     "branch_count",
@@ -613,7 +601,6 @@ __all__ = [
     "not_scorable_reason",
     "render_message",
     "render_messages",
-    "rendered_size",
     "stages",
     "tool_call_text",
     "unanswered_tool_call_ids",

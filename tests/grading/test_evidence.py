@@ -10,12 +10,10 @@ from hypothesis import strategies as st
 
 from grading.evidence import (
     CONTEXT_SHARE,
-    DEFAULT_QUIET_PERIOD,
     FINGERPRINT_SCHEME,
     REASON_TEXT,
     EvidenceMessage,
     NotScorable,
-    abandoned_message_ids,
     active_path,
     branch_count,
     canonical_message,
@@ -26,14 +24,15 @@ from grading.evidence import (
     not_scorable_reason,
     render_message,
     render_messages,
-    rendered_size,
     stages,
     unanswered_tool_call_ids,
 )
 from grading.judge.untrusted import new_nonce
+from tests.builders.evidence import abandoned_message_ids, rendered_size
 
 T0 = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)
 NOW = T0 + timedelta(days=1)
+QUIET_PERIOD = timedelta(minutes=30)  # CONVERSATION_QUIET_MINUTES by default
 PROPERTY_SETTINGS = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
@@ -55,7 +54,7 @@ def tool_call(call_id: str, name: str = "lookup", arguments: str = '{"q": "x"}')
     return {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
 
 
-def reason(path, *, closed=True, last_activity=T0, quiet_period=DEFAULT_QUIET_PERIOD, path_problem=None):
+def reason(path, *, closed=True, last_activity=T0, quiet_period=QUIET_PERIOD, path_problem=None):
     return not_scorable_reason(
         path,
         closed=closed,
