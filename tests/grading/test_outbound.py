@@ -6,20 +6,6 @@ import threading
 import pytest
 
 from grading import outbound
-from tests.grading.test_webhooks import Receiver
-
-
-@pytest.fixture
-def receiver():
-    receivers = []
-
-    def make(statuses=(), host="127.0.0.1"):
-        receivers.append(Receiver(list(statuses), host))
-        return receivers[-1]
-
-    yield make
-    for r in receivers:
-        r.close()
 
 
 def post(url: str, **kwargs) -> outbound.OutboundResponse:

@@ -16,9 +16,9 @@ from grading.tasks import grade_conversation
 from reviewer.queue.services import claim_take, decision_create
 from tests.conftest import wait_until
 from tests.fakes.canary_tasks import canary_write
+from tests.fakes.webhook_receivers import DribblingReceiver, Receiver
 from tests.grading.conversations import PATH_IDS, support_conversation, upsert, verdicts_reply
 from tests.grading.drafts import CLEAN_BODY, SOURCE, draft_reply, llm_draft_judge, save_draft, setup_org_memory
-from tests.grading.test_webhooks import DribblingReceiver, Receiver
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
