@@ -123,7 +123,10 @@ class Conversation(models.Model):
     """An agent conversation: a tree of messages. The evidence columns (fingerprint, active path, scorable)
     are recomputed from the messages on every write, in the same transaction."""
 
-    org = models.ForeignKey(Org, on_delete=models.CASCADE, related_name="conversations")
+    # No index of its own: conversation_unique_external_id leads with org_id and serves every lookup by org. With
+    # one, a cached generic plan made while the org was small found a conversation by external id through it,
+    # reading every conversation of the org (quadratic in an OTLP request that creates thousands).
+    org = models.ForeignKey(Org, on_delete=models.CASCADE, related_name="conversations", db_index=False)
     external_id = models.CharField(max_length=200)
     application = models.CharField(max_length=100)
     closed = models.BooleanField(default=False)

@@ -4,6 +4,7 @@ import json
 import zlib
 
 import pytest
+from django.db import connection
 from google.rpc import status_pb2
 from hypothesis import HealthCheck, given
 from hypothesis import settings as hypothesis_settings
@@ -510,3 +511,16 @@ def test_hostile_otlp_json_never_answers_5xx_and_a_refusal_writes_nothing(send, 
     assert response.status_code in (200, 400, 413), response.content[:300]
     if response.status_code != 200:
         assert snapshot() == before
+
+
+def test_it_finds_a_conversation_by_its_external_id_in_one_index_probe_even_in_a_generic_plan(org):
+    """A request's lookups of its conversations are prepared statements; a generic plan made while the org was small
+    must not read every conversation of the org (it did, through the org_id index: the 2,980th new conversation of
+    one request read the 2,979 before it, so a request's cost grew with its square)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "EXPLAIN (GENERIC_PLAN) SELECT id FROM grading_conversation WHERE org_id = $1 AND external_id = $2 "
+            "ORDER BY id LIMIT 1 FOR UPDATE"
+        )
+        plan = "\n".join(row[0] for row in cursor.fetchall())
+    assert "conversation_unique_external_id" in plan and "Filter" not in plan, plan
