@@ -1,5 +1,5 @@
-"""Reads: what counts (through ReviewState), conversation state for the API, the staleness audit, the quality
-number, the review sample and the pipeline's view of a draft."""
+"""Reads: what counts (through ReviewState), conversation state for the API, the staleness audit, the review
+sample and the pipeline's view of a draft."""
 
 import hashlib
 from collections.abc import Sequence
@@ -8,13 +8,11 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import connection
-from django.db.models import Count, F, Field, Q
-from django.db.models.functions import ExtractIsoYear, ExtractWeek
+from django.db.models import Count, F, Field
 from django.utils import timezone
 
 from grading import evidence
-from grading.models import Conversation, Decision, Draft, Feedback, ItemKind, Message, Org, Review, ReviewState, Route
-from grading.outcomes import UNKNOWN_CHECK
+from grading.models import Conversation, Decision, Draft, ItemKind, Message, Org, Review, ReviewState, Route
 
 
 def quiet_period() -> timedelta:
@@ -119,56 +117,6 @@ def conversation_state(
 ) -> ConversationState:
     path = conversation_path(conversation, messages, now)
     return ConversationState(conversation, path.path, path.not_scorable_reason, current_review(conversation))
-
-
-@dataclass(frozen=True)
-class QualityRow:
-    application: str
-    iso_year: int
-    iso_week: int
-    passed: int
-    resolved: int  # reviews with no unknown check: the denominator
-    with_unknown: int  # beside the number, never inside it
-    thumbs_up: int
-    thumbs_down: int
-
-    @property
-    def quality(self) -> float | None:
-        return self.passed / self.resolved if self.resolved else None
-
-
-def conversation_quality(org: Org) -> list[QualityRow]:
-    """The quality number by application and ISO week of the conversation's start (DESIGN 4.5).
-
-    passes over reviews with no unknown check; the count with an unknown stands beside it; thumbs apart.
-    """
-    week = {"iso_year": ExtractIsoYear("conversation__started_at"), "iso_week": ExtractWeek("conversation__started_at")}
-    scored = (
-        Review.objects.counting()
-        .filter(org=org, kind=ItemKind.CONVERSATION)
-        .annotate(**week)
-        .values("conversation__application", "iso_year", "iso_week")
-        .annotate(
-            passed=Count("pk", filter=Q(route=Route.PASS)),
-            resolved=Count("pk", filter=Q(route__in=[Route.PASS, Route.FAIL])),
-            with_unknown=Count("pk", filter=Q(route=Route.HUMAN, reason=UNKNOWN_CHECK)),
-        )
-    )
-    thumbs = (
-        Feedback.objects.filter(conversation__org=org)
-        .annotate(**week)
-        .values("conversation__application", "iso_year", "iso_week")
-        .annotate(up=Count("pk", filter=Q(value="up")), down=Count("pk", filter=Q(value="down")))
-    )
-    thumbs_by_key = {
-        (t["conversation__application"], t["iso_year"], t["iso_week"]): (t["up"], t["down"]) for t in thumbs
-    }
-    rows = []
-    for row in scored:
-        key = (row["conversation__application"], row["iso_year"], row["iso_week"])
-        up, down = thumbs_by_key.get(key, (0, 0))
-        rows.append(QualityRow(*key, row["passed"], row["resolved"], row["with_unknown"], up, down))
-    return sorted(rows, key=lambda r: (r.application, r.iso_year, r.iso_week))
 
 
 @dataclass(frozen=True)

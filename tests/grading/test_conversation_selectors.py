@@ -12,7 +12,8 @@ from django.utils import timezone
 from grading.judge.backends import HeuristicJudge
 from grading.models import Feedback, Review
 from grading.reviews import conversation_grade
-from grading.selectors import conversation_quality, sample_conversations, staleness_audit
+from grading.selectors import sample_conversations, staleness_audit
+from tests.builders.quality import conversation_quality
 from tests.grading.conversations import message, support_conversation, upsert
 
 pytestmark = pytest.mark.django_db

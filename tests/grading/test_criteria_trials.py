@@ -24,8 +24,9 @@ from grading.gate import draft_grade
 from grading.models import CriteriaTrial, Draft, ItemKind, Review, ReviewState, WebhookDelivery
 from grading.planner import grading_pass
 from grading.reviews import conversation_grade
-from grading.selectors import conversation_quality, current_review, staleness_audit
+from grading.selectors import current_review, staleness_audit
 from grading.services import api_key_create
+from tests.builders.quality import conversation_quality
 from tests.grading.conversations import llm_judge, support_conversation, upsert, verdicts_reply
 from tests.grading.drafts import CLEAN_BODY, draft_reply, llm_draft_judge, save_draft, setup_org_memory
 
