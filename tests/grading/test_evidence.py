@@ -1,6 +1,5 @@
 import hashlib
 import json
-import random
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
@@ -29,6 +28,7 @@ from grading.evidence import (
 )
 from grading.judge.untrusted import new_nonce
 from tests.builders.evidence import abandoned_message_ids, rendered_size
+from tests.builders.message_trees import message_trees, tool_call
 
 T0 = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)
 NOW = T0 + timedelta(days=1)
@@ -48,10 +48,6 @@ def chain(*specs: tuple[str, str, object]) -> list[EvidenceMessage]:
         messages.append(msg(id, parent, role, content, created_at=T0 + timedelta(minutes=n)))
         parent = id
     return messages
-
-
-def tool_call(call_id: str, name: str = "lookup", arguments: str = '{"q": "x"}') -> dict:
-    return {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
 
 
 def reason(path, *, closed=True, last_activity=T0, quiet_period=QUIET_PERIOD, path_problem=None):
@@ -589,79 +585,6 @@ def test_it_combines_stage_verdicts():
 
 
 # --- properties over random trees ---------------------------------------------------------------------------
-
-CALL_IDS = ["c1", "c2", "c3"]
-image_urls = st.fixed_dictionaries({"url": st.text(max_size=10)})
-content_parts = st.one_of(
-    st.fixed_dictionaries({"type": st.just("text"), "text": st.text(max_size=20)}),
-    st.fixed_dictionaries({"type": st.just("image_url"), "image_url": image_urls}),
-    st.dictionaries(st.text(max_size=5), st.integers() | st.text(max_size=5), max_size=2),
-)
-tool_calls_strategy = st.none() | st.lists(
-    st.one_of(
-        st.builds(tool_call, st.sampled_from(CALL_IDS), st.text(max_size=8), st.text(max_size=20)),
-        st.fixed_dictionaries({"type": st.just("function")}),
-        st.integers(),
-    ),
-    max_size=3,
-)
-
-
-def random_message(rng: random.Random, id: str, parent: str | None) -> EvidenceMessage:
-    """A cheap random message for deep chains: a hypothesis draw per field would dominate the run time."""
-    role = rng.choice(["system", "user", "assistant", "tool"])
-    calls = None
-    if role == "assistant" and rng.random() < 0.3:
-        calls = [tool_call(rng.choice(CALL_IDS)) for _ in range(rng.randint(0, 2))]
-    return EvidenceMessage(
-        id=id,
-        parent_id=parent,
-        role=role,
-        content=rng.choice([None, "text " * rng.randint(0, 30), [{"type": "text", "text": "part"}]]),
-        tool_calls=calls,
-        tool_call_id=rng.choice(CALL_IDS) if role == "tool" else None,
-        created_at=rng.choice([None, T0 + timedelta(seconds=rng.randint(0, 5))]),
-        truncated=rng.random() < 0.002,
-    )
-
-
-@st.composite
-def message_trees(draw) -> tuple[list[EvidenceMessage], str | None]:
-    """Random forests (orphans, cycles, self-parents, duplicates, undated messages, random roles and tool
-    calls), or a deep chain with one of those defects."""
-    if draw(st.booleans()):
-        ids = draw(st.lists(st.sampled_from([f"m{n}" for n in range(30)]), max_size=25, unique=True))
-        parents = [draw(st.none() | st.sampled_from([*ids, "ghost"])) for _ in ids]
-        messages = [
-            EvidenceMessage(
-                id=id,
-                parent_id=parent,
-                role=draw(st.sampled_from(["system", "user", "assistant", "tool"])),
-                content=draw(st.none() | st.text(max_size=40) | st.lists(content_parts, max_size=3)),
-                tool_calls=draw(tool_calls_strategy),
-                tool_call_id=draw(st.none() | st.sampled_from(CALL_IDS)),
-                name=draw(st.none() | st.text(max_size=5)),
-                created_at=draw(st.none() | st.integers(0, 5).map(lambda s: T0 + timedelta(seconds=s))),
-                hidden=draw(st.booleans()),
-                truncated=draw(st.integers(0, 20)) == 0,
-            )
-            for id, parent in zip(ids, parents, strict=True)
-        ]
-    else:
-        depth = draw(st.integers(1, 400))
-        ids = [f"d{n}" for n in range(depth)]
-        parents: list[str | None] = [None, *ids[:-1]]
-        defect = draw(st.sampled_from(["none", "none", "cycle", "orphan"]))
-        if defect == "cycle":
-            parents[0] = ids[draw(st.integers(0, depth - 1))]
-        elif defect == "orphan":
-            parents[draw(st.integers(0, depth - 1))] = "ghost"
-        rng = draw(st.randoms(use_true_random=False))
-        messages = [random_message(rng, id, parent) for id, parent in zip(ids, parents, strict=True)]
-    if messages and draw(st.integers(0, 9)) == 0:
-        messages.append(replace(draw(st.sampled_from(messages)), content="twin"))
-    active = draw(st.none() | st.sampled_from([*ids, "missing"]))
-    return messages, active
 
 
 @PROPERTY_SETTINGS

@@ -13,8 +13,8 @@ from grading.models import Conversation, Org
 from grading.schemas import ConversationIn, MessagesIn
 from grading.selectors import quiet_period
 from grading.services import conversation_append, conversation_upsert
+from tests.builders.message_trees import message_trees, tool_call
 from tests.grading.conversations import T0
-from tests.grading.test_evidence import message_trees, tool_call
 
 CALLS = ["c1", "c2", "c3"]
 # What the API accepts: no NUL characters.
