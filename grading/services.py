@@ -182,7 +182,7 @@ def _merge_messages(
     5. Recompute the active path, fingerprint, branch count and activity times from the merged set.
     """
     if (appended := _continuation(conversation, incoming, now)) is not None:
-        _enforce_limits(incoming, conversation.message_count + len(appended))
+        conversation_limits_check(incoming=incoming, total=conversation.message_count + len(appended))
         Message.objects.bulk_create(appended)
         return None, _recompute_evidence(conversation, appended, changed=True, now=now, before=before, appended=True)
     rows = list(conversation.messages.all()) if conversation.pk else []
@@ -219,7 +219,7 @@ def _merge_messages(
             ]
             new += twins[message_id]
     merged = [*existing.values(), *(row for rows_of_id in twins.values() for row in rows_of_id)]
-    _enforce_limits(incoming, len(merged))
+    conversation_limits_check(incoming=incoming, total=len(merged))
     if replaced:
         Message.objects.filter(pk__in=[row.pk for row in replaced]).delete()
     Message.objects.bulk_create(new)
@@ -290,7 +290,9 @@ def _message_fields(message_in: MessageIn, now: datetime) -> dict:
     }
 
 
-def _enforce_limits(incoming: list[MessageIn], total: int) -> None:
+def conversation_limits_check(*, incoming: list[MessageIn], total: int) -> None:
+    """Raise LimitExceeded when a conversation would hold `total` messages, or one of `incoming` is too large. The
+    merge checks before it writes; the OTLP receiver checks a whole request before its first transaction."""
     max_messages = settings.MAX_MESSAGES_PER_CONVERSATION
     if total > max_messages:
         raise LimitExceeded(

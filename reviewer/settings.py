@@ -281,6 +281,10 @@ MAX_MESSAGE_BYTES = env_int("MAX_MESSAGE_BYTES", 1_000_000, minimum=1_000)
 DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("MAX_REQUEST_BYTES", 64_000_000, minimum=1_000_000)
 # A draft is judged whole, in one prompt (drafts have no stages): 200 kB is some 30,000 words.
 MAX_DRAFT_BYTES = env_int("MAX_DRAFT_BYTES", 200_000, minimum=1_000)
+# One OTLP request is served well inside a worker's 30 s timeout, on a loaded machine too (bench/bench_otlp.py
+# measures a request at these limits); the SDKs export 512 spans a batch by default.
+MAX_OTLP_SPANS_PER_REQUEST = env_int("MAX_OTLP_SPANS_PER_REQUEST", 1_000, minimum=1)
+MAX_OTLP_CONVERSATIONS_PER_REQUEST = env_int("MAX_OTLP_CONVERSATIONS_PER_REQUEST", 250, minimum=1)
 # CPU seconds the checks and repairs of one draft may spend (grading, trials); a criteria preview's checks, which run
 # inside the web request, share PREVIEW_CPU_BUDGET_SECONDS, kept under the web worker's timeout.
 CHECKS_CPU_BUDGET_SECONDS = env_float("CHECKS_CPU_BUDGET_SECONDS", 5.0, minimum=0.01)

@@ -18,6 +18,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from django.conf import settings
 from django.db import transaction
 from pydantic import TypeAdapter, ValidationError
 
@@ -25,9 +26,12 @@ from grading.models import Conversation, Message, Org
 from grading.otlp.genai import ModelCall, ReadSpans, SpanOrigin, ToolResult, Turn
 from grading.otlp.models import SpanLink
 from grading.schemas import ConversationIn, ExternalId, MessageIn, MessagesIn
-from grading.services import conversation_append, conversation_upsert
+from grading.services import LimitExceeded, conversation_append, conversation_limits_check, conversation_upsert
 
 _EXTERNAL_ID = TypeAdapter(ExternalId)
+# Each transaction writes this many conversations, so that none of their locks is held for much of a second
+# (bench/bench_otlp.py reports the longest transaction).
+CONVERSATIONS_PER_TRANSACTION = 10
 
 
 class InvalidConversation(Exception):
@@ -143,72 +147,108 @@ def _match_key(turn: Turn) -> str:
 
 
 def traces_ingest(*, org: Org, read: ReadSpans) -> IngestResult:
-    """Write the model calls and tool results of one export request, all or nothing.
+    """Write the model calls and tool results of one export request, in transactions of a bounded size.
 
     1. Group by conversation: `gen_ai.conversation.id`, else the id another span of the same trace in this
-       request names, else the trace id. Order each group by span start (then end, then span id).
-    2. In one transaction: lock the conversations that exist (in id order, so two requests cannot deadlock),
-       lay every call onto its tree, and attach each tool result after the call that requested it.
-    3. Validate every conversation's new messages as the JSON API would, before writing any.
-    4. Write each through `conversation_upsert` (new) or `conversation_append` (existing), and record the span of
-       every new message. A limit exceeded anywhere rolls the whole request back.
+       request names, else the trace id. Order each group by span start (then end, then span id). Refuse a
+       request whose spans belong to more than MAX_OTLP_CONVERSATIONS_PER_REQUEST conversations.
+    2. Plan every conversation on what is stored, without locking: lay every call onto its tree, attach each tool
+       result after the call that requested it, and validate the new messages as the JSON API would (content,
+       sizes, messages per conversation). A refusal here writes nothing.
+    3. Write CONVERSATIONS_PER_TRANSACTION conversations per transaction, in external id order (so two requests
+       lock in one order and cannot deadlock): lock the ones that exist, plan them again on what is stored now
+       (another request may have written since step 2), and write each through `conversation_upsert` (new) or
+       `conversation_append` (existing), recording the span of every new message. No conversation's lock is held
+       for more than one transaction.
+
+    A limit that another writer's messages push a conversation over between steps 2 and 3 refuses the request with
+    the earlier transactions committed; sending the request again writes only what is missing (message ids come
+    from span ids).
     """
-    rejected = list(read.rejected)
     groups = _grouped(read)
+    limit = settings.MAX_OTLP_CONVERSATIONS_PER_REQUEST
+    if len(groups) > limit:
+        raise LimitExceeded(
+            "MAX_OTLP_CONVERSATIONS_PER_REQUEST",
+            limit,
+            f"a request may write at most {limit} conversations; its spans belong to {len(groups)}: export "
+            "smaller batches",
+        )
+    _planned(org, groups, lock=False)
+    rejected = list(read.rejected)
     written = messages = 0
-    with transaction.atomic():
-        stored = {
-            c.external_id: c
-            for c in Conversation.objects.select_for_update()
-            .filter(org=org, external_id__in=list(groups))
-            .order_by("external_id")
-        }
-        stored_messages: dict[int, list[Message]] = defaultdict(list)
-        for message in Message.objects.filter(conversation__in=list(stored.values())):
-            stored_messages[message.conversation_id].append(message)
-        plans = []
-        for external_id in sorted(groups):
-            conversation = stored.get(external_id)
-            tree = _Tree(stored_messages[conversation.pk] if conversation else [])
-            application = None
-            for item in groups[external_id]:
-                application = application or item.origin.application
-                if isinstance(item, ModelCall):
-                    _lay_call(tree, item)
-                elif not _attach_result(tree, item):
-                    rejected.append(
-                        f"{item.origin.where} (execute_tool span {item.origin.span_id}): no assistant message in "
-                        f"conversation {external_id!r} made tool call {item.call_id!r}"
+    external_ids = sorted(groups)
+    for start in range(0, len(external_ids), CONVERSATIONS_PER_TRANSACTION):
+        with transaction.atomic():
+            batch = {key: groups[key] for key in external_ids[start : start + CONVERSATIONS_PER_TRANSACTION]}
+            plans, unanswered = _planned(org, batch, lock=True)
+            rejected += unanswered
+            links = []
+            for plan in plans:
+                if plan.conversation is None:
+                    write = conversation_upsert(org=org, payload=plan.payload)
+                else:
+                    write = conversation_append(org=org, external_id=plan.external_id, payload=plan.payload)
+                links += [
+                    SpanLink(
+                        conversation=write.conversation,
+                        message_external_id=message.id,
+                        trace_id=origin.trace_id,
+                        span_id=origin.span_id,
+                        response_id=(response_id or "")[:200],
                     )
-            if tree.new:
-                plans.append((external_id, conversation, application, tree.new))
-        payloads = [
-            _validated(external_id, conversation, application, new)
-            for external_id, conversation, application, new in plans
-        ]
-        links = []
-        for (external_id, conversation, _, new), payload in zip(plans, payloads, strict=True):
-            if conversation is None:
-                write = conversation_upsert(org=org, payload=payload)
-            else:
-                write = conversation_append(org=org, external_id=external_id, payload=payload)
-            links += [
-                SpanLink(
-                    conversation=write.conversation,
-                    message_external_id=message.id,
-                    trace_id=origin.trace_id,
-                    span_id=origin.span_id,
-                    response_id=(response_id or "")[:200],
-                )
-                for message, origin, response_id in new
-            ]
-            written += 1
-            messages += len(new)
-        SpanLink.objects.bulk_create(links, ignore_conflicts=True)
+                    for message, origin, response_id in plan.new
+                ]
+                written += 1
+                messages += len(plan.new)
+            SpanLink.objects.bulk_create(links, ignore_conflicts=True)
     error = ""
     if rejected:
         error = f"{len(rejected)} span(s) rejected: " + "; ".join(rejected[:5]) + ("; ..." if len(rejected) > 5 else "")
     return IngestResult(written, messages, len(rejected), error)
+
+
+@dataclass(frozen=True)
+class _Plan:
+    external_id: str
+    conversation: Conversation | None  # None: new
+    new: list[tuple[MessageIn, SpanOrigin, str | None]]
+    payload: ConversationIn | MessagesIn
+
+
+def _planned(org: Org, groups: dict[str, list[ModelCall | ToolResult]], *, lock: bool) -> tuple[list[_Plan], list[str]]:
+    """Each conversation's new messages laid on what is stored, validated and checked against the limits; with
+    `lock`, the stored conversations are locked first, in external id order. Returns the plans of the
+    conversations that gain messages, and the tool results that answer no call (rejected spans)."""
+    stored_conversations = Conversation.objects.filter(org=org, external_id__in=list(groups)).order_by("external_id")
+    if lock:
+        stored_conversations = stored_conversations.select_for_update()
+    stored = {c.external_id: c for c in stored_conversations}
+    stored_messages: dict[int, list[Message]] = defaultdict(list)
+    for message in Message.objects.filter(conversation__in=list(stored.values())):
+        stored_messages[message.conversation_id].append(message)
+    plans, rejected = [], []
+    for external_id in sorted(groups):
+        conversation = stored.get(external_id)
+        tree = _Tree(stored_messages[conversation.pk] if conversation else [])
+        application = None
+        for item in groups[external_id]:
+            application = application or item.origin.application
+            if isinstance(item, ModelCall):
+                _lay_call(tree, item)
+            elif not _attach_result(tree, item):
+                rejected.append(
+                    f"{item.origin.where} (execute_tool span {item.origin.span_id}): no assistant message in "
+                    f"conversation {external_id!r} made tool call {item.call_id!r}"
+                )
+        if tree.new:
+            payload = _validated(external_id, conversation, application, tree.new)
+            conversation_limits_check(
+                incoming=payload.messages,
+                total=len(stored_messages[conversation.pk] if conversation else []) + len(tree.new),
+            )
+            plans.append(_Plan(external_id, conversation, tree.new, payload))
+    return plans, rejected
 
 
 def _grouped(read: ReadSpans) -> dict[str, list[ModelCall | ToolResult]]:

@@ -5,6 +5,11 @@ The router inherits the API's key authentication. Answers follow the OTLP/HTTP s
 `ExportTraceServiceResponse` (its `partial_success` counts the spans that could not become evidence and says
 why), 400 for a request that is not valid OTLP or whose content cannot be read (nothing of it is written),
 413 over a limit, 415 for another content type or encoding; failures carry a `google.rpc.Status`.
+
+A request is bounded so that a worker serves it well inside its timeout: MAX_OTLP_SPANS_PER_REQUEST spans and
+MAX_OTLP_CONVERSATIONS_PER_REQUEST conversations. Beyond either the answer is 413 naming the limit, never a
+retryable status: the specification forbids an exporter to retry a 413, so it drops the batch or (configured
+smaller) sends smaller ones, instead of sending again a request that can never fit.
 """
 
 from django.conf import settings
@@ -14,7 +19,7 @@ from ninja import Router
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
 from grading.otlp import wire
-from grading.otlp.genai import ContentError, read_spans
+from grading.otlp.genai import ContentError, read_spans, spans_in
 from grading.otlp.receiver import InvalidConversation, traces_ingest
 from grading.services import LimitExceeded
 
@@ -50,6 +55,15 @@ def post_traces(request: HttpRequest) -> HttpResponse:
             raise wire.WireError(413, f"the request body is over MAX_REQUEST_BYTES ({limit} bytes)") from None
         body = wire.decompressed(raw, request.headers.get("Content-Encoding", ""), limit=limit)
         export = wire.trace_request(body, content_type)
+        spans, max_spans = sum(1 for _ in spans_in(export)), settings.MAX_OTLP_SPANS_PER_REQUEST
+        if spans > max_spans:
+            raise wire.WireError(
+                413,
+                f"the request holds {spans} spans; MAX_OTLP_SPANS_PER_REQUEST ({max_spans}) is the most one may "
+                "hold: export smaller batches (the SDK's OTEL_BSP_MAX_EXPORT_BATCH_SIZE, a Collector's "
+                "send_batch_max_size)",
+                limit="MAX_OTLP_SPANS_PER_REQUEST",
+            )
         result = traces_ingest(org=request.auth.org, read=read_spans(export))
     except wire.WireError as exc:
         return _failure(exc.status, exc.message, answer_as)

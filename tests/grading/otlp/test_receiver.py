@@ -1,10 +1,11 @@
 """The OTLP/HTTP trace receiver: GenAI spans become conversations through the JSON API's write path."""
 
 import json
+import threading
 import zlib
 
 import pytest
-from django.db import connection
+from django.db import OperationalError, connection, connections, transaction
 from google.rpc import status_pb2
 from hypothesis import HealthCheck, given
 from hypothesis import settings as hypothesis_settings
@@ -13,6 +14,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 
 from grading.models import Conversation, Message
 from grading.otlp.models import SpanLink
+from grading.otlp.receiver import CONVERSATIONS_PER_TRANSACTION
 from grading.services import api_key_create
 from tests.grading.otlp.spans import (
     TRACE,
@@ -524,3 +526,74 @@ def test_it_finds_a_conversation_by_its_external_id_in_one_index_probe_even_in_a
         )
         plan = "\n".join(row[0] for row in cursor.fetchall())
     assert "conversation_unique_external_id" in plan and "Filter" not in plan, plan
+
+
+def one_call_conversations(count: int, *, first: int = 1) -> list:
+    """`count` chat spans, each the first model call of its own conversation (conv-000, conv-001, ...)."""
+    user = {"role": "user", "parts": [text("Where is my order?")]}
+    answer = {"role": "assistant", "parts": [text("It has shipped.")]}
+    return [chat_span(first + n, [user], [answer], conversation=f"conv-{n:03d}") for n in range(count)]
+
+
+def test_it_answers_413_naming_the_limit_to_more_spans_than_a_request_may_hold(send, settings):
+    settings.MAX_OTLP_SPANS_PER_REQUEST = 3
+    body = export_request(*two_turns_with_a_tool()).SerializeToString()
+    response = send(body)
+    message = failure(response, 413)
+    assert "4 spans" in message and "MAX_OTLP_SPANS_PER_REQUEST (3)" in message
+    assert "Retry-After" not in response  # the OTLP specification: a client must not retry a 413
+    assert Conversation.objects.count() == 0
+    as_json = send(json.dumps(as_otlp_json(export_request(*two_turns_with_a_tool()))).encode(), "application/json")
+    assert "MAX_OTLP_SPANS_PER_REQUEST (3)" in failure(as_json, 413)
+    settings.MAX_OTLP_SPANS_PER_REQUEST = 4
+    ok(send(body))
+
+
+def test_it_answers_413_naming_the_limit_to_spans_of_more_conversations_than_a_request_may_write(send, settings):
+    settings.MAX_OTLP_CONVERSATIONS_PER_REQUEST = 2
+    response = send(export_request(*one_call_conversations(3)).SerializeToString())
+    message = failure(response, 413)
+    assert "at most 2 conversations; its spans belong to 3" in message
+    assert "MAX_OTLP_CONVERSATIONS_PER_REQUEST" in message
+    assert "Retry-After" not in response and Conversation.objects.count() == 0
+    ok(send(export_request(*one_call_conversations(2)).SerializeToString()))
+    assert Conversation.objects.count() == 2
+
+
+def test_it_refuses_a_message_over_the_limit_in_its_last_conversation_before_writing_the_first(send, settings):
+    settings.MAX_MESSAGE_BYTES = 10_000
+    count = 2 * CONVERSATIONS_PER_TRANSACTION + 1
+    user = {"role": "user", "parts": [text("x" * 20_000)]}
+    spans = [*one_call_conversations(count - 1), chat_span(count, [user], [], conversation="conv-zzz")]
+    assert "MAX_MESSAGE_BYTES" in failure(send(export_request(*spans).SerializeToString()), 413)
+    assert Conversation.objects.count() == 0
+
+
+@pytest.mark.django_db(transaction=True)
+def test_it_commits_a_large_request_in_bounded_transactions_holding_no_lock_for_all_of_it(send):
+    """While the request writes its last conversation, its first is committed and no longer locked."""
+    count = 2 * CONVERSATIONS_PER_TRANSACTION + 1
+    last = f"conv-{count - 1:03d}"
+    seen: list = []
+
+    def probe() -> None:
+        try:
+            with transaction.atomic():
+                first = Conversation.objects.select_for_update(nowait=True).filter(external_id="conv-000").first()
+                seen.append("committed and free" if first else "not committed")
+        except OperationalError:
+            seen.append("locked")
+        finally:
+            connections.close_all()
+
+    def watch(execute, sql, params, many, context):
+        if sql.startswith('INSERT INTO "grading_conversation"') and last in (params or ()) and not seen:
+            other = threading.Thread(target=probe)
+            other.start()
+            other.join(timeout=30)
+        return execute(sql, params, many, context)
+
+    with connection.execute_wrapper(watch):
+        ok(send(export_request(*one_call_conversations(count)).SerializeToString()))
+    assert seen == ["committed and free"]
+    assert Conversation.objects.count() == count
