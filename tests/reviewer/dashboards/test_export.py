@@ -18,14 +18,13 @@ from reviewer.dashboards import export
 from tests.builders.queue_items import bulk_draft_items
 from tests.grading.conversations import llm_judge, upsert, verdicts_reply
 from tests.grading.drafts import CLEAN_BODY, draft_reply, llm_draft_judge, save_draft, setup_org_memory
-from tests.reviewer.dashboards.test_figures import _scope
-from tests.reviewer.dashboards.world import MONDAY, build_world, conversation_payload
+from tests.reviewer.dashboards.world import MONDAY, build_world, conversation_payload, world_scope
 
 pytestmark = pytest.mark.django_db
 
 
 def _get(client, org, **query):
-    response = client.get(reverse("dashboard_export"), {"org": org.slug, **_scope(org).as_query(), **query})
+    response = client.get(reverse("dashboard_export"), {"org": org.slug, **world_scope(org).as_query(), **query})
     assert response.status_code == 200 and response.streaming
     return b"".join(response.streaming_content).decode()
 
@@ -54,7 +53,9 @@ def test_the_csv_and_jsonl_exports_read_back_equal_to_the_reviews(org, fake_llm,
 
 
 def _peak_bytes(client, org) -> int:
-    response = client.get(reverse("dashboard_export"), {"org": org.slug, **_scope(org).as_query(), "kind": "draft"})
+    response = client.get(
+        reverse("dashboard_export"), {"org": org.slug, **world_scope(org).as_query(), "kind": "draft"}
+    )
     tracemalloc.start()
     rows = sum(chunk.count(b"\n") for chunk in response.streaming_content)
     peak = tracemalloc.get_traced_memory()[1]

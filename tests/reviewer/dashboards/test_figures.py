@@ -16,7 +16,7 @@ from grading.models import ItemKind, Review, Rollup
 from grading.outcomes import CHECKS
 from grading.rollups import live_counters, monday, rollups_rebuild, stored_counters
 from grading.services import api_key_create
-from tests.reviewer.dashboards.world import build_world, expected_agreement, expected_quality, iso
+from tests.reviewer.dashboards.world import build_world, expected_agreement, expected_quality, iso, world_scope
 
 pytestmark = pytest.mark.django_db
 
@@ -26,17 +26,13 @@ def world(org, fake_llm, operator):
     return build_world(org, fake_llm, operator)
 
 
-def _scope(org):
-    return scope_for(org, since="2026-W46", until=iso(monday(timezone.now())))
-
-
 def test_the_rollup_kept_by_the_writes_equals_a_live_group_by_over_the_raw_tables(world, org):
     assert Rollup.objects.filter(org=org).exists()
     assert stored_counters(org_ids=[org.pk]) == live_counters(org_ids=[org.pk])
 
 
 def test_quality_counts_passes_over_resolved_with_unknowns_beside_by_application_and_iso_week(world, org):
-    figures = dashboard_figures(_scope(org))["quality"]
+    figures = dashboard_figures(world_scope(org))["quality"]
     expected = expected_quality(org, figures_weeks := [row["week"] for row in figures["by_week"]])
     assert figures_weeks[:2] == ["2026-W46", "2026-W47"]
     for row in figures["by_application"]:
@@ -65,14 +61,14 @@ def test_quality_counts_passes_over_resolved_with_unknowns_beside_by_application
 
 
 def test_a_second_either_side_of_midnight_on_sunday_lands_in_its_own_iso_week(world, org):
-    weeks = {row["week"]: row for row in dashboard_figures(_scope(org))["quality"]["by_week"]}
+    weeks = {row["week"]: row for row in dashboard_figures(world_scope(org))["quality"]["by_week"]}
     # W47: c1 (pass), c2 (Sunday 23:59:30, fail), c5 (pass). W48: c3 (Monday 00:00:00, unknown), c4, c6, c8.
     assert (weeks["2026-W47"]["passed"], weeks["2026-W47"]["resolved"], weeks["2026-W47"]["unknown"]) == (2, 3, 0)
     assert (weeks["2026-W48"]["passed"], weeks["2026-W48"]["resolved"], weeks["2026-W48"]["unknown"]) == (1, 2, 2)
 
 
 def test_stale_superseded_and_trial_reviews_never_count(world, org):
-    figures = dashboard_figures(_scope(org))
+    figures = dashboard_figures(world_scope(org))
     assert world.reviews["c7"].state == "stale"
     assert figures["staleness"]["stale"] == {"conversation": 1, "draft": 0}
     # c8's first review (a pass) is history; its second (complete fail) counts. The trial's 999 tokens never count.
@@ -84,7 +80,7 @@ def test_stale_superseded_and_trial_reviews_never_count(world, org):
 
 
 def test_the_gate_figures_equal_a_recount_of_the_draft_reviews(world, org):
-    gate = dashboard_figures(_scope(org))["gate"]
+    gate = dashboard_figures(world_scope(org))["gate"]
     drafts = list(Review.objects.counting().filter(org=org, kind=ItemKind.DRAFT))
     routes = Counter(r.route for r in drafts)
     repaired = sum(1 for r in drafts if r.route == "pass" and r.repairs and r.repairs.get("applied"))
@@ -106,7 +102,7 @@ def test_the_gate_figures_equal_a_recount_of_the_draft_reviews(world, org):
 
 
 def test_agreement_pairs_equal_the_decisions_and_labels_read_directly(world, org):
-    agreement = dashboard_figures(_scope(org))["agreement"]
+    agreement = dashboard_figures(world_scope(org))["agreement"]
     expected = expected_agreement(org)
     for (kind, sample, check), pairs in expected.items():
         figure = agreement[kind]["samples"][sample]["checks"][check]
@@ -126,7 +122,7 @@ def test_agreement_pairs_equal_the_decisions_and_labels_read_directly(world, org
 
 
 def test_queue_health_counts_what_waits_and_who_decided_per_iso_week(world, org, operator):
-    queue = dashboard_figures(_scope(org))["queue"]
+    queue = dashboard_figures(world_scope(org))["queue"]
     assert queue["depth"] == {"conversation": 1, "draft": 0}  # c6
     assert queue["oldest_waiting_since"] == world.reviews["c6"].finished_at
     by_week = {(row["week"], row["operator"]): row["decisions"] for row in queue["decisions_by_operator"]}
@@ -140,7 +136,7 @@ def test_publishing_new_criteria_moves_every_counting_review_to_stale_without_to
     draft = criteria_new_version(org=org, kind=ItemKind.CONVERSATION, author=criteria_admin)
     criteria_publish(version=draft, actor=criteria_admin)
     assert stored_counters(org_ids=[org.pk]) == before
-    figures = dashboard_figures(_scope(org))
+    figures = dashboard_figures(world_scope(org))
     assert figures["quality"]["total"]["scored"] == 0
     counting = Review.objects.filter(org=org, kind=ItemKind.CONVERSATION, state__in=["current", "waiting", "decided"])
     assert figures["staleness"]["stale"]["conversation"] == counting.count() + 1  # and c7, stale before
@@ -165,7 +161,7 @@ def _text(html: str, element_id: str) -> str:
 def test_the_page_shows_the_figures_and_each_number_links_to_the_reviews_it_counted(
     world, org, client_for, stakeholder
 ):
-    scope = _scope(org)
+    scope = world_scope(org)
     query = scope.as_query() | {"org": org.slug}
     client = client_for(stakeholder)
     html = client.get(reverse("dashboard"), query).content.decode()
@@ -187,7 +183,7 @@ def test_the_page_shows_the_figures_and_each_number_links_to_the_reviews_it_coun
 
 def test_the_json_api_returns_the_same_figures_as_the_page(world, org, client):
     key = api_key_create(org=org, name="stakeholder tools").plaintext
-    scope = _scope(org)
+    scope = world_scope(org)
     response = client.get("/api/v1/dashboard", scope.as_query(), HTTP_AUTHORIZATION=f"Bearer {key}")
     assert response.status_code == 200
     body = response.json()

@@ -15,8 +15,7 @@ from grading.reviews import conversation_grade
 from reviewer.dashboards.reads import PAGE_SIZE
 from tests.builders.queue_items import bulk_draft_items
 from tests.grading.conversations import llm_judge, upsert, verdicts_reply
-from tests.reviewer.dashboards.test_figures import _scope
-from tests.reviewer.dashboards.world import W48, build_world, conversation_payload
+from tests.reviewer.dashboards.world import W48, build_world, conversation_payload, world_scope
 
 pytestmark = pytest.mark.django_db
 
@@ -36,7 +35,7 @@ def test_a_confusion_cell_lists_the_items_the_machine_and_the_person_disagreed_o
 ):
     world = build_world(org, fake_llm, operator)
     client = client_for(stakeholder)
-    html = client.get(reverse("dashboard"), {"org": org.slug, **_scope(org).as_query()}).content.decode()
+    html = client.get(reverse("dashboard"), {"org": org.slug, **world_scope(org).as_query()}).content.decode()
     block = html[html.index('id="agreement-conversation-audit"') :]
     block = block[: block.index("</table>\n  </table>") if "</table>\n  </table>" in block else block.index("</div>")]
     cells = re.findall(r'<td class="disagree"><a href="([^"]+)">(\d+)</a>', block)
@@ -54,7 +53,7 @@ def test_a_confusion_cell_lists_the_items_the_machine_and_the_person_disagreed_o
 def test_the_gate_and_staleness_numbers_list_what_they_counted(org, fake_llm, operator, client_for, stakeholder):
     world = build_world(org, fake_llm, operator)
     client = client_for(stakeholder)
-    html = client.get(reverse("dashboard"), {"org": org.slug, **_scope(org).as_query()}).content.decode()
+    html = client.get(reverse("dashboard"), {"org": org.slug, **world_scope(org).as_query()}).content.decode()
     stale = re.search(r'conversations <a href="([^"]+)">1</a>', html).group(1)
     assert _listed(client, unescape(stale)) == {world.reviews["c7"].pk}
     errors = re.search(r'<code>JudgeRejected</code>: <a href="([^"]+)">1</a>', html).group(1)
@@ -91,7 +90,7 @@ def test_a_hostile_application_name_is_text_on_the_dashboard_and_its_links_carry
     fake_llm.script(verdicts_reply(["m1", "m2"], grounded="pass", complete="pass", usable="pass"))
     review = conversation_grade(conversation_id=conversation.pk, judge=llm_judge(fake_llm))
     client = client_for(stakeholder)
-    html = client.get(reverse("dashboard"), {"org": org.slug, **_scope(org).as_query()}).content.decode()
+    html = client.get(reverse("dashboard"), {"org": org.slug, **world_scope(org).as_query()}).content.decode()
 
     assert "<script>" not in html and '<a href="/x">' not in html
     assert escape(HOSTILE_APPLICATION) in html
@@ -109,12 +108,12 @@ def test_it_encodes_a_hostile_application_in_the_json_link_as_in_every_other_lin
     """The page scoped to one application links its figures as JSON; that link is built like the others, so the
     name reaches the API as one whole parameter and cannot add a filter or cut the query short."""
     client = client_for(stakeholder)
-    query = {"org": org.slug, **_scope(org).as_query(), "application": HOSTILE_APPLICATION}
+    query = {"org": org.slug, **world_scope(org).as_query(), "application": HOSTILE_APPLICATION}
     html = client.get(reverse("dashboard"), query).content.decode()
 
     [json_link] = [unescape(href) for href in re.findall(r'href="([^"]+)"', html) if "/api/v1/dashboard" in href]
     url = urlsplit(json_link)
     assert (url.path, url.fragment) == (reverse("api:get_dashboard"), "")
-    assert parse_qs(url.query) == {key: [value] for key, value in _scope(org).as_query().items()} | {
+    assert parse_qs(url.query) == {key: [value] for key, value in world_scope(org).as_query().items()} | {
         "application": [HOSTILE_APPLICATION]
     }

@@ -6,12 +6,16 @@ from collections import Counter
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 
+from django.utils import timezone
+
 from grading.criteria import criteria_active
+from grading.figures import Scope, scope_for
 from grading.gate import draft_grade
 from grading.labels import LabelIn, label_record
 from grading.models import Conversation, Decision, Feedback, ItemKind, Label, Review, ReviewState
 from grading.outcomes import CHECKS
 from grading.reviews import conversation_grade, decision_record, review_audit_mark
+from grading.rollups import monday
 from grading.schemas import FeedbackIn, MessagesIn
 from grading.services import conversation_append, feedback_record
 from tests.fakes.openai_server import error_reply
@@ -159,6 +163,11 @@ def _messages(messages):
 def iso(day) -> str:
     year, week, _ = day.isocalendar()
     return f"{year}-W{week:02d}"
+
+
+def world_scope(org) -> Scope:
+    """The dashboard scope over every week the world has reviews in: 2026-W46 up to this week."""
+    return scope_for(org, since="2026-W46", until=iso(monday(timezone.now())))
 
 
 def expected_quality(org, weeks: list[str]) -> dict:
