@@ -27,6 +27,11 @@ from grading.judge.untrusted import SIZING_NONCE, data_text
 FINGERPRINT_SCHEME = "fp1"
 MESSAGE_SEPARATOR = "\n\n"
 TEXT_PART_TYPES = frozenset({"text", "input_text", "output_text"})
+# The roles a message may have (the API's `MessageIn.role` lists the same four for its schema). The importers and
+# the OTLP receiver also take other formats' names for them: OpenAI's `developer` messages are system
+# instructions, its legacy `function` messages are tool results.
+ROLES = frozenset({"system", "user", "assistant", "tool"})
+ROLE_ALIASES = {"developer": "system", "function": "tool"}
 
 _OLDEST = datetime.min.replace(tzinfo=UTC)
 
@@ -35,7 +40,7 @@ _OLDEST = datetime.min.replace(tzinfo=UTC)
 class EvidenceMessage:
     id: str
     parent_id: str | None
-    role: str  # system | user | assistant | tool
+    role: str  # one of ROLES
     content: str | list | None  # text, or a list of OpenAI content parts (dicts), stored as given
     tool_calls: list | None = None  # OpenAI tool_calls: [{"id", "type": "function", "function": {...}}]
     tool_call_id: str | None = None
@@ -43,6 +48,12 @@ class EvidenceMessage:
     created_at: datetime | None = None
     hidden: bool = False
     truncated: bool = False
+
+
+def known_role(name: str) -> str | None:
+    """The role `name` stands for (itself, or the role it is an alias of), or None when it names no role."""
+    role = ROLE_ALIASES.get(name, name)
+    return role if role in ROLES else None
 
 
 class NotScorable(StrEnum):
@@ -576,6 +587,8 @@ __all__ = [
     "FINGERPRINT_SCHEME",
     "MESSAGE_SEPARATOR",
     "REASON_TEXT",
+    "ROLES",
+    "ROLE_ALIASES",
     "EvidenceMessage",
     "NotScorable",
     "PathResult",
@@ -595,6 +608,7 @@ __all__ = [
     "content_text",
     "estimate_tokens",
     "fingerprint",
+    "known_role",
     "leaves",
     "message_size",
     "newest_leaf",

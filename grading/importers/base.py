@@ -21,11 +21,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
+from grading.evidence import known_role
+
 Format = Literal["openai", "chatgpt", "openwebui"]
 FORMATS: tuple[Format, ...] = ("openai", "chatgpt", "openwebui")
-ROLES = frozenset({"system", "user", "assistant", "tool"})
-# Roles that mean the same thing as a canonical role under another name.
-ROLE_ALIASES = {"developer": "system", "function": "tool"}
 
 
 class ImportFormatError(Exception):
@@ -199,8 +198,8 @@ def optional_str(value: Any, what: str) -> str | None:
 def canonical_role(value: Any, where: str) -> str:
     if not isinstance(value, str):
         raise ConversationError(f"{where} has no role (got {json_type(value)})")
-    role = ROLE_ALIASES.get(value, value)
-    if role not in ROLES:
+    role = known_role(value)
+    if role is None:
         raise ConversationError(f"{where} has unknown role {value!r}")
     return role
 

@@ -28,6 +28,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
+from grading.evidence import known_role
 from grading.otlp.wire import hex_id
 
 INFERENCE_OPERATIONS = frozenset({"chat", "text_completion", "generate_content"})
@@ -41,8 +42,6 @@ INPUT_EVENTS = {
 }
 CHOICE_EVENT = "gen_ai.choice"
 UNKNOWN_SERVICE = "unknown_service"  # what the OpenTelemetry SDKs report when service.name is not set
-ROLES = frozenset({"system", "user", "assistant", "tool"})
-ROLE_ALIASES = {"developer": "system", "function": "tool"}
 # Parts that are not what the user saw: the model's hidden reasoning is not evidence of the reply.
 SKIPPED_PART_TYPES = frozenset({"reasoning"})
 _INDEXED = re.compile(r"^gen_ai\.(prompt|completion)\.(\d{1,6})\.(.+)$")
@@ -275,10 +274,10 @@ def _current(values: dict[str, Any], where: str) -> tuple[list[Turn], list[Turn]
 def _role(role: Any, where: str) -> str:
     if not isinstance(role, str):
         raise ContentError(f"{where}.role must be a string")
-    role = ROLE_ALIASES.get(role, role)
-    if role not in ROLES:
+    known = known_role(role)
+    if known is None:
         raise ContentError(f"{where}.role {role!r} is not one of system, user, assistant, tool")
-    return role
+    return known
 
 
 def _turns(role: Any, parts: Any, name: str | None, where: str) -> list[Turn]:
