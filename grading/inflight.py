@@ -205,7 +205,7 @@ lock_session_close = _LOCKS.close
 
 def ticket_return(*, kind: str, item_id: int, task_id: str) -> None:
     """The task `task_id` is done with the item: it is no longer queued, unless a newer ticket was issued since."""
-    # Plain SQL: it ends every item's grading, and the ORM's update cost five times the statement's own CPU.
+    # Plain SQL: it ends every item's grading, and the ORM's update costs several times the statement's own CPU.
     with connection.cursor() as cursor:
         cursor.execute(
             f"UPDATE {_ITEM_MODELS[kind]._meta.db_table} SET queued_at = NULL, grading_task_id = ''"  # noqa: S608

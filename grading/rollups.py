@@ -210,8 +210,8 @@ def _contributions(review: dict, decision: dict | None, labels: Sequence[dict]) 
 def _contributions_of(review_ids: Sequence[int]) -> Counter:
     if not review_ids:
         return Counter()
-    # Asked twice in every write that touches a review (before and after it), so one statement and no ORM: the
-    # ORM's three queries (reviews, decisions, labels) were about 15% of a grading worker's CPU (py-spy).
+    # Asked twice in every write that touches a review (before and after it), so one plain statement rather than
+    # the ORM's three queries (reviews, decisions, labels), which are a noticeable share of a grading worker's CPU.
     with connection.cursor() as cursor:
         cursor.execute(_CONTRIBUTIONS_SQL, [list(review_ids)])
         return _contributions_read(cursor.fetchall())
@@ -310,11 +310,11 @@ def thumbs_of(conversation_id: int) -> Counter:
 
 
 # One statement text whatever the number of counters, and one parameter for all of them: the counters go as one
-# JSON array, which the json module writes in C, where nine arrays of them cost psycopg a Python loop per element
-# (a fifth of this statement's CPU in every write). The same statement first takes the orgs' advisory locks
-# shared, in the order given (see _LOCK_CLASS): the WHERE's subquery depends on no row, so PostgreSQL runs it once
-# before the first counter is produced, and it reads the whole `locked` CTE. json_to_recordset yields the counters
-# in the order given, which is key order (see _apply).
+# JSON array, which the json module writes in C, where nine arrays of them would cost psycopg a Python loop per
+# element in every write. The same statement first takes the orgs' advisory locks shared, in the order given (see
+# _LOCK_CLASS): the WHERE's subquery depends on no row, so PostgreSQL runs it once before the first counter is
+# produced, and it reads the whole `locked` CTE. json_to_recordset yields the counters in the order given, which is
+# key order (see _apply).
 _UPSERT = """
     WITH locked AS MATERIALIZED (
         SELECT pg_advisory_xact_lock_shared(%s, org_id) FROM unnest(%s::integer[]) AS org_id

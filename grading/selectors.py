@@ -82,14 +82,14 @@ def conversation_path(
 
 def conversation_messages(conversation_id: int) -> list[evidence.EvidenceMessage]:
     """Every message of the conversation as evidence (`Message.as_evidence`), read as values: building a model
-    instance per message was most of the cost of reading a conversation for grading."""
+    instance per message would be most of the cost of reading a conversation for grading."""
     with connection.cursor() as cursor:
         cursor.execute(_MESSAGES_SQL, [conversation_id])
         rows = cursor.fetchall()
     return [evidence.EvidenceMessage(*as_python(_EVIDENCE_FIELDS, row)) for row in rows]
 
 
-# Plain SQL: the ORM's values() read cost five times the CPU of the statement it sends, on every grading.
+# Plain SQL: the ORM's values() read costs several times the CPU of the statement it sends, on every grading.
 _EVIDENCE_FIELDS = [Message._meta.get_field(name) for name in Message.EVIDENCE_FIELDS]
 _MESSAGES_SQL = f"""
     SELECT {", ".join(field.column for field in _EVIDENCE_FIELDS)} FROM grading_message WHERE conversation_id = %s

@@ -80,9 +80,9 @@ if DATABASE_POOL_MAX_SIZE:
     DATABASES["default"]["OPTIONS"]["pool"] = {"min_size": 1, "max_size": DATABASE_POOL_MAX_SIZE, "timeout": 30}
     DATABASES["default"]["CONN_MAX_AGE"] = 0  # Django's pool replaces persistent connections
 # Parameters bound by the server, and a statement a connection has run this many times prepared there: a grader
-# sends the same few statements for every review, and parsing and planning them each time was half of
-# PostgreSQL's CPU per review (1.85 ms against 0.8 prepared, one thread). 0 binds on the client and prepares
-# nothing: needed behind a pooler that hands one server connection to many clients (PgBouncer in transaction mode).
+# sends the same few statements for every review, and parsing and planning them each time would be about half of
+# PostgreSQL's CPU per review. 0 binds on the client and prepares nothing: needed behind a pooler that hands one
+# server connection to many clients (PgBouncer in transaction mode).
 DATABASE_PREPARE_THRESHOLD = env_int("DATABASE_PREPARE_THRESHOLD", 5, minimum=0)
 if DATABASE_PREPARE_THRESHOLD:
     DATABASES["default"]["OPTIONS"] |= {"server_side_binding": True, "prepare_threshold": DATABASE_PREPARE_THRESHOLD}

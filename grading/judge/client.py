@@ -291,8 +291,8 @@ class ChatJudgeClient:
         }
         try:
             # The SDK's generic POST: the body is already plain JSON, so the typed create() would only spend
-            # CPU transforming it (a fifth of the SDK's cost per call). `cast_to=object` hands the reply back
-            # as decoded JSON (or, with a non-JSON content type, as text) for `_chat_completion` to read.
+            # CPU transforming it. `cast_to=object` hands the reply back as decoded JSON (or, with a non-JSON
+            # content type, as text) for `_chat_completion` to read.
             data = self._sdk.post("/chat/completions", body=body, cast_to=object, options={"timeout": self.timeout})
         except json.JSONDecodeError as exc:
             # The SDK trusts a JSON content-type and lets the decode error escape.

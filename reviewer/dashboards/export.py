@@ -34,7 +34,7 @@ _VALUES = (
     "decision__decided_by__username", "decision__decided_at",
 )  # fmt: skip
 # Read in SQL what the export needs of the JSON columns, rather than parse a review's whole checks (rationales,
-# message ids) in Python for one word each: that parsing was most of the export's time.
+# message ids) in Python for one word each: that parsing would be most of the export's time.
 _EXTRACTED = {
     **{f"check_{name}": KeyTextTransform("verdict", KeyTransform(name, "checks")) for name in CHECKS},
     "prompt_tokens": KeyTransform("prompt_tokens", "usage"),

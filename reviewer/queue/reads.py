@@ -178,7 +178,7 @@ def queue_stats(*, versions: Sequence[CriteriaVersion], filters: QueueFilters) -
        queue of a hundred does. The oldest is the first entry of each whole range.
     2. Reasons grading may add later are counted as "other": exactly, whenever the version's range is under
        the cap.
-    Written as SQL because it is a hundred tiny index probes: composed by the ORM it cost more CPU than the
+    Written as SQL because it is a hundred tiny index probes: composed by the ORM it would cost more CPU than the
     rest of the page.
     """
     if not versions:
