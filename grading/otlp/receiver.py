@@ -31,7 +31,7 @@ from grading.services import LimitExceeded, conversation_append, conversation_li
 _EXTERNAL_ID = TypeAdapter(ExternalId)
 # Each transaction writes this many conversations, so that none of their locks is held for much of a second
 # (bench/bench_otlp.py reports the longest transaction).
-CONVERSATIONS_PER_TRANSACTION = 10
+CONVERSATIONS_PER_TRANSACTION = 5
 
 
 class InvalidConversation(Exception):
