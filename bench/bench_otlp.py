@@ -8,18 +8,34 @@ execute_tool span, in protobuf batches of SPANS_PER_BATCH spans in time order (c
 the SDK's batch processor sends them. Both go through Django's test client in this process against real
 PostgreSQL; CPU is this process's (the database's own CPU is not counted). The run checks that every
 conversation has the same fingerprint both ways.
+
+Then one request as large as the limits let it be (MAX_OTLP_SPANS_PER_REQUEST, MAX_OTLP_CONVERSATIONS_PER_REQUEST)
+and one half as large, so the cost at n and 2n shows whether it grows linearly: new conversations of one model call
+each (the yardstick, in the same run: the same conversations posted to the JSON API one request each), then
+conversations of several calls and a tool result each, at the spans limit. Reported per conversation: wall time, CPU
+here and CPU in the PostgreSQL backend (from /proc), and the longest transaction (from its first statement to its
+commit: the locks a transaction takes are held that long). Then the same without the limits, at
+BENCH_OTLP_UNBOUNDED new conversations and twice as many, which shows that the cost per conversation no longer grows
+with the request (it did: a cached generic plan found each conversation through the org_id index, reading every
+conversation the org had), and how soon a request over the spans limit is refused.
 """
 
 import json
 import os
+import statistics
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 
+from django.conf import settings
+from django.db import connection, transaction
 from django.test import Client
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
-from bench.common import fresh_org
+from bench.common import backend_cpu, fresh_org
 from grading.models import Conversation, Message, Org
 from grading.services import api_key_create
 
@@ -120,6 +136,138 @@ def main() -> None:
         f"{per_call_wall / otlp_wall:.2f}x (CPU {otlp_cpu / per_call_cpu:.2f}x); fingerprints mismatched: {mismatched}"
     )
     assert mismatched == 0
+    _one_request()
+
+
+@dataclass
+class Cost:
+    wall: float = 0.0
+    cpu: float = 0.0
+    db_cpu: float = 0.0
+    transactions: list[float] = field(default_factory=list)
+
+    def per(self, n: int, unit: str) -> str:
+        return (
+            f"{self.wall / n * 1000:6.2f} ms wall, {self.cpu / n * 1000:5.2f} ms CPU here, "
+            f"{self.db_cpu / n * 1000:5.2f} ms CPU in PostgreSQL per {unit}"
+        )
+
+    def held(self) -> str:
+        if not self.transactions:
+            return "no transaction"
+        return (
+            f"{len(self.transactions)} transactions of {statistics.median(self.transactions) * 1000:.0f} ms "
+            f"(median), the longest {max(self.transactions) * 1000:.0f} ms"
+        )
+
+
+@contextmanager
+def _clock(cost: Cost) -> Iterator[None]:
+    """Time the block; and each transaction in it, from its first statement to its commit."""
+    began: list[float] = []
+
+    def committed() -> None:
+        cost.transactions.append(time.perf_counter() - began.pop())
+
+    def watch(execute, sql, params, many, context):
+        if context["connection"].in_atomic_block and not began:
+            began.append(time.perf_counter())
+            transaction.on_commit(committed)
+        return execute(sql, params, many, context)
+
+    wall, cpu, db = time.perf_counter(), time.process_time(), backend_cpu()
+    with connection.execute_wrapper(watch):
+        yield
+    cost.wall += time.perf_counter() - wall
+    cost.cpu += time.process_time() - cpu
+    cost.db_cpu += backend_cpu() - db
+
+
+def _one_request() -> None:
+    max_spans, max_conversations = settings.MAX_OTLP_SPANS_PER_REQUEST, settings.MAX_OTLP_CONVERSATIONS_PER_REQUEST
+    print(
+        f"-- one request at the limits (MAX_OTLP_SPANS_PER_REQUEST {max_spans:,}, "
+        f"MAX_OTLP_CONVERSATIONS_PER_REQUEST {max_conversations:,}) and at half of them"
+    )
+    offset = 1_000_000
+    for n in (max_conversations // 2, max_conversations):
+        json_client = _client(Org.objects.create(name=f"JSON {n}", slug=f"bench-json-{n}"))
+        yardstick = Cost()
+        with _clock(yardstick):
+            for i in range(n):
+                body = {"external_id": f"conv-{offset + i}", "application": "bench", "messages": _one_call(i)[1]}
+                response = json_client.post("/api/v1/conversations", json.dumps(body), content_type="application/json")
+                assert response.status_code == 201, response.content[:300]
+        body = _request([_one_call(offset + i)[0] for i in range(n)]).SerializeToString()
+        cost = _send(_client(Org.objects.create(name=f"One {n}", slug=f"bench-one-{n}")), body)
+        print(
+            f"{n:>5,} new conversations, one call each: {cost.wall:5.2f} s, {cost.per(n, 'conversation')}; "
+            f"{cost.held()}; {(cost.cpu + cost.db_cpu) / (yardstick.cpu + yardstick.db_cpu):.2f}x the CPU of the "
+            f"JSON API's one request each ({yardstick.per(n, 'conversation')})"
+        )
+        offset += n
+
+    turns = max(max_spans // max_conversations - 2, 1)  # an exchange of `turns` turns is turns + 2 spans
+    for conversations in (max_conversations // 2, max_conversations):
+        exchanges = [_exchange(offset + i, turns) for i in range(conversations)]
+        spans = sorted((s for exchange in exchanges for s in exchange["spans"]), key=lambda s: s.start_time_unix_nano)
+        spans = spans[: max_spans * conversations // max_conversations]
+        body = _request(spans).SerializeToString()
+        cost = _send(
+            _client(Org.objects.create(name=f"Spans {conversations}", slug=f"bench-spans-{conversations}")), body
+        )
+        print(
+            f"{len(spans):>5,} spans ({turns + 2} per conversation, {len(body) / 1e6:.1f} MB) in {conversations:,} "
+            f"conversations: {cost.wall:5.2f} s, {cost.per(len(spans), 'span')}; {cost.held()}"
+        )
+        offset += conversations
+
+    unbounded = int(os.environ.get("BENCH_OTLP_UNBOUNDED", "1000"))
+    print(f"-- without the limits: one request of {unbounded:,} new conversations, then {2 * unbounded:,}")
+    settings.MAX_OTLP_SPANS_PER_REQUEST = settings.MAX_OTLP_CONVERSATIONS_PER_REQUEST = 4 * unbounded
+    costs = []
+    for n in (unbounded, 2 * unbounded):
+        body = _request([_one_call(offset + i)[0] for i in range(n)]).SerializeToString()
+        costs.append(_send(_client(Org.objects.create(name=f"Unbounded {n}", slug=f"bench-unbounded-{n}")), body))
+        print(f"{n:>5,} new conversations: {costs[-1].wall:5.2f} s, {costs[-1].per(n, 'conversation')}")
+        offset += n
+    small, large = costs
+    print(
+        f"2n against n: {large.wall / small.wall:.2f}x the wall time, {large.cpu / small.cpu:.2f}x the CPU here, "
+        f"{large.db_cpu / small.db_cpu:.2f}x the CPU in PostgreSQL (2.00x is linear)"
+    )
+    settings.MAX_OTLP_SPANS_PER_REQUEST, settings.MAX_OTLP_CONVERSATIONS_PER_REQUEST = max_spans, max_conversations
+
+    over = 5 * max_spans
+    body = _request([_one_call(offset + i)[0] for i in range(over)]).SerializeToString()
+    refused = Cost()
+    with _clock(refused):
+        response = _client(Org.objects.create(name="Over", slug="bench-over")).post(
+            "/api/v1/otlp/v1/traces", body, content_type="application/x-protobuf"
+        )
+    assert response.status_code == 413, response.content[:300]
+    print(f"a request of {over:,} spans ({len(body) / 1e6:.1f} MB) refused with 413 in {refused.wall * 1000:.0f} ms")
+
+
+def _send(client: Client, body: bytes) -> Cost:
+    cost = Cost()
+    with _clock(cost):
+        response = client.post("/api/v1/otlp/v1/traces", body, content_type="application/x-protobuf")
+    assert response.status_code == 200 and not response.content, response.content[:300]
+    return cost
+
+
+def _one_call(i: int) -> tuple[Span, list[dict]]:
+    """A conversation of one model call, as its chat span and as the JSON API's messages."""
+    question, answer = f"Where is order {i}? It was due on Monday.", f"Order {i} has shipped with DHL."
+    inputs = [{"role": "user", "parts": [{"type": "text", "content": question}]}]
+    outputs = [{"role": "assistant", "parts": [{"type": "text", "content": answer}]}]
+    sid = f"{1:08x}{i:08x}"
+    messages = [
+        {"id": f"{sid}:in0", "role": "user", "content": question},
+        {"id": f"{sid}:out0", "parent_id": f"{sid}:in0", "role": "assistant", "content": answer},
+    ]
+    return _span(f"{i + 1:032x}", sid, T0_NS + i * 1_000_000, "chat", inputs, outputs), messages
 
 
 def _client(org: Org) -> Client:
