@@ -31,7 +31,6 @@ from grading.checks import (
     check_draft,
     parse_draft,
     proof_terms_referenced,
-    prose_mask,
 )
 from grading.rules import DraftRules, default_rules, rules_as_text
 
@@ -442,7 +441,7 @@ def test_it_finds_proof_terms_case_insensitively_as_whole_words_in_prose() -> No
 # --- structure ------------------------------------------------------------------------------------------------------
 def test_it_masks_non_prose_without_moving_any_offset() -> None:
     body = "Text `code` [link](/writing/x)\n\n```\nfenced\n```\n<!-- c -->\nend"
-    mask = prose_mask(body)
+    mask = parse_draft(body).prose
     assert len(mask) == len(body)
     assert [i for i, c in enumerate(mask) if c == "\n"] == [i for i, c in enumerate(body) if c == "\n"]
     assert "code" not in mask and "fenced" not in mask and "/writing/x" not in mask
