@@ -19,7 +19,7 @@ from grading.evidence import canonical_message
 from grading.figures import SECTIONS, InvalidScope, dashboard_figures, scope_for
 from grading.labels import LabelIn, LabelsRefused, labels_submit
 from grading.memory import InvalidMemory, article_upsert, memory_add
-from grading.models import COUNTING_STATES, ApiKey, Article, Conversation, Draft, ItemKind, Review
+from grading.models import ApiKey, Article, Conversation, Draft, ItemKind, Review
 from grading.otlp.views import router as otlp_router
 from grading.request_json import InvalidJsonBody, RequestJsonParser
 from grading.rules import rules_as_text
@@ -202,7 +202,7 @@ def review_out(review: Review) -> dict:
             "stages": review.stages,
         },
         "state": review.state_now,
-        "is_current": review.state_now in COUNTING_STATES,
+        "is_current": review.counts_now,
     }
 
 

@@ -513,6 +513,12 @@ class Review(models.Model):
     def subject(self) -> "Conversation | Draft":
         return self.draft if self.kind == ItemKind.DRAFT else self.conversation
 
+    @property
+    def counts_now(self) -> bool:
+        """Whether the review counts as it reads now: its `state_now` (`ReviewQuerySet.with_state`) is a counting
+        state. The one reading of the "still counts" rule for a review in hand; queries use `counting()`."""
+        return self.state_now in COUNTING_STATES
+
 
 class Decision(models.Model):
     """What a person decided about a review routed to them: part of grading's record of the review, written

@@ -26,7 +26,7 @@ from grading.criteria_trials import (
     trial_count,
     trial_results,
 )
-from grading.models import COUNTING_STATES, CriteriaTrial, CriteriaVersion, ItemKind, Org
+from grading.models import CriteriaTrial, CriteriaVersion, ItemKind, Org
 from reviewer.access import role_required
 from reviewer.criteria import reads
 from reviewer.criteria.forms import (
@@ -290,6 +290,6 @@ def criteria_item(request: HttpRequest, kind: str, pk: int) -> HttpResponse:
     if item is None:
         raise Http404("No such item.")
     reviews = reads.item_reviews(item)
-    current = next((r for r in reviews if r.state_now in COUNTING_STATES), None)
+    current = next((r for r in reviews if r.counts_now), None)
     context = {"item": item, "kind": kind, "reviews": reviews, "current": current, **NAV}
     return render(request, "reviewer/criteria/item.html", context)

@@ -11,7 +11,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
-from grading.models import COUNTING_STATES, ItemKind, Review
+from grading.models import ItemKind, Review
 from reviewer.access import role_required
 from reviewer.models import Role
 from reviewer.queue import display, item_pages, reads, rendering
@@ -78,7 +78,7 @@ def _get_review_for_user(request: HttpRequest, pk: int) -> tuple[Review, list[in
 
 def _item_context(request: HttpRequest, review: Review, *, form=None, refusal: str = "") -> dict:
     """What both item pages and their partials read."""
-    still_counts = review.state_now in COUNTING_STATES
+    still_counts = review.counts_now
     decision = reads.decision_of(review)
     lease = reads.lease_of(reads.open_claim(review.pk), request.user)
     # An audit item is blind until decided: the person is not anchored by what the machine said.
