@@ -46,14 +46,20 @@ def _deeper_than(value: Any, limit: int) -> bool:
     return bool(level)
 
 
-def request_json(body: bytes) -> Any:
-    """The JSON value of a request body, or InvalidJsonBody saying what is wrong with it."""
+def _refuse_constant(name: str) -> Any:
+    raise InvalidJsonBody(f"holds {name}, which is not JSON")
+
+
+def request_json(body: bytes, *, refuse_constants: bool = False) -> Any:
+    """The JSON value of a request body, or InvalidJsonBody saying what is wrong with it. Python reads the
+    non-JSON tokens NaN and Infinity as floats; `refuse_constants` refuses them here rather than leaving them to a
+    schema that names the field."""
     try:
         text = body.decode("utf-8-sig")  # a byte-order mark is tolerated, as RFC 8259 allows; UTF-16 is not JSON
     except UnicodeDecodeError as exc:
         raise InvalidJsonBody(f"is not UTF-8: {exc.reason} at byte {exc.start}") from None
     try:
-        value = json.loads(text, parse_int=_integer)
+        value = json.loads(text, parse_int=_integer, parse_constant=_refuse_constant if refuse_constants else None)
     except RecursionError:
         raise InvalidJsonBody(f"is JSON nested deeper than {MAX_DEPTH} levels") from None
     except json.JSONDecodeError as exc:

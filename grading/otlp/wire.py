@@ -17,6 +17,8 @@ from google.protobuf import json_format
 from google.protobuf.message import DecodeError, Message
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
+from grading.request_json import InvalidJsonBody, request_json
+
 PROTOBUF = "application/x-protobuf"
 JSON = "application/json"
 CONTENT_TYPES = (PROTOBUF, JSON)
@@ -75,11 +77,9 @@ def trace_request(body: bytes, content_type: str) -> ExportTraceServiceRequest:
 
 def _from_json(body: bytes) -> ExportTraceServiceRequest:
     try:
-        document = json.loads(body.decode("utf-8"), parse_constant=_refuse_constant)
-    except UnicodeDecodeError as exc:
-        raise WireError(400, f"the body is not UTF-8: {exc.reason} at byte {exc.start}") from None
-    except (ValueError, RecursionError) as exc:
-        raise WireError(400, f"the body is not JSON: {exc}") from None
+        document = request_json(body, refuse_constants=True)
+    except InvalidJsonBody as exc:
+        raise WireError(400, f"the body {exc}") from None
     if not isinstance(document, dict):
         raise WireError(400, "the body must be a JSON object (an ExportTraceServiceRequest)")
     _hex_ids_to_base64(document)
@@ -87,10 +87,6 @@ def _from_json(body: bytes) -> ExportTraceServiceRequest:
         return json_format.ParseDict(document, ExportTraceServiceRequest(), ignore_unknown_fields=True)
     except (json_format.ParseError, RecursionError) as exc:
         raise WireError(400, f"the body is not an ExportTraceServiceRequest: {str(exc).rstrip('.')}") from None
-
-
-def _refuse_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
 
 
 # Where OTLP/JSON puts ids (either spelling of each field name is accepted, as in the protobuf JSON mapping).

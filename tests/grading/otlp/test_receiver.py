@@ -391,6 +391,19 @@ def test_malformed_otlp_is_400_naming_what_is_wrong(send, body, content_type, na
     assert named in failure(send(body, content_type=content_type, **encoding), 400)
 
 
+@pytest.mark.parametrize(
+    ("body", "named"),
+    [
+        (b'{"resourceSpans": ' + b"[" * 1000 + b"]" * 1000 + b"}", "nested deeper than 64 levels"),
+        (b'{"resourceSpans": [], "x": ' + b"9" * 5000 + b"}", "longer than 100 digits"),
+        (b'{"resourceSpans": [], "x": NaN}', "NaN, which is not JSON"),
+    ],
+)
+def test_otlp_json_too_deep_too_long_or_not_json_is_named_as_the_api_names_it(send, body, named):
+    assert named in failure(send(body, content_type="application/json"), 400)
+    assert Conversation.objects.count() == 0
+
+
 def test_invalid_utf8_in_a_protobuf_string_is_400(send):
     body = export_request(*two_turns_with_a_tool()).SerializeToString().replace(b"Thanks!", b"Thanks\xff")
     assert "UTF-8" in failure(send(body), 400)
