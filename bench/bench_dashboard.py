@@ -32,11 +32,11 @@ from django.urls import clear_url_caches, path
 from django.utils import timezone
 
 from bench.common import backend_cpu, fresh_org
-from grading.criteria import criteria_active
-from grading.figures import dashboard_figures, iso_week, scope_for
+from grading.api.keys import api_key_create
+from grading.criteria.versions import criteria_active
+from grading.figures.dashboard import dashboard_figures, iso_week, scope_for
+from grading.figures.rollups import live_counters, monday, rollups_rebuild
 from grading.models import ItemKind
-from grading.rollups import live_counters, monday, rollups_rebuild
-from grading.services import api_key_create
 from reviewer import urls as reviewer_urls
 from reviewer.access import EVERY_ROLE, role_required
 from reviewer.dashboards import export, reads

@@ -1,5 +1,5 @@
 """The checks of one draft on hostile input at the sizes a pipeline may send: each family of
-tests/grading/hostile_drafts.py at 100,000 and 200,000 characters (MAX_DRAFT_BYTES is 200,000 bytes), CPU time of
+tests/builders/hostile_drafts.py at 100,000 and 200,000 characters (MAX_DRAFT_BYTES is 200,000 bytes), CPU time of
 the checking thread per check, and the ratio of the two (linear work: 2; quadratic: 4). The baseline in the same run
 is a plain prose draft of the same sizes. A family whose check at 200,000 characters costs more than the checks'
 CPU budget (CHECKS_CPU_BUDGET_SECONDS) ends as an error with reason checks_budget in grading.
@@ -13,9 +13,9 @@ import time
 
 from django.conf import settings
 
-from grading.checks import check_draft
-from grading.rules import default_rules
-from tests.grading.hostile_drafts import HOSTILE
+from grading.drafts.checks import check_draft
+from grading.drafts.rules import default_rules
+from tests.builders.hostile_drafts import HOSTILE
 
 SIZES = (100_000, 200_000)
 PLAIN = "Teams that write down their pricing questions answer them faster. "

@@ -10,8 +10,8 @@ import time
 from django.test import Client
 
 from bench.common import fresh_org
+from grading.api.keys import api_key_create
 from grading.models import Conversation
-from grading.services import api_key_create
 
 MESSAGES_PER_CONVERSATION = 20
 

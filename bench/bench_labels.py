@@ -25,12 +25,13 @@ from django.db import transaction
 from django.test import Client
 
 from bench.common import backend_cpu, fresh_org
+from grading.api.keys import api_key_create
+from grading.conversations.grader import conversation_grade
+from grading.conversations.ingest import conversation_upsert
+from grading.figures.labels import LABELS_PER_TRANSACTION, LabelIn, label_record, labels_record
 from grading.judge.backends import HeuristicJudge
-from grading.labels import LABELS_PER_TRANSACTION, LabelIn, label_record, labels_record
 from grading.models import Label, Org
-from grading.reviews import conversation_grade
 from grading.schemas import ConversationIn
-from grading.services import api_key_create, conversation_upsert
 
 CHECKS = ("grounded", "complete", "usable", "pass_fail")
 YARDSTICK_LABELS = 300

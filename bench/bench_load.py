@@ -41,15 +41,15 @@ from django.db import connection
 from django.utils import timezone
 
 from bench.common import fresh_org, purge_queues
-from grading.criteria import criteria_active
+from grading.api.keys import api_key_create
+from grading.criteria.versions import criteria_active
 from grading.evidence import draft_fingerprint
 from grading.models import Decision, Draft, ItemKind, Review, ReviewState, Route
-from grading.planner import grading_pass
-from grading.services import api_key_create
+from grading.passes.planner import grading_pass
 from reviewer.models import Membership, Role
+from tests.builders.conversations import PATH_IDS, support_conversation, verdicts
+from tests.builders.drafts import CLEAN_BODY, SOURCE, draft_verdict, setup_org_memory
 from tests.fakes.openai_server import FakeLLM, json_reply
-from tests.grading.conversations import PATH_IDS, support_conversation, verdicts
-from tests.grading.drafts import CLEAN_BODY, SOURCE, draft_verdict, setup_org_memory
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 PASSWORD = "bench operator password, long enough"  # noqa: S105

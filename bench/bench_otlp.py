@@ -36,8 +36,8 @@ from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
 from bench.common import backend_cpu, fresh_org
+from grading.api.keys import api_key_create
 from grading.models import Conversation, Message, Org
-from grading.services import api_key_create
 
 SPANS_PER_BATCH = 64
 T0_NS = 1_793_000_000_000_000_000

@@ -25,9 +25,9 @@ from django.db import connection, connections, transaction
 from django.test import Client
 
 from bench.common import fresh_org
-from grading.criteria import criteria_active, criteria_new_version, criteria_publish
+from grading.api.keys import api_key_create
+from grading.criteria.versions import criteria_active, criteria_new_version, criteria_publish
 from grading.models import ItemKind, ReviewState
-from grading.services import api_key_create
 
 _POPULATE = [
     """INSERT INTO grading_conversation (org_id, external_id, application, closed, started_at, last_activity_at,

@@ -24,7 +24,7 @@ from django.test.utils import CaptureQueriesContext, override_settings
 from django.urls import clear_url_caches, path
 
 from bench.common import fresh_org
-from grading.criteria import criteria_active
+from grading.criteria.versions import criteria_active
 from grading.models import ItemKind, Review
 from reviewer import urls as reviewer_urls
 from reviewer.access import role_required

@@ -15,11 +15,11 @@ from pathlib import Path
 from django.test import override_settings
 
 from bench.common import fresh_org
-from grading.gate import draft_grade
+from grading.conversations.grader import conversation_grade
+from grading.drafts.gate import draft_grade
 from grading.judge.backends import draft_judge_from_settings, judge_from_settings
-from grading.reviews import conversation_grade
-from tests.grading.conversations import support_conversation, upsert
-from tests.grading.drafts import CLEAN_BODY, save_draft, setup_org_memory
+from tests.builders.conversations import support_conversation, upsert
+from tests.builders.drafts import CLEAN_BODY, save_draft, setup_org_memory
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 START_SCRIPT = REPO_ROOT.parent / "shared" / "realjudge" / "start.sh"

@@ -7,9 +7,9 @@ from django import forms
 from django.contrib import admin, messages
 from django.http import HttpRequest
 
-from grading.criteria import CriteriaImmutable, criteria_update
+from grading.criteria.versions import CriteriaImmutable, criteria_update
+from grading.drafts.rules import RulesInvalid, rules_validate
 from grading.models import CriteriaVersion, ItemKind
-from grading.rules import RulesInvalid, rules_validate
 
 
 class CriteriaVersionForm(forms.ModelForm):

@@ -11,7 +11,12 @@ from datetime import datetime, timedelta
 
 from django.utils import timezone
 
-from grading.gate import draft_grade
+from grading.conversations.grader import conversation_grade
+from grading.conversations.ingest import conversation_upsert, feedback_record
+from grading.drafts.gate import draft_grade
+from grading.drafts.memory import article_upsert, memory_add
+from grading.drafts.submit import draft_save
+from grading.figures.labels import LabelIn, label_record
 from grading.judge.backends import (
     DraftJudgement,
     DraftPrompt,
@@ -22,13 +27,9 @@ from grading.judge.backends import (
 )
 from grading.judge.client import JudgeUnavailable, Usage
 from grading.judge.conversation import SYSTEM_PROMPT, user_prompt
-from grading.labels import LabelIn, label_record
-from grading.memory import article_upsert, memory_add
 from grading.models import Conversation, Draft, Org
-from grading.planner import conversations_needing_grading, drafts_needing_grading
-from grading.reviews import conversation_grade
+from grading.passes.planner import conversations_needing_grading, drafts_needing_grading
 from grading.schemas import ConversationIn, DraftIn, FeedbackIn
-from grading.services import conversation_upsert, draft_save, feedback_record
 
 APPLICATIONS = ("billing-assistant", "onboarding-bot", "docs-helper")
 WEEKS = 8

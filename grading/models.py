@@ -6,8 +6,8 @@ from django.conf import settings
 from django.db import models
 from pgvector.django import HnswIndex, VectorField
 
+from grading.drafts.rules import DraftRules
 from grading.evidence import EvidenceMessage
-from grading.rules import DraftRules
 
 EMBEDDING_DIMENSIONS = 384
 
@@ -82,7 +82,7 @@ class CriteriaVersion(models.Model):
     rules = models.JSONField(
         default=dict,
         blank=True,
-        help_text="Drafts: the rules document (grading/rules.py), threshold and band included.",
+        help_text="Drafts: the rules document (grading/drafts/rules.py), threshold and band included.",
     )
     author = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
     created_at = models.DateTimeField(auto_now_add=True)
@@ -137,12 +137,14 @@ class Conversation(models.Model):
     active_path_ids = models.JSONField(default=list)
     branch_count = models.PositiveIntegerField(default=0)
     message_count = models.PositiveIntegerField(default=0)
-    # What an append needs to extend the evidence columns without reading the messages (services.py): the
-    # resumable fingerprint digest and the path's facts. Null until the next write computes it.
+    # What an append needs to extend the evidence columns without reading the messages (grading/conversations/
+    # ingest.py): the resumable fingerprint digest and the path's facts. Null until the next write computes it.
     evidence_state = models.JSONField(null=True, blank=True)
     queued_at = models.DateTimeField(null=True, blank=True, help_text="When a grading pass last enqueued it.")
     grading_task_id = models.CharField(
-        max_length=64, blank=True, help_text="The task that owes it a grading, while one does (grading/inflight.py)."
+        max_length=64,
+        blank=True,
+        help_text="The task that owes it a grading, while one does (grading/passes/inflight.py).",
     )
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -192,7 +194,7 @@ class Message(models.Model):
         return f"{self.conversation_id}/{self.external_id}"
 
     # The columns a message is evidence by, in EvidenceMessage's field order: `as_evidence`, and graders that read
-    # them as values (grading.selectors.conversation_messages).
+    # them as values (grading.reviews.reads.conversation_messages).
     EVIDENCE_FIELDS = (
         "external_id", "parent_external_id", "role", "content", "tool_calls", "tool_call_id", "name", "created_at",
         "hidden", "truncated",
@@ -240,7 +242,9 @@ class Draft(models.Model):
     updated_at = models.DateTimeField(auto_now=True)
     queued_at = models.DateTimeField(null=True, blank=True, help_text="When grading was last enqueued.")
     grading_task_id = models.CharField(
-        max_length=64, blank=True, help_text="The task that owes it a grading, while one does (grading/inflight.py)."
+        max_length=64,
+        blank=True,
+        help_text="The task that owes it a grading, while one does (grading/passes/inflight.py).",
     )
 
     class Meta:
@@ -332,7 +336,7 @@ NO_JUDGE = "none"  # the judge key of reviews that called no judge (not scorable
 class ReviewState(models.TextChoices):
     """What a review is worth now: the one definition every reader asks (DESIGN 2 and 3).
 
-    Stored on the review and kept true by the writes that change it (grading/reviews.py: a review written,
+    Stored on the review and kept true by the writes that change it (grading/reviews/store.py: a review written,
     an item's evidence changed, a decision recorded), in the same transaction. One fact is read when asked
     instead of stored: whether the review's criteria version is still the active one. Publishing a version
     is then one row's change, not a rewrite of every current review of its kind (see `ReviewQuerySet`).
@@ -440,7 +444,7 @@ class Review(models.Model):
         help_text="Picked by the fixed-rule sample: waits for a person whatever the machine decided (blind).",
     )
     # -- where the dashboards file it, as the item was when it was graded (set by review_record, never changed,
-    # so the rollups can take back exactly what a review added; see grading/rollups.py)
+    # so the rollups can take back exactly what a review added; see grading/figures/rollups.py)
     application = models.CharField(max_length=100, blank=True)
     week = models.DateField(
         null=True, blank=True, help_text="Monday of the ISO week: the conversation's start, or the draft's verdict."
@@ -451,7 +455,7 @@ class Review(models.Model):
 
     objects = ReviewQuerySet.as_manager()
     # Not stored: True on the review `review_record` returns when its transaction also handed back the grading
-    # task's ticket for the item, so the task sends nothing more for it (grading/inflight.py, `grade_each`).
+    # task's ticket for the item, so the task sends nothing more for it (grading/passes/inflight.py, `grade_each`).
     ticket_returned = False
 
     class Meta:
@@ -522,7 +526,7 @@ class Review(models.Model):
 
 class Decision(models.Model):
     """What a person decided about a review routed to them: part of grading's record of the review, written
-    by `decision_record` (grading/reviews.py). Who held the item while deciding is the people side's business.
+    by `decision_record` (grading/reviews/store.py). Who held the item while deciding is the people side's business.
     """
 
     class Outcome(models.TextChoices):
@@ -601,7 +605,7 @@ class Label(models.Model):
 
 class Rollup(models.Model):
     """One counter of the dashboards' figures for one cell: (org, kind, criteria version, application, ISO
-    week). Kept by grading/rollups.py in the same transaction as every write that changes what a review
+    week). Kept by grading/figures/rollups.py in the same transaction as every write that changes what a review
     contributes, and rebuilt from the reviews every hour. `criteria_id` 0: no criteria (thumbs)."""
 
     org = models.ForeignKey(Org, on_delete=models.CASCADE, related_name="+")

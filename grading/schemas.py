@@ -16,7 +16,7 @@ from pydantic import (
     field_validator,
 )
 
-from grading.outbound import url_refusal
+from grading.hooks.outbound import url_refusal
 
 
 def _storable(value: Any) -> Any:

@@ -2,7 +2,7 @@
 
 A grading task grades a few items of one kind, one after another (a grading pass sends them in batches of
 GRADING_BATCH_SIZE, so Celery's cost per task is shared; a submitted draft goes alone). It holds its items'
-grading locks while it works (grading/inflight.py) and is retried when the database fails under it (a dropped
+grading locks while it works (grading/passes/inflight.py) and is retried when the database fails under it (a dropped
 connection, a failover): each review is written in one transaction, so a retry starts from nothing half-written,
 and finds the reviews whose write did commit.
 """
@@ -12,8 +12,13 @@ from celery.signals import worker_process_shutdown, worker_shutdown
 from django.conf import settings
 from django.db import InterfaceError, OperationalError
 
-from grading import criteria_trials, enqueue, gate, inflight, planner, reviews, rollups, webhooks
+from grading.conversations.grader import conversation_grade
+from grading.criteria.trials import trial_item_grade
+from grading.drafts.gate import draft_grade
+from grading.figures.rollups import orgs_with_items, rollups_rebuild
+from grading.hooks.webhooks import webhook_deliver
 from grading.models import GradingRun, ItemKind, Org, Review
+from grading.passes import enqueue, inflight, planner
 
 
 @worker_shutdown.connect
@@ -36,7 +41,7 @@ _GRADING_RETRIES = {
 @shared_task(name=enqueue.GRADE_CONVERSATION, bind=True, **_GRADING_RETRIES)
 def grade_conversation(self, conversation_ids: list[int] | int) -> list[int | None]:
     def grade(conversation_id: int) -> Review | None:
-        return reviews.conversation_grade(conversation_id=conversation_id, ticket=self.request.id)
+        return conversation_grade(conversation_id=conversation_id, ticket=self.request.id)
 
     return _pks(inflight.grade_each(ItemKind.CONVERSATION, _batch(conversation_ids), grade, task_id=self.request.id))
 
@@ -44,7 +49,7 @@ def grade_conversation(self, conversation_ids: list[int] | int) -> list[int | No
 @shared_task(name=enqueue.GRADE_DRAFT, bind=True, **_GRADING_RETRIES)
 def grade_draft(self, draft_ids: list[int] | int) -> list[int | None]:
     def grade(draft_id: int) -> Review | None:
-        return gate.draft_grade(draft_id=draft_id, ticket=self.request.id)
+        return draft_grade(draft_id=draft_id, ticket=self.request.id)
 
     return _pks(inflight.grade_each(ItemKind.DRAFT, _batch(draft_ids), grade, task_id=self.request.id))
 
@@ -70,7 +75,7 @@ def grading_recover() -> int:
 
 @shared_task(name=enqueue.REBUILD_ALL_ROLLUPS)
 def rebuild_all_rollups() -> int:
-    org_ids = rollups.orgs_with_items()
+    org_ids = orgs_with_items()
     enqueue.rollups_rebuild(org_ids)
     return len(org_ids)
 
@@ -79,12 +84,12 @@ def rebuild_all_rollups() -> int:
 def rebuild_rollups(org_id: int) -> int | None:
     if not Org.objects.filter(pk=org_id).exists():
         return None
-    return rollups.rollups_rebuild(org_id=org_id).drifted
+    return rollups_rebuild(org_id=org_id).drifted
 
 
 @shared_task(name=enqueue.GRADE_CRITERIA_TRIAL)
 def grade_criteria_trial_item(trial_id: int, index: int) -> int | None:
-    review = criteria_trials.trial_item_grade(trial_id=trial_id, index=index)
+    review = trial_item_grade(trial_id=trial_id, index=index)
     return review.pk if review else None
 
 
@@ -94,7 +99,7 @@ def deliver_webhook(self, review_id: int, event: str, attempt: int = 1) -> bool:
     review = Review.objects.select_related("draft__org").filter(pk=review_id).first()
     if review is None or review.draft is None or not review.draft.callback_url:
         return False
-    tried = webhooks.webhook_deliver(review=review, event=event, attempt=attempt)
+    tried = webhook_deliver(review=review, event=event, attempt=attempt)
     if tried.retry_in is None or attempt >= settings.WEBHOOK_MAX_ATTEMPTS:
         return tried.delivery.delivered
     raise self.retry(args=(review_id, event, attempt + 1), countdown=tried.retry_in)

@@ -8,13 +8,13 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import transaction
 
-from grading.criteria import criteria_active, criteria_new_version, criteria_publish, criteria_update
+from grading.api.keys import api_key_create, api_key_revoke
+from grading.criteria.versions import criteria_active, criteria_new_version, criteria_publish, criteria_update
 from grading.demo import grade_demo_items, seed_conversations, seed_drafts, seed_labels
+from grading.figures.rollups import rollups_rebuild
+from grading.figures.sampling import audit_sample_send
 from grading.models import ApiKey, CriteriaVersion, Decision, ItemKind, Org, Review, Route
 from grading.outcomes import CHECKS
-from grading.rollups import rollups_rebuild
-from grading.sampling import audit_sample_send
-from grading.services import api_key_create, api_key_revoke
 from reviewer.models import Membership, Role
 from reviewer.queue.services import claim_take, decision_create
 

@@ -2,7 +2,7 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
-from grading.api import api
+from grading.api.views import api
 from reviewer import views
 
 urlpatterns = [

@@ -15,7 +15,8 @@ from typing import Protocol
 
 from django.conf import settings
 
-from grading.checks import internal_link_slugs, is_question_heading, parse_draft, proof_terms_referenced
+from grading.drafts.checks import internal_link_slugs, is_question_heading, parse_draft, proof_terms_referenced
+from grading.drafts.rules import DraftRules, rules_as_text
 from grading.evidence import EvidenceMessage, Stage, content_text, estimate_tokens
 from grading.judge.client import (
     ZERO_USAGE,
@@ -37,7 +38,6 @@ from grading.judge.draft import SYSTEM_PROMPT as DRAFT_SYSTEM_PROMPT
 from grading.judge.draft import DraftVerdict, JudgeIssue
 from grading.judge.draft import user_prompt as draft_user_prompt
 from grading.judge.untrusted import SIZING_NONCE
-from grading.rules import DraftRules, rules_as_text
 
 
 @dataclass(frozen=True)

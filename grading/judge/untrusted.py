@@ -26,8 +26,8 @@ ESCAPE = "\\"
 
 _STRUCTURE = ("<<<", "[message")
 _LONGEST = max(map(len, _STRUCTURE))
-# Every character whose compatibility form holds "<" or "[" (Unicode 14; tests/grading/test_untrusted.py holds this
-# equal to the rule): a line whose first visible character is none of them cannot read as structure.
+# Every character whose compatibility form holds "<" or "[" (Unicode 14; tests/grading/judge/test_untrusted.py holds
+# this equal to the rule): a line whose first visible character is none of them cannot read as structure.
 OPENERS = frozenset("<[\ufe47\ufe64\uff1c\uff3b")
 _ANY_OPENER = re.compile(f"[{re.escape(''.join(sorted(OPENERS)))}]")
 

@@ -2,9 +2,9 @@
 
 from celery import shared_task
 
-from grading import enqueue
+from grading.hooks.evaluations import evaluations_send, exports_enabled, retry_delay
 from grading.models import Review
-from grading.otlp.export import evaluations_send, exports_enabled, retry_delay
+from grading.passes import enqueue
 
 
 @shared_task(name=enqueue.EXPORT_EVALUATIONS, bind=True, max_retries=None)

@@ -18,10 +18,10 @@ from django.http import HttpRequest, HttpResponse
 from ninja import Router
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
+from grading.errors import LimitExceeded
 from grading.otlp import wire
 from grading.otlp.genai import ContentError, read_spans, spans_in
 from grading.otlp.receiver import InvalidConversation, traces_ingest
-from grading.services import LimitExceeded
 
 router = Router(tags=["OpenTelemetry"])
 

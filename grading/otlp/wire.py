@@ -17,7 +17,7 @@ from google.protobuf import json_format
 from google.protobuf.message import DecodeError, Message
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
-from grading.request_json import InvalidJsonBody, request_json
+from grading.api.request_json import InvalidJsonBody, request_json
 
 PROTOBUF = "application/x-protobuf"
 JSON = "application/json"

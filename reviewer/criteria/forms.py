@@ -2,14 +2,14 @@
 small forms that ask for N, K and a confirmation.
 
 The editor does not validate the rules itself: it builds the rules document from what was typed and hands it to
-`criteria_update`, whose per-field errors (grading/rules.py) are shown beside the field they concern. One
+`criteria_update`, whose per-field errors (grading/drafts/rules.py) are shown beside the field they concern. One
 validation, the one the service and the Django admin apply too.
 """
 
 from django import forms
 
-from grading.criteria_impact import PREVIEW_DEFAULT, PREVIEW_MAX
-from grading.criteria_trials import TRIAL_DEFAULT, TRIAL_MAX
+from grading.criteria.impact import PREVIEW_DEFAULT, PREVIEW_MAX
+from grading.criteria.trials import TRIAL_DEFAULT, TRIAL_MAX
 from grading.models import CriteriaVersion, ItemKind
 
 SEVERITY_CHOICES = [("fatal", "fatal: fails the draft"), ("fixable", "fixable: repaired automatically")]

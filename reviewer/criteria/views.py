@@ -10,21 +10,21 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from grading.criteria import (
-    CriteriaConflict,
-    CriteriaImmutable,
-    CriteriaInvalid,
-    criteria_new_version,
-    criteria_update,
-)
-from grading.criteria_impact import criteria_diff, criteria_preview, criteria_publish_planned, publish_plan
-from grading.criteria_trials import (
+from grading.criteria.impact import criteria_diff, criteria_preview, criteria_publish_planned, publish_plan
+from grading.criteria.trials import (
     TrialCountChanged,
     TrialRunning,
     TrialsPerHourReached,
     criteria_trial_start,
     trial_count,
     trial_results,
+)
+from grading.criteria.versions import (
+    CriteriaConflict,
+    CriteriaImmutable,
+    CriteriaInvalid,
+    criteria_new_version,
+    criteria_update,
 )
 from grading.models import CriteriaTrial, CriteriaVersion, ItemKind, Org
 from reviewer.access import role_required

@@ -10,7 +10,7 @@ from urllib.parse import urlencode
 from django.urls import reverse
 from django.utils.safestring import mark_safe
 
-from grading.figures import GROUP_LABELS, Scope
+from grading.figures.dashboard import GROUP_LABELS, Scope
 from grading.models import ItemKind
 from grading.outcomes import CHECKS
 from reviewer.dashboards import charts

@@ -1,6 +1,6 @@
 """The export of reviews (DESIGN 8): each with its whole score identity, its state, the decision and who made it,
 filtered like the page. Streamed as CSV or JSONL from a server-side cursor, so a million reviews cost the memory
-of one chunk. The CSV is written by `grading.spreadsheets`, safe to open in a spreadsheet."""
+of one chunk. The CSV is written by `grading.figures.spreadsheets`, safe to open in a spreadsheet."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ from datetime import date, datetime
 from django.db.models import QuerySet
 from django.db.models.fields.json import KeyTextTransform, KeyTransform
 
+from grading.figures.spreadsheets import csv_lines
 from grading.models import Review
 from grading.outcomes import CHECKS
-from grading.spreadsheets import csv_lines
 
 CHUNK = 2000  # rows per fetch from the server-side cursor
 

@@ -1,8 +1,8 @@
 """Reads behind the dashboard's numbers: which org a stakeholder may look at, and the reviews behind one number
-(a filtered, paged list, and the export). The figures themselves are grading's (grading/figures.py).
+(a filtered, paged list, and the export). The figures themselves are grading's (grading/figures/dashboard.py).
 
-Every filter here mirrors what a counter counts (grading/rollups.py), so a number's link lists exactly the reviews
-it counted; the tests hold them to that.
+Every filter here mirrors what a counter counts (grading/figures/rollups.py), so a number's link lists exactly the
+reviews it counted; the tests hold them to that.
 """
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ from datetime import UTC, datetime, time, timedelta
 from django.db.models import Exists, OuterRef, Q, QuerySet
 from django.http import QueryDict
 
-from grading.figures import VERDICT_CLASSES, Scope, scope_for
+from grading.figures.dashboard import VERDICT_CLASSES, Scope, scope_for
+from grading.figures.rollups import PASS_FAIL
 from grading.models import CriteriaVersion, Decision, ItemKind, Label, Org, Review, ReviewState, Route
 from grading.outcomes import CHECKS
-from grading.rollups import PASS_FAIL
 from reviewer.access import EVERY_ROLE, orgs_for
 
 PAGE_SIZE = 50

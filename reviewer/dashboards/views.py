@@ -9,7 +9,7 @@ from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpRespons
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from grading.figures import InvalidScope, Scope, dashboard_figures
+from grading.figures.dashboard import InvalidScope, Scope, dashboard_figures
 from reviewer.access import EVERY_ROLE, role_required
 from reviewer.dashboards import display, export, reads
 

@@ -19,10 +19,10 @@ from django.db import transaction
 from django.utils import timezone
 
 from grading.audit import audit_record
-from grading.memory import decision_learning_keep
+from grading.drafts.memory import decision_learning_keep
+from grading.hooks.webhooks import HUMAN_DECISION, notify_pipeline
 from grading.models import Decision, ItemKind, Review
-from grading.reviews import InvalidDecision, NotWaiting, decision_record
-from grading.webhooks import HUMAN_DECISION, notify_pipeline
+from grading.reviews.store import InvalidDecision, NotWaiting, decision_record
 from reviewer.models import Claim
 from reviewer.queue.display import stale_reason
 from reviewer.queue.reads import FOR_PEOPLE, NO_FILTERS, QueueFilters, queue_first_free, queue_versions

@@ -6,8 +6,8 @@ from django.urls import reverse
 
 from reviewer.models import Role
 from tests.browser.conftest import sign_in
+from tests.builders.page_matrix import PAGES, matrix_world, path_for, url_routes
 from tests.conftest import PASSWORD
-from tests.resilience.matrix import PAGES, matrix_world, path_for, url_routes
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

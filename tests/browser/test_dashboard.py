@@ -5,10 +5,10 @@ import re
 
 import pytest
 
-from grading.rollups import monday
+from grading.figures.rollups import monday
 from tests.browser.conftest import sign_in
+from tests.builders.world import build_world, iso
 from tests.conftest import PASSWORD
-from tests.reviewer.dashboards.world import build_world, iso
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

@@ -8,9 +8,9 @@ from django.urls import reverse
 
 from reviewer.queue.services import claim_take
 from tests.browser.conftest import sign_in
+from tests.builders.conversations import message, verdicts
 from tests.builders.queue_items import conversation_item, draft_item
 from tests.conftest import PASSWORD
-from tests.grading.conversations import message, verdicts
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

@@ -5,12 +5,12 @@ from datetime import timedelta
 
 from django.utils import timezone
 
-from grading.criteria import criteria_active
+from grading.criteria.versions import criteria_active
+from grading.drafts.submit import draft_save
 from grading.evidence import draft_fingerprint
 from grading.models import Draft, ItemKind, Review, ReviewState, Route
 from grading.schemas import DraftIn
-from grading.services import draft_save
-from tests.grading.conversations import PATH_IDS, message, support_conversation, upsert, verdicts
+from tests.builders.conversations import PATH_IDS, message, support_conversation, upsert, verdicts
 
 JUDGE = {"backend": "openai", "model": "judge-test", "prompt_hash": "5be0c2d1", "temperature": 0.0}
 DRAFT_BODY = """## How do you cut support costs?

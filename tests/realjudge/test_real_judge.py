@@ -14,9 +14,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from grading.judge.client import ChatJudgeClient, JudgeMalformed, find_field_token, weighted_score
 from grading.models import Review
 from grading.tasks import grade_conversation, grade_draft
+from tests.builders.conversations import support_conversation, upsert
+from tests.builders.drafts import save_draft, setup_org_memory
 from tests.conftest import wait_until
-from tests.grading.conversations import support_conversation, upsert
-from tests.grading.drafts import save_draft, setup_org_memory
 
 pytestmark = pytest.mark.realjudge
 

@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 
 from grading.evidence import NotScorable
 from grading.models import Conversation, Message, Org
-from tests.resilience.api import api_caller, row_counts
-from tests.resilience.hostile import (
+from tests.builders.api_calls import api_caller, row_counts
+from tests.builders.hostile_values import (
     any_character,
     hostile_ids,
     hostile_text,

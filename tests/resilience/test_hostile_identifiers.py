@@ -5,9 +5,9 @@ spreadsheet reads as a formula or a log line split in two. Each is a 400 naming 
 import pytest
 
 from grading.models import Label
-from tests.grading.conversations import message, support_conversation, upsert
-from tests.grading.drafts import CLEAN_BODY, SOURCE
-from tests.resilience.api import api_caller, error_fields, row_counts
+from tests.builders.api_calls import api_caller, error_fields, row_counts
+from tests.builders.conversations import message, support_conversation, upsert
+from tests.builders.drafts import CLEAN_BODY, SOURCE
 
 pytestmark = pytest.mark.django_db
 

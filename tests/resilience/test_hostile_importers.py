@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from grading.importers import ImportFormatError, ParsedConversation, parse_file
 from grading.models import Conversation, Message, Org
-from tests.resilience.hostile import hostile_ids, hostile_text, numbers, time_values
+from tests.builders.hostile_values import hostile_ids, hostile_text, numbers, time_values
 
 pytestmark = pytest.mark.django_db
 FUZZ = settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))

@@ -11,8 +11,8 @@ from django.core.management import CommandError, call_command
 from django.db import connection
 
 from grading.models import Label
-from tests.grading.conversations import support_conversation, upsert
-from tests.resilience.api import api_caller, error_fields
+from tests.builders.api_calls import api_caller, error_fields
+from tests.builders.conversations import support_conversation, upsert
 
 pytestmark = pytest.mark.django_db
 

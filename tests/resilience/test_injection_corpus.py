@@ -28,17 +28,17 @@ from pathlib import Path
 
 import pytest
 
-from grading.gate import draft_grade
+from grading.conversations.grader import conversation_grade
+from grading.drafts.gate import draft_grade
+from grading.drafts.memory import memory_add
 from grading.judge.conversation import SYSTEM_PROMPT as CONVERSATION_SYSTEM_PROMPT
 from grading.judge.draft import SYSTEM_PROMPT as DRAFT_SYSTEM_PROMPT
-from grading.memory import memory_add
 from grading.models import Review
 from grading.outcomes import CHECKS
-from grading.reviews import conversation_grade
+from tests.builders.conversations import PATH_IDS, llm_judge, support_conversation, upsert
+from tests.builders.drafts import CLEAN_BODY, llm_draft_judge, save_draft, setup_org_memory
+from tests.builders.prompts import header_lines, marker_lines, split_blocks
 from tests.fakes.openai_server import json_reply
-from tests.grading.conversations import PATH_IDS, llm_judge, support_conversation, upsert
-from tests.grading.drafts import CLEAN_BODY, llm_draft_judge, save_draft, setup_org_memory
-from tests.grading.prompts import header_lines, marker_lines, split_blocks
 
 pytestmark = pytest.mark.django_db
 CASES = sorted((Path(__file__).parent / "injection").glob("*.json"))

@@ -7,13 +7,15 @@ import re
 
 import pytest
 
-from grading.gate import draft_grade
+from grading.api.keys import api_key_create
+from grading.conversations.grader import conversation_grade
+from grading.drafts.gate import draft_grade
 from grading.judge.backends import OpenAIDraftJudge
 from grading.judge.client import ChatJudgeClient
 from grading.models import Draft, Review
-from grading.planner import drafts_needing_grading
-from grading.reviews import conversation_grade
-from grading.services import api_key_create
+from grading.passes.planner import drafts_needing_grading
+from tests.builders.conversations import PATH_IDS, llm_judge, support_conversation, upsert, verdicts_reply
+from tests.builders.drafts import CLEAN_BODY, SOURCE, draft_reply, draft_verdict, save_draft, setup_org_memory
 from tests.conftest import wait_until
 from tests.fakes.openai_server import (
     cut_off_reply,
@@ -23,8 +25,6 @@ from tests.fakes.openai_server import (
     malformed_reply,
     refusal_reply,
 )
-from tests.grading.conversations import PATH_IDS, llm_judge, support_conversation, upsert, verdicts_reply
-from tests.grading.drafts import CLEAN_BODY, SOURCE, draft_reply, draft_verdict, save_draft, setup_org_memory
 
 RETRIES = 2  # the budget: transient faults get this many more tries, malformed output one more
 TIMEOUT = 0.3

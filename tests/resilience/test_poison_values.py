@@ -12,12 +12,12 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.db import connection
 
+from grading.conversations.grader import conversation_grade
 from grading.judge.backends import HeuristicJudge
 from grading.models import Conversation, Draft, Message
-from grading.reviews import conversation_grade
-from tests.grading.conversations import message, support_conversation
-from tests.grading.drafts import CLEAN_BODY, SOURCE
-from tests.resilience.api import api_caller, error_fields, row_counts
+from tests.builders.api_calls import api_caller, error_fields, row_counts
+from tests.builders.conversations import message, support_conversation
+from tests.builders.drafts import CLEAN_BODY, SOURCE
 
 pytestmark = pytest.mark.django_db
 

@@ -17,10 +17,10 @@ Also part of the security story, tested where they live and not repeated here:
   (test_it_passes_the_deploy_check_under_production_settings).
 - Login throttling keyed on the client behind the documented proxy (the address the proxy appended to
   X-Forwarded-For, never one the client wrote): tests/reviewer/test_login_throttling.py.
-- API keys stored only as SHA-256 and wrong or revoked keys refused: tests/grading/test_api_keys.py. Looking a
+- API keys stored only as SHA-256 and wrong or revoked keys refused: tests/grading/api/test_api_keys.py. Looking a
   key up by its hash is safe against timing: what the index compares is the hash of the caller's guess, which
   the caller cannot steer towards a stored hash without a SHA-256 preimage, so how long the comparison takes
-  says nothing about any key (grading/services.py, api_key_authenticate).
+  says nothing about any key (grading/api/keys.py, api_key_authenticate).
 """
 
 import json
@@ -29,9 +29,9 @@ import re
 import pytest
 from django.test import Client
 
-from grading.services import api_key_create, api_key_revoke
+from grading.api.keys import api_key_create, api_key_revoke
 from reviewer.models import Membership, Role
-from tests.resilience.matrix import (
+from tests.builders.page_matrix import (
     API_ALSO_FINE,
     API_PUBLIC,
     PAGES,

@@ -2,13 +2,13 @@
 
 import pytest
 
+from grading.conversations.grader import conversation_grade
 from grading.demo import TIMED_OUT_DRAFT
-from grading.gate import draft_grade
+from grading.drafts.gate import draft_grade
 from grading.judge.backends import HeuristicDraftJudge, HeuristicJudge
 from grading.models import Conversation, Draft, Message, Review
-from grading.planner import grading_pass
-from grading.reviews import conversation_grade
-from grading.selectors import current_review, staleness_audit
+from grading.passes.planner import grading_pass
+from grading.reviews.reads import current_review, staleness_audit
 from reviewer.demo import demo_seed
 
 pytestmark = pytest.mark.django_db

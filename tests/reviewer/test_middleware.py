@@ -5,7 +5,7 @@ cache after they sign out."""
 import pytest
 from django.urls import reverse
 
-from grading.services import api_key_create
+from grading.api.keys import api_key_create
 
 pytestmark = pytest.mark.django_db
 

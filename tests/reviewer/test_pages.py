@@ -5,11 +5,11 @@ import re
 import pytest
 from django.urls import reverse
 
+from grading.conversations.grader import conversation_grade
 from grading.judge.backends import HeuristicJudge
 from grading.models import AuditEvent
-from grading.reviews import conversation_grade
+from tests.builders.conversations import message, upsert
 from tests.conftest import PASSWORD
-from tests.grading.conversations import message, upsert
 
 PAGES = {
     "queue": {"operator"},

@@ -1,7 +1,7 @@
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from grading.api.keys import api_key_create, api_key_revoke
 from grading.models import ApiKey, Org
-from grading.services import api_key_create, api_key_revoke
 
 
 class Command(BaseCommand):

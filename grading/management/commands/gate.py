@@ -8,11 +8,12 @@ from django.core.serializers.json import DjangoJSONEncoder
 from django.utils.text import slugify
 from pydantic import ValidationError
 
-from grading.gate import draft_grade
+from grading.drafts.gate import draft_grade
+from grading.drafts.reads import draft_status
+from grading.drafts.submit import draft_save
+from grading.errors import LimitExceeded
 from grading.management.orgs import org_from_option
 from grading.schemas import DraftIn, describe_errors
-from grading.selectors import draft_status
-from grading.services import LimitExceeded, draft_save
 
 EXIT_CODES = {"pass": 0, "fail": 1, "human": 2, "error": 3}
 _H1 = re.compile(r"\A\s*#[ \t]+(?P<title>.+?)[ \t]*#*[ \t]*(?:\r?\n|\Z)")

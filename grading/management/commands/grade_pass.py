@@ -1,7 +1,7 @@
 from django.core.management.base import BaseCommand, CommandParser
 
-from grading.planner import grading_pass
-from grading.selectors import staleness_audit
+from grading.passes.planner import grading_pass
+from grading.reviews.reads import staleness_audit
 
 
 class Command(BaseCommand):

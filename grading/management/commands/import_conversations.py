@@ -6,12 +6,13 @@ from django.core.serializers.json import DjangoJSONEncoder
 from django.db import DataError
 from pydantic import ValidationError
 
-from grading.api import conversation_out
+from grading.api.views import conversation_out
+from grading.conversations.ingest import conversation_upsert
+from grading.conversations.reads import conversation_state
+from grading.errors import LimitExceeded
 from grading.importers import FORMATS, ImportFormatError, ParseFailure, parse_file
 from grading.management.orgs import org_from_option
 from grading.schemas import ConversationIn, describe_errors
-from grading.selectors import conversation_state
-from grading.services import LimitExceeded, conversation_upsert
 
 
 class Command(BaseCommand):

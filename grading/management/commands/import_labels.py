@@ -2,7 +2,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from grading.labels import file_format_of, labels_import
+from grading.figures.labels import file_format_of, labels_import
 from grading.models import Org
 
 

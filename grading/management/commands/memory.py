@@ -18,8 +18,8 @@ from typing import Any
 from django.core.exceptions import ImproperlyConfigured
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from grading.drafts.memory import InvalidMemory, article_upsert, memory_add, memory_deactivate, memory_reembed
 from grading.judge.client import JudgeError
-from grading.memory import InvalidMemory, article_upsert, memory_add, memory_deactivate, memory_reembed
 from grading.models import Article, MemoryItem, Org
 
 ARTICLE = "article"

@@ -3,8 +3,8 @@ import json
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from grading.figures.sampling import audit_sample_send
 from grading.models import Org
-from grading.sampling import audit_sample_send
 
 
 class Command(BaseCommand):

@@ -8,7 +8,7 @@ from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandParser
 
-from grading.planner import grading_pass
+from grading.passes.planner import grading_pass
 from reviewer.demo import DEMO_PEOPLE, demo_api_key, demo_seed
 
 

@@ -9,19 +9,19 @@ import sys
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 
-from grading.health import evaluation_export_status
+from grading.api.health import evaluation_export_status
+from grading.api.keys import api_key_create
+from grading.conversations.grader import conversation_grade
+from grading.hooks.evaluations import EVENT_NAME
 from grading.models import Conversation, Review
-from grading.otlp.export import EVENT_NAME
 from grading.otlp.models import EvaluationExport
-from grading.reviews import conversation_grade
-from grading.services import api_key_create
 from reviewer.celery import app
 from reviewer.env import env_headers, env_url
 from reviewer.queue.services import claim_take, decision_create
+from tests.builders.conversations import llm_judge, verdicts_reply
+from tests.builders.otlp_spans import TRACE, export_request, span_id, two_turns_with_a_tool
 from tests.conftest import REPO_ROOT
-from tests.grading.conversations import llm_judge, verdicts_reply
-from tests.grading.otlp.collector import LogsCollector
-from tests.grading.otlp.spans import TRACE, export_request, span_id, two_turns_with_a_tool
+from tests.fakes.logs_collector import LogsCollector
 
 pytestmark = pytest.mark.django_db
 

@@ -11,9 +11,9 @@ from urllib.parse import quote
 import pytest
 from django.test import Client
 
+from grading.api.keys import api_key_create
 from grading.models import Conversation, Message
 from grading.otlp.models import SpanLink
-from grading.services import api_key_create
 from tests.conftest import REPO_ROOT
 from tests.fakes.openai_server import text_reply, tool_call_reply
 
@@ -43,7 +43,7 @@ def run_agent(live_server, fake_llm, key):
             "OTEL_SEMCONV_STABILITY_OPT_IN": "gen_ai_latest_experimental",
             "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "span_only",
         }
-        command = [sys.executable, "-m", "tests.grading.otlp.agent", "--base-url", fake_llm.base_url,
+        command = [sys.executable, "-m", "tests.fakes.instrumented_agent", "--base-url", fake_llm.base_url,
                    "--conversation", conversation] + (["--regenerate"] if regenerate else [])  # fmt: skip
         done = subprocess.run(command, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=120)
         assert done.returncode == 0, done.stderr[-3000:]

@@ -7,11 +7,11 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from grading.criteria import criteria_new_version, criteria_publish
+from grading.criteria.versions import criteria_new_version, criteria_publish
 from grading.models import CriteriaTrial, CriteriaVersion, GradingRun, ItemKind
 from reviewer.models import Role
+from tests.builders.criteria import editor_data, graded_org
 from tests.conftest import make_person
-from tests.reviewer.criteria.builders import editor_data, graded_org
 
 pytestmark = pytest.mark.django_db
 
@@ -265,8 +265,8 @@ def test_it_refuses_a_trial_beyond_the_orgs_trials_per_hour(admin_client, criter
 
 
 def test_the_item_page_shows_every_review_with_trial_reviews_marked(admin_client, criteria, fake_llm):
-    from grading.criteria_trials import trial_item_grade
-    from tests.grading.drafts import draft_reply, llm_draft_judge
+    from grading.criteria.trials import trial_item_grade
+    from tests.builders.drafts import draft_reply, llm_draft_judge
 
     fake_llm.set_default(draft_reply(6))
     review = trial_item_grade(trial_id=criteria.trial.pk, index=0, draft_judge=llm_draft_judge(fake_llm))
@@ -278,7 +278,7 @@ def test_the_item_page_shows_every_review_with_trial_reviews_marked(admin_client
 
 
 def test_a_conversation_version_is_a_rubric_edited_on_its_own(admin_client, criteria):
-    from grading.criteria import criteria_new_version
+    from grading.criteria.versions import criteria_new_version
 
     version = criteria_new_version(org=criteria.org, kind=ItemKind.CONVERSATION)
     url = reverse("criteria_version", args=[version.pk])

@@ -11,14 +11,15 @@ from django.db.models import DateField
 from django.db.models.functions import TruncWeek
 from django.urls import reverse
 
-from grading.gate import draft_grade
+from grading.conversations.grader import conversation_grade
+from grading.drafts.gate import draft_grade
 from grading.models import Draft, Review
-from grading.reviews import conversation_grade, decision_record
+from grading.reviews.store import decision_record
 from reviewer.dashboards import export
+from tests.builders.conversations import llm_judge, upsert, verdicts_reply
+from tests.builders.drafts import CLEAN_BODY, draft_reply, llm_draft_judge, save_draft, setup_org_memory
 from tests.builders.queue_items import bulk_draft_items
-from tests.grading.conversations import llm_judge, upsert, verdicts_reply
-from tests.grading.drafts import CLEAN_BODY, draft_reply, llm_draft_judge, save_draft, setup_org_memory
-from tests.reviewer.dashboards.world import MONDAY, build_world, conversation_payload, world_scope
+from tests.builders.world import MONDAY, build_world, conversation_payload, world_scope
 
 pytestmark = pytest.mark.django_db
 

@@ -10,13 +10,13 @@ from django.core.serializers.json import DjangoJSONEncoder
 from django.urls import reverse
 from django.utils import timezone
 
-from grading.criteria import criteria_new_version, criteria_publish
-from grading.figures import dashboard_figures, scope_for
+from grading.api.keys import api_key_create
+from grading.criteria.versions import criteria_new_version, criteria_publish
+from grading.figures.dashboard import dashboard_figures, scope_for
+from grading.figures.rollups import live_counters, monday, rollups_rebuild, stored_counters
 from grading.models import ItemKind, Review, Rollup
 from grading.outcomes import CHECKS
-from grading.rollups import live_counters, monday, rollups_rebuild, stored_counters
-from grading.services import api_key_create
-from tests.reviewer.dashboards.world import build_world, expected_agreement, expected_quality, iso, world_scope
+from tests.builders.world import build_world, expected_agreement, expected_quality, iso, world_scope
 
 pytestmark = pytest.mark.django_db
 

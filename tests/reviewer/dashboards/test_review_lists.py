@@ -10,12 +10,12 @@ from django.db.models import DateField
 from django.db.models.functions import TruncWeek
 from django.urls import reverse
 
+from grading.conversations.grader import conversation_grade
 from grading.models import Review
-from grading.reviews import conversation_grade
 from reviewer.dashboards.reads import PAGE_SIZE
+from tests.builders.conversations import llm_judge, upsert, verdicts_reply
 from tests.builders.queue_items import bulk_draft_items
-from tests.grading.conversations import llm_judge, upsert, verdicts_reply
-from tests.reviewer.dashboards.world import W48, build_world, conversation_payload, world_scope
+from tests.builders.world import W48, build_world, conversation_payload, world_scope
 
 pytestmark = pytest.mark.django_db
 

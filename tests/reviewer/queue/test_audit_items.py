@@ -10,14 +10,14 @@ from django.core.management import call_command
 from django.urls import reverse
 from django.utils import timezone
 
-from grading.figures import dashboard_figures, scope_for
+from grading.conversations.grader import conversation_grade
+from grading.figures.dashboard import dashboard_figures, scope_for
+from grading.figures.rollups import monday
 from grading.models import Review
-from grading.reviews import conversation_grade
-from grading.rollups import monday
+from tests.builders.conversations import llm_judge, upsert
 from tests.builders.queue_items import conversation_item, draft_item
+from tests.builders.world import conversation_payload
 from tests.fakes.openai_server import json_reply
-from tests.grading.conversations import llm_judge, upsert
-from tests.reviewer.dashboards.world import conversation_payload
 
 pytestmark = pytest.mark.django_db
 

@@ -5,12 +5,13 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from grading.criteria import criteria_active
+from grading.criteria.versions import criteria_active
 from grading.models import Decision, ItemKind, Review
 from reviewer.models import Claim, Membership
 from reviewer.queue.display import queue_page
 from reviewer.queue.reads import QueueFilters, operator_org_ids
 from reviewer.queue.services import claim_take, decision_create
+from tests.builders.conversations import message
 from tests.builders.queue_items import (
     DRAFT_BODY,
     JUDGE,
@@ -21,7 +22,6 @@ from tests.builders.queue_items import (
     resubmit,
 )
 from tests.conftest import make_person
-from tests.grading.conversations import message
 
 HTMX_LIST = {"HTTP_HX_REQUEST": "true", "HTTP_HX_TARGET": "queue-list"}
 
@@ -309,8 +309,8 @@ def test_the_paged_queue_read_lists_exactly_the_queue_as_grading_defines_it(oper
     """Pages and counts read one index range per active criteria version; the reference states the queue as
     one set from grading's state, filtered plainly. Over every kind of item that must or must not be listed,
     and every filter, they agree."""
-    from grading.criteria import criteria_new_version, criteria_publish
-    from grading.reviews import review_record
+    from grading.criteria.versions import criteria_new_version, criteria_publish
+    from grading.reviews.store import review_record
     from reviewer.queue.reads import queue_stats, queue_versions
 
     for n, reason in enumerate(["band", "spread", "judge_contradiction", "band"]):

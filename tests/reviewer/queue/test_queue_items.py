@@ -4,9 +4,9 @@ to and superseded criteria stop an item counting; only reviews routed to humans 
 import pytest
 from django.utils import timezone
 
-from grading.criteria import criteria_active, criteria_new_version, criteria_publish
+from grading.criteria.versions import criteria_active, criteria_new_version, criteria_publish
 from grading.models import ItemKind, Review, Route
-from grading.reviews import review_record
+from grading.reviews.store import review_record
 from reviewer.queue.display import stale_reason
 from tests.builders.queue_items import DRAFT_BODY, JUDGE, continue_conversation, conversation_item, draft_item, resubmit
 

@@ -1,0 +1,1 @@
+"""The HTTP API for pipelines: endpoints, API keys, the JSON reader with its limits, and health."""

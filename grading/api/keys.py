@@ -1,0 +1,63 @@
+"""API keys: issued once in plaintext, stored as a SHA-256, found through the unique index."""
+
+import hashlib
+import secrets
+from dataclasses import dataclass
+from datetime import timedelta
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.utils import timezone
+
+from grading.audit import audit_record
+from grading.models import ApiKey, Org
+
+API_KEY_PREFIX = "tg_"
+# Recording every use would turn each API call into a write on one hot row; a minute is precise enough.
+_LAST_USED_RESOLUTION = timedelta(seconds=60)
+
+
+@dataclass(frozen=True)
+class IssuedApiKey:
+    api_key: ApiKey
+    plaintext: str  # shown once, never stored
+
+
+def _hash_key(plaintext: str) -> str:
+    return hashlib.sha256(plaintext.encode()).hexdigest()
+
+
+def api_key_create(*, org: Org, name: str, created_by: AbstractBaseUser | None = None) -> IssuedApiKey:
+    plaintext = API_KEY_PREFIX + secrets.token_urlsafe(32)
+    api_key = ApiKey.objects.create(
+        org=org,
+        name=name,
+        prefix=plaintext[:10],
+        key_hash=_hash_key(plaintext),
+        created_by=created_by if created_by is not None and created_by.is_authenticated else None,
+    )
+    audit_record(action="api_key.create", org=org, actor=created_by, target=api_key, detail={"name": name})
+    return IssuedApiKey(api_key=api_key, plaintext=plaintext)
+
+
+def api_key_revoke(*, api_key: ApiKey, actor: AbstractBaseUser | None = None) -> None:
+    if api_key.revoked_at is None:
+        ApiKey.objects.filter(pk=api_key.pk, revoked_at__isnull=True).update(revoked_at=timezone.now())
+        audit_record(action="api_key.revoke", org=api_key.org, actor=actor, target=api_key)
+
+
+def api_key_authenticate(plaintext: str) -> ApiKey | None:
+    """The live key matching `plaintext`, with its last-used time moved; None for unknown or revoked keys.
+
+    Found by its SHA-256 through the unique index, which is safe against timing attacks with no compare_digest:
+    the index compares the hash of the caller's guess, and the caller cannot steer that hash towards a stored
+    one without a SHA-256 preimage, so how long the lookup takes tells nothing about any key."""
+    if not plaintext.startswith(API_KEY_PREFIX):
+        return None
+    api_key = ApiKey.objects.select_related("org").filter(key_hash=_hash_key(plaintext), revoked_at=None).first()
+    if api_key is None:
+        return None
+    now = timezone.now()
+    if api_key.last_used_at is None or now - api_key.last_used_at >= _LAST_USED_RESOLUTION:
+        ApiKey.objects.filter(pk=api_key.pk).update(last_used_at=now)
+        api_key.last_used_at = now
+    return api_key

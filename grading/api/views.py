@@ -1,0 +1,404 @@
+"""The pipelines' HTTP API under /api/v1/ (django-ninja: typed endpoints and an OpenAPI document)."""
+
+from datetime import datetime
+from typing import Any
+
+from django.conf import settings
+from django.core.exceptions import RequestDataTooBig
+from django.db import connection
+from django.http import HttpRequest, HttpResponse
+from django.urls import reverse
+from ninja import NinjaAPI, Query, Schema, Status
+from ninja.errors import HttpError, ValidationError
+from ninja.security import HttpBearer
+from pydantic import BaseModel, model_validator
+
+from grading.api import health
+from grading.api.keys import api_key_authenticate
+from grading.api.request_json import InvalidJsonBody, RequestJsonParser
+from grading.conversations.ingest import ConversationWrite, conversation_append, conversation_upsert, feedback_record
+from grading.conversations.reads import ConversationState, conversation_state
+from grading.criteria.versions import criteria_active
+from grading.drafts.memory import InvalidMemory, article_upsert, memory_add
+from grading.drafts.reads import draft_status
+from grading.drafts.rules import rules_as_text
+from grading.drafts.submit import draft_submit
+from grading.errors import ConversationNotFound, LimitExceeded, NotFound
+from grading.evidence import canonical_message
+from grading.figures.dashboard import SECTIONS, InvalidScope, dashboard_figures, scope_for
+from grading.figures.labels import LabelIn, LabelsRefused, labels_submit
+from grading.models import ApiKey, Article, Conversation, Draft, ItemKind, Review
+from grading.otlp.views import router as otlp_router
+from grading.reviews.reads import current_review
+from grading.schemas import ArticleIn, ConversationId, ConversationIn, DraftIn, FeedbackIn, MemoryIn, MessagesIn
+
+
+class OrgApiKey(HttpBearer):
+    """`Authorization: Bearer <org API key>`; `request.auth` becomes the ApiKey, and through it the org."""
+
+    def authenticate(self, request: HttpRequest, token: str) -> ApiKey | None:
+        return api_key_authenticate(token)
+
+
+api = NinjaAPI(
+    title="Tollgate API",
+    version="1",
+    description="Submit drafts and conversations, read verdicts. Every call is scoped to the org of its API key.",
+    auth=OrgApiKey(),
+    urls_namespace="api",
+    parser=RequestJsonParser(),
+)
+# OTLP/HTTP exporters append /v1/traces to OTEL_EXPORTER_OTLP_ENDPOINT=<host>/api/v1/otlp.
+api.add_router("/otlp", otlp_router)
+
+
+class WhoAmI(Schema):
+    org: str
+    key_name: str
+
+
+@api.get("/whoami", response=WhoAmI, summary="The org and key name this API key belongs to")
+def whoami(request: HttpRequest) -> WhoAmI:
+    return WhoAmI(org=request.auth.org.slug, key_name=request.auth.name)
+
+
+class ServiceStatus(Schema):
+    ok: bool
+    detail: str
+
+
+class WorkerStatus(ServiceStatus):
+    count: int
+
+
+class HealthReport(Schema):
+    ok: bool
+    database: ServiceStatus
+    redis: ServiceStatus
+    workers: WorkerStatus
+
+
+@api.get("/health", response={200: HealthReport, 503: HealthReport}, summary="Database, Redis and worker liveness")
+def get_health(request: HttpRequest) -> Status[HealthReport]:
+    database = ServiceStatus(**health.database_status(connection))
+    redis = ServiceStatus(**health.redis_status())
+    workers = WorkerStatus(**health.worker_status())
+    ok = database.ok and redis.ok and workers.ok
+    report = HealthReport(ok=ok, database=database, redis=redis, workers=workers)
+    return Status(200 if ok else 503, report)
+
+
+# --- errors: 400 naming the field, 404, 413 naming the limit ------------------------------------------
+
+
+def _field_errors(request: HttpRequest, problems: list[dict]):
+    summary = "; ".join(f"{p['field']}: {p['message']}" for p in problems)
+    return api.create_response(request, {"detail": summary, "errors": problems}, status=400)
+
+
+@api.exception_handler(ValidationError)
+def validation_failed(request: HttpRequest, exc: ValidationError):
+    return _field_errors(
+        request,
+        [
+            {
+                # The payload as a whole (not an object, missing) is the field "body".
+                "field": ".".join(str(part) for part in error["loc"] if part not in ("body", "payload")) or "body",
+                "message": error["msg"],
+            }
+            for error in exc.errors
+        ],
+    )
+
+
+@api.exception_handler(HttpError)
+def http_error(request: HttpRequest, exc: HttpError):
+    if exc.status_code == 400:  # django-ninja's one 400 of its own: a body it could not parse
+        cause = exc.__cause__
+        message = str(cause) if isinstance(cause, InvalidJsonBody) else "is not JSON text in UTF-8"
+        return _field_errors(request, [{"field": "body", "message": message}])
+    return api.create_response(request, {"detail": str(exc)}, status=exc.status_code)
+
+
+@api.exception_handler(LimitExceeded)
+def limit_exceeded(request: HttpRequest, exc: LimitExceeded):
+    return api.create_response(request, {"detail": str(exc), "limit": exc.limit, "value": exc.value}, status=413)
+
+
+@api.exception_handler(RequestDataTooBig)
+def request_too_big(request: HttpRequest, exc: RequestDataTooBig):
+    detail = f"the request body is over MAX_REQUEST_BYTES ({settings.DATA_UPLOAD_MAX_MEMORY_SIZE} bytes)"
+    return api.create_response(
+        request,
+        {"detail": detail, "limit": "MAX_REQUEST_BYTES", "value": settings.DATA_UPLOAD_MAX_MEMORY_SIZE},
+        status=413,
+    )
+
+
+@api.exception_handler(NotFound)
+def not_found(request: HttpRequest, exc: NotFound):
+    detail = f"no conversation or message {exc}" if isinstance(exc, ConversationNotFound) else str(exc)
+    return api.create_response(request, {"detail": detail}, status=404)
+
+
+# --- conversations -----------------------------------------------------------------------------------
+
+
+class ReviewIdentityOut(Schema):
+    fingerprint: str
+    criteria_version: int
+    judge: dict
+    judged_at: datetime
+    stages: int
+
+
+class ReviewOut(Schema):
+    route: str
+    reason: str
+    checks: dict
+    identity: ReviewIdentityOut
+    state: str
+    is_current: bool
+
+
+class ConversationOut(Schema):
+    external_id: str
+    fingerprint: str
+    scorable: bool
+    not_scorable_reason: str | None
+    active_path: list[str]
+    branch_count: int
+    review: ReviewOut | None
+
+
+class CanonicalMessage(Schema):
+    id: str
+    role: str
+    content: str | list[dict[str, Any]] | None
+    tool_calls: list[dict[str, Any]] | None
+    tool_call_id: str | None
+    name: str | None
+
+
+class ConversationDetailOut(ConversationOut):
+    messages: list[CanonicalMessage]
+
+
+def review_out(review: Review) -> dict:
+    return {
+        "route": review.route,
+        "reason": review.reason,
+        "checks": review.checks,
+        "identity": {
+            "fingerprint": review.fingerprint,
+            "criteria_version": review.criteria_version.number,
+            "judge": review.judge,
+            "judged_at": review.finished_at,
+            "stages": review.stages,
+        },
+        "state": review.state_now,
+        "is_current": review.counts_now,
+    }
+
+
+def conversation_out(state: ConversationState, *, with_messages: bool = False) -> dict:
+    body = _conversation_body(state.conversation, state.not_scorable_reason, state.review)
+    if with_messages:
+        body["messages"] = [canonical_message(m) for m in state.path]
+    return body
+
+
+def written_out(write: ConversationWrite) -> dict:
+    """The answer to a write, from what the write computed: an append reads none of the earlier messages."""
+    conversation = write.conversation
+    return _conversation_body(conversation, write.not_scorable_reason, current_review(conversation))
+
+
+def _conversation_body(conversation: Conversation, not_scorable_reason: str | None, review: Review | None) -> dict:
+    return {
+        "external_id": conversation.external_id,
+        "fingerprint": conversation.fingerprint,
+        "scorable": not_scorable_reason is None,
+        "not_scorable_reason": not_scorable_reason,
+        "active_path": conversation.active_path_ids,  # the write keeps it equal to the path's ids
+        "branch_count": conversation.branch_count,
+        "review": review_out(review) if review else None,
+    }
+
+
+@api.post("/conversations", response={200: ConversationOut, 201: ConversationOut}, summary="Upsert a conversation")
+def post_conversation(request: HttpRequest, payload: ConversationIn) -> Status[ConversationOut]:
+    write = conversation_upsert(org=request.auth.org, payload=payload)
+    return Status(201 if write.created else 200, written_out(write))
+
+
+@api.post("/conversations/{external_id}/messages", response=ConversationOut, summary="Append (or edit) messages by id")
+def post_messages(request: HttpRequest, external_id: ConversationId, payload: MessagesIn) -> dict:
+    write = conversation_append(org=request.auth.org, external_id=external_id, payload=payload)
+    return written_out(write)
+
+
+@api.get("/conversations/{external_id}", response=ConversationDetailOut, summary="A conversation's evidence and review")
+def get_conversation(request: HttpRequest, external_id: ConversationId) -> dict:
+    conversation = Conversation.objects.filter(org=request.auth.org, external_id=external_id).first()
+    if conversation is None:
+        raise ConversationNotFound(external_id)
+    return conversation_out(conversation_state(conversation), with_messages=True)
+
+
+class FeedbackOut(Schema):
+    conversation: str
+    message_id: str
+    value: str
+
+
+@api.post("/feedback", response={201: FeedbackOut}, summary="A user's thumbs up or down on a message")
+def post_feedback(request: HttpRequest, payload: FeedbackIn) -> Status[FeedbackOut]:
+    feedback_record(org=request.auth.org, payload=payload)
+    return Status(
+        201, FeedbackOut(conversation=payload.conversation, message_id=payload.message_id, value=payload.value)
+    )
+
+
+# --- drafts ------------------------------------------------------------------------------------------------
+
+
+class DraftAccepted(Schema):
+    id: int
+    status_url: str
+    route: str
+
+
+@api.post("/drafts", response={202: DraftAccepted}, summary="Submit a draft to the gate")
+def post_draft(request: HttpRequest, payload: DraftIn) -> Status[DraftAccepted]:
+    draft = draft_submit(org=request.auth.org, payload=payload)
+    status_url = request.build_absolute_uri(reverse("api:get_draft", kwargs={"draft_id": draft.pk}))
+    return Status(202, DraftAccepted(id=draft.pk, status_url=status_url, route="pending"))
+
+
+@api.get("/drafts/{draft_id}", response=dict, url_name="get_draft", summary="A draft's verdict, findings and identity")
+def get_draft(request: HttpRequest, draft_id: int) -> dict:
+    draft = Draft.objects.filter(org=request.auth.org, pk=draft_id).first()
+    if draft is None:
+        raise NotFound(f"no draft {draft_id}")
+    return draft_status(draft)
+
+
+@api.get("/criteria/draft/writer-rules", response=dict, summary="The active draft rules, for a writer's prompt")
+def writer_rules(request: HttpRequest, format: str = "json"):
+    """The single source of the writing rules: the checks read the same document. `?format=text` gives
+    plain text to paste into a writer prompt."""
+    criteria = criteria_active(org=request.auth.org, kind=ItemKind.DRAFT)
+    rules = criteria.draft_rules()
+    if format == "text":
+        return HttpResponse(rules_as_text(rules), content_type="text/plain; charset=utf-8")
+    if format != "json":
+        raise ValidationError([{"loc": ["query", "format"], "msg": "must be json or text"}])
+    return {"criteria_version": criteria.number, "rules": rules.model_dump(mode="json")}
+
+
+# --- org memory ----------------------------------------------------------------------------------------------
+
+
+class MemoryOut(Schema):
+    id: int
+    kind: str
+    text: str
+    proof_terms: list[str]
+    active: bool
+
+
+class ArticleOut(Schema):
+    id: int
+    slug: str
+    title: str
+
+
+@api.post(
+    "/memory", response={201: MemoryOut}, summary="Add a learning, the strategy (replaces the active one) or a fact"
+)
+def post_memory(request: HttpRequest, payload: MemoryIn) -> Status[MemoryOut]:
+    try:
+        item = memory_add(org=request.auth.org, kind=payload.kind, text=payload.text, proof_terms=payload.proof_terms)
+    except InvalidMemory as exc:
+        raise ValidationError([{"loc": ["body", "payload"], "msg": str(exc)}]) from exc
+    return Status(201, item)
+
+
+@api.post("/articles", response=ArticleOut, summary="Add or update a published article (an internal-link target)")
+def post_article(request: HttpRequest, payload: ArticleIn) -> Article:
+    return article_upsert(org=request.auth.org, slug=payload.slug, title=payload.title, summary=payload.summary)
+
+
+# --- human labels from elsewhere -----------------------------------------------------------------------------
+
+
+class LabelsIn(BaseModel):
+    labels: list[LabelIn]
+
+    @model_validator(mode="before")
+    @classmethod
+    def _within_the_limit(cls, data: Any) -> Any:
+        # Counted before any label is validated, which would cost seconds for a body of ten times the limit.
+        # LimitExceeded is not a ValueError: pydantic lets it through, to the 413 handler.
+        labels = data.get("labels") if isinstance(data, dict) else None
+        limit = settings.MAX_LABELS_PER_REQUEST
+        if isinstance(labels, list) and len(labels) > limit:
+            raise LimitExceeded(
+                "MAX_LABELS_PER_REQUEST", limit, f"at most {limit} labels per request; this one has {len(labels)}"
+            )
+        return data
+
+
+class LabelsOut(Schema):
+    created: int
+    updated: int
+    unchanged: int
+
+
+@api.post("/labels", response={201: LabelsOut}, summary="Record human labels, each bound to its item's evidence now")
+def post_labels(request: HttpRequest, payload: LabelsIn) -> Status[LabelsOut]:
+    """All or nothing: a label that cannot be recorded is a 400 naming it (`labels.3.item`) and none is written;
+    over MAX_LABELS_PER_REQUEST labels, a 413 naming it. Recording the same labels again changes nothing, so a
+    request cut short (its labels are committed a batch at a time) is finished by sending it again."""
+    try:
+        counts = labels_submit(org=request.auth.org, labels=payload.labels, source=f"api:{request.auth.name}")
+    except LabelsRefused as exc:
+        raise ValidationError(
+            [
+                {"loc": ["body", "payload", "labels", index, why.field], "msg": why.message}
+                for index, why in exc.refusals
+            ]
+        ) from exc
+    return Status(201, LabelsOut(**counts))
+
+
+# --- the dashboards' figures ---------------------------------------------------------------------------------
+
+
+def _figures(request: HttpRequest, sections, since: str | None, until: str | None, application: str | None) -> dict:
+    try:
+        scope = scope_for(request.auth.org, since=since, until=until, application=application)
+    except InvalidScope as exc:
+        raise ValidationError([{"loc": ["query", exc.field], "msg": exc.message}]) from exc
+    return dashboard_figures(scope, sections=sections)
+
+
+@api.get("/dashboard", response=dict, summary="Every figure of the dashboard, with the page's filters")
+def get_dashboard(
+    request: HttpRequest, since: str | None = Query(None, alias="from"), until: str | None = Query(None, alias="to"),
+    application: str | None = None,
+) -> dict:  # fmt: skip
+    """The numbers the stakeholders' page shows, for the API key's org: `from` and `to` are ISO weeks
+    (`2026-W41`, default the last eight), `application` narrows the conversation figures."""
+    return _figures(request, SECTIONS, since, until, application)
+
+
+@api.get("/dashboard/{section}", response=dict, summary="One section of the dashboard's figures")
+def get_dashboard_section(
+    request: HttpRequest, section: str, since: str | None = Query(None, alias="from"),
+    until: str | None = Query(None, alias="to"), application: str | None = None,
+) -> dict:  # fmt: skip
+    if section not in SECTIONS:
+        raise NotFound(f"no dashboard section {section!r} (there are {', '.join(SECTIONS)})")
+    return _figures(request, [section], since, until, application)

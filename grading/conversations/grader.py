@@ -1,0 +1,170 @@
+"""Grading one conversation into a Review that names its evidence (DESIGN 3 and 4): read the active path, judge
+each stage outside any transaction, then write the review (grading/reviews/store.py) in one short atomic block."""
+
+import logging
+from datetime import datetime
+
+from django.db import connection
+from django.utils import timezone
+
+from grading import evidence
+from grading.conversations.reads import PathState, conversation_path
+from grading.judge.backends import ConversationJudge, judge_from_settings
+from grading.judge.client import ZERO_USAGE, JudgeContextExceeded, JudgeError
+from grading.judge.conversation import combine_stages, with_evidence_on_path
+from grading.models import (
+    COUNTING_STATES,
+    NO_JUDGE,
+    Conversation,
+    CriteriaVersion,
+    Review,
+    Route,
+)
+from grading.outcomes import CHECKS, UNKNOWN_CHECK
+from grading.reviews.store import criteria_of, earlier_review, review_record, review_reinstate, subject_to_grade
+
+logger = logging.getLogger(__name__)
+
+NO_JUDGE_IDENTITY = {"backend": NO_JUDGE}
+
+
+def conversation_grade(
+    *, conversation_id: int, judge: ConversationJudge | None = None, now: datetime | None = None, ticket: str = ""
+) -> Review | None:
+    """Grade the conversation as it is now; return its review (an existing one when already graded). A grading
+    task names itself as `ticket`: its ticket is handed back with the review it writes (`review_record`).
+
+    1. Read the messages and compute the active path, fingerprint and scorability.
+    2. Skip the judge when a review of this exact identity exists (errors excepted: they are retried).
+    3. Not scorable: record why, with no judge call. Otherwise judge each stage, outside any transaction.
+    4. Write the review and make it the conversation's current one.
+    """
+    conversation = subject_to_grade(Conversation, conversation_id)
+    if conversation is None:
+        return None
+    criteria = criteria_of(conversation)
+    now = now or timezone.now()
+    state = conversation_path(conversation, now=now)
+    judge = judge or judge_from_settings()
+    identity = path_identity(state, criteria, judge)
+    existing = earlier_review(conversation, identity)
+    if existing is not None:
+        return existing if existing.state in COUNTING_STATES else review_reinstate(existing)
+    if state.not_scorable_reason:
+        outcome = not_scorable_outcome(state.not_scorable_reason)
+    else:
+        outcome = path_outcome(state.path, criteria, judge)
+    return review_record(conversation, identity, outcome, started_at=now, ticket=ticket)
+
+
+def path_identity(state: PathState, criteria: CriteriaVersion, judge: ConversationJudge) -> dict:
+    """The score identity of a review of the active path under `criteria` (no judge when it is not scorable)."""
+    not_scorable = state.not_scorable_reason
+    return {
+        "fingerprint": evidence.fingerprint(state.path),
+        "criteria_version": criteria,
+        "judge": NO_JUDGE_IDENTITY if not_scorable else judge.identity.as_json(),
+        "judge_key": NO_JUDGE if not_scorable else judge.identity.key,
+    }
+
+
+def not_scorable_outcome(reason: evidence.NotScorable) -> dict:
+    return {"route": Route.NOT_SCORABLE, "reason": str(reason), "detail": evidence.REASON_TEXT[reason], "stages": 0}
+
+
+def path_outcome(path: list[evidence.EvidenceMessage], criteria: CriteriaVersion, judge: ConversationJudge) -> dict:
+    """Judge a scorable path under `criteria` in stages that fit the judge's context, and combine the stages'
+    verdicts: a review's outcome fields. Grading records it as the conversation's review; a criteria trial as a
+    trial review.
+
+    1. Stage the path to the judge's budget, counted in its tokens (`judge.stage_budget`, `judge.measure`).
+       A message that cannot fit even alone makes the conversation not scorable by this judge: evidence is
+       never cut, and sending it would be refused on every pass.
+    2. Judge each stage. A context-length refusal has taught the judge its real window and token counts, so
+       stage again, smaller, and start over (at most _RESTAGINGS times); any other judge error is an `error`.
+    3. While waiting on the judge this thread holds no database connection when a pool can lend it back.
+    """
+    path_ids = {m.id for m in path}
+    usage = ZERO_USAGE
+    stages: list[evidence.Stage] = []
+    for _ in range(_RESTAGINGS + 1):
+        budget, stages = path_stages(path, criteria, judge)
+        if oversized := next((stage for stage in stages if stage.oversized), None):
+            return _too_long(oversized, budget, len(stages), usage)
+        per_stage = []
+        _release_database_connection()
+        try:
+            for stage in stages:
+                judgement = judge.judge_stage(
+                    rubric=criteria.rubric, criteria_number=criteria.number, stage=stage, stage_count=len(stages)
+                )
+                usage = usage + judgement.usage
+                per_stage.append(with_evidence_on_path(judgement.verdicts, path_ids))
+        except JudgeContextExceeded as exc:
+            logger.info("judge refused a stage of %s as too long (%s); staging again", len(stages), exc)
+            continue
+        except JudgeError as exc:
+            logger.warning("judge failed on a stage of %s: %s", len(stages), exc)
+            return {
+                "route": Route.ERROR,
+                "reason": type(exc).__name__,
+                "detail": str(exc),
+                "stages": len(stages),
+                "usage": usage.as_json(),
+            }
+        checks = combine_stages(per_stage)
+        route, reason = _route(checks)
+        return {"route": route, "reason": reason, "checks": checks, "stages": len(stages), "usage": usage.as_json()}
+    detail = f"the judge refused stages as too long {_RESTAGINGS + 1} times, the last staging had {len(stages)}"
+    return {
+        "route": Route.ERROR,
+        "reason": "JudgeContextExceeded",
+        "detail": detail,
+        "stages": len(stages),
+        "usage": usage.as_json(),
+    }
+
+
+def path_stages(
+    path: list[evidence.EvidenceMessage], criteria: CriteriaVersion, judge: ConversationJudge
+) -> tuple[int, list[evidence.Stage]]:
+    """The stages `judge` reads the path in under `criteria` (its token budget per stage, and the stages): what
+    grading sends, and what a trial counts before it spends anything."""
+    budget = judge.stage_budget(rubric=criteria.rubric, criteria_number=criteria.number)
+    return budget, evidence.stages(path, budget=budget, measure=judge.measure)
+
+
+# A refusal teaches the judge the server's figures, so one re-staging nearly always fits; a few more allow for
+# a server whose error states no figures (each refusal then still raises the token estimate a little).
+_RESTAGINGS = 3
+
+
+def _too_long(stage: evidence.Stage, budget: int, stage_count: int, usage) -> dict:
+    [message] = stage.messages
+    reason = evidence.NotScorable.TOO_LONG_FOR_JUDGE
+    return {
+        "route": Route.NOT_SCORABLE,
+        "reason": str(reason),
+        "detail": f"{evidence.REASON_TEXT[reason]} Message {message.id!r} needs more than the {budget} tokens "
+        f"a stage may carry.",
+        "stages": stage_count,
+        "usage": usage.as_json(),
+    }
+
+
+def _release_database_connection() -> None:
+    """Hand this thread's database connection back to the pool before a long wait on the judge, so a worker's
+    threads need only as many connections as are touching the database at once, not one each. Only with a
+    connection pool (without one, closing means reconnecting afterwards) and never inside a transaction."""
+    if connection.settings_dict.get("OPTIONS", {}).get("pool") and not connection.in_atomic_block:
+        connection.close()
+
+
+def _route(checks: dict[str, dict]) -> tuple[Route, str]:
+    """Any unknown goes to humans; otherwise all pass is a pass and anything else a fail."""
+    verdicts = [checks[name]["verdict"] for name in CHECKS]
+    if "unknown" in verdicts:
+        return Route.HUMAN, UNKNOWN_CHECK
+    if all(verdict == "pass" for verdict in verdicts):
+        return Route.PASS, ""
+    return Route.FAIL, ""

@@ -1,0 +1,1 @@
+"""Criteria versions: editing and publishing, what a change would re-grade (impact), and trials against the judge."""

@@ -1,0 +1,300 @@
+"""Trial runs of an unpublished criteria version (DESIGN 7): a fixed-rule sample graded under it with the real judge,
+counted before it runs, shown beside the sample's current reviews.
+
+Trial reviews carry their whole score identity and the state `trial`: they never count, are outside the one-live-
+review and identity constraints, never reach the queue, a dashboard, a webhook or an evaluation export. They are
+written here, never through `review_record`, whose business is the item's live review.
+"""
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
+from django.db.models import BinaryField, F, Func, QuerySet, TextField, Value
+from django.db.models.functions import Concat
+from django.utils import timezone
+
+from grading.audit import audit_record
+from grading.conversations.grader import not_scorable_outcome, path_identity, path_outcome, path_stages
+from grading.conversations.reads import conversation_path
+from grading.criteria.versions import CriteriaImmutable
+from grading.drafts.gate import draft_identity, draft_outcome
+from grading.drafts.memory import retrieve_memory
+from grading.judge.backends import ConversationJudge, DraftJudge, draft_judge_from_settings, judge_from_settings
+from grading.models import (
+    Conversation,
+    CriteriaTrial,
+    CriteriaVersion,
+    Draft,
+    ItemKind,
+    Org,
+    Review,
+    ReviewState,
+    Route,
+)
+from grading.passes import enqueue
+
+TRIAL_DEFAULT = 5
+TRIAL_MAX = 50  # each item is at least one paid judge call
+# Trial tasks are sent once, with no outbox: a trial still unfinished an hour after it started has lost a task (a
+# sample of 50 takes minutes), and the next start of its version closes it instead of being refused for ever.
+TRIAL_LOST_AFTER = timedelta(hours=1)
+TRIALS_WINDOW = timedelta(hours=1)  # CRITERIA_TRIALS_PER_ORG_PER_HOUR counts the trials started in it
+
+
+class TrialCountChanged(Exception):
+    """The sample or its judge calls changed between counting and starting: nothing was started."""
+
+
+class TrialRunning(Exception):
+    """A trial of the version is still running (one at a time per version): nothing was started."""
+
+    def __init__(self, trial: CriteriaTrial) -> None:
+        graded = sum(1 for review_id in trial.review_ids if review_id is not None)
+        super().__init__(
+            f"A trial of {trial.criteria_version} is still running (started {trial.requested_at:%Y-%m-%d %H:%M} UTC, "
+            f"{graded} of {len(trial.sample)} graded): one trial of a version runs at a time. Nothing was started."
+        )
+        self.trial = trial
+
+
+class TrialsPerHourReached(Exception):
+    """The org started as many trials in the last hour as CRITERIA_TRIALS_PER_ORG_PER_HOUR allows: nothing was
+    started."""
+
+
+@dataclass(frozen=True)
+class TrialItem:
+    subject: Draft | Conversation
+    current: Review | None  # the item's review that counts now, to show beside the trial's
+    judge_calls: int  # drafts: one; conversations: one per stage of the active path (none if not scorable)
+
+
+@dataclass(frozen=True)
+class TrialCount:
+    version: CriteriaVersion
+    items: list[TrialItem]
+
+    @property
+    def judge_calls(self) -> int:
+        return sum(item.judge_calls for item in self.items)
+
+
+def _sample_rank(salt: str) -> Func:
+    """sha256(salt || external_id), in SQL: the fixed rule of DESIGN 4.7, which ignores usage and old scores."""
+    text = Concat(Value(salt), F("external_id"), output_field=TextField())
+    return Func(Func(text, Value("UTF8"), function="convert_to", output_field=BinaryField()), function="sha256")
+
+
+def trial_sample(*, version: CriteriaVersion, size: int) -> list[Draft | Conversation]:
+    """The `size` items of the version's kind in its org with a scored current review (something to compare
+    with) and the smallest sha256(SAMPLING_SALT + external_id)."""
+    model = Draft if version.kind == ItemKind.DRAFT else Conversation
+    scored = (
+        Review.objects.counting()
+        .filter(org_id=version.org_id, kind=version.kind)
+        .exclude(route__in=[Route.NOT_SCORABLE, Route.ERROR])
+    )
+    items: QuerySet = model.objects.filter(org_id=version.org_id, pk__in=scored.values(version.kind))
+    return list(items.annotate(rank=_sample_rank(settings.SAMPLING_SALT)).order_by("rank", "pk")[:size])
+
+
+def trial_count(*, version: CriteriaVersion, size: int, judge: ConversationJudge | None = None) -> TrialCount:
+    """The sample and the judge calls grading it will make, counted before anything is spent: one per draft, one
+    per stage of a conversation as `judge` (by default the configured one) would stage it."""
+    items = []
+    for subject in trial_sample(version=version, size=size):
+        if isinstance(subject, Draft):
+            calls = 1
+        else:
+            state = conversation_path(subject)
+            judge = judge or judge_from_settings()
+            calls = 0 if state.not_scorable_reason else len(path_stages(state.path, version, judge)[1])
+        current = Review.objects.counting().filter(**{version.kind: subject}).select_related("criteria_version").first()
+        items.append(TrialItem(subject=subject, current=current, judge_calls=calls))
+    return TrialCount(version=version, items=items)
+
+
+def criteria_trial_start(
+    *,
+    version: CriteriaVersion,
+    size: int,
+    counted_calls: int,
+    actor: AbstractBaseUser | None = None,
+    judge: ConversationJudge | None = None,
+) -> CriteriaTrial:
+    """Start a trial of `version` on `size` items, if the judge calls are still the `counted_calls` the admin read
+    (counted again as `trial_count` counts them, with the same `judge`), no trial of the version is running and
+    the org has started fewer than CRITERIA_TRIALS_PER_ORG_PER_HOUR in the last hour.
+
+    1. Refuse early, before counting, when a limit is already reached (the checks read, nothing is locked).
+    2. Count the sample's judge calls again; refuse when they changed.
+    3. In one transaction holding the org's row: close the version's lost trial (`TRIAL_LOST_AFTER`), check both
+       limits again, and create the trial. Starts in one org queue on that lock, so each counts the trials the
+       others committed; the constraint `criteria_trial_one_running_per_version` holds even without it.
+
+    One task per item goes to the judge queue after commit, so the request never waits on the judge and a slow
+    judge holds no single task for the whole sample.
+    """
+    if version.published_at is not None:
+        raise CriteriaImmutable(f"{version} is published: a trial runs under a version not yet published")
+    _trial_limits_check(version, timezone.now())
+    count = trial_count(version=version, size=size, judge=judge)
+    if count.judge_calls != counted_calls:
+        raise TrialCountChanged(
+            f"The sample changed since it was counted: it now takes {count.judge_calls} judge calls, not "
+            f"{counted_calls}. Nothing was started; read the new count."
+        )
+    with transaction.atomic():
+        # FOR NO KEY UPDATE: the rows that reference the org (KEY SHARE) are written on meanwhile.
+        Org.objects.select_for_update(no_key=True).filter(pk=version.org_id).first()
+        now = timezone.now()
+        CriteriaTrial.objects.filter(
+            criteria_version=version, finished_at__isnull=True, requested_at__lte=now - TRIAL_LOST_AFTER
+        ).update(finished_at=now)
+        _trial_limits_check(version, now)
+        trial = CriteriaTrial.objects.create(
+            org_id=version.org_id,
+            criteria_version=version,
+            sample=[item.subject.pk for item in count.items],
+            judge_calls=count.judge_calls,
+            review_ids=[None] * len(count.items),
+            requested_by=actor if actor is not None and actor.is_authenticated else None,
+        )
+        if not count.items:
+            trial.finished_at = timezone.now()
+            trial.save(update_fields=["finished_at"])
+        audit_record(
+            action="criteria.trial",
+            org=version.org,
+            actor=actor,
+            target=version,
+            detail={"trial": trial.pk, "items": len(count.items), "judge_calls": count.judge_calls},
+        )
+        transaction.on_commit(lambda: enqueue.criteria_trial(trial_id=trial.pk, items=len(count.items)))
+    return trial
+
+
+def _trial_limits_check(version: CriteriaVersion, now: datetime) -> None:
+    """Raise TrialRunning or TrialsPerHourReached when a trial of `version` may not start at `now`."""
+    running = (
+        CriteriaTrial.objects.filter(
+            criteria_version=version, finished_at__isnull=True, requested_at__gt=now - TRIAL_LOST_AFTER
+        )
+        .select_related("criteria_version")
+        .first()
+    )
+    if running is not None:
+        raise TrialRunning(running)
+    cap = settings.CRITERIA_TRIALS_PER_ORG_PER_HOUR
+    started = list(
+        CriteriaTrial.objects.filter(org_id=version.org_id, requested_at__gt=now - TRIALS_WINDOW)
+        .order_by("requested_at")
+        .values_list("requested_at", flat=True)
+    )
+    if len(started) >= cap:
+        next_start = started[len(started) - cap] + TRIALS_WINDOW
+        raise TrialsPerHourReached(
+            f"This org started {len(started)} trials in the last hour, the most CRITERIA_TRIALS_PER_ORG_PER_HOUR "
+            f"allows ({cap}); the next can start at {next_start:%H:%M} UTC. Nothing was started."
+        )
+
+
+def trial_item_grade(
+    *,
+    trial_id: int,
+    index: int,
+    draft_judge: DraftJudge | None = None,
+    conversation_judge: ConversationJudge | None = None,
+) -> Review | None:
+    """Grade item `index` of a trial under the trial's version and record it as a trial review.
+
+    1. A task delivered twice finds the item's review recorded and returns it: the judge is not paid twice.
+    2. Grade as the gate or the conversation grader would, but under the trial's version, outside any
+       transaction; an item gone since the count is skipped.
+    3. In one short transaction: write the trial review, record it on the trial with the calls made, and close
+       the trial when its last item is in.
+    """
+    trial = CriteriaTrial.objects.select_related("criteria_version__org").filter(pk=trial_id).first()
+    if trial is None or not 0 <= index < len(trial.sample):
+        return None
+    if trial.review_ids[index] is not None:
+        return Review.objects.filter(pk=trial.review_ids[index]).first()
+    version = trial.criteria_version
+    started_at = timezone.now()
+    if version.kind == ItemKind.DRAFT:
+        graded = _draft_trial(version, trial.sample[index], draft_judge or draft_judge_from_settings())
+    else:
+        graded = _conversation_trial(version, trial.sample[index], conversation_judge or judge_from_settings())
+    with transaction.atomic():
+        locked = CriteriaTrial.objects.select_for_update().get(pk=trial_id)
+        if locked.review_ids[index] is not None:  # another delivery of this task got there first
+            return Review.objects.filter(pk=locked.review_ids[index]).first()
+        review = None
+        if graded is not None:
+            subject, identity, outcome, calls = graded
+            review = trial_review_record(subject=subject, identity=identity, outcome=outcome, started_at=started_at)
+            locked.judge_calls_made += calls
+        locked.review_ids[index] = review.pk if review else 0  # 0: the item was gone
+        if all(review_id is not None for review_id in locked.review_ids):
+            locked.finished_at = timezone.now()
+        locked.save(update_fields=["review_ids", "judge_calls_made", "finished_at"])
+    return review
+
+
+def _draft_trial(version: CriteriaVersion, draft_id: int, judge: DraftJudge) -> tuple | None:
+    draft = Draft.objects.select_related("org").filter(pk=draft_id, org_id=version.org_id).first()
+    if draft is None:
+        return None
+    memory = retrieve_memory(org=draft.org, text=f"{draft.title}\n{draft.body}")
+    identity = draft_identity(draft, version, memory, judge)
+    outcome = draft_outcome(draft=draft, criteria=version, memory=memory, judge=judge)
+    return draft, identity, outcome, 1
+
+
+def _conversation_trial(version: CriteriaVersion, conversation_id: int, judge: ConversationJudge) -> tuple | None:
+    conversation = Conversation.objects.filter(pk=conversation_id, org_id=version.org_id).first()
+    if conversation is None:
+        return None
+    state = conversation_path(conversation)
+    identity = path_identity(state, version, judge)
+    if state.not_scorable_reason:
+        return conversation, identity, not_scorable_outcome(state.not_scorable_reason), 0
+    outcome = path_outcome(state.path, version, judge)
+    return conversation, identity, outcome, outcome["stages"]
+
+
+def trial_review_record(*, subject: Draft | Conversation, identity: dict, outcome: dict, started_at) -> Review:
+    """Write a trial review: the whole identity, the outcome, the state `trial`. It touches no other review and
+    sends nothing anywhere (no webhook, no evaluation export)."""
+    field = "draft" if isinstance(subject, Draft) else "conversation"
+    return Review.objects.create(
+        org_id=subject.org_id,
+        kind=ItemKind.DRAFT if field == "draft" else ItemKind.CONVERSATION,
+        **{field: subject},
+        started_at=started_at,
+        finished_at=timezone.now(),
+        state=ReviewState.TRIAL,
+        **identity,
+        **outcome,
+    )
+
+
+def trial_results(trial: CriteriaTrial) -> list[tuple[Draft | Conversation | None, Review | None, Review | None]]:
+    """Per sample item, in sample order: the item, its current review and its trial review (None until graded)."""
+    model = Draft if trial.criteria_version.kind == ItemKind.DRAFT else Conversation
+    subjects = model.objects.in_bulk(trial.sample)
+    reviews = Review.objects.select_related("criteria_version").in_bulk([r for r in trial.review_ids if r])
+    field = trial.criteria_version.kind
+    current = {
+        getattr(review, f"{field}_id"): review
+        for review in Review.objects.counting()
+        .filter(**{f"{field}_id__in": trial.sample})
+        .select_related("criteria_version")
+    }
+    return [
+        (subjects.get(item_id), current.get(item_id), reviews.get(review_id) if review_id else None)
+        for item_id, review_id in zip(trial.sample, trial.review_ids, strict=True)
+    ]

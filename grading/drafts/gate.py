@@ -1,0 +1,204 @@
+"""The draft gate (DESIGN 5): deterministic checks and repairs, org memory, the judge, then the merge.
+
+The model never gets the last word on facts: remaining findings are listed first, each takes a point off,
+and a draft with any remaining finding cannot pass. Uncertain outcomes go to humans.
+"""
+
+import logging
+from dataclasses import dataclass
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from grading.drafts.checks import PROOF_POINT_MISSING, ChecksOverBudget, Finding, check_draft, checks_budget
+from grading.drafts.memory import MemoryContext, related_articles, retrieve_memory
+from grading.drafts.repairs import repair_draft
+from grading.drafts.rules import DraftRules
+from grading.evidence import draft_fingerprint
+from grading.hooks.webhooks import MACHINE_VERDICT, notify_pipeline
+from grading.judge.backends import DraftJudge, DraftJudgement, DraftPrompt, draft_judge_from_settings
+from grading.judge.client import JudgeError
+from grading.models import COUNTING_STATES, CriteriaVersion, Draft, Review, Route
+from grading.outcomes import BAND, CHECKS_BUDGET, JUDGE_CONTRADICTION, SPREAD
+from grading.reviews.store import (
+    criteria_of,
+    earlier_review,
+    published_draft_rules,
+    review_record,
+    review_reinstate,
+    subject_to_grade,
+)
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Merged:
+    score: float
+    route: str  # pass | fail | human
+    reason: str  # why humans: band | judge_contradiction | spread; "" otherwise
+
+
+def merge_verdict(
+    *,
+    judge_score: float,
+    judge_passed: bool,
+    spread: float | None,
+    findings: list[Finding],
+    threshold: float,
+    band: float,
+) -> Merged:
+    """Merge the judge's verdict with the remaining findings (DESIGN 5.5).
+
+    1. The score drops by one per remaining finding, floored at 1.
+    2. Any remaining finding fails the draft: facts veto the model, whatever it said.
+    3. Without findings, humans decide when the score sits in the marginal band [threshold - band, threshold),
+       when the judge contradicts itself (its pass verdict against its own number), or when the score's
+       spread straddles the threshold.
+    4. Otherwise pass at or above the threshold, fail below.
+    """
+    score = max(1.0, judge_score - len(findings))
+    if findings:
+        return Merged(score, "fail", "")
+    if threshold - band <= score < threshold:
+        return Merged(score, "human", BAND)
+    if judge_passed != (judge_score >= threshold):
+        return Merged(score, "human", JUDGE_CONTRADICTION)
+    if spread is not None and judge_score - spread < threshold <= judge_score + spread:
+        return Merged(score, "human", SPREAD)
+    return Merged(score, "pass" if score >= threshold else "fail", "")
+
+
+def draft_grade(*, draft_id: int, judge: DraftJudge | None = None, ticket: str = "") -> Review | None:
+    """Grade the draft as it is now; return its review (the existing one when this identity was graded). A grading
+    task names itself as `ticket`: its ticket is handed back with the review it writes (`review_record`).
+
+    1. Read the active criteria and the org memory (learnings by similarity, strategy, facts).
+    2. Skip everything when a review of this identity exists (errors excepted: they are retried).
+    3. Check the draft; patch fixable findings and check the repaired body again.
+    4. Ask the judge about the body as it would be published (outside any transaction).
+    5. Merge, write the review as the draft's current one, and tell the pipeline after commit.
+    """
+    draft = subject_to_grade(Draft, draft_id)
+    if draft is None:
+        return None
+    criteria = criteria_of(draft)
+    memory = retrieve_memory(org=draft.org, text=f"{draft.title}\n{draft.body}")
+    judge = judge or draft_judge_from_settings()
+    identity = draft_identity(draft, criteria, memory, judge)
+    existing = earlier_review(draft, identity)
+    if existing is not None:
+        return existing if existing.state in COUNTING_STATES else review_reinstate(existing)
+    started_at = timezone.now()
+    outcome = draft_outcome(draft=draft, criteria=criteria, memory=memory, judge=judge)
+    review = review_record(draft, identity, outcome, started_at=started_at, ticket=ticket)
+    if review.state in COUNTING_STATES and draft.callback_url:
+        transaction.on_commit(lambda: notify_pipeline(review_id=review.pk, event=MACHINE_VERDICT))
+    return review
+
+
+def draft_identity(draft: Draft, criteria: CriteriaVersion, memory: MemoryContext, judge: DraftJudge) -> dict:
+    """The score identity of a review of the draft as it is now, under `criteria`, with `memory`."""
+    return {
+        "fingerprint": draft_fingerprint(title=draft.title, body=draft.body, source_urls=draft.source_urls),
+        "criteria_version": criteria,
+        "judge": judge.identity.as_json(),
+        "judge_key": judge.identity.key,
+        "memory_snapshot": memory.snapshot_hash,
+    }
+
+
+def draft_outcome(*, draft: Draft, criteria: CriteriaVersion, memory: MemoryContext, judge: DraftJudge) -> dict:
+    """What grading `draft` under `criteria` comes to, as a review's outcome fields: check, repair and check again,
+    ask the judge about the body as it would be published (call it outside any transaction), merge. The gate
+    records it as the draft's review; a criteria trial records it as a trial review."""
+    rules = published_draft_rules(criteria)
+    try:
+        with checks_budget(settings.CHECKS_CPU_BUDGET_SECONDS):
+            checked = _check_and_repair(draft, rules, memory.proof_terms)
+    except ChecksOverBudget as exc:
+        logger.warning("checks of draft %s stopped: %s", draft.pk, exc)
+        detail = f"{exc} ({settings.CHECKS_CPU_BUDGET_SECONDS:g} s, CHECKS_CPU_BUDGET_SECONDS)"
+        return {"route": Route.ERROR, "reason": CHECKS_BUDGET, "detail": detail, "memory_used": memory.as_json()}
+    prompt = DraftPrompt(
+        rubric=criteria.rubric,
+        criteria_number=criteria.number,
+        rules=rules,
+        strategy=memory.strategy.text if memory.strategy else None,
+        learnings=[item.text for item in memory.learnings],
+        facts=[item.text for item in memory.facts],
+        proof_terms=memory.proof_terms,
+        title=draft.title,
+        body=checked.body,
+    )
+    outcome = {
+        "findings": [f.as_json() for f in checked.findings],
+        "repairs": checked.repairs,
+        "memory_used": memory.as_json(),
+        "stages": 1,
+    }
+    try:
+        judgement = judge.judge_draft(prompt=prompt)
+    except JudgeError as exc:
+        logger.warning("draft judge failed for draft %s: %s", draft.pk, exc)
+        return outcome | {"route": Route.ERROR, "reason": type(exc).__name__, "detail": str(exc)}
+    return outcome | _judged_outcome(judgement, checked.findings, rules)
+
+
+@dataclass(frozen=True)
+class Checked:
+    body: str  # the body the judge reads: repaired when repairs applied
+    findings: list[Finding]  # what remains after repairs
+    repairs: dict | None
+
+
+def _check_and_repair(draft: Draft, rules: DraftRules, proof_terms: list[str]) -> Checked:
+    def check(body: str) -> list[Finding]:
+        return check_draft(body=body, rules=rules, source_urls=draft.source_urls, proof_terms=proof_terms)
+
+    findings = check(draft.body)
+    if not any(f.severity == "fixable" and rules.repair.allows(f.code) for f in findings):
+        return Checked(draft.body, findings, None)
+
+    def siblings(body: str, *, limit: int, exclude: frozenset[str]) -> list[tuple[str, str]]:
+        return related_articles(org=draft.org, text=body, limit=limit, exclude_slugs=exclude)
+
+    repair = repair_draft(
+        body=draft.body, findings=findings, rules=rules, related_articles=siblings, draft_slug=draft.slug
+    )
+    if not repair.applied:
+        return Checked(draft.body, findings, None)
+    repairs = {
+        "diff": repair.diff,
+        "body": repair.body,
+        "applied": [{"code": r.code, "description": r.description} for r in repair.applied],
+        "skipped": [{"code": r.code, "reason": r.reason} for r in repair.skipped],
+    }
+    return Checked(repair.body, check(repair.body), repairs)
+
+
+def _judged_outcome(judgement: DraftJudgement, findings: list[Finding], rules: DraftRules) -> dict:
+    verdict = judgement.verdict
+    org_fit = verdict.org_fit
+    if any(f.code == PROOF_POINT_MISSING for f in findings):
+        org_fit = 1  # facts exist and none is referenced: the judge cannot call that a fit
+    merged = merge_verdict(
+        judge_score=judgement.score,
+        judge_passed=verdict.passed,
+        spread=judgement.spread,
+        findings=findings,
+        threshold=rules.threshold,
+        band=rules.band,
+    )
+    return {
+        "route": merged.route,
+        "reason": merged.reason,
+        "score": merged.score,
+        "judge_score": judgement.score,
+        "spread": judgement.spread,
+        "sub_scores": {"aeo": verdict.aeo, "writing": verdict.writing, "org_fit": org_fit},
+        "judge_issues": [issue.model_dump() for issue in verdict.issues[: rules.max_judge_issues]],
+        "judge_passed": verdict.passed,
+        "usage": judgement.usage.as_json(),
+    }

@@ -1,0 +1,45 @@
+"""The pipeline's view of a draft: what the API answers and the webhook sends."""
+
+from grading.models import Decision, Draft, Review
+from grading.reviews.reads import current_review
+
+
+def draft_status(draft: Draft) -> dict:
+    """The pipeline's view of a draft: the API answer and the webhook body."""
+    review = current_review(draft)
+    status = {"id": draft.pk, "external_id": draft.external_id, "run_id": draft.run_id or None, "route": "pending"}
+    if review is None:
+        return status | {"score": None, "sub_scores": None, "findings": [], "judge_issues": [], "repairs": None,
+                         "identity": None, "decision": None}  # fmt: skip
+    return status | {
+        "route": review.route,
+        "reason": review.reason,
+        "state": review.state_now,
+        "score": review.score,
+        "spread": review.spread,
+        "sub_scores": review.sub_scores or None,
+        "findings": review.findings,
+        "judge_issues": review.judge_issues,
+        "repairs": {"diff": review.repairs["diff"], "body": review.repairs["body"]} if review.repairs else None,
+        "identity": {
+            "fingerprint": review.fingerprint,
+            "criteria_version": review.criteria_version.number,
+            "judge": review.judge,
+            "memory_snapshot": review.memory_snapshot,
+            "judged_at": review.finished_at,
+            "stages": review.stages,
+        },
+        "decision": _decision_of(review),
+    }
+
+
+def _decision_of(review: Review) -> dict | None:
+    decision = Decision.objects.filter(review=review).select_related("decided_by").first()
+    if decision is None:
+        return None
+    return {
+        "outcome": decision.outcome,
+        "note": decision.note,
+        "by": decision.decided_by.get_username() if decision.decided_by else None,
+        "at": decision.decided_at,
+    }

@@ -1,0 +1,44 @@
+"""Reads of reviews: the one that counts for an item, and the staleness audit."""
+
+from dataclasses import dataclass
+
+from django.db.models import Count, F
+
+from grading.models import Conversation, Draft, ItemKind, Org, Review, ReviewState
+
+
+def current_review(subject: Conversation | Draft) -> Review | None:
+    """The subject's review that counts, if it has one."""
+    field = "draft" if isinstance(subject, Draft) else "conversation"
+    return Review.objects.counting().with_state().filter(**{field: subject}).select_related("criteria_version").first()
+
+
+@dataclass(frozen=True)
+class StalenessAudit:
+    """The staleness audit (DESIGN 3), per kind.
+
+    `stale`: items whose latest review stopped counting (their evidence or criteria changed) and wait to be
+    graded again; zero once a grading pass has run and its tasks are done. `mismatched`: reviews the state
+    says count although their fingerprint differs from the item's, found by comparing the columns directly
+    rather than by asking the state; zero always, or the writes failed to keep the state true.
+    """
+
+    stale: dict[str, int]
+    mismatched: dict[str, int]
+
+    @property
+    def total(self) -> int:
+        return sum(self.stale.values()) + sum(self.mismatched.values())
+
+
+def staleness_audit(org: Org | None = None) -> StalenessAudit:
+    reviews = Review.objects.all() if org is None else Review.objects.filter(org=org)
+    stale = dict(reviews.in_state(ReviewState.STALE).values_list("kind").annotate(n=Count("pk")))
+    counting = reviews.counting()
+    mismatched = {
+        ItemKind.CONVERSATION: counting.filter(kind=ItemKind.CONVERSATION)
+        .exclude(fingerprint=F("conversation__fingerprint"))
+        .count(),
+        ItemKind.DRAFT: counting.filter(kind=ItemKind.DRAFT).exclude(fingerprint=F("draft__fingerprint")).count(),
+    }
+    return StalenessAudit(stale={kind: stale.get(kind, 0) for kind in ItemKind.values}, mismatched=mismatched)

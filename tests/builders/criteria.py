@@ -1,0 +1,86 @@
+"""What the criteria page tests share: an org with graded drafts and conversations, an unpublished draft version with
+one more banned word, and a trial of it, run."""
+
+from dataclasses import dataclass
+
+from grading.conversations.grader import conversation_grade
+from grading.criteria.trials import criteria_trial_start, trial_item_grade
+from grading.criteria.versions import criteria_active, criteria_new_version, criteria_update
+from grading.drafts.gate import draft_grade
+from grading.models import Conversation, CriteriaTrial, CriteriaVersion, Draft, ItemKind, Org
+from tests.builders.conversations import llm_judge, support_conversation, upsert, verdicts_reply
+from tests.builders.drafts import CLEAN_BODY, draft_reply, llm_draft_judge, save_draft, setup_org_memory
+from tests.fakes.openai_server import FakeLLM
+
+GIZMO_BODY = CLEAN_BODY.replace("Start with the questions", "Start with the gizmo questions")
+
+
+@dataclass(frozen=True)
+class Criteria:
+    org: Org
+    active: CriteriaVersion  # draft v1
+    draft_version: CriteriaVersion  # draft v2, unpublished: "gizmo" banned
+    conversation_active: CriteriaVersion
+    draft: Draft  # clean
+    gizmo_draft: Draft  # passes v1, fails v2
+    conversation: Conversation
+    trial: CriteriaTrial
+
+
+def with_banned_word(version: CriteriaVersion, word: str) -> dict:
+    rules = version.draft_rules().model_dump(mode="json")
+    rules["banned_words"]["terms"].append(word)
+    return rules
+
+
+def graded_org(org: Org, fake_llm: FakeLLM, author=None) -> Criteria:
+    setup_org_memory(org)
+    draft = save_draft(org, external_id="clean")
+    gizmo_draft = save_draft(org, GIZMO_BODY, external_id="gizmo")
+    fake_llm.set_default(draft_reply(8))
+    for item in (draft, gizmo_draft):
+        draft_grade(draft_id=item.pk, judge=llm_draft_judge(fake_llm))
+    conversation = upsert(org, support_conversation("cv-1")).conversation
+    fake_llm.set_default(verdicts_reply(conversation.active_path_ids))
+    conversation_grade(conversation_id=conversation.pk, judge=llm_judge(fake_llm))
+    fake_llm.reset()
+    active = criteria_active(org=org, kind=ItemKind.DRAFT)
+    version = criteria_new_version(org=org, kind=ItemKind.DRAFT, author=author)
+    version = criteria_update(version=version, actor=author, rules=with_banned_word(version, "gizmo"))
+    trial = criteria_trial_start(version=version, size=1, counted_calls=1, actor=author)
+    fake_llm.set_default(draft_reply(6))
+    trial_item_grade(trial_id=trial.pk, index=0, draft_judge=llm_draft_judge(fake_llm))  # done: the next may start
+    fake_llm.reset()
+    trial.refresh_from_db()
+    return Criteria(
+        org=org,
+        active=active,
+        draft_version=version,
+        conversation_active=criteria_active(org=org, kind=ItemKind.CONVERSATION),
+        draft=draft,
+        gizmo_draft=gizmo_draft,
+        conversation=conversation,
+        trial=trial,
+    )
+
+
+def editor_data(version: CriteriaVersion, **changes: str) -> dict[str, str]:
+    """What the editor posts when saved as it opened, with `changes` (by field name) typed over it."""
+    from reviewer.criteria.forms import CriteriaForm
+
+    form = CriteriaForm.for_version(version)
+    bound_fields = list(form)
+    if form.is_draft:
+        for formset in (form.characters, form.components):
+            bound_fields += list(formset.management_form)
+            for row in formset.forms:
+                bound_fields += list(row)
+    data = {}
+    for field in bound_fields:
+        value = field.value()
+        if isinstance(value, bool) or value is None:
+            if value:
+                data[field.html_name] = "on"
+            continue
+        data[field.html_name] = str(value)
+    return data | changes

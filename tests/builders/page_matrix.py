@@ -1,0 +1,162 @@
+"""What the security matrix knows about every URL: its access policy, the samples for its parameters, and the
+walk of the URLconf that finds them (tests/resilience/test_security_matrix.py, tests/browser/test_csp.py)."""
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from django.test import Client
+from django.urls import URLPattern, URLResolver, get_resolver, reverse
+from django.utils import timezone
+
+from grading.criteria.versions import criteria_new_version
+from grading.models import CriteriaTrial, ItemKind
+from reviewer.access import EVERY_ROLE
+from reviewer.models import Role
+from tests.builders.queue_items import conversation_item, draft_item
+
+PERSONAS = ("anonymous", "operator", "criteria_admin", "stakeholder", "roleless", "other_org_operator")
+
+
+@dataclass(frozen=True)
+class Policy:
+    """Who may use a URL: `kind` is public, home, logout, roles, admin, api_public or api_key."""
+
+    kind: str
+    methods: tuple[str, ...] = ("GET",)
+    roles: tuple[Role, ...] = ()
+    also_fine: tuple[int, ...] = ()  # statuses of 500 or more that are the answer, not a failure
+    page: bool = True  # renders HTML in a browser (the CSV export is a download instead)
+
+
+OPERATOR = (Role.OPERATOR,)
+CRITERIA_ADMIN = (Role.CRITERIA_ADMIN,)
+
+# Pages, by URL name. A new page must be added here (or the matrix fails), with the roles its view requires.
+PAGES = {
+    "home": Policy("home"),
+    "login": Policy("public", ("GET", "POST")),
+    "logout": Policy("logout", ("POST",)),
+    "queue": Policy("roles", roles=OPERATOR),
+    "queue_claim_next": Policy("roles", ("POST",), OPERATOR),
+    "review_detail": Policy("roles", roles=OPERATOR),
+    "review_claim": Policy("roles", ("POST",), OPERATOR),
+    "review_release": Policy("roles", ("POST",), OPERATOR),
+    "review_heartbeat": Policy("roles", ("POST",), OPERATOR),
+    "review_decide": Policy("roles", ("POST",), OPERATOR),
+    "criteria": Policy("roles", roles=CRITERIA_ADMIN),
+    "criteria_new": Policy("roles", ("POST",), CRITERIA_ADMIN),
+    "criteria_diff": Policy("roles", roles=CRITERIA_ADMIN),
+    "criteria_version": Policy("roles", ("GET", "POST"), CRITERIA_ADMIN),
+    "criteria_preview": Policy("roles", roles=CRITERIA_ADMIN),
+    "criteria_trial": Policy("roles", ("GET", "POST"), CRITERIA_ADMIN),
+    "criteria_publish": Policy("roles", ("GET", "POST"), CRITERIA_ADMIN),
+    "criteria_trial_detail": Policy("roles", roles=CRITERIA_ADMIN),
+    "criteria_item": Policy("roles", roles=CRITERIA_ADMIN),
+    "dashboard": Policy("roles", roles=EVERY_ROLE),
+    "dashboard_reviews": Policy("roles", roles=EVERY_ROLE),
+    "dashboard_export": Policy("roles", roles=EVERY_ROLE, page=False),
+}
+# The API outside its operations: the document, its docs page, and ninja's root.
+API_PUBLIC = {"api:openapi-json", "api:openapi-view", "api:api-root"}
+# A write to an object must be valid to reach the lookup of its id (validation answers first, the same for every
+# id): each such operation needs a body here, or the matrix cannot tell another org's id from a bad body.
+SAMPLE_BODIES = {
+    "/api/v1/conversations/{external_id}/messages": {
+        "messages": [{"id": "m-matrix", "parent_id": "m4", "role": "user", "content": "One more question."}]
+    },
+}
+# Operations whose answer may be a 5xx by design.
+API_ALSO_FINE = {"/api/v1/health": (503,)}  # no worker answers in this test: "unhealthy" is the truthful answer
+
+# What each URL parameter names, so the matrix can ask for this org's object and another org's.
+PARAMETERS = {
+    "pk": "review",
+    "draft_id": "draft",
+    "external_id": "conversation",
+    # The admin's: no persona here is staff, so any value meets the same login page.
+    "object_id": "admin",
+    "content_type_id": "admin",
+    "id": "admin",
+    "app_label": "admin_app",
+    # Not an org's object: the same value for every org, so another org's key gets its own org's answer.
+    "section": "dashboard_section",
+    "kind": "draft_kind",
+}
+# Parameters no org owns (the matrix asks for them once, not as another org's id).
+UNOWNED = {"section", "kind"}
+# Where a parameter names something else on one route than PARAMETERS says (a criteria page's `pk`).
+ROUTE_PARAMETERS = {
+    "criteria_version": {"pk": "criteria_version"},
+    "criteria_preview": {"pk": "criteria_version"},
+    "criteria_trial": {"pk": "criteria_version"},
+    "criteria_publish": {"pk": "criteria_version"},
+    "criteria_trial_detail": {"pk": "criteria_trial"},
+    "criteria_item": {"pk": "draft"},
+}
+
+
+@dataclass(frozen=True)
+class Route:
+    name: str  # namespaced URL name; "" for the admin's unnamed catch-all
+    route: str
+    parameters: tuple[str, ...]
+
+
+def url_routes() -> list[Route]:
+    """Every URL pattern in reviewer.urls, with its full route and parameter names."""
+
+    def walk(resolver: URLResolver, prefix: str, namespace: str) -> Iterator[Route]:
+        for pattern in resolver.url_patterns:
+            if isinstance(pattern, URLResolver):
+                inner = ":".join(part for part in (namespace, pattern.namespace or "") if part)
+                yield from walk(pattern, prefix + str(pattern.pattern), inner)
+            elif isinstance(pattern, URLPattern):
+                converters = getattr(pattern.pattern, "converters", {})
+                names = tuple(converters) or tuple(pattern.pattern.regex.groupindex)
+                name = f"{namespace}:{pattern.name}" if namespace and pattern.name else pattern.name or ""
+                yield Route(name, prefix + str(pattern.pattern), names)
+
+    return list(walk(get_resolver(), "/", ""))
+
+
+def matrix_world(org, other_org, people: dict) -> dict:
+    """This org's objects and another org's, the people by persona, and a client per persona. The `world`
+    fixture of the matrix's tests: `people` maps persona names to the conftest personas."""
+    objects = {}
+    for owner, suffix in ((org, "own"), (other_org, "other")):
+        review = draft_item(owner, slug=f"draft-{suffix}")
+        conversation_review = conversation_item(owner, f"cv-{suffix}")
+        version = criteria_new_version(org=owner, kind=ItemKind.DRAFT)
+        trial = CriteriaTrial.objects.create(
+            org=owner, criteria_version=version, sample=[], judge_calls=0, review_ids=[], finished_at=timezone.now()
+        )
+        objects[suffix] = {
+            "review": review.pk,
+            "criteria_version": version.pk,
+            "criteria_trial": trial.pk,
+            "dashboard_section": "quality",
+            "draft_kind": ItemKind.DRAFT,
+            "conversation_review": conversation_review.pk,
+            "draft": review.draft_id,
+            "conversation": conversation_review.conversation.external_id,
+            "admin": "1",
+            "admin_app": "auth",
+        }
+
+    def client_as(persona: str) -> Client:
+        """A fresh client per request: a request the matrix makes (signing out, say) never changes the next."""
+        client = Client()
+        if persona != "anonymous":
+            client.force_login(people[persona])
+        return client
+
+    return {"objects": objects, "people": people, "client_as": client_as, "org": org, "other_org": other_org}
+
+
+def path_for(route: Route, ids: dict) -> str:
+    if not route.name and route.route.startswith("/admin/"):  # the admin's catch-all: any path under it
+        return "/admin/no-such-page/"
+    names = PARAMETERS | ROUTE_PARAMETERS.get(route.name, {})
+    unknown = [name for name in route.parameters if name not in names]
+    assert not unknown, f"{route.route}: the matrix has no sample for {unknown}; add what it names to PARAMETERS"
+    return reverse(route.name, kwargs={name: ids[names[name]] for name in route.parameters})

@@ -1,0 +1,93 @@
+"""A small support agent, instrumented the way a team would instrument one: the OpenAI SDK, the official
+`opentelemetry-instrumentation-openai-v2`, and the OpenTelemetry SDK's OTLP/HTTP exporter, all configured by
+the standard environment variables (OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_EXPORTER_OTLP_HEADERS, OTEL_SERVICE_NAME,
+OTEL_SEMCONV_STABILITY_OPT_IN, OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT).
+
+    python -m tests.fakes.instrumented_agent --base-url http://127.0.0.1:PORT/v1 --conversation ID [--regenerate]
+
+It answers two user turns, running the `order_status` tool when the model asks for it (an `execute_tool` span
+per call, from opentelemetry-util-genai's handler), with `--regenerate` asks for the last answer twice and
+keeps the second, then prints the messages it kept, as JSON, on stdout.
+"""
+
+import argparse
+import json
+
+from openai import OpenAI
+from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+from opentelemetry.instrumentation.openai_v2 import OpenAIInstrumentor
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor
+from opentelemetry.util.genai.handler import TelemetryHandler
+
+SYSTEM = "You are the support agent of Northwind. Look orders up before you answer."
+USER_TURNS = ["Where is my order 1182?", "Thanks. Can you also check order 1183?"]
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "order_status",
+            "description": "The shipping status of an order",
+            "parameters": {"type": "object", "properties": {"order": {"type": "integer"}}, "required": ["order"]},
+        },
+    }
+]
+
+
+class ConversationId(SpanProcessor):
+    """Puts the session's `gen_ai.conversation.id` on every span, as agents do with their session id (the
+    instrumentation of the model calls cannot know it)."""
+
+    def __init__(self, conversation_id: str) -> None:
+        self.conversation_id = conversation_id
+
+    def on_start(self, span, parent_context=None) -> None:
+        span.set_attribute("gen_ai.conversation.id", self.conversation_id)
+
+
+def order_status(order: int) -> dict:
+    return {"order": order, "status": "shipped", "carrier": "DHL"}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--base-url", required=True)
+    parser.add_argument("--conversation", required=True)
+    parser.add_argument("--regenerate", action="store_true")
+    args = parser.parse_args()
+
+    provider = TracerProvider(resource=Resource.create())
+    provider.add_span_processor(ConversationId(args.conversation))
+    provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
+    OpenAIInstrumentor().instrument(tracer_provider=provider)
+    telemetry = TelemetryHandler(tracer_provider=provider)
+    client = OpenAI(base_url=args.base_url, api_key="agent-key", max_retries=0)
+
+    messages: list[dict] = [{"role": "system", "content": SYSTEM}]
+    with telemetry.invoke_local_agent(agent_name="support"):
+        for turn, text in enumerate(USER_TURNS):
+            messages.append({"role": "user", "content": text})
+            while True:
+                reply = client.chat.completions.create(model="support-model", messages=messages, tools=TOOLS)
+                message = reply.choices[0].message
+                if args.regenerate and turn == len(USER_TURNS) - 1 and not message.tool_calls:
+                    # The user did not like the answer: the same history again, and the second reply is kept.
+                    reply = client.chat.completions.create(model="support-model", messages=messages, tools=TOOLS)
+                    message = reply.choices[0].message
+                messages.append(message.model_dump(include={"role", "content", "tool_calls"}, exclude_none=True))
+                if not message.tool_calls:
+                    break
+                for call in message.tool_calls:
+                    with telemetry.tool(call.function.name) as tool:
+                        tool.tool_call_id = call.id
+                        tool.arguments = call.function.arguments
+                        result = json.dumps(order_status(**json.loads(call.function.arguments)))
+                        tool.tool_result = result
+                    messages.append({"role": "tool", "tool_call_id": call.id, "content": result})
+    provider.shutdown()  # flushes every span to the exporter before the process ends
+    print(json.dumps(messages))
+
+
+if __name__ == "__main__":
+    main()
