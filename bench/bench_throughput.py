@@ -124,13 +124,13 @@ def main() -> None:
         f"judge latency {latency * 1000:.0f} ms; {conversations:,} conversations and {drafts:,} drafts queued; "
         f"{cores} cores"
     )
-    baseline = results[0].grading.reviews.store / results[0].grading.at
+    baseline = results[0].grading.reviews / results[0].grading.at
     for result in results:
         whole, grading = result.whole, result.grading
-        rate = grading.reviews.store / grading.at
+        rate = grading.reviews / grading.at
         bound = result.layout.in_flight / latency
-        worker = grading.worker_cpu / grading.reviews.store * 1000
-        total_cpu = worker + sum(grading.other_cpu.values()) / grading.reviews.store * 1000
+        worker = grading.worker_cpu / grading.reviews * 1000
+        total_cpu = worker + sum(grading.other_cpu.values()) / grading.reviews * 1000
         # Python processes doing the grading, each using at most one core (the GIL): prefork children, or
         # the threaded workers themselves.
         pythons = result.layout.processes * (result.layout.concurrency if result.layout.pool == "prefork" else 1)
@@ -138,11 +138,11 @@ def main() -> None:
             f"{result.layout.name:<32} {whole.reviews:>5} reviews in {whole.at:6.1f} s from the pass's start = "
             f"{whole.reviews / whole.at:6.1f} reviews/s; the pass sent its last task at {whole.at - grading.at:.1f} s "
             f"(load average {result.load:.1f})\n"
-            f"{'':<33}grading alone, the last {grading.reviews.store} reviews: {rate:6.1f} reviews/s "
+            f"{'':<33}grading alone, the last {grading.reviews} reviews: {rate:6.1f} reviews/s "
             f"({rate / baseline:5.1f}x the seed), {rate / bound:4.0%} of the bound {bound:.0f}/s\n"
             f"{'':<33}CPU ms/review: workers {worker:.1f} "
-            f"({grading.worker_system / grading.reviews.store * 1000:.1f} of it in the kernel), "
-            + ", ".join(f"{name} {cpu / grading.reviews.store * 1000:.1f}" for name, cpu in grading.other_cpu.items())
+            f"({grading.worker_system / grading.reviews * 1000:.1f} of it in the kernel), "
+            + ", ".join(f"{name} {cpu / grading.reviews * 1000:.1f}" for name, cpu in grading.other_cpu.items())
             + f"; all {total_cpu:.1f}. CPU alone allows {cores / total_cpu * 1000:.0f}/s on {cores} idle cores, "
             f"{min(pythons, cores) * 1000 / worker:.0f}/s for {pythons} grading process{'es' if pythons > 1 else ''}"
             " (one core each at most)"
