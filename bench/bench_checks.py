@@ -24,9 +24,10 @@ from collections.abc import Callable
 
 from markdown_it import MarkdownIt
 
-from grading.drafts.checks import Finding, check_draft, parse_draft, vocabulary_matcher
+from grading.drafts.checks import Finding, check_draft, vocabulary_matcher
 from grading.drafts.prose import visible_prose
 from grading.drafts.rules import DraftRules, default_rules
+from grading.drafts.structure import parse_draft
 
 DRAFTS = 10_000
 COMPARED = 1_000  # drafts the plain loop runs on (timed, then extrapolated to DRAFTS)

@@ -82,7 +82,7 @@ class CriteriaVersion(models.Model):
     rules = models.JSONField(
         default=dict,
         blank=True,
-        help_text="Drafts: the rules document (grading/drafts/rules.py), threshold and band included.",
+        help_text="Drafts: the rules document, threshold and band included.",
     )
     author = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
     created_at = models.DateTimeField(auto_now_add=True)
@@ -144,7 +144,7 @@ class Conversation(models.Model):
     grading_task_id = models.CharField(
         max_length=64,
         blank=True,
-        help_text="The task that owes it a grading, while one does (grading/passes/inflight.py).",
+        help_text="The Celery task that owes it a grading, while one does.",
     )
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -244,7 +244,7 @@ class Draft(models.Model):
     grading_task_id = models.CharField(
         max_length=64,
         blank=True,
-        help_text="The task that owes it a grading, while one does (grading/passes/inflight.py).",
+        help_text="The Celery task that owes it a grading, while one does.",
     )
 
     class Meta:

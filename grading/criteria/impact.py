@@ -17,7 +17,8 @@ from django.utils import timezone
 
 from grading.conversations.reads import quiet_period
 from grading.criteria.versions import criteria_publish
-from grading.drafts.checks import ChecksOverBudget, Finding, check_draft, checks_budget
+from grading.drafts.budget import ChecksOverBudget, checks_budget
+from grading.drafts.checks import Finding, check_draft
 from grading.drafts.gate import merge_verdict
 from grading.drafts.memory import MemoryContext, MemoryEntry, active_memory
 from grading.drafts.rules import DraftRules

@@ -11,7 +11,8 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from grading.drafts.checks import PROOF_POINT_MISSING, ChecksOverBudget, Finding, check_draft, checks_budget
+from grading.drafts.budget import ChecksOverBudget, checks_budget
+from grading.drafts.checks import PROOF_POINT_MISSING, Finding, check_draft
 from grading.drafts.memory import MemoryContext, related_articles, retrieve_memory
 from grading.drafts.repairs import repair_draft
 from grading.drafts.rules import DraftRules

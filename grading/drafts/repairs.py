@@ -19,15 +19,14 @@ from grading.drafts.checks import (
     BANNED_CHARACTER,
     COMPONENT_MISSING,
     INTERNAL_LINKS_MISSING,
-    DraftStructure,
     Finding,
     internal_link_slugs,
-    parse_draft,
     unix_newlines,
     vocabulary_matcher,
 )
 from grading.drafts.prose import visible_prose
 from grading.drafts.rules import BannedCharacter, DraftRules, RequiredComponent
+from grading.drafts.structure import DraftStructure, parse_draft
 
 # Ask the similarity lookup for a few more articles than needed: a candidate whose title would itself break a rule
 # (a banned word in an old title) is passed over rather than written into the draft.

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 from pydantic import ValidationError
 
-from grading.drafts import checks
+from grading.drafts import structure
 from grading.drafts.checks import (
     BANNED_CHARACTER,
     BANNED_WORD,
@@ -29,10 +29,10 @@ from grading.drafts.checks import (
     PROOF_POINT_MISSING,
     Finding,
     check_draft,
-    parse_draft,
     proof_terms_referenced,
 )
 from grading.drafts.rules import DraftRules, default_rules, rules_as_text
+from grading.drafts.structure import parse_draft
 
 SOURCE = "https://research.example.org/reports/churn-2025"
 PROOF_TERMS = ["Northwind", "3.4 million"]
@@ -608,8 +608,8 @@ def test_a_thread_s_recent_parses_survive_other_threads_parsing_their_drafts(mon
     """The gate and the repairs read each body several times on one thread; 31 other grading threads parsing their
     own drafts meanwhile must not make it parse them again."""
     parsed: list[str] = []
-    parse = checks._parse
-    monkeypatch.setattr(checks, "_parse", lambda body: parsed.append(body) or parse(body))
+    parse = structure._parse
+    monkeypatch.setattr(structure, "_parse", lambda body: parsed.append(body) or parse(body))
     mine = "## Mine\n\nA body this thread reads again.\n"
     first = parse_draft(mine)
     others = threading.Thread(target=lambda: [parse_draft(f"## Other {n}\n\nText {n}.\n") for n in range(64)])

@@ -11,10 +11,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from grading.drafts.checks import BANNED_CHARACTER, BANNED_WORD, FILLER_PHRASE, Finding, check_draft, parse_draft
+from grading.drafts.checks import BANNED_CHARACTER, BANNED_WORD, FILLER_PHRASE, Finding, check_draft
 from grading.drafts.prose import visible_prose
 from grading.drafts.repairs import repair_draft
 from grading.drafts.rules import default_rules
+from grading.drafts.structure import parse_draft
 
 
 def vocabulary(body: str) -> list[tuple[str, str, list[str]]]:
