@@ -7,7 +7,7 @@ from datetime import datetime
 from django.db import connection
 from django.utils import timezone
 
-from grading import evidence
+from grading import evidence, evidence_text
 from grading.conversations.reads import PathState, conversation_path
 from grading.judge.backends import ConversationJudge, judge_from_settings
 from grading.judge.client import ZERO_USAGE, JudgeContextExceeded, JudgeError
@@ -86,7 +86,7 @@ def path_outcome(path: list[evidence.EvidenceMessage], criteria: CriteriaVersion
     """
     path_ids = {m.id for m in path}
     usage = ZERO_USAGE
-    stages: list[evidence.Stage] = []
+    stages: list[evidence_text.Stage] = []
     for _ in range(_RESTAGINGS + 1):
         budget, stages = path_stages(path, criteria, judge)
         if oversized := next((stage for stage in stages if stage.oversized), None):
@@ -127,11 +127,11 @@ def path_outcome(path: list[evidence.EvidenceMessage], criteria: CriteriaVersion
 
 def path_stages(
     path: list[evidence.EvidenceMessage], criteria: CriteriaVersion, judge: ConversationJudge
-) -> tuple[int, list[evidence.Stage]]:
+) -> tuple[int, list[evidence_text.Stage]]:
     """The stages `judge` reads the path in under `criteria` (its token budget per stage, and the stages): what
     grading sends, and what a trial counts before it spends anything."""
     budget = judge.stage_budget(rubric=criteria.rubric, criteria_number=criteria.number)
-    return budget, evidence.stages(path, budget=budget, measure=judge.measure)
+    return budget, evidence_text.stages(path, budget=budget, measure=judge.measure)
 
 
 # A refusal teaches the judge the server's figures, so one re-staging nearly always fits; a few more allow for
@@ -139,7 +139,7 @@ def path_stages(
 _RESTAGINGS = 3
 
 
-def _too_long(stage: evidence.Stage, budget: int, stage_count: int, usage) -> dict:
+def _too_long(stage: evidence_text.Stage, budget: int, stage_count: int, usage) -> dict:
     [message] = stage.messages
     reason = evidence.NotScorable.TOO_LONG_FOR_JUDGE
     return {

@@ -18,7 +18,8 @@ from django.conf import settings
 from grading.drafts.checks import internal_link_slugs, proof_terms_referenced
 from grading.drafts.rules import DraftRules, rules_as_text
 from grading.drafts.structure import is_question_heading, parse_draft
-from grading.evidence import EvidenceMessage, Stage, content_text, estimate_tokens
+from grading.evidence import EvidenceMessage
+from grading.evidence_text import Stage, content_text, estimate_tokens
 from grading.judge.client import (
     ZERO_USAGE,
     ChatJudgeClient,

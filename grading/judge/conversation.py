@@ -11,7 +11,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from grading.evidence import Stage, combine_stage_verdicts, render_messages
+from grading.evidence_text import Stage, combine_stage_verdicts, render_messages
 from grading.judge.untrusted import new_nonce
 from grading.outcomes import CHECKS
 
@@ -113,7 +113,7 @@ def with_evidence_on_path(verdicts: ConversationVerdicts, path_ids: set[str]) ->
 
 
 def combine_stages(per_stage: list[dict[str, dict]]) -> dict[str, dict]:
-    """One verdict per check over all stages (the rule is evidence.combine_stage_verdicts), citing the
+    """One verdict per check over all stages (the rule is evidence_text.combine_stage_verdicts), citing the
     messages of the stages that decided it."""
     outcomes = combine_stage_verdicts([{name: stage[name]["verdict"] for name in CHECKS} for stage in per_stage])
     combined = {}

@@ -20,7 +20,7 @@ import unicodedata
 
 NONCE_BYTES = 12
 NONCE_LENGTH = 2 * NONCE_BYTES
-# For measuring a prompt before its nonce is drawn: all digits, the costliest nonce under evidence.estimate_tokens.
+# For measuring a prompt before its nonce is drawn: all digits, the costliest nonce under evidence_text.estimate_tokens.
 SIZING_NONCE = "0" * NONCE_LENGTH
 ESCAPE = "\\"
 

@@ -7,7 +7,7 @@ import json
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from grading import evidence
+from grading import evidence, evidence_text
 from grading.models import Feedback, ItemKind, Message, Review
 from grading.outcomes import BAND, CHECKS, JUDGE_CONTRADICTION, SPREAD, UNKNOWN_CHECK
 from reviewer.queue.display import SUB_SCORE_LABELS
@@ -251,10 +251,10 @@ def _shown(m: evidence.EvidenceMessage, anchor: str) -> ShownMessage:
 
 def _display_content(content: object, *, is_tool: bool) -> tuple[str, bool]:
     """The text to show and whether it is preformatted: the words are grading's one rendering of content
-    (`evidence.content_text`, what the judge read); tool output and JSON only keep their layout."""
+    (`evidence_text.content_text`, what the judge read); tool output and JSON only keep their layout."""
     if (isinstance(content, str) and is_tool) or not isinstance(content, str | list | None):
         return _pretty_json(content), True
-    return evidence.content_text(content), is_tool
+    return evidence_text.content_text(content), is_tool
 
 
 def _pretty_json(value: object) -> str:

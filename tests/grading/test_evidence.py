@@ -8,7 +8,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from grading.evidence import (
-    CONTEXT_SHARE,
     FINGERPRINT_SCHEME,
     REASON_TEXT,
     EvidenceMessage,
@@ -16,15 +15,18 @@ from grading.evidence import (
     active_path,
     branch_count,
     canonical_message,
+    fingerprint,
+    not_scorable_reason,
+    unanswered_tool_call_ids,
+)
+from grading.evidence_text import (
+    CONTEXT_SHARE,
     combine_stage_verdicts,
     estimate_tokens,
-    fingerprint,
     message_size,
-    not_scorable_reason,
     render_message,
     render_messages,
     stages,
-    unanswered_tool_call_ids,
 )
 from grading.judge.untrusted import new_nonce
 from tests.builders.evidence import abandoned_message_ids, rendered_size

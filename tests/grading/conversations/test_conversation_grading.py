@@ -172,7 +172,8 @@ def test_a_message_longer_than_the_judges_whole_context_is_not_scorable_with_tha
 
 def test_ten_thousand_short_messages_make_about_size_over_budget_stages(org, fake_llm):
     """Issue 11: repeating every earlier request made 10,000 short messages into 7,762 stages."""
-    from grading.evidence import EvidenceMessage, stages
+    from grading.evidence import EvidenceMessage
+    from grading.evidence_text import stages
     from tests.builders.evidence import rendered_size
 
     path, parent = [], None

@@ -390,8 +390,8 @@ def test_findings_are_marked_in_the_rendered_article_without_breaking_its_markup
 
 
 def test_the_operator_reads_a_message_in_the_words_the_judge_read(client_for, operator, org):
-    """One rendering of content (grading.evidence.content_text) for the judge prompt and the item page."""
-    from grading.evidence import render_message
+    """One rendering of content (grading.evidence_text.content_text) for the judge prompt and the item page."""
+    from grading.evidence_text import render_message
     from grading.models import Message
 
     parts = [{"type": "text", "text": "Let me check."}, {"type": "refusal", "refusal": "I can't share that card."}]
