@@ -3,7 +3,8 @@ counted before it runs, shown beside the sample's current reviews.
 
 Trial reviews carry their whole score identity and the state `trial`: they never count, are outside the one-live-
 review and identity constraints, never reach the queue, a dashboard, a webhook or an evaluation export. They are
-written here, never through `review_record`, whose business is the item's live review.
+written by the review store's `trial_review_record` (the same INSERT as every review, with its own state), never
+through `review_record`, whose business is the item's live review.
 """
 
 from dataclasses import dataclass
@@ -31,10 +32,10 @@ from grading.models import (
     ItemKind,
     Org,
     Review,
-    ReviewState,
     Route,
 )
 from grading.passes import enqueue
+from grading.reviews.store import trial_review_record
 
 TRIAL_DEFAULT = 5
 TRIAL_MAX = 50  # each item is at least one paid judge call
@@ -264,22 +265,6 @@ def _conversation_trial(version: CriteriaVersion, conversation_id: int, judge: C
         return conversation, identity, not_scorable_outcome(state.not_scorable_reason), 0
     outcome = path_outcome(state.path, version, judge)
     return conversation, identity, outcome, outcome["stages"]
-
-
-def trial_review_record(*, subject: Draft | Conversation, identity: dict, outcome: dict, started_at) -> Review:
-    """Write a trial review: the whole identity, the outcome, the state `trial`. It touches no other review and
-    sends nothing anywhere (no webhook, no evaluation export)."""
-    field = "draft" if isinstance(subject, Draft) else "conversation"
-    return Review.objects.create(
-        org_id=subject.org_id,
-        kind=ItemKind.DRAFT if field == "draft" else ItemKind.CONVERSATION,
-        **{field: subject},
-        started_at=started_at,
-        finished_at=timezone.now(),
-        state=ReviewState.TRIAL,
-        **identity,
-        **outcome,
-    )
 
 
 def trial_results(trial: CriteriaTrial) -> list[tuple[Draft | Conversation | None, Review | None, Review | None]]:

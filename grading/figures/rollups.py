@@ -266,15 +266,13 @@ class Tracked:
 
     review_ids: list[int]
     inserted: Counter = field(default_factory=Counter)
+    # What a review the write creates contributes, read in the statement that creates it (one round trip, not two):
+    # the review store runs `WITH inserted AS (<its INSERT> RETURNING *)` and this, which reads the review's id first.
+    INSERTED_SELECT = _INSERTED_CONTRIBUTIONS
 
-    def insert(self, insert_sql: str, params: Sequence) -> int:
-        """Run `insert_sql` (an INSERT of one review, with no RETURNING) and return the new review's id. What it
-        contributes is read in the same statement, from the row the INSERT returns: one round trip, not two."""
-        with connection.cursor() as cursor:
-            cursor.execute(f"WITH inserted AS ({insert_sql} RETURNING *) {_INSERTED_CONTRIBUTIONS}", params)
-            rows = cursor.fetchall()
+    def inserted_book(self, rows: Iterable[Sequence]) -> None:
+        """Book what the created reviews contribute, from their rows as `INSERTED_SELECT` read them."""
         self.inserted.update(_contributions_read(rows))
-        return rows[0][0]
 
 
 @contextmanager

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.db import IntegrityError, connection, transaction
+from django.db import IntegrityError, transaction
 from django.db.models import Exists, OuterRef, Q, QuerySet
 from django.utils import timezone
 
@@ -15,6 +15,7 @@ from grading.criteria.versions import criteria_active
 from grading.evidence import NotScorable
 from grading.models import Conversation, Draft, GradingRun, ItemKind, Org, Review, Route
 from grading.passes import enqueue, inflight
+from grading.reviews.store import tickets_write
 
 logger = logging.getLogger(__name__)
 
@@ -216,7 +217,9 @@ def _ticket(picked: list[tuple[str, list[int]]], now: datetime) -> list[enqueue.
             of_kind += [enqueue.Ticket(kind=kind, item_id=item_id, task_id=task_id) for item_id in batch]
             left -= len(batch)
         if of_kind:
-            _tickets_write(kind, of_kind, now)
+            tickets_write(
+                kind=kind, item_ids=[t.item_id for t in of_kind], task_ids=[t.task_id for t in of_kind], now=now
+            )
         tickets += of_kind
     return tickets
 
@@ -232,15 +235,3 @@ def task_size(left: int) -> int:
     graders finish at about the same time.
     """
     return max(1, min(settings.GRADING_BATCH_SIZE, left // settings.GRADING_CONCURRENCY))
-
-
-def _tickets_write(kind: str, tickets: list[enqueue.Ticket], now: datetime) -> None:
-    # One statement joined to the tickets: bulk_update's CASE of one branch per row is quadratic in the number of
-    # tickets, and the workers wait for the pass to commit.
-    table = (Conversation if kind == ItemKind.CONVERSATION else Draft)._meta.db_table
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"UPDATE {table} AS item SET queued_at = %s, grading_task_id = ticket.task_id"  # noqa: S608 - a model's table
-            " FROM unnest(%s::bigint[], %s::text[]) AS ticket(id, task_id) WHERE item.id = ticket.id",
-            [now, [t.item_id for t in tickets], [t.task_id for t in tickets]],
-        )

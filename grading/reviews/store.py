@@ -1,6 +1,18 @@
-# ruff: noqa: S608 - the SQL below is assembled from table and column names of the models; values are parameters.
-"""Writing reviews of either kind and their state. The identity constraint makes a second review of the same
+"""Writing reviews of either kind and their state, and the grading write path's plain SQL.
+
+Every write of a review's stored state is here: both INSERTs (`review_record`, the item's live review;
+`trial_review_record`, a trial's, with its own state), and every change of state through `_state_write` (a review
+superseded or gone stale, the audit mark, a decision). The identity constraint makes a second review of the same
 evidence impossible.
+
+Plain SQL, here and nowhere else on the grading path: the statements a grading sends for every item (the subject
+and its messages read, the filing lock, the review's INSERT, its ticket handed back) and the planner's tickets.
+Composing a statement with the ORM, and its save(), cost several times the statement's own CPU, most of a grading
+worker's database time; and `bulk_update`, one CASE branch per row, is quadratic in the number of tickets a pass
+writes while the workers wait for it to commit (the figures: bench/README.md). So each statement is composed once,
+at import, from the models' metadata (psycopg composes them; every value is a parameter), and rows become
+model instances here as the ORM would build them (`_instance`, `_as_python`, `_review_insert`). Everything else,
+here too, uses the ORM.
 """
 
 from collections.abc import Sequence
@@ -10,10 +22,11 @@ from typing import Any, TypeVar
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import IntegrityError, connection, transaction
-from django.db.models import Model
+from django.db.models import Field, Model
 from django.utils import timezone
+from psycopg import sql
 
-from grading.conversations.reads import as_python
+from grading import evidence
 from grading.criteria.versions import criteria_active
 from grading.drafts.rules import DraftRules
 from grading.figures.rollups import Tracked, monday, rollups_tracking
@@ -26,12 +39,41 @@ from grading.models import (
     Decision,
     Draft,
     ItemKind,
+    Message,
     Org,
     Review,
     ReviewState,
     Route,
 )
 from grading.outcomes import CHECKS, VERDICTS
+
+
+def _sql(template: str, **parts: str | sql.Composable) -> str:
+    """A statement composed once: `parts` fill the template's {names}, a string as a table or column name of the
+    models (`_name`), a Composable as itself. Values stay %s parameters."""
+    filled = {name: _name(part) if isinstance(part, str) else part for name, part in parts.items()}
+    return sql.SQL(template).format(**filled).as_string()
+
+
+def _name(name: str) -> sql.Composable:
+    """A table or column name from the models' metadata, written as the SQL around it is (unquoted): only a plain
+    lowercase name will do, so nothing needs quoting."""
+    if not (name.isascii() and name.isidentifier() and name.islower()):
+        raise ValueError(f"not a plain name: {name!r}")
+    return sql.SQL(name)
+
+
+def _columns(fields: Sequence[Field], alias: str | None = None) -> sql.Composable:
+    """The fields' columns, in order, comma-separated (each qualified by `alias` when given)."""
+    prefix = f"{alias}." if alias else ""
+    return sql.SQL(", ").join(sql.SQL(prefix) + _name(field.column) for field in fields)
+
+
+def _column(model: type[Model], name: str) -> str:
+    return model._meta.get_field(name).column
+
+
+_REVIEW = Review._meta.db_table
 
 # The score identity fields that tell two reviews of one subject apart (the judge is compared by its key).
 _IDENTITY_KEYS = ("fingerprint", "criteria_version", "judge_key", "memory_snapshot")
@@ -53,16 +95,22 @@ def review_with_identity(subject: Conversation | Draft, identity: dict) -> Revie
     # allows at most one, so there is nothing to order), and read the whole review only when there is one.
     match = {key: identity[key] for key in _IDENTITY_KEYS if key in identity}
     match["criteria_version"] = match["criteria_version"].pk
-    where = " AND ".join(f"{_REVIEW_COLUMNS[key]} = %s" for key in match)
     pk = _scalar(
-        f"SELECT id FROM grading_review WHERE {_subject_field(subject)}_id = %s AND {where}"
-        " AND route <> %s AND state <> %s LIMIT 1",
+        _identity_sql(_subject_field(subject), tuple(match)),
         [subject.pk, *match.values(), Route.ERROR, ReviewState.TRIAL],
     )
     return None if pk is None else Review.objects.get(pk=pk)
 
 
-_REVIEW_COLUMNS = {key: Review._meta.get_field(key).column for key in _IDENTITY_KEYS}
+@cache
+def _identity_sql(field: str, keys: tuple[str, ...]) -> str:
+    matched = sql.SQL(" AND ").join(sql.SQL("{} = %s").format(_name(_column(Review, key))) for key in keys)
+    return _sql(
+        "SELECT id FROM {review} WHERE {subject} = %s AND {matched} AND route <> %s AND state <> %s LIMIT 1",
+        review=_REVIEW,
+        subject=_column(Review, field),
+        matched=matched,
+    )
 
 
 # --- the criteria a grader applies ------------------------------------------------------------------------------
@@ -77,7 +125,7 @@ def subject_to_grade(model: type[Subject], pk: int) -> Subject | None:
     (`active_criteria_id`) and whether a finished review (not an error, not a trial) read its evidence as stored
     (`evidence_reviewed`), in one read; None when it is gone."""
     with connection.cursor() as cursor:
-        cursor.execute(_subject_sql(model), [_SUBJECT_KINDS[model], Route.ERROR, ReviewState.TRIAL, pk])
+        cursor.execute(_SUBJECT_SQL[model], [_SUBJECT_KINDS[model], Route.ERROR, ReviewState.TRIAL, pk])
         row = cursor.fetchone()
     if row is None:
         return None
@@ -88,25 +136,57 @@ def subject_to_grade(model: type[Subject], pk: int) -> Subject | None:
     return subject
 
 
-# The statements a grader runs for every item are plain SQL, written once per process: composing them with the
-# ORM costs many times the CPU of sending them as SQL, and a grader sends them for every item.
-@cache
 def _subject_sql(model: type[Subject]) -> str:
-    item, org = model._meta, Org._meta
-    columns = [f"i.{f.column}" for f in item.concrete_fields] + [f"o.{f.column}" for f in org.concrete_fields]
-    return f"""
-        SELECT {", ".join(columns)},
-            (SELECT v.id FROM grading_criteriaversion v WHERE v.org_id = i.org_id AND v.kind = %s AND v.is_active
-             LIMIT 1),
-            EXISTS (SELECT FROM grading_review r WHERE r.{_SUBJECT_KINDS[model]}_id = i.id
+    return _sql(
+        """
+        SELECT {item_columns}, {org_columns},
+            (SELECT v.id FROM {criteria} v WHERE v.org_id = i.org_id AND v.kind = %s AND v.is_active LIMIT 1),
+            EXISTS (SELECT FROM {review} r WHERE r.{subject} = i.id
                     AND r.fingerprint = i.fingerprint AND r.route <> %s AND r.state <> %s)
-        FROM {item.db_table} i JOIN {org.db_table} o ON o.id = i.org_id WHERE i.id = %s
-    """
+        FROM {item} i JOIN {org} o ON o.id = i.org_id WHERE i.id = %s
+        """,
+        item_columns=_columns(model._meta.concrete_fields, "i"),
+        org_columns=_columns(Org._meta.concrete_fields, "o"),
+        criteria=CriteriaVersion._meta.db_table,
+        review=_REVIEW,
+        subject=_column(Review, _SUBJECT_KINDS[model]),
+        item=model._meta.db_table,
+        org=Org._meta.db_table,
+    )
+
+
+_SUBJECT_SQL = {model: _subject_sql(model) for model in _SUBJECT_KINDS}
+
+
+def conversation_messages(conversation_id: int) -> list[evidence.EvidenceMessage]:
+    """Every message of the conversation as evidence (`Message.as_evidence`), read as values: a model instance per
+    message would be most of the cost of reading a conversation for grading."""
+    with connection.cursor() as cursor:
+        cursor.execute(_MESSAGES_SQL, [conversation_id])
+        rows = cursor.fetchall()
+    return [evidence.EvidenceMessage(*_as_python(_EVIDENCE_FIELDS, row)) for row in rows]
+
+
+_EVIDENCE_FIELDS = [Message._meta.get_field(name) for name in Message.EVIDENCE_FIELDS]
+_MESSAGES_SQL = _sql(
+    "SELECT {columns} FROM {message} WHERE {conversation} = %s",
+    columns=_columns(_EVIDENCE_FIELDS),
+    message=Message._meta.db_table,
+    conversation=_column(Message, "conversation"),
+)
 
 
 def _instance(model: type[Model], row: Sequence) -> Model:
     """A model instance from a row of all its concrete columns, in order, as the ORM would build it."""
-    return model.from_db(connection.alias, None, as_python(model._meta.concrete_fields, row))
+    return model.from_db(connection.alias, None, _as_python(model._meta.concrete_fields, row))
+
+
+def _as_python(fields: Sequence[Field], row: Sequence) -> list:
+    """A row read by plain SQL, converted as the ORM converts those fields' columns (JSON decoded)."""
+    return [
+        field.from_db_value(value, None, connection) if value is not None and hasattr(field, "from_db_value") else value
+        for field, value in zip(fields, row, strict=True)
+    ]
 
 
 def _scalar(sql: str, params: Sequence) -> Any:
@@ -228,9 +308,7 @@ def _lock_for_filing(
     field = _subject_field(subject)
     columns = _FILED_BY[field]
     with connection.cursor() as cursor:
-        cursor.execute(
-            _lock_for_filing_sql(type(subject)), [subject.pk, ticket, ticket, list(LIVE_STATES), criteria.pk]
-        )
+        cursor.execute(_FILING_SQL[type(subject)], [subject.pk, ticket, ticket, list(LIVE_STATES), criteria.pk])
         row = cursor.fetchone()
     if row is None:
         raise type(subject).DoesNotExist(f"{field} {subject.pk} is gone")
@@ -238,36 +316,45 @@ def _lock_for_filing(
     return dict(zip(columns, filed_by, strict=True)), criteria_active, ticket_returned, live
 
 
-@cache
-def _lock_for_filing_sql(model: type[Subject]) -> str:
+def _filing_sql(model: type[Subject]) -> str:
     # One statement. The ticket's UPDATE runs only when the ticket is the task's, on the row `item` has locked.
     # The item's row is locked before the live review's, as review_state_refresh locks them: `live` reads the
     # item's id through a subquery, which runs (and locks) first. A constraint allows one live review.
-    table, field = model._meta.db_table, _SUBJECT_KINDS[model]
-    columns = _FILED_BY[field]
-    return f"""
-        WITH item AS (SELECT id, grading_task_id, {", ".join(columns)} FROM {table} WHERE id = %s FOR UPDATE),
+    filed_by = [model._meta.get_field(name) for name in _FILED_BY[_SUBJECT_KINDS[model]]]
+    return _sql(
+        """
+        WITH item AS (SELECT id, grading_task_id, {filed_by} FROM {item} WHERE id = %s FOR UPDATE),
         returned AS (
-            UPDATE {table} AS owed SET queued_at = NULL, grading_task_id = '' FROM item
+            UPDATE {item} AS owed SET {ticket_returned} FROM item
             WHERE owed.id = item.id AND item.grading_task_id = %s AND %s <> '' RETURNING owed.id
         ),
         live AS (
-            SELECT id FROM grading_review WHERE {field}_id = (SELECT id FROM item) AND state = ANY(%s)
-            LIMIT 1 FOR UPDATE
+            SELECT id FROM {review} WHERE {subject} = (SELECT id FROM item) AND state = ANY(%s) LIMIT 1 FOR UPDATE
         )
-        SELECT {", ".join(f"item.{column}" for column in columns)},
-            EXISTS (SELECT FROM grading_criteriaversion WHERE id = %s AND is_active),
+        SELECT {item_filed_by},
+            EXISTS (SELECT FROM {criteria} WHERE id = %s AND is_active),
             EXISTS (SELECT FROM returned),
             (SELECT id FROM live)
         FROM item
-    """
+        """,
+        filed_by=_columns(filed_by),
+        item=model._meta.db_table,
+        ticket_returned=_TICKET_RETURNED,
+        review=_REVIEW,
+        subject=_column(Review, _SUBJECT_KINDS[model]),
+        item_filed_by=_columns(filed_by, "item"),
+        criteria=CriteriaVersion._meta.db_table,
+    )
 
 
-# The item's columns `review_record` reads: its fingerprint and what `_filing` files the review by.
+# The item's fields `review_record` reads: its fingerprint and what `_filing` files the review by.
 _FILED_BY = {
     "draft": ("fingerprint", "updated_at"),
     "conversation": ("fingerprint", "application", "started_at", "last_activity_at"),
 }
+# An item's ticket handed back: it is no longer owed a grading (grading/passes/inflight.py).
+_TICKET_RETURNED = sql.SQL("queued_at = NULL, grading_task_id = ''")
+_FILING_SQL = {model: _filing_sql(model) for model in _SUBJECT_KINDS}
 
 
 def _filing(field: str, item: dict, finished_at: datetime) -> dict:
@@ -321,10 +408,14 @@ def _set_state(review: Review, state: ReviewState) -> None:
         review.state = state
 
 
-def _state_write(review_id: int, state: ReviewState) -> None:
-    """The stored state's one write; the caller books the rollups (`_set_state`, or `review_record`'s own block)."""
+def _state_write(review_id: int, state: ReviewState, *, audit: bool = False) -> None:
+    """The stored state's one write, and the audit mark's with it (a mark is never taken back); the caller books
+    the rollups (`_set_state`, `review_audit_mark`, `decision_record`, or `review_record`'s own block)."""
     with connection.cursor() as cursor:
-        cursor.execute("UPDATE grading_review SET state = %s WHERE id = %s", [state, review_id])
+        cursor.execute(_STATE_WRITE, [state, audit, review_id])
+
+
+_STATE_WRITE = _sql("UPDATE {review} SET state = %s, audit = audit OR %s WHERE id = %s", review=_REVIEW)
 
 
 def review_audit_mark(*, review_ids: list[int]) -> list[int]:
@@ -347,7 +438,7 @@ def review_audit_mark(*, review_ids: list[int]) -> list[int]:
             with rollups_tracking([review.pk]):
                 decided = Decision.objects.filter(review=review).exists()
                 state = _stored_state(matches_item=True, for_people=True, decided=decided)
-                Review.objects.filter(pk=review.pk).update(audit=True, state=state)
+                _state_write(review.pk, state, audit=True)
             marked.append(review.pk)
     return marked
 
@@ -367,22 +458,86 @@ def _live_review(field: str, subject_id: int) -> Review | None:
     return Review.objects.select_for_update().filter(**{field: subject_id}, state__in=LIVE_STATES).first()
 
 
+def trial_review_record(
+    *, subject: Conversation | Draft, identity: dict, outcome: dict, started_at: datetime
+) -> Review:
+    """Write a trial review (grading/criteria/trials.py): the whole identity, the outcome, the state `trial`. It
+    touches no other review and sends nothing anywhere (no webhook, no evaluation export); the rollups count
+    nothing of it, by their own rule for the state."""
+    field = _subject_field(subject)
+    with rollups_tracking() as tracked:
+        review = _review_insert(
+            tracked,
+            org_id=subject.org_id,
+            kind=_SUBJECT_KINDS[type(subject)],
+            **{field: subject},
+            started_at=started_at,
+            finished_at=timezone.now(),
+            state=ReviewState.TRIAL,
+            **identity,
+            **outcome,
+        )
+    return review
+
+
 def _review_insert(tracked: Tracked, **values: Any) -> Review:
-    """`Review.objects.create(**values)` as one plain INSERT, booked for the rollups by `tracked`: the ORM's save
-    would be most of the write's CPU. The values are prepared by the fields themselves, as save() prepares them;
+    """`Review.objects.create(**values)` as one plain INSERT, booked for the rollups by `tracked` from the row it
+    returns, in the same statement. The values are prepared by the fields themselves, as save() prepares them;
     nothing listens for a review's save."""
     review = Review(**values)
     params = [field.get_db_prep_save(field.pre_save(review, True), connection) for field in _INSERTED]
-    review.pk = tracked.insert(_INSERT_REVIEW, params)
+    with connection.cursor() as cursor:
+        cursor.execute(_INSERT_REVIEW, params)
+        rows = cursor.fetchall()
+    tracked.inserted_book(rows)
+    review.pk = rows[0][0]  # Tracked.INSERTED_SELECT reads the review's id first
     review._state.adding, review._state.db = False, connection.alias
     return review
 
 
 _INSERTED = [field for field in Review._meta.concrete_fields if not field.primary_key]
-_INSERT_REVIEW = f"""
-    INSERT INTO grading_review ({", ".join(field.column for field in _INSERTED)})
-    VALUES ({", ".join(["%s"] * len(_INSERTED))})
-"""
+# What the new review contributes to the rollups is read from the row the INSERT returns: one round trip, not two.
+_INSERT_REVIEW = _sql(
+    "WITH inserted AS (INSERT INTO {review} ({columns}) VALUES ({values}) RETURNING *) {contributions}",
+    review=_REVIEW,
+    columns=_columns(_INSERTED),
+    values=sql.SQL(", ").join([sql.Placeholder()] * len(_INSERTED)),
+    contributions=sql.SQL(Tracked.INSERTED_SELECT),
+)
+
+
+# --- an item's ticket: the grading it is owed (grading/passes/inflight.py) --------------------------------------
+
+
+def tickets_write(*, kind: str, item_ids: Sequence[int], task_ids: Sequence[str], now: datetime) -> None:
+    """Give each item its ticket, the id of the task that owes it a grading, queued `now` (the planner's pass)."""
+    with connection.cursor() as cursor:
+        cursor.execute(_TICKETS_WRITE[kind], [now, list(item_ids), list(task_ids)])
+
+
+def ticket_return(*, kind: str, item_id: int, task_id: str) -> None:
+    """The task `task_id` is done with the item: it is no longer queued, unless a newer ticket was issued since.
+    (`review_record` does the same in its filing statement, for the task that wrote the review.)"""
+    with connection.cursor() as cursor:
+        cursor.execute(_TICKET_RETURN[kind], [item_id, task_id])
+
+
+_TICKETS_WRITE = {
+    kind: _sql(
+        "UPDATE {item} AS item SET queued_at = %s, grading_task_id = ticket.task_id"
+        " FROM unnest(%s::bigint[], %s::text[]) AS ticket(id, task_id) WHERE item.id = ticket.id",
+        item=model._meta.db_table,
+    )
+    for model, kind in _SUBJECT_KINDS.items()
+}
+_TICKET_RETURN = {
+    kind: _sql(
+        "UPDATE {item} SET {ticket_returned} WHERE id = %s AND grading_task_id = %s",
+        item=model._meta.db_table,
+        ticket_returned=_TICKET_RETURNED,
+    )
+    for model, kind in _SUBJECT_KINDS.items()
+}
 
 
 class NotWaiting(Exception):
@@ -434,7 +589,7 @@ def decision_record(
                     )
             except IntegrityError:  # the constraint is the last line: a concurrent decision got in first
                 raise NotWaiting(review_id) from None
-            Review.objects.filter(pk=review_id).update(state=ReviewState.DECIDED)
+            _state_write(review_id, ReviewState.DECIDED)
         evaluations_export_on_commit(review_id=review_id, decision_id=decision.pk)
     return decision
 
