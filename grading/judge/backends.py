@@ -20,14 +20,7 @@ from grading.drafts.rules import DraftRules, rules_as_text
 from grading.drafts.structure import is_question_heading, parse_draft
 from grading.evidence import EvidenceMessage
 from grading.evidence_text import Stage, content_text, estimate_tokens
-from grading.judge.client import (
-    ZERO_USAGE,
-    ChatJudgeClient,
-    Completion,
-    JudgeContextExceeded,
-    Usage,
-    weighted_score,
-)
+from grading.judge.client import ZERO_USAGE, ChatJudgeClient, Completion, JudgeContextExceeded, Usage
 from grading.judge.conversation import (
     PROMPT_TEMPLATE_HASH,
     SYSTEM_PROMPT,
@@ -39,6 +32,7 @@ from grading.judge.draft import PROMPT_TEMPLATE_HASH as DRAFT_PROMPT_HASH
 from grading.judge.draft import SYSTEM_PROMPT as DRAFT_SYSTEM_PROMPT
 from grading.judge.draft import DraftVerdict, JudgeIssue
 from grading.judge.draft import user_prompt as draft_user_prompt
+from grading.judge.scores import weighted_score
 from grading.judge.untrusted import SIZING_NONCE
 
 

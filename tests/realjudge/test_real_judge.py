@@ -11,7 +11,8 @@ import openai
 import pytest
 from pydantic import BaseModel, ConfigDict, Field
 
-from grading.judge.client import ChatJudgeClient, JudgeMalformed, find_field_token, weighted_score
+from grading.judge.client import ChatJudgeClient, JudgeMalformed
+from grading.judge.scores import find_field_token, weighted_score
 from grading.models import Review
 from grading.tasks import grade_conversation, grade_draft
 from tests.builders.conversations import support_conversation, upsert

@@ -20,10 +20,9 @@ from grading.judge.client import (
     ServerProfile,
     TokenLogprob,
     Usage,
-    find_field_token,
-    weighted_score,
 )
 from grading.judge.embeddings import EmbeddingsClient
+from grading.judge.scores import find_field_token, weighted_score
 from tests.fakes.openai_server import (
     FakeLLM,
     broken_body_reply,
