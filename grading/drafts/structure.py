@@ -83,8 +83,8 @@ class DraftStructure:
 def parse_draft(body: str) -> DraftStructure:
     """Parse a draft body once for every check, and once for every caller: the gate checks a body, the repairs
     read it, and each repaired body is read again by the next repair and by the second check. So each thread
-    keeps its last few parses (a draft is graded on one thread; one cache shared by 32 grading threads lost them to
-    the other threads' drafts, and a fifth of a draft's parses were repeats). A DraftStructure is immutable.
+    keeps its last few parses: a draft is graded on one thread, and a cache shared by every grading thread would
+    lose them to the other threads' drafts. A DraftStructure is immutable.
     """
     recent = _RECENT.parses
     if (structure := recent.get(body)) is not None:
@@ -426,7 +426,7 @@ def lowered_for_matching(prose: str) -> str:
     lowered = prose.lower()
     if len(lowered) != len(prose):  # a few characters lower-case to two ("İ"): leave those as they are
         lowered = "".join(c.lower() if len(c.lower()) == 1 else c for c in prose)
-    for folded, reading in _HAYSTACK_FOLDS:  # str.replace per character beats str.translate with a dict tenfold
+    for folded, reading in _HAYSTACK_FOLDS:  # str.replace per character: cheaper than translate
         if folded in lowered:
             lowered = lowered.replace(folded, reading)
     return lowered
