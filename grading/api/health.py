@@ -5,16 +5,10 @@ Any org's API key may read this, so it says whether each part works and how many
 an attacker could use: no server versions, no host names (those are in the operators' own logs and `celery
 inspect`)."""
 
-from datetime import timedelta
-
 import redis
 from celery import current_app
 from django.conf import settings
 from django.db.backends.base.base import BaseDatabaseWrapper
-from django.db.models import Count, Q
-from django.utils import timezone
-
-from grading.otlp.models import EvaluationExport
 
 _WORKER_PING_SECONDS = 1.0
 
@@ -48,27 +42,3 @@ def worker_status() -> dict:
     if not answered:
         return {"ok": False, "detail": f"no worker answered within {_WORKER_PING_SECONDS:g}s", "count": 0}
     return {"ok": True, "detail": f"{answered} worker(s) answered", "count": answered}
-
-
-def evaluation_export_status(org_id: int | None = None, *, hours: int = 24) -> dict:
-    """How the `gen_ai.evaluation.result` export fares: tries delivered, given up and still retrying over
-    the last `hours`, and the latest failure. Read by the dashboard beside the staleness audit."""
-    tries = EvaluationExport.objects.filter(at__gte=timezone.now() - timedelta(hours=hours))
-    if org_id is not None:
-        tries = tries.filter(review__org_id=org_id)
-    counts = tries.aggregate(
-        delivered_count=Count("pk", filter=Q(delivered=True)),
-        given_up=Count("pk", filter=Q(delivered=False, final=True)),
-        failed_tries=Count("pk", filter=Q(delivered=False)),
-    )
-    last_failure = tries.filter(delivered=False).order_by("-at").first()
-    return {
-        "enabled": bool(settings.OTLP_EVALUATIONS_ENDPOINT),
-        "endpoint": settings.OTLP_EVALUATIONS_ENDPOINT,
-        "hours": hours,
-        "delivered": counts["delivered_count"],
-        "given_up": counts["given_up"],
-        "failed_tries": counts["failed_tries"],
-        "last_error": (last_failure.error or f"HTTP {last_failure.status_code}") if last_failure else "",
-        "last_error_at": last_failure.at if last_failure else None,
-    }

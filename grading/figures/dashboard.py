@@ -16,9 +16,9 @@ from django.contrib.auth import get_user_model
 from django.db import connection
 from django.utils import timezone
 
-from grading.api.health import evaluation_export_status
 from grading.figures.agreement import agreement_of
 from grading.figures.rollups import OVER, PASS_FAIL, WAIT_BUCKETS, Key, monday, rollup_last_rebuild, scope_counters
+from grading.hooks.evaluations import evaluation_export_status
 from grading.models import COUNTING_STATES, CriteriaVersion, GradingRun, ItemKind, Org, ReviewState
 from grading.outcomes import CHECKS, SUB_SCORES, UNKNOWN_CHECK
 

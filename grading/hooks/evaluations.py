@@ -15,10 +15,12 @@ from __future__ import annotations
 import random
 import urllib.error
 import urllib.request
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import Count, Q
+from django.utils import timezone
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.logs.v1.logs_pb2 import SEVERITY_NUMBER_INFO, LogRecord
@@ -224,3 +226,27 @@ def retry_delay(attempt: int) -> float:
     """Exponential backoff with full jitter, capped."""
     base = settings.OTLP_EVALUATIONS_RETRY_BASE_SECONDS
     return random.uniform(0, min(settings.OTLP_EVALUATIONS_RETRY_CAP_SECONDS, base * 2 ** (attempt - 1)))
+
+
+def evaluation_export_status(org_id: int | None = None, *, hours: int = 24) -> dict:
+    """How the `gen_ai.evaluation.result` export fares: tries delivered, given up and still retrying over
+    the last `hours`, and the latest failure. Read by the dashboard beside the staleness audit."""
+    tries = EvaluationExport.objects.filter(at__gte=timezone.now() - timedelta(hours=hours))
+    if org_id is not None:
+        tries = tries.filter(review__org_id=org_id)
+    counts = tries.aggregate(
+        delivered_count=Count("pk", filter=Q(delivered=True)),
+        given_up=Count("pk", filter=Q(delivered=False, final=True)),
+        failed_tries=Count("pk", filter=Q(delivered=False)),
+    )
+    last_failure = tries.filter(delivered=False).order_by("-at").first()
+    return {
+        "enabled": bool(settings.OTLP_EVALUATIONS_ENDPOINT),
+        "endpoint": settings.OTLP_EVALUATIONS_ENDPOINT,
+        "hours": hours,
+        "delivered": counts["delivered_count"],
+        "given_up": counts["given_up"],
+        "failed_tries": counts["failed_tries"],
+        "last_error": (last_failure.error or f"HTTP {last_failure.status_code}") if last_failure else "",
+        "last_error_at": last_failure.at if last_failure else None,
+    }

@@ -9,10 +9,9 @@ import sys
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 
-from grading.api.health import evaluation_export_status
 from grading.api.keys import api_key_create
 from grading.conversations.grader import conversation_grade
-from grading.hooks.evaluations import EVENT_NAME
+from grading.hooks.evaluations import EVENT_NAME, evaluation_export_status
 from grading.models import Conversation, Review
 from grading.otlp.models import EvaluationExport
 from reviewer.celery import app
