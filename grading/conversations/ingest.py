@@ -248,73 +248,17 @@ def _recompute_evidence(
     `messages` is every message of the conversation, or with `appended` only the new ones, which extend the
     active path (`_continuation`): the stored state then carries the fingerprint forward in O(appended).
     """
-    if appended:
-        state = dict(conversation.evidence_state)
-        new = [m.as_evidence() for m in messages]
-        conversation.fingerprint, digest = ev.extend_digest(
-            base64.b64decode(state["digest"]), new, path_was_empty=False
-        )
-        conversation.active_path_ids = [*conversation.active_path_ids, *(m.id for m in new)]
-        conversation.message_count += len(new)
-        facts = ev.PathFacts(
-            problem=None,
-            empty=False,
-            truncated=state["truncated"] or any(m.truncated for m in new),
-            waiting_on_tools=False,
-        )
-        open_calls = ev.extend_open_tool_calls(state["open_calls"], new)
-        times = [m.created_at for m in new if m.created_at is not None]
-        newest = max(
-            [*times, *([datetime.fromisoformat(state["newest"])] if state.get("newest") else [])], default=None
-        )
-        state |= {
-            "digest": base64.b64encode(digest).decode(),
-            "truncated": facts.truncated,
-            "open_calls": open_calls,
-            "newest": newest.isoformat() if newest else None,
-        }
-    else:
-        every = [m.as_evidence() for m in messages]
-        result = active_path(every, conversation.active_message_id)
-        conversation.active_path_ids = [m.id for m in result.path]
-        conversation.branch_count = branch_count(every)
-        conversation.message_count = len(messages)
-        open_calls = ev.unanswered_tool_call_ids(result.path)
-        facts = ev.PathFacts(
-            problem=result.problem,
-            empty=not result.path,
-            truncated=any(m.truncated for m in result.path),
-            waiting_on_tools=bool(open_calls),
-        )
-        times = [m.created_at for m in messages if m.created_at is not None]
-        newest = max(times, default=None)
-        state = {
-            "truncated": facts.truncated,
-            "open_calls": open_calls,
-            "newest": newest.isoformat() if newest else None,
-        }
-        if result.problem is None and result.path:
-            conversation.fingerprint, digest = ev.path_digest(result.path)
-            others = [ev.recency(m) for m in ev.leaves(every) if m.id != result.path[-1].id]
-            newest_other = max(others, default=None)
-            state |= {
-                "digest": base64.b64encode(digest).decode(),
-                # Appending under a message that already has children would add a branch: not a continuation.
-                "end_is_leaf": not any(m.parent_id == result.path[-1].id for m in every),
-                "others_newest": [newest_other[0].isoformat(), newest_other[1]] if newest_other else None,
-            }
-        else:
-            conversation.fingerprint = fingerprint(result.path)
-    conversation.evidence_state = state
-    if times:
-        conversation.started_at = min([*times, conversation.started_at])
+    read = _evidence_extended(conversation, messages) if appended else _evidence_read(conversation, messages)
+    conversation.evidence_state = read.state
+    if read.times:
+        conversation.started_at = min([*read.times, conversation.started_at])
     if changed:
         # A closed (e.g. imported) conversation was last active at its last message; an open one, now.
-        conversation.last_activity_at = newest if conversation.closed and newest else now
+        conversation.last_activity_at = read.newest if conversation.closed and read.newest else now
     if _columns(conversation) != before:
         conversation.save()
         review_state_refresh(subject=conversation)
-    facts = replace(facts, waiting_on_tools=bool(open_calls))
+    facts = replace(read.facts, waiting_on_tools=bool(read.open_calls))
     return ev.scorability(
         facts,
         closed=conversation.closed,
@@ -322,6 +266,72 @@ def _recompute_evidence(
         now=now,
         quiet_period=timedelta(minutes=settings.CONVERSATION_QUIET_MINUTES),
     )
+
+
+@dataclass(frozen=True)
+class _EvidenceRead:
+    facts: ev.PathFacts
+    open_calls: list[str | None]  # tool calls on the path still waiting for their results
+    times: list[datetime]  # the messages' own times, of the messages read
+    newest: datetime | None
+    state: dict  # the conversation's next `evidence_state`
+
+
+def _evidence_extended(conversation: Conversation, appended: list[Message]) -> _EvidenceRead:
+    """The evidence columns carried forward over messages that extend the active path, from the stored state."""
+    state = dict(conversation.evidence_state)
+    new = [m.as_evidence() for m in appended]
+    conversation.fingerprint, digest = ev.extend_digest(base64.b64decode(state["digest"]), new, path_was_empty=False)
+    conversation.active_path_ids = [*conversation.active_path_ids, *(m.id for m in new)]
+    conversation.message_count += len(new)
+    facts = ev.PathFacts(
+        problem=None,
+        empty=False,
+        truncated=state["truncated"] or any(m.truncated for m in new),
+        waiting_on_tools=False,
+    )
+    open_calls = ev.extend_open_tool_calls(state["open_calls"], new)
+    times = [m.created_at for m in new if m.created_at is not None]
+    newest = max([*times, *([datetime.fromisoformat(state["newest"])] if state.get("newest") else [])], default=None)
+    state |= {
+        "digest": base64.b64encode(digest).decode(),
+        "truncated": facts.truncated,
+        "open_calls": open_calls,
+        "newest": newest.isoformat() if newest else None,
+    }
+    return _EvidenceRead(facts, open_calls, times, newest, state)
+
+
+def _evidence_read(conversation: Conversation, messages: list[Message]) -> _EvidenceRead:
+    """The evidence columns computed afresh from every message of the conversation."""
+    every = [m.as_evidence() for m in messages]
+    result = active_path(every, conversation.active_message_id)
+    conversation.active_path_ids = [m.id for m in result.path]
+    conversation.branch_count = branch_count(every)
+    conversation.message_count = len(messages)
+    open_calls = ev.unanswered_tool_call_ids(result.path)
+    facts = ev.PathFacts(
+        problem=result.problem,
+        empty=not result.path,
+        truncated=any(m.truncated for m in result.path),
+        waiting_on_tools=bool(open_calls),
+    )
+    times = [m.created_at for m in messages if m.created_at is not None]
+    newest = max(times, default=None)
+    state = {"truncated": facts.truncated, "open_calls": open_calls, "newest": newest.isoformat() if newest else None}
+    if result.problem is None and result.path:
+        conversation.fingerprint, digest = ev.path_digest(result.path)
+        others = [ev.recency(m) for m in ev.leaves(every) if m.id != result.path[-1].id]
+        newest_other = max(others, default=None)
+        state |= {
+            "digest": base64.b64encode(digest).decode(),
+            # Appending under a message that already has children would add a branch: not a continuation.
+            "end_is_leaf": not any(m.parent_id == result.path[-1].id for m in every),
+            "others_newest": [newest_other[0].isoformat(), newest_other[1]] if newest_other else None,
+        }
+    else:
+        conversation.fingerprint = fingerprint(result.path)
+    return _EvidenceRead(facts, open_calls, times, newest, state)
 
 
 def feedback_record(*, org: Org, payload: FeedbackIn) -> Feedback:
