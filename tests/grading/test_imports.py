@@ -1,5 +1,6 @@
-"""The domain core stands on its own: grading imports nothing of the people side, and its modules form no
-import circle (DESIGN 11). Read from the source, every import statement included, not only the top-level ones."""
+"""The domain core stands on its own: grading imports nothing of the people side, its modules form no import
+circle, and no module imports one of a higher layer (DESIGN 11, ARCHITECTURE.md). Read from the source, every import
+statement included, not only the top-level ones."""
 
 import ast
 from pathlib import Path
@@ -27,6 +28,69 @@ def _imports(path: Path, known: set[str]) -> set[str]:
             found.add(node.module)
             found |= {f"{node.module}.{alias.name}" for alias in node.names} & known
     return found
+
+
+# grading's layers, from the ground up: a module may import its own layer and those below. Packages group by
+# capability (conversations, drafts, criteria, figures, ...); layers cut across them by what a module does. A module
+# is in the layer of the longest prefix that names it.
+LAYERS: list[tuple[str, list[str]]] = [
+    ("core: the domain's nouns and its pure rules", [
+        "grading.models", "grading.evidence", "grading.evidence_text", "grading.outcomes", "grading.errors",
+        "grading.audit", "grading.schemas", "grading.drafts.prose", "grading.drafts.rules",
+        "grading.drafts.v1_vocabulary", "grading.drafts.structure", "grading.drafts.budget", "grading.drafts.checks",
+        "grading.drafts.repairs", "grading.judge.untrusted", "grading.hooks.outbound", "grading.api.request_json",
+        "grading.importers", "grading.otlp.models", "grading.otlp.apps", "grading.figures.agreement",
+        "grading.figures.spreadsheets",
+    ]),
+    ("the judge: talking to the model", ["grading.judge"]),
+    ("handing work on: tasks sent by name, the evaluation export", [
+        "grading.passes.enqueue", "grading.hooks.evaluations",
+    ]),
+    ("the record: reviews and their state, the counters booked with them, grading tickets, reads of items", [
+        "grading.reviews", "grading.passes.inflight", "grading.figures.rollups", "grading.conversations.reads",
+        "grading.drafts.reads", "grading.drafts.memory", "grading.criteria.versions", "grading.hooks.webhooks",
+    ]),
+    ("grading: items in, graded, labelled and sampled", [
+        "grading.conversations", "grading.drafts", "grading.figures.labels", "grading.figures.sampling",
+    ]),
+    ("plans over many items: grading passes, criteria impact and trials, the dashboard's figures", [
+        "grading.passes", "grading.criteria", "grading.figures",
+    ]),
+    ("edges: the API, OTLP in, Celery tasks, commands, admin, demo data", [
+        "grading.api", "grading.otlp", "grading.tasks", "grading.management", "grading.admin", "grading.demo",
+    ]),
+]  # fmt: skip
+
+
+def _layer_of(module: str) -> int | None:
+    named = [
+        (len(prefix), index)
+        for index, (_, prefixes) in enumerate(LAYERS)
+        for prefix in prefixes
+        if module == prefix or module.startswith(prefix + ".")
+    ]
+    return max(named)[1] if named else None
+
+
+def _layered_modules() -> dict[str, Path]:
+    """Every module but the packages' faces: an `__init__.py` here only names its package."""
+    return {name: path for name, path in _modules().items() if path.name != "__init__.py"}
+
+
+def test_every_grading_module_has_a_layer():
+    assert sorted(name for name in _layered_modules() if _layer_of(name) is None) == []
+
+
+def test_no_grading_module_imports_a_higher_layer():
+    modules = _layered_modules()
+    layer = {name: _layer_of(name) for name in modules}
+    upward = sorted(
+        f"{name} ({LAYERS[layer[name]][0].split(':')[0]}) imports {target} ({LAYERS[layer[target]][0].split(':')[0]})"
+        for name, path in modules.items()
+        for target in _imports(path, set(modules)) & set(modules)
+        if layer[target] is not None and layer[name] is not None and layer[target] > layer[name]
+    )
+    assert upward == []
 
 
 def test_grading_imports_nothing_from_reviewer():
