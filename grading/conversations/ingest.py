@@ -111,7 +111,27 @@ def _merge_messages(
         conversation_limits_check(incoming=incoming, total=conversation.message_count + len(appended))
         Message.objects.bulk_create(appended)
         return None, _recompute_evidence(conversation, appended, changed=True, now=now, before=before, appended=True)
-    rows = list(conversation.messages.all()) if conversation.pk else []
+    merge = _merged(conversation, list(conversation.messages.all()) if conversation.pk else [], incoming, now)
+    conversation_limits_check(incoming=incoming, total=len(merge.merged))
+    if merge.replaced:
+        Message.objects.filter(pk__in=[row.pk for row in merge.replaced]).delete()
+    Message.objects.bulk_create(merge.new)
+    Message.objects.bulk_update(merge.edited, list(_MESSAGE_FIELDS))
+    changed = bool(merge.new or merge.edited or merge.replaced)
+    reason = _recompute_evidence(conversation, merge.merged, changed=changed, now=now, before=before)
+    return [m.as_evidence() for m in merge.merged], reason
+
+
+@dataclass(frozen=True)
+class _Merge:
+    merged: list[Message]  # every message after the merge, twins included
+    new: list[Message]  # to insert
+    edited: list[Message]  # to update
+    replaced: list[Message]  # stored twins to delete
+
+
+def _merged(conversation: Conversation, rows: list[Message], incoming: list[MessageIn], now: datetime) -> _Merge:
+    """Steps 2 and 3 of `_merge_messages`, in memory: what to insert, update and delete."""
     existing = {m.external_id: m for m in rows if m.twin == 0}
     twins: dict[str, list[Message]] = {}
     for row in sorted((m for m in rows if m.twin), key=lambda m: m.twin):
@@ -145,14 +165,7 @@ def _merge_messages(
             ]
             new += twins[message_id]
     merged = [*existing.values(), *(row for rows_of_id in twins.values() for row in rows_of_id)]
-    conversation_limits_check(incoming=incoming, total=len(merged))
-    if replaced:
-        Message.objects.filter(pk__in=[row.pk for row in replaced]).delete()
-    Message.objects.bulk_create(new)
-    Message.objects.bulk_update(edited, list(_MESSAGE_FIELDS))
-    changed = bool(new or edited or replaced)
-    reason = _recompute_evidence(conversation, merged, changed=changed, now=now, before=before)
-    return [m.as_evidence() for m in merged], reason
+    return _Merge(merged, new, edited, replaced)
 
 
 def _differs(row: Message, fields: dict) -> bool:
