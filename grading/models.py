@@ -194,7 +194,7 @@ class Message(models.Model):
         return f"{self.conversation_id}/{self.external_id}"
 
     # The columns a message is evidence by, in EvidenceMessage's field order: `as_evidence`, and graders that read
-    # them as values (grading.reviews.store.conversation_messages).
+    # them as values (grading.reviews.sql.conversation_messages).
     EVIDENCE_FIELDS = (
         "external_id", "parent_external_id", "role", "content", "tool_calls", "tool_call_id", "name", "created_at",
         "hidden", "truncated",

@@ -21,7 +21,8 @@ from grading.models import (
     Route,
 )
 from grading.outcomes import CHECKS, UNKNOWN_CHECK
-from grading.reviews.store import criteria_of, earlier_review, review_record, review_reinstate, subject_to_grade
+from grading.reviews.sql import subject_to_grade
+from grading.reviews.store import criteria_of, earlier_review, review_record, review_reinstate
 
 logger = logging.getLogger(__name__)
 

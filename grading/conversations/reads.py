@@ -10,7 +10,7 @@ from django.utils import timezone
 from grading import evidence
 from grading.models import Conversation, Review
 from grading.reviews.reads import current_review
-from grading.reviews.store import conversation_messages
+from grading.reviews.sql import conversation_messages
 
 
 def quiet_period() -> timedelta:

@@ -22,14 +22,8 @@ from grading.judge.backends import DraftJudge, DraftJudgement, DraftPrompt, draf
 from grading.judge.client import JudgeError
 from grading.models import COUNTING_STATES, CriteriaVersion, Draft, Review, Route
 from grading.outcomes import BAND, CHECKS_BUDGET, JUDGE_CONTRADICTION, SPREAD
-from grading.reviews.store import (
-    criteria_of,
-    earlier_review,
-    published_draft_rules,
-    review_record,
-    review_reinstate,
-    subject_to_grade,
-)
+from grading.reviews.sql import subject_to_grade
+from grading.reviews.store import criteria_of, earlier_review, published_draft_rules, review_record, review_reinstate
 
 logger = logging.getLogger(__name__)
 

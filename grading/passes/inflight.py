@@ -40,7 +40,7 @@ from django.db import DatabaseError, OperationalError, connection
 from kombu.transport.redis import Channel
 
 from grading.models import ItemKind, Review
-from grading.reviews.store import ticket_return
+from grading.reviews.sql import ticket_return
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -205,6 +205,7 @@ lock_session_close = _LOCKS.close
 
 def items_being_graded() -> set[tuple[str, int]]:
     """(kind, id) of every item a live worker holds the grading lock of, in this database."""
+    # Plain SQL beside the locks it reads: pg_locks is PostgreSQL's own view, with no model.
     with connection.cursor() as cursor:
         cursor.execute(
             """

@@ -15,7 +15,7 @@ from grading.criteria.versions import criteria_active
 from grading.evidence import NotScorable
 from grading.models import Conversation, Draft, GradingRun, ItemKind, Org, Review, Route
 from grading.passes import enqueue, inflight
-from grading.reviews.store import tickets_write
+from grading.reviews.sql import tickets_write
 
 logger = logging.getLogger(__name__)
 

@@ -1,1 +1,2 @@
-"""Reviews: the one writer of a review and its stored state (store), and the reads of what counts."""
+"""Reviews: the one writer of a review and its stored state (store), the grading write path's plain SQL (sql), and
+the reads of what counts."""

@@ -1,35 +1,20 @@
-"""Writing reviews of either kind and their state, and the grading write path's plain SQL.
-
-Every write of a review's stored state is here: both INSERTs (`review_record`, the item's live review;
-`trial_review_record`, a trial's, with its own state), and every change of state through `_state_write` (a review
-superseded or gone stale, the audit mark, a decision). The identity constraint makes a second review of the same
-evidence impossible.
-
-Plain SQL, here and nowhere else on the grading path: the statements a grading sends for every item (the subject
-and its messages read, the filing lock, the review's INSERT, its ticket handed back) and the planner's tickets.
-Composing a statement with the ORM, and its save(), cost several times the statement's own CPU, most of a grading
-worker's database time; and `bulk_update`, one CASE branch per row, is quadratic in the number of tickets a pass
-writes while the workers wait for it to commit (the figures: bench/README.md). So each statement is composed once,
-at import, from the models' metadata (psycopg composes them; every value is a parameter), and rows become
-model instances here as the ORM would build them (`_instance`, `_as_python`, `_review_insert`). Everything else,
-here too, uses the ORM.
+"""Writing reviews of either kind and their state: what a review's stored state is, decided here for every write
+that changes it (a review recorded, superseded or gone stale, reinstated, marked for audit, decided) and for both
+INSERTs (`review_record`, the item's live review; `trial_review_record`, a trial's, with its own state). They are
+sent by grading/reviews/sql.py (`review_insert`, `review_state_write`), which only this module calls, with the
+rollups booked around each. The identity constraint makes a second review of the same evidence impossible.
 """
 
-from collections.abc import Sequence
 from datetime import datetime
-from functools import cache, lru_cache
-from typing import Any, TypeVar
+from functools import lru_cache
 
 from django.contrib.auth.models import AbstractBaseUser
-from django.db import IntegrityError, connection, transaction
-from django.db.models import Field, Model
+from django.db import IntegrityError, transaction
 from django.utils import timezone
-from psycopg import sql
 
-from grading import evidence
 from grading.criteria.versions import criteria_active
 from grading.drafts.rules import DraftRules
-from grading.figures.rollups import Tracked, monday, rollups_tracking
+from grading.figures.rollups import monday, rollups_tracking
 from grading.hooks.evaluations import evaluations_export_on_commit
 from grading.models import (
     COUNTING_STATES,
@@ -39,41 +24,12 @@ from grading.models import (
     Decision,
     Draft,
     ItemKind,
-    Message,
-    Org,
     Review,
     ReviewState,
     Route,
 )
 from grading.outcomes import CHECKS, VERDICTS
-
-
-def _sql(template: str, **parts: str | sql.Composable) -> str:
-    """A statement composed once: `parts` fill the template's {names}, a string as a table or column name of the
-    models (`_name`), a Composable as itself. Values stay %s parameters."""
-    filled = {name: _name(part) if isinstance(part, str) else part for name, part in parts.items()}
-    return sql.SQL(template).format(**filled).as_string()
-
-
-def _name(name: str) -> sql.Composable:
-    """A table or column name from the models' metadata, written as the SQL around it is (unquoted): only a plain
-    lowercase name will do, so nothing needs quoting."""
-    if not (name.isascii() and name.isidentifier() and name.islower()):
-        raise ValueError(f"not a plain name: {name!r}")
-    return sql.SQL(name)
-
-
-def _columns(fields: Sequence[Field], alias: str | None = None) -> sql.Composable:
-    """The fields' columns, in order, comma-separated (each qualified by `alias` when given)."""
-    prefix = f"{alias}." if alias else ""
-    return sql.SQL(", ").join(sql.SQL(prefix) + _name(field.column) for field in fields)
-
-
-def _column(model: type[Model], name: str) -> str:
-    return model._meta.get_field(name).column
-
-
-_REVIEW = Review._meta.db_table
+from grading.reviews.sql import filing_lock, review_id_with_identity, review_insert, review_state_write
 
 # The score identity fields that tell two reviews of one subject apart (the judge is compared by its key).
 _IDENTITY_KEYS = ("fingerprint", "criteria_version", "judge_key", "memory_snapshot")
@@ -95,106 +51,14 @@ def review_with_identity(subject: Conversation | Draft, identity: dict) -> Revie
     # allows at most one, so there is nothing to order), and read the whole review only when there is one.
     match = {key: identity[key] for key in _IDENTITY_KEYS if key in identity}
     match["criteria_version"] = match["criteria_version"].pk
-    pk = _scalar(
-        _identity_sql(_subject_field(subject), tuple(match)),
-        [subject.pk, *match.values(), Route.ERROR, ReviewState.TRIAL],
-    )
+    pk = review_id_with_identity(subject, match)
     return None if pk is None else Review.objects.get(pk=pk)
-
-
-@cache
-def _identity_sql(field: str, keys: tuple[str, ...]) -> str:
-    matched = sql.SQL(" AND ").join(sql.SQL("{} = %s").format(_name(_column(Review, key))) for key in keys)
-    return _sql(
-        "SELECT id FROM {review} WHERE {subject} = %s AND {matched} AND route <> %s AND state <> %s LIMIT 1",
-        review=_REVIEW,
-        subject=_column(Review, field),
-        matched=matched,
-    )
 
 
 # --- the criteria a grader applies ------------------------------------------------------------------------------
 
 
 _SUBJECT_KINDS = {Conversation: ItemKind.CONVERSATION, Draft: ItemKind.DRAFT}
-Subject = TypeVar("Subject", Conversation, Draft)
-
-
-def subject_to_grade(model: type[Subject], pk: int) -> Subject | None:
-    """The item a grader is about to grade, with its org, the pk of its org's active criteria version of its kind
-    (`active_criteria_id`) and whether a finished review (not an error, not a trial) read its evidence as stored
-    (`evidence_reviewed`), in one read; None when it is gone."""
-    with connection.cursor() as cursor:
-        cursor.execute(_SUBJECT_SQL[model], [_SUBJECT_KINDS[model], Route.ERROR, ReviewState.TRIAL, pk])
-        row = cursor.fetchone()
-    if row is None:
-        return None
-    width = len(model._meta.concrete_fields)
-    subject = _instance(model, row[:width])
-    subject.org = _instance(Org, row[width:-2])
-    subject.active_criteria_id, subject.evidence_reviewed = row[-2:]
-    return subject
-
-
-def _subject_sql(model: type[Subject]) -> str:
-    return _sql(
-        """
-        SELECT {item_columns}, {org_columns},
-            (SELECT v.id FROM {criteria} v WHERE v.org_id = i.org_id AND v.kind = %s AND v.is_active LIMIT 1),
-            EXISTS (SELECT FROM {review} r WHERE r.{subject} = i.id
-                    AND r.fingerprint = i.fingerprint AND r.route <> %s AND r.state <> %s)
-        FROM {item} i JOIN {org} o ON o.id = i.org_id WHERE i.id = %s
-        """,
-        item_columns=_columns(model._meta.concrete_fields, "i"),
-        org_columns=_columns(Org._meta.concrete_fields, "o"),
-        criteria=CriteriaVersion._meta.db_table,
-        review=_REVIEW,
-        subject=_column(Review, _SUBJECT_KINDS[model]),
-        item=model._meta.db_table,
-        org=Org._meta.db_table,
-    )
-
-
-_SUBJECT_SQL = {model: _subject_sql(model) for model in _SUBJECT_KINDS}
-
-
-def conversation_messages(conversation_id: int) -> list[evidence.EvidenceMessage]:
-    """Every message of the conversation as evidence (`Message.as_evidence`), read as values: a model instance per
-    message would be most of the cost of reading a conversation for grading."""
-    with connection.cursor() as cursor:
-        cursor.execute(_MESSAGES_SQL, [conversation_id])
-        rows = cursor.fetchall()
-    return [evidence.EvidenceMessage(*_as_python(_EVIDENCE_FIELDS, row)) for row in rows]
-
-
-_EVIDENCE_FIELDS = [Message._meta.get_field(name) for name in Message.EVIDENCE_FIELDS]
-_MESSAGES_SQL = _sql(
-    "SELECT {columns} FROM {message} WHERE {conversation} = %s",
-    columns=_columns(_EVIDENCE_FIELDS),
-    message=Message._meta.db_table,
-    conversation=_column(Message, "conversation"),
-)
-
-
-def _instance(model: type[Model], row: Sequence) -> Model:
-    """A model instance from a row of all its concrete columns, in order, as the ORM would build it."""
-    return model.from_db(connection.alias, None, _as_python(model._meta.concrete_fields, row))
-
-
-def _as_python(fields: Sequence[Field], row: Sequence) -> list:
-    """A row read by plain SQL, converted as the ORM converts those fields' columns (JSON decoded)."""
-    return [
-        field.from_db_value(value, None, connection) if value is not None and hasattr(field, "from_db_value") else value
-        for field, value in zip(fields, row, strict=True)
-    ]
-
-
-def _scalar(sql: str, params: Sequence) -> Any:
-    """The first column of the first row `sql` reads, or None when it reads none."""
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        row = cursor.fetchone()
-    return None if row is None else row[0]
 
 
 def criteria_of(subject: Conversation | Draft) -> CriteriaVersion:
@@ -265,9 +129,7 @@ def review_record(
             # Only what the review is filed by and the live review's id are needed: reading whole rows (a
             # draft's body, a conversation's evidence state, thirty columns of review) would be most of this
             # block's CPU.
-            item, criteria_active, ticket_returned, live = _lock_for_filing(
-                subject, identity["criteria_version"], ticket
-            )
+            item, criteria_active, ticket_returned, live = filing_lock(subject, identity["criteria_version"].pk, ticket)
             matches = identity["fingerprint"] == item["fingerprint"]
             fresh = matches and criteria_active
             with rollups_tracking([live]) as tracked:
@@ -275,11 +137,11 @@ def review_record(
                     state = ReviewState.SUPERSEDED
                 else:
                     if live is not None:
-                        _state_write(live, ReviewState.SUPERSEDED)
+                        review_state_write(live, ReviewState.SUPERSEDED)
                     for_people = outcome["route"] == Route.HUMAN
                     state = _stored_state(matches_item=matches, for_people=for_people, decided=False)
                 finished_at = timezone.now()
-                review = _review_insert(
+                review = review_insert(
                     tracked,
                     org=subject.org,
                     kind=ItemKind.DRAFT if field == "draft" else ItemKind.CONVERSATION,
@@ -299,64 +161,6 @@ def review_record(
         return review_with_identity(subject, identity)
 
 
-def _lock_for_filing(
-    subject: Conversation | Draft, criteria: CriteriaVersion, ticket: str
-) -> tuple[dict, bool, bool, int | None]:
-    """Lock the subject's row, then its live review's; read what the review is filed by (`_FILED_BY`), whether
-    `criteria` is still the active version, and the live review's id; hand back the item's ticket if the task
-    `ticket` still holds it, and say whether it did."""
-    field = _subject_field(subject)
-    columns = _FILED_BY[field]
-    with connection.cursor() as cursor:
-        cursor.execute(_FILING_SQL[type(subject)], [subject.pk, ticket, ticket, list(LIVE_STATES), criteria.pk])
-        row = cursor.fetchone()
-    if row is None:
-        raise type(subject).DoesNotExist(f"{field} {subject.pk} is gone")
-    *filed_by, criteria_active, ticket_returned, live = row
-    return dict(zip(columns, filed_by, strict=True)), criteria_active, ticket_returned, live
-
-
-def _filing_sql(model: type[Subject]) -> str:
-    # One statement. The ticket's UPDATE runs only when the ticket is the task's, on the row `item` has locked.
-    # The item's row is locked before the live review's, as review_state_refresh locks them: `live` reads the
-    # item's id through a subquery, which runs (and locks) first. A constraint allows one live review.
-    filed_by = [model._meta.get_field(name) for name in _FILED_BY[_SUBJECT_KINDS[model]]]
-    return _sql(
-        """
-        WITH item AS (SELECT id, grading_task_id, {filed_by} FROM {item} WHERE id = %s FOR UPDATE),
-        returned AS (
-            UPDATE {item} AS owed SET {ticket_returned} FROM item
-            WHERE owed.id = item.id AND item.grading_task_id = %s AND %s <> '' RETURNING owed.id
-        ),
-        live AS (
-            SELECT id FROM {review} WHERE {subject} = (SELECT id FROM item) AND state = ANY(%s) LIMIT 1 FOR UPDATE
-        )
-        SELECT {item_filed_by},
-            EXISTS (SELECT FROM {criteria} WHERE id = %s AND is_active),
-            EXISTS (SELECT FROM returned),
-            (SELECT id FROM live)
-        FROM item
-        """,
-        filed_by=_columns(filed_by),
-        item=model._meta.db_table,
-        ticket_returned=_TICKET_RETURNED,
-        review=_REVIEW,
-        subject=_column(Review, _SUBJECT_KINDS[model]),
-        item_filed_by=_columns(filed_by, "item"),
-        criteria=CriteriaVersion._meta.db_table,
-    )
-
-
-# The item's fields `review_record` reads: its fingerprint and what `_filing` files the review by.
-_FILED_BY = {
-    "draft": ("fingerprint", "updated_at"),
-    "conversation": ("fingerprint", "application", "started_at", "last_activity_at"),
-}
-# An item's ticket handed back: it is no longer owed a grading (grading/passes/inflight.py).
-_TICKET_RETURNED = sql.SQL("queued_at = NULL, grading_task_id = ''")
-_FILING_SQL = {model: _filing_sql(model) for model in _SUBJECT_KINDS}
-
-
 def _filing(field: str, item: dict, finished_at: datetime) -> dict:
     """Where the dashboards file a review: conversations by application and the ISO week they started, drafts by
     the week of their verdict; and when the evidence it read arrived."""
@@ -367,6 +171,28 @@ def _filing(field: str, item: dict, finished_at: datetime) -> dict:
         "week": monday(item["started_at"]),
         "submitted_at": item["last_activity_at"],
     }
+
+
+def trial_review_record(
+    *, subject: Conversation | Draft, identity: dict, outcome: dict, started_at: datetime
+) -> Review:
+    """Write a trial review (grading/criteria/trials.py): the whole identity, the outcome, the state `trial`. It
+    touches no other review and sends nothing anywhere (no webhook, no evaluation export); the rollups count
+    nothing of it, by their own rule for the state."""
+    field = _subject_field(subject)
+    with rollups_tracking() as tracked:
+        review = review_insert(
+            tracked,
+            org_id=subject.org_id,
+            kind=_SUBJECT_KINDS[type(subject)],
+            **{field: subject},
+            started_at=started_at,
+            finished_at=timezone.now(),
+            state=ReviewState.TRIAL,
+            **identity,
+            **outcome,
+        )
+    return review
 
 
 def review_state_refresh(*, subject: Conversation | Draft) -> None:
@@ -404,18 +230,8 @@ def _set_state(review: Review, state: ReviewState) -> None:
     """Change a review's stored state, booking what that changes in the rollups."""
     if review.state != state:
         with rollups_tracking([review.pk]):
-            _state_write(review.pk, state)
+            review_state_write(review.pk, state)
         review.state = state
-
-
-def _state_write(review_id: int, state: ReviewState, *, audit: bool = False) -> None:
-    """The stored state's one write, and the audit mark's with it (a mark is never taken back); the caller books
-    the rollups (`_set_state`, `review_audit_mark`, `decision_record`, or `review_record`'s own block)."""
-    with connection.cursor() as cursor:
-        cursor.execute(_STATE_WRITE, [state, audit, review_id])
-
-
-_STATE_WRITE = _sql("UPDATE {review} SET state = %s, audit = audit OR %s WHERE id = %s", review=_REVIEW)
 
 
 def review_audit_mark(*, review_ids: list[int]) -> list[int]:
@@ -438,7 +254,7 @@ def review_audit_mark(*, review_ids: list[int]) -> list[int]:
             with rollups_tracking([review.pk]):
                 decided = Decision.objects.filter(review=review).exists()
                 state = _stored_state(matches_item=True, for_people=True, decided=decided)
-                _state_write(review.pk, state, audit=True)
+                review_state_write(review.pk, state, audit=True)
             marked.append(review.pk)
     return marked
 
@@ -456,88 +272,6 @@ def review_reinstate(review: Review) -> Review:
 
 def _live_review(field: str, subject_id: int) -> Review | None:
     return Review.objects.select_for_update().filter(**{field: subject_id}, state__in=LIVE_STATES).first()
-
-
-def trial_review_record(
-    *, subject: Conversation | Draft, identity: dict, outcome: dict, started_at: datetime
-) -> Review:
-    """Write a trial review (grading/criteria/trials.py): the whole identity, the outcome, the state `trial`. It
-    touches no other review and sends nothing anywhere (no webhook, no evaluation export); the rollups count
-    nothing of it, by their own rule for the state."""
-    field = _subject_field(subject)
-    with rollups_tracking() as tracked:
-        review = _review_insert(
-            tracked,
-            org_id=subject.org_id,
-            kind=_SUBJECT_KINDS[type(subject)],
-            **{field: subject},
-            started_at=started_at,
-            finished_at=timezone.now(),
-            state=ReviewState.TRIAL,
-            **identity,
-            **outcome,
-        )
-    return review
-
-
-def _review_insert(tracked: Tracked, **values: Any) -> Review:
-    """`Review.objects.create(**values)` as one plain INSERT, booked for the rollups by `tracked` from the row it
-    returns, in the same statement. The values are prepared by the fields themselves, as save() prepares them;
-    nothing listens for a review's save."""
-    review = Review(**values)
-    params = [field.get_db_prep_save(field.pre_save(review, True), connection) for field in _INSERTED]
-    with connection.cursor() as cursor:
-        cursor.execute(_INSERT_REVIEW, params)
-        rows = cursor.fetchall()
-    tracked.inserted_book(rows)
-    review.pk = rows[0][0]  # Tracked.INSERTED_SELECT reads the review's id first
-    review._state.adding, review._state.db = False, connection.alias
-    return review
-
-
-_INSERTED = [field for field in Review._meta.concrete_fields if not field.primary_key]
-# What the new review contributes to the rollups is read from the row the INSERT returns: one round trip, not two.
-_INSERT_REVIEW = _sql(
-    "WITH inserted AS (INSERT INTO {review} ({columns}) VALUES ({values}) RETURNING *) {contributions}",
-    review=_REVIEW,
-    columns=_columns(_INSERTED),
-    values=sql.SQL(", ").join([sql.Placeholder()] * len(_INSERTED)),
-    contributions=sql.SQL(Tracked.INSERTED_SELECT),
-)
-
-
-# --- an item's ticket: the grading it is owed (grading/passes/inflight.py) --------------------------------------
-
-
-def tickets_write(*, kind: str, item_ids: Sequence[int], task_ids: Sequence[str], now: datetime) -> None:
-    """Give each item its ticket, the id of the task that owes it a grading, queued `now` (the planner's pass)."""
-    with connection.cursor() as cursor:
-        cursor.execute(_TICKETS_WRITE[kind], [now, list(item_ids), list(task_ids)])
-
-
-def ticket_return(*, kind: str, item_id: int, task_id: str) -> None:
-    """The task `task_id` is done with the item: it is no longer queued, unless a newer ticket was issued since.
-    (`review_record` does the same in its filing statement, for the task that wrote the review.)"""
-    with connection.cursor() as cursor:
-        cursor.execute(_TICKET_RETURN[kind], [item_id, task_id])
-
-
-_TICKETS_WRITE = {
-    kind: _sql(
-        "UPDATE {item} AS item SET queued_at = %s, grading_task_id = ticket.task_id"
-        " FROM unnest(%s::bigint[], %s::text[]) AS ticket(id, task_id) WHERE item.id = ticket.id",
-        item=model._meta.db_table,
-    )
-    for model, kind in _SUBJECT_KINDS.items()
-}
-_TICKET_RETURN = {
-    kind: _sql(
-        "UPDATE {item} SET {ticket_returned} WHERE id = %s AND grading_task_id = %s",
-        item=model._meta.db_table,
-        ticket_returned=_TICKET_RETURNED,
-    )
-    for model, kind in _SUBJECT_KINDS.items()
-}
 
 
 class NotWaiting(Exception):
@@ -589,7 +323,7 @@ def decision_record(
                     )
             except IntegrityError:  # the constraint is the last line: a concurrent decision got in first
                 raise NotWaiting(review_id) from None
-            _state_write(review_id, ReviewState.DECIDED)
+            review_state_write(review_id, ReviewState.DECIDED)
         evaluations_export_on_commit(review_id=review_id, decision_id=decision.pk)
     return decision
 

@@ -1,0 +1,285 @@
+"""The grading write path's plain SQL, all of it: the statements a grading sends for every item (the subject and its
+messages read, the identity check, the filing lock, the review's INSERT, a state change, the ticket handed back)
+and the planner's tickets. Nothing else in grading or reviewer sends these, or builds model instances from rows.
+
+Why plain SQL: composing these statements with the ORM, and its save(), cost several times their own CPU, most of a
+grading worker's database time; and `bulk_update`, one CASE branch per row, is quadratic in the number of tickets a
+pass writes while the workers wait for it to commit (the figures: bench/README.md). So each statement is composed
+once, with psycopg's `sql` from the models' metadata, and every value is a parameter; and rows become model
+instances here as the ORM would build them (`_instance`, `_as_python`, `review_insert`: from_db, from_db_value,
+get_db_prep_save). What a review's state should be is decided by the review store (grading/reviews/store.py),
+the only caller of `review_insert` and `review_state_write`.
+"""
+
+from collections.abc import Sequence
+from datetime import datetime
+from functools import cache
+from typing import Any, TypeVar
+
+from django.db import connection
+from django.db.models import Field, Model
+from psycopg import sql
+
+from grading import evidence
+from grading.figures.rollups import Tracked
+from grading.models import LIVE_STATES, Conversation, CriteriaVersion, Draft, Message, Org, Review, ReviewState, Route
+
+Subject = TypeVar("Subject", Conversation, Draft)
+_SUBJECTS = (Conversation, Draft)
+
+
+def _sql(template: str, **parts: str | sql.Composable) -> str:
+    """A statement composed once: `parts` fill the template's {names}, a string as a table or column name of the
+    models (`_name`), a Composable as itself. Values stay %s parameters."""
+    filled = {name: _name(part) if isinstance(part, str) else part for name, part in parts.items()}
+    return sql.SQL(template).format(**filled).as_string()
+
+
+def _name(name: str) -> sql.Composable:
+    """A table or column name from the models' metadata, written as the SQL around it is (unquoted): only a plain
+    lowercase name will do, so nothing needs quoting."""
+    if not (name.isascii() and name.isidentifier() and name.islower()):
+        raise ValueError(f"not a plain name: {name!r}")
+    return sql.SQL(name)
+
+
+def _columns(fields: Sequence[Field], alias: str = "") -> sql.Composable:
+    """The fields' columns, in order, comma-separated (each qualified by `alias` when given)."""
+    columns = [_name(field.column) for field in fields]
+    if alias:
+        columns = [_name(alias) + sql.SQL(".") + column for column in columns]
+    return sql.SQL(", ").join(columns)
+
+
+def _column(model: type[Model], name: str) -> str:
+    return model._meta.get_field(name).column
+
+
+def _subject_column(model: type[Subject]) -> str:
+    """The review's column naming its subject: conversation_id or draft_id."""
+    return _column(Review, model._meta.model_name)
+
+
+_REVIEW = Review._meta.db_table
+
+
+# --- what a grader reads ----------------------------------------------------------------------------------------
+
+
+def subject_to_grade(model: type[Subject], pk: int) -> Subject | None:
+    """The item a grader is about to grade, with its org, the pk of its org's active criteria version of its kind
+    (`active_criteria_id`) and whether a finished review (not an error, not a trial) read its evidence as stored
+    (`evidence_reviewed`), in one read; None when it is gone."""
+    with connection.cursor() as cursor:
+        cursor.execute(_SUBJECT_SQL[model], [model._meta.model_name, Route.ERROR, ReviewState.TRIAL, pk])
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    width = len(model._meta.concrete_fields)
+    subject = _instance(model, row[:width])
+    subject.org = _instance(Org, row[width:-2])
+    subject.active_criteria_id, subject.evidence_reviewed = row[-2:]
+    return subject
+
+
+def _subject_sql(model: type[Subject]) -> str:
+    return _sql(
+        """
+        SELECT {item_columns}, {org_columns},
+            (SELECT v.id FROM {criteria} v WHERE v.org_id = i.org_id AND v.kind = %s AND v.is_active LIMIT 1),
+            EXISTS (SELECT FROM {review} r WHERE r.{subject} = i.id
+                    AND r.fingerprint = i.fingerprint AND r.route <> %s AND r.state <> %s)
+        FROM {item} i JOIN {org} o ON o.id = i.org_id WHERE i.id = %s
+        """,
+        item_columns=_columns(model._meta.concrete_fields, "i"),
+        org_columns=_columns(Org._meta.concrete_fields, "o"),
+        criteria=CriteriaVersion._meta.db_table,
+        review=_REVIEW,
+        subject=_subject_column(model),
+        item=model._meta.db_table,
+        org=Org._meta.db_table,
+    )
+
+
+_SUBJECT_SQL = {model: _subject_sql(model) for model in _SUBJECTS}
+
+
+def review_id_with_identity(subject: Conversation | Draft, match: dict[str, Any]) -> int | None:
+    """The id of `subject`'s finished review, not an error and not a trial, whose fields in `match` (score identity
+    fields, a foreign key by its pk) hold those values; None when there is none (the identity constraint allows one).
+    """
+    with connection.cursor() as cursor:
+        cursor.execute(
+            _identity_sql(type(subject), tuple(match)), [subject.pk, *match.values(), Route.ERROR, ReviewState.TRIAL]
+        )
+        row = cursor.fetchone()
+    return None if row is None else row[0]
+
+
+@cache
+def _identity_sql(model: type[Subject], fields: tuple[str, ...]) -> str:
+    matched = sql.SQL(" AND ").join(sql.SQL("{} = %s").format(_name(_column(Review, name))) for name in fields)
+    return _sql(
+        "SELECT id FROM {review} WHERE {subject} = %s AND {matched} AND route <> %s AND state <> %s LIMIT 1",
+        review=_REVIEW,
+        subject=_subject_column(model),
+        matched=matched,
+    )
+
+
+def conversation_messages(conversation_id: int) -> list[evidence.EvidenceMessage]:
+    """Every message of the conversation as evidence (`Message.as_evidence`), read as values: a model instance per
+    message would be most of the cost of reading a conversation for grading."""
+    with connection.cursor() as cursor:
+        cursor.execute(_MESSAGES_SQL, [conversation_id])
+        rows = cursor.fetchall()
+    return [evidence.EvidenceMessage(*_as_python(_EVIDENCE_FIELDS, row)) for row in rows]
+
+
+_EVIDENCE_FIELDS = [Message._meta.get_field(name) for name in Message.EVIDENCE_FIELDS]
+_MESSAGES_SQL = _sql(
+    "SELECT {columns} FROM {message} WHERE {conversation} = %s",
+    columns=_columns(_EVIDENCE_FIELDS),
+    message=Message._meta.db_table,
+    conversation=_column(Message, "conversation"),
+)
+
+
+def _instance(model: type[Model], row: Sequence) -> Model:
+    """A model instance from a row of all its concrete columns, in order, as the ORM would build it."""
+    return model.from_db(connection.alias, None, _as_python(model._meta.concrete_fields, row))
+
+
+def _as_python(fields: Sequence[Field], row: Sequence) -> list:
+    """A row read by plain SQL, converted as the ORM converts those fields' columns (JSON decoded)."""
+    return [
+        field.from_db_value(value, None, connection) if value is not None and hasattr(field, "from_db_value") else value
+        for field, value in zip(fields, row, strict=True)
+    ]
+
+
+# --- a review's stored state ------------------------------------------------------------------------------------
+
+
+def filing_lock(subject: Conversation | Draft, criteria_id: int, ticket: str) -> tuple[dict, bool, bool, int | None]:
+    """Lock the subject's row, then its live review's; read what the review is filed by (`FILED_BY`), whether the
+    criteria version `criteria_id` is still active, and the live review's id; hand back the item's ticket if the
+    task `ticket` still holds it, and say whether it did. DoesNotExist when the subject is gone."""
+    model = type(subject)
+    with connection.cursor() as cursor:
+        cursor.execute(_FILING_SQL[model], [subject.pk, ticket, ticket, list(LIVE_STATES), criteria_id])
+        row = cursor.fetchone()
+    if row is None:
+        raise model.DoesNotExist(f"{model._meta.model_name} {subject.pk} is gone")
+    *filed_by, criteria_active, ticket_returned, live = row
+    return dict(zip(FILED_BY[model], filed_by, strict=True)), criteria_active, ticket_returned, live
+
+
+def _filing_sql(model: type[Subject]) -> str:
+    # One statement. The ticket's UPDATE runs only when the ticket is the task's, on the row `item` has locked.
+    # The item's row is locked before the live review's, as review_state_refresh locks them: `live` reads the
+    # item's id through a subquery, which runs (and locks) first. A constraint allows one live review.
+    filed_by = [model._meta.get_field(name) for name in FILED_BY[model]]
+    return _sql(
+        """
+        WITH item AS (SELECT id, grading_task_id, {filed_by} FROM {item} WHERE id = %s FOR UPDATE),
+        returned AS (
+            UPDATE {item} AS owed SET {ticket_returned} FROM item
+            WHERE owed.id = item.id AND item.grading_task_id = %s AND %s <> '' RETURNING owed.id
+        ),
+        live AS (
+            SELECT id FROM {review} WHERE {subject} = (SELECT id FROM item) AND state = ANY(%s) LIMIT 1 FOR UPDATE
+        )
+        SELECT {item_filed_by},
+            EXISTS (SELECT FROM {criteria} WHERE id = %s AND is_active),
+            EXISTS (SELECT FROM returned),
+            (SELECT id FROM live)
+        FROM item
+        """,
+        filed_by=_columns(filed_by),
+        item=model._meta.db_table,
+        ticket_returned=_TICKET_RETURNED,
+        review=_REVIEW,
+        subject=_subject_column(model),
+        item_filed_by=_columns(filed_by, "item"),
+        criteria=CriteriaVersion._meta.db_table,
+    )
+
+
+# The item's fields `filing_lock` reads: its fingerprint and what the store files the review by.
+FILED_BY = {
+    Draft: ("fingerprint", "updated_at"),
+    Conversation: ("fingerprint", "application", "started_at", "last_activity_at"),
+}
+# An item's ticket handed back: it is no longer owed a grading (grading/passes/inflight.py).
+_TICKET_RETURNED = sql.SQL("queued_at = NULL, grading_task_id = ''")
+_FILING_SQL = {model: _filing_sql(model) for model in _SUBJECTS}
+
+
+def review_insert(tracked: Tracked, **values: Any) -> Review:
+    """`Review.objects.create(**values)` as one plain INSERT, booked for the rollups by `tracked` from the row it
+    returns, in the same statement. The values are prepared by the fields themselves, as save() prepares them;
+    nothing listens for a review's save."""
+    review = Review(**values)
+    params = [field.get_db_prep_save(field.pre_save(review, True), connection) for field in _INSERTED]
+    with connection.cursor() as cursor:
+        cursor.execute(_INSERT_REVIEW, params)
+        rows = cursor.fetchall()
+    tracked.inserted_book(rows)
+    review.pk = rows[0][0]  # Tracked.INSERTED_SELECT reads the review's id first
+    review._state.adding, review._state.db = False, connection.alias
+    return review
+
+
+_INSERTED = [field for field in Review._meta.concrete_fields if not field.primary_key]
+_INSERT_REVIEW = _sql(
+    "WITH inserted AS (INSERT INTO {review} ({columns}) VALUES ({values}) RETURNING *) {contributions}",
+    review=_REVIEW,
+    columns=_columns(_INSERTED),
+    values=sql.SQL(", ").join([sql.Placeholder()] * len(_INSERTED)),
+    contributions=sql.SQL(Tracked.INSERTED_SELECT),
+)
+
+
+def review_state_write(review_id: int, state: ReviewState, *, audit: bool = False) -> None:
+    """The stored state's one write, and the audit mark's with it (a mark is never taken back). The caller books
+    the rollups."""
+    with connection.cursor() as cursor:
+        cursor.execute(_STATE_WRITE, [state, audit, review_id])
+
+
+_STATE_WRITE = _sql("UPDATE {review} SET state = %s, audit = audit OR %s WHERE id = %s", review=_REVIEW)
+
+
+# --- an item's ticket: the grading it is owed (grading/passes/inflight.py) --------------------------------------
+
+
+def tickets_write(*, kind: str, item_ids: Sequence[int], task_ids: Sequence[str], now: datetime) -> None:
+    """Give each item its ticket, the id of the task that owes it a grading, queued `now` (the planner's pass)."""
+    with connection.cursor() as cursor:
+        cursor.execute(_TICKETS_WRITE[kind], [now, list(item_ids), list(task_ids)])
+
+
+def ticket_return(*, kind: str, item_id: int, task_id: str) -> None:
+    """The task `task_id` is done with the item: it is no longer queued, unless a newer ticket was issued since.
+    (`filing_lock` does the same for the task that writes the review.)"""
+    with connection.cursor() as cursor:
+        cursor.execute(_TICKET_RETURN[kind], [item_id, task_id])
+
+
+_TICKETS_WRITE = {
+    model._meta.model_name: _sql(
+        "UPDATE {item} AS item SET queued_at = %s, grading_task_id = ticket.task_id"
+        " FROM unnest(%s::bigint[], %s::text[]) AS ticket(id, task_id) WHERE item.id = ticket.id",
+        item=model._meta.db_table,
+    )
+    for model in _SUBJECTS
+}
+_TICKET_RETURN = {
+    model._meta.model_name: _sql(
+        "UPDATE {item} SET {ticket_returned} WHERE id = %s AND grading_task_id = %s",
+        item=model._meta.db_table,
+        ticket_returned=_TICKET_RETURNED,
+    )
+    for model in _SUBJECTS
+}
