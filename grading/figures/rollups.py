@@ -267,7 +267,7 @@ class Tracked:
     review_ids: list[int]
     inserted: Counter = field(default_factory=Counter)
     # What a review the write creates contributes, read in the statement that creates it (one round trip, not two):
-    # the review store runs `WITH inserted AS (<its INSERT> RETURNING *)` and this, which reads the review's id first.
+    # grading/reviews/sql.py runs `WITH inserted AS (<its INSERT> RETURNING *)` and this, which reads the id first.
     INSERTED_SELECT = _INSERTED_CONTRIBUTIONS
 
     def inserted_book(self, rows: Iterable[Sequence]) -> None:
