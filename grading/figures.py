@@ -17,10 +17,12 @@ from django.db import connection
 from django.utils import timezone
 
 from grading.agreement import agreement_of
+from grading.figure_rules import OVER, PASS_FAIL, WAIT_BUCKETS
 from grading.health import evaluation_export_status
 from grading.models import COUNTING_STATES, CriteriaVersion, GradingRun, ItemKind, Org, ReviewState
 from grading.outcomes import CHECKS, SUB_SCORES, UNKNOWN_CHECK
-from grading.rollups import OVER, PASS_FAIL, WAIT_BUCKETS, Key, monday, rollup_last_rebuild, scope_counters
+from grading.rollups import Key, rollup_last_rebuild, scope_counters
+from grading.weeks import iso_week, monday, week_named
 
 DEFAULT_WEEKS = 8
 MAX_WEEKS = 104
@@ -41,15 +43,9 @@ class InvalidScope(Exception):
         self.message = message
 
 
-def iso_week(day: date) -> str:
-    year, week, _ = day.isocalendar()
-    return f"{year}-W{week:02d}"
-
-
 def parse_iso_week(text: str, field: str) -> date:
     try:
-        year, week = text.strip().upper().split("-W")
-        return date.fromisocalendar(int(year), int(week), 1)
+        return week_named(text)
     except ValueError:
         raise InvalidScope(field, f"{text!r} is not an ISO week like 2026-W41") from None
 

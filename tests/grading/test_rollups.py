@@ -7,10 +7,11 @@ from zoneinfo import ZoneInfo
 import pytest
 from django.db import connection, transaction
 
+from grading.figure_rules import wait_bucket
 from grading.models import Feedback, ItemKind, RollupRebuild
 from grading.planner import grading_pass
 from grading.reviews import conversation_grade
-from grading.rollups import live_counters, monday, rollups_rebuild, rollups_tracking, stored_counters, wait_bucket
+from grading.rollups import live_counters, monday, rollups_rebuild, rollups_tracking, stored_counters
 from grading.schemas import FeedbackIn
 from grading.services import conversation_append, feedback_record
 from grading.tasks import rebuild_all_rollups
