@@ -232,11 +232,11 @@ _CONVERSATION_ROUTE = "CASE WHEN g %% 10 < 6 THEN 'pass' WHEN g %% 10 < 8 THEN '
 
 _POPULATE_SQL = [
     """INSERT INTO grading_conversation (org_id, external_id, application, closed, started_at, last_activity_at,
-            fingerprint, active_path_ids, branch_count, message_count, updated_at)
+            fingerprint, active_path_ids, branch_count, message_count, updated_at, grading_task_id)
         SELECT %(org)s, 'c-' || g, 'app-' || (g %% 5), true,
             now() - (g %% (%(days)s * 24)) * interval '1 hour' - interval '1 hour',
             now() - (g %% (%(days)s * 24)) * interval '1 hour' - interval '50 minutes',
-            'fp1:c-' || g, '["m1", "m2"]'::jsonb, 1, 2, now()
+            'fp1:c-' || g, '["m1", "m2"]'::jsonb, 1, 2, now(), ''
         FROM generate_series(1, %(conversations)s) g""",
     f"""INSERT INTO grading_review ({_REVIEW_COLUMNS})
         SELECT %(org)s, 'conversation', c.id, NULL, c.fingerprint, %(cc)s, {_JUDGE}, 'bench', '',
@@ -256,10 +256,10 @@ _POPULATE_SQL = [
                             n.g %% 97 = 0 AND n.g %% 10 < 6 AS audit) x
         WHERE c.org_id = %(org)s""",
     """INSERT INTO grading_draft (org_id, external_id, title, slug, body, source_urls, run_id, callback_url,
-            fingerprint, created_at, updated_at)
+            fingerprint, created_at, updated_at, grading_task_id)
         SELECT %(org)s, 'd-' || g, 'Draft ' || g, 'draft-' || g, 'body', '[]'::jsonb, '', '', 'fp1:d-' || g,
             now() - (g %% (%(days)s * 24)) * interval '1 hour' - interval '2 hours',
-            now() - (g %% (%(days)s * 24)) * interval '1 hour' - interval '2 hours'
+            now() - (g %% (%(days)s * 24)) * interval '1 hour' - interval '2 hours', ''
         FROM generate_series(1, %(drafts)s) g""",
     # Draft g: 0-5 pass (every 7th repaired), 6-7 fail (a finding), 8 a person (every other one decided), 9 error.
     f"""INSERT INTO grading_review ({_REVIEW_COLUMNS})
