@@ -37,6 +37,7 @@ from grading.figures import dashboard_figures, iso_week, scope_for
 from grading.models import ItemKind
 from grading.rollups import live_counters, monday, rollups_rebuild
 from grading.services import api_key_create
+from grading.weeks import monday_sql
 from reviewer import urls as reviewer_urls
 from reviewer.access import EVERY_ROLE, role_required
 from reviewer.dashboards import export, reads
@@ -249,7 +250,7 @@ _POPULATE_SQL = [
             NULL, NULL, NULL, NULL, '{{}}'::jsonb, '[]'::jsonb, '[]'::jsonb, NULL, '{{}}'::jsonb,
             jsonb_build_object('prompt_tokens', 2000 + x.g %% 700, 'completion_tokens', 150, 'total_tokens', 2150),
             CASE WHEN x.g %% 10 = 9 THEN 'waiting' WHEN x.g %% 10 = 8 OR x.audit THEN 'decided' ELSE 'current' END,
-            x.audit, c.application, date_trunc('week', c.started_at AT TIME ZONE 'UTC')::date, c.last_activity_at
+            x.audit, c.application, {monday_sql("c.started_at")}, c.last_activity_at
         FROM grading_conversation c
         CROSS JOIN LATERAL (SELECT substr(c.external_id, 3)::int AS g) n
         CROSS JOIN LATERAL (SELECT n.g, {_CONVERSATION_ROUTE.replace("g %%", "n.g %%")} AS route,
@@ -278,7 +279,7 @@ _POPULATE_SQL = [
             '{{}}'::jsonb, '{{"prompt_tokens": 3000, "completion_tokens": 200, "total_tokens": 3200}}'::jsonb,
             CASE WHEN x.route = 'human' AND x.g %% 20 = 8 THEN 'decided' WHEN x.route = 'human' THEN 'waiting'
                  ELSE 'current' END,
-            false, '', date_trunc('week', (d.updated_at + interval '90 seconds') AT TIME ZONE 'UTC')::date, d.updated_at
+            false, '', {monday_sql("d.updated_at + interval '90 seconds'")}, d.updated_at
         FROM grading_draft d
         CROSS JOIN LATERAL (SELECT substr(d.external_id, 3)::int AS g) n
         CROSS JOIN LATERAL (SELECT n.g, CASE WHEN n.g %% 10 < 6 THEN 'pass' WHEN n.g %% 10 < 8 THEN 'fail'

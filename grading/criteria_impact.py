@@ -17,7 +17,6 @@ from django.utils import timezone
 
 from grading.checks import ChecksOverBudget, Finding, check_draft, checks_budget
 from grading.criteria import criteria_publish
-from grading.evidence import NotScorable
 from grading.gate import merge_verdict
 from grading.memory import MemoryContext, MemoryEntry, active_memory
 from grading.models import (
@@ -32,9 +31,14 @@ from grading.models import (
     ReviewState,
     Route,
 )
-from grading.planner import PassResult, conversations_needing_grading, drafts_needing_grading, grading_pass
+from grading.planner import (
+    PassResult,
+    conversations_needing_grading,
+    drafts_needing_grading,
+    grading_pass,
+    went_quiet,
+)
 from grading.rules import DraftRules
-from grading.selectors import quiet_period
 
 # --- the diff -------------------------------------------------------------------------------------------------------
 
@@ -426,10 +430,7 @@ def publish_plan(*, version: CriteriaVersion, now: datetime | None = None) -> Pu
     judged = Q(stages__gt=0) & ~Q(route=Route.NOT_SCORABLE)
     totals = {"reviews": Count("pk"), "calls": Sum("stages", filter=judged), "judged": Count("pk", filter=judged)}
     if kind == ItemKind.CONVERSATION:
-        went_quiet = Q(route=Route.NOT_SCORABLE, reason=NotScorable.IN_PROGRESS) & (
-            Q(conversation__closed=True) | Q(conversation__last_activity_at__lt=now - quiet_period())
-        )
-        totals["quiet"] = Count("pk", filter=went_quiet)
+        totals["quiet"] = Count("pk", filter=went_quiet(now))
         per_application = counting.values("conversation__application").annotate(**totals)
         rows = list(per_application.order_by("conversation__application"))
         groups = [

@@ -36,11 +36,13 @@ from grading.models import (
     ReviewState,
     Route,
 )
+from grading.models import for_people as is_for_people
 from grading.otlp.export import evaluations_export_on_commit
 from grading.outcomes import CHECKS, UNKNOWN_CHECK, VERDICTS
-from grading.rollups import Tracked, monday, rollups_tracking
+from grading.rollups import Tracked, rollups_tracking
 from grading.rules import DraftRules
 from grading.selectors import PathState, as_python, conversation_path
+from grading.weeks import monday
 
 logger = logging.getLogger(__name__)
 
@@ -304,14 +306,9 @@ def _published_rules(pk: int) -> DraftRules:
 # --- the stored state: every write that changes what a review is worth goes through here --------------------
 
 
-def _for_people(review: Review) -> bool:
-    """Routed to people by the machine, or picked by the audit sample whatever the machine decided."""
-    return review.route == Route.HUMAN or review.audit
-
-
 def _stored_state(*, matches_item: bool, for_people: bool, decided: bool) -> ReviewState:
     """The state of an item's latest review, as far as the item and the decisions go (ReviewState says what
-    is read when asked instead). `for_people`: see `_for_people`."""
+    is read when asked instead). `for_people`: see `grading.models.for_people`."""
     if not matches_item:
         return ReviewState.STALE
     if for_people:
@@ -352,7 +349,7 @@ def review_record(
                 else:
                     if live is not None:
                         _state_write(live, ReviewState.SUPERSEDED)
-                    for_people = outcome["route"] == Route.HUMAN
+                    for_people = is_for_people(route=outcome["route"], audit=False)  # marked for audit later, if ever
                     state = _stored_state(matches_item=matches, for_people=for_people, decided=False)
                 finished_at = timezone.now()
                 review = _review_insert(
@@ -464,7 +461,7 @@ def review_state_refresh(*, subject: Conversation | Draft) -> None:
         if live is not None:
             _set_state(live, ReviewState.SUPERSEDED)
         live = earlier
-    for_people = _for_people(live)
+    for_people = is_for_people(route=live.route, audit=live.audit)
     decided = for_people and Decision.objects.filter(review=live).exists()
     _set_state(live, _stored_state(matches_item=True, for_people=for_people, decided=decided))
 
