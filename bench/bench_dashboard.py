@@ -37,6 +37,7 @@ from grading.criteria.versions import criteria_active
 from grading.figures.dashboard import dashboard_figures, iso_week, scope_for
 from grading.figures.rollups import live_counters, monday, rollups_rebuild
 from grading.models import ItemKind
+from grading.weeks import monday_sql
 from reviewer import urls as reviewer_urls
 from reviewer.access import EVERY_ROLE, role_required
 from reviewer.dashboards import export, reads
@@ -232,11 +233,11 @@ _CONVERSATION_ROUTE = "CASE WHEN g %% 10 < 6 THEN 'pass' WHEN g %% 10 < 8 THEN '
 
 _POPULATE_SQL = [
     """INSERT INTO grading_conversation (org_id, external_id, application, closed, started_at, last_activity_at,
-            fingerprint, active_path_ids, branch_count, message_count, updated_at)
+            fingerprint, active_path_ids, branch_count, message_count, updated_at, grading_task_id)
         SELECT %(org)s, 'c-' || g, 'app-' || (g %% 5), true,
             now() - (g %% (%(days)s * 24)) * interval '1 hour' - interval '1 hour',
             now() - (g %% (%(days)s * 24)) * interval '1 hour' - interval '50 minutes',
-            'fp1:c-' || g, '["m1", "m2"]'::jsonb, 1, 2, now()
+            'fp1:c-' || g, '["m1", "m2"]'::jsonb, 1, 2, now(), ''
         FROM generate_series(1, %(conversations)s) g""",
     f"""INSERT INTO grading_review ({_REVIEW_COLUMNS})
         SELECT %(org)s, 'conversation', c.id, NULL, c.fingerprint, %(cc)s, {_JUDGE}, 'bench', '',
@@ -249,17 +250,17 @@ _POPULATE_SQL = [
             NULL, NULL, NULL, NULL, '{{}}'::jsonb, '[]'::jsonb, '[]'::jsonb, NULL, '{{}}'::jsonb,
             jsonb_build_object('prompt_tokens', 2000 + x.g %% 700, 'completion_tokens', 150, 'total_tokens', 2150),
             CASE WHEN x.g %% 10 = 9 THEN 'waiting' WHEN x.g %% 10 = 8 OR x.audit THEN 'decided' ELSE 'current' END,
-            x.audit, c.application, date_trunc('week', c.started_at AT TIME ZONE 'UTC')::date, c.last_activity_at
+            x.audit, c.application, {monday_sql("c.started_at")}, c.last_activity_at
         FROM grading_conversation c
         CROSS JOIN LATERAL (SELECT substr(c.external_id, 3)::int AS g) n
         CROSS JOIN LATERAL (SELECT n.g, {_CONVERSATION_ROUTE.replace("g %%", "n.g %%")} AS route,
                             n.g %% 97 = 0 AND n.g %% 10 < 6 AS audit) x
         WHERE c.org_id = %(org)s""",
     """INSERT INTO grading_draft (org_id, external_id, title, slug, body, source_urls, run_id, callback_url,
-            fingerprint, created_at, updated_at)
+            fingerprint, created_at, updated_at, grading_task_id)
         SELECT %(org)s, 'd-' || g, 'Draft ' || g, 'draft-' || g, 'body', '[]'::jsonb, '', '', 'fp1:d-' || g,
             now() - (g %% (%(days)s * 24)) * interval '1 hour' - interval '2 hours',
-            now() - (g %% (%(days)s * 24)) * interval '1 hour' - interval '2 hours'
+            now() - (g %% (%(days)s * 24)) * interval '1 hour' - interval '2 hours', ''
         FROM generate_series(1, %(drafts)s) g""",
     # Draft g: 0-5 pass (every 7th repaired), 6-7 fail (a finding), 8 a person (every other one decided), 9 error.
     f"""INSERT INTO grading_review ({_REVIEW_COLUMNS})
@@ -278,7 +279,7 @@ _POPULATE_SQL = [
             '{{}}'::jsonb, '{{"prompt_tokens": 3000, "completion_tokens": 200, "total_tokens": 3200}}'::jsonb,
             CASE WHEN x.route = 'human' AND x.g %% 20 = 8 THEN 'decided' WHEN x.route = 'human' THEN 'waiting'
                  ELSE 'current' END,
-            false, '', date_trunc('week', (d.updated_at + interval '90 seconds') AT TIME ZONE 'UTC')::date, d.updated_at
+            false, '', {monday_sql("d.updated_at + interval '90 seconds'")}, d.updated_at
         FROM grading_draft d
         CROSS JOIN LATERAL (SELECT substr(d.external_id, 3)::int AS g) n
         CROSS JOIN LATERAL (SELECT n.g, CASE WHEN n.g %% 10 < 6 THEN 'pass' WHEN n.g %% 10 < 8 THEN 'fail'

@@ -359,6 +359,24 @@ _CRITERIA_ACTIVE = models.Q(criteria_version__is_active=True)
 _CRITERIA_CHANGED = models.Q(state__in=COUNTING_STATES) & ~_CRITERIA_ACTIVE
 
 
+def state_now(stored: str, *, criteria_active: bool) -> str:
+    """The state a review reads as now, from its stored state and whether its criteria version is still the active
+    one: the rule `with_state` writes as SQL, for readers holding the two facts already (the rollups' state
+    counters are kept per criteria version)."""
+    if stored in COUNTING_STATES and not criteria_active:
+        return ReviewState.STALE
+    return stored
+
+
+def for_people(*, route: str, audit: bool) -> bool:
+    """Whether a person may be asked about a review: routed to people by the machine, or picked by the audit
+    sample whatever the machine decided. `FOR_PEOPLE` is the same as a query."""
+    return route == Route.HUMAN or audit
+
+
+FOR_PEOPLE = models.Q(route=Route.HUMAN) | models.Q(audit=True)
+
+
 def _in_state(state: ReviewState) -> models.Q:
     if state in COUNTING_STATES:
         return models.Q(state=state) & _CRITERIA_ACTIVE

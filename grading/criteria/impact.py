@@ -15,14 +15,12 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db.models import Count, Q, Sum
 from django.utils import timezone
 
-from grading.conversations.reads import quiet_period
 from grading.criteria.versions import criteria_publish
 from grading.drafts.budget import ChecksOverBudget, checks_budget
 from grading.drafts.checks import Finding, check_draft
 from grading.drafts.gate import merge_verdict
 from grading.drafts.memory import MemoryContext, MemoryEntry, active_memory
 from grading.drafts.rules import DraftRules
-from grading.evidence import NotScorable
 from grading.models import (
     Conversation,
     CriteriaVersion,
@@ -35,7 +33,13 @@ from grading.models import (
     ReviewState,
     Route,
 )
-from grading.passes.planner import PassResult, conversations_needing_grading, drafts_needing_grading, grading_pass
+from grading.passes.planner import (
+    PassResult,
+    conversations_needing_grading,
+    drafts_needing_grading,
+    grading_pass,
+    went_quiet,
+)
 
 # --- the diff -------------------------------------------------------------------------------------------------------
 
@@ -427,10 +431,7 @@ def publish_plan(*, version: CriteriaVersion, now: datetime | None = None) -> Pu
     judged = Q(stages__gt=0) & ~Q(route=Route.NOT_SCORABLE)
     totals = {"reviews": Count("pk"), "calls": Sum("stages", filter=judged), "judged": Count("pk", filter=judged)}
     if kind == ItemKind.CONVERSATION:
-        went_quiet = Q(route=Route.NOT_SCORABLE, reason=NotScorable.IN_PROGRESS) & (
-            Q(conversation__closed=True) | Q(conversation__last_activity_at__lt=now - quiet_period())
-        )
-        totals["quiet"] = Count("pk", filter=went_quiet)
+        totals["quiet"] = Count("pk", filter=went_quiet(now))
         per_application = counting.values("conversation__application").annotate(**totals)
         rows = list(per_application.order_by("conversation__application"))
         groups = [

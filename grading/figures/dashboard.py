@@ -13,14 +13,15 @@ from datetime import date, datetime, timedelta
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.db import connection
 from django.utils import timezone
 
 from grading.figures.agreement import agreement_of
-from grading.figures.rollups import OVER, PASS_FAIL, WAIT_BUCKETS, Key, monday, rollup_last_rebuild, scope_counters
+from grading.figures.definitions import OVER, PASS_FAIL, WAIT_BUCKETS
+from grading.figures.rollups import Key, rollup_last_rebuild, scope_counters
 from grading.hooks.evaluations import evaluation_export_status
-from grading.models import COUNTING_STATES, CriteriaVersion, GradingRun, ItemKind, Org, ReviewState
+from grading.models import CriteriaVersion, GradingRun, ItemKind, Org, Review, ReviewState, state_now
 from grading.outcomes import CHECKS, SUB_SCORES, UNKNOWN_CHECK
+from grading.weeks import iso_week, monday, week_named
 
 DEFAULT_WEEKS = 8
 MAX_WEEKS = 104
@@ -41,15 +42,9 @@ class InvalidScope(Exception):
         self.message = message
 
 
-def iso_week(day: date) -> str:
-    year, week, _ = day.isocalendar()
-    return f"{year}-W{week:02d}"
-
-
 def parse_iso_week(text: str, field: str) -> date:
     try:
-        year, week = text.strip().upper().split("-W")
-        return date.fromisocalendar(int(year), int(week), 1)
+        return week_named(text)
     except ValueError:
         raise InvalidScope(field, f"{text!r} is not an ISO week like 2026-W41") from None
 
@@ -106,6 +101,11 @@ class Counters:
     states: dict[tuple[str, int, str], int]  # (kind, criteria id, state) -> count, over every week
     last_write: datetime | None  # the newest change among the counters read (None: not read from the rollup)
     _by: dict = field(default_factory=dict)
+
+    def state_now(self, kind: str, criteria_id: int, stored: str) -> str:
+        """What reviews counted under (kind, criteria, stored state) read as now (ReviewState)."""
+        active = self.active.get(kind)
+        return state_now(stored, criteria_active=active is not None and criteria_id == active.pk)
 
     def pick(self, kind: str, metric: str, *, active_only: bool = True) -> list[tuple[Key, int]]:
         """Counters of one metric within the scope: the active version's (or any version's), this application's."""
@@ -262,8 +262,7 @@ def staleness_figures(c: Counters) -> dict:
     """Whole-org figures (not limited to the weeks): stale per kind, as ReviewState defines it; the last pass."""
     stale = {kind: 0 for kind in ItemKind.values}
     for (kind, criteria, state), n in c.states.items():
-        active = c.active.get(kind)
-        if state == ReviewState.STALE or (state in COUNTING_STATES and (active is None or criteria != active.pk)):
+        if c.state_now(kind, criteria, state) == ReviewState.STALE:
             stale[kind] += n
     rebuild = rollup_last_rebuild(c.scope.org)
     last_pass = GradingRun.objects.order_by("-started_at").first()
@@ -352,9 +351,10 @@ def agreement_figures(c: Counters) -> dict:
 
 def queue_figures(c: Counters) -> dict:
     depth = {kind: 0 for kind in ItemKind.values}
-    for kind, version in c.active.items():
-        depth[kind] = c.states.get((kind, version.pk, ReviewState.WAITING), 0)
-    oldest = _oldest_waiting([version.pk for version in c.active.values()])
+    for (kind, criteria, state), n in c.states.items():
+        if c.state_now(kind, criteria, state) == ReviewState.WAITING:
+            depth[kind] += n
+    oldest = _oldest_waiting(list(c.active.values()))
     per_operator: dict[tuple[date, str], int] = Counter()
     histograms = {week: Counter() for week in c.scope.weeks}
     waited = Counter()
@@ -394,18 +394,15 @@ def queue_figures(c: Counters) -> dict:
     }
 
 
-# The head of each active version's range of the queue index (`review_queue`), in one statement.
-_OLDEST_WAITING = """
-    SELECT min(head) FROM unnest(%s::int[]) AS version(id), LATERAL (
-        SELECT finished_at AS head FROM grading_review r WHERE r.criteria_version_id = version.id AND r.state = %s
-        ORDER BY r.finished_at, r.id LIMIT 1) first
-"""
-
-
-def _oldest_waiting(version_ids: list[int]) -> datetime | None:
-    with connection.cursor() as cursor:
-        cursor.execute(_OLDEST_WAITING, [version_ids, ReviewState.WAITING.value])
-        return cursor.fetchone()[0]
+def _oldest_waiting(versions: list[CriteriaVersion]) -> datetime | None:
+    """The head of each active version's range of the queue index (`waiting_under`), in one statement."""
+    heads = [
+        Review.objects.waiting_under(version).order_by("finished_at", "pk").values_list("finished_at", flat=True)[:1]
+        for version in versions
+    ]
+    if not heads:
+        return None
+    return min(heads[0].union(*heads[1:], all=True), default=None)
 
 
 _BUILDERS = {

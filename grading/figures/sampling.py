@@ -11,6 +11,7 @@ from django.utils import timezone
 from grading.audit import audit_record
 from grading.models import ItemKind, Org, Review, Route
 from grading.reviews.store import review_audit_mark
+from grading.weeks import monday, week_start
 
 
 @dataclass(frozen=True)
@@ -23,16 +24,13 @@ class SampleCell:
 
 
 def _sample_since(now: datetime, weeks: int) -> datetime:
-    this_monday = (now - timedelta(days=now.isocalendar().weekday - 1)).replace(
-        hour=0, minute=0, second=0, microsecond=0
-    )
-    return this_monday - timedelta(weeks=weeks - 1)
+    return week_start(monday(now)) - timedelta(weeks=weeks - 1)
 
 
 def _smallest_hashes(rows, *, per_week: int, salt: str) -> list[SampleCell]:
     cells: dict[tuple[str, int, int], list[tuple[str, str, int]]] = {}
     for application, at, external_id, review_id in rows:
-        year, week, _ = at.isocalendar()
+        year, week, _ = monday(at).isocalendar()
         rank = hashlib.sha256((salt + external_id).encode()).hexdigest()
         cells.setdefault((application, year, week), []).append((rank, external_id, review_id))
     sample = []

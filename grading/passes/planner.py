@@ -30,16 +30,17 @@ def _settled_by(subject: str) -> QuerySet[Review]:
     return Review.objects.counting().filter(**{subject: OuterRef("pk")}).exclude(route=Route.ERROR)
 
 
-def conversations_needing_grading(now: datetime) -> QuerySet[Conversation]:
-    """Conversations with no current review of their present identity.
+def went_quiet(now: datetime) -> Q:
+    """Reviews that found their conversation in progress, which has since closed or gone quiet: its scorability
+    changed without its evidence changing, so it is graded again."""
+    quiet = Q(conversation__closed=True) | Q(conversation__last_activity_at__lt=now - quiet_period())
+    return Q(route=Route.NOT_SCORABLE, reason=NotScorable.IN_PROGRESS) & quiet
 
-    An "in progress" verdict stops settling a conversation once it has closed or gone quiet: its
-    scorability changed without its evidence changing.
-    """
-    went_quiet = Q(conversation__closed=True) | Q(conversation__last_activity_at__lt=now - quiet_period())
-    settled = _settled_by("conversation").exclude(
-        Q(route=Route.NOT_SCORABLE, reason=NotScorable.IN_PROGRESS) & went_quiet
-    )
+
+def conversations_needing_grading(now: datetime) -> QuerySet[Conversation]:
+    """Conversations with no current review of their present identity (an "in progress" verdict that
+    `went_quiet` settles nothing)."""
+    settled = _settled_by("conversation").exclude(went_quiet(now))
     return Conversation.objects.filter(~Exists(settled))
 
 

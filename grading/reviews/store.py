@@ -14,7 +14,7 @@ from django.utils import timezone
 
 from grading.criteria.versions import criteria_active
 from grading.drafts.rules import DraftRules
-from grading.figures.rollups import monday, rollups_tracking
+from grading.figures.rollups import rollups_tracking
 from grading.hooks.evaluations import evaluations_export_on_commit
 from grading.models import (
     COUNTING_STATES,
@@ -28,8 +28,10 @@ from grading.models import (
     ReviewState,
     Route,
 )
+from grading.models import for_people as is_for_people
 from grading.outcomes import CHECKS, VERDICTS
 from grading.reviews.sql import filing_lock, review_id_with_identity, review_insert, review_state_write
+from grading.weeks import monday
 
 # The score identity fields that tell two reviews of one subject apart (the judge is compared by its key).
 _IDENTITY_KEYS = ("fingerprint", "criteria_version", "judge_key", "memory_snapshot")
@@ -92,14 +94,9 @@ def _published_rules(pk: int) -> DraftRules:
 # --- the stored state: every write that changes what a review is worth goes through here --------------------
 
 
-def _for_people(review: Review) -> bool:
-    """Routed to people by the machine, or picked by the audit sample whatever the machine decided."""
-    return review.route == Route.HUMAN or review.audit
-
-
 def _stored_state(*, matches_item: bool, for_people: bool, decided: bool) -> ReviewState:
     """The state of an item's latest review, as far as the item and the decisions go (ReviewState says what
-    is read when asked instead). `for_people`: see `_for_people`."""
+    is read when asked instead). `for_people`: see `grading.models.for_people`."""
     if not matches_item:
         return ReviewState.STALE
     if for_people:
@@ -138,7 +135,7 @@ def review_record(
                 else:
                     if live is not None:
                         review_state_write(live, ReviewState.SUPERSEDED)
-                    for_people = outcome["route"] == Route.HUMAN
+                    for_people = is_for_people(route=outcome["route"], audit=False)  # marked for audit later, if ever
                     state = _stored_state(matches_item=matches, for_people=for_people, decided=False)
                 finished_at = timezone.now()
                 review = review_insert(
@@ -221,7 +218,7 @@ def review_state_refresh(*, subject: Conversation | Draft) -> None:
         if live is not None:
             _set_state(live, ReviewState.SUPERSEDED)
         live = earlier
-    for_people = _for_people(live)
+    for_people = is_for_people(route=live.route, audit=live.audit)
     decided = for_people and Decision.objects.filter(review=live).exists()
     _set_state(live, _stored_state(matches_item=True, for_people=for_people, decided=decided))
 

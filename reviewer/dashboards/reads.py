@@ -1,22 +1,24 @@
 """Reads behind the dashboard's numbers: which org a stakeholder may look at, and the reviews behind one number
 (a filtered, paged list, and the export). The figures themselves are grading's (grading/figures/dashboard.py).
 
-Every filter here mirrors what a counter counts (grading/figures/rollups.py), so a number's link lists exactly the
-reviews it counted; the tests hold them to that.
+What a number counted is grading's to say (grading/figures/definitions.py: `counted_in`, `machine_said`, from the one
+table the counters are kept by), so a number's link lists exactly the reviews it counted; here the link's
+parameters only pick the counter and its cell.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
-from datetime import UTC, datetime, time, timedelta
+from datetime import timedelta
 
-from django.db.models import Exists, OuterRef, Q, QuerySet
+from django.db.models import Q, QuerySet
 from django.http import QueryDict
 
 from grading.figures.dashboard import VERDICT_CLASSES, Scope, scope_for
-from grading.figures.rollups import PASS_FAIL
-from grading.models import CriteriaVersion, Decision, ItemKind, Label, Org, Review, ReviewState, Route
+from grading.figures.definitions import PASS_FAIL, counted_in, machine_said
+from grading.models import CriteriaVersion, Decision, ItemKind, Org, Review, ReviewState, Route
 from grading.outcomes import CHECKS
+from grading.weeks import week_start
 from reviewer.access import EVERY_ROLE, orgs_for
 
 PAGE_SIZE = 50
@@ -123,36 +125,8 @@ def scope_from(org: Org, params: QueryDict) -> Scope:
 
 def _week_range(field: str, scope: Scope) -> Q:
     """A timestamp within the scope's ISO weeks (UTC, as the counters file them)."""
-    start = datetime.combine(scope.since, time.min, tzinfo=UTC)
+    start = week_start(scope.since)
     return Q(**{f"{field}__gte": start, f"{field}__lt": start + timedelta(weeks=len(scope.weeks))})
-
-
-def _verdict_q(path: str, verdict: str) -> Q:
-    """`path` (a JSON path) holds `verdict`, as the rollups read it: anything but pass or fail reads unknown."""
-    if verdict == "unknown":
-        return ~Q(**{f"{path}__in": ["pass", "fail"]}) | Q(**{f"{path}__isnull": True})
-    return Q(**{path: verdict})
-
-
-def _machine_q(kind: str, check: str, machine: str) -> Q:
-    scored = Q(route__in=[Route.PASS, Route.FAIL, Route.HUMAN])
-    if check != PASS_FAIL:
-        return scored & _verdict_q(f"checks__{check}__verdict", machine)
-    if machine in ("pass", "fail"):
-        lean = (
-            Q(route=Route.HUMAN, judge_passed=True)
-            if machine == "pass"
-            else Q(route=Route.HUMAN) & ~Q(judge_passed=True)
-        )
-        return Q(route=machine) | (lean if kind == ItemKind.DRAFT else Q(pk__in=[]))
-    return Q(route=Route.HUMAN) if kind == ItemKind.CONVERSATION else Q(pk__in=[])
-
-
-def _human_q(kind: str, check: str, human: str) -> Q:
-    if kind == ItemKind.DRAFT:
-        approved = Q(decision__outcome=Decision.Outcome.APPROVE)
-        return approved if human == "pass" else ~approved & Q(decision__isnull=False)
-    return _verdict_q(f"decision__checks__{check}", human)
 
 
 def reviews_behind(org: Org, scope: Scope, f: ReviewFilter) -> QuerySet[Review]:
@@ -169,7 +143,7 @@ def reviews_behind(org: Org, scope: Scope, f: ReviewFilter) -> QuerySet[Review]:
     elif f.operator is not None or f.decided:
         reviews = reviews.filter(_week_range("decision__decided_at", scope))
         if f.operator is not None:
-            reviews = reviews.filter(decision__decided_by_id=f.operator or None)
+            reviews = reviews.filter(counted_in("decided_by", str(f.operator)))
     else:
         active = CriteriaVersion.objects.filter(org=org, kind=f.kind, is_active=True).first()
         reviews = reviews.counting().filter(criteria_version=active, week__gte=scope.since, week__lte=scope.until)
@@ -180,36 +154,16 @@ def reviews_behind(org: Org, scope: Scope, f: ReviewFilter) -> QuerySet[Review]:
             reviews.filter(reason__startswith=f.reason) if len(f.reason) == 64 else reviews.filter(reason=f.reason)
         )
     if f.check and f.verdict:
-        reviews = reviews.filter(_machine_q(f.kind, f.check, f.verdict))
+        reviews = reviews.filter(machine_said(f.check, f.verdict))
     if f.finding:
-        reviews = reviews.filter(findings__contains=[{"code": f.finding}])
+        reviews = reviews.filter(counted_in("finding", f.finding))
     if f.repaired:
-        reviews = reviews.filter(route=Route.PASS, repairs__applied__0__isnull=False)
+        reviews = reviews.filter(counted_in("repaired_pass"))
     if f.decision:
         reviews = reviews.filter(decision__outcome=f.decision)
     if f.sample:
-        reviews = _in_sample(reviews, f)
-    return reviews
-
-
-def _in_sample(reviews: QuerySet[Review], f: ReviewFilter) -> QuerySet[Review]:
-    check = f.check or (PASS_FAIL if f.kind == ItemKind.DRAFT else "")
-    if f.machine and check:
-        reviews = reviews.filter(_machine_q(f.kind, check, f.machine))
-    if f.sample == "label":
-        labels = Label.objects.filter(
-            Q(conversation_id=OuterRef("conversation_id")) | Q(draft_id=OuterRef("draft_id")),
-            fingerprint=OuterRef("fingerprint"),
-        )
-        if check:
-            labels = labels.filter(check_name=check)
-        if f.human:
-            labels = labels.filter(verdict=f.human)
-        return reviews.filter(Exists(labels), route__in=[Route.PASS, Route.FAIL, Route.HUMAN])
-    reviews = reviews.filter(decision__isnull=False)
-    reviews = reviews.filter(audit=True) if f.sample == "audit" else reviews.filter(audit=False, route=Route.HUMAN)
-    if f.human and check:
-        reviews = reviews.filter(_human_q(f.kind, check, f.human))
+        check = f.check or (PASS_FAIL if f.kind == ItemKind.DRAFT else None)
+        reviews = reviews.filter(counted_in(f"agree_{f.sample}", check, pair=(f.machine or None, f.human or None)))
     return reviews
 
 

@@ -15,7 +15,7 @@ from django.db import connection, transaction
 from django.db.models import Exists, OuterRef, Q, QuerySet
 from django.utils import timezone
 
-from grading.models import Conversation, CriteriaVersion, Decision, ItemKind, Review, ReviewState, Route
+from grading.models import FOR_PEOPLE, Conversation, CriteriaVersion, Decision, ItemKind, Review, ReviewState
 from grading.outcomes import HUMAN_REASONS
 from reviewer.access import orgs_for
 from reviewer.models import Claim, Role
@@ -26,10 +26,6 @@ COUNT_CAP = 100  # counts above this read "100+": exact where it matters, a boun
 # Drafts come first: a pipeline is blocked on each one, while a conversation review is after the fact.
 PRIORITIES = {ItemKind.DRAFT: 0, ItemKind.CONVERSATION: 1}
 Key = tuple[int, datetime, int]  # (priority, finished_at, review id): the queue order
-
-
-# Reviews a person may be asked about: routed to humans by the machine, or sent by the audit sample.
-FOR_PEOPLE = Q(route=Route.HUMAN) | Q(audit=True)
 
 
 def operator_org_ids(user) -> list[int]:

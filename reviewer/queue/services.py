@@ -21,11 +21,11 @@ from django.utils import timezone
 from grading.audit import audit_record
 from grading.drafts.memory import decision_learning_keep
 from grading.hooks.webhooks import HUMAN_DECISION, notify_pipeline
-from grading.models import Decision, ItemKind, Review
+from grading.models import FOR_PEOPLE, Decision, ItemKind, Review
 from grading.reviews.store import InvalidDecision, NotWaiting, decision_record
 from reviewer.models import Claim
 from reviewer.queue.display import stale_reason
-from reviewer.queue.reads import FOR_PEOPLE, NO_FILTERS, QueueFilters, queue_first_free, queue_versions
+from reviewer.queue.reads import NO_FILTERS, QueueFilters, queue_first_free, queue_versions
 
 logger = logging.getLogger(__name__)
 

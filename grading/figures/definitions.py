@@ -1,0 +1,687 @@
+"""What each dashboard figure counts, defined once: the table `FIGURES` (DESIGN 8).
+
+A figure is a counter (its metric and two keys) and the rule by which a review adds to it: a condition over the
+review's fields (and its decision, its labels, its findings), the keys and the amount, and the week it is filed
+under. The rules are written with the few expressions below, each of which knows two forms of itself: Python over
+a review read as a dict, and SQL over the same columns. From the table come, by construction:
+
+- `contributions`: what one review adds (the rollups' upkeep in every write, grading/figures/rollups.py);
+- `live_counters_sql`: every counter of some orgs in one GROUP BY (the hourly rebuild, the check of the upkeep);
+- `counted_in` and `machine_said`: the reviews behind one number (the dashboard's lists, reviewer/dashboards).
+
+So what a figure counts changes here, in one place. The two forms of each expression are held equal by
+tests/grading/figures/test_definitions.py on generated reviews; a form that drifts fails it, naming the counter.
+
+Plain SQL is assembled here from this module's constants (names of ours, never a value from outside); every
+value from outside is a parameter.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from decimal import ROUND_HALF_UP, Decimal
+from typing import Any
+
+from django.db.models import BooleanField, Expression, F, Q
+
+from grading.models import COUNTING_STATES, LIVE_STATES, Decision, ItemKind, Label, ReviewState, Route
+from grading.outcomes import CHECKS, SUB_SCORES, VERDICTS
+from grading.weeks import monday, monday_sql
+
+PASS_FAIL = Label.PASS_FAIL
+# Upper bounds (seconds) of the waiting-time histograms: a median is read off them to within one bucket.
+WAIT_BUCKETS = (60, 300, 900, 1800, 3600, 7200, 14400, 28800, 86400, 172800, 604800)
+OVER = "more"  # the bucket past the last bound
+KEY_LENGTH = 64  # a counter's keys are at most this long (Rollup.key1, key2): longer ones are cut
+Row = dict[str, Any]  # a review as the figures read it (see `review_row`), with its decision's, label's, ... fields
+
+
+def wait_bucket(seconds: int) -> str:
+    for bound in WAIT_BUCKETS:
+        if seconds <= bound:
+            return str(bound)
+    return OVER
+
+
+# --- the expressions: each in Python and in SQL ---------------------------------------------------------------
+
+
+class Expr:
+    """A value or a condition over a row, in Python (`py`) and in SQL (`sql`, over the row's columns)."""
+
+    def py(self, row: Row) -> Any:
+        raise NotImplementedError
+
+    def sql(self) -> str:
+        raise NotImplementedError
+
+
+def sql_literal(value: object) -> str:
+    """A constant of ours as SQL: only names and numbers, so it can never close the quote it is written in."""
+    if isinstance(value, bool):
+        return "TRUE" if value else "FALSE"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, str) and all(ch.isalnum() or ch == "_" for ch in value):
+        return f"'{str.__str__(value)}'"
+    raise ValueError(f"not a constant of ours: {value!r}")
+
+
+@dataclass(frozen=True, eq=False)
+class Col(Expr):
+    """A field of the row: `key` in Python, `column` in SQL."""
+
+    key: str
+    column: str
+
+    def py(self, row: Row) -> Any:
+        return row[self.key]
+
+    def sql(self) -> str:
+        return self.column
+
+
+def col(name: str) -> Col:
+    return Col(name, f"r.{name}")
+
+
+@dataclass(frozen=True, eq=False)
+class Lit(Expr):
+    value: str | int | bool
+
+    def py(self, row: Row) -> Any:
+        return self.value
+
+    def sql(self) -> str:
+        return sql_literal(self.value)
+
+
+@dataclass(frozen=True, eq=False)
+class Eq(Expr):
+    left: Expr
+    right: Expr
+
+    def py(self, row: Row) -> bool:
+        return self.left.py(row) == self.right.py(row)
+
+    def sql(self) -> str:
+        return f"{self.left.sql()} = {self.right.sql()}"
+
+
+@dataclass(frozen=True, eq=False)
+class In(Expr):
+    value: Expr
+    among: tuple[str, ...]
+
+    def py(self, row: Row) -> bool:
+        return self.value.py(row) in self.among
+
+    def sql(self) -> str:
+        return f"{self.value.sql()} IN ({', '.join(map(sql_literal, self.among))})"
+
+
+@dataclass(frozen=True, eq=False)
+class And(Expr):
+    parts: tuple[Expr, ...]
+
+    def py(self, row: Row) -> bool:
+        return all(part.py(row) for part in self.parts)
+
+    def sql(self) -> str:
+        return "(" + " AND ".join(part.sql() for part in self.parts) + ")"
+
+
+def both(*parts: Expr) -> And:
+    """The conjunction, flattened (so a figure's condition reads as one list of tests in both forms)."""
+    flat: list[Expr] = []
+    for part in parts:
+        flat += part.parts if isinstance(part, And) else [part]
+    return And(tuple(flat))
+
+
+@dataclass(frozen=True, eq=False)
+class Not(Expr):
+    part: Expr  # never NULL in SQL: NOT NULL would not read as True
+
+    def py(self, row: Row) -> bool:
+        return not self.part.py(row)
+
+    def sql(self) -> str:
+        return f"NOT {self.part.sql()}"
+
+
+@dataclass(frozen=True, eq=False)
+class Case(Expr):
+    when: Expr  # a condition; NULL in SQL reads as false, as None does in Python
+    then: Expr
+    otherwise: Expr
+
+    def py(self, row: Row) -> Any:
+        return self.then.py(row) if self.when.py(row) else self.otherwise.py(row)
+
+    def sql(self) -> str:
+        return f"CASE WHEN {self.when.sql()} THEN {self.then.sql()} ELSE {self.otherwise.sql()} END"
+
+
+@dataclass(frozen=True, eq=False)
+class Pair(Expr):
+    """`left>right`: one cell of a confusion table (the machine's verdict, then the person's)."""
+
+    left: Expr
+    right: Expr
+
+    def py(self, row: Row) -> str:
+        return f"{self.left.py(row)}>{self.right.py(row)}"
+
+    def sql(self) -> str:
+        return f"({self.left.sql()} || '>' || {self.right.sql()})"
+
+
+@dataclass(frozen=True, eq=False)
+class Text(Expr):
+    value: Expr
+
+    def py(self, row: Row) -> str:
+        return str(self.value.py(row))
+
+    def sql(self) -> str:
+        return f"({self.value.sql()})::text"
+
+
+def _verdict_sql(text: str) -> str:
+    return f"CASE WHEN {text} IN ({', '.join(map(sql_literal, VERDICTS))}) THEN {text} ELSE 'unknown' END"
+
+
+def _verdict(value: object) -> str:
+    return value if isinstance(value, str) and value in VERDICTS else "unknown"
+
+
+@dataclass(frozen=True, eq=False)
+class CheckVerdict(Expr):
+    """The machine's verdict on a conversation check as the review stores it (`checks[check].verdict`);
+    anything but pass, fail or unknown reads unknown."""
+
+    check: Expr
+
+    def py(self, row: Row) -> str:
+        checks = row["checks"] if isinstance(row["checks"], dict) else {}
+        entry = checks.get(self.check.py(row))
+        return _verdict(entry.get("verdict") if isinstance(entry, dict) else None)
+
+    def sql(self) -> str:
+        return _verdict_sql(f"(r.checks -> {self.check.sql()} ->> 'verdict')")
+
+
+@dataclass(frozen=True, eq=False)
+class HumanCheckVerdict(Expr):
+    """A person's verdict on a conversation check as their decision stores it (`checks[check]`)."""
+
+    check: Expr
+
+    def py(self, row: Row) -> str:
+        checks = row["human_checks"] if isinstance(row["human_checks"], dict) else {}
+        return _verdict(checks.get(self.check.py(row)))
+
+    def sql(self) -> str:
+        return _verdict_sql(f"(r.human_checks ->> {self.check.sql()})")
+
+
+@dataclass(frozen=True, eq=False)
+class HasKey(Expr):
+    """The JSON in `column` has `key`, as jsonb's `?` reads it: a key of an object, a string in an array, or the
+    string itself. (Asking first whether it is an object cost the rebuild a third more database CPU.)"""
+
+    column: str
+    key: str
+
+    def py(self, row: Row) -> bool:
+        value = row[self.column]
+        return self.key in value if isinstance(value, dict | list) else value == self.key
+
+    def sql(self) -> str:
+        return f"r.{self.column} ? {sql_literal(self.key)}"
+
+
+@dataclass(frozen=True, eq=False)
+class WholeNumber(Expr):
+    """The number at `key` of the JSON object in `column`, its fraction cut off; 0 when absent or null."""
+
+    column: str
+    key: str
+
+    def py(self, row: Row) -> int:
+        value = row[self.column] if isinstance(row[self.column], dict) else {}
+        return int(value.get(self.key) or 0)
+
+    def sql(self) -> str:
+        return f"COALESCE(trunc((r.{self.column} ->> {sql_literal(self.key)})::numeric), 0)"
+
+
+@dataclass(frozen=True, eq=False)
+class NonEmptyList(Expr):
+    """The JSON object in `column` has a list with something in it at `key`."""
+
+    column: str
+    key: str
+
+    def py(self, row: Row) -> bool:
+        value = row[self.column].get(self.key) if isinstance(row[self.column], dict) else None
+        return isinstance(value, list) and bool(value)
+
+    def sql(self) -> str:
+        at = f"(r.{self.column} -> {sql_literal(self.key)})"
+        # CASE, not AND: PostgreSQL may read either side of an AND first, and a scalar has no length.
+        return f"CASE WHEN jsonb_typeof({at}) = 'array' THEN jsonb_array_length({at}) > 0 ELSE FALSE END"
+
+
+def _number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+@dataclass(frozen=True, eq=False)
+class IsNumber(Expr):
+    """The JSON object in `column` has a number at `key`."""
+
+    column: str
+    key: Expr
+
+    def py(self, row: Row) -> bool:
+        value = row[self.column] if isinstance(row[self.column], dict) else {}
+        return _number(value.get(self.key.py(row)))
+
+    def sql(self) -> str:
+        return f"jsonb_typeof(r.{self.column} -> {self.key.sql()}) = 'number'"
+
+
+@dataclass(frozen=True, eq=False)
+class Thousandths(Expr):
+    """The number at `key` of the JSON object in `column`, in thousandths, rounded half away from zero (as
+    PostgreSQL rounds the numeric the JSON holds; the float read in Python is that numeric's shortest form)."""
+
+    column: str
+    key: Expr
+
+    def py(self, row: Row) -> int:
+        value = row[self.column][self.key.py(row)]
+        exact = Decimal(repr(float(value))) if isinstance(value, float) else Decimal(value)
+        return int((exact * 1000).quantize(Decimal(1), rounding=ROUND_HALF_UP))
+
+    def sql(self) -> str:
+        return f"round((r.{self.column} ->> {self.key.sql()})::numeric * 1000)"
+
+
+@dataclass(frozen=True, eq=False)
+class Seconds(Expr):
+    """Whole seconds from `earlier` to `later`, never below zero."""
+
+    later: Expr
+    earlier: Expr
+
+    def py(self, row: Row) -> int:
+        return max(0, int((self.later.py(row) - self.earlier.py(row)).total_seconds()))
+
+    def sql(self) -> str:
+        return f"greatest(0, floor(extract(epoch FROM {self.later.sql()} - {self.earlier.sql()})))::bigint"
+
+
+@dataclass(frozen=True, eq=False)
+class Bucket(Expr):
+    """The waiting-time bucket (WAIT_BUCKETS) holding a whole number of seconds."""
+
+    seconds: Expr
+
+    def py(self, row: Row) -> str:
+        return wait_bucket(self.seconds.py(row))
+
+    def sql(self) -> str:
+        # Whole seconds: at most a bound is below the bound plus one, which width_bucket counts in one reading.
+        names = ", ".join(sql_literal(name) for name in (*map(str, WAIT_BUCKETS), OVER))
+        above = ", ".join(str(bound + 1) for bound in WAIT_BUCKETS)
+        return f"(ARRAY[{names}])[width_bucket({self.seconds.sql()}, ARRAY[{above}]::bigint[]) + 1]"
+
+
+@dataclass(frozen=True, eq=False)
+class Stored(Expr):
+    """`rule`, which the rebuild's rows (_ROW_SQL) carry as `column`, computed once per review."""
+
+    rule: Expr
+    column: str
+
+    def py(self, row: Row) -> Any:
+        return self.rule.py(row)
+
+    def sql(self) -> str:
+        return self.column
+
+
+# --- the rules the figures share ------------------------------------------------------------------------------
+
+KIND, ROUTE, STATE, REASON, AUDIT = col("kind"), col("route"), col("state"), col("reason"), col("audit")
+FINISHED, SUBMITTED = col("finished_at"), col("submitted")
+OUTCOME, DECIDED_AT, DECIDED_BY = col("outcome"), col("decided_at"), col("decided_by")  # its decision's
+LABEL_CHECK, LABEL_VERDICT = Col("label_check", "l.check_name"), Col("label_verdict", "l.verdict")  # one label's
+EACH = Col("each", "each.name")  # the name a figure of several names (`Figure.each`) is counted for
+FINDING = Col("finding", "finding.code")  # one of the review's finding codes
+
+# The review counts (its criteria's activeness is the cell's business). Read by most figures, so the rebuild reads
+# it once per review, as the column `counting` of its rows (_ROW_SQL).
+_COUNTING_RULE = In(Col("state", "rv.state"), tuple(COUNTING_STATES))
+COUNTING = Stored(_COUNTING_RULE, "r.counting")
+IS_DRAFT = Eq(KIND, Lit(ItemKind.DRAFT))
+IS_CONVERSATION = Eq(KIND, Lit(ItemKind.CONVERSATION))
+# The machine gave a verdict to compare with a person's (not an error, not a conversation it could not score).
+SCORED = In(ROUTE, (Route.PASS, Route.FAIL, Route.HUMAN))
+DECIDED_ROUTE = In(ROUTE, (Route.PASS, Route.FAIL))
+# The machine's verdict on the whole item: its route; for a draft it was unsure about, what the judge leaned to.
+MACHINE_PASS_FAIL = Case(
+    DECIDED_ROUTE, ROUTE, Case(IS_DRAFT, Case(col("judge_passed"), Lit("pass"), Lit("fail")), Lit("unknown"))
+)
+# A person's decision on a draft: approved passes, rejected or sent back fails.
+HUMAN_PASS_FAIL = Case(Eq(OUTCOME, Lit(Decision.Outcome.APPROVE)), Lit("pass"), Lit("fail"))
+# Which sample a person's decision belongs to: the audit sample (picked by a rule that ignores the machine) or
+# the items the machine was unsure about (biased: the hard ones).
+AGREEMENT_GROUPS = {"audit": AUDIT, "unsure": both(Not(AUDIT), Eq(ROUTE, Lit(Route.HUMAN)))}
+
+
+def machine_verdict(check: Expr) -> Expr:
+    """What the machine said on `check` (a conversation check, or pass_fail for the whole item), read where
+    SCORED holds."""
+    if isinstance(check, Lit):
+        return MACHINE_PASS_FAIL if check.value == PASS_FAIL else CheckVerdict(check)
+    return Case(Eq(check, Lit(PASS_FAIL)), MACHINE_PASS_FAIL, CheckVerdict(check))
+
+
+# --- the figures ----------------------------------------------------------------------------------------------
+
+# Which week a figure files a review under: the item's (filed when graded: `review_row`), the week the judging
+# happened (what it cost, what failed), or the week of the person's decision.
+FILED, SPENT, DECIDED = "filed", "spent", "decided"
+# What a figure counts over: the review; the review with its decision (only decided ones); each of its labels
+# (those of its subject that speak about the evidence it read); each of its distinct finding codes.
+REVIEW, WITH_DECISION, EACH_LABEL, EACH_FINDING = "review", "decision", "label", "finding"
+
+
+@dataclass(frozen=True, eq=False)
+class Figure:
+    metric: str
+    when: Expr
+    key1: Expr = Lit("")
+    key2: Expr = Lit("")
+    amount: Expr = Lit(1)
+    week: str = FILED
+    over: str = REVIEW
+    each: tuple[str, ...] = ()  # counted once for each of these names (EACH), e.g. each conversation check
+
+
+_TOKENS = HasKey("usage", "prompt_tokens")
+_DRAFT_COUNTING = both(COUNTING, IS_DRAFT)
+_VERDICT_WAIT = Seconds(FINISHED, SUBMITTED)
+_DECISION_WAIT = Seconds(DECIDED_AT, FINISHED)
+_HUMAN_WAIT = Seconds(DECIDED_AT, SUBMITTED)
+_CHECK_AGREEMENT = [
+    Figure(
+        f"agree_{group}",
+        both(COUNTING, IS_CONVERSATION, SCORED, in_group),
+        EACH,
+        Pair(CheckVerdict(EACH), HumanCheckVerdict(EACH)),  # machine_verdict of a conversation check
+        over=WITH_DECISION,
+        each=CHECKS,
+    )
+    for group, in_group in AGREEMENT_GROUPS.items()
+]
+_DRAFT_AGREEMENT = [
+    Figure(
+        f"agree_{group}",
+        both(COUNTING, IS_DRAFT, SCORED, in_group),
+        Lit(PASS_FAIL),
+        Pair(MACHINE_PASS_FAIL, HUMAN_PASS_FAIL),
+        over=WITH_DECISION,
+    )
+    for group, in_group in AGREEMENT_GROUPS.items()
+]
+
+FIGURES: tuple[Figure, ...] = (
+    # What judging cost, and what failed, in the week it happened: facts of the review whatever its state.
+    Figure("judged", _TOKENS, week=SPENT),
+    Figure("tokens", _TOKENS, Lit("prompt"), amount=WholeNumber("usage", "prompt_tokens"), week=SPENT),
+    Figure("tokens", _TOKENS, Lit("completion"), amount=WholeNumber("usage", "completion_tokens"), week=SPENT),
+    Figure("error", Eq(ROUTE, Lit(Route.ERROR)), REASON, week=SPENT),
+    # Who decided, and how long the item waited for them, in the week of the decision.
+    Figure("decided_by", Lit(True), Text(DECIDED_BY), week=DECIDED, over=WITH_DECISION),
+    Figure("decision_wait_s", Lit(True), amount=_DECISION_WAIT, week=DECIDED, over=WITH_DECISION),
+    Figure("decision_wait", Lit(True), Bucket(_DECISION_WAIT), week=DECIDED, over=WITH_DECISION),
+    # The stored state of the item's latest review (the staleness audit and the queue depth read these).
+    Figure("state", In(STATE, tuple(LIVE_STATES)), STATE),
+    # What the counting reviews say.
+    Figure("route", COUNTING, ROUTE, Case(DECIDED_ROUTE, Lit(""), REASON)),
+    Figure("decision", COUNTING, OUTCOME, over=WITH_DECISION),
+    Figure("check", both(COUNTING, IS_CONVERSATION, SCORED), EACH, CheckVerdict(EACH), each=CHECKS),
+    Figure("repaired_pass", both(_DRAFT_COUNTING, Eq(ROUTE, Lit(Route.PASS)), NonEmptyList("repairs", "applied"))),
+    Figure("finding", _DRAFT_COUNTING, FINDING, over=EACH_FINDING),
+    Figure(
+        "subscore_milli",
+        both(_DRAFT_COUNTING, IsNumber("sub_scores", EACH)),
+        EACH,
+        amount=Thousandths("sub_scores", EACH),
+        each=SUB_SCORES,
+    ),
+    Figure("subscore_n", both(_DRAFT_COUNTING, IsNumber("sub_scores", EACH)), EACH, each=SUB_SCORES),
+    Figure("verdict_wait_s", both(_DRAFT_COUNTING, SCORED), amount=_VERDICT_WAIT),
+    Figure("verdict_wait", both(_DRAFT_COUNTING, SCORED), Bucket(_VERDICT_WAIT)),
+    Figure("human_wait_s", _DRAFT_COUNTING, amount=_HUMAN_WAIT, over=WITH_DECISION),
+    Figure("human_wait", _DRAFT_COUNTING, Bucket(_HUMAN_WAIT), over=WITH_DECISION),
+    # The judge against people: decisions (by sample), and labels imported from elsewhere.
+    *_CHECK_AGREEMENT,
+    *_DRAFT_AGREEMENT,
+    Figure(
+        "agree_label",
+        both(COUNTING, SCORED),
+        LABEL_CHECK,
+        Pair(machine_verdict(LABEL_CHECK), LABEL_VERDICT),
+        over=EACH_LABEL,
+    ),
+)
+METRICS = frozenset(figure.metric for figure in FIGURES)
+
+
+# --- where a review is filed ----------------------------------------------------------------------------------
+
+
+def review_row(review: Mapping[str, Any]) -> Row:
+    """A review (the columns `rollups` reads: its own, and its conversation's application and start) as the
+    figures read it: when its evidence arrived, and where it is filed (as the item was when it was graded; a
+    review from before that was stored, as the item is now)."""
+    row = dict(review)
+    row["submitted"] = review["submitted_at"] or review["started_at"]
+    if review["kind"] == ItemKind.DRAFT:
+        row["application"] = ""
+        row["week"] = review["week"] or monday(review["finished_at"])
+    else:
+        row["application"] = review["application"] or review["conversation__application"] or ""
+        row["week"] = review["week"] or monday(review["conversation__started_at"])
+    return row
+
+
+# The same, in SQL: the columns of `r` that every figure's SQL reads (`rv` a review, the conversation looked up).
+_CONVERSATION = "(SELECT c.{} FROM grading_conversation c WHERE c.id = rv.conversation_id)"
+_ROW_SQL = f"""
+    SELECT rv.id, rv.org_id, rv.kind, rv.criteria_version_id AS criteria_id,
+        CASE WHEN rv.kind = {sql_literal(ItemKind.DRAFT)} THEN ''
+            ELSE COALESCE(NULLIF(rv.application, ''), {_CONVERSATION.format("application")}, '') END AS application,
+        COALESCE(rv.week, CASE WHEN rv.kind = {sql_literal(ItemKind.DRAFT)} THEN {monday_sql("rv.finished_at")}
+            ELSE {monday_sql(_CONVERSATION.format("started_at"))} END) AS week,
+        {monday_sql("rv.finished_at")} AS spent_week,
+        rv.state, {_COUNTING_RULE.sql()} AS counting, rv.route, rv.reason, rv.checks, rv.findings, rv.sub_scores,
+        rv.repairs, rv.usage, rv.judge_passed,
+        rv.finished_at, COALESCE(rv.submitted_at, rv.started_at) AS submitted, rv.audit, rv.fingerprint,
+        rv.conversation_id, rv.draft_id
+    FROM grading_review rv WHERE rv.state <> {sql_literal(ReviewState.TRIAL)}"""  # noqa: S608 - constants of ours
+_DECIDED_SQL = """
+    SELECT r.*, dc.outcome, dc.checks AS human_checks, dc.decided_at, COALESCE(dc.decided_by_id, 0) AS decided_by
+    FROM r JOIN grading_decision dc ON dc.review_id = r.id"""
+_FROM = {
+    REVIEW: "FROM r",
+    WITH_DECISION: "FROM d r",
+    EACH_LABEL: """FROM r JOIN grading_label l ON l.fingerprint = r.fingerprint
+        AND (l.conversation_id = r.conversation_id OR l.draft_id = r.draft_id)""",
+    EACH_FINDING: f"""FROM r CROSS JOIN LATERAL (
+        SELECT DISTINCT left(f ->> 'code', {KEY_LENGTH}) AS code FROM jsonb_array_elements(
+            CASE WHEN jsonb_typeof(r.findings) = 'array' THEN r.findings ELSE '[]'::jsonb END) f
+        WHERE jsonb_typeof(f) = 'object' AND jsonb_typeof(f -> 'code') = 'string') finding""",  # noqa: S608 - constants
+}
+_WEEK_SQL = {FILED: "r.week", SPENT: "r.spent_week", DECIDED: monday_sql("r.decided_at")}
+
+
+def _key_sql(key: Expr) -> str:
+    return key.sql() if isinstance(key, Lit) else f"left({key.sql()}, {KEY_LENGTH})"
+
+
+def _from_sql(figure: Figure) -> str:
+    names = ", ".join(f"({sql_literal(name)})" for name in figure.each)
+    return _FROM[figure.over] + (f" CROSS JOIN (VALUES {names}) each(name)" if figure.each else "")
+
+
+def _branch_sql(figure: Figure) -> str:
+    amount = "count(*)" if isinstance(figure.amount, Lit) else f"sum({figure.amount.sql()})"
+    cell = f"r.org_id, r.kind, r.criteria_id, r.application, {_WEEK_SQL[figure.week]}"
+    return (
+        f"SELECT {cell}, {sql_literal(figure.metric)},"
+        f" {_key_sql(figure.key1)}, {_key_sql(figure.key2)}, {amount}"
+        f" {_from_sql(figure)} WHERE {figure.when.sql()} GROUP BY 1, 2, 3, 4, 5, 7, 8"
+    )
+
+
+def live_counters_sql(extra_branches: Sequence[str] = ()) -> str:
+    """One statement computing every figure's counters for the orgs in the parameter `orgs` (plus the counters
+    of `extra_branches`, SELECTs of the same nine columns), as (cell, metric, key1, key2, value) rows."""
+    branches = "\n    UNION ALL ".join([*map(_branch_sql, FIGURES), *extra_branches])
+    return f"""
+WITH r AS MATERIALIZED ({_ROW_SQL} AND rv.org_id = ANY(%(orgs)s)
+), d AS MATERIALIZED ({_DECIDED_SQL}
+), counters(org_id, kind, criteria_id, application, week, metric, key1, key2, value) AS (
+    {branches}
+)
+SELECT org_id, kind, criteria_id, application, week, metric, key1, key2, sum(value)::bigint FROM counters
+GROUP BY 1, 2, 3, 4, 5, 6, 7, 8 HAVING sum(value) <> 0
+"""  # noqa: S608 - assembled from this module's constants; the orgs are a parameter
+
+
+# --- what one review contributes, in Python -------------------------------------------------------------------
+
+
+def _week(figure: Figure, row: Row) -> Any:
+    if figure.week == FILED:
+        return row["week"]
+    return monday(row["finished_at"] if figure.week == SPENT else row["decided_at"])
+
+
+def _overs(row: Row, decision: Mapping[str, Any] | None, labels: Sequence[Mapping[str, Any]]) -> dict[str, list]:
+    """For each `Figure.over`, the fields it adds to the row, once per thing it counts over."""
+    findings = row["findings"] if isinstance(row["findings"], list) else []
+    codes = {f["code"][:KEY_LENGTH] for f in findings if isinstance(f, dict) and isinstance(f.get("code"), str)}
+    decided = []
+    if decision is not None:
+        decided = [
+            {
+                "outcome": decision["outcome"],
+                "human_checks": decision["checks"],
+                "decided_at": decision["decided_at"],
+                "decided_by": decision["decided_by_id"] or 0,
+            }
+        ]
+    return {
+        REVIEW: [{}],
+        WITH_DECISION: decided,
+        EACH_LABEL: [{"label_check": label["check_name"], "label_verdict": label["verdict"]} for label in labels],
+        EACH_FINDING: [{"finding": code} for code in sorted(codes)],
+    }
+
+
+def contributions(
+    review: Mapping[str, Any], decision: Mapping[str, Any] | None, labels: Sequence[Mapping[str, Any]]
+) -> Counter:
+    """The counters one review (as `review_row` reads it) adds, with its decision (or None) and its labels."""
+    out: Counter = Counter()
+    if review["state"] == ReviewState.TRIAL:
+        return out
+    row = review_row(review)
+    base = (row["org_id"], row["kind"], row["criteria_version_id"], row["application"])
+    overs = _overs(row, decision, labels)
+    for figure in FIGURES:
+        for fields in overs[figure.over]:
+            row.update(fields)
+            for name in figure.each or (None,):
+                row["each"] = name
+                if not figure.when.py(row):
+                    continue
+                key1 = str(figure.key1.py(row))[:KEY_LENGTH]
+                key2 = str(figure.key2.py(row))[:KEY_LENGTH]
+                out[(*base, _week(figure, row), figure.metric, key1, key2)] += figure.amount.py(row)
+    return out
+
+
+# --- the reviews behind a counter, as a condition on a review -------------------------------------------------
+
+
+class _RowHolds(Expression):
+    """A condition on a review (the queryset's row, by its id) written in the figures' SQL: true when the review,
+    read as the rebuild reads it, satisfies `sql` (with `params`)."""
+
+    def __init__(self, sql: str, params: Sequence[object], review_id: Any = None) -> None:
+        super().__init__(output_field=BooleanField())
+        self.sql, self.params = sql, list(params)
+        self.review_id = review_id if review_id is not None else F("pk")
+
+    def get_source_expressions(self) -> list:
+        return [self.review_id]
+
+    def set_source_expressions(self, exprs: list) -> None:
+        (self.review_id,) = exprs
+
+    def as_sql(self, compiler, connection) -> tuple[str, list]:
+        review_id, review_params = compiler.compile(self.review_id)
+        assert not review_params, "a review's id is a column"
+        return self.sql.replace("{review_id}", review_id), self.params
+
+
+def _exists(figure: Figure, tests: Iterable[tuple[str, object]]) -> tuple[str, list]:
+    """EXISTS: the review (by `{review_id}`) counts in `figure` with these (SQL expression, value) tests."""
+    tests = list(tests)
+    where = " AND ".join([figure.when.sql(), *(f"{text} = %s" for text, _ in tests)])
+    sql = (
+        f"EXISTS (WITH r AS ({_ROW_SQL} AND rv.id = {{review_id}}), d AS ({_DECIDED_SQL})"
+        f" SELECT 1 {_from_sql(figure)} WHERE {where})"
+    )  # noqa: S608 - assembled from this module's constants; the keys are parameters
+    return sql, [value for _, value in tests]
+
+
+def counted_in(
+    metric: str, key1: str | None = None, key2: str | None = None, *, pair: tuple[str | None, str | None] = (None, None)
+) -> Q:
+    """The reviews that add to the counters of `metric` with these keys (None: any), whatever their cell: the
+    reviews behind one number, with the cell (org, kind, criteria, application, weeks) left to the caller.
+    `pair` narrows a confusion table's key2 (machine>person) by either side."""
+    if metric not in METRICS:
+        raise ValueError(f"no figure counts {metric!r}")
+    parts, params = [], []
+    for figure in (figure for figure in FIGURES if figure.metric == metric):
+        tests: list[tuple[str, object]] = []
+        if key1 is not None:
+            tests.append((_key_sql(figure.key1), key1))
+        if key2 is not None:
+            tests.append((_key_sql(figure.key2), key2))
+        for side, value in enumerate(pair, start=1):
+            if value is not None:
+                tests.append((f"split_part({_key_sql(figure.key2)}, '>', {side})", value))
+        sql, values = _exists(figure, tests)
+        parts.append(sql)
+        params += values
+    return Q(_RowHolds("(" + " OR ".join(parts) + ")", params))
+
+
+def machine_said(check: str, verdict: str) -> Q:
+    """The reviews on which the machine gave `verdict` on `check` (a conversation check, or pass_fail)."""
+    said = Figure("machine_said", both(SCORED, Eq(machine_verdict(Lit(check)), Lit(verdict))))
+    return Q(_RowHolds(*_exists(said, [])))

@@ -1,0 +1,162 @@
+"""Reviews with everything a dashboard figure reads, drawn by hypothesis and written straight to the tables: every
+state (trial, superseded and stale included), every route, odd and missing JSON (checks that are not objects,
+verdicts that are not verdicts, findings that are not objects, halves in the thousandths of a sub-score), waits
+that run backwards, timestamps a second either side of an ISO week's end, decisions with or without their person,
+labels that do or do not speak about the evidence reviewed, and thumbs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from hypothesis import strategies as st
+
+from grading.criteria.versions import criteria_active
+from grading.models import (
+    Conversation,
+    Decision,
+    Draft,
+    Feedback,
+    ItemKind,
+    Label,
+    Org,
+    Review,
+    ReviewState,
+    Route,
+)
+from grading.outcomes import CHECKS, SUB_SCORES
+
+# A second either side of the end of ISO week 47 of 2026 (Sunday 22 November, UTC), and the days around it.
+WEEK_END = datetime(2026, 11, 22, 23, 59, 59, tzinfo=UTC)
+moments = st.sampled_from([timedelta(0), timedelta(seconds=1), timedelta(days=-3), timedelta(days=2, hours=5)]).map(
+    lambda shift: WEEK_END + shift
+)
+gaps = st.sampled_from(
+    [timedelta(0), timedelta(seconds=59.5), timedelta(seconds=61), timedelta(hours=30), timedelta(days=9)]
+)
+verdict_text = st.sampled_from(["pass", "fail", "unknown", "maybe", None, 1])
+check_entry = st.one_of(verdict_text.map(lambda v: {"verdict": v}), st.just({}), st.just("pass"))
+checks = st.one_of(st.dictionaries(st.sampled_from([*CHECKS, "other"]), check_entry), st.just([]))
+codes = st.sampled_from(["banned_word", "filler_phrase", "x" * 70, "x" * 70 + "y"])
+finding = st.one_of(codes.map(lambda code: {"code": code}), st.just({"code": 3}), st.just("banned_word"))
+sub_score = st.one_of(st.sampled_from([7, 2.0005, 3.0015, 4.5, -1.0005, True, "7"]), st.floats(-10, 10))
+usage = st.one_of(
+    st.just({}),
+    st.builds(
+        lambda p, c: {"prompt_tokens": p, **({} if c is None else {"completion_tokens": c})},
+        st.one_of(st.none(), st.integers(0, 5000), st.just(12.7)),
+        st.one_of(st.none(), st.integers(0, 500)),
+    ),
+)
+repairs = st.sampled_from([None, {"applied": []}, {"applied": [{"code": "dash"}]}, {"applied": "dash"}, []])
+
+
+@dataclass(frozen=True)
+class ReviewSpec:
+    kind: str
+    state: str
+    route: str
+    reason: str
+    checks: Any
+    findings: Any
+    sub_scores: Any
+    repairs: Any
+    usage: Any
+    judge_passed: bool | None
+    audit: bool
+    application: str
+    filed: bool  # the review carries its filing (week, application), as review_record writes it
+    started_at: datetime
+    verdict_after: timedelta
+    submitted_before: timedelta | None
+    decision: tuple[str, dict, timedelta, bool] | None  # outcome, checks, after the verdict, by a person or not
+    labels: list[tuple[str, str, bool]]  # check, verdict, about the evidence reviewed
+    thumbs: list[str]
+
+
+reviews = st.builds(
+    ReviewSpec,
+    kind=st.sampled_from(ItemKind.values),
+    state=st.sampled_from(ReviewState.values),
+    route=st.sampled_from(Route.values),
+    reason=st.sampled_from(["", "unknown_check", "band", "JudgeRejected", "r" * 40]),
+    checks=checks,
+    findings=st.one_of(st.lists(finding, max_size=3), st.just({})),
+    sub_scores=st.one_of(st.dictionaries(st.sampled_from([*SUB_SCORES, "other"]), sub_score), st.just([])),
+    repairs=repairs,
+    usage=usage,
+    judge_passed=st.sampled_from([None, True, False]),
+    audit=st.booleans(),
+    application=st.sampled_from(["", "billing", "onboarding"]),
+    filed=st.booleans(),
+    started_at=moments,
+    verdict_after=gaps,
+    submitted_before=st.one_of(st.none(), gaps, gaps.map(lambda gap: -gap)),
+    decision=st.one_of(
+        st.none(),
+        st.tuples(
+            st.sampled_from(Decision.Outcome.values),
+            st.dictionaries(st.sampled_from(CHECKS), verdict_text),
+            st.one_of(gaps, gaps.map(lambda gap: -gap)),
+            st.booleans(),
+        ),
+    ),
+    labels=st.lists(
+        st.tuples(st.sampled_from([*CHECKS, "pass_fail"]), st.sampled_from(["pass", "fail", "unknown"]), st.booleans()),
+        max_size=3,
+    ),
+    thumbs=st.lists(st.sampled_from(["up", "down"]), max_size=2),
+)
+
+
+def write_reviews(org: Org, specs: list[ReviewSpec], person) -> list[Review]:
+    """Each spec as one review of an item of its own (so no two are each other's history), written as is."""
+    versions = {kind: criteria_active(org=org, kind=kind) for kind in ItemKind.values}
+    written = []
+    for n, spec in enumerate(specs):
+        fingerprint = f"fp1:{n}"
+        finished = spec.started_at + spec.verdict_after
+        if spec.kind == ItemKind.CONVERSATION:
+            subject = {
+                "conversation": Conversation.objects.create(
+                    org=org,
+                    external_id=f"c{n}",
+                    application=spec.application or "support",
+                    started_at=spec.started_at,
+                    last_activity_at=spec.started_at,
+                    fingerprint=fingerprint,
+                )  # fmt: skip
+            }
+        else:
+            subject = {
+                "draft": Draft.objects.create(
+                    org=org, external_id=f"d{n}", title="t", slug=f"d{n}", body="b", fingerprint=fingerprint
+                )
+            }
+        filed_week = (finished if spec.kind == ItemKind.DRAFT else spec.started_at).date()
+        review = Review.objects.create(
+            org=org, kind=spec.kind, **subject, fingerprint=fingerprint, criteria_version=versions[spec.kind],
+            judge={}, judge_key=f"j{n}", started_at=spec.started_at, finished_at=finished, route=spec.route,
+            reason=spec.reason, checks=spec.checks, findings=spec.findings, sub_scores=spec.sub_scores,
+            repairs=spec.repairs, usage=spec.usage, judge_passed=spec.judge_passed, state=spec.state,
+            audit=spec.audit, application=spec.application if spec.filed else "",
+            week=filed_week - timedelta(days=filed_week.weekday()) if spec.filed else None,
+            submitted_at=None if spec.submitted_before is None else spec.started_at - spec.submitted_before,
+        )  # fmt: skip
+        if spec.decision is not None:
+            outcome, human_checks, after, by_person = spec.decision
+            Decision.objects.create(
+                org=org, review=review, outcome=outcome, checks=human_checks, decided_at=finished + after,
+                decided_by=person if by_person else None,
+            )  # fmt: skip
+        for i, (check, verdict, about_it) in enumerate(spec.labels):
+            Label.objects.create(
+                org=org, kind=spec.kind, **subject, fingerprint=fingerprint if about_it else "fp1:older",
+                check_name=check, verdict=verdict, labeller=f"l{i}", source="test", labelled_at=finished,
+            )  # fmt: skip
+        if spec.kind == ItemKind.CONVERSATION:
+            for i, value in enumerate(spec.thumbs):
+                Feedback.objects.create(conversation=subject["conversation"], message_external_id=f"m{i}", value=value)
+        written.append(review)
+    return written

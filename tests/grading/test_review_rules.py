@@ -1,0 +1,71 @@
+"""The review rules grading/models.py keeps in two forms, one for a review in hand and one for a query, read the
+same on every combination: the state a review reads as now, and whether a person may be asked about it. The ISO
+week (grading/weeks.py) likewise, in Python and in SQL, a second either side of a week's end."""
+
+import itertools
+from datetime import UTC, datetime, timedelta
+from zoneinfo import ZoneInfo
+
+import pytest
+from django.db import connection
+from django.utils import timezone
+
+from grading.criteria.versions import criteria_active
+from grading.models import FOR_PEOPLE, CriteriaVersion, ItemKind, Review, ReviewState, Route, for_people, state_now
+from grading.weeks import monday, monday_sql
+from tests.builders.figure_reviews import WEEK_END
+
+pytestmark = pytest.mark.django_db
+
+
+def _reviews(org) -> list[Review]:
+    active = criteria_active(org=org, kind=ItemKind.DRAFT)
+    retired = CriteriaVersion.objects.create(
+        org=org, kind=ItemKind.DRAFT, number=active.number + 1, rubric="r", published_at=timezone.now()
+    )
+    made = []
+    combinations = itertools.product(ReviewState.values, Route.values, (False, True), (active, retired))
+    for n, (state, route, audit, version) in enumerate(combinations):
+        draft = org.drafts.create(external_id=f"d{n}", title="t", slug=f"d{n}", body="b", fingerprint=f"fp1:{n}")
+        made.append(
+            Review.objects.create(
+                org=org,
+                kind=ItemKind.DRAFT,
+                draft=draft,
+                fingerprint=f"fp1:{n}",
+                criteria_version=version,
+                judge={},
+                judge_key="j",
+                started_at=WEEK_END,
+                finished_at=WEEK_END,
+                route=route,
+                state=state,
+                audit=audit,
+            )  # fmt: skip
+        )
+    return made
+
+
+def test_the_state_a_review_reads_as_now_is_the_same_in_python_and_in_the_query(org):
+    made = _reviews(org)
+    read = dict(Review.objects.with_state().filter(org=org).values_list("pk", "state_now"))
+    for review in made:
+        expected = state_now(review.state, criteria_active=review.criteria_version.is_active)
+        assert read[review.pk] == expected, (review.state, review.criteria_version.is_active)
+        assert Review.objects.filter(pk=review.pk).in_state(ReviewState(expected)).exists()
+
+
+def test_who_a_person_may_be_asked_about_is_the_same_in_python_and_in_the_query(org):
+    made = _reviews(org)
+    asked = set(Review.objects.filter(FOR_PEOPLE, org=org).values_list("pk", flat=True))
+    assert asked == {review.pk for review in made if for_people(route=review.route, audit=review.audit)}
+
+
+def test_a_week_is_the_same_iso_week_in_python_and_in_sql():
+    moments = [WEEK_END + timedelta(seconds=s) for s in (-86400 * 6, -1, 0, 1, 86400 * 3)]
+    moments.append(datetime(2026, 11, 23, 0, 30, tzinfo=ZoneInfo("Europe/Berlin")))  # still Sunday in UTC
+    moments.append(datetime(2027, 1, 1, 12, tzinfo=UTC))  # ISO week 53 of 2026
+    with connection.cursor() as cursor:
+        for moment in moments:
+            cursor.execute(f"SELECT {monday_sql('%s::timestamptz')}", [moment])  # noqa: S608 - our SQL
+            assert cursor.fetchone()[0] == monday(moment), moment
