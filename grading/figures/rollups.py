@@ -84,7 +84,7 @@ _DECISION_FIELDS = ("outcome", "checks", "decided_at", "decided_by_id")
 def _contributions_select(reviews: str) -> str:
     """The columns of _FIELDS in order (its last two, the conversation's, from the join), the review's decision (NULLs
     when it has none) and its labels (those of its subject that speak about the evidence it read), of the reviews
-    in `reviews`: the table, or the row an INSERT returns (Tracked.insert)."""
+    in `reviews`: the table, or the row the review INSERT returns (grading/reviews/sql.py, Tracked.INSERTED_SELECT)."""
     return f"""
     SELECT {", ".join(f"r.{name}" for name in _FIELDS[:-2])}, c.application, c.started_at,
         d.outcome, d.checks, d.decided_at, d.decided_by_id,
