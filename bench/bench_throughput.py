@@ -46,7 +46,7 @@ from grading.evidence import EvidenceMessage, fingerprint
 from grading.models import Conversation, Draft, ItemKind, Message, Review
 from grading.passes.planner import grading_pass
 from grading.schemas import DraftIn
-from tests.conftest import database_url
+from tests.builders.processes import database_url
 from tests.fakes.openai_server import FakeLLM, Reply, json_reply
 
 REPO_ROOT = Path(__file__).resolve().parent.parent

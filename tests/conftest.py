@@ -8,24 +8,19 @@ server speaking the OpenAI chat-completions protocol.
 import os
 import subprocess
 import sys
-import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
-from urllib.parse import quote
 
 import pytest
 from django.conf import settings
-from django.contrib.auth import get_user_model
 from django.test import Client, override_settings
 
 from grading.models import Org
-from reviewer.models import Membership, Role
+from reviewer.models import Role
+from tests.builders.people import make_person
+from tests.builders.processes import REPO_ROOT, database_url, wait_for_worker
 from tests.fakes.openai_server import FakeLLM
-
-REPO_ROOT = Path(__file__).resolve().parent.parent
-PASSWORD = "correct horse battery staple"
-
 
 # --- personas -------------------------------------------------------------------------------------
 
@@ -46,13 +41,6 @@ def org(db) -> Org:
 @pytest.fixture
 def other_org(db) -> Org:
     return Org.objects.create(name="Globex", slug="globex")
-
-
-def make_person(username: str, org: Org | None = None, *roles: Role):
-    user = get_user_model().objects.create_user(username=username, password=PASSWORD)
-    for role in roles:
-        Membership.objects.create(user=user, org=org, role=role)
-    return user
 
 
 @pytest.fixture
@@ -111,18 +99,6 @@ def fake_llm(fake_llm_server: FakeLLM) -> Iterator[FakeLLM]:
 # --- a real Celery worker -------------------------------------------------------------------------
 
 
-def database_url(settings_dict: dict) -> str:
-    """A DATABASE_URL for the database Django is using now (the test database, once it exists)."""
-    credentials = quote(settings_dict["USER"] or "")
-    if settings_dict["PASSWORD"]:
-        credentials += ":" + quote(settings_dict["PASSWORD"])
-    host = settings_dict["HOST"] or ""
-    if host.startswith("/"):  # a unix socket directory
-        return f"postgresql://{credentials}@/{settings_dict['NAME']}?host={quote(host)}"
-    port = f":{settings_dict['PORT']}" if settings_dict["PORT"] else ""
-    return f"postgresql://{credentials}@{host}{port}/{settings_dict['NAME']}"
-
-
 @pytest.fixture(scope="session")
 def celery_worker(django_db_setup, django_db_blocker, fake_llm_server, tmp_path_factory) -> Iterator[str]:
     """Real `celery worker` processes on the test database and Redis, laid out as in production: one for
@@ -160,7 +136,7 @@ def celery_worker(django_db_setup, django_db_blocker, fake_llm_server, tmp_path_
                 worker = subprocess.Popen(command, cwd=REPO_ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
             started[node] = worker, log_path
         for node, (worker, log_path) in started.items():
-            _wait_for_worker(app, node, worker, log_path)
+            wait_for_worker(app, node, worker, log_path)
         yield name
     finally:
         for worker, _ in started.values():
@@ -170,24 +146,3 @@ def celery_worker(django_db_setup, django_db_blocker, fake_llm_server, tmp_path_
                 worker.wait(timeout=30)
             except subprocess.TimeoutExpired:
                 worker.kill()
-
-
-def _wait_for_worker(app, name: str, worker: subprocess.Popen, log_path: Path) -> None:
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if worker.poll() is not None:
-            raise RuntimeError(f"the Celery worker exited with {worker.returncode}:\n{log_path.read_text()}")
-        if app.control.ping(destination=[name], timeout=0.5):
-            return
-    raise RuntimeError(f"the Celery worker did not answer within 60 s:\n{log_path.read_text()}")
-
-
-def wait_until(condition, *, timeout: float = 30.0, interval: float = 0.1, message: str = "condition"):
-    """Poll `condition()` until it returns something truthy; the worker runs in another process."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        result = condition()
-        if result:
-            return result
-        time.sleep(interval)
-    raise AssertionError(f"timed out after {timeout:g}s waiting for {message}")

@@ -53,10 +53,3 @@ def page(browser, live_server):
     tab.on("pageerror", lambda error: tab.console_errors.append(str(error)))
     yield tab
     context.close()
-
-
-def sign_in(page, username: str, password: str) -> None:
-    page.goto("/login/")
-    page.fill("#id_username", username)
-    page.fill("#id_password", password)
-    page.click("button[type=submit]")

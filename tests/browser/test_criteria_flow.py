@@ -7,9 +7,9 @@ import pytest
 
 from grading.drafts.gate import draft_grade
 from grading.models import CriteriaVersion, ItemKind, Review
-from tests.browser.conftest import sign_in
+from tests.builders.browser import sign_in
 from tests.builders.drafts import CLEAN_BODY, draft_reply, llm_draft_judge, save_draft, setup_org_memory
-from tests.conftest import PASSWORD
+from tests.builders.people import PASSWORD
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

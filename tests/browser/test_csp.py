@@ -5,9 +5,9 @@ import pytest
 from django.urls import reverse
 
 from reviewer.models import Role
-from tests.browser.conftest import sign_in
+from tests.builders.browser import sign_in
 from tests.builders.page_matrix import PAGES, matrix_world, path_for, url_routes
-from tests.conftest import PASSWORD
+from tests.builders.people import PASSWORD
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

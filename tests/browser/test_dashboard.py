@@ -6,9 +6,9 @@ import re
 import pytest
 
 from grading.figures.rollups import monday
-from tests.browser.conftest import sign_in
+from tests.builders.browser import sign_in
+from tests.builders.people import PASSWORD
 from tests.builders.world import build_world, iso
-from tests.conftest import PASSWORD
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

@@ -9,10 +9,10 @@ import pytest
 
 from grading.models import Feedback, Review, ReviewState
 from reviewer.queue.services import claim_take
-from tests.browser.conftest import sign_in
+from tests.builders.browser import sign_in
 from tests.builders.conversations import message
+from tests.builders.people import PASSWORD
 from tests.builders.queue_items import conversation_item, draft_item
-from tests.conftest import PASSWORD
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

@@ -6,9 +6,9 @@ import pytest
 
 from grading.models import AuditEvent, Decision
 from reviewer.models import Claim
-from tests.browser.conftest import sign_in
+from tests.builders.browser import sign_in
+from tests.builders.people import PASSWORD
 from tests.builders.queue_items import conversation_item, draft_item, resubmit
-from tests.conftest import PASSWORD
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

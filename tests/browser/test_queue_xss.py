@@ -7,10 +7,10 @@ import pytest
 from django.urls import reverse
 
 from reviewer.queue.services import claim_take
-from tests.browser.conftest import sign_in
+from tests.builders.browser import sign_in
 from tests.builders.conversations import message, verdicts
+from tests.builders.people import PASSWORD
 from tests.builders.queue_items import conversation_item, draft_item
-from tests.conftest import PASSWORD
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

@@ -1,7 +1,7 @@
 import pytest
 
-from tests.browser.conftest import sign_in
-from tests.conftest import PASSWORD
+from tests.builders.browser import sign_in
+from tests.builders.people import PASSWORD
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from django.conf import settings
 
-from tests.conftest import REPO_ROOT, _wait_for_worker, database_url
+from tests.builders.processes import REPO_ROOT, database_url, wait_for_worker
 
 START_SCRIPT = REPO_ROOT.parent / "shared" / "realjudge" / "start.sh"
 DATA_DIR = REPO_ROOT / ".data" / "realjudge"
@@ -81,7 +81,7 @@ def real_judge_worker(django_db_setup, django_db_blocker, real_judge_url, tmp_pa
     with open(log_path, "w") as log:
         worker = subprocess.Popen(command, cwd=REPO_ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
     try:
-        _wait_for_worker(app, name, worker, log_path)
+        wait_for_worker(app, name, worker, log_path)
         yield queue
     finally:
         worker.terminate()

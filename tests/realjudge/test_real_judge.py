@@ -17,7 +17,7 @@ from grading.models import Review
 from grading.tasks import grade_conversation, grade_draft
 from tests.builders.conversations import support_conversation, upsert
 from tests.builders.drafts import save_draft, setup_org_memory
-from tests.conftest import wait_until
+from tests.builders.processes import wait_until
 
 pytestmark = pytest.mark.realjudge
 

@@ -3,7 +3,6 @@ stopped and started again, PostgreSQL connections terminated. The session's work
 running through all of it, as a deployment's other machines would.
 """
 
-import json
 import os
 import signal
 import subprocess
@@ -14,12 +13,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-import redis
 from django.conf import settings
-from kombu.transport.redis import Channel
 
 from reviewer import embedded
-from tests.conftest import REPO_ROOT, database_url, wait_until
+from tests.builders.processes import REPO_ROOT, database_url
 
 
 def worker_environment(fake_llm_server, **extra: str) -> dict[str, str]:
@@ -114,12 +111,6 @@ def wait_for_worker(app, worker: Started, timeout: float = 90.0) -> None:
     raise RuntimeError(f"worker {worker.name} did not answer within {timeout:g} s:\n{worker.log()}")
 
 
-def pool_processes(app, node: str) -> list[int]:
-    """The pids of a worker's pool processes: the ones that run tasks."""
-    stats = wait_until(lambda: app.control.inspect(destination=[node], timeout=2.0).stats(), message="worker stats")
-    return list(stats[node]["pool"]["processes"])
-
-
 # --- the suite's Redis ------------------------------------------------------------------------------------
 
 
@@ -143,17 +134,3 @@ class EmbeddedRedis:
 
     def start(self) -> None:
         assert embedded.redis_url(self.data_dir) == settings.REDIS_URL  # the same address, so every client returns
-
-
-def broker() -> redis.Redis:
-    return redis.Redis.from_url(settings.REDIS_URL)
-
-
-def forget_delivered(task_ids: set[str]) -> None:
-    """Drop messages a killed worker left delivered and unacknowledged: kombu would put them back in their queue
-    after the visibility timeout, long after this test and its rows are gone."""
-    client = broker()
-    for tag, raw in client.hgetall(Channel.unacked_key).items():
-        if json.loads(raw)[0]["headers"]["id"] in task_ids:
-            client.hdel(Channel.unacked_key, tag)
-            client.zrem(Channel.unacked_index_key, tag)

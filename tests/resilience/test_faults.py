@@ -22,10 +22,9 @@ from grading.passes import enqueue
 from grading.passes.inflight import grade_each, lock_key, lock_session_close
 from grading.passes.planner import grading_pass
 from tests.builders.conversations import PATH_IDS, support_conversation, upsert, verdicts_reply
-from tests.conftest import wait_until
+from tests.builders.processes import broker, forget_delivered, pool_processes, wait_until
 from tests.fakes.canary_tasks import canary_write
 from tests.fakes.openai_server import hang_reply
-from tests.resilience.conftest import broker, forget_delivered, pool_processes
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 

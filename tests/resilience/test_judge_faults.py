@@ -16,7 +16,7 @@ from grading.models import Draft, Review
 from grading.passes.planner import drafts_needing_grading
 from tests.builders.conversations import PATH_IDS, llm_judge, support_conversation, upsert, verdicts_reply
 from tests.builders.drafts import CLEAN_BODY, SOURCE, draft_reply, draft_verdict, save_draft, setup_org_memory
-from tests.conftest import wait_until
+from tests.builders.processes import wait_until
 from tests.fakes.openai_server import (
     cut_off_reply,
     error_reply,

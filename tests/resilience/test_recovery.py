@@ -12,9 +12,8 @@ from grading.models import Conversation, Draft, ItemKind, Review
 from grading.passes.planner import SEND_GRACE, grading_pass, grading_recover
 from tests.builders.conversations import PATH_IDS, support_conversation, upsert, verdicts_reply
 from tests.builders.drafts import CLEAN_BODY, SOURCE, draft_reply, setup_org_memory
-from tests.conftest import wait_until
+from tests.builders.processes import forget_delivered, wait_until
 from tests.fakes.openai_server import hang_reply
-from tests.resilience.conftest import forget_delivered
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 

@@ -7,7 +7,7 @@ The proxy (README: BEHIND_TLS_PROXY=1) connects from PROXY and appends the addre
 import pytest
 from django.urls import reverse
 
-from tests.conftest import PASSWORD
+from tests.builders.people import PASSWORD
 
 PROXY = "10.0.0.2"
 DANA_AT_HOME = "198.51.100.7"

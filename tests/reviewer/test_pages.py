@@ -9,7 +9,7 @@ from grading.conversations.grader import conversation_grade
 from grading.judge.backends import HeuristicJudge
 from grading.models import AuditEvent
 from tests.builders.conversations import message, upsert
-from tests.conftest import PASSWORD
+from tests.builders.people import PASSWORD
 
 PAGES = {
     "queue": {"operator"},

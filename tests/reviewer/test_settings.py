@@ -7,7 +7,7 @@ from django.core.exceptions import ImproperlyConfigured
 
 from reviewer.env import env_bool, env_choice, env_float, env_int, env_list, env_networks, env_str
 from reviewer.settings import database_from_url
-from tests.conftest import REPO_ROOT
+from tests.builders.processes import REPO_ROOT
 
 PRODUCTION_ENV = {
     "DEBUG": "0",

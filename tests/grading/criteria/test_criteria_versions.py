@@ -17,8 +17,8 @@ from grading.criteria.versions import (
 )
 from grading.models import AuditEvent, CriteriaVersion, ItemKind, Review
 from reviewer.models import Role
+from tests.builders.people import make_person
 from tests.builders.queue_items import conversation_item, draft_item
-from tests.conftest import make_person
 
 pytestmark = pytest.mark.django_db
 

@@ -16,8 +16,8 @@ from grading.passes.planner import grading_pass
 from grading.schemas import FeedbackIn
 from grading.tasks import rebuild_all_rollups
 from tests.builders.conversations import llm_judge, upsert, verdicts_reply
+from tests.builders.processes import wait_until
 from tests.builders.world import _messages, conversation_payload
-from tests.conftest import wait_until
 
 
 def test_weeks_are_iso_weeks_in_utc():

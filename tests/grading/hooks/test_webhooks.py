@@ -21,7 +21,7 @@ from grading.judge.backends import HeuristicDraftJudge
 from grading.models import Draft, WebhookDelivery
 from grading.tasks import deliver_webhook
 from tests.builders.drafts import CLEAN_BODY, SOURCE, save_draft, setup_org_memory
-from tests.conftest import wait_until
+from tests.builders.processes import wait_until
 from tests.fakes.webhook_receivers import DribblingReceiver
 
 pytestmark = pytest.mark.django_db

@@ -19,7 +19,7 @@ from reviewer.env import env_headers, env_url
 from reviewer.queue.services import claim_take, decision_create
 from tests.builders.conversations import llm_judge, verdicts_reply
 from tests.builders.otlp_spans import TRACE, export_request, span_id, two_turns_with_a_tool
-from tests.conftest import REPO_ROOT
+from tests.builders.processes import REPO_ROOT
 from tests.fakes.logs_collector import LogsCollector
 
 pytestmark = pytest.mark.django_db

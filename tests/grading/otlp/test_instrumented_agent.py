@@ -14,7 +14,7 @@ from django.test import Client
 from grading.api.keys import api_key_create
 from grading.models import Conversation, Message
 from grading.otlp.models import SpanLink
-from tests.conftest import REPO_ROOT
+from tests.builders.processes import REPO_ROOT
 from tests.fakes.openai_server import text_reply, tool_call_reply
 
 pytestmark = pytest.mark.django_db(transaction=True)

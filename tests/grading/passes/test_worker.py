@@ -16,7 +16,7 @@ from grading.tasks import grade_conversation
 from reviewer.queue.services import claim_take, decision_create
 from tests.builders.conversations import PATH_IDS, support_conversation, upsert, verdicts_reply
 from tests.builders.drafts import CLEAN_BODY, SOURCE, draft_reply, llm_draft_judge, save_draft, setup_org_memory
-from tests.conftest import wait_until
+from tests.builders.processes import wait_until
 from tests.fakes.canary_tasks import canary_write
 from tests.fakes.webhook_receivers import DribblingReceiver, Receiver
 

@@ -37,7 +37,7 @@ from reviewer.queue.display import queue_page
 from reviewer.queue.services import Refused, claim_take, decision_create
 from tests.builders.conversations import PATH_IDS, llm_judge, message, support_conversation, upsert, verdicts_reply
 from tests.builders.drafts import CLEAN_BODY, draft_reply, llm_draft_judge, save_draft
-from tests.conftest import make_person
+from tests.builders.people import make_person
 from tests.fakes.openai_server import FakeLLM, hang_reply
 
 pytestmark = pytest.mark.django_db

@@ -8,7 +8,7 @@ from django.urls import reverse
 from grading.models import AuditEvent, CriteriaTrial, CriteriaVersion
 from reviewer.models import Role
 from tests.builders.criteria import editor_data, graded_org
-from tests.conftest import make_person
+from tests.builders.people import make_person
 
 pytestmark = pytest.mark.django_db
 

@@ -11,7 +11,7 @@ from grading.criteria.versions import criteria_new_version, criteria_publish
 from grading.models import CriteriaTrial, CriteriaVersion, GradingRun, ItemKind
 from reviewer.models import Role
 from tests.builders.criteria import editor_data, graded_org
-from tests.conftest import make_person
+from tests.builders.people import make_person
 
 pytestmark = pytest.mark.django_db
 

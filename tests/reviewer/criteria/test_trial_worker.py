@@ -7,7 +7,7 @@ from grading.criteria.versions import criteria_new_version
 from grading.drafts.gate import draft_grade
 from grading.models import CriteriaTrial, ItemKind, Review
 from tests.builders.drafts import CLEAN_BODY, draft_reply, llm_draft_judge, save_draft, setup_org_memory
-from tests.conftest import wait_until
+from tests.builders.processes import wait_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

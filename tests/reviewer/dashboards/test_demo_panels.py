@@ -38,7 +38,7 @@ def test_the_demo_fills_every_panel_of_the_dashboard(client_for):
     assert queue["waiting"] and queue["decisions_by_operator"]
     assert stored_counters(org_ids=[org.pk]) == live_counters(org_ids=[org.pk])
     from reviewer.models import Role
-    from tests.conftest import make_person
+    from tests.builders.people import make_person
 
     page = client_for(make_person("lee", org, Role.STAKEHOLDER)).get(reverse("dashboard"))
     assert page.status_code == 200 and "No pairs yet" not in page.content.decode()

@@ -13,8 +13,8 @@ from django.utils import timezone
 from grading.models import AuditEvent
 from reviewer.models import Claim, Membership, Role
 from reviewer.queue.services import Refused, claim_extend, claim_next, claim_release, claim_take
+from tests.builders.people import make_person
 from tests.builders.queue_items import bulk_draft_items, conversation_item, draft_item, resubmit
-from tests.conftest import make_person
 
 HTMX_ACTIONS = {"HTTP_HX_REQUEST": "true", "HTTP_HX_TARGET": "actions"}
 

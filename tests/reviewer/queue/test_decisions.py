@@ -12,8 +12,8 @@ from grading.models import AuditEvent, Decision, MemoryItem, Review
 from reviewer.models import Claim, Role
 from reviewer.queue.display import queue_page
 from reviewer.queue.services import Refused, claim_take, decision_create
+from tests.builders.people import make_person
 from tests.builders.queue_items import continue_conversation, conversation_item, draft_item, resubmit
-from tests.conftest import make_person
 
 HTMX_ACTIONS = {"HTTP_HX_REQUEST": "true", "HTTP_HX_TARGET": "actions"}
 

@@ -12,6 +12,7 @@ from reviewer.queue.display import queue_page
 from reviewer.queue.reads import QueueFilters, operator_org_ids
 from reviewer.queue.services import claim_take, decision_create
 from tests.builders.conversations import message
+from tests.builders.people import make_person
 from tests.builders.queue_items import (
     DRAFT_BODY,
     JUDGE,
@@ -21,7 +22,6 @@ from tests.builders.queue_items import (
     draft_item,
     resubmit,
 )
-from tests.conftest import make_person
 
 HTMX_LIST = {"HTTP_HX_REQUEST": "true", "HTTP_HX_TARGET": "queue-list"}
 

@@ -1,0 +1,67 @@
+"""The suite's real processes: where the repository is, the address a Celery worker started by a test reaches the
+test database at, waiting for a worker (or anything another process does), and reading its broker."""
+
+import json
+import subprocess
+import time
+from pathlib import Path
+from urllib.parse import quote
+
+import redis
+from django.conf import settings
+from kombu.transport.redis import Channel
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+def database_url(settings_dict: dict) -> str:
+    """A DATABASE_URL for the database Django is using now (the test database, once it exists)."""
+    credentials = quote(settings_dict["USER"] or "")
+    if settings_dict["PASSWORD"]:
+        credentials += ":" + quote(settings_dict["PASSWORD"])
+    host = settings_dict["HOST"] or ""
+    if host.startswith("/"):  # a unix socket directory
+        return f"postgresql://{credentials}@/{settings_dict['NAME']}?host={quote(host)}"
+    port = f":{settings_dict['PORT']}" if settings_dict["PORT"] else ""
+    return f"postgresql://{credentials}@{host}{port}/{settings_dict['NAME']}"
+
+
+def wait_for_worker(app, name: str, worker: subprocess.Popen, log_path: Path) -> None:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if worker.poll() is not None:
+            raise RuntimeError(f"the Celery worker exited with {worker.returncode}:\n{log_path.read_text()}")
+        if app.control.ping(destination=[name], timeout=0.5):
+            return
+    raise RuntimeError(f"the Celery worker did not answer within 60 s:\n{log_path.read_text()}")
+
+
+def wait_until(condition, *, timeout: float = 30.0, interval: float = 0.1, message: str = "condition"):
+    """Poll `condition()` until it returns something truthy; the worker runs in another process."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        result = condition()
+        if result:
+            return result
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout:g}s waiting for {message}")
+
+
+def pool_processes(app, node: str) -> list[int]:
+    """The pids of a worker's pool processes: the ones that run tasks."""
+    stats = wait_until(lambda: app.control.inspect(destination=[node], timeout=2.0).stats(), message="worker stats")
+    return list(stats[node]["pool"]["processes"])
+
+
+def broker() -> redis.Redis:
+    return redis.Redis.from_url(settings.REDIS_URL)
+
+
+def forget_delivered(task_ids: set[str]) -> None:
+    """Drop messages a killed worker left delivered and unacknowledged: kombu would put them back in their queue
+    after the visibility timeout, long after this test and its rows are gone."""
+    client = broker()
+    for tag, raw in client.hgetall(Channel.unacked_key).items():
+        if json.loads(raw)[0]["headers"]["id"] in task_ids:
+            client.hdel(Channel.unacked_key, tag)
+            client.zrem(Channel.unacked_index_key, tag)
