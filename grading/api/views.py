@@ -10,6 +10,7 @@ from django.http import HttpRequest, HttpResponse
 from django.urls import reverse
 from ninja import NinjaAPI, Query, Schema, Status
 from ninja.errors import HttpError, ValidationError
+from ninja.operation import Operation
 from ninja.security import HttpBearer
 from pydantic import BaseModel, model_validator
 
@@ -40,7 +41,16 @@ class OrgApiKey(HttpBearer):
         return api_key_authenticate(token)
 
 
-api = NinjaAPI(
+class TollgateApi(NinjaAPI):
+    def get_openapi_operation_id(self, operation: Operation) -> str:
+        """The operation ids clients generate code from, kept as they were before the views left `grading/api.py`:
+        ninja derives them from the view's module, which is no part of the API."""
+        module = operation.view_func.__module__
+        module = {"grading.api.views": "grading.api"}.get(module, module)
+        return f"{module}_{operation.view_func.__name__}".replace(".", "_")
+
+
+api = TollgateApi(
     title="Tollgate API",
     version="1",
     description="Submit drafts and conversations, read verdicts. Every call is scoped to the org of its API key.",

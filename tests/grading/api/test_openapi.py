@@ -1,0 +1,28 @@
+"""The OpenAPI document is a contract: clients generate code from its operation ids, so moving a view between
+modules must not rename its operation."""
+
+from grading.api.views import api
+
+OPERATION_IDS = {
+    "grading_api_get_conversation",
+    "grading_api_get_dashboard",
+    "grading_api_get_dashboard_section",
+    "grading_api_get_draft",
+    "grading_api_get_health",
+    "grading_api_post_article",
+    "grading_api_post_conversation",
+    "grading_api_post_draft",
+    "grading_api_post_feedback",
+    "grading_api_post_labels",
+    "grading_api_post_memory",
+    "grading_api_post_messages",
+    "grading_api_whoami",
+    "grading_api_writer_rules",
+    "grading_otlp_views_post_traces",
+}
+
+
+def test_the_operation_ids_are_those_clients_were_generated_from():
+    document = api.get_openapi_schema()
+    found = {operation["operationId"] for path in document["paths"].values() for operation in path.values()}
+    assert found == OPERATION_IDS
