@@ -2,7 +2,7 @@
 """Publishing a criteria version that makes 1,000,000 counting reviews stale, with ingestion running beside it.
 
 ReviewState is stored on each review, except whether its criteria version is still active, which is read when
-asked (grading/models.py). This benchmark measures why: it times
+asked (grading/models/reviews.py). This benchmark measures why: it times
 
 1. the publication as built (one transaction: the new version active, the old one not, an AuditEvent), and
 2. the alternative, a stored state kept true by publishing: the same transaction plus an UPDATE of every counting

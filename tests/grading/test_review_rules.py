@@ -1,4 +1,4 @@
-"""The review rules grading/models.py keeps in two forms, one for a review in hand and one for a query, read the
+"""The review rules grading/models/reviews.py keeps in two forms, one for a review in hand and one for a query, read the
 same on every combination: the state a review reads as now, and whether a person may be asked about it. The ISO
 week (grading/weeks.py) likewise, in Python and in SQL, a second either side of a week's end."""
 

@@ -1,0 +1,91 @@
+"""Criteria versions, and the trials of an unpublished one."""
+
+from django.conf import settings
+from django.db import models
+
+from grading.drafts.rules import DraftRules
+from grading.models.orgs import Org
+
+
+class ItemKind(models.TextChoices):
+    DRAFT = "draft", "draft"
+    CONVERSATION = "conversation", "conversation"
+
+
+class CriteriaVersion(models.Model):
+    """What the judge is asked to apply. Immutable once published (services refuse edits); exactly one
+    published version per org and kind is active, enforced by a partial unique index."""
+
+    org = models.ForeignKey(Org, on_delete=models.CASCADE, related_name="criteria_versions")
+    kind = models.CharField(max_length=16, choices=ItemKind.choices)
+    number = models.PositiveIntegerField()
+    rubric = models.TextField(help_text="The rubric the judge reads, check by check.")
+    rules = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="Drafts: the rules document, threshold and band included.",
+    )
+    author = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    created_at = models.DateTimeField(auto_now_add=True)
+    published_at = models.DateTimeField(null=True, blank=True)
+    is_active = models.BooleanField(default=False)
+    based_on = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="+", help_text="Cloned from it."
+    )
+    # The editor's optimistic lock: every saved edit of a draft version moves `revision` on, and a save made
+    # from an older revision is refused, naming who saved in between and when.
+    revision = models.PositiveIntegerField(default=1)
+    updated_at = models.DateTimeField(null=True, blank=True)
+    updated_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["org", "kind", "number"], name="criteria_unique_number"),
+            models.UniqueConstraint(
+                fields=["org", "kind"], condition=models.Q(is_active=True), name="criteria_one_active_per_kind"
+            ),
+            models.CheckConstraint(
+                condition=models.Q(is_active=False) | models.Q(published_at__isnull=False),
+                name="criteria_active_is_published",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind} v{self.number}"
+
+    def draft_rules(self) -> DraftRules:
+        """The rules document of a draft version: the checks, the threshold and the band (their one home)."""
+        return DraftRules.model_validate(self.rules)
+
+
+class CriteriaTrial(models.Model):
+    """A trial run: a fixed-rule sample graded under an unpublished criteria version with the real judge.
+    The judge calls are counted before it runs (`judge_calls`) and as it runs (`judge_calls_made`); its reviews
+    are trial reviews (ReviewState.TRIAL), listed here in sample order."""
+
+    org = models.ForeignKey(Org, on_delete=models.CASCADE, related_name="+")
+    criteria_version = models.ForeignKey(CriteriaVersion, on_delete=models.PROTECT, related_name="trials")
+    sample = models.JSONField(default=list, help_text="Ids of the drafts or conversations, in sample order.")
+    judge_calls = models.PositiveIntegerField(help_text="Counted before the run, and shown to whoever started it.")
+    judge_calls_made = models.PositiveIntegerField(default=0)
+    review_ids = models.JSONField(default=list)
+    requested_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    requested_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            # Two admins starting at once cannot both run one: the second insert fails.
+            models.UniqueConstraint(
+                fields=["criteria_version"],
+                condition=models.Q(finished_at__isnull=True),
+                name="criteria_trial_one_running_per_version",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"trial of {self.criteria_version} on {len(self.sample)} items"

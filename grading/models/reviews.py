@@ -1,0 +1,324 @@
+"""Reviews and their state, people's decisions and labels, and the webhook deliveries of a verdict."""
+
+from django.conf import settings
+from django.db import models
+
+from grading.models.criteria import CriteriaVersion, ItemKind
+from grading.models.items import Conversation, Draft
+from grading.models.orgs import Org
+
+
+class Route(models.TextChoices):
+    PASS = "pass", "pass"  # noqa: S105 - a route, not a password
+    FAIL = "fail", "fail"
+    HUMAN = "human", "human"
+    NOT_SCORABLE = "not_scorable", "not scorable"
+    ERROR = "error", "error"
+
+
+NO_JUDGE = "none"  # the judge key of reviews that called no judge (not scorable)
+
+
+class ReviewState(models.TextChoices):
+    """What a review is worth now: the one definition every reader asks (DESIGN 2 and 3).
+
+    Stored on the review and kept true by the writes that change it (grading/reviews/store.py: a review written,
+    an item's evidence changed, a decision recorded), in the same transaction. One fact is read when asked
+    instead of stored: whether the review's criteria version is still the active one. Publishing a version
+    is then one row's change, not a rewrite of every current review of its kind (see `ReviewQuerySet`).
+    """
+
+    CURRENT = "current", "current"  # counts: the item's latest review, of its present evidence, under active criteria
+    WAITING = "waiting", "waiting for a person"  # counts; routed to people and not decided yet: the queue
+    DECIDED = "decided", "decided by a person"  # counts; routed to people and decided
+    STALE = "stale", "stale"  # the item's latest review, but its evidence or criteria changed: it is graded again
+    SUPERSEDED = "superseded", "superseded"  # a newer review of the item replaced it; kept as history
+    TRIAL = "trial", "trial"  # graded under an unpublished criteria version for a trial run: never counts
+
+
+COUNTING_STATES = (ReviewState.CURRENT, ReviewState.WAITING, ReviewState.DECIDED)
+# The item's latest review, counting or not: at most one per item (a constraint).
+LIVE_STATES = (*COUNTING_STATES, ReviewState.STALE)
+_CRITERIA_ACTIVE = models.Q(criteria_version__is_active=True)
+# The rule itself: a stored counting state counts only while the review's criteria version is active; after a
+# publication the review reads as stale until the item is graded again.
+_CRITERIA_CHANGED = models.Q(state__in=COUNTING_STATES) & ~_CRITERIA_ACTIVE
+
+
+def state_now(stored: str, *, criteria_active: bool) -> str:
+    """The state a review reads as now, from its stored state and whether its criteria version is still the active
+    one: the rule `with_state` writes as SQL, for readers holding the two facts already (the rollups' state
+    counters are kept per criteria version)."""
+    if stored in COUNTING_STATES and not criteria_active:
+        return ReviewState.STALE
+    return stored
+
+
+def for_people(*, route: str, audit: bool) -> bool:
+    """Whether a person may be asked about a review: routed to people by the machine, or picked by the audit
+    sample whatever the machine decided. `FOR_PEOPLE` is the same as a query."""
+    return route == Route.HUMAN or audit
+
+
+FOR_PEOPLE = models.Q(route=Route.HUMAN) | models.Q(audit=True)
+
+
+def _in_state(state: ReviewState) -> models.Q:
+    if state in COUNTING_STATES:
+        return models.Q(state=state) & _CRITERIA_ACTIVE
+    if state == ReviewState.STALE:
+        return models.Q(state=state) | _CRITERIA_CHANGED
+    return models.Q(state=state)
+
+
+class ReviewQuerySet(models.QuerySet):
+    def in_state(self, *states: ReviewState) -> "ReviewQuerySet":
+        condition = models.Q(pk__in=[])
+        for state in states:
+            condition |= _in_state(state)
+        return self.filter(condition)
+
+    def counting(self) -> "ReviewQuerySet":
+        """Reviews that count: the item's latest, of its present evidence, under the active criteria."""
+        return self.in_state(*COUNTING_STATES)
+
+    def waiting(self) -> "ReviewQuerySet":
+        """The queue: counting reviews routed to people and not decided yet."""
+        return self.in_state(ReviewState.WAITING)
+
+    def waiting_under(self, version: "CriteriaVersion") -> "ReviewQuerySet":
+        """`waiting()` for the reviews graded under one criteria version, as one index range (`review_queue`):
+        the version's activeness is known, so the rule needs no join."""
+        if not version.is_active:
+            return self.none()
+        return self.filter(state=ReviewState.WAITING, criteria_version=version)
+
+    def with_state(self) -> "ReviewQuerySet":
+        """Annotate `state_now`, the review's state as every reader must show it."""
+        return self.annotate(
+            state_now=models.Case(
+                models.When(_CRITERIA_CHANGED, then=models.Value(ReviewState.STALE.value)),
+                default=models.F("state"),
+                output_field=models.CharField(),
+            )
+        )
+
+
+class Review(models.Model):
+    """One grading of one item, with its whole score identity. Written once when it finishes and never
+    deleted; only `state` changes afterwards (see ReviewState), so a review can never be shown as counting
+    for evidence it did not read.
+    """
+
+    org = models.ForeignKey(Org, on_delete=models.CASCADE, related_name="reviews")
+    kind = models.CharField(max_length=16, choices=ItemKind.choices)
+    conversation = models.ForeignKey(
+        Conversation, null=True, blank=True, on_delete=models.CASCADE, related_name="reviews"
+    )
+    draft = models.ForeignKey(Draft, null=True, blank=True, on_delete=models.CASCADE, related_name="reviews")
+    # -- score identity
+    fingerprint = models.CharField(max_length=80)
+    criteria_version = models.ForeignKey(CriteriaVersion, on_delete=models.PROTECT, related_name="reviews")
+    judge = models.JSONField(help_text="backend, model, prompt-template hash, sampling settings")
+    judge_key = models.CharField(max_length=64, help_text="A hash of `judge`, for the identity constraint.")
+    memory_snapshot = models.CharField(max_length=80, blank=True)
+    started_at = models.DateTimeField()
+    finished_at = models.DateTimeField()
+    stages = models.PositiveSmallIntegerField(default=0)
+    # -- outcome
+    route = models.CharField(max_length=16, choices=Route.choices)
+    reason = models.CharField(max_length=40, blank=True, help_text="A code: why humans, why not scorable, what failed.")
+    detail = models.TextField(blank=True)
+    checks = models.JSONField(default=dict, blank=True, help_text="Conversations: verdict, message ids, rationale.")
+    # Drafts: the merged score, the judge's sub-scores and spread, findings first, then the judge's issues.
+    score = models.FloatField(null=True, blank=True)
+    judge_score = models.FloatField(null=True, blank=True, help_text="The judge's overall before findings.")
+    judge_passed = models.BooleanField(null=True, blank=True, help_text="The judge's own pass verdict.")
+    spread = models.FloatField(null=True, blank=True)
+    sub_scores = models.JSONField(default=dict, blank=True)
+    findings = models.JSONField(default=list, blank=True)
+    judge_issues = models.JSONField(default=list, blank=True)
+    repairs = models.JSONField(null=True, blank=True, help_text="{diff, body, applied} when auto-repair ran.")
+    memory_used = models.JSONField(default=dict, blank=True)
+    usage = models.JSONField(default=dict, blank=True)
+    # -- what it is worth now
+    state = models.CharField(max_length=16, choices=ReviewState.choices)
+    audit = models.BooleanField(
+        default=False,
+        help_text="Picked by the fixed-rule sample: waits for a person whatever the machine decided (blind).",
+    )
+    # -- where the dashboards file it, as the item was when it was graded (set by review_record, never changed,
+    # so the rollups can take back exactly what a review added; see grading/figures/rollups.py)
+    application = models.CharField(max_length=100, blank=True)
+    week = models.DateField(
+        null=True, blank=True, help_text="Monday of the ISO week: the conversation's start, or the draft's verdict."
+    )
+    submitted_at = models.DateTimeField(
+        null=True, blank=True, help_text="When the evidence it read arrived: the draft's save, the last message."
+    )
+
+    objects = ReviewQuerySet.as_manager()
+    # Not stored: True on the review `review_record` returns when its transaction also handed back the grading
+    # task's ticket for the item, so the task sends nothing more for it (grading/passes/inflight.py, `grade_each`).
+    ticket_returned = False
+
+    class Meta:
+        constraints = [
+            # A second review of the same identity is impossible, not unlikely. Errors are exempt so the
+            # next pass may try again; the retry then becomes the item's latest review.
+            # Trial reviews are exempt too: a trial under a version that is later published must not stand in
+            # for the real grading of the same identity (it never counts, reached no pipeline, no export).
+            models.UniqueConstraint(
+                fields=["conversation", "fingerprint", "criteria_version", "judge_key"],
+                condition=~models.Q(route="error") & ~models.Q(state="trial"),
+                name="review_unique_conversation_identity",
+            ),
+            models.UniqueConstraint(
+                fields=["conversation"],
+                condition=models.Q(state__in=LIVE_STATES),
+                name="review_one_live_per_conversation",
+            ),
+            models.UniqueConstraint(
+                fields=["draft", "fingerprint", "criteria_version", "judge_key", "memory_snapshot"],
+                condition=~models.Q(route="error") & ~models.Q(state="trial"),
+                name="review_unique_draft_identity",
+            ),
+            models.UniqueConstraint(
+                fields=["draft"], condition=models.Q(state__in=LIVE_STATES), name="review_one_live_per_draft"
+            ),
+            models.CheckConstraint(
+                condition=models.Q(conversation__isnull=True) ^ models.Q(draft__isnull=True),
+                name="review_has_one_subject",
+            ),
+        ]
+        indexes = [
+            models.Index(
+                fields=["org", "kind", "route"], condition=models.Q(state__in=COUNTING_STATES), name="review_counting"
+            ),
+            # The queue: one ordered range per active criteria version (a version names its org and kind).
+            models.Index(
+                fields=["criteria_version", "finished_at", "id"],
+                condition=models.Q(state=ReviewState.WAITING),
+                name="review_queue",
+            ),
+            models.Index(
+                fields=["criteria_version", "reason", "finished_at", "id"],
+                condition=models.Q(state=ReviewState.WAITING),
+                name="review_queue_reason",
+            ),
+            # The dashboards' lists: the counting reviews of a version's weeks, newest first, read in index order.
+            models.Index(
+                fields=["criteria_version", "week", "id"],
+                condition=models.Q(state__in=COUNTING_STATES),
+                name="review_counting_cell",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"review {self.pk} of {self.kind} ({self.route}, {self.state})"
+
+    @property
+    def subject(self) -> "Conversation | Draft":
+        return self.draft if self.kind == ItemKind.DRAFT else self.conversation
+
+    @property
+    def counts_now(self) -> bool:
+        """Whether the review counts as it reads now: its `state_now` (`ReviewQuerySet.with_state`) is a counting
+        state. The one reading of the "still counts" rule for a review in hand; queries use `counting()`."""
+        return self.state_now in COUNTING_STATES
+
+
+class Decision(models.Model):
+    """What a person decided about a review routed to them: part of grading's record of the review, written
+    by `decision_record` (grading/reviews/store.py). Who held the item while deciding is the people side's business.
+    """
+
+    class Outcome(models.TextChoices):
+        APPROVE = "approve", "approve"
+        REJECT = "reject", "reject"
+        SEND_BACK = "send_back", "send back"
+        # Conversations: the human verdicts per check, summarised as the routes would be.
+        PASS = "pass", "pass"  # noqa: S105 - an outcome, not a password
+        FAIL = "fail", "fail"
+        UNKNOWN = "unknown", "unknown"
+
+    org = models.ForeignKey(Org, on_delete=models.CASCADE, related_name="+")
+    review = models.OneToOneField(Review, on_delete=models.PROTECT, related_name="decision")
+    outcome = models.CharField(max_length=16, choices=Outcome.choices)
+    checks = models.JSONField(default=dict, blank=True, help_text="Conversations: the human verdict per check.")
+    note = models.TextField(blank=True)
+    decided_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    decided_at = models.DateTimeField()
+    learning = models.ForeignKey(
+        "MemoryItem",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        help_text="The org learning the note became, when the person asked for one.",
+    )
+
+    class Meta:
+        indexes = [models.Index(fields=["org", "decided_at"], name="decision_org_decided_at")]
+
+    def __str__(self) -> str:
+        return f"{self.outcome} on review {self.review_id}"
+
+
+class Label(models.Model):
+    """A human verdict from outside the queue (a spreadsheet, another annotation tool), with its labeller and
+    source, bound to the item's fingerprint when it was recorded: it speaks about that evidence only."""
+
+    PASS_FAIL = "pass_fail"  # noqa: S105 - a verdict on the whole item rather than on one check
+
+    org = models.ForeignKey(Org, on_delete=models.CASCADE, related_name="labels")
+    kind = models.CharField(max_length=16, choices=ItemKind.choices)
+    conversation = models.ForeignKey(
+        Conversation, null=True, blank=True, on_delete=models.CASCADE, related_name="labels"
+    )
+    draft = models.ForeignKey(Draft, null=True, blank=True, on_delete=models.CASCADE, related_name="labels")
+    fingerprint = models.CharField(max_length=80)
+    check_name = models.CharField(max_length=16, help_text="A conversation check, or pass_fail for the whole item.")
+    verdict = models.CharField(max_length=8)
+    labeller = models.CharField(max_length=200)
+    source = models.CharField(max_length=200, help_text="Where it came from: api, or the imported file's name.")
+    labelled_at = models.DateTimeField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["conversation", "fingerprint", "check_name", "labeller"], name="label_unique_conversation"
+            ),
+            models.UniqueConstraint(
+                fields=["draft", "fingerprint", "check_name", "labeller"], name="label_unique_draft"
+            ),
+            models.CheckConstraint(
+                condition=models.Q(conversation__isnull=True) ^ models.Q(draft__isnull=True),
+                name="label_has_one_subject",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return (
+            f"{self.labeller}: {self.check_name} {self.verdict} on {self.kind} {self.conversation_id or self.draft_id}"
+        )
+
+
+class WebhookDelivery(models.Model):
+    """One try at telling a pipeline about a draft's verdict. Every try is logged, failed ones included."""
+
+    draft = models.ForeignKey(Draft, on_delete=models.CASCADE, related_name="webhook_deliveries")
+    review = models.ForeignKey(Review, on_delete=models.CASCADE, related_name="webhook_deliveries")
+    event = models.CharField(max_length=32, help_text="machine_verdict | human_decision")
+    url = models.URLField(max_length=1000)
+    attempt = models.PositiveSmallIntegerField()
+    status_code = models.PositiveSmallIntegerField(null=True, blank=True)
+    error = models.TextField(blank=True)
+    delivered = models.BooleanField(default=False)
+    at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"{self.event} to {self.url} try {self.attempt}: {self.status_code or self.error}"
