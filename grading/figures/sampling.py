@@ -3,7 +3,7 @@ the machine decided, so the judge is measured on items it did not choose."""
 
 import hashlib
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import date, datetime, timedelta
 
 from django.db import transaction
 from django.utils import timezone
@@ -17,8 +17,7 @@ from grading.weeks import monday, week_start
 @dataclass(frozen=True)
 class SampleCell:
     application: str  # "" for drafts
-    iso_year: int
-    iso_week: int
+    week: date  # the Monday of its ISO week
     external_ids: list[str]
     review_ids: list[int] = field(default_factory=list)  # the counting review of each, in the same order
 
@@ -28,15 +27,14 @@ def _sample_since(now: datetime, weeks: int) -> datetime:
 
 
 def _smallest_hashes(rows, *, per_week: int, salt: str) -> list[SampleCell]:
-    cells: dict[tuple[str, int, int], list[tuple[str, str, int]]] = {}
+    cells: dict[tuple[str, date], list[tuple[str, str, int]]] = {}
     for application, at, external_id, review_id in rows:
-        year, week, _ = monday(at).isocalendar()
         rank = hashlib.sha256((salt + external_id).encode()).hexdigest()
-        cells.setdefault((application, year, week), []).append((rank, external_id, review_id))
+        cells.setdefault((application, monday(at)), []).append((rank, external_id, review_id))
     sample = []
-    for (application, year, week), ranked in sorted(cells.items()):
+    for (application, week), ranked in sorted(cells.items()):
         picked = sorted(ranked)[:per_week]
-        sample.append(SampleCell(application, year, week, [e for _, e, _ in picked], [r for _, _, r in picked]))
+        sample.append(SampleCell(application, week, [e for _, e, _ in picked], [r for _, _, r in picked]))
     return sample
 
 

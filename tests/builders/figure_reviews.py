@@ -6,7 +6,7 @@ labels that do or do not speak about the evidence reviewed, and thumbs."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -32,17 +32,20 @@ WEEK_END = datetime(2026, 11, 22, 23, 59, 59, tzinfo=UTC)
 moments = st.sampled_from([timedelta(0), timedelta(seconds=1), timedelta(days=-3), timedelta(days=2, hours=5)]).map(
     lambda shift: WEEK_END + shift
 )
+# Waits on a histogram bound (60 s, 300 s), a fraction either side of one, and long ones.
 gaps = st.sampled_from(
-    [timedelta(0), timedelta(seconds=59.5), timedelta(seconds=61), timedelta(hours=30), timedelta(days=9)]
+    [timedelta(seconds=s) for s in (0, 59.5, 60, 60.5, 300, 301)] + [timedelta(hours=30), timedelta(days=9)]
 )
 verdict_text = st.sampled_from(["pass", "fail", "unknown", "maybe", None, 1])
 check_entry = st.one_of(verdict_text.map(lambda v: {"verdict": v}), st.just({}), st.just("pass"))
 checks = st.one_of(st.dictionaries(st.sampled_from([*CHECKS, "other"]), check_entry), st.just([]))
 codes = st.sampled_from(["banned_word", "filler_phrase", "x" * 70, "x" * 70 + "y"])
 finding = st.one_of(codes.map(lambda code: {"code": code}), st.just({"code": 3}), st.just("banned_word"))
-sub_score = st.one_of(st.sampled_from([7, 2.0005, 3.0015, 4.5, -1.0005, True, "7"]), st.floats(-10, 10))
+# Halves of a thousandth (1.0625 is 1062.5 thousandths exactly) are where rounding rules part ways.
+sub_score = st.one_of(st.sampled_from([7, 1.0625, 2.0625, 4.5, -1.0005, 2.0005, True, "7"]), st.floats(-10, 10))
 usage = st.one_of(
     st.just({}),
+    st.sampled_from([["prompt_tokens"], "prompt_tokens"]),  # not objects: what `?` finds in them still counts
     st.builds(
         lambda p, c: {"prompt_tokens": p, **({} if c is None else {"completion_tokens": c})},
         st.one_of(st.none(), st.integers(0, 5000), st.just(12.7)),
@@ -160,3 +163,17 @@ def write_reviews(org: Org, specs: list[ReviewSpec], person) -> list[Review]:
                 Feedback.objects.create(conversation=subject["conversation"], message_external_id=f"m{i}", value=value)
         written.append(review)
     return written
+
+
+def edge_draft(**changes: Any) -> ReviewSpec:
+    """A counting draft decided by a person, on the edges where two forms of a rule most easily part: sub-scores
+    on half a thousandth, waits exactly on a histogram bound."""
+    spec = ReviewSpec(
+        kind=ItemKind.DRAFT, state=ReviewState.DECIDED, route=Route.HUMAN, reason="band", checks={},
+        findings=[{"code": "banned_word"}], sub_scores={"aeo": 1.0625, "writing": -1.0625, "org_fit": 2.0005},
+        repairs=None, usage={"prompt_tokens": 10, "completion_tokens": 2}, judge_passed=True, audit=True,
+        application="", filed=True, started_at=WEEK_END, verdict_after=timedelta(seconds=60),
+        submitted_before=timedelta(seconds=240), decision=("approve", {}, timedelta(seconds=300), True),
+        labels=[("pass_fail", "fail", True)], thumbs=[],
+    )  # fmt: skip
+    return replace(spec, **changes)

@@ -5,6 +5,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from grading.figures.sampling import audit_sample_send
 from grading.models import Org
+from grading.weeks import iso_week
 
 
 class Command(BaseCommand):
@@ -40,7 +41,7 @@ class Command(BaseCommand):
         )
         for kind, cells in (("conversation", sample.conversations), ("draft", sample.drafts)):
             for cell in cells:
-                week = f"{cell.iso_year}-W{cell.iso_week:02d}"
+                week = iso_week(cell.week)
                 if as_json:
                     line = {"kind": kind, "application": cell.application, "iso_week": week}
                     self.stdout.write(json.dumps({**line, "external_ids": cell.external_ids}))

@@ -8,22 +8,14 @@ from collections import defaultdict
 import pytest
 from django.contrib.auth import get_user_model
 from django.db import transaction
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from grading.figures.definitions import (
-    PASS_FAIL,
-    SCORED,
-    Lit,
-    counted_in,
-    machine_said,
-    machine_verdict,
-    review_row,
-)
+from grading.figures.definitions import PASS_FAIL, SCORED, Lit, counted_in, machine_said, machine_verdict, review_row
 from grading.figures.rollups import _FIELDS, _contributions_of, live_counters, thumbs_of
-from grading.models import Review, ReviewState
+from grading.models import ItemKind, Review, ReviewState, Route
 from grading.outcomes import CHECKS
-from tests.builders.figure_reviews import reviews, write_reviews
+from tests.builders.figure_reviews import edge_draft, reviews, write_reviews
 
 pytestmark = pytest.mark.django_db
 EXAMPLES = settings(
@@ -55,6 +47,7 @@ def _in_example(org, specs, test) -> None:
 
 @EXAMPLES
 @given(specs=st.lists(reviews, min_size=1, max_size=6))
+@example(specs=[edge_draft(), edge_draft(kind=ItemKind.CONVERSATION, route=Route.PASS, audit=False)])
 def test_the_rebuilds_sql_counts_what_the_python_form_counts(org, specs):
     def check(written: list[Review]) -> None:
         python = _contributions_of([review.pk for review in written])
