@@ -16,7 +16,8 @@ from django.contrib.auth import get_user_model
 from django.utils import timezone
 
 from grading.figures.agreement import agreement_of
-from grading.figures.definitions import OVER, PASS_FAIL, WAIT_BUCKETS
+from grading.figures.definitions import PASS_FAIL
+from grading.figures.expressions import OVER, WAIT_BUCKETS
 from grading.figures.rollups import Key, rollup_last_rebuild, scope_counters
 from grading.hooks.evaluations import evaluation_export_status
 from grading.models import CriteriaVersion, GradingRun, ItemKind, Org, Review, ReviewState, state_now

@@ -35,7 +35,8 @@ from django.db import connection, transaction
 from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
-from grading.figures.definitions import contributions, live_counters_sql, sql_literal
+from grading.figures.definitions import contributions, live_counters_sql
+from grading.figures.expressions import sql_literal
 from grading.models import Conversation, Draft, Feedback, ItemKind, Org, Rollup, RollupRebuild
 from grading.reviews.reads import staleness_audit
 from grading.weeks import monday, monday_sql

@@ -11,7 +11,8 @@ from django.db import transaction
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from grading.figures.definitions import PASS_FAIL, SCORED, Lit, counted_in, machine_said, machine_verdict, review_row
+from grading.figures.definitions import PASS_FAIL, SCORED, counted_in, machine_said, machine_verdict, review_row
+from grading.figures.expressions import Lit
 from grading.figures.rollups import _FIELDS, _contributions_of, live_counters, thumbs_of
 from grading.models import ItemKind, Review, ReviewState, Route
 from grading.outcomes import CHECKS

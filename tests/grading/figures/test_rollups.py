@@ -9,7 +9,7 @@ from django.db import connection, transaction
 
 from grading.conversations.grader import conversation_grade
 from grading.conversations.ingest import conversation_append, feedback_record
-from grading.figures.definitions import wait_bucket
+from grading.figures.expressions import wait_bucket
 from grading.figures.rollups import live_counters, monday, rollups_rebuild, rollups_tracking, stored_counters
 from grading.models import Feedback, ItemKind, RollupRebuild
 from grading.passes.planner import grading_pass

@@ -1,0 +1,367 @@
+"""The expressions the figures' rules are written in (grading/figures/definitions.py). Each knows two forms of
+itself: Python over a review read as a dict (a closure compiled once), and SQL over the same columns; the figures'
+tests hold the two equal on generated reviews. SQL is assembled from constants of ours, never from a value from
+outside.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from decimal import ROUND_HALF_UP, Decimal
+from functools import cached_property
+from operator import itemgetter
+from typing import Any
+
+from grading.outcomes import VERDICTS
+
+# Upper bounds (seconds) of the waiting-time histograms: a median is read off them to within one bucket.
+WAIT_BUCKETS = (60, 300, 900, 1800, 3600, 7200, 14400, 28800, 86400, 172800, 604800)
+OVER = "more"  # the bucket past the last bound
+KEY_LENGTH = 64  # a counter's keys are at most this long (Rollup.key1, key2): longer ones are cut
+Row = dict[str, Any]  # a review as the figures read it (see `review_row`), with its decision's, label's, ... fields
+
+
+def wait_bucket(seconds: int) -> str:
+    for bound in WAIT_BUCKETS:
+        if seconds <= bound:
+            return str(bound)
+    return OVER
+
+
+class Expr:
+    """A value or a condition over a row, in Python (`py`) and in SQL (`sql`, over the row's columns).
+
+    The combining expressions give their Python form as `fn`, a closure over their parts' closures: the upkeep
+    reads every figure of a review in every grading write, and walking the tree by method calls cost three times
+    what the hand-written Python did."""
+
+    def py(self, row: Row) -> Any:
+        return self.fn(row)
+
+    @cached_property
+    def fn(self) -> Callable[[Row], Any]:
+        return self.py
+
+    def sql(self) -> str:
+        raise NotImplementedError
+
+
+def sql_literal(value: object) -> str:
+    """A constant of ours as SQL: only names and numbers, so it can never close the quote it is written in."""
+    if isinstance(value, bool):
+        return "TRUE" if value else "FALSE"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, str) and all(ch.isalnum() or ch == "_" for ch in value):
+        return f"'{str.__str__(value)}'"
+    raise ValueError(f"not a constant of ours: {value!r}")
+
+
+@dataclass(frozen=True, eq=False)
+class Col(Expr):
+    """A field of the row: `key` in Python, `column` in SQL."""
+
+    key: str
+    column: str
+
+    @cached_property
+    def fn(self) -> Callable[[Row], Any]:
+        return itemgetter(self.key)
+
+    def sql(self) -> str:
+        return self.column
+
+
+def col(name: str) -> Col:
+    return Col(name, f"r.{name}")
+
+
+@dataclass(frozen=True, eq=False)
+class Lit(Expr):
+    value: str | int | bool
+
+    @cached_property
+    def fn(self) -> Callable[[Row], Any]:
+        value = self.value
+        return lambda row: value
+
+    def sql(self) -> str:
+        return sql_literal(self.value)
+
+
+@dataclass(frozen=True, eq=False)
+class Eq(Expr):
+    left: Expr
+    right: Expr
+
+    @cached_property
+    def fn(self) -> Callable[[Row], Any]:
+        left, right = self.left.fn, self.right.fn
+        return lambda row: left(row) == right(row)
+
+    def sql(self) -> str:
+        return f"{self.left.sql()} = {self.right.sql()}"
+
+
+@dataclass(frozen=True, eq=False)
+class In(Expr):
+    value: Expr
+    among: tuple[str, ...]
+
+    @cached_property
+    def fn(self) -> Callable[[Row], Any]:
+        value, among = self.value.fn, frozenset(self.among)
+        return lambda row: value(row) in among
+
+    def sql(self) -> str:
+        return f"{self.value.sql()} IN ({', '.join(map(sql_literal, self.among))})"
+
+
+@dataclass(frozen=True, eq=False)
+class And(Expr):
+    parts: tuple[Expr, ...]
+
+    @cached_property
+    def fn(self) -> Callable[[Row], Any]:
+        parts = tuple(part.fn for part in self.parts)
+
+        def every(row: Row) -> bool:
+            for part in parts:  # noqa: SIM110 - all() over a generator costs more, in every write
+                if not part(row):
+                    return False
+            return True
+
+        return every
+
+    def sql(self) -> str:
+        return "(" + " AND ".join(part.sql() for part in self.parts) + ")"
+
+
+def both(*parts: Expr) -> And:
+    """The conjunction, flattened (so a figure's condition reads as one list of tests in both forms)."""
+    flat: list[Expr] = []
+    for part in parts:
+        flat += part.parts if isinstance(part, And) else [part]
+    return And(tuple(flat))
+
+
+@dataclass(frozen=True, eq=False)
+class Not(Expr):
+    part: Expr  # never NULL in SQL: NOT NULL would not read as True
+
+    @cached_property
+    def fn(self) -> Callable[[Row], Any]:
+        part = self.part.fn
+        return lambda row: not part(row)
+
+    def sql(self) -> str:
+        return f"NOT {self.part.sql()}"
+
+
+@dataclass(frozen=True, eq=False)
+class Case(Expr):
+    when: Expr  # a condition; NULL in SQL reads as false, as None does in Python
+    then: Expr
+    otherwise: Expr
+
+    @cached_property
+    def fn(self) -> Callable[[Row], Any]:
+        when, then, otherwise = self.when.fn, self.then.fn, self.otherwise.fn
+        return lambda row: then(row) if when(row) else otherwise(row)
+
+    def sql(self) -> str:
+        return f"CASE WHEN {self.when.sql()} THEN {self.then.sql()} ELSE {self.otherwise.sql()} END"
+
+
+@dataclass(frozen=True, eq=False)
+class Pair(Expr):
+    """`left>right`: one cell of a confusion table (the machine's verdict, then the person's)."""
+
+    left: Expr
+    right: Expr
+
+    def py(self, row: Row) -> str:
+        return f"{self.left.py(row)}>{self.right.py(row)}"
+
+    def sql(self) -> str:
+        return f"({self.left.sql()} || '>' || {self.right.sql()})"
+
+
+@dataclass(frozen=True, eq=False)
+class Text(Expr):
+    value: Expr
+
+    def py(self, row: Row) -> str:
+        return str(self.value.py(row))
+
+    def sql(self) -> str:
+        return f"({self.value.sql()})::text"
+
+
+def _verdict_sql(text: str) -> str:
+    return f"CASE WHEN {text} IN ({', '.join(map(sql_literal, VERDICTS))}) THEN {text} ELSE 'unknown' END"
+
+
+def _verdict(value: object) -> str:
+    return value if isinstance(value, str) and value in VERDICTS else "unknown"
+
+
+@dataclass(frozen=True, eq=False)
+class CheckVerdict(Expr):
+    """The machine's verdict on a conversation check as the review stores it (`checks[check].verdict`);
+    anything but pass, fail or unknown reads unknown."""
+
+    check: Expr
+
+    def py(self, row: Row) -> str:
+        checks = row["checks"] if isinstance(row["checks"], dict) else {}
+        entry = checks.get(self.check.py(row))
+        return _verdict(entry.get("verdict") if isinstance(entry, dict) else None)
+
+    def sql(self) -> str:
+        return _verdict_sql(f"(r.checks -> {self.check.sql()} ->> 'verdict')")
+
+
+@dataclass(frozen=True, eq=False)
+class HumanCheckVerdict(Expr):
+    """A person's verdict on a conversation check as their decision stores it (`checks[check]`)."""
+
+    check: Expr
+
+    def py(self, row: Row) -> str:
+        checks = row["human_checks"] if isinstance(row["human_checks"], dict) else {}
+        return _verdict(checks.get(self.check.py(row)))
+
+    def sql(self) -> str:
+        return _verdict_sql(f"(r.human_checks ->> {self.check.sql()})")
+
+
+@dataclass(frozen=True, eq=False)
+class HasKey(Expr):
+    """The JSON in `column` has `key`, as jsonb's `?` reads it: a key of an object, a string in an array, or the
+    string itself. (Asking first whether it is an object cost the rebuild a third more database CPU.)"""
+
+    column: str
+    key: str
+
+    def py(self, row: Row) -> bool:
+        value = row[self.column]
+        return self.key in value if isinstance(value, dict | list) else value == self.key
+
+    def sql(self) -> str:
+        return f"r.{self.column} ? {sql_literal(self.key)}"
+
+
+@dataclass(frozen=True, eq=False)
+class WholeNumber(Expr):
+    """The number at `key` of the JSON object in `column`, its fraction cut off; 0 when absent or null."""
+
+    column: str
+    key: str
+
+    def py(self, row: Row) -> int:
+        value = row[self.column] if isinstance(row[self.column], dict) else {}
+        return int(value.get(self.key) or 0)
+
+    def sql(self) -> str:
+        return f"COALESCE(trunc((r.{self.column} ->> {sql_literal(self.key)})::numeric), 0)"
+
+
+@dataclass(frozen=True, eq=False)
+class NonEmptyList(Expr):
+    """The JSON object in `column` has a list with something in it at `key`."""
+
+    column: str
+    key: str
+
+    def py(self, row: Row) -> bool:
+        value = row[self.column].get(self.key) if isinstance(row[self.column], dict) else None
+        return isinstance(value, list) and bool(value)
+
+    def sql(self) -> str:
+        at = f"(r.{self.column} -> {sql_literal(self.key)})"
+        # CASE, not AND: PostgreSQL may read either side of an AND first, and a scalar has no length.
+        return f"CASE WHEN jsonb_typeof({at}) = 'array' THEN jsonb_array_length({at}) > 0 ELSE FALSE END"
+
+
+def _number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+@dataclass(frozen=True, eq=False)
+class IsNumber(Expr):
+    """The JSON object in `column` has a number at `key`."""
+
+    column: str
+    key: Expr
+
+    def py(self, row: Row) -> bool:
+        value = row[self.column] if isinstance(row[self.column], dict) else {}
+        return _number(value.get(self.key.py(row)))
+
+    def sql(self) -> str:
+        return f"jsonb_typeof(r.{self.column} -> {self.key.sql()}) = 'number'"
+
+
+@dataclass(frozen=True, eq=False)
+class Thousandths(Expr):
+    """The number at `key` of the JSON object in `column`, in thousandths, rounded half away from zero (as
+    PostgreSQL rounds the numeric the JSON holds; the float read in Python is that numeric's shortest form)."""
+
+    column: str
+    key: Expr
+
+    def py(self, row: Row) -> int:
+        value = row[self.column][self.key.py(row)]
+        exact = Decimal(repr(float(value))) if isinstance(value, float) else Decimal(value)
+        return int((exact * 1000).quantize(Decimal(1), rounding=ROUND_HALF_UP))
+
+    def sql(self) -> str:
+        return f"round((r.{self.column} ->> {self.key.sql()})::numeric * 1000)"
+
+
+@dataclass(frozen=True, eq=False)
+class Seconds(Expr):
+    """Whole seconds from `earlier` to `later`, never below zero."""
+
+    later: Expr
+    earlier: Expr
+
+    def py(self, row: Row) -> int:
+        return max(0, int((self.later.py(row) - self.earlier.py(row)).total_seconds()))
+
+    def sql(self) -> str:
+        return f"greatest(0, floor(extract(epoch FROM {self.later.sql()} - {self.earlier.sql()})))::bigint"
+
+
+@dataclass(frozen=True, eq=False)
+class Bucket(Expr):
+    """The waiting-time bucket (WAIT_BUCKETS) holding a whole number of seconds."""
+
+    seconds: Expr
+
+    def py(self, row: Row) -> str:
+        return wait_bucket(self.seconds.py(row))
+
+    def sql(self) -> str:
+        # Whole seconds: at most a bound is below the bound plus one, which width_bucket counts in one reading.
+        names = ", ".join(sql_literal(name) for name in (*map(str, WAIT_BUCKETS), OVER))
+        above = ", ".join(str(bound + 1) for bound in WAIT_BUCKETS)
+        return f"(ARRAY[{names}])[width_bucket({self.seconds.sql()}, ARRAY[{above}]::bigint[]) + 1]"
+
+
+@dataclass(frozen=True, eq=False)
+class Stored(Expr):
+    """`rule`, which a review's rows carry as `key`, computed once per review: in SQL by _ROW_SQL, in Python by
+    `review_row`."""
+
+    rule: Expr
+    key: str
+
+    @cached_property
+    def fn(self) -> Callable[[Row], Any]:
+        return itemgetter(self.key)
+
+    def sql(self) -> str:
+        return f"r.{self.key}"
