@@ -37,7 +37,8 @@ class Receiver:
             address_family = socket.AF_INET6 if ":" in host else socket.AF_INET
 
         self.server = Server((host, 0), Handler)
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        # A short poll interval keeps close() quick: shutdown() waits for the loop's next poll (0.5 s by default).
+        threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True).start()
         self.port = self.server.server_address[1]
         shown = f"[{host}]" if ":" in host else host
         self.url = f"http://{shown}:{self.port}/hooks/tollgate"
