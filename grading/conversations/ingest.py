@@ -3,13 +3,14 @@ recomputes the evidence (active path, fingerprint) and the review state in the s
 
 import base64
 from dataclasses import dataclass, replace
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from grading import evidence as ev
+from grading.conversations.reads import quiet_period
 from grading.errors import ConversationNotFound, LimitExceeded
 from grading.evidence import EvidenceMessage, active_path, branch_count, fingerprint
 from grading.figures.rollups import rollups_thumbs_refresh, thumbs_of
@@ -67,7 +68,10 @@ def conversation_append(
 
 
 def _locked_conversation(org: Org, external_id: str) -> Conversation | None:
-    return Conversation.objects.select_for_update().filter(org=org, external_id=external_id).first()
+    # At most one row (conversation_unique_external_id). No ORDER BY: `.first()` adds one on id, and a generic plan
+    # may then walk the primary key and filter every conversation of the org.
+    found = Conversation.objects.select_for_update().filter(org=org, external_id=external_id)[:1]
+    return found[0] if found else None
 
 
 def _create_conversation(org: Org, payload: ConversationIn, now: datetime) -> Conversation:
@@ -277,7 +281,7 @@ def _recompute_evidence(
         closed=conversation.closed,
         last_activity=conversation.last_activity_at,
         now=now,
-        quiet_period=timedelta(minutes=settings.CONVERSATION_QUIET_MINUTES),
+        quiet_period=quiet_period(),
     )
 
 
