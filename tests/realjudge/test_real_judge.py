@@ -17,7 +17,9 @@ from tests.builders.conversations import support_conversation, upsert
 from tests.builders.drafts import save_draft, setup_org_memory
 from tests.builders.processes import wait_until
 
-pytestmark = pytest.mark.realjudge
+# Slow: a judge call takes tens of seconds. One xdist worker takes them all (`--dist loadgroup`), so the server they
+# share is started once.
+pytestmark = [pytest.mark.realjudge, pytest.mark.slow, pytest.mark.xdist_group("realjudge")]
 
 
 class Score(BaseModel):
