@@ -68,9 +68,14 @@ def conversation_append(
 
 
 def _locked_conversation(org: Org, external_id: str) -> Conversation | None:
+    return _conversation(org, external_id, lock=True)
+
+
+def _conversation(org: Org, external_id: str, *, lock: bool = False) -> Conversation | None:
     # At most one row (conversation_unique_external_id). No ORDER BY: `.first()` adds one on id, and a generic plan
     # may then walk the primary key and filter every conversation of the org.
-    found = Conversation.objects.select_for_update().filter(org=org, external_id=external_id)[:1]
+    conversations = Conversation.objects.select_for_update() if lock else Conversation.objects
+    found = conversations.filter(org=org, external_id=external_id)[:1]
     return found[0] if found else None
 
 
@@ -352,7 +357,7 @@ def _evidence_read(conversation: Conversation, messages: list[Message]) -> _Evid
 
 
 def feedback_record(*, org: Org, payload: FeedbackIn) -> Feedback:
-    conversation = Conversation.objects.filter(org=org, external_id=payload.conversation).first()
+    conversation = _conversation(org, payload.conversation)
     if conversation is None:
         raise ConversationNotFound(payload.conversation)
     if not conversation.messages.filter(external_id=payload.message_id).exists():
