@@ -6,11 +6,16 @@ into them. A signature by name behaves as `task.delay` would (routing, eager mod
 Nothing sent from here has its result read, so nothing subscribes to results: with Redis down, Celery's result
 backend would otherwise retry its subscription for 20 s per send and then refuse every later one in that process
 ("the Celery application must be restarted").
+
+Every send is one publish without kombu's retry, in a loop of our own. kombu's retrying publish declares the queue
+inside a second retrying block; when the connection drops between the two, the inner one reconnects and closes the
+channel the outer one then publishes on, which raises AttributeError instead of a broker error (kombu 5.7).
 """
 
 import logging
+import time
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from celery import current_app
@@ -32,9 +37,27 @@ REBUILD_ROLLUPS = "grading.tasks.rebuild_rollups"
 REBUILD_ALL_ROLLUPS = "grading.tasks.rebuild_all_rollups"
 
 _GRADING_TASKS = {ItemKind.CONVERSATION: GRADE_CONVERSATION, ItemKind.DRAFT: GRADE_DRAFT}
+
+
+@dataclass(frozen=True)
+class Patience:
+    """How many times a send tries the broker, and the waits between tries: 0, step, 2 * step, ... up to `longest`."""
+
+    tries: int
+    step: float = 0.0
+    longest: float = 0.0
+
+    def waits(self) -> Iterator[float]:
+        """The wait before each try after the first."""
+        for retry in range(self.tries - 1):
+            yield min(retry * self.step, self.longest)
+
+
+ONE_TRY = Patience(tries=1)  # an API request with a pipeline waiting on it
+BRIEF = Patience(tries=4, step=0.2, longest=0.2)  # Celery's own default: rides out a dropped connection
 # A grading pass (a worker or a command, nobody waiting on it) rides out a broker restart: about a minute of tries.
 # planner.SEND_GRACE must stay longer than this, or a ticket still being sent could be taken for lost.
-PASS_SEND_PATIENCE = {"max_retries": 30, "interval_start": 0, "interval_step": 1, "interval_max": 2}
+PASS_SEND_PATIENCE = Patience(tries=31, step=1, longest=2)
 
 
 @dataclass(frozen=True)
@@ -62,11 +85,11 @@ def grading_send(tickets: Iterable[Ticket], *, patient: bool) -> int:
     tasks: dict[tuple[str, str], list[int]] = {}  # (kind, task id) -> its items, in the order given
     for ticket in tickets:
         tasks.setdefault((ticket.kind, ticket.task_id), []).append(ticket.item_id)
-    options = {"retry_policy": PASS_SEND_PATIENCE} if patient else {"retry": False}
+    patience = PASS_SEND_PATIENCE if patient else ONE_TRY
     sent = 0
     for (kind, task_id), item_ids in tasks.items():
         try:
-            _send(_GRADING_TASKS[kind], item_ids, task_id=task_id, **options)
+            _send(_GRADING_TASKS[kind], item_ids, task_id=task_id, patience=patience)
         except BrokerUnavailable as exc:
             logger.warning(
                 "the broker did not take grading tasks (%s); %s item(s) stay owed and the recovery run sends them",
@@ -102,5 +125,16 @@ def rollups_rebuild(org_ids: Iterable[int]) -> None:
         _send(REBUILD_ROLLUPS, org_id)
 
 
-def _send(name: str, *args: object, **options: object) -> None:
-    current_app.signature(name, args=args).apply_async(ignore_result=True, **options)
+def _send(name: str, *args: object, task_id: str | None = None, patience: Patience = BRIEF) -> None:
+    """Publish once per try; raise BrokerUnavailable when the last try fails."""
+    signature = current_app.signature(name, args=args)
+    waits = patience.waits()
+    while True:
+        try:
+            signature.apply_async(task_id=task_id, ignore_result=True, retry=False)
+            return
+        except BrokerUnavailable:
+            wait = next(waits, None)
+            if wait is None:
+                raise
+            time.sleep(wait)

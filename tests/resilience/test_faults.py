@@ -3,6 +3,7 @@ database connection cut during grading, two beats, two workers. Whatever happens
 one review that counts, none lost, none doubled, and no judge call is made twice for one piece of work."""
 
 import dataclasses
+import itertools
 import json
 import os
 import signal
@@ -12,6 +13,7 @@ from urllib.parse import urlsplit
 
 import psutil
 import pytest
+import redis
 from django.db import connection, transaction
 from django.utils import timezone
 from django_celery_beat.models import IntervalSchedule, PeriodicTask
@@ -132,6 +134,36 @@ def test_a_pass_that_meets_redis_down_completes_when_it_is_back_and_a_restart_mi
         message="the canary task: the workers took new work after the restart",
     )
     assert canary.detail["pid"] != os.getpid()
+
+
+def test_a_send_whose_connection_drops_twice_is_still_taken(org, monkeypatch):
+    """A failover, a flaky network: the connection drops as the send pushes its task, and again as the send, on
+    its new connection, writes its queue's binding (the first thing a new connection writes). The send tries
+    again and Redis takes its task once; before, kombu's retry closed the channel the publish then used and the
+    send raised AttributeError, an error no sender handles."""
+    pushed: list[bytes] = []
+    monkeypatch.setattr(redis.Redis, "lpush", dropping_once(redis.Redis.lpush, taken=pushed))
+    monkeypatch.setattr(redis.Redis, "sadd", dropping_once(redis.Redis.sadd, taken=[]))
+    enqueue.rollups_rebuild([org.pk])
+    tasks = [json.loads(message) for _queue, message in pushed]
+    assert [(task["headers"]["task"], task["headers"]["argsrepr"]) for task in tasks] == [
+        (enqueue.REBUILD_ROLLUPS, f"({org.pk},)")
+    ]
+
+
+def dropping_once(command, *, taken: list):
+    """A Redis command whose first call finds its connection closed; the arguments of the calls Redis took are
+    appended to `taken`."""
+    calls = itertools.count()
+
+    def call(client, *args):
+        if next(calls) == 0:
+            raise redis.ConnectionError("Connection closed by server.")
+        answer = command(client, *args)
+        taken.append(args)
+        return answer
+
+    return call
 
 
 def grading_lock_holder(kind: str, item_id: int) -> int | None:
