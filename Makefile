@@ -29,9 +29,9 @@ install-dev: $(VENV)/.dev $(HTMX)
 demo: install
 	DEBUG=$${DEBUG:-1} $(PY) manage.py demo
 
-# The suite gets private servers of its own (.data/test), apart from the demo's. PYTEST_WORKERS=2 runs it in two
-# pytest-xdist workers, each with servers of its own (.data/test/gw0, ...); one process by default, see README.
-PYTEST_WORKERS ?= 0
+# The suite gets private servers of its own (.data/test), apart from the demo's, and runs in two pytest-xdist
+# workers, each with servers of its own (.data/test/gw0, ...); PYTEST_WORKERS=0 runs it in one process, see README.
+PYTEST_WORKERS ?= 2
 test: install-dev
 	DEBUG=1 TOLLGATE_DATA_DIR=$${TOLLGATE_DATA_DIR:-.data/test} $(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
 
