@@ -5,6 +5,7 @@ Deterministic (a seeded random generator) and idempotent: seeding twice merges i
 The mix lands on every route of the heuristic judge and on every not-scorable reason worth showing.
 """
 
+import logging
 import random
 from dataclasses import replace
 from datetime import datetime, timedelta
@@ -282,7 +283,7 @@ class TimingOutJudge(DemoDraftJudge):
     """Stands in for a judge that timed out: the gate records the error, the next pass tries again."""
 
     def judge_draft(self, *, prompt: DraftPrompt) -> DraftJudgement:
-        raise JudgeUnavailable("the judge did not answer within 60 s (demo)")
+        raise JudgeUnavailable("the judge did not answer within 60 s (a seeded demo timeout)")
 
 
 def _estimate(text: str, *, completion: int) -> Usage:
@@ -304,7 +305,13 @@ def grade_demo_items(org: Org) -> None:
             payload=DraftIn(external_id=TIMED_OUT_DRAFT, title="Judge timed out", slug="judge-timed-out",
                             body=body.replace("{source}", SOURCE), source_urls=[SOURCE]),
         )  # fmt: skip
-        draft_grade(draft_id=draft.pk, judge=TimingOutJudge())
+        # Not logged as the gate logs a failure: `manage.py demo` lists it among the seeded examples.
+        gate_log = logging.getLogger("grading.drafts.gate")
+        gate_log.disabled = True
+        try:
+            draft_grade(draft_id=draft.pk, judge=TimingOutJudge())
+        finally:
+            gate_log.disabled = False
     for conversation_id in conversations_needing_grading(now).filter(org=org).values_list("pk", flat=True):
         conversation_grade(conversation_id=conversation_id, judge=DemoConversationJudge(), now=now)
     for draft_id in (

@@ -269,13 +269,21 @@ def memory_deactivate(*, item: MemoryItem) -> None:
     item.active = False
 
 
-def memory_reembed(*, org: Org, embedder: Embedder | None = None, batch_size: int = 64) -> int:
+def memory_reembed(
+    *,
+    org: Org,
+    embedder: Embedder | None = None,
+    batch_size: int = 64,
+    on_batch: Callable[[int, int], None] | None = None,
+) -> int:
     """Re-embed every memory item and article of the org with the current embedder; returns how many.
+    `on_batch(done, total)` hears of each batch stored.
 
     Needed after a change of ``EMBEDDINGS_BACKEND``: vectors of two embedders live in unrelated spaces.
     """
     embedder = embedder or embedder_from_settings()
     done = 0
+    total = MemoryItem.objects.filter(org=org).count() + Article.objects.filter(org=org).count()
     for model, text_of in ((MemoryItem, lambda m: m.text), (Article, _article_text)):
         rows = list(model.objects.filter(org=org).order_by("pk"))
         for start in range(0, len(rows), batch_size):
@@ -284,6 +292,8 @@ def memory_reembed(*, org: Org, embedder: Embedder | None = None, batch_size: in
                 row.embedding = vector
             model.objects.bulk_update(batch, ["embedding"])
             done += len(batch)
+            if on_batch is not None:
+                on_batch(done, total)
     return done
 
 

@@ -5,7 +5,7 @@ pairs it with the machine's counting review of the same evidence (grading/figure
 import csv
 import io
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Annotated, Literal, TypeVar
@@ -268,9 +268,12 @@ class ImportReport:
     problems: list[ImportProblem]
 
 
-def labels_import(*, org: Org, text: str, file_format: str, source: str) -> ImportReport:
+def labels_import(
+    *, org: Org, text: str, file_format: str, source: str, on_batch: Callable[[int, int], None] | None = None
+) -> ImportReport:
     """Record every good row of a CSV (with a header line) or JSONL file, LABELS_PER_TRANSACTION rows to a
-    transaction; report each bad row by its line number and go on with the rest."""
+    transaction; report each bad row by its line number and go on with the rest. `on_batch(done, total)` hears
+    of each transaction committed, in valid rows."""
     counts = {"created": 0, "updated": 0, "unchanged": 0}
     problems: list[ImportProblem] = []
     valid: list[tuple[int, LabelIn]] = []
@@ -281,6 +284,7 @@ def labels_import(*, org: Org, text: str, file_format: str, source: str) -> Impo
             for error in exc.errors():
                 field = ".".join(str(part) for part in error["loc"]) or "row"
                 problems.append(ImportProblem(line, field, error["msg"]))
+    done = 0
     for _, batch in _batches(valid):
         results = labels_record(org=org, labels=[label for _, label in batch], source=source)
         for (line, _), result in zip(batch, results, strict=True):
@@ -288,6 +292,9 @@ def labels_import(*, org: Org, text: str, file_format: str, source: str) -> Impo
                 problems.append(ImportProblem(line, result.field, result.message))
             else:
                 counts[result.status] += 1
+        done += len(batch)
+        if on_batch is not None:
+            on_batch(done, len(valid))
     return ImportReport(**counts, problems=sorted(problems, key=lambda p: p.line))
 
 

@@ -1,16 +1,38 @@
 from django.core.management.base import CommandError
+from django.db import connection
+from django.db.migrations.executor import MigrationExecutor
 
 from grading.models import Org
 
 
 def org_from_option(slug: str | None) -> Org:
-    """The org a command acts on: `--org SLUG`, or the only org there is."""
+    """The org a command acts on: `--org SLUG`, or the only org there is. Refused with what to run or to type:
+    before the database is migrated, for an unknown slug, or without `--org` when there is not exactly one org."""
+    require_migrated()
     if slug:
         org = Org.objects.filter(slug=slug).first()
         if org is None:
-            raise CommandError(f"no org with slug {slug!r}")
+            raise CommandError(f"no org with slug {slug!r}; {_orgs_here()}")
         return org
     orgs = list(Org.objects.all()[:2])
     if len(orgs) != 1:
-        raise CommandError("say which org with --org SLUG")
+        raise CommandError(f"say which org with --org SLUG; {_orgs_here()}")
     return orgs[0]
+
+
+def require_migrated() -> None:
+    executor = MigrationExecutor(connection)
+    unapplied = executor.migration_plan(executor.loader.graph.leaf_nodes())
+    if unapplied:
+        raise CommandError(
+            f"the database is not set up yet ({len(unapplied)} migration(s) not applied): "
+            "run `python manage.py migrate` first (`make demo` does it too)"
+        )
+
+
+def _orgs_here() -> str:
+    slugs = list(Org.objects.order_by("slug").values_list("slug", flat=True)[:21])
+    if not slugs:
+        return "there is no org yet (`make demo` seeds one; the Django admin creates one)"
+    listed = ", ".join(slugs[:20]) + (", …" if len(slugs) > 20 else "")
+    return f"orgs here: {listed}"

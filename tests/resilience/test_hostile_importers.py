@@ -6,6 +6,7 @@ and importing the same file again changes nothing.
 """
 
 import json
+import re
 import uuid
 from collections import Counter
 from io import StringIO
@@ -124,7 +125,8 @@ def run_import(path, fmt: str, org: Org) -> tuple[list[str], list[str], str | No
     except CommandError as exc:
         error = str(exc)
     imported = [json.loads(line)["external_id"] for line in out.getvalue().splitlines()]
-    return imported, err.getvalue().splitlines(), error
+    progress = re.compile(r"conversations: [\d,]+ of [\d,]+, ")  # a slow run's progress lines
+    return imported, [line for line in err.getvalue().splitlines() if not progress.match(line)], error
 
 
 def stored(org: Org) -> tuple:

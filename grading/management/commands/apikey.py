@@ -1,6 +1,7 @@
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from grading.api.keys import api_key_create, api_key_revoke
+from grading.management.orgs import org_from_option
 from grading.models import ApiKey, Org
 
 
@@ -19,7 +20,7 @@ class Command(BaseCommand):
         revoke.add_argument("--org", help="org slug; needed only if keys of two orgs share the prefix")
 
     def handle(self, *args, action: str, org: str | None, **options) -> None:
-        the_org = _org(org) if org else None
+        the_org = org_from_option(org) if org else None
         if action == "create":
             issued = api_key_create(org=the_org, name=options["name"])
             self.stdout.write(issued.plaintext)
@@ -48,10 +49,3 @@ class Command(BaseCommand):
         [key] = matches
         api_key_revoke(api_key=key)
         self.stdout.write(f"revoked {key.prefix}… of {key.org.slug}")
-
-
-def _org(slug: str) -> Org:
-    try:
-        return Org.objects.get(slug=slug)
-    except Org.DoesNotExist:
-        raise CommandError(f"no org with slug {slug!r}") from None

@@ -10,8 +10,10 @@ from grading.api.views import conversation_out
 from grading.conversations.ingest import conversation_upsert
 from grading.conversations.reads import conversation_state
 from grading.errors import LimitExceeded
-from grading.importers import FORMATS, ImportFormatError, ParseFailure, parse_file
+from grading.importers import FORMATS, ImportFormatError, ParseFailure, ParseResult, parse_file
 from grading.management.orgs import org_from_option
+from grading.management.progress import Progress
+from grading.models import Org
 from grading.schemas import ConversationIn, describe_errors
 
 
@@ -35,35 +37,39 @@ class Command(BaseCommand):
         except (ImportFormatError, OSError) as exc:
             raise CommandError(f"{file}: {exc}") from exc
         failures = 0
-        for result in results:
-            if isinstance(result, ParseFailure):
-                failures += 1
-                self._fail(result.external_id or f"#{result.index}", result.reason)
-                continue
-            payload = dict(result.payload)
-            payload["application"] = payload.get("application") or application or fmt
-            try:
-                write = conversation_upsert(org=the_org, payload=ConversationIn.model_validate(payload))
-            except (ValidationError, LimitExceeded, DataError) as exc:
-                # DataError: a row the database refuses (or an older row it cannot give back) fails this
-                # conversation, whose write rolled back whole, and not the conversations after it.
-                failures += 1
-                self._fail(payload.get("external_id"), _describe(exc))
-                continue
-            self._report(conversation_state(write.conversation, write.messages), as_json=as_json)
+        with Progress(self.stderr, what="conversations", total=len(results)) as progress:
+            for result in results:
+                failures += not self._import(the_org, result, application or fmt, as_json=as_json, progress=progress)
+                progress.advance()
         if failures:
             raise CommandError(f"{failures} of {len(results)} conversation(s) were not imported")
 
-    def _report(self, state, *, as_json: bool) -> None:
-        line = conversation_out(state)  # the API's answer, so a script can read either the same way
+    def _import(self, org: Org, result: ParseResult, application: str, *, as_json: bool, progress: Progress) -> bool:
+        """Import one parsed conversation and report it; False if it was not imported."""
+        if isinstance(result, ParseFailure):
+            self._fail(result.external_id or f"#{result.index}", result.reason, progress)
+            return False
+        payload = dict(result.payload)
+        payload["application"] = payload.get("application") or application
+        try:
+            write = conversation_upsert(org=org, payload=ConversationIn.model_validate(payload))
+        except (ValidationError, LimitExceeded, DataError) as exc:
+            # DataError: a row the database refuses (or an older row it cannot give back) fails this
+            # conversation, whose write rolled back whole, and not the conversations after it.
+            self._fail(payload.get("external_id"), _describe(exc), progress)
+            return False
+        line = conversation_out(conversation_state(write.conversation, write.messages))  # the API's answer
         if as_json:
-            self.stdout.write(json.dumps(line, ensure_ascii=False, cls=DjangoJSONEncoder))
+            progress.say(self.stdout, json.dumps(line, ensure_ascii=False, cls=DjangoJSONEncoder) + "\n")
         else:
             scorable = "scorable" if line["scorable"] else f"not scorable ({line['not_scorable_reason']})"
-            self.stdout.write(f"{line['external_id']}: {len(line['active_path'])} messages on the path, {scorable}")
+            progress.say(
+                self.stdout, f"{line['external_id']}: {len(line['active_path'])} messages on the path, {scorable}\n"
+            )
+        return True
 
-    def _fail(self, external_id: str | None, reason: str) -> None:
-        self.stderr.write(f"{_printable(str(external_id))}: not imported: {_printable(reason)}")
+    def _fail(self, external_id: str | None, reason: str, progress: Progress) -> None:
+        progress.say(self.stderr, f"{_printable(str(external_id))}: not imported: {_printable(reason)}\n")
 
 
 def _describe(exc: Exception) -> str:

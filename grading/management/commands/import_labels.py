@@ -3,7 +3,8 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from grading.figures.labels import file_format_of, labels_import
-from grading.models import Org
+from grading.management.orgs import org_from_option
+from grading.management.progress import Progress
 
 
 class Command(BaseCommand):
@@ -19,9 +20,7 @@ class Command(BaseCommand):
         parser.add_argument("--format", choices=["csv", "jsonl"], default=None, help="default: from the extension")
 
     def handle(self, *args, file: str, org: str, format: str | None, **options) -> None:
-        the_org = Org.objects.filter(slug=org).first()
-        if the_org is None:
-            raise CommandError(f"no org with slug {org!r}")
+        the_org = org_from_option(org)
         path = Path(file)
         try:
             # A byte that is not UTF-8 becomes a lone surrogate, which validation refuses in the row that holds it
@@ -29,9 +28,14 @@ class Command(BaseCommand):
             text = path.read_bytes().decode("utf-8-sig", errors="surrogateescape")
         except OSError as exc:
             raise CommandError(f"cannot read {file}: {exc}") from exc
-        report = labels_import(
-            org=the_org, text=text, file_format=file_format_of(file, format), source=f"file:{path.name}"
-        )
+        with Progress(self.stderr, what="label rows", total=None) as progress:
+            report = labels_import(
+                org=the_org,
+                text=text,
+                file_format=file_format_of(file, format),
+                source=f"file:{path.name}",
+                on_batch=progress.reached,
+            )
         for problem in report.problems:
             self.stderr.write(str(problem))
         self.stdout.write(

@@ -20,6 +20,8 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from grading.drafts.memory import InvalidMemory, article_upsert, memory_add, memory_deactivate, memory_reembed
 from grading.judge.client import JudgeError
+from grading.management.orgs import org_from_option
+from grading.management.progress import Progress
 from grading.models import Article, MemoryItem, Org
 
 ARTICLE = "article"
@@ -54,7 +56,7 @@ class Command(BaseCommand):
         reembed.add_argument("--org", required=True)
 
     def handle(self, *args: Any, action: str, org: str, **options: Any) -> None:
-        the_org = _org(org)
+        the_org = org_from_option(org)
         try:
             if action == "add":
                 self._add(the_org, options["kind"], options["text"], options["proof_terms"])
@@ -65,7 +67,9 @@ class Command(BaseCommand):
             elif action == "deactivate":
                 self._deactivate(the_org, options["id"])
             else:
-                self.stdout.write(f"re-embedded {memory_reembed(org=the_org)} item(s) of {the_org.slug}")
+                with Progress(self.stderr, what="items re-embedded", total=None) as progress:
+                    done = memory_reembed(org=the_org, on_batch=progress.reached)
+                self.stdout.write(f"re-embedded {done} item(s) of {the_org.slug}")
         except (InvalidMemory, ImproperlyConfigured, JudgeError) as exc:
             raise CommandError(str(exc)) from None
 
@@ -92,16 +96,18 @@ class Command(BaseCommand):
         except (OSError, UnicodeDecodeError) as exc:
             raise CommandError(f"cannot read {path}: {exc}") from None
         stored = failed = 0
-        for number, line in enumerate(lines, start=1):
-            if not line.strip():
-                continue
-            try:
-                _import_line(org, line)
-            except (_BadLine, InvalidMemory, JudgeError) as exc:
-                failed += 1
-                self.stderr.write(f"{path}:{number}: {exc}")
-            else:
-                stored += 1
+        with Progress(self.stderr, what="lines", total=sum(1 for line in lines if line.strip())) as progress:
+            for number, line in enumerate(lines, start=1):
+                if not line.strip():
+                    continue
+                try:
+                    _import_line(org, line)
+                except (_BadLine, InvalidMemory, JudgeError) as exc:
+                    failed += 1
+                    progress.say(self.stderr, f"{path}:{number}: {exc}\n")
+                else:
+                    stored += 1
+                progress.advance()
         self.stdout.write(f"imported {stored} line(s), {failed} failed")
         if failed:
             raise CommandError(f"{failed} line(s) of {path} were not imported", returncode=1)
@@ -112,13 +118,6 @@ class Command(BaseCommand):
             raise CommandError(f"no memory item #{item_id} in {org.slug}")
         memory_deactivate(item=item)
         self.stdout.write(f"deactivated {item.kind} #{item.pk}")
-
-
-def _org(slug: str) -> Org:
-    try:
-        return Org.objects.get(slug=slug)
-    except Org.DoesNotExist:
-        raise CommandError(f"no org with slug {slug!r}") from None
 
 
 def _describe(item: MemoryItem) -> str:

@@ -4,7 +4,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from grading.figures.sampling import audit_sample_send
-from grading.models import Org
+from grading.management.orgs import org_from_option
 from grading.weeks import iso_week
 
 
@@ -29,9 +29,7 @@ class Command(BaseCommand):
     ) -> None:
         if per_week < 1 or weeks < 1:
             raise CommandError("--per-week and --weeks must be at least 1")
-        the_org = Org.objects.filter(slug=org).first()
-        if the_org is None:
-            raise CommandError(f"no org with slug {org!r}")
+        the_org = org_from_option(org)
         sample = audit_sample_send(
             org=the_org,
             per_week=per_week,

@@ -8,6 +8,7 @@ from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandParser
 
+from grading.demo import TIMED_OUT_DRAFT
 from grading.passes.planner import grading_pass
 from reviewer.demo import DEMO_PEOPLE, demo_api_key, demo_seed
 
@@ -24,7 +25,7 @@ class Command(BaseCommand):
         key = demo_api_key(org)
         # Queued now, graded by the worker started below: the demo opens with everything graded.
         grading_pass()
-        self._print_logins(addr, org.slug, key)
+        self.stdout.write(self.style.SUCCESS(first_contact(addr, org.slug, key)))
         children = self._start_children(addr)
         # Ctrl-C and `kill` stop the demo and its children. Installed explicitly: a shell that starts us in
         # the background leaves SIGINT ignored, and Python then never raises KeyboardInterrupt.
@@ -35,14 +36,6 @@ class Command(BaseCommand):
         finally:
             self._stop(children)
 
-    def _print_logins(self, addr: str, org_slug: str, key: str) -> None:
-        self.stdout.write(self.style.SUCCESS(f"\nTollgate demo: http://{addr}/  (org {org_slug})"))
-        for person in DEMO_PEOPLE:
-            self.stdout.write(f"  {person.role:<15} {person.username} / {person.password}")
-        self.stdout.write(f"  API key (shown once): {key}")
-        judge = settings.JUDGE_BASE_URL or "offline heuristic judge (set JUDGE_BASE_URL for a real one)"
-        self.stdout.write(f"  judge: {judge}\n  Ctrl-C stops everything started here.\n")
-
     def _start_children(self, addr: str) -> list[subprocess.Popen]:
         python = sys.executable
         # Judge calls wait on the network, so the judge queue runs threads (many calls in flight in one process,
@@ -50,7 +43,7 @@ class Command(BaseCommand):
         # so it never holds up a judge call; webhooks wait on receivers: threads, apart from both.
         # README: "More workers on more machines".
         judge_threads = str(settings.JUDGE_WORKER_THREADS)
-        celery = [python, "-m", "celery", "-A", "reviewer"]
+        celery = [python, "-m", "celery", "-A", "reviewer", "--quiet"]  # no banners below the logins
         commands = [
             [*celery, "worker", "-Q", "judge", "-P", "threads", "-c", judge_threads, "-n", "judge@%h", "-l", "warning"],
             [*celery, "worker", "-Q", "default", "-c", "1", "-n", "default@%h", "-l", "warning"],
@@ -79,3 +72,18 @@ class Command(BaseCommand):
                 child.wait(timeout=20)
             except subprocess.TimeoutExpired:
                 os.killpg(child.pid, signal.SIGKILL)
+
+
+def first_contact(addr: str, org_slug: str, key: str) -> str:
+    """What a newcomer needs first: where, who, the key, which judge, and what failed on purpose."""
+    judge = settings.JUDGE_BASE_URL or "offline heuristic judge (set JUDGE_BASE_URL for a real one)"
+    lines = [
+        f"Tollgate demo: http://{addr}/  (org {org_slug})",
+        *(f"  {person.role:<15} {person.username} / {person.password}" for person in DEMO_PEOPLE),
+        f"  API key (shown once): {key}",
+        f"  judge: {judge}",
+        f"  seeded example: draft {TIMED_OUT_DRAFT} met a judge timeout on purpose, for the dashboard's",
+        "  judge-error card; the grading pass started here grades it again",
+        "Ctrl-C stops everything started here; the workers' and the web server's own lines follow.",
+    ]
+    return "\n".join(lines) + "\n"
