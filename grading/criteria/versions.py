@@ -13,7 +13,7 @@ from django.utils import timezone
 
 from grading.audit import audit_record
 from grading.drafts.rules import RulesInvalid, default_rules, rules_validate
-from grading.models import AuditEvent, CriteriaVersion, ItemKind, Org, Review
+from grading.models import LIVE_STATES, AuditEvent, CriteriaVersion, ItemKind, Org, Review
 
 CONVERSATION_RUBRIC_V1 = """\
 grounded: Every factual claim the agent makes is supported by the recorded evidence: tool results on the
@@ -203,7 +203,10 @@ def criteria_publish(
             CriteriaVersion.objects.filter(pk=active.pk).update(is_active=False)
         locked.published_at = timezone.now()
         locked.is_active = True
-        locked.save(update_fields=["published_at", "is_active"])
+        locked.regrade_total = Review.objects.filter(
+            org_id=locked.org_id, kind=locked.kind, state__in=LIVE_STATES
+        ).count()  # every live review is an earlier version's: this one had none
+        locked.save(update_fields=["published_at", "is_active", "regrade_total"])
         audit_record(
             action="criteria.publish",
             org=locked.org,

@@ -18,6 +18,7 @@ from django.utils import timezone
 from grading.figures.agreement import agreement_of
 from grading.figures.definitions import PASS_FAIL
 from grading.figures.expressions import OVER, WAIT_BUCKETS
+from grading.figures.regrade import regrade_progress
 from grading.figures.rollups import Key, rollup_last_rebuild, scope_counters
 from grading.hooks.evaluations import evaluation_export_status
 from grading.models import CriteriaVersion, GradingRun, ItemKind, Org, Review, ReviewState, state_now
@@ -282,8 +283,11 @@ def staleness_figures(c: Counters) -> dict:
     def per_review(counts: Counter) -> float | None:
         return _ratio(counts["prompt"] + counts["completion"], counts["judged"])
 
+    now = timezone.now()
+    regrades = (regrade_progress(version, c.states, now) for _, version in sorted(c.active.items()))
     return {
         "stale": stale,
+        "regrade": [progress.as_json() for progress in regrades if progress is not None],
         "mismatched": rebuild.mismatched if rebuild else None,
         "mismatched_checked_at": rebuild.rebuilt_at if rebuild else None,
         "last_pass": (

@@ -29,6 +29,12 @@ class CriteriaVersion(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     published_at = models.DateTimeField(null=True, blank=True)
     is_active = models.BooleanField(default=False)
+    regrade_total = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        help_text="Reviews of earlier versions still live (counting or stale) when it was published: the re-grade "
+        "its publishing started.",
+    )
     based_on = models.ForeignKey(
         "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="+", help_text="Cloned from it."
     )

@@ -8,6 +8,7 @@ person without the criteria-admin role gets a 403 (`role_required`), for the pag
 from django.contrib import messages
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from grading.criteria.impact import criteria_diff, criteria_preview, criteria_publish_planned, publish_plan
@@ -26,6 +27,7 @@ from grading.criteria.versions import (
     criteria_new_version,
     criteria_update,
 )
+from grading.figures.regrade import org_regrade_progress
 from grading.models import CriteriaTrial, CriteriaVersion, ItemKind, Org
 from reviewer.access import role_required
 from reviewer.criteria import reads
@@ -38,6 +40,7 @@ from reviewer.criteria.forms import (
     TrialForm,
     TrialStartForm,
 )
+from reviewer.dashboards.display import duration, regrade_panel
 from reviewer.models import Role
 
 NAV = {"nav_active": "criteria"}
@@ -145,9 +148,23 @@ def _render_version(
         "rules": version.draft_rules() if version.kind == ItemKind.DRAFT else None,
         "others": reads.versions_of_kind(version),
         "trials": reads.trials_of(version),
+        "regrade": _regrade_panel(version) if version.is_active else None,
         **NAV,
     }
     return render(request, "reviewer/criteria/version.html", context, status=status)
+
+
+def _time_left(trial: CriteriaTrial, graded: int) -> str:
+    """At the rate since the trial started."""
+    elapsed = (timezone.now() - trial.requested_at).total_seconds()
+    if not graded or elapsed <= 0:
+        return "time left not known yet"
+    return f"about {duration((len(trial.sample) - graded) * elapsed / graded)} left"
+
+
+def _regrade_panel(version: CriteriaVersion) -> dict:
+    progress = [p.as_json() for p in org_regrade_progress(version.org) if p.kind == version.kind]
+    return regrade_panel(progress, org_slug=version.org.slug, kind=version.kind)
 
 
 @require_GET
@@ -229,11 +246,13 @@ def criteria_trial_detail(request: HttpRequest, pk: int) -> HttpResponse:
     if trial is None:
         raise Http404("No such trial.")
     results = trial_results(trial)
+    graded = sum(1 for review_id in trial.review_ids if review_id is not None)
     context = {
         "trial": trial,
         "version": trial.criteria_version,
         "results": results,
-        "graded": sum(1 for review_id in trial.review_ids if review_id is not None),
+        "graded": graded,
+        "time_left": None if trial.finished_at else _time_left(trial, graded),
         **NAV,
     }
     template = "reviewer/criteria/trial_detail.html"

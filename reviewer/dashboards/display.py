@@ -195,6 +195,25 @@ def gate_panel(figures: dict, links: Links) -> dict:
     }
 
 
+def regrade_panel(progress: list[dict], *, org_slug: str, kind: str = "") -> dict:
+    """The re-grades publishing started, worded for a person; `url` refreshes the panel while one runs."""
+    lines = []
+    for p in progress:
+        if p["done"]:
+            left = "done"
+        elif p["seconds_left"] is None:
+            left = "time left not known yet"
+        else:
+            left = f"about {duration(p['seconds_left'])} left"
+        lines.append({**p, "left_label": left})
+    query = {"org": org_slug, **({"kind": kind} if kind else {})}
+    return {
+        "lines": lines,
+        "running": any(not line["done"] for line in lines),
+        "url": f"{reverse('dashboard_regrade')}?{urlencode(query)}",
+    }
+
+
 def staleness_panel(figures: dict, links: Links) -> dict:
     s = figures["staleness"]
     errors = [

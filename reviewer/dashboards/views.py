@@ -10,6 +10,7 @@ from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from grading.figures.dashboard import InvalidScope, Scope, dashboard_figures
+from grading.figures.regrade import org_regrade_progress
 from reviewer.access import EVERY_ROLE, role_required
 from reviewer.dashboards import display, export, reads
 
@@ -44,6 +45,7 @@ def dashboard(request: HttpRequest) -> HttpResponse:
         "quality": display.quality_panel(figures, links),
         "gate": display.gate_panel(figures, links),
         "staleness": display.staleness_panel(figures, links),
+        "regrade": display.regrade_panel(figures["staleness"]["regrade"], org_slug=org.slug),
         "agreement": display.agreement_panel(figures, links),
         "headline": display.headline_agreement(figures),
         "queue": display.queue_panel(figures, links),
@@ -55,6 +57,19 @@ def dashboard(request: HttpRequest) -> HttpResponse:
         "nav_active": "dashboard",
     }
     return render(request, "reviewer/dashboards/index.html", context)
+
+
+@require_GET
+@role_required(*EVERY_ROLE)
+def dashboard_regrade(request: HttpRequest) -> HttpResponse:
+    """The re-grade panel alone (of one kind with `kind`), which htmx refreshes while a re-grade runs."""
+    org = reads.dashboard_org(request.user, request.GET.get("org"))
+    if org is None:
+        raise Http404("No such org among yours.")
+    kind = request.GET.get("kind", "")
+    progress = [p.as_json() for p in org_regrade_progress(org) if not kind or p.kind == kind]
+    panel = display.regrade_panel(progress, org_slug=org.slug, kind=kind)
+    return render(request, "reviewer/dashboards/_regrade.html", {"regrade": panel})
 
 
 @require_GET

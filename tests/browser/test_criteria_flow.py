@@ -1,9 +1,11 @@
 """A criteria admin's change in Chromium: a new version, one more banned word, the diff, the preview, the plan,
 publishing with a re-grade now, and the draft graded again under the new version by a real worker."""
 
+import dataclasses
 import time
 
 import pytest
+from playwright.sync_api import expect
 
 from grading.drafts.gate import draft_grade
 from grading.models import CriteriaVersion, ItemKind, Review
@@ -54,10 +56,16 @@ def test_a_criteria_admin_bans_a_word_previews_it_publishes_and_sees_the_draft_r
     assert page.locator("#plan-calls").inner_text() == "1"
     assert page.locator("#plan-next-pass").inner_text() == "all 1"
     page.get_by_label("Re-grade now", exact=False).check()
+    fake_llm.set_default(dataclasses.replace(draft_reply(8), latency=2))  # the re-grade takes a moment
     page.get_by_role("button", name="Publish v2").click()
     assert "A grading pass enqueued 1 item; 0 wait" in page.locator(".flash").inner_text()
     version = CriteriaVersion.objects.get(org=org, kind=ItemKind.DRAFT, number=2)
     assert version.is_active
+
+    # The version page shows the re-grade, refreshed by htmx until it is done.
+    assert page.locator("#regrade .regrade-count").inner_text() == "0 of 1"
+    expect(page.locator("#regrade .regrade-left")).to_have_text("done", timeout=30_000)
+    assert page.locator("#regrade .regrade-count").inner_text() == "1 of 1"
 
     page.goto(f"/criteria/items/draft/{draft.pk}/")
     current = page.locator("#current-review")

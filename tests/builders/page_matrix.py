@@ -54,6 +54,7 @@ PAGES = {
     "criteria_item": Policy("roles", roles=CRITERIA_ADMIN),
     "dashboard": Policy("roles", roles=EVERY_ROLE),
     "dashboard_reviews": Policy("roles", roles=EVERY_ROLE),
+    "dashboard_regrade": Policy("roles", roles=EVERY_ROLE),
     "dashboard_export": Policy("roles", roles=EVERY_ROLE, page=False),
 }
 # The API outside its operations: the document, its docs page, and ninja's root.

@@ -10,7 +10,7 @@ from tests.builders.queue_items import conversation_item, draft_item
 
 pytestmark = pytest.mark.django_db
 
-PAGES = ("dashboard", "dashboard_reviews", "dashboard_export")
+PAGES = ("dashboard", "dashboard_reviews", "dashboard_regrade", "dashboard_export")
 
 
 @pytest.mark.parametrize("name", PAGES)
