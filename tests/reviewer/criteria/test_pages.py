@@ -2,13 +2,15 @@
 diff, the preview, trials and publishing after the plan."""
 
 import re
+from datetime import timedelta
 
 import pytest
 from django.test import Client
 from django.urls import reverse
+from django.utils import timezone
 
 from grading.criteria.versions import criteria_new_version, criteria_publish
-from grading.models import CriteriaTrial, CriteriaVersion, GradingRun, ItemKind
+from grading.models import CriteriaTrial, CriteriaVersion, GradingRun, ItemKind, Review
 from reviewer.models import Role
 from tests.builders.criteria import editor_data, graded_org
 from tests.builders.people import make_person
@@ -211,6 +213,14 @@ def test_a_trial_is_counted_first_then_started_and_its_page_polls_until_done(adm
     assert "Running: 0 of 2 graded" in text(page) and 'hx-trigger="every 2s"' in page.content.decode()
     partial = admin_client.get(started["Location"], HTTP_HX_REQUEST="true", HTTP_HX_TARGET="trial-results")
     assert partial.content.decode().lstrip().startswith('<div id="trial-results"')
+    assert "time left not known yet" in text(page)
+    # One of two graded in the 400 s since it started: about as long again.
+    CriteriaTrial.objects.filter(pk=trial.pk).update(
+        review_ids=[Review.objects.filter(draft=criteria.draft).latest("pk").pk, None],
+        requested_at=timezone.now() - timedelta(seconds=400),
+    )
+    assert "Running: 1 of 2 graded" in text(admin_client.get(started["Location"]))
+    assert "about 6 min left" in text(admin_client.get(started["Location"]))
 
 
 def test_the_publish_page_shows_the_plan_and_publishing_re_grades_now(admin_client, criteria):
