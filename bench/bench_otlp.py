@@ -6,8 +6,9 @@ conversation once (`POST /api/v1/conversations`, as bench_ingestion does). The O
 instrumented agent exports: one chat span per model call, whose input holds the whole history so far, plus an
 execute_tool span, in protobuf batches of SPANS_PER_BATCH spans in time order (conversations interleaved), as
 the SDK's batch processor sends them. Both go through Django's test client in this process against real
-PostgreSQL; CPU is this process's (the database's own CPU is not counted). The run checks that every
-conversation has the same fingerprint both ways.
+PostgreSQL; CPU is this process's (the database's own CPU is not counted). The OTLP side runs twice: in the
+OpenTelemetry GenAI conventions and as OpenInference records the same calls (LLM and TOOL spans). The run checks
+that every conversation has the same fingerprint every way.
 
 Then one request as large as the limits let it be (MAX_OTLP_SPANS_PER_REQUEST, MAX_OTLP_CONVERSATIONS_PER_REQUEST)
 and one half as large, so the cost at n and 2n shows whether it grows linearly: new conversations of one model call
@@ -91,32 +92,7 @@ def main() -> None:
             assert response.status_code in (200, 201), response.content[:300]
     per_call_wall, per_call_cpu = time.perf_counter() - wall, time.process_time() - cpu
 
-    spans = sorted((span for exchange in exchanges for span in exchange["spans"]), key=lambda s: s.start_time_unix_nano)
-    batches = [
-        _request(spans[i : i + SPANS_PER_BATCH]).SerializeToString() for i in range(0, len(spans), SPANS_PER_BATCH)
-    ]
-    client = otlp_client
-    wall, cpu = time.perf_counter(), time.process_time()
-    for body in batches:
-        response = client.post("/api/v1/otlp/v1/traces", body, content_type="application/x-protobuf")
-        assert response.status_code == 200 and not response.content, response.content[:300]
-    otlp_wall, otlp_cpu = time.perf_counter() - wall, time.process_time() - cpu
-
-    stored = Message.objects.filter(conversation__org=otlp_org).count()
-    assert stored == messages, f"OTLP stored {stored} messages, JSON {messages}"
-    fingerprints = dict(Conversation.objects.filter(org=json_org).values_list("external_id", "fingerprint"))
-    mismatched = sum(
-        1
-        for external_id, fingerprint in Conversation.objects.filter(org=otlp_org).values_list(
-            "external_id", "fingerprint"
-        )
-        if fingerprints.get(external_id) != fingerprint
-    )
-    print(
-        f"{conversations} conversations x {turns} turns = {messages:,} messages; "
-        f"OTLP: {len(spans):,} spans in {len(batches)} batches of up to {SPANS_PER_BATCH}, "
-        f"{sum(map(len, batches)) / 1e6:.1f} MB of protobuf"
-    )
+    print(f"{conversations} conversations x {turns} turns = {messages:,} messages")
     print(
         f"JSON API: {messages / json_wall:,.0f} messages/s in {json_wall:.1f} s, "
         f"CPU {json_cpu / messages * 1e3:.2f} ms/message"
@@ -125,17 +101,47 @@ def main() -> None:
         f"JSON API, one append per model call: {messages / per_call_wall:,.0f} messages/s in {per_call_wall:.1f} s, "
         f"CPU {per_call_cpu / messages * 1e3:.2f} ms/message"
     )
-    print(
-        f"OTLP:     {len(spans) / otlp_wall:,.0f} spans/s, {messages / otlp_wall:,.0f} messages/s "
-        f"in {otlp_wall:.1f} s, "
-        f"CPU {otlp_cpu / len(spans) * 1e3:.2f} ms/span ({otlp_cpu / messages * 1e3:.2f} ms/message)"
-    )
-    print(
-        f"OTLP / JSON messages per second: {json_wall / otlp_wall:.2f}x "
-        f"(CPU per message {otlp_cpu / json_cpu:.2f}x the JSON API's); against one append per model call: "
-        f"{per_call_wall / otlp_wall:.2f}x (CPU {otlp_cpu / per_call_cpu:.2f}x); fingerprints mismatched: {mismatched}"
-    )
-    assert mismatched == 0
+    fingerprints = dict(Conversation.objects.filter(org=json_org).values_list("external_id", "fingerprint"))
+    for convention, org in (("spans", otlp_org), ("openinference", Org.objects.create(name="OI", slug="bench-oi"))):
+        spans = sorted(
+            (span for exchange in exchanges for span in exchange[convention]), key=lambda s: s.start_time_unix_nano
+        )
+        batches = [
+            _request(spans[i : i + SPANS_PER_BATCH]).SerializeToString() for i in range(0, len(spans), SPANS_PER_BATCH)
+        ]
+        client = _client(org)
+        wall, cpu = time.perf_counter(), time.process_time()
+        for body in batches:
+            response = client.post("/api/v1/otlp/v1/traces", body, content_type="application/x-protobuf")
+            assert response.status_code == 200 and not response.content, response.content[:300]
+        otlp_wall, otlp_cpu = time.perf_counter() - wall, time.process_time() - cpu
+
+        stored = Message.objects.filter(conversation__org=org).count()
+        assert stored == messages, f"OTLP ({convention}) stored {stored} messages, JSON {messages}"
+        mismatched = sum(
+            1
+            for external_id, fingerprint in Conversation.objects.filter(org=org).values_list(
+                "external_id", "fingerprint"
+            )
+            if fingerprints.get(external_id) != fingerprint
+        )
+        name = "OTLP, GenAI conventions" if convention == "spans" else "OTLP, OpenInference"
+        print(
+            f"{name}: {len(spans):,} spans in {len(batches)} batches of up to {SPANS_PER_BATCH}, "
+            f"{sum(map(len, batches)) / 1e6:.1f} MB of protobuf"
+        )
+        print(
+            f"  {len(spans) / otlp_wall:,.0f} spans/s, {messages / otlp_wall:,.0f} messages/s "
+            f"in {otlp_wall:.1f} s, "
+            f"CPU {otlp_cpu / len(spans) * 1e3:.2f} ms/span ({otlp_cpu / messages * 1e3:.2f} ms/message)"
+        )
+        print(
+            f"  / JSON messages per second: {json_wall / otlp_wall:.2f}x "
+            f"(CPU per message {otlp_cpu / json_cpu:.2f}x the JSON API's); against one append per model call: "
+            f"{per_call_wall / otlp_wall:.2f}x (CPU {otlp_cpu / per_call_cpu:.2f}x); "
+            f"fingerprints mismatched: {mismatched}"
+        )
+        assert mismatched == 0
     _one_request()
 
 
@@ -284,6 +290,7 @@ def _exchange(i: int, turns: int) -> dict:
     steps: list[list[dict]] = []  # the messages each model call (or tool run) added, for the per-call JSON side
     ids: list[str] = []
     spans: list[Span] = []
+    openinference: list[Span] = []  # the same calls as OpenInference records them, under the same span ids
     clock = T0_NS + i * 1_000_000
 
     def record(message_id: str, role: str, **fields) -> None:
@@ -303,6 +310,7 @@ def _exchange(i: int, turns: int) -> dict:
             if history[index]["role"] in ("system", "user"):
                 record(f"{sid}:in{index}", history[index]["role"], content=part["content"])
         spans.append(_span(trace, sid, clock, "chat", history, outputs))
+        openinference.append(_openinference_span(trace, sid, clock, history, outputs))
         clock += 10_000_000_000
         return sid
 
@@ -318,6 +326,7 @@ def _exchange(i: int, turns: int) -> dict:
             result = '{"status": "shipped", "carrier": "DHL"}'
             tool_sid = f"{len(spans) + 1:08x}{i:08x}"
             spans.append(_tool_span(trace, tool_sid, clock, f"call_{i}", result))
+            openinference.append(_openinference_tool_span(trace, tool_sid, clock, f"call_{i}", result))
             clock += 10_000_000_000
             record(f"{tool_sid}:tool", "tool", content=result, tool_call_id=f"call_{i}")
             history.append(
@@ -327,7 +336,7 @@ def _exchange(i: int, turns: int) -> dict:
         sid = chat([{"role": "assistant", "parts": [{"type": "text", "content": answer}]}])
         record(f"{sid}:out0", "assistant", content=answer)
         history.append({"role": "assistant", "parts": [{"type": "text", "content": answer}]})
-    return {"id": f"conv-{i}", "messages": messages, "spans": spans, "steps": steps}
+    return {"id": f"conv-{i}", "messages": messages, "spans": spans, "openinference": openinference, "steps": steps}
 
 
 def _attributes(values: dict) -> list[KeyValue]:
@@ -360,6 +369,46 @@ def _tool_span(trace: str, sid: str, start: int, call_id: str, result: str) -> S
                 "gen_ai.conversation.id": f"conv-{int(trace, 16) - 1}",
                 "gen_ai.tool.call.id": call_id,
                 "gen_ai.tool.call.result": result,
+            }
+        )
+    )
+    return span
+
+
+def _openinference_span(trace: str, sid: str, start: int, inputs: list[dict], outputs: list[dict]) -> Span:
+    span = Span(trace_id=bytes.fromhex(trace), span_id=bytes.fromhex(sid), name="ChatCompletion",
+                start_time_unix_nano=start, end_time_unix_nano=start + 900_000_000)  # fmt: skip
+    attributes = {"openinference.span.kind": "LLM", "session.id": f"conv-{int(trace, 16) - 1}"}
+    for side, messages in (("input", inputs), ("output", outputs)):
+        for index, message in enumerate(messages):
+            prefix = f"llm.{side}_messages.{index}.message"
+            attributes[f"{prefix}.role"] = message["role"]
+            for part in message["parts"]:
+                if part["type"] == "text":
+                    attributes[f"{prefix}.content"] = part["content"]
+                elif part["type"] == "tool_call":
+                    call = f"{prefix}.tool_calls.0.tool_call"
+                    attributes[f"{call}.id"] = part["id"]
+                    attributes[f"{call}.function.name"] = part["name"]
+                    attributes[f"{call}.function.arguments"] = json.dumps(part["arguments"], separators=(",", ":"))
+                else:  # tool_call_response
+                    attributes[f"{prefix}.tool_call_id"] = part["id"]
+                    attributes[f"{prefix}.content"] = part["response"]
+    span.attributes.extend(_attributes(attributes))
+    return span
+
+
+def _openinference_tool_span(trace: str, sid: str, start: int, call_id: str, result: str) -> Span:
+    span = Span(trace_id=bytes.fromhex(trace), span_id=bytes.fromhex(sid), name="order_status",
+                start_time_unix_nano=start, end_time_unix_nano=start + 100_000_000)  # fmt: skip
+    span.attributes.extend(
+        _attributes(
+            {
+                "openinference.span.kind": "TOOL",
+                "session.id": f"conv-{int(trace, 16) - 1}",
+                "tool.name": "order_status",
+                "tool.id": call_id,
+                "output.value": result,
             }
         )
     )

@@ -1,7 +1,8 @@
 """Reading the GenAI semantic conventions off OTLP spans: which spans are model calls and tool executions, and
 the messages they carry, in the JSON API's message shape.
 
-Pure Python over the decoded protobuf: no Django, no database. Understood, in this order of preference:
+Pure Python over the decoded protobuf: no Django, no database. A span that names its OpenInference kind is read by
+grading/otlp/openinference.py. Otherwise, understood in this order of preference:
 
 1. the current conventions: `gen_ai.system_instructions`, `gen_ai.input.messages`, `gen_ai.output.messages`
    (role and typed parts), as span attributes (JSON strings or structured values) or on a
@@ -29,6 +30,7 @@ from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
 from grading.evidence import known_role
+from grading.otlp import openinference
 from grading.otlp.wire import hex_id
 
 INFERENCE_OPERATIONS = frozenset({"chat", "text_completion", "generate_content"})
@@ -131,20 +133,14 @@ def _read_span(span: Span, application: str, where: str, read: ReadSpans) -> Non
     if len(span.span_id) != 8 or not any(span.span_id):
         raise ContentError(f"{where}.spanId must be 8 bytes and not all zero")
     attributes = _attributes(span.attributes, where)
+    if openinference.is_openinference(attributes):
+        _read_openinference_span(span, attributes, application, where, read)
+        return
     operation = attributes.get("gen_ai.operation.name")
     if operation is not None and not isinstance(operation, str):
         read.ignored += 1  # not an operation the conventions define
         return
-    conversation_id = attributes.get("gen_ai.conversation.id")
-    origin = SpanOrigin(
-        trace_id=hex_id(span.trace_id),
-        span_id=hex_id(span.span_id),
-        started_at=_time(span.start_time_unix_nano, f"{where}.startTimeUnixNano"),
-        ended_at=_time(span.end_time_unix_nano, f"{where}.endTimeUnixNano"),
-        conversation_id=conversation_id if isinstance(conversation_id, str) and conversation_id else None,
-        application=application,
-        where=where,
-    )
+    origin = _origin(span, attributes.get("gen_ai.conversation.id"), application, where)
     if operation == TOOL_OPERATION:
         call_id = attributes.get("gen_ai.tool.call.id")
         if "gen_ai.tool.call.result" not in attributes or not isinstance(call_id, str) or not call_id:
@@ -169,6 +165,44 @@ def _read_span(span: Span, application: str, where: str, read: ReadSpans) -> Non
     inputs, outputs = messages
     response_id = attributes.get("gen_ai.response.id")
     read.calls.append(ModelCall(origin, inputs, outputs, response_id if isinstance(response_id, str) else None))
+
+
+def _read_openinference_span(
+    span: Span, attributes: dict[str, Any], application: str, where: str, read: ReadSpans
+) -> None:
+    kind = attributes[openinference.SPAN_KIND]
+    if kind == openinference.TOOL and (result := openinference.tool_result(attributes)):
+        call_id, content = result
+        if not isinstance(call_id, str):
+            raise ContentError(f"{where} tool.id must be a string")
+        origin = _origin(span, openinference.conversation_id(attributes), application, where)
+        read.tool_results.append(ToolResult(origin, call_id, _text_or_json(content)))
+        return
+    if kind != openinference.MODEL_CALL:
+        read.ignored += 1  # a chain, an agent, a retriever...: not a model call, or a tool without its result
+        return
+    origin = _origin(span, openinference.conversation_id(attributes), application, where)
+    messages = openinference.model_call_messages(attributes)
+    if messages is None:
+        read.rejected.append(f"{where} (LLM span {origin.span_id}) carries no message content")
+        return
+    inputs, outputs = (
+        [_openai_message(message, f"{where} llm.{side}_messages.{index}") for index, message in enumerate(turns)]
+        for side, turns in zip(("input", "output"), messages, strict=True)
+    )
+    read.calls.append(ModelCall(origin, inputs, outputs, None))
+
+
+def _origin(span: Span, conversation_id: Any, application: str, where: str) -> SpanOrigin:
+    return SpanOrigin(
+        trace_id=hex_id(span.trace_id),
+        span_id=hex_id(span.span_id),
+        started_at=_time(span.start_time_unix_nano, f"{where}.startTimeUnixNano"),
+        ended_at=_time(span.end_time_unix_nano, f"{where}.endTimeUnixNano"),
+        conversation_id=conversation_id if isinstance(conversation_id, str) and conversation_id else None,
+        application=application,
+        where=where,
+    )
 
 
 # --- values -------------------------------------------------------------------------------------------------
@@ -426,6 +460,13 @@ def _openai_tool_calls(tool_calls: Any, where: str) -> list[dict]:
             raise ContentError(f"{spot}.function must be an object")
         calls.append(_tool_call(call.get("id"), function.get("name"), function.get("arguments"), spot))
     return calls
+
+
+def _openai_message(message: dict, where: str) -> Turn:
+    tool_calls = _openai_tool_calls(message.get("tool_calls"), where)
+    return _openai_turn(
+        message.get("role"), message.get("content"), tool_calls, message.get("tool_call_id"), message.get("name"), where
+    )
 
 
 def _openai_turn(role: Any, content: Any, tool_calls: list[dict], tool_call_id: Any, name: Any, where: str) -> Turn:

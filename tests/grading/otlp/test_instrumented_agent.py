@@ -28,7 +28,8 @@ def key(org) -> str:
 
 @pytest.fixture
 def run_agent(live_server, fake_llm, key):
-    def run(conversation: str, *, regenerate: bool = False) -> list[dict]:
+    def run(conversation: str, *, regenerate: bool = False, convention: str = "genai") -> list[dict]:
+        fake_llm.reset()  # each run answers from the start of the script
         fake_llm.script(
             tool_call_reply(("call_1", "order_status", '{"order":1182}')),
             text_reply("Order 1182 has shipped with DHL."),
@@ -43,8 +44,18 @@ def run_agent(live_server, fake_llm, key):
             "OTEL_SEMCONV_STABILITY_OPT_IN": "gen_ai_latest_experimental",
             "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "span_only",
         }
-        command = [sys.executable, "-m", "tests.fakes.instrumented_agent", "--base-url", fake_llm.base_url,
-                   "--conversation", conversation] + (["--regenerate"] if regenerate else [])  # fmt: skip
+        command = [
+            sys.executable,
+            "-m",
+            "tests.fakes.instrumented_agent",
+            "--base-url",
+            fake_llm.base_url,
+            "--conversation",
+            conversation,
+            "--convention",
+            convention,
+        ]
+        command += ["--regenerate"] if regenerate else []  # fmt: skip
         done = subprocess.run(command, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=120)
         assert done.returncode == 0, done.stderr[-3000:]
         assert "Failed to export" not in done.stderr, done.stderr[-3000:]
@@ -109,3 +120,27 @@ def test_a_regenerated_answer_is_a_branch_and_the_kept_one_is_on_the_active_path
     abandoned = Message.objects.get(conversation__external_id="support-4712", content="Order 1183 is on its way.")
     assert abandoned.parent_external_id == body["active_path"][-2]  # a sibling of the kept answer
     assert Message.objects.filter(conversation__external_id="support-4712").count() == len(transcript) + 1
+
+
+def test_an_agent_instrumented_with_openinference_arrives_as_the_same_conversation(run_agent, api, settings):
+    """openinference-instrumentation-openai in its defaults (LLM spans, `session.id`), TOOL spans as agent
+    frameworks record them: the same exchange as under the official instrumentation, message for message."""
+    settings.CONVERSATION_QUIET_MINUTES = 0
+    genai_transcript = run_agent("support-genai")
+    transcript = run_agent("support-oi", convention="openinference")
+    assert transcript == genai_transcript
+
+    oi, genai = api("get", "/conversations/support-oi").json(), api("get", "/conversations/support-genai").json()
+    by_id = {m["id"]: m for m in oi["messages"]}
+    assert [canonical(by_id[i]) for i in oi["active_path"]] == [canonical(m) for m in transcript]
+    assert [canonical(m) for m in oi["messages"]] == [canonical(m) for m in genai["messages"]]
+    assert oi["messages"][3]["id"].endswith(":tool")  # from the TOOL span
+    assert (oi["branch_count"], oi["scorable"]) == (1, True)
+    assert Conversation.objects.get(external_id="support-oi").application == "support-bot"
+
+    # Posted as JSON under the same ids: the same evidence.
+    as_json = {"external_id": "support-oi-json", "application": "support-bot", "messages": [
+        {**m, "parent_id": parent} for m, parent in zip(oi["messages"], [None, *oi["active_path"]], strict=False)
+    ]}  # fmt: skip
+    posted = api("post", "/conversations", as_json).json()
+    assert (posted["fingerprint"], posted["active_path"]) == (oi["fingerprint"], oi["active_path"])
