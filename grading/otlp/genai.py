@@ -2,7 +2,8 @@
 the messages they carry, in the JSON API's message shape.
 
 Pure Python over the decoded protobuf: no Django, no database. A span that names its OpenInference kind is read by
-grading/otlp/openinference.py. Otherwise, understood in this order of preference:
+grading/otlp/openinference.py, one that names a Vercel AI SDK operation by grading/otlp/aisdk.py. Otherwise,
+understood in this order of preference:
 
 1. the current conventions: `gen_ai.system_instructions`, `gen_ai.input.messages`, `gen_ai.output.messages`
    (role and typed parts), as span attributes (JSON strings or structured values) or on a
@@ -30,7 +31,7 @@ from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
 from grading.evidence import known_role
-from grading.otlp import openinference
+from grading.otlp import aisdk, openinference
 from grading.otlp.wire import hex_id
 
 INFERENCE_OPERATIONS = frozenset({"chat", "text_completion", "generate_content"})
@@ -136,6 +137,9 @@ def _read_span(span: Span, application: str, where: str, read: ReadSpans) -> Non
     if openinference.is_openinference(attributes):
         _read_openinference_span(span, attributes, application, where, read)
         return
+    if aisdk.is_ai_sdk(attributes):
+        _read_ai_sdk_span(span, attributes, application, where, read)
+        return
     operation = attributes.get("gen_ai.operation.name")
     if operation is not None and not isinstance(operation, str):
         read.ignored += 1  # not an operation the conventions define
@@ -191,6 +195,34 @@ def _read_openinference_span(
         for side, turns in zip(("input", "output"), messages, strict=True)
     )
     read.calls.append(ModelCall(origin, inputs, outputs, None))
+
+
+def _read_ai_sdk_span(span: Span, attributes: dict[str, Any], application: str, where: str, read: ReadSpans) -> None:
+    operation = attributes[aisdk.OPERATION]
+    if operation == aisdk.TOOL_CALL and (result := aisdk.tool_result(attributes)):
+        call_id, content = result
+        if not isinstance(call_id, str):
+            raise ContentError(f"{where} ai.toolCall.id must be a string")
+        origin = _origin(span, aisdk.conversation_id(attributes), application, where)
+        read.tool_results.append(ToolResult(origin, call_id, _text_or_json(content)))
+        return
+    if operation not in aisdk.MODEL_CALLS:
+        read.ignored += 1  # the outer generateText/streamText span, an embedding, a tool without its result
+        return
+    origin = _origin(span, aisdk.conversation_id(attributes), application, where)
+    try:
+        messages = aisdk.model_call_messages(attributes)
+    except aisdk.UnreadablePrompt as exc:
+        raise ContentError(f"{where} {exc}") from None
+    if messages is None:
+        read.rejected.append(f"{where} ({operation} span {origin.span_id}) carries no message content")
+        return
+    inputs, outputs = (
+        [_openai_message(message, f"{where} ai.{side}[{index}]") for index, message in enumerate(turns)]
+        for side, turns in zip(("prompt.messages", "response"), messages, strict=True)
+    )
+    response_id = attributes.get("ai.response.id")
+    read.calls.append(ModelCall(origin, inputs, outputs, response_id if isinstance(response_id, str) else None))
 
 
 def _origin(span: Span, conversation_id: Any, application: str, where: str) -> SpanOrigin:
