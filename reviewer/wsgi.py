@@ -3,4 +3,7 @@ import os
 from django.core.wsgi import get_wsgi_application
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "reviewer.settings")
-application = get_wsgi_application()
+
+from reviewer.chunked import chunked_bodies  # noqa: E402 - reads the settings named above
+
+application = chunked_bodies(get_wsgi_application())
