@@ -6,9 +6,10 @@ conversation once (`POST /api/v1/conversations`, as bench_ingestion does). The O
 instrumented agent exports: one chat span per model call, whose input holds the whole history so far, plus an
 execute_tool span, in protobuf batches of SPANS_PER_BATCH spans in time order (conversations interleaved), as
 the SDK's batch processor sends them. Both go through Django's test client in this process against real
-PostgreSQL; CPU is this process's (the database's own CPU is not counted). The OTLP side runs twice: in the
-OpenTelemetry GenAI conventions and as OpenInference records the same calls (LLM and TOOL spans). The run checks
-that every conversation has the same fingerprint every way.
+PostgreSQL; CPU is this process's (the database's own CPU is not counted). The OTLP side runs three times: in
+the OpenTelemetry GenAI conventions, as OpenInference records the same calls (LLM and TOOL spans), and as the
+Vercel AI SDK does (provider-call and ai.toolCall spans). The run checks that every conversation has the same
+fingerprint every way.
 
 Then one request as large as the limits let it be (MAX_OTLP_SPANS_PER_REQUEST, MAX_OTLP_CONVERSATIONS_PER_REQUEST)
 and one half as large, so the cost at n and 2n shows whether it grows linearly: new conversations of one model call
@@ -102,7 +103,12 @@ def main() -> None:
         f"CPU {per_call_cpu / messages * 1e3:.2f} ms/message"
     )
     fingerprints = dict(Conversation.objects.filter(org=json_org).values_list("external_id", "fingerprint"))
-    for convention, org in (("spans", otlp_org), ("openinference", Org.objects.create(name="OI", slug="bench-oi"))):
+    conventions = {
+        "spans": ("OTLP, GenAI conventions", otlp_org),
+        "openinference": ("OTLP, OpenInference", Org.objects.create(name="OI", slug="bench-oi")),
+        "ai_sdk": ("OTLP, Vercel AI SDK", Org.objects.create(name="AI SDK", slug="bench-ai-sdk")),
+    }
+    for convention, (name, org) in conventions.items():
         spans = sorted(
             (span for exchange in exchanges for span in exchange[convention]), key=lambda s: s.start_time_unix_nano
         )
@@ -125,7 +131,6 @@ def main() -> None:
             )
             if fingerprints.get(external_id) != fingerprint
         )
-        name = "OTLP, GenAI conventions" if convention == "spans" else "OTLP, OpenInference"
         print(
             f"{name}: {len(spans):,} spans in {len(batches)} batches of up to {SPANS_PER_BATCH}, "
             f"{sum(map(len, batches)) / 1e6:.1f} MB of protobuf"
@@ -291,6 +296,7 @@ def _exchange(i: int, turns: int) -> dict:
     ids: list[str] = []
     spans: list[Span] = []
     openinference: list[Span] = []  # the same calls as OpenInference records them, under the same span ids
+    ai_sdk: list[Span] = []  # and as the Vercel AI SDK does
     clock = T0_NS + i * 1_000_000
 
     def record(message_id: str, role: str, **fields) -> None:
@@ -311,6 +317,7 @@ def _exchange(i: int, turns: int) -> dict:
                 record(f"{sid}:in{index}", history[index]["role"], content=part["content"])
         spans.append(_span(trace, sid, clock, "chat", history, outputs))
         openinference.append(_openinference_span(trace, sid, clock, history, outputs))
+        ai_sdk.append(_ai_sdk_span(trace, sid, clock, history, outputs))
         clock += 10_000_000_000
         return sid
 
@@ -327,6 +334,7 @@ def _exchange(i: int, turns: int) -> dict:
             tool_sid = f"{len(spans) + 1:08x}{i:08x}"
             spans.append(_tool_span(trace, tool_sid, clock, f"call_{i}", result))
             openinference.append(_openinference_tool_span(trace, tool_sid, clock, f"call_{i}", result))
+            ai_sdk.append(_ai_sdk_tool_span(trace, tool_sid, clock, f"call_{i}", result))
             clock += 10_000_000_000
             record(f"{tool_sid}:tool", "tool", content=result, tool_call_id=f"call_{i}")
             history.append(
@@ -336,7 +344,14 @@ def _exchange(i: int, turns: int) -> dict:
         sid = chat([{"role": "assistant", "parts": [{"type": "text", "content": answer}]}])
         record(f"{sid}:out0", "assistant", content=answer)
         history.append({"role": "assistant", "parts": [{"type": "text", "content": answer}]})
-    return {"id": f"conv-{i}", "messages": messages, "spans": spans, "openinference": openinference, "steps": steps}
+    return {
+        "id": f"conv-{i}",
+        "messages": messages,
+        "spans": spans,
+        "openinference": openinference,
+        "ai_sdk": ai_sdk,
+        "steps": steps,
+    }
 
 
 def _attributes(values: dict) -> list[KeyValue]:
@@ -409,6 +424,63 @@ def _openinference_tool_span(trace: str, sid: str, start: int, call_id: str, res
                 "tool.name": "order_status",
                 "tool.id": call_id,
                 "output.value": result,
+            }
+        )
+    )
+    return span
+
+
+def _ai_sdk_span(trace: str, sid: str, start: int, inputs: list[dict], outputs: list[dict]) -> Span:
+    span = Span(trace_id=bytes.fromhex(trace), span_id=bytes.fromhex(sid), name="ai.generateText.doGenerate",
+                start_time_unix_nano=start, end_time_unix_nano=start + 900_000_000)  # fmt: skip
+    prompt = []
+    for message in inputs:
+        parts = []
+        for part in message["parts"]:
+            if part["type"] == "text":
+                parts.append({"type": "text", "text": part["content"]})
+            elif part["type"] == "tool_call":
+                parts.append({"type": "tool-call", "toolCallId": part["id"], "toolName": part["name"],
+                              "input": part["arguments"]})  # fmt: skip
+            else:
+                parts.append({"type": "tool-result", "toolCallId": part["id"], "toolName": "order_status",
+                              "output": {"type": "text", "value": part["response"]}})  # fmt: skip
+        prompt.append({"role": message["role"], "content": parts[0]["text"] if message["role"] == "system" else parts})
+    attributes = {
+        "ai.operationId": "ai.generateText.doGenerate",
+        "ai.telemetry.metadata.sessionId": f"conv-{int(trace, 16) - 1}",
+        "ai.prompt.messages": json.dumps(prompt, separators=(",", ":")),
+    }
+    [reply] = outputs
+    calls = [part for part in reply["parts"] if part["type"] == "tool_call"]
+    if calls:
+        attributes["ai.response.toolCalls"] = json.dumps(
+            [
+                {
+                    "toolCallId": c["id"],
+                    "toolName": c["name"],
+                    "input": json.dumps(c["arguments"], separators=(",", ":")),
+                }
+                for c in calls
+            ]  # fmt: skip
+        )
+    else:
+        attributes["ai.response.text"] = reply["parts"][0]["content"]
+    span.attributes.extend(_attributes(attributes))
+    return span
+
+
+def _ai_sdk_tool_span(trace: str, sid: str, start: int, call_id: str, result: str) -> Span:
+    span = Span(trace_id=bytes.fromhex(trace), span_id=bytes.fromhex(sid), name="ai.toolCall",
+                start_time_unix_nano=start, end_time_unix_nano=start + 100_000_000)  # fmt: skip
+    span.attributes.extend(
+        _attributes(
+            {
+                "ai.operationId": "ai.toolCall",
+                "ai.telemetry.metadata.sessionId": f"conv-{int(trace, 16) - 1}",
+                "ai.toolCall.name": "order_status",
+                "ai.toolCall.id": call_id,
+                "ai.toolCall.result": result,
             }
         )
     )
