@@ -164,7 +164,11 @@ def _read_span(span: Span, application: str, where: str, read: ReadSpans) -> Non
         if operation is None:
             read.ignored += 1  # not a GenAI span at all
         else:
-            read.rejected.append(f"{where} ({operation} span {origin.span_id}) carries no message content")
+            read.rejected.append(
+                f"{where} ({operation} span {origin.span_id}) carries no message content: capture is off, or it "
+                "went to OTLP log events, which are not read (set OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
+                "=span_only with OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_latest_experimental)"
+            )
         return
     inputs, outputs = messages
     response_id = attributes.get("gen_ai.response.id")
@@ -188,7 +192,10 @@ def _read_openinference_span(
     origin = _origin(span, openinference.conversation_id(attributes), application, where)
     messages = openinference.model_call_messages(attributes)
     if messages is None:
-        read.rejected.append(f"{where} (LLM span {origin.span_id}) carries no message content")
+        read.rejected.append(
+            f"{where} (LLM span {origin.span_id}) carries no message content: OpenInference hides it "
+            "(OPENINFERENCE_HIDE_INPUTS, OPENINFERENCE_HIDE_INPUT_MESSAGES or their TraceConfig settings)"
+        )
         return
     inputs, outputs = (
         [_openai_message(message, f"{where} llm.{side}_messages.{index}") for index, message in enumerate(turns)]
@@ -215,7 +222,10 @@ def _read_ai_sdk_span(span: Span, attributes: dict[str, Any], application: str, 
     except aisdk.UnreadablePrompt as exc:
         raise ContentError(f"{where} {exc}") from None
     if messages is None:
-        read.rejected.append(f"{where} ({operation} span {origin.span_id}) carries no message content")
+        read.rejected.append(
+            f"{where} ({operation} span {origin.span_id}) carries no message content: the AI SDK's telemetry "
+            "records it unless recordInputs is false"
+        )
         return
     inputs, outputs = (
         [_openai_message(message, f"{where} ai.{side}[{index}]") for index, message in enumerate(turns)]
