@@ -248,6 +248,17 @@ def test_an_in_progress_conversation_is_not_scored_until_it_goes_quiet(org, fake
     assert grade(conversation, fake_llm, now=later).route == "pass"
 
 
+def test_the_moment_a_conversation_goes_quiet_it_is_scorable_and_the_pass_grades_it(org, fake_llm, settings):
+    """One boundary for both: at exactly the quiet period after the last message, the evidence reads scorable and
+    the pass takes the item whose review said in progress."""
+    conversation = upsert(org, support_conversation(closed=False)).conversation
+    assert grade(conversation, fake_llm).reason == "in_progress"
+    quiet_at = conversation.last_activity_at + timedelta(minutes=settings.CONVERSATION_QUIET_MINUTES)
+
+    assert conversation_state(conversation, now=quiet_at).not_scorable_reason is None
+    assert grading_pass(now=quiet_at).enqueued_ids == [conversation.pk]
+
+
 def test_an_incomplete_record_is_not_scorable_with_its_reason(org, fake_llm):
     payload = support_conversation()
     payload["messages"][2]["parent_id"] = "m-missing"
