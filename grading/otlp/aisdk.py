@@ -15,18 +15,31 @@ grading/otlp/genai.py validates them as it validates every convention's.
 import json
 from typing import Any
 
+from grading.otlp.content import content_of
+
 OPERATION = "ai.operationId"
 MODEL_CALLS = frozenset({"ai.generateText.doGenerate", "ai.streamText.doStream"})
 TOOL_CALL = "ai.toolCall"
 SESSION_ID = "ai.telemetry.metadata.sessionId"
+TOOL_CALL_ID = "ai.toolCall.id"
+MESSAGES = ("ai.prompt.messages", "ai.response")
+NO_CONTENT = "the AI SDK's telemetry records it unless recordInputs is false"
 
 
-class UnreadablePrompt(Exception):
+class UnreadablePrompt(ValueError):
     """`ai.prompt.messages` or `ai.response.toolCalls` is not what the SDK writes; the message says what."""
 
 
-def is_ai_sdk(attributes: dict[str, Any]) -> bool:
+def applies(attributes: dict[str, Any]) -> bool:
     return OPERATION in attributes
+
+
+def is_model_call(attributes: dict[str, Any]) -> bool:
+    return attributes[OPERATION] in MODEL_CALLS
+
+
+def span_name(attributes: dict[str, Any]) -> str:
+    return f"{attributes[OPERATION]}"
 
 
 def model_call_messages(attributes: dict[str, Any]) -> tuple[list[dict], list[dict]] | None:
@@ -55,13 +68,17 @@ def model_call_messages(attributes: dict[str, Any]) -> tuple[list[dict], list[di
 
 def tool_result(attributes: dict[str, Any]) -> tuple[Any, Any] | None:
     """(the id of the call it answers, its result) of an `ai.toolCall` span that recorded its result."""
-    if "ai.toolCall.result" not in attributes or not attributes.get("ai.toolCall.id"):
+    if attributes[OPERATION] != TOOL_CALL or "ai.toolCall.result" not in attributes or not attributes.get(TOOL_CALL_ID):
         return None
-    return attributes["ai.toolCall.id"], attributes["ai.toolCall.result"]
+    return attributes[TOOL_CALL_ID], attributes["ai.toolCall.result"]
 
 
 def conversation_id(attributes: dict[str, Any]) -> Any:
     return attributes.get(SESSION_ID)
+
+
+def response_id(attributes: dict[str, Any]) -> Any:
+    return attributes.get("ai.response.id")
 
 
 def _turns(message: Any, index: int) -> list[dict]:
@@ -87,13 +104,7 @@ def _turns(message: Any, index: int) -> list[dict]:
         for part in content
         if part.get("type") == "tool-call"
     ]
-    if others:
-        body: Any = [{"type": "text", "text": text} for text in texts] + others
-    elif len(texts) == 1:
-        body = texts[0]
-    else:
-        body = [{"type": "text", "text": text} for text in texts] or None
-    return [{"role": role, "content": body, "tool_calls": calls or None}]
+    return [{"role": role, "content": content_of(texts, others), "tool_calls": calls or None}]
 
 
 def _tool_call(call_id: Any, name: Any, arguments: Any) -> dict:

@@ -24,6 +24,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from types import ModuleType
 from typing import Any
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
@@ -32,6 +33,7 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
 from grading.evidence import known_role
 from grading.otlp import aisdk, openinference
+from grading.otlp.content import content_of
 from grading.otlp.wire import hex_id
 
 INFERENCE_OPERATIONS = frozenset({"chat", "text_completion", "generate_content"})
@@ -134,12 +136,10 @@ def _read_span(span: Span, application: str, where: str, read: ReadSpans) -> Non
     if len(span.span_id) != 8 or not any(span.span_id):
         raise ContentError(f"{where}.spanId must be 8 bytes and not all zero")
     attributes = _attributes(span.attributes, where)
-    if openinference.is_openinference(attributes):
-        _read_openinference_span(span, attributes, application, where, read)
-        return
-    if aisdk.is_ai_sdk(attributes):
-        _read_ai_sdk_span(span, attributes, application, where, read)
-        return
+    for convention in (openinference, aisdk):
+        if convention.applies(attributes):
+            _read_convention_span(convention, span, attributes, application, where, read)
+            return
     operation = attributes.get("gen_ai.operation.name")
     if operation is not None and not isinstance(operation, str):
         read.ignored += 1  # not an operation the conventions define
@@ -175,63 +175,36 @@ def _read_span(span: Span, application: str, where: str, read: ReadSpans) -> Non
     read.calls.append(ModelCall(origin, inputs, outputs, response_id if isinstance(response_id, str) else None))
 
 
-def _read_openinference_span(
-    span: Span, attributes: dict[str, Any], application: str, where: str, read: ReadSpans
+def _read_convention_span(
+    convention: ModuleType, span: Span, attributes: dict[str, Any], application: str, where: str, read: ReadSpans
 ) -> None:
-    kind = attributes[openinference.SPAN_KIND]
-    if kind == openinference.TOOL and (result := openinference.tool_result(attributes)):
+    """A span of a convention read by a module of its own (grading/otlp/openinference.py, aisdk.py), which gives
+    its messages in the OpenAI shape; they are validated here as every convention's are."""
+    origin = _origin(span, convention.conversation_id(attributes), application, where)
+    if (result := convention.tool_result(attributes)) is not None:
         call_id, content = result
         if not isinstance(call_id, str):
-            raise ContentError(f"{where} tool.id must be a string")
-        origin = _origin(span, openinference.conversation_id(attributes), application, where)
+            raise ContentError(f"{where} {convention.TOOL_CALL_ID} must be a string")
         read.tool_results.append(ToolResult(origin, call_id, _text_or_json(content)))
         return
-    if kind != openinference.MODEL_CALL:
-        read.ignored += 1  # a chain, an agent, a retriever...: not a model call, or a tool without its result
+    if not convention.is_model_call(attributes):
+        read.ignored += 1  # a chain, an agent, a retriever, an outer span: not a model call
         return
-    origin = _origin(span, openinference.conversation_id(attributes), application, where)
-    messages = openinference.model_call_messages(attributes)
-    if messages is None:
-        read.rejected.append(
-            f"{where} (LLM span {origin.span_id}) carries no message content: OpenInference hides it "
-            "(OPENINFERENCE_HIDE_INPUTS, OPENINFERENCE_HIDE_INPUT_MESSAGES or their TraceConfig settings)"
-        )
-        return
-    inputs, outputs = (
-        [_openai_message(message, f"{where} llm.{side}_messages.{index}") for index, message in enumerate(turns)]
-        for side, turns in zip(("input", "output"), messages, strict=True)
-    )
-    read.calls.append(ModelCall(origin, inputs, outputs, None))
-
-
-def _read_ai_sdk_span(span: Span, attributes: dict[str, Any], application: str, where: str, read: ReadSpans) -> None:
-    operation = attributes[aisdk.OPERATION]
-    if operation == aisdk.TOOL_CALL and (result := aisdk.tool_result(attributes)):
-        call_id, content = result
-        if not isinstance(call_id, str):
-            raise ContentError(f"{where} ai.toolCall.id must be a string")
-        origin = _origin(span, aisdk.conversation_id(attributes), application, where)
-        read.tool_results.append(ToolResult(origin, call_id, _text_or_json(content)))
-        return
-    if operation not in aisdk.MODEL_CALLS:
-        read.ignored += 1  # the outer generateText/streamText span, an embedding, a tool without its result
-        return
-    origin = _origin(span, aisdk.conversation_id(attributes), application, where)
     try:
-        messages = aisdk.model_call_messages(attributes)
-    except aisdk.UnreadablePrompt as exc:
+        messages = convention.model_call_messages(attributes)
+    except ValueError as exc:
         raise ContentError(f"{where} {exc}") from None
     if messages is None:
         read.rejected.append(
-            f"{where} ({operation} span {origin.span_id}) carries no message content: the AI SDK's telemetry "
-            "records it unless recordInputs is false"
+            f"{where} ({convention.span_name(attributes)} span {origin.span_id}) carries no message content: "
+            f"{convention.NO_CONTENT}"
         )
         return
     inputs, outputs = (
-        [_openai_message(message, f"{where} ai.{side}[{index}]") for index, message in enumerate(turns)]
-        for side, turns in zip(("prompt.messages", "response"), messages, strict=True)
+        [_openai_message(message, f"{where} {name}.{index}") for index, message in enumerate(turns)]
+        for name, turns in zip(convention.MESSAGES, messages, strict=True)
     )
-    response_id = attributes.get("ai.response.id")
+    response_id = convention.response_id(attributes)
     read.calls.append(ModelCall(origin, inputs, outputs, response_id if isinstance(response_id, str) else None))
 
 
@@ -391,15 +364,8 @@ def _turns(role: Any, parts: Any, name: str | None, where: str) -> list[Turn]:
     if role == "tool" and not results:
         raise ContentError(f"{where} is a tool message without a tool_call_response part")
     turns = list(results)
-    if texts or others or tool_calls or not results:
-        if others:
-            content: Any = [{"type": "text", "text": text} for text in texts] + others
-        elif len(texts) == 1:
-            content = texts[0]
-        else:
-            content = [{"type": "text", "text": text} for text in texts] or None
-        if role != "tool":
-            turns.append(Turn(role, content, tool_calls or None, name=name))
+    if (texts or others or tool_calls or not results) and role != "tool":
+        turns.append(Turn(role, content_of(texts, others), tool_calls or None, name=name))
     return turns
 
 

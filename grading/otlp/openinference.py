@@ -20,17 +20,30 @@ grading/otlp/genai.py validates them as it validates every convention's.
 import re
 from typing import Any
 
+from grading.otlp.content import content_of
+
 SPAN_KIND = "openinference.span.kind"
 MODEL_CALL = "LLM"
 TOOL = "TOOL"
 SESSION_ID = "session.id"
+TOOL_CALL_ID = "tool.id"
+MESSAGES = ("llm.input_messages", "llm.output_messages")
+NO_CONTENT = "OpenInference hides it (OPENINFERENCE_HIDE_INPUTS, OPENINFERENCE_HIDE_INPUT_MESSAGES or TraceConfig)"
 _MESSAGE = re.compile(r"^llm\.(input|output)_messages\.(\d{1,6})\.message\.(.+)$")
 _CONTENT_PART = re.compile(r"^contents\.(\d{1,6})\.message_content\.(.+)$")
 _TOOL_CALL = re.compile(r"^tool_calls\.(\d{1,6})\.tool_call\.(id|function\.name|function\.arguments)$")
 
 
-def is_openinference(attributes: dict[str, Any]) -> bool:
+def applies(attributes: dict[str, Any]) -> bool:
     return SPAN_KIND in attributes
+
+
+def is_model_call(attributes: dict[str, Any]) -> bool:
+    return attributes[SPAN_KIND] == MODEL_CALL
+
+
+def span_name(attributes: dict[str, Any]) -> str:
+    return f"{attributes[SPAN_KIND]}"
 
 
 def model_call_messages(attributes: dict[str, Any]) -> tuple[list[dict], list[dict]] | None:
@@ -49,14 +62,18 @@ def model_call_messages(attributes: dict[str, Any]) -> tuple[list[dict], list[di
 
 def tool_result(attributes: dict[str, Any]) -> tuple[Any, Any] | None:
     """(the id of the call it answers, its result) of a TOOL span that captured both, else None."""
-    call_id = attributes.get("tool.id", attributes.get("tool_call.id"))
-    if not call_id or "output.value" not in attributes:
+    call_id = attributes.get(TOOL_CALL_ID, attributes.get("tool_call.id"))
+    if attributes[SPAN_KIND] != TOOL or not call_id or "output.value" not in attributes:
         return None
     return call_id, attributes["output.value"]
 
 
 def conversation_id(attributes: dict[str, Any]) -> Any:
     return attributes.get(SESSION_ID)
+
+
+def response_id(attributes: dict[str, Any]) -> None:
+    return None  # OpenInference records none
 
 
 def _message(fields: dict[str, Any], *, default_role: str | None = None) -> dict:
@@ -69,7 +86,9 @@ def _message(fields: dict[str, Any], *, default_role: str | None = None) -> dict
             calls.setdefault(int(call[1]), {})[call[2]] = value
     content = fields.get("content")
     if content is None and parts:
-        content = [_content_part(parts[index]) for index in sorted(parts)]
+        ordered = [parts[index] for index in sorted(parts)]
+        texts = [part.get("text") for part in ordered if part.get("type") == "text"]
+        content = content_of(texts, [_content_part(part) for part in ordered if part.get("type") != "text"])
     return {
         "role": fields.get("role", default_role),
         "content": content,
@@ -91,10 +110,7 @@ def _message(fields: dict[str, Any], *, default_role: str | None = None) -> dict
 
 
 def _content_part(fields: dict[str, Any]) -> dict:
-    """A content part in the OpenAI shape: text and image URLs as OpenAI names them, others as recorded."""
-    kind = fields.get("type")
-    if kind == "text":
-        return {"type": "text", "text": fields.get("text")}
-    if kind == "image" and "image.image.url" in fields:
+    """A part other than text in the OpenAI shape: image URLs as OpenAI names them, others as recorded."""
+    if fields.get("type") == "image" and "image.image.url" in fields:
         return {"type": "image_url", "image_url": {"url": fields["image.image.url"]}}
     return {key: value for key, value in fields.items()}

@@ -134,6 +134,15 @@ def test_content_parts_become_openai_content_parts(send, conversation):
         {"type": "image_url", "image_url": {"url": "https://example.com/map.png"}},
     ]
 
+    # One text part alone is the content as text, as every convention gives it.
+    alone = {
+        "llm.input_messages.0.message.role": "user",
+        "llm.input_messages.0.message.contents.0.message_content.type": "text",
+        "llm.input_messages.0.message.contents.0.message_content.text": "And Rome?",
+    }
+    accepted(send(raw_span(32, SESSION | {"session.id": "conv-oi-2"} | alone)))
+    assert conversation("conv-oi-2")["messages"][0]["content"] == "And Rome?"
+
 
 def test_other_kinds_are_acknowledged_and_an_llm_span_without_content_is_named(send):
     others = [
