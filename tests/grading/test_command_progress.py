@@ -2,6 +2,7 @@
 plain lines in a pipe or a log, and the summary they always printed. Commands that need the org say which orgs
 there are and what to run on a database that is not set up."""
 
+import contextlib
 import json
 import os
 import pty
@@ -17,7 +18,7 @@ from django.db import connection
 
 from grading.management import progress
 from grading.models import Org
-from tests.builders.drafts import save_draft
+from tests.builders.drafts import CLEAN_BODY, SOURCE, save_draft, setup_org_memory
 from tests.builders.processes import REPO_ROOT, database_url
 
 pytestmark = pytest.mark.django_db
@@ -29,6 +30,9 @@ def long_commands(org, tmp_path, settings) -> dict[str, tuple[list[str], str, in
     """Each long command, on a small input: its arguments, what its progress counts and how many."""
     settings.EMBEDDINGS_BACKEND = "hashing"
     save_draft(org, external_id="d1")
+    drafts = [tmp_path / f"post-{n}.md" for n in range(2)]
+    for draft in drafts:
+        draft.write_text(f"# {draft.stem}\n\n{CLEAN_BODY}")
     labels = tmp_path / "labels.csv"
     labels.write_text("item,check,verdict,labeller\n" + "".join(f"d1,pass/fail,pass,{who}\n" for who in "abc"))
     memory = tmp_path / "memory.jsonl"
@@ -42,15 +46,17 @@ def long_commands(org, tmp_path, settings) -> dict[str, tuple[list[str], str, in
         "import_labels": (["import_labels", str(labels), "--org", org.slug], "label rows", 3),
         "memory import": (["memory", "import", "--org", org.slug, str(memory)], "lines", 4),
         "memory reembed": (["memory", "reembed", "--org", org.slug], "items re-embedded", 4),
+        "gate": (["gate", *map(str, drafts), "--org", org.slug, "--source", SOURCE], "drafts", 2),
     }
 
 
-COMMANDS = ["import_conversations", "import_labels", "memory import", "memory reembed"]
+COMMANDS = ["import_conversations", "import_labels", "memory import", "memory reembed", "gate"]
 
 
 def run(arguments: list[str], *, stderr) -> str:
     out = StringIO()
-    call_command(*arguments, stdout=out, stderr=stderr)
+    with contextlib.suppress(SystemExit):  # gate exits with its verdict
+        call_command(*arguments, stdout=out, stderr=stderr)
     return out.getvalue()
 
 
@@ -97,6 +103,18 @@ def read_all(fd: int) -> str:
         chunks.append(chunk)
     os.close(fd)
     return b"".join(chunks).decode()
+
+
+def test_gate_over_several_files_reports_each_and_exits_with_the_highest_code(org, tmp_path):
+    setup_org_memory(org)
+    passing, failing = tmp_path / "clean.md", tmp_path / "delve.md"
+    passing.write_text(f"# Clean\n\n{CLEAN_BODY}")
+    failing.write_text("# Delve\n\n" + CLEAN_BODY.replace("Start with the questions", "Delve into the questions"))
+    out = StringIO()
+    with pytest.raises(SystemExit) as exited:
+        call_command("gate", str(passing), str(failing), "--org", org.slug, "--source", SOURCE, "--json", stdout=out)
+    assert exited.value.code == 1
+    assert [json.loads(line)["route"] for line in out.getvalue().splitlines()] == ["pass", "fail"]
 
 
 def test_an_unknown_org_or_a_missing_one_is_refused_with_the_orgs_there_are(org, other_org):

@@ -13,6 +13,8 @@ from grading.drafts.reads import draft_status
 from grading.drafts.submit import draft_save
 from grading.errors import LimitExceeded
 from grading.management.orgs import org_from_option
+from grading.management.progress import Progress
+from grading.models import Org
 from grading.schemas import DraftIn, describe_errors
 
 EXIT_CODES = {"pass": 0, "fail": 1, "human": 2, "error": 3}
@@ -21,18 +23,35 @@ _H1 = re.compile(r"\A\s*#[ \t]+(?P<title>.+?)[ \t]*#*[ \t]*(?:\r?\n|\Z)")
 
 class Command(BaseCommand):
     help = (
-        "Run a Markdown/MDX draft through the gate here and now. Exit code: 0 pass, 1 fail, 2 needs a human, "
-        "3 the judge failed (try again later). The title is the file's leading '# ' heading, else its name."
+        "Run Markdown/MDX drafts through the gate here and now. Exit code: 0 pass, 1 fail, 2 needs a human, "
+        "3 the judge failed (try again later); with several files, the highest of theirs. The title is the file's "
+        "leading '# ' heading, else its name."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("file", type=Path)
+        parser.add_argument("files", type=Path, nargs="+", metavar="FILE")
         parser.add_argument("--org", default=None, help="org slug (default: the only org)")
         parser.add_argument("--source", action="append", default=[], dest="sources", help="a source URL (repeatable)")
         parser.add_argument("--json", action="store_true", dest="as_json", help="print the verdict as JSON")
 
-    def handle(self, *args, file: Path, org: str | None, sources: list[str], as_json: bool, **options) -> None:
+    def handle(self, *args, files: list[Path], org: str | None, sources: list[str], as_json: bool, **options) -> None:
         the_org = org_from_option(org)
+        worst = 0
+        with Progress(self.stderr, what="drafts", total=len(files)) as progress:
+            for file in files:
+                status = self._gate(the_org, file, sources)
+                if len(files) > 1 and not as_json:
+                    progress.say(self.stdout, f"{file}:\n")
+                if as_json:
+                    progress.say(self.stdout, json.dumps(status, cls=DjangoJSONEncoder, ensure_ascii=False) + "\n")
+                else:
+                    self._summary(status, progress)
+                worst = max(worst, EXIT_CODES[status["route"]])
+                progress.advance()
+        sys.exit(worst)
+
+    def _gate(self, org: Org, file: Path, sources: list[str]) -> dict:
+        """Save and grade one file; its status as the API gives it."""
         try:
             text = file.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
@@ -51,23 +70,17 @@ class Command(BaseCommand):
         except ValidationError as exc:
             raise CommandError(describe_errors(exc)) from exc
         try:
-            draft = draft_save(org=the_org, payload=payload)
+            draft = draft_save(org=org, payload=payload)
         except LimitExceeded as exc:
             raise CommandError(f"{file}: {exc} ({exc.limit})") from exc
-        review = draft_grade(draft_id=draft.pk)
-        status = draft_status(draft)
-        if as_json:
-            self.stdout.write(json.dumps(status, cls=DjangoJSONEncoder, ensure_ascii=False))
-        else:
-            self._summary(status)
-        sys.exit(EXIT_CODES[review.route])
+        draft_grade(draft_id=draft.pk)
+        return draft_status(draft)
 
-    def _summary(self, status: dict) -> None:
+    def _summary(self, status: dict, progress: Progress) -> None:
         score = f"{status['score']:.1f}" if status["score"] is not None else "no score"
-        self.stdout.write(f"{status['route']}: {score} {status.get('reason') or ''}".rstrip())
-        for finding in status["findings"]:
-            self.stdout.write(f"  [{finding['severity']}] {finding['code']}: {finding['message']}")
-        for issue in status["judge_issues"]:
-            self.stdout.write(f"  [judge] {issue['issue']} Fix: {issue['fix']}")
+        lines = [f"{status['route']}: {score} {status.get('reason') or ''}".rstrip()]
+        lines += [f"  [{f['severity']}] {f['code']}: {f['message']}" for f in status["findings"]]
+        lines += [f"  [judge] {issue['issue']} Fix: {issue['fix']}" for issue in status["judge_issues"]]
         if status["repairs"]:
-            self.stdout.write(status["repairs"]["diff"])
+            lines.append(status["repairs"]["diff"])
+        progress.say(self.stdout, "\n".join(lines) + "\n")
