@@ -11,6 +11,7 @@ from django.views.decorators.http import require_GET
 
 from grading.figures.dashboard import InvalidScope, Scope, dashboard_figures
 from grading.figures.regrade import org_regrade_progress
+from grading.models import ItemKind
 from reviewer.access import EVERY_ROLE, role_required
 from reviewer.dashboards import display, export, reads
 
@@ -67,6 +68,8 @@ def dashboard_regrade(request: HttpRequest) -> HttpResponse:
     if org is None:
         raise Http404("No such org among yours.")
     kind = request.GET.get("kind", "")
+    if kind and kind not in ItemKind.values:
+        return _bad_filter(request, "kind", f"must be one of {', '.join(ItemKind.values)}")
     progress = [p.as_json() for p in org_regrade_progress(org) if not kind or p.kind == kind]
     panel = display.regrade_panel(progress, org_slug=org.slug, kind=kind)
     return render(request, "reviewer/dashboards/_regrade.html", {"regrade": panel})

@@ -75,3 +75,5 @@ def test_the_pages_and_the_api_show_it_and_refresh_only_while_it_runs(client_for
         draft_grade(draft_id=draft.pk, judge=llm_draft_judge(fake_llm))
     panel = client.get(reverse("dashboard_regrade"), {"org": org.slug, "kind": "draft"}).content.decode()
     assert "2 of 2</b> re-graded" in panel and ">done<" in panel and "hx-trigger" not in panel
+    refused = client.get(reverse("dashboard_regrade"), {"org": org.slug, "kind": "<b>x</b>"})
+    assert refused.status_code == 400 and "<b>x</b>" not in refused.content.decode()
