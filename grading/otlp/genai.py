@@ -46,6 +46,12 @@ INPUT_EVENTS = {
     "gen_ai.tool.message": "tool",
 }
 CHOICE_EVENT = "gen_ai.choice"
+# Model calls in conventions this receiver does not read: the sender is told so in partial_success rather than
+# answered as if everything were taken. MLflow writes its attribute values as JSON, so its strings come quoted.
+UNREAD_MODEL_CALLS = {
+    "langfuse.observation.type": ("Langfuse", frozenset({"generation"})),
+    "mlflow.spanType": ("MLflow", frozenset({"LLM", "CHAT_MODEL"})),
+}
 UNKNOWN_SERVICE = "unknown_service"  # what the OpenTelemetry SDKs report when service.name is not set
 # Parts that are not what the user saw: the model's hidden reasoning is not evidence of the reply.
 SKIPPED_PART_TYPES = frozenset({"reasoning"})
@@ -161,7 +167,12 @@ def _read_span(span: Span, application: str, where: str, read: ReadSpans) -> Non
     ]
     messages = _messages(attributes, events, where)
     if messages is None:
-        if operation is None:
+        if operation is None and (unread := _unread_convention(attributes)):
+            read.rejected.append(
+                f"{where} (span {origin.span_id}) is a model call in {unread}'s own convention, which is not read "
+                "(the README lists the conventions that are)"
+            )
+        elif operation is None:
             read.ignored += 1  # not a GenAI span at all
         else:
             read.rejected.append(
@@ -173,6 +184,14 @@ def _read_span(span: Span, application: str, where: str, read: ReadSpans) -> Non
     inputs, outputs = messages
     response_id = attributes.get("gen_ai.response.id")
     read.calls.append(ModelCall(origin, inputs, outputs, response_id if isinstance(response_id, str) else None))
+
+
+def _unread_convention(attributes: dict[str, Any]) -> str | None:
+    for key, (name, model_calls) in UNREAD_MODEL_CALLS.items():
+        value = attributes.get(key)
+        if isinstance(value, str) and value.strip('"') in model_calls:
+            return name
+    return None
 
 
 def _read_convention_span(

@@ -239,6 +239,19 @@ def test_model_calls_without_captured_content_are_reported_as_rejected_spans(sen
     assert Message.objects.count() == 2  # the good call is stored
 
 
+def test_model_calls_in_a_convention_that_is_not_read_are_named_not_taken_silently(send):
+    spans = [
+        raw_span(1, {"langfuse.observation.type": "generation", "langfuse.observation.input": "[]"}),
+        raw_span(2, {"mlflow.spanType": '"CHAT_MODEL"', "mlflow.spanInputs": "{}"}),
+        raw_span(3, {"langfuse.observation.type": "span"}),  # not a model call: acknowledged
+    ]
+    response = ok(send(export_request(*spans).SerializeToString()))
+    assert response.partial_success.rejected_spans == 2
+    message = response.partial_success.error_message
+    assert f"(span {span_id(1)}) is a model call in Langfuse's own convention, which is not read" in message
+    assert f"(span {span_id(2)}) is a model call in MLflow's own convention" in message
+
+
 def test_the_deprecated_indexed_attributes_give_the_same_conversation(send, api):
     ok(send(export_request(*two_turns_with_a_tool()).SerializeToString()))
     current = [(m["role"], m["content"], m["tool_calls"], m["tool_call_id"]) for m in path_of(api, "conv-otlp")]
