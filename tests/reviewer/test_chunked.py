@@ -5,10 +5,9 @@ MAX_REQUEST_BYTES; a server that cannot read it says so."""
 import http.client
 import io
 import os
-import socket
+import re
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -17,40 +16,36 @@ from django.conf import settings
 from grading.api.keys import api_key_create
 from grading.models import Conversation
 from reviewer.wsgi import application
-from tests.builders.processes import REPO_ROOT, database_url
+from tests.builders.processes import REPO_ROOT, database_url, wait_until
 
 RECORDING = Path(__file__).resolve().parents[1] / "fixtures" / "otlp" / "ai-sdk-two-turns.pb"
 
 
 @pytest.fixture
 def gunicorn(tmp_path):
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    """gunicorn serving reviewer.wsgi on a port it picks; yields the port."""
     env = os.environ | {
         "DATABASE_URL": database_url(settings.DATABASES["default"]),
         "REDIS_URL": settings.REDIS_URL,
         "MAX_REQUEST_BYTES": "1000000",
     }
-    log = (tmp_path / "gunicorn.log").open("w")
-    server = subprocess.Popen(
-        [sys.executable, "-m", "gunicorn", "reviewer.wsgi", "-b", f"127.0.0.1:{port}", "-w", "1"],
-        cwd=REPO_ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
-    )  # fmt: skip
+    log_path = tmp_path / "gunicorn.log"
+    with log_path.open("w") as log:
+        server = subprocess.Popen(
+            [sys.executable, "-m", "gunicorn", "reviewer.wsgi", "-b", "127.0.0.1:0", "-w", "1"],
+            cwd=REPO_ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+        )  # fmt: skip
+
+    def listening() -> int | None:
+        assert server.poll() is None, log_path.read_text()
+        found = re.search(r"Listening at: http://127\.0\.0\.1:(\d+)", log_path.read_text())
+        return found and int(found[1])
+
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                assert server.poll() is None and time.monotonic() < deadline, (tmp_path / "gunicorn.log").read_text()
-                time.sleep(0.1)
-        yield port
+        yield wait_until(listening, timeout=60, message="gunicorn to listen")
     finally:
         server.terminate()
         server.wait(timeout=30)
-        log.close()
 
 
 def post_chunked(port: int, key: str, body: bytes) -> http.client.HTTPResponse:
