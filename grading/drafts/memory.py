@@ -283,9 +283,12 @@ def memory_reembed(
     """
     embedder = embedder or embedder_from_settings()
     done = 0
-    total = MemoryItem.objects.filter(org=org).count() + Article.objects.filter(org=org).count()
-    for model, text_of in ((MemoryItem, lambda m: m.text), (Article, _article_text)):
-        rows = list(model.objects.filter(org=org).order_by("pk"))
+    kinds = [
+        (model, text_of, list(model.objects.filter(org=org).order_by("pk")))
+        for model, text_of in ((MemoryItem, lambda m: m.text), (Article, _article_text))
+    ]
+    total = sum(len(rows) for _, _, rows in kinds)
+    for model, text_of, rows in kinds:
         for start in range(0, len(rows), batch_size):
             batch = rows[start : start + batch_size]
             for row, vector in zip(batch, embedder.embed([text_of(r) for r in batch]), strict=True):

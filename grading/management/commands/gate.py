@@ -40,12 +40,10 @@ class Command(BaseCommand):
         with Progress(self.stderr, what="drafts", total=len(files)) as progress:
             for file in files:
                 status = self._gate(the_org, file, sources)
-                if len(files) > 1 and not as_json:
-                    progress.say(self.stdout, f"{file}:\n")
                 if as_json:
                     progress.say(self.stdout, json.dumps(status, cls=DjangoJSONEncoder, ensure_ascii=False) + "\n")
                 else:
-                    self._summary(status, progress)
+                    progress.say(self.stdout, _summary(status, heading=f"{file}:" if len(files) > 1 else None))
                 worst = max(worst, EXIT_CODES[status["route"]])
                 progress.advance()
         sys.exit(worst)
@@ -76,11 +74,13 @@ class Command(BaseCommand):
         draft_grade(draft_id=draft.pk)
         return draft_status(draft)
 
-    def _summary(self, status: dict, progress: Progress) -> None:
-        score = f"{status['score']:.1f}" if status["score"] is not None else "no score"
-        lines = [f"{status['route']}: {score} {status.get('reason') or ''}".rstrip()]
-        lines += [f"  [{f['severity']}] {f['code']}: {f['message']}" for f in status["findings"]]
-        lines += [f"  [judge] {issue['issue']} Fix: {issue['fix']}" for issue in status["judge_issues"]]
-        if status["repairs"]:
-            lines.append(status["repairs"]["diff"])
-        progress.say(self.stdout, "\n".join(lines) + "\n")
+
+def _summary(status: dict, *, heading: str | None) -> str:
+    score = f"{status['score']:.1f}" if status["score"] is not None else "no score"
+    lines = [heading] if heading else []
+    lines.append(f"{status['route']}: {score} {status.get('reason') or ''}".rstrip())
+    lines += [f"  [{f['severity']}] {f['code']}: {f['message']}" for f in status["findings"]]
+    lines += [f"  [judge] {issue['issue']} Fix: {issue['fix']}" for issue in status["judge_issues"]]
+    if status["repairs"]:
+        lines.append(status["repairs"]["diff"])
+    return "\n".join(lines) + "\n"
