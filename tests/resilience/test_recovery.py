@@ -9,6 +9,7 @@ from django.utils import timezone
 
 from grading.api.keys import api_key_create
 from grading.models import Conversation, Draft, ItemKind, Review
+from grading.passes.inflight import items_being_graded
 from grading.passes.planner import SEND_GRACE, grading_pass, grading_recover
 from tests.builders.conversations import PATH_IDS, support_conversation, upsert, verdicts_reply
 from tests.builders.drafts import CLEAN_BODY, SOURCE, draft_reply, setup_org_memory
@@ -120,6 +121,12 @@ def test_an_item_whose_worker_died_is_graded_by_the_next_pass_without_waiting_ou
     try:
         wait_until(fake_llm.chat_requests, timeout=60, message="the doomed worker to ask the judge")
         doomed.kill()  # the whole machine: its task stays delivered and unacknowledged in the broker
+        # PostgreSQL drops the dead worker's grading lock when its backend reads the closed socket, a moment later.
+        wait_until(
+            lambda: (ItemKind.CONVERSATION, conversation.pk) not in items_being_graded(),
+            timeout=30,
+            message="PostgreSQL to end the dead worker's session",
+        )
         fake_llm.set_default(verdicts_reply(PATH_IDS))
         result = grading_pass(now=timezone.now() + LATER)
         assert result.recovered[ItemKind.CONVERSATION] == [conversation.pk]
