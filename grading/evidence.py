@@ -61,6 +61,7 @@ class NotScorable(StrEnum):
     EMPTY = "empty"
     TOOL_CALL_WITHOUT_RESULT = "tool_call_without_result"
     TRUNCATED_BY_SOURCE = "truncated_by_source"
+    CONTENT_AWAITED = "content_awaited"
     # Decided when grading, not by `not_scorable_reason`: it depends on the judge, not on the record.
     TOO_LONG_FOR_JUDGE = "too_long_for_judge"
 
@@ -82,6 +83,10 @@ REASON_TEXT: dict[NotScorable, str] = {
         "and the conversation is closed or quiet."
     ),
     NotScorable.TRUNCATED_BY_SOURCE: "The source marked a message on the active path as truncated.",
+    NotScorable.CONTENT_AWAITED: (
+        "A model call of this conversation arrived as an OpenTelemetry span whose messages travel as OTLP log "
+        "records, and they have not arrived. It is graded once they do."
+    ),
     NotScorable.TOO_LONG_FOR_JUDGE: (
         "A message on the active path is longer than the judge's context window on its own, and evidence is never "
         "cut to fit. A judge with a larger context can grade it."
@@ -288,11 +293,13 @@ def not_scorable_reason(
     now: datetime,
     quiet_period: timedelta,
     path_problem: str | None,
+    content_awaited: bool = False,
 ) -> NotScorable | None:
     """Why this conversation cannot be scored now, or None when it can (DESIGN 4.2).
 
     1. An incomplete record first, since waiting will not fix it: the path problem from `active_path`;
-       no path at all -> `empty`; a message marked truncated by the source -> `truncated_by_source`.
+       no path at all -> `empty`; a message marked truncated by the source -> `truncated_by_source`; a model
+       call known from its span whose messages have not arrived -> `content_awaited`.
     2. A tool call still without a result: `in_progress` while the conversation is open and active
        (the result may still arrive), else `tool_call_without_result`.
     3. Not closed and last activity less than `quiet_period` ago -> `in_progress`.
@@ -313,6 +320,7 @@ def not_scorable_reason(
         last_activity=last_activity,
         now=now,
         quiet_period=quiet_period,
+        content_awaited=content_awaited,
     )
 
 
@@ -328,7 +336,13 @@ class PathFacts:
 
 
 def scorability(
-    facts: PathFacts, *, closed: bool, last_activity: datetime, now: datetime, quiet_period: timedelta
+    facts: PathFacts,
+    *,
+    closed: bool,
+    last_activity: datetime,
+    now: datetime,
+    quiet_period: timedelta,
+    content_awaited: bool = False,
 ) -> NotScorable | None:
     """`not_scorable_reason` from a path's facts (the same rules, in the same order)."""
     if facts.problem is not None:
@@ -337,6 +351,8 @@ def scorability(
         return NotScorable.EMPTY
     if facts.truncated:
         return NotScorable.TRUNCATED_BY_SOURCE
+    if content_awaited:
+        return NotScorable.CONTENT_AWAITED
     active = not closed and now - last_activity < quiet_period
     if facts.waiting_on_tools:
         return NotScorable.IN_PROGRESS if active else NotScorable.TOOL_CALL_WITHOUT_RESULT

@@ -20,7 +20,7 @@ from grading.hooks.outbound import url_refusal
 
 
 def _storable(value: Any) -> Any:
-    _refuse_unstorable(value)
+    refuse_unstorable(value)
     return value
 
 
@@ -75,7 +75,7 @@ StorableTime = Annotated[datetime, AfterValidator(_storable_time)]
 ZonedTime = Annotated[datetime, AfterValidator(_zoned), AfterValidator(_storable_time)]
 
 
-def _refuse_unstorable(value: Any, path: str = "") -> None:
+def refuse_unstorable(value: Any, path: str = "") -> None:
     """PostgreSQL stores neither NUL characters, lone surrogates nor non-finite numbers (JSON has none: NaN,
     Infinity and numbers too large for a double such as 1e400 are not data); refuse them up front, by location."""
     if isinstance(value, float):
@@ -90,11 +90,11 @@ def _refuse_unstorable(value: Any, path: str = "") -> None:
             raise ValueError(f"is not valid Unicode (lone surrogate){path}") from None
     elif isinstance(value, list):
         for index, item in enumerate(value):
-            _refuse_unstorable(item, f"{path}[{index}]")
+            refuse_unstorable(item, f"{path}[{index}]")
     elif isinstance(value, dict):
         for key, item in value.items():
-            _refuse_unstorable(key, path)
-            _refuse_unstorable(item, f"{path}.{key}")
+            refuse_unstorable(key, path)
+            refuse_unstorable(item, f"{path}.{key}")
 
 
 class MessageIn(BaseModel):
@@ -115,7 +115,7 @@ class MessageIn(BaseModel):
     @field_validator("content", "tool_calls")
     @classmethod
     def storable(cls, value: Any) -> Any:
-        _refuse_unstorable(value)
+        refuse_unstorable(value)
         return value
 
 
@@ -161,7 +161,7 @@ class DraftIn(BaseModel):
     @field_validator("title", "body")
     @classmethod
     def storable(cls, value: Any) -> Any:
-        _refuse_unstorable(value)
+        refuse_unstorable(value)
         return value
 
     @field_validator("source_urls", "callback_url")
@@ -195,7 +195,7 @@ class MemoryIn(BaseModel):
     @field_validator("text", "proof_terms")
     @classmethod
     def storable(cls, value: Any) -> Any:
-        _refuse_unstorable(value)
+        refuse_unstorable(value)
         return value
 
 
@@ -209,7 +209,7 @@ class ArticleIn(BaseModel):
     @field_validator("title", "summary")
     @classmethod
     def storable(cls, value: Any) -> Any:
-        _refuse_unstorable(value)
+        refuse_unstorable(value)
         return value
 
 

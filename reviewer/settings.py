@@ -285,6 +285,9 @@ MAX_DRAFT_BYTES = env_int("MAX_DRAFT_BYTES", 200_000, minimum=1_000)
 # measures a request at these limits); the SDKs export 512 spans a batch by default.
 MAX_OTLP_SPANS_PER_REQUEST = env_int("MAX_OTLP_SPANS_PER_REQUEST", 1_000, minimum=1)
 MAX_OTLP_CONVERSATIONS_PER_REQUEST = env_int("MAX_OTLP_CONVERSATIONS_PER_REQUEST", 250, minimum=1)
+MAX_OTLP_LOG_RECORDS_PER_REQUEST = env_int("MAX_OTLP_LOG_RECORDS_PER_REQUEST", 1_000, minimum=1)
+# How long a model call's messages (OTLP log records) are waited for before every answer says they are overdue.
+OTLP_CONTENT_WAIT_MINUTES = env_int("OTLP_CONTENT_WAIT_MINUTES", 10, minimum=0)
 # CPU seconds the checks and repairs of one draft may spend (grading, trials); a criteria preview's checks, which run
 # inside the web request, share PREVIEW_CPU_BUDGET_SECONDS, kept under the web worker's timeout.
 CHECKS_CPU_BUDGET_SECONDS = env_float("CHECKS_CPU_BUDGET_SECONDS", 5.0, minimum=0.01)

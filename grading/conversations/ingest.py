@@ -287,6 +287,7 @@ def _recompute_evidence(
         last_activity=conversation.last_activity_at,
         now=now,
         quiet_period=quiet_period(),
+        content_awaited=conversation.content_awaited_since is not None,
     )
 
 

@@ -37,6 +37,7 @@ def conversation_path(
         now=now or timezone.now(),
         quiet_period=quiet_period(),
         path_problem=result.problem,
+        content_awaited=conversation.content_awaited_since is not None,
     )
     return PathState(result.path, reason)
 

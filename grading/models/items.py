@@ -30,6 +30,9 @@ class Conversation(models.Model):
     # What an append needs to extend the evidence columns without reading the messages (grading/conversations/
     # ingest.py): the resumable fingerprint digest and the path's facts. Null until the next write computes it.
     evidence_state = models.JSONField(null=True, blank=True)
+    # Set while a model call of the conversation is known from its OTLP span and its messages, sent as OTLP log
+    # records, have not arrived (grading/otlp/pending.py): the record is known to be incomplete.
+    content_awaited_since = models.DateTimeField(null=True, blank=True)
     queued_at = models.DateTimeField(null=True, blank=True, help_text="When a grading pass last enqueued it.")
     grading_task_id = models.CharField(
         max_length=64,

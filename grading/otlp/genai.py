@@ -12,6 +12,10 @@ understood in this order of preference:
 3. the deprecated span events `gen_ai.system.message`, `gen_ai.user.message`, `gen_ai.assistant.message`,
    `gen_ai.tool.message` (the input, in order) and `gen_ai.choice` (the output).
 
+A model call whose span carries none of these is awaited (`ReadSpans.awaiting`): the instrumentations' default
+sends the messages as OTLP log records of those events instead (grading/otlp/logs.py), which are joined to the
+span by its ids (grading/otlp/pending.py).
+
 A span whose `gen_ai.operation.name` is `execute_tool` gives a tool result (`gen_ai.tool.call.id`,
 `gen_ai.tool.call.result`). Agent, embedding and retrieval spans are not model calls: the messages of an
 agent span summarise its model calls, and reading them too would add a second copy of the reply.
@@ -29,7 +33,7 @@ from typing import Any
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
-from opentelemetry.proto.trace.v1.trace_pb2 import Span
+from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
 
 from grading.evidence import known_role
 from grading.otlp import aisdk, openinference
@@ -108,10 +112,19 @@ class ToolResult:
     content: Any
 
 
+@dataclass(frozen=True)
+class AwaitedCall:
+    """A model call whose span carries no messages: they are expected as OTLP log records."""
+
+    origin: SpanOrigin
+    response_id: str | None
+
+
 @dataclass
 class ReadSpans:
     calls: list[ModelCall] = field(default_factory=list)
     tool_results: list[ToolResult] = field(default_factory=list)
+    awaiting: list[AwaitedCall] = field(default_factory=list)
     ignored: int = 0  # no GenAI content: acknowledged, nothing to store
     rejected: list[str] = field(default_factory=list)  # model calls that carry no messages, with the reason
     span_count: int = 0
@@ -125,7 +138,7 @@ def read_spans(request: ExportTraceServiceRequest) -> ReadSpans:
     """
     read = ReadSpans()
     for r, resource_spans in enumerate(request.resource_spans):
-        resource = _attributes(resource_spans.resource.attributes, f"resourceSpans[{r}].resource")
+        resource = attribute_values(resource_spans.resource.attributes)
         application = resource.get("service.name")
         if not isinstance(application, str) or not application:
             application = UNKNOWN_SERVICE
@@ -141,7 +154,7 @@ def _read_span(span: Span, application: str, where: str, read: ReadSpans) -> Non
         raise ContentError(f"{where}.traceId must be 16 bytes and not all zero")
     if len(span.span_id) != 8 or not any(span.span_id):
         raise ContentError(f"{where}.spanId must be 8 bytes and not all zero")
-    attributes = _attributes(span.attributes, where)
+    attributes = attribute_values(span.attributes)
     for convention in (openinference, aisdk):
         if convention.applies(attributes):
             _read_convention_span(convention, span, attributes, application, where, read)
@@ -162,28 +175,21 @@ def _read_span(span: Span, application: str, where: str, read: ReadSpans) -> Non
     if operation is not None and operation not in INFERENCE_OPERATIONS:
         read.ignored += 1
         return
-    events = [
-        (event.name, _attributes(event.attributes, f"{where}.events[{k}]")) for k, event in enumerate(span.events)
-    ]
+    events = [(event.name, attribute_values(event.attributes)) for event in span.events]
     messages = _messages(attributes, events, where)
-    if messages is None:
-        if operation is None and (unread := _unread_convention(attributes)):
-            read.rejected.append(
-                f"{where} (span {origin.span_id}) is a model call in {unread}'s own convention, which is not read "
-                "(the README lists the conventions that are)"
-            )
-        elif operation is None:
-            read.ignored += 1  # not a GenAI span at all
-        else:
-            read.rejected.append(
-                f"{where} ({operation} span {origin.span_id}) carries no message content: capture is off, or it "
-                "went to OTLP log events, which are not read (set OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
-                "=span_only with OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_latest_experimental)"
-            )
-        return
-    inputs, outputs = messages
     response_id = attributes.get("gen_ai.response.id")
-    read.calls.append(ModelCall(origin, inputs, outputs, response_id if isinstance(response_id, str) else None))
+    response_id = response_id if isinstance(response_id, str) else None
+    if messages is not None:
+        read.calls.append(ModelCall(origin, *messages, response_id))
+    elif operation is None and (unread := _unread_convention(attributes)):
+        read.rejected.append(
+            f"{where} (span {origin.span_id}) is a model call in {unread}'s own convention, which is not read "
+            "(the README lists the conventions that are)"
+        )
+    elif operation is None or span.status.code == Status.STATUS_CODE_ERROR:
+        read.ignored += 1  # not a GenAI span at all, or a failed call: the next call's input holds its history
+    else:
+        read.awaiting.append(AwaitedCall(origin, response_id))
 
 
 def _unread_convention(attributes: dict[str, Any]) -> str | None:
@@ -242,18 +248,18 @@ def _origin(span: Span, conversation_id: Any, application: str, where: str) -> S
 # --- values -------------------------------------------------------------------------------------------------
 
 
-def _attributes(key_values: Any, where: str) -> dict[str, Any]:
-    return {kv.key: _value(kv.value) for kv in key_values if isinstance(kv, KeyValue)}
+def attribute_values(key_values: Any) -> dict[str, Any]:
+    return {kv.key: any_value(kv.value) for kv in key_values if isinstance(kv, KeyValue)}
 
 
-def _value(value: AnyValue) -> Any:
+def any_value(value: AnyValue) -> Any:
     kind = value.WhichOneof("value")
     if kind is None:
         return None
     if kind == "array_value":
-        return [_value(item) for item in value.array_value.values]
+        return [any_value(item) for item in value.array_value.values]
     if kind == "kvlist_value":
-        return {kv.key: _value(kv.value) for kv in value.kvlist_value.values}
+        return {kv.key: any_value(kv.value) for kv in value.kvlist_value.values}
     if kind == "bytes_value":
         return value.bytes_value.hex()
     return getattr(value, kind)
@@ -314,6 +320,11 @@ def _messages(
     if any(name in INPUT_EVENTS or name == CHOICE_EVENT for name, _ in events):
         return _deprecated_events(events, where)
     return None
+
+
+def call_content(events: list[tuple[str, dict[str, Any]]], where: str) -> tuple[list[Turn], list[Turn]] | None:
+    """(inputs, outputs) of a model call from its content events (sent as OTLP log records), or None."""
+    return _messages({}, events, where)
 
 
 def _current(values: dict[str, Any], where: str) -> tuple[list[Turn], list[Turn]]:

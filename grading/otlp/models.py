@@ -1,8 +1,9 @@
-"""What OpenTelemetry adds to the domain core: where each message came from, and each try at sending a verdict."""
+"""What OpenTelemetry adds to the domain core: where each message came from, the model calls whose span and
+messages arrive apart, and each try at sending a verdict."""
 
 from django.db import models
 
-from grading.models import Conversation, Review
+from grading.models import Conversation, Org, Review
 
 
 class SpanLink(models.Model):
@@ -22,6 +23,37 @@ class SpanLink(models.Model):
 
     def __str__(self) -> str:
         return f"{self.conversation_id}/{self.message_external_id} <- {self.trace_id}/{self.span_id}"
+
+
+class PendingCall(models.Model):
+    """A model call whose span and messages (OTLP log records) arrive in separate requests: whichever came first
+    waits here for the other (grading/otlp/pending.py). Kept a while after the call is written, so that an
+    exporter's resend of either part finds it written instead of waiting for the other part again."""
+
+    org = models.ForeignKey(Org, on_delete=models.CASCADE, related_name="+")
+    trace_id = models.CharField(max_length=32)
+    span_id = models.CharField(max_length=16)
+    # From the span, once it came; its messages are awaited from then on.
+    span_seen_at = models.DateTimeField(null=True, blank=True)
+    conversation_external_id = models.CharField(max_length=200, blank=True)
+    application = models.CharField(max_length=100, blank=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    ended_at = models.DateTimeField(null=True, blank=True)
+    response_id = models.CharField(max_length=200, blank=True)
+    # From the log records: [[event name, the event's fields], ...] in the order they arrived.
+    events = models.JSONField(default=list)
+    received_at = models.DateTimeField(auto_now_add=True)
+    written_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["org", "trace_id", "span_id"], name="pending_call_one_per_span")]
+        indexes = [
+            models.Index(fields=["org", "conversation_external_id"]),
+            models.Index(fields=["org", "received_at"]),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.trace_id}/{self.span_id}"
 
 
 class EvaluationExport(models.Model):

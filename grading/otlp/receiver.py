@@ -15,7 +15,8 @@ nothing.
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from django.conf import settings
@@ -43,8 +44,8 @@ class InvalidConversation(Exception):
 class IngestResult:
     conversations: int  # written (created or changed)
     messages: int  # new messages
-    rejected_spans: int
-    error_message: str
+    rejected: list[str]  # what could not become evidence, each with where it was and why
+    warnings: list[str] = field(default_factory=list)  # what was kept and is not evidence yet
 
 
 @dataclass
@@ -147,6 +148,22 @@ def _match_key(turn: Turn) -> str:
     return turn.key()
 
 
+def traces_check(*, org: Org, read: ReadSpans) -> dict[str, list[ModelCall | ToolResult]]:
+    """Steps 1 and 2 of `traces_ingest`, which write nothing: the request's calls and tool results grouped by
+    conversation, or the refusal (InvalidConversation, LimitExceeded) that its writing would meet."""
+    groups = _grouped(read)
+    limit = settings.MAX_OTLP_CONVERSATIONS_PER_REQUEST
+    if len(groups) > limit:
+        raise LimitExceeded(
+            "MAX_OTLP_CONVERSATIONS_PER_REQUEST",
+            limit,
+            f"a request may write at most {limit} conversations; its spans belong to {len(groups)}: export "
+            "smaller batches",
+        )
+    _planned(org, groups, lock=False)
+    return groups
+
+
 def traces_ingest(*, org: Org, read: ReadSpans) -> IngestResult:
     """Write the model calls and tool results of one export request, in transactions of a bounded size.
 
@@ -166,16 +183,7 @@ def traces_ingest(*, org: Org, read: ReadSpans) -> IngestResult:
     the earlier transactions committed; sending the request again writes only what is missing (message ids come
     from span ids).
     """
-    groups = _grouped(read)
-    limit = settings.MAX_OTLP_CONVERSATIONS_PER_REQUEST
-    if len(groups) > limit:
-        raise LimitExceeded(
-            "MAX_OTLP_CONVERSATIONS_PER_REQUEST",
-            limit,
-            f"a request may write at most {limit} conversations; its spans belong to {len(groups)}: export "
-            "smaller batches",
-        )
-    _planned(org, groups, lock=False)
+    groups = traces_check(org=org, read=read)
     rejected = list(read.rejected)
     written = messages = 0
     external_ids = sorted(groups)
@@ -203,10 +211,7 @@ def traces_ingest(*, org: Org, read: ReadSpans) -> IngestResult:
                 written += 1
                 messages += len(plan.new)
             SpanLink.objects.bulk_create(links, ignore_conflicts=True)
-    error = ""
-    if rejected:
-        error = f"{len(rejected)} span(s) rejected: " + "; ".join(rejected[:5]) + ("; ..." if len(rejected) > 5 else "")
-    return IngestResult(written, messages, len(rejected), error)
+    return IngestResult(written, messages, rejected)
 
 
 @dataclass(frozen=True)
@@ -252,25 +257,36 @@ def _planned(org: Org, groups: dict[str, list[ModelCall | ToolResult]], *, lock:
     return plans, rejected
 
 
-def _grouped(read: ReadSpans) -> dict[str, list[ModelCall | ToolResult]]:
+def conversation_key(read: ReadSpans) -> Callable[[SpanOrigin], str]:
+    """The external id of the conversation a span belongs to: its `gen_ai.conversation.id` (or the convention's
+    like), else the one another span of the same trace in the request names, else the trace id."""
     by_trace: dict[str, str] = {}
-    for item in [*read.calls, *read.tool_results]:
+    for item in [*read.calls, *read.tool_results, *read.awaiting]:
         if item.origin.conversation_id:
             by_trace.setdefault(item.origin.trace_id, item.origin.conversation_id)
+    return lambda origin: origin.conversation_id or by_trace.get(origin.trace_id) or origin.trace_id
+
+
+def _grouped(read: ReadSpans) -> dict[str, list[ModelCall | ToolResult]]:
+    key = conversation_key(read)
     groups: dict[str, list[ModelCall | ToolResult]] = defaultdict(list)
     for item in [*read.calls, *read.tool_results]:
-        origin = item.origin
-        groups[origin.conversation_id or by_trace.get(origin.trace_id) or origin.trace_id].append(item)
+        groups[key(item.origin)].append(item)
+    for awaited in read.awaiting:  # its conversation is marked as awaiting it: the id must be one too
+        _external_id_checked(key(awaited.origin), awaited.origin.where)
     for external_id, items in groups.items():
-        try:
-            _EXTERNAL_ID.validate_python(external_id)
-        except ValidationError as exc:
-            where = items[0].origin.where
-            raise InvalidConversation(
-                f"{where} gen_ai.conversation.id: {exc.errors()[0]['msg']} (it becomes the conversation's external_id)"
-            ) from None
+        _external_id_checked(external_id, items[0].origin.where)
         items.sort(key=_call_order)
     return groups
+
+
+def _external_id_checked(external_id: str, where: str) -> None:
+    try:
+        _EXTERNAL_ID.validate_python(external_id)
+    except ValidationError as exc:
+        raise InvalidConversation(
+            f"{where} gen_ai.conversation.id: {exc.errors()[0]['msg']} (it becomes the conversation's external_id)"
+        ) from None
 
 
 def _call_order(item: ModelCall | ToolResult) -> tuple:

@@ -2,7 +2,7 @@
 
 Follows the OTLP/HTTP specification: a body is `application/x-protobuf` (binary protobuf) or `application/json`
 (the protobuf JSON mapping, except that trace and span ids are hex strings, not base64), optionally
-`Content-Encoding: gzip`; the answer is an `ExportTraceServiceResponse` in the request's encoding, and a failure
+`Content-Encoding: gzip`; the answer is an `Export{Trace,Logs}ServiceResponse` in the request's encoding, and a failure
 is a `google.rpc.Status` in the request's encoding. Unknown fields are ignored, as the specification requires of
 receivers (a newer exporter must not be refused for a field this one does not know).
 """
@@ -11,10 +11,12 @@ import base64
 import binascii
 import json
 import zlib
+from dataclasses import dataclass
 from typing import Any
 
 from google.protobuf import json_format
 from google.protobuf.message import DecodeError, Message
+from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from grading.api.request_json import InvalidJsonBody, request_json
@@ -66,42 +68,68 @@ def decompressed(body: bytes, content_encoding: str, *, limit: int) -> bytes:
     return inflated
 
 
-def trace_request(body: bytes, content_type: str) -> ExportTraceServiceRequest:
+@dataclass(frozen=True)
+class Signal:
+    """One kind of export request: its message, and where OTLP/JSON nests the items whose ids are hex."""
+
+    request: type[Message]
+    resources: tuple[str, str]  # each field as OTLP/JSON spells it, and as the protobuf names it
+    scopes: tuple[str, str]
+    items: tuple[str, str]
+    nested: tuple[str, ...] = ()  # lists inside an item that hold ids too (a span's links)
+
+
+TRACES = Signal(
+    ExportTraceServiceRequest,
+    ("resourceSpans", "resource_spans"),
+    ("scopeSpans", "scope_spans"),
+    ("spans", "spans"),
+    nested=("links",),
+)
+LOGS = Signal(
+    ExportLogsServiceRequest,
+    ("resourceLogs", "resource_logs"),
+    ("scopeLogs", "scope_logs"),
+    ("logRecords", "log_records"),
+)
+
+
+def export_request(body: bytes, content_type: str, signal: Signal) -> Any:
+    """The body as the signal's export request (ExportTraceServiceRequest, ExportLogsServiceRequest)."""
+    name = signal.request.__name__
     if content_type == PROTOBUF:
         try:
-            return ExportTraceServiceRequest.FromString(body)
+            return signal.request.FromString(body)
         except DecodeError as exc:
-            raise WireError(400, f"the body is not an ExportTraceServiceRequest: {exc}") from None
-    return _from_json(body)
-
-
-def _from_json(body: bytes) -> ExportTraceServiceRequest:
+            raise WireError(400, f"the body is not an {name}: {exc}") from None
     try:
         document = request_json(body, refuse_constants=True)
     except InvalidJsonBody as exc:
         raise WireError(400, f"the body {exc}") from None
     if not isinstance(document, dict):
-        raise WireError(400, "the body must be a JSON object (an ExportTraceServiceRequest)")
-    _hex_ids_to_base64(document)
+        raise WireError(400, f"the body must be a JSON object (an {name})")
+    _hex_ids_to_base64(document, signal)
     try:
-        return json_format.ParseDict(document, ExportTraceServiceRequest(), ignore_unknown_fields=True)
+        return json_format.ParseDict(document, signal.request(), ignore_unknown_fields=True)
     except (json_format.ParseError, RecursionError) as exc:
-        raise WireError(400, f"the body is not an ExportTraceServiceRequest: {str(exc).rstrip('.')}") from None
+        raise WireError(400, f"the body is not an {name}: {str(exc).rstrip('.')}") from None
 
 
 # Where OTLP/JSON puts ids (either spelling of each field name is accepted, as in the protobuf JSON mapping).
 _ID_FIELDS = {"traceId": 16, "trace_id": 16, "spanId": 8, "span_id": 8, "parentSpanId": 8, "parent_span_id": 8}
 
 
-def _hex_ids_to_base64(document: dict) -> None:
+def _hex_ids_to_base64(document: dict, signal: Signal) -> None:
     """OTLP/JSON writes ids as hex, where the generic protobuf JSON mapping expects base64: convert in place."""
-    for r, resource_spans in enumerate(_items(document, "resourceSpans", "resource_spans", "")):
-        for s, scope_spans in enumerate(_items(resource_spans, "scopeSpans", "scope_spans", f"resourceSpans[{r}]")):
-            where = f"resourceSpans[{r}].scopeSpans[{s}]"
-            for n, span in enumerate(_items(scope_spans, "spans", "spans", where)):
-                _convert_ids(span, f"{where}.spans[{n}]")
-                for k, link in enumerate(_items(span, "links", "links", f"{where}.spans[{n}]")):
-                    _convert_ids(link, f"{where}.spans[{n}].links[{k}]")
+    for r, resource in enumerate(_items(document, *signal.resources, "")):
+        for s, scope in enumerate(_items(resource, *signal.scopes, f"{signal.resources[0]}[{r}]")):
+            where = f"{signal.resources[0]}[{r}].{signal.scopes[0]}[{s}]"
+            for n, item in enumerate(_items(scope, *signal.items, where)):
+                spot = f"{where}.{signal.items[0]}[{n}]"
+                _convert_ids(item, spot)
+                for nested in signal.nested:
+                    for k, inner in enumerate(_items(item, nested, nested, spot)):
+                        _convert_ids(inner, f"{spot}.{nested}[{k}]")
 
 
 def _items(container: Any, name: str, other_name: str, where: str) -> list:

@@ -31,11 +31,15 @@ def _settled_by(subject: str) -> QuerySet[Review]:
 
 
 def went_quiet(now: datetime) -> Q:
-    """Reviews that found their conversation in progress, which has since closed or gone quiet: its scorability
-    changed without its evidence changing, so it is graded again. Quiet from the very moment the evidence reads it
-    so (grading/evidence.py: in progress while less than the quiet period has passed)."""
+    """Reviews that found their conversation in progress, which has since closed or gone quiet, or awaiting a
+    model call's content, which has since come: its scorability changed without its evidence changing, so it is
+    graded again. Quiet from the very moment the evidence reads it so (grading/evidence.py: in progress while
+    less than the quiet period has passed)."""
     quiet = Q(conversation__closed=True) | Q(conversation__last_activity_at__lte=now - quiet_period())
-    return Q(route=Route.NOT_SCORABLE, reason=NotScorable.IN_PROGRESS) & quiet
+    came = Q(conversation__content_awaited_since__isnull=True)
+    return Q(route=Route.NOT_SCORABLE) & (
+        Q(reason=NotScorable.IN_PROGRESS) & quiet | Q(reason=NotScorable.CONTENT_AWAITED) & came
+    )
 
 
 def conversations_needing_grading(now: datetime) -> QuerySet[Conversation]:

@@ -52,7 +52,7 @@ def chain(*specs: tuple[str, str, object]) -> list[EvidenceMessage]:
     return messages
 
 
-def reason(path, *, closed=True, last_activity=T0, quiet_period=QUIET_PERIOD, path_problem=None):
+def reason(path, *, closed=True, last_activity=T0, quiet_period=QUIET_PERIOD, path_problem=None, content_awaited=False):
     return not_scorable_reason(
         path,
         closed=closed,
@@ -60,6 +60,7 @@ def reason(path, *, closed=True, last_activity=T0, quiet_period=QUIET_PERIOD, pa
         now=NOW,
         quiet_period=quiet_period,
         path_problem=path_problem,
+        content_awaited=content_awaited,
     )
 
 
@@ -338,6 +339,15 @@ def test_it_reports_content_truncated_by_the_source():
     assert reason(path, closed=False, last_activity=NOW) == NotScorable.TRUNCATED_BY_SOURCE
 
 
+def test_a_model_call_whose_messages_are_awaited_makes_a_closed_quiet_path_not_scorable():
+    path = [msg("u1", None), msg("a1", "u1", "assistant", "hello")]
+
+    assert reason(path) is None
+    assert reason(path, content_awaited=True) == NotScorable.CONTENT_AWAITED
+    assert reason(path, closed=False, last_activity=NOW, content_awaited=True) == NotScorable.CONTENT_AWAITED
+    assert reason([], content_awaited=True) == NotScorable.EMPTY  # an incomplete record is named first
+
+
 def test_it_reports_a_tool_call_without_result_once_closed_or_quiet():
     path = [
         msg("u1", None),
@@ -405,6 +415,7 @@ def test_it_explains_every_reason():
         "empty",
         "tool_call_without_result",
         "truncated_by_source",
+        "content_awaited",
         "too_long_for_judge",
     }
 

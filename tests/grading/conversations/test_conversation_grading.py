@@ -259,6 +259,22 @@ def test_the_moment_a_conversation_goes_quiet_it_is_scorable_and_the_pass_grades
     assert grading_pass(now=quiet_at).enqueued_ids == [conversation.pk]
 
 
+def test_a_conversation_awaiting_a_calls_messages_is_graded_once_they_came_even_if_they_changed_nothing(org, fake_llm):
+    """A resent call's messages can all be in place already: its evidence is the same, its scorability is not."""
+    conversation = upsert(org, support_conversation()).conversation
+    conversation.content_awaited_since = timezone.now()
+    conversation.save(update_fields=["content_awaited_since"])
+    review = grade(conversation, fake_llm)
+    assert (review.route, review.reason) == ("not_scorable", "content_awaited")
+    assert grading_pass().enqueued_ids == []  # still awaited: nothing to do
+
+    conversation.content_awaited_since = None
+    conversation.save(update_fields=["content_awaited_since"])
+    assert grading_pass().enqueued_ids == [conversation.pk]
+    fake_llm.script(verdicts_reply(PATH_IDS))
+    assert grade(conversation, fake_llm).route == "pass"
+
+
 def test_an_incomplete_record_is_not_scorable_with_its_reason(org, fake_llm):
     payload = support_conversation()
     payload["messages"][2]["parent_id"] = "m-missing"

@@ -225,7 +225,7 @@ def test_a_span_whose_operation_name_is_not_a_string_is_ignored(send):
     assert not response.HasField("partial_success") and Conversation.objects.count() == 0
 
 
-def test_model_calls_without_captured_content_are_reported_as_rejected_spans(send):
+def test_model_calls_without_content_await_it_and_tool_results_answering_no_call_are_rejected(send):
     user = {"role": "user", "parts": [text("Hello")]}
     spans = [
         raw_span(1, {"gen_ai.operation.name": "chat", "gen_ai.conversation.id": "conv-otlp"}),
@@ -233,10 +233,11 @@ def test_model_calls_without_captured_content_are_reported_as_rejected_spans(sen
         tool_span(3, "call_nobody_made", "42"),
     ]
     response = ok(send(export_request(*spans).SerializeToString()))
-    assert response.partial_success.rejected_spans == 2
-    assert "carries no message content" in response.partial_success.error_message
+    assert response.partial_success.rejected_spans == 1
     assert "call_nobody_made" in response.partial_success.error_message
+    assert "1 model call(s) of this request wait" in response.partial_success.error_message  # in OTLP logs
     assert Message.objects.count() == 2  # the good call is stored
+    assert Conversation.objects.get(external_id="conv-otlp").content_awaited_since is not None
 
 
 def test_model_calls_in_a_convention_that_is_not_read_are_named_not_taken_silently(send):
