@@ -180,6 +180,24 @@ def _settled(org: Org, now: datetime, joined: _Joined, result: IngestResult) -> 
     return IngestResult(result.conversations, result.messages, [*result.rejected, *joined.rejected], notes)
 
 
+def awaited_content_note(conversation: Conversation, now: datetime | None = None) -> str | None:
+    """For the conversation's page: why it is not scorable while a call's messages are awaited, or None."""
+    since = conversation.content_awaited_since
+    if since is None:
+        return None
+    when = timezone.localtime(since).strftime("%Y-%m-%d %H:%M %Z")
+    note = (
+        f"Not scorable: the messages of a model call of this conversation, sent as OTLP log records, have been "
+        f"awaited since {when}."
+    )
+    if (now or timezone.now()) - since < content_wait():
+        return f"{note} It is graded once they come."
+    return (
+        f"{note} That is longer than OTLP_CONTENT_WAIT_MINUTES ({settings.OTLP_CONTENT_WAIT_MINUTES}): they may "
+        "never come. Check that the producer exports its logs to /api/v1/otlp/v1/logs (OTEL_LOGS_EXPORTER=otlp)."
+    )
+
+
 def _marks_refresh(org: Org, external_ids: set[str]) -> None:
     """Each conversation's `content_awaited_since`: the earliest span among its calls whose messages wait."""
     if not external_ids:

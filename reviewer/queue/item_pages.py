@@ -9,6 +9,7 @@ from datetime import datetime
 
 from grading import evidence, evidence_text
 from grading.models import Feedback, ItemKind, Message, Review
+from grading.otlp.pending import awaited_content_note
 from grading.outcomes import BAND, CHECKS, JUDGE_CONTRADICTION, SPREAD, UNKNOWN_CHECK
 from reviewer.queue.display import SUB_SCORE_LABELS
 
@@ -112,6 +113,7 @@ class ConversationEvidence:
     checks: list[CheckView]
     feedback: list[tuple[ShownMessage | None, str, str]]  # (message, message id, up/down)
     not_scorable: str | None
+    content_awaited: str | None  # why the conversation waits for a model call's messages, and since when
 
 
 def conversation_evidence(review: Review) -> ConversationEvidence:
@@ -155,6 +157,7 @@ def conversation_evidence(review: Review) -> ConversationEvidence:
         checks=checks,
         feedback=[(shown.get(t.message_external_id), t.message_external_id, t.value) for t in feedback],
         not_scorable=evidence.REASON_TEXT.get(result.problem) if result.problem else None,
+        content_awaited=awaited_content_note(conversation),
     )
 
 

@@ -7,7 +7,9 @@ OTEL_SEMCONV_STABILITY_OPT_IN, OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTEN
         [--convention genai|openinference]
 
 `genai` (the default) is the official `opentelemetry-instrumentation-openai-v2`, with an `execute_tool` span per
-tool call from opentelemetry-util-genai's handler and the session as `gen_ai.conversation.id`; `openinference` is
+tool call from opentelemetry-util-genai's handler and the session as `gen_ai.conversation.id`, and log records
+exported by the SDK's OTLP/HTTP log exporter (where the messages go with
+OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=event_only); `openinference` is
 `openinference-instrumentation-openai` in its defaults, with a TOOL span per tool call as agent frameworks
 record them and the session as `session.id` (OpenInference's `using_session`).
 
@@ -23,8 +25,11 @@ from collections.abc import Callable
 from openai import OpenAI
 from openinference.instrumentation import OITracer, TraceConfig, using_session
 from openinference.instrumentation.openai import OpenAIInstrumentor as OpenInferenceInstrumentor
+from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.instrumentation.openai_v2 import OpenAIInstrumentor
+from opentelemetry.sdk._logs import LoggerProvider
+from opentelemetry.sdk._logs.export import BatchLogRecordProcessor
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
@@ -64,11 +69,11 @@ ToolRunner = Callable[[str, str, str, Callable[[], str]], str]
 
 
 def genai_instrumentation(
-    provider: TracerProvider, conversation: str
+    provider: TracerProvider, logs: LoggerProvider, conversation: str
 ) -> tuple[contextlib.AbstractContextManager, ToolRunner]:
     provider.add_span_processor(ConversationId(conversation))
-    OpenAIInstrumentor().instrument(tracer_provider=provider)
-    telemetry = TelemetryHandler(tracer_provider=provider)
+    OpenAIInstrumentor().instrument(tracer_provider=provider, logger_provider=logs)
+    telemetry = TelemetryHandler(tracer_provider=provider, logger_provider=logs)
 
     def run_tool(name: str, call_id: str, arguments: str, compute: Callable[[], str]) -> str:
         with telemetry.tool(name) as tool:
@@ -81,7 +86,7 @@ def genai_instrumentation(
 
 
 def openinference_instrumentation(
-    provider: TracerProvider, conversation: str
+    provider: TracerProvider, logs: LoggerProvider, conversation: str
 ) -> tuple[contextlib.AbstractContextManager, ToolRunner]:
     OpenInferenceInstrumentor().instrument(tracer_provider=provider)
     tracer = OITracer(provider.get_tracer("support-agent"), config=TraceConfig())  # carries using_session's id
@@ -107,8 +112,10 @@ def main() -> None:
 
     provider = TracerProvider(resource=Resource.create())
     provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
+    logs = LoggerProvider(resource=provider.resource)
+    logs.add_log_record_processor(BatchLogRecordProcessor(OTLPLogExporter()))
     instrument = genai_instrumentation if args.convention == "genai" else openinference_instrumentation
-    session, run_tool = instrument(provider, args.conversation)
+    session, run_tool = instrument(provider, logs, args.conversation)
     client = OpenAI(base_url=args.base_url, api_key="agent-key", max_retries=0)
 
     messages: list[dict] = [{"role": "system", "content": SYSTEM}]
@@ -134,7 +141,8 @@ def main() -> None:
                         lambda arguments=arguments: json.dumps(order_status(**json.loads(arguments))),
                     )
                     messages.append({"role": "tool", "tool_call_id": call.id, "content": result})
-    provider.shutdown()  # flushes every span to the exporter before the process ends
+    provider.shutdown()  # flushes every span, then every log record, to the exporters before the process ends
+    logs.shutdown()
     print(json.dumps(messages))
 
 

@@ -18,6 +18,7 @@ OPERATION_IDS = {
     "grading_api_post_messages",
     "grading_api_whoami",
     "grading_api_writer_rules",
+    "grading_otlp_views_post_logs",
     "grading_otlp_views_post_traces",
 }
 

@@ -13,7 +13,7 @@ from django.test import Client
 
 from grading.api.keys import api_key_create
 from grading.models import Conversation, Message
-from grading.otlp.models import SpanLink
+from grading.otlp.models import PendingCall, SpanLink
 from tests.builders.processes import REPO_ROOT
 from tests.fakes.openai_server import text_reply, tool_call_reply
 
@@ -28,7 +28,9 @@ def key(org) -> str:
 
 @pytest.fixture
 def run_agent(live_server, fake_llm, key):
-    def run(conversation: str, *, regenerate: bool = False, convention: str = "genai") -> list[dict]:
+    def run(
+        conversation: str, *, regenerate: bool = False, convention: str = "genai", capture: str = "span_only"
+    ) -> list[dict]:
         fake_llm.reset()  # each run answers from the start of the script
         fake_llm.script(
             tool_call_reply(("call_1", "order_status", '{"order":1182}')),
@@ -42,7 +44,7 @@ def run_agent(live_server, fake_llm, key):
             "OTEL_EXPORTER_OTLP_HEADERS": f"Authorization={quote('Bearer ' + key)}",
             "OTEL_SERVICE_NAME": "support-bot",
             "OTEL_SEMCONV_STABILITY_OPT_IN": "gen_ai_latest_experimental",
-            "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "span_only",
+            "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": capture,
         }
         command = [
             sys.executable,
@@ -144,3 +146,21 @@ def test_an_agent_instrumented_with_openinference_arrives_as_the_same_conversati
     ]}  # fmt: skip
     posted = api("post", "/conversations", as_json).json()
     assert (posted["fingerprint"], posted["active_path"]) == (oi["fingerprint"], oi["active_path"])
+
+
+def test_an_agent_whose_messages_go_to_otlp_log_records_arrives_as_the_same_conversation(run_agent, api, settings):
+    """The official instrumentation with its messages as log records (`event_only`: one
+    gen_ai.client.inference.operation.details record per call), exported by the SDK's OTLP log exporter after the
+    spans: each bare chat span waits for its record, and the exchange is the one the spans alone give."""
+    settings.CONVERSATION_QUIET_MINUTES = 0
+    spans_transcript = run_agent("support-spans")
+    transcript = run_agent("support-logs", capture="event_only")
+    assert transcript == spans_transcript
+
+    logs, spans = api("get", "/conversations/support-logs").json(), api("get", "/conversations/support-spans").json()
+    assert [canonical(m) for m in logs["messages"]] == [canonical(m) for m in transcript]
+    assert [canonical(m) for m in logs["messages"]] == [canonical(m) for m in spans["messages"]]
+    assert (logs["branch_count"], logs["scorable"]) == (1, True)
+    assert Conversation.objects.get(external_id="support-logs").content_awaited_since is None
+    assert PendingCall.objects.filter(written_at__isnull=False).count() == 4  # every call came by the join
+    assert not PendingCall.objects.filter(written_at=None).exists()

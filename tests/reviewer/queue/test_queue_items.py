@@ -1,6 +1,8 @@
 """What "still counts" means for both kinds of queue item: a resubmitted draft, a conversation the user came back
 to and superseded criteria stop an item counting; only reviews routed to humans are queued."""
 
+from datetime import timedelta
+
 import pytest
 from django.utils import timezone
 
@@ -73,3 +75,23 @@ def test_only_reviews_routed_to_humans_are_queued(org, route):
     review = review_record(draft, identity, {"route": route, "reason": "band"}, started_at=timezone.now())
     assert review.state == ("waiting" if route == Route.HUMAN else "current")
     assert list(Review.objects.waiting()) == ([review] if route == Route.HUMAN else [])
+
+
+def test_the_item_page_says_a_conversation_waits_for_a_calls_messages_and_when_that_is_overdue(
+    client, org, operator, settings
+):
+    review = conversation_item(org)
+    conversation = review.conversation
+    client.force_login(operator)
+    assert b'id="content-awaited"' not in client.get(f"/queue/items/{review.pk}/").content
+
+    settings.OTLP_CONTENT_WAIT_MINUTES = 10
+    conversation.content_awaited_since = timezone.now() - timedelta(minutes=3)
+    conversation.save(update_fields=["content_awaited_since"])
+    page = client.get(f"/queue/items/{review.pk}/").content.decode()
+    assert "sent as OTLP log records, have been awaited since" in page and "graded once they come" in page
+
+    conversation.content_awaited_since = timezone.now() - timedelta(minutes=11)
+    conversation.save(update_fields=["content_awaited_since"])
+    page = client.get(f"/queue/items/{review.pk}/").content.decode()
+    assert "longer than OTLP_CONTENT_WAIT_MINUTES (10): they may never come" in page
