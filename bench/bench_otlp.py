@@ -6,10 +6,12 @@ conversation once (`POST /api/v1/conversations`, as bench_ingestion does). The O
 instrumented agent exports: one chat span per model call, whose input holds the whole history so far, plus an
 execute_tool span, in protobuf batches of SPANS_PER_BATCH spans in time order (conversations interleaved), as
 the SDK's batch processor sends them. Both go through Django's test client in this process against real
-PostgreSQL; CPU is this process's (the database's own CPU is not counted). The OTLP side runs three times: in
-the OpenTelemetry GenAI conventions, as OpenInference records the same calls (LLM and TOOL spans), and as the
-Vercel AI SDK does (provider-call and ai.toolCall spans). The run checks that every conversation has the same
-fingerprint every way.
+PostgreSQL; CPU is this process's (the database's own CPU is not counted). The OTLP side runs four times: in
+the OpenTelemetry GenAI conventions, with the messages as log records (bare chat spans, and one inference details
+record per call, each batch of spans followed by the batch of their records, as two batch processors send them:
+every call waits for its record and is written when it comes), as OpenInference records the same calls (LLM and
+TOOL spans), and as the Vercel AI SDK does (provider-call and ai.toolCall spans). The run checks that every
+conversation has the same fingerprint every way.
 
 Then one request as large as the limits let it be (MAX_OTLP_SPANS_PER_REQUEST, MAX_OTLP_CONVERSATIONS_PER_REQUEST)
 and one half as large, so the cost at n and 2n shows whether it grows linearly: new conversations of one model call
@@ -33,8 +35,10 @@ from dataclasses import dataclass, field
 from django.conf import settings
 from django.db import connection, transaction
 from django.test import Client
+from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
+from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
 from bench.common import backend_cpu, fresh_org
@@ -105,21 +109,30 @@ def main() -> None:
     fingerprints = dict(Conversation.objects.filter(org=json_org).values_list("external_id", "fingerprint"))
     conventions = {
         "spans": ("OTLP, GenAI conventions", otlp_org),
+        "logs": ("OTLP, GenAI, messages as log records", Org.objects.create(name="Logs", slug="bench-logs")),
         "openinference": ("OTLP, OpenInference", Org.objects.create(name="OI", slug="bench-oi")),
         "ai_sdk": ("OTLP, Vercel AI SDK", Org.objects.create(name="AI SDK", slug="bench-ai-sdk")),
     }
     for convention, (name, org) in conventions.items():
         spans = sorted(
-            (span for exchange in exchanges for span in exchange[convention]), key=lambda s: s.start_time_unix_nano
+            (span for exchange in exchanges for span in exchange["spans" if convention == "logs" else convention]),
+            key=lambda s: s.start_time_unix_nano,
         )
-        batches = [
-            _request(spans[i : i + SPANS_PER_BATCH]).SerializeToString() for i in range(0, len(spans), SPANS_PER_BATCH)
-        ]
+        batches = [spans[i : i + SPANS_PER_BATCH] for i in range(0, len(spans), SPANS_PER_BATCH)]
+        requests = []
+        for batch in batches:
+            if convention == "logs":
+                bare, records = _as_log_records(batch)
+                requests += [("traces", _request(bare)), ("logs", _logs_request(records))]
+            else:
+                requests.append(("traces", _request(batch)))
+        bodies = [(signal, request.SerializeToString()) for signal, request in requests]
         client = _client(org)
         wall, cpu = time.perf_counter(), time.process_time()
-        for body in batches:
-            response = client.post("/api/v1/otlp/v1/traces", body, content_type="application/x-protobuf")
-            assert response.status_code == 200 and not response.content, response.content[:300]
+        for signal, body in bodies:
+            response = client.post(f"/api/v1/otlp/v1/{signal}", body, content_type="application/x-protobuf")
+            assert response.status_code == 200, response.content[:300]
+            assert not response.content or signal == "traces" and convention == "logs", response.content[:300]
         otlp_wall, otlp_cpu = time.perf_counter() - wall, time.process_time() - cpu
 
         stored = Message.objects.filter(conversation__org=org).count()
@@ -132,8 +145,8 @@ def main() -> None:
             if fingerprints.get(external_id) != fingerprint
         )
         print(
-            f"{name}: {len(spans):,} spans in {len(batches)} batches of up to {SPANS_PER_BATCH}, "
-            f"{sum(map(len, batches)) / 1e6:.1f} MB of protobuf"
+            f"{name}: {len(spans):,} spans in {len(batches)} batches of up to {SPANS_PER_BATCH} "
+            f"({len(bodies)} requests), {sum(len(body) for _, body in bodies) / 1e6:.1f} MB of protobuf"
         )
         print(
             f"  {len(spans) / otlp_wall:,.0f} spans/s, {messages / otlp_wall:,.0f} messages/s "
@@ -459,6 +472,35 @@ def _ai_sdk_tool_span(trace: str, sid: str, start: int, call_id: str, result: st
         "ai.toolCall.id": call_id,
         "ai.toolCall.result": result,
     }, tool=True)  # fmt: skip
+
+
+def _as_log_records(spans: list[Span]) -> tuple[list[Span], list[LogRecord]]:
+    """The spans as an instrumentation in its log-based mode sends them: chat spans without their messages, and
+    per chat span a gen_ai.client.inference.operation.details record that carries them."""
+    bare, records = [], []
+    for span in spans:
+        content = [kv for kv in span.attributes if kv.key in ("gen_ai.input.messages", "gen_ai.output.messages")]
+        if not content:
+            bare.append(span)
+            continue
+        stripped = Span()
+        stripped.CopyFrom(span)
+        del stripped.attributes[:]
+        stripped.attributes.extend(kv for kv in span.attributes if kv not in content)
+        bare.append(stripped)
+        record = LogRecord(trace_id=span.trace_id, span_id=span.span_id, time_unix_nano=span.end_time_unix_nano,
+                           event_name="gen_ai.client.inference.operation.details")  # fmt: skip
+        record.attributes.extend(content)
+        records.append(record)
+    return bare, records
+
+
+def _logs_request(records: list[LogRecord]) -> ExportLogsServiceRequest:
+    request = ExportLogsServiceRequest()
+    resource_logs = request.resource_logs.add()
+    resource_logs.resource.attributes.extend(_attributes({"service.name": "bench"}))
+    resource_logs.scope_logs.add().log_records.extend(records)
+    return request
 
 
 def _request(spans: list[Span]) -> ExportTraceServiceRequest:

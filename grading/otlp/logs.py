@@ -42,6 +42,7 @@ class ContentEvent:
     span_id: str
     name: str
     values: dict[str, Any]  # the event's fields: the record's attributes and, over them, its body's
+    time: int  # the record's time (else when it was observed), in nanoseconds: with the rest, what makes it itself
 
 
 @dataclass
@@ -86,7 +87,8 @@ def read_logs(request: ExportLogsServiceRequest) -> ReadLogs:
                 except ValueError as exc:
                     raise ContentError(f"{where} ({name}) {exc}") from None
                 call_content([(name, values)], f"{where} {name}")  # refuses malformed messages now, not at the join
-                read.events.append(ContentEvent(hex_id(record.trace_id), hex_id(record.span_id), name, values))
+                time = record.time_unix_nano or record.observed_time_unix_nano
+                read.events.append(ContentEvent(hex_id(record.trace_id), hex_id(record.span_id), name, values, time))
     return read
 
 

@@ -40,7 +40,7 @@ class PendingCall(models.Model):
     started_at = models.DateTimeField(null=True, blank=True)
     ended_at = models.DateTimeField(null=True, blank=True)
     response_id = models.CharField(max_length=200, blank=True)
-    # From the log records: [[event name, the event's fields], ...] in the order they arrived.
+    # From the log records: [[event name, the event's fields, its time in ns], ...] in the order they arrived.
     events = models.JSONField(default=list)
     received_at = models.DateTimeField(auto_now_add=True)
     written_at = models.DateTimeField(null=True, blank=True)

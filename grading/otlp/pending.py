@@ -30,6 +30,7 @@ from grading.otlp.models import PendingCall
 from grading.otlp.receiver import IngestResult, conversation_key, traces_check, traces_ingest
 
 PENDING_KEPT = timedelta(days=1)
+SPAN_FIELDS = ["span_seen_at", "conversation_external_id", "application", "started_at", "ended_at", "response_id"]
 
 
 def content_wait() -> timedelta:
@@ -92,10 +93,13 @@ def _arrived(
             for r in locked.order_by("trace_id", "span_id")
             if (r.trace_id, r.span_id) in wanted
         }
+        changed: dict[int, PendingCall] = {}
+        fields = SPAN_FIELDS if spans else ["events"]  # a request brings spans or log records, never both
         for call, conversation in spans:
             row, origin = rows[(call.origin.trace_id, call.origin.span_id)], call.origin
             if row.written_at is not None:
                 continue  # a resent span: its call is written
+            changed[row.pk] = row
             row.span_seen_at = row.span_seen_at or now
             row.conversation_external_id = conversation
             row.application = origin.application[:100]
@@ -103,26 +107,18 @@ def _arrived(
             row.response_id = (call.response_id or "")[:200]
         for event in events:
             row = rows[(event.trace_id, event.span_id)]
-            if row.written_at is None:  # else a resent record: its call is written
-                row.events.append([event.name, event.values])
-        PendingCall.objects.bulk_update(
-            rows.values(),
-            [
-                "span_seen_at",
-                "conversation_external_id",
-                "application",
-                "started_at",
-                "ended_at",
-                "response_id",
-                "events",
-            ],
-        )
+            stored = [event.name, event.values, event.time]
+            if row.written_at is None and stored not in row.events:  # else a resent record
+                row.events.append(stored)
+                changed[row.pk] = row
+        for row in changed.values():  # a statement a row: bulk_update's one CASE over all rows costs their square
+            PendingCall.objects.filter(pk=row.pk).update(**{name: getattr(row, name) for name in fields})
         calls, done, rejected = [], [], []
         waiting = 0
         for row in rows.values():
             if row.written_at is not None:
                 continue
-            if row.span_seen_at is None or not any(name in LAST_EVENTS for name, _ in row.events):
+            if row.span_seen_at is None or not any(name in LAST_EVENTS for name, _, _ in row.events):
                 waiting += 1
                 continue
             call = _call(row)
@@ -152,7 +148,7 @@ def _call(row: PendingCall) -> ModelCall | None:
         application=row.application,
         where=f"the log records of span {row.span_id}",
     )
-    inputs, outputs = call_content([(name, values) for name, values in row.events], origin.where)
+    inputs, outputs = call_content([(name, values) for name, values, _ in row.events], origin.where)
     if not any(turn.content or turn.tool_calls for turn in [*inputs, *outputs]):
         return None
     return ModelCall(origin, inputs, outputs, row.response_id or None)

@@ -150,6 +150,17 @@ def test_a_resent_span_after_its_call_was_written_waits_for_nothing(post, conver
     assert Conversation.objects.get(external_id="conv-otlp").content_awaited_since is None
 
 
+def test_a_resent_batch_of_a_calls_first_records_adds_no_message_twice(post, conversation_of):
+    """An exporter resends a batch it got no answer for: the records it holds are already kept."""
+    spans, records = two_turns_in_log_records()
+    first_call = records[:3]
+    send_logs(post, first_call[:2])
+    send_logs(post, first_call[:2])  # resent before the reply's record and the span came
+    send_spans(post, spans[:1])
+    send_logs(post, first_call[2:])
+    assert [m["role"] for m in conversation_of("conv-otlp")["messages"]] == ["system", "user", "assistant"]
+
+
 def test_every_answer_warns_of_calls_whose_messages_are_overdue(post, settings):
     settings.OTLP_CONTENT_WAIT_MINUTES = 10
     spans, records = two_turns_in_log_records()
