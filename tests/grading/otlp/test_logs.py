@@ -28,6 +28,7 @@ from tests.builders.otlp_spans import (
 
 pytestmark = pytest.mark.django_db
 PROTOBUF = "application/x-protobuf"
+DETAILS = "gen_ai.client.inference.operation.details"
 CANONICAL = ("role", "content", "tool_calls", "tool_call_id", "name")
 
 
@@ -286,3 +287,40 @@ def test_a_trace_id_that_is_not_hex_is_400(post):
     response = post("logs", json.dumps(document).encode(), "application/json")
     assert response.status_code == 400
     assert "resourceLogs[0].scopeLogs[0].logRecords[0].traceId" in response.json()["message"]
+
+
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
+    lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=12), children, max_size=4),
+    max_leaves=30,
+)
+RECORD_FIELDS = st.fixed_dictionaries(
+    {},
+    optional={
+        "traceId": st.sampled_from(["5b" * 16, "", "zz", 5]) | JSON_VALUES,
+        "spanId": st.sampled_from([span_id(1), "00", None]) | JSON_VALUES,
+        "eventName": st.sampled_from(["gen_ai.user.message", "gen_ai.choice", DETAILS]) | JSON_VALUES,
+        "timeUnixNano": st.sampled_from(["1", "-5", "99999999999999999999", 1.5]) | JSON_VALUES,
+        "body": st.fixed_dictionaries(
+            {},
+            optional={
+                "kvlistValue": st.fixed_dictionaries(
+                    {"values": st.lists(st.fixed_dictionaries({"key": st.text(max_size=8), "value": JSON_VALUES}))}
+                ),
+                "stringValue": JSON_VALUES,
+            },
+        ),
+        "attributes": JSON_VALUES,
+    },
+)
+
+
+@hypothesis_settings(max_examples=100, deadline=None, suppress_health_check=list(HealthCheck))
+@given(records=st.lists(RECORD_FIELDS, max_size=3), resource=JSON_VALUES)
+def test_hostile_otlp_json_logs_never_answer_5xx_and_a_refusal_keeps_nothing(post, records, resource):
+    document = {"resourceLogs": [{"resource": resource, "scopeLogs": [{"logRecords": records}]}]}
+    before = list(PendingCall.objects.values_list("trace_id", "span_id", "events"))
+    response = post("logs", json.dumps(document).encode(), "application/json")
+    assert response.status_code in (200, 400, 413), response.content[:300]
+    if response.status_code != 200:
+        assert list(PendingCall.objects.values_list("trace_id", "span_id", "events")) == before
