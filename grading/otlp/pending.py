@@ -40,7 +40,7 @@ def content_wait() -> timedelta:
 @dataclass(frozen=True)
 class _Joined:
     calls: list[ModelCall]  # whole now: written with the request
-    done: list[int]  # PendingCall rows written by the request (or rejected for want of content)
+    done: list[int]  # PendingCall rows whose calls the request writes
     rejected: list[str]
     conversations: set[str]  # external ids whose content_awaited_since may have changed
     waiting: int  # calls of this request still missing their other part
@@ -122,13 +122,13 @@ def _arrived(
                 waiting += 1
                 continue
             call = _call(row)
-            if call is None:
+            if call is None:  # still awaited: its conversation is no more complete than before
                 rejected.append(
                     f"model call span {row.span_id}: its log records carry no message content (set "
                     "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true)"
                 )
-            else:
-                calls.append(call)
+                continue
+            calls.append(call)
             done.append(row.pk)
         traces_check(org=org, read=replace(read, calls=[*read.calls, *calls]))
         old = PendingCall.objects.filter(org=org, received_at__lt=now - PENDING_KEPT)

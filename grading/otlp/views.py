@@ -57,9 +57,8 @@ def _request_body(name: str) -> dict:
 )
 def post_traces(request: HttpRequest) -> HttpResponse:
     def receive(org: Org, export: Any) -> IngestResult:
-        _at_most(
-            sum(1 for _ in spans_in(export)), "spans", "MAX_OTLP_SPANS_PER_REQUEST", "OTEL_BSP_MAX_EXPORT_BATCH_SIZE"
-        )
+        spans = sum(1 for _ in spans_in(export))
+        _at_most(spans, "spans", "MAX_OTLP_SPANS_PER_REQUEST", "OTEL_BSP_MAX_EXPORT_BATCH_SIZE")
         return spans_receive(org=org, read=read_spans(export))
 
     return _export(request, wire.TRACES, receive, ExportTraceServiceResponse(), "rejected_spans")

@@ -177,18 +177,22 @@ def test_every_answer_warns_of_calls_whose_messages_are_overdue(post, settings):
 
 def test_log_records_without_message_content_are_rejected_naming_the_setting(post):
     """The instrumentations' real default: the events are sent with no content unless capture is asked for."""
-    spans, _ = two_turns_in_log_records()
-    send_spans(post, spans[:1])
+    spans, records = two_turns_in_log_records()
+    send_spans(post, spans[:3])
+    send_logs(post, records[:-7])
+    send_spans(post, spans[3:])  # the third call's span: its conversation now awaits its messages
+    stored = Message.objects.count()
     bare = [
-        log_record(1, "gen_ai.system.message", None),
-        log_record(1, "gen_ai.user.message", None),
-        log_record(1, "gen_ai.choice", {"index": 0, "finish_reason": "stop", "message": {"role": "assistant"}}),
+        log_record(4, "gen_ai.system.message", None),
+        log_record(4, "gen_ai.user.message", None),
+        log_record(4, "gen_ai.choice", {"index": 0, "finish_reason": "stop", "message": {"role": "assistant"}}),
     ]
     answer = send_logs(post, bare)
     assert answer.partial_success.rejected_log_records == 1
     assert "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true" in answer.partial_success.error_message
-    assert not Message.objects.exists()
-    assert not Conversation.objects.filter(content_awaited_since__isnull=False).exists()
+    assert Message.objects.count() == stored
+    # Its last reply is not known, and will not be: the record stays incomplete, and says so.
+    assert Conversation.objects.get(external_id="conv-otlp").content_awaited_since is not None
 
 
 def test_json_gzip_and_the_event_name_attribute_of_older_sdks_are_read(post, conversation_of):
