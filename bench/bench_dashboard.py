@@ -5,7 +5,8 @@ rollup rebuild, and the export's rows per second and peak memory.
 
 Rows are bulk-inserted with INSERT ... SELECT generate_series: conversations of five applications over 26 ISO
 weeks and drafts, each with one counting review (routes, checks, decisions, the audit mark, labels and thumbs
-mixed in), and superseded history up to the total. Requests go through Django's test client in process (every
+mixed in: three labellers on every third conversation, for the people-against-people figures), and superseded
+history up to the total. Requests go through Django's test client in process (every
 middleware, a signed-in stakeholder, real PostgreSQL). CPU is reported beside wall time: this process's, and the
 database backend's (read from /proc for the backend serving this connection; the bench's server is local).
 
@@ -128,6 +129,12 @@ def main() -> None:
     )
     if not same:
         raise SystemExit("the rollup's figures differ from the live GROUP BY")
+    people = json.loads(rollup_figures)["agreement"]["conversation"]["people"]["checks"]["grounded"]
+    print(
+        f"people against people on grounded, from the rollup's pattern counters: {people['answers']:,} answers on "
+        f"{people['items']:,} items, Fleiss' kappa {people['fleiss_kappa']:.3f}, "
+        f"Krippendorff's alpha {people['krippendorff_alpha']:.3f}"
+    )
     _bench_export(org, scope)
 
 
@@ -304,8 +311,10 @@ _POPULATE_SQL = [
     """INSERT INTO grading_label (org_id, kind, conversation_id, draft_id, fingerprint, check_name, verdict, labeller,
             source, labelled_at, created_at)
         SELECT c.org_id, 'conversation', c.id, NULL, c.fingerprint, 'grounded',
-            CASE WHEN c.id %% 4 = 0 THEN 'fail' ELSE 'pass' END, 'qa', 'file:bench.csv', now(), now()
-        FROM grading_conversation c WHERE c.org_id = %(org)s AND c.id %% 50 = 1""",
+            CASE WHEN (c.id + who) %% 4 = 0 THEN 'fail' WHEN (c.id + who) %% 17 = 0 THEN 'unknown' ELSE 'pass' END,
+            (ARRAY['qa', 'ann', 'bo'])[who], 'file:bench.csv', now(), now()
+        FROM grading_conversation c CROSS JOIN generate_series(1, 3) who
+        WHERE c.org_id = %(org)s AND c.id %% 3 = 1""",
     """INSERT INTO grading_feedback (conversation_id, message_external_id, value, created_at)
         SELECT c.id, 'm2', CASE WHEN c.id %% 10 = 0 THEN 'up' ELSE 'down' END, now()
         FROM grading_conversation c WHERE c.org_id = %(org)s AND c.id %% 10 IN (0, 3)""",

@@ -8,6 +8,7 @@ the quality number, never inside it; weeks are ISO weeks (Monday to Sunday, UTC)
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 
@@ -16,8 +17,9 @@ from django.contrib.auth import get_user_model
 from django.utils import timezone
 
 from grading.figures.agreement import agreement_of
-from grading.figures.definitions import PASS_FAIL
+from grading.figures.definitions import PASS_FAIL, VERDICTS
 from grading.figures.expressions import OVER, WAIT_BUCKETS
+from grading.figures.raters import people_agreement
 from grading.figures.regrade import regrade_progress
 from grading.figures.rollups import Key, rollup_last_rebuild, scope_counters
 from grading.hooks.evaluations import evaluation_export_status
@@ -27,7 +29,7 @@ from grading.weeks import iso_week, monday, week_named
 
 DEFAULT_WEEKS = 8
 MAX_WEEKS = 104
-VERDICT_CLASSES = ("pass", "fail", "unknown")
+VERDICT_CLASSES = VERDICTS
 GROUPS = ("audit", "label", "unsure")
 GROUP_LABELS = {
     "audit": "audit sample (fixed rule, blind): unbiased",
@@ -350,8 +352,24 @@ def agreement_figures(c: Counters) -> dict:
                 pooled = sum((pairs[check] for check in CHECKS), Counter())
                 per_check["all_checks"] = agreement_of(VERDICT_CLASSES, pooled).as_json()
             groups[group] = {"label": GROUP_LABELS[group], "checks": per_check}
-        out[kind] = {"criteria_version": c.active[kind].number if kind in c.active else None, "samples": groups}
+        out[kind] = {
+            "criteria_version": c.active[kind].number if kind in c.active else None,
+            "samples": groups,
+            "people": people_figures(c, kind, checks),
+        }
     return out
+
+
+def people_figures(c: Counters, kind: str, checks: Sequence[str]) -> dict:
+    """How far people agree with each other, per check, on the items several labellers labelled (the ceiling the
+    judge's agreement with people is read against; grading/figures/raters.py)."""
+    patterns: dict[str, Counter] = defaultdict(Counter)
+    for (_, _, _, _, _, _, check, pattern), n in c.pick(kind, "people_label"):
+        patterns[check][tuple(int(count) for count in pattern.split(":"))] += n
+    return {
+        "label": "imported labels with two or more labellers on an item",
+        "checks": {check: people_agreement(VERDICT_CLASSES, patterns[check]).as_json() for check in checks},
+    }
 
 
 def queue_figures(c: Counters) -> dict:

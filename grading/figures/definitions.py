@@ -63,6 +63,10 @@ KIND, ROUTE, STATE, REASON, AUDIT = col("kind"), col("route"), col("state"), col
 FINISHED, SUBMITTED = col("finished_at"), col("submitted")
 OUTCOME, DECIDED_AT, DECIDED_BY = col("outcome"), col("decided_at"), col("decided_by")  # its decision's
 LABEL_CHECK, LABEL_VERDICT = Col("label_check", "l.check_name"), Col("label_verdict", "l.verdict")  # one label's
+# How many labels of one check on one item gave each verdict, in VERDICTS order ("2:1:0"): people against people.
+LABEL_PATTERN = Col("label_pattern", "l.pattern")
+LABEL_SPLIT = Col("label_split", "l.split")  # those labels do not all give one verdict
+VERDICTS = ("pass", "fail", "unknown")
 EACH = Col("each", "each.name")  # the name a figure of several names (`Figure.each`) is counted for
 FINDING = Col("finding", "finding.code")  # one of the review's finding codes
 
@@ -100,8 +104,10 @@ def machine_verdict(check: Expr) -> Expr:
 # happened (what it cost, what failed), or the week of the person's decision.
 FILED, SPENT, DECIDED = "filed", "spent", "decided"
 # What a figure counts over: the review; the review with its decision (only decided ones); each of its labels
-# (those of its subject that speak about the evidence it read); each of its distinct finding codes.
+# (those of its subject that speak about the evidence it read); each check two or more of its labels answer;
+# each of its distinct finding codes.
 REVIEW, WITH_DECISION, EACH_LABEL, EACH_FINDING = "review", "decision", "label", "finding"
+EACH_LABELLED_CHECK = "labelled_check"
 
 
 @dataclass(frozen=True, eq=False)
@@ -183,6 +189,9 @@ FIGURES: tuple[Figure, ...] = (
         Pair(machine_verdict(LABEL_CHECK), LABEL_VERDICT),
         over=EACH_LABEL,
     ),
+    # People against people: each item's pattern of labels per check (grading/figures/raters.py reads them).
+    Figure("people_label", COUNTING, LABEL_CHECK, LABEL_PATTERN, over=EACH_LABELLED_CHECK),
+    Figure("people_split", both(COUNTING, LABEL_SPLIT), LABEL_CHECK, over=EACH_LABELLED_CHECK),
 )
 METRICS = frozenset(figure.metric for figure in FIGURES)
 
@@ -223,11 +232,17 @@ _ROW_SQL = f"""
 _DECIDED_SQL = """
     SELECT r.*, dc.outcome, dc.checks AS human_checks, dc.decided_at, COALESCE(dc.decided_by_id, 0) AS decided_by
     FROM r JOIN grading_decision dc ON dc.review_id = r.id"""
+_PATTERN_COUNTS = ", ".join(f"count(*) FILTER (WHERE l.verdict = {sql_literal(v)})" for v in VERDICTS)
 _FROM = {
     REVIEW: "FROM r",
     WITH_DECISION: "FROM d r",
     EACH_LABEL: """FROM r JOIN grading_label l ON l.fingerprint = r.fingerprint
         AND (l.conversation_id = r.conversation_id OR l.draft_id = r.draft_id)""",
+    EACH_LABELLED_CHECK: f"""FROM r CROSS JOIN LATERAL (
+        SELECT l.check_name, concat_ws(':', {_PATTERN_COUNTS}) AS pattern, count(DISTINCT l.verdict) > 1 AS split
+        FROM grading_label l WHERE l.fingerprint = r.fingerprint
+            AND (l.conversation_id = r.conversation_id OR l.draft_id = r.draft_id)
+        GROUP BY l.check_name HAVING count(*) >= 2) l""",  # noqa: S608 - constants
     EACH_FINDING: f"""FROM r CROSS JOIN LATERAL (
         SELECT DISTINCT left(f ->> 'code', {KEY_LENGTH}) AS code FROM jsonb_array_elements(
             CASE WHEN jsonb_typeof(r.findings) = 'array' THEN r.findings ELSE '[]'::jsonb END) f
@@ -277,6 +292,9 @@ def _overs(row: Row, decision: Mapping[str, Any] | None, labels: Sequence[Mappin
     """For each `Figure.over`, the fields it adds to the row, once per thing it counts over."""
     findings = row["findings"] if isinstance(row["findings"], list) else []
     codes = {f["code"][:KEY_LENGTH] for f in findings if isinstance(f, dict) and isinstance(f.get("code"), str)}
+    by_check: dict[str, list[str]] = {}
+    for label in labels:
+        by_check.setdefault(label["check_name"], []).append(label["verdict"])
     decided = []
     if decision is not None:
         decided = [
@@ -291,6 +309,15 @@ def _overs(row: Row, decision: Mapping[str, Any] | None, labels: Sequence[Mappin
         REVIEW: [{}],
         WITH_DECISION: decided,
         EACH_LABEL: [{"label_check": label["check_name"], "label_verdict": label["verdict"]} for label in labels],
+        EACH_LABELLED_CHECK: [
+            {
+                "label_check": check,
+                "label_pattern": ":".join(str(verdicts.count(v)) for v in VERDICTS),
+                "label_split": len(set(verdicts)) > 1,
+            }
+            for check, verdicts in sorted(by_check.items())
+            if len(verdicts) >= 2
+        ],
         EACH_FINDING: [{"finding": code} for code in sorted(codes)],
     }
 
@@ -302,7 +329,7 @@ _COMPILED = {
         for f in FIGURES
         if f.over == over
     ]
-    for over in (REVIEW, WITH_DECISION, EACH_LABEL, EACH_FINDING)
+    for over in (REVIEW, WITH_DECISION, EACH_LABEL, EACH_LABELLED_CHECK, EACH_FINDING)
 }
 
 

@@ -257,6 +257,41 @@ def agreement_panel(figures: dict, links: Links) -> list[dict]:
     return blocks
 
 
+def people_panel(figures: dict, links: Links) -> list[dict]:
+    """Per kind, how far the labellers agree with each other on each check, beside the judge's agreement with
+    them: every count links to its items, the ones they split on first."""
+    blocks = []
+    for kind, per_kind in figures["agreement"].items():
+        judge = per_kind["samples"]["label"]["checks"]
+        checks = []
+        for check, p in per_kind["people"]["checks"].items():
+            split = p["items"] - p["unanimous"]
+            checks.append({
+                "name": check.replace("_", " "),
+                "items": Linked(p["items"], links.reviews(kind=kind, check=check, people="labelled")),
+                "split": Linked(split, links.reviews(kind=kind, check=check, people="split")),
+                "answers": p["answers"],
+                "percent": _percent(p["percent"]),
+                "percent_interval": _interval(p["percent_interval"], percent=True),
+                "kappa": _coefficient(p["fleiss_kappa"]),
+                "kappa_interval": _interval(p["fleiss_kappa_interval"], percent=False),
+                "alpha": _coefficient(p["krippendorff_alpha"]),
+                "alpha_interval": _interval(p["krippendorff_alpha_interval"], percent=False),
+                "judge_kappa": _coefficient(judge[check]["kappa"]) if check in judge else "–",
+                "judge_n": judge[check]["n"] if check in judge else 0,
+                "note": p["note"],
+            })  # fmt: skip
+        blocks.append({
+            "kind": kind, "criteria_version": per_kind["criteria_version"], "checks": checks,
+            "items": max((c["items"].value for c in checks), default=0),
+        })  # fmt: skip
+    return blocks
+
+
+def _coefficient(value: float | None) -> str:
+    return "–" if value is None else f"{value:.2f}"
+
+
 def confusion_table(agreement: dict, links: Links, *, kind: str, sample: str, check: str) -> str:
     """A confusion table as HTML (rows: the machine's verdict, columns: the people's), each disagreeing cell a link.
     Built here rather than in the template: a page has a few hundred cells, and every value is a number, a

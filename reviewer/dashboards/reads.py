@@ -24,6 +24,7 @@ from reviewer.access import EVERY_ROLE, orgs_for
 PAGE_SIZE = 50
 SETS = ("counting", "stale", "errors")
 SAMPLES = ("audit", "unsure", "label")
+PEOPLE = {"labelled": "people_label", "split": "people_split"}
 
 
 def dashboard_orgs(user) -> list[Org]:
@@ -55,6 +56,7 @@ class ReviewFilter:
     sample: str = ""  # with check, machine, human: one cell of an agreement table
     machine: str = ""
     human: str = ""
+    people: str = ""  # with check: the items several labellers labelled ("labelled"), or split on ("split")
     operator: int | None = None  # decisions by this person, by week of the decision
     decided: bool = False  # by week of the decision rather than the item's week
 
@@ -114,6 +116,7 @@ def filter_from(params: QueryDict) -> ReviewFilter:
         sample=_choice(params, "sample", SAMPLES),
         machine=_choice(params, "machine", VERDICT_CLASSES),
         human=_choice(params, "human", VERDICT_CLASSES),
+        people=_choice(params, "people", tuple(PEOPLE)),
         operator=int(operator) if operator else None,
         decided=params.get("decided") == "1",
     )
@@ -164,6 +167,8 @@ def reviews_behind(org: Org, scope: Scope, f: ReviewFilter) -> QuerySet[Review]:
     if f.sample:
         check = f.check or (PASS_FAIL if f.kind == ItemKind.DRAFT else None)
         reviews = reviews.filter(counted_in(f"agree_{f.sample}", check, pair=(f.machine or None, f.human or None)))
+    if f.people:
+        reviews = reviews.filter(counted_in(PEOPLE[f.people], f.check or PASS_FAIL))
     return reviews
 
 

@@ -10,6 +10,7 @@ from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from grading.figures.dashboard import InvalidScope, Scope, dashboard_figures
+from grading.figures.definitions import PASS_FAIL
 from grading.figures.regrade import org_regrade_progress
 from grading.models import ItemKind
 from reviewer.access import EVERY_ROLE, role_required
@@ -48,6 +49,7 @@ def dashboard(request: HttpRequest) -> HttpResponse:
         "staleness": display.staleness_panel(figures, links),
         "regrade": display.regrade_panel(figures["staleness"]["regrade"], org_slug=org.slug),
         "agreement": display.agreement_panel(figures, links),
+        "people": display.people_panel(figures, links),
         "headline": display.headline_agreement(figures),
         "queue": display.queue_panel(figures, links),
         "links": links,
@@ -131,6 +133,9 @@ def _describe(f: reads.ReviewFilter, scope: Scope) -> str:
         parts.append(f"decided {f.decision}")
     if f.sample:
         parts.append(f"in the {f.sample} sample: machine {f.machine or 'any'}, people {f.human or 'any'}")
+    if f.people:
+        split = " where they gave different verdicts" if f.people == "split" else ""
+        parts.append(f"labelled by two or more people on {f.check or PASS_FAIL}{split}")
     if f.operator is not None:
         parts.append("decided by that operator")
     if f.set != "stale":

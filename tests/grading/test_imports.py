@@ -37,7 +37,8 @@ LAYERS: list[tuple[str, list[str]]] = [
     ("core: the domain's nouns and its pure rules", [
         "grading.models", "grading.evidence", "grading.evidence_text", "grading.outcomes", "grading.errors",
         "grading.audit", "grading.schemas", "grading.weeks", "grading.figures.definitions",
-        "grading.figures.expressions", "grading.figures.agreement", "grading.figures.spreadsheets",
+        "grading.figures.expressions", "grading.figures.agreement", "grading.figures.raters",
+        "grading.figures.spreadsheets",
         "grading.drafts.prose", "grading.drafts.rules", "grading.drafts.v1_vocabulary", "grading.drafts.structure",
         "grading.drafts.budget", "grading.drafts.checks", "grading.drafts.repairs", "grading.judge.untrusted",
         "grading.hooks.outbound", "grading.api.request_json", "grading.importers", "grading.otlp.models",

@@ -23,7 +23,10 @@ EXAMPLES = settings(
     max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
 )
 # The counters whose reviews a number's link lists (every other metric is a sum or a histogram of them).
-LISTED = ("check", "finding", "repaired_pass", "decision", "decided_by", "agree_audit", "agree_unsure", "agree_label")
+LISTED = (
+    "check", "finding", "repaired_pass", "decision", "decided_by", "agree_audit", "agree_unsure", "agree_label",
+    "people_label", "people_split",
+)  # fmt: skip
 
 
 def _differences(python: dict, sql: dict) -> list[str]:
@@ -49,6 +52,9 @@ def _in_example(org, specs, test) -> None:
 @EXAMPLES
 @given(specs=st.lists(reviews, min_size=1, max_size=6))
 @example(specs=[edge_draft(), edge_draft(kind=ItemKind.CONVERSATION, route=Route.PASS, audit=False)])
+@example(
+    specs=[edge_draft(labels=[("pass_fail", "fail", True), ("pass_fail", "pass", True), ("pass_fail", "fail", False)])]
+)
 def test_the_rebuilds_sql_counts_what_the_python_form_counts(org, specs):
     def check(written: list[Review]) -> None:
         python = _contributions_of([review.pk for review in written])
@@ -64,6 +70,7 @@ def test_the_rebuilds_sql_counts_what_the_python_form_counts(org, specs):
 
 @EXAMPLES
 @given(specs=st.lists(reviews, min_size=1, max_size=4))
+@example(specs=[edge_draft(labels=[("pass_fail", "fail", True), ("pass_fail", "pass", True)])])
 def test_the_reviews_behind_a_counter_are_the_ones_that_add_to_it(org, specs):
     def check(written: list[Review]) -> None:
         behind: dict[tuple[str, str, str], set[int]] = defaultdict(set)

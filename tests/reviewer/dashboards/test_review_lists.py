@@ -2,6 +2,7 @@
 lead to the items the machine and the people disagreed on."""
 
 import re
+from datetime import date
 from html import escape, unescape
 from urllib.parse import parse_qs, urlsplit
 
@@ -11,6 +12,9 @@ from django.db.models.functions import TruncWeek
 from django.urls import reverse
 
 from grading.conversations.grader import conversation_grade
+from grading.figures.dashboard import dashboard_figures, scope_for
+from grading.figures.labels import LabelIn, labels_record
+from grading.figures.rollups import live_counters, stored_counters
 from grading.models import Review
 from reviewer.dashboards.reads import PAGE_SIZE
 from tests.builders.conversations import llm_judge, upsert, verdicts_reply
@@ -117,3 +121,31 @@ def test_it_encodes_a_hostile_application_in_the_json_link_as_in_every_other_lin
     assert parse_qs(url.query) == {key: [value] for key, value in world_scope(org).as_query().items()} | {
         "application": [HOSTILE_APPLICATION]
     }
+
+
+def test_people_against_people_counts_the_items_several_labellers_labelled_and_lists_those_they_split_on(
+    org, fake_llm, client_for, stakeholder
+):
+    reviews = {}
+    for external_id in ("c1", "c2", "c3"):
+        conversation = upsert(org, conversation_payload(external_id, "billing", date(2026, 11, 18))).conversation
+        fake_llm.script(verdicts_reply(["m1", "m2"]))
+        reviews[external_id] = conversation_grade(conversation_id=conversation.pk, judge=llm_judge(fake_llm))
+    answers = {"c1": ("fail", "fail", "fail"), "c2": ("pass", "fail", "pass"), "c3": ("pass", "pass")}
+    labels_record(org=org, labels=[
+        LabelIn(item=item, check="grounded", verdict=verdict, labeller=labeller)
+        for item, verdicts in answers.items() for labeller, verdict in zip(("ann", "bo", "cy"), verdicts, strict=False)
+    ], source="test")  # fmt: skip
+
+    scope = scope_for(org, since="2026-W46", until="2026-W49")
+    people = dashboard_figures(scope)["agreement"]["conversation"]["people"]["checks"]["grounded"]
+    assert (people["items"], people["answers"], people["unanimous"]) == (3, 8, 2)
+    # P: 1, 1/3, 1 -> 7/9; shares pass 4/8, fail 4/8 -> Pe 1/2; kappa = (7/9 - 1/2) / (1/2).
+    assert people["fleiss_kappa"] == pytest.approx(5 / 9)
+    assert stored_counters(org_ids=[org.pk]) == live_counters(org_ids=[org.pk])
+
+    client = client_for(stakeholder)
+    html = client.get(reverse("dashboard"), {"org": org.slug, **scope.as_query()}).content.decode()
+    links = _links(html, "people-conversation")
+    assert _listed(client, links["1"]) == {reviews["c2"].pk}  # split on: the disagreement first
+    assert _listed(client, links["3"]) == {review.pk for review in reviews.values()}
