@@ -329,6 +329,11 @@ DEMO_LABELS = [
 ]  # fmt: skip
 
 
+# A second labelling of the same items by another team, which reads two of them otherwise: the dashboard's people
+# against people panel.
+SECOND_OPINIONS = {("bill-w2-1", "grounded"): "pass", ("demo/band-intensifiers", "pass_fail"): "pass"}
+
+
 def seed_labels(org: Org) -> None:
     for item, check, verdict in DEMO_LABELS:
         if (
@@ -337,3 +342,6 @@ def seed_labels(org: Org) -> None:
         ):
             label = LabelIn(item=item, check=check, verdict=verdict, labeller="qa-team")
             label_record(org=org, label=label, source="file:qa-labels.csv")
+            second = SECOND_OPINIONS.get((item, check), verdict)
+            label = LabelIn(item=item, check=check, verdict=second, labeller="vendor-review")
+            label_record(org=org, label=label, source="file:vendor-labels.csv")
