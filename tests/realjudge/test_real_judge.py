@@ -41,21 +41,19 @@ def client(base_url: str, **kwargs) -> ChatJudgeClient:
 
 
 @pytest.mark.django_db(transaction=True)
-def test_two_drafts_and_two_conversations_are_graded_through_a_worker_against_a_real_model(
+def test_a_draft_and_a_conversation_are_graded_at_once_through_a_worker_against_a_real_model(
     real_judge_url, real_judge_worker, org
 ):
     setup_org_memory(org)
     short = "Support costs fall when answers are easy to find.\n\n## Why?\n\nThey do.\n"
-    drafts = [save_draft(org, external_id="d-1"), save_draft(org, external_id="d-2", body=short)]
-    conversations = [upsert(org, support_conversation(external_id)).conversation for external_id in ("cv-1", "cv-2")]
+    draft = save_draft(org, external_id="d-1", body=short)
+    conversation = upsert(org, support_conversation("cv-1")).conversation
     served = openai.OpenAI(base_url=real_judge_url, api_key="unused").models.list().data[0].id
 
-    # The grading tasks a pass would send, to the real-judge worker's own queue.
-    for draft in drafts:
-        grade_draft.apply_async(([draft.pk],), queue=real_judge_worker)
-    for conversation in conversations:
-        grade_conversation.apply_async(([conversation.pk],), queue=real_judge_worker)
-    wait_until(lambda: Review.objects.filter(org=org).count() == 4, timeout=900, interval=2, message="four reviews")
+    # The grading tasks a pass would send, to the real-judge worker's own queue, whose threads run them together.
+    grade_draft.apply_async(([draft.pk],), queue=real_judge_worker)
+    grade_conversation.apply_async(([conversation.pk],), queue=real_judge_worker)
+    wait_until(lambda: Review.objects.filter(org=org).count() == 2, timeout=900, interval=2, message="two reviews")
 
     for review in Review.objects.filter(org=org):
         # Schema-constrained output parsed: no judge error, a real route.
