@@ -366,9 +366,21 @@ def people_figures(c: Counters, kind: str, checks: Sequence[str]) -> dict:
     patterns: dict[str, Counter] = defaultdict(Counter)
     for (_, _, _, _, _, _, check, pattern), n in c.pick(kind, "people_label"):
         patterns[check][tuple(int(count) for count in pattern.split(":"))] += n
+    agreed: dict[str, Counter] = defaultdict(Counter)
+    for (_, _, _, _, _, _, check, pair), n in c.pick(kind, "agree_people"):
+        machine, _, human = pair.partition(">")
+        agreed[check][(machine, human)] += n
+    categories = ("pass", "fail") if kind == ItemKind.DRAFT else VERDICT_CLASSES
     return {
         "label": "imported labels with two or more labellers on an item",
-        "checks": {check: people_agreement(VERDICT_CLASSES, patterns[check]).as_json() for check in checks},
+        "checks": {
+            check: {
+                **people_agreement(VERDICT_CLASSES, patterns[check]).as_json(),
+                # The judge against the verdict the labellers agreed on: the figure to hold against theirs.
+                "judge": agreement_of(categories, agreed[check]).as_json(),
+            }
+            for check in checks
+        },
     }
 
 

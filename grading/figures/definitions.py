@@ -66,6 +66,7 @@ LABEL_CHECK, LABEL_VERDICT = Col("label_check", "l.check_name"), Col("label_verd
 # How many labels of one check on one item gave each verdict, in VERDICTS order ("2:1:0"): people against people.
 LABEL_PATTERN = Col("label_pattern", "l.pattern")
 LABEL_SPLIT = Col("label_split", "l.split")  # those labels do not all give one verdict
+LABEL_AGREED = Col("label_agreed", "l.agreed")  # the verdict they all gave, where they agree
 VERDICTS = ("pass", "fail", "unknown")
 EACH = Col("each", "each.name")  # the name a figure of several names (`Figure.each`) is counted for
 FINDING = Col("finding", "finding.code")  # one of the review's finding codes
@@ -192,6 +193,14 @@ FIGURES: tuple[Figure, ...] = (
     # People against people: each item's pattern of labels per check (grading/figures/raters.py reads them).
     Figure("people_label", COUNTING, LABEL_CHECK, LABEL_PATTERN, over=EACH_LABELLED_CHECK),
     Figure("people_split", both(COUNTING, LABEL_SPLIT), LABEL_CHECK, over=EACH_LABELLED_CHECK),
+    # The judge against the labellers' agreed verdict (the item's human verdict, where they did not split).
+    Figure(
+        "agree_people",
+        both(COUNTING, SCORED, Not(LABEL_SPLIT)),
+        LABEL_CHECK,
+        Pair(machine_verdict(LABEL_CHECK), LABEL_AGREED),
+        over=EACH_LABELLED_CHECK,
+    ),
 )
 METRICS = frozenset(figure.metric for figure in FIGURES)
 
@@ -239,7 +248,8 @@ _FROM = {
     EACH_LABEL: """FROM r JOIN grading_label l ON l.fingerprint = r.fingerprint
         AND (l.conversation_id = r.conversation_id OR l.draft_id = r.draft_id)""",
     EACH_LABELLED_CHECK: f"""FROM r CROSS JOIN LATERAL (
-        SELECT l.check_name, concat_ws(':', {_PATTERN_COUNTS}) AS pattern, count(DISTINCT l.verdict) > 1 AS split
+        SELECT l.check_name, concat_ws(':', {_PATTERN_COUNTS}) AS pattern, count(DISTINCT l.verdict) > 1 AS split,
+            min(l.verdict) AS agreed
         FROM grading_label l WHERE l.fingerprint = r.fingerprint
             AND (l.conversation_id = r.conversation_id OR l.draft_id = r.draft_id)
         GROUP BY l.check_name HAVING count(*) >= 2) l""",  # noqa: S608 - constants
@@ -314,6 +324,7 @@ def _overs(row: Row, decision: Mapping[str, Any] | None, labels: Sequence[Mappin
                 "label_check": check,
                 "label_pattern": ":".join(str(verdicts.count(v)) for v in VERDICTS),
                 "label_split": len(set(verdicts)) > 1,
+                "label_agreed": min(verdicts),
             }
             for check, verdicts in sorted(by_check.items())
             if len(verdicts) >= 2

@@ -262,7 +262,6 @@ def people_panel(figures: dict, links: Links) -> list[dict]:
     them: every count links to its items, the ones they split on first."""
     blocks = []
     for kind, per_kind in figures["agreement"].items():
-        judge = per_kind["samples"]["label"]["checks"]
         checks = []
         for check, p in per_kind["people"]["checks"].items():
             split = p["items"] - p["unanimous"]
@@ -277,8 +276,9 @@ def people_panel(figures: dict, links: Links) -> list[dict]:
                 "kappa_interval": _interval(p["fleiss_kappa_interval"], percent=False),
                 "alpha": _coefficient(p["krippendorff_alpha"]),
                 "alpha_interval": _interval(p["krippendorff_alpha_interval"], percent=False),
-                "judge_kappa": _coefficient(judge[check]["kappa"]) if check in judge else "–",
-                "judge_n": judge[check]["n"] if check in judge else 0,
+                "judge_percent": _percent(p["judge"]["percent"]),
+                "judge_kappa": _coefficient(p["judge"]["kappa"]),
+                "judge_n": p["judge"]["n"],
                 "note": p["note"],
             })  # fmt: skip
         blocks.append({

@@ -25,7 +25,7 @@ EXAMPLES = settings(
 # The counters whose reviews a number's link lists (every other metric is a sum or a histogram of them).
 LISTED = (
     "check", "finding", "repaired_pass", "decision", "decided_by", "agree_audit", "agree_unsure", "agree_label",
-    "people_label", "people_split",
+    "people_label", "people_split", "agree_people",
 )  # fmt: skip
 
 

@@ -142,6 +142,8 @@ def test_people_against_people_counts_the_items_several_labellers_labelled_and_l
     assert (people["items"], people["answers"], people["unanimous"]) == (3, 8, 2)
     # P: 1, 1/3, 1 -> 7/9; shares pass 4/8, fail 4/8 -> Pe 1/2; kappa = (7/9 - 1/2) / (1/2).
     assert people["fleiss_kappa"] == pytest.approx(5 / 9)
+    # The judge said pass on grounded for every item; the labellers agreed on c1 (fail) and c3 (pass), split on c2.
+    assert (people["judge"]["n"], people["judge"]["agreed"]) == (2, 1)
     assert stored_counters(org_ids=[org.pk]) == live_counters(org_ids=[org.pk])
 
     client = client_for(stakeholder)
