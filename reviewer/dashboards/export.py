@@ -1,6 +1,7 @@
 """The export of reviews (DESIGN 8): each with its whole score identity, its state, the decision and who made it,
-filtered like the page. Streamed as CSV or JSONL from a server-side cursor, so a million reviews cost the memory
-of one chunk. The CSV is written by `grading.figures.spreadsheets`, safe to open in a spreadsheet."""
+and every label about the evidence it read (each labeller's verdict per check), filtered like the page. Streamed
+as CSV or JSONL from a server-side cursor, so a million reviews cost the memory of one chunk. The CSV is written
+by `grading.figures.spreadsheets`, safe to open in a spreadsheet."""
 
 from __future__ import annotations
 
@@ -9,11 +10,13 @@ import json
 from collections.abc import Iterable, Iterator
 from datetime import date, datetime
 
-from django.db.models import QuerySet
+from django.contrib.postgres.aggregates import JSONBAgg
+from django.db.models import OuterRef, Q, QuerySet, Subquery
 from django.db.models.fields.json import KeyTextTransform, KeyTransform
+from django.db.models.functions import JSONObject
 
 from grading.figures.spreadsheets import csv_lines
-from grading.models import Review
+from grading.models import Label, Review
 from grading.outcomes import CHECKS
 
 CHUNK = 2000  # rows per fetch from the server-side cursor
@@ -23,7 +26,7 @@ COLUMNS = (
     *(f"check_{name}" for name in CHECKS),
     "fingerprint", "criteria_kind", "criteria_version", "judge", "judge_key", "memory_snapshot", "started_at",
     "finished_at", "stages", "prompt_tokens", "completion_tokens", "audit",
-    "decision", "decision_checks", "decision_note", "decided_by", "decided_at",
+    "decision", "decision_checks", "decision_note", "decided_by", "decided_at", "labels",
 )  # fmt: skip
 
 _VALUES = (
@@ -31,14 +34,29 @@ _VALUES = (
     "reason", "score", *(f"check_{name}" for name in CHECKS), "fingerprint", "criteria_version__kind",
     "criteria_version__number", "judge", "judge_key", "memory_snapshot", "started_at", "finished_at", "stages",
     "prompt_tokens", "completion_tokens", "audit", "decision__outcome", "decision__checks", "decision__note",
-    "decision__decided_by__username", "decision__decided_at",
+    "decision__decided_by__username", "decision__decided_at", "labels",
 )  # fmt: skip
+# Every label of the review's item that speaks about the evidence it read, as [{labeller, check, verdict}], in one
+# order: each person's answer apart, so agreement between people can be worked out from the export too.
+_LABELS = Subquery(
+    Label.objects.filter(fingerprint=OuterRef("fingerprint"))
+    .filter(Q(conversation_id=OuterRef("conversation_id")) | Q(draft_id=OuterRef("draft_id")))
+    .values("fingerprint")
+    .annotate(
+        answers=JSONBAgg(
+            JSONObject(labeller="labeller", check="check_name", verdict="verdict"),
+            order_by=("check_name", "labeller"),
+        )
+    )
+    .values("answers")
+)
 # Read in SQL what the export needs of the JSON columns, rather than parse a review's whole checks (rationales,
 # message ids) in Python for one word each: that parsing would be most of the export's time.
 _EXTRACTED = {
     **{f"check_{name}": KeyTextTransform("verdict", KeyTransform(name, "checks")) for name in CHECKS},
     "prompt_tokens": KeyTransform("prompt_tokens", "usage"),
     "completion_tokens": KeyTransform("completion_tokens", "usage"),
+    "labels": _LABELS,
 }
 
 
@@ -52,7 +70,7 @@ def export_rows(reviews: QuerySet[Review]) -> Iterator[tuple]:
 
 # Columns that need more than str() in a CSV cell (csv writes None as an empty cell): times, and JSON.
 _TIMES = [COLUMNS.index(name) for name in ("week", "started_at", "finished_at", "decided_at")]
-_JSON = [COLUMNS.index(name) for name in ("judge", "decision_checks")]
+_JSON = [COLUMNS.index(name) for name in ("judge", "decision_checks", "labels")]
 
 
 def _csv_row(row: tuple) -> list:

@@ -49,6 +49,12 @@ def test_the_csv_and_jsonl_exports_read_back_equal_to_the_reviews(org, fake_llm,
     assert set(decided) == {"c1", "c3", "c4"}
     assert decided["c4"]["decided_by"] == operator.username and decided["c4"]["decision_checks"]["grounded"] == "fail"
     assert world.reviews["c7"].pk not in [line["review_id"] for line in lines]  # stale: not what the page counts
+    labelled = {line["item"]: line["labels"] for line in lines if line["labels"]}
+    assert labelled == {
+        "c2": [{"labeller": "ann", "check": "pass_fail", "verdict": "fail"}],
+        "c5": [{"labeller": "ann", "check": "grounded", "verdict": "fail"}],
+    }
+    assert {row["item"]: json.loads(row["labels"]) for row in rows if row["labels"]} == labelled
     drafts = [json.loads(line) for line in _get(client, org, format="jsonl", kind="draft").splitlines()]
     assert {line["item"] for line in drafts} == {"d-pass", "d-fail", "d-band", "d-repaired", "d-error"}
 
