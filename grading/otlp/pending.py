@@ -27,7 +27,7 @@ from grading.models import Conversation, Org
 from grading.otlp.genai import AwaitedCall, ModelCall, ReadSpans, SpanOrigin, call_content
 from grading.otlp.logs import LAST_EVENTS, ContentEvent, ReadLogs
 from grading.otlp.models import PendingCall
-from grading.otlp.receiver import IngestResult, conversation_key, traces_check, traces_ingest
+from grading.otlp.receiver import Groups, IngestResult, conversation_key, traces_check, traces_ingest
 
 PENDING_KEPT = timedelta(days=1)
 SPAN_FIELDS = ["span_seen_at", "conversation_external_id", "application", "started_at", "ended_at", "response_id"]
@@ -39,11 +39,11 @@ def content_wait() -> timedelta:
 
 @dataclass(frozen=True)
 class _Joined:
-    calls: list[ModelCall]  # whole now: written with the request
     done: list[int]  # PendingCall rows whose calls the request writes
     rejected: list[str]
     conversations: set[str]  # external ids whose content_awaited_since may have changed
     waiting: int  # calls of this request still missing their other part
+    groups: Groups  # the request's calls, joined ones included, checked and grouped for the receiver to write
 
 
 def spans_receive(*, org: Org, read: ReadSpans, now: datetime | None = None) -> IngestResult:
@@ -52,16 +52,14 @@ def spans_receive(*, org: Org, read: ReadSpans, now: datetime | None = None) -> 
     now = now or timezone.now()
     key = conversation_key(read)
     joined = _arrived(org, now, read, spans=[(call, key(call.origin)) for call in read.awaiting])
-    result = traces_ingest(org=org, read=replace(read, calls=[*read.calls, *joined.calls]))
-    return _settled(org, now, joined, result)
+    return _settled(org, now, joined, traces_ingest(org=org, groups=joined.groups, rejected=read.rejected))
 
 
 def logs_receive(*, org: Org, read: ReadLogs, now: datetime | None = None) -> IngestResult:
     """A logs export: content events kept beside their calls' spans, and the calls now whole written."""
     now = now or timezone.now()
     joined = _arrived(org, now, ReadSpans(), events=read.events)
-    result = traces_ingest(org=org, read=ReadSpans(calls=joined.calls, rejected=list(read.rejected)))
-    return _settled(org, now, joined, result)
+    return _settled(org, now, joined, traces_ingest(org=org, groups=joined.groups, rejected=read.rejected))
 
 
 def _arrived(
@@ -77,11 +75,11 @@ def _arrived(
     The rows are inserted if missing (a concurrent request may insert the same one: the constraint keeps one),
     then locked in key order, so two requests bringing the two parts of a call at once meet in one row, one
     after the other, and the second finds the call whole. The request is checked as the receiver will write it
-    before anything of it is kept: a refusal keeps nothing.
+    (`traces_check`, once) before anything of it is kept: a refusal keeps nothing.
     """
     keys = sorted({(c.origin.trace_id, c.origin.span_id) for c, _ in spans} | {(e.trace_id, e.span_id) for e in events})
     if not keys:
-        return _Joined([], [], [], set(), 0)
+        return _Joined([], [], set(), 0, traces_check(org=org, read=read))
     with transaction.atomic():
         PendingCall.objects.bulk_create(
             [PendingCall(org=org, trace_id=trace, span_id=span) for trace, span in keys], ignore_conflicts=True
@@ -130,11 +128,11 @@ def _arrived(
                 continue
             calls.append(call)
             done.append(row.pk)
-        traces_check(org=org, read=replace(read, calls=[*read.calls, *calls]))
+        groups = traces_check(org=org, read=replace(read, calls=[*read.calls, *calls]))
         old = PendingCall.objects.filter(org=org, received_at__lt=now - PENDING_KEPT)
         (old.filter(written_at__isnull=False) | old.filter(span_seen_at=None)).delete()
     conversations = {conversation for _, conversation in spans} | {call.origin.conversation_id for call in calls}
-    return _Joined(calls, done, rejected, conversations, waiting)
+    return _Joined(done, rejected, conversations, waiting, groups)
 
 
 def _call(row: PendingCall) -> ModelCall | None:

@@ -148,9 +148,12 @@ def _match_key(turn: Turn) -> str:
     return turn.key()
 
 
-def traces_check(*, org: Org, read: ReadSpans) -> dict[str, list[ModelCall | ToolResult]]:
+Groups = dict[str, list[ModelCall | ToolResult]]  # conversation external id -> its calls and results, in order
+
+
+def traces_check(*, org: Org, read: ReadSpans) -> Groups:
     """Steps 1 and 2 of `traces_ingest`, which write nothing: the request's calls and tool results grouped by
-    conversation, or the refusal (InvalidConversation, LimitExceeded) that its writing would meet."""
+    conversation, or the refusal (InvalidConversation, LimitExceeded) that writing them would meet."""
     groups = _grouped(read)
     limit = settings.MAX_OTLP_CONVERSATIONS_PER_REQUEST
     if len(groups) > limit:
@@ -164,8 +167,9 @@ def traces_check(*, org: Org, read: ReadSpans) -> dict[str, list[ModelCall | Too
     return groups
 
 
-def traces_ingest(*, org: Org, read: ReadSpans) -> IngestResult:
-    """Write the model calls and tool results of one export request, in transactions of a bounded size.
+def traces_ingest(*, org: Org, groups: Groups, rejected: list[str]) -> IngestResult:
+    """Write the model calls and tool results of one export request, as `traces_check` grouped them (steps 1 and
+    2), in transactions of a bounded size; `rejected` are the request's spans already refused.
 
     1. Group by conversation: `gen_ai.conversation.id`, else the id another span of the same trace in this
        request names, else the trace id. Order each group by span start (then end, then span id). Refuse a
@@ -183,8 +187,7 @@ def traces_ingest(*, org: Org, read: ReadSpans) -> IngestResult:
     the earlier transactions committed; sending the request again writes only what is missing (message ids come
     from span ids).
     """
-    groups = traces_check(org=org, read=read)
-    rejected = list(read.rejected)
+    rejected = list(rejected)
     written = messages = 0
     external_ids = sorted(groups)
     for start in range(0, len(external_ids), CONVERSATIONS_PER_TRANSACTION):
@@ -222,7 +225,7 @@ class _Plan:
     payload: ConversationIn | MessagesIn
 
 
-def _planned(org: Org, groups: dict[str, list[ModelCall | ToolResult]], *, lock: bool) -> tuple[list[_Plan], list[str]]:
+def _planned(org: Org, groups: Groups, *, lock: bool) -> tuple[list[_Plan], list[str]]:
     """Each conversation's new messages laid on what is stored, validated and checked against the limits; with
     `lock`, the stored conversations are locked first, in external id order. Returns the plans of the
     conversations that gain messages, and the tool results that answer no call (rejected spans)."""
@@ -267,7 +270,7 @@ def conversation_key(read: ReadSpans) -> Callable[[SpanOrigin], str]:
     return lambda origin: origin.conversation_id or by_trace.get(origin.trace_id) or origin.trace_id
 
 
-def _grouped(read: ReadSpans) -> dict[str, list[ModelCall | ToolResult]]:
+def _grouped(read: ReadSpans) -> Groups:
     key = conversation_key(read)
     groups: dict[str, list[ModelCall | ToolResult]] = defaultdict(list)
     for item in [*read.calls, *read.tool_results]:
