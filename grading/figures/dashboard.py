@@ -29,7 +29,6 @@ from grading.weeks import iso_week, monday, week_named
 
 DEFAULT_WEEKS = 8
 MAX_WEEKS = 104
-VERDICT_CLASSES = VERDICTS
 GROUPS = ("audit", "label", "unsure")
 GROUP_LABELS = {
     "audit": "audit sample (fixed rule, blind): unbiased",
@@ -200,7 +199,7 @@ def quality_figures(c: Counters) -> dict:
         }
 
     total = sum(apps.values(), Counter())
-    checks = {name: {v: total[f"{name}:{v}"] for v in VERDICT_CLASSES} for name in CHECKS}
+    checks = {name: {v: total[f"{name}:{v}"] for v in VERDICTS} for name in CHECKS}
     return {
         "criteria_version": c.active[kind].number if kind in c.active else None,
         "total": summary(total) | {"thumbs_up": total["thumbs_up"], "thumbs_down": total["thumbs_down"]},
@@ -210,7 +209,7 @@ def quality_figures(c: Counters) -> dict:
             {
                 "application": application,
                 **summary(counts),
-                "checks": {name: {v: counts[f"{name}:{v}"] for v in VERDICT_CLASSES} for name in CHECKS},
+                "checks": {name: {v: counts[f"{name}:{v}"] for v in VERDICTS} for name in CHECKS},
                 "thumbs_up": counts["thumbs_up"],
                 "thumbs_down": counts["thumbs_down"],
             }
@@ -346,11 +345,11 @@ def agreement_figures(c: Counters) -> dict:
             for check in checks:
                 if kind == ItemKind.CONVERSATION and check == PASS_FAIL and group != "label":
                     continue  # people decide conversations check by check; only labels judge them whole
-                categories = ("pass", "fail") if kind == ItemKind.DRAFT else VERDICT_CLASSES
+                categories = _machine_classes(kind)
                 per_check[check] = agreement_of(categories, pairs[check]).as_json()
             if kind == ItemKind.CONVERSATION:
                 pooled = sum((pairs[check] for check in CHECKS), Counter())
-                per_check["all_checks"] = agreement_of(VERDICT_CLASSES, pooled).as_json()
+                per_check["all_checks"] = agreement_of(VERDICTS, pooled).as_json()
             groups[group] = {"label": GROUP_LABELS[group], "checks": per_check}
         out[kind] = {
             "criteria_version": c.active[kind].number if kind in c.active else None,
@@ -358,6 +357,11 @@ def agreement_figures(c: Counters) -> dict:
             "people": people_figures(c, kind, checks),
         }
     return out
+
+
+def _machine_classes(kind: str) -> tuple[str, ...]:
+    """The verdicts the machine gives an item of `kind` that people's are compared with: a draft passes or fails."""
+    return ("pass", "fail") if kind == ItemKind.DRAFT else VERDICTS
 
 
 def people_figures(c: Counters, kind: str, checks: Sequence[str]) -> dict:
@@ -370,12 +374,12 @@ def people_figures(c: Counters, kind: str, checks: Sequence[str]) -> dict:
     for (_, _, _, _, _, _, check, pair), n in c.pick(kind, "agree_people"):
         machine, _, human = pair.partition(">")
         agreed[check][(machine, human)] += n
-    categories = ("pass", "fail") if kind == ItemKind.DRAFT else VERDICT_CLASSES
+    categories = _machine_classes(kind)
     return {
         "label": "imported labels with two or more labellers on an item",
         "checks": {
             check: {
-                **people_agreement(VERDICT_CLASSES, patterns[check]).as_json(),
+                **people_agreement(VERDICTS, patterns[check]).as_json(),
                 # The judge against the verdict the labellers agreed on: the figure to hold against theirs.
                 "judge": agreement_of(categories, agreed[check]).as_json(),
             }

@@ -114,6 +114,10 @@ def median_label(bound: int | None) -> str:
     return f"≤ {duration(bound)}"
 
 
+def _coefficient(value: float | None) -> str:
+    return "–" if value is None else f"{value:.2f}"
+
+
 def _percent(value: float | None) -> str:
     return "–" if value is None else f"{value:.0%}"
 
@@ -244,7 +248,7 @@ def agreement_panel(figures: dict, links: Links) -> list[dict]:
                     "n": a["n"],
                     "percent": _percent(a["percent"]),
                     "percent_interval": _interval(a["percent_interval"], percent=True),
-                    "kappa": "–" if a["kappa"] is None else f"{a['kappa']:.2f}",
+                    "kappa": _coefficient(a["kappa"]),
                     "kappa_interval": _interval(a["kappa_interval"], percent=False),
                     "note": a["note"],
                     "confusion": confusion_table(a, links, kind=kind, sample=sample, check=check),
@@ -288,10 +292,6 @@ def people_panel(figures: dict, links: Links) -> list[dict]:
     return blocks
 
 
-def _coefficient(value: float | None) -> str:
-    return "–" if value is None else f"{value:.2f}"
-
-
 def confusion_table(agreement: dict, links: Links, *, kind: str, sample: str, check: str) -> str:
     """A confusion table as HTML (rows: the machine's verdict, columns: the people's), each disagreeing cell a link.
     Built here rather than in the template: a page has a few hundred cells, and every value is a number, a
@@ -317,7 +317,7 @@ def headline_agreement(figures: dict) -> dict:
     pooled = figures["agreement"][ItemKind.CONVERSATION]["samples"]["audit"]["checks"]["all_checks"]
     return {
         "percent": _percent(pooled["percent"]),
-        "kappa": "–" if pooled["kappa"] is None else f"{pooled['kappa']:.2f}",
+        "kappa": _coefficient(pooled["kappa"]),
         "n": pooled["n"],
         "percent_interval": _interval(pooled["percent_interval"], percent=True),
     }

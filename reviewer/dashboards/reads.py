@@ -14,8 +14,8 @@ from datetime import timedelta
 from django.db.models import Q, QuerySet
 from django.http import QueryDict
 
-from grading.figures.dashboard import VERDICT_CLASSES, Scope, scope_for
-from grading.figures.definitions import PASS_FAIL, counted_in, machine_said
+from grading.figures.dashboard import Scope, scope_for
+from grading.figures.definitions import PASS_FAIL, VERDICTS, counted_in, machine_said
 from grading.models import CriteriaVersion, Decision, ItemKind, Org, Review, ReviewState, Route
 from grading.outcomes import CHECKS
 from grading.weeks import week_start
@@ -109,13 +109,13 @@ def filter_from(params: QueryDict) -> ReviewFilter:
         route=_routes(params),
         reason=params.get("reason", "").strip()[:64],
         check=_choice(params, "check", checks),
-        verdict=_choice(params, "verdict", VERDICT_CLASSES),
+        verdict=_choice(params, "verdict", VERDICTS),
         finding=params.get("finding", "").strip()[:64],
         repaired=params.get("repaired") == "1",
         decision=_choice(params, "decision", Decision.Outcome.values),
         sample=_choice(params, "sample", SAMPLES),
-        machine=_choice(params, "machine", VERDICT_CLASSES),
-        human=_choice(params, "human", VERDICT_CLASSES),
+        machine=_choice(params, "machine", VERDICTS),
+        human=_choice(params, "human", VERDICTS),
         people=_choice(params, "people", tuple(PEOPLE)),
         operator=int(operator) if operator else None,
         decided=params.get("decided") == "1",
