@@ -33,12 +33,16 @@ class Claim(models.Model):
 
     Live while it has not ended and `expires_at` is still ahead: expiry is a comparison with now, so no
     job has to free anything. An expired claim is closed (as `expired`) by whoever takes the item over.
-    The partial unique constraint makes a second open claim on one review impossible, not unlikely.
+    An item has as many live claims as open slots (`CriteriaVersion.slots`: one, unless several people decide it);
+    the claim services count them under the review's row lock, and the partial unique constraint makes a second
+    open claim by one person on one review impossible, not unlikely.
     """
 
     class End(models.TextChoices):
         RELEASED = "released", "released"
         DECIDED = "decided", "decided"
+        ANSWERED = "answered", "answered"  # one slot of an item several people decide
+        DECLINED = "declined", "declined"  # given back with a reason; never an answer
         EXPIRED = "expired", "expired"
 
     org = models.ForeignKey(Org, on_delete=models.CASCADE, related_name="+")
@@ -48,11 +52,13 @@ class Claim(models.Model):
     expires_at = models.DateTimeField()
     ended_at = models.DateTimeField(null=True, blank=True)
     end = models.CharField(max_length=16, choices=End.choices, blank=True)
+    reason = models.TextField(blank=True, help_text="Why the holder declined the item.")
 
     class Meta:
         constraints = [
+            # An item several people decide has a claim per slot; one person never holds two of one item.
             models.UniqueConstraint(
-                fields=["review"], condition=models.Q(ended_at__isnull=True), name="claim_one_open_per_review"
+                fields=["review", "holder"], condition=models.Q(ended_at__isnull=True), name="claim_one_open_per_holder"
             ),
             models.CheckConstraint(
                 condition=models.Q(ended_at__isnull=True, end="")

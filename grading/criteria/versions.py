@@ -13,7 +13,8 @@ from django.utils import timezone
 
 from grading.audit import audit_record
 from grading.drafts.rules import RulesInvalid, default_rules, rules_validate
-from grading.models import LIVE_STATES, AuditEvent, CriteriaVersion, ItemKind, Org, Review
+from grading.models import LIVE_STATES, AuditEvent, CriteriaVersion, ItemKind, Org, Review, SlotsFor
+from grading.models.criteria import MAX_SLOTS
 
 CONVERSATION_RUBRIC_V1 = """\
 grounded: Every factual claim the agent makes is supported by the recorded evidence: tool results on the
@@ -108,6 +109,9 @@ def criteria_new_version(
                     number=latest.number + 1,
                     rubric=source.rubric,
                     rules=source.rules,
+                    slots=source.slots,
+                    slots_for=source.slots_for,
+                    slots_share=source.slots_share,
                     based_on=source,
                     author=_person(author),
                 )
@@ -123,14 +127,17 @@ def criteria_update(
     revision: int | None = None,
     rubric: str | None = None,
     rules: dict | None = None,
+    slots: int | None = None,
+    slots_for: str | None = None,
+    slots_share: int | None = None,
 ) -> CriteriaVersion:
     """Save an edit of an unpublished version.
 
     1. Lock the row. A published version is refused (CriteriaImmutable), whatever the caller read earlier.
     2. `revision` is the revision the editor started from: if someone saved since, refuse (CriteriaConflict, naming
        them and when) and keep their save. Without it (a script), no lock is checked.
-    3. Validate the rubric and, for drafts, the rules document per field (CriteriaInvalid); store the rules in
-       their normalised form, move the revision on and record who saved.
+    3. Validate the rubric, the reviewer slots and, for drafts, the rules document per field (CriteriaInvalid);
+       store the rules in their normalised form, move the revision on and record who saved.
     """
     errors: dict[str, list[str]] = {}
     changes: dict[str, object] = {}
@@ -148,6 +155,10 @@ def criteria_update(
             changes["rules"] = rules_validate(rules).model_dump(mode="json")
         except RulesInvalid as invalid:
             errors |= {f"rules.{path}" if path else "rules": messages for path, messages in invalid.errors.items()}
+    if slots is not None:
+        if not 1 <= slots <= MAX_SLOTS or slots_for not in SlotsFor.values or not 0 <= (slots_share or 0) <= 100:
+            errors["slots"] = [f"From 1 to {MAX_SLOTS} people, for the audit sample, every item or a share of 0-100%."]
+        changes |= {"slots": slots, "slots_for": slots_for, "slots_share": slots_share or 0}
     with transaction.atomic():
         locked = CriteriaVersion.objects.select_for_update().get(pk=version.pk)
         if locked.published_at is not None:

@@ -67,6 +67,10 @@ LABEL_CHECK, LABEL_VERDICT = Col("label_check", "l.check_name"), Col("label_verd
 LABEL_PATTERN = Col("label_pattern", "l.pattern")
 LABEL_SPLIT = Col("label_split", "l.split")  # those labels do not all give one verdict
 LABEL_AGREED = Col("label_agreed", "l.agreed")  # the verdict they all gave, where they agree
+# Answers in the queue (several people on one item, `Answer`): the same columns, `agreed` being the item's human
+# verdict on the check (the agreed or the adjudicated decision), once there is one (`decided`; a decision that
+# stores no verdict on the check, which `decision_record` never writes, has none).
+ANSWERS_DECIDED = Col("label_decided", "l.decided")
 VERDICTS = ("pass", "fail", "unknown")
 EACH = Col("each", "each.name")  # the name a figure of several names (`Figure.each`) is counted for
 FINDING = Col("finding", "finding.code")  # one of the review's finding codes
@@ -109,6 +113,9 @@ FILED, SPENT, DECIDED = "filed", "spent", "decided"
 # each of its distinct finding codes.
 REVIEW, WITH_DECISION, EACH_LABEL, EACH_FINDING = "review", "decision", "label", "finding"
 EACH_LABELLED_CHECK = "labelled_check"
+# Each check answered by every one of the review's reviewer slots (two or more): counted once all the answers
+# are in, never while the item still waits for some (nothing about blind answers shows before).
+EACH_ANSWERED_CHECK = "answered_check"
 
 
 @dataclass(frozen=True, eq=False)
@@ -138,6 +145,22 @@ _CHECK_AGREEMENT = [
         each=CHECKS,
     )
     for group, in_group in AGREEMENT_GROUPS.items()
+]
+# People against people in the queue, by sample, as the labels' figures below are.
+_ANSWER_AGREEMENT = [
+    figure
+    for group, in_group in AGREEMENT_GROUPS.items()
+    for figure in (
+        Figure(f"people_{group}", both(COUNTING, in_group), LABEL_CHECK, LABEL_PATTERN, over=EACH_ANSWERED_CHECK),
+        Figure(f"people_split_{group}", both(COUNTING, in_group, LABEL_SPLIT), LABEL_CHECK, over=EACH_ANSWERED_CHECK),
+        Figure(
+            f"agree_people_{group}",
+            both(COUNTING, SCORED, in_group, ANSWERS_DECIDED),
+            LABEL_CHECK,
+            Pair(machine_verdict(LABEL_CHECK), LABEL_AGREED),
+            over=EACH_ANSWERED_CHECK,
+        ),
+    )
 ]
 _DRAFT_AGREEMENT = [
     Figure(
@@ -201,6 +224,7 @@ FIGURES: tuple[Figure, ...] = (
         Pair(machine_verdict(LABEL_CHECK), LABEL_AGREED),
         over=EACH_LABELLED_CHECK,
     ),
+    *_ANSWER_AGREEMENT,
 )
 METRICS = frozenset(figure.metric for figure in FIGURES)
 
@@ -241,6 +265,20 @@ _ROW_SQL = f"""
 _DECIDED_SQL = """
     SELECT r.*, dc.outcome, dc.checks AS human_checks, dc.decided_at, COALESCE(dc.decided_by_id, 0) AS decided_by
     FROM r JOIN grading_decision dc ON dc.review_id = r.id"""
+# One person's answer (`a`, on review `r`) as verdicts per check (check_name, verdict): a draft's outcome as
+# pass or fail (HUMAN_PASS_FAIL), a conversation's verdict on each check (`answer_record` writes only verdicts;
+# anything else stored there is not one).
+ANSWER_VERDICTS = f"""
+    SELECT {sql_literal(PASS_FAIL)} AS check_name,
+        CASE WHEN a.outcome = {sql_literal(Decision.Outcome.APPROVE)} THEN 'pass' ELSE 'fail' END AS verdict
+        WHERE r.kind = {sql_literal(ItemKind.DRAFT)}
+    UNION ALL SELECT c.key, c.value #>> '{{}}' FROM jsonb_each(
+        CASE WHEN jsonb_typeof(a.checks) = 'object' THEN a.checks ELSE '{{}}'::jsonb END) c
+        WHERE r.kind = {sql_literal(ItemKind.CONVERSATION)} AND jsonb_typeof(c.value) = 'string'"""  # noqa: S608 - constants
+# The item's human verdict on check `v.check_name`, from its decision `dc`, in the same terms.
+_DECIDED_VERDICT = f"""CASE WHEN r.kind = {sql_literal(ItemKind.DRAFT)}
+    THEN CASE WHEN dc.outcome = {sql_literal(Decision.Outcome.APPROVE)} THEN 'pass' ELSE 'fail' END
+    WHEN jsonb_typeof(dc.checks -> v.check_name) = 'string' THEN dc.checks ->> v.check_name END"""
 _PATTERN_COUNTS = ", ".join(f"count(*) FILTER (WHERE l.verdict = {sql_literal(v)})" for v in VERDICTS)
 _FROM = {
     REVIEW: "FROM r",
@@ -253,6 +291,14 @@ _FROM = {
         FROM grading_label l WHERE l.fingerprint = r.fingerprint
             AND (l.conversation_id = r.conversation_id OR l.draft_id = r.draft_id)
         GROUP BY l.check_name HAVING count(*) >= 2) l""",  # noqa: S608 - constants
+    EACH_ANSWERED_CHECK: f"""FROM r CROSS JOIN LATERAL (
+        SELECT v.check_name, concat_ws(':', {_PATTERN_COUNTS.replace("l.verdict", "v.verdict")}) AS pattern,
+            count(DISTINCT v.verdict) > 1 AS split,
+            (SELECT {_DECIDED_VERDICT} FROM grading_decision dc WHERE dc.review_id = r.id) AS agreed,
+            (SELECT {_DECIDED_VERDICT} FROM grading_decision dc WHERE dc.review_id = r.id) IS NOT NULL AS decided
+        FROM grading_answer a CROSS JOIN LATERAL ({ANSWER_VERDICTS}) v
+        WHERE a.review_id = r.id
+        GROUP BY v.check_name HAVING count(*) >= greatest(2, max(a.slots))) l""",  # noqa: S608 - constants
     EACH_FINDING: f"""FROM r CROSS JOIN LATERAL (
         SELECT DISTINCT left(f ->> 'code', {KEY_LENGTH}) AS code FROM jsonb_array_elements(
             CASE WHEN jsonb_typeof(r.findings) = 'array' THEN r.findings ELSE '[]'::jsonb END) f
@@ -298,7 +344,40 @@ GROUP BY 1, 2, 3, 4, 5, 6, 7, 8 HAVING sum(value) <> 0
 # --- what one review contributes, in Python -------------------------------------------------------------------
 
 
-def _overs(row: Row, decision: Mapping[str, Any] | None, labels: Sequence[Mapping[str, Any]]) -> dict[str, list]:
+def answer_verdicts(kind: str, outcome: str, checks: object) -> list[tuple[str, str]]:
+    """One person's answer (or decision) as (check, verdict) pairs: ANSWER_VERDICTS in Python."""
+    if kind == ItemKind.DRAFT:
+        return [(PASS_FAIL, "pass" if outcome == Decision.Outcome.APPROVE else "fail")]
+    pairs = checks.items() if isinstance(checks, dict) else ()
+    return [(check, verdict) for check, verdict in pairs if isinstance(verdict, str)]
+
+
+def _answered_checks(row: Row, decision: Mapping[str, Any] | None, answers: Sequence[Mapping[str, Any]]) -> list:
+    by_check: dict[str, list[str]] = {}
+    for answer in answers:
+        for check, verdict in answer_verdicts(row["kind"], answer["outcome"], answer["checks"]):
+            by_check.setdefault(check, []).append(verdict)
+    slots = max((answer["slots"] for answer in answers), default=0)
+    decided = dict(answer_verdicts(row["kind"], decision["outcome"], decision["checks"])) if decision else {}
+    return [
+        {
+            "label_check": check,
+            "label_pattern": ":".join(str(verdicts.count(v)) for v in VERDICTS),
+            "label_split": len(set(verdicts)) > 1,
+            "label_agreed": decided.get(check),
+            "label_decided": decided.get(check) is not None,
+        }
+        for check, verdicts in sorted(by_check.items())
+        if len(verdicts) >= max(2, slots)
+    ]
+
+
+def _overs(
+    row: Row,
+    decision: Mapping[str, Any] | None,
+    labels: Sequence[Mapping[str, Any]],
+    answers: Sequence[Mapping[str, Any]],
+) -> dict[str, list]:
     """For each `Figure.over`, the fields it adds to the row, once per thing it counts over."""
     findings = row["findings"] if isinstance(row["findings"], list) else []
     codes = {f["code"][:KEY_LENGTH] for f in findings if isinstance(f, dict) and isinstance(f.get("code"), str)}
@@ -329,6 +408,7 @@ def _overs(row: Row, decision: Mapping[str, Any] | None, labels: Sequence[Mappin
             for check, verdicts in sorted(by_check.items())
             if len(verdicts) >= 2
         ],
+        EACH_ANSWERED_CHECK: _answered_checks(row, decision, answers),
         EACH_FINDING: [{"finding": code} for code in sorted(codes)],
     }
 
@@ -340,14 +420,18 @@ _COMPILED = {
         for f in FIGURES
         if f.over == over
     ]
-    for over in (REVIEW, WITH_DECISION, EACH_LABEL, EACH_LABELLED_CHECK, EACH_FINDING)
+    for over in (REVIEW, WITH_DECISION, EACH_LABEL, EACH_LABELLED_CHECK, EACH_ANSWERED_CHECK, EACH_FINDING)
 }
 
 
 def contributions(
-    review: Mapping[str, Any], decision: Mapping[str, Any] | None, labels: Sequence[Mapping[str, Any]]
+    review: Mapping[str, Any],
+    decision: Mapping[str, Any] | None,
+    labels: Sequence[Mapping[str, Any]],
+    answers: Sequence[Mapping[str, Any]] = (),
 ) -> Counter:
-    """The counters one review (as `review_row` reads it) adds, with its decision (or None) and its labels."""
+    """The counters one review (as `review_row` reads it) adds, with its decision (or None), its labels and its
+    answers (several people's, `Answer`: outcome, checks, slots)."""
     out: Counter = Counter()
     if review["state"] == ReviewState.TRIAL:
         return out
@@ -356,7 +440,7 @@ def contributions(
     weeks = {FILED: row["week"], SPENT: monday(row["finished_at"])}
     if decision is not None:
         weeks[DECIDED] = monday(decision["decided_at"])
-    for over, things in _overs(row, decision, labels).items():
+    for over, things in _overs(row, decision, labels, answers).items():
         for fields in things:
             row.update(fields)
             for metric, week, each, when, key1, key2, amount in _COMPILED[over]:

@@ -71,10 +71,10 @@ def _contributions_read(rows: Iterable[Sequence]) -> Counter:
         review = dict(zip(_FIELDS, row[: len(_FIELDS)], strict=True))
         for name in _JSON_FIELDS:
             review[name] = _json(review[name])
-        decision = dict(zip(_DECISION_FIELDS, row[len(_FIELDS) : -1], strict=True))
+        decision = dict(zip(_DECISION_FIELDS, row[len(_FIELDS) : -2], strict=True))
         decision["checks"] = _json(decision["checks"])
-        labels = _json(row[-1]) or []
-        total.update(contributions(review, decision if decision["outcome"] is not None else None, labels))
+        labels, answers = _json(row[-2]) or [], _json(row[-1]) or []
+        total.update(contributions(review, decision if decision["outcome"] is not None else None, labels, answers))
     return total
 
 
@@ -84,14 +84,17 @@ _DECISION_FIELDS = ("outcome", "checks", "decided_at", "decided_by_id")
 
 def _contributions_select(reviews: str) -> str:
     """The columns of _FIELDS in order (its last two, the conversation's, from the join), the review's decision (NULLs
-    when it has none) and its labels (those of its subject that speak about the evidence it read), of the reviews
+    when it has none), its labels (those of its subject that speak about the evidence it read) and the answers
+    people gave on it (several people deciding one item), of the reviews
     in `reviews`: the table, or the row the review INSERT returns (grading/reviews/sql.py, Tracked.INSERTED_SELECT)."""
     return f"""
     SELECT {", ".join(f"r.{name}" for name in _FIELDS[:-2])}, c.application, c.started_at,
         d.outcome, d.checks, d.decided_at, d.decided_by_id,
         (SELECT json_agg(json_build_object('check_name', l.check_name, 'verdict', l.verdict)) FROM grading_label l
             WHERE l.fingerprint = r.fingerprint
-            AND (l.conversation_id = r.conversation_id OR l.draft_id = r.draft_id))
+            AND (l.conversation_id = r.conversation_id OR l.draft_id = r.draft_id)),
+        (SELECT json_agg(json_build_object('outcome', a.outcome, 'checks', a.checks, 'slots', a.slots))
+            FROM grading_answer a WHERE a.review_id = r.id)
     FROM {reviews} r
     LEFT JOIN grading_conversation c ON c.id = r.conversation_id
     LEFT JOIN grading_decision d ON d.review_id = r.id

@@ -6,6 +6,7 @@ from grading.models.criteria import (
     CriteriaTrial,
     CriteriaVersion,
     ItemKind,
+    SlotsFor,
 )
 from grading.models.items import (
     EMBEDDING_DIMENSIONS,
@@ -28,6 +29,7 @@ from grading.models.reviews import (
     FOR_PEOPLE,
     LIVE_STATES,
     NO_JUDGE,
+    Answer,
     Decision,
     Label,
     Review,
@@ -45,6 +47,7 @@ from grading.models.runs import (
 )
 
 __all__ = [
+    "Answer",
     "ApiKey",
     "Article",
     "AuditEvent",
@@ -72,6 +75,7 @@ __all__ = [
     "Rollup",
     "RollupRebuild",
     "Route",
+    "SlotsFor",
     "WebhookDelivery",
     "for_people",
     "new_webhook_secret",

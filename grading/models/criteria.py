@@ -2,6 +2,8 @@
 
 from django.conf import settings
 from django.db import models
+from django.db.models.functions import Mod
+from django.db.models.lookups import LessThan
 
 from grading.drafts.rules import DraftRules
 from grading.models.orgs import Org
@@ -10,6 +12,17 @@ from grading.models.orgs import Org
 class ItemKind(models.TextChoices):
     DRAFT = "draft", "draft"
     CONVERSATION = "conversation", "conversation"
+
+
+class SlotsFor(models.TextChoices):
+    """Which of a version's items for people more than one person decides (`CriteriaVersion.slots`)."""
+
+    AUDIT = "audit", "the audit sample"
+    PEOPLE = "people", "every item for people"
+    SHARE = "share", "a fixed share of the items for people"
+
+
+MAX_SLOTS = 5
 
 
 class CriteriaVersion(models.Model):
@@ -38,6 +51,11 @@ class CriteriaVersion(models.Model):
     based_on = models.ForeignKey(
         "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="+", help_text="Cloned from it."
     )
+    # How many people decide an item, each blind to the others (reviewer slots). People's work, not the judge's:
+    # not part of the criteria the reviews' identity names.
+    slots = models.PositiveSmallIntegerField(default=1, help_text="People who decide each item `slots_for` names.")
+    slots_for = models.CharField(max_length=8, choices=SlotsFor.choices, default=SlotsFor.AUDIT)
+    slots_share = models.PositiveSmallIntegerField(default=0, help_text="Percent of the items for people: share.")
     # The editor's optimistic lock: every saved edit of a draft version moves `revision` on, and a save made
     # from an older revision is refused, naming who saved in between and when.
     revision = models.PositiveIntegerField(default=1)
@@ -56,10 +74,36 @@ class CriteriaVersion(models.Model):
                 condition=models.Q(is_active=False) | models.Q(published_at__isnull=False),
                 name="criteria_active_is_published",
             ),
+            models.CheckConstraint(
+                condition=models.Q(slots__gte=1, slots__lte=MAX_SLOTS, slots_share__lte=100),
+                name="criteria_slots_in_range",
+            ),
         ]
 
     def __str__(self) -> str:
         return f"{self.kind} v{self.number}"
+
+    def slots_of(self, *, review_id: int, audit: bool) -> int:
+        """How many people decide one of this version's reviews for people. A share is picked by the review's id,
+        so exactly that share of consecutive reviews gets the slots, whatever the machine said."""
+        picked = {
+            SlotsFor.AUDIT: audit,
+            SlotsFor.PEOPLE: True,
+            SlotsFor.SHARE: review_id % 100 < self.slots_share,
+        }[self.slots_for]
+        return self.slots if picked else 1
+
+    def slots_expression(self) -> models.Expression:
+        """`slots_of` as SQL over the version's reviews (held equal by tests/grading/test_slots.py)."""
+        one = models.Value(1)
+        if self.slots == 1:
+            return one
+        picked = {
+            SlotsFor.AUDIT: models.Q(audit=True),
+            SlotsFor.PEOPLE: models.Q(pk__isnull=False),
+            SlotsFor.SHARE: LessThan(Mod(models.F("pk"), 100), self.slots_share),
+        }[self.slots_for]
+        return models.Case(models.When(picked, then=models.Value(self.slots)), default=one)
 
     def draft_rules(self) -> DraftRules:
         """The rules document of a draft version: the checks, the threshold and the band (their one home)."""

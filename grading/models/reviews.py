@@ -242,8 +242,14 @@ class Decision(models.Model):
         FAIL = "fail", "fail"
         UNKNOWN = "unknown", "unknown"
 
+    class Basis(models.TextChoices):
+        ONE = "one", "one person's decision"
+        AGREED = "agreed", "the answers agreed"  # every slot answered alike (`Answer`); decided by no one person
+        ADJUDICATED = "adjudicated", "adjudicated"  # the answers differed; someone who gave none decided
+
     org = models.ForeignKey(Org, on_delete=models.CASCADE, related_name="+")
     review = models.OneToOneField(Review, on_delete=models.PROTECT, related_name="decision")
+    basis = models.CharField(max_length=12, choices=Basis.choices, default=Basis.ONE)
     outcome = models.CharField(max_length=16, choices=Outcome.choices)
     checks = models.JSONField(default=dict, blank=True, help_text="Conversations: the human verdict per check.")
     note = models.TextField(blank=True)
@@ -265,6 +271,30 @@ class Decision(models.Model):
 
     def __str__(self) -> str:
         return f"{self.outcome} on review {self.review_id}"
+
+
+class Answer(models.Model):
+    """One person's answer on a review that several people decide (`CriteriaVersion.slots`), kept apart from the
+    others' and bound to the evidence that person read. The item's human verdict is a `Decision`: written when
+    every slot is answered alike, or by an adjudicator when the answers differ. Written by `answer_record`
+    (grading/reviews/store.py); answering again replaces only the person's own answer (the audit trail keeps the
+    replaced one)."""
+
+    org = models.ForeignKey(Org, on_delete=models.CASCADE, related_name="+")
+    review = models.ForeignKey(Review, on_delete=models.PROTECT, related_name="answers")
+    person = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    fingerprint = models.CharField(max_length=80, help_text="The evidence the person read: the review's.")
+    outcome = models.CharField(max_length=16, choices=Decision.Outcome.choices)
+    checks = models.JSONField(default=dict, blank=True, help_text="Conversations: the person's verdict per check.")
+    note = models.TextField(blank=True)
+    answered_at = models.DateTimeField()
+    slots = models.PositiveSmallIntegerField(help_text="How many people the item asked for when this was given.")
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["review", "person"], name="answer_one_per_person")]
+
+    def __str__(self) -> str:
+        return f"{self.outcome} by {self.person_id} on review {self.review_id}"
 
 
 class Label(models.Model):

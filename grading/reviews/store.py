@@ -5,6 +5,7 @@ sent by grading/reviews/sql.py (`review_insert`, `review_state_write`), which on
 rollups booked around each. The identity constraint makes a second review of the same evidence impossible.
 """
 
+from dataclasses import dataclass
 from datetime import datetime
 from functools import lru_cache
 
@@ -19,6 +20,7 @@ from grading.hooks.evaluations import evaluations_export_on_commit
 from grading.models import (
     COUNTING_STATES,
     LIVE_STATES,
+    Answer,
     Conversation,
     CriteriaVersion,
     Decision,
@@ -279,8 +281,18 @@ class InvalidDecision(Exception):
     """A decision that does not fit the review's kind; the message says what to give. Nothing was written."""
 
 
+class AwaitingAnswers(Exception):
+    """The review asks several people and not all of them have answered (`answer_record` takes their answers);
+    or, for `answer_record`, every slot is answered and the item waits for its adjudication. Nothing was written."""
+
+
 DRAFT_OUTCOMES = (Decision.Outcome.APPROVE, Decision.Outcome.REJECT, Decision.Outcome.SEND_BACK)
 NOTE_REQUIRED = (Decision.Outcome.REJECT, Decision.Outcome.SEND_BACK)
+
+
+def review_slots(review: Review) -> int:
+    """How many people decide the review: its criteria version's rule (`CriteriaVersion.slots_of`)."""
+    return review.criteria_version.slots_of(review_id=review.pk, audit=review.audit)
 
 
 def decision_record(
@@ -297,32 +309,116 @@ def decision_record(
     1. Drafts take an outcome (a note for reject and send back); conversations a verdict for every check and
        a note, summarised as the routes would be (fail if any check fails, else unknown if any is unknown).
     2. The review must be waiting at the moment of writing: evidence and criteria still current, undecided.
+    3. A review several people decide takes this only as its adjudication: after every slot was answered and the
+       answers differed (AwaitingAnswers before), from someone who gave none of them, with a note saying why.
     Runs inside the caller's transaction when there is one (the people side checks the lease under the same
     row lock first).
     """
     with transaction.atomic():
-        review = Review.objects.select_for_update().filter(pk=review_id).first()
+        review = Review.objects.select_for_update().select_related("criteria_version").filter(pk=review_id).first()
         if review is None:
             raise NotWaiting(review_id)
         values = _decision_values(review, outcome=outcome, checks=checks or {}, note=note)
         if not Review.objects.waiting().filter(pk=review_id).exists():
             raise NotWaiting(review_id)
-        with rollups_tracking([review_id]):
-            try:
-                with transaction.atomic():
-                    decision = Decision.objects.create(
-                        org_id=review.org_id,
-                        review=review,
-                        note=note,
-                        decided_by=decided_by,
-                        decided_at=decided_at,
-                        **values,
-                    )
-            except IntegrityError:  # the constraint is the last line: a concurrent decision got in first
-                raise NotWaiting(review_id) from None
-            review_state_write(review_id, ReviewState.DECIDED)
-        evaluations_export_on_commit(review_id=review_id, decision_id=decision.pk)
+        basis = Decision.Basis.ONE
+        slots = review_slots(review)
+        if slots > 1:
+            answered_by = list(Answer.objects.filter(review_id=review_id).values_list("person_id", flat=True))
+            if len(answered_by) < slots:
+                raise AwaitingAnswers(
+                    f"{len(answered_by)} of {slots} people have answered; it is not for adjudication yet."
+                )
+            if decided_by.pk in answered_by:
+                raise InvalidDecision("You answered this item: someone who gave no answer adjudicates it.")
+            if not note:
+                raise InvalidDecision("Say why, in the note: the adjudication settles answers that differed.")
+            basis = Decision.Basis.ADJUDICATED
+        decision = _decision_write(review, values, basis=basis, note=note, decided_by=decided_by, decided_at=decided_at)
     return decision
+
+
+def _decision_write(
+    review: Review, values: dict, *, basis: str, note: str, decided_by: AbstractBaseUser | None, decided_at: datetime
+) -> Decision:
+    """Write the item's human verdict and mark the review decided, in the caller's transaction (review row locked)."""
+    with rollups_tracking([review.pk]):
+        try:
+            with transaction.atomic():
+                decision = Decision.objects.create(
+                    org_id=review.org_id,
+                    review=review,
+                    basis=basis,
+                    note=note,
+                    decided_by=decided_by,
+                    decided_at=decided_at,
+                    **values,
+                )
+        except IntegrityError:  # the constraint is the last line: a concurrent decision got in first
+            raise NotWaiting(review.pk) from None
+        review_state_write(review.pk, ReviewState.DECIDED)
+    evaluations_export_on_commit(review_id=review.pk, decision_id=decision.pk)
+    return decision
+
+
+@dataclass(frozen=True)
+class Answered:
+    answer: Answer
+    replaced: dict | None  # the person's earlier answer on the item, as it was: the audit trail keeps it
+    decision: Decision | None  # the item's verdict, when this answer filled the last slot and every answer agreed
+
+
+def answer_record(
+    *,
+    review_id: int,
+    person: AbstractBaseUser,
+    answered_at: datetime,
+    outcome: str = "",
+    checks: dict[str, str] | None = None,
+    note: str = "",
+) -> Answered:
+    """Record one person's answer on a review several people decide, kept apart from the others'.
+
+    1. The answer takes the shape of a decision (the same rules), about the review's evidence (its fingerprint).
+    2. The review must be waiting with a slot open, or with the person's own answer to replace: once every slot
+       is answered, the answers stand (AwaitingAnswers: the item waits for its adjudication, or was decided).
+    3. The answer that fills the last slot decides the item when every answer agrees (on the outcome, and on
+       each check): the agreed verdict, by no one person. Answers that differ leave it waiting for adjudication
+       (`decision_record`). Nothing counts as the item's human verdict before either.
+    """
+    with transaction.atomic():
+        review = Review.objects.select_for_update().select_related("criteria_version").filter(pk=review_id).first()
+        if review is None:
+            raise NotWaiting(review_id)
+        values = _decision_values(review, outcome=outcome, checks=checks or {}, note=note)
+        if not Review.objects.waiting().filter(pk=review_id).exists():
+            raise NotWaiting(review_id)
+        slots = review_slots(review)
+        answers = {a.person_id: a for a in Answer.objects.filter(review_id=review_id).order_by("pk")}
+        if len(answers) >= slots:
+            raise AwaitingAnswers("Every slot is answered: the answers stand, and the item waits for its adjudication.")
+        mine = answers.get(person.pk)
+        replaced = None
+        with rollups_tracking([review_id]):
+            if mine is None:
+                mine = Answer(org_id=review.org_id, review=review, person=person, fingerprint=review.fingerprint)
+            else:
+                replaced = {"outcome": mine.outcome, "checks": mine.checks, "note": mine.note,
+                            "answered_at": mine.answered_at.isoformat()}  # fmt: skip
+            mine.outcome, mine.checks, mine.note = values["outcome"], values["checks"], note
+            mine.answered_at, mine.slots = answered_at, slots
+            mine.save()
+        answers[person.pk] = mine
+        decision = None
+        if len(answers) == slots and len({(a.outcome, _sorted(a.checks)) for a in answers.values()}) == 1:
+            notes = "\n\n".join(a.note for a in answers.values() if a.note)
+            decision = _decision_write(review, values, basis=Decision.Basis.AGREED, note=notes, decided_by=None,
+                                       decided_at=answered_at)  # fmt: skip
+    return Answered(mine, replaced, decision)
+
+
+def _sorted(checks: dict) -> tuple:
+    return tuple(sorted(checks.items()))
 
 
 def _decision_values(review: Review, *, outcome: str, checks: dict[str, str], note: str) -> dict:

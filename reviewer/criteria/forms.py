@@ -10,7 +10,8 @@ from django import forms
 
 from grading.criteria.impact import PREVIEW_DEFAULT, PREVIEW_MAX
 from grading.criteria.trials import TRIAL_DEFAULT, TRIAL_MAX
-from grading.models import CriteriaVersion, ItemKind
+from grading.models import CriteriaVersion, ItemKind, SlotsFor
+from grading.models.criteria import MAX_SLOTS
 
 SEVERITY_CHOICES = [("fatal", "fatal: fails the draft"), ("fixable", "fixable: repaired automatically")]
 PLACEMENT_CHOICES = [
@@ -19,6 +20,10 @@ PLACEMENT_CHOICES = [
     ("end", "at the end"),
 ]
 _LINES = {"rows": 8, "spellcheck": "false"}
+
+
+def version_slots(version: CriteriaVersion) -> dict:
+    return {"slots": version.slots, "slots_for": version.slots_for, "slots_share": version.slots_share}
 
 
 def _lines(text: str) -> list[str]:
@@ -52,6 +57,7 @@ ComponentFormSet = forms.formset_factory(ComponentForm, extra=1, can_delete=True
 # Where each path of the rules document is edited: a field of the form, or a formset (rows by index).
 _FIELD_OF_PATH = {
     "rubric": "rubric",
+    "slots": "slots",
     "rules.banned_words": "banned_words",
     "rules.filler_phrases": "filler_phrases",
     "rules.banned_characters.severity": "banned_characters_severity",
@@ -83,6 +89,10 @@ class CriteriaForm(forms.Form):
 
     revision = forms.IntegerField(min_value=1, widget=forms.HiddenInput)
     rubric = forms.CharField(strip=False, required=False, widget=forms.Textarea(attrs={"rows": 14}))
+    # Left out of a post (a script editing the rubric), the version's setting stays as it is.
+    slots = forms.IntegerField(min_value=1, max_value=MAX_SLOTS, required=False, label="People who decide each item")
+    slots_for = forms.ChoiceField(choices=SlotsFor.choices, required=False, label="for")
+    slots_share = forms.IntegerField(min_value=0, max_value=100, initial=0, required=False, label="share (%)")
 
     def __init__(self, *args, version: CriteriaVersion, **kwargs) -> None:
         super().__init__(*args, **kwargs)
@@ -106,7 +116,7 @@ class CriteriaForm(forms.Form):
 
     @classmethod
     def for_version(cls, version: CriteriaVersion) -> "CriteriaForm":
-        initial = {"revision": version.revision, "rubric": version.rubric}
+        initial = {"revision": version.revision, "rubric": version.rubric} | version_slots(version)
         if version.kind == ItemKind.DRAFT:
             initial |= _draft_initial(version)
         return cls(initial=initial, version=version)
@@ -116,6 +126,13 @@ class CriteriaForm(forms.Form):
         if self.is_draft:
             valid = self.characters.is_valid() & self.components.is_valid() & valid
         return valid
+
+    def slots_setting(self) -> dict:
+        data = self.cleaned_data
+        if data.get("slots") is None:
+            return {}
+        slots_for = data.get("slots_for") or self.version.slots_for
+        return {"slots": data["slots"], "slots_for": slots_for, "slots_share": data.get("slots_share") or 0}
 
     def rules_document(self) -> dict | None:
         """The rules document as typed (drafts), with the formset rows it was built from remembered so that an

@@ -114,6 +114,7 @@ def criteria_version(request: HttpRequest, pk: int) -> HttpResponse:
             revision=form.cleaned_data["revision"],
             rubric=form.cleaned_data["rubric"],
             rules=form.rules_document(),
+            **form.slots_setting(),
         )
     except CriteriaImmutable as refused:  # published by someone else while this form was open
         version.refresh_from_db()

@@ -86,3 +86,11 @@ class ConversationDecisionForm(_DecisionForm):
 
     def verdict_fields(self):
         return [self[name] for name in CHECKS]
+
+
+class DeclineForm(forms.Form):
+    reason = forms.CharField(
+        max_length=2_000,
+        error_messages={"required": "Say why you decline the item: the reason is recorded."},
+        widget=forms.TextInput(attrs={"placeholder": "why you decline (recorded)", "required": True}),
+    )

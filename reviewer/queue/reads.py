@@ -12,11 +12,12 @@ from datetime import datetime
 from typing import Any
 
 from django.db import connection, transaction
-from django.db.models import Exists, OuterRef, Q, QuerySet
+from django.db.models import Count, Exists, F, OuterRef, Q, QuerySet, Subquery
 from django.utils import timezone
 
-from grading.models import FOR_PEOPLE, Conversation, CriteriaVersion, Decision, ItemKind, Review, ReviewState
+from grading.models import FOR_PEOPLE, Answer, Conversation, CriteriaVersion, Decision, ItemKind, Review, ReviewState
 from grading.outcomes import HUMAN_REASONS
+from grading.reviews.store import review_slots
 from reviewer.access import orgs_for
 from reviewer.models import Claim, Role
 
@@ -217,26 +218,102 @@ def queue_stats(*, versions: Sequence[CriteriaVersion], filters: QueueFilters) -
 
 
 def queue_first_free(
-    *, versions: Sequence[CriteriaVersion], filters: QueueFilters, now: datetime, passed_over: Sequence[int]
+    *,
+    versions: Sequence[CriteriaVersion],
+    filters: QueueFilters,
+    user_id: int,
+    now: datetime,
+    passed_over: Sequence[int],
 ) -> Review | None:
-    """The first item nobody holds, in queue order, its row locked FOR UPDATE; rows other claimers have locked
-    are skipped (SKIP LOCKED). Run inside the claim's transaction.
+    """The first item with a place for this person, in queue order, its row locked FOR UPDATE; rows other claimers
+    have locked are skipped (SKIP LOCKED). Run inside the claim's transaction.
 
+    A place: a slot nobody holds or answered, on an item this person has neither answered nor declined; or, once
+    every slot is answered (the answers differed), its adjudication, if this person gave none of them. The claim
+    looks again under the lock (`Slots`), so this scan only has to be right about what it picks first.
     Priority by priority; across orgs, the oldest of each org's first free item (the other rows stay locked
     only until the transaction ends)."""
-    held = Claim.objects.filter(review_id=OuterRef("pk"), ended_at__isnull=True, expires_at__gt=now)
+    claims = Claim.objects.filter(review_id=OuterRef("pk"))
+    live = claims.filter(ended_at__isnull=True, expires_at__gt=now)
     by_priority: dict[int, list[Review]] = {}
     for version in versions:
         priority = PRIORITIES[version.kind]
         if by_priority and priority > min(by_priority):
             break
-        free = _range(version, filters).exclude(Exists(held)).exclude(pk__in=list(passed_over))
+        free = _range(version, filters).exclude(pk__in=list(passed_over))
+        free = free.exclude(Exists(claims.filter(holder_id=user_id, end=Claim.End.DECLINED)))
+        if version.slots == 1:
+            free = free.exclude(Exists(live))
+        else:
+            answers = Answer.objects.filter(review_id=OuterRef("pk"))
+            free = (
+                free.exclude(Exists(answers.filter(person_id=user_id)))
+                .exclude(Exists(live.filter(holder_id=user_id)))
+                .alias(slots=version.slots_expression(), held=_count(live), answered=_count(answers))
+                .filter(Q(held__lt=F("slots") - F("answered")) | Q(slots__gt=1, answered__gte=F("slots"), held=0))
+            )
         first = free.order_by("finished_at", "pk").select_for_update(skip_locked=True, of=("self",)).first()
         if first is not None:
             by_priority.setdefault(priority, []).append(first)
     if not by_priority:
         return None
     return min(by_priority[min(by_priority)], key=lambda r: (r.finished_at, r.pk))
+
+
+def _count(rows: QuerySet) -> Subquery:
+    return Subquery(rows.order_by().values("review_id").annotate(n=Count("pk")).values("n")[:1])
+
+
+@dataclass(frozen=True)
+class Slots:
+    """Who is on an item as it stands: how many people decide it, who answered (in order), who holds it now."""
+
+    slots: int
+    answered_by: tuple[int, ...]
+    holders: tuple[int, ...]  # people holding a live lease on it
+
+    @property
+    def several(self) -> bool:
+        return self.slots > 1
+
+    @property
+    def answers_in(self) -> bool:
+        """Every slot answered: the answers stand, the item is decided or waits for its adjudication."""
+        return self.several and len(self.answered_by) >= self.slots
+
+    @property
+    def open(self) -> int:
+        return max(0, self.slots - len(set(self.answered_by) | set(self.holders)))
+
+    def place_for(self, user_id: int) -> tuple[str, str] | None:
+        """Why this person cannot take a place on the item now (a refusal's code and message), or None."""
+        others = [holder for holder in self.holders if holder != user_id]
+        if self.answers_in:
+            if user_id in self.answered_by:
+                return "answered", "You answered this item: someone who gave no answer adjudicates it."
+            if others:
+                return "held", "Someone else is adjudicating this item."
+            return None
+        if user_id in self.answered_by or not others:
+            return None  # your own slot (to answer again), or a free one
+        if len(set(self.answered_by) | set(others)) >= self.slots:
+            taken = "Someone else is deciding this item." if self.slots == 1 else f"All {self.slots} places are taken."
+            return "held", taken
+        return None
+
+
+def slots_now(review: Review, now: datetime) -> Slots:
+    return Slots(
+        slots=review_slots(review),
+        answered_by=tuple(
+            Answer.objects.filter(review_id=review.pk).order_by("pk").values_list("person_id", flat=True)
+        ),
+        holders=tuple(
+            Claim.objects.filter(review_id=review.pk, ended_at__isnull=True, expires_at__gt=now)
+            .order_by("pk")
+            .values_list("holder_id", flat=True)
+        ),
+    )
 
 
 def cursor_key(org_ids: Sequence[int], review_id: int | None) -> Key | None:
@@ -280,9 +357,13 @@ def queue_applications(org_ids: Sequence[int]) -> list[str]:
 # --- claims ---------------------------------------------------------------------------------------------------
 
 
-def open_claim(review_id: int) -> Claim | None:
-    """The review's claim that has not ended (it may have expired: compare `expires_at` with now)."""
-    return Claim.objects.filter(review_id=review_id, ended_at__isnull=True).select_related("holder").first()
+def open_claim(review_id: int, user) -> Claim | None:
+    """The person's claim on the review that has not ended (it may have expired: compare `expires_at` with now);
+    without one, someone else's, the first taken."""
+    claims = list(
+        Claim.objects.filter(review_id=review_id, ended_at__isnull=True).select_related("holder").order_by("pk")
+    )
+    return next((claim for claim in claims if claim.holder_id == user.pk), claims[0] if claims else None)
 
 
 @dataclass(frozen=True)

@@ -1,9 +1,11 @@
-"""Writes of the review queue: claims (leases), their heartbeat and release, and decisions.
+"""Writes of the review queue: claims (leases), their heartbeat, release and decline, answers and decisions.
 
-Concurrency rests on the review row: every claim and decision locks it first (`SELECT ... FOR UPDATE`), then
-reads the claim and decision state with a fresh statement, which under READ COMMITTED sees everything
-committed before the lock was granted. The constraints (one open claim per review, one decision per review)
-make a double hold or a double decision impossible even if that reasoning were wrong.
+Concurrency rests on the review row: every claim, answer and decision locks it first (`SELECT ... FOR UPDATE`),
+then reads the claims, answers and decision with fresh statements, which under READ COMMITTED see everything
+committed before the lock was granted. So an item several people decide never gets more claims and answers than
+places. The constraints (one open claim per person and review, one answer per person and review, one decision
+per review) make a double hold, a double answer or a double decision impossible even if that reasoning were
+wrong.
 """
 
 from __future__ import annotations
@@ -21,11 +23,19 @@ from django.utils import timezone
 from grading.audit import audit_record
 from grading.drafts.memory import decision_learning_keep
 from grading.hooks.webhooks import HUMAN_DECISION, notify_pipeline
-from grading.models import FOR_PEOPLE, Decision, ItemKind, Review
-from grading.reviews.store import InvalidDecision, NotWaiting, decision_record
+from grading.models import FOR_PEOPLE, Answer, Decision, ItemKind, Review
+from grading.reviews.store import (
+    Answered,
+    AwaitingAnswers,
+    InvalidDecision,
+    NotWaiting,
+    answer_record,
+    decision_record,
+    review_slots,
+)
 from reviewer.models import Claim
 from reviewer.queue.display import stale_reason
-from reviewer.queue.reads import NO_FILTERS, QueueFilters, queue_first_free, queue_versions
+from reviewer.queue.reads import NO_FILTERS, QueueFilters, queue_first_free, queue_versions, slots_now
 
 logger = logging.getLogger(__name__)
 
@@ -53,44 +63,77 @@ def claim_next(
     filters: QueueFilters = NO_FILTERS,
     now: datetime | None = None,
 ) -> Claim | None:
-    """Claim the first free item of the queue (within `filters`); None when nothing is free.
+    """Claim the first item of the queue (within `filters`) with a place for this person; None when there is none.
 
-    1. Read the first item in queue order with no live claim, locking its review row and skipping rows that
-       other claimers hold locked (`FOR UPDATE SKIP LOCKED`), so concurrent claimers spread over items.
-    2. The scan's snapshot may predate a claim committed meanwhile; after the lock, look again. If the item
-       was taken (or decided) in between, remember it and go on to the next one.
-    3. Close an expired claim on it (recording the expiry) and open ours.
+    1. Read the first such item in queue order, locking its review row and skipping rows that other claimers hold
+       locked (`FOR UPDATE SKIP LOCKED`), so concurrent claimers spread over items.
+    2. The scan's snapshot may predate a claim or an answer committed meanwhile; after the lock, look again
+       (`Slots.place_for`). If the place was taken (or the item decided) in between, remember it and go on.
+    3. Close expired claims on it (recording each expiry) and open ours.
     """
     now = now or timezone.now()
     versions = queue_versions(org_ids=org_ids, filters=filters)
     with transaction.atomic():  # the row lock lasts until the claim is written
         passed_over: list[int] = []
         while True:
-            found = queue_first_free(versions=versions, filters=filters, now=now, passed_over=passed_over)
+            found = queue_first_free(
+                versions=versions, filters=filters, user_id=user.pk, now=now, passed_over=passed_over
+            )
             if found is None:
                 return None
-            current = Claim.objects.filter(review_id=found.pk, ended_at__isnull=True).select_related("holder").first()
-            held = current is not None and current.expires_at > now
-            if held or not Review.objects.waiting().filter(pk=found.pk).exists():
+            review = _locked_review(org_ids, found.pk)
+            waiting = Review.objects.waiting().filter(pk=found.pk).exists()
+            if not waiting or slots_now(review, now).place_for(user.pk) is not None:
                 passed_over.append(found.pk)
                 continue
-            return _open_claim(found.pk, found.org_id, user, current, now, via="next")
+            return _open_claim(review, user, now, via="next")
 
 
 def claim_take(*, user: AbstractBaseUser, org_ids: Sequence[int], review_id: int, now: datetime | None = None) -> Claim:
-    """Claim one particular item ("claim this"). Claiming an item you already hold renews your lease."""
+    """Claim one particular item ("claim this"). Claiming an item you already hold renews your lease; an item
+    several people decide takes as many claims as it has places (`Slots.place_for` says who may take one)."""
     now = now or timezone.now()
     with transaction.atomic():
         review = _locked_review(org_ids, review_id)
         _refuse_unless_open(review)
-        current = Claim.objects.filter(review_id=review.pk, ended_at__isnull=True).select_related("holder").first()
-        if current is not None and current.expires_at > now:
-            if current.holder_id == user.pk:
-                current.expires_at = now + lease_length()
-                current.save(update_fields=["expires_at"])
-                return current
-            raise Refused("held", _held_message(current, now))
-        return _open_claim(review.pk, review.org_id, user, current, now, via="this")
+        mine = Claim.objects.filter(review_id=review.pk, holder=user, ended_at__isnull=True).first()
+        if mine is not None and mine.expires_at > now:
+            mine.expires_at = now + lease_length()
+            mine.save(update_fields=["expires_at"])
+            return mine
+        refusal = slots_now(review, now).place_for(user.pk)
+        if refusal is not None:
+            code, message = refusal
+            holder = Claim.objects.filter(review_id=review.pk, ended_at__isnull=True, expires_at__gt=now).first()
+            if code == "held" and holder is not None and review_slots(review) == 1:
+                message = _held_message(holder, now)
+            raise Refused(code, message)
+        return _open_claim(review, user, now, via="this")
+
+
+def claim_decline(
+    *, user: AbstractBaseUser, org_ids: Sequence[int], review_id: int, reason: str, now: datetime | None = None
+) -> None:
+    """Give a claimed item back with a reason: the place returns to the queue at once, the decline is recorded (and
+    never counts as an answer), and the next claims pass the item over for this person."""
+    now = now or timezone.now()
+    reason = reason.strip()
+    if not reason:
+        raise Refused("invalid", "Say why you decline the item: the reason is recorded.")
+    with transaction.atomic():
+        review = _locked_review(org_ids, review_id)
+        claim = Claim.objects.filter(review_id=review.pk, ended_at__isnull=True, holder=user).first()
+        if claim is None or claim.expires_at <= now:
+            raise Refused(*_why_not_holder(claim or _claim_to_explain(review.pk, user), user, now))
+        claim.ended_at, claim.end, claim.reason = now, Claim.End.DECLINED, reason
+        claim.save(update_fields=["ended_at", "end", "reason"])
+        audit_record(
+            action="claim.decline",
+            org=review.org,
+            actor=user,
+            target=claim,
+            detail={"review": review.pk, "reason": reason},
+        )
 
 
 def claim_extend(
@@ -102,12 +145,7 @@ def claim_extend(
     extended = Claim.objects.filter(
         review_id=review_id, org_id__in=list(org_ids), holder=user, ended_at__isnull=True, expires_at__gt=now
     ).update(expires_at=now + lease_length())
-    claim = (
-        Claim.objects.filter(review_id=review_id, org_id__in=list(org_ids))
-        .select_related("holder")
-        .order_by("-pk")
-        .first()
-    )
+    claim = _claim_to_explain(review_id, user, org_ids=org_ids)
     if not extended:
         raise Refused(*_why_not_holder(claim, user, now))
     return claim
@@ -122,8 +160,7 @@ def claim_release(
         review = _locked_review(org_ids, review_id)
         claim = Claim.objects.filter(review_id=review.pk, ended_at__isnull=True, holder=user).first()
         if claim is None:
-            current = Claim.objects.filter(review_id=review.pk).select_related("holder").order_by("-pk").first()
-            raise Refused(*_why_not_holder(current, user, now))
+            raise Refused(*_why_not_holder(_claim_to_explain(review.pk, user), user, now))
         if claim.expires_at <= now:
             _end_expired(claim, now, noticed_by=user)
             return
@@ -151,20 +188,18 @@ def _refuse_unless_open(review: Review) -> None:
         raise Refused("changed", f"The item changed since it was queued, so it left the queue. {stale_reason(review)}")
 
 
-def _open_claim(
-    review_id: int, org_id: int, user: AbstractBaseUser, expired: Claim | None, now: datetime, *, via: str
-) -> Claim:
-    if expired is not None:
+def _open_claim(review: Review, user: AbstractBaseUser, now: datetime, *, via: str) -> Claim:
+    for expired in Claim.objects.filter(review_id=review.pk, ended_at__isnull=True, expires_at__lte=now):
         _end_expired(expired, now, noticed_by=user)
     claim = Claim.objects.create(
-        org_id=org_id, review_id=review_id, holder=user, claimed_at=now, expires_at=now + lease_length()
+        org_id=review.org_id, review_id=review.pk, holder=user, claimed_at=now, expires_at=now + lease_length()
     )
     audit_record(
         action="claim.create",
         org=claim.org,
         actor=user,
         target=claim,
-        detail={"review": review_id, "via": via, "expires_at": claim.expires_at.isoformat()},
+        detail={"review": review.pk, "via": via, "expires_at": claim.expires_at.isoformat()},
     )
     return claim
 
@@ -192,6 +227,15 @@ def _held_message(claim: Claim, now: datetime) -> str:
     return f"{claim.holder.get_username()} holds this item (lease ends in {minutes} min)."
 
 
+def _claim_to_explain(review_id: int, user: AbstractBaseUser, *, org_ids: Sequence[int] | None = None) -> Claim | None:
+    """The claim a refusal speaks of: the person's latest on the item, or else the one someone else holds."""
+    claims = Claim.objects.filter(review_id=review_id).select_related("holder")
+    if org_ids is not None:
+        claims = claims.filter(org_id__in=list(org_ids))
+    mine = claims.filter(holder=user).order_by("-pk").first()
+    return mine or claims.filter(ended_at__isnull=True).order_by("pk").first()
+
+
 def _why_not_holder(claim: Claim | None, user: AbstractBaseUser, now: datetime) -> tuple[str, str]:
     if claim is None:
         return "not_claimed", "You do not hold this item: claim it first."
@@ -200,6 +244,10 @@ def _why_not_holder(claim: Claim | None, user: AbstractBaseUser, now: datetime) 
             return "decided", "You already decided this item."
         if claim.end == Claim.End.RELEASED:
             return "released", "You released this item: claim it again to decide."
+        if claim.end == Claim.End.ANSWERED:
+            return "answered", "You answered this item: claim it again to change your answer while places are open."
+        if claim.end == Claim.End.DECLINED:
+            return "declined", "You declined this item: claim it again to decide after all."
         if claim.ended_at is not None or claim.expires_at <= now:
             return "expired", f"Your lease expired at {claim.expires_at:%H:%M:%S} UTC: claim the item again to decide."
     elif claim.ended_at is None and claim.expires_at > now:
@@ -212,7 +260,8 @@ def _why_not_holder(claim: Claim | None, user: AbstractBaseUser, now: datetime) 
 
 @dataclass(frozen=True)
 class DecisionResult:
-    decision: Decision
+    decision: Decision | None  # the item's verdict: one person's, the answers' when they agreed, or adjudicated
+    answer: Answer | None = None  # one person's answer on an item several people decide
     learning_error: str | None = None  # the decision stands even when its note could not become a learning
 
 
@@ -228,13 +277,15 @@ def decision_create(
     keep_as_learning: bool = False,
     now: datetime | None = None,
 ) -> DecisionResult:
-    """Record the operator's decision on the review they were shown, or refuse and write nothing.
+    """Record what the operator decided on the review they were shown, or refuse and write nothing.
 
     1. Lock the review; refuse when it was decided already, when the caller does not hold a live lease on it,
        or when `fingerprint` is not the review's (the page showed other evidence).
-    2. Grading records the decision (`decision_record`), which refuses a review that stopped counting (the
-       item changed, a newer review replaced it, or new criteria were published) and a shape that does not fit.
-    3. End the claim, record the audit event; on commit, tell the draft's pipeline.
+    2. Grading records it (refusing a review that stopped counting and a shape that does not fit): the item's
+       decision (`decision_record`); on an item several people decide, this person's answer while places are
+       open (`answer_record`, which decides the item when the last answer agrees with the others), and the
+       adjudication once every answer is in and they differ.
+    3. End the claim, record the audit event; on commit, tell the draft's pipeline when the item was decided.
     4. After commit, turn the note into an org learning if asked (an embedding call: never inside the lock).
     """
     now = now or timezone.now()
@@ -244,52 +295,84 @@ def decision_create(
         if keep_as_learning and not note:
             raise Refused("invalid", "Write the note to keep it as an org learning.")
         _refuse_if_decided(review)
-        claim = Claim.objects.filter(review=review, ended_at__isnull=True).select_related("holder").first()
-        if claim is None or claim.holder_id != user.pk or claim.expires_at <= now:
-            if claim is None:
-                claim = (
-                    Claim.objects.filter(review=review, holder=user).select_related("holder").order_by("-pk").first()
-                )
-            raise Refused(*_why_not_holder(claim, user, now))
+        claim = Claim.objects.filter(review=review, holder=user, ended_at__isnull=True).select_related("holder").first()
+        if claim is None or claim.expires_at <= now:
+            raise Refused(*_why_not_holder(claim or _claim_to_explain(review.pk, user), user, now))
         if fingerprint != review.fingerprint:
             raise Refused(
                 "changed", f"The item changed since you opened it; nothing was recorded. {stale_reason(review)}"
             )
-        try:
-            decision = decision_record(
-                review_id=review.pk, outcome=outcome, checks=checks, note=note, decided_by=user, decided_at=now
+        answering = review_slots(review) > 1 and not slots_now(review, now).answers_in
+        if answering and keep_as_learning:
+            raise Refused(
+                "invalid", "An answer is one of several: only the item's decision can become an org learning."
             )
+        values = {"outcome": outcome, "checks": checks, "note": note}
+        try:
+            if answering:
+                answered = answer_record(review_id=review.pk, person=user, answered_at=now, **values)
+                decision, answer = answered.decision, answered.answer
+            else:
+                decision = decision_record(review_id=review.pk, decided_by=user, decided_at=now, **values)
+                answer = None
         except InvalidDecision as exc:
             raise Refused("invalid", str(exc)) from None
+        except AwaitingAnswers as exc:
+            raise Refused("answers", str(exc)) from None
         except NotWaiting:
             _refuse_if_decided(review)
             raise Refused(
                 "changed", f"The item changed since you opened it; nothing was recorded. {stale_reason(review)}"
             ) from None
-        claim.ended_at, claim.end = now, Claim.End.DECIDED
+        claim.ended_at, claim.end = now, Claim.End.ANSWERED if answering else Claim.End.DECIDED
         claim.save(update_fields=["ended_at", "end"])
-        audit_record(
-            action="decision.create",
-            org=review.org,
-            actor=user,
-            target=decision,
-            detail={
-                "review": review.pk,
-                "claim": claim.pk,
-                "kind": review.kind,
-                "outcome": decision.outcome,
-                "checks": decision.checks,
-                "fingerprint": review.fingerprint,
-                "criteria_version": review.criteria_version.number,
-                "keep_as_learning": keep_as_learning,
-            },
-        )
-        if review.kind == ItemKind.DRAFT and review.draft.callback_url:
-            transaction.on_commit(lambda: notify_pipeline(review_id=review_id, event=HUMAN_DECISION))
-    learning_error = None
-    if keep_as_learning:
-        learning_error = _keep_as_learning(decision)
-    return DecisionResult(decision, learning_error)
+        if answering:
+            _audit_answer(review, claim, answered)
+        if decision is not None:
+            _audit_decision(review, claim, decision, keep_as_learning=keep_as_learning)
+            if review.kind == ItemKind.DRAFT and review.draft.callback_url:
+                transaction.on_commit(lambda: notify_pipeline(review_id=review_id, event=HUMAN_DECISION))
+    learning_error = _keep_as_learning(decision) if keep_as_learning else None
+    return DecisionResult(decision, answer, learning_error)
+
+
+def _audit_answer(review: Review, claim: Claim, answered: Answered) -> None:
+    answer = answered.answer
+    audit_record(
+        action="answer.replace" if answered.replaced else "answer.create",
+        org=review.org,
+        actor=claim.holder,
+        target=answer,
+        detail={
+            "review": review.pk,
+            "claim": claim.pk,
+            "outcome": answer.outcome,
+            "checks": answer.checks,
+            "fingerprint": answer.fingerprint,
+            "slots": answer.slots,
+            **({"replaced": answered.replaced} if answered.replaced else {}),
+        },
+    )
+
+
+def _audit_decision(review: Review, claim: Claim, decision: Decision, *, keep_as_learning: bool) -> None:
+    audit_record(
+        action="decision.create",
+        org=review.org,
+        actor=claim.holder,
+        target=decision,
+        detail={
+            "review": review.pk,
+            "claim": claim.pk,
+            "kind": review.kind,
+            "basis": decision.basis,
+            "outcome": decision.outcome,
+            "checks": decision.checks,
+            "fingerprint": review.fingerprint,
+            "criteria_version": review.criteria_version.number,
+            "keep_as_learning": keep_as_learning,
+        },
+    )
 
 
 def _refuse_if_decided(review: Review) -> None:

@@ -8,6 +8,7 @@ urlpatterns = [
     path("items/<int:pk>/", views.review_detail, name="review_detail"),
     path("items/<int:pk>/claim/", views.review_claim, name="review_claim"),
     path("items/<int:pk>/release/", views.review_release, name="review_release"),
+    path("items/<int:pk>/decline/", views.review_decline, name="review_decline"),
     path("items/<int:pk>/heartbeat/", views.review_heartbeat, name="review_heartbeat"),
     path("items/<int:pk>/decide/", views.review_decide, name="review_decide"),
 ]

@@ -8,6 +8,7 @@ from django.contrib import messages
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
@@ -15,8 +16,17 @@ from grading.models import ItemKind, Review
 from reviewer.access import role_required
 from reviewer.models import Role
 from reviewer.queue import display, item_pages, reads, rendering
-from reviewer.queue.forms import ConversationDecisionForm, DraftDecisionForm, QueueFilterForm
-from reviewer.queue.services import Refused, claim_extend, claim_next, claim_release, claim_take, decision_create
+from reviewer.queue.answers import answers_view
+from reviewer.queue.forms import ConversationDecisionForm, DeclineForm, DraftDecisionForm, QueueFilterForm
+from reviewer.queue.services import (
+    Refused,
+    claim_decline,
+    claim_extend,
+    claim_next,
+    claim_release,
+    claim_take,
+    decision_create,
+)
 
 
 @require_GET
@@ -80,13 +90,21 @@ def _item_context(request: HttpRequest, review: Review, *, form=None, refusal: s
     """What both item pages and their partials read."""
     still_counts = review.counts_now
     decision = reads.decision_of(review)
-    lease = reads.lease_of(reads.open_claim(review.pk), request.user)
+    now = timezone.now()
+    lease = reads.lease_of(reads.open_claim(review.pk, request.user), request.user, now)
+    slots = reads.slots_now(review, now)
     # An audit item is blind until decided: the person is not anchored by what the machine said.
     blind = review.audit and decision is None
     if form is None:
         form = _decision_form(review, blind=blind)
     return {
         "review": review,
+        "slots": slots,
+        "answers": answers_view(review, slots, request.user.pk, decided=decision is not None),
+        # Giving one of several answers (not the item's decision), or settling answers that differed.
+        "answering": slots.several and not slots.answers_in,
+        "adjudicating": slots.answers_in and decision is None,
+        "no_place": slots.place_for(request.user.pk),  # why this person cannot claim it now, or None
         "blind": blind,
         "still_counts": still_counts,
         "stale_reason": "" if still_counts else display.stale_reason(review),
@@ -192,6 +210,24 @@ def review_release(request: HttpRequest, pk: int) -> HttpResponse:
 
 @require_POST
 @role_required(Role.OPERATOR)
+def review_decline(request: HttpRequest, pk: int) -> HttpResponse:
+    """Give the item back with a reason: its place returns to the queue, and the next claims pass it over for you."""
+    review, org_ids = _get_review_for_user(request, pk)
+    form = DeclineForm(request.POST)
+    try:
+        if not form.is_valid():
+            raise Refused("invalid", " ".join(form.errors.get("reason", ["Say why you decline the item."])))
+        claim_decline(user=request.user, org_ids=org_ids, review_id=review.pk, reason=form.cleaned_data["reason"])
+    except Refused as refusal:
+        return _refused(request, review, refusal)
+    messages.info(request, "Declined: the item is back in the queue for someone else.")
+    if request.htmx:
+        return HttpResponseClientRedirect(reverse("queue"))
+    return redirect("queue")
+
+
+@require_POST
+@role_required(Role.OPERATOR)
 def review_heartbeat(request: HttpRequest, pk: int) -> HttpResponse:
     """Extend the lease while the page is open (htmx, every minute). Answers with the lease line, which says
     so when the lease is gone or the item changed; the decision form itself is left as the operator typed it."""
@@ -228,10 +264,13 @@ def review_decide(request: HttpRequest, pk: int) -> HttpResponse:
     except Refused as refusal:
         return _refused(request, review, refusal, form=form)
     decision = result.decision
-    messages.success(request, f"Decided: {decision.get_outcome_display()} on {_item_name(review)}.")
+    if result.answer is not None:
+        messages.success(request, f"Answered: {result.answer.get_outcome_display()} on {_item_name(review)}.")
+    if decision is not None:
+        messages.success(request, f"Decided: {decision.get_outcome_display()} on {_item_name(review)}.")
     if result.learning_error:
         messages.warning(request, result.learning_error)
-    elif decision.learning_id:
+    elif decision is not None and decision.learning_id:
         messages.info(request, "The note is now an org learning.")
     if request.htmx:
         return HttpResponseClientRedirect(reverse("queue"))

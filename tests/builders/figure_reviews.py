@@ -2,7 +2,8 @@
 state (trial, superseded and stale included), every route, odd and missing JSON (checks that are not objects,
 verdicts that are not verdicts, findings that are not objects, halves in the thousandths of a sub-score), waits
 that run backwards, timestamps a second either side of an ISO week's end, decisions with or without their person,
-labels that do or do not speak about the evidence reviewed, and thumbs."""
+labels that do or do not speak about the evidence reviewed, answers of several people (all slots in or not, odd
+verdicts among them), and thumbs."""
 
 from __future__ import annotations
 
@@ -10,10 +11,12 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from django.contrib.auth import get_user_model
 from hypothesis import strategies as st
 
 from grading.criteria.versions import criteria_active
 from grading.models import (
+    Answer,
     Conversation,
     Decision,
     Draft,
@@ -76,6 +79,7 @@ class ReviewSpec:
     decision: tuple[str, dict, timedelta, bool] | None  # outcome, checks, after the verdict, by a person or not
     labels: list[tuple[str, str, bool]]  # check, verdict, about the evidence reviewed
     thumbs: list[str]
+    answers: tuple[int, list[tuple[str, dict]]] = (2, [])  # the slots, and each person's outcome and checks
 
 
 reviews = st.builds(
@@ -110,6 +114,16 @@ reviews = st.builds(
         max_size=3,
     ),
     thumbs=st.lists(st.sampled_from(["up", "down"]), max_size=2),
+    answers=st.tuples(
+        st.integers(2, 3),
+        st.lists(
+            st.tuples(
+                st.sampled_from(Decision.Outcome.values),
+                st.one_of(st.dictionaries(st.sampled_from(CHECKS), verdict_text), st.just([])),
+            ),
+            max_size=3,
+        ),
+    ),
 )
 
 
@@ -158,6 +172,12 @@ def write_reviews(org: Org, specs: list[ReviewSpec], person) -> list[Review]:
                 org=org, kind=spec.kind, **subject, fingerprint=fingerprint if about_it else "fp1:older",
                 check_name=check, verdict=verdict, labeller=f"l{i}", source="test", labelled_at=finished,
             )  # fmt: skip
+        slots, answers = spec.answers
+        for i, (outcome, human_checks) in enumerate(answers):
+            Answer.objects.create(
+                org=org, review=review, person=get_user_model().objects.get_or_create(username=f"answerer{i}")[0],
+                fingerprint=fingerprint, outcome=outcome, checks=human_checks, answered_at=finished, slots=slots,
+            )  # fmt: skip
         if spec.kind == ItemKind.CONVERSATION:
             for i, value in enumerate(spec.thumbs):
                 Feedback.objects.create(conversation=subject["conversation"], message_external_id=f"m{i}", value=value)
@@ -174,6 +194,6 @@ def edge_draft(**changes: Any) -> ReviewSpec:
         repairs=None, usage={"prompt_tokens": 10, "completion_tokens": 2}, judge_passed=True, audit=True,
         application="", filed=True, started_at=WEEK_END, verdict_after=timedelta(seconds=60),
         submitted_before=timedelta(seconds=240), decision=("approve", {}, timedelta(seconds=300), True),
-        labels=[("pass_fail", "fail", True)], thumbs=[],
+        labels=[("pass_fail", "fail", True)], thumbs=[], answers=(2, [("approve", {}), ("reject", {})]),
     )  # fmt: skip
     return replace(spec, **changes)

@@ -41,6 +41,7 @@ PAGES = {
     "review_detail": Policy("roles", roles=OPERATOR),
     "review_claim": Policy("roles", ("POST",), OPERATOR),
     "review_release": Policy("roles", ("POST",), OPERATOR),
+    "review_decline": Policy("roles", ("POST",), OPERATOR),
     "review_heartbeat": Policy("roles", ("POST",), OPERATOR),
     "review_decide": Policy("roles", ("POST",), OPERATOR),
     "criteria": Policy("roles", roles=CRITERIA_ADMIN),

@@ -25,7 +25,8 @@ EXAMPLES = settings(
 # The counters whose reviews a number's link lists (every other metric is a sum or a histogram of them).
 LISTED = (
     "check", "finding", "repaired_pass", "decision", "decided_by", "agree_audit", "agree_unsure", "agree_label",
-    "people_label", "people_split", "agree_people",
+    "people_label", "people_split", "agree_people", "people_audit", "people_unsure", "people_split_audit",
+    "people_split_unsure", "agree_people_audit", "agree_people_unsure",
 )  # fmt: skip
 
 
