@@ -11,6 +11,7 @@ from django.utils import timezone
 
 from grading.models import CriteriaVersion, ItemKind, Review, ReviewState
 from grading.outcomes import BAND, CHECKS, JUDGE_CONTRADICTION, SPREAD, SUB_SCORES, UNKNOWN_CHECK
+from grading.reviews.store import review_slots
 from reviewer.models import Claim
 from reviewer.queue import reads
 
@@ -73,9 +74,10 @@ class QueueRow:
     waiting: str
     mine: bool
     held_by: str
+    places: str  # an item several people decide: how many answered, how many places are open, or its adjudication
 
 
-def queue_row(review: Review, *, claim: Claim | None, user, now: datetime) -> QueueRow:
+def queue_row(review: Review, *, claims: Sequence[Claim], answered: int, user, now: datetime) -> QueueRow:
     checks: list[tuple[str, str, str]] = []
     if review.audit:  # blind until decided: the list must not show what the item page hides
         summary = "verdict hidden until you decide"
@@ -93,10 +95,11 @@ def queue_row(review: Review, *, claim: Claim | None, user, now: datetime) -> Qu
             verdict = (review.checks.get(name) or {}).get("verdict", "unknown")
             checks.append((name[0].upper(), verdict, _VERDICT_MARKS.get(verdict, "")))
         summary, title, context = "", review.conversation.external_id, review.conversation.application
-    mine = claim is not None and claim.holder_id == user.pk
-    held_by = ""
-    if claim is not None:
-        held_by = f"{'you' if mine else claim.holder.get_username()} (until {claim.expires_at:%H:%M})"
+    mine = any(claim.holder_id == user.pk for claim in claims)
+    held_by = ", ".join(
+        f"{'you' if claim.holder_id == user.pk else claim.holder.get_username()} (until {claim.expires_at:%H:%M})"
+        for claim in claims
+    )
     return QueueRow(
         review_id=review.pk,
         url=reverse("review_detail", args=[review.pk]),
@@ -111,7 +114,17 @@ def queue_row(review: Review, *, claim: Claim | None, user, now: datetime) -> Qu
         waiting=age(now - review.finished_at),
         mine=mine,
         held_by=held_by,
+        places=_places(review, answered=answered, held=len(claims)),
     )
+
+
+def _places(review: Review, *, answered: int, held: int) -> str:
+    slots = review_slots(review)
+    if slots == 1:
+        return ""
+    if answered >= slots:
+        return "awaiting adjudication"
+    return f"{answered} of {slots} answered · {max(0, slots - answered - held)} open"
 
 
 @dataclass(frozen=True)
@@ -173,8 +186,16 @@ def queue_page(
     has_more_after, has_more_before = (True, more) if key_before is not None else (more, key_after is not None)
 
     claims = reads.live_claims(org_ids, now)
-    claim_by_review = {claim.review_id: claim for claim in claims}
-    rows = [queue_row(review, claim=claim_by_review.get(review.pk), user=user, now=now) for review in reviews]
+    claims_by_review: dict[int, list[Claim]] = {}
+    for claim in claims:
+        claims_by_review.setdefault(claim.review_id, []).append(claim)
+    answered = reads.answers_given([review.pk for review in reviews])
+    rows = [
+        queue_row(
+            review, claims=claims_by_review.get(review.pk, []), answered=answered.get(review.pk, 0), user=user, now=now
+        )
+        for review in reviews
+    ]
     counts = [ReasonCount(reason, label, stats.counts[reason]) for reason, label in REASON_LABELS.items()]
     if stats.counts[""]:
         counts.append(ReasonCount("", "other", stats.counts[""]))

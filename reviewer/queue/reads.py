@@ -13,6 +13,7 @@ from typing import Any
 
 from django.db import connection, transaction
 from django.db.models import Count, Exists, F, OuterRef, Q, QuerySet, Subquery
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from grading.models import FOR_PEOPLE, Answer, Conversation, CriteriaVersion, Decision, ItemKind, Review, ReviewState
@@ -104,6 +105,9 @@ _ROW_COLUMNS = (
     "finished_at",
     "criteria_version__number",
     "criteria_version__kind",
+    "criteria_version__slots",
+    "criteria_version__slots_for",
+    "criteria_version__slots_share",
     "draft__slug",
     "draft__title",
     "conversation__external_id",
@@ -260,8 +264,9 @@ def queue_first_free(
     return min(by_priority[min(by_priority)], key=lambda r: (r.finished_at, r.pk))
 
 
-def _count(rows: QuerySet) -> Subquery:
-    return Subquery(rows.order_by().values("review_id").annotate(n=Count("pk")).values("n")[:1])
+def _count(rows: QuerySet) -> Coalesce:
+    """How many of `rows` (of the outer review) there are: 0, not NULL, when there are none."""
+    return Coalesce(Subquery(rows.order_by().values("review_id").annotate(n=Count("pk")).values("n")[:1]), 0)
 
 
 @dataclass(frozen=True)
@@ -321,6 +326,12 @@ def cursor_key(org_ids: Sequence[int], review_id: int | None) -> Key | None:
         return None
     row = Review.objects.filter(pk=review_id, org_id__in=list(org_ids)).values_list("kind", "finished_at").first()
     return (PRIORITIES[row[0]], row[1], review_id) if row else None
+
+
+def answers_given(review_ids: Sequence[int]) -> dict[int, int]:
+    """How many people answered each of these reviews (items several people decide), in one query."""
+    counts = Answer.objects.filter(review_id__in=list(review_ids)).values("review_id").annotate(n=Count("pk"))
+    return {row["review_id"]: row["n"] for row in counts}
 
 
 def live_claims(org_ids: Sequence[int], now: datetime) -> list[Claim]:
