@@ -8,6 +8,10 @@ passed; and superseded history on all of them. Each page is requested through Dj
 (every middleware, a signed-in operator, real PostgreSQL) and reported as the median server time, its ratio
 to a trivial view measured in the same run, and its SQL query count.
 
+Then two people are asked to decide half the items (reviewer slots, a share of 50%), a quarter of all waiting items
+carry one answer, and the queue pages and `claim_next` are measured again: with places open, the queue must cost
+what it cost before.
+
 BENCH_QUEUE_ITEMS (open items, default 100000) and BENCH_QUEUE_REVIEWS (all reviews, default 1000000) scale it.
 """
 
@@ -16,7 +20,7 @@ import statistics
 import time
 
 from django.contrib.auth import get_user_model
-from django.db import connection
+from django.db import connection, transaction
 from django.http import HttpRequest, HttpResponse
 from django.template import RequestContext, Template
 from django.test import Client
@@ -25,11 +29,12 @@ from django.urls import clear_url_caches, path
 
 from bench.common import fresh_org
 from grading.criteria.versions import criteria_active
-from grading.models import ItemKind, Review
+from grading.models import CriteriaVersion, ItemKind, Review, SlotsFor
 from reviewer import urls as reviewer_urls
 from reviewer.access import role_required
 from reviewer.models import Membership, Role
 from reviewer.queue.display import queue_page
+from reviewer.queue.services import claim_next
 
 RUNS = 25
 HTMX_LIST = {"HTTP_HX_REQUEST": "true", "HTTP_HX_TARGET": "queue-list"}
@@ -79,6 +84,12 @@ def main() -> None:
                 ("conversation item page", f"/queue/items/{conversation_review.pk}/", {}),
             ]  # fmt: skip
             results = [(name, *_measure(client, url, extra)) for name, url, extra in pages]
+            places = _ask_two_people(org)
+            print(f"then: two people decide half the items (a share of 50%); {places:,} waiting items answered once")
+            results += [
+                (f"{name}, places open", *_measure(client, url, extra)) for name, url, extra in pages[1:3] + pages[5:6]
+            ]
+            results.append(("claim next, places open", *_measure_claim_next(user, org)))
         finally:
             clear_url_caches()
     baseline, cpu_baseline = results[0][1], results[0][3]
@@ -92,6 +103,42 @@ def main() -> None:
             f"{cpu / cpu_baseline:>14.1f}x {queries:>8}"
         )
     print("(cpu: this process's CPU per request, the web side; the database's own time is in the wall figures)")
+
+
+def _ask_two_people(org) -> int:
+    """Both active versions ask two people of a 50% share of their items (by review id: every other waiting item
+    has places), and one person has answered half of those: their places are half filled."""
+    CriteriaVersion.objects.filter(org=org, is_active=True).update(slots=2, slots_for=SlotsFor.SHARE, slots_share=50)
+    answerer = get_user_model().objects.create_user(username="bench-answerer", password="unused-bench-password")
+    with connection.cursor() as cursor:
+        cursor.execute(
+            """INSERT INTO grading_answer (org_id, review_id, person_id, fingerprint, outcome, checks, note,
+                    answered_at, slots)
+                SELECT r.org_id, r.id, %s, r.fingerprint, CASE WHEN r.kind = 'draft' THEN 'approve' ELSE 'pass' END,
+                    CASE WHEN r.kind = 'draft' THEN '{}'::jsonb ELSE
+                        '{"grounded": "pass", "complete": "pass", "usable": "pass"}'::jsonb END, '', now(), 2
+                FROM grading_review r WHERE r.org_id = %s AND r.state = 'waiting' AND r.id %% 100 < 25""",
+            [answerer.pk, org.pk],
+        )
+        answered = cursor.rowcount
+        cursor.execute("VACUUM ANALYZE grading_answer")
+    return answered
+
+
+def _measure_claim_next(user, org) -> tuple[float, float, float, int]:
+    """`claim_next` in a transaction rolled back after each run, so every run finds the same queue."""
+    timings, cpu, queries = [], [], 0
+    for run in range(WARMUP + RUNS):
+        with CaptureQueriesContext(connection) as captured, transaction.atomic():
+            started, started_cpu = time.perf_counter(), time.process_time()
+            assert claim_next(user=user, org_ids=[org.pk]) is not None
+            if run >= WARMUP:
+                timings.append((time.perf_counter() - started) * 1000)
+                cpu.append((time.process_time() - started_cpu) * 1000)
+            transaction.set_rollback(True)
+        queries = len(captured)
+    timings.sort()
+    return statistics.median(timings), timings[int(len(timings) * 0.9) - 1], statistics.median(cpu), queries
 
 
 def _page_end(user, org) -> int:
