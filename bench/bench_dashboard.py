@@ -300,8 +300,8 @@ _POPULATE_SQL = [
             'superseded', false, r.application, r.week, r.submitted_at
         FROM generate_series(1, %(history)s) h
         JOIN grading_review r ON r.id = (SELECT min(id) FROM grading_review) + (h %% %(conversations)s)""",
-    """INSERT INTO grading_decision (org_id, review_id, outcome, checks, note, decided_by_id, decided_at)
-        SELECT r.org_id, r.id,
+    """INSERT INTO grading_decision (org_id, review_id, basis, outcome, checks, note, decided_by_id, decided_at)
+        SELECT r.org_id, r.id, 'one',
             CASE WHEN r.kind = 'draft' THEN 'approve' WHEN r.id %% 3 = 0 THEN 'fail' ELSE 'pass' END,
             CASE WHEN r.kind = 'draft' THEN '{}'::jsonb
                  ELSE jsonb_build_object('grounded', CASE WHEN r.id %% 3 = 0 THEN 'fail' ELSE 'pass' END,

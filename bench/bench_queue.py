@@ -221,21 +221,21 @@ _BODY = "## How do you cut support costs?\n\nRoute repeat questions to docs and 
 
 _POPULATE_SQL = [
     f"""INSERT INTO grading_draft (org_id, external_id, title, slug, body, source_urls, run_id, callback_url,
-            fingerprint, created_at, updated_at)
+            fingerprint, created_at, updated_at, grading_task_id)
         SELECT %(org)s, grp || '-' || n, 'Draft ' || grp || n, 'draft-' || grp || '-' || n, '{_BODY}', '[]'::jsonb,
-            '', '', 'fp1:' || grp || '-' || n, now(), now()
+            '', '', 'fp1:' || grp || '-' || n, now(), now(), ''
         FROM ({_ITEMS}) items WHERE n %% 2 = 0""",
     f"""INSERT INTO grading_conversation (org_id, external_id, application, closed, started_at, last_activity_at,
-            fingerprint, active_path_ids, branch_count, message_count, updated_at)
+            fingerprint, active_path_ids, branch_count, message_count, updated_at, grading_task_id)
         SELECT %(org)s, grp || '-' || n, 'app-' || (n %% 5), true, now() - interval '40 days',
-            now() - interval '39 days', 'fp1:' || grp || '-' || n, '[]'::jsonb, 1, %(messages)s, now()
+            now() - interval '39 days', 'fp1:' || grp || '-' || n, '[]'::jsonb, 1, %(messages)s, now(), ''
         FROM ({_ITEMS}) items WHERE n %% 2 = 1""",
     """INSERT INTO grading_message (conversation_id, external_id, parent_external_id, role, content, created_at,
-            hidden, truncated)
+            hidden, truncated, twin)
         SELECT c.id, 'm' || k, CASE WHEN k = 1 THEN NULL ELSE 'm' || (k - 1) END,
             CASE WHEN k %% 2 = 1 THEN 'user' ELSE 'assistant' END,
             to_jsonb('message ' || k || ' of ' || c.external_id || ': please refund order 1182, it arrived broken.'),
-            c.started_at + k * interval '1 minute', false, false
+            c.started_at + k * interval '1 minute', false, false, 0
         FROM grading_conversation c, generate_series(1, %(messages)s) k
         WHERE c.org_id = %(org)s AND c.external_id NOT LIKE 'p-%%'""",
     # The current review of every item: routed to humans for open and decided items, a pass otherwise.
@@ -269,12 +269,12 @@ _POPULATE_SQL = [
         JOIN LATERAL (SELECT * FROM grading_review WHERE org_id = %(org)s AND state <> 'superseded'
                       AND id = (SELECT min(id) FROM grading_review) + (h %% (%(open)s + %(decided)s + %(passed)s))) r
           ON true""",
-    """INSERT INTO reviewer_claim (org_id, review_id, holder_id, claimed_at, expires_at, ended_at, "end")
+    """INSERT INTO reviewer_claim (org_id, review_id, holder_id, claimed_at, expires_at, ended_at, "end", reason)
         SELECT r.org_id, r.id, %(operator)s, r.finished_at, r.finished_at + interval '15 minutes',
-            r.finished_at + interval '5 minutes', 'decided'
+            r.finished_at + interval '5 minutes', 'decided', ''
         FROM grading_review r WHERE r.state = 'decided'""",
-    """INSERT INTO grading_decision (org_id, review_id, outcome, checks, note, decided_by_id, decided_at)
-        SELECT cl.org_id, cl.review_id, CASE WHEN r.kind = 'draft' THEN 'approve' ELSE 'pass' END,
+    """INSERT INTO grading_decision (org_id, review_id, basis, outcome, checks, note, decided_by_id, decided_at)
+        SELECT cl.org_id, cl.review_id, 'one', CASE WHEN r.kind = 'draft' THEN 'approve' ELSE 'pass' END,
             '{}'::jsonb, 'looked fine', %(operator)s, cl.ended_at
         FROM reviewer_claim cl JOIN grading_review r ON r.id = cl.review_id""",
 ]
