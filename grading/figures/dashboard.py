@@ -343,8 +343,8 @@ def agreement_figures(c: Counters) -> dict:
                 pairs[check][(machine, human)] += n
             per_check = {}
             for check in checks:
-                if kind == ItemKind.CONVERSATION and check == PASS_FAIL and group != "label":
-                    continue  # people decide conversations check by check; only labels judge them whole
+                if not _people_answer_on(kind, group, check):
+                    continue
                 categories = _machine_classes(kind)
                 per_check[check] = agreement_of(categories, pairs[check]).as_json()
             if kind == ItemKind.CONVERSATION:
@@ -359,33 +359,67 @@ def agreement_figures(c: Counters) -> dict:
     return out
 
 
+def _people_answer_on(kind: str, sample: str, check: str) -> bool:
+    """Whether people give a verdict on `check` in `sample`: in the queue they decide conversations check by check;
+    only labels judge them whole (pass_fail)."""
+    return not (kind == ItemKind.CONVERSATION and check == PASS_FAIL and sample != "label")
+
+
 def _machine_classes(kind: str) -> tuple[str, ...]:
     """The verdicts the machine gives an item of `kind` that people's are compared with: a draft passes or fails."""
     return ("pass", "fail") if kind == ItemKind.DRAFT else VERDICTS
 
 
+@dataclass(frozen=True)
+class PeopleCounters:
+    """The counters of one people-vs-people sample (grading/figures/definitions.py)."""
+
+    patterns: str  # per check, how many items had each pattern of verdicts ("2:1:0")
+    split: str  # per check, the items whose verdicts differ (what the lists read; `patterns` holds their count)
+    judge: str  # per check, the judge against the verdict people agreed on or an adjudicator gave
+
+
+# Where several people's verdicts on one item come from: answers given in the queue (counted once every place on
+# the item is answered), in its two samples, and imported labels from several labellers.
+PEOPLE_SAMPLES = {
+    "audit": PeopleCounters("people_audit", "people_split_audit", "agree_people_audit"),
+    "unsure": PeopleCounters("people_unsure", "people_split_unsure", "agree_people_unsure"),
+    "label": PeopleCounters("people_label", "people_split", "agree_people"),
+}
+PEOPLE_LABELS = {
+    "audit": "answers in the queue on the audit sample, several people per item",
+    "unsure": "answers in the queue on items the machine was unsure about, several people per item",
+    "label": "imported labels with two or more labellers on an item",
+}
+
+
 def people_figures(c: Counters, kind: str, checks: Sequence[str]) -> dict:
-    """How far people agree with each other, per check, on the items several labellers labelled (the ceiling the
-    judge's agreement with people is read against; grading/figures/raters.py)."""
-    patterns: dict[str, Counter] = defaultdict(Counter)
-    for (_, _, _, _, _, _, check, pattern), n in c.pick(kind, "people_label"):
-        patterns[check][tuple(int(count) for count in pattern.split(":"))] += n
-    agreed: dict[str, Counter] = defaultdict(Counter)
-    for (_, _, _, _, _, _, check, pair), n in c.pick(kind, "agree_people"):
-        machine, _, human = pair.partition(">")
-        agreed[check][(machine, human)] += n
+    """How far people agree with each other, per sample and check, on the items several people answered (the
+    ceiling the judge's agreement with people is read against; grading/figures/raters.py)."""
     categories = _machine_classes(kind)
-    return {
-        "label": "imported labels with two or more labellers on an item",
-        "checks": {
-            check: {
-                **people_agreement(VERDICTS, patterns[check]).as_json(),
-                # The judge against the verdict the labellers agreed on: the figure to hold against theirs.
-                "judge": agreement_of(categories, agreed[check]).as_json(),
-            }
-            for check in checks
-        },
-    }
+    out = {}
+    for sample, counters in PEOPLE_SAMPLES.items():
+        patterns: dict[str, Counter] = defaultdict(Counter)
+        for (_, _, _, _, _, _, check, pattern), n in c.pick(kind, counters.patterns):
+            patterns[check][tuple(int(count) for count in pattern.split(":"))] += n
+        agreed: dict[str, Counter] = defaultdict(Counter)
+        for (_, _, _, _, _, _, check, pair), n in c.pick(kind, counters.judge):
+            machine, _, human = pair.partition(">")
+            agreed[check][(machine, human)] += n
+        out[sample] = {
+            "label": PEOPLE_LABELS[sample],
+            "checks": {
+                check: {
+                    **people_agreement(VERDICTS, patterns[check]).as_json(),
+                    # The judge against the verdict people agreed on (or an adjudicator gave, for the queue's
+                    # answers): the figure to hold against theirs.
+                    "judge": agreement_of(categories, agreed[check]).as_json(),
+                }
+                for check in checks
+                if _people_answer_on(kind, sample, check)
+            },
+        }
+    return out
 
 
 def queue_figures(c: Counters) -> dict:

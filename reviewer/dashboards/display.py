@@ -14,7 +14,7 @@ from grading.figures.dashboard import GROUP_LABELS, Scope
 from grading.models import ItemKind
 from grading.outcomes import CHECKS
 from reviewer.dashboards import charts
-from reviewer.dashboards.reads import ReviewFilter
+from reviewer.dashboards.reads import PEOPLE_LISTS, ReviewFilter
 
 
 @dataclass(frozen=True)
@@ -262,33 +262,37 @@ def agreement_panel(figures: dict, links: Links) -> list[dict]:
 
 
 def people_panel(figures: dict, links: Links) -> list[dict]:
-    """Per kind, how far the labellers agree with each other on each check, beside the judge's agreement with
-    them: every count links to its items, the ones they split on first."""
+    """Per kind and sample (the queue's answers, imported labels), how far people agree with each other on each
+    check, beside the judge's agreement with their verdict: every count links to its items, the ones they split on
+    first."""
     blocks = []
     for kind, per_kind in figures["agreement"].items():
-        checks = []
-        for check, p in per_kind["people"]["checks"].items():
-            split = p["items"] - p["unanimous"]
-            checks.append({
-                "name": check.replace("_", " "),
-                "items": Linked(p["items"], links.reviews(kind=kind, check=check, people="labelled")),
-                "split": Linked(split, links.reviews(kind=kind, check=check, people="split")),
-                "answers": p["answers"],
-                "percent": _percent(p["percent"]),
-                "percent_interval": _interval(p["percent_interval"], percent=True),
-                "kappa": _coefficient(p["fleiss_kappa"]),
-                "kappa_interval": _interval(p["fleiss_kappa_interval"], percent=False),
-                "alpha": _coefficient(p["krippendorff_alpha"]),
-                "alpha_interval": _interval(p["krippendorff_alpha_interval"], percent=False),
-                "judge_percent": _percent(p["judge"]["percent"]),
-                "judge_kappa": _coefficient(p["judge"]["kappa"]),
-                "judge_n": p["judge"]["n"],
-                "note": p["note"],
+        for sample, data in per_kind["people"].items():
+            answered, split_on = PEOPLE_LISTS[sample]
+            checks = []
+            for check, p in data["checks"].items():
+                split = p["items"] - p["unanimous"]
+                checks.append({
+                    "name": check.replace("_", " "),
+                    "items": Linked(p["items"], links.reviews(kind=kind, check=check, people=answered)),
+                    "split": Linked(split, links.reviews(kind=kind, check=check, people=split_on)),
+                    "answers": p["answers"],
+                    "percent": _percent(p["percent"]),
+                    "percent_interval": _interval(p["percent_interval"], percent=True),
+                    "kappa": _coefficient(p["fleiss_kappa"]),
+                    "kappa_interval": _interval(p["fleiss_kappa_interval"], percent=False),
+                    "alpha": _coefficient(p["krippendorff_alpha"]),
+                    "alpha_interval": _interval(p["krippendorff_alpha_interval"], percent=False),
+                    "judge_percent": _percent(p["judge"]["percent"]),
+                    "judge_kappa": _coefficient(p["judge"]["kappa"]),
+                    "judge_n": p["judge"]["n"],
+                    "note": p["note"],
+                })  # fmt: skip
+            blocks.append({
+                "kind": kind, "sample": sample, "label": data["label"], "biased": sample == "unsure",
+                "criteria_version": per_kind["criteria_version"], "checks": checks,
+                "items": max((c["items"].value for c in checks), default=0),
             })  # fmt: skip
-        blocks.append({
-            "kind": kind, "criteria_version": per_kind["criteria_version"], "checks": checks,
-            "items": max((c["items"].value for c in checks), default=0),
-        })  # fmt: skip
     return blocks
 
 

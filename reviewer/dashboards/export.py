@@ -1,22 +1,24 @@
 """The export of reviews (DESIGN 8): each with its whole score identity, its state, the decision and who made it,
-and every label about the evidence it read (each labeller's verdict per check), filtered like the page. Streamed
-as CSV or JSONL from a server-side cursor, so a million reviews cost the memory of one chunk. The CSV is written
-by `grading.figures.spreadsheets`, safe to open in a spreadsheet."""
+every label about the evidence it read (each labeller's verdict per check) and, once they are no longer blind, the
+answers of the people the queue asked to decide it, filtered like the page. Streamed as CSV or JSONL from a
+server-side cursor, so a million reviews cost the memory of one chunk. The CSV is written by
+`grading.figures.spreadsheets`, safe to open in a spreadsheet."""
 
 from __future__ import annotations
 
 import itertools
 import json
-from collections.abc import Iterable, Iterator
+from collections import defaultdict
+from collections.abc import Iterable, Iterator, Sequence
 from datetime import date, datetime
 
 from django.contrib.postgres.aggregates import JSONBAgg
-from django.db.models import OuterRef, Q, QuerySet, Subquery
+from django.db.models import Count, Exists, F, Max, OuterRef, Q, QuerySet, Subquery
 from django.db.models.fields.json import KeyTextTransform, KeyTransform
 from django.db.models.functions import JSONObject
 
 from grading.figures.spreadsheets import csv_lines
-from grading.models import Label, Review
+from grading.models import Answer, Label, Review
 from grading.outcomes import CHECKS
 
 CHUNK = 2000  # rows per fetch from the server-side cursor
@@ -26,7 +28,7 @@ COLUMNS = (
     *(f"check_{name}" for name in CHECKS),
     "fingerprint", "criteria_kind", "criteria_version", "judge", "judge_key", "memory_snapshot", "started_at",
     "finished_at", "stages", "prompt_tokens", "completion_tokens", "audit",
-    "decision", "decision_checks", "decision_note", "decided_by", "decided_at", "labels",
+    "decision", "decision_checks", "decision_note", "decided_by", "decided_at", "labels", "answers",
 )  # fmt: skip
 
 _VALUES = (
@@ -60,17 +62,47 @@ _EXTRACTED = {
 }
 
 
+# A review whose places are all answered: as many answers as the item asked for when they were given.
+_FILLED = (
+    Answer.objects.filter(review_id=OuterRef("review_id"))
+    .values("review_id")
+    .annotate(given=Count("pk"), asked=Max("slots"))
+    .filter(given__gte=F("asked"))
+)
+
+
+def _answers_shown(review_ids: Sequence[int]) -> dict[int, list[dict]]:
+    """The answers people gave on these reviews, each review's in the order given, in one query. Only those no longer
+    blind: the review's places are all answered, or it is decided (agreed or adjudicated). Until then nobody sees
+    another's answer, in the queue or here."""
+    answers = (
+        Answer.objects.filter(review_id__in=review_ids)
+        .filter(Q(review__decision__isnull=False) | Exists(_FILLED))
+        .order_by("review_id", "answered_at", "pk")
+        .values_list("review_id", "person__username", "outcome", "checks", "note", "answered_at")
+    )
+    shown: dict[int, list[dict]] = defaultdict(list)
+    for review_id, person, outcome, checks, note, answered_at in answers:
+        shown[review_id].append({
+            "person": person, "outcome": outcome, "checks": checks, "note": note,
+            "answered_at": answered_at.isoformat(),  # as text here: the CSV writes the answers as JSON
+        })  # fmt: skip
+    return shown
+
+
 def export_rows(reviews: QuerySet[Review]) -> Iterator[tuple]:
     """One tuple per review in `COLUMNS` order, oldest first, read `CHUNK` rows at a time through a server-side
-    cursor."""
+    cursor; the answers of each chunk's reviews in one more query."""
     rows = reviews.with_state().annotate(**_EXTRACTED).order_by("pk").values_list(*_VALUES).iterator(chunk_size=CHUNK)
-    for row in rows:
-        yield (row[0], row[1], row[2] if row[2] is not None else row[3], *row[4:])
+    while chunk := list(itertools.islice(rows, CHUNK)):
+        answers = _answers_shown([row[0] for row in chunk])
+        for row in chunk:
+            yield (row[0], row[1], row[2] if row[2] is not None else row[3], *row[4:], answers.get(row[0]))
 
 
 # Columns that need more than str() in a CSV cell (csv writes None as an empty cell): times, and JSON.
 _TIMES = [COLUMNS.index(name) for name in ("week", "started_at", "finished_at", "decided_at")]
-_JSON = [COLUMNS.index(name) for name in ("judge", "decision_checks", "labels")]
+_JSON = [COLUMNS.index(name) for name in ("judge", "decision_checks", "labels", "answers")]
 
 
 def _csv_row(row: tuple) -> list:

@@ -14,7 +14,7 @@ from datetime import timedelta
 from django.db.models import Q, QuerySet
 from django.http import QueryDict
 
-from grading.figures.dashboard import Scope, scope_for
+from grading.figures.dashboard import PEOPLE_SAMPLES, Scope, scope_for
 from grading.figures.definitions import PASS_FAIL, VERDICTS, counted_in, machine_said
 from grading.models import CriteriaVersion, Decision, ItemKind, Org, Review, ReviewState, Route
 from grading.outcomes import CHECKS
@@ -24,7 +24,14 @@ from reviewer.access import EVERY_ROLE, orgs_for
 PAGE_SIZE = 50
 SETS = ("counting", "stale", "errors")
 SAMPLES = ("audit", "unsure", "label")
-PEOPLE = {"labelled": "people_label", "split": "people_split"}
+# The people-vs-people lists (`people`), per sample: the value naming the items several people answered, and the
+# one naming those they split on. The labels' values came first, and links already carry them.
+PEOPLE_LISTS = {"audit": ("audit", "audit_split"), "unsure": ("unsure", "unsure_split"), "label": ("labelled", "split")}
+PEOPLE = {
+    value: metric
+    for sample, values in PEOPLE_LISTS.items()
+    for value, metric in zip(values, (PEOPLE_SAMPLES[sample].patterns, PEOPLE_SAMPLES[sample].split), strict=True)
+}
 
 
 def dashboard_orgs(user) -> list[Org]:
@@ -56,7 +63,7 @@ class ReviewFilter:
     sample: str = ""  # with check, machine, human: one cell of an agreement table
     machine: str = ""
     human: str = ""
-    people: str = ""  # with check: the items several labellers labelled ("labelled"), or split on ("split")
+    people: str = ""  # with check: the items several people answered in a sample, or split on (PEOPLE_LISTS)
     operator: int | None = None  # decisions by this person, by week of the decision
     decided: bool = False  # by week of the decision rather than the item's week
 

@@ -116,6 +116,13 @@ def _filter_fields(review_filter: reads.ReviewFilter) -> dict:
     return {name: getattr(review_filter, name) for name in review_filter.__dataclass_fields__}
 
 
+_PEOPLE_WORDS = {
+    "audit": "in the audit sample, answered in the queue by everyone asked",
+    "unsure": "among the items the machine was unsure about, answered in the queue by everyone asked",
+    "label": "labelled by two or more people",
+}
+
+
 def _describe(f: reads.ReviewFilter, scope: Scope) -> str:
     parts = [{"conversation": "conversation", "draft": "draft", "any": "all"}[f.kind] + " reviews"]
     parts.append({"counting": "that count", "stale": "that went stale", "errors": "where the judge failed"}[f.set])
@@ -134,8 +141,9 @@ def _describe(f: reads.ReviewFilter, scope: Scope) -> str:
     if f.sample:
         parts.append(f"in the {f.sample} sample: machine {f.machine or 'any'}, people {f.human or 'any'}")
     if f.people:
-        split = " where they gave different verdicts" if f.people == "split" else ""
-        parts.append(f"labelled by two or more people on {f.check or PASS_FAIL}{split}")
+        sample = next(sample for sample, values in reads.PEOPLE_LISTS.items() if f.people in values)
+        split = " where they gave different verdicts" if f.people == reads.PEOPLE_LISTS[sample][1] else ""
+        parts.append(f"{_PEOPLE_WORDS[sample]} on {f.check or PASS_FAIL}{split}")
     if f.operator is not None:
         parts.append("decided by that operator")
     if f.set != "stale":

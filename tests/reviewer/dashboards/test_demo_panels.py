@@ -33,7 +33,7 @@ def test_the_demo_fills_every_panel_of_the_dashboard(client_for):
         samples = agreement[kind]["samples"]
         for sample in ("audit", "label", "unsure"):
             assert any(check["n"] for check in samples[sample]["checks"].values()), (kind, sample)
-        people = agreement[kind]["people"]["checks"].values()
+        people = agreement[kind]["people"]["label"]["checks"].values()
         assert any(p["items"] for p in people) and any(p["unanimous"] < p["items"] for p in people), kind
     audit = agreement["conversation"]["samples"]["audit"]["checks"]["all_checks"]
     assert 0 < audit["agreed"] < audit["n"]  # the demo operator sometimes disagrees

@@ -5,20 +5,26 @@ import csv
 import io
 import json
 import tracemalloc
+from datetime import UTC, datetime
 
 import pytest
+from django.db import connection
 from django.db.models import DateField
 from django.db.models.functions import TruncWeek
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from grading.conversations.grader import conversation_grade
+from grading.criteria.versions import criteria_active
 from grading.drafts.gate import draft_grade
-from grading.models import Draft, Review
-from grading.reviews.store import decision_record
+from grading.models import CriteriaVersion, Draft, ItemKind, Review, SlotsFor
+from grading.reviews.store import answer_record, decision_record
 from reviewer.dashboards import export
+from reviewer.models import Role
 from tests.builders.conversations import llm_judge, upsert, verdicts_reply
 from tests.builders.drafts import CLEAN_BODY, draft_reply, llm_draft_judge, save_draft, setup_org_memory
-from tests.builders.queue_items import bulk_draft_items
+from tests.builders.people import make_person
+from tests.builders.queue_items import bulk_draft_items, draft_item
 from tests.builders.world import MONDAY, build_world, conversation_payload, world_scope
 
 pytestmark = pytest.mark.django_db
@@ -123,3 +129,51 @@ def test_it_writes_a_negative_number_of_ours_as_a_number_and_text_that_looks_lik
     assert cells[export.COLUMNS.index("score")] == -0.5
     assert cells[export.COLUMNS.index("item")] == "'-0.5"
     assert cells[export.COLUMNS.index("review_id")] == 7
+
+
+def test_it_carries_each_persons_answer_once_every_place_is_answered_and_none_while_places_are_open(
+    org, client_for, stakeholder, monkeypatch
+):
+    """Answers are blind until every place on the item is answered: an item decided by agreeing answers and one
+    whose answers differ (waiting for its adjudication) export them; one with a place still open exports none."""
+    criteria_active(org=org, kind=ItemKind.DRAFT)
+    CriteriaVersion.objects.filter(org=org, kind=ItemKind.DRAFT, is_active=True).update(
+        slots=2, slots_for=SlotsFor.AUDIT
+    )
+    agreed, split, waiting = (draft_item(org, slug, audit=True) for slug in ("d-agreed", "d-split", "d-open"))
+    Review.objects.update(week=TruncWeek("finished_at", output_field=DateField()))
+    ann, bo = (make_person(name, org, Role.OPERATOR) for name in ("ann", "bo"))
+    at = datetime(2026, 11, 24, 9, tzinfo=UTC)
+    for review, person, outcome, note in (
+        (agreed, ann, "approve", ""),
+        (agreed, bo, "approve", "Reads well."),
+        (split, ann, "approve", ""),
+        (split, bo, "reject", "=1+1 the refund window is wrong"),
+        (waiting, ann, "reject", "ANN: still blind"),
+    ):
+        answer_record(review_id=review.pk, person=person, answered_at=at, outcome=outcome, note=note)
+    monkeypatch.setattr(export, "CHUNK", 2)  # two chunks of rows: the answers read once for each
+    client = client_for(stakeholder)
+
+    with CaptureQueriesContext(connection) as queries:
+        lines = {
+            line["item"]: line for line in map(json.loads, _get(client, org, format="jsonl", kind="draft").splitlines())
+        }
+    assert len([q for q in queries.captured_queries if 'FROM "grading_answer"' in q["sql"]]) == 2
+
+    def given(person, outcome, note):
+        return {"person": person, "outcome": outcome, "checks": {}, "note": note, "answered_at": at.isoformat()}
+
+    assert lines["d-agreed"]["decision"] == "approve"
+    assert lines["d-agreed"]["answers"] == [given("ann", "approve", ""), given("bo", "approve", "Reads well.")]
+    assert lines["d-split"]["decision"] is None
+    assert lines["d-split"]["answers"] == [
+        given("ann", "approve", ""),
+        given("bo", "reject", "=1+1 the refund window is wrong"),
+    ]
+    assert lines["d-open"]["answers"] is None
+    text = _get(client, org, format="csv", kind="draft")
+    assert "still blind" not in text
+    rows = {row["item"]: row for row in csv.DictReader(io.StringIO(text))}
+    assert json.loads(rows["d-split"]["answers"]) == lines["d-split"]["answers"]
+    assert rows["d-open"]["answers"] == ""

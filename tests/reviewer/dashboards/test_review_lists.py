@@ -2,7 +2,7 @@
 lead to the items the machine and the people disagreed on."""
 
 import re
-from datetime import date
+from datetime import UTC, date, datetime
 from html import escape, unescape
 from urllib.parse import parse_qs, urlsplit
 
@@ -12,12 +12,17 @@ from django.db.models.functions import TruncWeek
 from django.urls import reverse
 
 from grading.conversations.grader import conversation_grade
+from grading.criteria.versions import criteria_active
 from grading.figures.dashboard import dashboard_figures, scope_for
 from grading.figures.labels import LabelIn, labels_record
 from grading.figures.rollups import live_counters, stored_counters
-from grading.models import Review
+from grading.models import CriteriaVersion, ItemKind, Review, SlotsFor
+from grading.outcomes import CHECKS
+from grading.reviews.store import answer_record, decision_record, review_audit_mark
 from reviewer.dashboards.reads import PAGE_SIZE
+from reviewer.models import Role
 from tests.builders.conversations import llm_judge, upsert, verdicts_reply
+from tests.builders.people import make_person
 from tests.builders.queue_items import bulk_draft_items
 from tests.builders.world import W48, build_world, conversation_payload, world_scope
 
@@ -138,7 +143,7 @@ def test_people_against_people_counts_the_items_several_labellers_labelled_and_l
     ], source="test")  # fmt: skip
 
     scope = scope_for(org, since="2026-W46", until="2026-W49")
-    people = dashboard_figures(scope)["agreement"]["conversation"]["people"]["checks"]["grounded"]
+    people = dashboard_figures(scope)["agreement"]["conversation"]["people"]["label"]["checks"]["grounded"]
     assert (people["items"], people["answers"], people["unanimous"]) == (3, 8, 2)
     # P: 1, 1/3, 1 -> 7/9; shares pass 4/8, fail 4/8 -> Pe 1/2; kappa = (7/9 - 1/2) / (1/2).
     assert people["fleiss_kappa"] == pytest.approx(5 / 9)
@@ -148,6 +153,60 @@ def test_people_against_people_counts_the_items_several_labellers_labelled_and_l
 
     client = client_for(stakeholder)
     html = client.get(reverse("dashboard"), {"org": org.slug, **scope.as_query()}).content.decode()
-    links = _links(html, "people-conversation")
+    links = _links(html, "people-conversation-label")
     assert _listed(client, links["1"]) == {reviews["c2"].pk}  # split on: the disagreement first
     assert _listed(client, links["3"]) == {review.pk for review in reviews.values()}
+
+
+def test_people_against_people_counts_the_queues_answers_once_every_place_is_answered_and_lists_the_split(
+    org, fake_llm, client_for, stakeholder
+):
+    """Two people answer each audit item blind: they agree on c1, split on grounded in c2 (adjudicated), and only
+    one has answered c3, whose answers stay out of every figure until its last place is answered."""
+    criteria_active(org=org, kind=ItemKind.CONVERSATION)
+    CriteriaVersion.objects.filter(org=org, kind=ItemKind.CONVERSATION, is_active=True).update(
+        slots=2, slots_for=SlotsFor.AUDIT
+    )
+    reviews = {}
+    for external_id in ("c1", "c2", "c3"):
+        conversation = upsert(org, conversation_payload(external_id, "billing", date(2026, 11, 18))).conversation
+        fake_llm.script(verdicts_reply(["m1", "m2"]))  # the judge passes every check
+        reviews[external_id] = conversation_grade(conversation_id=conversation.pk, judge=llm_judge(fake_llm))
+    review_audit_mark(review_ids=[review.pk for review in reviews.values()])
+    ann, bo, cy = (make_person(name, org, Role.OPERATOR) for name in ("ann", "bo", "cy"))
+    every_pass = dict.fromkeys(CHECKS, "pass")
+    answered_at = datetime(2026, 11, 24, 9, tzinfo=UTC)
+    for external_id, person, checks in (
+        ("c1", ann, every_pass),
+        ("c1", bo, every_pass),
+        ("c2", ann, every_pass),
+        ("c2", bo, every_pass | {"grounded": "fail"}),
+        ("c3", ann, every_pass | {"grounded": "fail"}),
+    ):
+        answer_record(
+            review_id=reviews[external_id].pk, person=person, answered_at=answered_at, checks=checks, note="Read it."
+        )
+    decision_record(
+        review_id=reviews["c2"].pk, decided_by=cy, decided_at=answered_at, note="The amount is invented.",
+        checks=every_pass | {"grounded": "fail"},
+    )  # fmt: skip
+
+    scope = scope_for(org, since="2026-W46", until="2026-W49")
+    people = dashboard_figures(scope)["agreement"]["conversation"]["people"]
+    assert set(people["audit"]["checks"]) == set(CHECKS)  # answered check by check: no pass_fail of the whole
+    grounded = people["audit"]["checks"]["grounded"]
+    assert (grounded["items"], grounded["answers"], grounded["unanimous"]) == (2, 4, 1)
+    assert grounded["percent"] == pytest.approx(0.5)
+    # The judge passed grounded on both; the verdicts people gave the items: pass (agreed), fail (adjudicated).
+    assert (grounded["judge"]["n"], grounded["judge"]["agreed"]) == (2, 1)
+    assert people["audit"]["checks"]["complete"]["percent"] == pytest.approx(1.0)
+    assert people["unsure"]["checks"]["grounded"]["items"] == people["label"]["checks"]["grounded"]["items"] == 0
+    assert stored_counters(org_ids=[org.pk]) == live_counters(org_ids=[org.pk])
+
+    client = client_for(stakeholder)
+    html = client.get(reverse("dashboard"), {"org": org.slug, **scope.as_query()}).content.decode()
+    links = _links(html, "people-conversation-audit")
+    assert "check=grounded" in links["1"] and _listed(client, links["1"]) == {reviews["c2"].pk}
+    assert _listed(client, links["2"]) == {reviews["c1"].pk, reviews["c2"].pk}
+    listed = client.get(links["1"]).content.decode()
+    assert "in the audit sample, answered in the queue by everyone asked on grounded where they gave" in listed
