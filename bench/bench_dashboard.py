@@ -5,7 +5,8 @@ rollup rebuild, and the export's rows per second and peak memory.
 
 Rows are bulk-inserted with INSERT ... SELECT generate_series: conversations of five applications over 26 ISO
 weeks and drafts, each with one counting review (routes, checks, decisions, the audit mark, labels and thumbs
-mixed in: three labellers on two conversations in three, for the people-against-people figures), and superseded
+mixed in: three labellers on two conversations in three, and five people's answers on every item for people, for
+the people-against-people figures), and superseded
 history up to the total. Requests go through Django's test client in process (every
 middleware, a signed-in stakeholder, real PostgreSQL). CPU is reported beside wall time: this process's, and the
 database backend's (read from /proc for the backend serving this connection; the bench's server is local).
@@ -47,6 +48,7 @@ from reviewer.models import Membership, Role
 RUNS = 15
 WARMUP = 3
 WEEKS = 26
+ANSWERERS = 5  # every item for people is answered by five people (reviewer slots), the first three also decide
 
 
 @role_required(*EVERY_ROLE)
@@ -76,6 +78,7 @@ def main() -> None:
     print(
         f"populated {counts['conversations']:,} conversations and {counts['drafts']:,} drafts with a counting review "
         f"each, {counts['reviews']:,} reviews in all, {counts['decisions']:,} decisions, {counts['labels']:,} labels, "
+        f"{counts['answers']:,} answers, "
         f"{counts['feedback']:,} thumbs in {time.perf_counter() - started:.0f} s"
     )
     clock: dict = {}
@@ -202,7 +205,7 @@ def _populate(org, total: int) -> dict[str, int]:
     history = max(0, total - drafts - conversations)
     operators = [
         get_user_model().objects.create_user(username=f"bench-operator-{n}", password="unused-bench-password").pk
-        for n in range(3)
+        for n in range(ANSWERERS)
     ]
     params = {
         "org": org.pk,
@@ -219,7 +222,8 @@ def _populate(org, total: int) -> dict[str, int]:
             cursor.execute(statement, params)
         out = {}
         for table, name in (("grading_review", "reviews"), ("grading_decision", "decisions"),
-                            ("grading_label", "labels"), ("grading_feedback", "feedback")):  # fmt: skip
+                            ("grading_label", "labels"), ("grading_answer", "answers"),
+                            ("grading_feedback", "feedback")):  # fmt: skip
             cursor.execute(f"VACUUM ANALYZE {table}")
             cursor.execute(f"SELECT count(*) FROM {table}")
             out[name] = cursor.fetchone()[0]
@@ -308,6 +312,19 @@ _POPULATE_SQL = [
                                          'complete', 'pass', 'usable', 'pass') END,
             'bench', (%(ops)s::int[])[1 + r.id %% 3], r.finished_at + (r.id %% 600) * interval '1 minute'
         FROM grading_review r WHERE r.org_id = %(org)s AND r.state = 'decided'""",
+    # Five people's answers on every item for people, decided or not (all its places answered): the queue's
+    # people-against-people figures. They mostly agree; one in four splits on grounded, one in five on a draft.
+    """INSERT INTO grading_answer (org_id, review_id, person_id, fingerprint, outcome, checks, note, answered_at,
+            slots)
+        SELECT r.org_id, r.id, (%(ops)s::int[])[who], r.fingerprint,
+            CASE WHEN r.kind = 'draft' THEN CASE WHEN (r.id + who) %% 5 = 0 THEN 'reject' ELSE 'approve' END
+                 WHEN (r.id + who) %% 4 = 0 THEN 'fail' ELSE 'pass' END,
+            CASE WHEN r.kind = 'draft' THEN '{}'::jsonb
+                 ELSE jsonb_build_object('grounded', CASE WHEN (r.id + who) %% 4 = 0 THEN 'fail' ELSE 'pass' END,
+                                         'complete', 'pass', 'usable', 'pass') END,
+            '', r.finished_at + interval '1 minute', cardinality(%(ops)s::int[])
+        FROM grading_review r CROSS JOIN generate_series(1, cardinality(%(ops)s::int[])) who
+        WHERE r.org_id = %(org)s AND r.state IN ('decided', 'waiting')""",
     """INSERT INTO grading_label (org_id, kind, conversation_id, draft_id, fingerprint, check_name, verdict, labeller,
             source, labelled_at, created_at)
         SELECT c.org_id, 'conversation', c.id, NULL, c.fingerprint, 'grounded',

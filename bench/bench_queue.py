@@ -206,7 +206,7 @@ _ITEMS = """
 """
 _REVIEW_COLUMNS = """org_id, kind, conversation_id, draft_id, fingerprint, criteria_version_id, judge, judge_key,
     memory_snapshot, started_at, finished_at, stages, route, reason, detail, checks, score, judge_score,
-    judge_passed, spread, sub_scores, findings, judge_issues, repairs, memory_used, usage, state, application"""
+    judge_passed, spread, sub_scores, findings, judge_issues, repairs, memory_used, usage, state, application, audit"""
 _JUDGE = """'{"backend": "openai", "model": "bench", "prompt_hash": "b3nch000", "temperature": 0}'::jsonb"""
 _CHECKS = """'{"grounded": {"verdict": "pass", "message_ids": ["m2"], "rationale": "supported by m2"},
     "complete": {"verdict": "unknown", "message_ids": ["m5"], "rationale": "the follow-up is open"},
@@ -248,7 +248,7 @@ _POPULATE_SQL = [
             '', '{{}}'::jsonb, 6.7, 6.7, false, 0.6, '{{"aeo": 4, "writing": 3, "org_fit": 4}}'::jsonb, '[]'::jsonb,
             '[{{"issue": "The opening warms up", "fix": "Answer first."}}]'::jsonb, NULL, {_MEMORY},
             '{{"prompt_tokens": 3000, "completion_tokens": 200}}'::jsonb,
-            CASE left(d.external_id, 1) WHEN 'o' THEN 'waiting' WHEN 'd' THEN 'decided' ELSE 'current' END, ''
+            CASE left(d.external_id, 1) WHEN 'o' THEN 'waiting' WHEN 'd' THEN 'decided' ELSE 'current' END, '', false
         FROM grading_draft d WHERE d.org_id = %(org)s""",
     f"""INSERT INTO grading_review ({_REVIEW_COLUMNS})
         SELECT %(org)s, 'conversation', c.id, NULL, c.fingerprint, %(cc)s, {_JUDGE}, 'bench', '',
@@ -258,14 +258,14 @@ _POPULATE_SQL = [
             '', {_CHECKS}, NULL, NULL, NULL, NULL, '{{}}'::jsonb, '[]'::jsonb, '[]'::jsonb, NULL, '{{}}'::jsonb,
             '{{"prompt_tokens": 3000, "completion_tokens": 200}}'::jsonb,
             CASE left(c.external_id, 1) WHEN 'o' THEN 'waiting' WHEN 'd' THEN 'decided' ELSE 'current' END,
-            c.application
+            c.application, false
         FROM grading_conversation c WHERE c.org_id = %(org)s""",
     # Superseded history, spread over every item: older, not current, each of its own identity.
     f"""INSERT INTO grading_review ({_REVIEW_COLUMNS})
         SELECT r.org_id, r.kind, r.conversation_id, r.draft_id, 'fp1:old-' || h, r.criteria_version_id, r.judge,
             'old-' || h, r.memory_snapshot, r.started_at - interval '1 day', r.finished_at - interval '1 day', 1,
             'pass', '', '', r.checks, r.score, r.judge_score, r.judge_passed, r.spread, r.sub_scores, r.findings,
-            r.judge_issues, r.repairs, r.memory_used, r.usage, 'superseded', r.application
+            r.judge_issues, r.repairs, r.memory_used, r.usage, 'superseded', r.application, false
         FROM generate_series(1, %(history)s) h
         JOIN LATERAL (SELECT * FROM grading_review WHERE org_id = %(org)s AND state <> 'superseded'
                       AND id = (SELECT min(id) FROM grading_review) + (h %% (%(open)s + %(decided)s + %(passed)s))) r
