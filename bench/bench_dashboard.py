@@ -132,12 +132,15 @@ def main() -> None:
     )
     if not same:
         raise SystemExit("the rollup's figures differ from the live GROUP BY")
-    people = json.loads(rollup_figures)["agreement"]["conversation"]["people"]["checks"]["grounded"]
-    print(
-        f"people against people on grounded, from the rollup's pattern counters: {people['answers']:,} answers on "
-        f"{people['items']:,} items, Fleiss' kappa {people['fleiss_kappa']:.3f}, "
-        f"Krippendorff's alpha {people['krippendorff_alpha']:.3f}"
-    )
+    for sample, people in json.loads(rollup_figures)["agreement"]["conversation"]["people"].items():
+        grounded = people["checks"]["grounded"]
+        pairs = grounded.get("pairs", [])
+        print(
+            f"people against people on grounded ({sample}), from the rollup's counters: {grounded['answers']:,} "
+            f"answers on {grounded['items']:,} items, Fleiss' kappa {grounded['fleiss_kappa']:.3f}, "
+            f"Krippendorff's alpha {grounded['krippendorff_alpha']:.3f}"
+            + (f"; Cohen's kappa for {len(pairs)} pairs of people, n {pairs[0]['n']:,} each" if pairs else "")
+        )
     _bench_export(org, scope)
 
 

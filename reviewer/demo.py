@@ -13,8 +13,9 @@ from grading.criteria.versions import criteria_active, criteria_new_version, cri
 from grading.demo import grade_demo_items, seed_conversations, seed_drafts, seed_labels
 from grading.figures.rollups import rollups_rebuild
 from grading.figures.sampling import audit_sample_send
-from grading.models import ApiKey, CriteriaVersion, Decision, ItemKind, Org, Review, Route
+from grading.models import ApiKey, CriteriaVersion, Decision, ItemKind, Org, Review, Route, SlotsFor
 from grading.outcomes import CHECKS
+from grading.reviews.store import review_slots
 from reviewer.models import Membership, Role
 from reviewer.queue.services import claim_take, decision_create
 
@@ -33,6 +34,10 @@ DEMO_PEOPLE = [
     DemoLogin("dana", "demo-operator", Role.OPERATOR),
     DemoLogin("casey", "demo-criteria-admin", Role.CRITERIA_ADMIN),
     DemoLogin("sam", "demo-stakeholder", Role.STAKEHOLDER),
+    # Two people answer each audited conversation (the active conversation criteria ask two): ravi beside dana,
+    # and kim, who answers nothing and so may adjudicate where they differ.
+    DemoLogin("ravi", "demo-operator-2", Role.OPERATOR),
+    DemoLogin("kim", "demo-operator-3", Role.OPERATOR),
 ]
 
 
@@ -62,7 +67,13 @@ def seed_criteria(org: Org) -> None:
     conversation_v1 = criteria_active(org=org, kind=ItemKind.CONVERSATION)
     if not CriteriaVersion.objects.filter(org=org, kind=ItemKind.CONVERSATION, number__gt=1).exists():
         v2 = criteria_new_version(org=org, kind=ItemKind.CONVERSATION, author=admin)
-        criteria_update(version=v2, actor=admin, rubric=f"{conversation_v1.rubric.rstrip()} {CONVERSATION_V2_USABLE}\n")
+        criteria_update(
+            version=v2,
+            actor=admin,
+            rubric=f"{conversation_v1.rubric.rstrip()} {CONVERSATION_V2_USABLE}\n",
+            slots=2,
+            slots_for=SlotsFor.AUDIT,
+        )
         criteria_publish(version=v2, actor=admin)
     draft_v1 = criteria_active(org=org, kind=ItemKind.DRAFT)
     if not CriteriaVersion.objects.filter(org=org, kind=ItemKind.DRAFT, published_at__isnull=True).exists():
@@ -77,24 +88,37 @@ def seed_review_history(org: Org) -> None:
     """What the dashboard reads besides the machine's verdicts: everything graded (with the demo judges), the
     review cycle's audit sample sent to the queue, two thirds of it and half of the unsure items decided by the
     demo operator (who now and then disagrees with the machine), labels from a spreadsheet; then the rollups
-    rebuilt. The rest of the audit sample waits in the queue, blind."""
+    rebuilt. Audited conversations ask two people: ravi answers them too, kim adjudicates half of the items they
+    split on (the rest await adjudication), and on the rest of the audit sample ravi's answer waits for dana's.
+    Whatever is not decided waits in the queue, blind."""
     grade_demo_items(org)
     audit_sample_send(org=org, per_week=1, weeks=8, salt=settings.SAMPLING_SALT)
-    operator = get_user_model().objects.get(username=DEMO_PEOPLE[0].username)
-    to_decide = []
+    dana, ravi, kim = (get_user_model().objects.get(username=name) for name in ("dana", "ravi", "kim"))
+    to_decide, second_only = [], []
     for kind in ItemKind.values if not Decision.objects.filter(org=org).exists() else ():  # decided once
         waiting = list(Review.objects.waiting().filter(org=org, kind=kind).order_by("pk"))
         audit, unsure = [r for r in waiting if r.audit], [r for r in waiting if not r.audit]
-        to_decide += audit[: -(-len(audit) * 2 // 3)] + unsure[::2]  # two thirds and a half, rounded up
+        decided = -(-len(audit) * 2 // 3)  # two thirds and a half, rounded up
+        to_decide += audit[:decided] + unsure[::2]
+        second_only += audit[decided:]
     for index, review in enumerate(to_decide):
-        claim_take(user=operator, org_ids=[org.pk], review_id=review.pk)
-        verdict = _demo_verdict(review, disagree=index % 4 == 3)
-        note = "Checked against the tool results."
-        decision_create(
-            user=operator, org_ids=[org.pk], review_id=review.pk, fingerprint=review.fingerprint, note=note, **verdict
-        )
+        _demo_answer(dana, review, _demo_verdict(review, disagree=index % 4 == 3))
+        if review_slots(review) > 1:
+            _demo_answer(ravi, review, _demo_verdict(review, disagree=index % 3 == 1))
+            if index % 2 and not Decision.objects.filter(review=review).exists():  # kim settles half the splits
+                _demo_answer(kim, review, _demo_verdict(review, disagree=False), note="The tool result decides it.")
+    for review in second_only:  # ravi answered first: dana's place is open, and she answers blind
+        if review_slots(review) > 1:
+            _demo_answer(ravi, review, _demo_verdict(review, disagree=False))
     seed_labels(org)
     rollups_rebuild(org_id=org.pk)
+
+
+def _demo_answer(person, review: Review, verdict: dict, note: str = "Checked against the tool results.") -> None:
+    claim_take(user=person, org_ids=[review.org_id], review_id=review.pk)
+    decision_create(
+        user=person, org_ids=[review.org_id], review_id=review.pk, fingerprint=review.fingerprint, note=note, **verdict
+    )
 
 
 def _demo_verdict(review: Review, *, disagree: bool) -> dict:

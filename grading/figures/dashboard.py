@@ -377,13 +377,14 @@ class PeopleCounters:
     patterns: str  # per check, how many items had each pattern of verdicts ("2:1:0")
     split: str  # per check, the items whose verdicts differ (what the lists read; `patterns` holds their count)
     judge: str  # per check, the judge against the verdict people agreed on or an adjudicator gave
+    pairs: str = ""  # per check, each two named people's verdicts on an item (answers in the queue only)
 
 
 # Where several people's verdicts on one item come from: answers given in the queue (counted once every place on
 # the item is answered), in its two samples, and imported labels from several labellers.
 PEOPLE_SAMPLES = {
-    "audit": PeopleCounters("people_audit", "people_split_audit", "agree_people_audit"),
-    "unsure": PeopleCounters("people_unsure", "people_split_unsure", "agree_people_unsure"),
+    "audit": PeopleCounters("people_audit", "people_split_audit", "agree_people_audit", "people_pair_audit"),
+    "unsure": PeopleCounters("people_unsure", "people_split_unsure", "agree_people_unsure", "people_pair_unsure"),
     "label": PeopleCounters("people_label", "people_split", "agree_people"),
 }
 PEOPLE_LABELS = {
@@ -406,6 +407,10 @@ def people_figures(c: Counters, kind: str, checks: Sequence[str]) -> dict:
         for (_, _, _, _, _, _, check, pair), n in c.pick(kind, counters.judge):
             machine, _, human = pair.partition(">")
             agreed[check][(machine, human)] += n
+        by_pair: dict[str, dict[tuple[int, int], Counter]] = defaultdict(lambda: defaultdict(Counter))
+        for (_, _, _, _, _, _, check, key), n in c.pick(kind, counters.pairs) if counters.pairs else ():
+            first, second, first_said, second_said = key.split(":")
+            by_pair[check][(int(first), int(second))][(first_said, second_said)] += n
         out[sample] = {
             "label": PEOPLE_LABELS[sample],
             "checks": {
@@ -414,12 +419,23 @@ def people_figures(c: Counters, kind: str, checks: Sequence[str]) -> dict:
                     # The judge against the verdict people agreed on (or an adjudicator gave, for the queue's
                     # answers): the figure to hold against theirs.
                     "judge": agreement_of(categories, agreed[check]).as_json(),
+                    "pairs": _pairs(categories, by_pair[check]),
                 }
                 for check in checks
                 if _people_answer_on(kind, sample, check)
             },
         }
     return out
+
+
+PAIRS_SHOWN = 10  # the pairs of people who answered the same items most often
+
+
+def _pairs(categories: Sequence[str], tables: dict[tuple[int, int], Counter]) -> list[dict]:
+    """Cohen's kappa for each two named people on the items both answered (rows: the lower person id), the pairs
+    with most items first."""
+    ranked = sorted(tables.items(), key=lambda item: (-sum(item[1].values()), item[0]))[:PAIRS_SHOWN]
+    return [{"people": list(people), **agreement_of(categories, table).as_json()} for people, table in ranked]
 
 
 def queue_figures(c: Counters) -> dict:

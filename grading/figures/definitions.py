@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import combinations
 from typing import Any
 
 from django.db.models import BooleanField, Expression, F, Q
@@ -71,6 +72,9 @@ LABEL_AGREED = Col("label_agreed", "l.agreed")  # the verdict they all gave, whe
 # verdict on the check (the agreed or the adjudicated decision), once there is one (`decided`; a decision that
 # stores no verdict on the check, which `decision_record` never writes, has none).
 ANSWERS_DECIDED = Col("label_decided", "l.decided")
+# Two named people's verdicts on one check of one item ("12:15:pass:fail", the lower person id first): Cohen's
+# kappa per pair of people.
+ANSWER_PAIR = Col("answer_pair", "l.pair")
 VERDICTS = ("pass", "fail", "unknown")
 EACH = Col("each", "each.name")  # the name a figure of several names (`Figure.each`) is counted for
 FINDING = Col("finding", "finding.code")  # one of the review's finding codes
@@ -116,6 +120,7 @@ EACH_LABELLED_CHECK = "labelled_check"
 # Each check answered by every one of the review's reviewer slots (two or more): counted once all the answers
 # are in, never while the item still waits for some (nothing about blind answers shows before).
 EACH_ANSWERED_CHECK = "answered_check"
+EACH_ANSWER_PAIR = "answer_pair"  # each two people's answers on such a check
 
 
 @dataclass(frozen=True, eq=False)
@@ -160,6 +165,7 @@ _ANSWER_AGREEMENT = [
             Pair(machine_verdict(LABEL_CHECK), LABEL_AGREED),
             over=EACH_ANSWERED_CHECK,
         ),
+        Figure(f"people_pair_{group}", both(COUNTING, in_group), LABEL_CHECK, ANSWER_PAIR, over=EACH_ANSWER_PAIR),
     )
 ]
 _DRAFT_AGREEMENT = [
@@ -299,6 +305,14 @@ _FROM = {
         FROM grading_answer a CROSS JOIN LATERAL ({ANSWER_VERDICTS}) v
         WHERE a.review_id = r.id
         GROUP BY v.check_name HAVING count(*) >= greatest(2, max(a.slots))) l""",  # noqa: S608 - constants
+    EACH_ANSWER_PAIR: f"""FROM r CROSS JOIN LATERAL (
+        WITH x AS (
+            SELECT a.person_id, v.check_name, v.verdict,
+                count(*) OVER (PARTITION BY v.check_name) >= greatest(2, max(a.slots) OVER ()) AS answered
+            FROM grading_answer a CROSS JOIN LATERAL ({ANSWER_VERDICTS}) v WHERE a.review_id = r.id)
+        SELECT x.check_name, concat_ws(':', x.person_id, y.person_id, x.verdict, y.verdict) AS pair
+        FROM x JOIN x y ON y.check_name = x.check_name AND y.person_id > x.person_id
+        WHERE x.answered) l""",  # noqa: S608 - constants
     EACH_FINDING: f"""FROM r CROSS JOIN LATERAL (
         SELECT DISTINCT left(f ->> 'code', {KEY_LENGTH}) AS code FROM jsonb_array_elements(
             CASE WHEN jsonb_typeof(r.findings) = 'array' THEN r.findings ELSE '[]'::jsonb END) f
@@ -372,6 +386,21 @@ def _answered_checks(row: Row, decision: Mapping[str, Any] | None, answers: Sequ
     ]
 
 
+def _answer_pairs(row: Row, answers: Sequence[Mapping[str, Any]]) -> list:
+    """Each two people's verdicts on a check every place answered (EACH_ANSWER_PAIR in Python)."""
+    by_check: dict[str, list[tuple[int, str]]] = {}
+    for answer in answers:
+        for check, verdict in answer_verdicts(row["kind"], answer["outcome"], answer["checks"]):
+            by_check.setdefault(check, []).append((answer["person_id"], verdict))
+    slots = max((answer["slots"] for answer in answers), default=0)
+    return [
+        {"label_check": check, "answer_pair": f"{p}:{q}:{v}:{w}"}
+        for check, given in sorted(by_check.items())
+        if len(given) >= max(2, slots)
+        for (p, v), (q, w) in combinations(sorted(given), 2)
+    ]
+
+
 def _overs(
     row: Row,
     decision: Mapping[str, Any] | None,
@@ -409,6 +438,7 @@ def _overs(
             if len(verdicts) >= 2
         ],
         EACH_ANSWERED_CHECK: _answered_checks(row, decision, answers),
+        EACH_ANSWER_PAIR: _answer_pairs(row, answers),
         EACH_FINDING: [{"finding": code} for code in sorted(codes)],
     }
 
@@ -420,7 +450,15 @@ _COMPILED = {
         for f in FIGURES
         if f.over == over
     ]
-    for over in (REVIEW, WITH_DECISION, EACH_LABEL, EACH_LABELLED_CHECK, EACH_ANSWERED_CHECK, EACH_FINDING)
+    for over in (
+        REVIEW,
+        WITH_DECISION,
+        EACH_LABEL,
+        EACH_LABELLED_CHECK,
+        EACH_ANSWERED_CHECK,
+        EACH_ANSWER_PAIR,
+        EACH_FINDING,
+    )
 }
 
 
@@ -431,7 +469,7 @@ def contributions(
     answers: Sequence[Mapping[str, Any]] = (),
 ) -> Counter:
     """The counters one review (as `review_row` reads it) adds, with its decision (or None), its labels and its
-    answers (several people's, `Answer`: outcome, checks, slots)."""
+    answers (several people's, `Answer`: person_id, outcome, checks, slots)."""
     out: Counter = Counter()
     if review["state"] == ReviewState.TRIAL:
         return out

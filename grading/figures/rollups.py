@@ -93,7 +93,8 @@ def _contributions_select(reviews: str) -> str:
         (SELECT json_agg(json_build_object('check_name', l.check_name, 'verdict', l.verdict)) FROM grading_label l
             WHERE l.fingerprint = r.fingerprint
             AND (l.conversation_id = r.conversation_id OR l.draft_id = r.draft_id)),
-        (SELECT json_agg(json_build_object('outcome', a.outcome, 'checks', a.checks, 'slots', a.slots))
+        (SELECT json_agg(json_build_object('person_id', a.person_id, 'outcome', a.outcome, 'checks', a.checks,
+                'slots', a.slots))
             FROM grading_answer a WHERE a.review_id = r.id)
     FROM {reviews} r
     LEFT JOIN grading_conversation c ON c.id = r.conversation_id

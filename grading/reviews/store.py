@@ -315,12 +315,7 @@ def decision_record(
     row lock first).
     """
     with transaction.atomic():
-        review = Review.objects.select_for_update().select_related("criteria_version").filter(pk=review_id).first()
-        if review is None:
-            raise NotWaiting(review_id)
-        values = _decision_values(review, outcome=outcome, checks=checks or {}, note=note)
-        if not Review.objects.waiting().filter(pk=review_id).exists():
-            raise NotWaiting(review_id)
+        review, values = _waiting_review(review_id, outcome=outcome, checks=checks, note=note)
         basis = Decision.Basis.ONE
         slots = review_slots(review)
         if slots > 1:
@@ -336,6 +331,18 @@ def decision_record(
             basis = Decision.Basis.ADJUDICATED
         decision = _decision_write(review, values, basis=basis, note=note, decided_by=decided_by, decided_at=decided_at)
     return decision
+
+
+def _waiting_review(review_id: int, *, outcome: str, checks: dict[str, str] | None, note: str) -> tuple[Review, dict]:
+    """Lock the review and read what a person gave as a decision's values; refuse a shape that does not fit
+    (InvalidDecision) and a review no longer waiting for a person (NotWaiting). Inside the caller's transaction."""
+    review = Review.objects.select_for_update().select_related("criteria_version").filter(pk=review_id).first()
+    if review is None:
+        raise NotWaiting(review_id)
+    values = _decision_values(review, outcome=outcome, checks=checks or {}, note=note)
+    if not Review.objects.waiting().filter(pk=review_id).exists():
+        raise NotWaiting(review_id)
+    return review, values
 
 
 def _decision_write(
@@ -387,12 +394,7 @@ def answer_record(
        (`decision_record`). Nothing counts as the item's human verdict before either.
     """
     with transaction.atomic():
-        review = Review.objects.select_for_update().select_related("criteria_version").filter(pk=review_id).first()
-        if review is None:
-            raise NotWaiting(review_id)
-        values = _decision_values(review, outcome=outcome, checks=checks or {}, note=note)
-        if not Review.objects.waiting().filter(pk=review_id).exists():
-            raise NotWaiting(review_id)
+        review, values = _waiting_review(review_id, outcome=outcome, checks=checks, note=note)
         slots = review_slots(review)
         answers = {a.person_id: a for a in Answer.objects.filter(review_id=review_id).order_by("pk")}
         if len(answers) >= slots:

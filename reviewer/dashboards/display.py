@@ -7,6 +7,7 @@ import re
 from dataclasses import dataclass
 from urllib.parse import urlencode
 
+from django.contrib.auth import get_user_model
 from django.urls import reverse
 from django.utils.safestring import mark_safe
 
@@ -266,6 +267,7 @@ def people_panel(figures: dict, links: Links) -> list[dict]:
     check, beside the judge's agreement with their verdict: every count links to its items, the ones they split on
     first."""
     blocks = []
+    names = _people_names(figures)
     for kind, per_kind in figures["agreement"].items():
         for sample, data in per_kind["people"].items():
             answered, split_on = PEOPLE_LISTS[sample]
@@ -287,6 +289,12 @@ def people_panel(figures: dict, links: Links) -> list[dict]:
                     "judge_kappa": _coefficient(p["judge"]["kappa"]),
                     "judge_n": p["judge"]["n"],
                     "note": p["note"],
+                    "pairs": [
+                        {"people": " & ".join(names.get(pk, "a former user") for pk in pair["people"]),
+                         "kappa": _coefficient(pair["kappa"]), "n": pair["n"],
+                         "kappa_interval": _interval(pair["kappa_interval"], percent=False)}
+                        for pair in p.get("pairs", [])
+                    ],
                 })  # fmt: skip
             blocks.append({
                 "kind": kind, "sample": sample, "label": data["label"], "biased": sample == "unsure",
@@ -294,6 +302,19 @@ def people_panel(figures: dict, links: Links) -> list[dict]:
                 "items": max((c["items"].value for c in checks), default=0),
             })  # fmt: skip
     return blocks
+
+
+def _people_names(figures: dict) -> dict[int, str]:
+    """The usernames of the people the pairs name, in one query."""
+    ids = {
+        pk
+        for per_kind in figures["agreement"].values()
+        for data in per_kind["people"].values()
+        for p in data["checks"].values()
+        for pair in p.get("pairs", [])
+        for pk in pair["people"]
+    }
+    return dict(get_user_model().objects.filter(pk__in=ids).values_list("pk", "username")) if ids else {}
 
 
 def confusion_table(agreement: dict, links: Links, *, kind: str, sample: str, check: str) -> str:

@@ -26,7 +26,7 @@ EXAMPLES = settings(
 LISTED = (
     "check", "finding", "repaired_pass", "decision", "decided_by", "agree_audit", "agree_unsure", "agree_label",
     "people_label", "people_split", "agree_people", "people_audit", "people_unsure", "people_split_audit",
-    "people_split_unsure", "agree_people_audit", "agree_people_unsure",
+    "people_split_unsure", "agree_people_audit", "agree_people_unsure", "people_pair_audit", "people_pair_unsure",
 )  # fmt: skip
 
 

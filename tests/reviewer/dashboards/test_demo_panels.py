@@ -35,6 +35,9 @@ def test_the_demo_fills_every_panel_of_the_dashboard(client_for):
             assert any(check["n"] for check in samples[sample]["checks"].values()), (kind, sample)
         people = agreement[kind]["people"]["label"]["checks"].values()
         assert any(p["items"] for p in people) and any(p["unanimous"] < p["items"] for p in people), kind
+    # Audited conversations are answered by two people: agreement between them, with its pair's Cohen's kappa.
+    answered = agreement["conversation"]["people"]["audit"]["checks"]["grounded"]
+    assert answered["items"] and answered["unanimous"] < answered["items"] and answered["pairs"]
     audit = agreement["conversation"]["samples"]["audit"]["checks"]["all_checks"]
     assert 0 < audit["agreed"] < audit["n"]  # the demo operator sometimes disagrees
     assert queue["waiting"] and queue["decisions_by_operator"]

@@ -201,6 +201,10 @@ def test_people_against_people_counts_the_queues_answers_once_every_place_is_ans
     assert (grounded["judge"]["n"], grounded["judge"]["agreed"]) == (2, 1)
     assert people["audit"]["checks"]["complete"]["percent"] == pytest.approx(1.0)
     assert people["unsure"]["checks"]["grounded"]["items"] == people["label"]["checks"]["grounded"]["items"] == 0
+    # Cohen's kappa for ann and bo, the one pair: rows ann's verdicts, columns bo's; c3 (one answer) is not in it.
+    (pair,) = grounded["pairs"]
+    assert (pair["people"], pair["n"], pair["agreed"]) == ([ann.pk, bo.pk], 2, 1)
+    assert pair["confusion"][0] == [1, 1, 0]  # ann said pass on both; bo pass on one, fail on the other
     assert stored_counters(org_ids=[org.pk]) == live_counters(org_ids=[org.pk])
 
     client = client_for(stakeholder)
@@ -208,5 +212,6 @@ def test_people_against_people_counts_the_queues_answers_once_every_place_is_ans
     links = _links(html, "people-conversation-audit")
     assert "check=grounded" in links["1"] and _listed(client, links["1"]) == {reviews["c2"].pk}
     assert _listed(client, links["2"]) == {reviews["c1"].pk, reviews["c2"].pk}
+    assert "Cohen's κ, two named people on the items both answered: ann &amp; bo" in html
     listed = client.get(links["1"]).content.decode()
     assert "in the audit sample, answered in the queue by everyone asked on grounded where they gave" in listed
