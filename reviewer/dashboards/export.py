@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import itertools
 import json
-from collections import defaultdict
 from collections.abc import Iterable, Iterator, Sequence
 from datetime import date, datetime
 
@@ -18,7 +17,7 @@ from django.db.models.fields.json import KeyTextTransform, KeyTransform
 from django.db.models.functions import JSONObject
 
 from grading.figures.spreadsheets import csv_lines
-from grading.models import Answer, Label, Review
+from grading.models import Answer, Decision, Label, Review
 from grading.outcomes import CHECKS
 
 CHUNK = 2000  # rows per fetch from the server-side cursor
@@ -62,32 +61,33 @@ _EXTRACTED = {
 }
 
 
-# A review whose places are all answered: as many answers as the item asked for when they were given.
-_FILLED = (
-    Answer.objects.filter(review_id=OuterRef("review_id"))
-    .values("review_id")
-    .annotate(given=Count("pk"), asked=Max("slots"))
-    .filter(given__gte=F("asked"))
-)
-
-
 def _answers_shown(review_ids: Sequence[int]) -> dict[int, list[dict]]:
-    """The answers people gave on these reviews, each review's in the order given, in one query. Only those no longer
-    blind: the review's places are all answered, or it is decided (agreed or adjudicated). Until then nobody sees
-    another's answer, in the queue or here."""
-    answers = (
+    """The answers people gave on these reviews, each review's in the order given, in one query that hands back one
+    JSON list per review (decoded once, not answer by answer). Only those no longer blind: the review's places are
+    all answered (as many answers as the item asked for when they were given), or it is decided (agreed or
+    adjudicated). Until then nobody sees another's answer, in the queue or here."""
+    shown = (
         Answer.objects.filter(review_id__in=review_ids)
-        .filter(Q(review__decision__isnull=False) | Exists(_FILLED))
-        .order_by("review_id", "answered_at", "pk")
-        .values_list("review_id", "person__username", "outcome", "checks", "note", "answered_at")
+        .values("review_id")
+        .annotate(
+            given=Count("pk"),
+            asked=Max("slots"),
+            decided=Exists(Decision.objects.filter(review_id=OuterRef("review_id"))),
+            answers=JSONBAgg(
+                JSONObject(
+                    person="person__username",
+                    outcome="outcome",
+                    checks="checks",
+                    note="note",
+                    answered_at="answered_at",
+                ),
+                order_by=("answered_at", "pk"),
+            ),
+        )
+        .filter(Q(given__gte=F("asked")) | Q(decided=True))
+        .values_list("review_id", "answers")
     )
-    shown: dict[int, list[dict]] = defaultdict(list)
-    for review_id, person, outcome, checks, note, answered_at in answers:
-        shown[review_id].append({
-            "person": person, "outcome": outcome, "checks": checks, "note": note,
-            "answered_at": answered_at.isoformat(),  # as text here: the CSV writes the answers as JSON
-        })  # fmt: skip
-    return shown
+    return dict(shown)
 
 
 def export_rows(reviews: QuerySet[Review]) -> Iterator[tuple]:
