@@ -165,6 +165,7 @@ def test_twenty_concurrent_claimers_take_every_item_exactly_once(org):
             start.wait()
             while (claim := claim_next(user=person, org_ids=[org.pk])) is not None:
                 taken[person.pk].append(claim.review_id)
+                connections.close_all()  # a claim is one request: its connection goes back to the pool
         except BaseException as exc:  # noqa: BLE001 - any error fails the test below
             errors.append(exc)
         finally:
@@ -176,6 +177,7 @@ def test_twenty_concurrent_claimers_take_every_item_exactly_once(org):
             while running.is_set():
                 held = Claim.objects.filter(ended_at__isnull=True).values("review_id").annotate(n=Count("pk"))
                 doubles.extend(held.filter(n__gt=1))
+                connections.close_all()
         finally:
             connections.close_all()
 
