@@ -128,6 +128,7 @@
       case "a": handled = press("a"); break;
       case "r": handled = press("r"); break;
       case "c": handled = press("c"); break;
+      case "d": handled = press("d"); break;
     }
     if (handled) event.preventDefault();
   });

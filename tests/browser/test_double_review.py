@@ -33,6 +33,19 @@ def test_two_answer_blind_disagree_and_an_adjudicator_decides(browser, live_serv
     ann, bob = (make_person(name, org, Role.OPERATOR) for name in ("ann", "bob"))
     cy = make_person("cy", org, Role.OPERATOR, Role.STAKEHOLDER)
 
+    dee = make_person("dee", org, Role.OPERATOR)
+    declining = tab_for(browser, live_server, dee)  # takes a place, then gives it back with the keyboard
+    declining.keyboard.press("n")
+    declining.wait_for_url(f"**/queue/items/{review.pk}/")
+    declining.locator("main").click(position={"x": 5, "y": 5})
+    declining.keyboard.press("d")  # no reason yet: the reason field asks for one, nothing is sent
+    assert declining.evaluate("document.activeElement.name") == "reason"
+    declining.fill("input[name=reason]", "I wrote the refund policy.")
+    declining.locator("main").click(position={"x": 5, "y": 5})
+    declining.keyboard.press("d")
+    declining.wait_for_url("**/queue/")
+    assert "Declined" in declining.locator(".flash").inner_text()
+
     first = tab_for(browser, live_server, ann)
     first.keyboard.press("n")
     first.wait_for_url(f"**/queue/items/{review.pk}/")
@@ -74,4 +87,4 @@ def test_two_answer_blind_disagree_and_an_adjudicator_decides(browser, live_serv
     card.locator("a", has_text="1").last.click()  # the items split on
     third.wait_for_url("**/dashboard/reviews/**")
     assert "refund-policy" in third.locator("main").inner_text()
-    assert [tab.console_errors for tab in (first, second, third)] == [[], [], []]
+    assert [tab.console_errors for tab in (declining, first, second, third)] == [[], [], [], []]
