@@ -10,10 +10,11 @@ from django.db import connections
 from django.urls import reverse
 from django.utils import timezone
 
-from grading.criteria.versions import criteria_active
+from grading.criteria.versions import criteria_active, criteria_new_version, criteria_publish
 from grading.models import Answer, AuditEvent, Decision, ItemKind, Review, ReviewState, SlotsFor
 from grading.outcomes import CHECKS
 from reviewer.models import Claim, Membership, Role
+from reviewer.queue.reads import slots_now
 from reviewer.queue.services import Refused, claim_decline, claim_next, claim_take, decision_create
 from tests.builders.api_calls import api_caller
 from tests.builders.page_matrix import url_routes
@@ -173,6 +174,37 @@ def test_answers_stay_bound_to_the_evidence_they_read_when_it_moves_on(client_fo
     assert not Decision.objects.exists()
 
 
+def test_new_criteria_leave_the_answers_with_the_review_they_were_given_on(org):
+    ask(org, ItemKind.DRAFT, 2)
+    review = draft_item(org)
+    ann, bob = operators(org, "ann", "bob")
+    answer(ann, review, outcome="approve")
+    claim_take(user=bob, org_ids=[org.pk], review_id=review.pk)
+    criteria_publish(version=criteria_new_version(org=org, kind=ItemKind.DRAFT))  # cloned: it asks two people too
+    with pytest.raises(Refused, match="changed since you opened it"):
+        decision_create(user=bob, org_ids=[org.pk], review_id=review.pk, fingerprint=review.fingerprint,
+                        outcome="approve")  # fmt: skip
+    assert Answer.objects.get().review_id == review.pk and not Decision.objects.exists()
+
+
+def test_answers_about_earlier_evidence_are_marked_and_stay_blind_to_others(client_for, org):
+    ask(org, ItemKind.CONVERSATION, 2)
+    old = conversation_item(org, "cv-grows")
+    ann, bob = operators(org, "ann", "bob")
+    answer(ann, old, checks=ALL_PASS, note="ANN-ON-THE-FIRST-PATH")
+    continue_conversation(old)
+    conversation = old.conversation.__class__.objects.get(pk=old.conversation_id)
+    # The conversation graded again: its new review (of the grown path) waits for two people.
+    fields = {f.attname: getattr(old, f.attname) for f in Review._meta.concrete_fields if f.attname != "id"}
+    Review.objects.filter(pk=old.pk).update(state=ReviewState.SUPERSEDED)
+    new = Review.objects.create(**fields | {"fingerprint": conversation.fingerprint, "judge_key": "judge-again",
+                                            "state": ReviewState.WAITING})  # fmt: skip
+    mine = client_for(ann).get(reverse("review_detail", args=[new.pk])).content.decode()
+    assert "ANN-ON-THE-FIRST-PATH" in mine and "earlier evidence" in mine and "0 of 2 answered" in mine
+    theirs = client_for(bob).get(reverse("review_detail", args=[new.pk])).content.decode()
+    assert "ANN-ON-THE-FIRST-PATH" not in theirs  # another person's answer, earlier evidence or not, stays hidden
+
+
 @pytest.mark.django_db(transaction=True)
 def test_twenty_operators_claiming_at_once_never_overfill_an_item_nor_answer_twice(org):
     """20 threads, each with its own connection, claim and answer until nothing is left: 40 items, 3 places each."""
@@ -187,7 +219,14 @@ def test_twenty_operators_claiming_at_once_never_overfill_an_item_nor_answer_twi
     def answerer(person) -> None:
         try:
             start.wait()
-            while (claim := claim_next(user=person, org_ids=[org.pk])) is not None:
+            while True:
+                claim = claim_next(user=person, org_ids=[org.pk])
+                if claim is None:
+                    # Claim next skips rows another claim or answer holds locked for a moment: "nothing now" while
+                    # a place is still open for this person is asked again, as an operator would press n again.
+                    if not any(_place_for(person, review) for review in reviews):
+                        break
+                    continue
                 review = Review.objects.get(pk=claim.review_id)
                 decision_create(user=person, org_ids=[org.pk], review_id=review.pk, fingerprint=review.fingerprint,
                                 outcome="approve")  # fmt: skip
@@ -208,6 +247,14 @@ def test_twenty_operators_claiming_at_once_never_overfill_an_item_nor_answer_twi
         assert len(answered_by) == 3 and len(set(answered_by)) == 3, review.pk
     assert Decision.objects.filter(basis="agreed").count() == 40
     assert len({a.person_id for a in Answer.objects.all()}) > 3  # the work was actually shared
+
+
+def _place_for(person, review: Review) -> bool:
+    """Whether the item still has a place this person has not taken (read as the claim reads it, under no lock)."""
+    review = Review.objects.select_related("criteria_version").get(pk=review.pk)
+    slots = slots_now(review, timezone.now())
+    waiting = Review.objects.waiting().filter(pk=review.pk).exists()
+    return waiting and person.pk not in slots.answered_by and slots.place_for(person.pk) is None
 
 
 def test_no_url_shows_another_persons_answer_while_places_are_open(client, org, stakeholder):
