@@ -203,9 +203,7 @@ def review_release(request: HttpRequest, pk: int) -> HttpResponse:
     except Refused as refusal:
         return _refused(request, review, refusal)
     messages.info(request, "Released: the item is back in the queue.")
-    if request.htmx:
-        return HttpResponseClientRedirect(reverse("queue"))
-    return redirect("queue")
+    return _to_queue(request)
 
 
 @require_POST
@@ -221,9 +219,7 @@ def review_decline(request: HttpRequest, pk: int) -> HttpResponse:
     except Refused as refusal:
         return _refused(request, review, refusal)
     messages.info(request, "Declined: the item is back in the queue for someone else.")
-    if request.htmx:
-        return HttpResponseClientRedirect(reverse("queue"))
-    return redirect("queue")
+    return _to_queue(request)
 
 
 @require_POST
@@ -272,9 +268,7 @@ def review_decide(request: HttpRequest, pk: int) -> HttpResponse:
         messages.warning(request, result.learning_error)
     elif decision is not None and decision.learning_id:
         messages.info(request, "The note is now an org learning.")
-    if request.htmx:
-        return HttpResponseClientRedirect(reverse("queue"))
-    return redirect("queue")
+    return _to_queue(request)
 
 
 def _item_name(review: Review) -> str:
@@ -285,6 +279,13 @@ def _refused(request: HttpRequest, review: Review, refusal: Refused, *, form=Non
     """Nothing was written: show the item again with the reason, in place for htmx, as a page without it."""
     context = _item_context(request, review, form=form, refusal=refusal.message)
     return _render_item(request, review, context, status=409)
+
+
+def _to_queue(request: HttpRequest) -> HttpResponse:
+    """Back to the queue after the item left the operator's hands (decided, answered, released, declined)."""
+    if request.htmx:
+        return HttpResponseClientRedirect(reverse("queue"))
+    return redirect("queue")
 
 
 def _after_action(request: HttpRequest, review: Review) -> HttpResponse:
