@@ -115,10 +115,8 @@ def seed_review_history(org: Org) -> None:
 
 
 def _demo_answer(person, review: Review, verdict: dict, note: str = "Checked against the tool results.") -> None:
-    claim_take(user=person, org_ids=[review.org_id], review_id=review.pk)
-    decision_create(
-        user=person, org_ids=[review.org_id], review_id=review.pk, fingerprint=review.fingerprint, note=note, **verdict
-    )
+    claim_take(user=person, review_id=review.pk)
+    decision_create(user=person, review_id=review.pk, fingerprint=review.fingerprint, note=note, **verdict)
 
 
 def _demo_verdict(review: Review, *, disagree: bool) -> dict:

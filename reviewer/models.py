@@ -1,6 +1,7 @@
 """The people side: who belongs to which org, in which role, and who holds which queue item."""
 
 from django.conf import settings
+from django.contrib.postgres.fields import ArrayField
 from django.db import models
 
 from grading.models import Org
@@ -13,16 +14,38 @@ class Role(models.TextChoices):
 
 
 class Membership(models.Model):
-    """A user's role in an org. A person with two roles in one org has two memberships."""
+    """A user's role in an org. A person with two roles in one org has two memberships.
+
+    A membership covers the whole org, or only some of it (its reach, `reviewer/access.py`): the conversations of
+    the applications it names, and drafts (the draft gate, an application of its own) when `drafts` says so.
+    A criteria admin's membership always covers the whole org: a criteria version governs every application of its
+    kind, and publishing it re-grades them all.
+    """
 
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships")
     # No reverse accessors on grading's models: the domain core never reaches into the people side.
     org = models.ForeignKey(Org, on_delete=models.CASCADE, related_name="+")
     role = models.CharField(max_length=20, choices=Role.choices)
+    applications = ArrayField(
+        models.CharField(max_length=100),
+        null=True,
+        blank=True,
+        help_text="Empty (null): the whole org. Otherwise only these applications' conversations.",
+    )
+    drafts = models.BooleanField(default=True, help_text="With applications named: whether drafts are covered too.")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
-        constraints = [models.UniqueConstraint(fields=["user", "org", "role"], name="membership_unique_role")]
+        constraints = [
+            models.UniqueConstraint(fields=["user", "org", "role"], name="membership_unique_role"),
+            # A limited membership covers something (an empty list without drafts would be a role with nothing in
+            # it), and never a criteria admin's.
+            models.CheckConstraint(
+                condition=models.Q(applications__isnull=True)
+                | (~models.Q(role="criteria_admin") & (models.Q(drafts=True) | models.Q(applications__len__gt=0))),
+                name="membership_reach_covers_something",
+            ),
+        ]
 
     def __str__(self) -> str:
         return f"{self.user} · {self.get_role_display()} · {self.org}"

@@ -206,6 +206,12 @@ class Review(models.Model):
                 condition=models.Q(state=ReviewState.WAITING),
                 name="review_queue_reason",
             ),
+            # The queue of someone whose reach names applications: one range per version and application.
+            models.Index(
+                fields=["criteria_version", "application", "finished_at", "id"],
+                condition=models.Q(state=ReviewState.WAITING),
+                name="review_queue_application",
+            ),
             # The dashboards' lists: the counting reviews of a version's weeks, newest first, read in index order.
             models.Index(
                 fields=["criteria_version", "week", "id"],

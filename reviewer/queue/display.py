@@ -157,7 +157,6 @@ class QueuePage:
 def queue_page(
     *,
     user,
-    org_ids: Sequence[int],
     filters: reads.QueueFilters = reads.NO_FILTERS,
     after: int | None = None,
     before: int | None = None,
@@ -166,26 +165,26 @@ def queue_page(
 ) -> QueuePage:
     """One page of the queue, oldest first within priority, with counts per reason and who holds what.
 
-    A cursor names a review (the last of the previous page, or the first of the next); one that is not in
-    the operator's orgs is ignored. The number of queries does not depend on the number of items.
+    Only what the person's operator memberships reach. A cursor names a review (the last of the previous page, or
+    the first of the next); one out of reach is ignored. The number of queries does not depend on the number of
+    items.
     """
     now = now or timezone.now()
-    key_after, key_before = reads.cursor_key(org_ids, after), reads.cursor_key(org_ids, before)
+    reaches = reads.operator_reaches(user)
+    key_after, key_before = reads.cursor_key(reaches, after), reads.cursor_key(reaches, before)
     if key_before is not None:
         key_after = None
-    all_versions = reads.queue_versions(org_ids=org_ids)
-    versions = [v for v in all_versions if v.kind in filters.kinds and filters.criteria_version in (None, v.pk)]
-    reviews = reads.queue_rows(
-        versions=versions, filters=filters, after=key_after, before=key_before, limit=page_size + 1
-    )
-    stats = reads.queue_stats(versions=versions, filters=filters)
+    versions = reads.queue_versions(reaches)
+    lanes = reads.queue_lanes(versions, reaches, filters)
+    reviews = reads.queue_rows(lanes=lanes, filters=filters, after=key_after, before=key_before, limit=page_size + 1)
+    stats = reads.queue_stats(lanes=lanes)
     more = len(reviews) > page_size
     reviews = reviews[:page_size]
     if key_before is not None:
         reviews.reverse()
     has_more_after, has_more_before = (True, more) if key_before is not None else (more, key_after is not None)
 
-    claims = reads.live_claims(org_ids, now)
+    claims = reads.live_claims(reaches, now)
     claims_by_review: dict[int, list[Claim]] = {}
     for claim in claims:
         claims_by_review.setdefault(claim.review_id, []).append(claim)
@@ -210,7 +209,7 @@ def queue_page(
         my_claims=[claim for claim in claims if claim.holder_id == user.pk],
         next_cursor=rows[-1].review_id if rows and has_more_after else None,
         previous_cursor=rows[0].review_id if rows and has_more_before else None,
-        applications=reads.queue_applications(org_ids),
-        criteria_versions=all_versions,
+        applications=reads.queue_applications(reaches),
+        criteria_versions=versions,
         refreshed_at=now,
     )

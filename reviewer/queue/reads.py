@@ -1,7 +1,8 @@
 """Reads of the review queue: which reviews wait for a person, in what order, and who holds what.
 
 What waits is grading's to say (`Review.objects.waiting()`, ReviewState); this module only orders and pages it.
-Every read takes the operator's org ids, so a view that forgets to filter by org has nothing to pass.
+Every read takes the operator's reaches (`reviewer/access.py`: the orgs, and within each the applications, their
+operator memberships cover), so a view that forgets to filter by org or application has nothing to pass.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from django.utils import timezone
 from grading.models import FOR_PEOPLE, Answer, Conversation, CriteriaVersion, Decision, ItemKind, Review, ReviewState
 from grading.outcomes import HUMAN_REASONS
 from grading.reviews.store import review_slots
-from reviewer.access import orgs_for
+from reviewer.access import Reach, reaches_of, within
 from reviewer.models import Claim, Role
 
 PAGE_SIZE = 25  # a screenful: operators work from the top; j/k and paging reach the rest
@@ -30,9 +31,9 @@ PRIORITIES = {ItemKind.DRAFT: 0, ItemKind.CONVERSATION: 1}
 Key = tuple[int, datetime, int]  # (priority, finished_at, review id): the queue order
 
 
-def operator_org_ids(user) -> list[int]:
-    """The orgs in which `user` is an operator: the only orgs the queue reads from."""
-    return list(orgs_for(user, Role.OPERATOR).values_list("pk", flat=True))
+def operator_reaches(user) -> list[Reach]:
+    """What `user`'s operator memberships cover, per org: the only items the queue reads, shows or claims."""
+    return list(reaches_of(user, Role.OPERATOR).values())
 
 
 @dataclass(frozen=True)
@@ -65,31 +66,51 @@ class QueueFilters:
 NO_FILTERS = QueueFilters()
 
 
-def _filtered(reviews: QuerySet[Review], filters: QueueFilters) -> QuerySet[Review]:
-    if filters.application:
-        # The application the review was filed under when it was written (the dashboards file it there too).
-        reviews = reviews.filter(application=filters.application)
-    if filters.reason:
-        reviews = reviews.filter(reason=filters.reason)
-    if filters.criteria_version:
-        reviews = reviews.filter(criteria_version_id=filters.criteria_version)
-    return reviews
+def queue_versions(reaches: Sequence[Reach]) -> list[CriteriaVersion]:
+    """The active criteria versions of the kinds within reach, in queue order (drafts first)."""
+    kinds = {(reach.org_id, kind) for reach in reaches for kind in reach.kinds()}
+    versions = CriteriaVersion.objects.filter(org_id__in=[reach.org_id for reach in reaches], is_active=True)
+    picked = [version for version in versions.select_related("org") if (version.org_id, version.kind) in kinds]
+    return sorted(picked, key=lambda v: (PRIORITIES[v.kind], v.org.slug))
 
 
-def queue_versions(*, org_ids: Sequence[int], filters: QueueFilters = NO_FILTERS) -> list[CriteriaVersion]:
-    """The active criteria versions the queue reads, in queue order (drafts first).
+@dataclass(frozen=True)
+class Lane:
+    """The reviews waiting under one active criteria version, all of them or one application's: one range of the
+    queue indexes (`review_queue`, `review_queue_application`) in (finished_at, id) order, so reading a page walks
+    each range from its start and stops. A person's queue is the lanes their reach covers."""
 
-    A version names its org and kind, so the reviews waiting under it are one range of the `review_queue`
-    index in (finished_at, id) order: reading a page walks each range from its start and stops.
-    """
-    versions = CriteriaVersion.objects.filter(org_id__in=list(org_ids), kind__in=filters.kinds, is_active=True)
-    if filters.criteria_version:
-        versions = versions.filter(pk=filters.criteria_version)
-    return sorted(versions.select_related("org"), key=lambda v: (PRIORITIES[v.kind], v.org.slug))
+    version: CriteriaVersion
+    application: str | None = None  # None: every application of the version's org
+
+    def reviews(self, filters: QueueFilters) -> QuerySet[Review]:
+        reviews = Review.objects.waiting_under(self.version)
+        if self.application is not None:
+            # The application the review was filed under when it was written (the dashboards file it there too).
+            reviews = reviews.filter(application=self.application)
+        if filters.reason:
+            reviews = reviews.filter(reason=filters.reason)
+        return reviews
 
 
-def _range(version: CriteriaVersion, filters: QueueFilters) -> QuerySet[Review]:
-    return _filtered(Review.objects.waiting_under(version), filters)
+def queue_lanes(versions: Sequence[CriteriaVersion], reaches: Sequence[Reach], filters: QueueFilters) -> list[Lane]:
+    """The lanes of `versions` (queue_versions) within `filters` and within reach, in queue order."""
+    by_org = {reach.org_id: reach for reach in reaches}
+    lanes = []
+    for version in versions:
+        reach = by_org[version.org_id]
+        if version.kind not in filters.kinds or filters.criteria_version not in (None, version.pk):
+            continue
+        if version.kind == ItemKind.DRAFT:
+            lanes.append(Lane(version))
+        elif filters.application:
+            if reach.covers(version.kind, filters.application):
+                lanes.append(Lane(version, filters.application))
+        elif reach.applications is not None:
+            lanes += [Lane(version, application) for application in sorted(reach.applications)]
+        else:
+            lanes.append(Lane(version))
+    return lanes
 
 
 _ROW_COLUMNS = (
@@ -117,7 +138,7 @@ _ROW_COLUMNS = (
 
 def queue_rows(
     *,
-    versions: Sequence[CriteriaVersion],
+    lanes: Sequence[Lane],
     filters: QueueFilters,
     after: Key | None = None,
     before: Key | None = None,
@@ -125,21 +146,21 @@ def queue_rows(
 ) -> list[Review]:
     """Up to `limit` reviews in queue order (reversed when paging backwards) after or before a cursor.
 
-    Each version's range is read in index order up to `limit` (every range, so the number of queries does not
-    depend on the data); ranges of one priority (several orgs) are merged by key, priorities follow each other.
+    Each lane is read in index order up to `limit` (every lane, so the number of queries does not depend on the
+    data); lanes of one priority (several orgs or applications) are merged by key, priorities follow each other.
     """
     backwards = before is not None
     order = ("-finished_at", "-pk") if backwards else ("finished_at", "pk")
-    by_priority: dict[int, list[CriteriaVersion]] = {}
-    for version in versions:
-        by_priority.setdefault(PRIORITIES[version.kind], []).append(version)
+    by_priority: dict[int, list[Lane]] = {}
+    for lane in lanes:
+        by_priority.setdefault(PRIORITIES[lane.version.kind], []).append(lane)
     picked: list[tuple[Key, Review]] = []
     for priority in sorted(by_priority, reverse=backwards):
         if (after and priority < after[0]) or (before and priority > before[0]):
             continue
         found = []
-        for version in by_priority[priority]:
-            reviews = _range(version, filters)
+        for lane in by_priority[priority]:
+            reviews = lane.reviews(filters)
             if after and priority == after[0]:
                 reviews = reviews.filter(_beyond(after, "gt"))
             if before and priority == before[0]:
@@ -171,59 +192,73 @@ class QueueStats:
         return any(n > COUNT_CAP for n in self.counts.values())
 
 
-def queue_stats(*, versions: Sequence[CriteriaVersion], filters: QueueFilters) -> QueueStats:
+def queue_stats(*, lanes: Sequence[Lane]) -> QueueStats:
     """Counts per reason (whatever the reason filter) and the oldest waiting item, in one query.
 
-    1. Per version (its waiting reviews are one range of the partial queue indexes: `waiting_under`), count
-       at most COUNT_CAP + 1 rows of each reason's range and of the whole range: a queue of 100,000 costs what a
-       queue of a hundred does. The oldest is the first entry of each whole range.
-    2. Reasons grading may add later are counted as "other": exactly, whenever the version's range is under
-       the cap.
+    1. Per lane (its waiting reviews are one range of the partial queue indexes), count at most COUNT_CAP + 1 rows
+       of each reason's range and of the whole range: a queue of 100,000 costs what a queue of a hundred does. The
+       oldest is the first entry of each whole range.
+    2. Reasons grading may add later are counted as "other": exactly, whenever the lane's range is under the cap.
     Written as SQL because it is a hundred tiny index probes: composed by the ORM it would cost more CPU than the
     rest of the page.
     """
-    if not versions:
+    if not lanes:
         return QueueStats(counts=dict.fromkeys([*HUMAN_REASONS, ""], 0), oldest=None)
-    in_application = " AND r.application = %s" if filters.application else ""
-    waiting = (
-        f"FROM {Review._meta.db_table} r WHERE r.state = %s AND r.criteria_version_id = p.version_id{in_application}"  # noqa: S608
-    )
-    # In index order, so the planner walks the index and stops rather than gathering the whole range first.
-    capped = f"(SELECT count(*) FROM (SELECT 1 {waiting} {{}} ORDER BY r.finished_at LIMIT %s) c)"  # noqa: S608
-    sql = f"""
-        SELECT p.version_id, p.reason, {capped.format("AND r.reason = p.reason")}, NULL
-            FROM unnest(%s::bigint[], %s::text[]) AS p(version_id, reason)
-        UNION ALL
-        SELECT p.version_id, NULL, {capped.format("")},
-            (SELECT r.finished_at {waiting} ORDER BY r.finished_at LIMIT 1)
-            FROM unnest(%s::bigint[]) AS p(version_id)
-    """  # noqa: S608 - table names are ours; every value is a parameter
-    waiting_params = [ReviewState.WAITING, *([filters.application] if filters.application else [])]
-    parts = [(version.pk, reason) for version in versions for reason in HUMAN_REASONS]
-    params = [
-        *waiting_params, COUNT_CAP + 1, [v for v, _ in parts], [r for _, r in parts],
-        *waiting_params, COUNT_CAP + 1, *waiting_params, [version.pk for version in versions],
-    ]  # fmt: skip
+    selects, params = [], []
+    # Whole versions and single applications are two shapes of range: each gets its own condition, so the planner
+    # can walk the index that holds the range (`review_queue` or `review_queue_application`).
+    for by_application in (False, True):
+        picked = [(n, lane) for n, lane in enumerate(lanes) if (lane.application is not None) == by_application]
+        if picked:
+            selects += _stats_selects(by_application)
+            parts = [(n, lane, reason) for n, lane in picked for reason in HUMAN_REASONS]
+            params += [
+                ReviewState.WAITING, COUNT_CAP + 1,
+                [n for n, _, _ in parts], [lane.version.pk for _, lane, _ in parts],
+                [lane.application for _, lane, _ in parts], [reason for _, _, reason in parts],
+                ReviewState.WAITING, COUNT_CAP + 1, ReviewState.WAITING,
+                [n for n, _ in picked], [lane.version.pk for _, lane in picked],
+                [lane.application for _, lane in picked],
+            ]  # fmt: skip
     with transaction.atomic(), connection.cursor() as cursor:
-        # The planner cannot know how many reviews the application filter keeps, guesses almost none, and would
-        # gather a whole range in a bitmap rather than walk the index to the cap; for this query, it walks.
+        # Each range is walked in index order to the cap; a bitmap scan would gather a whole range first.
         cursor.execute("SET LOCAL enable_bitmapscan = off")
-        cursor.execute(sql, params)
+        cursor.execute(" UNION ALL ".join(selects), params)
         rows = cursor.fetchall()
     counts = dict.fromkeys([*HUMAN_REASONS, ""], 0)
-    for version in versions:
-        whole = next(count for version_id, reason, count, _ in rows if version_id == version.pk and reason is None)
-        known = [count for version_id, reason, count, _ in rows if version_id == version.pk and reason is not None]
-        for reason, count in zip(HUMAN_REASONS, known, strict=True):
-            counts[reason] += count
-        counts[""] += max(0, whole - sum(known)) if whole <= COUNT_CAP else 0
+    for n in range(len(lanes)):
+        whole = next(count for lane, reason, count, _ in rows if lane == n and reason is None)
+        known = {reason: count for lane, reason, count, _ in rows if lane == n and reason is not None}
+        for reason in HUMAN_REASONS:
+            counts[reason] += known[reason]
+        counts[""] += max(0, whole - sum(known.values())) if whole <= COUNT_CAP else 0
     oldest = [finished_at for *_, finished_at in rows if finished_at is not None]
     return QueueStats(counts=counts, oldest=min(oldest, default=None))
 
 
+def _stats_selects(by_application: bool) -> list[str]:
+    """queue_stats' two SELECTs for lanes of one shape: per lane and reason the capped count, then per lane the
+    capped count of the whole range and its oldest review. Parameters: the waiting state and the cap for each count,
+    the waiting state for the oldest, and the lanes as arrays (number, version, application[, reason])."""
+    table = Review._meta.db_table
+    in_application = " AND r.application = p.application" if by_application else ""
+    waiting = f"FROM {table} r WHERE r.state = %s AND r.criteria_version_id = p.version_id{in_application}"
+    # In index order, so the planner walks the index and stops rather than gathering the whole range first.
+    capped = "(SELECT count(*) FROM (SELECT 1 {waiting} {reason} ORDER BY r.finished_at LIMIT %s) c)"
+    per_reason = capped.format(waiting=waiting, reason="AND r.reason = p.reason")
+    whole = capped.format(waiting=waiting, reason="")
+    lanes = "unnest(%s::int[], %s::bigint[], %s::text[]{}) AS p(lane, version_id, application{})"
+    # The table name is ours; every value is a parameter.
+    return [
+        f"SELECT p.lane, p.reason, {per_reason}, NULL FROM {lanes.format(', %s::text[]', ', reason')}",  # noqa: S608
+        f"SELECT p.lane, NULL, {whole}, (SELECT r.finished_at {waiting} ORDER BY r.finished_at LIMIT 1)"  # noqa: S608
+        f" FROM {lanes.format('', '')}",
+    ]
+
+
 def queue_first_free(
     *,
-    versions: Sequence[CriteriaVersion],
+    lanes: Sequence[Lane],
     filters: QueueFilters,
     user_id: int,
     now: datetime,
@@ -235,16 +270,17 @@ def queue_first_free(
     A place: a slot nobody holds or answered, on an item this person has neither answered nor declined; or, once
     every slot is answered (the answers differed), its adjudication, if this person gave none of them. The claim
     looks again under the lock (`Slots`), so this scan only has to be right about what it picks first.
-    Priority by priority; across orgs, the oldest of each org's first free item (the other rows stay locked
-    only until the transaction ends)."""
+    Priority by priority; across lanes (orgs, applications), the oldest of each lane's first free item (the other
+    rows stay locked only until the transaction ends)."""
     claims = Claim.objects.filter(review_id=OuterRef("pk"))
     live = claims.filter(ended_at__isnull=True, expires_at__gt=now)
     by_priority: dict[int, list[Review]] = {}
-    for version in versions:
+    for lane in lanes:
+        version = lane.version
         priority = PRIORITIES[version.kind]
         if by_priority and priority > min(by_priority):
             break
-        free = _range(version, filters).exclude(pk__in=list(passed_over))
+        free = lane.reviews(filters).exclude(pk__in=list(passed_over))
         free = free.exclude(Exists(claims.filter(holder_id=user_id, end=Claim.End.DECLINED)))
         if version.slots == 1:
             free = free.exclude(Exists(live))
@@ -321,10 +357,10 @@ def slots_now(review: Review, now: datetime) -> Slots:
     )
 
 
-def cursor_key(org_ids: Sequence[int], review_id: int | None) -> Key | None:
+def cursor_key(reaches: Sequence[Reach], review_id: int | None) -> Key | None:
     if review_id is None:
         return None
-    row = Review.objects.filter(pk=review_id, org_id__in=list(org_ids)).values_list("kind", "finished_at").first()
+    row = Review.objects.filter(within(reaches), pk=review_id).values_list("kind", "finished_at").first()
     return (PRIORITIES[row[0]], row[1], review_id) if row else None
 
 
@@ -334,17 +370,18 @@ def answers_given(review_ids: Sequence[int]) -> dict[int, int]:
     return {row["review_id"]: row["n"] for row in counts}
 
 
-def live_claims(org_ids: Sequence[int], now: datetime) -> list[Claim]:
+def live_claims(reaches: Sequence[Reach], now: datetime) -> list[Claim]:
     return list(
-        Claim.objects.filter(org_id__in=list(org_ids), ended_at__isnull=True, expires_at__gt=now)
+        Claim.objects.filter(within(reaches, "review__"), ended_at__isnull=True, expires_at__gt=now)
         .select_related("holder")
         .order_by("expires_at")
     )
 
 
-def queue_applications(org_ids: Sequence[int]) -> list[str]:
-    """The distinct applications of the orgs' conversations, by a loose index scan over (org, application):
-    one index probe per application instead of reading every conversation."""
+def queue_applications(reaches: Sequence[Reach]) -> list[str]:
+    """The distinct applications of the orgs' conversations within reach, by a loose index scan over
+    (org, application): one index probe per application instead of reading every conversation."""
+    org_ids = [reach.org_id for reach in reaches]
     if not org_ids:
         return []
     table = Conversation._meta.db_table
@@ -358,11 +395,13 @@ def queue_applications(org_ids: Sequence[int]) -> list[str]:
                 ORDER BY org_id, application LIMIT 1
             ) nxt
         )
-        SELECT DISTINCT application FROM apps ORDER BY application
+        SELECT org_id, application FROM apps
     """  # noqa: S608 - the table name is ours; values are parameters
     with connection.cursor() as cursor:
-        cursor.execute(sql, [list(org_ids), list(org_ids)])
-        return [row[0] for row in cursor.fetchall()]
+        cursor.execute(sql, [org_ids, org_ids])
+        rows = cursor.fetchall()
+    by_org = {reach.org_id: reach for reach in reaches}
+    return sorted({app for org_id, app in rows if by_org[org_id].covers(ItemKind.CONVERSATION, app)})
 
 
 # --- claims ---------------------------------------------------------------------------------------------------
@@ -402,12 +441,12 @@ def lease_of(claim: Claim | None, user, now: datetime | None = None) -> Lease:
 # --- item pages -----------------------------------------------------------------------------------------------
 
 
-def review_for_operator(*, org_ids: Sequence[int], review_id: int) -> Review | None:
-    """A review for people (routed to humans, or an audit item) in one of the operator's orgs, with its state
-    and what the item page reads beside it."""
+def review_for_operator(*, reaches: Sequence[Reach], review_id: int) -> Review | None:
+    """A review for people (routed to humans, or an audit item) within the operator's reach, with its state and
+    what the item page reads beside it."""
     return (
         Review.objects.with_state()
-        .filter(FOR_PEOPLE, pk=review_id, org_id__in=list(org_ids))
+        .filter(FOR_PEOPLE, within(reaches), pk=review_id)
         .select_related("org", "criteria_version", "conversation", "draft")
         .first()
     )

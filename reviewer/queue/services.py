@@ -33,9 +33,18 @@ from grading.reviews.store import (
     decision_record,
     review_slots,
 )
+from reviewer.access import Reach, within
 from reviewer.models import Claim
 from reviewer.queue.display import stale_reason
-from reviewer.queue.reads import NO_FILTERS, QueueFilters, queue_first_free, queue_versions, slots_now
+from reviewer.queue.reads import (
+    NO_FILTERS,
+    QueueFilters,
+    operator_reaches,
+    queue_first_free,
+    queue_lanes,
+    queue_versions,
+    slots_now,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -59,11 +68,11 @@ class Refused(Exception):
 def claim_next(
     *,
     user: AbstractBaseUser,
-    org_ids: Sequence[int],
     filters: QueueFilters = NO_FILTERS,
     now: datetime | None = None,
 ) -> Claim | None:
-    """Claim the first item of the queue (within `filters`) with a place for this person; None when there is none.
+    """Claim the first item of the queue (within `filters` and the person's reach) with a place for this person;
+    None when there is none.
 
     1. Read the first such item in queue order, locking its review row and skipping rows that other claimers hold
        locked (`FOR UPDATE SKIP LOCKED`), so concurrent claimers spread over items.
@@ -72,16 +81,15 @@ def claim_next(
     3. Close expired claims on it (recording each expiry) and open ours.
     """
     now = now or timezone.now()
-    versions = queue_versions(org_ids=org_ids, filters=filters)
+    reaches = operator_reaches(user)
+    lanes = queue_lanes(queue_versions(reaches), reaches, filters)
     with transaction.atomic():  # the row lock lasts until the claim is written
         passed_over: list[int] = []
         while True:
-            found = queue_first_free(
-                versions=versions, filters=filters, user_id=user.pk, now=now, passed_over=passed_over
-            )
+            found = queue_first_free(lanes=lanes, filters=filters, user_id=user.pk, now=now, passed_over=passed_over)
             if found is None:
                 return None
-            review = _locked_review(org_ids, found.pk)
+            review = _locked_review(reaches, found.pk)
             waiting = Review.objects.waiting().filter(pk=found.pk).exists()
             if not waiting or slots_now(review, now).place_for(user.pk) is not None:
                 passed_over.append(found.pk)
@@ -89,12 +97,12 @@ def claim_next(
             return _open_claim(review, user, now, via="next")
 
 
-def claim_take(*, user: AbstractBaseUser, org_ids: Sequence[int], review_id: int, now: datetime | None = None) -> Claim:
+def claim_take(*, user: AbstractBaseUser, review_id: int, now: datetime | None = None) -> Claim:
     """Claim one particular item ("claim this"). Claiming an item you already hold renews your lease; an item
     several people decide takes as many claims as it has places (`Slots.place_for` says who may take one)."""
     now = now or timezone.now()
     with transaction.atomic():
-        review = _locked_review(org_ids, review_id)
+        review = _locked_review(operator_reaches(user), review_id)
         _refuse_unless_open(review)
         mine = Claim.objects.filter(review_id=review.pk, holder=user, ended_at__isnull=True).first()
         if mine is not None and mine.expires_at > now:
@@ -111,9 +119,7 @@ def claim_take(*, user: AbstractBaseUser, org_ids: Sequence[int], review_id: int
         return _open_claim(review, user, now, via="this")
 
 
-def claim_decline(
-    *, user: AbstractBaseUser, org_ids: Sequence[int], review_id: int, reason: str, now: datetime | None = None
-) -> None:
+def claim_decline(*, user: AbstractBaseUser, review_id: int, reason: str, now: datetime | None = None) -> None:
     """Give a claimed item back with a reason: the place returns to the queue at once, the decline is recorded (and
     never counts as an answer), and the next claims pass the item over for this person."""
     now = now or timezone.now()
@@ -121,7 +127,7 @@ def claim_decline(
     if not reason:
         raise Refused("invalid", "Say why you decline the item: the reason is recorded.")
     with transaction.atomic():
-        review = _locked_review(org_ids, review_id)
+        review = _locked_review(operator_reaches(user), review_id)
         claim = Claim.objects.filter(review_id=review.pk, ended_at__isnull=True, holder=user).first()
         if claim is None or claim.expires_at <= now:
             raise Refused(*_why_not_holder(claim or _claim_to_explain(review.pk, user), user, now))
@@ -136,28 +142,25 @@ def claim_decline(
         )
 
 
-def claim_extend(
-    *, user: AbstractBaseUser, org_ids: Sequence[int], review_id: int, now: datetime | None = None
-) -> Claim:
+def claim_extend(*, user: AbstractBaseUser, review_id: int, now: datetime | None = None) -> Claim:
     """The heartbeat: push the lease end forward while the holder has the item open. A conditional UPDATE, so
     an expired or lost lease is never revived (the operator claims again instead)."""
     now = now or timezone.now()
+    reaches = operator_reaches(user)
     extended = Claim.objects.filter(
-        review_id=review_id, org_id__in=list(org_ids), holder=user, ended_at__isnull=True, expires_at__gt=now
+        within(reaches, "review__"), review_id=review_id, holder=user, ended_at__isnull=True, expires_at__gt=now
     ).update(expires_at=now + lease_length())
-    claim = _claim_to_explain(review_id, user, org_ids=org_ids)
+    claim = _claim_to_explain(review_id, user, reaches=reaches)
     if not extended:
         raise Refused(*_why_not_holder(claim, user, now))
     return claim
 
 
-def claim_release(
-    *, user: AbstractBaseUser, org_ids: Sequence[int], review_id: int, now: datetime | None = None
-) -> None:
+def claim_release(*, user: AbstractBaseUser, review_id: int, now: datetime | None = None) -> None:
     """Give the item back to the queue. Releasing a lease that already ran out records its expiry."""
     now = now or timezone.now()
     with transaction.atomic():
-        review = _locked_review(org_ids, review_id)
+        review = _locked_review(operator_reaches(user), review_id)
         claim = Claim.objects.filter(review_id=review.pk, ended_at__isnull=True, holder=user).first()
         if claim is None:
             raise Refused(*_why_not_holder(_claim_to_explain(review.pk, user), user, now))
@@ -169,12 +172,12 @@ def claim_release(
         audit_record(action="claim.release", org=review.org, actor=user, target=claim, detail={"review": review.pk})
 
 
-def _locked_review(org_ids: Sequence[int], review_id: int) -> Review:
+def _locked_review(reaches: Sequence[Reach], review_id: int) -> Review:
     review = (
         Review.objects.with_state()
         .select_for_update(of=("self",))
         .select_related("org", "criteria_version", "conversation", "draft")
-        .filter(FOR_PEOPLE, pk=review_id, org_id__in=list(org_ids))
+        .filter(FOR_PEOPLE, within(reaches), pk=review_id)
         .first()
     )
     if review is None:
@@ -227,11 +230,13 @@ def _held_message(claim: Claim, now: datetime) -> str:
     return f"{claim.holder.get_username()} holds this item (lease ends in {minutes} min)."
 
 
-def _claim_to_explain(review_id: int, user: AbstractBaseUser, *, org_ids: Sequence[int] | None = None) -> Claim | None:
+def _claim_to_explain(
+    review_id: int, user: AbstractBaseUser, *, reaches: Sequence[Reach] | None = None
+) -> Claim | None:
     """The claim a refusal speaks of: the person's latest on the item, or else the one someone else holds."""
     claims = Claim.objects.filter(review_id=review_id).select_related("holder")
-    if org_ids is not None:
-        claims = claims.filter(org_id__in=list(org_ids))
+    if reaches is not None:
+        claims = claims.filter(within(reaches, "review__"))
     mine = claims.filter(holder=user).order_by("-pk").first()
     return mine or claims.filter(ended_at__isnull=True).order_by("pk").first()
 
@@ -268,7 +273,6 @@ class DecisionResult:
 def decision_create(
     *,
     user: AbstractBaseUser,
-    org_ids: Sequence[int],
     review_id: int,
     fingerprint: str,
     outcome: str = "",
@@ -291,7 +295,7 @@ def decision_create(
     now = now or timezone.now()
     note = note.strip()
     with transaction.atomic():
-        review = _locked_review(org_ids, review_id)
+        review = _locked_review(operator_reaches(user), review_id)
         if keep_as_learning and not note:
             raise Refused("invalid", "Write the note to keep it as an org learning.")
         _refuse_if_decided(review)

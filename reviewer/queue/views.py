@@ -33,11 +33,10 @@ from reviewer.queue.services import (
 @role_required(Role.OPERATOR)
 def queue(request: HttpRequest) -> HttpResponse:
     """The full page, or (for htmx's refresh, filters and paging) just the list that `#queue-list` swaps."""
-    org_ids = reads.operator_org_ids(request.user)
     form = QueueFilterForm(request.GET)
     filters = form.filters()
     after, before = form.cursor()
-    page = display.queue_page(user=request.user, org_ids=org_ids, filters=filters, after=after, before=before)
+    page = display.queue_page(user=request.user, filters=filters, after=after, before=before)
     context = {
         "page": page,
         "filters": filters,
@@ -66,7 +65,7 @@ def _queue_url(filters: reads.QueueFilters, **cursor) -> str:
 def queue_claim_next(request: HttpRequest) -> HttpResponse:
     """Claim the next free item (within the filters the queue shows) and open it."""
     filters = QueueFilterForm(request.POST).filters()
-    claim = claim_next(user=request.user, org_ids=reads.operator_org_ids(request.user), filters=filters)
+    claim = claim_next(user=request.user, filters=filters)
     if claim is None:
         messages.info(request, "Nothing left to claim: every item is decided or held by someone.")
         return redirect(_queue_url(filters))
@@ -76,14 +75,13 @@ def queue_claim_next(request: HttpRequest) -> HttpResponse:
 # --- item pages -----------------------------------------------------------------------------------------------
 
 
-def _get_review_for_user(request: HttpRequest, pk: int) -> tuple[Review, list[int]]:
-    """The review routed to humans, in one of the operator's orgs; 404 otherwise (another org's item does
-    not exist as far as this operator can tell)."""
-    org_ids = reads.operator_org_ids(request.user)
-    review = reads.review_for_operator(org_ids=org_ids, review_id=pk)
+def _get_review_for_user(request: HttpRequest, pk: int) -> Review:
+    """The review routed to humans, within the operator's reach; 404 otherwise (another org's or another
+    application's item does not exist as far as this operator can tell)."""
+    review = reads.review_for_operator(reaches=reads.operator_reaches(request.user), review_id=pk)
     if review is None:
         raise Http404("No such item in your queue.")
-    return review, org_ids
+    return review
 
 
 def _item_context(request: HttpRequest, review: Review, *, form=None, refusal: str = "") -> dict:
@@ -127,7 +125,7 @@ def _decision_form(review: Review, data=None, *, blind: bool = False):
 @require_GET
 @role_required(Role.OPERATOR)
 def review_detail(request: HttpRequest, pk: int) -> HttpResponse:
-    review, _ = _get_review_for_user(request, pk)
+    review = _get_review_for_user(request, pk)
     return _render_item(request, review, _item_context(request, review))
 
 
@@ -186,9 +184,9 @@ def _conversation_context(review: Review, *, blind: bool) -> dict:
 @require_POST
 @role_required(Role.OPERATOR)
 def review_claim(request: HttpRequest, pk: int) -> HttpResponse:
-    review, org_ids = _get_review_for_user(request, pk)
+    review = _get_review_for_user(request, pk)
     try:
-        claim_take(user=request.user, org_ids=org_ids, review_id=review.pk)
+        claim_take(user=request.user, review_id=review.pk)
     except Refused as refusal:
         return _refused(request, review, refusal)
     return _after_action(request, review)
@@ -197,9 +195,9 @@ def review_claim(request: HttpRequest, pk: int) -> HttpResponse:
 @require_POST
 @role_required(Role.OPERATOR)
 def review_release(request: HttpRequest, pk: int) -> HttpResponse:
-    review, org_ids = _get_review_for_user(request, pk)
+    review = _get_review_for_user(request, pk)
     try:
-        claim_release(user=request.user, org_ids=org_ids, review_id=review.pk)
+        claim_release(user=request.user, review_id=review.pk)
     except Refused as refusal:
         return _refused(request, review, refusal)
     messages.info(request, "Released: the item is back in the queue.")
@@ -210,12 +208,12 @@ def review_release(request: HttpRequest, pk: int) -> HttpResponse:
 @role_required(Role.OPERATOR)
 def review_decline(request: HttpRequest, pk: int) -> HttpResponse:
     """Give the item back with a reason: its place returns to the queue, and the next claims pass it over for you."""
-    review, org_ids = _get_review_for_user(request, pk)
+    review = _get_review_for_user(request, pk)
     form = DeclineForm(request.POST)
     try:
         if not form.is_valid():
             raise Refused("invalid", " ".join(form.errors.get("reason", ["Say why you decline the item."])))
-        claim_decline(user=request.user, org_ids=org_ids, review_id=review.pk, reason=form.cleaned_data["reason"])
+        claim_decline(user=request.user, review_id=review.pk, reason=form.cleaned_data["reason"])
     except Refused as refusal:
         return _refused(request, review, refusal)
     messages.info(request, "Declined: the item is back in the queue for someone else.")
@@ -227,10 +225,10 @@ def review_decline(request: HttpRequest, pk: int) -> HttpResponse:
 def review_heartbeat(request: HttpRequest, pk: int) -> HttpResponse:
     """Extend the lease while the page is open (htmx, every minute). Answers with the lease line, which says
     so when the lease is gone or the item changed; the decision form itself is left as the operator typed it."""
-    review, org_ids = _get_review_for_user(request, pk)
+    review = _get_review_for_user(request, pk)
     lease_message = ""
     try:
-        claim_extend(user=request.user, org_ids=org_ids, review_id=review.pk)
+        claim_extend(user=request.user, review_id=review.pk)
     except Refused as refused:
         lease_message = refused.message
     if not request.htmx:
@@ -242,14 +240,13 @@ def review_heartbeat(request: HttpRequest, pk: int) -> HttpResponse:
 @require_POST
 @role_required(Role.OPERATOR)
 def review_decide(request: HttpRequest, pk: int) -> HttpResponse:
-    review, org_ids = _get_review_for_user(request, pk)
+    review = _get_review_for_user(request, pk)
     form = _decision_form(review, request.POST, blind=review.audit)
     if not form.is_valid():
         return _render_item(request, review, _item_context(request, review, form=form), status=422)
     try:
         result = decision_create(
             user=request.user,
-            org_ids=org_ids,
             review_id=review.pk,
             fingerprint=form.cleaned_data["fingerprint"],
             outcome=form.cleaned_data.get("outcome", ""),

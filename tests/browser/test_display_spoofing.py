@@ -51,7 +51,7 @@ def items(org, operator):
     Feedback.objects.create(conversation=conversation.conversation, message_external_id="m4", value="up")
     Feedback.objects.create(conversation=conversation.conversation, message_external_id="m8", value="down")
     for review in (draft, conversation):
-        claim_take(user=operator, org_ids=[org.pk], review_id=review.pk)
+        claim_take(user=operator, review_id=review.pk)
     return {"draft": draft, "conversation": conversation}
 
 

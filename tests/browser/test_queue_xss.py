@@ -73,7 +73,7 @@ def hostile_items(org, operator):
         active_message_id="h4",
     )
     for review in (draft, conversation):
-        claim_take(user=operator, org_ids=[org.pk], review_id=review.pk)
+        claim_take(user=operator, review_id=review.pk)
     return draft, conversation
 
 

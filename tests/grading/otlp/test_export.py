@@ -95,11 +95,11 @@ def test_an_operator_decision_arrives_with_the_human_verdicts(
 ):
     review = grade(conversation, fake_llm, django_capture_on_commit_callbacks, usable="unknown")
     assert review.route == "human"
-    claim_take(user=operator, org_ids=[review.org_id], review_id=review.pk)
+    claim_take(user=operator, review_id=review.pk)
     with django_capture_on_commit_callbacks(execute=True):
         decision_create(
             user=operator,
-            org_ids=[review.org_id],
+            
             review_id=review.pk,
             fingerprint=review.fingerprint,
             checks={"grounded": "pass", "complete": "pass", "usable": "fail"},

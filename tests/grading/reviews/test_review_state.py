@@ -155,7 +155,7 @@ class ReviewStateMachine(RuleBasedStateMachine):
     def claim(self, data):
         review = data.draw(st.sampled_from(self._waiting()))
         with contextlib.suppress(Refused):  # held by nobody else here, but it may have been decided
-            claim_take(user=self.operator, org_ids=[self.org.pk], review_id=review.pk)
+            claim_take(user=self.operator, review_id=review.pk)
 
     @rule(data=st.data())
     def decide(self, data):
@@ -168,7 +168,7 @@ class ReviewStateMachine(RuleBasedStateMachine):
         }  # fmt: skip
         with contextlib.suppress(Refused):  # a lease that ran out, or an item that changed: nothing written
             decision_create(
-                user=self.operator, org_ids=[self.org.pk], review_id=review.pk, fingerprint=review.fingerprint,
+                user=self.operator, review_id=review.pk, fingerprint=review.fingerprint,
                 **decision,
             )  # fmt: skip
 
@@ -207,7 +207,7 @@ class ReviewStateMachine(RuleBasedStateMachine):
         assert set(Review.objects.filter(org=self.org).counting().values_list("pk", flat=True)) == counting
         # the queue: as a set, and as the pages an operator reads
         assert {r.pk for r in self._waiting()} == waiting
-        page = queue_page(user=self.operator, org_ids=[self.org.pk], page_size=100)
+        page = queue_page(user=self.operator, page_size=100)
         assert {row.review_id for row in page.rows} == waiting
         # the planner: items with no review that counts, or whose review is an error
         needing = {key for key, r in expected.items() if r is None or r.route == "error"}

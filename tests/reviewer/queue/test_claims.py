@@ -22,7 +22,7 @@ HTMX_ACTIONS = {"HTTP_HX_REQUEST": "true", "HTTP_HX_TARGET": "actions"}
 def test_claim_next_takes_the_oldest_free_item_and_records_it(operator, org):
     draft_item(org, "newer", minutes_ago=5)
     oldest = draft_item(org, "oldest", minutes_ago=90)
-    claim = claim_next(user=operator, org_ids=[org.pk])
+    claim = claim_next(user=operator)
     assert claim.review_id == oldest.pk and claim.holder == operator
     assert claim.expires_at - claim.claimed_at == timedelta(minutes=15)
     event = AuditEvent.objects.get(action="claim.create")
@@ -32,25 +32,25 @@ def test_claim_next_takes_the_oldest_free_item_and_records_it(operator, org):
 def test_claim_next_passes_over_held_items_and_finds_nothing_when_all_are_held(operator, org):
     first, second = draft_item(org, "first", minutes_ago=50), draft_item(org, "second", minutes_ago=40)
     colleague = make_person("sam-op", org, Role.OPERATOR)
-    assert claim_next(user=colleague, org_ids=[org.pk]).review_id == first.pk
-    assert claim_next(user=operator, org_ids=[org.pk]).review_id == second.pk
-    assert claim_next(user=operator, org_ids=[org.pk]) is None
+    assert claim_next(user=colleague).review_id == first.pk
+    assert claim_next(user=operator).review_id == second.pk
+    assert claim_next(user=operator) is None
 
 
 def test_claim_next_never_hands_out_a_changed_or_decided_item(operator, org):
     changed = draft_item(org, "changed", minutes_ago=90)
     resubmit(changed)
     waiting = conversation_item(org, "cv-waiting")
-    assert claim_next(user=operator, org_ids=[org.pk]).review_id == waiting.pk
-    assert claim_next(user=operator, org_ids=[org.pk]) is None
+    assert claim_next(user=operator).review_id == waiting.pk
+    assert claim_next(user=operator) is None
 
 
 def test_an_expired_lease_frees_the_item_by_itself_and_the_takeover_records_the_expiry(operator, org):
     review = draft_item(org)
     colleague = make_person("sam-op", org, Role.OPERATOR)
     long_ago = timezone.now() - timedelta(minutes=20)
-    stale = claim_take(user=colleague, org_ids=[org.pk], review_id=review.pk, now=long_ago)
-    claim = claim_next(user=operator, org_ids=[org.pk])  # no job ran: the lease simply ended at expires_at
+    stale = claim_take(user=colleague, review_id=review.pk, now=long_ago)
+    claim = claim_next(user=operator)  # no job ran: the lease simply ended at expires_at
     assert claim.review_id == review.pk
     stale.refresh_from_db()
     assert stale.end == Claim.End.EXPIRED and stale.ended_at == claim.claimed_at
@@ -60,7 +60,7 @@ def test_an_expired_lease_frees_the_item_by_itself_and_the_takeover_records_the_
 
 def test_claim_this_on_an_item_someone_holds_is_refused_with_who_holds_it(client_for, operator, org):
     review = draft_item(org)
-    claim_take(user=make_person("sam-op", org, Role.OPERATOR), org_ids=[org.pk], review_id=review.pk)
+    claim_take(user=make_person("sam-op", org, Role.OPERATOR), review_id=review.pk)
     response = client_for(operator).post(reverse("review_claim", args=[review.pk]), **HTMX_ACTIONS)
     assert response.status_code == 409
     assert "sam-op holds this item" in response.content.decode()
@@ -91,7 +91,7 @@ def test_claim_this_without_javascript_redirects_to_the_item_and_with_htmx_answe
 
 def test_the_heartbeat_extends_a_live_lease(client_for, operator, org):
     review = draft_item(org)
-    claim = claim_take(user=operator, org_ids=[org.pk], review_id=review.pk, now=timezone.now() - timedelta(minutes=10))
+    claim = claim_take(user=operator, review_id=review.pk, now=timezone.now() - timedelta(minutes=10))
     response = client_for(operator).post(
         reverse("review_heartbeat", args=[review.pk]), HTTP_HX_REQUEST="true", HTTP_HX_TARGET="lease"
     )
@@ -103,7 +103,7 @@ def test_the_heartbeat_extends_a_live_lease(client_for, operator, org):
 
 def test_the_heartbeat_never_revives_an_expired_lease(client_for, operator, org):
     review = draft_item(org)
-    claim = claim_take(user=operator, org_ids=[org.pk], review_id=review.pk, now=timezone.now() - timedelta(minutes=16))
+    claim = claim_take(user=operator, review_id=review.pk, now=timezone.now() - timedelta(minutes=16))
     response = client_for(operator).post(reverse("review_heartbeat", args=[review.pk]), HTTP_HX_REQUEST="true")
     assert "Your lease expired" in response.content.decode()
     assert 'hx-trigger="every 60s"' not in response.content.decode()  # the heartbeat stops
@@ -111,26 +111,26 @@ def test_the_heartbeat_never_revives_an_expired_lease(client_for, operator, org)
     claim.refresh_from_db()
     assert claim.expires_at == before
     with pytest.raises(Refused, match="expired"):
-        claim_extend(user=operator, org_ids=[org.pk], review_id=review.pk)
+        claim_extend(user=operator, review_id=review.pk)
 
 
 def test_release_gives_the_item_back_and_is_recorded(client_for, operator, org):
     review = draft_item(org)
-    claim_take(user=operator, org_ids=[org.pk], review_id=review.pk)
+    claim_take(user=operator, review_id=review.pk)
     response = client_for(operator).post(reverse("review_release", args=[review.pk]))
     assert response.status_code == 302 and response["Location"] == reverse("queue")
     claim = Claim.objects.get()
     assert claim.end == Claim.End.RELEASED and claim.ended_at is not None
     assert AuditEvent.objects.filter(action="claim.release", actor=operator).count() == 1
     colleague = make_person("sam-op", org, Role.OPERATOR)
-    assert claim_next(user=colleague, org_ids=[org.pk]).review_id == review.pk
+    assert claim_next(user=colleague).review_id == review.pk
 
 
 def test_only_the_holder_can_release(operator, org):
     review = draft_item(org)
-    claim_take(user=make_person("sam-op", org, Role.OPERATOR), org_ids=[org.pk], review_id=review.pk)
+    claim_take(user=make_person("sam-op", org, Role.OPERATOR), review_id=review.pk)
     with pytest.raises(Refused, match="Taken by someone else"):
-        claim_release(user=operator, org_ids=[org.pk], review_id=review.pk)
+        claim_release(user=operator, review_id=review.pk)
     assert Claim.objects.get().ended_at is None
 
 
@@ -163,7 +163,7 @@ def test_twenty_concurrent_claimers_take_every_item_exactly_once(org):
     def claimer(person) -> None:
         try:
             start.wait()
-            while (claim := claim_next(user=person, org_ids=[org.pk])) is not None:
+            while (claim := claim_next(user=person)) is not None:
                 taken[person.pk].append(claim.review_id)
                 connections.close_all()  # a claim is one request: its connection goes back to the pool
         except BaseException as exc:  # noqa: BLE001 - any error fails the test below
@@ -203,7 +203,7 @@ def test_twenty_concurrent_claimers_take_every_item_exactly_once(org):
 
 def test_the_heartbeat_tells_the_holder_when_the_item_changed(client_for, operator, org):
     review = draft_item(org)
-    claim_take(user=operator, org_ids=[org.pk], review_id=review.pk)
+    claim_take(user=operator, review_id=review.pk)
     resubmit(review)
     html = client_for(operator).post(reverse("review_heartbeat", args=[review.pk]), HTTP_HX_REQUEST="true").content
     assert "The item changed since this review" in html.decode()

@@ -24,7 +24,7 @@ def decide_url(review: Review) -> str:
 
 def held_by(user, review: Review, *, minutes_ago: int = 0) -> Claim:
     now = timezone.now() - timedelta(minutes=minutes_ago)
-    return claim_take(user=user, org_ids=[review.org_id], review_id=review.pk, now=now)
+    return claim_take(user=user, review_id=review.pk, now=now)
 
 
 def assert_nothing_written(claim: Claim) -> None:
@@ -124,7 +124,7 @@ def test_a_decision_on_an_unclaimed_item_is_refused(operator, org):
     review = draft_item(org)
     with pytest.raises(Refused, match="claim it first"):
         decision_create(
-            user=operator, org_ids=[org.pk], review_id=review.pk, fingerprint=review.fingerprint, outcome="approve"
+            user=operator, review_id=review.pk, fingerprint=review.fingerprint, outcome="approve"
         )
     assert not Decision.objects.exists()
 
@@ -155,7 +155,7 @@ def test_a_decision_made_on_other_evidence_than_the_review_is_refused(operator, 
     claim = held_by(operator, review)
     with pytest.raises(Refused, match="changed since you opened it"):
         decision_create(
-            user=operator, org_ids=[org.pk], review_id=review.pk, fingerprint="fp1:other", outcome="approve"
+            user=operator, review_id=review.pk, fingerprint="fp1:other", outcome="approve"
         )
     assert_nothing_written(claim)
 
@@ -163,7 +163,7 @@ def test_a_decision_made_on_other_evidence_than_the_review_is_refused(operator, 
 def test_deciding_twice_is_refused(operator, org):
     review = draft_item(org)
     held_by(operator, review)
-    decide = {"user": operator, "org_ids": [org.pk], "review_id": review.pk, "fingerprint": review.fingerprint}
+    decide = {"user": operator, "review_id": review.pk, "fingerprint": review.fingerprint}
     decision_create(**decide, outcome="approve")
     with pytest.raises(Refused, match="already decided"):
         decision_create(**decide, outcome="reject", note="changed my mind")
@@ -181,7 +181,7 @@ def test_two_decisions_racing_on_one_item_exactly_one_wins(operator, org):
         try:
             start.wait()
             decision_create(
-                user=operator, org_ids=[org.pk], review_id=review.pk, fingerprint=review.fingerprint,
+                user=operator, review_id=review.pk, fingerprint=review.fingerprint,
                 outcome=outcome, note="racing",
             )  # fmt: skip
             results.append("won")
@@ -212,7 +212,7 @@ def test_a_draft_decision_tells_the_pipeline_after_commit(
     held_by(operator, review)
     with django_capture_on_commit_callbacks(execute=True):
         decision_create(
-            user=operator, org_ids=[org.pk], review_id=review.pk, fingerprint=review.fingerprint, outcome="approve"
+            user=operator, review_id=review.pk, fingerprint=review.fingerprint, outcome="approve"
         )
         assert sent == []  # nothing leaves before the decision is committed
     assert sent == [{"review_id": review.pk, "event": grading.hooks.webhooks.HUMAN_DECISION}]
@@ -225,6 +225,6 @@ def test_decided_items_leave_the_queue_and_never_hide_a_waiting_one(operator, or
     for review in (old[0], old[1], recent):
         held_by(operator, review)
         decision_create(
-            user=operator, org_ids=[org.pk], review_id=review.pk, fingerprint=review.fingerprint, outcome="approve"
+            user=operator, review_id=review.pk, fingerprint=review.fingerprint, outcome="approve"
         )
-    assert [row.review_id for row in queue_page(user=operator, org_ids=[org.pk]).rows] == [old[2].pk, waiting.pk]
+    assert [row.review_id for row in queue_page(user=operator).rows] == [old[2].pk, waiting.pk]

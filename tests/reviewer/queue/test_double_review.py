@@ -36,9 +36,9 @@ def operators(org, *names: str) -> list:
 
 
 def answer(person, review: Review, *, outcome: str = "", checks: dict | None = None, note: str = "", now=None):
-    claim_take(user=person, org_ids=[review.org_id], review_id=review.pk, now=now)
+    claim_take(user=person, review_id=review.pk, now=now)
     return decision_create(
-        user=person, org_ids=[review.org_id], review_id=review.pk, fingerprint=review.fingerprint,
+        user=person, review_id=review.pk, fingerprint=review.fingerprint,
         outcome=outcome, checks=checks, note=note, now=now,
     )  # fmt: skip
 
@@ -75,11 +75,11 @@ def test_answers_that_differ_wait_for_an_adjudicator_who_gave_none(org):
     assert result.decision is None and not Decision.objects.exists()
     for person in (ann, bob):
         with pytest.raises(Refused, match="someone who gave no answer adjudicates"):
-            claim_take(user=person, org_ids=[org.pk], review_id=review.pk)
-        assert claim_next(user=person, org_ids=[org.pk]) is None
-    assert claim_next(user=cy, org_ids=[org.pk]).review_id == review.pk
+            claim_take(user=person, review_id=review.pk)
+        assert claim_next(user=person) is None
+    assert claim_next(user=cy).review_id == review.pk
     adjudicated = decision_create(
-        user=cy, org_ids=[org.pk], review_id=review.pk, fingerprint=review.fingerprint,
+        user=cy, review_id=review.pk, fingerprint=review.fingerprint,
         checks=ALL_PASS | {"grounded": "fail"}, note="The tool never returned that amount.",
     ).decision  # fmt: skip
     assert (adjudicated.basis, adjudicated.decided_by, adjudicated.outcome) == ("adjudicated", cy, "fail")
@@ -101,12 +101,12 @@ def test_nobody_takes_two_places_and_a_full_item_takes_nobody_else(org):
     ask(org, ItemKind.DRAFT, 2)
     review = draft_item(org)
     ann, bob, cy = operators(org, "ann", "bob", "cy")
-    assert claim_next(user=ann, org_ids=[org.pk]).review_id == review.pk
-    assert claim_next(user=ann, org_ids=[org.pk]) is None  # her place is taken; the other is not hers to take
-    assert claim_next(user=bob, org_ids=[org.pk]).review_id == review.pk
+    assert claim_next(user=ann).review_id == review.pk
+    assert claim_next(user=ann) is None  # her place is taken; the other is not hers to take
+    assert claim_next(user=bob).review_id == review.pk
     with pytest.raises(Refused, match="All 2 places are taken"):
-        claim_take(user=cy, org_ids=[org.pk], review_id=review.pk)
-    assert claim_next(user=cy, org_ids=[org.pk]) is None
+        claim_take(user=cy, review_id=review.pk)
+    assert claim_next(user=cy) is None
 
 
 def test_a_lease_that_runs_out_frees_its_place(org):
@@ -115,8 +115,8 @@ def test_a_lease_that_runs_out_frees_its_place(org):
     ann, bob, cy = operators(org, "ann", "bob", "cy")
     long_ago = timezone.now() - timedelta(hours=2)
     for person in (ann, bob):
-        claim_take(user=person, org_ids=[org.pk], review_id=review.pk, now=long_ago)
-    assert claim_next(user=cy, org_ids=[org.pk]).review_id == review.pk
+        claim_take(user=person, review_id=review.pk, now=long_ago)
+    assert claim_next(user=cy).review_id == review.pk
     assert list(Claim.objects.filter(end=Claim.End.EXPIRED).values_list("holder__username", flat=True)) == [
         "ann",
         "bob",
@@ -126,10 +126,10 @@ def test_a_lease_that_runs_out_frees_its_place(org):
 def test_a_decline_gives_the_place_back_at_once_and_is_never_an_answer(org):
     review = draft_item(org)  # one person decides: declining works the same
     ann, bob = operators(org, "ann", "bob")
-    claim_take(user=ann, org_ids=[org.pk], review_id=review.pk)
+    claim_take(user=ann, review_id=review.pk)
     with pytest.raises(Refused, match="Say why"):
-        claim_decline(user=ann, org_ids=[org.pk], review_id=review.pk, reason="  ")
-    claim_decline(user=ann, org_ids=[org.pk], review_id=review.pk, reason="I wrote this article.")
+        claim_decline(user=ann, review_id=review.pk, reason="  ")
+    claim_decline(user=ann, review_id=review.pk, reason="I wrote this article.")
     claim = Claim.objects.get(holder=ann)
     assert (claim.end, claim.reason) == (Claim.End.DECLINED, "I wrote this article.")
     assert AuditEvent.objects.get(action="claim.decline").detail == {
@@ -137,8 +137,8 @@ def test_a_decline_gives_the_place_back_at_once_and_is_never_an_answer(org):
         "reason": "I wrote this article.",
     }
     assert not Answer.objects.exists() and not Decision.objects.exists()
-    assert claim_next(user=ann, org_ids=[org.pk]) is None  # passed over for her from now on
-    assert claim_next(user=bob, org_ids=[org.pk]).review_id == review.pk
+    assert claim_next(user=ann) is None  # passed over for her from now on
+    assert claim_next(user=bob).review_id == review.pk
 
 
 def test_answering_again_replaces_only_your_own_answer_and_the_trail_keeps_the_old(org):
@@ -163,10 +163,10 @@ def test_answers_stay_bound_to_the_evidence_they_read_when_it_moves_on(client_fo
     review = conversation_item(org, "cv-moves")
     ann, bob = operators(org, "ann", "bob")
     answer(ann, review, checks=ALL_PASS, note="Fine so far.")
-    claim_take(user=bob, org_ids=[org.pk], review_id=review.pk)
+    claim_take(user=bob, review_id=review.pk)
     continue_conversation(review)
     with pytest.raises(Refused, match="changed since you opened it"):
-        decision_create(user=bob, org_ids=[org.pk], review_id=review.pk, fingerprint=review.fingerprint,
+        decision_create(user=bob, review_id=review.pk, fingerprint=review.fingerprint,
                         checks=ALL_PASS, note="Fine.")  # fmt: skip
     kept = Answer.objects.get()
     assert (kept.review_id, kept.fingerprint) == (review.pk, review.fingerprint)
@@ -179,10 +179,10 @@ def test_new_criteria_leave_the_answers_with_the_review_they_were_given_on(org):
     review = draft_item(org)
     ann, bob = operators(org, "ann", "bob")
     answer(ann, review, outcome="approve")
-    claim_take(user=bob, org_ids=[org.pk], review_id=review.pk)
+    claim_take(user=bob, review_id=review.pk)
     criteria_publish(version=criteria_new_version(org=org, kind=ItemKind.DRAFT))  # cloned: it asks two people too
     with pytest.raises(Refused, match="changed since you opened it"):
-        decision_create(user=bob, org_ids=[org.pk], review_id=review.pk, fingerprint=review.fingerprint,
+        decision_create(user=bob, review_id=review.pk, fingerprint=review.fingerprint,
                         outcome="approve")  # fmt: skip
     assert Answer.objects.get().review_id == review.pk and not Decision.objects.exists()
 
@@ -220,7 +220,7 @@ def test_twenty_operators_claiming_at_once_never_overfill_an_item_nor_answer_twi
         try:
             start.wait()
             while True:
-                claim = claim_next(user=person, org_ids=[org.pk])
+                claim = claim_next(user=person)
                 if claim is None:
                     # Claim next skips rows another claim or answer holds locked for a moment: "nothing now" while
                     # a place is still open for this person is asked again, as an operator would press n again.
@@ -228,7 +228,7 @@ def test_twenty_operators_claiming_at_once_never_overfill_an_item_nor_answer_twi
                         break
                     continue
                 review = Review.objects.get(pk=claim.review_id)
-                decision_create(user=person, org_ids=[org.pk], review_id=review.pk, fingerprint=review.fingerprint,
+                decision_create(user=person, review_id=review.pk, fingerprint=review.fingerprint,
                                 outcome="approve")  # fmt: skip
                 connections.close_all()  # a claim and an answer are requests: the connection goes back to the pool
         except BaseException as exc:  # noqa: BLE001 - any error fails the test below
@@ -267,7 +267,7 @@ def test_no_url_shows_another_persons_answer_while_places_are_open(client, org, 
         Membership.objects.create(user=bob, org=org, role=role)
     secret = "ANN-SAYS-SEND-IT-BACK"
     answer(ann, review, outcome="send_back", note=secret)
-    claim_take(user=bob, org_ids=[org.pk], review_id=review.pk)
+    claim_take(user=bob, review_id=review.pk)
     client.force_login(bob)
     api = api_caller(client, org)
     ids = {"pk": review.pk, "draft_id": review.draft_id, "external_id": "none", "section": "agreement",
@@ -287,6 +287,6 @@ def test_no_url_shows_another_persons_answer_while_places_are_open(client, org, 
             seen.append(path)
             assert secret.encode() not in body, f"{path} shows another person's answer"
     assert reverse("review_detail", args=[review.pk]) in seen and reverse("dashboard_export") in seen
-    decision_create(user=bob, org_ids=[org.pk], review_id=review.pk, fingerprint=review.fingerprint, outcome="approve")
+    decision_create(user=bob, review_id=review.pk, fingerprint=review.fingerprint, outcome="approve")
     page = client.get(reverse("review_detail", args=[review.pk])).content.decode()
     assert secret in page and "awaiting adjudication" in page  # every place answered: the answers side by side

@@ -1,15 +1,20 @@
 """The queue page and the item pages: who may see them, what they list, filters, paging, partials and SQL counts."""
 
+from collections import Counter
+from dataclasses import replace
+
 import pytest
 from django.db import connection
+from django.db.models import Q
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from grading.criteria.versions import criteria_active
 from grading.models import Decision, ItemKind, Review
+from grading.outcomes import HUMAN_REASONS
 from reviewer.models import Claim, Membership
 from reviewer.queue.display import queue_page
-from reviewer.queue.reads import QueueFilters, operator_org_ids
+from reviewer.queue.reads import QueueFilters, operator_reaches
 from reviewer.queue.services import claim_take, decision_create
 from tests.builders.conversations import message
 from tests.builders.people import make_person
@@ -75,7 +80,7 @@ def test_it_lists_drafts_first_then_oldest_first(operator, org):
     old_conversation = conversation_item(org, "cv-old", minutes_ago=500)
     new_draft = draft_item(org, "new-draft", minutes_ago=5)
     old_draft = draft_item(org, "old-draft", minutes_ago=50)
-    page = queue_page(user=operator, org_ids=[org.pk])
+    page = queue_page(user=operator)
     assert [row.review_id for row in page.rows] == [old_draft.pk, new_draft.pk, old_conversation.pk]
 
 
@@ -83,12 +88,12 @@ def test_decided_and_stale_reviews_are_not_listed(operator, org):
 
     decided, stale = draft_item(org, "decided"), draft_item(org, "stale")
     waiting = draft_item(org, "waiting")
-    claim_take(user=operator, org_ids=[org.pk], review_id=decided.pk)
+    claim_take(user=operator, review_id=decided.pk)
     decision_create(
-        user=operator, org_ids=[org.pk], review_id=decided.pk, fingerprint=decided.fingerprint, outcome="approve"
+        user=operator, review_id=decided.pk, fingerprint=decided.fingerprint, outcome="approve"
     )
     resubmit(stale)
-    page = queue_page(user=operator, org_ids=[org.pk])
+    page = queue_page(user=operator)
     assert [row.review_id for row in page.rows] == [waiting.pk]
     assert page.total == 1
 
@@ -120,13 +125,13 @@ def test_it_pages_by_keyset_without_losing_or_repeating_items(operator, org):
     expected = [r.pk for r in sorted(reviews, key=lambda r: (r.finished_at, r.pk))]
     seen, after = [], None
     while True:
-        page = queue_page(user=operator, org_ids=[org.pk], after=after, page_size=3)
+        page = queue_page(user=operator, after=after, page_size=3)
         seen += [row.review_id for row in page.rows]
         if page.next_cursor is None:
             break
         after = page.next_cursor
     assert seen == expected
-    back = queue_page(user=operator, org_ids=[org.pk], before=expected[3], page_size=3)
+    back = queue_page(user=operator, before=expected[3], page_size=3)
     assert [row.review_id for row in back.rows] == expected[:3]
     assert back.previous_cursor is None
 
@@ -151,7 +156,7 @@ def test_htmx_asks_for_the_list_alone(client_for, operator, org):
 def test_the_queue_shows_who_holds_what(client_for, operator, org):
     review = draft_item(org, "held-draft")
     colleague = make_person("sam-op", org, "operator")
-    claim_take(user=colleague, org_ids=[org.pk], review_id=review.pk)
+    claim_take(user=colleague, review_id=review.pk)
     response = client_for(operator).get(reverse("queue"))
     assert response.context["page"].held_by_others == 1
     assert "sam-op" in response.content.decode()
@@ -181,13 +186,11 @@ def test_an_operator_of_two_orgs_sees_both_and_the_other_org_still_sees_only_its
     mine, theirs = draft_item(org, "in-northwind"), draft_item(other_org, "in-globex")
     both = make_person("pat", org, "operator")
     Membership.objects.create(user=both, org=other_org, role="operator")
-    assert set(operator_org_ids(both)) == {org.pk, other_org.pk}
-    page = queue_page(user=both, org_ids=operator_org_ids(both))
+    assert {reach.org_id for reach in operator_reaches(both)} == {org.pk, other_org.pk}
+    page = queue_page(user=both)
     assert {row.review_id for row in page.rows} == {mine.pk, theirs.pk}
     only_globex = make_person("gil", other_org, "operator")
-    assert [r.review_id for r in queue_page(user=only_globex, org_ids=operator_org_ids(only_globex)).rows] == [
-        theirs.pk
-    ]
+    assert [r.review_id for r in queue_page(user=only_globex).rows] == [theirs.pk]
 
 
 # --- item pages -----------------------------------------------------------------------------------------------
@@ -267,7 +270,7 @@ def test_the_queue_page_runs_the_same_queries_for_one_item_or_many(client_for, o
         conversation_item(org, f"cv-{n}", application=f"app-{n}")
     colleague = make_person("sam-op", org, "operator")
     for review in Review.objects.filter(kind="draft")[:5]:
-        claim_take(user=colleague, org_ids=[org.pk], review_id=review.pk)
+        claim_take(user=colleague, review_id=review.pk)
     assert count_queries(client, reverse("queue")) == one
     assert count_queries(client, reverse("queue"), **HTMX_LIST) == one_partial
 
@@ -278,7 +281,7 @@ def test_each_item_page_runs_the_same_queries_for_few_or_many_messages(client_fo
     many = [message(f"x{n}", "user" if n % 2 else "assistant", f"more {n}", f"x{n - 1}" if n else "m4", 10 + n)
             for n in range(80)]  # fmt: skip
     large = conversation_item(org, "cv-large", extra=many)
-    claim_take(user=operator, org_ids=[org.pk], review_id=large.pk)
+    claim_take(user=operator, review_id=large.pk)
     assert count_queries(client, reverse("review_detail", args=[small.pk])) == count_queries(
         client, reverse("review_detail", args=[large.pk])
     )
@@ -306,12 +309,12 @@ def test_claim_next_takes_the_filters_of_the_queue(client_for, operator, org):
 
 
 def test_the_paged_queue_read_lists_exactly_the_queue_as_grading_defines_it(operator, org, other_org, criteria_admin):
-    """Pages and counts read one index range per active criteria version; the reference states the queue as
-    one set from grading's state, filtered plainly. Over every kind of item that must or must not be listed,
-    and every filter, they agree."""
+    """Pages and counts read one index range per lane (an active criteria version, or one application of it); the
+    reference states the queue as one set from grading's state, filtered plainly. Over every kind of item that must
+    or must not be listed, every filter, and reaches of the whole org or some applications, they agree."""
     from grading.criteria.versions import criteria_new_version, criteria_publish
     from grading.reviews.store import review_record
-    from reviewer.queue.reads import queue_stats, queue_versions
+    from reviewer.queue.reads import queue_lanes, queue_stats, queue_versions
 
     for n, reason in enumerate(["band", "spread", "judge_contradiction", "band"]):
         draft_item(org, f"d-{n}", reason=reason, minutes_ago=100 + n)
@@ -324,13 +327,14 @@ def test_the_paged_queue_read_lists_exactly_the_queue_as_grading_defines_it(oper
                 "judge": JUDGE, "judge_key": "regraded", "memory_snapshot": ""}  # fmt: skip
     review_record(passed, identity, {"route": "pass"}, started_at=passed.created_at)
     decided = draft_item(org, "d-decided", minutes_ago=200)
-    claim_take(user=operator, org_ids=[org.pk], review_id=decided.pk)
+    claim_take(user=operator, review_id=decided.pk)
     decision_create(
-        user=operator, org_ids=[org.pk], review_id=decided.pk, fingerprint=decided.fingerprint, outcome="approve"
+        user=operator, review_id=decided.pk, fingerprint=decided.fingerprint, outcome="approve"
     )
     draft_item(other_org, "globex-draft")
     conversation_item(other_org, "globex-cv")
     criteria_publish(version=criteria_new_version(org=other_org, kind=ItemKind.CONVERSATION), actor=criteria_admin)
+    Membership.objects.create(user=operator, org=other_org, role="operator")
     orgs = [org.pk, other_org.pk]
     cases = [
         QueueFilters(),
@@ -341,17 +345,34 @@ def test_the_paged_queue_read_lists_exactly_the_queue_as_grading_defines_it(oper
         QueueFilters(reason="unknown_check"),
         QueueFilters(criteria_version=criteria_active(org=org, kind=ItemKind.DRAFT).pk),
     ]
-    for filters in cases:
-        reference = set(reference_queue(orgs, filters).values_list("pk", flat=True))
-        fast = {row.review_id for row in queue_page(user=operator, org_ids=orgs, filters=filters, page_size=100).rows}
-        assert fast == reference, filters
+    reaches = [
+        {},  # the whole of both orgs
+        {"applications": ["billing"], "drafts": False},
+        {"applications": ["billing", "onboarding"], "drafts": True},
+        {"applications": [], "drafts": True},
+    ]
+    for reach in reaches:
+        Membership.objects.filter(user=operator, org=org).update(**{"applications": None, "drafts": True} | reach)
+        for filters in cases:
+            reference = reference_queue(orgs, filters, **reach)
+            page = queue_page(user=operator, filters=filters, page_size=100)
+            assert {row.review_id for row in page.rows} == set(reference.values_list("pk", flat=True)), (reach, filters)
+            lanes = queue_lanes(queue_versions(operator_reaches(operator)), operator_reaches(operator), filters)
+            # The counts per reason are those of every reason, whatever the reason filter.
+            every_reason = reference_queue(orgs, replace(filters, reason=""), **reach)
+            reasons = Counter(every_reason.values_list("reason", flat=True))
+            assert queue_stats(lanes=lanes).counts == {"": 0} | {r: reasons[r] for r in HUMAN_REASONS}, (reach, filters)
     assert reference_queue(orgs, QueueFilters()).count() == 7
-    counts = queue_stats(versions=queue_versions(org_ids=orgs), filters=QueueFilters()).counts
-    assert counts == {"band": 3, "spread": 1, "judge_contradiction": 1, "unknown_check": 2, "": 0}
 
 
-def reference_queue(org_ids, filters: QueueFilters):
+def reference_queue(org_ids, filters: QueueFilters, applications=None, drafts=True):
+    """The queue of someone whose membership in the first org covers `applications` (all when None) and drafts."""
     reviews = Review.objects.waiting().filter(org_id__in=org_ids)
+    if applications is not None:
+        outside = Q(org_id=org_ids[0]) & ~Q(conversation__application__in=applications)
+        reviews = reviews.exclude(outside & Q(kind="conversation"))
+        if not drafts:
+            reviews = reviews.exclude(org_id=org_ids[0], kind="draft")
     if filters.kind:
         reviews = reviews.filter(kind=filters.kind)
     if filters.application:
