@@ -99,7 +99,6 @@ def test_an_operator_decision_arrives_with_the_human_verdicts(
     with django_capture_on_commit_callbacks(execute=True):
         decision_create(
             user=operator,
-            
             review_id=review.pk,
             fingerprint=review.fingerprint,
             checks={"grounded": "pass", "complete": "pass", "usable": "fail"},

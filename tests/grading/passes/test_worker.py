@@ -137,9 +137,7 @@ def test_an_operator_decision_on_a_draft_reaches_the_pipeline_as_a_second_signed
         review = draft_grade(draft_id=draft.pk, judge=llm_draft_judge(fake_llm))
         assert review.route == "human"
         claim_take(user=operator, review_id=review.pk)
-        decision_create(
-            user=operator, review_id=review.pk, fingerprint=review.fingerprint, outcome="approve"
-        )
+        decision_create(user=operator, review_id=review.pk, fingerprint=review.fingerprint, outcome="approve")
         wait_until(lambda: len(hook.received) == 2, message="both webhooks")
         events = [headers["x-tollgate-event"] for headers, _ in hook.received]
         assert sorted(events) == ["human_decision", "machine_verdict"]

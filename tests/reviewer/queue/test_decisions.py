@@ -123,9 +123,7 @@ def test_a_decision_by_someone_who_does_not_hold_the_item_is_refused(client_for,
 def test_a_decision_on_an_unclaimed_item_is_refused(operator, org):
     review = draft_item(org)
     with pytest.raises(Refused, match="claim it first"):
-        decision_create(
-            user=operator, review_id=review.pk, fingerprint=review.fingerprint, outcome="approve"
-        )
+        decision_create(user=operator, review_id=review.pk, fingerprint=review.fingerprint, outcome="approve")
     assert not Decision.objects.exists()
 
 
@@ -154,9 +152,7 @@ def test_a_decision_made_on_other_evidence_than_the_review_is_refused(operator, 
     review = draft_item(org)
     claim = held_by(operator, review)
     with pytest.raises(Refused, match="changed since you opened it"):
-        decision_create(
-            user=operator, review_id=review.pk, fingerprint="fp1:other", outcome="approve"
-        )
+        decision_create(user=operator, review_id=review.pk, fingerprint="fp1:other", outcome="approve")
     assert_nothing_written(claim)
 
 
@@ -211,9 +207,7 @@ def test_a_draft_decision_tells_the_pipeline_after_commit(
     review = draft_item(org, callback_url="https://pipeline.example/hook")
     held_by(operator, review)
     with django_capture_on_commit_callbacks(execute=True):
-        decision_create(
-            user=operator, review_id=review.pk, fingerprint=review.fingerprint, outcome="approve"
-        )
+        decision_create(user=operator, review_id=review.pk, fingerprint=review.fingerprint, outcome="approve")
         assert sent == []  # nothing leaves before the decision is committed
     assert sent == [{"review_id": review.pk, "event": grading.hooks.webhooks.HUMAN_DECISION}]
 
@@ -224,7 +218,5 @@ def test_decided_items_leave_the_queue_and_never_hide_a_waiting_one(operator, or
     recent = draft_item(org, "recent", minutes_ago=1)
     for review in (old[0], old[1], recent):
         held_by(operator, review)
-        decision_create(
-            user=operator, review_id=review.pk, fingerprint=review.fingerprint, outcome="approve"
-        )
+        decision_create(user=operator, review_id=review.pk, fingerprint=review.fingerprint, outcome="approve")
     assert [row.review_id for row in queue_page(user=operator).rows] == [old[2].pk, waiting.pk]

@@ -89,9 +89,7 @@ def test_decided_and_stale_reviews_are_not_listed(operator, org):
     decided, stale = draft_item(org, "decided"), draft_item(org, "stale")
     waiting = draft_item(org, "waiting")
     claim_take(user=operator, review_id=decided.pk)
-    decision_create(
-        user=operator, review_id=decided.pk, fingerprint=decided.fingerprint, outcome="approve"
-    )
+    decision_create(user=operator, review_id=decided.pk, fingerprint=decided.fingerprint, outcome="approve")
     resubmit(stale)
     page = queue_page(user=operator)
     assert [row.review_id for row in page.rows] == [waiting.pk]
@@ -328,9 +326,7 @@ def test_the_paged_queue_read_lists_exactly_the_queue_as_grading_defines_it(oper
     review_record(passed, identity, {"route": "pass"}, started_at=passed.created_at)
     decided = draft_item(org, "d-decided", minutes_ago=200)
     claim_take(user=operator, review_id=decided.pk)
-    decision_create(
-        user=operator, review_id=decided.pk, fingerprint=decided.fingerprint, outcome="approve"
-    )
+    decision_create(user=operator, review_id=decided.pk, fingerprint=decided.fingerprint, outcome="approve")
     draft_item(other_org, "globex-draft")
     conversation_item(other_org, "globex-cv")
     criteria_publish(version=criteria_new_version(org=other_org, kind=ItemKind.CONVERSATION), actor=criteria_admin)
