@@ -1,16 +1,16 @@
 """Who may see what. Every view asks here (never only the template), so an htmx request for a
 partial meets the same checks as the full page."""
 
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from collections.abc import Callable
 from functools import wraps
 
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
-from django.db.models import Q, QuerySet
+from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
 
-from grading.models import ItemKind, Org
+from grading.models import Org
+from grading.reach import Reach
 from reviewer.models import Membership, Role
 
 EVERY_ROLE = tuple(Role)
@@ -22,43 +22,6 @@ def orgs_for(user, *roles: Role) -> QuerySet[Org]:
         return Org.objects.none()
     held = Membership.objects.filter(user=user, role__in=roles).values("org_id")
     return Org.objects.filter(pk__in=held).order_by("slug")
-
-
-@dataclass(frozen=True)
-class Reach:
-    """What a person's memberships of some roles cover in one org: every application (`applications` None), or the
-    conversations of some applications and, if `drafts`, the drafts. The union of those memberships."""
-
-    org_id: int
-    applications: frozenset[str] | None = None
-    drafts: bool = True
-
-    @property
-    def limited(self) -> bool:
-        return self.applications is not None
-
-    def covers(self, kind: str, application: str) -> bool:
-        """Whether an item of `kind` filed under `application` (a review's `application`) is within reach."""
-        if kind == ItemKind.DRAFT:
-            return self.drafts or not self.limited
-        return not self.limited or application in self.applications
-
-    def kinds(self) -> tuple[str, ...]:
-        """The kinds of item within reach."""
-        if not self.limited or self.drafts and self.applications:
-            return tuple(ItemKind)
-        return (ItemKind.DRAFT,) if self.drafts else (ItemKind.CONVERSATION,)
-
-    def rows(self, prefix: str = "") -> Q:
-        """The rows within reach, of a model with `org`, `kind` and `application` (a review), or of one related to
-        it through `prefix` (`review__`)."""
-        in_org = Q(**{f"{prefix}org_id": self.org_id})
-        if not self.limited:
-            return in_org
-        within = Q(**{f"{prefix}kind": ItemKind.CONVERSATION, f"{prefix}application__in": sorted(self.applications)})
-        if self.drafts:
-            within |= Q(**{f"{prefix}kind": ItemKind.DRAFT})
-        return in_org & within
 
 
 def reaches_of(user, *roles: Role) -> dict[int, Reach]:
@@ -81,14 +44,6 @@ def _union(a: Reach, b: Reach) -> Reach:
     if not a.limited or not b.limited:
         return Reach(a.org_id)
     return Reach(a.org_id, a.applications | b.applications, a.drafts or b.drafts)
-
-
-def within(reaches: Iterable[Reach], prefix: str = "") -> Q:
-    """The rows within any of `reaches` (nothing when there are none)."""
-    q = Q(pk__in=[])
-    for reach in reaches:
-        q |= reach.rows(prefix)
-    return q
 
 
 def roles_of(user) -> set[str]:

@@ -25,6 +25,7 @@ from grading.figures.rollups import Key, rollup_last_rebuild, scope_counters
 from grading.hooks.evaluations import evaluation_export_status
 from grading.models import CriteriaVersion, GradingRun, ItemKind, Org, Review, ReviewState, state_now
 from grading.outcomes import CHECKS, SUB_SCORES, UNKNOWN_CHECK
+from grading.reach import Reach
 from grading.weeks import iso_week, monday, week_named
 
 DEFAULT_WEEKS = 8
@@ -55,12 +56,24 @@ def parse_iso_week(text: str, field: str) -> date:
 @dataclass(frozen=True)
 class Scope:
     """What the page and the API were asked for: an org, a range of ISO weeks, and optionally one application
-    (conversations only: drafts have none)."""
+    (conversations only: drafts have none); for a person, only what their memberships reach (None: the whole org,
+    as for an org's API key). Every figure, even the whole-org ones (staleness, queue depth), stays within reach."""
 
     org: Org
     since: date  # a Monday
     until: date  # a Monday, included
     application: str = ""
+    reach: Reach | None = None
+
+    def reaches(self, kind: str, application: str) -> bool:
+        """Within the reader's reach (whatever application was asked for)."""
+        return self.reach is None or self.reach.covers(kind, application)
+
+    def covers(self, kind: str, application: str) -> bool:
+        """Within reach and, for a conversation, of the application asked for."""
+        return self.reaches(kind, application) and (
+            kind == ItemKind.DRAFT or not self.application or application == self.application
+        )
 
     @property
     def weeks(self) -> list[date]:
@@ -75,9 +88,16 @@ class Scope:
 
 
 def scope_for(
-    org: Org, *, since: str | None = None, until: str | None = None, application: str | None = None, today=None
+    org: Org,
+    *,
+    since: str | None = None,
+    until: str | None = None,
+    application: str | None = None,
+    reach: Reach | None = None,
+    today=None,
 ) -> Scope:
-    """The scope from the page's or the API's parameters: by default the last eight ISO weeks, this one included."""
+    """The scope from the page's or the API's parameters: by default the last eight ISO weeks, this one included.
+    An application asked for must be within `reach`."""
     this_week = monday(today or timezone.now())
     end = parse_iso_week(until, "to") if until else this_week
     start = parse_iso_week(since, "from") if since else end - timedelta(weeks=DEFAULT_WEEKS - 1)
@@ -88,7 +108,9 @@ def scope_for(
     application = (application or "").strip()
     if len(application) > 100:
         raise InvalidScope("application", "at most 100 characters")
-    return Scope(org, start, end, application)
+    if application and reach is not None and not reach.covers(ItemKind.CONVERSATION, application):
+        raise InvalidScope("application", "is not one of the applications you may see")
+    return Scope(org, start, end, application, reach)
 
 
 # --- reading the counters -------------------------------------------------------------------------------------
@@ -123,7 +145,7 @@ class Counters:
                 continue
             if active_only and (wanted is None or criteria != wanted.pk):
                 continue
-            if kind == ItemKind.CONVERSATION and self.scope.application and application != self.scope.application:
+            if not self.scope.covers(kind, application):
                 continue
             out.append((key, value))
         return out
@@ -140,11 +162,11 @@ def counters_for(scope: Scope, rows: dict[Key, int] | None = None) -> Counters:
     """The scope's counters from the rollup, or from `rows` (e.g. `live_counters`, to check the rollup)."""
     active = {cv.kind: cv for cv in CriteriaVersion.objects.filter(org=scope.org, is_active=True)}
     if rows is None:
-        read = scope_counters(org_id=scope.org.pk, since=scope.since, until=scope.until)
+        read = scope_counters(org_id=scope.org.pk, since=scope.since, until=scope.until, keep=scope.reaches)
         return Counters(scope, read.rows, active, read.states, read.last_write)
     states: Counter = Counter()
     for key, value in rows.items():
-        if key[5] == "state":
+        if key[5] == "state" and scope.reaches(key[1], key[3]):
             states[(key[1], key[2], key[6])] += value
     in_scope = {key: value for key, value in rows.items() if scope.since <= key[4] <= scope.until}
     return Counters(scope, in_scope, active, dict(states), None)
@@ -181,8 +203,7 @@ def quality_figures(c: Counters) -> dict:
     for (_, _, _, application, _, _, check, verdict), n in c.pick(kind, "check"):
         apps[application][f"{check}:{verdict}"] += n
     for (_, _, _, application, _, _, value, _), n in c.pick(kind, "thumbs", active_only=False):
-        if not c.scope.application or application == c.scope.application:
-            apps[application][f"thumbs_{value}"] += n
+        apps[application][f"thumbs_{value}"] += n
 
     def summary(counts: Counter) -> dict:
         resolved = counts["pass"] + counts["fail"]
@@ -267,18 +288,19 @@ def staleness_figures(c: Counters) -> dict:
     for (kind, criteria, state), n in c.states.items():
         if c.state_now(kind, criteria, state) == ReviewState.STALE:
             stale[kind] += n
-    rebuild = rollup_last_rebuild(c.scope.org)
-    last_pass = GradingRun.objects.order_by("-started_at").first()
+    # The grading passes, the rollup's check and the evaluation export are the deployment's and the org's workings,
+    # counted over every application: a reader limited to some applications does not see them.
+    whole_org = c.scope.reach is None or not c.scope.reach.limited
+    rebuild = rollup_last_rebuild(c.scope.org) if whole_org else None
+    last_pass = GradingRun.objects.order_by("-started_at").first() if whole_org else None
     errors: dict[str, Counter] = {kind: Counter() for kind in ItemKind.values}
     tokens = {week: Counter() for week in c.scope.weeks}
     for kind in ItemKind.values:
-        for (_, _, _, application, _, _, reason, _), n in c.pick(kind, "error", active_only=False):
-            if kind == ItemKind.DRAFT or not c.scope.application or application == c.scope.application:
-                errors[kind][reason] += n
+        for (_, _, _, _, _, _, reason, _), n in c.pick(kind, "error", active_only=False):
+            errors[kind][reason] += n
         for metric in ("judged", "tokens"):
-            for (_, _, _, application, week, _, key1, _), n in c.pick(kind, metric, active_only=False):
-                if kind == ItemKind.DRAFT or not c.scope.application or application == c.scope.application:
-                    tokens[week][key1 or metric] += n
+            for (_, _, _, _, week, _, key1, _), n in c.pick(kind, metric, active_only=False):
+                tokens[week][key1 or metric] += n
     token_total = sum(tokens.values(), Counter())
 
     def per_review(counts: Counter) -> float | None:
@@ -287,6 +309,7 @@ def staleness_figures(c: Counters) -> dict:
     now = timezone.now()
     regrades = (regrade_progress(version, c.states, now) for _, version in sorted(c.active.items()))
     return {
+        "whole_org": whole_org,
         "stale": stale,
         "regrade": [progress.as_json() for progress in regrades if progress is not None],
         "mismatched": rebuild.mismatched if rebuild else None,
@@ -321,7 +344,9 @@ def staleness_figures(c: Counters) -> dict:
         },
         # Read only when the export is on: the page shows it then (two queries otherwise spent on nothing).
         "evaluation_export": (
-            evaluation_export_status(c.scope.org.pk) if settings.OTLP_EVALUATIONS_ENDPOINT else {"enabled": False}
+            evaluation_export_status(c.scope.org.pk)
+            if settings.OTLP_EVALUATIONS_ENDPOINT and whole_org
+            else {"enabled": False}
         ),
         "rollup": {
             "last_write": c.last_write,
@@ -443,7 +468,7 @@ def queue_figures(c: Counters) -> dict:
     for (kind, criteria, state), n in c.states.items():
         if c.state_now(kind, criteria, state) == ReviewState.WAITING:
             depth[kind] += n
-    oldest = _oldest_waiting(list(c.active.values()))
+    oldest = _oldest_waiting(list(c.active.values()), c.scope.reach)
     per_operator: dict[tuple[date, str], int] = Counter()
     histograms = {week: Counter() for week in c.scope.weeks}
     waited = Counter()
@@ -483,12 +508,13 @@ def queue_figures(c: Counters) -> dict:
     }
 
 
-def _oldest_waiting(versions: list[CriteriaVersion]) -> datetime | None:
-    """The head of each active version's range of the queue index (`waiting_under`), in one statement."""
-    heads = [
-        Review.objects.waiting_under(version).order_by("finished_at", "pk").values_list("finished_at", flat=True)[:1]
-        for version in versions
-    ]
+def _oldest_waiting(versions: list[CriteriaVersion], reach: Reach | None) -> datetime | None:
+    """The head of each active version's range of the queue index (`waiting_under`), within reach, in one
+    statement."""
+    ranges = [Review.objects.waiting_under(version) for version in versions]
+    if reach is not None:
+        ranges = [reviews.filter(reach.rows()) for reviews in ranges]
+    heads = [reviews.order_by("finished_at", "pk").values_list("finished_at", flat=True)[:1] for reviews in ranges]
     if not heads:
         return None
     return min(heads[0].union(*heads[1:], all=True), default=None)

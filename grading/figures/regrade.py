@@ -14,6 +14,7 @@ from django.utils import timezone
 
 from grading.figures.rollups import scope_counters
 from grading.models import LIVE_STATES, CriteriaVersion, Org
+from grading.reach import Reach
 
 StateCounts = Mapping[tuple[str, int, str], int]  # (kind, criteria version id, stored state) -> reviews
 
@@ -73,10 +74,10 @@ def regrade_progress(version: CriteriaVersion, states: StateCounts, now: datetim
     )
 
 
-def org_regrade_progress(org: Org) -> list[RegradeProgress]:
-    """Each kind's re-grade under its active version, read now."""
+def org_regrade_progress(org: Org, reach: Reach | None = None) -> list[RegradeProgress]:
+    """Each kind's re-grade under its active version, read now, of the items within `reach` (None: all)."""
     today = timezone.localdate()
-    states = scope_counters(org_id=org.pk, since=today, until=today).states
+    states = scope_counters(org_id=org.pk, since=today, until=today, keep=reach and reach.covers).states
     now = timezone.now()
     progress = (
         regrade_progress(version, states, now)

@@ -26,7 +26,7 @@ from __future__ import annotations
 import json
 import time
 from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import date, datetime
@@ -232,17 +232,20 @@ class ScopeCounters:
     last_write: datetime | None  # the newest change among the counters read: how fresh these figures are
 
 
-def scope_counters(*, org_id: int, since: date, until: date) -> ScopeCounters:
+def scope_counters(
+    *, org_id: int, since: date, until: date, keep: Callable[[str, str], bool] | None = None
+) -> ScopeCounters:
     """What a page view reads: one indexed range of the org's counters, plus its state counters of every week
-    (the staleness audit and the queue depth are whole-org figures). Read with one statement and no ORM: the
-    page reads a few thousand rows and the dashboard is meant to cost about what a trivial page costs."""
+    (the staleness audit and the queue depth are whole-org figures) of the (kind, application) cells `keep` keeps
+    (every one by default). Read with one statement and no ORM: the page reads a few thousand rows and the
+    dashboard is meant to cost about what a trivial page costs."""
     rows: dict[Key, int] = {}
     states: Counter = Counter()
     last_write = None
     with connection.cursor() as cursor:
         cursor.execute(_SCOPE_SQL, [org_id, since, until])
         for *key, value, updated_at in cursor.fetchall():
-            if key[5] == "state":
+            if key[5] == "state" and (keep is None or keep(key[1], key[3])):
                 states[(key[1], key[2], key[6])] += value
             if since <= key[4] <= until:
                 rows[tuple(key)] = value

@@ -18,8 +18,9 @@ from grading.figures.dashboard import PEOPLE_SAMPLES, Scope, scope_for
 from grading.figures.definitions import PASS_FAIL, VERDICTS, counted_in, machine_said
 from grading.models import CriteriaVersion, Decision, ItemKind, Org, Review, ReviewState, Route
 from grading.outcomes import CHECKS
+from grading.reach import Reach
 from grading.weeks import week_start
-from reviewer.access import EVERY_ROLE, orgs_for
+from reviewer.access import EVERY_ROLE, orgs_for, reaches_of
 
 PAGE_SIZE = 50
 SETS = ("counting", "stale", "errors")
@@ -129,8 +130,14 @@ def filter_from(params: QueryDict) -> ReviewFilter:
     )
 
 
-def scope_from(org: Org, params: QueryDict) -> Scope:
-    return scope_for(org, since=params.get("from"), until=params.get("to"), application=params.get("application"))
+def reader_reach(user, org: Org) -> Reach:
+    """What the person may read of `org`: the union of what their memberships (any role) there cover."""
+    return reaches_of(user, *EVERY_ROLE)[org.pk]
+
+
+def scope_from(org: Org, params: QueryDict, reach: Reach) -> Scope:
+    application = params.get("application")
+    return scope_for(org, since=params.get("from"), until=params.get("to"), application=application, reach=reach)
 
 
 def _week_range(field: str, scope: Scope) -> Q:
@@ -142,6 +149,8 @@ def _week_range(field: str, scope: Scope) -> Q:
 def reviews_behind(org: Org, scope: Scope, f: ReviewFilter) -> QuerySet[Review]:
     """The reviews one number counted: the same reviews, by the same rules, as its counter."""
     reviews = Review.objects.filter(org=org).exclude(state=ReviewState.TRIAL)
+    if scope.reach is not None:
+        reviews = reviews.filter(scope.reach.rows())
     if f.kind != "any":
         reviews = reviews.filter(kind=f.kind)
     if f.kind != ItemKind.DRAFT and scope.application:

@@ -21,7 +21,7 @@ def _org_and_scope(request: HttpRequest, orgs=None):
     org = reads.dashboard_org(request.user, request.GET.get("org"), orgs=orgs)
     if org is None:
         raise Http404("No such org among yours.")
-    return org, reads.scope_from(org, request.GET)
+    return org, reads.scope_from(org, request.GET, reads.reader_reach(request.user, org))
 
 
 def _bad_filter(request: HttpRequest, field: str, message: str) -> HttpResponse:
@@ -43,6 +43,7 @@ def dashboard(request: HttpRequest) -> HttpResponse:
         "org": org,
         "orgs": orgs,
         "scope": scope,
+        "reach_applications": sorted(scope.reach.applications or ()),
         "figures": figures,
         "quality": display.quality_panel(figures, links),
         "gate": display.gate_panel(figures, links),
@@ -72,7 +73,8 @@ def dashboard_regrade(request: HttpRequest) -> HttpResponse:
     kind = request.GET.get("kind", "")
     if kind and kind not in ItemKind.values:
         return _bad_filter(request, "kind", f"must be one of {', '.join(ItemKind.values)}")
-    progress = [p.as_json() for p in org_regrade_progress(org) if not kind or p.kind == kind]
+    reach = reads.reader_reach(request.user, org)
+    progress = [p.as_json() for p in org_regrade_progress(org, reach) if not kind or p.kind == kind]
     panel = display.regrade_panel(progress, org_slug=org.slug, kind=kind)
     return render(request, "reviewer/dashboards/_regrade.html", {"regrade": panel})
 

@@ -19,8 +19,9 @@ from django.utils import timezone
 
 from grading.models import FOR_PEOPLE, Answer, Conversation, CriteriaVersion, Decision, ItemKind, Review, ReviewState
 from grading.outcomes import HUMAN_REASONS
+from grading.reach import Reach, within
 from grading.reviews.store import review_slots
-from reviewer.access import Reach, reaches_of, within
+from reviewer.access import reaches_of
 from reviewer.models import Claim, Role
 
 PAGE_SIZE = 25  # a screenful: operators work from the top; j/k and paging reach the rest

@@ -24,6 +24,7 @@ from grading.audit import audit_record
 from grading.drafts.memory import decision_learning_keep
 from grading.hooks.webhooks import HUMAN_DECISION, notify_pipeline
 from grading.models import FOR_PEOPLE, Answer, Decision, ItemKind, Review
+from grading.reach import Reach, within
 from grading.reviews.store import (
     Answered,
     AwaitingAnswers,
@@ -33,7 +34,6 @@ from grading.reviews.store import (
     decision_record,
     review_slots,
 )
-from reviewer.access import Reach, within
 from reviewer.models import Claim
 from reviewer.queue.display import stale_reason
 from reviewer.queue.reads import (

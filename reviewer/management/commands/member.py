@@ -1,0 +1,158 @@
+"""`manage.py member`: who belongs to which org, in which role, covering what. Until the app has a page for it,
+the only way to manage memberships besides the Django shell."""
+
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import AbstractBaseUser
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.db import transaction
+
+from grading.audit import audit_record
+from grading.management.orgs import org_from_option
+from grading.models import Org
+from reviewer.models import Membership, Role
+
+# Read from the model, so the command refuses exactly what the column would.
+APPLICATION_NAME_MAX = Membership._meta.get_field("applications").base_field.max_length
+
+
+class Command(BaseCommand):
+    help = "Add, list or remove memberships: a user's role in an org, over the whole org or some applications."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        actions = parser.add_subparsers(dest="action", required=True)
+        add = actions.add_parser("add", help="give a user a role in an org, or change what that membership covers")
+        _add_identity_arguments(add)
+        add.add_argument(
+            "--applications",
+            help='comma-separated application names it is limited to (default: the whole org); "" for drafts only',
+        )
+        add.add_argument("--no-drafts", action="store_true", help="with --applications: leave drafts out")
+        listing = actions.add_parser("list", help="list memberships, of every org unless --org")
+        listing.add_argument("--org", help="org slug")
+        remove = actions.add_parser("remove", help="take a role in an org away from a user")
+        _add_identity_arguments(remove)
+
+    def handle(self, *args, action: str, org: str | None, **options) -> None:
+        if action == "list":
+            self._list(org_from_option(org) if org else None)
+            return
+        the_org = org_from_option(org)
+        user = _user(options["user"])
+        role = Role(options["role"])
+        if action == "add":
+            applications = _applications(options["applications"], no_drafts=options["no_drafts"], role=role)
+            self._add(the_org, user, role, applications=applications, drafts=not options["no_drafts"])
+        else:
+            self._remove(the_org, user, role)
+
+    def _list(self, org: Org | None) -> None:
+        memberships = Membership.objects.select_related("org", "user").order_by("org__slug", "user__username", "role")
+        for membership in memberships.filter(org=org) if org else memberships:
+            self.stdout.write(_line(membership))
+
+    def _add(
+        self, org: Org, user: AbstractBaseUser, role: Role, *, applications: list[str] | None, drafts: bool
+    ) -> None:
+        # A whole-org membership keeps drafts True: the column means nothing there, and the default reads right.
+        after = {"applications": applications, "drafts": drafts or applications is None}
+        with transaction.atomic():
+            membership = Membership.objects.select_for_update().filter(user=user, org=org, role=role).first()
+            if membership is None:
+                membership = Membership.objects.create(user=user, org=org, role=role, **after)
+                audit_record(
+                    action="membership.create", org=org, target=membership, detail=_identity(membership) | after
+                )
+                self.stdout.write(f"added: {_line(membership)}")
+                return
+            before = _reach(membership)
+            if before == after:
+                self.stdout.write(f"unchanged: {_line(membership)}")
+                return
+            was = _covers(membership)
+            membership.applications, membership.drafts = after["applications"], after["drafts"]
+            membership.save(update_fields=["applications", "drafts"])
+            audit_record(
+                action="membership.update",
+                org=org,
+                target=membership,
+                detail=_identity(membership) | {"before": before, "after": after},
+            )
+        self.stdout.write(f"updated: {_line(membership)} (was {was})")
+
+    def _remove(self, org: Org, user: AbstractBaseUser, role: Role) -> None:
+        with transaction.atomic():
+            membership = Membership.objects.select_for_update().filter(user=user, org=org, role=role).first()
+            if membership is None:
+                raise CommandError(f"{user.get_username()} is not {role.value} in {org.slug}; nothing removed")
+            # Recorded first: once deleted, the membership has no pk left to name.
+            audit_record(
+                action="membership.delete",
+                org=org,
+                target=membership,
+                detail=_identity(membership) | _reach(membership),
+            )
+            membership.delete()
+        self.stdout.write(f"removed: {org.slug}  {user.get_username()}  {role.value}")
+
+
+def _add_identity_arguments(parser: CommandParser) -> None:
+    parser.add_argument("--org", required=True, help="org slug")
+    parser.add_argument("--user", required=True, help="username of an existing user")
+    parser.add_argument("--role", required=True, choices=Role.values)
+
+
+def _user(username: str) -> AbstractBaseUser:
+    user_model = get_user_model()
+    user = user_model._default_manager.filter(**{user_model.USERNAME_FIELD: username}).first()
+    if user is None:
+        # Making people is the admin's job (passwords, e-mail); a typo here must not create a stranger.
+        raise CommandError(
+            f"no user {username!r}: the user must exist first "
+            "(create one in the Django admin, or with `python manage.py createsuperuser`)"
+        )
+    return user
+
+
+def _applications(raw: str | None, *, no_drafts: bool, role: Role) -> list[str] | None:
+    """The application names `--applications` limits a membership to (None: the whole org), refused unless the
+    membership they make is one the `membership_reach_covers_something` constraint allows."""
+    if raw is None:
+        if no_drafts:
+            raise CommandError("--no-drafts needs --applications: a membership of the whole org covers drafts too")
+        return None
+    if role == Role.CRITERIA_ADMIN:
+        raise CommandError(
+            "a criteria admin covers the whole org: criteria versions govern every application of their kind "
+            "(and publishing one re-grades them all); leave out --applications and --no-drafts"
+        )
+    names = [] if not raw.strip() else [name.strip() for name in raw.split(",")]
+    if "" in names:
+        raise CommandError(f"--applications {raw!r} has an empty application name")
+    too_long = [name for name in names if len(name) > APPLICATION_NAME_MAX]
+    if too_long:
+        raise CommandError(f"application names are at most {APPLICATION_NAME_MAX} characters: {too_long[0][:40]!r}…")
+    if not names and no_drafts:
+        raise CommandError("no applications and --no-drafts: that membership would cover nothing")
+    # A set in effect (reaches are unions of sets); sorted, so the same reach always reads and compares the same.
+    return sorted(set(names))
+
+
+def _reach(membership: Membership) -> dict:
+    return {"applications": membership.applications, "drafts": membership.drafts}
+
+
+def _identity(membership: Membership) -> dict:
+    return {"user": membership.user.get_username(), "role": membership.role}
+
+
+def _line(membership: Membership) -> str:
+    return f"{membership.org.slug}  {membership.user.get_username()}  {membership.role}  {_covers(membership)}"
+
+
+def _covers(membership: Membership) -> str:
+    if membership.applications is None:
+        return "whole org"
+    if not membership.applications:
+        return "drafts only"
+    named = "applications: " + ", ".join(membership.applications)
+    return f"{named} · drafts" if membership.drafts else named
