@@ -11,10 +11,22 @@ from django.utils import timezone
 from grading.criteria.versions import criteria_new_version
 from grading.models import CriteriaTrial, ItemKind
 from reviewer.access import EVERY_ROLE
-from reviewer.models import Role
+from reviewer.models import Membership, Role
+from tests.builders.people import make_person
 from tests.builders.queue_items import conversation_item, draft_item
 
-PERSONAS = ("anonymous", "operator", "criteria_admin", "stakeholder", "roleless", "other_org_operator")
+PERSONAS = (
+    "anonymous",
+    "operator",
+    "criteria_admin",
+    "stakeholder",
+    "roleless",
+    "other_org_operator",
+    "drafts_only",  # operator and stakeholder of the org, limited to its drafts
+    "other_application",  # operator and stakeholder of the org, limited to an application none of its objects is in
+)
+# Memberships limited to part of the org (reviewer/access.py): persona -> (applications, drafts).
+LIMITED = {"drafts_only": ([], True), "other_application": (["elsewhere"], False)}
 
 
 @dataclass(frozen=True)
@@ -86,6 +98,9 @@ PARAMETERS = {
 }
 # Parameters no org owns (the matrix asks for them once, not as another org's id).
 UNOWNED = {"section", "kind"}
+# What part of the org (kind, application) an object a parameter names is in, where memberships may be limited to
+# part of it: a limited person's id outside their reach is as unknown to them as another org's.
+IN_PART = {"review": ("draft", ""), "draft": ("draft", ""), "conversation": ("conversation", "billing")}
 # Where a parameter names something else on one route than PARAMETERS says (a criteria page's `pk`).
 ROUTE_PARAMETERS = {
     "criteria_version": {"pk": "criteria_version"},
@@ -153,6 +168,23 @@ def matrix_world(org, other_org, people: dict) -> dict:
         return client
 
     return {"objects": objects, "people": people, "client_as": client_as, "org": org, "other_org": other_org}
+
+
+def limited_people(org) -> dict:
+    """The personas of LIMITED: an operator and stakeholder of `org` whose memberships cover only part of it."""
+    people = {}
+    for persona, (applications, drafts) in LIMITED.items():
+        person = make_person(persona.replace("_", "-"))
+        for role in (Role.OPERATOR, Role.STAKEHOLDER):
+            Membership.objects.create(user=person, org=org, role=role, applications=applications, drafts=drafts)
+        people[persona] = person
+    return people
+
+
+def object_parts(route: Route) -> list[tuple[str, str]]:
+    """The (kind, application) of each object the route's parameters name, where it is in a part of the org."""
+    names = PARAMETERS | ROUTE_PARAMETERS.get(route.name, {})
+    return [IN_PART[names[name]] for name in route.parameters if names.get(name) in IN_PART]
 
 
 def path_for(route: Route, ids: dict) -> str:

@@ -4,7 +4,9 @@ the matrix has no policy for fails the test until someone decides who may use it
 
 What the matrix holds every URL to:
 - pages: anonymous is sent to sign in; a signed-in person without the role gets 403; another org's id is 404
-  (it does not exist as far as they can tell); the role in the id's org gets the page; other methods get 405.
+  (it does not exist as far as they can tell), and so is an id outside the part of the org a limited membership
+  covers (another application's, or a draft's when drafts are not covered); the role in the id's org and part gets
+  the page; other methods get 405.
 - the API: no key, a revoked key or only a session gets 401 (so the API never acts on a cookie, and needs no
   CSRF token); another org's key gets 404 on this org's ids; this org's key gets past authorization.
 - the admin: nobody but staff gets past its login.
@@ -30,6 +32,7 @@ import pytest
 from django.test import Client
 
 from grading.api.keys import api_key_create, api_key_revoke
+from reviewer.access import reaches_of
 from reviewer.models import Membership, Role
 from tests.builders.page_matrix import (
     API_ALSO_FINE,
@@ -40,7 +43,9 @@ from tests.builders.page_matrix import (
     SAMPLE_BODIES,
     UNOWNED,
     Policy,
+    limited_people,
     matrix_world,
+    object_parts,
     path_for,
     url_routes,
 )
@@ -52,7 +57,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 def world(org, other_org, operator, criteria_admin, stakeholder, roleless, other_org_operator):
     people = {"operator": operator, "criteria_admin": criteria_admin, "stakeholder": stakeholder,
               "roleless": roleless, "other_org_operator": other_org_operator}  # fmt: skip
-    return matrix_world(org, other_org, people)
+    return matrix_world(org, other_org, people | limited_people(org))
 
 
 def request(client: Client, method: str, path: str, **extra):
@@ -96,13 +101,14 @@ def test_every_page_answers_each_persona_as_its_policy_says_for_both_orgs(world)
                 user = world["people"].get(persona)
                 for method in ("GET", "POST"):
                     response = request(world["client_as"](persona), method, path)
-                    expected = _page_expectation(policy, method, user, object_org, bool(owned))
+                    parts = object_parts(route) if owned else []
+                    expected = _page_expectation(policy, method, user, object_org, bool(owned), parts)
                     if not expected(response):
                         failures.append(f"{method} {path} as {persona}: {response.status_code} ({expected.__doc__})")
     assert failures == [], "\n".join(failures)
 
 
-def _page_expectation(policy: Policy, method: str, user, object_org, has_object: bool):
+def _page_expectation(policy: Policy, method: str, user, object_org, has_object: bool, parts: list):
     """A check of one response, whose docstring says what was expected."""
     if policy.kind == "public":
 
@@ -149,6 +155,14 @@ def _page_expectation(policy: Policy, method: str, user, object_org, has_object:
 
         def check(response) -> bool:
             """404: another org's id does not exist for them"""
+            return response.status_code == 404
+
+        return check
+    reach = reaches_of(user, *policy.roles).get(object_org.pk)
+    if reach is not None and not all(reach.covers(kind, application) for kind, application in parts):
+
+        def check(response) -> bool:
+            """404: an id outside the part of the org their memberships cover does not exist for them"""
             return response.status_code == 404
 
         return check
