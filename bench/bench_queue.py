@@ -8,6 +8,9 @@ passed; and superseded history on all of them. Each page is requested through Dj
 (every middleware, a signed-in operator, real PostgreSQL) and reported as the median server time, its ratio
 to a trivial view measured in the same run, and its SQL query count.
 
+Then the queue page and `claim_next` of operators whose memberships reach part of the org (one application of five;
+three and the drafts): one queue index range per version and application, so no dearer than the whole queue.
+
 Then two people are asked to decide half the items (reviewer slots, a share of 50%), a quarter of all waiting items
 carry one answer, and the queue pages and `claim_next` are measured again: with places open, the queue must cost
 what it cost before.
@@ -84,6 +87,10 @@ def main() -> None:
                 ("conversation item page", f"/queue/items/{conversation_review.pk}/", {}),
             ]  # fmt: skip
             results = [(name, *_measure(client, url, extra)) for name, url, extra in pages]
+            for name, applications, drafts in LIMITED:
+                limited, limited_client = _limited_operator(org, applications, drafts)
+                results.append((f"queue page, {name}", *_measure(limited_client, "/queue/", {})))
+                results.append((f"claim next, {name}", *_measure_claim_next(limited, org)))
             places = _ask_two_people(org)
             print(f"then: two people decide half the items (a share of 50%); {places:,} waiting items answered once")
             results += [
@@ -103,6 +110,19 @@ def main() -> None:
             f"{cpu / cpu_baseline:>14.1f}x {queries:>8}"
         )
     print("(cpu: this process's CPU per request, the web side; the database's own time is in the wall figures)")
+
+
+# Operators whose memberships reach part of the org: one application of five and no drafts; three and the drafts.
+LIMITED = [("one app only", ["app-1"], False), ("three apps and drafts", ["app-1", "app-2", "app-3"], True)]
+
+
+def _limited_operator(org, applications: list[str], drafts: bool):
+    name = f"bench-limited-{len(applications)}"
+    user = get_user_model().objects.create_user(username=name, password="unused-bench-password")
+    Membership.objects.create(user=user, org=org, role=Role.OPERATOR, applications=applications, drafts=drafts)
+    client = Client(SERVER_NAME="localhost")
+    client.force_login(user)
+    return user, client
 
 
 def _ask_two_people(org) -> int:

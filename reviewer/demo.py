@@ -28,6 +28,7 @@ class DemoLogin:
     username: str
     password: str
     role: str
+    applications: tuple[str, ...] | None = None  # a membership limited to these applications (and no drafts)
 
 
 DEMO_PEOPLE = [
@@ -38,6 +39,8 @@ DEMO_PEOPLE = [
     # and kim, who answers nothing and so may adjudicate where they differ.
     DemoLogin("ravi", "demo-operator-2", Role.OPERATOR),
     DemoLogin("kim", "demo-operator-3", Role.OPERATOR),
+    # A billing team's operator: her queue, dashboard, lists and exports hold the billing assistant alone.
+    DemoLogin("lin", "demo-billing", Role.OPERATOR, applications=("billing-assistant",)),
 ]
 
 
@@ -47,7 +50,9 @@ def seed_people(org: Org) -> None:
         user, _ = user_model.objects.get_or_create(username=person.username)
         user.set_password(person.password)
         user.save()
-        Membership.objects.get_or_create(user=user, org=org, role=person.role)
+        applications = list(person.applications) if person.applications is not None else None
+        reach = {"applications": applications, "drafts": applications is None}
+        Membership.objects.update_or_create(user=user, org=org, role=person.role, defaults=reach)
 
 
 # The conversation rubric's v2 says what v1 left open: an answer that only points elsewhere is not usable.

@@ -3,6 +3,7 @@
 import logging
 
 import pytest
+from django.contrib.auth import get_user_model
 
 from grading.conversations.grader import conversation_grade
 from grading.demo import TIMED_OUT_DRAFT
@@ -13,6 +14,7 @@ from grading.passes.planner import grading_pass
 from grading.reviews.reads import current_review, staleness_audit
 from reviewer.demo import DEMO_PEOPLE, demo_seed
 from reviewer.management.commands.demo import first_contact
+from reviewer.queue.display import queue_page
 
 pytestmark = pytest.mark.django_db
 
@@ -29,6 +31,9 @@ def test_the_demo_conversations_land_on_every_route_and_leave_nothing_stale():
     assert Review.objects.filter(judge__backend="heuristic").exists()
     assert staleness_audit(org).total == 0
     assert Conversation.objects.filter(org=org, branch_count__gt=1).exists()
+    # lin works the billing assistant's items alone
+    rows = queue_page(user=get_user_model().objects.get(username="lin")).rows
+    assert rows and {row.context for row in rows} == {"billing-assistant"}
 
 
 def test_seeding_twice_changes_nothing():

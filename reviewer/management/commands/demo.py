@@ -79,7 +79,7 @@ def first_contact(addr: str, org_slug: str, key: str) -> str:
     judge = settings.JUDGE_BASE_URL or "offline heuristic judge (set JUDGE_BASE_URL for a real one)"
     lines = [
         f"Tollgate demo: http://{addr}/  (org {org_slug})",
-        *(f"  {person.role:<15} {person.username} / {person.password}" for person in DEMO_PEOPLE),
+        *(f"  {person.role:<15} {person.username} / {person.password}{_limited(person)}" for person in DEMO_PEOPLE),
         f"  API key (shown once): {key}",
         f"  judge: {judge}",
         f"  seeded example: draft {TIMED_OUT_DRAFT} met a judge timeout on purpose, for the dashboard's",
@@ -87,3 +87,7 @@ def first_contact(addr: str, org_slug: str, key: str) -> str:
         "Ctrl-C stops everything started here; the workers' and the web server's own lines follow.",
     ]
     return "\n".join(lines) + "\n"
+
+
+def _limited(person) -> str:
+    return f" (only {', '.join(person.applications)})" if person.applications is not None else ""
