@@ -28,15 +28,27 @@ def reaches_of(user, *roles: Role) -> dict[int, Reach]:
     """Per org (by id), what `user`'s memberships of `roles` cover."""
     if not user.is_authenticated:
         return {}
-    reaches: dict[int, Reach] = {}
-    for membership in Membership.objects.filter(user=user, role__in=roles).order_by("pk"):
+    memberships = Membership.objects.filter(user=user, role__in=roles)
+    return {org_id: reach for (_, org_id), reach in _reaches(memberships).items()}
+
+
+def reaches_in(org_id: int, *roles: Role) -> dict[int, Reach]:
+    """Per person (by user id), what their memberships of `roles` in the org cover."""
+    memberships = Membership.objects.filter(org_id=org_id, role__in=roles)
+    return {user_id: reach for (user_id, _), reach in _reaches(memberships).items()}
+
+
+def _reaches(memberships: QuerySet[Membership]) -> dict[tuple[int, int], Reach]:
+    """Per (user id, org id), the union of what the memberships cover."""
+    reaches: dict[tuple[int, int], Reach] = {}
+    for membership in memberships.order_by("pk"):
         reach = Reach(
             membership.org_id,
             None if membership.applications is None else frozenset(membership.applications),
             membership.drafts or membership.applications is None,
         )
-        held = reaches.get(membership.org_id)
-        reaches[membership.org_id] = reach if held is None else _union(held, reach)
+        key = (membership.user_id, membership.org_id)
+        reaches[key] = reach if key not in reaches else _union(reaches[key], reach)
     return reaches
 
 

@@ -11,6 +11,7 @@ class Role(models.TextChoices):
     OPERATOR = "operator", "operator"
     CRITERIA_ADMIN = "criteria_admin", "criteria admin"
     STAKEHOLDER = "stakeholder", "stakeholder"
+    LEAD = "lead", "lead"  # works the queue as an operator does, and assigns its items
 
 
 class Membership(models.Model):
@@ -98,3 +99,76 @@ class Claim(models.Model):
 
     def __str__(self) -> str:
         return f"claim of review {self.review_id} by {self.holder_id} until {self.expires_at:%H:%M}"
+
+
+class Pool(models.Model):
+    """A named set of an org's people that queue items can be assigned to (the billing team)."""
+
+    org = models.ForeignKey(Org, on_delete=models.CASCADE, related_name="+")
+    name = models.CharField(max_length=100)
+    members = models.ManyToManyField(settings.AUTH_USER_MODEL, related_name="pools", blank=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["org", "name"], name="pool_unique_name")]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Assignment(models.Model):
+    """Who may claim a queue item (a review waiting for people): one person or a pool, until `until` (from then on
+    anyone whose reach covers it), or for as long as it waits. At most one per review; reassigning replaces it.
+    It belongs to the review: an item graded again waits as a new review, unassigned unless a rule says otherwise.
+    """
+
+    org = models.ForeignKey(Org, on_delete=models.CASCADE, related_name="+")
+    review = models.OneToOneField("grading.Review", on_delete=models.CASCADE, related_name="+")
+    person = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, null=True, blank=True, related_name="+"
+    )
+    pool = models.ForeignKey(Pool, on_delete=models.CASCADE, null=True, blank=True, related_name="+")
+    until = models.DateTimeField(null=True, blank=True)
+    assigned_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    assigned_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(person__isnull=True) ^ models.Q(pool__isnull=True), name="assignment_one_assignee"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"review {self.review_id} to {self.person or self.pool}"
+
+
+class AssignmentRule(models.Model):
+    """Assignment by rule: the items of a kind, application and reason (blank: any) go to a person or a pool,
+    for `hours` after they were routed to people (null: as long as they wait). Read when someone claims, so an
+    item is reserved from the moment it waits; the lowest `position` among the rules that match decides, and an
+    assignment by hand overrides every rule."""
+
+    org = models.ForeignKey(Org, on_delete=models.CASCADE, related_name="+")
+    position = models.PositiveIntegerField()
+    kind = models.CharField(max_length=20, blank=True)
+    application = models.CharField(max_length=100, blank=True)
+    reason = models.CharField(max_length=64, blank=True, help_text="A routing reason, or `audit` for the sample.")
+    person = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, null=True, blank=True, related_name="+"
+    )
+    pool = models.ForeignKey(Pool, on_delete=models.CASCADE, null=True, blank=True, related_name="+")
+    hours = models.PositiveIntegerField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["org", "position"], name="assignment_rule_unique_position"),
+            models.CheckConstraint(
+                condition=models.Q(person__isnull=True) ^ models.Q(pool__isnull=True),
+                name="assignment_rule_one_assignee",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"rule {self.position} of {self.org_id}"

@@ -206,11 +206,17 @@ class Review(models.Model):
                 condition=models.Q(state=ReviewState.WAITING),
                 name="review_queue_reason",
             ),
-            # The queue of someone whose reach names applications: one range per version and application.
+            # The queue of someone whose reach names applications (or who filters by one): one range per version
+            # and application, and per reason within it for the counts.
             models.Index(
                 fields=["criteria_version", "application", "finished_at", "id"],
                 condition=models.Q(state=ReviewState.WAITING),
                 name="review_queue_application",
+            ),
+            models.Index(
+                fields=["criteria_version", "application", "reason", "finished_at", "id"],
+                condition=models.Q(state=ReviewState.WAITING),
+                name="review_queue_app_reason",
             ),
             # The dashboards' lists: the counting reviews of a version's weeks, newest first, read in index order.
             models.Index(

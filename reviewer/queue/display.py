@@ -14,6 +14,7 @@ from grading.outcomes import BAND, CHECKS, JUDGE_CONTRADICTION, SPREAD, SUB_SCOR
 from grading.reviews.store import review_slots
 from reviewer.models import Claim
 from reviewer.queue import reads
+from reviewer.queue.assignments import Reservation, reservations_of
 
 REASON_LABELS = {
     BAND: "band",
@@ -75,9 +76,18 @@ class QueueRow:
     mine: bool
     held_by: str
     places: str  # an item several people decide: how many answered, how many places are open, or its adjudication
+    assigned: str  # who may claim it first ("you", "ann until 15:00", "pool billing"); "" when anyone may
 
 
-def queue_row(review: Review, *, claims: Sequence[Claim], answered: int, user, now: datetime) -> QueueRow:
+def queue_row(
+    review: Review,
+    *,
+    claims: Sequence[Claim],
+    answered: int,
+    user,
+    now: datetime,
+    reservation: Reservation | None = None,
+) -> QueueRow:
     checks: list[tuple[str, str, str]] = []
     if review.audit:  # blind until decided: the list must not show what the item page hides
         summary = "verdict hidden until you decide"
@@ -115,7 +125,17 @@ def queue_row(review: Review, *, claims: Sequence[Claim], answered: int, user, n
         mine=mine,
         held_by=held_by,
         places=_places(review, answered=answered, held=len(claims)),
+        assigned=_assigned(reservation, user),
     )
+
+
+def _assigned(reservation: Reservation | None, user) -> str:
+    if reservation is None:
+        return ""
+    who = "you" if reservation.person_ids == {user.pk} else reservation.named
+    if reservation.allows(user.pk) and who != "you":
+        who += " (you among them)"
+    return who + (f" until {reservation.until:%H:%M}" if reservation.until else "")
 
 
 def _places(review: Review, *, answered: int, held: int) -> str:
@@ -189,9 +209,15 @@ def queue_page(
     for claim in claims:
         claims_by_review.setdefault(claim.review_id, []).append(claim)
     answered = reads.answers_given([review.pk for review in reviews])
+    reservations = reservations_of(reviews, now)
     rows = [
         queue_row(
-            review, claims=claims_by_review.get(review.pk, []), answered=answered.get(review.pk, 0), user=user, now=now
+            review,
+            claims=claims_by_review.get(review.pk, []),
+            answered=answered.get(review.pk, 0),
+            user=user,
+            now=now,
+            reservation=reservations.get(review.pk),
         )
         for review in reviews
     ]

@@ -94,3 +94,25 @@ class DeclineForm(forms.Form):
         error_messages={"required": "Say why you decline the item: the reason is recorded."},
         widget=forms.TextInput(attrs={"placeholder": "why you decline (recorded)", "required": True}),
     )
+
+
+class AssignForm(forms.Form):
+    """A lead's assignment of an item: to one of `people` or `pools`, for some hours or while it waits."""
+
+    to = forms.ChoiceField(error_messages={"invalid_choice": "Pick someone who can work this item, or a pool."})
+    hours = forms.IntegerField(
+        required=False, min_value=1, max_value=24 * 30, help_text="Empty: reserved for as long as it waits."
+    )
+
+    def __init__(self, data=None, *, people=(), pools=()) -> None:
+        super().__init__(data)
+        self.people = {f"person:{person.pk}": person for person in people}
+        self.pools = {f"pool:{pool.pk}": pool for pool in pools}
+        self.fields["to"].choices = [(key, person.get_username()) for key, person in self.people.items()] + [
+            (key, f"pool {pool.name}") for key, pool in self.pools.items()
+        ]
+
+    def assignee(self) -> dict:
+        """`person=` or `pool=`, for assignment_set."""
+        to = self.cleaned_data["to"]
+        return {"person": self.people[to]} if to in self.people else {"pool": self.pools[to]}

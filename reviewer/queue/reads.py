@@ -22,7 +22,8 @@ from grading.outcomes import HUMAN_REASONS
 from grading.reach import Reach, within
 from grading.reviews.store import review_slots
 from reviewer.access import reaches_of
-from reviewer.models import Claim, Role
+from reviewer.models import Claim
+from reviewer.queue.assignments import QUEUE_ROLES, reserved_q
 
 PAGE_SIZE = 25  # a screenful: operators work from the top; j/k and paging reach the rest
 COUNT_CAP = 100  # counts above this read "100+": exact where it matters, a bounded read where it does not
@@ -33,8 +34,9 @@ Key = tuple[int, datetime, int]  # (priority, finished_at, review id): the queue
 
 
 def operator_reaches(user) -> list[Reach]:
-    """What `user`'s operator memberships cover, per org: the only items the queue reads, shows or claims."""
-    return list(reaches_of(user, Role.OPERATOR).values())
+    """What `user`'s operator and lead memberships cover, per org: the only items the queue reads, shows or
+    claims."""
+    return list(reaches_of(user, *QUEUE_ROLES).values())
 
 
 @dataclass(frozen=True)
@@ -118,6 +120,7 @@ _ROW_COLUMNS = (
     "id",
     "org_id",
     "kind",
+    "application",
     "reason",
     "audit",
     "score",
@@ -207,7 +210,8 @@ def queue_stats(*, lanes: Sequence[Lane]) -> QueueStats:
         return QueueStats(counts=dict.fromkeys([*HUMAN_REASONS, ""], 0), oldest=None)
     selects, params = [], []
     # Whole versions and single applications are two shapes of range: each gets its own condition, so the planner
-    # can walk the index that holds the range (`review_queue` or `review_queue_application`).
+    # can walk the index that holds the range (`review_queue`, `review_queue_reason`;
+    # `review_queue_application`, `review_queue_app_reason`).
     for by_application in (False, True):
         picked = [(n, lane) for n, lane in enumerate(lanes) if (lane.application is not None) == by_application]
         if picked:
@@ -264,6 +268,7 @@ def queue_first_free(
     user_id: int,
     now: datetime,
     passed_over: Sequence[int],
+    reserved_for_them: bool = False,
 ) -> Review | None:
     """The first item with a place for this person, in queue order, its row locked FOR UPDATE; rows other claimers
     have locked are skipped (SKIP LOCKED). Run inside the claim's transaction.
@@ -271,6 +276,8 @@ def queue_first_free(
     A place: a slot nobody holds or answered, on an item this person has neither answered nor declined; or, once
     every slot is answered (the answers differed), its adjudication, if this person gave none of them. The claim
     looks again under the lock (`Slots`), so this scan only has to be right about what it picks first.
+    Items reserved for others (assignments.py) are left out; with `reserved_for_them`, only those reserved for
+    this person are read.
     Priority by priority; across lanes (orgs, applications), the oldest of each lane's first free item (the other
     rows stay locked only until the transaction ends)."""
     claims = Claim.objects.filter(review_id=OuterRef("pk"))
@@ -282,6 +289,10 @@ def queue_first_free(
         if by_priority and priority > min(by_priority):
             break
         free = lane.reviews(filters).exclude(pk__in=list(passed_over))
+        if reserved_for_them:
+            free = free.filter(reserved_q(version.org_id, user_id, now, mine=True))
+        else:
+            free = free.exclude(reserved_q(version.org_id, user_id, now, mine=False))
         free = free.exclude(Exists(claims.filter(holder_id=user_id, end=Claim.End.DECLINED)))
         if version.slots == 1:
             free = free.exclude(Exists(live))

@@ -35,6 +35,7 @@ from grading.reviews.store import (
     review_slots,
 )
 from reviewer.models import Claim
+from reviewer.queue.assignments import reservation_of
 from reviewer.queue.display import stale_reason
 from reviewer.queue.reads import (
     NO_FILTERS,
@@ -85,16 +86,26 @@ def claim_next(
     lanes = queue_lanes(queue_versions(reaches), reaches, filters)
     with transaction.atomic():  # the row lock lasts until the claim is written
         passed_over: list[int] = []
-        while True:
-            found = queue_first_free(lanes=lanes, filters=filters, user_id=user.pk, now=now, passed_over=passed_over)
-            if found is None:
-                return None
-            review = _locked_review(reaches, found.pk)
-            waiting = Review.objects.waiting().filter(pk=found.pk).exists()
-            if not waiting or slots_now(review, now).place_for(user.pk) is not None:
-                passed_over.append(found.pk)
-                continue
-            return _open_claim(review, user, now, via="next")
+        for reserved_for_them in (True, False):  # items assigned to this person come first
+            while True:
+                found = queue_first_free(
+                    lanes=lanes, filters=filters, user_id=user.pk, now=now, passed_over=passed_over,
+                    reserved_for_them=reserved_for_them,
+                )  # fmt: skip
+                if found is None:
+                    break
+                review = _locked_review(reaches, found.pk)
+                waiting = Review.objects.waiting().filter(pk=found.pk).exists()
+                reservation = reservation_of(review, now)
+                if (
+                    not waiting
+                    or slots_now(review, now).place_for(user.pk) is not None
+                    or (reservation is not None and not reservation.allows(user.pk))
+                ):
+                    passed_over.append(found.pk)
+                    continue
+                return _open_claim(review, user, now, via="next")
+        return None
 
 
 def claim_take(*, user: AbstractBaseUser, review_id: int, now: datetime | None = None) -> Claim:
@@ -109,6 +120,10 @@ def claim_take(*, user: AbstractBaseUser, review_id: int, now: datetime | None =
             mine.expires_at = now + lease_length()
             mine.save(update_fields=["expires_at"])
             return mine
+        reservation = reservation_of(review, now)
+        if reservation is not None and not reservation.allows(user.pk):
+            until = f" until {reservation.until:%Y-%m-%d %H:%M} UTC" if reservation.until else ""
+            raise Refused("assigned", f"This item is assigned to {reservation.named}{until}: only they may claim it.")
         refusal = slots_now(review, now).place_for(user.pk)
         if refusal is not None:
             code, message = refusal

@@ -11,4 +11,6 @@ urlpatterns = [
     path("items/<int:pk>/decline/", views.review_decline, name="review_decline"),
     path("items/<int:pk>/heartbeat/", views.review_heartbeat, name="review_heartbeat"),
     path("items/<int:pk>/decide/", views.review_decide, name="review_decide"),
+    path("items/<int:pk>/assign/", views.review_assign, name="review_assign"),
+    path("items/<int:pk>/unassign/", views.review_unassign, name="review_unassign"),
 ]

@@ -2,6 +2,7 @@
 services with the operator's org ids; another org's item does not exist as far as an operator can tell."""
 
 from dataclasses import replace
+from datetime import timedelta
 from urllib.parse import urlencode
 
 from django.contrib import messages
@@ -13,11 +14,20 @@ from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
 from grading.models import ItemKind, Review
-from reviewer.access import role_required
-from reviewer.models import Role
+from reviewer.access import reaches_of, role_required
+from reviewer.models import Pool, Role
 from reviewer.queue import display, item_pages, reads, rendering
 from reviewer.queue.answers import answers_view
-from reviewer.queue.forms import ConversationDecisionForm, DeclineForm, DraftDecisionForm, QueueFilterForm
+from reviewer.queue.assignments import (
+    QUEUE_ROLES,
+    InvalidAssignment,
+    assignable_people,
+    assignment_clear,
+    assignment_set,
+    assignments_of,
+    reservation_of,
+)
+from reviewer.queue.forms import AssignForm, ConversationDecisionForm, DeclineForm, DraftDecisionForm, QueueFilterForm
 from reviewer.queue.services import (
     Refused,
     claim_decline,
@@ -30,7 +40,7 @@ from reviewer.queue.services import (
 
 
 @require_GET
-@role_required(Role.OPERATOR)
+@role_required(*QUEUE_ROLES)
 def queue(request: HttpRequest) -> HttpResponse:
     """The full page, or (for htmx's refresh, filters and paging) just the list that `#queue-list` swaps."""
     form = QueueFilterForm(request.GET)
@@ -61,7 +71,7 @@ def _queue_url(filters: reads.QueueFilters, **cursor) -> str:
 
 
 @require_POST
-@role_required(Role.OPERATOR)
+@role_required(*QUEUE_ROLES)
 def queue_claim_next(request: HttpRequest) -> HttpResponse:
     """Claim the next free item (within the filters the queue shows) and open it."""
     filters = QueueFilterForm(request.POST).filters()
@@ -110,8 +120,21 @@ def _item_context(request: HttpRequest, review: Review, *, form=None, refusal: s
         "lease": lease,
         "form": form,
         "refusal": refusal,
+        "reservation": reservation_of(review, now) if decision is None else None,
+        "assign": _assign_context(request, review) if decision is None and still_counts else None,
         "nav_active": "queue",
     }
+
+
+def _assign_context(request: HttpRequest, review: Review) -> dict | None:
+    """For a lead whose reach covers the item: the assignment form, and whether there is one by hand to undo."""
+    reach = reaches_of(request.user, Role.LEAD).get(review.org_id)
+    if reach is None or not reach.covers(review.kind, review.application):
+        return None
+    form = AssignForm(
+        people=assignable_people(review), pools=Pool.objects.filter(org_id=review.org_id).order_by("name")
+    )
+    return {"form": form, "by_hand": review.pk in assignments_of([review.pk])}
 
 
 def _decision_form(review: Review, data=None, *, blind: bool = False):
@@ -123,7 +146,7 @@ def _decision_form(review: Review, data=None, *, blind: bool = False):
 
 
 @require_GET
-@role_required(Role.OPERATOR)
+@role_required(*QUEUE_ROLES)
 def review_detail(request: HttpRequest, pk: int) -> HttpResponse:
     review = _get_review_for_user(request, pk)
     return _render_item(request, review, _item_context(request, review))
@@ -182,7 +205,7 @@ def _conversation_context(review: Review, *, blind: bool) -> dict:
 
 
 @require_POST
-@role_required(Role.OPERATOR)
+@role_required(*QUEUE_ROLES)
 def review_claim(request: HttpRequest, pk: int) -> HttpResponse:
     review = _get_review_for_user(request, pk)
     try:
@@ -193,7 +216,7 @@ def review_claim(request: HttpRequest, pk: int) -> HttpResponse:
 
 
 @require_POST
-@role_required(Role.OPERATOR)
+@role_required(*QUEUE_ROLES)
 def review_release(request: HttpRequest, pk: int) -> HttpResponse:
     review = _get_review_for_user(request, pk)
     try:
@@ -205,7 +228,7 @@ def review_release(request: HttpRequest, pk: int) -> HttpResponse:
 
 
 @require_POST
-@role_required(Role.OPERATOR)
+@role_required(*QUEUE_ROLES)
 def review_decline(request: HttpRequest, pk: int) -> HttpResponse:
     """Give the item back with a reason: its place returns to the queue, and the next claims pass it over for you."""
     review = _get_review_for_user(request, pk)
@@ -221,7 +244,7 @@ def review_decline(request: HttpRequest, pk: int) -> HttpResponse:
 
 
 @require_POST
-@role_required(Role.OPERATOR)
+@role_required(*QUEUE_ROLES)
 def review_heartbeat(request: HttpRequest, pk: int) -> HttpResponse:
     """Extend the lease while the page is open (htmx, every minute). Answers with the lease line, which says
     so when the lease is gone or the item changed; the decision form itself is left as the operator typed it."""
@@ -238,7 +261,7 @@ def review_heartbeat(request: HttpRequest, pk: int) -> HttpResponse:
 
 
 @require_POST
-@role_required(Role.OPERATOR)
+@role_required(*QUEUE_ROLES)
 def review_decide(request: HttpRequest, pk: int) -> HttpResponse:
     review = _get_review_for_user(request, pk)
     form = _decision_form(review, request.POST, blind=review.audit)
@@ -266,6 +289,44 @@ def review_decide(request: HttpRequest, pk: int) -> HttpResponse:
     elif decision is not None and decision.learning_id:
         messages.info(request, "The note is now an org learning.")
     return _to_queue(request)
+
+
+@require_POST
+@role_required(Role.LEAD)
+def review_assign(request: HttpRequest, pk: int) -> HttpResponse:
+    """A lead reserves the item for a person or a pool (for some hours, or while it waits); audited."""
+    review = _get_review_for_lead(request, pk)
+    pools = Pool.objects.filter(org_id=review.org_id)
+    form = AssignForm(request.POST, people=assignable_people(review), pools=pools)
+    if not form.is_valid():
+        messages.error(request, " ".join(error for errors in form.errors.values() for error in errors))
+        return redirect("review_detail", pk=review.pk)
+    hours = form.cleaned_data["hours"]
+    until = timezone.now() + timedelta(hours=hours) if hours else None
+    try:
+        assignment = assignment_set(review_id=review.pk, until=until, by=request.user, **form.assignee())
+    except InvalidAssignment as refused:
+        messages.error(request, str(refused))
+    else:
+        messages.success(request, f"Assigned to {assignment.person or f'pool {assignment.pool}'}.")
+    return redirect("review_detail", pk=review.pk)
+
+
+@require_POST
+@role_required(Role.LEAD)
+def review_unassign(request: HttpRequest, pk: int) -> HttpResponse:
+    review = _get_review_for_lead(request, pk)
+    if assignment_clear(review_id=review.pk, by=request.user):
+        messages.success(request, "Unassigned: anyone in reach may claim it (unless a rule reserves it).")
+    return redirect("review_detail", pk=review.pk)
+
+
+def _get_review_for_lead(request: HttpRequest, pk: int) -> Review:
+    """The review routed to humans, within the lead's reach; 404 otherwise."""
+    review = reads.review_for_operator(reaches=list(reaches_of(request.user, Role.LEAD).values()), review_id=pk)
+    if review is None:
+        raise Http404("No such item in your queue.")
+    return review
 
 
 def _item_name(review: Review) -> str:

@@ -24,6 +24,7 @@ PERSONAS = (
     "other_org_operator",
     "drafts_only",  # operator and stakeholder of the org, limited to its drafts
     "other_application",  # operator and stakeholder of the org, limited to an application none of its objects is in
+    "lead",  # works the queue and assigns its items
 )
 # Memberships limited to part of the org (reviewer/access.py): persona -> (applications, drafts).
 LIMITED = {"drafts_only": ([], True), "other_application": (["elsewhere"], False)}
@@ -40,7 +41,8 @@ class Policy:
     page: bool = True  # renders HTML in a browser (the CSV export is a download instead)
 
 
-OPERATOR = (Role.OPERATOR,)
+OPERATOR = (Role.OPERATOR, Role.LEAD)  # the queue's roles: a lead works it as an operator does
+LEAD = (Role.LEAD,)
 CRITERIA_ADMIN = (Role.CRITERIA_ADMIN,)
 
 # Pages, by URL name. A new page must be added here (or the matrix fails), with the roles its view requires.
@@ -56,6 +58,8 @@ PAGES = {
     "review_decline": Policy("roles", ("POST",), OPERATOR),
     "review_heartbeat": Policy("roles", ("POST",), OPERATOR),
     "review_decide": Policy("roles", ("POST",), OPERATOR),
+    "review_assign": Policy("roles", ("POST",), LEAD),
+    "review_unassign": Policy("roles", ("POST",), LEAD),
     "criteria": Policy("roles", roles=CRITERIA_ADMIN),
     "criteria_new": Policy("roles", ("POST",), CRITERIA_ADMIN),
     "criteria_diff": Policy("roles", roles=CRITERIA_ADMIN),
@@ -170,9 +174,10 @@ def matrix_world(org, other_org, people: dict) -> dict:
     return {"objects": objects, "people": people, "client_as": client_as, "org": org, "other_org": other_org}
 
 
-def limited_people(org) -> dict:
-    """The personas of LIMITED: an operator and stakeholder of `org` whose memberships cover only part of it."""
-    people = {}
+def more_people(org) -> dict:
+    """The lead, and the personas of LIMITED: an operator and stakeholder of `org` whose memberships cover only
+    part of it."""
+    people = {"lead": make_person("lead", org, Role.LEAD)}
     for persona, (applications, drafts) in LIMITED.items():
         person = make_person(persona.replace("_", "-"))
         for role in (Role.OPERATOR, Role.STAKEHOLDER):

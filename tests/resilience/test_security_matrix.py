@@ -43,8 +43,8 @@ from tests.builders.page_matrix import (
     SAMPLE_BODIES,
     UNOWNED,
     Policy,
-    limited_people,
     matrix_world,
+    more_people,
     object_parts,
     path_for,
     url_routes,
@@ -57,7 +57,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 def world(org, other_org, operator, criteria_admin, stakeholder, roleless, other_org_operator):
     people = {"operator": operator, "criteria_admin": criteria_admin, "stakeholder": stakeholder,
               "roleless": roleless, "other_org_operator": other_org_operator}  # fmt: skip
-    return matrix_world(org, other_org, people | limited_people(org))
+    return matrix_world(org, other_org, people | more_people(org))
 
 
 def request(client: Client, method: str, path: str, **extra):
@@ -272,7 +272,7 @@ def test_every_post_is_refused_without_a_csrf_token_htmx_or_not_and_accepted_wit
         policy = PAGES.get(route.name, Policy("public", ("POST",)))
         persona = "anonymous" if policy.kind == "public" else "operator"
         if policy.roles and Role.OPERATOR not in policy.roles:
-            persona = "criteria_admin"
+            persona = "lead" if Role.LEAD in policy.roles else "criteria_admin"
         path = path_for(route, world["objects"]["own"])
         strict = Client(enforce_csrf_checks=True)
         if persona != "anonymous":

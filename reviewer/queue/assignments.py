@@ -1,0 +1,208 @@
+"""Who may claim a queue item first: an assignment by hand (a lead names a person or a pool, optionally until a
+time), or else the first assignment rule that matches the item (its kind, application and reason), for some hours
+after it was routed to people. While an item is reserved, only its assignees may claim it; then anyone whose
+reach covers it may.
+
+Two forms of one rule: `reservation_of` (Python, read under the review's row lock by the claim services) and
+`reserved_q` (SQL, for claim next's scan), held equal by tests/reviewer/queue/test_assignments.py.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
+from django.db.models import Exists, OuterRef, Q
+from django.utils import timezone
+
+from grading.audit import audit_record
+from grading.models import FOR_PEOPLE, Review
+from reviewer.access import reaches_in
+from reviewer.models import Assignment, AssignmentRule, Pool, Role
+
+AUDIT = "audit"  # a rule's reason naming the audit sample rather than a routing reason
+QUEUE_ROLES = (Role.OPERATOR, Role.LEAD)
+
+
+@dataclass(frozen=True)
+class Reservation:
+    """An item reserved for some people: by hand or by a rule, until a time or for as long as it waits."""
+
+    person_ids: frozenset[int]
+    named: str  # "ann", "pool billing"
+    until: datetime | None
+    by_rule: int | None  # the rule's position; None: assigned by hand
+
+    def allows(self, user_id: int) -> bool:
+        return user_id in self.person_ids
+
+
+def _rule_matches(rule: AssignmentRule, review: Review) -> bool:
+    reason_matches = not rule.reason or rule.reason == review.reason or (rule.reason == AUDIT and review.audit)
+    return rule.kind in ("", review.kind) and rule.application in ("", review.application) and reason_matches
+
+
+def _rule_until(rule: AssignmentRule, routed_at: datetime) -> datetime | None:
+    return None if rule.hours is None else routed_at + timedelta(hours=rule.hours)
+
+
+def reservation_of(review: Review, now: datetime) -> Reservation | None:
+    """Who may claim the review first, now; None when anyone in reach may."""
+    return reservations_of([review], now).get(review.pk)
+
+
+def reservations_of(reviews: Sequence[Review], now: datetime) -> dict[int, Reservation]:
+    """`reservation_of` for many reviews (a queue page's rows) in three queries: the assignments by hand, the
+    orgs' rules, and the members of the pools they name."""
+    by_hand = assignments_of([review.pk for review in reviews])
+    org_ids = {review.org_id for review in reviews}
+    rules = list(
+        AssignmentRule.objects.filter(org_id__in=org_ids).select_related("person", "pool").order_by("position")
+    )
+    pool_ids = {a.pool_id for a in by_hand.values() if a.pool_id} | {r.pool_id for r in rules if r.pool_id}
+    members: dict[int, set[int]] = {pool_id: set() for pool_id in pool_ids}
+    for pool_id, user_id in Pool.members.through.objects.filter(pool_id__in=pool_ids).values_list("pool_id", "user_id"):
+        members[pool_id].add(user_id)
+    reservations = {}
+    for review in reviews:
+        assignment = by_hand.get(review.pk)
+        if assignment is not None:
+            assignee, until, position = assignment, assignment.until, None
+        else:
+            assignee = next((r for r in rules if r.org_id == review.org_id and _rule_matches(r, review)), None)
+            if assignee is None:
+                continue
+            until, position = _rule_until(assignee, review.finished_at), assignee.position
+        if until is not None and until <= now:
+            continue
+        if assignee.person_id is not None:
+            people, named = frozenset({assignee.person_id}), assignee.person.get_username()
+        else:
+            people, named = frozenset(members[assignee.pool_id]), f"pool {assignee.pool.name}"
+        reservations[review.pk] = Reservation(people, named, until, position)
+    return reservations
+
+
+def reserved_q(org_id: int, user_id: int, now: datetime, *, mine: bool) -> Q:
+    """Reviews (of one org) reserved now for `user_id` (`mine`), or for people other than them (not `mine`)."""
+    pools = Pool.objects.filter(org_id=org_id, members=user_id).values("pk")
+    theirs = Q(person_id=user_id) | Q(pool_id__in=pools)
+    by_hand = Assignment.objects.filter(review_id=OuterRef("pk"))
+    live = by_hand.filter(Q(until__isnull=True) | Q(until__gt=now))
+    reserved = Exists(live.filter(theirs)) if mine else Exists(live.exclude(theirs))
+    unassigned = ~Exists(by_hand)
+    earlier = Q(pk__in=[])
+    for rule in AssignmentRule.objects.filter(org_id=org_id).order_by("position"):
+        matches = _rule_q(rule)
+        in_force = matches & ~earlier
+        if rule.hours is not None:
+            in_force &= Q(finished_at__gt=now - timedelta(hours=rule.hours))
+        is_theirs = rule.person_id == user_id or (
+            rule.pool_id is not None and rule.pool.members.filter(pk=user_id).exists()
+        )
+        if is_theirs == mine:
+            reserved |= unassigned & in_force
+        earlier |= matches
+    return reserved
+
+
+def _rule_q(rule: AssignmentRule) -> Q:
+    q = Q()
+    if rule.kind:
+        q &= Q(kind=rule.kind)
+    if rule.application:
+        q &= Q(application=rule.application)
+    if rule.reason == AUDIT:
+        q &= Q(audit=True)
+    elif rule.reason:
+        q &= Q(reason=rule.reason)
+    return q
+
+
+# --- assigning ------------------------------------------------------------------------------------------------
+
+
+class InvalidAssignment(Exception):
+    """An assignment that cannot be made; the message says why. Nothing was written."""
+
+
+def assignment_set(
+    *,
+    review_id: int,
+    person: AbstractBaseUser | None = None,
+    pool: Pool | None = None,
+    until: datetime | None = None,
+    by: AbstractBaseUser | None = None,
+    api_key=None,
+    now: datetime | None = None,
+) -> Assignment:
+    """Assign a waiting review to a person or a pool (replacing any assignment it had), audited. The person must be
+    able to claim it (an operator or lead whose reach covers it); a pool must be the review's org's."""
+    now = now or timezone.now()
+    if (person is None) == (pool is None):
+        raise InvalidAssignment("Assign the item to one person or one pool.")
+    if until is not None and until <= now:
+        raise InvalidAssignment("The time the assignment ends must be in the future.")
+    with transaction.atomic():
+        review = Review.objects.select_for_update(of=("self",)).filter(FOR_PEOPLE, pk=review_id).first()
+        if review is None or not Review.objects.waiting().filter(pk=review_id).exists():
+            raise InvalidAssignment("Only an item waiting in the queue can be assigned.")
+        if person is not None and person.pk not in {p.pk for p in assignable_people(review)}:
+            raise InvalidAssignment(f"{person.get_username()} cannot work this item (no queue role reaching it).")
+        if pool is not None and pool.org_id != review.org_id:
+            raise InvalidAssignment("No such pool in this org.")
+        before = Assignment.objects.filter(review_id=review.pk).select_related("person", "pool").first()
+        assignment, _ = Assignment.objects.update_or_create(
+            review_id=review.pk,
+            defaults={"org_id": review.org_id, "person": person, "pool": pool, "until": until, "assigned_by": by,
+                      "assigned_at": now},
+        )  # fmt: skip
+        audit_record(
+            action="assignment.replace" if before else "assignment.create",
+            org=review.org,
+            actor=by,
+            api_key=api_key,
+            target=assignment,
+            detail={"review": review.pk, "to": _named(assignment), "until": until.isoformat() if until else None}
+            | ({"was": _named(before)} if before else {}),
+        )
+    return assignment
+
+
+def assignment_clear(*, review_id: int, by: AbstractBaseUser | None = None, api_key=None) -> bool:
+    """Take the item's assignment by hand away (its rules apply again), audited; False when it had none."""
+    with transaction.atomic():
+        assignment = Assignment.objects.select_related("org", "person", "pool").filter(review_id=review_id).first()
+        if assignment is None:
+            return False
+        audit_record(
+            action="assignment.delete",
+            org=assignment.org,
+            actor=by,
+            api_key=api_key,
+            target=assignment,
+            detail={"review": review_id, "was": _named(assignment)},
+        )
+        assignment.delete()
+    return True
+
+
+def assignable_people(review: Review) -> list[AbstractBaseUser]:
+    """The people an item can be assigned to: those whose queue memberships (operator, lead) reach it."""
+    reaches = reaches_in(review.org_id, *QUEUE_ROLES)
+    ids = [user_id for user_id, reach in reaches.items() if reach.covers(review.kind, review.application)]
+    return list(get_user_model().objects.filter(pk__in=ids).order_by("username"))
+
+
+def _named(assignment: Assignment) -> str:
+    return assignment.person.get_username() if assignment.person_id else f"pool {assignment.pool.name}"
+
+
+def assignments_of(review_ids: Sequence[int]) -> dict[int, Assignment]:
+    """The assignments by hand of these reviews, in one query (the queue page's rows)."""
+    rows = Assignment.objects.filter(review_id__in=list(review_ids)).select_related("person", "pool")
+    return {assignment.review_id: assignment for assignment in rows}
