@@ -79,6 +79,8 @@ API_PUBLIC = {"api:openapi-json", "api:openapi-view", "api:api-root"}
 # A write to an object must be valid to reach the lookup of its id (validation answers first, the same for every
 # id): each such operation needs a body here, or the matrix cannot tell another org's id from a bad body.
 SAMPLE_BODIES = {
+    "/api/v1/conversations/{external_id}/assignment": {"pool": "no-such-pool"},
+    "/api/v1/drafts/{draft_id}/assignment": {"pool": "no-such-pool"},
     "/api/v1/conversations/{external_id}/messages": {
         "messages": [{"id": "m-matrix", "parent_id": "m4", "role": "user", "content": "One more question."}]
     },

@@ -2,6 +2,7 @@
 kind, application and reason. Only the assignees may claim a reserved item; claim next hands them theirs first;
 the SQL scan and the Python check under the lock say the same; every change is audited."""
 
+import json
 import threading
 from datetime import timedelta
 from itertools import product
@@ -9,9 +10,11 @@ from itertools import product
 import pytest
 from django.contrib.auth import get_user_model
 from django.db import connections
+from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
+from grading.api.keys import api_key_create
 from grading.models import AuditEvent, Review
 from reviewer.models import Assignment, AssignmentRule, Claim, Membership, Pool, Role
 from reviewer.queue.assignments import (
@@ -220,3 +223,29 @@ def test_twenty_operators_claiming_at_once_never_take_an_item_reserved_for_other
     members = {p.pk for p in people[:3]}
     assert all(holder in members for holder, ids in taken.items() for review_id in ids if review_id in reserved)
     assert any(taken[p.pk] for p in people[3:])  # the others worked the rest
+
+
+def test_an_org_key_reads_sets_and_clears_an_assignment_over_the_api_audited_under_the_key(org, other_org, team):
+    review = draft_item(org, "over-the-api")
+    issued = api_key_create(org=org, name="ops")
+    client = Client(HTTP_AUTHORIZATION=f"Bearer {issued.plaintext}")
+    url = f"/api/v1/drafts/{review.draft_id}/assignment"
+
+    def put(body: dict):
+        return client.put(url, json.dumps(body), content_type="application/json")
+
+    assert client.get(url).json() == {"review": review.pk, "to": None, "until": None, "by_rule": None}
+    assert put({"person": "ann"}).json()["to"] == "ann"
+    assert client.get(url).json()["to"] == "ann"
+    for refused in ({"person": "nobody-here"}, {"person": "ann", "pool": "billing"}, {"pool": "elsewhere"}, {}):
+        assert put(refused).status_code == 422, refused
+    assert Assignment.objects.get().person == team["ann"]  # unchanged by every refusal
+    event = AuditEvent.objects.get(action="assignment.create")
+    assert event.api_key_id == issued.api_key.pk and event.actor is None
+    assert client.delete(url).json()["to"] is None and not Assignment.objects.exists()
+
+    theirs = Client(HTTP_AUTHORIZATION=f"Bearer {api_key_create(org=other_org, name='theirs').plaintext}")
+    assert theirs.put(url, json.dumps({"person": "ann"}), content_type="application/json").status_code == 404
+    claim_take(user=team["ann"], review_id=review.pk)
+    decision_create(user=team["ann"], review_id=review.pk, fingerprint=review.fingerprint, outcome="approve")
+    assert put({"person": "bob"}).status_code == 409  # decided: nothing waits

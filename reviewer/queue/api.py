@@ -1,0 +1,110 @@
+"""Assignment over the API (`/api/v1/conversations/{id}/assignment`, `/api/v1/drafts/{id}/assignment`): an org's
+key reads, sets or clears who may claim the item's waiting review first, as a lead does from the item page, and
+every change is audited under the key."""
+
+from datetime import datetime
+
+from django.contrib.auth import get_user_model
+from django.http import HttpRequest
+from django.utils import timezone
+from ninja import Router, Schema
+from ninja.errors import HttpError
+
+from grading.models import FOR_PEOPLE, Conversation, Draft, Review
+from grading.schemas import ConversationId
+from reviewer.models import Pool
+from reviewer.queue.assignments import InvalidAssignment, assignment_clear, assignment_set, reservation_of
+
+router = Router(tags=["queue"])
+
+
+class AssignmentIn(Schema):
+    person: str | None = None  # a username
+    pool: str | None = None  # a pool's name
+    until: datetime | None = None  # empty: reserved for as long as the item waits
+
+
+class AssignmentOut(Schema):
+    review: int  # the waiting review the assignment belongs to
+    to: str | None  # "ann", "pool billing"; null when anyone in reach may claim it
+    until: datetime | None
+    by_rule: int | None  # the rule's position when a rule reserves it; null when assigned by hand
+
+
+def _waiting_review(request: HttpRequest, item: Conversation | Draft | None) -> Review:
+    """The item's review waiting for people: 404 when the org has no such item, 409 when nothing of it waits."""
+    if item is None:
+        raise HttpError(404, "no such item")
+    field = "conversation" if isinstance(item, Conversation) else "draft"
+    review = Review.objects.waiting().filter(FOR_PEOPLE, **{field: item}).order_by("-pk").first()
+    if review is None:
+        raise HttpError(409, "nothing of this item waits in the queue (decided, passed or failed, or changed since)")
+    return review
+
+
+def _conversation(request: HttpRequest, external_id: str) -> Conversation | None:
+    return Conversation.objects.filter(org=request.auth.org, external_id=external_id).first()
+
+
+def _draft(request: HttpRequest, draft_id: int) -> Draft | None:
+    return Draft.objects.filter(org=request.auth.org, pk=draft_id).first()
+
+
+def _out(review: Review) -> dict:
+    reservation = reservation_of(review, timezone.now())
+    if reservation is None:
+        return {"review": review.pk, "to": None, "until": None, "by_rule": None}
+    return {"review": review.pk, "to": reservation.named, "until": reservation.until, "by_rule": reservation.by_rule}
+
+
+def _assign(request: HttpRequest, review: Review, payload: AssignmentIn) -> dict:
+    org = request.auth.org
+    person = pool = None
+    if payload.person is not None:
+        person = get_user_model().objects.filter(username=payload.person).first()
+        if person is None:
+            raise HttpError(422, f"no person {payload.person!r}")
+    if payload.pool is not None:
+        pool = Pool.objects.filter(org=org, name=payload.pool).first()
+        if pool is None:
+            raise HttpError(422, f"no pool {payload.pool!r} in this org")
+    try:
+        assignment_set(review_id=review.pk, person=person, pool=pool, until=payload.until, api_key=request.auth)
+    except InvalidAssignment as refused:
+        raise HttpError(422, str(refused)) from None
+    return _out(review)
+
+
+def _unassign(request: HttpRequest, review: Review) -> dict:
+    assignment_clear(review_id=review.pk, api_key=request.auth)
+    return _out(review)
+
+
+@router.get("/conversations/{external_id}/assignment", response=AssignmentOut, summary="Who may claim it first")
+def get_conversation_assignment(request: HttpRequest, external_id: ConversationId) -> dict:
+    return _out(_waiting_review(request, _conversation(request, external_id)))
+
+
+@router.put("/conversations/{external_id}/assignment", response=AssignmentOut, summary="Assign its queue item")
+def put_conversation_assignment(request: HttpRequest, external_id: ConversationId, payload: AssignmentIn) -> dict:
+    return _assign(request, _waiting_review(request, _conversation(request, external_id)), payload)
+
+
+@router.delete("/conversations/{external_id}/assignment", response=AssignmentOut, summary="Unassign its queue item")
+def delete_conversation_assignment(request: HttpRequest, external_id: ConversationId) -> dict:
+    return _unassign(request, _waiting_review(request, _conversation(request, external_id)))
+
+
+@router.get("/drafts/{draft_id}/assignment", response=AssignmentOut, summary="Who may claim it first")
+def get_draft_assignment(request: HttpRequest, draft_id: int) -> dict:
+    return _out(_waiting_review(request, _draft(request, draft_id)))
+
+
+@router.put("/drafts/{draft_id}/assignment", response=AssignmentOut, summary="Assign its queue item")
+def put_draft_assignment(request: HttpRequest, draft_id: int, payload: AssignmentIn) -> dict:
+    return _assign(request, _waiting_review(request, _draft(request, draft_id)), payload)
+
+
+@router.delete("/drafts/{draft_id}/assignment", response=AssignmentOut, summary="Unassign its queue item")
+def delete_draft_assignment(request: HttpRequest, draft_id: int) -> dict:
+    return _unassign(request, _waiting_review(request, _draft(request, draft_id)))
