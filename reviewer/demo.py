@@ -14,9 +14,9 @@ from grading.demo import grade_demo_items, seed_conversations, seed_drafts, seed
 from grading.figures.rollups import rollups_rebuild
 from grading.figures.sampling import audit_sample_send
 from grading.models import ApiKey, CriteriaVersion, Decision, ItemKind, Org, Review, Route, SlotsFor
-from grading.outcomes import CHECKS
+from grading.outcomes import CHECKS, UNKNOWN_CHECK
 from grading.reviews.store import review_slots
-from reviewer.models import Membership, Role
+from reviewer.models import AssignmentRule, Membership, Pool, Role
 from reviewer.queue.services import claim_take, decision_create
 
 DEMO_ORG_SLUG = "northwind"
@@ -41,7 +41,11 @@ DEMO_PEOPLE = [
     DemoLogin("kim", "demo-operator-3", Role.OPERATOR),
     # A billing team's operator: her queue, dashboard, lists and exports hold the billing assistant alone.
     DemoLogin("lin", "demo-billing", Role.OPERATOR, applications=("billing-assistant",)),
+    # A lead: works the queue, and assigns its items (the billing team's pool takes the billing assistant's unsure
+    # conversations first, by rule).
+    DemoLogin("lee", "demo-lead", Role.LEAD),
 ]
+BILLING_TEAM = ("dana", "lin")
 
 
 def seed_people(org: Org) -> None:
@@ -135,8 +139,17 @@ def _demo_verdict(review: Review, *, disagree: bool) -> dict:
     return {"checks": checks}
 
 
+def seed_assignment(org: Org) -> None:
+    """The billing team's pool, and a rule: the billing assistant's unknown checks are theirs for four hours."""
+    pool, _ = Pool.objects.get_or_create(org=org, name="billing team")
+    pool.members.set(get_user_model().objects.filter(username__in=BILLING_TEAM))
+    rule = {"application": "billing-assistant", "reason": UNKNOWN_CHECK, "pool": pool, "hours": 4}
+    AssignmentRule.objects.update_or_create(org=org, position=1, defaults=rule)
+
+
 SEEDERS: list[Callable[[Org], None]] = [
     seed_people,
+    seed_assignment,
     seed_criteria,
     seed_conversations,
     seed_drafts,

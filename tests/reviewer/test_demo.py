@@ -34,6 +34,9 @@ def test_the_demo_conversations_land_on_every_route_and_leave_nothing_stale():
     # lin works the billing assistant's items alone
     rows = queue_page(user=get_user_model().objects.get(username="lin")).rows
     assert rows and {row.context for row in rows} == {"billing-assistant"}
+    # the billing team's pool holds the billing assistant's unsure items first, by rule
+    unsure = [row for row in rows if row.reason == "unknown_check"]
+    assert unsure and all(row.assigned.startswith("pool billing team (you among them)") for row in unsure)
 
 
 def test_seeding_twice_changes_nothing():
