@@ -1,0 +1,368 @@
+"""`manage.py assign`: pools (named sets of an org's queue people) and assignment rules (which items a person or a
+pool may claim first; see reviewer/queue/assignments.py). Until the app has a page for them, the only way to manage
+them besides the Django shell."""
+
+from collections.abc import Callable
+
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import AbstractBaseUser
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.db import transaction
+from django.db.models import Max
+
+from grading.audit import audit_record
+from grading.management.orgs import org_from_option
+from grading.models import ItemKind, Org
+from grading.outcomes import HUMAN_REASONS
+from grading.reach import Reach
+from reviewer.access import reaches_in
+from reviewer.models import Assignment, AssignmentRule, Pool
+from reviewer.queue.assignments import AUDIT, QUEUE_ROLES
+
+# Read from the model, so the command refuses exactly what the column would.
+POOL_NAME_MAX = Pool._meta.get_field("name").max_length
+APPLICATION_NAME_MAX = AssignmentRule._meta.get_field("application").max_length
+POSITION_MAX = 2**31 - 1  # the largest value of the position column (an integer in Postgres)
+# Past this, `routed_at + hours` leaves the range of a datetime and every claim in the org would fail; a rule
+# meant to last longer than a year means "while it waits" (no --hours).
+HOURS_MAX = 24 * 365
+REASONS = (*HUMAN_REASONS, AUDIT)
+
+
+class Command(BaseCommand):
+    help = "Set, list or remove pools and assignment rules: who may claim an org's queue items first."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        actions = parser.add_subparsers(dest="action", required=True)
+        pool = actions.add_parser("pool", help="create a pool, or set its members to exactly those listed")
+        _add_pool_arguments(pool)
+        pool.add_argument(
+            "--members", required=True, help='comma-separated usernames of operators or leads of the org; "" for none'
+        )
+        pool_remove = actions.add_parser(
+            "pool-remove", help="delete a pool, with the assignments and rules that name it"
+        )
+        _add_pool_arguments(pool_remove)
+        pools = actions.add_parser("pools", help="list pools and their members, of every org unless --org")
+        pools.add_argument("--org", help="org slug")
+
+        rule = actions.add_parser("rule", help="add an assignment rule (last, unless --position)")
+        rule.add_argument("--org", required=True, help="org slug")
+        assignee = rule.add_mutually_exclusive_group(required=True)
+        assignee.add_argument("--person", help="username of an operator or lead of the org")
+        assignee.add_argument("--pool", help="name of a pool of the org")
+        rule.add_argument("--kind", choices=ItemKind.values, default="", help="default: any kind")
+        rule.add_argument("--application", help="default: any application")
+        rule.add_argument("--reason", choices=REASONS, default="", help=f"default: any reason; {AUDIT}: the sample")
+        rule.add_argument("--hours", type=int, help="for how long once the item waits (default: as long as it waits)")
+        rule.add_argument("--position", type=int, help="lower positions decide first (default: after the last)")
+        rule.add_argument("--replace", action="store_true", help="with --position: replace the rule there, if any")
+        rules = actions.add_parser("rules", help="list assignment rules, of every org unless --org")
+        rules.add_argument("--org", help="org slug")
+        rule_remove = actions.add_parser("rule-remove", help="delete the assignment rule at a position")
+        rule_remove.add_argument("--org", required=True, help="org slug")
+        rule_remove.add_argument("--position", type=int, required=True)
+
+    def handle(self, *args, action: str, org: str | None, **options) -> None:
+        if action == "pools":
+            self._pools(org_from_option(org) if org else None)
+            return
+        if action == "rules":
+            self._rules(org_from_option(org) if org else None)
+            return
+        the_org = org_from_option(org)
+        if action == "pool":
+            name = _pool_name(options["name"])
+            members = _users(_usernames(options["members"]))
+            _queue_reaches(the_org, members)
+            self._pool_set(the_org, name, members)
+        elif action == "pool-remove":
+            self._pool_remove(the_org, _pool_name(options["name"]))
+        elif action == "rule":
+            position = _rule_position(options)
+            fields = _rule_fields(the_org, options, warn=self.stderr.write)
+            self._rule_add(the_org, position=position, replace=options["replace"], fields=fields)
+        else:
+            self._rule_remove(the_org, _position(options["position"]))
+
+    # --- pools ----------------------------------------------------------------------------------------------
+
+    def _pools(self, org: Org | None) -> None:
+        pools = Pool.objects.select_related("org").prefetch_related("members").order_by("org__slug", "name")
+        for pool in pools.filter(org=org) if org else pools:
+            self.stdout.write(_pool_line(pool))
+
+    def _pool_set(self, org: Org, name: str, members: list[AbstractBaseUser]) -> None:
+        after = sorted(member.get_username() for member in members)
+        with transaction.atomic():
+            pool = Pool.objects.select_for_update().filter(org=org, name=name).first()
+            if pool is None:
+                pool = Pool.objects.create(org=org, name=name)
+                pool.members.set(members)
+                audit_record(action="pool.create", org=org, target=pool, detail={"name": name, "members": after})
+                self.stdout.write(f"created: {_pool_line(pool)}")
+                return
+            before = _usernames_of(pool)
+            if before == after:
+                self.stdout.write(f"unchanged: {_pool_line(pool)}")
+                return
+            pool.members.set(members)
+            audit_record(
+                action="pool.update",
+                org=org,
+                target=pool,
+                detail={"name": name, "before": {"members": before}, "after": {"members": after}},
+            )
+        self.stdout.write(f"updated: {_pool_line(pool)} (was {_members_text(before)})")
+
+    def _pool_remove(self, org: Org, name: str) -> None:
+        with transaction.atomic():
+            pool = Pool.objects.select_for_update().filter(org=org, name=name).first()
+            if pool is None:
+                raise CommandError(f"no pool {name!r} in {org.slug}; nothing removed")
+            # The database deletes these with the pool (on_delete CASCADE): counted first, so the trail says what went.
+            assignments = Assignment.objects.filter(pool=pool).count()
+            rules = AssignmentRule.objects.filter(pool=pool).count()
+            # Recorded first: once deleted, the pool has no pk left to name.
+            audit_record(
+                action="pool.delete",
+                org=org,
+                target=pool,
+                detail={"name": name, "members": _usernames_of(pool), "assignments": assignments, "rules": rules},
+            )
+            pool.delete()
+        self.stdout.write(
+            f"removed: {org.slug}  {name}, and with it {_count(assignments, 'assignment')} by hand"
+            f" and {_count(rules, 'assignment rule')} naming it"
+        )
+
+    # --- rules ----------------------------------------------------------------------------------------------
+
+    def _rules(self, org: Org | None) -> None:
+        rules = AssignmentRule.objects.select_related("org", "person", "pool").order_by("org__slug", "position")
+        for rule in rules.filter(org=org) if org else rules:
+            self.stdout.write(_rule_line(rule))
+
+    def _rule_add(self, org: Org, *, position: int | None, replace: bool, fields: dict) -> None:
+        with transaction.atomic():
+            # Locks the org's row, so two commands adding rules at once cannot both take the same last position.
+            Org.objects.select_for_update().get(pk=org.pk)
+            rules = AssignmentRule.objects.select_related("org", "person", "pool").filter(org=org)
+            if position is None:
+                position = (rules.aggregate(last=Max("position"))["last"] or 0) + 1
+            taken = rules.filter(position=position).first()
+            if taken is None:
+                rule = AssignmentRule.objects.create(org=org, position=position, **fields)
+                audit_record(action="assignment_rule.create", org=org, target=rule, detail=_rule_dict(rule))
+                self.stdout.write(f"added: {_rule_line(rule)}")
+                return
+            if not replace:
+                raise CommandError(
+                    f"position {position} in {org.slug} is taken by: {_rule_text(taken)}; "
+                    "add --replace to replace that rule, or leave out --position to add this one last"
+                )
+            was = _rule_dict(taken)
+            was_text = _rule_text(taken)
+            for field, value in fields.items():
+                setattr(taken, field, value)
+            if _rule_dict(taken) == was:
+                self.stdout.write(f"unchanged: {_rule_line(taken)}")
+                return
+            taken.save(update_fields=list(fields))
+            audit_record(
+                action="assignment_rule.replace", org=org, target=taken, detail=_rule_dict(taken) | {"was": was}
+            )
+        self.stdout.write(f"replaced: {_rule_line(taken)} (was {was_text})")
+
+    def _rule_remove(self, org: Org, position: int) -> None:
+        with transaction.atomic():
+            rule = (
+                AssignmentRule.objects.select_for_update(of=("self",))
+                .select_related("org", "person", "pool")
+                .filter(org=org, position=position)
+                .first()
+            )
+            if rule is None:
+                raise CommandError(f"no assignment rule at position {position} in {org.slug}; nothing removed")
+            # Recorded first: once deleted, the rule has no pk left to name.
+            audit_record(action="assignment_rule.delete", org=org, target=rule, detail=_rule_dict(rule))
+            rule.delete()
+        self.stdout.write(f"removed: {_rule_line(rule)}")
+
+
+def _add_pool_arguments(parser: CommandParser) -> None:
+    parser.add_argument("--org", required=True, help="org slug")
+    parser.add_argument("--name", required=True, help="the pool's name, unique in the org")
+
+
+# --- validation: every refusal before anything is written ----------------------------------------------------
+
+
+def _pool_name(raw: str) -> str:
+    name = raw.strip()
+    if not name:
+        raise CommandError("--name is empty: a pool needs a name")
+    if len(name) > POOL_NAME_MAX:
+        raise CommandError(f"pool names are at most {POOL_NAME_MAX} characters: {name[:40]!r}…")
+    return name
+
+
+def _usernames(raw: str) -> list[str]:
+    names = [] if not raw.strip() else [name.strip() for name in raw.split(",")]
+    if "" in names:
+        raise CommandError(f"--members {raw!r} has an empty username")
+    return sorted(set(names))
+
+
+def _users(usernames: list[str]) -> list[AbstractBaseUser]:
+    user_model = get_user_model()
+    users = list(user_model._default_manager.filter(**{f"{user_model.USERNAME_FIELD}__in": usernames}))
+    missing = sorted(set(usernames) - {user.get_username() for user in users})
+    if missing:
+        # Making people is the admin's job (passwords, e-mail); a typo here must not create a stranger.
+        raise CommandError(
+            f"no user {_listed(missing)}: users must exist first "
+            "(create one in the Django admin, or with `python manage.py createsuperuser`)"
+        )
+    return sorted(users, key=lambda user: user.get_username())
+
+
+def _queue_reaches(org: Org, users: list[AbstractBaseUser]) -> dict[int, Reach]:
+    """What each user's queue memberships (operator, lead) cover in the org; refused for anyone without one:
+    nobody else can claim a queue item, so nobody else can be assigned one."""
+    reaches = reaches_in(org.pk, *QUEUE_ROLES)
+    outsiders = sorted(user.get_username() for user in users if user.pk not in reaches)
+    if outsiders:
+        raise CommandError(
+            f"not operator or lead in {org.slug}: {_listed(outsiders)}; only people who can work the queue can be "
+            "assigned items (`python manage.py member add` gives them a role)"
+        )
+    return {user.pk: reaches[user.pk] for user in users}
+
+
+def _rule_fields(org: Org, options: dict, *, warn: Callable[[str], None]) -> dict:
+    """The AssignmentRule fields `assign rule` describes, refused unless its assignee can claim what it names."""
+    kind, reason, hours = options["kind"], options["reason"], options["hours"]
+    application = _application(options["application"])
+    if kind == ItemKind.DRAFT and application:
+        raise CommandError("drafts are filed under no application: a draft rule naming one would match nothing")
+    if hours is not None and not 1 <= hours <= HOURS_MAX:
+        raise CommandError(f"--hours must be from 1 to {HOURS_MAX}; leave it out for as long as the item waits")
+    fields = {"kind": kind, "application": application, "reason": reason, "hours": hours}
+    if options["pool"] is not None:
+        return fields | {"pool": _pool(org, options["pool"]), "person": None}
+    (person,) = _users([options["person"].strip()])
+    reach = _queue_reaches(org, [person])[person.pk]
+    username = person.get_username()
+    if not _covers_named(reach, kind, application):
+        raise CommandError(
+            f"{username} cannot claim {_matched(kind, application, reason)} in {org.slug}: "
+            f"their reach there is {_reach_text(reach)}"
+        )
+    # Allowed: a team lead may want the billing conversations of a person who covers only billing. But what
+    # they cannot claim stays reserved for them all the same (reservations do not read the assignee's reach).
+    if reach.limited and not application and kind != ItemKind.DRAFT:
+        how_long = "while they wait" if hours is None else f"for {hours} h"
+        warn(
+            f"warning: {username}'s reach in {org.slug} is {_reach_text(reach)}: they can claim only the items "
+            f"of this rule their reach covers, and the others it matches stay reserved for them {how_long}"
+        )
+    return fields | {"person": person, "pool": None}
+
+
+def _pool(org: Org, raw: str) -> Pool:
+    pool = Pool.objects.filter(org=org, name=raw.strip()).first()
+    if pool is None:
+        raise CommandError(f"no pool {raw!r} in {org.slug} (`assign pool` creates one)")
+    return pool
+
+
+def _rule_position(options: dict) -> int | None:
+    if options["position"] is None:
+        if options["replace"]:
+            raise CommandError("--replace needs --position: the rule to replace")
+        return None
+    return _position(options["position"])
+
+
+def _covers_named(reach: Reach, kind: str, application: str) -> bool:
+    """Whether the reach covers the items of the kind and application the rule names (a rule naming an application
+    matches only conversations: drafts are filed under none)."""
+    if application:
+        return reach.covers(ItemKind.CONVERSATION, application)
+    return not kind or kind in reach.kinds()
+
+
+def _application(raw: str | None) -> str:
+    if raw is None:
+        return ""
+    application = raw.strip()
+    if not application:
+        raise CommandError("--application is empty: leave it out for any application")
+    if len(application) > APPLICATION_NAME_MAX:
+        raise CommandError(f"application names are at most {APPLICATION_NAME_MAX} characters: {application[:40]!r}…")
+    return application
+
+
+def _position(position: int) -> int:
+    if not 1 <= position <= POSITION_MAX:
+        raise CommandError(f"--position must be from 1 to {POSITION_MAX}")
+    return position
+
+
+# --- how pools and rules read ----------------------------------------------------------------------------------
+
+
+def _usernames_of(pool: Pool) -> list[str]:
+    return sorted(member.get_username() for member in pool.members.all())
+
+
+def _pool_line(pool: Pool) -> str:
+    return f"{pool.org.slug}  {pool.name}  {_members_text(_usernames_of(pool))}"
+
+
+def _members_text(usernames: list[str]) -> str:
+    return _listed(usernames) or "no members"
+
+
+def _rule_dict(rule: AssignmentRule) -> dict:
+    return {
+        "position": rule.position,
+        "kind": rule.kind,
+        "application": rule.application,
+        "reason": rule.reason,
+        "person": rule.person.get_username() if rule.person else None,
+        "pool": rule.pool.name if rule.pool else None,
+        "hours": rule.hours,
+    }
+
+
+def _rule_line(rule: AssignmentRule) -> str:
+    return f"{rule.org.slug}  {rule.position}  {_rule_text(rule)}"
+
+
+def _rule_text(rule: AssignmentRule) -> str:
+    assignee = rule.person.get_username() if rule.person else f"pool {rule.pool.name}"
+    how_long = "while it waits" if rule.hours is None else f"for {rule.hours} h"
+    return f"{_matched(rule.kind, rule.application, rule.reason)}  → {assignee}  {how_long}"
+
+
+def _matched(kind: str, application: str, reason: str) -> str:
+    return f"{kind or 'any kind'} · {application or 'any application'} · {reason or 'any reason'}"
+
+
+def _reach_text(reach: Reach) -> str:
+    if not reach.limited:
+        return "the whole org"
+    if not reach.applications:
+        return "drafts only"
+    named = "applications " + ", ".join(sorted(reach.applications))
+    return f"{named} and drafts" if reach.drafts else named
+
+
+def _listed(names: list[str]) -> str:
+    return ", ".join(names)
+
+
+def _count(n: int, what: str) -> str:
+    return f"{n} {what}" if n == 1 else f"{n} {what}s"
