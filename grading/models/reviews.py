@@ -156,6 +156,10 @@ class Review(models.Model):
     submitted_at = models.DateTimeField(
         null=True, blank=True, help_text="When the evidence it read arrived: the draft's save, the last message."
     )
+    # -- when it was routed to people (graded so, or marked for the audit sample), and when they owe it a decision
+    # (ServiceTarget; null: no target names it)
+    routed_at = models.DateTimeField(null=True, blank=True)
+    due_at = models.DateTimeField(null=True, blank=True)
 
     objects = ReviewQuerySet.as_manager()
     # Not stored: True on the review `review_record` returns when its transaction also handed back the grading
@@ -217,6 +221,22 @@ class Review(models.Model):
                 fields=["criteria_version", "application", "reason", "finished_at", "id"],
                 condition=models.Q(state=ReviewState.WAITING),
                 name="review_queue_app_reason",
+            ),
+            # The queue's order where service-level targets give due times: by due time (none last), then age.
+            models.Index(
+                fields=["criteria_version", "due_at", "finished_at", "id"],
+                condition=models.Q(state=ReviewState.WAITING),
+                name="review_queue_due",
+            ),
+            models.Index(
+                fields=["criteria_version", "application", "due_at", "finished_at", "id"],
+                condition=models.Q(state=ReviewState.WAITING),
+                name="review_queue_app_due",
+            ),
+            models.Index(
+                fields=["criteria_version", "reason", "due_at", "finished_at", "id"],
+                condition=models.Q(state=ReviewState.WAITING),
+                name="review_queue_reason_due",
             ),
             # The dashboards' lists: the counting reviews of a version's weeks, newest first, read in index order.
             models.Index(
@@ -364,3 +384,25 @@ class WebhookDelivery(models.Model):
 
     def __str__(self) -> str:
         return f"{self.event} to {self.url} try {self.attempt}: {self.status_code or self.error}"
+
+
+class ServiceTarget(models.Model):
+    """A service-level target: people decide the items of a kind, application and reason (blank: any; `audit`: the
+    audit sample) within `minutes` of their routing to people. The lowest `position` among the targets that match
+    an item gives its due time (`Review.due_at`), set when it is routed and again whenever the targets change."""
+
+    org = models.ForeignKey(Org, on_delete=models.CASCADE, related_name="+")
+    position = models.PositiveIntegerField()
+    kind = models.CharField(max_length=20, blank=True)
+    application = models.CharField(max_length=100, blank=True)
+    reason = models.CharField(max_length=64, blank=True)
+    minutes = models.PositiveIntegerField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["org", "position"], name="service_target_unique_position"),
+            models.CheckConstraint(condition=models.Q(minutes__gte=1), name="service_target_minutes_positive"),
+        ]
+
+    def __str__(self) -> str:
+        return f"target {self.position} of {self.org_id}: {self.minutes} min"

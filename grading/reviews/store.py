@@ -33,6 +33,7 @@ from grading.models import (
 from grading.models import for_people as is_for_people
 from grading.outcomes import CHECKS, VERDICTS
 from grading.reviews.sql import filing_lock, review_id_with_identity, review_insert, review_state_write
+from grading.reviews.targets import due_time, targets_of
 from grading.weeks import monday
 
 # The score identity fields that tell two reviews of one subject apart (the judge is compared by its key).
@@ -140,15 +141,26 @@ def review_record(
                     for_people = is_for_people(route=outcome["route"], audit=False)  # marked for audit later, if ever
                     state = _stored_state(matches_item=matches, for_people=for_people, decided=False)
                 finished_at = timezone.now()
+                kind = ItemKind.DRAFT if field == "draft" else ItemKind.CONVERSATION
+                filing = _filing(field, item, finished_at)
+                routed_at = due_at = None
+                if state == ReviewState.WAITING:  # routed to people now: when they owe a decision
+                    routed_at = finished_at
+                    due_at = due_time(
+                        targets_of(subject.org_id), kind=kind, application=filing["application"],
+                        reason=outcome.get("reason", ""), audit=False, routed_at=finished_at,
+                    )  # fmt: skip
                 review = review_insert(
                     tracked,
                     org=subject.org,
-                    kind=ItemKind.DRAFT if field == "draft" else ItemKind.CONVERSATION,
+                    kind=kind,
                     **{field: subject},
                     started_at=started_at,
                     finished_at=finished_at,
                     state=state,
-                    **_filing(field, item, finished_at),
+                    routed_at=routed_at,
+                    due_at=due_at,
+                    **filing,
                     **identity,
                     **outcome,
                 )
@@ -249,11 +261,18 @@ def review_audit_mark(*, review_ids: list[int]) -> list[int]:
             .exclude(route__in=[Route.ERROR, Route.NOT_SCORABLE])
             .order_by("pk")
         )
+        targets = {}
+        now = timezone.now()
         for review in reviews:
             with rollups_tracking([review.pk]):
                 decided = Decision.objects.filter(review=review).exists()
                 state = _stored_state(matches_item=True, for_people=True, decided=decided)
                 review_state_write(review.pk, state, audit=True)
+            if state == ReviewState.WAITING:  # routed to people now, as an audit item
+                org_targets = targets.setdefault(review.org_id, targets_of(review.org_id))
+                due_at = due_time(org_targets, kind=review.kind, application=review.application, reason=review.reason,
+                                  audit=True, routed_at=now)  # fmt: skip
+                Review.objects.filter(pk=review.pk).update(routed_at=now, due_at=due_at)
             marked.append(review.pk)
     return marked
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
@@ -46,8 +46,11 @@ def _rule_matches(rule: AssignmentRule, review: Review) -> bool:
     return rule.kind in ("", review.kind) and rule.application in ("", review.application) and reason_matches
 
 
-def _rule_until(rule: AssignmentRule, routed_at: datetime) -> datetime | None:
-    return None if rule.hours is None else routed_at + timedelta(hours=rule.hours)
+def _rule_until(rule: AssignmentRule, routed_at: datetime | None) -> datetime | None:
+    """When the rule's reservation ends: never (no hours), or hours after routing (already, if never routed)."""
+    if rule.hours is None:
+        return None
+    return routed_at + timedelta(hours=rule.hours) if routed_at is not None else datetime.min.replace(tzinfo=UTC)
 
 
 def reservation_of(review: Review, now: datetime) -> Reservation | None:
@@ -76,7 +79,7 @@ def reservations_of(reviews: Sequence[Review], now: datetime) -> dict[int, Reser
             assignee = next((r for r in rules if r.org_id == review.org_id and _rule_matches(r, review)), None)
             if assignee is None:
                 continue
-            until, position = _rule_until(assignee, review.finished_at), assignee.position
+            until, position = _rule_until(assignee, review.routed_at), assignee.position
         if until is not None and until <= now:
             continue
         if assignee.person_id is not None:
@@ -100,7 +103,7 @@ def reserved_q(org_id: int, user_id: int, now: datetime, *, mine: bool) -> Q:
         matches = _rule_q(rule)
         in_force = matches & ~earlier
         if rule.hours is not None:
-            in_force &= Q(finished_at__gt=now - timedelta(hours=rule.hours))
+            in_force &= Q(routed_at__gt=now - timedelta(hours=rule.hours))
         is_theirs = rule.person_id == user_id or (
             rule.pool_id is not None and rule.pool.members.filter(pk=user_id).exists()
         )
@@ -111,7 +114,7 @@ def reserved_q(org_id: int, user_id: int, now: datetime, *, mine: bool) -> Q:
 
 
 def _rule_q(rule: AssignmentRule) -> Q:
-    q = Q()
+    q = Q(pk__isnull=False)  # matches every row: an empty Q() would vanish when combined
     if rule.kind:
         q &= Q(kind=rule.kind)
     if rule.application:

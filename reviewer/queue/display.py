@@ -77,6 +77,8 @@ class QueueRow:
     held_by: str
     places: str  # an item several people decide: how many answered, how many places are open, or its adjudication
     assigned: str  # who may claim it first ("you", "ann until 15:00", "pool billing"); "" when anyone may
+    due: str  # "due in 25 min", "overdue 1 h 05 min"; "" when no service-level target names it
+    overdue: bool
 
 
 def queue_row(
@@ -126,7 +128,18 @@ def queue_row(
         held_by=held_by,
         places=_places(review, answered=answered, held=len(claims)),
         assigned=_assigned(reservation, user),
+        **due_of(review, now),
     )
+
+
+def due_of(review: Review, now: datetime) -> dict:
+    """When people owe the item a decision, as the queue row and the item page say it: overdue from the moment its
+    due time passes (a comparison with now: nothing has to run for it)."""
+    if review.due_at is None:
+        return {"due": "", "overdue": False}
+    if review.due_at <= now:
+        return {"due": f"overdue {age(now - review.due_at)}", "overdue": True}
+    return {"due": f"due in {age(review.due_at - now)}", "overdue": False}
 
 
 def _assigned(reservation: Reservation | None, user) -> str:

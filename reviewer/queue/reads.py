@@ -30,7 +30,22 @@ COUNT_CAP = 100  # counts above this read "100+": exact where it matters, a boun
 
 # Drafts come first: a pipeline is blocked on each one, while a conversation review is after the fact.
 PRIORITIES = {ItemKind.DRAFT: 0, ItemKind.CONVERSATION: 1}
-Key = tuple[int, datetime, int]  # (priority, finished_at, review id): the queue order
+# The queue order: (priority, due time or None, finished_at, review id). Within a priority, items with a due time
+# (service-level targets) come first, soonest due first; then the rest, oldest first.
+Key = tuple[int, datetime | None, datetime, int]
+# The index order of `review_queue_due` and its kin: due time (none last), then age.
+ORDER = (F("due_at").asc(nulls_last=True), "finished_at", "pk")
+BACKWARDS = (F("due_at").desc(nulls_first=True), "-finished_at", "-pk")
+
+
+def key_of(priority: int, review: Review) -> Key:
+    return (priority, review.due_at, review.finished_at, review.pk)
+
+
+def _sort(key: Key) -> tuple:
+    """A key as Python compares it: no due time sorts after every due time, as in the index."""
+    priority, due, finished, pk = key
+    return (priority, due is None, due or finished, finished, pk)
 
 
 def operator_reaches(user) -> list[Reach]:
@@ -80,7 +95,7 @@ def queue_versions(reaches: Sequence[Reach]) -> list[CriteriaVersion]:
 @dataclass(frozen=True)
 class Lane:
     """The reviews waiting under one active criteria version, all of them or one application's: one range of the
-    queue indexes (`review_queue`, `review_queue_application`) in (finished_at, id) order, so reading a page walks
+    queue indexes (`review_queue_due`, `review_queue_app_due`) in queue order, so reading a page walks
     each range from its start and stops. A person's queue is the lanes their reach covers."""
 
     version: CriteriaVersion
@@ -128,6 +143,8 @@ _ROW_COLUMNS = (
     "sub_scores",
     "checks",
     "finished_at",
+    "routed_at",
+    "due_at",
     "criteria_version__number",
     "criteria_version__kind",
     "criteria_version__slots",
@@ -154,7 +171,7 @@ def queue_rows(
     data); lanes of one priority (several orgs or applications) are merged by key, priorities follow each other.
     """
     backwards = before is not None
-    order = ("-finished_at", "-pk") if backwards else ("finished_at", "pk")
+    order = BACKWARDS if backwards else ORDER
     by_priority: dict[int, list[Lane]] = {}
     for lane in lanes:
         by_priority.setdefault(PRIORITIES[lane.version.kind], []).append(lane)
@@ -170,16 +187,23 @@ def queue_rows(
             if before and priority == before[0]:
                 reviews = reviews.filter(_beyond(before, "lt"))
             rows = reviews.select_related("criteria_version", "draft", "conversation").only(*_ROW_COLUMNS)
-            found += [((priority, r.finished_at, r.pk), r) for r in rows.order_by(*order)[:limit]]
-        found.sort(key=lambda pair: pair[0], reverse=backwards)
+            found += [(key_of(priority, r), r) for r in rows.order_by(*order)[:limit]]
+        found.sort(key=lambda pair: _sort(pair[0]), reverse=backwards)
         picked += found[: limit - len(picked)]
     return [review for _, review in picked]
 
 
 def _beyond(key: Key, op: str) -> Q:
-    """(finished_at, id) strictly after (`gt`) or before (`lt`) the key, written so the index range starts at
-    the key's time instead of filtering the whole range."""
-    return Q(**{f"finished_at__{op}e": key[1]}) & (Q(**{f"finished_at__{op}": key[1]}) | Q(**{f"pk__{op}": key[2]}))
+    """Rows strictly after (`gt`) or before (`lt`) the key in queue order (due time, none last; then finished_at,
+    id), written so that without due times the index range starts at the key's time instead of filtering the whole
+    range."""
+    _, due, finished, pk = key
+    tail = Q(**{f"finished_at__{op}e": finished}) & (Q(**{f"finished_at__{op}": finished}) | Q(**{f"pk__{op}": pk}))
+    if due is None:
+        beyond_due = Q(pk__in=[]) if op == "gt" else Q(due_at__isnull=False)
+        return beyond_due | (Q(due_at__isnull=True) & tail)
+    beyond_due = (Q(due_at__gt=due) | Q(due_at__isnull=True)) if op == "gt" else Q(due_at__lt=due)
+    return beyond_due | (Q(due_at=due) & tail)
 
 
 @dataclass(frozen=True)
@@ -304,12 +328,13 @@ def queue_first_free(
                 .alias(slots=version.slots_expression(), held=_count(live), answered=_count(answers))
                 .filter(Q(held__lt=F("slots") - F("answered")) | Q(slots__gt=1, answered__gte=F("slots"), held=0))
             )
-        first = free.order_by("finished_at", "pk").select_for_update(skip_locked=True, of=("self",)).first()
+        first = free.order_by(*ORDER).select_for_update(skip_locked=True, of=("self",)).first()
         if first is not None:
             by_priority.setdefault(priority, []).append(first)
     if not by_priority:
         return None
-    return min(by_priority[min(by_priority)], key=lambda r: (r.finished_at, r.pk))
+    priority = min(by_priority)
+    return min(by_priority[priority], key=lambda review: _sort(key_of(priority, review)))
 
 
 def _count(rows: QuerySet) -> Coalesce:
@@ -372,8 +397,8 @@ def slots_now(review: Review, now: datetime) -> Slots:
 def cursor_key(reaches: Sequence[Reach], review_id: int | None) -> Key | None:
     if review_id is None:
         return None
-    row = Review.objects.filter(within(reaches), pk=review_id).values_list("kind", "finished_at").first()
-    return (PRIORITIES[row[0]], row[1], review_id) if row else None
+    row = Review.objects.filter(within(reaches), pk=review_id).values_list("kind", "due_at", "finished_at").first()
+    return (PRIORITIES[row[0]], row[1], row[2], review_id) if row else None
 
 
 def answers_given(review_ids: Sequence[int]) -> dict[int, int]:

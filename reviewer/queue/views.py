@@ -121,6 +121,7 @@ def _item_context(request: HttpRequest, review: Review, *, form=None, refusal: s
         "form": form,
         "refusal": refusal,
         "reservation": reservation_of(review, now) if decision is None else None,
+        "due": display.due_of(review, now) if decision is None and still_counts else None,
         "assign": _assign_context(request, review) if decision is None and still_counts else None,
         "nav_active": "queue",
     }

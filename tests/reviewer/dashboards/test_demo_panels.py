@@ -45,7 +45,7 @@ def test_the_demo_fills_every_panel_of_the_dashboard(client_for):
     from reviewer.models import Role
     from tests.builders.people import make_person
 
-    page = client_for(make_person("lee", org, Role.STAKEHOLDER)).get(reverse("dashboard"))
+    page = client_for(make_person("a-stakeholder", org, Role.STAKEHOLDER)).get(reverse("dashboard"))
     assert page.status_code == 200 and "No pairs yet" not in page.content.decode()
 
 

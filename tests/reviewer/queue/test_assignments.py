@@ -102,6 +102,7 @@ def test_the_scan_and_the_check_under_the_lock_agree_for_every_person_item_and_t
     AssignmentRule.objects.create(org=org, position=2, kind="draft", reason="band", pool=team["pool"], hours=1)
     AssignmentRule.objects.create(org=org, position=3, application="onboarding", person=team["cy"], hours=2)
     AssignmentRule.objects.create(org=org, position=4, kind="draft", person=team["ann"])
+    AssignmentRule.objects.create(org=org, position=5, person=team["cy"])  # any item the others leave
     now = timezone.now()
     assignment_set(review_id=items[3].pk, person=team["cy"], by=team["lee"])
     assignment_set(review_id=items[4].pk, pool=team["pool"], until=now + timedelta(minutes=30), by=team["lee"])

@@ -1,0 +1,63 @@
+"""Service-level targets: when people owe an item a decision. The first target (by position) that matches a review
+waiting for people (its kind, application and reason, or `audit` for the audit sample) sets `Review.due_at` to its
+routing plus the target's minutes; with none, the review has no due time. Set when a review is routed to people
+(`review_record`, `review_audit_mark`), and for every waiting review of the org whenever the targets change
+(`due_times_refresh`): one Python form for a review in hand and one SQL form for the UPDATE, held equal by
+tests/grading/reviews/test_targets.py."""
+
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+
+from django.db.models import Case, DateTimeField, ExpressionWrapper, F, Q, When
+
+from grading.models import Review, ReviewState, ServiceTarget
+
+AUDIT = "audit"  # a target's reason naming the audit sample rather than a routing reason
+
+
+def targets_of(org_id: int) -> list[ServiceTarget]:
+    return list(ServiceTarget.objects.filter(org_id=org_id).order_by("position"))
+
+
+def target_matches(target: ServiceTarget, *, kind: str, application: str, reason: str, audit: bool) -> bool:
+    reason_matches = not target.reason or target.reason == reason or (target.reason == AUDIT and audit)
+    return target.kind in ("", kind) and target.application in ("", application) and reason_matches
+
+
+def due_time(
+    targets: Sequence[ServiceTarget], *, kind: str, application: str, reason: str, audit: bool, routed_at: datetime
+) -> datetime | None:
+    """When people owe a decision on an item routed to them at `routed_at`; None when no target names it."""
+    for target in targets:
+        if target_matches(target, kind=kind, application=application, reason=reason, audit=audit):
+            return routed_at + timedelta(minutes=target.minutes)
+    return None
+
+
+def _target_q(target: ServiceTarget) -> Q:
+    q = Q(pk__isnull=False)  # matches every row: an empty Q() would vanish when combined
+    if target.kind:
+        q &= Q(kind=target.kind)
+    if target.application:
+        q &= Q(application=target.application)
+    if target.reason == AUDIT:
+        q &= Q(audit=True)
+    elif target.reason:
+        q &= Q(reason=target.reason)
+    return q
+
+
+def due_times_refresh(org_id: int) -> int:
+    """Set the due time of every review of the org waiting for people from the targets as they are now, counted
+    from its routing (`routed_at`); the number of reviews written."""
+    targets = targets_of(org_id)
+    due = Case(
+        *[
+            When(_target_q(target), then=ExpressionWrapper(
+                F("routed_at") + timedelta(minutes=target.minutes), output_field=DateTimeField()))
+            for target in targets
+        ],
+        default=None,
+        output_field=DateTimeField(),
+    )  # fmt: skip
+    return Review.objects.filter(org_id=org_id, state=ReviewState.WAITING).update(due_at=due)
