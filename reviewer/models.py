@@ -172,3 +172,41 @@ class AssignmentRule(models.Model):
 
     def __str__(self) -> str:
         return f"rule {self.position} of {self.org_id}"
+
+
+class Escalation(models.Model):
+    """How an org is told about items due soon or overdue (service-level targets): whom (the people an item is
+    reserved for, the org's leads), how long before the due time to warn (0: only when overdue), and a signed
+    webhook. The sweep (reviewer/queue/escalation.py) reads due times from `swept_until` on, so each run costs what
+    the newly due items cost, however many were overdue before."""
+
+    org = models.OneToOneField(Org, on_delete=models.CASCADE, related_name="+")
+    warn_minutes = models.PositiveIntegerField(default=0)
+    to_assignees = models.BooleanField(default=True)
+    to_leads = models.BooleanField(default=True)
+    webhook_url = models.URLField(max_length=1000, blank=True)
+    swept_until = models.DateTimeField(help_text="Due times up to here (and warnings up to here + warn) are done.")
+
+    def __str__(self) -> str:
+        return f"escalation of {self.org_id}"
+
+
+class Notice(models.Model):
+    """That people were told about one item passing one threshold: at most one per item and threshold, whatever
+    the sweeps and retries do."""
+
+    class Threshold(models.TextChoices):
+        DUE_SOON = "due_soon", "due soon"
+        OVERDUE = "overdue", "overdue"
+
+    org = models.ForeignKey(Org, on_delete=models.CASCADE, related_name="+")
+    review = models.ForeignKey("grading.Review", on_delete=models.CASCADE, related_name="+")
+    threshold = models.CharField(max_length=16, choices=Threshold.choices)
+    due_at = models.DateTimeField()
+    noticed_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["review", "threshold"], name="notice_once_per_threshold")]
+
+    def __str__(self) -> str:
+        return f"{self.threshold} notice of review {self.review_id}"

@@ -246,6 +246,7 @@ CELERY_TASK_DEFAULT_QUEUE = "default"
 CELERY_TASK_ROUTES = {
     "grading.tasks.grade_*": {"queue": "judge"},
     "grading.tasks.deliver_webhook": {"queue": "webhooks"},
+    "reviewer.tasks.escalation_*": {"queue": "webhooks"},
 }
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
@@ -256,6 +257,8 @@ CELERY_BEAT_SCHEDULE = {
     "grading-recover": {"task": "grading.tasks.grading_recover", "schedule": crontab()},
     # The dashboards' counters from the reviews, to put right what no review write sees: grading/figures/rollups.py.
     "rollups-rebuild-hourly": {"task": "grading.tasks.rebuild_all_rollups", "schedule": crontab(minute=35)},
+    # Items newly due soon or overdue, told to whom each org's escalation names: reviewer/queue/escalation.py.
+    "escalations-sweep": {"task": "reviewer.tasks.escalations_sweep", "schedule": crontab()},
 }
 
 # The judge. With no JUDGE_BASE_URL, the offline heuristic judge (labelled as such) grades.
@@ -318,6 +321,19 @@ WEBHOOK_RETRY_BASE_SECONDS = env_float("WEBHOOK_RETRY_BASE_SECONDS", 10.0, minim
 WEBHOOK_RETRY_CAP_SECONDS = env_float("WEBHOOK_RETRY_CAP_SECONDS", 600.0, minimum=0)
 
 CLAIM_LEASE_MINUTES = env_int("CLAIM_LEASE_MINUTES", 15, minimum=1)
+
+# Escalation mails (service-level targets). Without EMAIL_HOST they are written to the worker's log instead.
+TOLLGATE_BASE_URL = env_url("TOLLGATE_BASE_URL", "http://127.0.0.1:8000")  # links in mails point here
+EMAIL_HOST = env_str("EMAIL_HOST", "")
+EMAIL_PORT = env_int("EMAIL_PORT", 25, minimum=1)
+EMAIL_HOST_USER = env_str("EMAIL_HOST_USER", "")
+EMAIL_HOST_PASSWORD = env_str("EMAIL_HOST_PASSWORD", "")  # or EMAIL_HOST_PASSWORD_FILE
+EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", False)
+EMAIL_TIMEOUT = env_float("EMAIL_TIMEOUT", 10.0, minimum=0.1)  # a silent SMTP server fails a try, not a worker
+DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "tollgate@localhost")
+EMAIL_BACKEND = (
+    "django.core.mail.backends.smtp.EmailBackend" if EMAIL_HOST else "django.core.mail.backends.console.EmailBackend"
+)
 
 # Verdicts out as OpenTelemetry `gen_ai.evaluation.result` log records (OTLP/HTTP, protobuf). Off unless an
 # endpoint is configured: Tollgate's own variable names the logs URL in full; otherwise the standard OTLP

@@ -238,6 +238,12 @@ class Review(models.Model):
                 condition=models.Q(state=ReviewState.WAITING),
                 name="review_queue_reason_due",
             ),
+            # The escalation sweep: the org's waiting reviews whose due time falls in a window.
+            models.Index(
+                fields=["org", "due_at"],
+                condition=models.Q(state=ReviewState.WAITING, due_at__isnull=False),
+                name="review_due",
+            ),
             # The dashboards' lists: the counting reviews of a version's weeks, newest first, read in index order.
             models.Index(
                 fields=["criteria_version", "week", "id"],

@@ -1,0 +1,182 @@
+"""Escalation: telling people about items due soon or overdue (service-level targets, `Review.due_at`).
+
+The beat runs `escalations_sweep` every minute. Per org with an `Escalation`, one transaction:
+1. Record a `Notice` for each waiting review whose due time passed since the last sweep (`overdue`), and, with a
+   warning margin, for each that came within the margin (`due_soon`): one INSERT ... ON CONFLICT DO NOTHING per
+   threshold over the `review_due` index range (swept_until, now], so a run costs what the newly due items cost
+   however many were overdue before, and the unique (review, threshold) makes a second notice impossible.
+2. Gather whom each new notice concerns: the people the item is reserved for (assignments.py) and the org's leads
+   whose reach covers it, as the org's escalation says.
+3. After commit, one mail per person (a digest of every item of this sweep, never a mail per item) and one signed
+   webhook per org, each a task on the `webhooks` queue: a slow or failing SMTP server or receiver holds neither
+   grading nor the queue, and a failed delivery is retried there.
+Items already overdue when an org's escalation is set up are not announced: the first sweep starts there.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.core.mail import EmailMessage
+from django.core.serializers.json import DjangoJSONEncoder
+from django.db import connection, transaction
+from django.urls import reverse
+from django.utils import timezone
+
+from grading.models import Org, Review, ReviewState
+from reviewer.access import reaches_in
+from reviewer.models import Escalation, Notice, Role
+from reviewer.queue.assignments import reservations_of
+
+Digests = dict[int, dict[str, list[int]]]  # person id -> threshold -> review ids
+OVERDUE, DUE_SOON = Notice.Threshold.OVERDUE.value, Notice.Threshold.DUE_SOON.value
+LABELS = {OVERDUE: "overdue", DUE_SOON: "due soon"}
+
+
+@dataclass(frozen=True)
+class Swept:
+    org_id: int
+    notices: dict[str, list[int]]  # threshold -> review ids newly noticed
+    digests: Digests
+
+
+def escalations_sweep(now: datetime | None = None) -> list[Swept]:
+    """Sweep every org with an escalation (each in its own transaction; an org another sweeper holds is skipped)
+    and hand the deliveries to the `webhooks` queue after each commit."""
+    now = now or timezone.now()
+    swept = []
+    for org_id in Escalation.objects.values_list("org_id", flat=True):
+        with transaction.atomic():
+            escalation = Escalation.objects.select_for_update(skip_locked=True).filter(org_id=org_id).first()
+            if escalation is None:
+                continue
+            result = escalation_sweep(escalation, now)
+            transaction.on_commit(lambda result=result, url=escalation.webhook_url: _deliver(result, url))
+        swept.append(result)
+    return swept
+
+
+def escalation_sweep(escalation: Escalation, now: datetime) -> Swept:
+    """Steps 1 and 2 of the module's sweep for one org, inside the caller's transaction (its row locked)."""
+    start = escalation.swept_until
+    notices = {Notice.Threshold.OVERDUE.value: _notice(escalation.org_id, Notice.Threshold.OVERDUE, start, now, now)}
+    if escalation.warn_minutes:
+        margin = timedelta(minutes=escalation.warn_minutes)
+        # The margin's window begins where the last one ended, and never reaches back past items already overdue.
+        notices[Notice.Threshold.DUE_SOON.value] = _notice(
+            escalation.org_id, Notice.Threshold.DUE_SOON, max(start + margin, now), now + margin, now
+        )
+    escalation.swept_until = now
+    escalation.save(update_fields=["swept_until"])
+    return Swept(escalation.org_id, notices, _digests(escalation, notices, now))
+
+
+_NOTICE_SQL = f"""
+    INSERT INTO {Notice._meta.db_table} (org_id, review_id, threshold, due_at, noticed_at)
+    SELECT org_id, id, %(threshold)s, due_at, %(now)s FROM {Review._meta.db_table}
+    WHERE org_id = %(org)s AND state = %(waiting)s AND due_at IS NOT NULL AND due_at > %(after)s AND due_at <= %(until)s
+    ORDER BY due_at
+    ON CONFLICT (review_id, threshold) DO NOTHING
+    RETURNING review_id
+"""  # noqa: S608 - table names are ours; every value is a parameter
+
+
+def _notice(org_id: int, threshold: str, after: datetime, until: datetime, now: datetime) -> list[int]:
+    if until <= after:
+        return []
+    params = {"threshold": threshold, "now": now, "org": org_id, "waiting": ReviewState.WAITING, "after": after,
+              "until": until}  # fmt: skip
+    with connection.cursor() as cursor:
+        cursor.execute(_NOTICE_SQL, params)
+        return sorted(row[0] for row in cursor.fetchall())
+
+
+def _digests(escalation: Escalation, notices: dict[str, list[int]], now: datetime) -> Digests:
+    """Per person, the items of this sweep that concern them, by threshold."""
+    ids = {review_id for review_ids in notices.values() for review_id in review_ids}
+    if not ids:
+        return {}
+    reviews = list(Review.objects.filter(pk__in=ids).only("pk", "org_id", "kind", "application", "reason", "audit",
+                                                            "finished_at", "routed_at"))  # fmt: skip
+    reserved = reservations_of(reviews, now) if escalation.to_assignees else {}
+    leads = reaches_in(escalation.org_id, Role.LEAD) if escalation.to_leads else {}
+    concerns: dict[int, set[int]] = {}
+    for review in reviews:
+        people = set(reserved[review.pk].person_ids) if review.pk in reserved else set()
+        people |= {user_id for user_id, reach in leads.items() if reach.covers(review.kind, review.application)}
+        concerns[review.pk] = people
+    digests: Digests = defaultdict(lambda: defaultdict(list))
+    for threshold, review_ids in notices.items():
+        for review_id in review_ids:
+            for person_id in concerns[review_id]:
+                digests[person_id][threshold].append(review_id)
+    return {person: dict(by_threshold) for person, by_threshold in digests.items()}
+
+
+def _deliver(swept: Swept, webhook_url: str) -> None:
+    from reviewer import tasks  # the tasks module imports this one
+
+    for person_id, items in swept.digests.items():
+        tasks.escalation_mail.delay(swept.org_id, person_id, items)
+    if webhook_url and any(swept.notices.values()):
+        tasks.escalation_webhook.delay(swept.org_id, swept.notices)
+
+
+# --- what is sent ---------------------------------------------------------------------------------------------
+
+MAIL_LISTS_AT_MOST = 50  # a digest names this many items per threshold and counts the rest
+
+
+def digest_mail(org_id: int, person_id: int, items: dict[str, list[int]]) -> EmailMessage | None:
+    """The one mail a person gets from a sweep; None when they have no address."""
+    person = get_user_model().objects.filter(pk=person_id).first()
+    if person is None or not person.email:
+        return None
+    org = Org.objects.get(pk=org_id)
+    counts = {threshold: len(items.get(threshold, [])) for threshold in (OVERDUE, DUE_SOON)}
+    subject = f"Tollgate ({org.slug}): " + ", ".join(
+        f"{n} item{'s' if n != 1 else ''} {LABELS[threshold]}" for threshold, n in counts.items() if n
+    )
+    lines = [f"Hello {person.get_username()},", ""]
+    for threshold in (OVERDUE, DUE_SOON):
+        review_ids = items.get(threshold, [])
+        if not review_ids:
+            continue
+        lines.append(f"{LABELS[threshold].capitalize()} ({len(review_ids)}):")
+        reviews = Review.objects.filter(pk__in=review_ids[:MAIL_LISTS_AT_MOST]).select_related("draft", "conversation")
+        for review in sorted(reviews, key=lambda r: r.due_at or r.finished_at):
+            name = review.draft.slug if review.draft_id else review.conversation.external_id
+            url = settings.TOLLGATE_BASE_URL.rstrip("/") + reverse("review_detail", args=[review.pk])
+            lines.append(f"- {review.kind} {name}: due {review.due_at:%Y-%m-%d %H:%M} UTC  {url}")
+        if len(review_ids) > MAIL_LISTS_AT_MOST:
+            lines.append(f"- and {len(review_ids) - MAIL_LISTS_AT_MOST} more: see the queue")
+        lines.append("")
+    lines.append("You get this because items are reserved for you or you lead this org's queue.")
+    return EmailMessage(subject=subject, body="\n".join(lines), to=[person.email])
+
+
+def webhook_body(org_id: int, notices: dict[str, list[int]]) -> bytes:
+    org = Org.objects.get(pk=org_id)
+    reviews = Review.objects.filter(pk__in=[i for ids in notices.values() for i in ids]).select_related(
+        "draft", "conversation"
+    )
+    by_id = {review.pk: review for review in reviews}
+    items = [
+        {
+            "threshold": threshold,
+            "review": review_id,
+            "kind": by_id[review_id].kind,
+            "item": by_id[review_id].draft.external_id if by_id[review_id].draft_id
+            else by_id[review_id].conversation.external_id,
+            "due_at": by_id[review_id].due_at,
+        }
+        for threshold, review_ids in notices.items()
+        for review_id in review_ids
+        if review_id in by_id
+    ]  # fmt: skip
+    return json.dumps({"event": "queue_escalation", "org": org.slug, "items": items}, cls=DjangoJSONEncoder).encode()

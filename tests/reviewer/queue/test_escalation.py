@@ -1,0 +1,154 @@
+"""Escalation: an item is noticed due soon and overdue exactly at its thresholds, once per threshold; each sweep
+sends one digest mail per person concerned (to a real SMTP server on loopback) and one signed webhook per org; a
+slow or failing SMTP server or receiver delays neither the sweep nor anything else."""
+
+import hashlib
+import hmac
+import json
+import time
+from datetime import timedelta
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
+
+from grading.models import Review, ServiceTarget
+from grading.reviews.targets import due_times_refresh
+from reviewer import tasks
+from reviewer.models import AssignmentRule, Escalation, Notice, Pool, Role
+from reviewer.queue.escalation import escalation_sweep, escalations_sweep
+from tests.builders.people import make_person
+from tests.builders.queue_items import bulk_draft_items, draft_item
+from tests.fakes.smtp_server import SilentSmtpServer, SmtpServer
+from tests.fakes.webhook_receivers import Receiver
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def smtp(settings):
+    server = SmtpServer()
+    settings.EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"
+    settings.EMAIL_HOST, settings.EMAIL_PORT = "127.0.0.1", server.port
+    yield server
+    server.close()
+
+
+def due_in_an_hour(org) -> None:
+    ServiceTarget.objects.create(org=org, position=1, kind="draft", minutes=60)
+    due_times_refresh(org.pk)
+
+
+def escalation(org, *, at, **fields) -> Escalation:
+    return Escalation.objects.create(org=org, swept_until=at, **fields)
+
+
+def test_an_item_is_noticed_due_soon_and_overdue_exactly_at_its_thresholds_and_once_each(org):
+    review = draft_item(org, "timed", minutes_ago=0)
+    due_in_an_hour(org)
+    review.refresh_from_db()
+    due = review.due_at
+    escalation(org, at=due - timedelta(hours=1), warn_minutes=10)
+    swept = Escalation.objects.get(org=org)
+
+    def sweep(at):
+        return escalation_sweep(Escalation.objects.get(org=org), at).notices
+
+    assert sweep(due - timedelta(minutes=10, microseconds=1)) == {"overdue": [], "due_soon": []}
+    assert sweep(due - timedelta(minutes=10)) == {"overdue": [], "due_soon": [review.pk]}
+    assert sweep(due - timedelta(microseconds=1)) == {"overdue": [], "due_soon": []}
+    assert sweep(due) == {"overdue": [review.pk], "due_soon": []}
+    assert sweep(due + timedelta(minutes=5)) == {"overdue": [], "due_soon": []}
+    # a sweep that runs again over a window already swept (a retry, a second beat) finds nothing new either
+    Escalation.objects.filter(pk=swept.pk).update(swept_until=due - timedelta(hours=1))
+    assert sweep(due + timedelta(minutes=6)) == {"overdue": [], "due_soon": []}
+    assert sorted(Notice.objects.values_list("threshold", flat=True)) == ["due_soon", "overdue"]
+
+
+def test_the_sweep_costs_what_the_newly_due_items_cost_not_those_overdue_before(org):
+    items = bulk_draft_items(org, 600)
+    due_in_an_hour(org)
+    latest = max(Review.objects.filter(pk__in=[r.pk for r in items]).values_list("due_at", flat=True))
+    escalation(org, at=latest - timedelta(days=1))
+    escalation_sweep(Escalation.objects.get(org=org), latest)  # every one of them goes overdue at once
+    assert Notice.objects.count() == 600
+    queries = []
+    for _ in range(2):
+        with CaptureQueriesContext(connection) as captured:
+            escalation_sweep(Escalation.objects.get(org=org), timezone.now() + timedelta(days=2))
+        queries.append(len(captured))
+    assert queries[0] == queries[1] and Notice.objects.count() == 600
+
+
+def test_a_burst_of_a_thousand_overdue_items_sends_one_digest_per_person(
+    org, smtp, django_capture_on_commit_callbacks, monkeypatch
+):
+    team = [make_person(name, org, Role.OPERATOR) for name in ("ann", "bob")]
+    lead = make_person("lee", org, Role.LEAD)
+    for person in (*team, lead):
+        person.email = f"{person.username}@example.com"
+        person.save()
+    pool = Pool.objects.create(org=org, name="billing")
+    pool.members.add(*team)
+    AssignmentRule.objects.create(org=org, position=1, kind="draft", pool=pool)
+    bulk_draft_items(org, 1000)
+    due_in_an_hour(org)
+    latest = max(Review.objects.values_list("due_at", flat=True))
+    escalation(org, at=latest - timedelta(days=1))
+    monkeypatch.setattr(tasks.escalation_mail, "delay", lambda *args: tasks.escalation_mail.apply(args=args).get())
+
+    with django_capture_on_commit_callbacks(execute=True):
+        escalations_sweep(now=latest)
+
+    assert sorted(message["To"] for message in smtp.messages) == ["ann@example.com", "bob@example.com",
+                                                                  "lee@example.com"]  # fmt: skip
+    body = smtp.messages[0].get_payload()
+    assert "1000 items overdue" in smtp.messages[0]["Subject"]
+    assert body.count("\n- draft ") == 50 and "and 950 more" in body
+    with django_capture_on_commit_callbacks(execute=True):
+        escalations_sweep(now=latest + timedelta(minutes=1))
+    assert len(smtp.messages) == 3  # nothing new: no second mail
+
+
+def test_the_webhook_is_signed_with_the_orgs_secret_and_lists_the_items(org, settings):
+    settings.OUTBOUND_ALLOWED_NETWORKS = ["127.0.0.1/32"]
+    receiver = Receiver([200])
+    try:
+        review = draft_item(org, "hooked", minutes_ago=0)
+        due_in_an_hour(org)
+        review.refresh_from_db()
+        escalation(org, at=review.due_at - timedelta(minutes=1), webhook_url=receiver.url)
+        [swept] = [escalation_sweep(Escalation.objects.get(org=org), review.due_at)]
+        assert tasks.escalation_webhook.apply(args=(org.pk, swept.notices)).get() is True
+        headers, body = receiver.received[0]
+        expected = hmac.new(org.webhook_secret.encode(), headers["x-tollgate-timestamp"].encode() + b"." + body,
+                            hashlib.sha256).hexdigest()  # fmt: skip
+        assert headers["x-tollgate-signature"] == f"sha256={expected}"
+        sent = json.loads(body)
+        assert sent["event"] == "queue_escalation" and [i["item"] for i in sent["items"]] == [review.draft.external_id]
+    finally:
+        receiver.close()
+
+
+def test_a_silent_smtp_server_delays_neither_the_sweep_nor_anything_but_its_own_try(org, settings):
+    server = SilentSmtpServer()
+    settings.EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"
+    settings.EMAIL_HOST, settings.EMAIL_PORT, settings.EMAIL_TIMEOUT = "127.0.0.1", server.port, 0.5
+    settings.WEBHOOK_MAX_ATTEMPTS = 1
+    try:
+        lead = make_person("lee", org, Role.LEAD)
+        lead.email = "lee@example.com"
+        lead.save()
+        review = draft_item(org, "late", minutes_ago=0)
+        due_in_an_hour(org)
+        review.refresh_from_db()
+        escalation(org, at=review.due_at - timedelta(minutes=1))
+        started = time.monotonic()
+        swept = escalation_sweep(Escalation.objects.get(org=org), review.due_at)
+        assert swept.digests == {lead.pk: {"overdue": [review.pk]}} and time.monotonic() - started < 0.5
+        started = time.monotonic()
+        assert tasks.escalation_mail.apply(args=(org.pk, lead.pk, swept.digests[lead.pk])).get() is False
+        assert time.monotonic() - started < 5  # the try ends at EMAIL_TIMEOUT; the worker is free again
+    finally:
+        server.close()
