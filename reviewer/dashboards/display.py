@@ -367,3 +367,23 @@ def queue_panel(figures: dict, links: Links) -> dict:
             for w in q["time_to_decision_by_week"]
         ],  # fmt: skip
     }
+
+
+def service_panel(service: dict, links: Links) -> dict:
+    """The service-level figures (reviewer/dashboards/service.py), each count leading to its items."""
+    return {
+        **service,
+        "weeks": [
+            {**w, "on_time": Linked(w["within_target"], links.reviews(w["week"], kind="any", due="on_time")),
+             "late": Linked(w["decided"] - w["within_target"], links.reviews(w["week"], kind="any", due="late"))}
+            for w in service["weeks"]
+        ],
+        "overdue_now": [
+            Linked(row, links.reviews(None, application=row["application"], kind=row["kind"], reason=row["reason"],
+                                      due="overdue"))
+            for row in service["overdue_now"]
+        ],
+        "workload": [
+            Linked(row, links.reviews(None, kind="any", operator=row["person_id"])) for row in service["workload"]
+        ],
+    }  # fmt: skip

@@ -27,7 +27,8 @@ COLUMNS = (
     *(f"check_{name}" for name in CHECKS),
     "fingerprint", "criteria_kind", "criteria_version", "judge", "judge_key", "memory_snapshot", "started_at",
     "finished_at", "stages", "prompt_tokens", "completion_tokens", "audit",
-    "decision", "decision_checks", "decision_note", "decided_by", "decided_at", "labels", "answers",
+    "decision", "decision_checks", "decision_note", "decided_by", "decided_at", "routed_at", "due_at", "labels",
+    "answers",
 )  # fmt: skip
 
 _VALUES = (
@@ -35,7 +36,7 @@ _VALUES = (
     "reason", "score", *(f"check_{name}" for name in CHECKS), "fingerprint", "criteria_version__kind",
     "criteria_version__number", "judge", "judge_key", "memory_snapshot", "started_at", "finished_at", "stages",
     "prompt_tokens", "completion_tokens", "audit", "decision__outcome", "decision__checks", "decision__note",
-    "decision__decided_by__username", "decision__decided_at", "labels",
+    "decision__decided_by__username", "decision__decided_at", "routed_at", "due_at", "labels",
 )  # fmt: skip
 # Every label of the review's item that speaks about the evidence it read, as [{labeller, check, verdict}], in one
 # order: each person's answer apart, so agreement between people can be worked out from the export too.
@@ -101,7 +102,7 @@ def export_rows(reviews: QuerySet[Review]) -> Iterator[tuple]:
 
 
 # Columns that need more than str() in a CSV cell (csv writes None as an empty cell): times, and JSON.
-_TIMES = [COLUMNS.index(name) for name in ("week", "started_at", "finished_at", "decided_at")]
+_TIMES = [COLUMNS.index(name) for name in ("week", "started_at", "finished_at", "decided_at", "routed_at", "due_at")]
 _JSON = [COLUMNS.index(name) for name in ("judge", "decision_checks", "labels", "answers")]
 
 

@@ -11,8 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from datetime import timedelta
 
-from django.db.models import Q, QuerySet
+from django.db.models import F, Q, QuerySet
 from django.http import QueryDict
+from django.utils import timezone
 
 from grading.figures.dashboard import PEOPLE_SAMPLES, Scope, scope_for
 from grading.figures.definitions import PASS_FAIL, VERDICTS, counted_in, machine_said
@@ -24,6 +25,7 @@ from reviewer.access import EVERY_ROLE, orgs_for, reaches_of
 
 PAGE_SIZE = 50
 SETS = ("counting", "stale", "errors")
+DUE = ("overdue", "late", "on_time")
 SAMPLES = ("audit", "unsure", "label")
 # The people-vs-people lists (`people`), per sample: the value naming the items several people answered, and the
 # one naming those they split on. The labels' values came first, and links already carry them.
@@ -67,11 +69,12 @@ class ReviewFilter:
     people: str = ""  # with check: the items several people answered in a sample, or split on (PEOPLE_LISTS)
     operator: int | None = None  # decisions by this person, by week of the decision
     decided: bool = False  # by week of the decision rather than the item's week
+    due: str = ""  # service-level targets: overdue now, or decided late / on time by week of the decision (DUE)
 
     @property
     def counts_by_week(self) -> bool:
         """The counting reviews of the scope's weeks (rather than stale ones, judge errors, or decisions)."""
-        return self.set == "counting" and self.operator is None and not self.decided
+        return self.set == "counting" and self.operator is None and not self.decided and not self.due
 
     def as_query(self) -> dict[str, str]:
         out = {}
@@ -127,6 +130,7 @@ def filter_from(params: QueryDict) -> ReviewFilter:
         people=_choice(params, "people", tuple(PEOPLE)),
         operator=int(operator) if operator else None,
         decided=params.get("decided") == "1",
+        due=_choice(params, "due", DUE),
     )
 
 
@@ -159,6 +163,12 @@ def reviews_behind(org: Org, scope: Scope, f: ReviewFilter) -> QuerySet[Review]:
         reviews = reviews.in_state(ReviewState.STALE)
     elif f.set == "errors":
         reviews = reviews.filter(_week_range("finished_at", scope), route=Route.ERROR)
+    elif f.due == "overdue":  # whatever the weeks: overdue now
+        reviews = reviews.filter(state=ReviewState.WAITING, due_at__lte=timezone.now())
+    elif f.due:
+        reviews = reviews.filter(_week_range("decision__decided_at", scope), due_at__isnull=False)
+        within = Q(decision__decided_at__lte=F("due_at"))
+        reviews = reviews.filter(within) if f.due == "on_time" else reviews.exclude(within)
     elif f.operator is not None or f.decided:
         reviews = reviews.filter(_week_range("decision__decided_at", scope))
         if f.operator is not None:

@@ -15,6 +15,7 @@ from grading.figures.regrade import org_regrade_progress
 from grading.models import ItemKind
 from reviewer.access import EVERY_ROLE, role_required
 from reviewer.dashboards import display, export, reads
+from reviewer.dashboards.service import service_figures
 
 
 def _org_and_scope(request: HttpRequest, orgs=None):
@@ -53,6 +54,7 @@ def dashboard(request: HttpRequest) -> HttpResponse:
         "people": display.people_panel(figures, links),
         "headline": display.headline_agreement(figures),
         "queue": display.queue_panel(figures, links),
+        "service": display.service_panel(service_figures(scope), links),
         "links": links,
         "export_csv": links.export("csv"),
         "export_jsonl": links.export("jsonl"),
@@ -125,6 +127,13 @@ _PEOPLE_WORDS = {
 }
 
 
+_DUE_WORDS = {
+    "overdue": "overdue now: their service-level target passed undecided",
+    "late": "decided after their due time",
+    "on_time": "decided within their service-level target",
+}
+
+
 def _describe(f: reads.ReviewFilter, scope: Scope) -> str:
     parts = [{"conversation": "conversation", "draft": "draft", "any": "all"}[f.kind] + " reviews"]
     parts.append({"counting": "that count", "stale": "that went stale", "errors": "where the judge failed"}[f.set])
@@ -148,7 +157,9 @@ def _describe(f: reads.ReviewFilter, scope: Scope) -> str:
         parts.append(f"{_PEOPLE_WORDS[sample]} on {f.check or PASS_FAIL}{split}")
     if f.operator is not None:
         parts.append("decided by that operator")
-    if f.set != "stale":
+    if f.due:
+        parts.append(_DUE_WORDS[f.due])
+    if f.set != "stale" and f.due != "overdue":
         parts.append(f"{scope.as_query()['from']} to {scope.as_query()['to']}")
     if scope.application:
         parts.append(f"application {scope.application}")

@@ -7,11 +7,14 @@ from datetime import datetime
 from django.contrib.auth import get_user_model
 from django.http import HttpRequest
 from django.utils import timezone
-from ninja import Router, Schema
-from ninja.errors import HttpError
+from ninja import Query, Router, Schema
+from ninja.errors import HttpError, ValidationError
 
+from grading.figures.dashboard import InvalidScope, scope_for
 from grading.models import FOR_PEOPLE, Conversation, Draft, Review
 from grading.schemas import ConversationId
+from grading.weeks import iso_week
+from reviewer.dashboards.service import service_figures
 from reviewer.models import Pool
 from reviewer.queue.assignments import InvalidAssignment, assignment_clear, assignment_set, reservation_of
 
@@ -108,3 +111,20 @@ def put_draft_assignment(request: HttpRequest, draft_id: int, payload: Assignmen
 @router.delete("/drafts/{draft_id}/assignment", response=AssignmentOut, summary="Unassign its queue item")
 def delete_draft_assignment(request: HttpRequest, draft_id: int) -> dict:
     return _unassign(request, _waiting_review(request, _draft(request, draft_id)))
+
+
+@router.get("/queue/service", response=dict, summary="The queue's service-level figures, as the dashboard shows them")
+def get_queue_service(
+    request: HttpRequest,
+    since: str | None = Query(None, alias="from"),
+    until: str | None = Query(None, alias="to"),
+    application: str | None = None,
+) -> dict:
+    """Share decided within target per week, time to decision against target, overdue now by application and
+    reason, and workload per person, over the org's whole reach (an org key reads the whole org)."""
+    try:
+        scope = scope_for(request.auth.org, since=since, until=until, application=application)
+    except InvalidScope as exc:  # answered as the dashboard's own API answers it
+        raise ValidationError([{"loc": ["query", exc.field], "msg": exc.message}]) from exc
+    return {"org": request.auth.org.slug, "from": iso_week(scope.since), "to": iso_week(scope.until),
+            **service_figures(scope)}  # fmt: skip

@@ -99,7 +99,7 @@ class Command(BaseCommand):
 def _org_lock(org: Org) -> None:
     """Locks the org's row: two commands cannot both take the same last position, and changes of one org's targets
     run one after the other, so each refresh reads the targets as the change before it left them."""
-    Org.objects.select_for_update().get(pk=org.pk)
+    Org.objects.select_for_update(no_key=True).get(pk=org.pk)  # inserts that name the org go on
 
 
 def _next_position(org: Org, last: int) -> int:

@@ -146,7 +146,7 @@ class Command(BaseCommand):
     def _rule_add(self, org: Org, *, position: int | None, replace: bool, fields: dict) -> None:
         with transaction.atomic():
             # Locks the org's row, so two commands adding rules at once cannot both take the same last position.
-            Org.objects.select_for_update().get(pk=org.pk)
+            Org.objects.select_for_update(no_key=True).get(pk=org.pk)  # inserts that name the org go on
             rules = AssignmentRule.objects.select_related("org", "person", "pool").filter(org=org)
             if position is None:
                 position = (rules.aggregate(last=Max("position"))["last"] or 0) + 1

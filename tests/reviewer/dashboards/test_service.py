@@ -1,0 +1,77 @@
+"""The queue's service-level figures: each equals a direct count of the rows, each opens exactly the items it
+counted, and they keep to the reader's reach; the same figures over the API."""
+
+import re
+from html import unescape
+
+import pytest
+from django.test import Client
+from django.urls import reverse
+from django.utils import timezone
+
+from grading.api.keys import api_key_create
+from grading.figures.dashboard import scope_for
+from grading.models import Decision, Review, ServiceTarget
+from grading.reach import Reach
+from grading.reviews.targets import due_times_refresh
+from reviewer.dashboards.service import service_figures
+from reviewer.queue.services import claim_decline, claim_take, decision_create
+from tests.builders.queue_items import conversation_item, draft_item
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def worked(org, operator):
+    """Six drafts due 30 minutes after routing (two decided in time, one late, one declined, two waiting: one
+    overdue) and two billing conversations due in a day, one decided."""
+    drafts = [draft_item(org, f"d-{n}", minutes_ago=m) for n, m in enumerate((20, 25, 90, 10, 120, 5))]
+    conversations = [conversation_item(org, f"cv-{n}", application="billing", minutes_ago=30) for n in range(2)]
+    ServiceTarget.objects.create(org=org, position=1, kind="draft", minutes=30)
+    ServiceTarget.objects.create(org=org, position=2, kind="conversation", minutes=24 * 60)
+    due_times_refresh(org.pk)
+    for review in (drafts[0], drafts[1], drafts[2], conversations[0]):
+        review.refresh_from_db()
+        claim_take(user=operator, review_id=review.pk)
+        verdict = {"outcome": "approve"} if review.kind == "draft" else {"checks": dict.fromkeys(
+            ("grounded", "complete", "usable"), "pass"), "note": "ok"}  # fmt: skip
+        decision_create(user=operator, review_id=review.pk, fingerprint=review.fingerprint, **verdict)
+    claim_take(user=operator, review_id=drafts[3].pk)
+    claim_decline(user=operator, review_id=drafts[3].pk, reason="not mine")
+    return {"drafts": drafts, "conversations": conversations}
+
+
+def test_the_figures_equal_a_direct_count_and_each_opens_exactly_its_items(org, operator, stakeholder, worked,
+                                                                          client_for):  # fmt: skip
+    scope = scope_for(org)
+    figures = service_figures(scope)
+    decided = Decision.objects.filter(review__org=org, review__due_at__isnull=False).select_related("review")
+    on_time = {d.review_id for d in decided if d.decided_at <= d.review.due_at}
+    late = {d.review_id for d in decided} - on_time
+    this_week = figures["weeks"][-1]
+    assert (this_week["decided"], this_week["within_target"]) == (len(decided), len(on_time)) == (4, 3)
+    overdue = Review.objects.filter(org=org, state="waiting", due_at__lte=timezone.now())
+    assert figures["overdue_total"] == overdue.count() == 1
+    assert figures["workload"] == [{"person": "dana", "person_id": operator.pk, "claimed": 5, "declined": 1,
+                                    "decided": 4, "overdue": 0}]  # fmt: skip
+
+    html = client_for(stakeholder).get(reverse("dashboard")).content.decode()
+    card = html[html.index('id="queue-service"') :]
+    client = client_for(stakeholder)
+    listed = [
+        (int(text), set(map(int, re.findall(r'data-review="(\d+)"', client.get(unescape(url)).content.decode()))))
+        for url, text in re.findall(r'<a href="([^"]+)">(\d+)</a>', card)
+    ]
+    assert all(count == len(ids) for count, ids in listed)  # every number opens exactly as many items
+    opened = [ids for _, ids in listed]
+    assert on_time in opened and late in opened and set(overdue.values_list("pk", flat=True)) in opened
+
+
+def test_they_keep_to_the_readers_reach_and_the_api_gives_the_same_figures(org, worked):
+    only_billing = service_figures(scope_for(org, reach=Reach(org.pk, frozenset({"billing"}), drafts=False)))
+    assert only_billing["weeks"][-1]["decided"] == 1 and only_billing["overdue_total"] == 0
+    assert only_billing["workload"][0]["claimed"] == 1
+    key = api_key_create(org=org, name="ops").plaintext
+    answer = Client(HTTP_AUTHORIZATION=f"Bearer {key}").get("/api/v1/queue/service").json()
+    whole = service_figures(scope_for(org))
+    assert answer["overdue_total"] == whole["overdue_total"] and answer["weeks"][-1]["decided"] == 4
