@@ -7,16 +7,18 @@ from dataclasses import dataclass
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import transaction
+from django.utils import timezone
 
 from grading.api.keys import api_key_create, api_key_revoke
 from grading.criteria.versions import criteria_active, criteria_new_version, criteria_publish, criteria_update
 from grading.demo import grade_demo_items, seed_conversations, seed_drafts, seed_labels
 from grading.figures.rollups import rollups_rebuild
 from grading.figures.sampling import audit_sample_send
-from grading.models import ApiKey, CriteriaVersion, Decision, ItemKind, Org, Review, Route, SlotsFor
+from grading.models import ApiKey, CriteriaVersion, Decision, ItemKind, Org, Review, Route, ServiceTarget, SlotsFor
 from grading.outcomes import CHECKS, UNKNOWN_CHECK
 from grading.reviews.store import review_slots
-from reviewer.models import AssignmentRule, Membership, Pool, Role
+from grading.reviews.targets import due_times_refresh
+from reviewer.models import AssignmentRule, Escalation, Membership, Pool, Role
 from reviewer.queue.services import claim_take, decision_create
 
 DEMO_ORG_SLUG = "northwind"
@@ -139,6 +141,16 @@ def _demo_verdict(review: Review, *, disagree: bool) -> dict:
     return {"checks": checks}
 
 
+def seed_targets(org: Org) -> None:
+    """Drafts are decided within an hour (a pipeline waits on each), conversations within a day; lee hears of them
+    a quarter of an hour ahead."""
+    for position, (kind, minutes) in enumerate(((ItemKind.DRAFT, 60), (ItemKind.CONVERSATION, 24 * 60)), start=1):
+        ServiceTarget.objects.update_or_create(org=org, position=position, defaults={"kind": kind, "minutes": minutes})
+    due_times_refresh(org.pk)
+    Escalation.objects.get_or_create(org=org, defaults={"warn_minutes": 15, "swept_until": timezone.now()})
+    get_user_model().objects.filter(username="lee", email="").update(email="lee@northwind.example")
+
+
 def seed_assignment(org: Org) -> None:
     """The billing team's pool, and a rule: the billing assistant's unknown checks are theirs for four hours."""
     pool, _ = Pool.objects.get_or_create(org=org, name="billing team")
@@ -154,6 +166,7 @@ SEEDERS: list[Callable[[Org], None]] = [
     seed_conversations,
     seed_drafts,
     seed_review_history,
+    seed_targets,
 ]
 
 

@@ -37,6 +37,8 @@ def test_the_demo_conversations_land_on_every_route_and_leave_nothing_stale():
     # the billing team's pool holds the billing assistant's unsure items first, by rule
     unsure = [row for row in rows if row.reason == "unknown_check"]
     assert unsure and all(row.assigned.startswith("pool billing team (you among them)") for row in unsure)
+    # drafts are due within an hour of routing, conversations within a day
+    assert all(row.due.startswith(("due in", "overdue")) for row in rows)
 
 
 def test_seeding_twice_changes_nothing():
