@@ -8,7 +8,7 @@ def navigation(request: HttpRequest) -> dict:
     """The navigation a person's roles open up; the views enforce the same rules on their own."""
     roles = roles_of(request.user)
     items = []
-    if Role.OPERATOR in roles:
+    if roles & {Role.OPERATOR, Role.LEAD}:
         items.append(("queue", "Queue"))
     if Role.CRITERIA_ADMIN in roles:
         items.append(("criteria", "Criteria"))

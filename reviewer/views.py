@@ -24,6 +24,6 @@ class LoginView(auth_views.LoginView):
 def home(request: HttpRequest) -> HttpResponse:
     if not request.user.is_authenticated:
         return redirect("login")
-    if Role.OPERATOR in roles_of(request.user):
+    if roles_of(request.user) & {Role.OPERATOR, Role.LEAD}:  # the queue's roles
         return redirect("queue")
     return redirect("dashboard")

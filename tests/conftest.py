@@ -21,6 +21,7 @@ from reviewer.models import Role
 from tests.builders.people import make_person
 from tests.builders.processes import REPO_ROOT, database_url, wait_for_worker
 from tests.fakes.openai_server import FakeLLM
+from tests.fakes.smtp_server import SmtpServer
 
 # --- personas -------------------------------------------------------------------------------------
 
@@ -80,6 +81,16 @@ def client_for(client):
 
 
 # --- the fake LLM ---------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def smtp(settings) -> Iterator[SmtpServer]:
+    """A real SMTP server on loopback that Django's mail goes to for the test."""
+    server = SmtpServer()
+    settings.EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"
+    settings.EMAIL_HOST, settings.EMAIL_PORT = "127.0.0.1", server.port
+    yield server
+    server.close()
 
 
 @pytest.fixture(scope="session")

@@ -20,19 +20,10 @@ from reviewer.models import AssignmentRule, Escalation, Notice, Pool, Role
 from reviewer.queue.escalation import escalation_sweep, escalations_sweep
 from tests.builders.people import make_person
 from tests.builders.queue_items import bulk_draft_items, draft_item
-from tests.fakes.smtp_server import SilentSmtpServer, SmtpServer
+from tests.fakes.smtp_server import SilentSmtpServer
 from tests.fakes.webhook_receivers import Receiver
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def smtp(settings):
-    server = SmtpServer()
-    settings.EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"
-    settings.EMAIL_HOST, settings.EMAIL_PORT = "127.0.0.1", server.port
-    yield server
-    server.close()
 
 
 def due_in_an_hour(org) -> None:
