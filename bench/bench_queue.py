@@ -11,6 +11,12 @@ to a trivial view measured in the same run, and its SQL query count.
 Then the queue page and `claim_next` of operators whose memberships reach part of the org (one application of five;
 three and the drafts): one queue index range per version and application, so no dearer than the whole queue.
 
+Then service-level targets date every waiting item (the UPDATE timed), 20 pools of 5 operators (every membership
+scoped to two applications and the drafts) get a rule each and every tenth item by hand, and the queue pages and
+claim next are measured again: in due order, for a whole-org operator and a pool member. At the end, the escalation
+sweep over the dated items: time and queries for a window where 1% go overdue, with none and with half of them
+overdue before (it must cost the same).
+
 Then two people are asked to decide half the items (reviewer slots, a share of 50%), a quarter of all waiting items
 carry one answer, and the queue pages and `claim_next` are measured again: with places open, the queue must cost
 what it cost before.
@@ -21,22 +27,27 @@ BENCH_QUEUE_ITEMS (open items, default 100000) and BENCH_QUEUE_REVIEWS (all revi
 import os
 import statistics
 import time
+from datetime import timedelta
 
 from django.contrib.auth import get_user_model
 from django.db import connection, transaction
+from django.db.models import F
 from django.http import HttpRequest, HttpResponse
 from django.template import RequestContext, Template
 from django.test import Client
 from django.test.utils import CaptureQueriesContext, override_settings
 from django.urls import clear_url_caches, path
+from django.utils import timezone
 
 from bench.common import fresh_org
 from grading.criteria.versions import criteria_active
-from grading.models import CriteriaVersion, ItemKind, Review, SlotsFor
+from grading.models import CriteriaVersion, ItemKind, Review, ServiceTarget, SlotsFor
+from grading.reviews.targets import due_times_refresh
 from reviewer import urls as reviewer_urls
 from reviewer.access import role_required
-from reviewer.models import Membership, Role
+from reviewer.models import Assignment, AssignmentRule, Escalation, Membership, Pool, Role
 from reviewer.queue.display import queue_page
+from reviewer.queue.escalation import escalation_sweep
 from reviewer.queue.services import claim_next
 
 RUNS = 25
@@ -91,6 +102,18 @@ def main() -> None:
                 limited, limited_client = _limited_operator(org, applications, drafts)
                 results.append((f"queue page, {name}", *_measure(limited_client, "/queue/", {})))
                 results.append((f"claim next, {name}", *_measure_claim_next(limited, org)))
+            seconds, teams = _targets_and_teams(org)
+            print(f"then: targets date every waiting item ({seconds:.1f} s for the UPDATE a change of targets costs);"
+                  f" {teams['pools']} pools of {teams['members']}, every membership scoped, a rule per pool,"
+                  f" {teams['assigned']:,} items assigned by hand")  # fmt: skip
+            results.append(("queue page, targets (due order)", *_measure(client, "/queue/", {})))
+            results.append(
+                ("queue page, page 2, targets", *_measure(client, f"/queue/?after={_page_end(user, org)}", {}))
+            )
+            member, member_client = teams["member"]
+            results.append(("queue page, pool member, scoped", *_measure(member_client, "/queue/", {})))
+            results.append(("claim next, pool member, scoped", *_measure_claim_next(member, org)))
+            results.append(("claim next, targets", *_measure_claim_next(user, org)))
             places = _ask_two_people(org)
             print(f"then: two people decide half the items (a share of 50%); {places:,} waiting items answered once")
             results += [
@@ -110,6 +133,77 @@ def main() -> None:
             f"{cpu / cpu_baseline:>14.1f}x {queries:>8}"
         )
     print("(cpu: this process's CPU per request, the web side; the database's own time is in the wall figures)")
+    print(f"{'escalation sweep':<52} {'median ms':>10} {'cpu ms':>8} {'queries':>8}")
+    for name, median, cpu, queries in sweep_bench(org):
+        print(f"{name:<52} {median:>10.1f} {cpu:>8.1f} {queries:>8}")
+
+
+POOLS, MEMBERS = 20, 5
+
+
+def _targets_and_teams(org) -> tuple[float, dict]:
+    """Targets for both kinds (every waiting item dated: the UPDATE timed); 20 pools of 5 operators whose
+    memberships each reach two applications and the drafts; a rule per pool (its application, for four hours); and
+    every tenth waiting item assigned by hand to a pool."""
+    Review.objects.filter(org=org, state="waiting").update(routed_at=F("finished_at"))  # as the migration does
+    ServiceTarget.objects.create(org=org, position=1, kind=ItemKind.DRAFT, minutes=60)
+    ServiceTarget.objects.create(org=org, position=2, kind=ItemKind.CONVERSATION, minutes=24 * 60)
+    started = time.perf_counter()
+    due_times_refresh(org.pk)
+    seconds = time.perf_counter() - started
+    users = get_user_model().objects.bulk_create(
+        [get_user_model()(username=f"bench-pool-{n}") for n in range(POOLS * MEMBERS)]
+    )
+    Membership.objects.bulk_create([
+        Membership(user=u, org=org, role=Role.OPERATOR, applications=[f"app-{n % 5}", f"app-{(n + 1) % 5}"])
+        for n, u in enumerate(users)
+    ])  # fmt: skip
+    pools = []
+    for n in range(POOLS):
+        pool = Pool.objects.create(org=org, name=f"pool-{n}")
+        pool.members.add(*users[n * MEMBERS : (n + 1) * MEMBERS])
+        AssignmentRule.objects.create(org=org, position=n + 1, application=f"app-{n % 5}", pool=pool, hours=4)
+        pools.append(pool)
+    waiting = list(Review.objects.filter(org=org, state="waiting").values_list("pk", flat=True)[::10])
+    now = timezone.now()
+    Assignment.objects.bulk_create(
+        [Assignment(org=org, review_id=pk, pool=pools[n % POOLS], assigned_at=now) for n, pk in enumerate(waiting)]
+    )
+    with connection.cursor() as cursor:
+        cursor.execute("VACUUM ANALYZE grading_review")
+        cursor.execute("VACUUM ANALYZE reviewer_assignment")
+    member = users[0]
+    client = Client(SERVER_NAME="localhost")
+    client.force_login(member)
+    return seconds, {"pools": POOLS, "members": MEMBERS, "assigned": len(waiting), "member": (member, client)}
+
+
+def sweep_bench(org) -> list[tuple[str, float, float, int]]:
+    """The overdue sweep over the dated items: a window in which 1% of them go overdue with none overdue before,
+    and one as wide in items with half of them overdue before: time, CPU and queries, each run rolled back."""
+    dues = list(Review.objects.filter(org=org, state="waiting", due_at__isnull=False).order_by("due_at")
+                .values_list("due_at", flat=True))  # fmt: skip
+    step = len(dues) // 100
+    results = []
+    for label, start in (("none overdue before", 0), ("half overdue before", len(dues) // 2)):
+        timings, cpu, queries = [], [], 0
+        for run in range(WARMUP + RUNS):
+            with transaction.atomic():
+                escalation, _ = Escalation.objects.update_or_create(
+                    org=org, defaults={"swept_until": dues[start] - timedelta(microseconds=1), "warn_minutes": 15}
+                )
+                with CaptureQueriesContext(connection) as captured:
+                    started, started_cpu = time.perf_counter(), time.process_time()
+                    swept = escalation_sweep(escalation, dues[start + step])
+                    if run >= WARMUP:
+                        timings.append((time.perf_counter() - started) * 1000)
+                        cpu.append((time.process_time() - started_cpu) * 1000)
+                queries = len(captured)
+                transaction.set_rollback(True)
+        noticed = len(swept.notices["overdue"])
+        results.append((f"sweep, {noticed:,} newly overdue, {label}", statistics.median(timings),
+                        statistics.median(cpu), queries))  # fmt: skip
+    return results
 
 
 # Operators whose memberships reach part of the org: one application of five and no drafts; three and the drafts.

@@ -92,7 +92,7 @@ def reservations_of(reviews: Sequence[Review], now: datetime) -> dict[int, Reser
 
 def reserved_q(org_id: int, user_id: int, now: datetime, *, mine: bool) -> Q:
     """Reviews (of one org) reserved now for `user_id` (`mine`), or for people other than them (not `mine`)."""
-    pools = Pool.objects.filter(org_id=org_id, members=user_id).values("pk")
+    pools = set(Pool.objects.filter(org_id=org_id, members=user_id).values_list("pk", flat=True))
     theirs = Q(person_id=user_id) | Q(pool_id__in=pools)
     by_hand = Assignment.objects.filter(review_id=OuterRef("pk"))
     live = by_hand.filter(Q(until__isnull=True) | Q(until__gt=now))
@@ -104,9 +104,7 @@ def reserved_q(org_id: int, user_id: int, now: datetime, *, mine: bool) -> Q:
         in_force = matches & ~earlier
         if rule.hours is not None:
             in_force &= Q(routed_at__gt=now - timedelta(hours=rule.hours))
-        is_theirs = rule.person_id == user_id or (
-            rule.pool_id is not None and rule.pool.members.filter(pk=user_id).exists()
-        )
+        is_theirs = rule.person_id == user_id or rule.pool_id in pools
         if is_theirs == mine:
             reserved |= unassigned & in_force
         earlier |= matches

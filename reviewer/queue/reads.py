@@ -307,16 +307,16 @@ def queue_first_free(
     claims = Claim.objects.filter(review_id=OuterRef("pk"))
     live = claims.filter(ended_at__isnull=True, expires_at__gt=now)
     by_priority: dict[int, list[Review]] = {}
+    reserved: dict[int, Q] = {}  # per org: read its rules and the person's pools once
     for lane in lanes:
         version = lane.version
         priority = PRIORITIES[version.kind]
         if by_priority and priority > min(by_priority):
             break
         free = lane.reviews(filters).exclude(pk__in=list(passed_over))
-        if reserved_for_them:
-            free = free.filter(reserved_q(version.org_id, user_id, now, mine=True))
-        else:
-            free = free.exclude(reserved_q(version.org_id, user_id, now, mine=False))
+        if version.org_id not in reserved:
+            reserved[version.org_id] = reserved_q(version.org_id, user_id, now, mine=reserved_for_them)
+        free = free.filter(reserved[version.org_id]) if reserved_for_them else free.exclude(reserved[version.org_id])
         free = free.exclude(Exists(claims.filter(holder_id=user_id, end=Claim.End.DECLINED)))
         if version.slots == 1:
             free = free.exclude(Exists(live))
