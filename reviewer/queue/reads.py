@@ -1,8 +1,9 @@
 """Reads of the review queue: which reviews wait for a person, in what order, and who holds what.
 
 What waits is grading's to say (`Review.objects.waiting()`, ReviewState); this module only orders and pages it.
-Every read takes the operator's reaches (`reviewer/access.py`: the orgs, and within each the applications, their
-operator memberships cover), so a view that forgets to filter by org or application has nothing to pass.
+Every read takes the operator's reaches (grading/reach.py, built from their operator and lead memberships by
+reviewer/access.py: the orgs, and within each the applications, they cover), so a view that forgets to filter by
+org or application has nothing to pass.
 """
 
 from __future__ import annotations
