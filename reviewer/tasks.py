@@ -12,7 +12,7 @@ from grading.hooks import outbound
 from grading.hooks.webhooks import retry_delay, signature
 from grading.models import Org
 from reviewer.models import Escalation
-from reviewer.queue.escalation import digest_mail, escalations_sweep, webhook_body
+from reviewer.queue.escalation import Swept, digest_mail, escalations_sweep, webhook_body
 
 logger = logging.getLogger(__name__)
 
@@ -20,7 +20,15 @@ logger = logging.getLogger(__name__)
 @shared_task(name="reviewer.tasks.escalations_sweep")
 def sweep_escalations() -> int:
     """Record and hand out the notices of items newly due soon or overdue; the number of orgs swept."""
-    return len(escalations_sweep())
+    return len(escalations_sweep(deliver))
+
+
+def deliver(swept: Swept, webhook_url: str) -> None:
+    """A sweep's mails (one per person) and webhook (one per org), each a task of the `webhooks` queue."""
+    for person_id, items in swept.digests.items():
+        escalation_mail.delay(swept.org_id, person_id, items)
+    if webhook_url and any(swept.notices.values()):
+        escalation_webhook.delay(swept.org_id, swept.notices)
 
 
 @shared_task(name="reviewer.tasks.escalation_mail", bind=True, max_retries=None)

@@ -7,21 +7,32 @@ tests/grading/reviews/test_targets.py."""
 
 from collections.abc import Sequence
 from datetime import datetime, timedelta
+from typing import Protocol
 
 from django.db.models import Case, DateTimeField, ExpressionWrapper, F, Q, When
 
 from grading.models import Review, ReviewState, ServiceTarget
 
-AUDIT = "audit"  # a target's reason naming the audit sample rather than a routing reason
+AUDIT = "audit"  # a selector's reason naming the audit sample rather than a routing reason
+
+
+class Selector(Protocol):
+    """What targets and assignment rules pick items by (blank: any)."""
+
+    kind: str
+    application: str
+    reason: str
 
 
 def targets_of(org_id: int) -> list[ServiceTarget]:
     return list(ServiceTarget.objects.filter(org_id=org_id).order_by("position"))
 
 
-def target_matches(target: ServiceTarget, *, kind: str, application: str, reason: str, audit: bool) -> bool:
-    reason_matches = not target.reason or target.reason == reason or (target.reason == AUDIT and audit)
-    return target.kind in ("", kind) and target.application in ("", application) and reason_matches
+def selects(selector: Selector, *, kind: str, application: str, reason: str, audit: bool) -> bool:
+    """Whether a target or rule picks an item of this kind, application (reviews file drafts under none) and routing
+    reason, in the audit sample or not. `selected_q` is the same rule in SQL."""
+    reason_matches = not selector.reason or selector.reason == reason or (selector.reason == AUDIT and audit)
+    return selector.kind in ("", kind) and selector.application in ("", application) and reason_matches
 
 
 def due_time(
@@ -29,21 +40,22 @@ def due_time(
 ) -> datetime | None:
     """When people owe a decision on an item routed to them at `routed_at`; None when no target names it."""
     for target in targets:
-        if target_matches(target, kind=kind, application=application, reason=reason, audit=audit):
+        if selects(target, kind=kind, application=application, reason=reason, audit=audit):
             return routed_at + timedelta(minutes=target.minutes)
     return None
 
 
-def _target_q(target: ServiceTarget) -> Q:
+def selected_q(selector: Selector) -> Q:
+    """The reviews a target or rule picks (`selects`)."""
     q = Q(pk__isnull=False)  # matches every row: an empty Q() would vanish when combined
-    if target.kind:
-        q &= Q(kind=target.kind)
-    if target.application:
-        q &= Q(application=target.application)
-    if target.reason == AUDIT:
+    if selector.kind:
+        q &= Q(kind=selector.kind)
+    if selector.application:
+        q &= Q(application=selector.application)
+    if selector.reason == AUDIT:
         q &= Q(audit=True)
-    elif target.reason:
-        q &= Q(reason=target.reason)
+    elif selector.reason:
+        q &= Q(reason=selector.reason)
     return q
 
 
@@ -53,7 +65,7 @@ def due_times_refresh(org_id: int) -> int:
     targets = targets_of(org_id)
     due = Case(
         *[
-            When(_target_q(target), then=ExpressionWrapper(
+            When(selected_q(target), then=ExpressionWrapper(
                 F("routed_at") + timedelta(minutes=target.minutes), output_field=DateTimeField()))
             for target in targets
         ],

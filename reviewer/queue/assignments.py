@@ -16,15 +16,15 @@ from datetime import UTC, datetime, timedelta
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
-from django.db.models import Exists, OuterRef, Q
+from django.db.models import BooleanField, Case, Exists, ExpressionWrapper, OuterRef, Q, Value, When
 from django.utils import timezone
 
 from grading.audit import audit_record
 from grading.models import FOR_PEOPLE, Review
+from grading.reviews.targets import selected_q, selects
 from reviewer.access import reaches_in
 from reviewer.models import Assignment, AssignmentRule, Pool, Role
 
-AUDIT = "audit"  # a rule's reason naming the audit sample rather than a routing reason
 QUEUE_ROLES = (Role.OPERATOR, Role.LEAD)
 
 
@@ -42,8 +42,7 @@ class Reservation:
 
 
 def _rule_matches(rule: AssignmentRule, review: Review) -> bool:
-    reason_matches = not rule.reason or rule.reason == review.reason or (rule.reason == AUDIT and review.audit)
-    return rule.kind in ("", review.kind) and rule.application in ("", review.application) and reason_matches
+    return selects(rule, kind=review.kind, application=review.application, reason=review.reason, audit=review.audit)
 
 
 def _rule_until(rule: AssignmentRule, routed_at: datetime | None) -> datetime | None:
@@ -90,38 +89,36 @@ def reservations_of(reviews: Sequence[Review], now: datetime) -> dict[int, Reser
     return reservations
 
 
-def reserved_q(org_id: int, user_id: int, now: datetime, *, mine: bool) -> Q:
-    """Reviews (of one org) reserved now for `user_id` (`mine`), or for people other than them (not `mine`)."""
+def reserved_q(org_id: int, user_id: int, now: datetime, *, mine: bool) -> Q | None:
+    """Reviews (of one org) reserved now for `user_id` (`mine`), or for people other than them (not `mine`). None
+    for `mine` when nothing can be reserved for them (no assignment by hand names them, no rule does): claim next
+    then does not walk the queue looking for what cannot be there."""
     pools = set(Pool.objects.filter(org_id=org_id, members=user_id).values_list("pk", flat=True))
     theirs = Q(person_id=user_id) | Q(pool_id__in=pools)
     by_hand = Assignment.objects.filter(review_id=OuterRef("pk"))
     live = by_hand.filter(Q(until__isnull=True) | Q(until__gt=now))
-    reserved = Exists(live.filter(theirs)) if mine else Exists(live.exclude(theirs))
-    unassigned = ~Exists(by_hand)
-    earlier = Q(pk__in=[])
-    for rule in AssignmentRule.objects.filter(org_id=org_id).order_by("position"):
-        matches = _rule_q(rule)
-        in_force = matches & ~earlier
-        if rule.hours is not None:
-            in_force &= Q(routed_at__gt=now - timedelta(hours=rule.hours))
+    reserved = Q(Exists(live.filter(theirs)) if mine else Exists(live.exclude(theirs)))
+    rules = list(AssignmentRule.objects.filter(org_id=org_id).order_by("position"))
+    named_by_a_rule = any(rule.person_id == user_id or rule.pool_id in pools for rule in rules)
+    held_by_hand = Assignment.objects.filter(theirs, Q(until__isnull=True) | Q(until__gt=now), org_id=org_id)
+    if mine and not named_by_a_rule and not held_by_hand.exists():
+        return None
+    # The first rule that matches decides: one CASE, in position order (a WHEN per rule, so the expression grows
+    # with the rules, not with their square).
+    whens = []
+    for rule in rules:
         is_theirs = rule.person_id == user_id or rule.pool_id in pools
-        if is_theirs == mine:
-            reserved |= unassigned & in_force
-        earlier |= matches
+        if is_theirs != mine:
+            in_force = Value(False)
+        elif rule.hours is None:
+            in_force = Value(True)
+        else:
+            in_force = ExpressionWrapper(Q(routed_at__gt=now - timedelta(hours=rule.hours)), BooleanField())
+        whens.append(When(selected_q(rule), then=in_force))
+    if whens:
+        by_rule = Case(*whens, default=Value(False), output_field=BooleanField())
+        reserved |= ~Exists(by_hand) & Q(by_rule)
     return reserved
-
-
-def _rule_q(rule: AssignmentRule) -> Q:
-    q = Q(pk__isnull=False)  # matches every row: an empty Q() would vanish when combined
-    if rule.kind:
-        q &= Q(kind=rule.kind)
-    if rule.application:
-        q &= Q(application=rule.application)
-    if rule.reason == AUDIT:
-        q &= Q(audit=True)
-    elif rule.reason:
-        q &= Q(reason=rule.reason)
-    return q
 
 
 # --- assigning ------------------------------------------------------------------------------------------------

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -45,9 +46,10 @@ class Swept:
     digests: Digests
 
 
-def escalations_sweep(now: datetime | None = None) -> list[Swept]:
+def escalations_sweep(deliver: Callable[[Swept, str], None], now: datetime | None = None) -> list[Swept]:
     """Sweep every org with an escalation (each in its own transaction; an org another sweeper holds is skipped)
-    and hand the deliveries to the `webhooks` queue after each commit."""
+    and, after each commit, `deliver` what it found (reviewer/tasks.py hands it to the `webhooks` queue) with the
+    org's webhook URL."""
     now = now or timezone.now()
     swept = []
     for org_id in Escalation.objects.values_list("org_id", flat=True):
@@ -56,7 +58,7 @@ def escalations_sweep(now: datetime | None = None) -> list[Swept]:
             if escalation is None:
                 continue
             result = escalation_sweep(escalation, now)
-            transaction.on_commit(lambda result=result, url=escalation.webhook_url: _deliver(result, url))
+            transaction.on_commit(lambda result=result, url=escalation.webhook_url: deliver(result, url))
         swept.append(result)
     return swept
 
@@ -116,15 +118,6 @@ def _digests(escalation: Escalation, notices: dict[str, list[int]], now: datetim
             for person_id in concerns[review_id]:
                 digests[person_id][threshold].append(review_id)
     return {person: dict(by_threshold) for person, by_threshold in digests.items()}
-
-
-def _deliver(swept: Swept, webhook_url: str) -> None:
-    from reviewer import tasks  # the tasks module imports this one
-
-    for person_id, items in swept.digests.items():
-        tasks.escalation_mail.delay(swept.org_id, person_id, items)
-    if webhook_url and any(swept.notices.values()):
-        tasks.escalation_webhook.delay(swept.org_id, swept.notices)
 
 
 # --- what is sent ---------------------------------------------------------------------------------------------

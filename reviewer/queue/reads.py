@@ -308,7 +308,7 @@ def queue_first_free(
     claims = Claim.objects.filter(review_id=OuterRef("pk"))
     live = claims.filter(ended_at__isnull=True, expires_at__gt=now)
     by_priority: dict[int, list[Review]] = {}
-    reserved: dict[int, Q] = {}  # per org: read its rules and the person's pools once
+    reserved: dict[int, Q | None] = {}  # per org: read its rules and the person's pools once
     for lane in lanes:
         version = lane.version
         priority = PRIORITIES[version.kind]
@@ -317,6 +317,8 @@ def queue_first_free(
         free = lane.reviews(filters).exclude(pk__in=list(passed_over))
         if version.org_id not in reserved:
             reserved[version.org_id] = reserved_q(version.org_id, user_id, now, mine=reserved_for_them)
+        if reserved[version.org_id] is None:  # nothing of this org can be reserved for them
+            continue
         free = free.filter(reserved[version.org_id]) if reserved_for_them else free.exclude(reserved[version.org_id])
         free = free.exclude(Exists(claims.filter(holder_id=user_id, end=Claim.End.DECLINED)))
         if version.slots == 1:

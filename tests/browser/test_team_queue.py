@@ -59,7 +59,7 @@ def test_a_lead_assigns_the_assignee_gets_it_first_it_goes_overdue_the_mail_arri
     Escalation.objects.update(swept_until=F("swept_until") - timedelta(minutes=30))
     # The beat's sweep; its mails are sent here rather than by a webhooks worker.
     monkeypatch.setattr(tasks.escalation_mail, "delay", lambda *args: tasks.escalation_mail.apply(args=args).get())
-    escalations_sweep()
+    escalations_sweep(tasks.deliver)
     assert sorted(m["To"] for m in smtp.messages) == ["ann@example.com", "lee@example.com"]
     assert "hard-customer" in next(m for m in smtp.messages if m["To"] == "ann@example.com").get_payload()
 

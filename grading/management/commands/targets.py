@@ -8,19 +8,17 @@ from django.db import transaction
 from django.db.models import Max
 
 from grading.audit import audit_record
+from grading.management.options import POSITION_MAX, application_option, duration_text, position_option
 from grading.management.orgs import org_from_option
 from grading.models import ItemKind, Org, ServiceTarget
 from grading.outcomes import HUMAN_REASONS
 from grading.reviews.targets import AUDIT, due_times_refresh
 
 # Read from the model, so the command refuses exactly what the column would.
-APPLICATION_NAME_MAX = ServiceTarget._meta.get_field("application").max_length
-POSITION_MAX = 2**31 - 1  # the largest value of the position column (an integer in Postgres)
 # A target of more than a year is no service level anyone keeps; the cap also keeps `routed_at + minutes` far inside
 # the range of a datetime, where a refresh of every waiting review of the org would otherwise fail.
 MINUTES_MAX = 60 * 24 * 365
 HOURS_MAX = MINUTES_MAX // 60
-MINUTES_A_DAY = 60 * 24
 REASONS = (*HUMAN_REASONS, AUDIT)
 
 
@@ -55,7 +53,7 @@ class Command(BaseCommand):
             fields = _target_fields(options)
             self._set(the_org, position=position, replace=options["replace"], fields=fields)
         else:
-            self._remove(the_org, _position(options["position"]))
+            self._remove(the_org, position_option(options["position"]))
 
     def _list(self, org: Org | None) -> None:
         targets = ServiceTarget.objects.select_related("org").order_by("org__slug", "position")
@@ -137,7 +135,7 @@ def _target_replace(target: ServiceTarget, *, fields: dict) -> str:
 def _target_fields(options: dict) -> dict:
     """The ServiceTarget fields `targets set` describes (all but org and position)."""
     kind, reason = options["kind"], options["reason"]
-    application = _application(options["application"])
+    application = application_option(options["application"])
     if kind == ItemKind.DRAFT and application:
         raise CommandError("drafts are filed under no application: a draft target naming one would match nothing")
     return {"kind": kind, "application": application, "reason": reason, "minutes": _minutes(options)}
@@ -160,27 +158,7 @@ def _set_position(options: dict) -> int | None:
         if options["replace"]:
             raise CommandError("--replace needs --position: the target to replace")
         return None
-    return _position(options["position"])
-
-
-def _application(raw: str | None) -> str:
-    if raw is None:
-        return ""
-    application = raw.strip()
-    if not application:
-        raise CommandError("--application is empty: leave it out for any application")
-    if len(application) > APPLICATION_NAME_MAX:
-        raise CommandError(f"application names are at most {APPLICATION_NAME_MAX} characters: {application[:40]!r}…")
-    return application
-
-
-def _position(position: int) -> int:
-    if not 1 <= position <= POSITION_MAX:
-        raise CommandError(f"--position must be from 1 to {POSITION_MAX}")
-    return position
-
-
-# --- how targets read ------------------------------------------------------------------------------------------
+    return position_option(options["position"])
 
 
 def _target_dict(target: ServiceTarget) -> dict:
@@ -201,17 +179,7 @@ def _target_text(target: ServiceTarget) -> str:
     kind = target.kind or "any kind"
     application = target.application or "any application"
     reason = target.reason or "any reason"
-    return f"{kind} · {application} · {reason}  within {_duration(target.minutes)}"
-
-
-def _duration(minutes: int) -> str:
-    """`2 d` when a whole number of days, else `1 h 30 min`, `2 h` or `45 min`."""
-    if minutes % MINUTES_A_DAY == 0:
-        return f"{minutes // MINUTES_A_DAY} d"
-    hours, rest = divmod(minutes, 60)
-    if not hours:
-        return f"{rest} min"
-    return f"{hours} h {rest} min" if rest else f"{hours} h"
+    return f"{kind} · {application} · {reason}  within {duration_text(target.minutes)}"
 
 
 def _redated(reviews: int) -> str:

@@ -11,18 +11,18 @@ from django.db import transaction
 from django.db.models import Max
 
 from grading.audit import audit_record
+from grading.management.options import application_option, position_option
 from grading.management.orgs import org_from_option
 from grading.models import ItemKind, Org
 from grading.outcomes import HUMAN_REASONS
 from grading.reach import Reach
+from grading.reviews.targets import AUDIT
 from reviewer.access import reaches_in
 from reviewer.models import Assignment, AssignmentRule, Pool
-from reviewer.queue.assignments import AUDIT, QUEUE_ROLES
+from reviewer.queue.assignments import QUEUE_ROLES
 
 # Read from the model, so the command refuses exactly what the column would.
 POOL_NAME_MAX = Pool._meta.get_field("name").max_length
-APPLICATION_NAME_MAX = AssignmentRule._meta.get_field("application").max_length
-POSITION_MAX = 2**31 - 1  # the largest value of the position column (an integer in Postgres)
 # Past this, `routed_at + hours` leaves the range of a datetime and every claim in the org would fail; a rule
 # meant to last longer than a year means "while it waits" (no --hours).
 HOURS_MAX = 24 * 365
@@ -83,7 +83,7 @@ class Command(BaseCommand):
             fields = _rule_fields(the_org, options, warn=self.stderr.write)
             self._rule_add(the_org, position=position, replace=options["replace"], fields=fields)
         else:
-            self._rule_remove(the_org, _position(options["position"]))
+            self._rule_remove(the_org, position_option(options["position"]))
 
     # --- pools ----------------------------------------------------------------------------------------------
 
@@ -243,7 +243,7 @@ def _queue_reaches(org: Org, users: list[AbstractBaseUser]) -> dict[int, Reach]:
 def _rule_fields(org: Org, options: dict, *, warn: Callable[[str], None]) -> dict:
     """The AssignmentRule fields `assign rule` describes, refused unless its assignee can claim what it names."""
     kind, reason, hours = options["kind"], options["reason"], options["hours"]
-    application = _application(options["application"])
+    application = application_option(options["application"])
     if kind == ItemKind.DRAFT and application:
         raise CommandError("drafts are filed under no application: a draft rule naming one would match nothing")
     if hours is not None and not 1 <= hours <= HOURS_MAX:
@@ -282,7 +282,7 @@ def _rule_position(options: dict) -> int | None:
         if options["replace"]:
             raise CommandError("--replace needs --position: the rule to replace")
         return None
-    return _position(options["position"])
+    return position_option(options["position"])
 
 
 def _covers_named(reach: Reach, kind: str, application: str) -> bool:
@@ -291,26 +291,6 @@ def _covers_named(reach: Reach, kind: str, application: str) -> bool:
     if application:
         return reach.covers(ItemKind.CONVERSATION, application)
     return not kind or kind in reach.kinds()
-
-
-def _application(raw: str | None) -> str:
-    if raw is None:
-        return ""
-    application = raw.strip()
-    if not application:
-        raise CommandError("--application is empty: leave it out for any application")
-    if len(application) > APPLICATION_NAME_MAX:
-        raise CommandError(f"application names are at most {APPLICATION_NAME_MAX} characters: {application[:40]!r}…")
-    return application
-
-
-def _position(position: int) -> int:
-    if not 1 <= position <= POSITION_MAX:
-        raise CommandError(f"--position must be from 1 to {POSITION_MAX}")
-    return position
-
-
-# --- how pools and rules read ----------------------------------------------------------------------------------
 
 
 def _usernames_of(pool: Pool) -> list[str]:

@@ -13,6 +13,7 @@ from django.utils import timezone
 
 from grading.audit import audit_record
 from grading.hooks.outbound import url_refusal
+from grading.management.options import duration_text
 from grading.management.orgs import org_from_option
 from grading.models import Org, ServiceTarget
 from reviewer.models import Escalation
@@ -23,7 +24,6 @@ WEBHOOK_URL_MAX = WEBHOOK_URL_FIELD.max_length
 # A warning a week ahead is already more than any service level needs; the cap keeps `now + margin` (the sweep's
 # window) far inside the range of a datetime.
 WARN_MINUTES_MAX = 60 * 24 * 7
-MINUTES_A_DAY = 60 * 24
 SETTINGS = ("warn_minutes", "to_assignees", "to_leads", "webhook_url")
 # What `set` gives a new escalation for each setting it is not told (the model's defaults).
 DEFAULTS = {name: Escalation._meta.get_field(name).get_default() for name in SETTINGS}
@@ -213,21 +213,11 @@ def _line(escalation: Escalation) -> str:
 
 def _settings_text(settings: dict) -> str:
     minutes = settings["warn_minutes"]
-    warn = f"warn {_duration(minutes)} before due" if minutes else "no warning (told once overdue)"
+    warn = f"warn {duration_text(minutes)} before due" if minutes else "no warning (told once overdue)"
     mailed = [who for who, name in (("assignees", "to_assignees"), ("leads", "to_leads")) if settings[name]]
     to = f"to {', '.join(mailed)}" if mailed else "no mail"
     webhook = f"webhook {settings['webhook_url']}" if settings["webhook_url"] else "no webhook"
     return f"{warn} · {to} · {webhook}"
-
-
-def _duration(minutes: int) -> str:
-    """`2 d` when a whole number of days, else `1 h 30 min`, `2 h` or `45 min`."""
-    if minutes % MINUTES_A_DAY == 0:
-        return f"{minutes // MINUTES_A_DAY} d"
-    hours, rest = divmod(minutes, 60)
-    if not hours:
-        return f"{rest} min"
-    return f"{hours} h {rest} min" if rest else f"{hours} h"
 
 
 def _utc(moment: datetime) -> str:

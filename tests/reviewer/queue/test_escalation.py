@@ -90,7 +90,7 @@ def test_a_burst_of_a_thousand_overdue_items_sends_one_digest_per_person(
     monkeypatch.setattr(tasks.escalation_mail, "delay", lambda *args: tasks.escalation_mail.apply(args=args).get())
 
     with django_capture_on_commit_callbacks(execute=True):
-        escalations_sweep(now=latest)
+        escalations_sweep(tasks.deliver, now=latest)
 
     assert sorted(message["To"] for message in smtp.messages) == ["ann@example.com", "bob@example.com",
                                                                   "lee@example.com"]  # fmt: skip
@@ -98,7 +98,7 @@ def test_a_burst_of_a_thousand_overdue_items_sends_one_digest_per_person(
     assert "1000 items overdue" in smtp.messages[0]["Subject"]
     assert body.count("\n- draft ") == 50 and "and 950 more" in body
     with django_capture_on_commit_callbacks(execute=True):
-        escalations_sweep(now=latest + timedelta(minutes=1))
+        escalations_sweep(tasks.deliver, now=latest + timedelta(minutes=1))
     assert len(smtp.messages) == 3  # nothing new: no second mail
 
 
