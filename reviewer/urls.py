@@ -4,10 +4,6 @@ from django.urls import include, path
 
 from grading.api.views import api
 from reviewer import views
-from reviewer.queue.api import router as queue_router
-
-# The people side's part of the API (assignment), on the one API: grading's views never import the people side.
-api.add_router("/", queue_router)
 
 urlpatterns = [
     path("", views.home, name="home"),

@@ -36,7 +36,7 @@ def _imports(path: Path, known: set[str]) -> set[str]:
 LAYERS: list[tuple[str, list[str]]] = [
     ("core: the domain's nouns and its pure rules", [
         "grading.models", "grading.evidence", "grading.evidence_text", "grading.outcomes", "grading.errors",
-        "grading.audit", "grading.schemas", "grading.weeks", "grading.figures.definitions",
+        "grading.audit", "grading.schemas", "grading.weeks", "grading.reach", "grading.figures.definitions",
         "grading.figures.expressions", "grading.figures.agreement", "grading.figures.raters",
         "grading.figures.spreadsheets",
         "grading.drafts.prose", "grading.drafts.rules", "grading.drafts.v1_vocabulary", "grading.drafts.structure",

@@ -20,6 +20,13 @@ OPERATION_IDS = {
     "grading_api_writer_rules",
     "grading_otlp_views_post_logs",
     "grading_otlp_views_post_traces",
+    "reviewer_queue_api_delete_conversation_assignment",
+    "reviewer_queue_api_delete_draft_assignment",
+    "reviewer_queue_api_get_conversation_assignment",
+    "reviewer_queue_api_get_draft_assignment",
+    "reviewer_queue_api_get_queue_service",
+    "reviewer_queue_api_put_conversation_assignment",
+    "reviewer_queue_api_put_draft_assignment",
 }
 
 

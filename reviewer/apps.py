@@ -1,0 +1,14 @@
+from django.apps import AppConfig
+
+
+class ReviewerConfig(AppConfig):
+    name = "reviewer"
+
+    def ready(self) -> None:
+        # The people side's part of the one API (assignment, the queue's service figures): added here, once Django
+        # is set up, so the API and its OpenAPI document hold it however the process started; grading's views never
+        # import the people side.
+        from grading.api.views import api
+        from reviewer.queue.api import router
+
+        api.add_router("/", router)
