@@ -2,9 +2,9 @@
 
 The beat runs `escalations_sweep` every minute. Per org with an `Escalation`, one transaction:
 1. Record a `Notice` for each waiting review whose due time passed since the last sweep (`overdue`), and, with a
-   warning margin, for each that came within the margin (`due_soon`): one INSERT ... ON CONFLICT DO NOTHING per
-   threshold over the `review_due` index range (swept_until, now], so a run costs what the newly due items cost
-   however many were overdue before, and the unique (review, threshold) makes a second notice impossible.
+   warning margin, for each that came within the margin (`due_soon`): per threshold, one read of the `review_due`
+   index range (swept_until, now] and one bulk INSERT, so a run costs what the newly due items cost however many
+   were overdue before, and the unique (review, threshold) makes a second notice impossible.
 2. Gather whom each new notice concerns: the people the item is reserved for (assignments.py) and the org's leads
    whose reach covers it, as the org's escalation says.
 3. After commit, one mail per person (a digest of every item of this sweep, never a mail per item) and one signed
@@ -25,7 +25,8 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.mail import EmailMessage
 from django.core.serializers.json import DjangoJSONEncoder
-from django.db import connection, transaction
+from django.db import transaction
+from django.db.models import Exists, OuterRef
 from django.urls import reverse
 from django.utils import timezone
 
@@ -78,24 +79,20 @@ def escalation_sweep(escalation: Escalation, now: datetime) -> Swept:
     return Swept(escalation.org_id, notices, _digests(escalation, notices, now))
 
 
-_NOTICE_SQL = f"""
-    INSERT INTO {Notice._meta.db_table} (org_id, review_id, threshold, due_at, noticed_at)
-    SELECT org_id, id, %(threshold)s, due_at, %(now)s FROM {Review._meta.db_table}
-    WHERE org_id = %(org)s AND state = %(waiting)s AND due_at IS NOT NULL AND due_at > %(after)s AND due_at <= %(until)s
-    ORDER BY due_at
-    ON CONFLICT (review_id, threshold) DO NOTHING
-    RETURNING review_id
-"""  # noqa: S608 - table names are ours; every value is a parameter
-
-
 def _notice(org_id: int, threshold: str, after: datetime, until: datetime, now: datetime) -> list[int]:
+    """Record the threshold for the org's waiting reviews due in (after, until] that have not passed it before; the
+    ids recorded. The caller holds the org's escalation row, so no other sweep writes these notices meanwhile; the
+    unique (review, threshold) stands behind that."""
     if until <= after:
         return []
-    params = {"threshold": threshold, "now": now, "org": org_id, "waiting": ReviewState.WAITING, "after": after,
-              "until": until}  # fmt: skip
-    with connection.cursor() as cursor:
-        cursor.execute(_NOTICE_SQL, params)
-        return sorted(row[0] for row in cursor.fetchall())
+    due = Review.objects.filter(org_id=org_id, state=ReviewState.WAITING, due_at__gt=after, due_at__lte=until)
+    noticed = Notice.objects.filter(review_id=OuterRef("pk"), threshold=threshold)
+    new = list(due.exclude(Exists(noticed)).order_by("due_at").values_list("pk", "due_at"))
+    Notice.objects.bulk_create(
+        [Notice(org_id=org_id, review_id=pk, threshold=threshold, due_at=due_at, noticed_at=now) for pk, due_at in new],
+        ignore_conflicts=True,
+    )
+    return sorted(pk for pk, _ in new)
 
 
 def _digests(escalation: Escalation, notices: dict[str, list[int]], now: datetime) -> Digests:

@@ -52,6 +52,10 @@ class SilentSmtpServer:
         except OSError:
             pass
 
+    def connections(self) -> int:
+        """How many clients have connected so far."""
+        return len(self._held)
+
     def close(self) -> None:
         self._socket.close()
         for connection in self._held:

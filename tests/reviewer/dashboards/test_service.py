@@ -14,6 +14,7 @@ from grading.figures.dashboard import scope_for
 from grading.models import Decision, Review, ServiceTarget
 from grading.reach import Reach
 from grading.reviews.targets import due_times_refresh
+from reviewer.dashboards.display import Links, service_panel
 from reviewer.dashboards.service import service_figures
 from reviewer.queue.services import claim_decline, claim_take, decision_create
 from tests.builders.queue_items import conversation_item, draft_item
@@ -75,3 +76,12 @@ def test_they_keep_to_the_readers_reach_and_the_api_gives_the_same_figures(org, 
     answer = Client(HTTP_AUTHORIZATION=f"Bearer {key}").get("/api/v1/queue/service").json()
     whole = service_figures(scope_for(org))
     assert answer["overdue_total"] == whole["overdue_total"] and answer["weeks"][-1]["decided"] == 4
+
+
+def test_a_hostile_application_name_reaches_the_pages_links_only_url_encoded(org):
+    """The links are marked safe (display.Links): what a pipeline named an application must arrive encoded."""
+    hostile = '"><script>alert(1)</script>'
+    service = {"weeks": [], "overdue_total": 1, "workload": [],
+               "overdue_now": [{"kind": "conversation", "application": hostile, "reason": "band", "n": 1}]}  # fmt: skip
+    [row] = service_panel(service, Links(org.slug, scope_for(org)))["overdue_now"]
+    assert not set('<>"') & set(row.url) and "application=%22%3E%3Cscript%3E" in row.url
