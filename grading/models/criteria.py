@@ -56,6 +56,11 @@ class CriteriaVersion(models.Model):
     slots = models.PositiveSmallIntegerField(default=1, help_text="People who decide each item `slots_for` names.")
     slots_for = models.CharField(max_length=8, choices=SlotsFor.choices, default=SlotsFor.AUDIT)
     slots_share = models.PositiveSmallIntegerField(default=0, help_text="Percent of the items for people: share.")
+    judge = models.CharField(
+        max_length=40,
+        default="default",
+        help_text="The configured judge (settings.JUDGES) that grades under it; `default` is the JUDGE_* one.",
+    )
     # The editor's optimistic lock: every saved edit of a draft version moves `revision` on, and a save made
     # from an older revision is refused, naming who saved in between and when.
     revision = models.PositiveIntegerField(default=1)
@@ -110,6 +115,119 @@ class CriteriaVersion(models.Model):
         return DraftRules.model_validate(self.rules)
 
 
+class ExampleSource(models.TextChoices):
+    DECISION = "decision", "a decision in the queue"
+    LABEL = "label", "a label"
+
+
+class CriteriaExample(models.Model):
+    """A worked example of an unpublished version: an item whose human verdict on one check shows how the check is
+    read. The judge reads it in the version's prompt, so it is part of the version's criteria (and fingerprint).
+    Its evidence is quoted as it was when the person gave the verdict, and kept when the item changes or goes."""
+
+    org = models.ForeignKey(Org, on_delete=models.CASCADE, related_name="+")
+    criteria_version = models.ForeignKey(CriteriaVersion, on_delete=models.CASCADE, related_name="examples")
+    conversation = models.ForeignKey(
+        "grading.Conversation", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    draft = models.ForeignKey("grading.Draft", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    external_id = models.CharField(max_length=200, help_text="The item's, kept if the item is deleted.")
+    check_name = models.CharField(max_length=16, help_text="A conversation check, or pass_fail for a draft.")
+    human_verdict = models.CharField(max_length=8)
+    machine_verdict = models.CharField(max_length=8, blank=True, help_text="The machine's at the time, if any.")
+    source = models.CharField(max_length=8, choices=ExampleSource.choices)
+    fingerprint = models.CharField(max_length=80, help_text="Of the evidence the person's verdict was on.")
+    evidence = models.JSONField(help_text="Conversations: the active path's messages; drafts: title and body.")
+    note = models.TextField(blank=True, help_text="The person's note with the verdict.")
+    explanation = models.TextField(blank=True, help_text="The criteria admin's words on how it reads the check.")
+    position = models.PositiveIntegerField(help_text="The order the prompt renders examples in.")
+    added_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    added_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["criteria_version", "position"], name="criteria_example_position"),
+            models.UniqueConstraint(
+                fields=["criteria_version", "external_id", "check_name"], name="criteria_example_once_per_check"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"example {self.external_id} {self.check_name} of {self.criteria_version}"
+
+
+class TrialSource(models.TextChoices):
+    """Which items a trial runs on: those with a current review (compared with it), or those with a human verdict
+    on their present evidence (scored against people)."""
+
+    CURRENT = "current", "items with a current review"
+    AUDIT = "audit", "the audit sample's decisions"
+    DECISIONS = "decisions", "every decision in the queue"
+    LABELS = "labels", "labels"
+
+
+class SpendPeriod(models.TextChoices):
+    DAY = "day", "per day"
+    WEEK = "week", "per week"
+
+
+class SpendCap(models.Model):
+    """A cap on judge spend per day or week (UTC days, weeks from Monday), for a whole org or one criteria
+    version: tokens the judge reports, and cost where the judge's prices are configured. No judge call starts
+    once a cap is reached."""
+
+    org = models.ForeignKey(Org, on_delete=models.CASCADE, related_name="+")
+    criteria_version = models.ForeignKey(
+        CriteriaVersion, null=True, blank=True, on_delete=models.CASCADE, related_name="spend_caps"
+    )
+    period = models.CharField(max_length=8, choices=SpendPeriod.choices)
+    tokens = models.BigIntegerField(null=True, blank=True, help_text="Prompt and completion tokens together.")
+    cost_micros = models.BigIntegerField(null=True, blank=True, help_text="In millionths of the prices' currency.")
+    set_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    set_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["org", "criteria_version", "period"], nulls_distinct=False, name="spend_cap_once"
+            ),
+            models.CheckConstraint(
+                condition=models.Q(tokens__isnull=False) | models.Q(cost_micros__isnull=False),
+                name="spend_cap_caps_something",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"spend cap {self.period} of {self.criteria_version or self.org}"
+
+
+class JudgeSpend(models.Model):
+    """What the judge was paid for, per org, criteria version, judge and UTC day: booked with every review
+    (trials included) in the transaction that writes it, from the usage the judge reported."""
+
+    org = models.ForeignKey(Org, on_delete=models.CASCADE, related_name="+")
+    criteria_version = models.ForeignKey(CriteriaVersion, on_delete=models.CASCADE, related_name="+")
+    judge = models.CharField(max_length=40)
+    day = models.DateField()
+    calls = models.BigIntegerField(default=0)
+    prompt_tokens = models.BigIntegerField(default=0)
+    completion_tokens = models.BigIntegerField(default=0)
+    cost_micros = models.BigIntegerField(default=0)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["org", "criteria_version", "judge", "day"], name="judge_spend_once")
+        ]
+        indexes = [models.Index(fields=["org", "day"], name="judge_spend_org_day")]
+
+    def __str__(self) -> str:
+        return f"spend of {self.criteria_version} on {self.day}"
+
+
 class CriteriaTrial(models.Model):
     """A trial run: a fixed-rule sample graded under an unpublished criteria version with the real judge.
     The judge calls are counted before it runs (`judge_calls`) and as it runs (`judge_calls_made`); its reviews
@@ -120,6 +238,7 @@ class CriteriaTrial(models.Model):
     sample = models.JSONField(default=list, help_text="Ids of the drafts or conversations, in sample order.")
     judge_calls = models.PositiveIntegerField(help_text="Counted before the run, and shown to whoever started it.")
     judge_calls_made = models.PositiveIntegerField(default=0)
+    source = models.CharField(max_length=16, choices=TrialSource.choices, default=TrialSource.CURRENT)
     review_ids = models.JSONField(default=list)
     requested_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"

@@ -121,6 +121,9 @@ class Review(models.Model):
     criteria_version = models.ForeignKey(CriteriaVersion, on_delete=models.PROTECT, related_name="reviews")
     judge = models.JSONField(help_text="backend, model, prompt-template hash, sampling settings")
     judge_key = models.CharField(max_length=64, help_text="A hash of `judge`, for the identity constraint.")
+    criteria_fingerprint = models.CharField(
+        max_length=80, blank=True, help_text="Of what the judge read of the criteria: rubric, rules and examples."
+    )
     memory_snapshot = models.CharField(max_length=80, blank=True)
     started_at = models.DateTimeField()
     finished_at = models.DateTimeField()
