@@ -12,6 +12,7 @@ import subprocess
 import time
 from pathlib import Path
 
+from django.conf import settings
 from django.test import override_settings
 
 from bench.common import fresh_org
@@ -40,7 +41,8 @@ def main() -> None:
     base_url = started.stdout.strip().splitlines()[-1]
     org = fresh_org()
     setup_org_memory(org)
-    with override_settings(JUDGE_BASE_URL=base_url, JUDGE_MODEL="qwen", JUDGE_TIMEOUT_SECONDS=600):
+    real = settings.JUDGES["default"] | {"base_url": base_url, "model": "qwen", "timeout_seconds": 600.0}
+    with override_settings(JUDGES=settings.JUDGES | {"default": real}):
         kinds = {
             "draft": [
                 lambda n=n: draft_grade(

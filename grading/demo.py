@@ -7,6 +7,7 @@ The mix lands on every route of the heuristic judge and on every not-scorable re
 
 import logging
 import random
+from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
 
@@ -28,6 +29,7 @@ from grading.judge.backends import (
 )
 from grading.judge.client import JudgeUnavailable, Usage
 from grading.judge.conversation import SYSTEM_PROMPT, user_prompt
+from grading.judge.examples import PromptExample
 from grading.models import Conversation, Draft, Org
 from grading.passes.planner import conversations_needing_grading, drafts_needing_grading
 from grading.schemas import ConversationIn, DraftIn, FeedbackIn
@@ -261,11 +263,15 @@ class DemoConversationJudge(HeuristicJudge):
 
     identity = JudgeIdentity("heuristic", "offline-heuristic-v1+demo-token-estimate", "heuristic-v1", 0.0)
 
-    def judge_stage(self, *, rubric: str, criteria_number: int, stage, stage_count: int) -> StageJudgement:
+    def judge_stage(
+        self, *, rubric: str, criteria_number: int, stage, stage_count: int, examples: Sequence[PromptExample]
+    ) -> StageJudgement:
         judgement = super().judge_stage(
-            rubric=rubric, criteria_number=criteria_number, stage=stage, stage_count=stage_count
+            rubric=rubric, criteria_number=criteria_number, stage=stage, stage_count=stage_count, examples=examples
         )
-        prompt = user_prompt(rubric=rubric, criteria_number=criteria_number, stage=stage, stage_count=stage_count)
+        prompt = user_prompt(
+            rubric=rubric, criteria_number=criteria_number, stage=stage, stage_count=stage_count, examples=examples
+        )
         return replace(judgement, usage=_estimate(prompt, completion=90))
 
 

@@ -15,5 +15,8 @@ UNKNOWN_CHECK = "unknown_check"  # a conversation check came back unknown
 HUMAN_REASONS = (BAND, UNKNOWN_CHECK, JUDGE_CONTRADICTION, SPREAD)
 # Why a review is an error without a judge's answer: the checks of the draft ran past their CPU budget.
 CHECKS_BUDGET = "checks_budget"
+# ... or its criteria version names a judge not configured (settings.JUDGES): no judge was called. Each grading pass
+# tries it again, so the item is graded once the judge is configured again or another version is published.
+JUDGE_UNKNOWN = "judge_unknown"
 
 SUB_SCORES = ("aeo", "writing", "org_fit")  # a draft judge's sub-scores, 1-5

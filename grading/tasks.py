@@ -64,8 +64,9 @@ def _batch(item_ids: list[int] | int) -> list[int]:
 
 
 @shared_task(name=enqueue.GRADING_PASS)
-def grading_pass() -> int:
-    return len(planner.grading_pass(trigger=GradingRun.Trigger.BEAT).enqueued_ids)
+def grading_pass(trigger: str = GradingRun.Trigger.BEAT) -> int:
+    # Beat sends no argument; a pass sent by a change (a spend cap raised) is a manual one, not this hour's beat.
+    return len(planner.grading_pass(trigger=trigger).enqueued_ids)
 
 
 @shared_task(name=enqueue.GRADING_RECOVER)

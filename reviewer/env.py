@@ -5,8 +5,11 @@ A junk value is an error that names the variable, never a silent default: a depl
 """
 
 import ipaddress
+import json
 import os
+import re
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from django.core.exceptions import ImproperlyConfigured
 
@@ -130,3 +133,106 @@ def env_headers(name: str) -> dict[str, str]:
             raise ImproperlyConfigured(f"{name}: the value of {key!r} holds a line break or NUL")
         headers[key] = header_value
     return headers
+
+
+def env_price(name: str) -> float | None:
+    """A price per million tokens: a number of at least 0, or None when unset (no price known)."""
+    value = os.environ.get(name)
+    if value is None or value.strip() == "":
+        return None
+    return env_float(name, 0.0, minimum=0.0)
+
+
+JUDGE_NAME = re.compile(r"[a-z0-9_-]{1,40}")
+# The keys a judge in JUDGES_FILE may have; any other is a mistake (a typo would otherwise be a silent default).
+_JUDGE_FILE_KEYS = (
+    "base_url",
+    "model",
+    "key_file",
+    "timeout_seconds",
+    "max_retries",
+    "context_tokens",
+    "max_output_tokens",
+    "price_input_per_million",
+    "price_output_per_million",
+)
+
+
+def env_judges(name: str, *, default: dict) -> dict[str, dict]:
+    """Every configured judge by name: `default` (the JUDGE_* one) and those of the JSON file `name` names, e.g.
+    {"cheap": {"base_url": "https://...", "model": "...", "key_file": "/run/secrets/cheap", "context_tokens": 8192,
+    "price_input_per_million": 0.15, "price_output_per_million": 0.6}}. A judge there needs base_url and model; its
+    key is read from key_file (never written in the file); timeout_seconds, max_retries and max_output_tokens default
+    to the default judge's, context_tokens to 0 (ask the server), the prices to none. Anything wrong stops startup
+    with one message naming the file, the judge and the problem."""
+    judges = {"default": default}
+    path = env_str(name, "") or ""
+    if not path.strip():
+        return judges
+    try:
+        text = Path(path).read_text()
+    except OSError as exc:
+        raise ImproperlyConfigured(f"{name}={path!r} cannot be read: {exc.strerror}") from exc
+    try:
+        document = json.loads(text)
+    except ValueError as exc:
+        raise ImproperlyConfigured(f"{name}={path!r} is not JSON: {exc}") from None
+    if not isinstance(document, dict):
+        raise ImproperlyConfigured(f"{name}={path!r} must hold a JSON object of judges by name")
+    for judge_name, entry in document.items():
+        where = f"{name}={path!r}: judge {judge_name!r}"
+        if judge_name == "default":
+            raise ImproperlyConfigured(f"{where}: `default` is the JUDGE_* judge; give this one another name")
+        if not JUDGE_NAME.fullmatch(judge_name):
+            raise ImproperlyConfigured(f"{where}: a name is 1 to 40 of a-z, 0-9, _ and -")
+        judges[judge_name] = _judge_entry(where, entry, default)
+    return judges
+
+
+def _judge_entry(where: str, entry: object, default: dict) -> dict:
+    if not isinstance(entry, dict):
+        raise ImproperlyConfigured(f"{where} must be a JSON object")
+    unknown = sorted(set(entry) - set(_JUDGE_FILE_KEYS))
+    if unknown:
+        raise ImproperlyConfigured(f"{where}: unknown key {unknown[0]!r} (known: {', '.join(_JUDGE_FILE_KEYS)})")
+    for required in ("base_url", "model"):
+        if not isinstance(entry.get(required), str) or not entry[required].strip():
+            raise ImproperlyConfigured(f"{where}: {required} is required, as a non-empty string")
+    parts = urlsplit(entry["base_url"].strip())
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ImproperlyConfigured(f"{where}: base_url {entry['base_url']!r} is not an http:// or https:// URL")
+    api_key = ""
+    if "key_file" in entry:
+        if not isinstance(entry["key_file"], str) or not entry["key_file"]:
+            raise ImproperlyConfigured(f"{where}: key_file must be a path")
+        try:
+            api_key = Path(entry["key_file"]).read_text().strip()
+        except OSError as exc:  # the message names the path, never what is in it
+            problem = f"key_file {entry['key_file']!r} cannot be read: {exc.strerror}"
+            raise ImproperlyConfigured(f"{where}: {problem}") from exc
+    return {
+        "base_url": entry["base_url"].strip(),
+        "model": entry["model"].strip(),
+        "api_key": api_key,
+        "timeout_seconds": _number(where, entry, "timeout_seconds", default["timeout_seconds"], minimum=0.1),
+        "max_retries": _number(where, entry, "max_retries", default["max_retries"], minimum=0, whole=True),
+        "context_tokens": _number(where, entry, "context_tokens", 0, minimum=0, whole=True),
+        "max_output_tokens": _number(
+            where, entry, "max_output_tokens", default["max_output_tokens"], minimum=64, whole=True
+        ),
+        "price_input_per_million": _number(where, entry, "price_input_per_million", None, minimum=0),
+        "price_output_per_million": _number(where, entry, "price_output_per_million", None, minimum=0),
+    }
+
+
+def _number(where: str, entry: dict, key: str, default, *, minimum: float, whole: bool = False):
+    """entry[key] as a number of at least `minimum` (a whole one if `whole`), or `default` when left out or null."""
+    value = entry.get(key)
+    if value is None:
+        return default
+    # JSON's true and false are ints to Python; 1.0 is not an integer setting.
+    if isinstance(value, bool) or not isinstance(value, int | float) or (whole and not isinstance(value, int)):
+        raise ImproperlyConfigured(f"{where}: {key} must be {'an integer' if whole else 'a number'}, not {value!r}")
+    if value != value or value < minimum or value == float("inf"):
+        raise ImproperlyConfigured(f"{where}: {key} must be at least {minimum:g}, not {value!r}")
+    return value if whole else float(value)

@@ -19,8 +19,10 @@ from reviewer.env import (
     env_float,
     env_headers,
     env_int,
+    env_judges,
     env_list,
     env_networks,
+    env_price,
     env_str,
     env_url,
 )
@@ -271,6 +273,27 @@ JUDGE_MAX_RETRIES = env_int("JUDGE_MAX_RETRIES", 3, minimum=0)
 # 16,384. Stages are cut to fit it, less the reply's limit: the judge never sees a truncated conversation.
 JUDGE_CONTEXT_TOKENS = env_int("JUDGE_CONTEXT_TOKENS", 0, minimum=0)
 JUDGE_MAX_OUTPUT_TOKENS = env_int("JUDGE_MAX_OUTPUT_TOKENS", 1_024, minimum=64)
+# Per million prompt (input) and completion (output) tokens, in one currency; unset: spend is counted in tokens only.
+JUDGE_PRICE_INPUT_PER_MILLION = env_price("JUDGE_PRICE_INPUT_PER_MILLION")
+JUDGE_PRICE_OUTPUT_PER_MILLION = env_price("JUDGE_PRICE_OUTPUT_PER_MILLION")
+# Every judge a criteria version may name (CriteriaVersion.judge): `default`, the one above, and those of the JSON
+# file JUDGES_FILE names (reviewer/env.py `env_judges` says its form). JSON because the judges are a nested
+# document that environment variables carry badly, Python reads it strictly with no dependency, and its errors say
+# where; each judge's key stays in a file of its own, so the document holds no secret and can be committed.
+JUDGES = env_judges(
+    "JUDGES_FILE",
+    default={
+        "base_url": JUDGE_BASE_URL,
+        "model": JUDGE_MODEL,
+        "api_key": JUDGE_API_KEY,
+        "timeout_seconds": JUDGE_TIMEOUT_SECONDS,
+        "max_retries": JUDGE_MAX_RETRIES,
+        "context_tokens": JUDGE_CONTEXT_TOKENS,
+        "max_output_tokens": JUDGE_MAX_OUTPUT_TOKENS,
+        "price_input_per_million": JUDGE_PRICE_INPUT_PER_MILLION,
+        "price_output_per_million": JUDGE_PRICE_OUTPUT_PER_MILLION,
+    },
+)
 EMBEDDINGS_BACKEND = env_choice("EMBEDDINGS_BACKEND", "hashing", ("hashing", "openai", "sentence-transformers"))
 # The `openai` backend: EMBEDDINGS_BASE_URL, else the judge's server (the key is JUDGE_API_KEY either way).
 EMBEDDINGS_BASE_URL = env_str("EMBEDDINGS_BASE_URL", "")
@@ -307,9 +330,12 @@ GRADING_BATCH_SIZE = env_int("GRADING_BATCH_SIZE", 8, minimum=1)
 # by it (planner.task_size). Guessing high costs a few more tasks; guessing low leaves a longer tail.
 GRADING_CONCURRENCY = env_int("GRADING_CONCURRENCY", 64, minimum=1)
 SAMPLING_SALT = env_str("SAMPLING_SALT", "tollgate")
-# A trial spends paid judge calls (up to 50 items): one runs per version at a time, and an org starts at most this
-# many in any hour.
+# A trial spends paid judge calls (up to CRITERIA_TRIAL_MAX_ITEMS items): one runs per version at a time, and an org
+# starts at most this many in any hour.
 CRITERIA_TRIALS_PER_ORG_PER_HOUR = env_int("CRITERIA_TRIALS_PER_ORG_PER_HOUR", 10, minimum=1)
+# The most items a trial may grade (each is at least one paid judge call): enough for a trial scored against a
+# couple of hundred people's verdicts.
+CRITERIA_TRIAL_MAX_ITEMS = env_int("CRITERIA_TRIAL_MAX_ITEMS", 200, minimum=1)
 
 # Requests to URLs that users give (webhooks): internal addresses are refused unless a network here names them.
 OUTBOUND_ALLOWED_NETWORKS = env_networks("OUTBOUND_ALLOWED_NETWORKS")

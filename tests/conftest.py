@@ -5,6 +5,7 @@ signed-in user with no role, and anonymous. Services: a real Celery worker proce
 server speaking the OpenAI chat-completions protocol.
 """
 
+import json
 import os
 import subprocess
 import sys
@@ -18,6 +19,7 @@ from django.test import Client, override_settings
 
 from grading.models import Org
 from reviewer.models import Role
+from tests.builders.judges import configure_judges, judge_config
 from tests.builders.people import make_person
 from tests.builders.processes import REPO_ROOT, database_url, wait_for_worker
 from tests.fakes.openai_server import FakeLLM
@@ -107,14 +109,46 @@ def fake_llm(fake_llm_server: FakeLLM) -> Iterator[FakeLLM]:
     fake_llm_server.reset()
 
 
+SECOND_JUDGE = "second"  # the name the workers and the test process know the second judge by
+
+
+@pytest.fixture(scope="session")
+def second_llm_server() -> Iterator[FakeLLM]:
+    with FakeLLM() as server:
+        yield server
+
+
+@pytest.fixture
+def second_llm(second_llm_server: FakeLLM, settings) -> Iterator[FakeLLM]:
+    """A second judge's loopback server, configured as the judge named `second` in this process and in the
+    session's workers (as JUDGES_FILE configures it), with no scripted replies and no recorded requests."""
+    configure_judges(settings, **{SECOND_JUDGE: judge_config(second_llm_server, model="second-model")})
+    second_llm_server.reset()
+    yield second_llm_server
+    second_llm_server.reset()
+
+
+def _judges_file(directory: Path, second: FakeLLM) -> Path:
+    """The workers' JUDGES_FILE: the second judge, its key in a file of its own as production keeps it."""
+    key = directory / "second.key"
+    key.write_text("test-key\n")
+    path = directory / "judges.json"
+    path.write_text(
+        json.dumps({SECOND_JUDGE: {"base_url": second.base_url, "model": "second-model", "key_file": str(key)}})
+    )
+    return path
+
+
 # --- a real Celery worker -------------------------------------------------------------------------
 
 
 @pytest.fixture(scope="session")
-def celery_worker(django_db_setup, django_db_blocker, fake_llm_server, tmp_path_factory) -> Iterator[str]:
+def celery_worker(
+    django_db_setup, django_db_blocker, fake_llm_server, second_llm_server, tmp_path_factory
+) -> Iterator[str]:
     """Real `celery worker` processes on the test database and Redis, laid out as in production: one for
-    grading (`judge`, `default`), whose name is yielded, and one with threads for `webhooks`. The judge is the
-    fake LLM; webhooks may reach the tests' receivers on 127.0.0.1.
+    grading (`judge`, `default`), whose name is yielded, and one with threads for `webhooks`. The default judge is
+    the fake LLM, the judge named `second` the second fake; webhooks may reach the tests' receivers on 127.0.0.1.
 
     Tests that use it must commit what the workers read: mark them `django_db(transaction=True)`.
     """
@@ -128,6 +162,7 @@ def celery_worker(django_db_setup, django_db_blocker, fake_llm_server, tmp_path_
         "JUDGE_BASE_URL": fake_llm_server.base_url,
         "JUDGE_API_KEY": "test-key",
         "JUDGE_TIMEOUT_SECONDS": "5",
+        "JUDGES_FILE": str(_judges_file(tmp_path_factory.mktemp("judges"), second_llm_server)),
         "OUTBOUND_ALLOWED_NETWORKS": "127.0.0.1/32",
         "WEBHOOK_TIMEOUT_SECONDS": "120",  # a slow receiver holds its try for as long as a test needs
     }

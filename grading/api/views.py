@@ -19,6 +19,7 @@ from grading.api.keys import api_key_authenticate
 from grading.api.request_json import InvalidJsonBody, RequestJsonParser
 from grading.conversations.ingest import ConversationWrite, conversation_append, conversation_upsert, feedback_record
 from grading.conversations.reads import ConversationState, conversation_state
+from grading.criteria.scoring import trial_rows, trial_score
 from grading.criteria.versions import criteria_active
 from grading.drafts.memory import InvalidMemory, article_upsert, memory_add
 from grading.drafts.reads import draft_status
@@ -28,9 +29,11 @@ from grading.errors import ConversationNotFound, LimitExceeded, NotFound
 from grading.evidence import canonical_message
 from grading.figures.dashboard import SECTIONS, InvalidScope, dashboard_figures, scope_for
 from grading.figures.labels import LabelIn, LabelsRefused, labels_submit
-from grading.models import ApiKey, Article, Conversation, Draft, ItemKind, Review
+from grading.figures.spreadsheets import csv_lines
+from grading.models import ApiKey, Article, Conversation, CriteriaTrial, Draft, ItemKind, Review
 from grading.otlp.views import router as otlp_router
 from grading.reviews.reads import current_review
+from grading.reviews.spend import spend_overview, spend_overview_json, spend_waiting
 from grading.schemas import ArticleIn, ConversationId, ConversationIn, DraftIn, FeedbackIn, MemoryIn, MessagesIn
 
 
@@ -157,6 +160,7 @@ def not_found(request: HttpRequest, exc: NotFound):
 class ReviewIdentityOut(Schema):
     fingerprint: str
     criteria_version: int
+    criteria_fingerprint: str  # of what the judge read of the criteria: rubric, rules, examples ("" before issue 23)
     judge: dict
     judged_at: datetime
     stages: int
@@ -179,6 +183,7 @@ class ConversationOut(Schema):
     active_path: list[str]
     branch_count: int
     review: ReviewOut | None
+    waiting: dict | None = None  # no review counts and a spend cap holds its grading: {"reason": "spend_cap", ...}
 
 
 class CanonicalMessage(Schema):
@@ -202,6 +207,7 @@ def review_out(review: Review) -> dict:
         "identity": {
             "fingerprint": review.fingerprint,
             "criteria_version": review.criteria_version.number,
+            "criteria_fingerprint": review.criteria_fingerprint,
             "judge": review.judge,
             "judged_at": review.finished_at,
             "stages": review.stages,
@@ -233,7 +239,13 @@ def _conversation_body(conversation: Conversation, not_scorable_reason: str | No
         "active_path": conversation.active_path_ids,  # the write keeps it equal to the path's ids
         "branch_count": conversation.branch_count,
         "review": review_out(review) if review else None,
+        "waiting": _spend_waiting(conversation) if review is None and not_scorable_reason is None else None,
     }
+
+
+def _spend_waiting(conversation: Conversation) -> dict | None:
+    blocked = spend_waiting(org_id=conversation.org_id, kind=ItemKind.CONVERSATION)
+    return blocked.as_json() if blocked else None
 
 
 @api.post("/conversations", response={200: ConversationOut, 201: ConversationOut}, summary="Upsert a conversation")
@@ -412,3 +424,34 @@ def get_dashboard_section(
     if section not in SECTIONS:
         raise NotFound(f"no dashboard section {section!r} (there are {', '.join(SECTIONS)})")
     return _figures(request, [section], since, until, application)
+
+
+# --- criteria trials -----------------------------------------------------------------------------------
+
+
+@api.get("/criteria/trials/{trial_id}", response=dict, summary="A criteria trial's agreement with people and its spend")
+def get_criteria_trial(request: HttpRequest, trial_id: int, format: str = "json"):
+    """The trial result page's figures: per check, the trial version's and the active version's agreement with
+    people on the same items (the dashboard's agreement shape), the verdicts that changed, the judge calls and
+    tokens. `?format=csv` gives the trial's items, one row each."""
+    trial = CriteriaTrial.objects.select_related("criteria_version").filter(org=request.auth.org, pk=trial_id).first()
+    if trial is None:
+        raise NotFound(f"no trial {trial_id}")
+    if format not in ("json", "csv"):
+        raise ValidationError([{"loc": ["query", "format"], "msg": "must be json or csv"}])
+    score = trial_score(trial)
+    if format == "csv":
+        response = HttpResponse("".join(csv_lines(trial_rows(score))), content_type="text/csv; charset=utf-8")
+        response["Content-Disposition"] = f'attachment; filename="trial-{trial.pk}.csv"'
+        return response
+    return score.as_json()
+
+
+# --- judge spend ---------------------------------------------------------------------------------------------
+
+
+@api.get("/spend", response=dict, summary="Judge spend against the spend caps, per day and week")
+def get_spend(request: HttpRequest) -> dict:
+    """The spend page's figures for the API key's org: each cap with what it counts in its period (today in UTC,
+    or this ISO week), and this week's judge calls, tokens and cost per criteria version and judge."""
+    return spend_overview_json(spend_overview(org_id=request.auth.org_id))

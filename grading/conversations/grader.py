@@ -9,7 +9,8 @@ from django.utils import timezone
 
 from grading import evidence, evidence_text
 from grading.conversations.reads import PathState, conversation_path
-from grading.judge.backends import ConversationJudge, judge_from_settings
+from grading.criteria.examples import version_examples, version_fingerprint
+from grading.judge.backends import ConversationJudge, UnknownJudge, judge_named
 from grading.judge.client import ZERO_USAGE, JudgeContextExceeded, JudgeError
 from grading.judge.conversation import combine_stages, with_evidence_on_path
 from grading.models import (
@@ -20,7 +21,8 @@ from grading.models import (
     Review,
     Route,
 )
-from grading.outcomes import CHECKS, UNKNOWN_CHECK
+from grading.outcomes import CHECKS, JUDGE_UNKNOWN, UNKNOWN_CHECK
+from grading.reviews.spend import spend_blocked
 from grading.reviews.sql import subject_to_grade
 from grading.reviews.store import criteria_of, earlier_review, review_record, review_reinstate
 
@@ -36,8 +38,12 @@ def conversation_grade(
     task names itself as `ticket`: its ticket is handed back with the review it writes (`review_record`).
 
     1. Read the messages and compute the active path, fingerprint and scorability.
-    2. Skip the judge when a review of this exact identity exists (errors excepted: they are retried).
-    3. Not scorable: record why, with no judge call. Otherwise judge each stage, outside any transaction.
+    2. The judge is the criteria version's (unless the caller passes one); a version naming a judge no longer
+       configured gets an error review (`judge_unknown`, no judge call) that the next pass tries again.
+       Skip the judge when a review of this exact identity exists (errors excepted: they are retried).
+    3. Not scorable: record why, with no judge call. A spend cap of the org or the version is reached
+       (grading/reviews/spend.py): write nothing and return None, so the task hands the ticket back and the item
+       waits for the next pass. Otherwise judge each stage, outside any transaction.
     4. Write the review and make it the conversation's current one.
     """
     conversation = subject_to_grade(Conversation, conversation_id)
@@ -46,27 +52,45 @@ def conversation_grade(
     criteria = criteria_of(conversation)
     now = now or timezone.now()
     state = conversation_path(conversation, now=now)
-    judge = judge or judge_from_settings()
+    try:
+        judge = judge or judge_named(criteria.judge)
+    except UnknownJudge as unknown:
+        identity = path_identity(state, criteria, None)
+        return review_record(conversation, identity, judge_unknown_outcome(unknown), started_at=now, ticket=ticket)
     identity = path_identity(state, criteria, judge)
     existing = earlier_review(conversation, identity)
     if existing is not None:
         return existing if existing.state in COUNTING_STATES else review_reinstate(existing)
     if state.not_scorable_reason:
         outcome = not_scorable_outcome(state.not_scorable_reason)
+    elif spend_blocked(conversation.org_id, criteria) is not None:
+        return None  # no judge call past a spend cap: the item stays owed, waiting with the reason spend_cap
     else:
         outcome = path_outcome(state.path, criteria, judge)
     return review_record(conversation, identity, outcome, started_at=now, ticket=ticket)
 
 
-def path_identity(state: PathState, criteria: CriteriaVersion, judge: ConversationJudge) -> dict:
-    """The score identity of a review of the active path under `criteria` (no judge when it is not scorable)."""
-    not_scorable = state.not_scorable_reason
+def path_identity(state: PathState, criteria: CriteriaVersion, judge: ConversationJudge | None) -> dict:
+    """The score identity of a review of the active path under `criteria` (no judge when it is not scorable, or
+    when `judge` is None: the version's judge is not configured)."""
+    if judge is None:
+        judge_json, judge_key = NO_JUDGE_IDENTITY | {"name": criteria.judge}, NO_JUDGE
+    elif state.not_scorable_reason:
+        judge_json, judge_key = NO_JUDGE_IDENTITY, NO_JUDGE
+    else:
+        judge_json, judge_key = judge.identity.as_json(), judge.identity.key
     return {
         "fingerprint": evidence.fingerprint(state.path),
         "criteria_version": criteria,
-        "judge": NO_JUDGE_IDENTITY if not_scorable else judge.identity.as_json(),
-        "judge_key": NO_JUDGE if not_scorable else judge.identity.key,
+        "judge": judge_json,
+        "judge_key": judge_key,
+        "criteria_fingerprint": version_fingerprint(criteria),
     }
+
+
+def judge_unknown_outcome(unknown: UnknownJudge) -> dict:
+    """The outcome of grading under a version whose judge is not configured: an error, with no judge call."""
+    return {"route": Route.ERROR, "reason": JUDGE_UNKNOWN, "detail": str(unknown), "stages": 0}
 
 
 def not_scorable_outcome(reason: evidence.NotScorable) -> dict:
@@ -86,6 +110,7 @@ def path_outcome(path: list[evidence.EvidenceMessage], criteria: CriteriaVersion
     3. While waiting on the judge this thread holds no database connection when a pool can lend it back.
     """
     path_ids = {m.id for m in path}
+    examples = version_examples(criteria)
     usage = ZERO_USAGE
     stages: list[evidence_text.Stage] = []
     for _ in range(_RESTAGINGS + 1):
@@ -97,7 +122,11 @@ def path_outcome(path: list[evidence.EvidenceMessage], criteria: CriteriaVersion
         try:
             for stage in stages:
                 judgement = judge.judge_stage(
-                    rubric=criteria.rubric, criteria_number=criteria.number, stage=stage, stage_count=len(stages)
+                    rubric=criteria.rubric,
+                    criteria_number=criteria.number,
+                    stage=stage,
+                    stage_count=len(stages),
+                    examples=examples,
                 )
                 usage = usage + judgement.usage
                 per_stage.append(with_evidence_on_path(judgement.verdicts, path_ids))
@@ -131,7 +160,9 @@ def path_stages(
 ) -> tuple[int, list[evidence_text.Stage]]:
     """The stages `judge` reads the path in under `criteria` (its token budget per stage, and the stages): what
     grading sends, and what a trial counts before it spends anything."""
-    budget = judge.stage_budget(rubric=criteria.rubric, criteria_number=criteria.number)
+    budget = judge.stage_budget(
+        rubric=criteria.rubric, criteria_number=criteria.number, examples=version_examples(criteria)
+    )
     return budget, evidence_text.stages(path, budget=budget, measure=judge.measure)
 
 

@@ -376,6 +376,16 @@ class PublishPlan:
         return sum(group.reviews for group in self.groups)
 
     @property
+    def judge_changes(self) -> bool:
+        """The version names another judge than the active one's: every item is re-graded by that judge."""
+        return self.active is not None and self.active.judge != self.version.judge
+
+    @property
+    def judge_configured(self) -> bool:
+        """Publishing is refused when the version's judge is not configured (criteria_publish)."""
+        return self.version.judge in settings.JUDGES
+
+    @property
     def tokens(self) -> int | None:
         return round(self.basis.mean_total * self.judged_items) if self.basis else None
 

@@ -13,36 +13,57 @@ from datetime import datetime, timedelta
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
-from django.db.models import BinaryField, F, Func, QuerySet, TextField, Value
+from django.db.models import BinaryField, Exists, F, Func, OuterRef, QuerySet, TextField, Value
 from django.db.models.functions import Concat
 from django.utils import timezone
 
 from grading.audit import audit_record
-from grading.conversations.grader import not_scorable_outcome, path_identity, path_outcome, path_stages
+from grading.conversations.grader import (
+    judge_unknown_outcome,
+    not_scorable_outcome,
+    path_identity,
+    path_outcome,
+    path_stages,
+)
 from grading.conversations.reads import conversation_path
 from grading.criteria.versions import CriteriaImmutable
 from grading.drafts.gate import draft_identity, draft_outcome
 from grading.drafts.memory import retrieve_memory
-from grading.judge.backends import ConversationJudge, DraftJudge, draft_judge_from_settings, judge_from_settings
+from grading.figures.human import human_verdicts
+from grading.judge.backends import (
+    ConversationJudge,
+    DraftJudge,
+    UnknownJudge,
+    draft_judge_named,
+    judge_entry,
+    judge_named,
+)
 from grading.models import (
     Conversation,
     CriteriaTrial,
     CriteriaVersion,
+    Decision,
     Draft,
     ItemKind,
+    Label,
     Org,
     Review,
     Route,
+    TrialSource,
 )
 from grading.passes import enqueue
+from grading.reviews.spend import SpendCapPassed, spend_blocked, spend_check
 from grading.reviews.store import trial_review_record
 
-TRIAL_DEFAULT = 5
-TRIAL_MAX = 50  # each item is at least one paid judge call
+TRIAL_DEFAULT = 5  # the most is settings.CRITERIA_TRIAL_MAX_ITEMS: each item is at least one paid judge call
+# The people sources' candidates are read in pages of this many, in sample order, until K hold a human verdict.
+PEOPLE_SAMPLE_PAGE = 500
 # Trial tasks are sent once, with no outbox: a trial still unfinished an hour after it started has lost a task (a
 # sample of 50 takes minutes), and the next start of its version closes it instead of being refused for ever.
 TRIAL_LOST_AFTER = timedelta(hours=1)
 TRIALS_WINDOW = timedelta(hours=1)  # CRITERIA_TRIALS_PER_ORG_PER_HOUR counts the trials started in it
+# A trial item whose judge call a reached spend cap held back: it has no review (`review_ids` holds this for it).
+HELD_BY_SPEND_CAP = -1
 
 
 class TrialCountChanged(Exception):
@@ -89,10 +110,15 @@ def _sample_rank(salt: str) -> Func:
     return Func(Func(text, Value("UTF8"), function="convert_to", output_field=BinaryField()), function="sha256")
 
 
-def trial_sample(*, version: CriteriaVersion, size: int) -> list[Draft | Conversation]:
-    """The `size` items of the version's kind in its org with a scored current review (something to compare
-    with) and the smallest sha256(SAMPLING_SALT + external_id)."""
+def trial_sample(
+    *, version: CriteriaVersion, size: int, source: str = TrialSource.CURRENT
+) -> list[Draft | Conversation]:
+    """The `size` items of the version's kind in its org with the smallest sha256(SAMPLING_SALT + external_id)
+    among those with something to compare with: for `current`, a scored current review; for a people source, a
+    human verdict from it on their present evidence (`_people_sample`)."""
     model = Draft if version.kind == ItemKind.DRAFT else Conversation
+    if source != TrialSource.CURRENT:
+        return _people_sample(version, model, size, source)
     scored = (
         Review.objects.counting()
         .filter(org_id=version.org_id, kind=version.kind)
@@ -102,16 +128,59 @@ def trial_sample(*, version: CriteriaVersion, size: int) -> list[Draft | Convers
     return list(items.annotate(rank=_sample_rank(settings.SAMPLING_SALT)).order_by("rank", "pk")[:size])
 
 
-def trial_count(*, version: CriteriaVersion, size: int, judge: ConversationJudge | None = None) -> TrialCount:
-    """The sample and the judge calls grading it will make, counted before anything is spent: one per draft, one
-    per stage of a conversation as `judge` (by default the configured one) would stage it."""
+def _people_sample(version: CriteriaVersion, model: type, size: int, source: str) -> list[Draft | Conversation]:
+    """The `size` items, by the fixed rule, with a human verdict from `source` on their present evidence, leaving
+    out the version's examples: a version is never scored on its own examples.
+
+    The database hands the candidates (a decision or a label on the present evidence) in sample order, a page at
+    a time; `human_verdicts` is the rule of which of them hold a verdict (labels split on every check give none).
+    """
+    field = version.kind  # the foreign key to the item, on reviews, labels and examples alike
+    if source == TrialSource.LABELS:
+        said = Label.objects.filter(**{field: OuterRef("pk")}, fingerprint=OuterRef("fingerprint"))
+    else:
+        said = Decision.objects.filter(
+            **{f"review__{field}": OuterRef("pk")}, review__fingerprint=OuterRef("fingerprint")
+        )
+        if source == TrialSource.AUDIT:
+            said = said.filter(review__audit=True)
+    examples = version.examples.filter(**{f"{field}__isnull": False}).values(field)
+    candidates = (
+        model.objects.filter(Exists(said), org_id=version.org_id)
+        .exclude(pk__in=examples)
+        .annotate(rank=_sample_rank(settings.SAMPLING_SALT))
+        .order_by("rank", "pk")
+    )
+    chosen: list[Draft | Conversation] = []
+    start = 0
+    while len(chosen) < size:
+        page = list(candidates[start : start + PEOPLE_SAMPLE_PAGE])
+        held = human_verdicts(org_id=version.org_id, kind=version.kind, source=source, item_ids=[i.pk for i in page])
+        chosen += [item for item in page if item.pk in held]
+        if len(page) < PEOPLE_SAMPLE_PAGE:
+            break
+        start += PEOPLE_SAMPLE_PAGE
+    return chosen[:size]
+
+
+def trial_count(
+    *,
+    version: CriteriaVersion,
+    size: int,
+    judge: ConversationJudge | None = None,
+    source: str = TrialSource.CURRENT,
+) -> TrialCount:
+    """The sample from `source` and the judge calls grading it will make, counted before anything is spent: one
+    per draft, one per stage of a conversation as `judge` (by default the version's) would stage it. Raises
+    UnknownJudge when the version's judge is not configured."""
+    judge_entry(version.judge)
     items = []
-    for subject in trial_sample(version=version, size=size):
+    for subject in trial_sample(version=version, size=size, source=source):
         if isinstance(subject, Draft):
             calls = 1
         else:
             state = conversation_path(subject)
-            judge = judge or judge_from_settings()
+            judge = judge or judge_named(version.judge)
             calls = 0 if state.not_scorable_reason else len(path_stages(state.path, version, judge)[1])
         current = Review.objects.counting().filter(**{version.kind: subject}).select_related("criteria_version").first()
         items.append(TrialItem(subject=subject, current=current, judge_calls=calls))
@@ -125,13 +194,15 @@ def criteria_trial_start(
     counted_calls: int,
     actor: AbstractBaseUser | None = None,
     judge: ConversationJudge | None = None,
+    source: str = TrialSource.CURRENT,
 ) -> CriteriaTrial:
-    """Start a trial of `version` on `size` items, if the judge calls are still the `counted_calls` the admin read
-    (counted again as `trial_count` counts them, with the same `judge`), no trial of the version is running and
-    the org has started fewer than CRITERIA_TRIALS_PER_ORG_PER_HOUR in the last hour.
+    """Start a trial of `version` on `size` items from `source`, if the judge calls are still the `counted_calls`
+    the admin read (counted again as `trial_count` counts them, with the same `judge`), no trial of the version is
+    running and the org has started fewer than CRITERIA_TRIALS_PER_ORG_PER_HOUR in the last hour.
 
     1. Refuse early, before counting, when a limit is already reached (the checks read, nothing is locked).
-    2. Count the sample's judge calls again; refuse when they changed.
+    2. Count the sample's judge calls again; refuse when they changed, and when their estimated tokens or cost
+       would pass a spend cap of the org or the version, or one is reached (SpendCapPassed).
     3. In one transaction holding the org's row: close the version's lost trial (`TRIAL_LOST_AFTER`), check both
        limits again, and create the trial. Starts in one org queue on that lock, so each counts the trials the
        others committed; the constraint `criteria_trial_one_running_per_version` holds even without it.
@@ -142,12 +213,14 @@ def criteria_trial_start(
     if version.published_at is not None:
         raise CriteriaImmutable(f"{version} is published: a trial runs under a version not yet published")
     _trial_limits_check(version, timezone.now())
-    count = trial_count(version=version, size=size, judge=judge)
+    count = trial_count(version=version, size=size, judge=judge, source=source)
     if count.judge_calls != counted_calls:
         raise TrialCountChanged(
             f"The sample changed since it was counted: it now takes {count.judge_calls} judge calls, not "
             f"{counted_calls}. Nothing was started; read the new count."
         )
+    if passed := spend_check(version=version, calls=count.judge_calls).warnings:
+        raise SpendCapPassed(passed)
     with transaction.atomic():
         # FOR NO KEY UPDATE: the rows that reference the org (KEY SHARE) are written on meanwhile.
         Org.objects.select_for_update(no_key=True).filter(pk=version.org_id).first()
@@ -163,6 +236,7 @@ def criteria_trial_start(
             judge_calls=count.judge_calls,
             review_ids=[None] * len(count.items),
             requested_by=actor if actor is not None and actor.is_authenticated else None,
+            source=source,
         )
         if not count.items:
             trial.finished_at = timezone.now()
@@ -172,7 +246,7 @@ def criteria_trial_start(
             org=version.org,
             actor=actor,
             target=version,
-            detail={"trial": trial.pk, "items": len(count.items), "judge_calls": count.judge_calls},
+            detail={"trial": trial.pk, "items": len(count.items), "judge_calls": count.judge_calls, "source": source},
         )
         transaction.on_commit(lambda: enqueue.criteria_trial(trial_id=trial.pk, items=len(count.items)))
     return trial
@@ -225,10 +299,15 @@ def trial_item_grade(
         return Review.objects.filter(pk=trial.review_ids[index]).first()
     version = trial.criteria_version
     started_at = timezone.now()
-    if version.kind == ItemKind.DRAFT:
-        graded = _draft_trial(version, trial.sample[index], draft_judge or draft_judge_from_settings())
+    # No judge call past a spend cap: the item is closed as held, with no review, so the trial ends, never hangs.
+    held = spend_blocked(version.org_id, version) is not None
+    if held:
+        graded = None
+    elif version.kind == ItemKind.DRAFT:
+        graded = _draft_trial(version, trial.sample[index], draft_judge or _version_judge(draft_judge_named, version))
     else:
-        graded = _conversation_trial(version, trial.sample[index], conversation_judge or judge_from_settings())
+        judge = conversation_judge or _version_judge(judge_named, version)
+        graded = _conversation_trial(version, trial.sample[index], judge)
     with transaction.atomic():
         locked = CriteriaTrial.objects.select_for_update().get(pk=trial_id)
         if locked.review_ids[index] is not None:  # another delivery of this task got there first
@@ -238,29 +317,44 @@ def trial_item_grade(
             subject, identity, outcome, calls = graded
             review = trial_review_record(subject=subject, identity=identity, outcome=outcome, started_at=started_at)
             locked.judge_calls_made += calls
-        locked.review_ids[index] = review.pk if review else 0  # 0: the item was gone
+        locked.review_ids[index] = review.pk if review else HELD_BY_SPEND_CAP if held else 0  # 0: the item was gone
         if all(review_id is not None for review_id in locked.review_ids):
             locked.finished_at = timezone.now()
         locked.save(update_fields=["review_ids", "judge_calls_made", "finished_at"])
     return review
 
 
-def _draft_trial(version: CriteriaVersion, draft_id: int, judge: DraftJudge) -> tuple | None:
+def _version_judge(build, version: CriteriaVersion):
+    """The version's judge as `build` (judge_named, draft_judge_named) makes it, or None when it is no longer
+    configured (removed from JUDGES_FILE since the trial started): the item's trial review is then an error."""
+    try:
+        return build(version.judge)
+    except UnknownJudge:
+        return None
+
+
+def _draft_trial(version: CriteriaVersion, draft_id: int, judge: DraftJudge | None) -> tuple | None:
     draft = Draft.objects.select_related("org").filter(pk=draft_id, org_id=version.org_id).first()
     if draft is None:
         return None
     memory = retrieve_memory(org=draft.org, text=f"{draft.title}\n{draft.body}")
     identity = draft_identity(draft, version, memory, judge)
+    if judge is None:
+        return draft, identity, judge_unknown_outcome(UnknownJudge(version.judge)), 0
     outcome = draft_outcome(draft=draft, criteria=version, memory=memory, judge=judge)
     return draft, identity, outcome, 1
 
 
-def _conversation_trial(version: CriteriaVersion, conversation_id: int, judge: ConversationJudge) -> tuple | None:
+def _conversation_trial(
+    version: CriteriaVersion, conversation_id: int, judge: ConversationJudge | None
+) -> tuple | None:
     conversation = Conversation.objects.filter(pk=conversation_id, org_id=version.org_id).first()
     if conversation is None:
         return None
     state = conversation_path(conversation)
     identity = path_identity(state, version, judge)
+    if judge is None:
+        return conversation, identity, judge_unknown_outcome(UnknownJudge(version.judge)), 0
     if state.not_scorable_reason:
         return conversation, identity, not_scorable_outcome(state.not_scorable_reason), 0
     outcome = path_outcome(state.path, version, judge)

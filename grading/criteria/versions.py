@@ -7,13 +7,24 @@ and the Django admin, which all come through here.
 
 from datetime import datetime
 
+from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from grading.audit import audit_record
 from grading.drafts.rules import RulesInvalid, default_rules, rules_validate
-from grading.models import LIVE_STATES, AuditEvent, CriteriaVersion, ItemKind, Org, Review, SlotsFor
+from grading.judge.backends import judge_entry, judge_names
+from grading.models import (
+    LIVE_STATES,
+    AuditEvent,
+    CriteriaExample,
+    CriteriaVersion,
+    ItemKind,
+    Org,
+    Review,
+    SlotsFor,
+)
 from grading.models.criteria import MAX_SLOTS
 
 CONVERSATION_RUBRIC_V1 = """\
@@ -103,7 +114,7 @@ def criteria_new_version(
         latest = CriteriaVersion.objects.filter(org=org, kind=kind).order_by("-number").first()
         try:
             with transaction.atomic():
-                return CriteriaVersion.objects.create(
+                version = CriteriaVersion.objects.create(
                     org=org,
                     kind=kind,
                     number=latest.number + 1,
@@ -112,12 +123,40 @@ def criteria_new_version(
                     slots=source.slots,
                     slots_for=source.slots_for,
                     slots_share=source.slots_share,
+                    judge=source.judge,
                     based_on=source,
                     author=_person(author),
                 )
+                _examples_copy(source=source, version=version)
+                return version
         except IntegrityError:  # the number was taken meanwhile: take the next one
             continue
     raise RuntimeError(f"could not number a new {kind} version of {org.slug}")
+
+
+def _examples_copy(*, source: CriteriaVersion, version: CriteriaVersion) -> None:
+    """A clone reads like its source: it starts with the source's worked examples, quoted and explained as they
+    are there (the admin removes what the new version should not show)."""
+    CriteriaExample.objects.bulk_create(
+        CriteriaExample(
+            org_id=example.org_id,
+            criteria_version=version,
+            conversation_id=example.conversation_id,
+            draft_id=example.draft_id,
+            external_id=example.external_id,
+            check_name=example.check_name,
+            human_verdict=example.human_verdict,
+            machine_verdict=example.machine_verdict,
+            source=example.source,
+            fingerprint=example.fingerprint,
+            evidence=example.evidence,
+            note=example.note,
+            explanation=example.explanation,
+            position=example.position,
+            added_by_id=example.added_by_id,
+        )
+        for example in source.examples.order_by("position", "pk")
+    )
 
 
 def criteria_update(
@@ -130,14 +169,16 @@ def criteria_update(
     slots: int | None = None,
     slots_for: str | None = None,
     slots_share: int | None = None,
+    judge: str | None = None,
 ) -> CriteriaVersion:
-    """Save an edit of an unpublished version.
+    """Save an edit of an unpublished version, audited with the fields it changed.
 
     1. Lock the row. A published version is refused (CriteriaImmutable), whatever the caller read earlier.
     2. `revision` is the revision the editor started from: if someone saved since, refuse (CriteriaConflict, naming
        them and when) and keep their save. Without it (a script), no lock is checked.
-    3. Validate the rubric, the reviewer slots and, for drafts, the rules document per field (CriteriaInvalid);
-       store the rules in their normalised form, move the revision on and record who saved.
+    3. Validate the rubric, the reviewer slots, the judge (a configured one) and, for drafts, the rules document
+       per field (CriteriaInvalid); store the rules in their normalised form, move the revision on and record who
+       saved.
     """
     errors: dict[str, list[str]] = {}
     changes: dict[str, object] = {}
@@ -159,25 +200,44 @@ def criteria_update(
         if not 1 <= slots <= MAX_SLOTS or slots_for not in SlotsFor.values or not 0 <= (slots_share or 0) <= 100:
             errors["slots"] = [f"From 1 to {MAX_SLOTS} people, for the audit sample, every item or a share of 0-100%."]
         changes |= {"slots": slots, "slots_for": slots_for, "slots_share": slots_share or 0}
+    if judge is not None:
+        if judge not in settings.JUDGES:
+            errors["judge"] = [f"No judge named {judge!r} is configured; choose one of {', '.join(judge_names())}."]
+        changes["judge"] = judge
     with transaction.atomic():
-        locked = CriteriaVersion.objects.select_for_update().get(pk=version.pk)
-        if locked.published_at is not None:
-            raise CriteriaImmutable(f"{locked} is published; create a new version to change it")
-        if revision is not None and locked.revision != revision:
-            by = _name(locked.updated_by)
-            raise CriteriaConflict(
-                f"{by} saved {locked}{_at(locked.updated_at)} while you were editing; your changes were not saved.",
-                by=by,
-                at=locked.updated_at,
-            )
+        locked = criteria_edit_lock(version=version, revision=revision)
         if errors:
             raise CriteriaInvalid(errors)
+        detail: dict[str, object] = {"changed": sorted(f for f, v in changes.items() if getattr(locked, f) != v)}
+        if "judge" in detail["changed"]:
+            detail["judge"] = {"from": locked.judge, "to": judge}
         for field, value in changes.items():
             setattr(locked, field, value)
         locked.revision += 1
         locked.updated_at = timezone.now()
         locked.updated_by = _person(actor)
         locked.save(update_fields=[*changes, "revision", "updated_at", "updated_by"])
+        audit_record(
+            action="criteria.update", org=locked.org, actor=actor, target=locked,
+            detail={"revision": locked.revision, **detail},
+        )  # fmt: skip
+    return locked
+
+
+def criteria_edit_lock(*, version: CriteriaVersion, revision: int | None) -> CriteriaVersion:
+    """The version's row, locked for an edit in the caller's transaction: refused when it is published
+    (CriteriaImmutable) or, given the `revision` the editor started from, when someone saved since
+    (CriteriaConflict, naming them and when)."""
+    locked = CriteriaVersion.objects.select_for_update().get(pk=version.pk)
+    if locked.published_at is not None:
+        raise CriteriaImmutable(f"{locked} is published; create a new version to change it")
+    if revision is not None and locked.revision != revision:
+        by = _name(locked.updated_by)
+        raise CriteriaConflict(
+            f"{by} saved {locked}{_at(locked.updated_at)} while you were editing; your changes were not saved.",
+            by=by,
+            at=locked.updated_at,
+        )
     return locked
 
 
@@ -191,7 +251,8 @@ def criteria_publish(
        once cannot both deactivate the same old version and leave two active (or trip the one-active index).
     2. `expected_active_id` is the active version the publisher's plan was made against: if another publication
        got in first, refuse (CriteriaConflict): the plan read no longer says what this publication would do.
-    3. Count what stops counting, flip the flags, record the publication with that count.
+    3. A version whose judge is not configured is refused (UnknownJudge): every item would be an error under it.
+    4. Count what stops counting, flip the flags, record the publication with that count.
     """
     with transaction.atomic():
         versions = list(
@@ -200,6 +261,7 @@ def criteria_publish(
         locked = next(v for v in versions if v.pk == version.pk)
         if locked.published_at is not None:
             raise CriteriaImmutable(f"{locked} is already published")
+        judge_entry(locked.judge)
         active = next((v for v in versions if v.is_active), None)
         if expected_active_id is not None and active is not None and active.pk != expected_active_id:
             by = _publisher(active)
@@ -227,6 +289,7 @@ def criteria_publish(
                 "kind": locked.kind,
                 "number": locked.number,
                 "replaces": active.number if active else None,
+                "judge": locked.judge,
                 "reviews_made_stale": stale,
             },
         )

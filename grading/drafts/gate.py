@@ -6,11 +6,13 @@ and a draft with any remaining finding cannot pass. Uncertain outcomes go to hum
 
 import logging
 from dataclasses import dataclass
+from datetime import datetime
 
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from grading.criteria.examples import version_examples, version_fingerprint
 from grading.drafts.budget import ChecksOverBudget, checks_budget
 from grading.drafts.checks import PROOF_POINT_MISSING, Finding, check_draft
 from grading.drafts.memory import MemoryContext, related_articles, retrieve_memory
@@ -18,10 +20,11 @@ from grading.drafts.repairs import repair_draft
 from grading.drafts.rules import DraftRules
 from grading.evidence import draft_fingerprint
 from grading.hooks.webhooks import MACHINE_VERDICT, notify_pipeline
-from grading.judge.backends import DraftJudge, DraftJudgement, DraftPrompt, draft_judge_from_settings
+from grading.judge.backends import DraftJudge, DraftJudgement, DraftPrompt, UnknownJudge, draft_judge_named
 from grading.judge.client import JudgeError
-from grading.models import COUNTING_STATES, CriteriaVersion, Draft, Review, Route
-from grading.outcomes import BAND, CHECKS_BUDGET, JUDGE_CONTRADICTION, SPREAD
+from grading.models import COUNTING_STATES, NO_JUDGE, CriteriaVersion, Draft, Review, Route
+from grading.outcomes import BAND, CHECKS_BUDGET, JUDGE_CONTRADICTION, JUDGE_UNKNOWN, SPREAD
+from grading.reviews.spend import spend_blocked
 from grading.reviews.sql import subject_to_grade
 from grading.reviews.store import criteria_of, earlier_review, published_draft_rules, review_record, review_reinstate
 
@@ -70,7 +73,8 @@ def draft_grade(*, draft_id: int, judge: DraftJudge | None = None, ticket: str =
     task names itself as `ticket`: its ticket is handed back with the review it writes (`review_record`).
 
     1. Read the active criteria and the org memory (learnings by similarity, strategy, facts).
-    2. Skip everything when a review of this identity exists (errors excepted: they are retried).
+    2. Skip everything when a review of this identity exists (errors excepted: they are retried). A spend cap
+       of the org or the version is reached: write nothing and return None (the draft waits with `spend_cap`).
     3. Check the draft; patch fixable findings and check the repaired body again.
     4. Ask the judge about the body as it would be published (outside any transaction).
     5. Merge, write the review as the draft's current one, and tell the pipeline after commit.
@@ -80,27 +84,47 @@ def draft_grade(*, draft_id: int, judge: DraftJudge | None = None, ticket: str =
         return None
     criteria = criteria_of(draft)
     memory = retrieve_memory(org=draft.org, text=f"{draft.title}\n{draft.body}")
-    judge = judge or draft_judge_from_settings()
+    try:
+        judge = judge or draft_judge_named(criteria.judge)
+    except UnknownJudge as unknown:  # an error with no judge call; the next pass tries again
+        outcome = {"route": Route.ERROR, "reason": JUDGE_UNKNOWN, "detail": str(unknown), "stages": 0,
+                   "memory_used": memory.as_json()}  # fmt: skip
+        return _draft_review_record(draft, draft_identity(draft, criteria, memory, None), outcome, ticket=ticket)
     identity = draft_identity(draft, criteria, memory, judge)
     existing = earlier_review(draft, identity)
     if existing is not None:
         return existing if existing.state in COUNTING_STATES else review_reinstate(existing)
+    if spend_blocked(draft.org_id, criteria) is not None:
+        return None  # no judge call past a spend cap: the draft stays owed, waiting with the reason spend_cap
     started_at = timezone.now()
     outcome = draft_outcome(draft=draft, criteria=criteria, memory=memory, judge=judge)
-    review = review_record(draft, identity, outcome, started_at=started_at, ticket=ticket)
+    return _draft_review_record(draft, identity, outcome, started_at=started_at, ticket=ticket)
+
+
+def _draft_review_record(
+    draft: Draft, identity: dict, outcome: dict, *, started_at: datetime | None = None, ticket: str
+) -> Review:
+    """Write the draft's review as its current one and tell the pipeline after commit."""
+    review = review_record(draft, identity, outcome, started_at=started_at or timezone.now(), ticket=ticket)
     if review.state in COUNTING_STATES and draft.callback_url:
         transaction.on_commit(lambda: notify_pipeline(review_id=review.pk, event=MACHINE_VERDICT))
     return review
 
 
-def draft_identity(draft: Draft, criteria: CriteriaVersion, memory: MemoryContext, judge: DraftJudge) -> dict:
-    """The score identity of a review of the draft as it is now, under `criteria`, with `memory`."""
+def draft_identity(draft: Draft, criteria: CriteriaVersion, memory: MemoryContext, judge: DraftJudge | None) -> dict:
+    """The score identity of a review of the draft as it is now, under `criteria`, with `memory` (no judge when
+    `judge` is None: the version's judge is not configured)."""
+    if judge is None:
+        judge_json, judge_key = {"backend": NO_JUDGE, "name": criteria.judge}, NO_JUDGE
+    else:
+        judge_json, judge_key = judge.identity.as_json(), judge.identity.key
     return {
         "fingerprint": draft_fingerprint(title=draft.title, body=draft.body, source_urls=draft.source_urls),
         "criteria_version": criteria,
-        "judge": judge.identity.as_json(),
-        "judge_key": judge.identity.key,
+        "judge": judge_json,
+        "judge_key": judge_key,
         "memory_snapshot": memory.snapshot_hash,
+        "criteria_fingerprint": version_fingerprint(criteria),
     }
 
 
@@ -120,6 +144,7 @@ def draft_outcome(*, draft: Draft, criteria: CriteriaVersion, memory: MemoryCont
         rubric=criteria.rubric,
         criteria_number=criteria.number,
         rules=rules,
+        examples=version_examples(criteria),
         strategy=memory.strategy.text if memory.strategy else None,
         learnings=[item.text for item in memory.learnings],
         facts=[item.text for item in memory.facts],

@@ -1,7 +1,8 @@
 """The pipeline's view of a draft: what the API answers and the webhook sends."""
 
-from grading.models import Decision, Draft, Review
+from grading.models import Decision, Draft, ItemKind, Review
 from grading.reviews.reads import current_review
+from grading.reviews.spend import spend_waiting
 
 
 def draft_status(draft: Draft) -> dict:
@@ -9,8 +10,10 @@ def draft_status(draft: Draft) -> dict:
     review = current_review(draft)
     status = {"id": draft.pk, "external_id": draft.external_id, "run_id": draft.run_id or None, "route": "pending"}
     if review is None:
+        blocked = spend_waiting(org_id=draft.org_id, kind=ItemKind.DRAFT)
         return status | {"score": None, "sub_scores": None, "findings": [], "judge_issues": [], "repairs": None,
-                         "identity": None, "decision": None}  # fmt: skip
+                         "identity": None, "decision": None,
+                         "waiting": blocked.as_json() if blocked else None}  # fmt: skip
     return status | {
         "route": review.route,
         "reason": review.reason,
@@ -24,6 +27,7 @@ def draft_status(draft: Draft) -> dict:
         "identity": {
             "fingerprint": review.fingerprint,
             "criteria_version": review.criteria_version.number,
+            "criteria_fingerprint": review.criteria_fingerprint,
             "judge": review.judge,
             "memory_snapshot": review.memory_snapshot,
             "judged_at": review.finished_at,

@@ -321,6 +321,7 @@ def staleness_figures(c: Counters) -> dict:
                 "enqueued": last_pass.enqueued,
                 "in_flight": last_pass.in_flight,
                 "backlog": last_pass.backlog,
+                "spend_capped": last_pass.spend_capped,
             }
             if last_pass
             else None

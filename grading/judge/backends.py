@@ -1,8 +1,9 @@
 """Judge backends: the OpenAI-compatible one (production) and the offline heuristic (a labelled demo fallback).
 
-A process builds its judges once (`judge_from_settings`, `draft_judge_from_settings`) and reuses them for every
-review: they share one HTTP client, so judge calls ride warm keep-alive connections, and what the server said about
-itself (the model it serves, its context window) and what the process learned about its tokenizer are kept.
+Judges are configured by name (settings.JUDGES; `default` is the JUDGE_* one) and a criteria version names the one
+that grades under it. A process builds each named judge once (`judge_named`, `draft_judge_named`) and reuses it for
+every review: they share one HTTP client, so judge calls ride warm keep-alive connections, and what the server said
+about itself (the model it serves, its context window) and what the process learned about its tokenizer are kept.
 """
 
 import hashlib
@@ -10,6 +11,7 @@ import json
 import math
 import re
 import threading
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Protocol
 
@@ -32,6 +34,7 @@ from grading.judge.draft import PROMPT_TEMPLATE_HASH as DRAFT_PROMPT_HASH
 from grading.judge.draft import SYSTEM_PROMPT as DRAFT_SYSTEM_PROMPT
 from grading.judge.draft import DraftVerdict, JudgeIssue
 from grading.judge.draft import user_prompt as draft_user_prompt
+from grading.judge.examples import PromptExample
 from grading.judge.scores import weighted_score
 from grading.judge.untrusted import SIZING_NONCE
 
@@ -41,8 +44,9 @@ class JudgeIdentity:
     """Who graded: part of every review's score identity.
 
     `model` is the model asked for; `served_model` the one the server says it serves (llama.cpp and vLLM serve one
-    model whatever the request names; OpenAI answers with a dated snapshot), recorded when known. The key leaves
-    `served_model` out, so it is the same before and after the server first said it, in every process.
+    model whatever the request names; OpenAI answers with a dated snapshot), recorded when known. `name` is the
+    configured judge's (settings.JUDGES). The key leaves `served_model` out, so it is the same before and after the
+    server first said it, in every process, and `name`, so a review graded before judges had names keeps its key.
     """
 
     backend: str
@@ -50,6 +54,7 @@ class JudgeIdentity:
     prompt_hash: str
     temperature: float
     served_model: str | None = None
+    name: str = "default"
 
     def as_json(self) -> dict:
         data = asdict(self)
@@ -59,7 +64,7 @@ class JudgeIdentity:
 
     @property
     def key(self) -> str:
-        keyed = {k: v for k, v in self.as_json().items() if k != "served_model"}
+        keyed = {k: v for k, v in self.as_json().items() if k not in ("served_model", "name")}
         return hashlib.sha256(json.dumps(keyed, sort_keys=True).encode()).hexdigest()[:32]
 
 
@@ -72,15 +77,23 @@ class StageJudgement:
 class ConversationJudge(Protocol):
     identity: JudgeIdentity
 
-    def stage_budget(self, *, rubric: str, criteria_number: int) -> int:
-        """Tokens of rendered evidence (context and slice) one stage may carry."""
+    def stage_budget(self, *, rubric: str, criteria_number: int, examples: Sequence[PromptExample]) -> int:
+        """Tokens of rendered evidence (context and slice) one stage may carry, after the criteria and examples."""
         ...
 
     def measure(self, text: str) -> int:
         """What `text` costs against the stage budget, in this judge's tokens (an estimate)."""
         ...
 
-    def judge_stage(self, *, rubric: str, criteria_number: int, stage: Stage, stage_count: int) -> StageJudgement: ...
+    def judge_stage(
+        self,
+        *,
+        rubric: str,
+        criteria_number: int,
+        stage: Stage,
+        stage_count: int,
+        examples: Sequence[PromptExample],
+    ) -> StageJudgement: ...
 
 
 # A chat template wraps each message in a few tokens of its own, and the estimate is an estimate.
@@ -117,26 +130,50 @@ class OpenAIJudge:
     caller's next staging is smaller.
     """
 
-    def __init__(self, client: ChatJudgeClient, *, context_tokens: int | None = None, meter: TokenMeter | None = None):
+    def __init__(
+        self,
+        client: ChatJudgeClient,
+        *,
+        context_tokens: int | None = None,
+        meter: TokenMeter | None = None,
+        name: str = "default",
+    ):
         self.client = client
         self.meter = meter or TokenMeter()
         profile = client.server_profile()
         self.context_tokens = context_tokens or profile.context_tokens or DEFAULT_CONTEXT_TOKENS
-        self.identity = JudgeIdentity("openai", client.model, PROMPT_TEMPLATE_HASH, 0.0, served_model=profile.model)
+        self.identity = JudgeIdentity(
+            "openai", client.model, PROMPT_TEMPLATE_HASH, 0.0, served_model=profile.model, name=name
+        )
 
     def measure(self, text: str) -> int:
         return self.meter.measure(text)
 
-    def stage_budget(self, *, rubric: str, criteria_number: int) -> int:
+    def stage_budget(self, *, rubric: str, criteria_number: int, examples: Sequence[PromptExample]) -> int:
         empty = Stage(0, [], [])
         fixed = SYSTEM_PROMPT + user_prompt(
-            rubric=rubric, criteria_number=criteria_number, stage=empty, stage_count=1, nonce=SIZING_NONCE
+            rubric=rubric,
+            criteria_number=criteria_number,
+            stage=empty,
+            stage_count=1,
+            examples=examples,
+            nonce=SIZING_NONCE,
         )
         reserved = self.client.max_output_tokens + _TEMPLATE_SLACK_TOKENS + self.measure(fixed)
         return max(self.context_tokens - reserved, 1)
 
-    def judge_stage(self, *, rubric: str, criteria_number: int, stage: Stage, stage_count: int) -> StageJudgement:
-        user = user_prompt(rubric=rubric, criteria_number=criteria_number, stage=stage, stage_count=stage_count)
+    def judge_stage(
+        self,
+        *,
+        rubric: str,
+        criteria_number: int,
+        stage: Stage,
+        stage_count: int,
+        examples: Sequence[PromptExample],
+    ) -> StageJudgement:
+        user = user_prompt(
+            rubric=rubric, criteria_number=criteria_number, stage=stage, stage_count=stage_count, examples=examples
+        )
         completion = _judge_call(self, system=SYSTEM_PROMPT, user=user, schema=ConversationVerdicts)
         return StageJudgement(verdicts=completion.parsed, usage=completion.usage)
 
@@ -177,10 +214,18 @@ class HeuristicJudge:
     def measure(self, text: str) -> int:
         return estimate_tokens(text)
 
-    def stage_budget(self, *, rubric: str, criteria_number: int) -> int:
+    def stage_budget(self, *, rubric: str, criteria_number: int, examples: Sequence[PromptExample]) -> int:
         return settings.JUDGE_CONTEXT_TOKENS or DEFAULT_CONTEXT_TOKENS
 
-    def judge_stage(self, *, rubric: str, criteria_number: int, stage: Stage, stage_count: int) -> StageJudgement:
+    def judge_stage(
+        self,
+        *,
+        rubric: str,
+        criteria_number: int,
+        stage: Stage,
+        stage_count: int,
+        examples: Sequence[PromptExample],
+    ) -> StageJudgement:
         messages = [*stage.context, *stage.messages]
         agent = [m for m in stage.messages if m.role == "assistant" and _text(m)]
         verdicts = ConversationVerdicts(
@@ -248,11 +293,50 @@ def _usable(agent: list[EvidenceMessage]) -> CheckVerdict:
     return CheckVerdict(verdict="pass", message_ids=[final.id], rationale="The final reply is substantive.")
 
 
-def judge_from_settings() -> ConversationJudge:
-    """The OpenAI-compatible judge when JUDGE_BASE_URL is set, else the offline heuristic; one per process."""
-    if not settings.JUDGE_BASE_URL:
+class UnknownJudge(LookupError):
+    """A judge name that settings.JUDGES does not hold (a version naming a judge since removed from JUDGES_FILE)."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(
+            f"No judge named {name!r} is configured; the configured ones are {', '.join(judge_names())} "
+            "(JUDGE_* is `default`, the others are in JUDGES_FILE)."
+        )
+        self.name = name
+
+
+def judge_names() -> list[str]:
+    """The configured judges' names, `default` first."""
+    return sorted(settings.JUDGES, key=lambda name: (name != "default", name))
+
+
+def judge_named(name: str) -> ConversationJudge:
+    """The conversation judge configured as `name`: the OpenAI-compatible one, or the offline heuristic for a
+    `default` with no JUDGE_BASE_URL; one per process per configuration. Raises UnknownJudge."""
+    entry = judge_entry(name)
+    if not entry["base_url"]:
         return HeuristicJudge()
-    return _process_judges().conversation
+    return _process_judges(name, entry).conversation
+
+
+def draft_judge_named(name: str) -> "DraftJudge":
+    """The draft judge (asking for log-probabilities) configured as `name`, as `judge_named`. Raises UnknownJudge."""
+    entry = judge_entry(name)
+    if not entry["base_url"]:
+        return HeuristicDraftJudge()
+    return _process_judges(name, entry).draft
+
+
+def judge_from_settings() -> ConversationJudge:
+    """The default judge: the OpenAI-compatible one when JUDGE_BASE_URL is set, else the offline heuristic."""
+    return judge_named("default")
+
+
+def judge_entry(name: str) -> dict:
+    """The configuration of the judge `name` (settings.JUDGES), asking nothing of its server. Raises UnknownJudge."""
+    entry = settings.JUDGES.get(name)
+    if entry is None:
+        raise UnknownJudge(name)
+    return entry
 
 
 @dataclass(frozen=True)
@@ -261,44 +345,37 @@ class _ProcessJudges:
     draft: "OpenAIDraftJudge"
 
 
-_judges: dict[tuple, _ProcessJudges] = {}
+# Per judge name: the configuration its judges were built from, and the judges.
+_judges: dict[str, tuple[tuple, _ProcessJudges]] = {}
 _judges_lock = threading.Lock()
 
 
-def _process_judges() -> _ProcessJudges:
-    """This process's judges for the current settings, built on first use (in the worker process, never in a
-    parent that forks: a connection pool must not be shared across a fork) and reused by every review after."""
-    key = (
-        settings.JUDGE_BASE_URL,
-        settings.JUDGE_MODEL,
-        settings.JUDGE_API_KEY,
-        settings.JUDGE_TIMEOUT_SECONDS,
-        settings.JUDGE_MAX_RETRIES,
-        settings.JUDGE_CONTEXT_TOKENS,
-        settings.JUDGE_MAX_OUTPUT_TOKENS,
-    )
-    judges = _judges.get(key)
-    if judges is None:
+def _process_judges(name: str, entry: dict) -> _ProcessJudges:
+    """This process's judges named `name` for its configuration `entry`, built on first use (in the worker process,
+    never in a parent that forks: a connection pool must not be shared across a fork) and reused by every review
+    after. A changed configuration (tests change settings) builds them again."""
+    key = tuple(sorted(entry.items()))
+    built = _judges.get(name)
+    if built is None or built[0] != key:
         with _judges_lock:
-            judges = _judges.get(key)
-            if judges is None:
+            built = _judges.get(name)
+            if built is None or built[0] != key:
                 client = ChatJudgeClient(
-                    base_url=settings.JUDGE_BASE_URL,
-                    model=settings.JUDGE_MODEL,
-                    api_key=settings.JUDGE_API_KEY or "unused",
-                    timeout=settings.JUDGE_TIMEOUT_SECONDS,
-                    max_retries=settings.JUDGE_MAX_RETRIES,
-                    max_output_tokens=settings.JUDGE_MAX_OUTPUT_TOKENS,
+                    base_url=entry["base_url"],
+                    model=entry["model"],
+                    api_key=entry["api_key"] or "unused",
+                    timeout=entry["timeout_seconds"],
+                    max_retries=entry["max_retries"],
+                    max_output_tokens=entry["max_output_tokens"],
                 )
                 meter = TokenMeter()
-                context = settings.JUDGE_CONTEXT_TOKENS or None
+                context = entry["context_tokens"] or None
                 judges = _ProcessJudges(
-                    conversation=OpenAIJudge(client, context_tokens=context, meter=meter),
-                    draft=OpenAIDraftJudge(client.with_logprobs(), context_tokens=context, meter=meter),
+                    conversation=OpenAIJudge(client, context_tokens=context, meter=meter, name=name),
+                    draft=OpenAIDraftJudge(client.with_logprobs(), context_tokens=context, meter=meter, name=name),
                 )
-                _judges.clear()  # settings changed (tests do that): the old judges are not coming back
-                _judges[key] = judges
-    return judges
+                built = _judges[name] = (key, judges)
+    return built[1]
 
 
 # --- drafts ------------------------------------------------------------------------------------------------
@@ -319,6 +396,7 @@ class DraftPrompt:
     rubric: str
     criteria_number: int
     rules: DraftRules
+    examples: tuple[PromptExample, ...]
     strategy: str | None
     learnings: list[str]
     facts: list[str]
@@ -334,12 +412,21 @@ class DraftJudge(Protocol):
 
 
 class OpenAIDraftJudge:
-    def __init__(self, client: ChatJudgeClient, *, context_tokens: int | None = None, meter: TokenMeter | None = None):
+    def __init__(
+        self,
+        client: ChatJudgeClient,
+        *,
+        context_tokens: int | None = None,
+        meter: TokenMeter | None = None,
+        name: str = "default",
+    ):
         self.client = client
         self.meter = meter or TokenMeter()
         profile = client.server_profile()
         self.context_tokens = context_tokens or profile.context_tokens or DEFAULT_CONTEXT_TOKENS
-        self.identity = JudgeIdentity("openai", client.model, DRAFT_PROMPT_HASH, 0.0, served_model=profile.model)
+        self.identity = JudgeIdentity(
+            "openai", client.model, DRAFT_PROMPT_HASH, 0.0, served_model=profile.model, name=name
+        )
 
     def judge_draft(self, *, prompt: DraftPrompt) -> DraftJudgement:
         user = draft_user_prompt(
@@ -348,6 +435,7 @@ class OpenAIDraftJudge:
             threshold=prompt.rules.threshold,
             max_issues=prompt.rules.max_judge_issues,
             rules_text=rules_as_text(prompt.rules),
+            examples=prompt.examples,
             strategy=prompt.strategy,
             learnings=prompt.learnings,
             facts=prompt.facts,
@@ -403,7 +491,5 @@ def _heuristic_issues(aeo: int, writing: int, org_fit: int) -> list[JudgeIssue]:
 
 
 def draft_judge_from_settings() -> DraftJudge:
-    """The OpenAI-compatible draft judge (asking for log-probabilities) when JUDGE_BASE_URL is set; one per process."""
-    if not settings.JUDGE_BASE_URL:
-        return HeuristicDraftJudge()
-    return _process_judges().draft
+    """The default draft judge: the OpenAI-compatible one when JUDGE_BASE_URL is set, else the offline heuristic."""
+    return draft_judge_named("default")

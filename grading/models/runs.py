@@ -25,6 +25,9 @@ class GradingRun(models.Model):
         default=0, help_text="Items whose task was waiting in the broker or held by a live worker: not enqueued again."
     )
     backlog = models.PositiveIntegerField(default=0, help_text="Left for later passes by the per-pass cap.")
+    spend_capped = models.PositiveIntegerField(
+        default=0, help_text="Items left waiting because a spend cap of their org or version was reached."
+    )
 
     class Meta:
         constraints = [

@@ -13,8 +13,9 @@ from django.utils import timezone
 from grading.conversations.reads import quiet_period
 from grading.criteria.versions import criteria_active
 from grading.evidence import NotScorable
-from grading.models import Conversation, Draft, GradingRun, ItemKind, Org, Review, Route
+from grading.models import Conversation, CriteriaVersion, Draft, GradingRun, ItemKind, Org, Review, Route, SpendCap
 from grading.passes import enqueue, inflight
+from grading.reviews.spend import spend_blocked
 from grading.reviews.sql import tickets_write
 
 logger = logging.getLogger(__name__)
@@ -70,6 +71,8 @@ def grading_pass(
     2. Make sure every org with items has active criteria (an org's first pass seeds v1).
     3. Per kind, set aside what is in flight (its task waits in the broker or a live worker holds it,
        grading/passes/inflight.py); an item marked queued whose task is in neither place was lost and is ready again.
+       Set aside too the items of orgs whose spend cap (the org's, or its active version's) is reached: they wait,
+       counted as `spend_capped`, and the pass after the cap is raised or its period rolls over takes them.
     4. Take up to what is left of `cap` of the ready items (longest waiting first), skipping rows another pass
        holds, and give each a ticket; the ready items left over are the backlog.
     5. After commit, send one grading task per ticket; then one rollup rebuild per org with items.
@@ -85,18 +88,22 @@ def grading_pass(
             return PassResult(run=None, enqueued_ids=[], enqueued_draft_ids=[])
         _seed_criteria()
         in_flight = _InFlight(now)
+        capped = _spend_capped_orgs(now)
         conversations = _take(
-            ItemKind.CONVERSATION, conversations_needing_grading(now), "last_activity_at", cap, now, in_flight
-        )
+            ItemKind.CONVERSATION, conversations_needing_grading(now), "last_activity_at", cap, now, in_flight,
+            capped[ItemKind.CONVERSATION],
+        )  # fmt: skip
         drafts = _take(
-            ItemKind.DRAFT, drafts_needing_grading(), "updated_at", cap - len(conversations.picked), now, in_flight
-        )
+            ItemKind.DRAFT, drafts_needing_grading(), "updated_at", cap - len(conversations.picked), now, in_flight,
+            capped[ItemKind.DRAFT],
+        )  # fmt: skip
         run.needing = conversations.needing + drafts.needing
         run.in_flight = conversations.in_flight + drafts.in_flight
         run.enqueued = len(conversations.picked) + len(drafts.picked)
         run.recovered = len(conversations.recovered) + len(drafts.recovered)
-        run.backlog = run.needing - run.in_flight - run.enqueued
-        run.save(update_fields=["needing", "in_flight", "enqueued", "recovered", "backlog"])
+        run.spend_capped = conversations.spend_capped + drafts.spend_capped
+        run.backlog = run.needing - run.in_flight - run.enqueued - run.spend_capped
+        run.save(update_fields=["needing", "in_flight", "enqueued", "recovered", "spend_capped", "backlog"])
         tickets = _ticket([(ItemKind.CONVERSATION, conversations.picked), (ItemKind.DRAFT, drafts.picked)], now)
         transaction.on_commit(lambda: enqueue.grading_send(tickets, patient=True))
     return PassResult(
@@ -131,6 +138,16 @@ def grading_recover(*, now: datetime | None = None) -> dict[str, list[int]]:
     if every_ticket:
         logger.warning("sent %s lost grading task(s) again", len(every_ticket))
     return recovered
+
+
+def _spend_capped_orgs(now: datetime) -> dict[str, set[int]]:
+    """Per kind, the orgs whose grading a spend cap stops now: the org's own cap, or its active version's."""
+    capped: dict[str, set[int]] = {ItemKind.CONVERSATION: set(), ItemKind.DRAFT: set()}
+    with_caps = SpendCap.objects.values("org_id")
+    for version in CriteriaVersion.objects.filter(org_id__in=with_caps, is_active=True):
+        if spend_blocked(version.org_id, version, now=now) is not None:
+            capped[version.kind].add(version.org_id)
+    return capped
 
 
 def _seed_criteria() -> None:
@@ -185,17 +202,22 @@ class _Taken:
     recovered: list[int]
     needing: int
     in_flight: int
+    spend_capped: int  # ready, but their org's spend cap is reached
 
 
-def _take(kind: str, needing: QuerySet, oldest_first: str, cap: int, now: datetime, in_flight: _InFlight) -> _Taken:
-    """Up to `cap` items of `needing` that are not in flight, locked for their tickets; which of them were lost;
-    how many need grading and how many of those are in flight.
+def _take(
+    kind: str, needing: QuerySet, oldest_first: str, cap: int, now: datetime, in_flight: _InFlight, capped: set[int]
+) -> _Taken:
+    """Up to `cap` items of `needing` that are not in flight nor of a `capped` org, locked for their tickets; which
+    of them were lost; how many need grading, how many of those are in flight and how many wait on a spend cap.
 
     One read of what needs grading, then the chosen rows are locked, skipping those a concurrent pass holds.
     """
-    rows = list(needing.values_list("pk", oldest_first, "queued_at", "grading_task_id"))
-    flying, lost = in_flight.split(kind, [(pk, queued_at, ticket) for pk, _, queued_at, ticket in rows])
-    ready = sorted((order, pk) for pk, order, _, _ in rows if pk not in flying)[: max(cap, 0)]
+    rows = list(needing.values_list("pk", oldest_first, "queued_at", "grading_task_id", "org_id"))
+    flying, lost = in_flight.split(kind, [(pk, queued_at, ticket) for pk, _, queued_at, ticket, _ in rows])
+    waiting = sorted((order, pk) for pk, order, _, _, org_id in rows if pk not in flying and org_id not in capped)
+    spend_capped = sum(1 for pk, _, _, _, org_id in rows if pk not in flying and org_id in capped)
+    ready = waiting[: max(cap, 0)]
     chosen = [pk for _, pk in ready]
     # Locked, and read again under the lock: a row a concurrent pass gave a ticket meanwhile is no longer ready.
     still_ready = needing.filter(pk__in=chosen).filter(
@@ -208,6 +230,7 @@ def _take(kind: str, needing: QuerySet, oldest_first: str, cap: int, now: dateti
         recovered=[pk for pk in picked if pk in lost],
         needing=len(rows),
         in_flight=len(flying),
+        spend_capped=spend_capped,
     )
 
 

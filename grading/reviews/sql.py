@@ -1,6 +1,7 @@
 """The grading write path's plain SQL, all of it: the statements a grading sends for every item (the subject and its
 messages read, the identity check, the filing lock, the review's INSERT, a state change, the ticket handed back)
-and the planner's tickets. Nothing else in grading or reviewer sends these, or builds model instances from rows.
+and the planner's tickets, and the judge spend booked with a review. Nothing else in grading or reviewer sends
+these, or builds model instances from rows.
 
 Why plain SQL: composing these statements with the ORM, and its save(), cost several times their own CPU, most of a
 grading worker's database time; and `bulk_update`, one CASE branch per row, is quadratic in the number of tickets a
@@ -12,7 +13,7 @@ the only caller of `review_insert` and `review_state_write`.
 """
 
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import date, datetime
 from functools import cache
 from typing import Any, TypeVar
 
@@ -22,7 +23,18 @@ from psycopg import sql
 
 from grading import evidence
 from grading.figures.rollups import Tracked
-from grading.models import LIVE_STATES, Conversation, CriteriaVersion, Draft, Message, Org, Review, ReviewState, Route
+from grading.models import (
+    LIVE_STATES,
+    Conversation,
+    CriteriaVersion,
+    Draft,
+    JudgeSpend,
+    Message,
+    Org,
+    Review,
+    ReviewState,
+    Route,
+)
 
 Subject = TypeVar("Subject", Conversation, Draft)
 _SUBJECTS = (Conversation, Draft)
@@ -283,3 +295,30 @@ _TICKET_RETURN = {
     )
     for model in _SUBJECTS
 }
+
+
+# --- the judge spend a review books (grading/reviews/spend.py) --------------------------------------------------
+
+
+def judge_spend_add(
+    *, org_id: int, criteria_id: int, judge: str, day: date, calls: int, prompt: int, completion: int, cost: int
+) -> None:
+    """Add a review's judge calls, tokens and cost to its ledger row, created by the first review of the day. One
+    upsert: every review of an org's version books into the same row all day, so a read-then-write would race and
+    an UPDATE-or-INSERT in two statements would hold the hot row's lock longer."""
+    with connection.cursor() as cursor:
+        cursor.execute(_JUDGE_SPEND_ADD, [org_id, criteria_id, judge, day, calls, prompt, completion, cost])
+
+
+_JUDGE_SPEND_ADD = _sql(
+    """
+    INSERT INTO {spend} (org_id, criteria_version_id, judge, day, calls, prompt_tokens, completion_tokens, cost_micros)
+    VALUES (%s, %s, %s, %s, %s, %s, %s, %s)
+    ON CONFLICT (org_id, criteria_version_id, judge, day) DO UPDATE SET
+        calls = {spend}.calls + EXCLUDED.calls,
+        prompt_tokens = {spend}.prompt_tokens + EXCLUDED.prompt_tokens,
+        completion_tokens = {spend}.completion_tokens + EXCLUDED.completion_tokens,
+        cost_micros = {spend}.cost_micros + EXCLUDED.cost_micros
+    """,
+    spend=JudgeSpend._meta.db_table,
+)

@@ -32,6 +32,7 @@ from grading.models import (
 )
 from grading.models import for_people as is_for_people
 from grading.outcomes import CHECKS, VERDICTS
+from grading.reviews.spend import spend_book, utc_day
 from grading.reviews.sql import filing_lock, review_id_with_identity, review_insert, review_state_write
 from grading.reviews.targets import due_time, targets_of
 from grading.weeks import monday
@@ -164,11 +165,18 @@ def review_record(
                     **identity,
                     **outcome,
                 )
+            # Last in the transaction: the ledger's row is the org's hottest, so its lock is held the shortest.
+            spend_book(org_id=subject.org_id, version=identity["criteria_version"], outcome=outcome,
+                       day=utc_day(finished_at))  # fmt: skip
             if state in COUNTING_STATES:
                 evaluations_export_on_commit(review_id=review.pk)
             review.ticket_returned = ticket_returned
             return review
     except IntegrityError:
+        # Another delivery of the task wrote this identity first; the judge was paid for ours all the same.
+        with transaction.atomic():
+            spend_book(org_id=subject.org_id, version=identity["criteria_version"], outcome=outcome,
+                       day=utc_day(timezone.now()))  # fmt: skip
         return review_with_identity(subject, identity)
 
 
@@ -189,7 +197,8 @@ def trial_review_record(
 ) -> Review:
     """Write a trial review (grading/criteria/trials.py): the whole identity, the outcome, the state `trial`. It
     touches no other review and sends nothing anywhere (no webhook, no evaluation export); the rollups count
-    nothing of it, by their own rule for the state."""
+    nothing of it, by their own rule for the state. Its judge usage is booked in the spend ledger like any review's,
+    in the caller's transaction."""
     field = _subject_field(subject)
     with rollups_tracking() as tracked:
         review = review_insert(
@@ -203,6 +212,8 @@ def trial_review_record(
             **identity,
             **outcome,
         )
+    spend_book(org_id=subject.org_id, version=identity["criteria_version"], outcome=outcome,
+               day=utc_day(review.finished_at))  # fmt: skip
     return review
 
 

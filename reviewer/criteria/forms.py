@@ -6,11 +6,15 @@ The editor does not validate the rules itself: it builds the rules document from
 validation, the one the service and the Django admin apply too.
 """
 
+from urllib.parse import urlsplit
+
 from django import forms
+from django.conf import settings
 
 from grading.criteria.impact import PREVIEW_DEFAULT, PREVIEW_MAX
-from grading.criteria.trials import TRIAL_DEFAULT, TRIAL_MAX
-from grading.models import CriteriaVersion, ItemKind, SlotsFor
+from grading.criteria.trials import TRIAL_DEFAULT
+from grading.judge.backends import judge_names
+from grading.models import CriteriaVersion, ItemKind, SlotsFor, TrialSource
 from grading.models.criteria import MAX_SLOTS
 
 SEVERITY_CHOICES = [("fatal", "fatal: fails the draft"), ("fixable", "fixable: repaired automatically")]
@@ -58,6 +62,7 @@ ComponentFormSet = forms.formset_factory(ComponentForm, extra=1, can_delete=True
 _FIELD_OF_PATH = {
     "rubric": "rubric",
     "slots": "slots",
+    "judge": "judge",
     "rules.banned_words": "banned_words",
     "rules.filler_phrases": "filler_phrases",
     "rules.banned_characters.severity": "banned_characters_severity",
@@ -93,10 +98,20 @@ class CriteriaForm(forms.Form):
     slots = forms.IntegerField(min_value=1, max_value=MAX_SLOTS, required=False, label="People who decide each item")
     slots_for = forms.ChoiceField(choices=SlotsFor.choices, required=False, label="for")
     slots_share = forms.IntegerField(min_value=0, max_value=100, initial=0, required=False, label="share (%)")
+    # The configured judges (settings.JUDGES); left out of a post, the version's judge stays as it is.
+    judge = forms.ChoiceField(
+        required=False,
+        label="Judge",
+        error_messages={"invalid_choice": "No judge named %(value)s is configured: choose one of the list."},
+    )
 
     def __init__(self, *args, version: CriteriaVersion, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self.version = version
+        names = judge_names()
+        # A judge removed from the configuration stays shown, so saving says so rather than switching silently.
+        missing = [] if version.judge in names else [(version.judge, f"{version.judge} (not configured)")]
+        self.fields["judge"].choices = [(name, _judge_choice(name)) for name in names] + missing
         self.is_draft = version.kind == ItemKind.DRAFT
         if not self.is_draft:
             return
@@ -116,7 +131,8 @@ class CriteriaForm(forms.Form):
 
     @classmethod
     def for_version(cls, version: CriteriaVersion) -> "CriteriaForm":
-        initial = {"revision": version.revision, "rubric": version.rubric} | version_slots(version)
+        initial = {"revision": version.revision, "rubric": version.rubric, "judge": version.judge}
+        initial |= version_slots(version)
         if version.kind == ItemKind.DRAFT:
             initial |= _draft_initial(version)
         return cls(initial=initial, version=version)
@@ -126,6 +142,9 @@ class CriteriaForm(forms.Form):
         if self.is_draft:
             valid = self.characters.is_valid() & self.components.is_valid() & valid
         return valid
+
+    def judge_setting(self) -> dict:
+        return {"judge": self.cleaned_data["judge"]} if self.cleaned_data.get("judge") else {}
 
     def slots_setting(self) -> dict:
         data = self.cleaned_data
@@ -217,6 +236,14 @@ class CriteriaForm(forms.Form):
             formset.service_errors = [*getattr(formset, "service_errors", []), *messages]
 
 
+def _judge_choice(name: str) -> str:
+    """`cheap: gpt-4o-mini at api.example.com`, or the offline heuristic for a `default` with no JUDGE_BASE_URL."""
+    entry = settings.JUDGES[name]
+    if not entry["base_url"]:
+        return f"{name}: the offline heuristic judge"
+    return f"{name}: {entry['model']} at {urlsplit(entry['base_url']).hostname}"
+
+
 def _field_for(path: str) -> str | None:
     """The form field editing `path`, or its closest enclosing one; None (the form's own errors) if none does."""
     while path:
@@ -300,7 +327,22 @@ class PreviewForm(forms.Form):
 
 
 class TrialForm(forms.Form):
-    k = forms.IntegerField(min_value=1, max_value=TRIAL_MAX, initial=TRIAL_DEFAULT, label="items")
+    source = forms.ChoiceField(
+        choices=TrialSource.choices, initial=TrialSource.CURRENT, required=False, label="compared with"
+    )
+    k = forms.IntegerField(min_value=1, initial=TRIAL_DEFAULT, label="items")
+
+    def clean_source(self) -> str:
+        return self.cleaned_data["source"] or TrialSource.CURRENT  # a link from before there was a choice
+
+    def clean_k(self) -> int:
+        k = self.cleaned_data["k"]
+        if k > settings.CRITERIA_TRIAL_MAX_ITEMS:
+            raise forms.ValidationError(
+                f"At most {settings.CRITERIA_TRIAL_MAX_ITEMS} items (CRITERIA_TRIAL_MAX_ITEMS): "
+                "each is a paid judge call."
+            )
+        return k
 
 
 class TrialStartForm(TrialForm):

@@ -12,7 +12,9 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from grading.criteria.impact import criteria_diff, criteria_preview, criteria_publish_planned, publish_plan
+from grading.criteria.scoring import is_scored, trial_score
 from grading.criteria.trials import (
+    TrialCount,
     TrialCountChanged,
     TrialRunning,
     TrialsPerHourReached,
@@ -28,9 +30,13 @@ from grading.criteria.versions import (
     criteria_update,
 )
 from grading.figures.regrade import org_regrade_progress
-from grading.models import CriteriaTrial, CriteriaVersion, ItemKind, Org
+from grading.judge.backends import UnknownJudge, judge_names
+from grading.models import CriteriaTrial, CriteriaVersion, ItemKind, Org, TrialSource
+from grading.reviews.spend import SpendCapPassed, spend_check, spend_waiting
 from reviewer.access import role_required
 from reviewer.criteria import reads
+from reviewer.criteria.display import scored_checks
+from reviewer.criteria.examples import example_targets, examples_context
 from reviewer.criteria.forms import (
     CriteriaForm,
     DiffForm,
@@ -115,6 +121,7 @@ def criteria_version(request: HttpRequest, pk: int) -> HttpResponse:
             rubric=form.cleaned_data["rubric"],
             rules=form.rules_document(),
             **form.slots_setting(),
+            **form.judge_setting(),
         )
     except CriteriaImmutable as refused:  # published by someone else while this form was open
         version.refresh_from_db()
@@ -150,6 +157,7 @@ def _render_version(
         "others": reads.versions_of_kind(version),
         "trials": reads.trials_of(version),
         "regrade": _regrade_panel(version) if version.is_active else None,
+        **examples_context(version),
         **NAV,
     }
     return render(request, "reviewer/criteria/version.html", context, status=status)
@@ -206,9 +214,12 @@ def criteria_preview_view(request: HttpRequest, pk: int) -> HttpResponse:
 def criteria_trial(request: HttpRequest, pk: int) -> HttpResponse:
     """GET counts the judge calls a trial of K items will make; POST starts it, if the count still holds."""
     version = _get_version_for_user(request, pk)
+    if version.judge not in judge_names():  # a trial under it could only fail: say so before counting anything
+        refusal = f"{UnknownJudge(version.judge)} Choose a configured judge in the editor first."
+        return _render_trial_count(request, version, TrialForm(), None, refusal=refusal, status=409)
     if request.method == "GET":
         form = TrialForm(request.GET or None)
-        count = trial_count(version=version, size=form.cleaned_data["k"]) if form.is_valid() else None
+        count = _count(version, form) if form.is_valid() else None
         status = 400 if form.is_bound and not form.is_valid() else 200
         return _render_trial_count(request, version, form, count, status=status)
     form = TrialStartForm(request.POST)
@@ -217,26 +228,40 @@ def criteria_trial(request: HttpRequest, pk: int) -> HttpResponse:
     try:
         trial = criteria_trial_start(
             version=version, size=form.cleaned_data["k"], counted_calls=form.cleaned_data["counted_calls"],
-            actor=request.user,
+            actor=request.user, source=form.cleaned_data["source"],
         )  # fmt: skip
     except (CriteriaImmutable, TrialCountChanged) as refused:
-        count = trial_count(version=version, size=form.cleaned_data["k"])
+        count = _count(version, form)
         return _render_trial_count(request, version, TrialForm(request.POST), count, refusal=str(refused), status=409)
     except TrialRunning as refused:
         context = {"refusal": str(refused), "running": refused.trial}
         return _render_trial_count(request, version, TrialForm(request.POST), None, status=409, **context)
     except TrialsPerHourReached as refused:
         return _render_trial_count(request, version, TrialForm(request.POST), None, refusal=str(refused), status=429)
+    except SpendCapPassed as refused:
+        count = _count(version, form)
+        return _render_trial_count(request, version, TrialForm(request.POST), count, refusal=str(refused), status=409)
     messages.success(request, f"Trial started: {trial.judge_calls} judge calls on {len(trial.sample)} items.")
     return redirect("criteria_trial_detail", pk=trial.pk)
+
+
+def _count(version: CriteriaVersion, form: TrialForm) -> TrialCount:
+    return trial_count(version=version, size=form.cleaned_data["k"], source=form.cleaned_data["source"])
 
 
 def _render_trial_count(
     request, version, form, count, *, refusal: str = "", running: CriteriaTrial | None = None, status: int = 200
 ) -> HttpResponse:
     k = form.cleaned_data.get("k") if form.is_bound and form.is_valid() else None
-    context = {"version": version, "form": form, "count": count, "k": k, "refusal": refusal, "running": running, **NAV}
+    source = form.cleaned_data.get("source") if form.is_bound and form.is_valid() else TrialSource.CURRENT
+    context = {
+        "version": version, "form": form, "count": count, "k": k, "source": source, "refusal": refusal,
+        "running": running, "spend": spend_check(version=version, calls=count.judge_calls) if count else None, **NAV,
+    }  # fmt: skip
     return render(request, "reviewer/criteria/trial.html", context, status=status)
+
+
+TRIAL_ROWS_SHOWN = 200
 
 
 @require_GET
@@ -246,12 +271,19 @@ def criteria_trial_detail(request: HttpRequest, pk: int) -> HttpResponse:
     trial = reads.trial_for_admin(org_ids=reads.admin_org_ids(request.user), trial_id=pk)
     if trial is None:
         raise Http404("No such trial.")
-    results = trial_results(trial)
     graded = sum(1 for review_id in trial.review_ids if review_id is not None)
+    score = trial_score(trial) if is_scored(trial) else None
     context = {
         "trial": trial,
         "version": trial.criteria_version,
-        "results": results,
+        # Scored against people: the figures and the items as scored; else the items beside their current reviews.
+        "score": score,
+        "checks": scored_checks(score) if score else [],
+        # The lists' first rows; the rest are in the API's CSV (a page of thousands of rows is read by no one).
+        "changed": score.changed[:TRIAL_ROWS_SHOWN] if score else [],
+        "scored_items": score.items[:TRIAL_ROWS_SHOWN] if score else [],
+        "rows_shown": TRIAL_ROWS_SHOWN,
+        "results": None if score else trial_results(trial),
         "graded": graded,
         "time_left": None if trial.finished_at else _time_left(trial, graded),
         **NAV,
@@ -280,7 +312,7 @@ def criteria_publish(request: HttpRequest, pk: int) -> HttpResponse:
             version=version, actor=request.user, plan_active_id=form.cleaned_data["plan_active"],
             regrade_now=form.cleaned_data["regrade_now"],
         )  # fmt: skip
-    except (CriteriaConflict, CriteriaImmutable) as refused:
+    except (CriteriaConflict, CriteriaImmutable, UnknownJudge) as refused:
         return _render_plan(request, version, None, refusal=str(refused), status=409)
     note = f"Published {published}: it is active; every {published.kind} review under the one before stopped counting."
     if regrade is not None and regrade.run is not None:
@@ -295,7 +327,8 @@ def criteria_publish(request: HttpRequest, pk: int) -> HttpResponse:
 def _render_plan(request, version, form, *, refusal: str = "", status: int = 200) -> HttpResponse:
     plan = publish_plan(version=version)
     form = form or PublishForm(initial={"plan_active": plan.active.pk if plan.active else None})
-    context = {"version": version, "plan": plan, "form": form, "refusal": refusal, **NAV}
+    spend = spend_check(version=version, calls=plan.judge_calls)  # the re-grade runs under this version's judge
+    context = {"version": version, "plan": plan, "form": form, "refusal": refusal, "spend": spend, **NAV}
     return render(request, "reviewer/criteria/publish.html", context, status=status)
 
 
@@ -311,5 +344,7 @@ def criteria_item(request: HttpRequest, kind: str, pk: int) -> HttpResponse:
         raise Http404("No such item.")
     reviews = reads.item_reviews(item)
     current = next((r for r in reviews if r.counts_now), None)
-    context = {"item": item, "kind": kind, "reviews": reviews, "current": current, **NAV}
+    waiting = spend_waiting(org_id=item.org_id, kind=kind) if current is None else None
+    context = {"item": item, "kind": kind, "reviews": reviews, "current": current, "waiting": waiting, **NAV}
+    context["targets"] = example_targets(request.user, item)
     return render(request, "reviewer/criteria/item.html", context)

@@ -13,7 +13,10 @@ from grading.figures.dashboard import InvalidScope, Scope, dashboard_figures
 from grading.figures.definitions import PASS_FAIL
 from grading.figures.regrade import org_regrade_progress
 from grading.models import ItemKind
+from grading.reviews.spend import spend_overview
 from reviewer.access import EVERY_ROLE, role_required
+from reviewer.criteria.examples import unpublished_versions
+from reviewer.criteria.reads import admin_org_ids
 from reviewer.dashboards import display, export, reads
 from reviewer.dashboards.service import service_figures
 
@@ -55,6 +58,8 @@ def dashboard(request: HttpRequest) -> HttpResponse:
         "headline": display.headline_agreement(figures),
         "queue": display.queue_panel(figures, links),
         "service": display.service_panel(service_figures(scope), links),
+        # Spend against the caps is the org's as a whole: shown to readers of the whole org only.
+        "spend": spend_overview(org_id=org.pk) if scope.reach is None or not scope.reach.limited else None,
         "links": links,
         "export_csv": links.export("csv"),
         "export_jsonl": links.export("jsonl"),
@@ -111,9 +116,19 @@ def dashboard_reviews(request: HttpRequest) -> HttpResponse:
         "back_url": links.page(),
         "export_csv": links.export("csv", **_filter_fields(review_filter)),
         "export_jsonl": links.export("jsonl", **_filter_fields(review_filter)),
+        "example_versions": _example_versions(request, org, review_filter),
         "nav_active": "dashboard",
     }
     return render(request, "reviewer/dashboards/reviews.html", context)
+
+
+def _example_versions(request: HttpRequest, org, review_filter: reads.ReviewFilter) -> list:
+    """On a list of disagreements (one cell of an agreement table where the machine and people differ), a criteria
+    admin of the org may add each item to the examples of a version not yet published: those versions."""
+    disagreement = review_filter.check and review_filter.machine and review_filter.machine != review_filter.human
+    if not disagreement or org.pk not in admin_org_ids(request.user):
+        return []
+    return unpublished_versions(org_id=org.pk, kind=review_filter.kind)
 
 
 def _filter_fields(review_filter: reads.ReviewFilter) -> dict:

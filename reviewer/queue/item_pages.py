@@ -21,15 +21,16 @@ class IdentityRow:
 
 
 def judge_label(judge: dict) -> str:
-    """`openai · gpt-4.1-mini · prompt 5be0c2 · t=0` from the judge identity on a review."""
+    """`cheap · openai · gpt-4.1-mini · prompt 5be0c2 · t=0` from the judge identity on a review: the configured
+    judge's name first (reviews from before judges had names have none)."""
     if not isinstance(judge, dict):
         return str(judge)
-    parts = [str(judge[key]) for key in ("backend", "model") if judge.get(key)]
+    parts = [str(judge[key]) for key in ("name", "backend", "model") if judge.get(key)]
     if judge.get("prompt_hash"):
         parts.append(f"prompt {str(judge['prompt_hash'])[:8]}")
     if "temperature" in judge:
         parts.append(f"t={judge['temperature']:g}" if isinstance(judge["temperature"], int | float) else "")
-    known = {"backend", "model", "prompt_hash", "temperature"}
+    known = {"name", "backend", "model", "prompt_hash", "temperature"}
     parts += [f"{key}={value}" for key, value in sorted(judge.items()) if key not in known]
     return " · ".join(part for part in parts if part)
 
@@ -38,7 +39,10 @@ def identity_rows(review: Review, *, messages_on_path: int | None = None) -> lis
     fingerprint = review.fingerprint
     if messages_on_path is not None:
         fingerprint += f" ({messages_on_path} messages on the path, nothing truncated)"
-    rows = [IdentityRow("fingerprint", fingerprint), IdentityRow("judge", judge_label(review.judge))]
+    rows = [IdentityRow("fingerprint", fingerprint)]
+    if review.criteria_fingerprint:  # reviews from before it was recorded have none
+        rows.append(IdentityRow("criteria fingerprint", review.criteria_fingerprint))
+    rows.append(IdentityRow("judge", judge_label(review.judge)))
     if review.kind == ItemKind.DRAFT:
         rows.append(IdentityRow("memory", review.memory_snapshot or "none read"))
     rows.append(IdentityRow("judged at", f"{review.finished_at:%d %b %Y %H:%M:%S} UTC"))

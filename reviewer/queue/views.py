@@ -15,6 +15,7 @@ from django_htmx.http import HttpResponseClientRedirect
 
 from grading.models import ItemKind, Review
 from reviewer.access import reaches_of, role_required
+from reviewer.criteria.examples import example_targets
 from reviewer.models import Pool, Role
 from reviewer.queue import display, item_pages, reads, rendering
 from reviewer.queue.answers import answers_view
@@ -164,6 +165,9 @@ def _render_item(request: HttpRequest, review: Review, context: dict, *, status:
         template = "reviewer/queue/conversation_item.html"
     # Earlier reviews carry the machine's earlier verdicts: hidden too while blind.
     context["other_reviews"] = [] if context["blind"] else reads.other_reviews(review)
+    # A criteria admin may make a decided item a worked example of a version not yet published.
+    subject = review.draft or review.conversation
+    context["targets"] = None if context["blind"] else example_targets(request.user, subject)
     return render(request, template, context, status=status)
 
 

@@ -9,7 +9,7 @@ from django.urls import URLPattern, URLResolver, get_resolver, reverse
 from django.utils import timezone
 
 from grading.criteria.versions import criteria_new_version
-from grading.models import CriteriaTrial, ItemKind
+from grading.models import CriteriaExample, CriteriaTrial, ItemKind
 from reviewer.access import EVERY_ROLE
 from reviewer.models import Membership, Role
 from tests.builders.people import make_person
@@ -63,12 +63,16 @@ PAGES = {
     "criteria": Policy("roles", roles=CRITERIA_ADMIN),
     "criteria_new": Policy("roles", ("POST",), CRITERIA_ADMIN),
     "criteria_diff": Policy("roles", roles=CRITERIA_ADMIN),
+    "criteria_spend": Policy("roles", ("GET", "POST"), CRITERIA_ADMIN),
     "criteria_version": Policy("roles", ("GET", "POST"), CRITERIA_ADMIN),
     "criteria_preview": Policy("roles", roles=CRITERIA_ADMIN),
     "criteria_trial": Policy("roles", ("GET", "POST"), CRITERIA_ADMIN),
     "criteria_publish": Policy("roles", ("GET", "POST"), CRITERIA_ADMIN),
     "criteria_trial_detail": Policy("roles", roles=CRITERIA_ADMIN),
     "criteria_item": Policy("roles", roles=CRITERIA_ADMIN),
+    "criteria_example_add": Policy("roles", ("POST",), CRITERIA_ADMIN),
+    "criteria_example_explain": Policy("roles", ("POST",), CRITERIA_ADMIN),
+    "criteria_example_remove": Policy("roles", ("POST",), CRITERIA_ADMIN),
     "dashboard": Policy("roles", roles=EVERY_ROLE),
     "dashboard_reviews": Policy("roles", roles=EVERY_ROLE),
     "dashboard_regrade": Policy("roles", roles=EVERY_ROLE),
@@ -93,6 +97,7 @@ PARAMETERS = {
     "pk": "review",
     "draft_id": "draft",
     "external_id": "conversation",
+    "trial_id": "criteria_trial",
     # The admin's: no persona here is staff, so any value meets the same login page.
     "object_id": "admin",
     "content_type_id": "admin",
@@ -115,6 +120,8 @@ ROUTE_PARAMETERS = {
     "criteria_publish": {"pk": "criteria_version"},
     "criteria_trial_detail": {"pk": "criteria_trial"},
     "criteria_item": {"pk": "draft"},
+    "criteria_example_explain": {"pk": "criteria_example"},
+    "criteria_example_remove": {"pk": "criteria_example"},
 }
 
 
@@ -153,9 +160,15 @@ def matrix_world(org, other_org, people: dict) -> dict:
         trial = CriteriaTrial.objects.create(
             org=owner, criteria_version=version, sample=[], judge_calls=0, review_ids=[], finished_at=timezone.now()
         )
+        example = CriteriaExample.objects.create(
+            org=owner, criteria_version=version, draft=review.draft, external_id=review.draft.external_id,
+            check_name="pass_fail", human_verdict="fail", source="decision", fingerprint=review.fingerprint,
+            evidence={"title": review.draft.title, "body": review.draft.body}, position=1,
+        )  # fmt: skip
         objects[suffix] = {
             "review": review.pk,
             "criteria_version": version.pk,
+            "criteria_example": example.pk,
             "criteria_trial": trial.pk,
             "dashboard_section": "quality",
             "draft_kind": ItemKind.DRAFT,

@@ -51,6 +51,7 @@ LAYERS: list[tuple[str, list[str]]] = [
     ("the record: reviews and their state, the counters booked with them, grading tickets, reads of items", [
         "grading.reviews", "grading.passes.inflight", "grading.figures.rollups", "grading.conversations.reads",
         "grading.drafts.reads", "grading.drafts.memory", "grading.criteria.versions", "grading.hooks.webhooks",
+        "grading.figures.human", "grading.criteria.examples",
     ]),
     ("grading: items in, graded, labelled and sampled", [
         "grading.conversations", "grading.drafts", "grading.figures.labels", "grading.figures.sampling",

@@ -69,7 +69,7 @@ def test_the_demo_drafts_land_on_every_route_of_the_gate():
 
 
 def test_the_demo_opens_with_where_who_the_key_and_the_judge_and_names_its_seeded_failure(caplog, settings):
-    settings.JUDGE_BASE_URL = ""
+    settings.JUDGES = settings.JUDGES | {"default": settings.JUDGES["default"] | {"base_url": ""}}
     with caplog.at_level(logging.WARNING):
         org = demo_seed()
     assert not caplog.records  # the seeded judge timeout is not logged as a failure of the demo

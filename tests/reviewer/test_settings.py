@@ -1,3 +1,4 @@
+import json
 import os
 import subprocess
 import sys
@@ -5,7 +6,17 @@ import sys
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 
-from reviewer.env import env_bool, env_choice, env_float, env_int, env_list, env_networks, env_str
+from reviewer.env import (
+    env_bool,
+    env_choice,
+    env_float,
+    env_int,
+    env_judges,
+    env_list,
+    env_networks,
+    env_price,
+    env_str,
+)
 from reviewer.settings import database_from_url
 from tests.builders.processes import REPO_ROOT
 
@@ -112,3 +123,101 @@ def test_the_outbound_allowlist_reads_cidrs_and_single_addresses(monkeypatch):
     assert [str(n) for n in env_networks("TG_TEST_VAR")] == ["10.20.0.0/16", "fd00::/8", "192.168.1.5/32"]
     monkeypatch.delenv("TG_TEST_VAR")
     assert env_networks("TG_TEST_VAR") == ()
+
+
+# --- named judges (JUDGES_FILE) ------------------------------------------------------------------------------------
+
+DEFAULT_JUDGE = {
+    "base_url": "", "model": "gpt-4o-mini", "api_key": "", "timeout_seconds": 60.0, "max_retries": 3,
+    "context_tokens": 0, "max_output_tokens": 1_024, "price_input_per_million": None, "price_output_per_million": None,
+}  # fmt: skip
+
+
+def judges_file(tmp_path, monkeypatch, document) -> str:
+    path = tmp_path / "judges.json"
+    path.write_text(document if isinstance(document, str) else json.dumps(document))
+    monkeypatch.setenv("JUDGES_FILE", str(path))
+    return str(path)
+
+
+def test_the_judges_file_adds_named_judges_beside_the_default(tmp_path, monkeypatch):
+    (tmp_path / "cheap.key").write_text("sk-cheap\n")
+    judges_file(tmp_path, monkeypatch, {
+        "cheap": {"base_url": "https://cheap.example.com/v1", "model": "small", "key_file": str(tmp_path / "cheap.key"),
+                  "context_tokens": 8192, "price_input_per_million": 0.15, "price_output_per_million": 0.6},
+        "local-qwen_2": {"base_url": "http://127.0.0.1:8089/v1", "model": "qwen", "timeout_seconds": 300,
+                         "max_retries": 0},
+    })  # fmt: skip
+    judges = env_judges("JUDGES_FILE", default=DEFAULT_JUDGE)
+    assert list(judges) == ["default", "cheap", "local-qwen_2"] and judges["default"] is DEFAULT_JUDGE
+    assert judges["cheap"] == {
+        "base_url": "https://cheap.example.com/v1", "model": "small", "api_key": "sk-cheap", "timeout_seconds": 60.0,
+        "max_retries": 3, "context_tokens": 8192, "max_output_tokens": 1_024, "price_input_per_million": 0.15,
+        "price_output_per_million": 0.6,
+    }  # fmt: skip
+    assert judges["local-qwen_2"] | {"base_url": "", "model": "gpt-4o-mini"} == DEFAULT_JUDGE | {
+        "timeout_seconds": 300.0,
+        "max_retries": 0,
+    }  # no key file: no key; left out: the default judge's limits, the server's context, no prices
+    monkeypatch.delenv("JUDGES_FILE")
+    assert env_judges("JUDGES_FILE", default=DEFAULT_JUDGE) == {"default": DEFAULT_JUDGE}
+
+
+GOOD = {"base_url": "https://judge.example.com/v1", "model": "m"}
+
+
+@pytest.mark.parametrize(
+    ("document", "message"),
+    [
+        (None, r"JUDGES_FILE='.*missing.json' cannot be read: No such file"),
+        ('{"cheap": {', "is not JSON: Expecting"),
+        ('["cheap"]', "must hold a JSON object of judges by name"),
+        ({"cheap": GOOD | {"api_key": "sk-inline"}}, "judge 'cheap': unknown key 'api_key'"),
+        ({"cheap": {"model": "m"}}, "judge 'cheap': base_url is required"),
+        ({"cheap": {"base_url": "https://judge.example.com/v1"}}, "judge 'cheap': model is required"),
+        ({"cheap": GOOD | {"base_url": "judge.example.com"}}, "judge 'cheap': base_url 'judge.example.com' is not"),
+        ({"cheap": GOOD | {"key_file": "/nonexistent/cheap.key"}}, "key_file '/nonexistent/cheap.key' cannot be read"),
+        ({"Cheap!": GOOD}, "judge 'Cheap!': a name is 1 to 40 of a-z, 0-9, _ and -"),
+        ({"x" * 41: GOOD}, "a name is 1 to 40"),
+        ({"default": GOOD}, "judge 'default': `default` is the JUDGE_\\* judge"),
+        ({"cheap": GOOD | {"context_tokens": "8k"}}, "judge 'cheap': context_tokens must be an integer, not '8k'"),
+        ({"cheap": GOOD | {"max_retries": True}}, "max_retries must be an integer"),
+        ({"cheap": GOOD | {"price_input_per_million": -1}}, "price_input_per_million must be at least 0"),
+        ({"cheap": GOOD | {"max_output_tokens": 10}}, "max_output_tokens must be at least 64"),
+        ({"cheap": "https://judge.example.com/v1"}, "judge 'cheap' must be a JSON object"),
+    ],
+)
+def test_a_bad_judges_file_stops_startup_with_one_message_naming_the_problem(tmp_path, monkeypatch, document, message):
+    if document is None:
+        monkeypatch.setenv("JUDGES_FILE", str(tmp_path / "missing.json"))
+    else:
+        judges_file(tmp_path, monkeypatch, document)
+    with pytest.raises(ImproperlyConfigured, match=message):
+        env_judges("JUDGES_FILE", default=DEFAULT_JUDGE)
+
+
+def test_a_key_file_is_read_but_never_shown_in_a_message(tmp_path, monkeypatch):
+    (tmp_path / "cheap.key").write_text("sk-very-secret")
+    judges_file(tmp_path, monkeypatch, {"cheap": GOOD | {"key_file": str(tmp_path / "cheap.key"), "max_retries": -1}})
+    with pytest.raises(ImproperlyConfigured) as refused:
+        env_judges("JUDGES_FILE", default=DEFAULT_JUDGE)
+    assert "max_retries" in str(refused.value) and "sk-very-secret" not in str(refused.value)
+
+
+def test_prices_are_optional_numbers(monkeypatch):
+    monkeypatch.delenv("TG_TEST_VAR", raising=False)
+    assert env_price("TG_TEST_VAR") is None
+    monkeypatch.setenv("TG_TEST_VAR", "0.15")
+    assert env_price("TG_TEST_VAR") == 0.15
+    monkeypatch.setenv("TG_TEST_VAR", "-1")
+    with pytest.raises(ImproperlyConfigured, match="TG_TEST_VAR"):
+        env_price("TG_TEST_VAR")
+
+
+def test_the_process_refuses_to_start_with_a_bad_judges_file(tmp_path):
+    (tmp_path / "judges.json").write_text(json.dumps({"cheap": {"base_url": "https://judge.example.com/v1"}}))
+    result = _manage(
+        "check", env={"JUDGES_FILE": str(tmp_path / "judges.json"), "JUDGE_PRICE_INPUT_PER_MILLION": "2.5"}
+    )
+    assert result.returncode != 0
+    assert "judge 'cheap': model is required, as a non-empty string" in result.stderr

@@ -15,6 +15,7 @@ class Command(BaseCommand):
         stale = staleness_audit().stale
         self.stdout.write(
             f"{run.needing} needed grading: {run.enqueued} enqueued ({run.recovered} of them because their task was "
-            f"lost), {run.in_flight} already in flight, {run.backlog} left as backlog; "
+            f"lost), {run.in_flight} already in flight, {run.spend_capped} waiting on a spend cap, {run.backlog} left "
+            f"as backlog; "
             f"{stale['conversation']} conversation and {stale['draft']} draft review(s) stale until the workers finish"
         )

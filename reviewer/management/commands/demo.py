@@ -76,7 +76,7 @@ class Command(BaseCommand):
 
 def first_contact(addr: str, org_slug: str, key: str) -> str:
     """What a newcomer needs first: where, who, the key, which judge, and what failed on purpose."""
-    judge = settings.JUDGE_BASE_URL or "offline heuristic judge (set JUDGE_BASE_URL for a real one)"
+    judge = settings.JUDGES["default"]["base_url"] or "offline heuristic judge (set JUDGE_BASE_URL for a real one)"
     lines = [
         f"Tollgate demo: http://{addr}/  (org {org_slug})",
         *(f"  {person.role:<15} {person.username} / {person.password}{_limited(person)}" for person in DEMO_PEOPLE),

@@ -5,10 +5,12 @@ from grading.api.views import api
 
 OPERATION_IDS = {
     "grading_api_get_conversation",
+    "grading_api_get_criteria_trial",
     "grading_api_get_dashboard",
     "grading_api_get_dashboard_section",
     "grading_api_get_draft",
     "grading_api_get_health",
+    "grading_api_get_spend",
     "grading_api_post_article",
     "grading_api_post_conversation",
     "grading_api_post_draft",

@@ -10,6 +10,7 @@ from grading.drafts.gate import draft_grade
 from grading.drafts.memory import retrieve_memory
 from grading.models import AuditEvent, CriteriaVersion, Draft, ItemKind, Review
 from tests.builders.drafts import CLEAN_BODY, draft_reply, llm_draft_judge, save_draft, setup_org_memory
+from tests.builders.judges import configure_judges, judge_config
 
 pytestmark = pytest.mark.django_db
 
@@ -85,7 +86,7 @@ def test_its_changed_findings_equal_a_direct_recomputation_of_the_checks(org, gr
 
 
 def test_it_calls_no_judge_and_writes_nothing(org, graded, fake_llm, settings):
-    settings.JUDGE_BASE_URL = fake_llm.base_url  # any judge built from settings would reach the loopback server
+    configure_judges(settings, default=judge_config(fake_llm))  # any judge built from settings would reach it
     version = stricter_version(org)
 
     def rows_now():

@@ -157,7 +157,9 @@ def test_publishing_makes_it_active_immutable_and_records_one_event_with_what_we
     assert (version.is_active, version.published_at is not None, old.is_active) == (True, True, False)
     event = AuditEvent.objects.get(action="criteria.publish")
     assert (event.actor, event.object_id) == (criteria_admin, str(version.pk))
-    assert event.detail == {"kind": "conversation", "number": 2, "replaces": 1, "reviews_made_stale": 2}
+    assert event.detail == {
+        "kind": "conversation", "number": 2, "replaces": 1, "reviews_made_stale": 2, "judge": "default"
+    }  # fmt: skip
     assert Review.objects.counting().filter(kind=ItemKind.CONVERSATION).count() == 0
     assert Review.objects.counting().filter(kind=ItemKind.DRAFT).count() == 1
     with pytest.raises(CriteriaImmutable):

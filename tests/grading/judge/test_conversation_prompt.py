@@ -30,7 +30,7 @@ def support_path(*, user: str, arguments: str, name: str, tool: str, reply: str)
 
 def prompt_of(path: list[EvidenceMessage], *, context: int = 0, nonce: str | None = NONCE) -> str:
     stage = Stage(0, path[:context], path[context:])
-    return user_prompt(rubric="Grade it.", criteria_number=3, stage=stage, stage_count=1, nonce=nonce)
+    return user_prompt(rubric="Grade it.", criteria_number=3, stage=stage, stage_count=1, examples=(), nonce=nonce)
 
 
 @PROPERTY_SETTINGS

@@ -24,6 +24,7 @@ def prompt_of(*, strategy: str | None, facts: list[str], learnings: list[str], t
         threshold=7.0,
         max_issues=3,
         rules_text="No banned words.",
+        examples=(),
         strategy=strategy,
         learnings=learnings,
         facts=facts,

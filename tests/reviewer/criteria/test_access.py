@@ -5,7 +5,7 @@ refused request writes nothing."""
 import pytest
 from django.urls import reverse
 
-from grading.models import AuditEvent, CriteriaTrial, CriteriaVersion
+from grading.models import AuditEvent, CriteriaExample, CriteriaTrial, CriteriaVersion, SpendCap
 from reviewer.models import Role
 from tests.builders.criteria import editor_data, graded_org
 from tests.builders.people import make_person
@@ -26,12 +26,21 @@ def other_org_criteria_admin(other_org):
 
 @pytest.fixture
 def criteria(org, fake_llm, criteria_admin):
-    return graded_org(org, fake_llm, criteria_admin)
+    world = graded_org(org, fake_llm, criteria_admin)
+    draft = world.gizmo_draft
+    CriteriaExample.objects.create(
+        org=org, criteria_version=world.draft_version, draft=draft, external_id=draft.external_id,
+        check_name="pass_fail", human_verdict="fail", source="decision", fingerprint=draft.fingerprint,
+        evidence={"title": draft.title, "body": draft.body}, position=1,
+    )  # fmt: skip
+    return world
 
 
 def requests_for(c) -> dict[str, tuple[str, str, dict, dict]]:
     """Every criteria URL: name -> (method, path, data, headers)."""
     v, active = c.draft_version, c.active
+    example = CriteriaExample.objects.get(criteria_version=v)
+    cap = {"org": c.org.pk, "period": "day", "tokens": 1000}
     return {
         "index": ("get", reverse("criteria"), {}, {}),
         "version page": ("get", reverse("criteria_version", args=[v.pk]), {}, {}),
@@ -52,13 +61,27 @@ def requests_for(c) -> dict[str, tuple[str, str, dict, dict]]:
         "save": ("post", reverse("criteria_version", args=[v.pk]), editor_data(v), {}),
         "start a trial": ("post", reverse("criteria_trial", args=[v.pk]), {"k": 1, "counted_calls": 1}, {}),
         "publish": ("post", reverse("criteria_publish", args=[v.pk]), {"plan_active": active.pk}, {}),
+        "spend page": ("get", reverse("criteria_spend"), {}, {}),
+        "set a spend cap": ("post", reverse("criteria_spend"), cap, {}),
+        "add an example": (
+            "post", reverse("criteria_example_add"),
+            {"version": v.pk, "kind": "conversation", "item": c.conversation.pk, "check": "grounded"}, {},
+        ),
+        "explain an example": (
+            "post", reverse("criteria_example_explain", args=[example.pk]),
+            {"revision": v.revision, "explanation": "Read it this way."}, {},
+        ),
+        "remove an example": (
+            "post", reverse("criteria_example_remove", args=[example.pk]), {"revision": v.revision}, {},
+        ),
     }  # fmt: skip
 
 
 NAMES = [
     "index", "version page", "published version page", "diff", "preview form", "preview", "trial count", "trial page",
     "trial partial (htmx)", "publish plan", "draft item", "conversation item", "new version",
-    "new version from an old one", "save", "start a trial", "publish",
+    "new version from an old one", "save", "start a trial", "publish", "spend page", "set a spend cap",
+    "add an example", "explain an example", "remove an example",
 ]  # fmt: skip
 
 
@@ -74,7 +97,14 @@ def test_the_list_covers_every_criteria_url(criteria):
 
 def written(c) -> tuple:
     versions = list(CriteriaVersion.objects.order_by("pk").values_list("pk", "revision", "published_at", "is_active"))
-    return versions, CriteriaTrial.objects.count(), AuditEvent.objects.exclude(action="user.login").count()
+    examples = list(CriteriaExample.objects.order_by("pk").values_list("pk", "explanation"))
+    return (
+        versions,
+        CriteriaTrial.objects.count(),
+        examples,
+        list(SpendCap.objects.values_list("pk", "tokens")),
+        AuditEvent.objects.exclude(action="user.login").count(),
+    )
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -94,7 +124,7 @@ def test_only_the_orgs_criteria_admins_get_in(request, client, criteria, name):
             assert response.status_code == 302 and response["Location"].startswith(reverse("login"))
         elif persona == "other_org_criteria_admin":
             # Their own criteria page opens (with their org only, below); nothing of this org exists for them.
-            assert response.status_code == (200 if name == "index" else 404), persona
+            assert response.status_code == (200 if name in ("index", "spend page") else 404), persona
         else:
             assert response.status_code == 403, persona
         assert written(criteria) == before, persona

@@ -189,7 +189,7 @@ def test_preview_and_trial_sizes_out_of_range_are_400s_naming_the_field(admin_cl
     }
     trial = admin_client.get(reverse("criteria_trial", args=[criteria.draft_version.pk]), {"k": 1000})
     assert trial.status_code == 400 and trial.context["form"].errors == {
-        "k": ["Ensure this value is less than or equal to 50."]
+        "k": ["At most 200 items (CRITERIA_TRIAL_MAX_ITEMS): each is a paid judge call."]
     }
     diff = admin_client.get(reverse("criteria_diff"), {"old": criteria.active.pk})
     assert diff.status_code == 400 and "new" in diff.content.decode()

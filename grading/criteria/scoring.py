@@ -1,0 +1,271 @@
+"""A trial scored against people: for a trial run on items with a human verdict (TrialSource audit, decisions or
+labels), how far the trial version and the active version each agree with people on the same items.
+
+Per check (conversations: grounded, complete, usable; drafts: pass_fail, the machine's verdict being
+MACHINE_PASS_FAIL of grading/figures/definitions.py), for each side: agreement, Cohen's kappa, their intervals and
+the confusion table (`agreement_of`, categories as the dashboard's); the items whose verdict changed, toward
+people or away from them; and what the trial spent.
+
+What is compared, and why:
+- The human verdict is the item's from the trial's source on its present evidence (grading/figures/human.py), and
+  it is compared only where the trial review read that same evidence (fingerprints equal): a verdict on other
+  evidence says nothing about what the judge read.
+- The active side is the item's counting review (under the active version) when it read that evidence too.
+- An item that is an example of the trial's version NOW is left out: a version is never scored on its own
+  examples (the page says how many were left out).
+- A check is compared on the items where people, the trial and the active version all give a verdict, so the two
+  sides' figures stand on the same items.
+"""
+
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from grading.criteria.trials import HELD_BY_SPEND_CAP
+from grading.figures.agreement import Agreement, agreement_of
+from grading.figures.definitions import PASS_FAIL, SCORED, VERDICTS, machine_verdict
+from grading.figures.expressions import Lit
+from grading.figures.human import HumanVerdict, human_verdicts, id_in
+from grading.models import Conversation, CriteriaTrial, CriteriaVersion, Draft, ItemKind, Review, TrialSource
+from grading.outcomes import CHECKS
+
+TOWARD, AWAY, ASIDE = "toward", "away", "aside"  # a changed verdict moved to people's, off it, or between others
+# The machine's verdict on each check, read from a review's columns (compiled once: a trial holds thousands).
+_MACHINE_VERDICT = {check: machine_verdict(Lit(check)).fn for check in (*CHECKS, PASS_FAIL)}
+
+
+@dataclass(frozen=True)
+class ScoredCheck:
+    check: str
+    trial: Agreement  # the trial version's verdicts against people's
+    active: Agreement  # the active version's, on the same items
+
+
+@dataclass(frozen=True)
+class ChangedVerdict:
+    item_id: int
+    external_id: str
+    check: str
+    active: str
+    trial: str
+    human: str
+    direction: str  # TOWARD | AWAY | ASIDE
+
+
+@dataclass(frozen=True)
+class ScoredItem:
+    """One sample item as the scoring read it: None where a side has no verdict to compare."""
+
+    index: int
+    item_id: int
+    external_id: str
+    human: HumanVerdict | None
+    trial_review_id: int | None
+    active_review_id: int | None
+    trial: dict[str, str]
+    active: dict[str, str]
+    left_out: str  # why the item is not compared ("" when it is)
+
+
+@dataclass(frozen=True)
+class TrialScore:
+    trial: CriteriaTrial
+    active_version: CriteriaVersion | None  # the version the other side was graded under
+    checks: list[ScoredCheck]
+    changed: list[ChangedVerdict]
+    items: list[ScoredItem]
+    examples_left_out: int  # sample items that are examples of the version now
+    judge_calls: int
+    prompt_tokens: int
+    completion_tokens: int
+
+    @property
+    def compared(self) -> int:
+        return sum(1 for item in self.items if not item.left_out)
+
+    def as_json(self) -> dict:
+        version = self.trial.criteria_version
+        return {
+            "id": self.trial.pk,
+            "kind": version.kind,
+            "criteria_version": version.number,
+            "active_criteria_version": self.active_version.number if self.active_version else None,
+            "source": self.trial.source,
+            "scored_against_people": is_scored(self.trial),
+            "finished": self.trial.finished_at is not None,
+            "items": len(self.trial.sample),
+            "graded": sum(1 for review_id in self.trial.review_ids if review_id is not None),
+            "compared": self.compared,
+            "examples_left_out": self.examples_left_out,
+            "judge_calls_counted": self.trial.judge_calls,
+            "judge_calls": self.judge_calls,
+            "tokens": {
+                "prompt": self.prompt_tokens,
+                "completion": self.completion_tokens,
+                "total": self.prompt_tokens + self.completion_tokens,
+            },
+            "checks": {s.check: {"trial": s.trial.as_json(), "active": s.active.as_json()} for s in self.checks}
+            if is_scored(self.trial)
+            else {},
+            "changed": [
+                {
+                    "item": c.external_id,
+                    "check": c.check,
+                    "active": c.active,
+                    "trial": c.trial,
+                    "human": c.human,
+                    "direction": c.direction,
+                }
+                for c in self.changed
+            ],
+        }
+
+
+def checks_of(kind: str) -> tuple[str, ...]:
+    return (PASS_FAIL,) if kind == ItemKind.DRAFT else CHECKS
+
+
+def categories_of(kind: str) -> tuple[str, ...]:
+    """The verdicts compared, as the dashboard's tables have them: a draft passes or fails."""
+    return ("pass", "fail") if kind == ItemKind.DRAFT else VERDICTS
+
+
+def trial_score(trial: CriteriaTrial) -> TrialScore:
+    """The trial's figures against people (see the module's docstring). For a running trial, over the items
+    graded so far."""
+    version = trial.criteria_version
+    kind = version.kind
+    field = kind  # the review's foreign key to its item
+    model = Draft if kind == ItemKind.DRAFT else Conversation
+    subjects = dict(model.objects.filter(id_in("pk", trial.sample)).values_list("pk", "external_id"))
+    trial_reviews = _verdict_rows(Review.objects.filter(id_in("pk", (r for r in trial.review_ids if r))))
+    active_reviews = {
+        row["item_id"]: row
+        for row in _verdict_rows(Review.objects.counting().filter(id_in(f"{field}_id", trial.sample)), field)
+    }
+    humans = (
+        human_verdicts(org_id=trial.org_id, kind=kind, source=trial.source, item_ids=trial.sample)
+        if is_scored(trial)
+        else {}
+    )
+    examples = set(version.examples.filter(**{f"{field}__isnull": False}).values_list(f"{field}_id", flat=True))
+    by_review = {row["id"]: row for row in trial_reviews}
+    checks = checks_of(kind)
+    items = []
+    for index, (item_id, review_id) in enumerate(zip(trial.sample, trial.review_ids, strict=True)):
+        human = humans.get(item_id)
+        mine = by_review.get(review_id) if review_id else None
+        theirs = active_reviews.get(item_id)
+        if human is not None and theirs is not None and theirs["fingerprint"] != human.fingerprint:
+            theirs = None  # the active review read other evidence than the person did
+        items.append(
+            ScoredItem(
+                index=index,
+                item_id=item_id,
+                external_id=subjects.get(item_id, ""),
+                human=human,
+                trial_review_id=mine["id"] if mine else None,
+                active_review_id=theirs["id"] if theirs else None,
+                trial=_verdicts(mine, checks),
+                active=_verdicts(theirs, checks),
+                left_out=_left_out(item_id, human, mine, examples, review_id),
+            )
+        )
+    scored, changed = _compare(items, checks, categories_of(kind))
+    usage = [row["usage"] for row in trial_reviews if isinstance(row["usage"], dict)]
+    return TrialScore(
+        trial=trial,
+        active_version=CriteriaVersion.objects.filter(org_id=trial.org_id, kind=kind, is_active=True).first(),
+        checks=scored,
+        changed=changed,
+        items=items,
+        examples_left_out=sum(1 for item in items if item.item_id in examples),
+        judge_calls=trial.judge_calls_made,
+        prompt_tokens=sum(_tokens(u, "prompt_tokens") for u in usage),
+        completion_tokens=sum(_tokens(u, "completion_tokens") for u in usage),
+    )
+
+
+def _verdict_rows(reviews, field: str | None = None) -> list[dict]:
+    """The columns the machine's verdict is read from (MACHINE_PASS_FAIL, CheckVerdict), and the item's id."""
+    columns = ["id", "kind", "route", "judge_passed", "checks", "fingerprint", "usage"]
+    rows = list(reviews.values(*columns, *([f"{field}_id"] if field else [])))
+    for row in rows:
+        row["item_id"] = row.get(f"{field}_id")
+    return rows
+
+
+def _verdicts(row: dict | None, checks: tuple[str, ...]) -> dict[str, str]:
+    if row is None or not SCORED.fn(row):
+        return {}
+    return {check: _MACHINE_VERDICT[check](row) for check in checks}
+
+
+def _left_out(
+    item_id: int, human: HumanVerdict | None, trial_row: dict | None, examples: set[int], review_id: int | None
+) -> str:
+    if item_id in examples:
+        return "an example of this version: a version is not scored on its own examples"
+    if review_id == HELD_BY_SPEND_CAP:
+        return "held back by a spend cap: no judge call was made"
+    if human is None:
+        return "no human verdict on its present evidence"
+    if review_id is None:
+        return "not graded yet"
+    if trial_row is None:
+        return "gone before it was graded"
+    if trial_row["fingerprint"] != human.fingerprint:
+        return "its evidence changed since the trial read it"
+    return ""
+
+
+def _compare(
+    items: list[ScoredItem], checks: tuple[str, ...], categories: tuple[str, ...]
+) -> tuple[list[ScoredCheck], list[ChangedVerdict]]:
+    trial_pairs: dict[str, Counter] = {check: Counter() for check in checks}
+    active_pairs: dict[str, Counter] = {check: Counter() for check in checks}
+    changed = []
+    for item in items:
+        if item.left_out:
+            continue
+        for check in checks:
+            human, mine, theirs = item.human.checks.get(check), item.trial.get(check), item.active.get(check)
+            if not all(v in categories for v in (human, mine, theirs)):
+                continue
+            trial_pairs[check][(mine, human)] += 1
+            active_pairs[check][(theirs, human)] += 1
+            if mine != theirs:
+                direction = TOWARD if mine == human else AWAY if theirs == human else ASIDE
+                changed.append(ChangedVerdict(item.item_id, item.external_id, check, theirs, mine, human, direction))
+    scored = [
+        ScoredCheck(check, agreement_of(categories, trial_pairs[check]), agreement_of(categories, active_pairs[check]))
+        for check in checks
+    ]
+    return scored, changed
+
+
+def trial_rows(score: TrialScore) -> Iterator[list[object]]:
+    """The trial's items as rows for a CSV (header first): per check, people's, the trial's and the active
+    version's verdicts, and why an item is not compared."""
+    checks = checks_of(score.trial.criteria_version.kind)
+    yield [
+        "index", "item", "trial_review", "active_review", "compared", "left_out",
+        *(f"{check}_{side}" for check in checks for side in ("human", "trial", "active")),
+    ]  # fmt: skip
+    for item in score.items:
+        human = item.human.checks if item.human else {}
+        yield [
+            item.index, item.external_id, item.trial_review_id, item.active_review_id, not item.left_out,
+            item.left_out,
+            *(v.get(check, "") for check in checks for v in (human, item.trial, item.active)),
+        ]  # fmt: skip
+
+
+def _tokens(usage: dict, name: str) -> int:
+    value = usage.get(name)
+    return value if isinstance(value, int) else 0
+
+
+def is_scored(trial: CriteriaTrial) -> bool:
+    """Whether the trial is scored against people (its source is people's verdicts, not the current reviews)."""
+    return trial.source != TrialSource.CURRENT

@@ -1,0 +1,162 @@
+"""Worked examples on the criteria pages (issue 23): the version editor lists an unpublished version's examples and
+edits their explanation or removes them; an item's pages and the dashboard's disagreement lists add an item to a
+version's examples. Every write goes through grading/criteria/examples.py, which refuses what may not be written.
+
+Only criteria admins reach these views (`role_required`), and only within their orgs: another org's version, example
+or item is a 404, whatever the form says.
+"""
+
+from dataclasses import dataclass
+
+from django import forms
+from django.contrib import messages
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect
+from django.urls import reverse
+from django.views.decorators.http import require_POST
+
+from grading.criteria.examples import (
+    EXAMPLES_MAX,
+    ExampleRefused,
+    checks_of,
+    criteria_example_add,
+    criteria_example_explain,
+    criteria_example_remove,
+)
+from grading.criteria.versions import CriteriaConflict, CriteriaImmutable
+from grading.figures.human import human_verdict_of
+from grading.models import Conversation, CriteriaExample, CriteriaVersion, Draft, ItemKind
+from reviewer.access import role_required
+from reviewer.criteria import reads
+from reviewer.models import Role
+
+REFUSED = (ExampleRefused, CriteriaImmutable, CriteriaConflict)
+
+
+class ExampleAddForm(forms.Form):
+    version = forms.IntegerField(min_value=1)
+    kind = forms.ChoiceField(choices=ItemKind.choices)
+    item = forms.IntegerField(min_value=1)
+    check = forms.CharField(max_length=16)
+
+
+class ExampleExplainForm(forms.Form):
+    revision = forms.IntegerField(min_value=1)
+    explanation = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 3}))
+
+
+class ExampleRemoveForm(forms.Form):
+    revision = forms.IntegerField(min_value=1)
+
+
+# --- what the pages show -------------------------------------------------------------------------------------------
+
+
+def examples_context(version: CriteriaVersion) -> dict:
+    """The version editor's examples section."""
+    return {
+        "examples": list(version.examples.order_by("position", "pk").select_related("added_by")),
+        "examples_max": EXAMPLES_MAX,
+    }
+
+
+@dataclass(frozen=True)
+class ExampleTargets:
+    """The "add as example" control for one item: its kind and id, the checks it has a human verdict on (empty on a
+    list, where the service tells), and the org's unpublished versions of its kind."""
+
+    kind: str
+    item_id: int
+    checks: list[tuple[str, str]]  # (check, the human verdict)
+    versions: list[CriteriaVersion]
+
+
+def example_targets(user, subject: Draft | Conversation) -> ExampleTargets | None:
+    """The control for an item's page, for a criteria admin of its org when the item has a human verdict on its
+    present evidence and the org has an unpublished version of its kind to add it to; None otherwise."""
+    if subject.org_id not in reads.admin_org_ids(user):
+        return None
+    kind = ItemKind.DRAFT if isinstance(subject, Draft) else ItemKind.CONVERSATION
+    versions = unpublished_versions(org_id=subject.org_id, kind=kind)
+    human = human_verdict_of(subject) if versions else None
+    if human is None:
+        return None
+    checks = [(check, human.checks[check]) for check in checks_of(kind) if check in human.checks]
+    return ExampleTargets(kind=kind, item_id=subject.pk, checks=checks, versions=versions)
+
+
+def unpublished_versions(*, org_id: int, kind: str) -> list[CriteriaVersion]:
+    return list(CriteriaVersion.objects.filter(org_id=org_id, kind=kind, published_at__isnull=True).order_by("-number"))
+
+
+# --- writes -----------------------------------------------------------------------------------------------------------
+
+
+@require_POST
+@role_required(Role.CRITERIA_ADMIN)
+def criteria_example_add_view(request: HttpRequest) -> HttpResponse:
+    """Add the item named to the version named, on the check named; back to the version's examples."""
+    form = ExampleAddForm(request.POST)
+    if not form.is_valid():
+        return HttpResponse(f"Bad request: {form.errors.as_text()}", status=400, content_type="text/plain")
+    data = form.cleaned_data
+    org_ids = reads.admin_org_ids(request.user)
+    version = reads.version_for_admin(org_ids=org_ids, version_id=data["version"])
+    item = reads.item_for_admin(org_ids=org_ids, kind=data["kind"], item_id=data["item"])
+    if version is None or item is None or item.org_id != version.org_id:
+        raise Http404("No such version or item.")
+    try:
+        criteria_example_add(version=version, subject=item, check=data["check"], actor=request.user)
+    except REFUSED as refused:
+        messages.error(request, f"Not added: {refused}")
+    else:
+        messages.success(request, f"Added {item.external_id} ({data['check']}) to the examples of {version}.")
+    return redirect(reverse("criteria_version", args=[version.pk]) + "#examples")
+
+
+@require_POST
+@role_required(Role.CRITERIA_ADMIN)
+def criteria_example_explain_view(request: HttpRequest, pk: int) -> HttpResponse:
+    example = _get_example_for_user(request, pk)
+    form = ExampleExplainForm(request.POST)
+    if not form.is_valid():
+        return HttpResponse(f"Bad request: {form.errors.as_text()}", status=400, content_type="text/plain")
+    try:
+        criteria_example_explain(
+            example=example,
+            explanation=form.cleaned_data["explanation"],
+            actor=request.user,
+            revision=form.cleaned_data["revision"],
+        )
+    except REFUSED as refused:
+        messages.error(request, f"Not saved: {refused}")
+    else:
+        messages.success(request, f"Saved the explanation of {example.external_id} ({example.check_name}).")
+    return redirect(reverse("criteria_version", args=[example.criteria_version_id]) + "#examples")
+
+
+@require_POST
+@role_required(Role.CRITERIA_ADMIN)
+def criteria_example_remove_view(request: HttpRequest, pk: int) -> HttpResponse:
+    example = _get_example_for_user(request, pk)
+    form = ExampleRemoveForm(request.POST)
+    if not form.is_valid():
+        return HttpResponse(f"Bad request: {form.errors.as_text()}", status=400, content_type="text/plain")
+    try:
+        criteria_example_remove(example=example, actor=request.user, revision=form.cleaned_data["revision"])
+    except REFUSED as refused:
+        messages.error(request, f"Not removed: {refused}")
+    else:
+        messages.success(request, f"Removed {example.external_id} ({example.check_name}) from the examples.")
+    return redirect(reverse("criteria_version", args=[example.criteria_version_id]) + "#examples")
+
+
+def _get_example_for_user(request: HttpRequest, pk: int) -> CriteriaExample:
+    example = (
+        CriteriaExample.objects.filter(pk=pk, org_id__in=reads.admin_org_ids(request.user))
+        .select_related("criteria_version")
+        .first()
+    )
+    if example is None:
+        raise Http404("No such example.")
+    return example
