@@ -46,7 +46,7 @@ def test_a_disagreement_becomes_an_example_a_trial_under_a_second_judge_is_score
     assert page.locator("form.add-example").count() == 0  # adding examples is the criteria admin's
 
     # The criteria admin starts v2 and adds the disagreement to it as a worked example.
-    page.goto("/logout/")
+    page.context.clear_cookies()  # signed out
     sign_in(page, criteria_admin.username, PASSWORD)
     page.goto("/criteria/")
     page.get_by_role("button", name="New conversation version").click()
