@@ -21,6 +21,8 @@ from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from django.db.models.fields.json import KeyTextTransform, KeyTransform
+
 from grading.criteria.trials import HELD_BY_SPEND_CAP
 from grading.figures.agreement import Agreement, agreement_of
 from grading.figures.definitions import PASS_FAIL, SCORED, VERDICTS, machine_verdict
@@ -172,7 +174,6 @@ def trial_score(trial: CriteriaTrial) -> TrialScore:
             )
         )
     scored, changed = _compare(items, checks, categories_of(kind))
-    usage = [row["usage"] for row in trial_reviews if isinstance(row["usage"], dict)]
     return TrialScore(
         trial=trial,
         active_version=CriteriaVersion.objects.filter(org_id=trial.org_id, kind=kind, is_active=True).first(),
@@ -181,17 +182,22 @@ def trial_score(trial: CriteriaTrial) -> TrialScore:
         items=items,
         examples_left_out=sum(1 for item in items if item.item_id in examples),
         judge_calls=trial.judge_calls_made,
-        prompt_tokens=sum(_tokens(u, "prompt_tokens") for u in usage),
-        completion_tokens=sum(_tokens(u, "completion_tokens") for u in usage),
+        prompt_tokens=sum(_tokens(row["prompt_tokens"]) for row in trial_reviews),
+        completion_tokens=sum(_tokens(row["completion_tokens"]) for row in trial_reviews),
     )
 
 
 def _verdict_rows(reviews, field: str | None = None) -> list[dict]:
     """The columns the machine's verdict is read from (MACHINE_PASS_FAIL, CheckVerdict), and the item's id."""
-    columns = ["id", "kind", "route", "judge_passed", "checks", "fingerprint", "usage"]
-    rows = list(reviews.values(*columns, *([f"{field}_id"] if field else [])))
+    columns = ["id", "kind", "route", "judge_passed", "fingerprint"]
+    # Only the verdicts and token counts, extracted by the database: decoding every review's whole `checks` (with
+    # its rationales) and `usage` was most of a 10,000-item trial page's time (bench/README.md, bench_trials).
+    extracted = {f"verdict_{check}": KeyTextTransform("verdict", KeyTransform(check, "checks")) for check in CHECKS}
+    extracted |= {name: KeyTextTransform(name, "usage") for name in ("prompt_tokens", "completion_tokens")}
+    rows = list(reviews.values(*columns, *([f"{field}_id"] if field else []), **extracted))
     for row in rows:
         row["item_id"] = row.get(f"{field}_id")
+        row["checks"] = {check: {"verdict": row.pop(f"verdict_{check}")} for check in CHECKS}
     return rows
 
 
@@ -261,9 +267,9 @@ def trial_rows(score: TrialScore) -> Iterator[list[object]]:
         ]  # fmt: skip
 
 
-def _tokens(usage: dict, name: str) -> int:
-    value = usage.get(name)
-    return value if isinstance(value, int) else 0
+def _tokens(value: str | None) -> int:
+    """A token count as the usage JSON's text holds it; anything but a whole number counts nothing."""
+    return int(value) if value is not None and value.isdigit() else 0
 
 
 def is_scored(trial: CriteriaTrial) -> bool:
