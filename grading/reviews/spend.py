@@ -24,7 +24,7 @@ from django.utils import timezone
 from grading.audit import audit_record
 from grading.models import CriteriaVersion, JudgeSpend, Org, Route, SpendCap, SpendPeriod
 from grading.passes import enqueue
-from grading.reviews.sql import judge_spend_add
+from grading.reviews.sql import judge_spend_add, spend_caps_spent
 from grading.weeks import monday
 
 # The routes of a grading the judge answered: their stages are judge calls whatever the usage reported.
@@ -186,10 +186,17 @@ def _reached(cap: SpendCap, spent: Spent, now: datetime) -> Blocked | None:
 
 def spend_blocked(org_id: int, version: CriteriaVersion | None, *, now: datetime | None = None) -> Blocked | None:
     """The first cap of the org or of `version` that is reached now (UTC day, ISO week), or None: a judge call for
-    an item graded under `version` may start only when None. One query when the org has no cap."""
+    an item graded under `version` may start only when None. One statement, caps and spend together."""
     now = now or timezone.now()
-    for cap in caps_applying(org_id, version):
-        blocked = _reached(cap, cap_spent(cap, now), now)
+    today = utc_day(now)
+    rows = spend_caps_spent(
+        org_id=org_id, version_id=version.pk if version else None, today=today, week_start=monday(today)
+    )
+    for cap_id, version_id, period, tokens, cost, calls, spent_tokens, spent_cost in rows:
+        cap = SpendCap(
+            pk=cap_id, org_id=org_id, criteria_version_id=version_id, period=period, tokens=tokens, cost_micros=cost
+        )
+        blocked = _reached(cap, Spent(calls=calls, tokens=spent_tokens, cost_micros=spent_cost), now)
         if blocked is not None:
             return blocked
     return None

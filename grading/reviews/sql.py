@@ -34,6 +34,7 @@ from grading.models import (
     Review,
     ReviewState,
     Route,
+    SpendCap,
 )
 
 Subject = TypeVar("Subject", Conversation, Draft)
@@ -320,5 +321,34 @@ _JUDGE_SPEND_ADD = _sql(
         completion_tokens = {spend}.completion_tokens + EXCLUDED.completion_tokens,
         cost_micros = {spend}.cost_micros + EXCLUDED.cost_micros
     """,
+    spend=JudgeSpend._meta.db_table,
+)
+
+
+def spend_caps_spent(*, org_id: int, version_id: int | None, today: date, week_start: date) -> list[tuple]:
+    """The caps of the org and of the version, org caps first and days before weeks, each with what it counts so
+    far in its period: (cap id, version id, period, token limit, cost limit, calls, tokens, cost). Asked before
+    every judge call, so one prepared statement, not the ORM's composition (bench/README.md, bench_throughput)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            _SPEND_CAPS_SPENT, {"org": org_id, "version": version_id, "today": today, "week_start": week_start}
+        )
+        return cursor.fetchall()
+
+
+_SPEND_CAPS_SPENT = _sql(
+    """
+    SELECT c.id, c.criteria_version_id, c.period, c.tokens, c.cost_micros, COALESCE(SUM(s.calls), 0),
+           COALESCE(SUM(s.prompt_tokens + s.completion_tokens), 0), COALESCE(SUM(s.cost_micros), 0)
+    FROM {cap} c
+    LEFT JOIN {spend} s
+      ON s.org_id = c.org_id
+     AND (c.criteria_version_id IS NULL OR s.criteria_version_id = c.criteria_version_id)
+     AND s.day >= CASE WHEN c.period = 'day' THEN %(today)s ELSE %(week_start)s END
+    WHERE c.org_id = %(org)s AND (c.criteria_version_id IS NULL OR c.criteria_version_id = %(version)s)
+    GROUP BY c.id
+    ORDER BY c.criteria_version_id IS NOT NULL, c.period <> 'day', c.id
+    """,
+    cap=SpendCap._meta.db_table,
     spend=JudgeSpend._meta.db_table,
 )

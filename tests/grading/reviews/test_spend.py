@@ -155,6 +155,30 @@ def test_a_week_cap_counts_the_days_since_monday_and_a_version_cap_only_its_vers
     assert spend_blocked(org.pk, version).cap.criteria_version == version
 
 
+def test_what_holds_a_judge_call_back_counts_what_the_spend_page_shows(org, criteria_admin):
+    """The check before every judge call (one SQL statement) and the page's figures (the ORM) count the same spend,
+    for each scope and period: the days of this week, not last week's, and a version cap only its version's."""
+    from django.utils import timezone
+
+    from grading.reviews.spend import cap_spent, utc_day
+
+    version = criteria_active(org=org, kind=ItemKind.CONVERSATION)
+    other = criteria_new_version(org=org, kind=ItemKind.CONVERSATION)
+    today = utc_day(timezone.now())
+    for criteria, day, tokens in [(version, today, 100), (other, today, 30), (version, today - timedelta(days=8), 7)]:
+        JudgeSpend.objects.create(
+            org=org, criteria_version=criteria, judge="default", day=day, calls=1, prompt_tokens=tokens - 1,
+            completion_tokens=1, cost_micros=tokens * 10,
+        )  # fmt: skip
+    for scope in (None, version):
+        for period in ("day", "week"):
+            SpendCap.objects.all().delete()
+            spend_cap_set(org=org, version=scope, period=period, tokens=1, cost_micros=None, actor=criteria_admin)
+            blocked = spend_blocked(org.pk, version)
+            assert blocked.spent == cap_spent(SpendCap.objects.get(), timezone.now()).tokens
+            assert blocked.spent == (130 if scope is None else 100)
+
+
 def test_cost_is_booked_at_the_configured_prices_and_a_cost_cap_stops_grading(org, fake_llm, criteria_admin, settings):
     settings.JUDGES = {"default": {"price_input_per_million": 2.0, "price_output_per_million": 10.0}}
     conversations(org, 2)
