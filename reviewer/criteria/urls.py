@@ -12,6 +12,7 @@ urlpatterns = [
     path("<int:pk>/trial/", views.criteria_trial, name="criteria_trial"),
     path("<int:pk>/publish/", views.criteria_publish, name="criteria_publish"),
     path("trials/<int:pk>/", views.criteria_trial_detail, name="criteria_trial_detail"),
+    path("trials/<int:pk>/items.csv", views.criteria_trial_csv, name="criteria_trial_csv"),
     path("items/<str:kind>/<int:pk>/", views.criteria_item, name="criteria_item"),
     path("examples/add/", examples.criteria_example_add_view, name="criteria_example_add"),
     path("examples/<int:pk>/explain/", examples.criteria_example_explain_view, name="criteria_example_explain"),

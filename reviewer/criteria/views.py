@@ -12,7 +12,7 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from grading.criteria.impact import criteria_diff, criteria_preview, criteria_publish_planned, publish_plan
-from grading.criteria.scoring import is_scored, trial_score
+from grading.criteria.scoring import is_scored, trial_rows, trial_score
 from grading.criteria.trials import (
     TrialCount,
     TrialCountChanged,
@@ -30,6 +30,7 @@ from grading.criteria.versions import (
     criteria_update,
 )
 from grading.figures.regrade import org_regrade_progress
+from grading.figures.spreadsheets import csv_lines
 from grading.judge.backends import UnknownJudge, judge_names
 from grading.models import CriteriaTrial, CriteriaVersion, ItemKind, Org, TrialSource
 from grading.reviews.spend import SpendCapPassed, spend_check, spend_waiting
@@ -292,6 +293,18 @@ def criteria_trial_detail(request: HttpRequest, pk: int) -> HttpResponse:
     if request.htmx and request.htmx.target == "trial-results":
         template += "#trial-results"
     return render(request, template, context)
+
+
+@require_GET
+@role_required(Role.CRITERIA_ADMIN)
+def criteria_trial_csv(request: HttpRequest, pk: int) -> HttpResponse:
+    """A trial's items, one row each, as the API's `?format=csv` gives them: for people signed in."""
+    trial = reads.trial_for_admin(org_ids=reads.admin_org_ids(request.user), trial_id=pk)
+    if trial is None:
+        raise Http404("No such trial.")
+    response = HttpResponse("".join(csv_lines(trial_rows(trial_score(trial)))), content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="trial-{trial.pk}.csv"'
+    return response
 
 
 @require_http_methods(["GET", "POST"])

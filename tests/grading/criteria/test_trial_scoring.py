@@ -196,6 +196,8 @@ def test_the_scored_trial_equals_a_recomputation_from_the_rows_on_the_page_and_t
             assert shown["n"] == str(figures["n"])
     assert "1 item left out: it is an example of v2" in html
     assert f'<b id="trial-calls">{calls}</b>' in html and f'<b id="trial-tokens">{tokens}</b>' in html
+    signed_in_csv = client_for(criteria_admin).get(reverse("criteria_trial_csv", args=[trial.pk]))
+    assert signed_in_csv.content == exported.content  # the page's CSV link gives what the API's does
 
     other_key = api_key_create(org=other_org, name="theirs").plaintext
     other = client.get(f"/api/v1/criteria/trials/{trial.pk}", HTTP_AUTHORIZATION=f"Bearer {other_key}")

@@ -51,6 +51,7 @@ def requests_for(c) -> dict[str, tuple[str, str, dict, dict]]:
         "trial count": ("get", reverse("criteria_trial", args=[v.pk]), {"k": 1}, {}),
         "trial page": ("get", reverse("criteria_trial_detail", args=[c.trial.pk]), {}, {}),
         "trial partial (htmx)": ("get", reverse("criteria_trial_detail", args=[c.trial.pk]), {}, HTMX_TRIAL),
+        "trial items (CSV)": ("get", reverse("criteria_trial_csv", args=[c.trial.pk]), {}, {}),
         "publish plan": ("get", reverse("criteria_publish", args=[v.pk]), {}, {}),
         "draft item": ("get", reverse("criteria_item", args=["draft", c.gizmo_draft.pk]), {}, {}),
         "conversation item": ("get", reverse("criteria_item", args=["conversation", c.conversation.pk]), {}, {}),
@@ -79,7 +80,7 @@ def requests_for(c) -> dict[str, tuple[str, str, dict, dict]]:
 
 NAMES = [
     "index", "version page", "published version page", "diff", "preview form", "preview", "trial count", "trial page",
-    "trial partial (htmx)", "publish plan", "draft item", "conversation item", "new version",
+    "trial partial (htmx)", "trial items (CSV)", "publish plan", "draft item", "conversation item", "new version",
     "new version from an old one", "save", "start a trial", "publish", "spend page", "set a spend cap",
     "add an example", "explain an example", "remove an example",
 ]  # fmt: skip
