@@ -10,12 +10,27 @@ from django.db import transaction
 from django.utils import timezone
 
 from grading.api.keys import api_key_create, api_key_revoke
+from grading.criteria.examples import ExampleRefused, criteria_example_add
 from grading.criteria.versions import criteria_active, criteria_new_version, criteria_publish, criteria_update
 from grading.demo import grade_demo_items, seed_conversations, seed_drafts, seed_labels
+from grading.figures.definitions import PASS_FAIL
 from grading.figures.rollups import rollups_rebuild
 from grading.figures.sampling import audit_sample_send
-from grading.models import ApiKey, CriteriaVersion, Decision, ItemKind, Org, Review, Route, ServiceTarget, SlotsFor
+from grading.models import (
+    ApiKey,
+    CriteriaVersion,
+    Decision,
+    Draft,
+    ItemKind,
+    Org,
+    Review,
+    Route,
+    ServiceTarget,
+    SlotsFor,
+    SpendCap,
+)
 from grading.outcomes import CHECKS, UNKNOWN_CHECK
+from grading.reviews.spend import spend_cap_set
 from grading.reviews.store import review_slots
 from grading.reviews.targets import due_times_refresh
 from reviewer.models import AssignmentRule, Escalation, Membership, Pool, Role
@@ -141,6 +156,27 @@ def _demo_verdict(review: Review, *, disagree: bool) -> dict:
     return {"checks": checks}
 
 
+DEMO_DAY_CAP_TOKENS = 2_000_000
+
+
+def seed_judging(org: Org) -> None:
+    """The loop from people's verdicts to a better judge, started: draft v2 holds as a worked example the first
+    draft dana decided, and the org's judge spend is capped per day (the spend page and the dashboard show it
+    against the spend)."""
+    admin = get_user_model().objects.get(username="casey")
+    draft_v2 = CriteriaVersion.objects.filter(org=org, kind=ItemKind.DRAFT, published_at__isnull=True).first()
+    if draft_v2 is not None and not draft_v2.examples.exists():
+        decided = Review.objects.counting().filter(org=org, kind=ItemKind.DRAFT, decision__isnull=False)
+        for draft in Draft.objects.filter(pk__in=decided.values("draft_id")).order_by("pk"):
+            try:
+                criteria_example_add(version=draft_v2, subject=draft, check=PASS_FAIL, actor=admin)
+            except ExampleRefused:  # too long to quote in every prompt: the next one
+                continue
+            break
+    if not SpendCap.objects.filter(org=org).exists():
+        spend_cap_set(org=org, version=None, period="day", tokens=DEMO_DAY_CAP_TOKENS, cost_micros=None, actor=admin)
+
+
 def seed_targets(org: Org) -> None:
     """Drafts are decided within an hour (a pipeline waits on each), conversations within a day; lee hears of them
     a quarter of an hour ahead."""
@@ -166,6 +202,7 @@ SEEDERS: list[Callable[[Org], None]] = [
     seed_conversations,
     seed_drafts,
     seed_review_history,
+    seed_judging,
     seed_targets,
 ]
 

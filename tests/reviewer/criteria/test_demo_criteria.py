@@ -2,8 +2,8 @@
 
 import pytest
 
-from grading.models import CriteriaVersion, ItemKind
-from reviewer.demo import DRAFT_V2_BANNED, DRAFT_V2_THRESHOLD, demo_seed
+from grading.models import CriteriaExample, CriteriaVersion, Decision, Draft, ItemKind, SpendCap
+from reviewer.demo import DEMO_DAY_CAP_TOKENS, DRAFT_V2_BANNED, DRAFT_V2_THRESHOLD, demo_seed
 
 pytestmark = pytest.mark.django_db
 
@@ -25,8 +25,23 @@ def test_the_demo_seeds_an_older_conversation_version_and_an_unpublished_draft_v
     assert set(DRAFT_V2_BANNED) <= set(rules.banned_words.terms) and rules.threshold == DRAFT_V2_THRESHOLD
 
 
-def test_seeding_twice_adds_no_version():
+def test_the_demo_s_draft_version_holds_a_decided_draft_as_an_example_and_the_org_a_day_cap():
     org = demo_seed()
-    before = list(CriteriaVersion.objects.filter(org=org).values_list("kind", "number", "rules", "rubric"))
+    draft = versions(org, ItemKind.DRAFT)[-1]
+    (example,) = draft.examples.all()
+    decision = Decision.objects.get(review__draft_id=example.draft_id, review__fingerprint=example.fingerprint)
+    assert (example.check_name, example.human_verdict, example.source) == (
+        "pass_fail", "pass" if decision.outcome == "approve" else "fail", "decision"
+    )  # fmt: skip
+    assert example.evidence["body"] == Draft.objects.get(pk=example.draft_id).body  # quoted as decided
+    cap = SpendCap.objects.get(org=org)
+    assert (cap.criteria_version, cap.period, cap.tokens) == (None, "day", DEMO_DAY_CAP_TOKENS)
+
+
+def test_seeding_twice_adds_no_version_example_or_cap():
+    org = demo_seed()
+    before = list(CriteriaVersion.objects.filter(org=org).values_list("kind", "number", "rules", "rubric", "revision"))
     demo_seed()
-    assert list(CriteriaVersion.objects.filter(org=org).values_list("kind", "number", "rules", "rubric")) == before
+    after = list(CriteriaVersion.objects.filter(org=org).values_list("kind", "number", "rules", "rubric", "revision"))
+    assert after == before
+    assert (CriteriaExample.objects.count(), SpendCap.objects.count()) == (1, 1)
