@@ -46,7 +46,9 @@ class JudgeIdentity:
     `model` is the model asked for; `served_model` the one the server says it serves (llama.cpp and vLLM serve one
     model whatever the request names; OpenAI answers with a dated snapshot), recorded when known. `name` is the
     configured judge's (settings.JUDGES). The key leaves `served_model` out, so it is the same before and after the
-    server first said it, in every process, and `name`, so a review graded before judges had names keeps its key.
+    server first said it, in every process. It holds `name` unless that is `default`: two named judges of one
+    model are two judges (a review by one is never taken for the other's), and a review graded before judges had
+    names keeps its key.
     """
 
     backend: str
@@ -64,7 +66,9 @@ class JudgeIdentity:
 
     @property
     def key(self) -> str:
-        keyed = {k: v for k, v in self.as_json().items() if k not in ("served_model", "name")}
+        keyed = {k: v for k, v in self.as_json().items() if k != "served_model"}
+        if self.name == "default":
+            del keyed["name"]
         return hashlib.sha256(json.dumps(keyed, sort_keys=True).encode()).hexdigest()[:32]
 
 

@@ -1,6 +1,8 @@
 """A judge per criteria version: judges are configured by name, a version names the one that grades under it, and
 trials, grading and publishing use it. Each judge here is its own loopback server, counting the requests it gets."""
 
+import hashlib
+import json
 from collections.abc import Iterator
 
 import pytest
@@ -127,11 +129,16 @@ def test_a_version_naming_a_judge_no_longer_configured_grades_to_an_error_and_is
     assert draft_version.published_at is None
 
 
-def test_the_name_is_recorded_and_left_out_of_the_identity_key():
+def test_the_name_is_recorded_and_names_another_judge_in_the_identity_key():
     unnamed = JudgeIdentity("openai", "judge-test", "5be0c2d1", 0.0)
     cheap = JudgeIdentity("openai", "judge-test", "5be0c2d1", 0.0, name="cheap")
     assert cheap.as_json()["name"] == "cheap" and unnamed.as_json()["name"] == "default"
-    assert cheap.key == unnamed.key  # a review graded before judges had names keeps its identity
+    assert cheap.key != unnamed.key  # two named judges of one model: a review by one is not the other's
+    before_names = hashlib.sha256(
+        json.dumps({"backend": "openai", "model": "judge-test", "prompt_hash": "5be0c2d1", "temperature": 0.0},
+                   sort_keys=True).encode()
+    ).hexdigest()[:32]  # fmt: skip
+    assert unnamed.key == before_names  # a review graded before judges had names keeps its identity
 
 
 def test_each_named_judge_is_built_once_per_process_and_an_unknown_name_is_refused(
