@@ -361,8 +361,11 @@ def _conversation_trial(
     return conversation, identity, outcome, outcome["stages"]
 
 
-def trial_results(trial: CriteriaTrial) -> list[tuple[Draft | Conversation | None, Review | None, Review | None]]:
-    """Per sample item, in sample order: the item, its current review and its trial review (None until graded)."""
+def trial_results(
+    trial: CriteriaTrial,
+) -> list[tuple[Draft | Conversation | None, Review | None, Review | None, str]]:
+    """Per sample item, in sample order: the item, its current review, its trial review (None until graded) and,
+    when it has none for good, why."""
     model = Draft if trial.criteria_version.kind == ItemKind.DRAFT else Conversation
     subjects = model.objects.in_bulk(trial.sample)
     reviews = Review.objects.select_related("criteria_version").in_bulk([r for r in trial.review_ids if r])
@@ -374,6 +377,13 @@ def trial_results(trial: CriteriaTrial) -> list[tuple[Draft | Conversation | Non
         .select_related("criteria_version")
     }
     return [
-        (subjects.get(item_id), current.get(item_id), reviews.get(review_id) if review_id else None)
+        (subjects.get(item_id), current.get(item_id), reviews.get(review_id) if review_id else None, _why(review_id))
         for item_id, review_id in zip(trial.sample, trial.review_ids, strict=True)
     ]
+
+
+def _why(review_id: int | None) -> str:
+    """Why a graded-for-good trial item has no review: `review_ids` holds 0 or HELD_BY_SPEND_CAP for it."""
+    if review_id == HELD_BY_SPEND_CAP:
+        return "held back by a spend cap: no judge call was made"
+    return "gone before it was graded" if review_id == 0 else ""

@@ -15,6 +15,7 @@ from grading.criteria.trials import (
     criteria_trial_start,
     trial_count,
     trial_item_grade,
+    trial_results,
 )
 from grading.criteria.versions import criteria_active, criteria_new_version
 from grading.models import AuditEvent, Conversation, CriteriaTrial, ItemKind, JudgeSpend, Review, SpendCap
@@ -235,4 +236,5 @@ def test_a_trial_item_held_by_a_cap_makes_no_call_and_the_trial_still_ends(org, 
     assert len(fake_llm.chat_requests()) == calls + 1
     assert trial.review_ids[1] == HELD_BY_SPEND_CAP and trial.finished_at is not None
     assert trial_score(trial).items[1].left_out.startswith("held back by a spend cap")
+    assert trial_results(trial)[1][3].startswith("held back by a spend cap")  # what the trial page says of it
     assert JudgeSpend.objects.get(criteria_version=version).calls == 1  # trials book their spend too
