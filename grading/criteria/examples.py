@@ -23,13 +23,12 @@ from grading.audit import audit_record
 from grading.conversations.reads import conversation_path
 from grading.criteria.versions import criteria_edit_lock
 from grading.evidence_text import content_text, estimate_tokens, tool_call_text
-from grading.figures.definitions import PASS_FAIL, SCORED, machine_verdict
+from grading.figures.definitions import SCORED, checks_of, machine_verdict
 from grading.figures.expressions import Lit
 from grading.figures.human import human_verdict_of
 from grading.judge.examples import PromptExample, QuotedMessage, examples_text
 from grading.judge.examples import criteria_fingerprint as fingerprint_of
 from grading.models import Conversation, CriteriaExample, CriteriaVersion, Draft, ItemKind, Review
-from grading.outcomes import CHECKS
 
 EXAMPLES_MAX = 8  # a version's examples: each is read in every judge call under it
 EXAMPLE_MAX_TOKENS = 2_000  # one example as the judge reads it (estimate_tokens)
@@ -39,11 +38,6 @@ EXPLANATION_MAX_CHARS = 2_000
 
 class ExampleRefused(Exception):
     """An example that may not be added or saved; the message says why. Nothing was written."""
-
-
-def checks_of(kind: str) -> tuple[str, ...]:
-    """The checks an example of `kind` can show: a conversation's three, or a draft's pass or fail."""
-    return (PASS_FAIL,) if kind == ItemKind.DRAFT else CHECKS
 
 
 # --- what the judge reads ------------------------------------------------------------------------------------

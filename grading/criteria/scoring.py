@@ -25,7 +25,7 @@ from django.db.models.fields.json import KeyTextTransform, KeyTransform
 
 from grading.criteria.trials import HELD_BY_SPEND_CAP
 from grading.figures.agreement import Agreement, agreement_of
-from grading.figures.definitions import PASS_FAIL, SCORED, VERDICTS, machine_verdict
+from grading.figures.definitions import PASS_FAIL, SCORED, checks_of, machine_categories, machine_verdict
 from grading.figures.expressions import Lit
 from grading.figures.human import HumanVerdict, human_verdicts, id_in
 from grading.models import Conversation, CriteriaTrial, CriteriaVersion, Draft, ItemKind, Review, TrialSource
@@ -123,15 +123,6 @@ class TrialScore:
         }
 
 
-def checks_of(kind: str) -> tuple[str, ...]:
-    return (PASS_FAIL,) if kind == ItemKind.DRAFT else CHECKS
-
-
-def categories_of(kind: str) -> tuple[str, ...]:
-    """The verdicts compared, as the dashboard's tables have them: a draft passes or fails."""
-    return ("pass", "fail") if kind == ItemKind.DRAFT else VERDICTS
-
-
 def trial_score(trial: CriteriaTrial) -> TrialScore:
     """The trial's figures against people (see the module's docstring). For a running trial, over the items
     graded so far."""
@@ -173,7 +164,7 @@ def trial_score(trial: CriteriaTrial) -> TrialScore:
                 left_out=_left_out(item_id, human, mine, examples, review_id),
             )
         )
-    scored, changed = _compare(items, checks, categories_of(kind))
+    scored, changed = _compare(items, checks, machine_categories(kind))
     return TrialScore(
         trial=trial,
         active_version=CriteriaVersion.objects.filter(org_id=trial.org_id, kind=kind, is_active=True).first(),

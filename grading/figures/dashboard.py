@@ -17,7 +17,7 @@ from django.contrib.auth import get_user_model
 from django.utils import timezone
 
 from grading.figures.agreement import agreement_of
-from grading.figures.definitions import PASS_FAIL, VERDICTS
+from grading.figures.definitions import PASS_FAIL, VERDICTS, machine_categories
 from grading.figures.expressions import OVER, WAIT_BUCKETS
 from grading.figures.raters import people_agreement
 from grading.figures.regrade import regrade_progress
@@ -371,7 +371,7 @@ def agreement_figures(c: Counters) -> dict:
             for check in checks:
                 if not _people_answer_on(kind, group, check):
                     continue
-                categories = _machine_classes(kind)
+                categories = machine_categories(kind)
                 per_check[check] = agreement_of(categories, pairs[check]).as_json()
             if kind == ItemKind.CONVERSATION:
                 pooled = sum((pairs[check] for check in CHECKS), Counter())
@@ -389,11 +389,6 @@ def _people_answer_on(kind: str, sample: str, check: str) -> bool:
     """Whether people give a verdict on `check` in `sample`: in the queue they decide conversations check by check;
     only labels judge them whole (pass_fail)."""
     return not (kind == ItemKind.CONVERSATION and check == PASS_FAIL and sample != "label")
-
-
-def _machine_classes(kind: str) -> tuple[str, ...]:
-    """The verdicts the machine gives an item of `kind` that people's are compared with: a draft passes or fails."""
-    return ("pass", "fail") if kind == ItemKind.DRAFT else VERDICTS
 
 
 @dataclass(frozen=True)
@@ -423,7 +418,7 @@ PEOPLE_LABELS = {
 def people_figures(c: Counters, kind: str, checks: Sequence[str]) -> dict:
     """How far people agree with each other, per sample and check, on the items several people answered (the
     ceiling the judge's agreement with people is read against; grading/figures/raters.py)."""
-    categories = _machine_classes(kind)
+    categories = machine_categories(kind)
     out = {}
     for sample, counters in PEOPLE_SAMPLES.items():
         patterns: dict[str, Counter] = defaultdict(Counter)

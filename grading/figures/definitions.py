@@ -99,6 +99,17 @@ HUMAN_PASS_FAIL = Case(Eq(OUTCOME, Lit(Decision.Outcome.APPROVE)), Lit("pass"), 
 AGREEMENT_GROUPS = {"audit": AUDIT, "unsure": both(Not(AUDIT), Eq(ROUTE, Lit(Route.HUMAN)))}
 
 
+def checks_of(kind: str) -> tuple[str, ...]:
+    """The checks an item of `kind` gets a verdict on, by the machine and by people: a conversation's three, or a
+    draft's pass or fail."""
+    return (PASS_FAIL,) if kind == ItemKind.DRAFT else CHECKS
+
+
+def machine_categories(kind: str) -> tuple[str, ...]:
+    """The verdicts the machine gives an item of `kind` that people's are compared with: a draft passes or fails."""
+    return ("pass", "fail") if kind == ItemKind.DRAFT else VERDICTS
+
+
 def machine_verdict(check: Expr) -> Expr:
     """What the machine said on `check` (a conversation check, or pass_fail for the whole item), read where
     SCORED holds."""

@@ -18,12 +18,12 @@ from django.views.decorators.http import require_POST
 from grading.criteria.examples import (
     EXAMPLES_MAX,
     ExampleRefused,
-    checks_of,
     criteria_example_add,
     criteria_example_explain,
     criteria_example_remove,
 )
 from grading.criteria.versions import CriteriaConflict, CriteriaImmutable
+from grading.figures.definitions import checks_of
 from grading.figures.human import human_verdict_of
 from grading.models import Conversation, CriteriaExample, CriteriaVersion, Draft, ItemKind
 from reviewer.access import role_required
