@@ -13,6 +13,7 @@ from grading.criteria.examples import version_examples, version_fingerprint
 from grading.judge.backends import ConversationJudge, UnknownJudge, judge_named
 from grading.judge.client import ZERO_USAGE, JudgeContextExceeded, JudgeError
 from grading.judge.conversation import combine_stages, with_evidence_on_path
+from grading.judge.examples import PromptExample
 from grading.models import (
     COUNTING_STATES,
     NO_JUDGE,
@@ -70,7 +71,12 @@ def conversation_grade(
     return review_record(conversation, identity, outcome, started_at=now, ticket=ticket)
 
 
-def path_identity(state: PathState, criteria: CriteriaVersion, judge: ConversationJudge | None) -> dict:
+def path_identity(
+    state: PathState,
+    criteria: CriteriaVersion,
+    judge: ConversationJudge | None,
+    examples: tuple[PromptExample, ...] | None = None,
+) -> dict:
     """The score identity of a review of the active path under `criteria` (no judge when it is not scorable, or
     when `judge` is None: the version's judge is not configured)."""
     if judge is None:
@@ -84,7 +90,7 @@ def path_identity(state: PathState, criteria: CriteriaVersion, judge: Conversati
         "criteria_version": criteria,
         "judge": judge_json,
         "judge_key": judge_key,
-        "criteria_fingerprint": version_fingerprint(criteria),
+        "criteria_fingerprint": version_fingerprint(criteria, examples),
     }
 
 
@@ -97,7 +103,12 @@ def not_scorable_outcome(reason: evidence.NotScorable) -> dict:
     return {"route": Route.NOT_SCORABLE, "reason": str(reason), "detail": evidence.REASON_TEXT[reason], "stages": 0}
 
 
-def path_outcome(path: list[evidence.EvidenceMessage], criteria: CriteriaVersion, judge: ConversationJudge) -> dict:
+def path_outcome(
+    path: list[evidence.EvidenceMessage],
+    criteria: CriteriaVersion,
+    judge: ConversationJudge,
+    examples: tuple[PromptExample, ...] | None = None,
+) -> dict:
     """Judge a scorable path under `criteria` in stages that fit the judge's context, and combine the stages'
     verdicts: a review's outcome fields. Grading records it as the conversation's review; a criteria trial as a
     trial review.
@@ -110,11 +121,11 @@ def path_outcome(path: list[evidence.EvidenceMessage], criteria: CriteriaVersion
     3. While waiting on the judge this thread holds no database connection when a pool can lend it back.
     """
     path_ids = {m.id for m in path}
-    examples = version_examples(criteria)
+    examples = version_examples(criteria) if examples is None else examples
     usage = ZERO_USAGE
     stages: list[evidence_text.Stage] = []
     for _ in range(_RESTAGINGS + 1):
-        budget, stages = path_stages(path, criteria, judge)
+        budget, stages = path_stages(path, criteria, judge, examples)
         if oversized := next((stage for stage in stages if stage.oversized), None):
             return _too_long(oversized, budget, len(stages), usage)
         per_stage = []
@@ -156,12 +167,17 @@ def path_outcome(path: list[evidence.EvidenceMessage], criteria: CriteriaVersion
 
 
 def path_stages(
-    path: list[evidence.EvidenceMessage], criteria: CriteriaVersion, judge: ConversationJudge
+    path: list[evidence.EvidenceMessage],
+    criteria: CriteriaVersion,
+    judge: ConversationJudge,
+    examples: tuple[PromptExample, ...] | None = None,
 ) -> tuple[int, list[evidence_text.Stage]]:
     """The stages `judge` reads the path in under `criteria` (its token budget per stage, and the stages): what
     grading sends, and what a trial counts before it spends anything."""
     budget = judge.stage_budget(
-        rubric=criteria.rubric, criteria_number=criteria.number, examples=version_examples(criteria)
+        rubric=criteria.rubric,
+        criteria_number=criteria.number,
+        examples=version_examples(criteria) if examples is None else examples,
     )
     return budget, evidence_text.stages(path, budget=budget, measure=judge.measure)
 

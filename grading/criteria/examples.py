@@ -51,11 +51,14 @@ def version_examples(version: CriteriaVersion) -> tuple[PromptExample, ...]:
     return _examples(version.pk)
 
 
-def version_fingerprint(version: CriteriaVersion) -> str:
-    """What the judge reads of the version's criteria, fingerprinted: its rubric, rules and examples."""
-    if version.published_at is not None:
+def version_fingerprint(version: CriteriaVersion, examples: tuple[PromptExample, ...] | None = None) -> str:
+    """What the judge reads of the version's criteria, fingerprinted: its rubric, rules and examples. A caller
+    grading under a version still being edited (a trial) reads the examples once and passes them here and to the
+    prompt, so an edit in between cannot make the fingerprint name examples the judge did not read."""
+    if examples is None and version.published_at is not None:
         return _published_fingerprint(version.pk)
-    return fingerprint_of(rubric=version.rubric, rules=version.rules, examples=_examples(version.pk))
+    examples = _examples(version.pk) if examples is None else examples
+    return fingerprint_of(rubric=version.rubric, rules=version.rules, examples=examples)
 
 
 def _examples(version_id: int) -> tuple[PromptExample, ...]:

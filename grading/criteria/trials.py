@@ -26,6 +26,7 @@ from grading.conversations.grader import (
     path_stages,
 )
 from grading.conversations.reads import conversation_path
+from grading.criteria.examples import version_examples
 from grading.criteria.versions import CriteriaImmutable
 from grading.drafts.gate import draft_identity, draft_outcome
 from grading.drafts.memory import retrieve_memory
@@ -338,10 +339,11 @@ def _draft_trial(version: CriteriaVersion, draft_id: int, judge: DraftJudge | No
     if draft is None:
         return None
     memory = retrieve_memory(org=draft.org, text=f"{draft.title}\n{draft.body}")
-    identity = draft_identity(draft, version, memory, judge)
+    examples = version_examples(version)  # read once: the version may be edited while its trial runs
+    identity = draft_identity(draft, version, memory, judge, examples)
     if judge is None:
         return draft, identity, judge_unknown_outcome(UnknownJudge(version.judge)), 0
-    outcome = draft_outcome(draft=draft, criteria=version, memory=memory, judge=judge)
+    outcome = draft_outcome(draft=draft, criteria=version, memory=memory, judge=judge, examples=examples)
     return draft, identity, outcome, 1
 
 
@@ -352,12 +354,13 @@ def _conversation_trial(
     if conversation is None:
         return None
     state = conversation_path(conversation)
-    identity = path_identity(state, version, judge)
+    examples = version_examples(version)  # read once: the version may be edited while its trial runs
+    identity = path_identity(state, version, judge, examples)
     if judge is None:
         return conversation, identity, judge_unknown_outcome(UnknownJudge(version.judge)), 0
     if state.not_scorable_reason:
         return conversation, identity, not_scorable_outcome(state.not_scorable_reason), 0
-    outcome = path_outcome(state.path, version, judge)
+    outcome = path_outcome(state.path, version, judge, examples)
     return conversation, identity, outcome, outcome["stages"]
 
 

@@ -22,6 +22,7 @@ from grading.evidence import draft_fingerprint
 from grading.hooks.webhooks import MACHINE_VERDICT, notify_pipeline
 from grading.judge.backends import DraftJudge, DraftJudgement, DraftPrompt, UnknownJudge, draft_judge_named
 from grading.judge.client import JudgeError
+from grading.judge.examples import PromptExample
 from grading.models import COUNTING_STATES, NO_JUDGE, CriteriaVersion, Draft, Review, Route
 from grading.outcomes import BAND, CHECKS_BUDGET, JUDGE_CONTRADICTION, JUDGE_UNKNOWN, SPREAD
 from grading.reviews.spend import spend_blocked
@@ -111,7 +112,13 @@ def _draft_review_record(
     return review
 
 
-def draft_identity(draft: Draft, criteria: CriteriaVersion, memory: MemoryContext, judge: DraftJudge | None) -> dict:
+def draft_identity(
+    draft: Draft,
+    criteria: CriteriaVersion,
+    memory: MemoryContext,
+    judge: DraftJudge | None,
+    examples: tuple[PromptExample, ...] | None = None,
+) -> dict:
     """The score identity of a review of the draft as it is now, under `criteria`, with `memory` (no judge when
     `judge` is None: the version's judge is not configured)."""
     if judge is None:
@@ -124,11 +131,18 @@ def draft_identity(draft: Draft, criteria: CriteriaVersion, memory: MemoryContex
         "judge": judge_json,
         "judge_key": judge_key,
         "memory_snapshot": memory.snapshot_hash,
-        "criteria_fingerprint": version_fingerprint(criteria),
+        "criteria_fingerprint": version_fingerprint(criteria, examples),
     }
 
 
-def draft_outcome(*, draft: Draft, criteria: CriteriaVersion, memory: MemoryContext, judge: DraftJudge) -> dict:
+def draft_outcome(
+    *,
+    draft: Draft,
+    criteria: CriteriaVersion,
+    memory: MemoryContext,
+    judge: DraftJudge,
+    examples: tuple[PromptExample, ...] | None = None,
+) -> dict:
     """What grading `draft` under `criteria` comes to, as a review's outcome fields: check, repair and check again,
     ask the judge about the body as it would be published (call it outside any transaction), merge. The gate
     records it as the draft's review; a criteria trial records it as a trial review."""
@@ -144,7 +158,7 @@ def draft_outcome(*, draft: Draft, criteria: CriteriaVersion, memory: MemoryCont
         rubric=criteria.rubric,
         criteria_number=criteria.number,
         rules=rules,
-        examples=version_examples(criteria),
+        examples=version_examples(criteria) if examples is None else examples,
         strategy=memory.strategy.text if memory.strategy else None,
         learnings=[item.text for item in memory.learnings],
         facts=[item.text for item in memory.facts],

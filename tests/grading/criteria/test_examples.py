@@ -254,6 +254,42 @@ def test_a_trial_reads_its_versions_examples_and_its_reviews_record_the_fingerpr
     assert judged and all("note A" in split_blocks(user_text(q))[0]["EXAMPLES"] for q in fake_llm.chat_requests())
 
 
+def test_a_trial_item_s_fingerprint_names_the_examples_its_prompt_held_when_they_change_meanwhile(
+    org, operator, fake_llm, monkeypatch
+):
+    """An admin edits the examples while the trial runs: the version's examples are read once per item, so its
+    review's fingerprint names exactly those its judge call read, whatever lands in between."""
+    import grading.criteria.examples as examples_module
+
+    graded = upsert(org, support_conversation("cv-graded")).conversation
+    fake_llm.set_default(verdicts_reply(PATH_IDS))
+    conversation_grade(conversation_id=graded.pk, judge=llm_judge(fake_llm))
+    version = conversation_version(org)
+    judge = llm_judge(fake_llm)
+    count = trial_count(version=version, size=1, judge=judge)
+    trial = criteria_trial_start(version=version, size=1, counted_calls=count.judge_calls, judge=judge)
+    read, landed = examples_module._examples, []
+
+    def read_then_an_example_lands(version_id):
+        found = read(version_id)
+        if not landed:  # the admin adds one right after the first read
+            landed.append(True)
+            criteria_example_add(
+                version=version, subject=decided_conversation(org, operator, "cv-a", note="note A"), check="grounded"
+            )
+        return found
+
+    monkeypatch.setattr(examples_module, "_examples", read_then_an_example_lands)
+    fake_llm.reset()
+    fake_llm.set_default(verdicts_reply(PATH_IDS))
+    review = trial_item_grade(trial_id=trial.pk, index=0, conversation_judge=judge)
+    (prompt,) = fake_llm.chat_requests()
+    assert "<<<EXAMPLES>>>" not in user_text(prompt)  # the judge read the examples as they were: none
+    version.refresh_from_db()
+    assert review.criteria_fingerprint == version_fingerprint(version, ())
+    assert review.criteria_fingerprint != version_fingerprint(version)  # not the examples that landed after
+
+
 CONTEXT = 5_000
 
 
