@@ -1,6 +1,7 @@
 """The grading write path's plain SQL, all of it: the statements a grading sends for every item (the subject and its
 messages read, the identity check, the filing lock, the review's INSERT, a state change, the ticket handed back)
-and the planner's tickets, and the judge spend booked with a review. Nothing else in grading or reviewer sends
+and the planner's tickets, the judge spend booked with a review, and the spend caps read before every judge call.
+Nothing else in grading or reviewer sends
 these, or builds model instances from rows.
 
 Why plain SQL: composing these statements with the ORM, and its save(), cost several times their own CPU, most of a
