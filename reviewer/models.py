@@ -12,6 +12,7 @@ class Role(models.TextChoices):
     CRITERIA_ADMIN = "criteria_admin", "criteria admin"
     STAKEHOLDER = "stakeholder", "stakeholder"
     LEAD = "lead", "lead"  # works the queue as an operator does, and assigns its items
+    ORG_ADMIN = "org_admin", "org admin"  # members, API keys, the webhook secret, retention, erasure, the audit trail
 
 
 class Membership(models.Model):
@@ -20,7 +21,7 @@ class Membership(models.Model):
     A membership covers the whole org, or only some of it (its reach, grading/reach.py): the conversations of
     the applications it names, and drafts (the draft gate, an application of its own) when `drafts` says so.
     A criteria admin's membership always covers the whole org: a criteria version governs every application of its
-    kind, and publishing it re-grades them all.
+    kind, and publishing it re-grades them all. So does an org admin's: keys, retention and erasure are the org's.
     """
 
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships")
@@ -40,16 +41,36 @@ class Membership(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["user", "org", "role"], name="membership_unique_role"),
             # A limited membership covers something (an empty list without drafts would be a role with nothing in
-            # it), and never a criteria admin's.
+            # it), and is never a criteria admin's or an org admin's.
             models.CheckConstraint(
                 condition=models.Q(applications__isnull=True)
-                | (~models.Q(role="criteria_admin") & (models.Q(drafts=True) | models.Q(applications__len__gt=0))),
+                | (
+                    ~models.Q(role__in=["criteria_admin", "org_admin"])
+                    & (models.Q(drafts=True) | models.Q(applications__len__gt=0))
+                ),
                 name="membership_reach_covers_something",
             ),
         ]
 
     def __str__(self) -> str:
         return f"{self.user} · {self.get_role_display()} · {self.org}"
+
+
+class SignInIdentity(models.Model):
+    """A person as an OpenID provider knows them: the issuer and its `sub`, which (unlike an email) never moves
+    to someone else. Made on the first single sign-on of the person (reviewer/oidc)."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="sign_in_identities")
+    issuer = models.CharField(max_length=500)
+    subject = models.CharField(max_length=255)
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_sign_in_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["issuer", "subject"], name="sign_in_identity_unique")]
+
+    def __str__(self) -> str:
+        return f"{self.subject} at {self.issuer}"
 
 
 class Claim(models.Model):

@@ -27,7 +27,11 @@ from grading.models.items import (
 from grading.models.orgs import (
     ApiKey,
     AuditEvent,
+    Erasure,
+    ErasureScope,
+    ErasureState,
     Org,
+    RetentionPolicy,
     new_webhook_secret,
 )
 from grading.models.reviews import (
@@ -58,6 +62,9 @@ __all__ = [
     "ApiKey",
     "Article",
     "AuditEvent",
+    "Erasure",
+    "ErasureScope",
+    "ErasureState",
     "COUNTING_STATES",
     "Conversation",
     "CriteriaExample",
@@ -79,6 +86,7 @@ __all__ = [
     "MessageRole",
     "NO_JUDGE",
     "Org",
+    "RetentionPolicy",
     "Review",
     "ReviewQuerySet",
     "ReviewState",

@@ -39,11 +39,18 @@ class Conversation(models.Model):
         blank=True,
         help_text="The Celery task that owes it a grading, while one does.",
     )
+    end_user = models.CharField(
+        max_length=200, blank=True, help_text="The pipeline's id of the person talking: what an erasure asks by."
+    )
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["org", "external_id"], name="conversation_unique_external_id")]
-        indexes = [models.Index(fields=["org", "application", "started_at"])]
+        indexes = [
+            models.Index(fields=["org", "application", "started_at"]),
+            models.Index(fields=["org", "end_user"], condition=~models.Q(end_user=""), name="conversation_end_user"),
+            models.Index(fields=["org", "last_activity_at"], name="conversation_org_activity"),
+        ]
 
     def __str__(self) -> str:
         return self.external_id
@@ -139,9 +146,16 @@ class Draft(models.Model):
         blank=True,
         help_text="The Celery task that owes it a grading, while one does.",
     )
+    end_user = models.CharField(
+        max_length=200, blank=True, help_text="The pipeline's id of the person it concerns: what an erasure asks by."
+    )
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["org", "external_id"], name="draft_unique_external_id")]
+        indexes = [
+            models.Index(fields=["org", "end_user"], condition=~models.Q(end_user=""), name="draft_end_user"),
+            models.Index(fields=["org", "updated_at"], name="draft_org_updated"),
+        ]
 
     def __str__(self) -> str:
         return self.slug
@@ -191,6 +205,8 @@ class MemoryItem(models.Model):
     proof_terms = models.JSONField(default=list, blank=True, help_text="Facts: customer names, figures.")
     embedding = VectorField(dimensions=EMBEDDING_DIMENSIONS)
     source = models.CharField(max_length=24, choices=Source.choices, default=Source.MANUAL)
+    # The decision a learning was drawn from: erasing the item erases what was learnt from it.
+    decision = models.ForeignKey("grading.Decision", null=True, blank=True, on_delete=models.CASCADE, related_name="+")
     active = models.BooleanField(default=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
