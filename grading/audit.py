@@ -4,7 +4,7 @@ records one event here, in the same transaction as the write."""
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import models
 
-from grading.models import ApiKey, AuditEvent, Org
+from grading.models import ApiKey, AuditEvent, Conversation, Draft, Org
 
 
 def audit_record(
@@ -15,7 +15,9 @@ def audit_record(
     api_key: ApiKey | None = None,
     target: models.Model | None = None,
     detail: dict | None = None,
+    item: Conversation | Draft | None = None,
 ) -> AuditEvent:
+    """`item`: the conversation or draft the event concerns, whose page shows it in its trail."""
     return AuditEvent.objects.create(
         org=org,
         actor=actor if actor is not None and actor.is_authenticated else None,
@@ -24,4 +26,12 @@ def audit_record(
         object_type=target._meta.label_lower if target is not None else "",
         object_id=str(target.pk) if target is not None else "",
         detail=detail or {},
+        item_kind=_item_kind(item),
+        item_id=item.pk if item is not None else None,
     )
+
+
+def _item_kind(item: Conversation | Draft | None) -> str:
+    if item is None:
+        return ""
+    return "conversation" if isinstance(item, Conversation) else "draft"

@@ -25,6 +25,7 @@ PERSONAS = (
     "drafts_only",  # operator and stakeholder of the org, limited to its drafts
     "other_application",  # operator and stakeholder of the org, limited to an application none of its objects is in
     "lead",  # works the queue and assigns its items
+    "org_admin",  # members, keys, the webhook secret, retention, erasure and the audit trail of the org
 )
 # Memberships limited to part of the org (reviewer/access.py): persona -> (applications, drafts).
 LIMITED = {"drafts_only": ([], True), "other_application": (["elsewhere"], False)}
@@ -44,6 +45,7 @@ class Policy:
 OPERATOR = (Role.OPERATOR, Role.LEAD)  # the queue's roles: a lead works it as an operator does
 LEAD = (Role.LEAD,)
 CRITERIA_ADMIN = (Role.CRITERIA_ADMIN,)
+ORG_ADMIN = (Role.ORG_ADMIN,)
 
 # Pages, by URL name. A new page must be added here (or the matrix fails), with the roles its view requires.
 PAGES = {
@@ -192,9 +194,9 @@ def matrix_world(org, other_org, people: dict) -> dict:
 
 
 def more_people(org) -> dict:
-    """The lead, and the personas of LIMITED: an operator and stakeholder of `org` whose memberships cover only
-    part of it."""
-    people = {"lead": make_person("lead", org, Role.LEAD)}
+    """The lead, the org admin, and the personas of LIMITED: an operator and stakeholder of `org` whose memberships
+    cover only part of it."""
+    people = {"lead": make_person("lead", org, Role.LEAD), "org_admin": make_person("org-admin", org, Role.ORG_ADMIN)}
     for persona, (applications, drafts) in LIMITED.items():
         person = make_person(persona.replace("_", "-"))
         for role in (Role.OPERATOR, Role.STAKEHOLDER):
