@@ -178,10 +178,14 @@ class _Servers:
             "JUDGE_BASE_URL": judge_url,
             "JUDGE_API_KEY": "bench",
             "LOG_LEVEL": "WARNING",
+            "STATIC_ROOT": str(Path(settings.DATA_DIR) / "bench-static"),
         }
         self.processes: list[subprocess.Popen] = []
 
     def __enter__(self) -> "_Servers":
+        # With DEBUG off, pages name their static files by the hashes collectstatic writes down (README).
+        collectstatic = [sys.executable, "manage.py", "collectstatic", "--noinput", "--verbosity", "0"]
+        subprocess.run(collectstatic, cwd=REPO_ROOT, env=self.env, check=True)
         web = [sys.executable, "-m", "gunicorn", "reviewer.wsgi:application", "-w", "2", "-b", f"127.0.0.1:{self.port}"]
         worker = [sys.executable, "-m", "celery", "-A", "reviewer", "worker", "-Q", "judge,default", "-c", "2",
                   "-n", f"bench-{self.port}@localhost", "-l", "warning"]  # fmt: skip
