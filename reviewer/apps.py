@@ -12,3 +12,8 @@ class ReviewerConfig(AppConfig):
         from reviewer.queue.api import router
 
         api.add_router("/", router)
+
+        # OIDC_GROUP_ROLES names roles, which settings cannot check: the models are not loaded yet there.
+        from reviewer.oidc.people import group_rules_check
+
+        group_rules_check()

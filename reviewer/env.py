@@ -143,6 +143,33 @@ def env_price(name: str) -> float | None:
     return env_float(name, 0.0, minimum=0.0)
 
 
+_SLUG = re.compile(r"[-a-zA-Z0-9_]+")
+
+
+def env_group_roles(name: str) -> tuple[tuple[str, str, str], ...]:
+    """A rule from a provider's groups to org memberships: `GROUP=ORG:ROLE` items, comma-separated, e.g.
+    `tollgate-admins=acme:org_admin,tollgate-ops=acme:operator` (ORG an org's slug, ROLE a role's name, checked
+    against the roles when the app starts). A group may hold several roles (one item each); a group name may hold
+    `=` (the last one splits), not a comma. As (group, org slug, role) triples."""
+    rules = []
+    for item in env_list(name, []):
+        group, equals, grant = item.rpartition("=")
+        org, colon, role = grant.partition(":")
+        if not equals or not group.strip() or not colon or not _SLUG.fullmatch(org) or not _SLUG.fullmatch(role):
+            raise ImproperlyConfigured(f"{name}: {item!r} is not GROUP=ORG:ROLE (e.g. tollgate-ops=acme:operator)")
+        rules.append((group.strip(), org, role))
+    return tuple(rules)
+
+
+def env_subset(name: str, default: list[str], choices: tuple[str, ...]) -> list[str]:
+    """A comma-separated list of some of `choices`; any other item is an error naming it."""
+    items = env_list(name, default)
+    unknown = [item for item in items if item not in choices]
+    if unknown:
+        raise ImproperlyConfigured(f"{name}: {unknown[0]!r} is not one of: {', '.join(choices)}")
+    return items
+
+
 JUDGE_NAME = re.compile(r"[a-z0-9_-]{1,40}")
 # The keys a judge in JUDGES_FILE may have; any other is a mistake (a typo would otherwise be a silent default).
 _JUDGE_FILE_KEYS = (

@@ -1,0 +1,198 @@
+"""Who a person the OpenID provider signed in is in Tollgate, and which memberships its groups give them.
+
+A person is found by the provider's issuer and `sub` (SignInIdentity), never by an e-mail address alone. The first
+time they sign in, the identity is made and tied to:
+1. the one account with their e-mail address that is waiting to be claimed (made by an org admin or `manage.py`
+   with no password and never signed in to) when the provider says it verified the address: an org admin adds
+   people by address and they sign in with the company's provider. An account whose owner has set a password, or
+   that some identity already signs in to, is never taken over by an address;
+2. otherwise a new account, when OIDC_CREATE_USERS allows; otherwise the sign-in is refused.
+A refused sign-in writes nothing: the whole of a sign-in is one transaction.
+
+OIDC_GROUP_ROLES names the memberships the groups claim governs: on every sign-in, each of those is made when the
+claim names a group that grants it (covering the whole org) and removed when it does not; every other membership is
+left as it is. Each change is an audit event, as an org admin's are.
+"""
+
+import logging
+from dataclasses import dataclass
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import AbstractBaseUser
+from django.core.exceptions import ImproperlyConfigured
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from grading.audit import audit_record
+from grading.models import Org
+from reviewer.models import Membership, Role, SignInIdentity
+
+logger = logging.getLogger(__name__)
+
+VIA = "oidc"  # how these writes name themselves in the audit trail
+
+
+class SignInRefused(Exception):
+    """The provider signed the person in, but Tollgate does not let them in; the message says why, to them."""
+
+
+@dataclass(frozen=True)
+class ProviderPerson:
+    """What the provider's ID token says about the person."""
+
+    issuer: str
+    subject: str
+    email: str  # empty unless the provider says it verified the address
+    name_hint: str  # what to call a new account
+    groups: frozenset[str]
+
+
+def group_rules_check() -> None:
+    """Stops startup when OIDC_GROUP_ROLES names a role Tollgate does not have (its syntax is checked in settings)."""
+    for group, _, role in settings.OIDC_GROUP_ROLES:
+        if role not in Role.values:
+            raise ImproperlyConfigured(
+                f"OIDC_GROUP_ROLES: group {group!r} grants {role!r}, which is not one of: {', '.join(Role.values)}"
+            )
+
+
+def provider_person(claims: dict) -> ProviderPerson:
+    """The person an ID token's (already verified) claims describe."""
+    groups = claims.get(settings.OIDC_GROUPS_CLAIM, [])
+    if isinstance(groups, str):
+        groups = [groups]
+    if not isinstance(groups, list) or not all(isinstance(group, str) for group in groups):
+        raise SignInRefused(f"The provider's {settings.OIDC_GROUPS_CLAIM!r} claim is not a list of group names.")
+    verified = claims.get("email_verified") is True
+    email = claims.get("email") if verified and isinstance(claims.get("email"), str) else ""
+    hints = [email, claims.get("preferred_username"), claims["sub"]]
+    return ProviderPerson(
+        issuer=claims["iss"],
+        subject=claims["sub"],
+        email=email,
+        name_hint=next(hint for hint in hints if isinstance(hint, str) and hint.strip()).strip(),
+        groups=frozenset(groups),
+    )
+
+
+def person_sign_in(*, person: ProviderPerson) -> AbstractBaseUser:
+    """The account `person` signs in to, with its memberships matched to their groups; SignInRefused otherwise."""
+    try:
+        with transaction.atomic():
+            identity = (
+                SignInIdentity.objects.select_for_update()
+                .select_related("user")
+                .filter(issuer=person.issuer, subject=person.subject)
+                .first()
+            )
+            if identity is None:
+                identity = _identity_create(person)
+            user = identity.user
+            if not user.is_active:
+                raise SignInRefused("Your Tollgate account is turned off.")
+            identity.last_sign_in_at = timezone.now()
+            identity.save(update_fields=["last_sign_in_at"])
+            memberships_match_groups(user=user, groups=person.groups)
+            audit_record(action="user.login", actor=user, detail={"via": VIA})
+    except IntegrityError as exc:  # the same person's first sign-in twice at once, or a grant made meanwhile
+        raise SignInRefused("Your sign-in crossed another change to your account: please sign in again.") from exc
+    return user
+
+
+def _identity_create(person: ProviderPerson) -> SignInIdentity:
+    user = _account_waiting_for(person.email)
+    if user is None:
+        if not settings.OIDC_CREATE_USERS:
+            raise SignInRefused(
+                "You have no Tollgate account yet, and this Tollgate makes none on a first sign-in: ask an org "
+                "admin to add you by your e-mail address."
+            )
+        user = get_user_model()._default_manager.create_user(
+            username=_free_username(person.name_hint), email=person.email, password=None
+        )
+        audit_record(action="person.create", target=user, detail={"user": user.get_username(), "via": VIA})
+    identity = SignInIdentity.objects.create(user=user, issuer=person.issuer, subject=person.subject)
+    audit_record(
+        action="sign_in_identity.create",
+        actor=user,
+        target=identity,
+        detail={"user": user.get_username(), "issuer": person.issuer, "subject": person.subject},
+    )
+    return identity
+
+
+def _account_waiting_for(email: str) -> AbstractBaseUser | None:
+    """The one account with this (provider-verified) address that nobody has signed in to yet: no usable password,
+    no sign-in identity. None when there is no such account, or more than one has the address."""
+    if not email:
+        return None
+    people = get_user_model()._default_manager
+    with_address = list(people.select_for_update().filter(email__iexact=email)[:2])
+    if len(with_address) != 1:
+        return None
+    user = with_address[0]
+    if user.has_usable_password() or user.last_login is not None or SignInIdentity.objects.filter(user=user).exists():
+        return None
+    return user
+
+
+def _free_username(hint: str) -> str:
+    """`hint` as a username, or with a number after it when an account already has that name."""
+    people = get_user_model()._default_manager
+    base = hint[:140]
+    candidate, number = base, 1
+    while people.filter(**{get_user_model().USERNAME_FIELD: candidate}).exists():
+        number += 1
+        candidate = f"{base}-{number}"
+    return candidate
+
+
+def memberships_match_groups(*, user: AbstractBaseUser, groups: frozenset[str]) -> None:
+    """Make the memberships OIDC_GROUP_ROLES governs match `groups`: granted, removed, the rest untouched."""
+    rules = settings.OIDC_GROUP_ROLES
+    if not rules:
+        return
+    orgs = {org.slug: org for org in Org.objects.filter(slug__in={slug for _, slug, _ in rules})}
+    governed: set[tuple[int, str]] = set()
+    granted: dict[tuple[int, str], str] = {}  # (org id, role) -> the group that grants it
+    for group, slug, role in rules:
+        if slug not in orgs:
+            logger.warning("OIDC_GROUP_ROLES names the org %r, which does not exist: %r grants nothing", slug, group)
+            continue
+        governed.add((orgs[slug].pk, role))
+        if group in groups:
+            granted.setdefault((orgs[slug].pk, role), group)
+    by_id = {org.pk: org for org in orgs.values()}
+    held = {
+        (membership.org_id, membership.role): membership
+        for membership in Membership.objects.select_for_update().filter(user=user, org_id__in=by_id)
+    }
+    for key, membership in held.items():
+        if key in governed and key not in granted:
+            audit_record(
+                action="membership.delete",
+                org=by_id[membership.org_id],
+                target=membership,
+                detail=_detail(user, membership) | {"via": VIA, "groups": sorted(groups)},
+            )
+            membership.delete()
+    for (org_id, role), group in granted.items():
+        if (org_id, role) not in held:
+            membership = Membership.objects.create(user=user, org_id=org_id, role=role)
+            audit_record(
+                action="membership.create",
+                org=by_id[org_id],
+                target=membership,
+                detail=_detail(user, membership) | {"via": VIA, "group": group},
+            )
+
+
+def _detail(user: AbstractBaseUser, membership: Membership) -> dict:
+    # As reviewer/orgadmin/members.py describes a membership in its events.
+    return {
+        "user": user.get_username(),
+        "role": membership.role,
+        "applications": membership.applications,
+        "drafts": membership.drafts,
+    }

@@ -1,0 +1,206 @@
+"""Single sign-on with a real OpenID provider on loopback: the sign-in, the roles its groups grant and take away,
+a rotated signing key, accounts made or refused, and signing out at the provider too."""
+
+from urllib.parse import parse_qs, urlsplit
+
+import httpx
+import pytest
+from django.contrib.auth import get_user_model
+from django.urls import reverse
+from joserfc import jws
+
+from grading.models import AuditEvent
+from reviewer.models import Membership, Role, SignInIdentity
+from reviewer.oidc.provider import ID_TOKEN_SESSION_KEY
+from tests.builders.people import make_person
+from tests.builders.sign_in import sign_in
+from tests.fakes.oidc_provider import POST_LOGOUT_REDIRECT_URI
+
+ADA = "ada-0001"  # her `sub` at the provider
+
+
+def roles_of(user, org) -> set[str]:
+    return set(Membership.objects.filter(user=user, org=org).values_list("role", flat=True))
+
+
+def test_a_person_signs_in_with_the_provider_and_gets_the_roles_their_groups_grant(client, single_sign_on, org):
+    single_sign_on.set_account(ADA, email="ada@example.com", email_verified=True, groups=["tollgate-ops", "other"])
+
+    response = sign_in(client, single_sign_on, ADA, next_url="/queue/")
+
+    assert response.status_code == 302 and response["Location"] == "/queue/"
+    identity = SignInIdentity.objects.select_related("user").get(issuer=single_sign_on.issuer, subject=ADA)
+    ada = identity.user
+    assert (ada.username, ada.email, ada.has_usable_password()) == ("ada@example.com", "ada@example.com", False)
+    assert roles_of(ada, org) == {Role.OPERATOR}
+    assert client.get("/queue/").status_code == 200
+    actions = list(AuditEvent.objects.order_by("pk").values_list("action", flat=True))
+    assert actions == ["person.create", "sign_in_identity.create", "membership.create", "user.login"]
+    granted = AuditEvent.objects.get(action="membership.create")
+    assert (granted.org, granted.detail["role"], granted.detail["group"]) == (org, "operator", "tollgate-ops")
+
+
+def test_groups_changed_at_the_provider_change_the_memberships_they_govern_at_the_next_sign_in(
+    client, single_sign_on, org
+):
+    single_sign_on.set_account(ADA, groups=["tollgate-ops"])
+    sign_in(client, single_sign_on, ADA)
+    ada = SignInIdentity.objects.get(subject=ADA).user
+    Membership.objects.create(user=ada, org=org, role=Role.STAKEHOLDER)  # by an org admin: no rule governs it
+    client.logout()
+
+    single_sign_on.set_account(ADA, groups=["tollgate-admins"])
+    assert sign_in(client, single_sign_on, ADA).status_code == 302
+
+    assert roles_of(ada, org) == {Role.ORG_ADMIN, Role.CRITERIA_ADMIN, Role.STAKEHOLDER}
+    removed = AuditEvent.objects.get(action="membership.delete")
+    assert (removed.org, removed.detail["user"], removed.detail["role"]) == (org, ada.username, "operator")
+    assert AuditEvent.objects.filter(action="membership.create").count() == 3
+    assert AuditEvent.objects.filter(action="user.login", actor=ada).count() == 2
+
+    client.logout()
+    single_sign_on.set_account(ADA)  # in no group at all
+    sign_in(client, single_sign_on, ADA)
+    assert roles_of(ada, org) == {Role.STAKEHOLDER}
+
+
+def test_a_rotated_signing_key_is_picked_up_without_a_restart(client, single_sign_on):
+    single_sign_on.set_account(ADA, groups=["tollgate-ops"])
+    assert sign_in(client, single_sign_on, ADA).status_code == 302  # Tollgate now holds the provider's keys
+    old_key = single_sign_on.key
+    client.logout()
+
+    new_key = single_sign_on.rotate_key()
+    response = sign_in(client, single_sign_on, ADA)
+
+    assert response.status_code == 302
+    header = jws.extract_compact(client.session[ID_TOKEN_SESSION_KEY].encode()).protected
+    assert header["kid"] == new_key.kid != old_key.kid
+
+
+def test_an_account_an_org_admin_made_for_an_address_is_the_one_its_owner_signs_in_to(client, single_sign_on, org):
+    waiting = get_user_model().objects.create_user(username="ada", email="Ada@Example.com", password=None)
+    Membership.objects.create(user=waiting, org=org, role=Role.STAKEHOLDER)
+    single_sign_on.set_account(ADA, email="ada@example.com", email_verified=True)
+
+    assert sign_in(client, single_sign_on, ADA).status_code == 302
+
+    assert SignInIdentity.objects.get(subject=ADA).user == waiting
+    assert get_user_model().objects.count() == 1
+
+
+@pytest.mark.parametrize(
+    ("account", "verified"),
+    [("waiting", False), ("with_password", True), ("signed_in_before", True)],
+    ids=["address-not-verified", "owner-set-a-password", "account-already-used"],
+)
+def test_an_address_alone_never_hands_over_an_account(client, single_sign_on, account, verified):
+    existing = make_person("ada") if account == "with_password" else get_user_model().objects.create_user("ada")
+    existing.email = "ada@example.com"
+    existing.save()
+    if account == "signed_in_before":
+        SignInIdentity.objects.create(user=existing, issuer="https://elsewhere.example", subject="x")
+    single_sign_on.set_account(ADA, email="ada@example.com", email_verified=verified, preferred_username="ada")
+
+    assert sign_in(client, single_sign_on, ADA).status_code == 302
+
+    ada = SignInIdentity.objects.get(subject=ADA).user
+    assert ada != existing and ada.username != "ada"
+    assert ada.email == ("ada@example.com" if verified else "")
+
+
+def test_with_account_making_off_a_stranger_is_refused_and_nothing_is_written(client, single_sign_on, settings):
+    settings.OIDC_CREATE_USERS = False
+    single_sign_on.set_account(ADA, email="ada@example.com", email_verified=True, groups=["tollgate-admins"])
+
+    response = sign_in(client, single_sign_on, ADA)
+
+    assert response.status_code == 403
+    assert b"ask an org admin to add you" in response.content
+    assert get_user_model().objects.count() == 0
+    assert (SignInIdentity.objects.count(), Membership.objects.count(), AuditEvent.objects.count()) == (0, 0, 0)
+    assert "_auth_user_id" not in client.session
+
+
+def test_signing_out_signs_out_at_the_provider_too(client, single_sign_on):
+    single_sign_on.set_account(ADA)
+    sign_in(client, single_sign_on, ADA)
+    id_token = client.session[ID_TOKEN_SESSION_KEY]
+
+    response = client.post(reverse("logout"))
+
+    assert response.status_code == 302
+    end_session = response["Location"]
+    assert end_session.startswith(f"{single_sign_on.issuer}/session/end")
+    query = parse_qs(urlsplit(end_session).query)
+    assert query["id_token_hint"] == [id_token]
+    assert query["post_logout_redirect_uri"] == [POST_LOGOUT_REDIRECT_URI]
+    assert "_auth_user_id" not in client.session
+    # The provider accepts it: its page asking to confirm the sign-out, not an error about the hint or the return.
+    confirm = httpx.get(end_session)
+    assert confirm.status_code == 200 and "logout" in confirm.text.lower()
+
+
+def test_signing_out_after_a_password_sign_in_stays_with_tollgate(client, single_sign_on, operator):
+    client.force_login(operator)
+    response = client.post(reverse("logout"))
+    assert response.status_code == 302 and response["Location"] == reverse("login")
+
+
+def test_the_sign_in_page_offers_the_provider_only_when_it_is_configured(client, single_sign_on, settings):
+    page = client.get(reverse("login")).content.decode()
+    assert "Sign in with Loopback ID" in page and 'name="password"' in page
+    settings.OIDC_ISSUER = ""
+    page = client.get(reverse("login")).content.decode()
+    assert "Sign in with" not in page and 'name="password"' in page
+    assert client.post(reverse("oidc_start")).status_code == 302
+    assert client.get(reverse("oidc_callback") + "?code=x&state=y")["Location"] == reverse("login")
+
+
+def test_a_provider_that_does_not_answer_gets_a_page_saying_so(client, single_sign_on, settings):
+    settings.OIDC_ISSUER = "http://127.0.0.1:9"  # discard: nothing listens
+    response = client.post(reverse("oidc_start"))
+    assert response.status_code == 502
+    assert b"could not be reached" in response.content
+
+
+def test_the_provider_saying_no_is_a_page_not_an_error(client, single_sign_on):
+    single_sign_on.set_account(ADA)
+    client.post(reverse("oidc_start"))
+    state = next(key for key, _ in client.session.items() if key.startswith("_state_oidc_")).removeprefix(
+        "_state_oidc_"
+    )
+
+    response = client.get(reverse("oidc_callback"), {"error": "access_denied", "state": state})
+
+    assert response.status_code == 403
+    assert get_user_model().objects.count() == 0
+
+
+def test_sign_in_keeps_the_next_page_only_on_this_site(client, single_sign_on):
+    single_sign_on.set_account(ADA)
+    response = sign_in(client, single_sign_on, ADA, next_url="https://evil.example/")
+    assert response["Location"] == "/"
+
+
+def test_a_provider_whose_discovery_names_another_issuer_is_not_used(client, single_sign_on, settings):
+    settings.OIDC_ISSUER = single_sign_on.issuer.replace("127.0.0.1", "localhost")  # the same server, another name
+    response = client.post(reverse("oidc_start"))
+    assert response.status_code == 502
+
+
+def test_a_turned_off_account_is_refused_and_its_sign_in_not_recorded(client, single_sign_on, org):
+    single_sign_on.set_account(ADA, groups=["tollgate-ops"])
+    sign_in(client, single_sign_on, ADA)
+    client.logout()
+    ada = SignInIdentity.objects.get(subject=ADA).user
+    ada.is_active = False
+    ada.save()
+    single_sign_on.set_account(ADA, groups=["tollgate-admins"])
+    written = AuditEvent.objects.count()
+
+    response = sign_in(client, single_sign_on, ADA)
+
+    assert response.status_code == 403 and b"turned off" in response.content
+    assert roles_of(ada, org) == {Role.OPERATOR}
+    assert AuditEvent.objects.count() == written
