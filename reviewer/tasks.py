@@ -9,7 +9,8 @@ from celery import shared_task
 from django.conf import settings
 
 from grading.hooks import outbound
-from grading.hooks.webhooks import retry_delay, signature
+from grading.hooks.signing import signature_headers
+from grading.hooks.webhooks import retry_delay
 from grading.models import Org
 from reviewer.models import Escalation
 from reviewer.queue.escalation import Swept, digest_mail, escalations_sweep, webhook_body
@@ -62,7 +63,7 @@ def escalation_webhook(self, org_id: int, notices: dict[str, list[int]], attempt
         "User-Agent": "Tollgate-Webhook/1",
         "X-Tollgate-Event": "queue_escalation",
         "X-Tollgate-Timestamp": timestamp,
-        "X-Tollgate-Signature": signature(secret=org.webhook_secret, timestamp=timestamp, body=body),
+        **signature_headers(org=org, timestamp=timestamp, body=body),
     }
     try:
         response = outbound.outbound_request(

@@ -1,18 +1,23 @@
-"""`manage.py member`: who belongs to which org, in which role, covering what. Until the app has a page for it,
-the only way to manage memberships besides the Django shell."""
+"""`manage.py member`: who belongs to which org, in which role, covering what. The way to make an org's first org
+admin, who manages the rest from the org pages (/org/); both change memberships through reviewer/orgadmin/members.py,
+so they refuse and audit alike."""
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.management.base import BaseCommand, CommandError, CommandParser
-from django.db import transaction
 
-from grading.audit import audit_record
 from grading.management.orgs import org_from_option
 from grading.models import Org
 from reviewer.models import Membership, Role
-
-# Read from the model, so the command refuses exactly what the column would.
-APPLICATION_NAME_MAX = Membership._meta.get_field("applications").base_field.max_length
+from reviewer.orgadmin.members import (
+    APPLICATION_NAME_MAX,
+    WHOLE_ORG_ROLES,
+    MembershipExists,
+    MembershipRefused,
+    membership_grant,
+    membership_revoke,
+    membership_scope,
+)
 
 
 class Command(BaseCommand):
@@ -53,45 +58,30 @@ class Command(BaseCommand):
     def _add(
         self, org: Org, user: AbstractBaseUser, role: Role, *, applications: list[str] | None, drafts: bool
     ) -> None:
-        # A whole-org membership keeps drafts True: the column means nothing there, and the default reads right.
-        after = {"applications": applications, "drafts": drafts or applications is None}
-        with transaction.atomic():
-            membership = Membership.objects.select_for_update().filter(user=user, org=org, role=role).first()
-            if membership is None:
-                membership = Membership.objects.create(user=user, org=org, role=role, **after)
-                audit_record(
-                    action="membership.create", org=org, target=membership, detail=_identity(membership) | after
-                )
-                self.stdout.write(f"added: {_line(membership)}")
-                return
-            before = _reach(membership)
-            if before == after:
-                self.stdout.write(f"unchanged: {_line(membership)}")
-                return
-            was = _covers(membership)
-            membership.applications, membership.drafts = after["applications"], after["drafts"]
-            membership.save(update_fields=["applications", "drafts"])
-            audit_record(
-                action="membership.update",
-                org=org,
-                target=membership,
-                detail=_identity(membership) | {"before": before, "after": after},
-            )
-        self.stdout.write(f"updated: {_line(membership)} (was {was})")
+        try:
+            membership = membership_grant(org=org, user=user, role=role, applications=applications, drafts=drafts)
+        except MembershipExists:
+            membership = Membership.objects.select_related("org", "user").get(user=user, org=org, role=role)
+        except MembershipRefused as refused:
+            raise CommandError(str(refused)) from refused
+        else:
+            self.stdout.write(f"added: {_line(membership)}")
+            return
+        was = _covers(membership)
+        try:
+            membership, changed = membership_scope(membership=membership, applications=applications, drafts=drafts)
+        except MembershipRefused as refused:
+            raise CommandError(str(refused)) from refused
+        self.stdout.write(f"updated: {_line(membership)} (was {was})" if changed else f"unchanged: {_line(membership)}")
 
     def _remove(self, org: Org, user: AbstractBaseUser, role: Role) -> None:
-        with transaction.atomic():
-            membership = Membership.objects.select_for_update().filter(user=user, org=org, role=role).first()
-            if membership is None:
-                raise CommandError(f"{user.get_username()} is not {role.value} in {org.slug}; nothing removed")
-            # Recorded first: once deleted, the membership has no pk left to name.
-            audit_record(
-                action="membership.delete",
-                org=org,
-                target=membership,
-                detail=_identity(membership) | _reach(membership),
-            )
-            membership.delete()
+        membership = Membership.objects.select_related("org", "user").filter(user=user, org=org, role=role).first()
+        if membership is None:
+            raise CommandError(f"{user.get_username()} is not {role.value} in {org.slug}; nothing removed")
+        try:
+            membership_revoke(membership=membership)
+        except MembershipRefused as refused:
+            raise CommandError(str(refused)) from refused
         self.stdout.write(f"removed: {org.slug}  {user.get_username()}  {role.value}")
 
 
@@ -120,10 +110,10 @@ def _applications(raw: str | None, *, no_drafts: bool, role: Role) -> list[str] 
         if no_drafts:
             raise CommandError("--no-drafts needs --applications: a membership of the whole org covers drafts too")
         return None
-    if role == Role.CRITERIA_ADMIN:
+    if role in WHOLE_ORG_ROLES:
         raise CommandError(
-            "a criteria admin covers the whole org: criteria versions govern every application of their kind "
-            "(and publishing one re-grades them all); leave out --applications and --no-drafts"
+            f"a {role.label} covers the whole org (criteria versions govern every application of their kind; keys, "
+            "retention and erasure are the org's); leave out --applications and --no-drafts"
         )
     names = [] if not raw.strip() else [name.strip() for name in raw.split(",")]
     if "" in names:
@@ -135,14 +125,6 @@ def _applications(raw: str | None, *, no_drafts: bool, role: Role) -> list[str] 
         raise CommandError("no applications and --no-drafts: that membership would cover nothing")
     # A set in effect (reaches are unions of sets); sorted, so the same reach always reads and compares the same.
     return sorted(set(names))
-
-
-def _reach(membership: Membership) -> dict:
-    return {"applications": membership.applications, "drafts": membership.drafts}
-
-
-def _identity(membership: Membership) -> dict:
-    return {"user": membership.user.get_username(), "role": membership.role}
 
 
 def _line(membership: Membership) -> str:

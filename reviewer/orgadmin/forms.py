@@ -1,0 +1,80 @@
+"""Forms of the org admin's pages. Each names the org it changes (a hidden field the view checks against the
+admin's orgs); what a change may be is the services' to say, and their refusals land on the field concerned."""
+
+from django import forms
+from django.contrib.auth.validators import UnicodeUsernameValidator
+from django.core.validators import validate_email
+
+from grading.hooks.signing import OVERLAP_DEFAULT, OVERLAP_MAX
+from reviewer.models import Role
+from reviewer.orgadmin.members import APPLICATION_NAME_MAX
+from reviewer.orgadmin.retention import KINDS, RETENTION_DAYS_MAX
+
+WHOLE, PART = "whole", "part"
+
+
+class ReachForm(forms.Form):
+    """What a membership covers: the whole org, or some applications' conversations and perhaps the drafts."""
+
+    reach = forms.ChoiceField(choices=[(WHOLE, "the whole org"), (PART, "only part of it")])
+    applications = forms.CharField(required=False, max_length=2_000, help_text="Comma-separated application names.")
+    drafts = forms.BooleanField(required=False, label="drafts too")
+
+    def clean_applications(self) -> list[str]:
+        raw = self.cleaned_data["applications"]
+        names = [name.strip() for name in raw.split(",")] if raw.strip() else []
+        if "" in names:
+            raise forms.ValidationError("An application name is empty (two commas in a row?).")
+        too_long = [name for name in names if len(name) > APPLICATION_NAME_MAX]
+        if too_long:
+            raise forms.ValidationError(f"Application names are at most {APPLICATION_NAME_MAX} characters.")
+        return names
+
+    def reach_setting(self) -> dict:
+        """The services' `applications` (None: the whole org) and `drafts`."""
+        if self.cleaned_data["reach"] == WHOLE:
+            return {"applications": None, "drafts": True}
+        return {"applications": self.cleaned_data["applications"], "drafts": self.cleaned_data["drafts"]}
+
+
+class MemberAddForm(ReachForm):
+    org = forms.IntegerField(widget=forms.HiddenInput)
+    person = forms.CharField(max_length=150, label="username or e-mail address")
+    role = forms.ChoiceField(choices=Role.choices)
+    new_account = forms.BooleanField(required=False, label="make a new account if nobody has this name")
+
+    def clean(self) -> dict:
+        data = super().clean()
+        person = data.get("person", "")
+        if person and data.get("new_account"):
+            # The checks the account's own fields would make, before anything is written.
+            try:
+                UnicodeUsernameValidator()(person)
+                if "@" in person:
+                    validate_email(person)
+            except forms.ValidationError as refused:
+                self.add_error("person", refused)
+        return data
+
+
+class ApiKeyForm(forms.Form):
+    org = forms.IntegerField(widget=forms.HiddenInput)
+    name = forms.CharField(max_length=100, help_text="What uses the key, to recognise it by (e.g. support-pipeline).")
+
+
+class SecretRotateForm(forms.Form):
+    org = forms.IntegerField(widget=forms.HiddenInput)
+    overlap_hours = forms.IntegerField(
+        min_value=0,
+        max_value=int(OVERLAP_MAX.total_seconds() // 3600),
+        initial=int(OVERLAP_DEFAULT.total_seconds() // 3600),
+        label="hours the old secret keeps signing",
+    )
+
+
+class RetentionForm(forms.Form):
+    org = forms.IntegerField(widget=forms.HiddenInput)
+    kind = forms.ChoiceField(choices=[(kind.value, kind.label) for kind in KINDS])
+    days = forms.IntegerField(
+        required=False, min_value=1, max_value=RETENTION_DAYS_MAX, help_text="Empty: keep forever."
+    )

@@ -1,0 +1,188 @@
+"""Who belongs to an org, as its org admins (and `manage.py member`) change it: granting a role, changing what a
+membership covers, revoking it, and the accounts of people new to Tollgate.
+
+Each change is audited in its own transaction (`membership.create`, `membership.update`, `membership.delete`,
+`person.create`, `person.password_link`). A criteria admin's and an org admin's membership covers the whole org (a
+database constraint holds it too: refused here first, with a message). The org's last org admin cannot be revoked:
+nobody but whoever runs the servers could manage the org again.
+"""
+
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.tokens import default_token_generator
+from django.db import IntegrityError, transaction
+from django.urls import reverse
+from django.utils.encoding import force_bytes
+from django.utils.http import urlsafe_base64_encode
+
+from grading.audit import audit_record
+from grading.models import Org
+from reviewer.models import Membership, Role
+from reviewer.oidc.backends import passwords_allowed
+
+WHOLE_ORG_ROLES = (Role.CRITERIA_ADMIN, Role.ORG_ADMIN)
+# Read from the model, so a form refuses exactly what the column would.
+APPLICATION_NAME_MAX = Membership._meta.get_field("applications").base_field.max_length
+
+
+class MembershipRefused(Exception):
+    """A change that cannot be made; the message says why and `field` names what to correct. Nothing was written."""
+
+    def __init__(self, message: str, field: str | None = None) -> None:
+        super().__init__(message)
+        self.field = field
+
+
+class MembershipExists(MembershipRefused):
+    """The person already holds the role in the org: change what it covers instead."""
+
+
+def membership_grant(
+    *,
+    org: Org,
+    user: AbstractBaseUser,
+    role: Role,
+    applications: list[str] | None,
+    drafts: bool,
+    actor: AbstractBaseUser | None = None,
+) -> Membership:
+    """Give `user` `role` in `org`, over the whole org (`applications` None) or part of it."""
+    reach = _reach_checked(role, applications, drafts)
+    try:
+        with transaction.atomic():
+            membership = Membership.objects.create(user=user, org=org, role=role, **reach)
+            audit_record(
+                action="membership.create",
+                org=org,
+                actor=actor,
+                target=membership,
+                detail=_identity(membership) | reach,
+            )
+    except IntegrityError as exc:  # the unique (user, org, role), perhaps granted a moment ago by someone else
+        raise MembershipExists(f"{user.get_username()} is already {Role(role).label} here.", "role") from exc
+    return membership
+
+
+def membership_scope(
+    *, membership: Membership, applications: list[str] | None, drafts: bool, actor: AbstractBaseUser | None = None
+) -> tuple[Membership, bool]:
+    """Change what a membership covers; the membership as it is now, and whether anything changed."""
+    after = _reach_checked(Role(membership.role), applications, drafts)
+    with transaction.atomic():
+        locked = Membership.objects.select_for_update().select_related("user", "org").filter(pk=membership.pk).first()
+        if locked is None:
+            raise MembershipRefused("That membership was revoked meanwhile.")
+        before = _reach(locked)
+        if before == after:
+            return locked, False
+        locked.applications, locked.drafts = after["applications"], after["drafts"]
+        locked.save(update_fields=["applications", "drafts"])
+        audit_record(
+            action="membership.update",
+            org=locked.org,
+            actor=actor,
+            target=locked,
+            detail=_identity(locked) | {"before": before, "after": after},
+        )
+    return locked, True
+
+
+def membership_revoke(*, membership: Membership, actor: AbstractBaseUser | None = None) -> None:
+    """Take a role away; refused for the org's last org admin."""
+    with transaction.atomic():
+        if membership.role == Role.ORG_ADMIN:
+            # Every org admin row of the org locked, in one order: two admins revoking each other at once are
+            # counted one after the other, and the second is refused.
+            admins = list(
+                Membership.objects.select_for_update()
+                .filter(org_id=membership.org_id, role=Role.ORG_ADMIN)
+                .order_by("pk")
+                .values_list("pk", flat=True)
+            )
+            if admins == [membership.pk]:
+                raise MembershipRefused(
+                    "This is the org's last org admin: make someone else org admin first, or nobody could manage "
+                    "the org from the browser again."
+                )
+        locked = Membership.objects.select_for_update().select_related("user", "org").filter(pk=membership.pk).first()
+        if locked is None:
+            raise MembershipRefused("That membership was revoked meanwhile.")
+        # Recorded first: once deleted, the membership has no pk left to name.
+        audit_record(
+            action="membership.delete",
+            org=locked.org,
+            actor=actor,
+            target=locked,
+            detail=_identity(locked) | _reach(locked),
+        )
+        locked.delete()
+
+
+def _reach_checked(role: Role, applications: list[str] | None, drafts: bool) -> dict:
+    """The membership's columns, refused unless the `membership_reach_covers_something` constraint allows them."""
+    if applications is None:
+        # A whole-org membership keeps drafts True: the column means nothing there, and the default reads right.
+        return {"applications": None, "drafts": True}
+    if role in WHOLE_ORG_ROLES:
+        raise MembershipRefused(
+            f"A {Role(role).label} covers the whole org: criteria govern every application of their kind, and keys, "
+            "retention and erasure are the org's.",
+            "reach",
+        )
+    if not applications and not drafts:
+        raise MembershipRefused("Name an application or include drafts: this membership would cover nothing.", "reach")
+    return {"applications": sorted(set(applications)), "drafts": drafts}
+
+
+def _reach(membership: Membership) -> dict:
+    return {"applications": membership.applications, "drafts": membership.drafts}
+
+
+def _identity(membership: Membership) -> dict:
+    return {"user": membership.user.get_username(), "role": membership.role}
+
+
+# --- people ------------------------------------------------------------------------------------------------------
+
+
+def person_find(identifier: str) -> AbstractBaseUser | None:
+    """The account named by a username, or else by an e-mail address only one account has."""
+    people = get_user_model()._default_manager
+    by_name = people.filter(**{get_user_model().USERNAME_FIELD: identifier}).first()
+    if by_name is not None or "@" not in identifier:
+        return by_name
+    by_email = list(people.filter(email__iexact=identifier)[:2])
+    if len(by_email) > 1:
+        raise MembershipRefused(f"Several accounts have the address {identifier}: give the username.", "person")
+    return by_email[0] if by_email else None
+
+
+def person_create(*, identifier: str, org: Org, actor: AbstractBaseUser | None = None) -> AbstractBaseUser:
+    """A new account, with no password until its owner sets one through the link `password_link` makes, or signs in
+    with single sign-on (reviewer/oidc ties their first sign-in to it by the address). Its username is
+    `identifier`, and so is its e-mail address when it is one."""
+    email = identifier if "@" in identifier else ""
+    user = get_user_model()._default_manager.create_user(username=identifier, email=email, password=None)
+    audit_record(action="person.create", org=org, actor=actor, target=user, detail={"user": identifier})
+    return user
+
+
+def password_link(user: AbstractBaseUser) -> str:
+    """The path of a one-time page where `user` sets a password: Django's token, which stops working once the
+    password is set (it signs the password hash) and after PASSWORD_RESET_TIMEOUT."""
+    uidb64 = urlsafe_base64_encode(force_bytes(user.pk))
+    return reverse(
+        "orgadmin_password_set", kwargs={"uidb64": uidb64, "token": default_token_generator.make_token(user)}
+    )
+
+
+def password_link_allowed(user: AbstractBaseUser, *, org_ids: list[int]) -> bool:
+    """Whether an org admin of `org_ids` may be given a set-password link for `user`: only for an account nobody has
+    used yet (no password, never signed in) whose every role is in those orgs, and who may sign in with a password
+    at all (not when passwords are off for them: they sign in with single sign-on). Any other account is someone's,
+    or another org's too, and the link would let the admin take it over."""
+    if user.has_usable_password() or user.last_login is not None or user.is_staff or user.is_superuser:
+        return False
+    if not passwords_allowed(user):
+        return False
+    return not Membership.objects.filter(user=user).exclude(org_id__in=org_ids).exists()
