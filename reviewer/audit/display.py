@@ -1,0 +1,177 @@
+"""How the audit trail reads to people: an action in words, who did it, its detail as text, and an item's trail as
+its pages show it. Details are JSON that people and pipelines put words into: they are only ever turned into text
+here, which the templates escape."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import datetime
+from urllib.parse import urlencode
+
+from django.urls import reverse
+
+from grading.audit_reads import GRADED, TrailEntry, Why, item_trail
+from grading.models import AuditEvent, Conversation, Draft, ItemKind
+from reviewer.access import orgs_for
+from reviewer.models import Role
+
+ACTION_WORDS = {
+    "claim.create": "claimed",
+    "claim.release": "released",
+    "claim.expire": "lease ran out",
+    "claim.decline": "declined",
+    "answer.create": "answered",
+    "answer.replace": "changed their answer",
+    "decision.create": "decided",
+    "assignment.create": "assigned",
+    "assignment.replace": "reassigned",
+    "assignment.delete": "unassigned",
+    "escalation.due_soon": "due soon: escalated",
+    "escalation.overdue": "overdue: escalated",
+    "label.create": "labelled",
+    "label.update": "label changed",
+    "criteria.example.add": "made a worked example",
+    "criteria.example.explain": "worked example explained",
+    "criteria.example.remove": "worked example removed",
+    "item.erase": "erased",
+    "erasure.request": "erasure asked for",
+}
+WHY_WORDS = {
+    Why.FIRST: "first grading",
+    Why.EVIDENCE: "new evidence",
+    Why.CRITERIA: "new criteria version",
+    Why.RETRY: "retry after a judge error",
+    Why.JUDGE: "another judge",
+    Why.MEMORY: "org memory changed",
+    Why.AGAIN: "graded again",
+}
+# What a person decided or the machine said. Hidden on an item's page while it is blind (an audit item nobody has
+# decided: people must not be anchored), and one person's answer is never shown there at all: the answers panel
+# shows them side by side once every place is answered.
+VERDICTS = frozenset({"outcome", "checks", "verdict", "human_verdict"})
+ANSWERS = ("answer.create", "answer.replace")
+BASIS_WORDS = {"agreed": "decided: the answers agreed", "adjudicated": "adjudicated"}
+
+
+def action_words(action: str, detail: dict) -> str:
+    if action == "decision.create" and detail.get("basis") in BASIS_WORDS:
+        return BASIS_WORDS[detail["basis"]]
+    return ACTION_WORDS.get(action, action)
+
+
+def who(actor: str, api_key: str) -> str:
+    if actor:
+        return actor
+    return f"key {api_key}" if api_key else "Tollgate"
+
+
+def detail_text(detail: dict, *, hide: frozenset[str] = frozenset()) -> list[tuple[str, str]]:
+    """The detail's keys and values as text, nested values as compact JSON."""
+    return [(str(key), _text(value)) for key, value in detail.items() if key not in hide]
+
+
+def _text(value: object) -> str:
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False, sort_keys=True)
+
+
+# --- the audit page ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class EventRow:
+    event: AuditEvent
+    what: str
+    who: str
+    details: list[tuple[str, str]]
+    item: str  # "conversation cv-7 (#12)", "" for none
+    item_trail_url: str  # the audit page filtered by the item
+    item_page_url: str  # the item's criteria page, for a criteria admin of the org; ""
+
+
+def event_rows(events: list[AuditEvent], *, org_slug: str, criteria_admin: bool) -> list[EventRow]:
+    """The page's rows, with the items' external ids where the items still exist (one query per kind)."""
+    names = _external_ids(events)
+    rows = []
+    for event in events:
+        detail = event.detail if isinstance(event.detail, dict) else {"detail": event.detail}
+        item = trail_url = page_url = ""
+        if event.item_kind:
+            external_id = names.get((event.item_kind, event.item_id))
+            item = _item_name(event.item_kind, event.item_id, external_id)
+            trail_url = audit_url(org_slug, item_kind=event.item_kind, item_id=event.item_id)
+            if criteria_admin and external_id is not None:
+                page_url = reverse("criteria_item", kwargs={"kind": event.item_kind, "pk": event.item_id})
+        rows.append(
+            EventRow(
+                event=event,
+                what=action_words(event.action, detail),
+                who=who(event.actor.get_username() if event.actor else "", event.api_key.name if event.api_key else ""),
+                details=detail_text(detail),
+                item=item,
+                item_trail_url=trail_url,
+                item_page_url=page_url,
+            )
+        )
+    return rows
+
+
+def _item_name(kind: str, item_id: int, external_id: str | None) -> str:
+    return f"{kind} {external_id} (#{item_id})" if external_id else f"{kind} #{item_id}"
+
+
+def _external_ids(events: list[AuditEvent]) -> dict[tuple[str, int], str]:
+    names: dict[tuple[str, int], str] = {}
+    for kind, model in ((ItemKind.CONVERSATION, Conversation), (ItemKind.DRAFT, Draft)):
+        ids = {event.item_id for event in events if event.item_kind == kind}
+        if ids:
+            found = model.objects.filter(pk__in=ids, org_id=events[0].org_id).values_list("pk", "external_id")
+            names |= {(kind.value, pk): external_id for pk, external_id in found}
+    return names
+
+
+def audit_url(org_slug: str, **filters: object) -> str:
+    return reverse("audit") + "?" + urlencode({"org": org_slug, **filters})
+
+
+# --- an item's own trail ----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TrailRow:
+    at: datetime
+    what: str
+    who: str
+    details: list[tuple[str, str]]
+    review_id: int | None  # a grading's review
+
+
+@dataclass(frozen=True)
+class Trail:
+    rows: list[TrailRow]
+    audit_url: str  # every event of the item on the audit page, for an org admin of its org; ""
+
+
+def trail_of(user, item: Conversation | Draft, *, blind: bool) -> Trail:
+    """The item's trail as its pages show it (newest first, bounded: grading/audit_reads.py `item_trail`), with the
+    verdicts hidden while `blind`, and a link to the whole of it on the audit page for the org's admins."""
+    rows = [_trail_row(entry, blind=blind) for entry in item_trail(item)]
+    kind = ItemKind.DRAFT if isinstance(item, Draft) else ItemKind.CONVERSATION
+    admin_of = orgs_for(user, Role.ORG_ADMIN).filter(pk=item.org_id).first()
+    return Trail(rows, audit_url(admin_of.slug, item_kind=kind.value, item_id=item.pk) if admin_of else "")
+
+
+def _trail_row(entry: TrailEntry, *, blind: bool) -> TrailRow:
+    if entry.action == GRADED:
+        review = entry.review
+        details = [("criteria", f"v{review.criteria_version.number}")]
+        if not blind:
+            details.append(("route", review.get_route_display()))
+            if review.score is not None:
+                details.append(("score", f"{review.score:.1f}"))
+        return TrailRow(entry.at, f"graded: {WHY_WORDS[entry.why]}", "Tollgate", details, review.pk)
+    hide = VERDICTS if blind or entry.action in ANSWERS else frozenset()
+    what = action_words(entry.action, entry.detail)
+    return TrailRow(entry.at, what, who(entry.actor, entry.api_key), detail_text(entry.detail, hide=hide), None)
