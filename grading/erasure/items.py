@@ -1,0 +1,211 @@
+"""Erasing a batch of items of one kind, in the caller's transaction, with the items' rows locked (grading/erasure/
+runs.py takes the locks, and the criteria trials' before them).
+
+What goes, for each item: the evidence (messages, thumbs, the spans they came from, a draft's body, the OTLP calls
+still waiting for their other part), every review of it (trial reviews included) with what hangs on a review
+(decisions, people's answers, webhook deliveries and evaluation exports, and the people side's claims, assignments
+and notices, which the ORM's cascade takes: grading names no table of theirs), labels, the org learnings drawn from
+its decisions (with their embeddings) and their text wherever another draft's review quoted them, the worked
+examples quoting it (a published version's too: the judge stops reading them), and its place in criteria trials.
+
+What stays: content-free tombstones. The erasure row counts what went; one audit event `item.erase` per item names
+it by id with counts only; the item's earlier audit events keep only the details known to hold no content (ids,
+verdicts, times), and name the keys dropped. The judge spend ledger stays as it is: it names no item, and the
+money was spent.
+
+The dashboards' counters lose what the reviews contributed and the thumbs, and gain the erased items' counter, in
+this transaction (`ErasedBatch.counters`, booked last by the caller): a rebuild afterwards finds no drift.
+"""
+
+import json
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from django.db.models import F, Q
+from django.db.models.expressions import RawSQL
+
+from grading.audit import audit_record
+from grading.figures.rollups import erased_cell, rollups_erasing
+from grading.models import (
+    Answer,
+    AuditEvent,
+    Conversation,
+    CriteriaExample,
+    CriteriaTrial,
+    CriteriaVersion,
+    Decision,
+    Draft,
+    ItemKind,
+    Label,
+    MemoryItem,
+    Org,
+    Review,
+)
+from grading.otlp.models import PendingCall
+from grading.weeks import monday
+
+# Audit details known to hold no content: ids, verdicts, times, names of people and pools. Everything else in an
+# erased item's earlier events (a decline's reason, a replaced answer's note, whatever a later event adds) is dropped.
+CONTENT_FREE_DETAIL = frozenset(
+    {
+        "review", "reviews", "claim", "via", "expires_at", "kind", "basis", "outcome", "checks", "fingerprint",
+        "criteria_version", "keep_as_learning", "slots", "to", "until", "was", "holder", "expired_at", "noticed_by",
+        "revision", "check", "human_verdict", "example", "item", "erasure", "scrubbed",
+    }
+)  # fmt: skip
+# Events written before an event named its item (`AuditEvent.item_id`) that may hold text about one: found by the
+# review they name.
+_FREE_TEXT_ACTIONS = ("claim.decline", "answer.create", "answer.replace", "decision.create")
+
+
+@dataclass
+class ErasedBatch:
+    items: list[int]
+    counts: Counter = field(default_factory=Counter)  # rows erased, per model name ("conversation", "message", ...)
+    filed: Counter = field(default_factory=Counter)  # (kind, application, ISO date of the week) -> items
+    counters: Counter = field(default_factory=Counter)  # the rollups' increments, for the caller to book last
+
+
+def trials_naming(*, org_id: int, kind: str, item_ids: Sequence[int]) -> list[int]:
+    """The org's criteria trials of `kind` whose sample names any of the items: lock these before the items (a
+    trial item's write locks its trial, then its item)."""
+    if not item_ids:
+        return []
+    # JSON containment of each id: the ORM has no "contains any of" for a JSON array. The table name is the model's.
+    naming = RawSQL(  # noqa: S611
+        f"SELECT id FROM {CriteriaTrial._meta.db_table} WHERE org_id = %s AND sample @> ANY(%s::jsonb[])",  # noqa: S608
+        [org_id, [json.dumps([pk]) for pk in item_ids]],
+    )
+    trials = CriteriaTrial.objects.filter(pk__in=naming, criteria_version__kind=kind).select_for_update(of=("self",))
+    return list(trials.order_by("pk").values_list("pk", flat=True))
+
+
+def items_erase(
+    *, org: Org, kind: str, items: Sequence[Conversation | Draft], erasure_id: int, trial_ids: Sequence[int] = ()
+) -> ErasedBatch:
+    """Erase `items` (of `kind`, locked by the caller, as are the trials `trial_ids` naming them) and everything
+    derived from them. Returns what went, and the counters' increments the caller books last."""
+    batch = ErasedBatch([item.pk for item in items])
+    if not items:
+        return batch
+    subject = f"{kind}_id"
+    # Locked before anything hanging on them goes: a claim, an answer or a webhook try being written for one of them
+    # waits, then finds it gone, instead of its row outliving the review (the keys are checked at commit).
+    reviews = Review.objects.filter(**{f"{subject}__in": batch.items}).select_for_update().order_by("pk")
+    reviews = dict(reviews.values_list("pk", subject))
+    review_ids = sorted(reviews)
+    conversation_ids = batch.items if kind == ItemKind.CONVERSATION else []
+    batch.counters = rollups_erasing(review_ids=review_ids, conversation_ids=conversation_ids)
+    _audit(org, kind, items, reviews, erasure_id)
+    learnings = _learnings_of(review_ids)
+    _quotes_erase(org, learnings, batch)
+    _examples_erase(org, kind, items, batch)
+    _trials_rewrite(trial_ids, set(batch.items), set(review_ids))
+    batch.counts.update(_deleted(MemoryItem.objects.filter(pk__in=learnings)))
+    batch.counts.update(_deleted(Answer.objects.filter(review_id__in=review_ids)))
+    batch.counts.update(_deleted(Decision.objects.filter(review_id__in=review_ids)))
+    batch.counts.update(_deleted(Review.objects.filter(pk__in=review_ids)))
+    batch.counts.update(_deleted(Label.objects.filter(**{f"{subject}__in": batch.items})))
+    if kind == ItemKind.CONVERSATION:
+        external_ids = [item.external_id for item in items]
+        pending = PendingCall.objects.filter(org=org, conversation_external_id__in=external_ids)
+        batch.counts.update(_deleted(pending))
+    model = Conversation if kind == ItemKind.CONVERSATION else Draft
+    batch.counts.update(_deleted(model.objects.filter(pk__in=batch.items)))
+    for item in items:
+        application, week = _filed_by(kind, item)
+        batch.filed[(kind, application, week.isoformat())] += 1
+        batch.counters[erased_cell(org_id=org.pk, kind=kind, application=application, week=week)] += 1
+    return batch
+
+
+def items_to_lock(model: type[Conversation | Draft]) -> list[str]:
+    """The columns an erasure reads of the items it locks: what it files them by and names them with."""
+    common = ["id", "org_id", "external_id", "updated_at"]
+    return common + (["application", "started_at", "message_count"] if model is Conversation else [])
+
+
+def _filed_by(kind: str, item: Conversation | Draft) -> tuple[str, object]:
+    if kind == ItemKind.CONVERSATION:
+        return item.application, monday(item.started_at)
+    return "", monday(item.updated_at)
+
+
+def _deleted(rows) -> Counter:
+    """Delete, cascades included (the people side's rows go with the reviews they hang on), and count per model."""
+    _, per_model = rows.delete()
+    return Counter({label.split(".")[1].lower(): n for label, n in per_model.items() if n})
+
+
+def _audit(org: Org, kind: str, items: Sequence, reviews: dict[int, int], erasure_id: int) -> None:
+    """Scrub the items' earlier audit events of content, then record one content-free event per item erased."""
+    events = AuditEvent.objects.filter(org=org, item_kind=kind, item_id__in=[item.pk for item in items])
+    if reviews:
+        events = events | AuditEvent.objects.filter(
+            org=org, action__in=_FREE_TEXT_ACTIONS, detail__review__in=list(reviews)
+        )
+    for pk, detail in events.values_list("pk", "detail"):
+        dropped = sorted(key for key in detail if key not in CONTENT_FREE_DETAIL) if isinstance(detail, dict) else []
+        if dropped or not isinstance(detail, dict):
+            kept = {key: value for key, value in detail.items() if key in CONTENT_FREE_DETAIL} if dropped else {}
+            AuditEvent.objects.filter(pk=pk).update(detail=kept | {"scrubbed": dropped or ["detail"]})
+    per_item = Counter(reviews.values())
+    for item in items:
+        counts = {"reviews": per_item[item.pk]}
+        if kind == ItemKind.CONVERSATION:
+            counts["messages"] = item.message_count
+        audit_record(action="item.erase", org=org, item=item, detail={"erasure": erasure_id, **counts})
+
+
+def _learnings_of(review_ids: Sequence[int]) -> list[int]:
+    """The org learnings drawn from the reviews' decisions: linked either way (before MemoryItem.decision existed,
+    only the decision named its learning)."""
+    decisions = Decision.objects.filter(review_id__in=review_ids)
+    linked = MemoryItem.objects.filter(Q(decision__in=decisions) | Q(pk__in=decisions.values("learning_id")))
+    return sorted(linked.values_list("pk", flat=True))
+
+
+def _quotes_erase(org: Org, learnings: Sequence[int], batch: ErasedBatch) -> None:
+    """Other drafts' reviews list the learnings their judge read (`memory_used`), text included: the text of an
+    erased learning goes from them, its id stays (the review's memory snapshot hashed what was read)."""
+    if not learnings:
+        return
+    erased = set(learnings)
+    quoting = Review.objects.filter(org=org, kind=ItemKind.DRAFT).filter(
+        Q.create([("memory_used__learnings__contains", [{"id": pk}]) for pk in learnings], connector=Q.OR)
+    )
+    for pk, memory_used in quoting.values_list("pk", "memory_used"):
+        for entry in memory_used.get("learnings", []):
+            if entry.get("id") in erased:
+                entry["text"], entry["erased"] = "", True
+        Review.objects.filter(pk=pk).update(memory_used=memory_used)
+        batch.counts["learning_quote"] += 1
+
+
+def _examples_erase(org: Org, kind: str, items: Sequence, batch: ErasedBatch) -> None:
+    """The worked examples quoting the items go, from published versions too: the version's revision moves on, so
+    every process reads its examples afresh (grading/criteria/examples.py caches a published version's by it)."""
+    external_ids = [item.external_id for item in items]
+    # By key, or by external id once the key was cleared (the item deleted before): an id is unique per org and kind.
+    quoting = CriteriaExample.objects.filter(org=org, criteria_version__kind=kind).filter(
+        Q(**{f"{kind}_id__in": [item.pk for item in items]}) | Q(external_id__in=external_ids)
+    )
+    versions = sorted(set(quoting.values_list("criteria_version_id", flat=True)))
+    if not versions:
+        return
+    batch.counts.update(_deleted(quoting))
+    CriteriaVersion.objects.filter(pk__in=versions).update(revision=F("revision") + 1)
+
+
+def _trials_rewrite(trial_ids: Sequence[int], item_ids: set[int], review_ids: set[int]) -> None:
+    """A trial's sample keeps its positions (its tasks name them): an erased item's becomes 0 and its trial review
+    0, "the item was gone", as a trial item deleted before it was graded reads."""
+    for trial in CriteriaTrial.objects.filter(pk__in=list(trial_ids)).order_by("pk"):
+        sample = [0 if pk in item_ids else pk for pk in trial.sample]
+        graded = [
+            0 if review_id is not None and (review_id in review_ids or pk in item_ids) else review_id
+            for pk, review_id in zip(trial.sample, trial.review_ids, strict=True)
+        ]
+        if sample != trial.sample or graded != trial.review_ids:
+            CriteriaTrial.objects.filter(pk=trial.pk).update(sample=sample, review_ids=graded)

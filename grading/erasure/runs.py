@@ -1,0 +1,215 @@
+"""Erasures asked for, worked to the end in short batches, and the daily retention pass.
+
+An erasure is asked for by an org admin (the page) or a pipeline (the API): one conversation or draft by external
+id, or every item naming an end user. The daily retention pass asks for one per retention policy with items past
+it. Each is worked by the task `erasure_run`, one batch per transaction:
+
+1. Lock the erasure's row (two workers on one erasure take turns), then the criteria trials naming the batch's
+   candidates, then the items themselves in id order, checking again under the lock that each still matches (a
+   conversation active again since the retention pass chose it stays).
+2. Erase them (grading/erasure/items.py), save the cursor (the last item id erased) and the counts on the erasure
+   row, and book the counters last, all in the one transaction: a worker that dies mid-batch leaves nothing of it
+   half-written, and the next run starts after the cursor.
+
+A batch holds its items' rows, their reviews' and a few counters' for as long as it runs; BATCH_SIZE keeps that
+far under a second (bench/bench_erasure.py), so grading and the queue wait on it no longer than that.
+"""
+
+import hashlib
+from collections import Counter
+from datetime import datetime, timedelta
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
+from django.db.models import BinaryField, CharField, Func, QuerySet, Value
+from django.utils import timezone
+
+from grading.audit import audit_record
+from grading.erasure.items import items_erase, items_to_lock, trials_naming
+from grading.figures.rollups import rollups_book
+from grading.models import (
+    ApiKey,
+    Conversation,
+    Draft,
+    Erasure,
+    ErasureScope,
+    ErasureState,
+    ItemKind,
+    Org,
+    RetentionPolicy,
+)
+from grading.passes import enqueue
+
+BATCH_SIZE = 100
+_MODELS = {ItemKind.CONVERSATION: Conversation, ItemKind.DRAFT: Draft}
+# What each retention policy measures an item's age by: a conversation's last message, a draft's last submission.
+_LAST_ACTIVE = {ItemKind.CONVERSATION: "last_activity_at", ItemKind.DRAFT: "updated_at"}
+
+
+class ItemNotFound(Exception):
+    """No item of the org has that external id (another org's items are not found either). Nothing was asked."""
+
+
+def end_user_hash(end_user: str) -> str:
+    """What an erasure's tombstone keeps of an end user: the SHA-256 of the id, never the id."""
+    return hashlib.sha256(end_user.encode()).hexdigest()
+
+
+# --- asking ----------------------------------------------------------------------------------------------------
+
+
+def erasure_request(
+    *,
+    org: Org,
+    scope: str,
+    target: str,
+    requested_by: AbstractBaseUser | None = None,
+    api_key: ApiKey | None = None,
+) -> Erasure:
+    """Ask for an erasure, audited with who asked, and send it to a worker after commit. `target` is an external id
+    (scope conversation or draft: ItemNotFound unless the org has it) or an end-user id (kept only hashed)."""
+    if scope in (ErasureScope.CONVERSATION, ErasureScope.DRAFT):
+        if not _MODELS[scope].objects.filter(org=org, external_id=target).exists():
+            raise ItemNotFound(f"no {scope} {target}")
+        kind = scope
+    elif scope == ErasureScope.END_USER:
+        kind, target = "", end_user_hash(target)
+    else:
+        raise ValueError(f"not a scope one asks for: {scope!r}")
+    with transaction.atomic():
+        erasure = Erasure.objects.create(
+            org=org,
+            scope=scope,
+            kind=kind,
+            target=target,
+            requested_by=requested_by if requested_by is not None and requested_by.is_authenticated else None,
+            api_key=api_key,
+            requested_at=timezone.now(),
+        )
+        audit_record(
+            action="erasure.request",
+            org=org,
+            actor=requested_by,
+            api_key=api_key,
+            target=erasure,
+            detail={"scope": scope, "target": target},
+        )
+        transaction.on_commit(lambda: enqueue.erasure_run(erasure_id=erasure.pk))
+    return erasure
+
+
+def erasure_reach(*, org: Org, scope: str, target: str) -> dict[str, int]:
+    """What an erasure asked now would erase: items per kind (the confirm step shows it). ItemNotFound for one item
+    the org does not have."""
+    if scope in (ErasureScope.CONVERSATION, ErasureScope.DRAFT):
+        if not _MODELS[scope].objects.filter(org=org, external_id=target).exists():
+            raise ItemNotFound(f"no {scope} {target}")
+        return {scope: 1}
+    asked = Erasure(org=org, scope=ErasureScope.END_USER, target=end_user_hash(target))
+    return {kind: _matching(asked, kind).count() for kind in _kinds(asked)}
+
+
+def retention_pass(*, now: datetime | None = None) -> list[int]:
+    """The daily pass: an erasure for each retention policy with items past it, and every erasure left unfinished
+    (its worker died) sent again. Returns the erasures sent."""
+    now = now or timezone.now()
+    sent = []
+    unfinished = Erasure.objects.exclude(state=ErasureState.DONE)
+    for policy in RetentionPolicy.objects.select_related("org").order_by("pk"):
+        before = now - timedelta(days=policy.days)
+        working = unfinished.filter(org_id=policy.org_id, scope=ErasureScope.RETENTION, kind=policy.kind)
+        if working.exists() or not _past(policy.org_id, policy.kind, before).exists():
+            continue  # the unfinished one is resumed below; it erases the rest tomorrow
+        with transaction.atomic():
+            erasure = Erasure.objects.create(
+                org=policy.org, scope=ErasureScope.RETENTION, kind=policy.kind, before=before, requested_at=now,
+                target=f"{policy.days} days",
+            )  # fmt: skip
+            audit_record(
+                action="erasure.request",
+                org=policy.org,
+                target=erasure,
+                detail={"scope": ErasureScope.RETENTION, "kind": policy.kind, "days": policy.days},
+            )
+        sent.append(erasure.pk)
+    sent += list(unfinished.exclude(pk__in=sent).order_by("pk").values_list("pk", flat=True))
+    for erasure_id in sent:
+        enqueue.erasure_run(erasure_id=erasure_id)
+    return sent
+
+
+# --- working ---------------------------------------------------------------------------------------------------
+
+
+def erasure_run(*, erasure_id: int, batch_size: int = BATCH_SIZE) -> Erasure | None:
+    """Work an erasure to its end, one batch per transaction; None when there is no such erasure."""
+    while True:
+        erasure = erasure_batch(erasure_id=erasure_id, batch_size=batch_size)
+        if erasure is None or erasure.state == ErasureState.DONE:
+            return erasure
+
+
+def erasure_batch(*, erasure_id: int, batch_size: int = BATCH_SIZE) -> Erasure | None:
+    """One batch of an erasure, in one transaction (the module's steps 1 and 2); done once nothing is left."""
+    with transaction.atomic():
+        # Of the erasure's row alone: every grading write and claim takes its org's row as a key (KEY SHARE).
+        erasure = Erasure.objects.select_for_update(of=("self",)).select_related("org").filter(pk=erasure_id).first()
+        if erasure is None or erasure.state == ErasureState.DONE:
+            return erasure
+        for kind in _kinds(erasure):
+            candidates = list(_matching(erasure, kind).order_by("pk").values_list("pk", flat=True)[:batch_size])
+            if not candidates:
+                continue
+            trial_ids = trials_naming(org_id=erasure.org_id, kind=kind, item_ids=candidates)
+            model = _MODELS[kind]
+            items = list(
+                _matching(erasure, kind)
+                .filter(pk__in=candidates)
+                .only(*items_to_lock(model))
+                .order_by("pk")
+                .select_for_update()
+            )
+            batch = items_erase(org=erasure.org, kind=kind, items=items, erasure_id=erasure.pk, trial_ids=trial_ids)
+            erasure.state = ErasureState.RUNNING
+            erasure.cursor = max(candidates)
+            erasure.erased = _added(erasure.erased, batch.counts, batch.filed)
+            erasure.save(update_fields=["state", "cursor", "erased"])
+            rollups_book(batch.counters)  # last: the counters' rows are the hottest this transaction holds
+            return erasure
+        erasure.state, erasure.finished_at = ErasureState.DONE, timezone.now()
+        erasure.save(update_fields=["state", "finished_at"])
+        return erasure
+
+
+def _kinds(erasure: Erasure) -> list[str]:
+    return [erasure.kind] if erasure.kind else [ItemKind.CONVERSATION, ItemKind.DRAFT]
+
+
+def _matching(erasure: Erasure, kind: str) -> QuerySet:
+    """The items of `kind` the erasure still has to erase.
+
+    One item, or a retention period's, after the cursor. An end user's items are found by the hash the erasure
+    keeps, over the org's items that name an end user (an index of their own), afresh each batch: what a batch
+    erased is gone, and the cursor (one number) cannot say where the two kinds stand."""
+    items = _MODELS[kind].objects.filter(org_id=erasure.org_id)
+    if erasure.scope == ErasureScope.END_USER:
+        utf8 = Func("end_user", Value("UTF8"), function="convert_to", output_field=BinaryField())
+        hex_digest = Func(Func(utf8, function="sha256", output_field=BinaryField()), Value("hex"), function="encode",
+                          output_field=CharField())  # fmt: skip
+        return items.exclude(end_user="").alias(end_user_hash=hex_digest).filter(end_user_hash=erasure.target)
+    items = items.filter(pk__gt=erasure.cursor)
+    if erasure.scope == ErasureScope.RETENTION:
+        return items.filter(**{f"{_LAST_ACTIVE[kind]}__lt": erasure.before})
+    return items.filter(external_id=erasure.target)
+
+
+def _past(org_id: int, kind: str, before: datetime) -> QuerySet:
+    return _MODELS[kind].objects.filter(org_id=org_id, **{f"{_LAST_ACTIVE[kind]}__lt": before})
+
+
+def _added(erased: dict, counts: Counter, filed: Counter) -> dict:
+    """The erasure's counts with a batch's added: rows per model name, and under "filed" the items per (kind,
+    application, week) that the erased-items counter books (grading/figures/rollups.py counts it from these)."""
+    total = Counter({key: value for key, value in erased.items() if key != "filed"}) + counts
+    cells = Counter({(kind, application, week): n for kind, application, week, n in erased.get("filed", [])}) + filed
+    return {**dict(sorted(total.items())), "filed": [[*cell, n] for cell, n in sorted(cells.items())]}

@@ -1,0 +1,86 @@
+"""The erasure page (/erasure/): GET lists the admin's orgs' erasures (scope, target, who asked, when, state and
+counts: content-free tombstones) beside the form that asks for one; a POST shows what the erasure would take and
+asks to confirm it; the POST that confirms asks for it (grading/erasure/runs.py `erasure_request`, audited) and a
+worker erases in batches.
+
+Only org admins; an org the person does not administer is a 404, an item the org does not have is a 400 naming it,
+and nothing is asked until the confirming POST.
+"""
+
+from django import forms
+from django.contrib import messages
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_http_methods
+
+from grading.erasure.runs import ItemNotFound, erasure_reach, erasure_request
+from grading.models import Erasure, ErasureScope, Org
+from reviewer.access import orgs_for, role_required
+from reviewer.models import Role
+from reviewer.orgadmin.views import TABS
+
+SHOWN = 100  # the newest erasures listed
+ASKED_SCOPES = [(scope.value, scope.label) for scope in (ErasureScope.CONVERSATION, ErasureScope.DRAFT,
+                                                         ErasureScope.END_USER)]  # fmt: skip
+
+
+class ErasureForm(forms.Form):
+    org = forms.IntegerField(widget=forms.HiddenInput)
+    scope = forms.ChoiceField(choices=ASKED_SCOPES)
+    target = forms.CharField(max_length=200, label="external id or end user id", strip=True)
+    confirmed = forms.BooleanField(required=False, widget=forms.HiddenInput)
+
+    def clean_target(self) -> str:
+        target = self.cleaned_data["target"]
+        if any(ord(char) < 32 for char in target) or "\x00" in target:
+            raise forms.ValidationError("An id has no control characters.")
+        return target
+
+
+@require_http_methods(["GET", "POST"])
+@role_required(Role.ORG_ADMIN)
+def erasure(request: HttpRequest) -> HttpResponse:
+    orgs = list(orgs_for(request.user, Role.ORG_ADMIN))
+    if request.method == "GET":
+        return _render(request, orgs)
+    form = ErasureForm(request.POST)
+    if not form.is_valid():
+        return _render(request, orgs, form=form, status=400)
+    org = _org_for_admin(orgs, form.cleaned_data["org"])
+    scope, target = form.cleaned_data["scope"], form.cleaned_data["target"]
+    try:
+        reach = erasure_reach(org=org, scope=scope, target=target)
+    except ItemNotFound:
+        form.add_error("target", f"{org.name} has no {ErasureScope(scope).label.removeprefix('one ')} {target!r}.")
+        return _render(request, orgs, form=form, status=400)
+    if not form.cleaned_data["confirmed"]:
+        confirm = {"org": org, "scope": scope, "scope_label": ErasureScope(scope).label, "target": target,
+                   "reach": reach}  # fmt: skip
+        return _render(request, orgs, confirm=confirm)
+    asked = erasure_request(org=org, scope=scope, target=target, requested_by=request.user)
+    messages.success(request, f"Erasure {asked.pk} is asked for; a worker erases it in batches.")
+    return redirect("erasure")
+
+
+def _org_for_admin(orgs: list[Org], org_id: int) -> Org:
+    for org in orgs:
+        if org.pk == org_id:
+            return org
+    raise Http404("No such org.")
+
+
+def _render(
+    request: HttpRequest, orgs: list[Org], *, form: ErasureForm | None = None, confirm: dict | None = None,
+    status: int = 200,
+) -> HttpResponse:  # fmt: skip
+    erasures = (
+        Erasure.objects.filter(org__in=orgs)
+        .select_related("org", "requested_by", "api_key")
+        .order_by("-requested_at", "-pk")[:SHOWN]
+    )
+    rows = [
+        {"erasure": e, "counts": sorted((name, n) for name, n in e.erased.items() if name != "filed")} for e in erasures
+    ]
+    context = {"orgs": orgs, "form": form, "confirm": confirm, "rows": rows, "scopes": ASKED_SCOPES,
+               "nav_active": "orgadmin_members", "tabs": TABS}  # fmt: skip
+    return render(request, "reviewer/erasure/index.html", context, status=status)

@@ -1,0 +1,50 @@
+"""The erasure page: org admins only; a confirm step before anything is asked; another org is a 404; the tombstones
+listed."""
+
+from grading.models import Erasure, ErasureScope
+from reviewer.models import Role
+from tests.builders.people import make_person
+from tests.builders.queue_items import conversation_item
+
+
+def test_an_org_admin_confirms_then_the_erasure_is_asked_and_listed(org, client):
+    conversation_item(org, "cv-<b>1<b>")
+    client.force_login(make_person("admin", org, Role.ORG_ADMIN))
+    asked = {"org": org.pk, "scope": ErasureScope.CONVERSATION, "target": "cv-<b>1<b>"}
+
+    confirm = client.post("/erasure/", asked)
+
+    assert confirm.status_code == 200 and b'id="erasure-confirm"' in confirm.content
+    assert b"cv-<b>1" not in confirm.content  # an external id is shown escaped
+    assert not Erasure.objects.exists()
+    done = client.post("/erasure/", asked | {"confirmed": "on"})
+    assert done.status_code == 302
+    erasure = Erasure.objects.get()
+    assert (erasure.scope, erasure.target, erasure.requested_by.username) == ("conversation", "cv-<b>1<b>", "admin")
+    listing = client.get("/erasure/")
+    assert listing.status_code == 200 and b'class="erasure-pending"' in listing.content
+
+
+def test_an_unknown_item_is_refused_and_another_org_is_404(org, other_org, client):
+    conversation_item(other_org, "theirs")
+    client.force_login(make_person("admin", org, Role.ORG_ADMIN))
+
+    unknown = client.post("/erasure/", {"org": org.pk, "scope": "conversation", "target": "theirs"})
+    other = client.post(
+        "/erasure/", {"org": other_org.pk, "scope": "conversation", "target": "theirs", "confirmed": "on"}
+    )
+
+    assert unknown.status_code == 400 and b"Nothing was erased" in unknown.content
+    assert other.status_code == 404
+    assert not Erasure.objects.exists()
+
+
+def test_only_org_admins_may_use_it(org, client, operator):
+    assert client.get("/erasure/").status_code == 302  # to the sign-in page
+    client.force_login(operator)
+    assert client.get("/erasure/").status_code == 403
+    assert (
+        client.post("/erasure/", {"org": org.pk, "scope": "end_user", "target": "x", "confirmed": "on"}).status_code
+        == 403
+    )
+    assert not Erasure.objects.exists()
