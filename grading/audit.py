@@ -4,7 +4,11 @@ records one event here, in the same transaction as the write."""
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import models
 
-from grading.models import ApiKey, AuditEvent, Conversation, Draft, Org
+from grading.models import ApiKey, AuditEvent, Conversation, Draft, ItemKind, Org, Review
+
+# What an event may name as its item: the conversation or draft itself, or one of its reviews (whose item is read
+# from its ids, without loading it).
+Item = Conversation | Draft | Review
 
 
 def audit_record(
@@ -15,10 +19,28 @@ def audit_record(
     api_key: ApiKey | None = None,
     target: models.Model | None = None,
     detail: dict | None = None,
-    item: Conversation | Draft | None = None,
+    item: Item | None = None,
 ) -> AuditEvent:
-    """`item`: the conversation or draft the event concerns, whose page shows it in its trail."""
-    return AuditEvent.objects.create(
+    """`item`: the conversation or draft the event concerns (or a review of it), whose page shows it in its trail."""
+    event = audit_event(action=action, org=org, actor=actor, api_key=api_key, target=target, detail=detail, item=item)
+    event.save()
+    return event
+
+
+def audit_event(
+    *,
+    action: str,
+    org: Org | None = None,
+    actor: AbstractBaseUser | None = None,
+    api_key: ApiKey | None = None,
+    target: models.Model | None = None,
+    detail: dict | None = None,
+    item: Item | None = None,
+) -> AuditEvent:
+    """The event `audit_record` writes, unsaved: for writes of many items that record theirs in one statement
+    (`AuditEvent.objects.bulk_create`)."""
+    kind, item_id = item_of(item)
+    return AuditEvent(
         org=org,
         actor=actor if actor is not None and actor.is_authenticated else None,
         api_key=api_key,
@@ -26,12 +48,15 @@ def audit_record(
         object_type=target._meta.label_lower if target is not None else "",
         object_id=str(target.pk) if target is not None else "",
         detail=detail or {},
-        item_kind=_item_kind(item),
-        item_id=item.pk if item is not None else None,
+        item_kind=kind,
+        item_id=item_id,
     )
 
 
-def _item_kind(item: Conversation | Draft | None) -> str:
+def item_of(item: Item | None) -> tuple[str, int | None]:
+    """(kind, id) of the item an event concerns; ("", None) for none."""
     if item is None:
-        return ""
-    return "conversation" if isinstance(item, Conversation) else "draft"
+        return "", None
+    if isinstance(item, Review):
+        return item.kind, item.draft_id if item.kind == ItemKind.DRAFT else item.conversation_id
+    return (ItemKind.CONVERSATION if isinstance(item, Conversation) else ItemKind.DRAFT), item.pk

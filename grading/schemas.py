@@ -51,6 +51,9 @@ ExternalId = Annotated[Identifier, Field(min_length=1, max_length=200)]
 # A conversation's id is also a segment of its URL.
 ConversationId = Annotated[ExternalId, AfterValidator(_addressable)]
 Url = Annotated[HttpUrl, UrlConstraints(max_length=1000)]
+# The pipeline's id of the person an item is about (OpenTelemetry's `enduser.id`): what an erasure by end user finds.
+# Omitted: the item keeps the one it has.
+EndUser = Annotated[Identifier, Field(max_length=200)]
 
 
 def _storable_time(value: datetime | None) -> datetime | None:
@@ -127,6 +130,7 @@ class ConversationIn(BaseModel):
     closed: bool = False
     active_message_id: ExternalId | None = None
     messages: list[MessageIn] = Field(default_factory=list)
+    end_user: EndUser | None = None
 
 
 class MessagesIn(BaseModel):
@@ -137,6 +141,7 @@ class MessagesIn(BaseModel):
     messages: list[MessageIn] = Field(min_length=1)
     active_message_id: ExternalId | None = None
     closed: bool | None = None
+    end_user: EndUser | None = None
 
 
 class FeedbackIn(BaseModel):
@@ -157,6 +162,7 @@ class DraftIn(BaseModel):
     source_urls: list[Url] = Field(default_factory=list, max_length=50)
     callback_url: Url | None = None
     run_id: Annotated[Identifier, Field(max_length=200)] | None = None
+    end_user: EndUser | None = None
 
     @field_validator("title", "body")
     @classmethod

@@ -15,6 +15,7 @@ from django.db import InterfaceError, OperationalError
 from grading.conversations.grader import conversation_grade
 from grading.criteria.trials import trial_item_grade
 from grading.drafts.gate import draft_grade
+from grading.erasure import runs as erasures
 from grading.figures.rollups import orgs_with_items, rollups_rebuild
 from grading.hooks.webhooks import webhook_deliver
 from grading.models import GradingRun, ItemKind, Org, Review
@@ -94,6 +95,18 @@ def grade_criteria_trial_item(trial_id: int, index: int) -> int | None:
     return review.pk if review else None
 
 
+@shared_task(name=enqueue.ERASURE_RUN, **_GRADING_RETRIES)
+def erasure_run(erasure_id: int) -> int | None:
+    # A batch is one transaction, so a retry after a database error starts from the last batch committed.
+    erasure = erasures.erasure_run(erasure_id=erasure_id)
+    return erasure.pk if erasure else None
+
+
+@shared_task(name="grading.tasks.retention_pass")
+def retention_pass() -> int:
+    return len(erasures.retention_pass())
+
+
 @shared_task(name=enqueue.DELIVER_WEBHOOK, bind=True, max_retries=None)
 def deliver_webhook(self, review_id: int, event: str, attempt: int = 1) -> bool:
     """One try per run, on the `webhooks` queue; a try that may succeed later is retried up to WEBHOOK_MAX_ATTEMPTS."""
@@ -102,5 +115,5 @@ def deliver_webhook(self, review_id: int, event: str, attempt: int = 1) -> bool:
         return False
     tried = webhook_deliver(review=review, event=event, attempt=attempt)
     if tried.retry_in is None or attempt >= settings.WEBHOOK_MAX_ATTEMPTS:
-        return tried.delivery.delivered
+        return tried.delivery is not None and tried.delivery.delivered
     raise self.retry(args=(review_id, event, attempt + 1), countdown=tried.retry_in)

@@ -14,4 +14,7 @@ def navigation(request: HttpRequest) -> dict:
         items.append(("criteria", "Criteria"))
     if roles:
         items.append(("dashboard", "Dashboard"))
+    if Role.ORG_ADMIN in roles:
+        items.append(("orgadmin_members", "Org"))
+        items.append(("audit", "Audit"))
     return {"nav_items": items, "user_roles": sorted(roles)}

@@ -61,6 +61,8 @@ DEMO_PEOPLE = [
     # A lead: works the queue, and assigns its items (the billing team's pool takes the billing assistant's unsure
     # conversations first, by rule).
     DemoLogin("lee", "demo-lead", Role.LEAD),
+    # An org admin: members and their roles, API keys, the webhook secret, retention, erasure, the audit trail.
+    DemoLogin("ada", "demo-org-admin", Role.ORG_ADMIN),
 ]
 BILLING_TEAM = ("dana", "lin")
 

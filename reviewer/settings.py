@@ -17,6 +17,7 @@ from reviewer.env import (
     env_bool,
     env_choice,
     env_float,
+    env_group_roles,
     env_headers,
     env_int,
     env_judges,
@@ -24,6 +25,7 @@ from reviewer.env import (
     env_networks,
     env_price,
     env_str,
+    env_subset,
     env_url,
 )
 
@@ -140,7 +142,13 @@ TEMPLATES = [
     }
 ]
 
-AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", "django.contrib.auth.backends.ModelBackend"]
+# Passwords as Django checks them unless LOCAL_PASSWORDS turns them off; people signed in by the OpenID provider are
+# found again through the second (reviewer/oidc/backends.py).
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "reviewer.oidc.backends.LocalPasswordBackend",
+    "reviewer.oidc.backends.SingleSignOnBackend",
+]
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
@@ -173,6 +181,33 @@ def client_address(request) -> str:
 AXES_CLIENT_IP_CALLABLE = client_address
 AXES_RESET_ON_SUCCESS = True
 
+# Single sign-on with the company's OpenID provider (reviewer/oidc, README "Single sign-on"): off unless OIDC_ISSUER
+# is set. The provider's endpoints and keys come from its discovery document, OIDC_ISSUER/.well-known/....
+OIDC_ISSUER = env_url("OIDC_ISSUER")
+OIDC_CLIENT_ID = env_str("OIDC_CLIENT_ID", "")
+OIDC_CLIENT_SECRET = env_str("OIDC_CLIENT_SECRET", "")  # or OIDC_CLIENT_SECRET_FILE; none: a public client
+OIDC_PROVIDER_NAME = env_str("OIDC_PROVIDER_NAME", "single sign-on")  # the sign-in page's "Sign in with ..."
+OIDC_SCOPES = env_str("OIDC_SCOPES", "openid email profile")
+# What an ID token may be signed with: never `none`, nor HMAC (keyed with the client secret, which is no proof that
+# the provider signed it).
+OIDC_ID_TOKEN_ALGS = env_subset(
+    "OIDC_ID_TOKEN_ALGS",
+    ["RS256"],
+    ("RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA"),
+)
+OIDC_GROUPS_CLAIM = env_str("OIDC_GROUPS_CLAIM", "groups")
+OIDC_GROUP_ROLES = env_group_roles("OIDC_GROUP_ROLES")  # checked against the roles at startup (reviewer/apps.py)
+OIDC_CREATE_USERS = env_bool("OIDC_CREATE_USERS", True)
+OIDC_TIMEOUT_SECONDS = env_float("OIDC_TIMEOUT_SECONDS", 10.0, minimum=0.1)
+LOCAL_PASSWORDS = env_bool("LOCAL_PASSWORDS", True)
+LOCAL_PASSWORDS_OFF_FOR_DOMAINS = [domain.lower() for domain in env_list("LOCAL_PASSWORDS_OFF_FOR_DOMAINS", [])]
+if OIDC_ISSUER and not OIDC_CLIENT_ID:
+    raise ImproperlyConfigured("OIDC_CLIENT_ID must be set with OIDC_ISSUER: the client Tollgate is at the provider")
+if OIDC_ISSUER and "openid" not in OIDC_SCOPES.split():
+    raise ImproperlyConfigured(f"OIDC_SCOPES={OIDC_SCOPES!r} must include openid")
+if not OIDC_ISSUER and (not LOCAL_PASSWORDS or LOCAL_PASSWORDS_OFF_FOR_DOMAINS):
+    raise ImproperlyConfigured("Local passwords are turned off but OIDC_ISSUER is not set: nobody could sign in")
+
 LANGUAGE_CODE = "en"
 TIME_ZONE = "UTC"
 USE_I18N = False
@@ -180,8 +215,17 @@ USE_TZ = True
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 STATIC_URL = "static/"
-STATIC_ROOT = BASE_DIR / "staticfiles"
-STATICFILES_DIRS = [BASE_DIR / "reviewer" / "static"]
+STATIC_ROOT = Path(env_str("STATIC_ROOT", str(BASE_DIR / "staticfiles")))
+# With DEBUG off, pages name each static file by its content's hash (collectstatic writes those copies and their
+# manifest), so the proxy may let browsers keep them for a year (deploy/nginx/tollgate.conf) and a new release's
+# files are fetched at once. Without collectstatic such a server cannot render a page.
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {
+        "BACKEND": "django.contrib.staticfiles.storage."
+        + ("StaticFilesStorage" if DEBUG else "ManifestStaticFilesStorage")
+    },
+}
 
 # Security. The CSP allows no inline script: htmx comes from our own static files, and
 # behaviour lives in static JS. htmx injects its indicator styles inline unless told not to
@@ -200,6 +244,17 @@ SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", not DEBUG)
 BEHIND_TLS_PROXY = env_bool("BEHIND_TLS_PROXY", False)
 SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if BEHIND_TLS_PROXY else None
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
+
+
+def csp_form_action(oidc_issuer: str) -> list[str]:
+    """Where a form may lead, its redirects included (Chromium holds them to form-action): this site, and the
+    OpenID provider, which the sign-in and sign-out buttons go on to."""
+    if not oidc_issuer:
+        return ["'self'"]
+    parts = urlsplit(oidc_issuer)
+    return ["'self'", f"{parts.scheme}://{parts.netloc}"]
+
+
 CONTENT_SECURITY_POLICY = {
     "DIRECTIVES": {
         "default-src": ["'self'"],
@@ -208,7 +263,7 @@ CONTENT_SECURITY_POLICY = {
         "img-src": ["'self'", "data:"],
         "connect-src": ["'self'"],
         "frame-ancestors": ["'none'"],
-        "form-action": ["'self'"],
+        "form-action": csp_form_action(OIDC_ISSUER),
         "base-uri": ["'none'"],
         "object-src": ["'none'"],
     }
@@ -261,6 +316,9 @@ CELERY_BEAT_SCHEDULE = {
     "rollups-rebuild-hourly": {"task": "grading.tasks.rebuild_all_rollups", "schedule": crontab(minute=35)},
     # Items newly due soon or overdue, told to whom each org's escalation names: reviewer/queue/escalation.py.
     "escalations-sweep": {"task": "reviewer.tasks.escalations_sweep", "schedule": crontab()},
+    # Items past their org's retention period erased, and erasures a dead worker left unfinished resumed:
+    # grading/erasure/runs.py.
+    "retention-daily": {"task": "grading.tasks.retention_pass", "schedule": crontab(minute=25, hour=3)},
 }
 
 # The judge. With no JUDGE_BASE_URL, the offline heuristic judge (labelled as such) grades.

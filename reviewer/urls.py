@@ -1,5 +1,4 @@
 from django.contrib import admin
-from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
 from grading.api.views import api
@@ -8,10 +7,14 @@ from reviewer import views
 urlpatterns = [
     path("", views.home, name="home"),
     path("login/", views.LoginView.as_view(), name="login"),
-    path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("logout/", views.LogoutView.as_view(), name="logout"),
+    path("oidc/", include("reviewer.oidc.urls")),
     path("queue/", include("reviewer.queue.urls")),
     path("criteria/", include("reviewer.criteria.urls")),
     path("dashboard/", include("reviewer.dashboards.urls")),
+    path("audit/", include("reviewer.audit.urls")),
+    path("org/", include("reviewer.orgadmin.urls")),
+    path("erasure/", include("reviewer.erasure.urls")),
     path("api/v1/", api.urls),
     path("admin/", admin.site.urls),
 ]

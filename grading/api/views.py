@@ -15,6 +15,8 @@ from ninja.security import HttpBearer
 from pydantic import BaseModel, model_validator
 
 from grading.api import health
+from grading.api.audit import router as audit_router
+from grading.api.erasures import router as erasures_router
 from grading.api.keys import api_key_authenticate
 from grading.api.request_json import InvalidJsonBody, RequestJsonParser
 from grading.conversations.ingest import ConversationWrite, conversation_append, conversation_upsert, feedback_record
@@ -63,6 +65,8 @@ api = TollgateApi(
 )
 # OTLP/HTTP exporters append /v1/traces to OTEL_EXPORTER_OTLP_ENDPOINT=<host>/api/v1/otlp.
 api.add_router("/otlp", otlp_router)
+api.add_router("/", audit_router)
+api.add_router("/", erasures_router)
 
 
 class WhoAmI(Schema):
@@ -384,7 +388,9 @@ def post_labels(request: HttpRequest, payload: LabelsIn) -> Status[LabelsOut]:
     over MAX_LABELS_PER_REQUEST labels, a 413 naming it. Recording the same labels again changes nothing, so a
     request cut short (its labels are committed a batch at a time) is finished by sending it again."""
     try:
-        counts = labels_submit(org=request.auth.org, labels=payload.labels, source=f"api:{request.auth.name}")
+        counts = labels_submit(
+            org=request.auth.org, labels=payload.labels, source=f"api:{request.auth.name}", api_key=request.auth
+        )
     except LabelsRefused as exc:
         raise ValidationError(
             [

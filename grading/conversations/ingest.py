@@ -42,6 +42,8 @@ def conversation_upsert(*, org: Org, payload: ConversationIn, now: datetime | No
         conversation.application = payload.application
         conversation.closed = payload.closed
         conversation.active_message_id = payload.active_message_id
+        if payload.end_user is not None:
+            conversation.end_user = payload.end_user
         messages, reason = _merge_messages(conversation, payload.messages, now, before)
     return ConversationWrite(conversation, messages, created, reason)
 
@@ -63,6 +65,8 @@ def conversation_append(
         conversation.active_message_id = payload.active_message_id
         if payload.closed is not None:
             conversation.closed = payload.closed
+        if payload.end_user is not None:
+            conversation.end_user = payload.end_user
         messages, reason = _merge_messages(conversation, payload.messages, now, before)
     return ConversationWrite(conversation, messages, not_scorable_reason=reason)
 

@@ -45,9 +45,10 @@ class ExampleRefused(Exception):
 
 def version_examples(version: CriteriaVersion) -> tuple[PromptExample, ...]:
     """The version's examples as the judge reads them, in prompt order (position, then id). A published version's
-    never change, so they are read once per process."""
+    change only when an erasure takes one, which moves its revision on: they are read once per process and revision.
+    """
     if version.published_at is not None:
-        return _published_examples(version.pk)
+        return _published_examples(version.pk, version.revision)
     return _examples(version.pk)
 
 
@@ -56,7 +57,7 @@ def version_fingerprint(version: CriteriaVersion, examples: tuple[PromptExample,
     grading under a version still being edited (a trial) reads the examples once and passes them here and to the
     prompt, so an edit in between cannot make the fingerprint name examples the judge did not read."""
     if examples is None and version.published_at is not None:
-        return _published_fingerprint(version.pk)
+        return _published_fingerprint(version.pk, version.revision)
     examples = _examples(version.pk) if examples is None else examples
     return fingerprint_of(rubric=version.rubric, rules=version.rules, examples=examples)
 
@@ -67,14 +68,14 @@ def _examples(version_id: int) -> tuple[PromptExample, ...]:
 
 
 @lru_cache(maxsize=256)
-def _published_examples(version_id: int) -> tuple[PromptExample, ...]:
+def _published_examples(version_id: int, revision: int) -> tuple[PromptExample, ...]:
     return _examples(version_id)
 
 
 @lru_cache(maxsize=256)
-def _published_fingerprint(version_id: int) -> str:
+def _published_fingerprint(version_id: int, revision: int) -> str:
     rubric, rules = CriteriaVersion.objects.values_list("rubric", "rules").get(pk=version_id)
-    return fingerprint_of(rubric=rubric, rules=rules, examples=_published_examples(version_id))
+    return fingerprint_of(rubric=rubric, rules=rules, examples=_published_examples(version_id, revision))
 
 
 def prompt_example(example: CriteriaExample) -> PromptExample:
@@ -267,4 +268,5 @@ def _edited(version: CriteriaVersion, actor: AbstractBaseUser | None, *, action:
             "human_verdict": example.human_verdict,
             "revision": version.revision,
         },
+        item=example.conversation or example.draft,  # None once the item is gone: the example outlives it
     )

@@ -314,6 +314,10 @@ def trial_item_grade(
         if locked.review_ids[index] is not None:  # another delivery of this task got there first
             return Review.objects.filter(pk=locked.review_ids[index]).first()
         review = None
+        # An erasure rewrites the trials naming its items under their lock before erasing (grading/erasure): an
+        # item erased while it was judged reads 0 here, and its trial review is not written.
+        if locked.sample[index] != trial.sample[index]:
+            graded = None
         if graded is not None:
             subject, identity, outcome, calls = graded
             review = trial_review_record(subject=subject, identity=identity, outcome=outcome, started_at=started_at)

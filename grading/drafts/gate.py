@@ -104,10 +104,11 @@ def draft_grade(*, draft_id: int, judge: DraftJudge | None = None, ticket: str =
 
 def _draft_review_record(
     draft: Draft, identity: dict, outcome: dict, *, started_at: datetime | None = None, ticket: str
-) -> Review:
-    """Write the draft's review as its current one and tell the pipeline after commit."""
+) -> Review | None:
+    """Write the draft's review as its current one and tell the pipeline after commit (None: the draft was erased
+    while it was graded, and nothing is written or told)."""
     review = review_record(draft, identity, outcome, started_at=started_at or timezone.now(), ticket=ticket)
-    if review.state in COUNTING_STATES and draft.callback_url:
+    if review is not None and review.state in COUNTING_STATES and draft.callback_url:
         transaction.on_commit(lambda: notify_pipeline(review_id=review.pk, event=MACHINE_VERDICT))
     return review
 

@@ -205,8 +205,10 @@ def memory_add(
     proof_terms: Iterable[str] = (),
     source: str = MemoryItem.Source.MANUAL,
     embedder: Embedder | None = None,
+    decision: Decision | None = None,
 ) -> MemoryItem:
     """Store one learning, strategy or fact. A new strategy replaces the org's active one (one active strategy).
+    A learning drawn from a person's decision names it (`decision`): erasing the item erases the learning.
 
     The text is embedded before the transaction opens: an embeddings call may be a slow network call, and it
     must not hold the org's row lock (STYLE habit 3).
@@ -224,15 +226,17 @@ def memory_add(
             Org.objects.select_for_update().filter(pk=org.pk).first()
             MemoryItem.objects.filter(org=org, kind=MemoryItem.Kind.STRATEGY, active=True).update(active=False)
         return MemoryItem.objects.create(
-            org=org, kind=kind, text=text, proof_terms=terms, embedding=vector, source=source
+            org=org, kind=kind, text=text, proof_terms=terms, embedding=vector, source=source, decision=decision
         )
 
 
 def decision_learning_keep(*, decision: Decision) -> MemoryItem:
-    """Keep a person's decision note as an org learning, linked from the decision."""
+    """Keep a person's decision note as an org learning, linked from the decision and naming it. A decision erased
+    meanwhile (grading/erasure) refuses it: the learning's key to it finds no row (IntegrityError), nothing is kept."""
     item = memory_add(
-        org=decision.org, kind=MemoryItem.Kind.LEARNING, text=decision.note, source=MemoryItem.Source.OPERATOR_DECISION
-    )
+        org=decision.org, kind=MemoryItem.Kind.LEARNING, text=decision.note, source=MemoryItem.Source.OPERATOR_DECISION,
+        decision=decision,
+    )  # fmt: skip
     Decision.objects.filter(pk=decision.pk).update(learning=item)
     decision.learning = item
     return item

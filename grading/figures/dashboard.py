@@ -21,7 +21,7 @@ from grading.figures.definitions import PASS_FAIL, VERDICTS, machine_categories
 from grading.figures.expressions import OVER, WAIT_BUCKETS
 from grading.figures.raters import people_agreement
 from grading.figures.regrade import regrade_progress
-from grading.figures.rollups import Key, rollup_last_rebuild, scope_counters
+from grading.figures.rollups import ERASED, Key, rollup_last_rebuild, scope_counters
 from grading.hooks.evaluations import evaluation_export_status
 from grading.models import CriteriaVersion, GradingRun, ItemKind, Org, Review, ReviewState, state_now
 from grading.outcomes import CHECKS, SUB_SCORES, UNKNOWN_CHECK
@@ -224,6 +224,8 @@ def quality_figures(c: Counters) -> dict:
     return {
         "criteria_version": c.active[kind].number if kind in c.active else None,
         "total": summary(total) | {"thumbs_up": total["thumbs_up"], "thumbs_down": total["thumbs_down"]},
+        # Conversations of these weeks erased (grading/erasure): counted no more in any figure.
+        "erased": c.total(kind, ERASED, active_only=False),
         "checks": checks,
         "by_week": [{"week": iso_week(week), **summary(counts)} for week, counts in weeks.items()],
         "by_application": [
@@ -271,6 +273,7 @@ def gate_figures(c: Counters) -> dict:
     return {
         "criteria_version": c.active[kind].number if kind in c.active else None,
         "total": {key: total[key] for key in keys},
+        "erased": c.total(kind, ERASED, active_only=False),  # drafts of these weeks erased: counted no more
         "by_week": [{"week": iso_week(week), **{key: counts[key] for key in keys}} for week, counts in weeks.items()],
         "findings": [{"code": code, "reviews": n} for code, n in sorted(findings.items(), key=lambda i: (-i[1], i[0]))],
         "sub_scores": {

@@ -15,8 +15,9 @@ from django.db.models import Q
 from django.utils import timezone
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from grading.audit import audit_event
 from grading.figures.rollups import rollups_tracking
-from grading.models import LIVE_STATES, Conversation, Draft, ItemKind, Label, Org, Review
+from grading.models import LIVE_STATES, ApiKey, AuditEvent, Conversation, Draft, ItemKind, Label, Org, Review
 from grading.outcomes import CHECKS
 from grading.schemas import ExternalId, Identifier, ZonedTime
 
@@ -70,15 +71,17 @@ class LabelResult:
 Subject = Conversation | Draft
 
 
-def label_record(*, org: Org, label: LabelIn, source: str) -> LabelResult:
+def label_record(*, org: Org, label: LabelIn, source: str, api_key: ApiKey | None = None) -> LabelResult:
     """Record one label (see labels_record); raise InvalidLabel when it cannot be."""
-    (result,) = labels_record(org=org, labels=[label], source=source)
+    (result,) = labels_record(org=org, labels=[label], source=source, api_key=api_key)
     if isinstance(result, InvalidLabel):
         raise result
     return result
 
 
-def labels_record(*, org: Org, labels: Sequence[LabelIn], source: str) -> list[LabelResult | InvalidLabel]:
+def labels_record(
+    *, org: Org, labels: Sequence[LabelIn], source: str, api_key: ApiKey | None = None
+) -> list[LabelResult | InvalidLabel]:
     """Record labels against their items' present evidence, in one transaction: for each, its result or why it
     cannot be recorded (the others are recorded all the same). Recording the same labels again changes nothing.
 
@@ -88,6 +91,8 @@ def labels_record(*, org: Org, labels: Sequence[LabelIn], source: str) -> list[L
        old one, whether it was stored before or sent earlier in `labels`.
     4. Write the new labels in one statement and the changed ones in another. The rollups are booked once for the
        items' live reviews, in the same transaction.
+    5. Audit each label created or changed (under `api_key` when a key sent it), naming its item, in one more
+       statement: the item's trail shows who labelled it.
     """
     source = source[:200]
     with transaction.atomic():
@@ -123,7 +128,31 @@ def labels_record(*, org: Org, labels: Sequence[LabelIn], source: str) -> list[L
                     results[index] = LabelResult(existing, "updated")
             Label.objects.bulk_create(created)
             Label.objects.bulk_update(changed.values(), ["verdict", "labelled_at", "source"])
+            AuditEvent.objects.bulk_create(
+                _label_event(org, results[index], subject, api_key)  # type: ignore[arg-type]
+                for index, subject in chosen.items()
+                if results[index].status != "unchanged"  # type: ignore[union-attr]
+            )
     return results  # type: ignore[return-value]
+
+
+def _label_event(org: Org, result: LabelResult, subject: Subject, api_key: ApiKey | None) -> AuditEvent:
+    label = result.label
+    return audit_event(
+        action=f"label.{'create' if result.status == 'created' else 'update'}",
+        org=org,
+        api_key=api_key,
+        target=label,
+        detail={
+            "check": label.check_name,
+            "verdict": label.verdict,
+            "labeller": label.labeller,
+            "source": label.source,
+            "fingerprint": label.fingerprint,
+            "labelled_at": label.labelled_at.isoformat(),
+        },
+        item=subject,
+    )
 
 
 class LabelsRefused(Exception):
@@ -134,7 +163,7 @@ class LabelsRefused(Exception):
         self.refusals = refusals
 
 
-def labels_submit(*, org: Org, labels: Sequence[LabelIn], source: str) -> dict[str, int]:
+def labels_submit(*, org: Org, labels: Sequence[LabelIn], source: str, api_key: ApiKey | None = None) -> dict[str, int]:
     """Record all of `labels` or none (LabelsRefused names each that cannot be); how many were created, updated
     and unchanged. Written LABELS_PER_TRANSACTION at a time, so each item is locked for one batch only.
 
@@ -148,7 +177,7 @@ def labels_submit(*, org: Org, labels: Sequence[LabelIn], source: str) -> dict[s
         raise LabelsRefused(refused)
     counts = {"created": 0, "updated": 0, "unchanged": 0}
     for offset, batch in _batches(labels):
-        results = labels_record(org=org, labels=batch, source=source)
+        results = labels_record(org=org, labels=batch, source=source, api_key=api_key)
         if refused := [(offset + i, why) for i, why in enumerate(results) if isinstance(why, InvalidLabel)]:
             raise LabelsRefused(refused)
         for result in results:

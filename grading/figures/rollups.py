@@ -43,6 +43,7 @@ from grading.weeks import monday, monday_sql
 
 # A counter's key: (org id, kind, criteria id, application, week, metric, key1, key2).
 Key = tuple[int, str, int, str, date, str, str, str]
+ERASED = "erased"  # the metric of items erased (`erased_cell`)
 
 
 # --- what one review contributes (grading/figures/definitions.py says what, once) -------------------------------
@@ -145,6 +146,28 @@ def rollups_thumbs_refresh(*, conversation_id: int, before: Counter) -> None:
     _apply(delta)
 
 
+def rollups_erasing(*, review_ids: Sequence[int], conversation_ids: Sequence[int]) -> Counter:
+    """What erasing these reviews and conversations takes from the counters: everything the reviews contribute and
+    the conversations' thumbs, as negative increments. Read it before the rows go, with them locked, and book it
+    (with the erased items' own counter, `erased_cell`) through `rollups_book` in the same transaction."""
+    taken = _contributions_of(review_ids)
+    taken.update(_thumbs_of_many(conversation_ids))
+    return Counter({key: -value for key, value in taken.items()})
+
+
+def erased_cell(*, org_id: int, kind: str, application: str, week: date) -> Key:
+    """The counter of items erased, filed as the item was: a conversation by its application and the week it
+    started, a draft (no application) by the week it was last submitted. The rebuild counts it from the erasures'
+    tombstones (`Erasure.erased["filed"]`, written with the batch that books it)."""
+    return (org_id, kind, 0, application, week, ERASED, "", "")
+
+
+def rollups_book(delta: Counter) -> None:
+    """Book increments computed by the caller (an erasure). Call it last in the transaction: the counters' rows are
+    the ones every grading write of the same cells waits on."""
+    _apply(delta)
+
+
 def thumbs_of(conversation_id: int) -> Counter:
     conversation = Conversation.objects.filter(pk=conversation_id).values("org_id", "application", "started_at").first()
     out: Counter = Counter()
@@ -155,6 +178,21 @@ def thumbs_of(conversation_id: int) -> Counter:
         out[
             (conversation["org_id"], ItemKind.CONVERSATION, 0, conversation["application"], week, "thumbs", value, "")
         ] += 1
+    return out
+
+
+def _thumbs_of_many(conversation_ids: Sequence[int]) -> Counter:
+    """`thumbs_of` for many conversations, in one statement."""
+    out: Counter = Counter()
+    if not conversation_ids:
+        return out
+    rows = (
+        Feedback.objects.filter(conversation_id__in=list(conversation_ids))
+        .values_list("conversation__org_id", "conversation__application", "conversation__started_at", "value")
+        .order_by()
+    )
+    for org_id, application, started_at, value in rows:
+        out[(org_id, ItemKind.CONVERSATION, 0, application, monday(started_at), "thumbs", value, "")] += 1
     return out
 
 
@@ -200,7 +238,13 @@ def _apply(delta: Counter) -> None:
 _THUMBS_SQL = f"""SELECT c.org_id, {sql_literal(ItemKind.CONVERSATION)}, 0, c.application, {monday_sql("c.started_at")},
         'thumbs', f.value, '', count(*) FROM grading_feedback f JOIN grading_conversation c ON c.id = f.conversation_id
         WHERE c.org_id = ANY(%(orgs)s) GROUP BY 1, 2, 3, 4, 5, 7"""  # noqa: S608 - constants of ours
-_LIVE_SQL = live_counters_sql([_THUMBS_SQL])
+# Erased items are nobody's review: counted from the erasures' tombstones, where each batch files what it erased as
+# [kind, application, week, items] in the transaction that books the counter (grading/erasure).
+_ERASED_SQL = f"""SELECT e.org_id, filed ->> 0, 0, filed ->> 1, (filed ->> 2)::date, {sql_literal(ERASED)}, '', '',
+        sum((filed ->> 3)::bigint) FROM grading_erasure e
+        CROSS JOIN LATERAL jsonb_array_elements(COALESCE(e.erased -> 'filed', '[]'::jsonb)) filed
+        WHERE e.org_id = ANY(%(orgs)s) GROUP BY 1, 2, 3, 4, 5"""  # noqa: S608 - constants of ours
+_LIVE_SQL = live_counters_sql([_THUMBS_SQL, _ERASED_SQL])
 
 
 def live_counters(*, org_ids: Sequence[int]) -> dict[Key, int]:

@@ -18,7 +18,7 @@ import urllib.request
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.db.models import Count, Q
 from django.utils import timezone
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
@@ -183,7 +183,7 @@ def export_request(records: list[LogRecord]) -> ExportLogsServiceRequest:
 
 def evaluations_send(*, review: Review, event: str, attempt: int) -> EvaluationExport | None:
     """POST the records once and record the try (`final` when no retry should follow); None when the review
-    has no verdict to report (not scorable, or the judge failed)."""
+    has no verdict to report (not scorable, or the judge failed) or was erased meanwhile."""
     records = evaluation_records(review, event)
     endpoint = settings.OTLP_EVALUATIONS_ENDPOINT
     if not records:
@@ -209,17 +209,21 @@ def evaluations_send(*, review: Review, event: str, attempt: int) -> EvaluationE
         error = f"{type(exc).__name__}: {getattr(exc, 'reason', exc)}"
     delivered = status is not None and 200 <= status < 300
     retryable = not delivered and (status is None or status in RETRYABLE_STATUSES)
-    return EvaluationExport.objects.create(
-        review=review,
-        event=event,
-        endpoint=endpoint,
-        attempt=attempt,
-        records=len(records),
-        status_code=status,
-        error=error,
-        delivered=delivered,
-        final=not retryable or attempt >= settings.OTLP_EVALUATIONS_MAX_ATTEMPTS,
-    )
+    try:
+        with transaction.atomic():
+            return EvaluationExport.objects.create(
+                review=review,
+                event=event,
+                endpoint=endpoint,
+                attempt=attempt,
+                records=len(records),
+                status_code=status,
+                error=error,
+                delivered=delivered,
+                final=not retryable or attempt >= settings.OTLP_EVALUATIONS_MAX_ATTEMPTS,
+            )
+    except IntegrityError:  # the item was erased while its records were on the way: no log of it is kept
+        return None
 
 
 def retry_delay(attempt: int) -> float:

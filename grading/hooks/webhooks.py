@@ -1,8 +1,8 @@
 """Webhooks to a draft's callback URL: on the machine verdict and on a later human decision.
 
-Signed with the org's secret so the pipeline can trust them: `X-Tollgate-Signature: sha256=<hex>` where
-<hex> is HMAC-SHA256(secret, f"{timestamp}.".encode() + body) and `X-Tollgate-Timestamp` carries the
-timestamp (reject old ones to stop replays). Sent through the guarded outbound client (grading/hooks/outbound.py),
+Signed with the org's secret so the pipeline can trust them (grading/hooks/signing.py: `X-Tollgate-Signature`,
+and `X-Tollgate-Signature-Previous` during a rotation's overlap); `X-Tollgate-Timestamp` carries the timestamp
+(reject old ones to stop replays). Sent through the guarded outbound client (grading/hooks/outbound.py),
 each try within WEBHOOK_TIMEOUT_SECONDS in all. Every try is logged as a WebhookDelivery. A try that may
 succeed later (a network error, the deadline, 408, 425, 429, 5xx) is retried with exponential backoff and
 jitter, or after the receiver's Retry-After within the cap; a refused address, a redirect and any other 4xx
@@ -10,8 +10,6 @@ are final, and the log says why.
 """
 
 import email.utils
-import hashlib
-import hmac
 import json
 import random
 import time
@@ -20,9 +18,11 @@ from datetime import UTC, datetime
 
 from django.conf import settings
 from django.core.serializers.json import DjangoJSONEncoder
+from django.db import IntegrityError, transaction
 
 from grading.drafts.reads import draft_status
 from grading.hooks import outbound
+from grading.hooks.signing import signature_headers
 from grading.models import Review, WebhookDelivery
 from grading.passes import enqueue
 
@@ -32,11 +32,6 @@ HUMAN_DECISION = "human_decision"
 _RETRIED_4XX = {408, 425, 429}
 
 
-def signature(*, secret: str, timestamp: str, body: bytes) -> str:
-    digest = hmac.new(secret.encode(), timestamp.encode() + b"." + body, hashlib.sha256).hexdigest()
-    return f"sha256={digest}"
-
-
 def notify_pipeline(*, review_id: int, event: str) -> None:
     """Send the verdict of a draft review to its pipeline, from a worker. Call it after commit."""
     enqueue.webhook_delivery(review_id=review_id, event=event)
@@ -44,7 +39,7 @@ def notify_pipeline(*, review_id: int, event: str) -> None:
 
 @dataclass(frozen=True)
 class WebhookTry:
-    delivery: WebhookDelivery
+    delivery: WebhookDelivery | None  # None: the draft was erased during the try
     retry_in: float | None  # seconds until the next try; None: this try was final (delivered, or cannot succeed)
 
 
@@ -58,7 +53,7 @@ def webhook_deliver(*, review: Review, event: str, attempt: int) -> WebhookTry:
         "User-Agent": "Tollgate-Webhook/1",
         "X-Tollgate-Event": event,
         "X-Tollgate-Timestamp": timestamp,
-        "X-Tollgate-Signature": signature(secret=draft.org.webhook_secret, timestamp=timestamp, body=body),
+        **signature_headers(org=draft.org, timestamp=timestamp, body=body),
     }
     status, error, retry_in = None, "", None
     try:
@@ -76,16 +71,20 @@ def webhook_deliver(*, review: Review, event: str, attempt: int) -> WebhookTry:
     else:
         status = response.status
         error, retry_in = _judge_answer(response, attempt)
-    delivery = WebhookDelivery.objects.create(
-        draft=draft,
-        review=review,
-        event=event,
-        url=draft.callback_url,
-        attempt=attempt,
-        status_code=status,
-        error=error,
-        delivered=status is not None and 200 <= status < 300 and not error,
-    )
+    try:
+        with transaction.atomic():
+            delivery = WebhookDelivery.objects.create(
+                draft=draft,
+                review=review,
+                event=event,
+                url=draft.callback_url,
+                attempt=attempt,
+                status_code=status,
+                error=error,
+                delivered=status is not None and 200 <= status < 300 and not error,
+            )
+    except IntegrityError:  # the draft was erased while its webhook was on the way: no log of it is kept
+        return WebhookTry(None, None)
     return WebhookTry(delivery, retry_in)
 
 

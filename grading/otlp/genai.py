@@ -95,6 +95,7 @@ class SpanOrigin:
     conversation_id: str | None  # gen_ai.conversation.id, when the span has one
     application: str
     where: str  # resourceSpans[r].scopeSpans[s].spans[n], for error messages
+    end_user: str | None = None  # `enduser.id` of the span, else of its resource: the person the call was for
 
 
 @dataclass(frozen=True)
@@ -142,28 +143,39 @@ def read_spans(request: ExportTraceServiceRequest) -> ReadSpans:
         application = resource.get("service.name")
         if not isinstance(application, str) or not application:
             application = UNKNOWN_SERVICE
+        end_user = _end_user(resource)
         for s, scope_spans in enumerate(resource_spans.scope_spans):
             for n, span in enumerate(scope_spans.spans):
                 read.span_count += 1
-                _read_span(span, application, f"resourceSpans[{r}].scopeSpans[{s}].spans[{n}]", read)
+                _read_span(span, application, f"resourceSpans[{r}].scopeSpans[{s}].spans[{n}]", read, end_user)
     return read
 
 
-def _read_span(span: Span, application: str, where: str, read: ReadSpans) -> None:
+END_USER = "enduser.id"
+
+
+def _end_user(attributes: dict[str, Any], default: str | None = None) -> str | None:
+    """The semantic conventions' `enduser.id`, when it is a non-empty string."""
+    value = attributes.get(END_USER)
+    return value if isinstance(value, str) and value else default
+
+
+def _read_span(span: Span, application: str, where: str, read: ReadSpans, end_user: str | None = None) -> None:
     if len(span.trace_id) != 16 or not any(span.trace_id):
         raise ContentError(f"{where}.traceId must be 16 bytes and not all zero")
     if len(span.span_id) != 8 or not any(span.span_id):
         raise ContentError(f"{where}.spanId must be 8 bytes and not all zero")
     attributes = attribute_values(span.attributes)
+    end_user = _end_user(attributes, end_user)
     for convention in (openinference, aisdk):
         if convention.applies(attributes):
-            _read_convention_span(convention, span, attributes, application, where, read)
+            _read_convention_span(convention, span, attributes, application, where, read, end_user)
             return
     operation = attributes.get("gen_ai.operation.name")
     if operation is not None and not isinstance(operation, str):
         read.ignored += 1  # not an operation the conventions define
         return
-    origin = _origin(span, attributes.get("gen_ai.conversation.id"), application, where)
+    origin = _origin(span, attributes.get("gen_ai.conversation.id"), application, where, end_user)
     if operation == TOOL_OPERATION:
         call_id = attributes.get("gen_ai.tool.call.id")
         if "gen_ai.tool.call.result" not in attributes or not isinstance(call_id, str) or not call_id:
@@ -201,11 +213,17 @@ def _unread_convention(attributes: dict[str, Any]) -> str | None:
 
 
 def _read_convention_span(
-    convention: ModuleType, span: Span, attributes: dict[str, Any], application: str, where: str, read: ReadSpans
+    convention: ModuleType,
+    span: Span,
+    attributes: dict[str, Any],
+    application: str,
+    where: str,
+    read: ReadSpans,
+    end_user: str | None,
 ) -> None:
     """A span of a convention read by a module of its own (grading/otlp/openinference.py, aisdk.py), which gives
     its messages in the OpenAI shape; they are validated here as every convention's are."""
-    origin = _origin(span, convention.conversation_id(attributes), application, where)
+    origin = _origin(span, convention.conversation_id(attributes), application, where, end_user)
     if (result := convention.tool_result(attributes)) is not None:
         call_id, content = result
         if not isinstance(call_id, str):
@@ -233,7 +251,7 @@ def _read_convention_span(
     read.calls.append(ModelCall(origin, inputs, outputs, response_id if isinstance(response_id, str) else None))
 
 
-def _origin(span: Span, conversation_id: Any, application: str, where: str) -> SpanOrigin:
+def _origin(span: Span, conversation_id: Any, application: str, where: str, end_user: str | None) -> SpanOrigin:
     return SpanOrigin(
         trace_id=hex_id(span.trace_id),
         span_id=hex_id(span.span_id),
@@ -242,6 +260,7 @@ def _origin(span: Span, conversation_id: Any, application: str, where: str) -> S
         conversation_id=conversation_id if isinstance(conversation_id, str) and conversation_id else None,
         application=application,
         where=where,
+        end_user=end_user,
     )
 
 

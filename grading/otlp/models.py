@@ -40,6 +40,7 @@ class PendingCall(models.Model):
     started_at = models.DateTimeField(null=True, blank=True)
     ended_at = models.DateTimeField(null=True, blank=True)
     response_id = models.CharField(max_length=200, blank=True)
+    end_user = models.CharField(max_length=200, blank=True, help_text="The span's `enduser.id`, else its resource's.")
     # From the log records: [[event name, the event's fields, its time in ns], ...] in the order they arrived.
     events = models.JSONField(default=list)
     received_at = models.DateTimeField(auto_now_add=True)

@@ -30,7 +30,15 @@ from grading.otlp.models import PendingCall
 from grading.otlp.receiver import Groups, IngestResult, conversation_key, traces_check, traces_ingest
 
 PENDING_KEPT = timedelta(days=1)
-SPAN_FIELDS = ["span_seen_at", "conversation_external_id", "application", "started_at", "ended_at", "response_id"]
+SPAN_FIELDS = [
+    "span_seen_at",
+    "conversation_external_id",
+    "application",
+    "started_at",
+    "ended_at",
+    "response_id",
+    "end_user",
+]
 
 
 def content_wait() -> timedelta:
@@ -103,6 +111,7 @@ def _arrived(
             row.application = origin.application[:100]
             row.started_at, row.ended_at = origin.started_at, origin.ended_at
             row.response_id = (call.response_id or "")[:200]
+            row.end_user = (origin.end_user or "")[:200]
         for event in events:
             row = rows[(event.trace_id, event.span_id)]
             stored = [event.name, event.values, event.time]
@@ -145,6 +154,7 @@ def _call(row: PendingCall) -> ModelCall | None:
         conversation_id=row.conversation_external_id,
         application=row.application,
         where=f"the log records of span {row.span_id}",
+        end_user=row.end_user or None,
     )
     inputs, outputs = call_content([(name, values) for name, values, _ in row.events], origin.where)
     if not any(turn.content or turn.tool_calls for turn in [*inputs, *outputs]):

@@ -240,9 +240,10 @@ def _planned(org: Org, groups: Groups, *, lock: bool) -> tuple[list[_Plan], list
     for external_id in sorted(groups):
         conversation = stored.get(external_id)
         tree = _Tree(stored_messages[conversation.pk] if conversation else [])
-        application = None
+        application = end_user = None
         for item in groups[external_id]:
             application = application or item.origin.application
+            end_user = end_user or item.origin.end_user
             if isinstance(item, ModelCall):
                 _lay_call(tree, item)
             elif not _attach_result(tree, item):
@@ -251,7 +252,7 @@ def _planned(org: Org, groups: Groups, *, lock: bool) -> tuple[list[_Plan], list
                     f"conversation {external_id!r} made tool call {item.call_id!r}"
                 )
         if tree.new:
-            payload = _validated(external_id, conversation, application, tree.new)
+            payload = _validated(external_id, conversation, application, tree.new, end_user)
             conversation_limits_check(
                 incoming=payload.messages,
                 total=len(stored_messages[conversation.pk] if conversation else []) + len(tree.new),
@@ -322,16 +323,18 @@ def _attach_result(tree: _Tree, result: ToolResult) -> bool:
 
 
 def _validated(
-    external_id: str, conversation: Conversation | None, application: str | None, new: list
+    external_id: str, conversation: Conversation | None, application: str | None, new: list, end_user: str | None
 ) -> ConversationIn | MessagesIn:
-    """The new messages as the JSON API's payload, validated as a posted one is (NUL, lone surrogates, sizes)."""
+    """The new messages as the JSON API's payload, validated as a posted one is (NUL, lone surrogates, sizes), with
+    the end user a span named (`enduser.id`)."""
     messages = [message.model_dump() for message, _, _ in new]
+    named = {"end_user": end_user} if end_user is not None else {}
     try:
         if conversation is None:
             return ConversationIn.model_validate(
-                {"external_id": external_id, "application": application, "messages": messages}
+                {"external_id": external_id, "application": application, "messages": messages, **named}
             )
-        return MessagesIn.model_validate({"messages": messages})
+        return MessagesIn.model_validate({"messages": messages, **named})
     except ValidationError as exc:
         raise InvalidConversation(
             f"conversation {external_id!r}: " + "; ".join(_describe(error, new) for error in exc.errors()[:5])

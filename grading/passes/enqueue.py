@@ -35,6 +35,7 @@ DELIVER_WEBHOOK = "grading.tasks.deliver_webhook"
 EXPORT_EVALUATIONS = "grading.otlp.tasks.export_evaluations"
 REBUILD_ROLLUPS = "grading.tasks.rebuild_rollups"
 REBUILD_ALL_ROLLUPS = "grading.tasks.rebuild_all_rollups"
+ERASURE_RUN = "grading.tasks.erasure_run"
 
 _GRADING_TASKS = {ItemKind.CONVERSATION: GRADE_CONVERSATION, ItemKind.DRAFT: GRADE_DRAFT}
 
@@ -129,6 +130,10 @@ def evaluations_export(*, review_id: int, event: str) -> None:
 def rollups_rebuild(org_ids: Iterable[int]) -> None:
     for org_id in org_ids:
         _send(REBUILD_ROLLUPS, org_id)
+
+
+def erasure_run(*, erasure_id: int) -> None:
+    _send(ERASURE_RUN, erasure_id)
 
 
 def _send(name: str, *args: object, task_id: str | None = None, patience: Patience = BRIEF) -> None:

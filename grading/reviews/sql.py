@@ -81,9 +81,10 @@ _REVIEW = Review._meta.db_table
 
 
 def subject_to_grade(model: type[Subject], pk: int) -> Subject | None:
-    """The item a grader is about to grade, with its org, the pk of its org's active criteria version of its kind
-    (`active_criteria_id`) and whether a finished review (not an error, not a trial) read its evidence as stored
-    (`evidence_reviewed`), in one read; None when it is gone."""
+    """The item a grader is about to grade, with its org, the pk and revision of its org's active criteria version of
+    its kind (`active_criteria_id`, `active_criteria_revision`: an erasure moves a published version's revision on
+    when it takes one of its examples) and whether a finished review (not an error, not a trial) read its evidence
+    as stored (`evidence_reviewed`), in one read; None when it is gone."""
     with connection.cursor() as cursor:
         cursor.execute(_SUBJECT_SQL[model], [model._meta.model_name, Route.ERROR, ReviewState.TRIAL, pk])
         row = cursor.fetchone()
@@ -92,7 +93,8 @@ def subject_to_grade(model: type[Subject], pk: int) -> Subject | None:
     width = len(model._meta.concrete_fields)
     subject = _instance(model, row[:width])
     subject.org = _instance(Org, row[width:-2])
-    subject.active_criteria_id, subject.evidence_reviewed = row[-2:]
+    active, subject.evidence_reviewed = row[-2:]
+    subject.active_criteria_id, subject.active_criteria_revision = active or (None, None)
     return subject
 
 
@@ -100,7 +102,8 @@ def _subject_sql(model: type[Subject]) -> str:
     return _sql(
         """
         SELECT {item_columns}, {org_columns},
-            (SELECT v.id FROM {criteria} v WHERE v.org_id = i.org_id AND v.kind = %s AND v.is_active LIMIT 1),
+            (SELECT ARRAY[v.id, v.revision] FROM {criteria} v
+             WHERE v.org_id = i.org_id AND v.kind = %s AND v.is_active LIMIT 1),
             EXISTS (SELECT FROM {review} r WHERE r.{subject} = i.id
                     AND r.fingerprint = i.fingerprint AND r.route <> %s AND r.state <> %s)
         FROM {item} i JOIN {org} o ON o.id = i.org_id WHERE i.id = %s

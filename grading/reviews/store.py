@@ -58,7 +58,7 @@ def review_with_identity(subject: Conversation | Draft, identity: dict) -> Revie
     match = {key: identity[key] for key in _IDENTITY_KEYS if key in identity}
     match["criteria_version"] = match["criteria_version"].pk
     pk = review_id_with_identity(subject, match)
-    return None if pk is None else Review.objects.get(pk=pk)
+    return None if pk is None else Review.objects.filter(pk=pk).first()  # None too when erased since
 
 
 # --- the criteria a grader applies ------------------------------------------------------------------------------
@@ -71,28 +71,29 @@ def criteria_of(subject: Conversation | Draft) -> CriteriaVersion:
     """The criteria a grader applies to a subject read by `subject_to_grade`: the active version it named, as
     `criteria_active` gives it.
 
-    Only which version is active is asked each time. A published version never changes (criteria_update
-    refuses, and it is published before it can be active), so its rubric and rules are read once per process.
+    Only which version is active, and its revision, is asked each time. A published version never changes
+    (criteria_update refuses, and it is published before it can be active) but for an erasure taking one of its
+    examples, which moves its revision on: so it is read once per process and revision.
     """
     if subject.active_criteria_id is None:
         return criteria_active(org=subject.org, kind=_SUBJECT_KINDS[type(subject)])  # seeds v1, or says why not
-    return _published_version(subject.active_criteria_id)
+    return _published_version(subject.active_criteria_id, subject.active_criteria_revision)
 
 
 def published_draft_rules(version: CriteriaVersion) -> DraftRules:
     """`version.draft_rules()`, validated once per process for a published version (read-only: shared)."""
-    return _published_rules(version.pk) if version.published_at is not None else version.draft_rules()
+    return _published_rules(version.pk, version.revision) if version.published_at is not None else version.draft_rules()
 
 
 # Versions are few (a handful per org and kind) and small; a process keeps the recent ones.
 @lru_cache(maxsize=256)
-def _published_version(pk: int) -> CriteriaVersion:
+def _published_version(pk: int, revision: int) -> CriteriaVersion:
     return CriteriaVersion.objects.get(pk=pk, published_at__isnull=False)
 
 
 @lru_cache(maxsize=256)
-def _published_rules(pk: int) -> DraftRules:
-    return _published_version(pk).draft_rules()
+def _published_rules(pk: int, revision: int) -> DraftRules:
+    return _published_version(pk, revision).draft_rules()
 
 
 # --- the stored state: every write that changes what a review is worth goes through here --------------------
@@ -110,7 +111,7 @@ def _stored_state(*, matches_item: bool, for_people: bool, decided: bool) -> Rev
 
 def review_record(
     subject: Conversation | Draft, identity: dict, outcome: dict, *, started_at: datetime, ticket: str = ""
-) -> Review:
+) -> Review | None:
     """Write a finished review as the subject's latest, in one short transaction, with its state.
 
     1. Lock the subject's row: writers of one subject are serialised, so one review ends up live.
@@ -123,6 +124,8 @@ def review_record(
     evidence arrived), and the rollups are booked in the same transaction. So is the item's ticket, when the
     grading task `ticket` still holds it (grading/passes/inflight.py): a written review and an item still owed one never
     coexist, and the task has no statement left to send for it (`Review.ticket_returned` says so).
+    An item erased since the grader read it (grading/erasure) gets nothing: the lock of step 1 waits for the
+    erasure's commit and finds no row, so no review, no counter and no export is written, and None is returned.
     """
     field = _subject_field(subject)
     try:
@@ -174,10 +177,18 @@ def review_record(
             return review
     except IntegrityError:
         # Another delivery of the task wrote this identity first; the judge was paid for ours all the same.
-        with transaction.atomic():
-            spend_book(org_id=subject.org_id, version=identity["criteria_version"], outcome=outcome,
-                       day=utc_day(timezone.now()))  # fmt: skip
+        _spend_book_alone(subject, identity, outcome)
         return review_with_identity(subject, identity)
+    except type(subject).DoesNotExist:
+        # Erased while the judge read it: the ledger still books what the judge was paid (it names no item).
+        _spend_book_alone(subject, identity, outcome)
+        return None
+
+
+def _spend_book_alone(subject: Conversation | Draft, identity: dict, outcome: dict) -> None:
+    with transaction.atomic():
+        spend_book(org_id=subject.org_id, version=identity["criteria_version"], outcome=outcome,
+                   day=utc_day(timezone.now()))  # fmt: skip
 
 
 def _filing(field: str, item: dict, finished_at: datetime) -> dict:
@@ -288,13 +299,16 @@ def review_audit_mark(*, review_ids: list[int]) -> list[int]:
     return marked
 
 
-def review_reinstate(review: Review) -> Review:
+def review_reinstate(review: Review) -> Review | None:
     """A grader found a review of exactly the evidence it was about to judge: make it the subject's live one
-    (it may have been replaced by a review of other evidence since) rather than call the judge again."""
-    subject = review.subject
+    (it may have been replaced by a review of other evidence since) rather than call the judge again. None when
+    the item was erased meanwhile (its reviews with it)."""
+    model, pk = (Draft, review.draft_id) if review.kind == ItemKind.DRAFT else (Conversation, review.conversation_id)
     with transaction.atomic():
-        type(subject).objects.select_for_update().filter(pk=subject.pk).first()
-        review_state_refresh(subject=type(subject).objects.get(pk=subject.pk))
+        subject = model.objects.select_for_update().filter(pk=pk).first()
+        if subject is None:
+            return None
+        review_state_refresh(subject=subject)
     review.refresh_from_db(fields=["state"])
     return review
 

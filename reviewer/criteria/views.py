@@ -35,6 +35,7 @@ from grading.judge.backends import UnknownJudge, judge_names
 from grading.models import CriteriaTrial, CriteriaVersion, ItemKind, Org, TrialSource
 from grading.reviews.spend import SpendCapPassed, spend_check, spend_waiting
 from reviewer.access import role_required
+from reviewer.audit.display import trail_of
 from reviewer.criteria import reads
 from reviewer.criteria.display import scored_checks
 from reviewer.criteria.examples import example_targets, examples_context
@@ -360,4 +361,5 @@ def criteria_item(request: HttpRequest, kind: str, pk: int) -> HttpResponse:
     waiting = spend_waiting(org_id=item.org_id, kind=kind) if current is None else None
     context = {"item": item, "kind": kind, "reviews": reviews, "current": current, "waiting": waiting, **NAV}
     context["targets"] = example_targets(request.user, item)
+    context["trail"] = trail_of(request.user, item, blind=False)
     return render(request, "reviewer/criteria/item.html", context)

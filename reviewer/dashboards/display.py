@@ -166,7 +166,7 @@ def quality_panel(figures: dict, links: Links) -> dict:
         for name in CHECKS
     ]  # fmt: skip
     return {"total": linked(q["total"]), "weeks": weeks, "applications": applications, "trend": trend,
-            "checks": checks, "criteria_version": q["criteria_version"]}  # fmt: skip
+            "checks": checks, "criteria_version": q["criteria_version"], "erased": q["erased"]}  # fmt: skip
 
 
 def gate_panel(figures: dict, links: Links) -> dict:
@@ -186,6 +186,7 @@ def gate_panel(figures: dict, links: Links) -> dict:
     return {
         "criteria_version": g["criteria_version"],
         "total": total,
+        "erased": g["erased"],
         "weeks": weeks,
         "chart": charts.gate_bars(g["by_week"], url=lambda week, part: links.reviews(week, kind=kind, route=part)),
         "findings": [Linked(f, links.reviews(kind=kind, finding=f["code"])) for f in g["findings"][:10]],

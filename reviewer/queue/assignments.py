@@ -167,6 +167,7 @@ def assignment_set(
             target=assignment,
             detail={"review": review.pk, "to": _named(assignment), "until": until.isoformat() if until else None}
             | ({"was": _named(before)} if before else {}),
+            item=review,
         )
     return assignment
 
@@ -174,7 +175,9 @@ def assignment_set(
 def assignment_clear(*, review_id: int, by: AbstractBaseUser | None = None, api_key=None) -> bool:
     """Take the item's assignment by hand away (its rules apply again), audited; False when it had none."""
     with transaction.atomic():
-        assignment = Assignment.objects.select_related("org", "person", "pool").filter(review_id=review_id).first()
+        assignment = (
+            Assignment.objects.select_related("org", "person", "pool", "review").filter(review_id=review_id).first()
+        )
         if assignment is None:
             return False
         audit_record(
@@ -184,6 +187,7 @@ def assignment_clear(*, review_id: int, by: AbstractBaseUser | None = None, api_
             api_key=api_key,
             target=assignment,
             detail={"review": review_id, "was": _named(assignment)},
+            item=assignment.review,
         )
         assignment.delete()
     return True

@@ -30,7 +30,8 @@ from django.db.models import Exists, OuterRef
 from django.urls import reverse
 from django.utils import timezone
 
-from grading.models import Org, Review, ReviewState
+from grading.audit import audit_event
+from grading.models import AuditEvent, Org, Review, ReviewState
 from reviewer.access import reaches_in
 from reviewer.models import Escalation, Notice, Role
 from reviewer.queue.assignments import reservations_of
@@ -67,32 +68,47 @@ def escalations_sweep(deliver: Callable[[Swept, str], None], now: datetime | Non
 def escalation_sweep(escalation: Escalation, now: datetime) -> Swept:
     """Steps 1 and 2 of the module's sweep for one org, inside the caller's transaction (its row locked)."""
     start = escalation.swept_until
-    notices = {Notice.Threshold.OVERDUE.value: _notice(escalation.org_id, Notice.Threshold.OVERDUE, start, now, now)}
+    notices = {Notice.Threshold.OVERDUE.value: _notice(escalation, Notice.Threshold.OVERDUE, start, now, now)}
     if escalation.warn_minutes:
         margin = timedelta(minutes=escalation.warn_minutes)
         # The margin's window begins where the last one ended, and never reaches back past items already overdue.
         notices[Notice.Threshold.DUE_SOON.value] = _notice(
-            escalation.org_id, Notice.Threshold.DUE_SOON, max(start + margin, now), now + margin, now
+            escalation, Notice.Threshold.DUE_SOON, max(start + margin, now), now + margin, now
         )
     escalation.swept_until = now
     escalation.save(update_fields=["swept_until"])
     return Swept(escalation.org_id, notices, _digests(escalation, notices, now))
 
 
-def _notice(org_id: int, threshold: str, after: datetime, until: datetime, now: datetime) -> list[int]:
-    """Record the threshold for the org's waiting reviews due in (after, until] that have not passed it before; the
-    ids recorded. The caller holds the org's escalation row, so no other sweep writes these notices meanwhile; the
-    unique (review, threshold) stands behind that."""
+def _notice(escalation: Escalation, threshold: str, after: datetime, until: datetime, now: datetime) -> list[int]:
+    """Record the threshold for the org's waiting reviews due in (after, until] that have not passed it before, each
+    with an audit event naming its item (its trail shows it); the ids recorded. The caller holds the org's
+    escalation row, so no other sweep writes these notices meanwhile; the unique (review, threshold) stands behind
+    that."""
     if until <= after:
         return []
+    org_id = escalation.org_id
     due = Review.objects.filter(org_id=org_id, state=ReviewState.WAITING, due_at__gt=after, due_at__lte=until)
     noticed = Notice.objects.filter(review_id=OuterRef("pk"), threshold=threshold)
-    new = list(due.exclude(Exists(noticed)).order_by("due_at").values_list("pk", "due_at"))
+    new = list(
+        due.exclude(Exists(noticed)).order_by("due_at").only("pk", "kind", "conversation_id", "draft_id", "due_at")
+    )
+    if not new:
+        return []
     Notice.objects.bulk_create(
-        [Notice(org_id=org_id, review_id=pk, threshold=threshold, due_at=due_at, noticed_at=now) for pk, due_at in new],
+        [Notice(org_id=org_id, review_id=r.pk, threshold=threshold, due_at=r.due_at, noticed_at=now) for r in new],
         ignore_conflicts=True,
     )
-    return sorted(pk for pk, _ in new)
+    AuditEvent.objects.bulk_create(
+        audit_event(
+            action=f"escalation.{Notice.Threshold(threshold).value}",
+            org=escalation.org,
+            detail={"review": review.pk, "due_at": review.due_at.isoformat()},
+            item=review,
+        )
+        for review in new
+    )
+    return sorted(review.pk for review in new)
 
 
 def _digests(escalation: Escalation, notices: dict[str, list[int]], now: datetime) -> Digests:

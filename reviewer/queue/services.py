@@ -154,6 +154,7 @@ def claim_decline(*, user: AbstractBaseUser, review_id: int, reason: str, now: d
             actor=user,
             target=claim,
             detail={"review": review.pk, "reason": reason},
+            item=review,
         )
 
 
@@ -180,11 +181,13 @@ def claim_release(*, user: AbstractBaseUser, review_id: int, now: datetime | Non
         if claim is None:
             raise Refused(*_why_not_holder(_claim_to_explain(review.pk, user), user, now))
         if claim.expires_at <= now:
-            _end_expired(claim, now, noticed_by=user)
+            _end_expired(claim, review, now, noticed_by=user)
             return
         claim.ended_at, claim.end = now, Claim.End.RELEASED
         claim.save(update_fields=["ended_at", "end"])
-        audit_record(action="claim.release", org=review.org, actor=user, target=claim, detail={"review": review.pk})
+        audit_record(
+            action="claim.release", org=review.org, actor=user, target=claim, detail={"review": review.pk}, item=review
+        )
 
 
 def _locked_review(reaches: Sequence[Reach], review_id: int) -> Review:
@@ -208,7 +211,7 @@ def _refuse_unless_open(review: Review) -> None:
 
 def _open_claim(review: Review, user: AbstractBaseUser, now: datetime, *, via: str) -> Claim:
     for expired in Claim.objects.filter(review_id=review.pk, ended_at__isnull=True, expires_at__lte=now):
-        _end_expired(expired, now, noticed_by=user)
+        _end_expired(expired, review, now, noticed_by=user)
     claim = Claim.objects.create(
         org_id=review.org_id, review_id=review.pk, holder=user, claimed_at=now, expires_at=now + lease_length()
     )
@@ -218,11 +221,12 @@ def _open_claim(review: Review, user: AbstractBaseUser, now: datetime, *, via: s
         actor=user,
         target=claim,
         detail={"review": review.pk, "via": via, "expires_at": claim.expires_at.isoformat()},
+        item=review,
     )
     return claim
 
 
-def _end_expired(claim: Claim, now: datetime, *, noticed_by: AbstractBaseUser) -> None:
+def _end_expired(claim: Claim, review: Review, now: datetime, *, noticed_by: AbstractBaseUser) -> None:
     """Close a lease that ran out. It stopped counting at `expires_at`; this only records that it ended."""
     claim.ended_at, claim.end = now, Claim.End.EXPIRED
     claim.save(update_fields=["ended_at", "end"])
@@ -237,6 +241,7 @@ def _end_expired(claim: Claim, now: datetime, *, noticed_by: AbstractBaseUser) -
             "expired_at": claim.expires_at.isoformat(),
             "noticed_by": noticed_by.get_username(),
         },
+        item=review,
     )
 
 
@@ -371,6 +376,7 @@ def _audit_answer(review: Review, claim: Claim, answered: Answered) -> None:
             "slots": answer.slots,
             **({"replaced": answered.replaced} if answered.replaced else {}),
         },
+        item=review,
     )
 
 
@@ -391,6 +397,7 @@ def _audit_decision(review: Review, claim: Claim, decision: Decision, *, keep_as
             "criteria_version": review.criteria_version.number,
             "keep_as_learning": keep_as_learning,
         },
+        item=review,
     )
 
 

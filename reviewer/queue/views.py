@@ -15,6 +15,7 @@ from django_htmx.http import HttpResponseClientRedirect
 
 from grading.models import ItemKind, Review
 from reviewer.access import reaches_of, role_required
+from reviewer.audit.display import trail_of
 from reviewer.criteria.examples import example_targets
 from reviewer.models import Pool, Role
 from reviewer.queue import display, item_pages, reads, rendering
@@ -168,6 +169,7 @@ def _render_item(request: HttpRequest, review: Review, context: dict, *, status:
     # A criteria admin may make a decided item a worked example of a version not yet published.
     subject = review.draft or review.conversation
     context["targets"] = None if context["blind"] else example_targets(request.user, subject)
+    context["trail"] = trail_of(request.user, subject, blind=context["blind"])
     return render(request, template, context, status=status)
 
 

@@ -6,7 +6,7 @@ from django.urls import reverse
 
 from reviewer.models import Role
 from tests.builders.browser import sign_in
-from tests.builders.page_matrix import PAGES, matrix_world, path_for, url_routes
+from tests.builders.page_matrix import PAGES, matrix_world, more_people, path_for, url_routes
 from tests.builders.people import PASSWORD
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -16,7 +16,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 def world(org, other_org, operator, criteria_admin, stakeholder, roleless, other_org_operator):
     people = {"operator": operator, "criteria_admin": criteria_admin, "stakeholder": stakeholder,
               "roleless": roleless, "other_org_operator": other_org_operator}  # fmt: skip
-    return matrix_world(org, other_org, people)
+    return matrix_world(org, other_org, people | more_people(org))
 
 
 _LISTEN = """
@@ -36,7 +36,7 @@ def test_every_page_renders_in_chromium_with_no_content_security_policy_violatio
             policy = PAGES[route.name]
             persona = "anonymous" if policy.kind == "public" else "operator"
             if policy.roles and Role.OPERATOR not in policy.roles:
-                persona = "criteria_admin"
+                persona = {Role.ORG_ADMIN: "org_admin"}.get(policy.roles[0], "criteria_admin")
             visits.append((persona, path_for(route, ids)))
             if route.name == "review_detail":
                 visits.append((persona, reverse("review_detail", kwargs={"pk": ids["conversation_review"]})))

@@ -8,8 +8,9 @@ from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 from django.utils import timezone
 
+from grading.api.keys import api_key_create
 from grading.criteria.versions import criteria_new_version
-from grading.models import CriteriaExample, CriteriaTrial, ItemKind
+from grading.models import CriteriaExample, CriteriaTrial, Erasure, ErasureScope, ItemKind
 from reviewer.access import EVERY_ROLE
 from reviewer.models import Membership, Role
 from tests.builders.people import make_person
@@ -52,6 +53,9 @@ PAGES = {
     "home": Policy("home"),
     "login": Policy("public", ("GET", "POST")),
     "logout": Policy("logout", ("POST",)),
+    # Single sign-on: while it is not configured (as here) both send people to the sign-in page.
+    "oidc_start": Policy("public", ("POST",)),
+    "oidc_callback": Policy("public"),
     "queue": Policy("roles", roles=OPERATOR),
     "queue_claim_next": Policy("roles", ("POST",), OPERATOR),
     "review_detail": Policy("roles", roles=OPERATOR),
@@ -80,6 +84,18 @@ PAGES = {
     "dashboard_reviews": Policy("roles", roles=EVERY_ROLE),
     "dashboard_regrade": Policy("roles", roles=EVERY_ROLE),
     "dashboard_export": Policy("roles", roles=EVERY_ROLE, page=False),
+    "audit": Policy("roles", roles=ORG_ADMIN),
+    "audit_csv": Policy("roles", roles=ORG_ADMIN, page=False),
+    "orgadmin_members": Policy("roles", ("GET", "POST"), ORG_ADMIN),
+    "orgadmin_member_scope": Policy("roles", ("POST",), ORG_ADMIN),
+    "orgadmin_member_revoke": Policy("roles", ("POST",), ORG_ADMIN),
+    "orgadmin_member_password_link": Policy("roles", ("POST",), ORG_ADMIN),
+    "orgadmin_keys": Policy("roles", ("GET", "POST"), ORG_ADMIN),
+    "orgadmin_key_revoke": Policy("roles", ("POST",), ORG_ADMIN),
+    "orgadmin_webhook": Policy("roles", ("GET", "POST"), ORG_ADMIN),
+    "orgadmin_retention": Policy("roles", ("GET", "POST"), ORG_ADMIN),
+    "orgadmin_password_set": Policy("public", ("GET", "POST")),
+    "erasure": Policy("roles", ("GET", "POST"), ORG_ADMIN),
 }
 # The API outside its operations: the document, its docs page, and ninja's root.
 API_PUBLIC = {"api:openapi-json", "api:openapi-view", "api:api-root"}
@@ -101,6 +117,7 @@ PARAMETERS = {
     "draft_id": "draft",
     "external_id": "conversation",
     "trial_id": "criteria_trial",
+    "erasure_id": "erasure",
     # The admin's: no persona here is staff, so any value meets the same login page.
     "object_id": "admin",
     "content_type_id": "admin",
@@ -109,9 +126,12 @@ PARAMETERS = {
     # Not an org's object: the same value for every org, so another org's key gets its own org's answer.
     "section": "dashboard_section",
     "kind": "draft_kind",
+    # A set-password link's: a link nobody was given, the same for every org.
+    "uidb64": "password_link_user",
+    "token": "password_link_token",
 }
 # Parameters no org owns (the matrix asks for them once, not as another org's id).
-UNOWNED = {"section", "kind"}
+UNOWNED = {"section", "kind", "uidb64", "token"}
 # What part of the org (kind, application) an object a parameter names is in, where memberships may be limited to
 # part of it: a limited person's id outside their reach is as unknown to them as another org's.
 IN_PART = {"review": ("draft", ""), "draft": ("draft", ""), "conversation": ("conversation", "billing")}
@@ -126,6 +146,10 @@ ROUTE_PARAMETERS = {
     "criteria_item": {"pk": "draft"},
     "criteria_example_explain": {"pk": "criteria_example"},
     "criteria_example_remove": {"pk": "criteria_example"},
+    "orgadmin_member_scope": {"pk": "membership"},
+    "orgadmin_member_revoke": {"pk": "membership_to_revoke"},  # its own: revoking it takes it away from the others
+    "orgadmin_member_password_link": {"pk": "membership"},
+    "orgadmin_key_revoke": {"pk": "api_key"},
 }
 
 
@@ -181,6 +205,18 @@ def matrix_world(org, other_org, people: dict) -> dict:
             "conversation": conversation_review.conversation.external_id,
             "admin": "1",
             "admin_app": "auth",
+            "membership": Membership.objects.create(
+                user=make_person(f"member-{suffix}"), org=owner, role=Role.STAKEHOLDER
+            ).pk,
+            "membership_to_revoke": Membership.objects.create(
+                user=make_person(f"leaver-{suffix}"), org=owner, role=Role.STAKEHOLDER
+            ).pk,
+            "api_key": api_key_create(org=owner, name=f"matrix-{suffix}").api_key.pk,
+            "password_link_user": "MA",
+            "password_link_token": "no-such-token",
+            "erasure": Erasure.objects.create(
+                org=owner, scope=ErasureScope.DRAFT, kind=ItemKind.DRAFT, target="gone", requested_at=timezone.now()
+            ).pk,
         }
 
     def client_as(persona: str) -> Client:

@@ -41,7 +41,8 @@ LAYERS: list[tuple[str, list[str]]] = [
         "grading.figures.spreadsheets",
         "grading.drafts.prose", "grading.drafts.rules", "grading.drafts.v1_vocabulary", "grading.drafts.structure",
         "grading.drafts.budget", "grading.drafts.checks", "grading.drafts.repairs", "grading.judge.untrusted",
-        "grading.hooks.outbound", "grading.api.request_json", "grading.importers", "grading.otlp.models",
+        "grading.hooks.outbound", "grading.hooks.signing", "grading.api.request_json", "grading.importers",
+        "grading.otlp.models",
         "grading.otlp.apps",
     ]),
     ("the judge: talking to the model", ["grading.judge"]),
@@ -51,13 +52,13 @@ LAYERS: list[tuple[str, list[str]]] = [
     ("the record: reviews and their state, the counters booked with them, grading tickets, reads of items", [
         "grading.reviews", "grading.passes.inflight", "grading.figures.rollups", "grading.conversations.reads",
         "grading.drafts.reads", "grading.drafts.memory", "grading.criteria.versions", "grading.hooks.webhooks",
-        "grading.figures.human", "grading.criteria.examples",
+        "grading.figures.human", "grading.criteria.examples", "grading.audit_reads",
     ]),
     ("grading: items in, graded, labelled and sampled", [
         "grading.conversations", "grading.drafts", "grading.figures.labels", "grading.figures.sampling",
     ]),
     ("plans over many items: grading passes, criteria impact and trials, the dashboard's figures", [
-        "grading.passes", "grading.criteria", "grading.figures",
+        "grading.passes", "grading.criteria", "grading.figures", "grading.erasure",
     ]),
     ("edges: the API, OTLP in, Celery tasks, commands, admin, demo data", [
         "grading.api", "grading.otlp", "grading.tasks", "grading.management", "grading.admin", "grading.demo",

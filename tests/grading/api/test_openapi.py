@@ -4,6 +4,9 @@ modules must not rename its operation."""
 from grading.api.views import api
 
 OPERATION_IDS = {
+    "grading_api_audit_get_audit_events",
+    "grading_api_erasures_get_erasure",
+    "grading_api_erasures_post_erasure",
     "grading_api_get_conversation",
     "grading_api_get_criteria_trial",
     "grading_api_get_dashboard",

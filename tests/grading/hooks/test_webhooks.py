@@ -13,9 +13,11 @@ import json
 import time
 
 import pytest
+from django.db import connection
 
 from grading.api.keys import api_key_create
 from grading.drafts.gate import draft_grade
+from grading.erasure.runs import erasure_request, erasure_run
 from grading.hooks.webhooks import MACHINE_VERDICT, webhook_deliver
 from grading.judge.backends import HeuristicDraftJudge
 from grading.models import Draft, WebhookDelivery
@@ -309,3 +311,19 @@ def submission(**overrides) -> dict:
         "source_urls": [SOURCE],
         **overrides,
     }
+
+
+def test_a_draft_erased_while_its_webhook_was_on_the_way_leaves_no_log_and_no_error(org, receiver, allow_loopback):
+    hook = receiver([200])
+    review = graded_review(org, hook.url)
+    erasure = erasure_request(org=org, scope="draft", target=review.draft.external_id)
+    erasure_run(erasure_id=erasure.pk)  # the try below holds the review read before the erasure
+    # Foreign keys are checked when a transaction commits; the test's own transaction never does, so check now,
+    # as the try's own transaction would on commit in a worker.
+    with connection.cursor() as cursor:
+        cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
+
+    tried = webhook_deliver(review=review, event=MACHINE_VERDICT, attempt=1)
+
+    assert (tried.delivery, tried.retry_in) == (None, None)
+    assert not WebhookDelivery.objects.filter(review_id=review.pk).exists()
