@@ -86,7 +86,7 @@ class Migration(migrations.Migration):
         ),
         migrations.AddIndex(
             model_name='conversation',
-            index=models.Index(fields=['last_activity_at', 'org'], name='conversation_activity'),
+            index=models.Index(fields=['last_activity_at'], name='conversation_activity'),
         ),
         migrations.AddIndex(
             model_name='draft',
@@ -94,7 +94,7 @@ class Migration(migrations.Migration):
         ),
         migrations.AddIndex(
             model_name='draft',
-            index=models.Index(fields=['updated_at', 'org'], name='draft_updated'),
+            index=models.Index(fields=['updated_at'], name='draft_updated'),
         ),
         migrations.AddField(
             model_name='erasure',
