@@ -151,7 +151,7 @@ def rollups_erasing(*, review_ids: Sequence[int], conversation_ids: Sequence[int
     the conversations' thumbs, as negative increments. Read it before the rows go, with them locked, and book it
     (with the erased items' own counter, `erased_cell`) through `rollups_book` in the same transaction."""
     taken = _contributions_of(review_ids)
-    taken.update(_thumbs_of_many(conversation_ids))
+    taken.update(thumbs_of(*conversation_ids))
     return Counter({key: -value for key, value in taken.items()})
 
 
@@ -168,26 +168,13 @@ def rollups_book(delta: Counter) -> None:
     _apply(delta)
 
 
-def thumbs_of(conversation_id: int) -> Counter:
-    conversation = Conversation.objects.filter(pk=conversation_id).values("org_id", "application", "started_at").first()
-    out: Counter = Counter()
-    if conversation is None:
-        return out
-    for value in Feedback.objects.filter(conversation_id=conversation_id).values_list("value", flat=True):
-        week = monday(conversation["started_at"])
-        out[
-            (conversation["org_id"], ItemKind.CONVERSATION, 0, conversation["application"], week, "thumbs", value, "")
-        ] += 1
-    return out
-
-
-def _thumbs_of_many(conversation_ids: Sequence[int]) -> Counter:
-    """`thumbs_of` for many conversations, in one statement."""
+def thumbs_of(*conversation_ids: int) -> Counter:
+    """The thumbs counters of these conversations, filed by each conversation as it is now, in one statement."""
     out: Counter = Counter()
     if not conversation_ids:
         return out
     rows = (
-        Feedback.objects.filter(conversation_id__in=list(conversation_ids))
+        Feedback.objects.filter(conversation_id__in=conversation_ids)
         .values_list("conversation__org_id", "conversation__application", "conversation__started_at", "value")
         .order_by()
     )
