@@ -27,6 +27,7 @@ from django.utils import timezone
 from grading.audit import audit_record
 from grading.models import Org
 from reviewer.models import Membership, Role, SignInIdentity
+from reviewer.orgadmin.members import MembershipRefused, membership_grant, membership_revoke
 
 logger = logging.getLogger(__name__)
 
@@ -170,29 +171,15 @@ def memberships_match_groups(*, user: AbstractBaseUser, groups: frozenset[str]) 
     }
     for key, membership in held.items():
         if key in governed and key not in granted:
-            audit_record(
-                action="membership.delete",
-                org=by_id[membership.org_id],
-                target=membership,
-                detail=_detail(user, membership) | {"via": VIA, "groups": sorted(groups)},
-            )
-            membership.delete()
+            try:
+                membership_revoke(membership=membership, detail={"via": VIA, "groups": sorted(groups)})
+            except MembershipRefused:  # the org's last org admin stays one, as on the members page
+                logger.warning(
+                    "%s stays org admin of %s: it has no other", user.get_username(), by_id[membership.org_id]
+                )
     for (org_id, role), group in granted.items():
         if (org_id, role) not in held:
-            membership = Membership.objects.create(user=user, org_id=org_id, role=role)
-            audit_record(
-                action="membership.create",
-                org=by_id[org_id],
-                target=membership,
-                detail=_detail(user, membership) | {"via": VIA, "group": group},
-            )
-
-
-def _detail(user: AbstractBaseUser, membership: Membership) -> dict:
-    # As reviewer/orgadmin/members.py describes a membership in its events.
-    return {
-        "user": user.get_username(),
-        "role": membership.role,
-        "applications": membership.applications,
-        "drafts": membership.drafts,
-    }
+            membership_grant(
+                org=by_id[org_id], user=user, role=role, applications=None, drafts=True,
+                detail={"via": VIA, "group": group},
+            )  # fmt: skip

@@ -45,8 +45,10 @@ def membership_grant(
     applications: list[str] | None,
     drafts: bool,
     actor: AbstractBaseUser | None = None,
+    detail: dict | None = None,
 ) -> Membership:
-    """Give `user` `role` in `org`, over the whole org (`applications` None) or part of it."""
+    """Give `user` `role` in `org`, over the whole org (`applications` None) or part of it. `detail`: more for the
+    audit event (single sign-on names the group that granted it)."""
     reach = _reach_checked(role, applications, drafts)
     try:
         with transaction.atomic():
@@ -56,7 +58,7 @@ def membership_grant(
                 org=org,
                 actor=actor,
                 target=membership,
-                detail=_identity(membership) | reach,
+                detail=_identity(membership) | reach | (detail or {}),
             )
     except IntegrityError as exc:  # the unique (user, org, role), perhaps granted a moment ago by someone else
         raise MembershipExists(f"{user.get_username()} is already {Role(role).label} here.", "role") from exc
@@ -87,8 +89,10 @@ def membership_scope(
     return locked, True
 
 
-def membership_revoke(*, membership: Membership, actor: AbstractBaseUser | None = None) -> None:
-    """Take a role away; refused for the org's last org admin."""
+def membership_revoke(
+    *, membership: Membership, actor: AbstractBaseUser | None = None, detail: dict | None = None
+) -> None:
+    """Take a role away; refused for the org's last org admin. `detail`: more for the audit event."""
     with transaction.atomic():
         if membership.role == Role.ORG_ADMIN:
             # Every org admin row of the org locked, in one order: two admins revoking each other at once are
@@ -113,7 +117,7 @@ def membership_revoke(*, membership: Membership, actor: AbstractBaseUser | None 
             org=locked.org,
             actor=actor,
             target=locked,
-            detail=_identity(locked) | _reach(locked),
+            detail=_identity(locked) | _reach(locked) | (detail or {}),
         )
         locked.delete()
 

@@ -43,6 +43,7 @@ def test_a_person_signs_in_with_the_provider_and_gets_the_roles_their_groups_gra
 def test_groups_changed_at_the_provider_change_the_memberships_they_govern_at_the_next_sign_in(
     client, single_sign_on, org
 ):
+    make_person("root", org, Role.ORG_ADMIN)  # so that ada is not the org's last org admin when she loses it
     single_sign_on.set_account(ADA, groups=["tollgate-ops"])
     sign_in(client, single_sign_on, ADA)
     ada = SignInIdentity.objects.get(subject=ADA).user
@@ -62,6 +63,20 @@ def test_groups_changed_at_the_provider_change_the_memberships_they_govern_at_th
     single_sign_on.set_account(ADA)  # in no group at all
     sign_in(client, single_sign_on, ADA)
     assert roles_of(ada, org) == {Role.STAKEHOLDER}
+
+
+def test_groups_that_no_longer_grant_org_admin_leave_the_orgs_last_org_admin_in_place(client, single_sign_on, org):
+    single_sign_on.set_account(ADA, groups=["tollgate-admins"])
+    sign_in(client, single_sign_on, ADA)
+    ada = SignInIdentity.objects.get(subject=ADA).user
+    client.logout()
+
+    single_sign_on.set_account(ADA, groups=["tollgate-ops"])
+    assert sign_in(client, single_sign_on, ADA).status_code == 302
+
+    assert roles_of(ada, org) == {Role.ORG_ADMIN, Role.OPERATOR}  # criteria admin went; the last org admin stays
+    removed = AuditEvent.objects.filter(action="membership.delete").values_list("detail__role", flat=True)
+    assert list(removed) == ["criteria_admin"]
 
 
 def test_a_rotated_signing_key_is_picked_up_without_a_restart(client, single_sign_on):
