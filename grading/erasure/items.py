@@ -25,7 +25,7 @@ from functools import reduce
 
 from django.db.models import F, Q
 
-from grading.audit import audit_record
+from grading.audit import audit_event
 from grading.figures.rollups import erased_cell, rollups_erasing
 from grading.models import (
     Answer,
@@ -54,9 +54,6 @@ CONTENT_FREE_DETAIL = frozenset(
         "revision", "check", "human_verdict", "example", "item", "erasure", "scrubbed",
     }
 )  # fmt: skip
-# Events written before an event named its item (`AuditEvent.item_id`) that may hold text about one: found by the
-# review they name.
-_FREE_TEXT_ACTIONS = ("claim.decline", "answer.create", "answer.replace", "decision.create")
 
 
 @dataclass
@@ -139,21 +136,23 @@ def _deleted(rows) -> Counter:
 def _audit(org: Org, kind: str, items: Sequence, reviews: dict[int, int], erasure_id: int) -> None:
     """Scrub the items' earlier audit events of content, then record one content-free event per item erased."""
     events = AuditEvent.objects.filter(org=org, item_kind=kind, item_id__in=[item.pk for item in items])
-    if reviews:
-        events = events | AuditEvent.objects.filter(
-            org=org, action__in=_FREE_TEXT_ACTIONS, detail__review__in=list(reviews)
-        )
-    for pk, detail in events.values_list("pk", "detail"):
+    scrubbed = []
+    for event in events.only("pk", "detail"):
+        detail = event.detail
         dropped = sorted(key for key in detail if key not in CONTENT_FREE_DETAIL) if isinstance(detail, dict) else []
         if dropped or not isinstance(detail, dict):
             kept = {key: value for key, value in detail.items() if key in CONTENT_FREE_DETAIL} if dropped else {}
-            AuditEvent.objects.filter(pk=pk).update(detail=kept | {"scrubbed": dropped or ["detail"]})
+            event.detail = kept | {"scrubbed": dropped or ["detail"]}
+            scrubbed.append(event)
+    AuditEvent.objects.bulk_update(scrubbed, ["detail"])
     per_item = Counter(reviews.values())
+    erased = []
     for item in items:
         counts = {"reviews": per_item[item.pk]}
         if kind == ItemKind.CONVERSATION:
             counts["messages"] = item.message_count
-        audit_record(action="item.erase", org=org, item=item, detail={"erasure": erasure_id, **counts})
+        erased.append(audit_event(action="item.erase", org=org, item=item, detail={"erasure": erasure_id, **counts}))
+    AuditEvent.objects.bulk_create(erased)
 
 
 def _learnings_of(review_ids: Sequence[int]) -> list[int]:

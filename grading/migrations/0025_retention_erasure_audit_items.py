@@ -5,6 +5,18 @@ from django.conf import settings
 from django.db import migrations, models
 
 
+# The events written before an event named its item name a review, in their detail or as their object: they are
+# given the review's item, so an item's trail and its erasure find them by the item alone.
+ITEMS_OF_EARLIER_EVENTS = """
+UPDATE grading_auditevent e SET item_kind = r.kind, item_id = COALESCE(r.conversation_id, r.draft_id)
+FROM grading_review r
+WHERE e.item_id IS NULL AND r.id = CASE
+    WHEN e.detail ->> 'review' ~ '^[0-9]{1,18}$' THEN (e.detail ->> 'review')::bigint
+    WHEN e.object_type = 'grading.review' AND e.object_id ~ '^[0-9]{1,18}$' THEN e.object_id::bigint
+END
+"""
+
+
 class Migration(migrations.Migration):
 
     dependencies = [
@@ -137,4 +149,5 @@ class Migration(migrations.Migration):
             model_name='retentionpolicy',
             constraint=models.CheckConstraint(condition=models.Q(('days__gte', 1)), name='retention_at_least_a_day'),
         ),
+        migrations.RunSQL(ITEMS_OF_EARLIER_EVENTS, migrations.RunSQL.noop),
     ]

@@ -1,11 +1,13 @@
 """Erasing items: everything derived goes, content-free tombstones stay, the counters equal a rebuild, a grader that
 read the evidence before writes nothing, and a batch that fails leaves nothing half-written."""
 
+import importlib
 import json
 from dataclasses import replace
 from datetime import timedelta
 
 import pytest
+from django.db import connection
 from django.utils import timezone
 
 from grading.audit import audit_record
@@ -74,7 +76,9 @@ def _everything_about(org, operator):
         claimed_at=timezone.now(),
         expires_at=timezone.now() + timedelta(hours=1),
     )
-    audit_record(action="claim.decline", org=org, actor=operator, detail={"review": review.pk, "reason": SECRET})
+    audit_record(
+        action="claim.decline", org=org, actor=operator, detail={"review": review.pk, "reason": SECRET}, item=review
+    )
     version = criteria_active(org=org, kind=ItemKind.CONVERSATION)
     CriteriaExample.objects.create(
         org=org, criteria_version=version, conversation=conversation, external_id="cv-1", check_name="grounded",
@@ -254,3 +258,22 @@ def test_an_end_users_erasure_takes_every_item_naming_them_and_keeps_only_a_hash
     assert (erasure.erased["conversation"], erasure.erased["draft"]) == (1, 1)
     assert not Conversation.objects.filter(pk=theirs.pk).exists() and not Draft.objects.filter(pk=draft.pk).exists()
     assert sorted(Conversation.objects.values_list("external_id", flat=True)) == ["other-org", "someone-else"]
+
+
+def test_the_events_written_before_events_named_their_item_are_given_it_by_the_migration(org, operator):
+    """Before AuditEvent named an item, claims, answers and decisions named their review in their detail or as their
+    object: migration 0025 gives each its review's item, so an erasure finds them (and scrubs them) by the item."""
+    review = conversation_item(org, "cv-old")
+    conversation = review.conversation
+    by_detail = audit_record(action="claim.decline", org=org, actor=operator, detail={"review": review.pk})
+    by_object = audit_record(action="review.audit_mark", org=org, target=review)
+    unrelated = audit_record(action="apikey.create", org=org, detail={"review": "not an id"})
+
+    migration = importlib.import_module("grading.migrations.0025_retention_erasure_audit_items")
+    with connection.cursor() as cursor:
+        cursor.execute(migration.ITEMS_OF_EARLIER_EVENTS)
+
+    for event in (by_detail, by_object, unrelated):
+        event.refresh_from_db()
+    assert [(e.item_kind, e.item_id) for e in (by_detail, by_object)] == [("conversation", conversation.pk)] * 2
+    assert (unrelated.item_kind, unrelated.item_id) == ("", None)
