@@ -4,11 +4,11 @@ records one event here, in the same transaction as the write."""
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import models
 
-from grading.models import ApiKey, AuditEvent, Conversation, Draft, ItemKind, Org, Review
+from grading.models import ApiKey, AuditEvent, Conversation, CriteriaExample, Draft, ItemKind, Org, Review
 
-# What an event may name as its item: the conversation or draft itself, or one of its reviews (whose item is read
-# from its ids, without loading it).
-Item = Conversation | Draft | Review
+# What an event may name as its item: the conversation or draft itself, or one of its reviews or worked examples
+# (whose item is read from its ids, without loading it).
+Item = Conversation | Draft | Review | CriteriaExample
 
 
 def audit_record(
@@ -59,4 +59,8 @@ def item_of(item: Item | None) -> tuple[str, int | None]:
         return "", None
     if isinstance(item, Review):
         return item.kind, item.draft_id if item.kind == ItemKind.DRAFT else item.conversation_id
+    if isinstance(item, CriteriaExample):  # its item may be gone: the example outlives it
+        if item.conversation_id is None and item.draft_id is None:
+            return "", None
+        return (ItemKind.DRAFT, item.draft_id) if item.draft_id else (ItemKind.CONVERSATION, item.conversation_id)
     return (ItemKind.CONVERSATION if isinstance(item, Conversation) else ItemKind.DRAFT), item.pk

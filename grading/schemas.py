@@ -24,7 +24,7 @@ def _storable(value: Any) -> Any:
     return value
 
 
-def _identifier(value: str) -> str:
+def identifier_checked(value: str) -> str:
     # An id is matched and shown, never read as text: a control character in one is a broken record or a
     # trick on whoever reads a log or a page, and a line break in one splits a log line in two.
     for char in value:
@@ -46,7 +46,7 @@ def _addressable(value: str) -> str:
 
 # Ids reach queries as well as rows, and PostgreSQL refuses NUL even in a WHERE clause. Every name a pipeline sends
 # for matching rather than reading (an id, an application, a tool call, a labeller) is an Identifier.
-Identifier = Annotated[str, AfterValidator(_storable), AfterValidator(_identifier)]
+Identifier = Annotated[str, AfterValidator(_storable), AfterValidator(identifier_checked)]
 ExternalId = Annotated[Identifier, Field(min_length=1, max_length=200)]
 # A conversation's id is also a segment of its URL.
 ConversationId = Annotated[ExternalId, AfterValidator(_addressable)]

@@ -24,6 +24,13 @@ def orgs_for(user, *roles: Role) -> QuerySet[Org]:
     return Org.objects.filter(pk__in=held).order_by("slug")
 
 
+def org_asked(orgs: list[Org], slug: str | None) -> Org | None:
+    """The org a page asks for by slug among `orgs` (the first when none is named); None when it is not among them."""
+    if not slug:
+        return orgs[0] if orgs else None
+    return next((org for org in orgs if org.slug == slug), None)
+
+
 def reaches_of(user, *roles: Role) -> dict[int, Reach]:
     """Per org (by id), what `user`'s memberships of `roles` cover."""
     if not user.is_authenticated:

@@ -268,5 +268,5 @@ def _edited(version: CriteriaVersion, actor: AbstractBaseUser | None, *, action:
             "human_verdict": example.human_verdict,
             "revision": version.revision,
         },
-        item=example.conversation or example.draft,  # None once the item is gone: the example outlives it
+        item=example,
     )

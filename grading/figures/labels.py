@@ -71,9 +71,9 @@ class LabelResult:
 Subject = Conversation | Draft
 
 
-def label_record(*, org: Org, label: LabelIn, source: str, api_key: ApiKey | None = None) -> LabelResult:
+def label_record(*, org: Org, label: LabelIn, source: str) -> LabelResult:
     """Record one label (see labels_record); raise InvalidLabel when it cannot be."""
-    (result,) = labels_record(org=org, labels=[label], source=source, api_key=api_key)
+    (result,) = labels_record(org=org, labels=[label], source=source)
     if isinstance(result, InvalidLabel):
         raise result
     return result

@@ -12,7 +12,7 @@ from django.views.decorators.http import require_GET
 
 from grading.audit_reads import NO_FILTERS, InvalidAuditFilter, audit_csv, audit_filters_from, audit_page
 from grading.models import ApiKey, Org
-from reviewer.access import orgs_for, role_required
+from reviewer.access import org_asked, orgs_for, role_required
 from reviewer.audit import display
 from reviewer.models import Membership, Role
 
@@ -21,8 +21,7 @@ FILTERS = ("actor", "api_key", "action", "object_type", "object_id", "item_kind"
 
 
 def _admin_org(request: HttpRequest, orgs: list[Org]) -> Org:
-    slug = request.GET.get("org", "")
-    org = next((org for org in orgs if org.slug == slug), None) if slug else (orgs[0] if orgs else None)
+    org = org_asked(orgs, request.GET.get("org"))
     if org is None:
         raise Http404("No such org among those you administer.")
     return org

@@ -21,7 +21,7 @@ from grading.models import CriteriaVersion, Decision, ItemKind, Org, Review, Rev
 from grading.outcomes import CHECKS
 from grading.reach import Reach
 from grading.weeks import week_start
-from reviewer.access import EVERY_ROLE, orgs_for, reaches_of
+from reviewer.access import EVERY_ROLE, org_asked, orgs_for, reaches_of
 
 PAGE_SIZE = 50
 SETS = ("counting", "stale", "errors")
@@ -44,10 +44,7 @@ def dashboard_orgs(user) -> list[Org]:
 
 def dashboard_org(user, slug: str | None, *, orgs: list[Org] | None = None) -> Org | None:
     """The org asked for (the first of theirs when none is named); None when it is not one of theirs."""
-    orgs = dashboard_orgs(user) if orgs is None else orgs
-    if not slug:
-        return orgs[0] if orgs else None
-    return next((org for org in orgs if org.slug == slug), None)
+    return org_asked(dashboard_orgs(user) if orgs is None else orgs, slug)
 
 
 @dataclass(frozen=True)

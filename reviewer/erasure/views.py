@@ -15,9 +15,10 @@ from django.views.decorators.http import require_http_methods
 
 from grading.erasure.runs import ItemNotFound, erasure_reach, erasure_request
 from grading.models import Erasure, ErasureScope, Org
+from grading.schemas import identifier_checked
 from reviewer.access import orgs_for, role_required
 from reviewer.models import Role
-from reviewer.orgadmin.views import TABS
+from reviewer.orgadmin.views import NAV
 
 SHOWN = 100  # the newest erasures listed
 ASKED_SCOPES = [(scope.value, scope.label) for scope in (ErasureScope.CONVERSATION, ErasureScope.DRAFT,
@@ -31,10 +32,10 @@ class ErasureForm(forms.Form):
     confirmed = forms.BooleanField(required=False, widget=forms.HiddenInput)
 
     def clean_target(self) -> str:
-        target = self.cleaned_data["target"]
-        if any(ord(char) < 32 for char in target) or "\x00" in target:
-            raise forms.ValidationError("An id has no control characters.")
-        return target
+        try:  # as the API checks an id
+            return identifier_checked(self.cleaned_data["target"])
+        except ValueError as refused:
+            raise forms.ValidationError(f"An id has no control characters: this one {refused}.") from refused
 
 
 @require_http_methods(["GET", "POST"])
@@ -82,5 +83,5 @@ def _render(
         {"erasure": e, "counts": sorted((name, n) for name, n in e.erased.items() if name != "filed")} for e in erasures
     ]
     context = {"orgs": orgs, "form": form, "confirm": confirm, "rows": rows, "scopes": ASKED_SCOPES,
-               "nav_active": "orgadmin_members", "tabs": TABS}  # fmt: skip
+               **NAV}  # fmt: skip
     return render(request, "reviewer/erasure/index.html", context, status=status)

@@ -101,7 +101,7 @@ def _notice(escalation: Escalation, threshold: str, after: datetime, until: date
     )
     AuditEvent.objects.bulk_create(
         audit_event(
-            action=f"escalation.{Notice.Threshold(threshold).value}",
+            action=f"escalation.{threshold}",
             org=escalation.org,
             detail={"review": review.pk, "due_at": review.due_at.isoformat()},
             item=review,
