@@ -8,10 +8,10 @@ from django.http import HttpRequest
 from ninja import Router, Schema, Status
 from pydantic import BaseModel, ConfigDict, model_validator
 
-from grading.erasure.runs import ItemNotFound, erasure_request
+from grading.erasure.runs import ItemNotFound, erasure_counts, erasure_request
 from grading.errors import NotFound
 from grading.models import Erasure, ErasureScope
-from grading.schemas import EndUser, ExternalId
+from grading.schemas import ExternalId
 
 router = Router(tags=["erasures"])
 
@@ -23,15 +23,13 @@ class ErasureIn(BaseModel):
 
     conversation: ExternalId | None = None
     draft: ExternalId | None = None
-    end_user: EndUser | None = None
+    end_user: ExternalId | None = None  # an end user's id, as the items name it (never empty)
 
     @model_validator(mode="after")
     def _exactly_one(self) -> Self:
         given = [name for name in ("conversation", "draft", "end_user") if getattr(self, name) is not None]
         if len(given) != 1:
             raise ValueError("give exactly one of conversation, draft or end_user")
-        if self.end_user == "":
-            raise ValueError("end_user may not be empty")
         return self
 
     @property
@@ -55,7 +53,6 @@ class ErasureOut(Schema):
 
 
 def erasure_out(erasure: Erasure) -> dict:
-    counts = {name: n for name, n in erasure.erased.items() if name != "filed"}
     return {
         "id": erasure.pk,
         "scope": erasure.scope,
@@ -64,7 +61,7 @@ def erasure_out(erasure: Erasure) -> dict:
         "state": erasure.state,
         "requested_at": erasure.requested_at,
         "finished_at": erasure.finished_at,
-        "counts": counts,
+        "counts": erasure_counts(erasure),
     }
 
 

@@ -69,8 +69,7 @@ def erasure_request(
     """Ask for an erasure, audited with who asked, and send it to a worker after commit. `target` is an external id
     (scope conversation or draft: ItemNotFound unless the org has it) or an end-user id (kept only hashed)."""
     if scope in (ErasureScope.CONVERSATION, ErasureScope.DRAFT):
-        if not _MODELS[scope].objects.filter(org=org, external_id=target).exists():
-            raise ItemNotFound(f"no {scope} {target}")
+        _item_check(org, scope, target)
         kind = scope
     elif scope == ErasureScope.END_USER:
         kind, target = "", end_user_hash(target)
@@ -102,11 +101,20 @@ def erasure_reach(*, org: Org, scope: str, target: str) -> dict[str, int]:
     """What an erasure asked now would erase: items per kind (the confirm step shows it). ItemNotFound for one item
     the org does not have."""
     if scope in (ErasureScope.CONVERSATION, ErasureScope.DRAFT):
-        if not _MODELS[scope].objects.filter(org=org, external_id=target).exists():
-            raise ItemNotFound(f"no {scope} {target}")
+        _item_check(org, scope, target)
         return {scope: 1}
     asked = Erasure(org=org, scope=ErasureScope.END_USER, target=end_user_hash(target))
     return {kind: _matching(asked, kind).count() for kind in _kinds(asked)}
+
+
+def _item_check(org: Org, kind: str, external_id: str) -> None:
+    if not _MODELS[kind].objects.filter(org=org, external_id=external_id).exists():
+        raise ItemNotFound(f"no {kind} {external_id}")
+
+
+def erasure_counts(erasure: Erasure) -> dict[str, int]:
+    """The rows erased so far, per kind of row (without the cells the erased-items counter was filed in)."""
+    return {name: n for name, n in erasure.erased.items() if name != "filed"}
 
 
 def retention_pass(*, now: datetime | None = None) -> list[int]:
@@ -118,7 +126,8 @@ def retention_pass(*, now: datetime | None = None) -> list[int]:
     for policy in RetentionPolicy.objects.select_related("org").order_by("pk"):
         before = now - timedelta(days=policy.days)
         working = unfinished.filter(org_id=policy.org_id, scope=ErasureScope.RETENTION, kind=policy.kind)
-        if working.exists() or not _past(policy.org_id, policy.kind, before).exists():
+        past = Erasure(org_id=policy.org_id, scope=ErasureScope.RETENTION, kind=policy.kind, before=before)
+        if working.exists() or not _matching(past, policy.kind).exists():
             continue  # the unfinished one is resumed below; it erases the rest tomorrow
         with transaction.atomic():
             erasure = Erasure.objects.create(
@@ -201,10 +210,6 @@ def _matching(erasure: Erasure, kind: str) -> QuerySet:
     if erasure.scope == ErasureScope.RETENTION:
         return items.filter(**{f"{_LAST_ACTIVE[kind]}__lt": erasure.before})
     return items.filter(external_id=erasure.target)
-
-
-def _past(org_id: int, kind: str, before: datetime) -> QuerySet:
-    return _MODELS[kind].objects.filter(org_id=org_id, **{f"{_LAST_ACTIVE[kind]}__lt": before})
 
 
 def _added(erased: dict, counts: Counter, filed: Counter) -> dict:

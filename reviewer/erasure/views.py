@@ -13,7 +13,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
-from grading.erasure.runs import ItemNotFound, erasure_reach, erasure_request
+from grading.erasure.runs import ItemNotFound, erasure_counts, erasure_reach, erasure_request
 from grading.models import Erasure, ErasureScope, Org
 from grading.schemas import identifier_checked
 from reviewer.access import orgs_for, role_required
@@ -79,9 +79,7 @@ def _render(
         .select_related("org", "requested_by", "api_key")
         .order_by("-requested_at", "-pk")[:SHOWN]
     )
-    rows = [
-        {"erasure": e, "counts": sorted((name, n) for name, n in e.erased.items() if name != "filed")} for e in erasures
-    ]
+    rows = [{"erasure": e, "counts": sorted(erasure_counts(e).items())} for e in erasures]
     context = {"orgs": orgs, "form": form, "confirm": confirm, "rows": rows, "scopes": ASKED_SCOPES,
                **NAV}  # fmt: skip
     return render(request, "reviewer/erasure/index.html", context, status=status)
