@@ -2,6 +2,7 @@
 test database at, waiting for a worker (or anything another process does), and reading its broker."""
 
 import json
+import socket
 import subprocess
 import time
 from pathlib import Path
@@ -12,6 +13,13 @@ from django.conf import settings
 from kombu.transport.redis import Channel
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+def free_port() -> int:
+    """A loopback port nothing listens on now, for a server a test starts."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
 
 
 def database_url(settings_dict: dict) -> str:

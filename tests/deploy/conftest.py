@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 from django.conf import settings
 
-from tests.builders.processes import REPO_ROOT, database_url, wait_until
+from tests.builders.processes import REPO_ROOT, database_url, free_port, wait_until
 
 DEPLOY = REPO_ROOT / "deploy"
 HOST = "tollgate.test"
@@ -39,12 +39,6 @@ def _nginx() -> str:
             pytest.fail(f"CI must run the deployment test (.ci/run installs nginx): {reason}")
         pytest.skip(reason)
     return found
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def replaced(text: str, replacements: dict[str, str], *, name: str) -> str:
@@ -237,7 +231,7 @@ def deployment(django_db_setup, tmp_path_factory) -> Iterator[Deployment]:
     nginx = _nginx()
     directory = tmp_path_factory.mktemp("deploy")
     static_root = directory / "static"
-    https_port, http_port = _free_port(), _free_port()
+    https_port, http_port = free_port(), free_port()
     env = deployment_environment(directory, https_port=https_port, static_root=static_root)
     collectstatic = manage("collectstatic", "--noinput", env=env)
     _self_signed_certificate(directory)

@@ -17,6 +17,8 @@ from pathlib import Path
 import httpx
 from joserfc.jwk import KeySet, RSAKey
 
+from tests.builders.processes import free_port
+
 SCRIPT = Path(__file__).with_name("oidc_provider.mjs")
 CLIENT_ID = "tollgate"
 CLIENT_SECRET = "tollgate-test-secret"  # noqa: S105 - the loopback provider's test client
@@ -38,7 +40,7 @@ class OidcProvider:
         node = shutil.which("node")
         if node is None:
             raise RuntimeError("node is not installed: the single sign-on tests need it (README, Tests)")
-        self.port = _free_port()
+        self.port = free_port()
         self.issuer = f"http://127.0.0.1:{self.port}"
         self.key = signing_key()
         self._directory = tempfile.TemporaryDirectory(prefix="oidc-provider-")
@@ -108,14 +110,6 @@ class OidcProvider:
 
 def _private_key_set(key: RSAKey) -> dict:
     return KeySet([key]).as_dict(private=True)
-
-
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def unix_now() -> int:

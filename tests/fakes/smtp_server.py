@@ -8,6 +8,8 @@ from email.message import Message
 
 from aiosmtpd.controller import Controller
 
+from tests.builders.processes import free_port
+
 
 class SmtpServer:
     def __init__(self) -> None:
@@ -19,18 +21,12 @@ class SmtpServer:
                 server.messages.append(email.message_from_bytes(envelope.content))
                 return "250 OK"
 
-        self.port = _free_port()  # aiosmtpd checks its server by connecting to the port it was given
+        self.port = free_port()  # aiosmtpd checks its server by connecting to the port it was given
         self._controller = Controller(Handler(), hostname="127.0.0.1", port=self.port)
         self._controller.start()
 
     def close(self) -> None:
         self._controller.stop()
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 class SilentSmtpServer:
