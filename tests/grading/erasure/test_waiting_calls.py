@@ -122,3 +122,22 @@ def test_waiting_calls_expire_after_the_setting_and_their_conversation_is_graded
     PendingCall.objects.update(received_at=timezone.now() - timedelta(hours=25))
     tasks.retention_pass()  # the daily pass: for orgs that send nothing more
     assert not PendingCall.objects.exists()
+
+
+def test_whole_calls_no_worker_wrote_are_written_by_the_daily_pass_before_any_expires(send, settings):
+    """A logs request made whole calls of more conversations than it writes, and the broker did not take the task
+    that writes the rest: the daily pass writes them."""
+    settings.MAX_OTLP_CONVERSATIONS_PER_REQUEST = 1
+    records = []
+    for n, trace in enumerate([OTHER_TRACE, THIRD_TRACE]):
+        spans, calls = two_turns_in_log_records(conversation=f"conv-{n}", trace=trace)
+        send("traces", export_request(*spans[:1]))
+        records += calls[:3]
+    send("logs", logs_request(*records))  # its task is sent on commit, which this test's transaction never reaches
+    assert list(Conversation.objects.values_list("external_id", flat=True)) == ["conv-0"]
+    PendingCall.objects.update(received_at=timezone.now() - timedelta(hours=25))
+
+    tasks.retention_pass()
+
+    assert sorted(Conversation.objects.values_list("external_id", flat=True)) == ["conv-0", "conv-1"]
+    assert not PendingCall.objects.exists()
