@@ -33,6 +33,7 @@ from grading.figures.regrade import org_regrade_progress
 from grading.figures.spreadsheets import csv_lines
 from grading.judge.backends import UnknownJudge, judge_names
 from grading.models import CriteriaTrial, CriteriaVersion, ItemKind, Org, TrialSource
+from grading.reviews.blind import item_blind, reviews_blind
 from grading.reviews.spend import SpendCapPassed, spend_check, spend_waiting
 from reviewer.access import role_required
 from reviewer.audit.display import trail_of
@@ -275,6 +276,7 @@ def criteria_trial_detail(request: HttpRequest, pk: int) -> HttpResponse:
         raise Http404("No such trial.")
     graded = sum(1 for review_id in trial.review_ids if review_id is not None)
     score = trial_score(trial) if is_scored(trial) else None
+    results = None if score else trial_results(trial)
     context = {
         "trial": trial,
         "version": trial.criteria_version,
@@ -285,7 +287,8 @@ def criteria_trial_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "changed": score.changed[:TRIAL_ROWS_SHOWN] if score else [],
         "scored_items": score.items[:TRIAL_ROWS_SHOWN] if score else [],
         "rows_shown": TRIAL_ROWS_SHOWN,
-        "results": None if score else trial_results(trial),
+        "results": results,
+        "blind_reviews": _blind_reviews(results),
         "graded": graded,
         "time_left": None if trial.finished_at else _time_left(trial, graded),
         **NAV,
@@ -294,6 +297,13 @@ def criteria_trial_detail(request: HttpRequest, pk: int) -> HttpResponse:
     if request.htmx and request.htmx.target == "trial-results":
         template += "#trial-results"
     return render(request, template, context)
+
+
+def _blind_reviews(results: list[tuple] | None) -> set[int]:
+    """Of a trial's items beside their current reviews, the current reviews of items people decide blind: neither
+    review of such an item is shown (grading/reviews/blind.py)."""
+    blind = reviews_blind([current for _, current, _, _ in results or () if current is not None])
+    return {review_id for review_id, hidden in blind.items() if hidden.verdicts}
 
 
 @require_GET
@@ -359,7 +369,12 @@ def criteria_item(request: HttpRequest, kind: str, pk: int) -> HttpResponse:
     reviews = reads.item_reviews(item)
     current = next((r for r in reviews if r.counts_now), None)
     waiting = spend_waiting(org_id=item.org_id, kind=kind) if current is None else None
-    context = {"item": item, "kind": kind, "reviews": reviews, "current": current, "waiting": waiting, **NAV}
-    context["targets"] = example_targets(request.user, item)
-    context["trail"] = trail_of(request.user, item, blind=False)
+    # Blind review: while people decide an audit item, no verdict of the machine on it is shown (nor the examples'
+    # targets, which read the people's verdicts).
+    blind = item_blind(kind, item.pk).verdicts
+    context = {
+        "item": item, "kind": kind, "reviews": reviews, "current": current, "waiting": waiting, "blind": blind, **NAV
+    }  # fmt: skip
+    context["targets"] = None if blind else example_targets(request.user, item)
+    context["trail"] = trail_of(request.user, item)
     return render(request, "reviewer/criteria/item.html", context)
