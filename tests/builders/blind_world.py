@@ -79,6 +79,8 @@ def blind_world(org) -> BlindWorld:
     draft = draft_item(
         org, "draft-blind", audit=True, reason="reason-draft",
         judge_issues=[{"issue": machine_said("draft"), "fix": "Answer first."}],
+        findings=[{"code": "banned_word", "message": machine_said("draft-finding"), "severity": "hard", "spans": [],
+                   "subject": "delve"}],
     )  # fmt: skip
     reviews["draft"] = draft
     ann, bo = people["ann"], people["bo"]
@@ -89,7 +91,7 @@ def blind_world(org) -> BlindWorld:
     _answer(ann, reviews["agreed"], ALL_PASS, answer_note("ann", "agreed"))
     _answer(bo, reviews["agreed"], ALL_PASS, answer_note("bo", "agreed"))
     nobody: set[str] = set()
-    hidden = {machine_said(tag): nobody for tag in ("open", "half", "split", "draft")}
+    hidden = {machine_said(tag): nobody for tag in ("open", "half", "split", "draft", "draft-finding")}
     hidden |= {f"reason-{tag}": nobody for tag in ("open", "half", "split", "draft")}
     hidden |= {answer_note("ann", "half"): {"ann"}, REPLACED_NOTE: {"ann"}}
     shown = {machine_said("agreed"), "reason-agreed", answer_note("ann", "split"), answer_note("bo", "split")}

@@ -128,6 +128,21 @@ def test_no_reason_filter_of_the_queue_lists_or_counts_an_audit_item(world):
     assert counts["unknown_check"] == 0
 
 
+def test_the_criteria_pages_list_an_item_people_decide_blind_without_what_the_machine_said(world):
+    admin = signed_in(world.people["ada"])
+    blind = {world.reviews[tag].pk for tag in ("open", "half", "split", "draft")}
+    draft_version = criteria_new_version(org=world.org, kind=ItemKind.DRAFT)
+    version = criteria_new_version(org=world.org, kind=ItemKind.CONVERSATION)
+    preview = admin.get(reverse("criteria_preview", args=[draft_version.pk]), {"n": 50})
+    assert world.reviews["draft"].pk in {row.review.pk for row in preview.context["preview"].rows}
+    assert preview.context["blind_reviews"] == {world.reviews["draft"].pk}
+    for v in (version, draft_version):
+        counted = admin.get(reverse("criteria_trial", args=[v.pk]), {"k": 20, "source": "current"})
+        listed = {item.current.pk for item in counted.context["count"].items if item.current}
+        assert counted.context["blind_reviews"] == listed & blind != set()
+        assert b"blind-hidden" in counted.content
+
+
 # --- the walk -------------------------------------------------------------------------------------------------
 
 HTMX = {"HTTP_HX_REQUEST": "true"}
@@ -161,8 +176,9 @@ def _pages(world: BlindWorld) -> dict[str, list[tuple[str, dict]]]:
         "criteria_diff": [(reverse("criteria_diff"), {"data": {"old": version.pk, "new": version.pk}})],
         "criteria_spend": [(reverse("criteria_spend"), {})],
         "criteria_version": [(reverse("criteria_version", args=[v.pk]), {}) for v in (version, draft_version)],
-        "criteria_preview": [(reverse("criteria_preview", args=[v.pk]), {}) for v in (version, draft_version)],
-        "criteria_trial": [(reverse("criteria_trial", args=[version.pk]), {})],
+        "criteria_preview": [(reverse("criteria_preview", args=[draft_version.pk]), {"data": {"n": 50}})],
+        "criteria_trial": [(reverse("criteria_trial", args=[v.pk]), {"data": {"k": 20, "source": "current"}})
+                           for v in (version, draft_version)],
         "criteria_publish": [(reverse("criteria_publish", args=[version.pk]), {})],
         "criteria_trial_detail": [(reverse("criteria_trial_detail", args=[trial.pk]), {}),
                                   (reverse("criteria_trial_detail", args=[trial.pk]),
@@ -191,9 +207,7 @@ def _get(client: Client, url: str, options: dict):
 
 def test_the_walk_every_page_partial_and_export_shows_nothing_blind_review_hides(client, world):
     pages = _pages(world)
-    signed_in_pages = {
-        name for name, policy in PAGES.items() if "GET" in policy.methods and policy.kind == "roles"
-    }
+    signed_in_pages = {name for name, policy in PAGES.items() if "GET" in policy.methods and policy.kind == "roles"}
     assert signed_in_pages <= set(pages), f"pages the walk does not open: {sorted(signed_in_pages - set(pages))}"
     assert {route.name for route in url_routes()} >= set(pages)
 
