@@ -6,8 +6,9 @@ The beat runs `escalations_sweep` every minute. Per org with an `Escalation`, on
    that came within the margin (`due_soon`): per threshold, one read of the `review_due` index range
    (swept_until, now] and one bulk INSERT, so a run costs what the newly due items cost however many were overdue
    before, and the unique (review, threshold) makes a second notice impossible.
-2. Gather whom each new notice concerns: the people the item is reserved for (assignments.py) and the org's leads
-   whose reach covers it, as the org's escalation says.
+2. Gather whom each new notice concerns: the people the item is reserved for (assignments.py) while their queue
+   roles reach it (a pool or a rule may still name someone who left the org), and the org's leads whose reach
+   covers it, as the org's escalation says.
 3. After commit, one mail per person (a digest of every item of this sweep, never a mail per item) and one signed
    webhook per org, each a task on the `webhooks` queue: a slow or failing SMTP server or receiver holds neither
    grading nor the queue, and a failed delivery is retried there. A mail names only the items that, when it is
@@ -35,6 +36,7 @@ from django.utils import timezone
 
 from grading.audit import audit_event
 from grading.models import AuditEvent, Org, Review
+from grading.reach import Reach
 from reviewer.access import reaches_in, reaches_of
 from reviewer.models import Escalation, Notice, Role
 from reviewer.queue.assignments import QUEUE_ROLES, reservations_of
@@ -123,18 +125,26 @@ def _digests(escalation: Escalation, notices: dict[str, list[int]], now: datetim
     reviews = list(Review.objects.filter(pk__in=ids).only("pk", "org_id", "kind", "application", "reason", "audit",
                                                             "finished_at", "routed_at"))  # fmt: skip
     reserved = reservations_of(reviews, now) if escalation.to_assignees else {}
+    # An assignee is told only while their queue roles reach the item: a pool or a rule may name someone whose
+    # membership was narrowed or revoked since (digest_mail asks again when it sends).
+    workers = reaches_in(escalation.org_id, *QUEUE_ROLES) if escalation.to_assignees else {}
     leads = reaches_in(escalation.org_id, Role.LEAD) if escalation.to_leads else {}
     concerns: dict[int, set[int]] = {}
     for review in reviews:
-        people = set(reserved[review.pk].person_ids) if review.pk in reserved else set()
-        people |= {user_id for user_id, reach in leads.items() if reach.covers(review.kind, review.application)}
-        concerns[review.pk] = people
+        assignees = reserved[review.pk].person_ids if review.pk in reserved else frozenset()
+        concerns[review.pk] = {user_id for user_id in assignees if _covers(workers.get(user_id), review)} | {
+            user_id for user_id, reach in leads.items() if _covers(reach, review)
+        }
     digests: Digests = defaultdict(lambda: defaultdict(list))
     for threshold, review_ids in notices.items():
         for review_id in review_ids:
             for person_id in concerns[review_id]:
                 digests[person_id][threshold].append(review_id)
     return {person: dict(by_threshold) for person, by_threshold in digests.items()}
+
+
+def _covers(reach: Reach | None, review: Review) -> bool:
+    return reach is not None and reach.covers(review.kind, review.application)
 
 
 # --- what is sent ---------------------------------------------------------------------------------------------
