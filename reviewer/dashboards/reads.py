@@ -169,7 +169,7 @@ def reviews_behind(org: Org, scope: Scope, f: ReviewFilter) -> QuerySet[Review]:
     elif f.set == "errors":
         reviews = reviews.filter(_week_range("finished_at", scope), route=Route.ERROR)
     elif f.due == "overdue":  # whatever the weeks: overdue now
-        reviews = reviews.filter(state=ReviewState.WAITING, due_at__lte=timezone.now())
+        reviews = reviews.overdue(timezone.now())
     elif f.due:
         reviews = reviews.filter(_week_range("decision__decided_at", scope), due_at__isnull=False)
         within = Q(decision__decided_at__lte=F("due_at"))

@@ -17,8 +17,9 @@ from django.utils.http import urlsafe_base64_encode
 
 from grading.audit import audit_record
 from grading.models import Org
-from reviewer.models import Membership, Role
+from reviewer.models import Membership, Pool, Role
 from reviewer.oidc.backends import passwords_allowed
+from reviewer.queue.assignments import QUEUE_ROLES
 
 WHOLE_ORG_ROLES = (Role.CRITERIA_ADMIN, Role.ORG_ADMIN)
 # Read from the model, so a form refuses exactly what the column would.
@@ -92,7 +93,8 @@ def membership_scope(
 def membership_revoke(
     *, membership: Membership, actor: AbstractBaseUser | None = None, detail: dict | None = None
 ) -> None:
-    """Take a role away; refused for the org's last org admin. `detail`: more for the audit event."""
+    """Take a role away; refused for the org's last org admin. The person's last queue role takes them out of the
+    org's pools too. `detail`: more for the audit event."""
     with transaction.atomic():
         if membership.role == Role.ORG_ADMIN:
             # Every org admin row of the org locked, in one order: two admins revoking each other at once are
@@ -111,15 +113,29 @@ def membership_revoke(
         locked = Membership.objects.select_for_update().select_related("user", "org").filter(pk=membership.pk).first()
         if locked is None:
             raise MembershipRefused("That membership was revoked meanwhile.")
+        pools = _pools_leave(locked)
         # Recorded first: once deleted, the membership has no pk left to name.
         audit_record(
             action="membership.delete",
             org=locked.org,
             actor=actor,
             target=locked,
-            detail=_identity(locked) | _reach(locked) | (detail or {}),
+            detail=_identity(locked) | _reach(locked) | ({"pools_left": pools} if pools else {}) | (detail or {}),
         )
         locked.delete()
+
+
+def _pools_leave(membership: Membership) -> list[str]:
+    """Take the person out of the org's pools when `membership` is their last queue role there (a pool holds only
+    people who can work the queue, as `manage.py assign pool` requires); the names of the pools they left. Tidiness:
+    whether an escalation mail reaches someone is decided when it is sent, by their reach then."""
+    queue_roles = Membership.objects.filter(user_id=membership.user_id, org_id=membership.org_id, role__in=QUEUE_ROLES)
+    if membership.role not in QUEUE_ROLES or queue_roles.exclude(pk=membership.pk).exists():
+        return []
+    left = Pool.members.through.objects.filter(pool__org_id=membership.org_id, user_id=membership.user_id)
+    names = sorted(left.values_list("pool__name", flat=True))
+    left.delete()
+    return names
 
 
 def _reach_checked(role: Role, applications: list[str] | None, drafts: bool) -> dict:

@@ -7,7 +7,7 @@ from django.contrib.auth import get_user_model
 from django.core.management import CommandError, call_command
 
 from grading.models import AuditEvent
-from reviewer.models import Membership, Role
+from reviewer.models import Membership, Pool, Role
 from tests.builders.people import make_person
 
 pytestmark = pytest.mark.django_db
@@ -193,6 +193,25 @@ def test_it_revokes_a_role_audited(client_for, org_admin, operator, org):
     assert not Membership.objects.filter(pk=membership.pk).exists()
     event = AuditEvent.objects.get(action="membership.delete")
     assert (event.actor, event.object_id, event.detail["user"]) == (org_admin, str(membership.pk), "dana")
+
+
+def test_revoking_a_persons_last_queue_role_takes_them_out_of_the_orgs_pools_only(
+    client_for, org_admin, operator, org, other_org
+):
+    lead = Membership.objects.create(user=operator, org=org, role=Role.LEAD)
+    Membership.objects.create(user=operator, org=other_org, role=Role.OPERATOR)
+    pools = [Pool.objects.create(org=org, name="billing team"), Pool.objects.create(org=other_org, name="billing team")]
+    for pool in pools:
+        pool.members.add(operator)
+    client = client_for(org_admin)
+
+    assert client.post(f"/org/members/{lead.pk}/revoke/").status_code == 302
+    assert set(operator.pools.all()) == set(pools)  # still an operator here: still works the pool's items
+    assert client.post(f"/org/members/{Membership.objects.get(user=operator, org=org).pk}/revoke/").status_code == 302
+
+    assert list(operator.pools.all()) == [pools[1]]  # the other org's pool is the other org's business
+    events = AuditEvent.objects.filter(action="membership.delete").order_by("pk")
+    assert [event.detail.get("pools_left") for event in events] == [None, ["billing team"]]
 
 
 def test_the_last_org_admin_cannot_be_revoked_and_one_of_two_can(client_for, org_admin, org):
