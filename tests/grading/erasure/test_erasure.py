@@ -277,3 +277,15 @@ def test_the_events_written_before_events_named_their_item_are_given_it_by_the_m
         event.refresh_from_db()
     assert [(e.item_kind, e.item_id) for e in (by_detail, by_object)] == [("conversation", conversation.pk)] * 2
     assert (unrelated.item_kind, unrelated.item_id) == ("", None)
+
+
+def test_a_retention_erasure_is_the_machines_and_each_items_event_says_so(org):
+    old = _old_conversations(org, 2)
+    RetentionPolicy.objects.create(org=org, kind=ItemKind.CONVERSATION, days=30, updated_at=timezone.now())
+
+    [erasure_id] = retention_pass()
+    erasure_run(erasure_id=erasure_id)
+
+    events = AuditEvent.objects.filter(action="item.erase").order_by("item_id")
+    assert [event.item_id for event in events] == [c.pk for c in old]
+    assert {(event.actor, event.api_key, event.detail["via"]) for event in events} == {(None, None, "retention")}
