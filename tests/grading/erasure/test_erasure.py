@@ -136,7 +136,7 @@ def test_erasing_a_conversation_removes_everything_derived_and_keeps_a_tombstone
 def test_the_counters_equal_a_rebuild_after_an_erasure_and_count_the_items_erased(org, operator):
     conversation_spec = replace(
         edge_draft(), kind=ItemKind.CONVERSATION, application="support", checks={"grounded": {"verdict": "pass"}},
-        findings=[], decision=("fail", {"grounded": "fail"}, timedelta(seconds=300), True),
+        findings=[], decision=("fail", {"grounded": "fail"}, timedelta(seconds=300), "person"),
         labels=[("grounded", "pass", True), ("grounded", "fail", True)], thumbs=["up", "down"], answers=(1, []),
     )  # fmt: skip
     write_reviews(org, [edge_draft(), conversation_spec, edge_draft(), conversation_spec], operator)
