@@ -12,6 +12,7 @@ from django.db.models.functions import TruncWeek
 from django.utils import timezone
 
 from grading.figures.dashboard import Scope
+from grading.figures.definitions import decisions_credited
 from grading.models import Decision, Review
 from grading.weeks import iso_week, monday, week_start
 from reviewer.models import Claim
@@ -95,8 +96,8 @@ def _workload(scope: Scope, now) -> list[dict]:
         if end == Claim.End.DECLINED:
             counts[holder]["declined"] += n
     decisions = Decision.objects.filter(_reach(scope, "review__"), _application(scope, "review__"),
-                                        _in_weeks("decided_at", scope), decided_by__isnull=False)  # fmt: skip
-    for person, n in decisions.values_list("decided_by").annotate(n=Count("pk")):
+                                        _in_weeks("decided_at", scope))  # fmt: skip
+    for person, n in decisions_credited(decisions).items():  # an agreed decision: each person who answered
         counts.setdefault(person, Counter())["decided"] += n
     held_overdue = claims.filter(ended_at__isnull=True, expires_at__gt=now, review__in=Review.objects.overdue(now))
     for holder, n in held_overdue.values_list("holder_id").annotate(n=Count("pk")):

@@ -11,7 +11,8 @@ A refused sign-in writes nothing: the whole of a sign-in is one transaction.
 
 OIDC_GROUP_ROLES names the memberships the groups claim governs: on every sign-in, each of those is made when the
 claim names a group that grants it (covering the whole org) and removed when it does not; every other membership is
-left as it is. Each change is an audit event, as an org admin's are.
+left as it is. Each change is an audit event, as an org admin's are. The sign-in, and the account and identity a
+first one makes, are recorded after that, under each org the person then belongs to (reviewer/signins.py).
 """
 
 import logging
@@ -24,10 +25,10 @@ from django.core.exceptions import ImproperlyConfigured
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from grading.audit import audit_record
 from grading.models import Org
 from reviewer.models import Membership, Role, SignInIdentity
 from reviewer.orgadmin.members import MembershipRefused, membership_grant, membership_revoke
+from reviewer.signins import person_audit_record, sign_in_record
 
 logger = logging.getLogger(__name__)
 
@@ -87,23 +88,28 @@ def person_sign_in(*, person: ProviderPerson) -> AbstractBaseUser:
                 .filter(issuer=person.issuer, subject=person.subject)
                 .first()
             )
-            if identity is None:
-                identity = _identity_create(person)
+            first, account_made = identity is None, False
+            if first:
+                identity, account_made = _identity_create(person)
             user = identity.user
             if not user.is_active:
                 raise SignInRefused("Your Tollgate account is turned off.")
             identity.last_sign_in_at = timezone.now()
             identity.save(update_fields=["last_sign_in_at"])
             memberships_match_groups(user=user, groups=person.groups)
-            audit_record(action="user.login", actor=user, detail={"via": VIA})
+            if first:  # recorded once the groups have made the person a member of their orgs
+                _identity_audit(identity, account_made=account_made)
+            sign_in_record(person=user, via=VIA)
     except IntegrityError as exc:  # the same person's first sign-in twice at once, or a grant made meanwhile
         raise SignInRefused("Your sign-in crossed another change to your account: please sign in again.") from exc
     return user
 
 
-def _identity_create(person: ProviderPerson) -> SignInIdentity:
+def _identity_create(person: ProviderPerson) -> tuple[SignInIdentity, bool]:
+    """The person's identity, tied to the account waiting for them or to a new one; and whether the account is new."""
     user = _account_waiting_for(person.email)
-    if user is None:
+    account_made = user is None
+    if account_made:
         if not settings.OIDC_CREATE_USERS:
             raise SignInRefused(
                 "You have no Tollgate account yet, and this Tollgate makes none on a first sign-in: ask an org "
@@ -112,15 +118,23 @@ def _identity_create(person: ProviderPerson) -> SignInIdentity:
         user = get_user_model()._default_manager.create_user(
             username=_free_username(person.name_hint), email=person.email, password=None
         )
-        audit_record(action="person.create", target=user, detail={"user": user.get_username(), "via": VIA})
-    identity = SignInIdentity.objects.create(user=user, issuer=person.issuer, subject=person.subject)
-    audit_record(
+    return SignInIdentity.objects.create(user=user, issuer=person.issuer, subject=person.subject), account_made
+
+
+def _identity_audit(identity: SignInIdentity, *, account_made: bool) -> None:
+    """The account (when this sign-in made it) and the identity, as audit events of the person's orgs."""
+    user = identity.user
+    if account_made:
+        person_audit_record(
+            person=user, action="person.create", target=user, detail={"user": user.get_username(), "via": VIA}
+        )
+    person_audit_record(
+        person=user,
         action="sign_in_identity.create",
         actor=user,
         target=identity,
-        detail={"user": user.get_username(), "issuer": person.issuer, "subject": person.subject},
+        detail={"user": user.get_username(), "issuer": identity.issuer, "subject": identity.subject},
     )
-    return identity
 
 
 def _account_waiting_for(email: str) -> AbstractBaseUser | None:

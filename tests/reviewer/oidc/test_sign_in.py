@@ -9,6 +9,7 @@ from django.contrib.auth import get_user_model
 from django.urls import reverse
 from joserfc import jws
 
+from grading.audit_reads import audit_events
 from grading.models import AuditEvent
 from reviewer.models import Membership, Role, SignInIdentity
 from reviewer.oidc.provider import ID_TOKEN_SESSION_KEY
@@ -35,7 +36,8 @@ def test_a_person_signs_in_with_the_provider_and_gets_the_roles_their_groups_gra
     assert roles_of(ada, org) == {Role.OPERATOR}
     assert client.get("/queue/").status_code == 200
     actions = list(AuditEvent.objects.order_by("pk").values_list("action", flat=True))
-    assert actions == ["person.create", "sign_in_identity.create", "membership.create", "user.login"]
+    # The account and identity are recorded once the groups made ada a member: under the org that then has her.
+    assert actions == ["membership.create", "person.create", "sign_in_identity.create", "user.login"]
     granted = AuditEvent.objects.get(action="membership.create")
     assert (granted.org, granted.detail["role"], granted.detail["group"]) == (org, "operator", "tollgate-ops")
 
@@ -102,6 +104,39 @@ def test_an_account_an_org_admin_made_for_an_address_is_the_one_its_owner_signs_
 
     assert SignInIdentity.objects.get(subject=ADA).user == waiting
     assert get_user_model().objects.count() == 1
+
+
+def test_a_first_sign_on_is_in_the_trail_of_the_org_its_groups_made_the_person_a_member_of(
+    client, single_sign_on, org, other_org
+):
+    single_sign_on.set_account(ADA, email="ada@example.com", email_verified=True, groups=["tollgate-ops"])
+
+    assert sign_in(client, single_sign_on, ADA).status_code == 302
+
+    ada = SignInIdentity.objects.get(subject=ADA).user
+    trail = audit_events(org.pk)  # what the org's audit page, its CSV and the API read
+    assert {(event.action, event.actor) for event in trail} == {
+        ("membership.create", None),
+        ("person.create", None),
+        ("sign_in_identity.create", ada),
+        ("user.login", ada),
+    }
+    assert trail.get(action="user.login").detail == {"via": "oidc"}
+    assert not audit_events(other_org.pk).exists() and not AuditEvent.objects.filter(org=None).exists()
+
+
+def test_claiming_an_account_of_two_orgs_is_in_the_trail_of_both(client, single_sign_on, org, other_org):
+    waiting = get_user_model().objects.create_user(username="ada", email="ada@example.com", password=None)
+    Membership.objects.create(user=waiting, org=org, role=Role.STAKEHOLDER)
+    Membership.objects.create(user=waiting, org=other_org, role=Role.OPERATOR)
+    single_sign_on.set_account(ADA, email="ada@example.com", email_verified=True)
+
+    assert sign_in(client, single_sign_on, ADA).status_code == 302
+
+    for each in (org, other_org):
+        actions = sorted(audit_events(each.pk).values_list("action", flat=True))
+        assert actions == ["sign_in_identity.create", "user.login"], each
+    assert not AuditEvent.objects.filter(org=None).exists()
 
 
 @pytest.mark.parametrize(
