@@ -13,6 +13,7 @@ from django.utils import timezone
 from grading.models import AuditEvent
 from reviewer.models import Invitation, Membership, Role
 from tests.builders.people import PASSWORD, invitation_link, make_person
+from tests.builders.processes import free_port
 
 pytestmark = pytest.mark.django_db
 
@@ -20,8 +21,9 @@ ANN = "ann@northwind.example"
 CHOSEN = "ann's own long password 42"
 
 
-def add(client, org, person: str, role: str = "operator", **fields):
-    return client.post("/org/", {"org": org.pk, "person": person, "role": role, "reach": "whole", **fields})
+def add(client, org, person: str, role: str = "operator", *, follow: bool = False, **fields):
+    fields = {"org": org.pk, "person": person, "role": role, "reach": "whole", **fields}
+    return client.post("/org/", fields, follow=follow)
 
 
 def accept_with_password(client, link: str, password: str = CHOSEN):
@@ -201,3 +203,35 @@ def test_an_address_whose_passwords_are_off_is_offered_single_sign_on_only(
     refused = client.post(page.redirect_chain[-1][0], {"new_password1": CHOSEN, "new_password2": CHOSEN})
     assert refused.status_code == 403
     assert Invitation.objects.exists() and not get_user_model().objects.filter(email=ANN).exists()
+
+
+def test_a_mail_server_that_refuses_leaves_the_invitation_to_send_again(client_for, org_admin, org, settings):
+    settings.EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"
+    settings.EMAIL_HOST, settings.EMAIL_PORT = "127.0.0.1", free_port()  # nothing listens there
+    response = add(client_for(org_admin), org, ANN, follow=True)
+    assert response.status_code == 200
+    assert "the mail could not be sent" in response.content.decode()
+    assert Invitation.objects.filter(email=ANN).exists()  # kept: "Send again" mails a new link
+
+
+@pytest.mark.parametrize("account", ["two_accounts", "admin_account", "turned_off"])
+def test_a_password_never_goes_to_an_account_that_is_ambiguous_turned_off_or_opens_the_django_admin(
+    client, client_for, org_admin, org, mailoutbox, account
+):
+    existing = make_person("ann", email=ANN)
+    if account == "two_accounts":
+        make_person("ann-too", email=ANN.upper())
+    elif account == "admin_account":
+        existing.is_staff = True
+    else:
+        existing.is_active = False
+    existing.save()
+    add(client_for(org_admin), org, ANN)
+    client.logout()
+
+    response = accept_with_password(client, invitation_link(mailoutbox, ANN))
+
+    assert response.status_code == 409
+    assert Invitation.objects.exists() and not Membership.objects.filter(org=org, user__email__iexact=ANN).exists()
+    existing.refresh_from_db()
+    assert existing.check_password(PASSWORD)
