@@ -9,8 +9,9 @@ drawn from its decisions (with their embeddings) and their text wherever another
 examples quoting it (a published version's too: the judge stops reading them), and its place in criteria trials.
 
 What stays: content-free tombstones. The erasure row counts what went; one audit event `item.erase` per item names
-it by id with counts only; the item's earlier audit events keep only the details known to hold no content (ids,
-verdicts, times), and name the keys dropped. The judge spend ledger stays as it is: it names no item, and the
+it by id with counts only, and who asked (the person or the API key; the retention pass asks as the machine, and
+says so); the item's earlier audit events keep only the details known to hold no content (ids, verdicts, times),
+and name the keys dropped. The judge spend ledger stays as it is: it names no item, and the
 money was spent.
 
 The dashboards' counters lose what the reviews contributed and the thumbs, and gain the erased items' counter, in
@@ -36,6 +37,8 @@ from grading.models import (
     CriteriaVersion,
     Decision,
     Draft,
+    Erasure,
+    ErasureScope,
     ItemKind,
     Label,
     MemoryItem,
@@ -77,10 +80,10 @@ def trials_naming(*, org_id: int, kind: str, item_ids: Sequence[int]) -> list[in
 
 
 def items_erase(
-    *, org: Org, kind: str, items: Sequence[Conversation | Draft], erasure_id: int, trial_ids: Sequence[int] = ()
+    *, org: Org, kind: str, items: Sequence[Conversation | Draft], erasure: Erasure, trial_ids: Sequence[int] = ()
 ) -> ErasedBatch:
     """Erase `items` (of `kind`, locked by the caller, as are the trials `trial_ids` naming them) and everything
-    derived from them. Returns what went, and the counters' increments the caller books last."""
+    derived from them, for `erasure`. Returns what went, and the counters' increments the caller books last."""
     batch = ErasedBatch([item.pk for item in items])
     if not items:
         return batch
@@ -92,7 +95,7 @@ def items_erase(
     review_ids = sorted(reviews)
     conversation_ids = batch.items if kind == ItemKind.CONVERSATION else []
     batch.counters = rollups_erasing(review_ids=review_ids, conversation_ids=conversation_ids)
-    _audit(org, kind, items, reviews, erasure_id)
+    _audit(org, kind, items, reviews, erasure)
     learnings = _learnings_of(review_ids)
     _quotes_erase(org, learnings, batch)
     _examples_erase(org, kind, items, batch)
@@ -154,8 +157,9 @@ def _deleted(rows) -> Counter:
     return Counter({label.split(".")[1].lower(): n for label, n in per_model.items() if n})
 
 
-def _audit(org: Org, kind: str, items: Sequence, reviews: dict[int, int], erasure_id: int) -> None:
-    """Scrub the items' earlier audit events of content, then record one content-free event per item erased."""
+def _audit(org: Org, kind: str, items: Sequence, reviews: dict[int, int], erasure: Erasure) -> None:
+    """Scrub the items' earlier audit events of content, then record one content-free event per item erased, by
+    whoever asked for the erasure."""
     events = AuditEvent.objects.filter(org=org, item_kind=kind, item_id__in=[item.pk for item in items])
     scrubbed = []
     for event in events.only("pk", "detail"):
@@ -167,12 +171,16 @@ def _audit(org: Org, kind: str, items: Sequence, reviews: dict[int, int], erasur
             scrubbed.append(event)
     AuditEvent.objects.bulk_update(scrubbed, ["detail"])
     per_item = Counter(reviews.values())
+    # A person (the erasure page) or a key (the API) asked; nobody asks a retention erasure: the daily pass does.
+    by = {"actor": erasure.requested_by, "api_key": erasure.api_key}
+    via = {"via": "retention"} if erasure.scope == ErasureScope.RETENTION else {}
     erased = []
     for item in items:
         counts = {"reviews": per_item[item.pk]}
         if kind == ItemKind.CONVERSATION:
             counts["messages"] = item.message_count
-        erased.append(audit_event(action="item.erase", org=org, item=item, detail={"erasure": erasure_id, **counts}))
+        detail = {"erasure": erasure.pk, **counts, **via}
+        erased.append(audit_event(action="item.erase", org=org, item=item, detail=detail, **by))
     AuditEvent.objects.bulk_create(erased)
 
 

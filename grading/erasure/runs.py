@@ -172,7 +172,12 @@ def erasure_batch(*, erasure_id: int, batch_size: int = BATCH_SIZE) -> Erasure |
     """One batch of an erasure, in one transaction (the module's steps 1 and 2); done once nothing is left."""
     with transaction.atomic():
         # Of the erasure's row alone: every grading write and claim takes its org's row as a key (KEY SHARE).
-        erasure = Erasure.objects.select_for_update(of=("self",)).select_related("org").filter(pk=erasure_id).first()
+        erasure = (
+            Erasure.objects.select_for_update(of=("self",))
+            .select_related("org", "requested_by", "api_key")  # who asked: each item's event names them
+            .filter(pk=erasure_id)
+            .first()
+        )
         if erasure is None or erasure.state == ErasureState.DONE:
             return erasure
         for kind in _kinds(erasure):
@@ -188,7 +193,7 @@ def erasure_batch(*, erasure_id: int, batch_size: int = BATCH_SIZE) -> Erasure |
                 .order_by("pk")
                 .select_for_update()
             )
-            batch = items_erase(org=erasure.org, kind=kind, items=items, erasure_id=erasure.pk, trial_ids=trial_ids)
+            batch = items_erase(org=erasure.org, kind=kind, items=items, erasure=erasure, trial_ids=trial_ids)
             erasure.state = ErasureState.RUNNING
             erasure.cursor = max(candidates)
             erasure.erased = _added(erasure.erased, batch.counts, batch.filed)

@@ -135,7 +135,7 @@ def test_erasing_a_conversation_removes_everything_derived_and_keeps_a_tombstone
 def test_the_counters_equal_a_rebuild_after_an_erasure_and_count_the_items_erased(org, operator):
     conversation_spec = replace(
         edge_draft(), kind=ItemKind.CONVERSATION, application="support", checks={"grounded": {"verdict": "pass"}},
-        findings=[], decision=("fail", {"grounded": "fail"}, timedelta(seconds=300), True),
+        findings=[], decision=("fail", {"grounded": "fail"}, timedelta(seconds=300), "person"),
         labels=[("grounded", "pass", True), ("grounded", "fail", True)], thumbs=["up", "down"], answers=(1, []),
     )  # fmt: skip
     write_reviews(org, [edge_draft(), conversation_spec, edge_draft(), conversation_spec], operator)
@@ -276,3 +276,15 @@ def test_the_events_written_before_events_named_their_item_are_given_it_by_the_m
         event.refresh_from_db()
     assert [(e.item_kind, e.item_id) for e in (by_detail, by_object)] == [("conversation", conversation.pk)] * 2
     assert (unrelated.item_kind, unrelated.item_id) == ("", None)
+
+
+def test_a_retention_erasure_is_the_machines_and_each_items_event_says_so(org):
+    old = _old_conversations(org, 2)
+    RetentionPolicy.objects.create(org=org, kind=ItemKind.CONVERSATION, days=30, updated_at=timezone.now())
+
+    [erasure_id] = retention_pass()
+    erasure_run(erasure_id=erasure_id)
+
+    events = AuditEvent.objects.filter(action="item.erase").order_by("item_id")
+    assert [event.item_id for event in events] == [c.pk for c in old]
+    assert {(event.actor, event.api_key, event.detail["via"]) for event in events} == {(None, None, "retention")}

@@ -3,7 +3,8 @@ listed."""
 
 from django.utils import timezone
 
-from grading.models import Erasure, ErasureScope
+from grading.erasure.runs import erasure_run
+from grading.models import AuditEvent, Erasure, ErasureScope
 from grading.otlp.models import PendingCall
 from reviewer.models import Role
 from tests.builders.people import make_person
@@ -65,3 +66,15 @@ def test_only_org_admins_may_use_it(org, client, operator):
         == 403
     )
     assert not Erasure.objects.exists()
+
+
+def test_the_event_of_each_item_erased_names_the_admin_who_asked(org, client):
+    conversation = conversation_item(org, "cv-1").conversation
+    admin = make_person("admin", org, Role.ORG_ADMIN)
+    client.force_login(admin)
+    client.post("/erasure/", {"org": org.pk, "scope": ErasureScope.CONVERSATION, "target": "cv-1", "confirmed": "on"})
+
+    erasure_run(erasure_id=Erasure.objects.get().pk)
+
+    erased = AuditEvent.objects.get(action="item.erase")
+    assert (erased.item_id, erased.actor, erased.api_key) == (conversation.pk, admin, None)
