@@ -180,7 +180,13 @@ def _bench_export(org, scope) -> None:
     clock: dict = {}
     rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     with _clock(clock):
-        rows = sum(line.count("\n") for line in export.as_csv(export.export_rows(reviews))) - 1
+        rows = (
+            sum(
+                line.count("\n")
+                for line in export.as_csv(export.export_rows(reviews, f=reads.ReviewFilter(), reader_id=None))
+            )
+            - 1
+        )
     rss_after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     print(
         f"export CSV: {rows:,} rows in {clock['wall']:.1f} s = {rows / clock['wall']:,.0f} rows/s "
@@ -192,7 +198,12 @@ def _bench_export(org, scope) -> None:
         ids = reviews.order_by("pk").values_list("pk", flat=True)
         upper = ids[limit - 1 : limit].get()
         tracemalloc.start()
-        consumed = sum(1 for _ in export.as_jsonl(export.export_rows(reviews.filter(pk__lte=upper))))
+        consumed = sum(
+            1
+            for _ in export.as_jsonl(
+                export.export_rows(reviews.filter(pk__lte=upper), f=reads.ReviewFilter(), reader_id=None)
+            )
+        )
         peaks.append((consumed, tracemalloc.get_traced_memory()[1]))
         tracemalloc.stop()
     print(

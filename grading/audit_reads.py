@@ -24,6 +24,7 @@ from django.utils.dateparse import parse_date, parse_datetime
 
 from grading.figures.spreadsheets import csv_lines
 from grading.models import AuditEvent, Conversation, Draft, ItemKind, Review, ReviewState, Route
+from grading.reviews.blind import SEEN, blind_items, item_blind
 from grading.schemas import identifier_checked, storable_time
 
 PAGE_SIZE = 50
@@ -182,15 +183,36 @@ def cursor_read(text: str) -> tuple[datetime, int]:
         raise InvalidAuditFilter("before", "is not a cursor a page of events gave") from None
 
 
-def audit_page(org_id: int, filters: AuditFilters, *, before: str = "", size: int = PAGE_SIZE) -> AuditPage:
-    """One page of the org's events that `filters` keep, newest first, older than the cursor `before`."""
+def audit_page(
+    org_id: int, filters: AuditFilters, *, reader_id: int | None, before: str = "", size: int = PAGE_SIZE
+) -> AuditPage:
+    """One page of the org's events that `filters` keep, newest first, older than the cursor `before`, each
+    event's detail as `reader_id` may see it (`blinded`)."""
     events = audit_events(org_id, filters).select_related("actor", "api_key")
     if before:
         at, event_id = cursor_read(before)
         # `at <= cursor` lets the index range start at the cursor; the OR then drops the rows before it at that time.
         events = events.filter(at__lte=at).filter(Q(at__lt=at) | Q(pk__lt=event_id))
     rows = list(events[: size + 1])
-    return AuditPage(rows[:size], cursor_of(rows[size - 1]) if len(rows) > size else None)
+    return AuditPage(blinded(rows[:size], reader_id=reader_id), cursor_of(rows[size - 1]) if len(rows) > size else None)
+
+
+def blinded(events: list[AuditEvent], *, reader_id: int | None) -> list[AuditEvent]:
+    """The events, each with its detail (in memory, never saved) as `reader_id` may see it: blind review
+    (grading/reviews/blind.py) takes out what people answered or decided on an item still blind to them. None
+    reads as no person (an API key): nobody's answer is theirs."""
+    blinds = {
+        kind: blind_items(kind, {event.item_id for event in events if event.item_kind == kind})
+        for kind in ItemKind.values
+    }
+    for event in events:
+        blind = blinds[event.item_kind].get(event.item_id, SEEN) if event.item_kind else SEEN
+        event.detail = blind.detail_shown(event.action, _detail(event), actor_id=event.actor_id, reader_id=reader_id)
+    return events
+
+
+def _detail(event: AuditEvent) -> dict:
+    return event.detail if isinstance(event.detail, dict) else {"detail": event.detail}
 
 
 # --- CSV --------------------------------------------------------------------------------------------------------
@@ -201,21 +223,27 @@ CSV_COLUMNS = (
 )  # fmt: skip
 _CSV_VALUES = (
     "pk", "at", "action", "actor__username", "api_key__name", "api_key__prefix", "object_type", "object_id",
-    "item_kind", "item_id", "detail",
+    "item_kind", "item_id", "detail", "actor_id",
 )  # fmt: skip
 
 
-def audit_csv(org_id: int, filters: AuditFilters) -> Iterator[str]:
-    """Every event `filters` keep, newest first, as CSV lines (safe to open in a spreadsheet): read `CHUNK` rows at
-    a time from a server-side cursor, so a long trail costs the memory of one chunk."""
+def audit_csv(org_id: int, filters: AuditFilters, *, reader_id: int | None) -> Iterator[str]:
+    """Every event `filters` keep, newest first, as CSV lines (safe to open in a spreadsheet), each detail as
+    `reader_id` may see it (`blinded`): read `CHUNK` rows at a time from a server-side cursor, so a long trail costs
+    the memory of one chunk."""
     rows = audit_events(org_id, filters).values_list(*_CSV_VALUES).iterator(chunk_size=CHUNK)
-    return csv_lines(itertools.chain([CSV_COLUMNS], map(_csv_row, rows)))
+    return csv_lines(itertools.chain([CSV_COLUMNS], _csv_rows(rows, reader_id=reader_id)))
 
 
-def _csv_row(row: tuple) -> tuple:
-    *head, detail = row
-    head[1] = head[1].isoformat()
-    return (*head, json.dumps(detail, sort_keys=True, ensure_ascii=False))
+def _csv_rows(rows: Iterator[tuple], *, reader_id: int | None) -> Iterator[tuple]:
+    while chunk := list(itertools.islice(rows, CHUNK)):
+        blinds = {kind: blind_items(kind, {row[9] for row in chunk if row[8] == kind}) for kind in ItemKind.values}
+        for *head, detail, actor_id in chunk:
+            blind = blinds[head[8]].get(head[9], SEEN) if head[8] else SEEN
+            detail = detail if isinstance(detail, dict) else {"detail": detail}
+            shown = blind.detail_shown(head[2], detail, actor_id=actor_id, reader_id=reader_id)
+            head[1] = head[1].isoformat()
+            yield (*head, json.dumps(shown, sort_keys=True, ensure_ascii=False))
 
 
 # --- an item's trail --------------------------------------------------------------------------------------------
@@ -257,13 +285,15 @@ class TrailEntry:
     action: str  # an audit event's action, or GRADED
     actor: str  # the person's username; "" for none (a key, the machine)
     api_key: str  # the key's name; "" for none
-    detail: dict
+    detail: dict  # as the reader may see it
     review: Review | None = None  # GRADED: the review
     why: str = ""  # GRADED: a `Why` code
+    verdicts_hidden: bool = False  # GRADED: the machine's verdicts are not the reader's to see (blind review)
 
 
-def item_trail(item: Conversation | Draft, *, limit: int = TRAIL_LENGTH) -> list[TrailEntry]:
-    """The item's last `limit` events and gradings, newest first, in two queries.
+def item_trail(item: Conversation | Draft, *, reader_id: int | None, limit: int = TRAIL_LENGTH) -> list[TrailEntry]:
+    """The item's last `limit` events and gradings, newest first, as `reader_id` may see them (blind review:
+    grading/reviews/blind.py), in four queries.
 
     1. Its audit events, newest `limit` (the `audit_item_trail` index).
     2. Its reviews (trial reviews are no grading of the item), newest `limit` and the one before the oldest, so
@@ -271,6 +301,7 @@ def item_trail(item: Conversation | Draft, *, limit: int = TRAIL_LENGTH) -> list
     3. Merge by time and keep the newest `limit`.
     """
     kind = ItemKind.DRAFT if isinstance(item, Draft) else ItemKind.CONVERSATION
+    blind = item_blind(kind, item.pk)
     events = (
         AuditEvent.objects.filter(org_id=item.org_id, item_kind=kind, item_id=item.pk)
         .select_related("actor", "api_key")
@@ -288,13 +319,13 @@ def item_trail(item: Conversation | Draft, *, limit: int = TRAIL_LENGTH) -> list
             action=event.action,
             actor=event.actor.get_username() if event.actor else "",
             api_key=event.api_key.name if event.api_key else "",
-            detail=event.detail if isinstance(event.detail, dict) else {"detail": event.detail},
+            detail=blind.detail_shown(event.action, _detail(event), actor_id=event.actor_id, reader_id=reader_id),
         )
         for event in events
     ]
     entries += [
         TrailEntry(at=review.finished_at, action=GRADED, actor="", api_key="", detail={}, review=review,
-                   why=why_graded(review, before))
+                   why=why_graded(review, before), verdicts_hidden=blind.verdicts)
         for review, before in zip(reviews[:limit], [*reviews[1:], None], strict=False)
     ]  # fmt: skip
     entries.sort(key=lambda entry: entry.at, reverse=True)

@@ -4,6 +4,7 @@ partial meets the same checks as the full page."""
 from collections.abc import Callable
 from functools import wraps
 
+from django.contrib.auth import get_user_model
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
@@ -22,6 +23,13 @@ def orgs_for(user, *roles: Role) -> QuerySet[Org]:
         return Org.objects.none()
     held = Membership.objects.filter(user=user, role__in=roles).values("org_id")
     return Org.objects.filter(pk__in=held).order_by("slug")
+
+
+def people_of(org_id: int) -> QuerySet:
+    """The accounts with a membership of the org: the only people its admins, leads and keys can name or look up.
+    Anyone else, of another org or of none, is as unknown to them as a name nobody has, and gets the same answer."""
+    members = Membership.objects.filter(org_id=org_id).values("user_id")
+    return get_user_model()._default_manager.filter(pk__in=members)
 
 
 def org_asked(orgs: list[Org], slug: str | None) -> Org | None:

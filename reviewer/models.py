@@ -1,4 +1,4 @@
-"""The people side: who belongs to which org, in which role, and who holds which queue item."""
+"""The people side: who belongs to which org, in which role (or is invited to), and who holds which queue item."""
 
 from django.conf import settings
 from django.contrib.postgres.fields import ArrayField
@@ -54,6 +54,45 @@ class Membership(models.Model):
 
     def __str__(self) -> str:
         return f"{self.user} · {self.get_role_display()} · {self.org}"
+
+
+class Invitation(models.Model):
+    """An org's offer of a role to an e-mail address, for whoever controls the address to accept: an org admin adds
+    someone who is not yet a member of the org this way (reviewer/orgadmin/invitations.py). It grants nothing until
+    accepted, through the link mailed to the address or with single sign-on from the link's page, and is then gone.
+
+    The link's secret is kept only as a SHA-256 (`link_digest`), like an API key's; sending the invitation again
+    makes a new one, and the link works for PASSWORD_RESET_TIMEOUT after `link_sent_at`.
+    """
+
+    org = models.ForeignKey(Org, on_delete=models.CASCADE, related_name="+")
+    email = models.EmailField(help_text="Lower-cased.")
+    role = models.CharField(max_length=20, choices=Role.choices)
+    applications = ArrayField(models.CharField(max_length=100), null=True, blank=True)
+    drafts = models.BooleanField(default=True)
+    invited_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    link_digest = models.CharField(max_length=64, null=True, blank=True, unique=True)
+    link_sent_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["org", "email", "role"], name="invitation_unique_role"),
+            # What the membership it becomes may cover (Membership's `membership_reach_covers_something`).
+            models.CheckConstraint(
+                condition=models.Q(applications__isnull=True)
+                | (
+                    ~models.Q(role__in=["criteria_admin", "org_admin"])
+                    & (models.Q(drafts=True) | models.Q(applications__len__gt=0))
+                ),
+                name="invitation_reach_covers_something",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.email} · {self.get_role_display()} · {self.org}"
 
 
 class SignInIdentity(models.Model):

@@ -372,6 +372,12 @@ MAX_OTLP_CONVERSATIONS_PER_REQUEST = env_int("MAX_OTLP_CONVERSATIONS_PER_REQUEST
 MAX_OTLP_LOG_RECORDS_PER_REQUEST = env_int("MAX_OTLP_LOG_RECORDS_PER_REQUEST", 1_000, minimum=1)
 # How long a model call's messages (OTLP log records) are waited for before every answer says they are overdue.
 OTLP_CONTENT_WAIT_MINUTES = env_int("OTLP_CONTENT_WAIT_MINUTES", 10, minimum=0)
+# A model call waiting for its other part (span or log records) is given up this long after its first part came
+# (grading/otlp/pending.py; the daily retention pass removes what no request of its org did). Per org, the waiting
+# calls and the bytes their log records hold are capped: what would wait beyond either is refused, named.
+OTLP_PENDING_EXPIRY_HOURS = env_int("OTLP_PENDING_EXPIRY_HOURS", 24, minimum=1)
+OTLP_PENDING_MAX_CALLS = env_int("OTLP_PENDING_MAX_CALLS", 10_000, minimum=1)
+OTLP_PENDING_MAX_BYTES = env_int("OTLP_PENDING_MAX_BYTES", 100_000_000, minimum=1_000)
 # CPU seconds the checks and repairs of one draft may spend (grading, trials); a criteria preview's checks, which run
 # inside the web request, share PREVIEW_CPU_BUDGET_SECONDS, kept under the web worker's timeout.
 CHECKS_CPU_BUDGET_SECONDS = env_float("CHECKS_CPU_BUDGET_SECONDS", 5.0, minimum=0.01)

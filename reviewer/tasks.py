@@ -37,7 +37,12 @@ def escalation_mail(self, org_id: int, person_id: int, items: dict[str, list[int
     """One digest mail; an SMTP server that fails or does not answer within EMAIL_TIMEOUT is tried again later."""
     message = digest_mail(org_id, person_id, items)
     if message is None:
-        logger.warning("escalation: person %s of org %s has no e-mail address; nothing sent", person_id, org_id)
+        logger.warning(
+            "escalation: nothing sent to person %s of org %s (no e-mail address, or none of the items still waits "
+            "within their reach)",
+            person_id,
+            org_id,
+        )
         return False
     try:
         message.send()

@@ -9,10 +9,10 @@ from django.shortcuts import redirect
 from django.urls import reverse
 from django.views.decorators.http import require_GET
 
-from grading.audit import audit_record
 from reviewer.access import roles_of
 from reviewer.models import Role
 from reviewer.oidc import provider
+from reviewer.signins import sign_in_record
 
 
 class PasswordSignInForm(AuthenticationForm):
@@ -36,7 +36,7 @@ class LoginView(auth_views.LoginView):
 
     def form_valid(self, form):
         response = super().form_valid(form)
-        audit_record(action="user.login", actor=form.get_user())
+        sign_in_record(person=form.get_user(), via="password")
         return response
 
     def get_context_data(self, **kwargs) -> dict:

@@ -80,11 +80,11 @@ def get_audit_events(
         filters = audit_filters_from(request.GET)
         if format == "csv":
             response = StreamingHttpResponse(
-                audit_csv(request.auth.org_id, filters), content_type="text/csv; charset=utf-8"
+                audit_csv(request.auth.org_id, filters, reader_id=None), content_type="text/csv; charset=utf-8"
             )
             response["Content-Disposition"] = f'attachment; filename="audit-{request.auth.org.slug}.csv"'
             return response
-        page = audit_page(request.auth.org_id, filters, before=before or "", size=limit)
+        page = audit_page(request.auth.org_id, filters, reader_id=None, before=before or "", size=limit)
     except InvalidAuditFilter as exc:
         raise ValidationError([{"loc": ["query", exc.field], "msg": exc.message}]) from exc
     return {"events": [event_out(event) for event in page.events], "next": page.older}

@@ -1,16 +1,17 @@
 """Erasing a batch of items of one kind, in the caller's transaction, with the items' rows locked (grading/erasure/
 runs.py takes the locks, and the criteria trials' before them).
 
-What goes, for each item: the evidence (messages, thumbs, the spans they came from, a draft's body, the OTLP calls
-still waiting for their other part), every review of it (trial reviews included) with what hangs on a review
-(decisions, people's answers, webhook deliveries and evaluation exports, and the people side's claims, assignments
-and notices, which the ORM's cascade takes: grading names no table of theirs), labels, the org learnings drawn from
-its decisions (with their embeddings) and their text wherever another draft's review quoted them, the worked
+What goes, for each item: the evidence (messages, thumbs, the spans they came from, a draft's body, the OTLP calls still
+waiting for their other part that would make or extend it), every review of it (trial reviews included) with what hangs
+on a review (decisions, people's answers, webhook deliveries and evaluation exports, and the people side's claims,
+assignments and notices, which the ORM's cascade takes: grading names no table of theirs), labels, the org learnings
+drawn from its decisions (with their embeddings) and their text wherever another draft's review quoted them, the worked
 examples quoting it (a published version's too: the judge stops reading them), and its place in criteria trials.
 
 What stays: content-free tombstones. The erasure row counts what went; one audit event `item.erase` per item names
-it by id with counts only; the item's earlier audit events keep only the details known to hold no content (ids,
-verdicts, times), and name the keys dropped. The judge spend ledger stays as it is: it names no item, and the
+it by id with counts only, and who asked (the person or the API key; the retention pass asks as the machine, and
+says so); the item's earlier audit events keep only the details known to hold no content (ids, verdicts, times),
+and name the keys dropped. The judge spend ledger stays as it is: it names no item, and the
 money was spent.
 
 The dashboards' counters lose what the reviews contributed and the thumbs, and gain the erased items' counter, in
@@ -23,7 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import reduce
 
-from django.db.models import F, Q
+from django.db.models import F, Q, QuerySet
 
 from grading.audit import audit_event
 from grading.figures.rollups import erased_cell, rollups_erasing
@@ -36,13 +37,15 @@ from grading.models import (
     CriteriaVersion,
     Decision,
     Draft,
+    Erasure,
+    ErasureScope,
     ItemKind,
     Label,
     MemoryItem,
     Org,
     Review,
 )
-from grading.otlp.models import PendingCall
+from grading.otlp.models import PendingCall, SpanLink
 from grading.weeks import monday
 
 # Audit details known to hold no content: ids, verdicts, times, names of people and pools. Everything else in an
@@ -77,10 +80,10 @@ def trials_naming(*, org_id: int, kind: str, item_ids: Sequence[int]) -> list[in
 
 
 def items_erase(
-    *, org: Org, kind: str, items: Sequence[Conversation | Draft], erasure_id: int, trial_ids: Sequence[int] = ()
+    *, org: Org, kind: str, items: Sequence[Conversation | Draft], erasure: Erasure, trial_ids: Sequence[int] = ()
 ) -> ErasedBatch:
     """Erase `items` (of `kind`, locked by the caller, as are the trials `trial_ids` naming them) and everything
-    derived from them. Returns what went, and the counters' increments the caller books last."""
+    derived from them, for `erasure`. Returns what went, and the counters' increments the caller books last."""
     batch = ErasedBatch([item.pk for item in items])
     if not items:
         return batch
@@ -92,7 +95,7 @@ def items_erase(
     review_ids = sorted(reviews)
     conversation_ids = batch.items if kind == ItemKind.CONVERSATION else []
     batch.counters = rollups_erasing(review_ids=review_ids, conversation_ids=conversation_ids)
-    _audit(org, kind, items, reviews, erasure_id)
+    _audit(org, kind, items, reviews, erasure)
     learnings = _learnings_of(review_ids)
     _quotes_erase(org, learnings, batch)
     _examples_erase(org, kind, items, batch)
@@ -102,10 +105,9 @@ def items_erase(
     batch.counts.update(_deleted(Decision.objects.filter(review_id__in=review_ids)))
     batch.counts.update(_deleted(Review.objects.filter(pk__in=review_ids)))
     batch.counts.update(_deleted(Label.objects.filter(**{f"{subject}__in": batch.items})))
-    if kind == ItemKind.CONVERSATION:
+    if kind == ItemKind.CONVERSATION:  # before the conversations: their messages' spans say which traces are theirs
         external_ids = [item.external_id for item in items]
-        pending = PendingCall.objects.filter(org=org, conversation_external_id__in=external_ids)
-        batch.counts.update(_deleted(pending))
+        batch.counts.update(_deleted(waiting_calls_of(org_id=org.pk, external_ids=external_ids)))
     model = Conversation if kind == ItemKind.CONVERSATION else Draft
     batch.counts.update(_deleted(model.objects.filter(pk__in=batch.items)))
     for item in items:
@@ -113,6 +115,28 @@ def items_erase(
         batch.filed[(kind, application, week.isoformat())] += 1
         batch.counters[erased_cell(org_id=org.pk, kind=kind, application=application, week=week)] += 1
     return batch
+
+
+def waiting_calls_of(*, org_id: int, external_ids: Sequence[str]) -> QuerySet[PendingCall]:
+    """The OTLP model calls waiting for their other part (or kept, written, for an exporter's resend) that would
+    make or extend these conversations: those whose span named one, and the log records whose span has not come
+    (so they name no conversation yet) in one of their traces: the traces of their messages' spans and of their
+    waiting calls, and the external id itself, which is the trace id of a conversation its spans did not name."""
+    named = PendingCall.objects.filter(org_id=org_id, conversation_external_id__in=external_ids)
+    linked = SpanLink.objects.filter(conversation__org_id=org_id, conversation__external_id__in=external_ids)
+    traces = (
+        Q(trace_id__in=external_ids)
+        | Q(trace_id__in=named.values("trace_id"))
+        | Q(trace_id__in=linked.values("trace_id"))
+    )
+    return PendingCall.objects.filter(org_id=org_id).filter(
+        Q(conversation_external_id__in=external_ids) | Q(traces, span_seen_at=None)
+    )
+
+
+def waiting_calls_erase(calls: QuerySet[PendingCall]) -> Counter:
+    """Erase waiting calls that no item's erasure took (their conversation was never written): rows per model."""
+    return _deleted(calls)
 
 
 def items_to_lock(model: type[Conversation | Draft]) -> list[str]:
@@ -133,8 +157,9 @@ def _deleted(rows) -> Counter:
     return Counter({label.split(".")[1].lower(): n for label, n in per_model.items() if n})
 
 
-def _audit(org: Org, kind: str, items: Sequence, reviews: dict[int, int], erasure_id: int) -> None:
-    """Scrub the items' earlier audit events of content, then record one content-free event per item erased."""
+def _audit(org: Org, kind: str, items: Sequence, reviews: dict[int, int], erasure: Erasure) -> None:
+    """Scrub the items' earlier audit events of content, then record one content-free event per item erased, by
+    whoever asked for the erasure."""
     events = AuditEvent.objects.filter(org=org, item_kind=kind, item_id__in=[item.pk for item in items])
     scrubbed = []
     for event in events.only("pk", "detail"):
@@ -146,12 +171,16 @@ def _audit(org: Org, kind: str, items: Sequence, reviews: dict[int, int], erasur
             scrubbed.append(event)
     AuditEvent.objects.bulk_update(scrubbed, ["detail"])
     per_item = Counter(reviews.values())
+    # A person (the erasure page) or a key (the API) asked; nobody asks a retention erasure: the daily pass does.
+    by = {"actor": erasure.requested_by, "api_key": erasure.api_key}
+    via = {"via": "retention"} if erasure.scope == ErasureScope.RETENTION else {}
     erased = []
     for item in items:
         counts = {"reviews": per_item[item.pk]}
         if kind == ItemKind.CONVERSATION:
             counts["messages"] = item.message_count
-        erased.append(audit_event(action="item.erase", org=org, item=item, detail={"erasure": erasure_id, **counts}))
+        detail = {"erasure": erasure.pk, **counts, **via}
+        erased.append(audit_event(action="item.erase", org=org, item=item, detail=detail, **by))
     AuditEvent.objects.bulk_create(erased)
 
 

@@ -10,6 +10,8 @@ it. Each is worked by the task `erasure_run`, one batch per transaction:
 2. Erase them (grading/erasure/items.py), save the cursor (the last item id erased) and the counts on the erasure
    row, and book the counters last, all in the one transaction: a worker that dies mid-batch leaves nothing of it
    half-written, and the next run starts after the cursor.
+3. Once no item is left, erase the OTLP model calls still waiting for their other part that the erasure reaches
+   without an item (a conversation not written yet, an end user's calls), a batch at a time, counted likewise.
 
 A batch holds its items' rows, their reviews' and a few counters' for as long as it runs; BATCH_SIZE keeps that
 far under a second (bench/bench_erasure.py), so grading and the queue wait on it no longer than that.
@@ -21,11 +23,11 @@ from datetime import datetime, timedelta
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
-from django.db.models import BinaryField, CharField, Func, QuerySet, Value
+from django.db.models import BinaryField, CharField, Func, Q, QuerySet, Value
 from django.utils import timezone
 
 from grading.audit import audit_record
-from grading.erasure.items import items_erase, items_to_lock, trials_naming
+from grading.erasure.items import items_erase, items_to_lock, trials_naming, waiting_calls_erase, waiting_calls_of
 from grading.figures.rollups import rollups_book
 from grading.models import (
     ApiKey,
@@ -38,6 +40,7 @@ from grading.models import (
     Org,
     RetentionPolicy,
 )
+from grading.otlp.models import PendingCall
 from grading.passes import enqueue
 
 BATCH_SIZE = 100
@@ -47,7 +50,8 @@ _LAST_ACTIVE = {ItemKind.CONVERSATION: "last_activity_at", ItemKind.DRAFT: "upda
 
 
 class ItemNotFound(Exception):
-    """No item of the org has that external id (another org's items are not found either). Nothing was asked."""
+    """No item of the org has that external id, nor (a conversation) do OTLP calls waiting to make one: another
+    org's are not found either. Nothing was asked."""
 
 
 def end_user_hash(end_user: str) -> str:
@@ -98,18 +102,24 @@ def erasure_request(
 
 
 def erasure_reach(*, org: Org, scope: str, target: str) -> dict[str, int]:
-    """What an erasure asked now would erase: items per kind (the confirm step shows it). ItemNotFound for one item
-    the org does not have."""
+    """What an erasure asked now would erase: items per kind, and OTLP model calls waiting for their other part
+    (the confirm step shows it). ItemNotFound for one item the org does not have."""
     if scope in (ErasureScope.CONVERSATION, ErasureScope.DRAFT):
         _item_check(org, scope, target)
-        return {scope: 1}
-    asked = Erasure(org=org, scope=ErasureScope.END_USER, target=end_user_hash(target))
-    return {kind: _matching(asked, kind).count() for kind in _kinds(asked)}
+    target = end_user_hash(target) if scope == ErasureScope.END_USER else target
+    asked = Erasure(org=org, scope=scope, kind="" if scope == ErasureScope.END_USER else scope, target=target)
+    reach = {kind: _matching(asked, kind).count() for kind in _kinds(asked)}
+    if scope != ErasureScope.DRAFT:
+        reach["waiting_call"] = _waiting_calls(asked).count()
+    return reach
 
 
 def _item_check(org: Org, kind: str, external_id: str) -> None:
-    if not _MODELS[kind].objects.filter(org=org, external_id=external_id).exists():
-        raise ItemNotFound(f"no {kind} {external_id}")
+    if _MODELS[kind].objects.filter(org=org, external_id=external_id).exists():
+        return
+    if kind == ItemKind.CONVERSATION and waiting_calls_of(org_id=org.pk, external_ids=[external_id]).exists():
+        return  # its calls wait for their other part: the conversation is on its way, and its content here
+    raise ItemNotFound(f"no {kind} {external_id}")
 
 
 def erasure_counts(erasure: Erasure) -> dict[str, int]:
@@ -162,7 +172,12 @@ def erasure_batch(*, erasure_id: int, batch_size: int = BATCH_SIZE) -> Erasure |
     """One batch of an erasure, in one transaction (the module's steps 1 and 2); done once nothing is left."""
     with transaction.atomic():
         # Of the erasure's row alone: every grading write and claim takes its org's row as a key (KEY SHARE).
-        erasure = Erasure.objects.select_for_update(of=("self",)).select_related("org").filter(pk=erasure_id).first()
+        erasure = (
+            Erasure.objects.select_for_update(of=("self",))
+            .select_related("org", "requested_by", "api_key")  # who asked: each item's event names them
+            .filter(pk=erasure_id)
+            .first()
+        )
         if erasure is None or erasure.state == ErasureState.DONE:
             return erasure
         for kind in _kinds(erasure):
@@ -178,12 +193,19 @@ def erasure_batch(*, erasure_id: int, batch_size: int = BATCH_SIZE) -> Erasure |
                 .order_by("pk")
                 .select_for_update()
             )
-            batch = items_erase(org=erasure.org, kind=kind, items=items, erasure_id=erasure.pk, trial_ids=trial_ids)
+            batch = items_erase(org=erasure.org, kind=kind, items=items, erasure=erasure, trial_ids=trial_ids)
             erasure.state = ErasureState.RUNNING
             erasure.cursor = max(candidates)
             erasure.erased = _added(erasure.erased, batch.counts, batch.filed)
             erasure.save(update_fields=["state", "cursor", "erased"])
             rollups_book(batch.counters)  # last: the counters' rows are the hottest this transaction holds
+            return erasure
+        waiting = list(_waiting_calls(erasure).order_by("pk").values_list("pk", flat=True)[:batch_size])
+        if waiting:  # step 3
+            counts = waiting_calls_erase(PendingCall.objects.filter(pk__in=waiting))
+            erasure.state = ErasureState.RUNNING
+            erasure.erased = _added(erasure.erased, counts, Counter())
+            erasure.save(update_fields=["state", "erased"])
             return erasure
         erasure.state, erasure.finished_at = ErasureState.DONE, timezone.now()
         erasure.save(update_fields=["state", "finished_at"])
@@ -202,14 +224,32 @@ def _matching(erasure: Erasure, kind: str) -> QuerySet:
     erased is gone, and the cursor (one number) cannot say where the two kinds stand."""
     items = _MODELS[kind].objects.filter(org_id=erasure.org_id)
     if erasure.scope == ErasureScope.END_USER:
-        utf8 = Func("end_user", Value("UTF8"), function="convert_to", output_field=BinaryField())
-        hex_digest = Func(Func(utf8, function="sha256", output_field=BinaryField()), Value("hex"), function="encode",
-                          output_field=CharField())  # fmt: skip
-        return items.exclude(end_user="").alias(end_user_hash=hex_digest).filter(end_user_hash=erasure.target)
+        return _naming(items, erasure.target)
     items = items.filter(pk__gt=erasure.cursor)
     if erasure.scope == ErasureScope.RETENTION:
         return items.filter(**{f"{_LAST_ACTIVE[kind]}__lt": erasure.before})
     return items.filter(external_id=erasure.target)
+
+
+def _naming(rows: QuerySet, end_user_hash: str) -> QuerySet:
+    """The rows whose `end_user` has that hash (computed by the database: the erasure keeps only the hash)."""
+    utf8 = Func("end_user", Value("UTF8"), function="convert_to", output_field=BinaryField())
+    hex_digest = Func(Func(utf8, function="sha256", output_field=BinaryField()), Value("hex"), function="encode",
+                      output_field=CharField())  # fmt: skip
+    return rows.exclude(end_user="").alias(end_user_hash=hex_digest).filter(end_user_hash=end_user_hash)
+
+
+def _waiting_calls(erasure: Erasure) -> QuerySet[PendingCall]:
+    """The OTLP model calls waiting for their other part that the erasure reaches, besides those its items take
+    (grading/erasure/items.py): a conversation's, by external id (it may not be written yet), or those naming the
+    end user, with the log records waiting in their traces (whose span has not come to name anyone)."""
+    calls = PendingCall.objects.filter(org_id=erasure.org_id)
+    if erasure.scope == ErasureScope.CONVERSATION:
+        return waiting_calls_of(org_id=erasure.org_id, external_ids=[erasure.target])
+    if erasure.scope != ErasureScope.END_USER:
+        return calls.none()
+    named = _naming(calls, erasure.target)
+    return calls.filter(Q(pk__in=named.values("pk")) | Q(span_seen_at=None, trace_id__in=named.values("trace_id")))
 
 
 def _added(erased: dict, counts: Counter, filed: Counter) -> dict:

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from itertools import combinations
 from typing import Any
 
-from django.db.models import BooleanField, Expression, F, Q
+from django.db.models import BooleanField, Count, Expression, F, Q, QuerySet
 
 from grading.figures.expressions import (
     KEY_LENGTH,
@@ -53,7 +53,7 @@ from grading.figures.expressions import (
     col,
     sql_literal,
 )
-from grading.models import COUNTING_STATES, LIVE_STATES, Decision, ItemKind, Label, ReviewState, Route
+from grading.models import COUNTING_STATES, LIVE_STATES, Answer, Decision, ItemKind, Label, ReviewState, Route
 from grading.outcomes import CHECKS, SUB_SCORES
 from grading.weeks import monday, monday_sql
 
@@ -62,7 +62,9 @@ PASS_FAIL = Label.PASS_FAIL
 
 KIND, ROUTE, STATE, REASON, AUDIT = col("kind"), col("route"), col("state"), col("reason"), col("audit")
 FINISHED, SUBMITTED = col("finished_at"), col("submitted")
-OUTCOME, DECIDED_AT, DECIDED_BY = col("outcome"), col("decided_at"), col("decided_by")  # its decision's
+OUTCOME, DECIDED_AT = col("outcome"), col("decided_at")  # its decision's
+# A person credited with the review's decision (EACH_DECIDER): its id, 0 for an account since deleted.
+DECIDER = Col("decider", "decider.person")
 LABEL_CHECK, LABEL_VERDICT = Col("label_check", "l.check_name"), Col("label_verdict", "l.verdict")  # one label's
 # How many labels of one check on one item gave each verdict, in VERDICTS order ("2:1:0"): people against people.
 LABEL_PATTERN = Col("label_pattern", "l.pattern")
@@ -132,6 +134,9 @@ EACH_LABELLED_CHECK = "labelled_check"
 # are in, never while the item still waits for some (nothing about blind answers shows before).
 EACH_ANSWERED_CHECK = "answered_check"
 EACH_ANSWER_PAIR = "answer_pair"  # each two people's answers on such a check
+# Each person credited with the review's decision: whoever decided it (one person, or the adjudicator), or, for an
+# agreed decision (several people answered alike: decided by no one person), each person whose answer made it.
+EACH_DECIDER = "decider"
 
 
 @dataclass(frozen=True, eq=False)
@@ -196,8 +201,9 @@ FIGURES: tuple[Figure, ...] = (
     Figure("tokens", _TOKENS, Lit("prompt"), amount=WholeNumber("usage", "prompt_tokens"), week=SPENT),
     Figure("tokens", _TOKENS, Lit("completion"), amount=WholeNumber("usage", "completion_tokens"), week=SPENT),
     Figure("error", Eq(ROUTE, Lit(Route.ERROR)), REASON, week=SPENT),
-    # Who decided, and how long the item waited for them, in the week of the decision.
-    Figure("decided_by", Lit(True), Text(DECIDED_BY), week=DECIDED, over=WITH_DECISION),
+    # Who decided (an agreed decision counts for each person who answered), and how long the item waited for its
+    # decision, in the week of the decision.
+    Figure("decided_by", Lit(True), Text(DECIDER), week=DECIDED, over=EACH_DECIDER),
     Figure("decision_wait_s", Lit(True), amount=_DECISION_WAIT, week=DECIDED, over=WITH_DECISION),
     Figure("decision_wait", Lit(True), Bucket(_DECISION_WAIT), week=DECIDED, over=WITH_DECISION),
     # The stored state of the item's latest review (the staleness audit and the queue depth read these).
@@ -280,7 +286,8 @@ _ROW_SQL = f"""
         rv.conversation_id, rv.draft_id
     FROM grading_review rv WHERE rv.state <> {sql_literal(ReviewState.TRIAL)}"""  # noqa: S608 - constants of ours
 _DECIDED_SQL = """
-    SELECT r.*, dc.outcome, dc.checks AS human_checks, dc.decided_at, COALESCE(dc.decided_by_id, 0) AS decided_by
+    SELECT r.*, dc.outcome, dc.checks AS human_checks, dc.decided_at, COALESCE(dc.decided_by_id, 0) AS decided_by,
+        dc.basis
     FROM r JOIN grading_decision dc ON dc.review_id = r.id"""
 # One person's answer (`a`, on review `r`) as verdicts per check (check_name, verdict): a draft's outcome as
 # pass or fail (HUMAN_PASS_FAIL), a conversation's verdict on each check (`answer_record` writes only verdicts;
@@ -324,6 +331,10 @@ _FROM = {
         SELECT x.check_name, concat_ws(':', x.person_id, y.person_id, x.verdict, y.verdict) AS pair
         FROM x JOIN x y ON y.check_name = x.check_name AND y.person_id > x.person_id
         WHERE x.answered) l""",  # noqa: S608 - constants
+    EACH_DECIDER: f"""FROM d r CROSS JOIN LATERAL (
+        SELECT r.decided_by AS person WHERE r.basis <> {sql_literal(Decision.Basis.AGREED)}
+        UNION ALL SELECT a.person_id FROM grading_answer a
+            WHERE r.basis = {sql_literal(Decision.Basis.AGREED)} AND a.review_id = r.id) decider""",  # noqa: S608 - constants
     EACH_FINDING: f"""FROM r CROSS JOIN LATERAL (
         SELECT DISTINCT left(f ->> 'code', {KEY_LENGTH}) AS code FROM jsonb_array_elements(
             CASE WHEN jsonb_typeof(r.findings) = 'array' THEN r.findings ELSE '[]'::jsonb END) f
@@ -424,19 +435,19 @@ def _overs(
     by_check: dict[str, list[str]] = {}
     for label in labels:
         by_check.setdefault(label["check_name"], []).append(label["verdict"])
-    decided = []
+    decided, deciders = [], []
     if decision is not None:
         decided = [
-            {
-                "outcome": decision["outcome"],
-                "human_checks": decision["checks"],
-                "decided_at": decision["decided_at"],
-                "decided_by": decision["decided_by_id"] or 0,
-            }
+            {"outcome": decision["outcome"], "human_checks": decision["checks"], "decided_at": decision["decided_at"]}
         ]
+        if decision["basis"] == Decision.Basis.AGREED:
+            deciders = [{"decider": answer["person_id"]} for answer in answers]
+        else:
+            deciders = [{"decider": decision["decided_by_id"] or 0}]
     return {
         REVIEW: [{}],
         WITH_DECISION: decided,
+        EACH_DECIDER: deciders,
         EACH_LABEL: [{"label_check": label["check_name"], "label_verdict": label["verdict"]} for label in labels],
         EACH_LABELLED_CHECK: [
             {
@@ -468,6 +479,7 @@ _COMPILED = {
         EACH_LABELLED_CHECK,
         EACH_ANSWERED_CHECK,
         EACH_ANSWER_PAIR,
+        EACH_DECIDER,
         EACH_FINDING,
     )
 }
@@ -479,8 +491,9 @@ def contributions(
     labels: Sequence[Mapping[str, Any]],
     answers: Sequence[Mapping[str, Any]] = (),
 ) -> Counter:
-    """The counters one review (as `review_row` reads it) adds, with its decision (or None), its labels and its
-    answers (several people's, `Answer`: person_id, outcome, checks, slots)."""
+    """The counters one review (as `review_row` reads it) adds, with its decision (outcome, checks, decided_at,
+    decided_by_id, basis; or None), its labels and its answers (several people's, `Answer`: person_id, outcome,
+    checks, slots)."""
     out: Counter = Counter()
     if review["state"] == ReviewState.TRIAL:
         return out
@@ -499,6 +512,18 @@ def contributions(
                         keys = (str(key1(row))[:KEY_LENGTH], str(key2(row))[:KEY_LENGTH])
                         out[(*base, weeks[week], metric, *keys)] += amount(row)
     return out
+
+
+def decisions_credited(decisions: QuerySet[Decision]) -> Counter:
+    """Per person (by id), how many of `decisions` are credited to them, as EACH_DECIDER credits them, read from the
+    rows: for pages that count the decisions of their own selection (the queue's workload, within a reader's reach).
+    A decider whose account was deleted since is left out."""
+    agreed = decisions.filter(basis=Decision.Basis.AGREED).values("review_id")
+    decided = decisions.exclude(basis=Decision.Basis.AGREED).filter(decided_by__isnull=False)
+    credited = Counter(dict(decided.order_by().values_list("decided_by").annotate(n=Count("pk"))))
+    answered = Answer.objects.filter(review_id__in=agreed).order_by().values_list("person").annotate(n=Count("pk"))
+    credited.update(dict(answered))
+    return credited
 
 
 # --- the reviews behind a counter, as a condition on a review -------------------------------------------------

@@ -80,7 +80,7 @@ def _contributions_read(rows: Iterable[Sequence]) -> Counter:
 
 
 _JSON_FIELDS = ("checks", "findings", "sub_scores", "repairs", "usage")
-_DECISION_FIELDS = ("outcome", "checks", "decided_at", "decided_by_id")
+_DECISION_FIELDS = ("outcome", "checks", "decided_at", "decided_by_id", "basis")
 
 
 def _contributions_select(reviews: str) -> str:
@@ -90,7 +90,7 @@ def _contributions_select(reviews: str) -> str:
     in `reviews`: the table, or the row the review INSERT returns (grading/reviews/sql.py, Tracked.INSERTED_SELECT)."""
     return f"""
     SELECT {", ".join(f"r.{name}" for name in _FIELDS[:-2])}, c.application, c.started_at,
-        d.outcome, d.checks, d.decided_at, d.decided_by_id,
+        d.outcome, d.checks, d.decided_at, d.decided_by_id, d.basis,
         (SELECT json_agg(json_build_object('check_name', l.check_name, 'verdict', l.verdict)) FROM grading_label l
             WHERE l.fingerprint = r.fingerprint
             AND (l.conversation_id = r.conversation_id OR l.draft_id = r.draft_id)),

@@ -33,6 +33,8 @@ def require_migrated() -> None:
 def _orgs_here() -> str:
     slugs = list(Org.objects.order_by("slug").values_list("slug", flat=True)[:21])
     if not slugs:
-        return "there is no org yet (`make demo` seeds one; the Django admin creates one)"
+        return (
+            "there is no org yet: `python manage.py org add --slug SLUG --name NAME` makes one (`make demo` seeds one)"
+        )
     listed = ", ".join(slugs[:20]) + (", …" if len(slugs) > 20 else "")
     return f"orgs here: {listed}"

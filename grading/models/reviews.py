@@ -1,5 +1,7 @@
 """Reviews and their state, people's decisions and labels, and the webhook deliveries of a verdict."""
 
+from datetime import datetime
+
 from django.conf import settings
 from django.db import models
 
@@ -92,6 +94,12 @@ class ReviewQuerySet(models.QuerySet):
         if not version.is_active:
             return self.none()
         return self.filter(state=ReviewState.WAITING, criteria_version=version)
+
+    def overdue(self, at: datetime) -> "ReviewQuerySet":
+        """Overdue at `at`: waiting in the queue (`waiting()`, so an item a publication made stale is not) with its due
+        time passed. The one reading of "overdue" for people: the escalation sweep (due soon: overdue by the end of
+        the warning margin), the dashboard's "overdue now", its list and each person's overdue holdings."""
+        return self.waiting().filter(due_at__lte=at)
 
     def with_state(self) -> "ReviewQuerySet":
         """Annotate `state_now`, the review's state as every reader must show it."""

@@ -11,6 +11,7 @@ application's own logs) are acknowledged and not read.
 Pure Python over the decoded protobuf, as grading/otlp/genai.py is, whose readers of the events these are.
 """
 
+import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -43,6 +44,8 @@ class ContentEvent:
     name: str
     values: dict[str, Any]  # the event's fields: the record's attributes and, over them, its body's
     time: int  # the record's time (else when it was observed), in nanoseconds: with the rest, what makes it itself
+    size: int  # bytes of `values` as UTF-8 JSON: what keeping it costs
+    largest_message: int  # bytes of its largest message as UTF-8 JSON: one over MAX_MESSAGE_BYTES is never written
 
 
 @dataclass
@@ -86,10 +89,19 @@ def read_logs(request: ExportLogsServiceRequest) -> ReadLogs:
                     refuse_unstorable(values)
                 except ValueError as exc:
                     raise ContentError(f"{where} ({name}) {exc}") from None
-                call_content([(name, values)], f"{where} {name}")  # refuses malformed messages now, not at the join
+                # Refuses malformed messages now, not at the join.
+                messages = call_content([(name, values)], f"{where} {name}")
                 time = record.time_unix_nano or record.observed_time_unix_nano
-                read.events.append(ContentEvent(hex_id(record.trace_id), hex_id(record.span_id), name, values, time))
+                size, largest = _json_size(values), max(map(_json_size, sum(messages or ([], []), [])), default=0)
+                trace, span = hex_id(record.trace_id), hex_id(record.span_id)
+                read.events.append(ContentEvent(trace, span, name, values, time, size, largest))
     return read
+
+
+def _json_size(value: Any) -> int:
+    if not isinstance(value, dict):  # a Turn: the fields a stored message keeps of it
+        value = [value.role, value.content, value.tool_calls, value.tool_call_id, value.name]
+    return len(json.dumps(value, ensure_ascii=False).encode())
 
 
 def records_in(request: ExportLogsServiceRequest) -> Iterator[LogRecord]:

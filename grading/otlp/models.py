@@ -27,8 +27,8 @@ class SpanLink(models.Model):
 
 class PendingCall(models.Model):
     """A model call whose span and messages (OTLP log records) arrive in separate requests: whichever came first
-    waits here for the other (grading/otlp/pending.py). Kept a while after the call is written, so that an
-    exporter's resend of either part finds it written instead of waiting for the other part again."""
+    waits here for the other (grading/otlp/pending.py). Kept, without its content, until it expires once the call
+    is written or refused, so that an exporter's resend of either part finds it settled instead of waiting again."""
 
     org = models.ForeignKey(Org, on_delete=models.CASCADE, related_name="+")
     trace_id = models.CharField(max_length=32)
@@ -41,20 +41,53 @@ class PendingCall(models.Model):
     ended_at = models.DateTimeField(null=True, blank=True)
     response_id = models.CharField(max_length=200, blank=True)
     end_user = models.CharField(max_length=200, blank=True, help_text="The span's `enduser.id`, else its resource's.")
-    # From the log records: [[event name, the event's fields, its time in ns], ...] in the order they arrived.
-    events = models.JSONField(default=list)
+    # What its log records (PendingEvent rows) add up to, kept as they are appended: nothing reads them back to
+    # learn whether the call's reply is here or what the call holds.
+    replied = models.BooleanField(default=False, help_text="A reply event (the last of a call's) is here.")
+    event_count = models.PositiveIntegerField(default=0)
+    stored_bytes = models.BigIntegerField(default=0, help_text="The UTF-8 JSON size of its events' fields.")
     received_at = models.DateTimeField(auto_now_add=True)
     written_at = models.DateTimeField(null=True, blank=True)
+    refused = models.CharField(
+        max_length=500,
+        blank=True,
+        help_text="Why the call can never be written: its content went, its parts are refused.",
+    )
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["org", "trace_id", "span_id"], name="pending_call_one_per_span")]
         indexes = [
             models.Index(fields=["org", "conversation_external_id"]),
             models.Index(fields=["org", "received_at"]),
+            models.Index(fields=["received_at"], name="pending_call_expiry"),
+            # The org's waiting calls and their bytes, counted against its caps on every request.
+            models.Index(
+                fields=["org"],
+                include=["stored_bytes"],
+                condition=models.Q(written_at=None, refused=""),
+                name="pending_call_waiting",
+            ),
         ]
 
     def __str__(self) -> str:
         return f"{self.trace_id}/{self.span_id}"
+
+
+class PendingEvent(models.Model):
+    """One content event (an OTLP log record) of a waiting call, in the order they arrived (by id). A row each, so a
+    record is appended without reading back the call's others; `key` makes a resent record a no-op."""
+
+    call = models.ForeignKey(PendingCall, on_delete=models.CASCADE, related_name="+")
+    name = models.CharField(max_length=100)
+    values = models.JSONField(help_text="The event's fields: the record's attributes and, over them, its body's.")
+    time = models.BigIntegerField(help_text="The record's time in nanoseconds.")
+    key = models.CharField(max_length=64, help_text="SHA-256 of name, fields and time: what makes it itself.")
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["call", "key"], name="pending_event_one_per_record")]
+
+    def __str__(self) -> str:
+        return f"{self.call_id}: {self.name}"
 
 
 class EvaluationExport(models.Model):

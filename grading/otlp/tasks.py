@@ -1,9 +1,11 @@
-"""The export task: thin, takes ids, one try per run, retried later with backoff and jitter."""
+"""The export task: thin, takes ids, one try per run, retried later with backoff and jitter; and the writing of
+the calls a logs request made whole beyond what it writes."""
 
 from celery import shared_task
 
 from grading.hooks.evaluations import evaluations_send, exports_enabled, retry_delay
 from grading.models import Review
+from grading.otlp.pending import whole_calls_write
 from grading.passes import enqueue
 
 
@@ -16,3 +18,8 @@ def export_evaluations(self, review_id: int, event: str, attempt: int = 1) -> bo
     if export is None or export.final:
         return export is not None and export.delivered
     raise self.retry(args=(review_id, event, attempt + 1), countdown=retry_delay(attempt))
+
+
+@shared_task(name=enqueue.WRITE_WHOLE_CALLS)
+def write_whole_calls(org_id: int) -> int:
+    return whole_calls_write(org_id=org_id)

@@ -12,7 +12,8 @@ A request is bounded so that a worker serves it well inside its timeout: MAX_OTL
 MAX_OTLP_LOG_RECORDS_PER_REQUEST records) and MAX_OTLP_CONVERSATIONS_PER_REQUEST conversations. Beyond either
 the answer is 413 naming the limit, never a retryable status: the specification forbids an exporter to retry a
 413, so it drops the batch or (configured smaller) sends smaller ones, instead of sending again a request that
-can never fit.
+can never fit. What the org keeps waiting for its other part is capped too, but a part beyond those caps is
+rejected in `partial_success` and the rest of the request kept (grading/otlp/pending.py says why).
 """
 
 from collections.abc import Callable, Iterable

@@ -36,6 +36,7 @@ EXPORT_EVALUATIONS = "grading.otlp.tasks.export_evaluations"
 REBUILD_ROLLUPS = "grading.tasks.rebuild_rollups"
 REBUILD_ALL_ROLLUPS = "grading.tasks.rebuild_all_rollups"
 ERASURE_RUN = "grading.tasks.erasure_run"
+WRITE_WHOLE_CALLS = "grading.otlp.tasks.write_whole_calls"
 
 _GRADING_TASKS = {ItemKind.CONVERSATION: GRADE_CONVERSATION, ItemKind.DRAFT: GRADE_DRAFT}
 
@@ -134,6 +135,16 @@ def rollups_rebuild(org_ids: Iterable[int]) -> None:
 
 def erasure_run(*, erasure_id: int) -> None:
     _send(ERASURE_RUN, erasure_id)
+
+
+def otlp_whole_calls(*, org_id: int) -> None:
+    """The OTLP calls a logs request made whole beyond what it writes: a worker writes them. Sent from a request
+    that already answered for its own work, so a broker that is down is logged, not raised: the daily retention
+    pass writes them then (grading/otlp/pending.py `pending_expire`)."""
+    try:
+        _send(WRITE_WHOLE_CALLS, org_id)
+    except BrokerUnavailable as exc:
+        logger.warning("the broker did not take the writing of org %s's whole OTLP calls (%s)", org_id, exc)
 
 
 def _send(name: str, *args: object, task_id: str | None = None, patience: Patience = BRIEF) -> None:

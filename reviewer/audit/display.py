@@ -46,11 +46,6 @@ WHY_WORDS = {
     Why.MEMORY: "org memory changed",
     Why.AGAIN: "graded again",
 }
-# What a person decided or the machine said. Hidden on an item's page while it is blind (an audit item nobody has
-# decided: people must not be anchored), and one person's answer is never shown there at all: the answers panel
-# shows them side by side once every place is answered.
-VERDICTS = frozenset({"outcome", "checks", "verdict", "human_verdict"})
-ANSWERS = ("answer.create", "answer.replace")
 BASIS_WORDS = {"agreed": "decided: the answers agreed", "adjudicated": "adjudicated"}
 
 
@@ -66,9 +61,9 @@ def who(actor: str, api_key: str) -> str:
     return f"key {api_key}" if api_key else "Tollgate"
 
 
-def detail_text(detail: dict, *, hide: frozenset[str] = frozenset()) -> list[tuple[str, str]]:
+def detail_text(detail: dict) -> list[tuple[str, str]]:
     """The detail's keys and values as text, nested values as compact JSON."""
-    return [(str(key), _text(value)) for key, value in detail.items() if key not in hide]
+    return [(str(key), _text(value)) for key, value in detail.items()]
 
 
 def _text(value: object) -> str:
@@ -154,24 +149,23 @@ class Trail:
     audit_url: str  # every event of the item on the audit page, for an org admin of its org; ""
 
 
-def trail_of(user, item: Conversation | Draft, *, blind: bool) -> Trail:
-    """The item's trail as its pages show it (newest first, bounded: grading/audit_reads.py `item_trail`), with the
-    verdicts hidden while `blind`, and a link to the whole of it on the audit page for the org's admins."""
-    rows = [_trail_row(entry, blind=blind) for entry in item_trail(item)]
+def trail_of(user, item: Conversation | Draft) -> Trail:
+    """The item's trail as its pages show it to `user` (newest first, bounded, blind review's rule applied:
+    grading/audit_reads.py `item_trail`), and a link to the whole of it on the audit page for the org's admins."""
+    rows = [_trail_row(entry) for entry in item_trail(item, reader_id=user.pk)]
     kind = ItemKind.DRAFT if isinstance(item, Draft) else ItemKind.CONVERSATION
     admin_of = orgs_for(user, Role.ORG_ADMIN).filter(pk=item.org_id).first()
     return Trail(rows, audit_url(admin_of.slug, item_kind=kind.value, item_id=item.pk) if admin_of else "")
 
 
-def _trail_row(entry: TrailEntry, *, blind: bool) -> TrailRow:
+def _trail_row(entry: TrailEntry) -> TrailRow:
     if entry.action == GRADED:
         review = entry.review
         details = [("criteria", f"v{review.criteria_version.number}")]
-        if not blind:
+        if not entry.verdicts_hidden:
             details.append(("route", review.get_route_display()))
             if review.score is not None:
                 details.append(("score", f"{review.score:.1f}"))
         return TrailRow(entry.at, f"graded: {WHY_WORDS[entry.why]}", "Tollgate", details, review.pk)
-    hide = VERDICTS if blind or entry.action in ANSWERS else frozenset()
     what = action_words(entry.action, entry.detail)
-    return TrailRow(entry.at, what, who(entry.actor, entry.api_key), detail_text(entry.detail, hide=hide), None)
+    return TrailRow(entry.at, what, who(entry.actor, entry.api_key), detail_text(entry.detail), None)

@@ -56,7 +56,7 @@ def audit(request: HttpRequest) -> HttpResponse:
     }
     try:
         filters = audit_filters_from(request.GET)
-        page = audit_page(org.pk, filters, before=request.GET.get("before", ""))
+        page = audit_page(org.pk, filters, reader_id=request.user.pk, before=request.GET.get("before", ""))
     except InvalidAuditFilter as exc:
         context["error"] = exc
         return render(request, "reviewer/audit/index.html", context, status=400)
@@ -81,6 +81,7 @@ def audit_csv_export(request: HttpRequest) -> HttpResponse:
         filters = audit_filters_from(request.GET)
     except InvalidAuditFilter as exc:
         return HttpResponse(f"{exc.field}: {exc.message}\n", status=400, content_type="text/plain; charset=utf-8")
-    response = StreamingHttpResponse(audit_csv(org.pk, filters), content_type="text/csv; charset=utf-8")
+    lines = audit_csv(org.pk, filters, reader_id=request.user.pk)
+    response = StreamingHttpResponse(lines, content_type="text/csv; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="audit-{org.slug}.csv"'
     return response

@@ -5,6 +5,8 @@ Every view asks the reads with the admin's org ids: another org's version, trial
 person without the criteria-admin role gets a 403 (`role_required`), for the pages and their htmx partials alike.
 """
 
+from collections.abc import Iterable
+
 from django.contrib import messages
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
@@ -32,7 +34,8 @@ from grading.criteria.versions import (
 from grading.figures.regrade import org_regrade_progress
 from grading.figures.spreadsheets import csv_lines
 from grading.judge.backends import UnknownJudge, judge_names
-from grading.models import CriteriaTrial, CriteriaVersion, ItemKind, Org, TrialSource
+from grading.models import CriteriaTrial, CriteriaVersion, ItemKind, Org, Review, TrialSource
+from grading.reviews.blind import item_blind, reviews_blind
 from grading.reviews.spend import SpendCapPassed, spend_check, spend_waiting
 from reviewer.access import role_required
 from reviewer.audit.display import trail_of
@@ -207,7 +210,8 @@ def criteria_preview_view(request: HttpRequest, pk: int) -> HttpResponse:
             context = {"version": version, "form": form, **NAV}
             return render(request, "reviewer/criteria/preview.html", context, status=400)
         preview = criteria_preview(version=version, limit=form.cleaned_data["n"])
-    context = {"version": version, "form": form, "preview": preview, **NAV}
+    blind_reviews = _blind_reviews(row.review for row in preview.rows) if preview else set()
+    context = {"version": version, "form": form, "preview": preview, "blind_reviews": blind_reviews, **NAV}
     return render(request, "reviewer/criteria/preview.html", context)
 
 
@@ -258,7 +262,8 @@ def _render_trial_count(
     source = form.cleaned_data.get("source") if form.is_bound and form.is_valid() else TrialSource.CURRENT
     context = {
         "version": version, "form": form, "count": count, "k": k, "source": source, "refusal": refusal,
-        "running": running, "spend": spend_check(version=version, calls=count.judge_calls) if count else None, **NAV,
+        "running": running, "spend": spend_check(version=version, calls=count.judge_calls) if count else None,
+        "blind_reviews": _blind_reviews(item.current for item in count.items) if count else set(), **NAV,
     }  # fmt: skip
     return render(request, "reviewer/criteria/trial.html", context, status=status)
 
@@ -275,6 +280,7 @@ def criteria_trial_detail(request: HttpRequest, pk: int) -> HttpResponse:
         raise Http404("No such trial.")
     graded = sum(1 for review_id in trial.review_ids if review_id is not None)
     score = trial_score(trial) if is_scored(trial) else None
+    results = None if score else trial_results(trial)
     context = {
         "trial": trial,
         "version": trial.criteria_version,
@@ -285,7 +291,8 @@ def criteria_trial_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "changed": score.changed[:TRIAL_ROWS_SHOWN] if score else [],
         "scored_items": score.items[:TRIAL_ROWS_SHOWN] if score else [],
         "rows_shown": TRIAL_ROWS_SHOWN,
-        "results": None if score else trial_results(trial),
+        "results": results,
+        "blind_reviews": _blind_reviews(current for _, current, _, _ in results or ()),
         "graded": graded,
         "time_left": None if trial.finished_at else _time_left(trial, graded),
         **NAV,
@@ -294,6 +301,13 @@ def criteria_trial_detail(request: HttpRequest, pk: int) -> HttpResponse:
     if request.htmx and request.htmx.target == "trial-results":
         template += "#trial-results"
     return render(request, template, context)
+
+
+def _blind_reviews(reviews: Iterable[Review | None]) -> set[int]:
+    """Of these current reviews, those of items people decide blind: the pages show nothing the machine said of
+    such an item (grading/reviews/blind.py)."""
+    blind = reviews_blind([review for review in reviews if review is not None])
+    return {review_id for review_id, hidden in blind.items() if hidden.verdicts}
 
 
 @require_GET
@@ -359,7 +373,12 @@ def criteria_item(request: HttpRequest, kind: str, pk: int) -> HttpResponse:
     reviews = reads.item_reviews(item)
     current = next((r for r in reviews if r.counts_now), None)
     waiting = spend_waiting(org_id=item.org_id, kind=kind) if current is None else None
-    context = {"item": item, "kind": kind, "reviews": reviews, "current": current, "waiting": waiting, **NAV}
-    context["targets"] = example_targets(request.user, item)
-    context["trail"] = trail_of(request.user, item, blind=False)
+    # Blind review: while people decide an audit item, no verdict of the machine on it is shown (nor the examples'
+    # targets, which read the people's verdicts).
+    blind = item_blind(kind, item.pk).verdicts
+    context = {
+        "item": item, "kind": kind, "reviews": reviews, "current": current, "waiting": waiting, "blind": blind, **NAV
+    }  # fmt: skip
+    context["targets"] = None if blind else example_targets(request.user, item)
+    context["trail"] = trail_of(request.user, item)
     return render(request, "reviewer/criteria/item.html", context)

@@ -1,7 +1,7 @@
 """The export of reviews (DESIGN 8): each with its whole score identity, its state, the decision and who made it,
-every label about the evidence it read (each labeller's verdict per check) and, once they are no longer blind, the
-answers of the people the queue asked to decide it, filtered like the page. Streamed as CSV or JSONL from a
-server-side cursor, so a million reviews cost the memory of one chunk. The CSV is written by
+every label about the evidence it read (each labeller's verdict per check) and the answers of the people the queue
+asked to decide it, filtered like the page, as blind review lets the reader see them (`export_rows`). Streamed as
+CSV or JSONL from a server-side cursor, so a million reviews cost the memory of one chunk. The CSV is written by
 `grading.figures.spreadsheets`, safe to open in a spreadsheet."""
 
 from __future__ import annotations
@@ -12,13 +12,15 @@ from collections.abc import Iterable, Iterator, Sequence
 from datetime import date, datetime
 
 from django.contrib.postgres.aggregates import JSONBAgg
-from django.db.models import Count, Exists, F, Max, OuterRef, Q, QuerySet, Subquery
+from django.db.models import OuterRef, Q, QuerySet, Subquery
 from django.db.models.fields.json import KeyTextTransform, KeyTransform
 from django.db.models.functions import JSONObject
 
 from grading.figures.spreadsheets import csv_lines
-from grading.models import Answer, Decision, Label, Review
+from grading.models import Answer, ItemKind, Label, Review
 from grading.outcomes import CHECKS
+from grading.reviews.blind import SEEN, blind_items
+from reviewer.dashboards.reads import ReviewFilter
 
 CHUNK = 2000  # rows per fetch from the server-side cursor
 
@@ -37,6 +39,7 @@ _VALUES = (
     "criteria_version__number", "judge", "judge_key", "memory_snapshot", "started_at", "finished_at", "stages",
     "prompt_tokens", "completion_tokens", "audit", "decision__outcome", "decision__checks", "decision__note",
     "decision__decided_by__username", "decision__decided_at", "routed_at", "due_at", "labels",
+    "conversation_id", "draft_id",
 )  # fmt: skip
 # Every label of the review's item that speaks about the evidence it read, as [{labeller, check, verdict}], in one
 # order: each person's answer apart, so agreement between people can be worked out from the export too.
@@ -62,21 +65,17 @@ _EXTRACTED = {
 }
 
 
-def _answers_shown(review_ids: Sequence[int]) -> dict[int, list[dict]]:
+def _answers_of(review_ids: Sequence[int]) -> dict[int, list[dict]]:
     """The answers people gave on these reviews, each review's in the order given, in one query that hands back one
-    JSON list per review (decoded once, not answer by answer). Only those no longer blind: the review's places are
-    all answered (as many answers as the item asked for when they were given), or it is decided (agreed or
-    adjudicated). Until then nobody sees another's answer, in the queue or here."""
-    shown = (
+    JSON list per review (decoded once, not answer by answer), each answer with its person's id for blind review."""
+    answers = (
         Answer.objects.filter(review_id__in=review_ids)
         .values("review_id")
         .annotate(
-            given=Count("pk"),
-            asked=Max("slots"),
-            decided=Exists(Decision.objects.filter(review_id=OuterRef("review_id"))),
             answers=JSONBAgg(
                 JSONObject(
                     person="person__username",
+                    person_id="person_id",
                     outcome="outcome",
                     checks="checks",
                     note="note",
@@ -85,20 +84,48 @@ def _answers_shown(review_ids: Sequence[int]) -> dict[int, list[dict]]:
                 order_by=("answered_at", "pk"),
             ),
         )
-        .filter(Q(given__gte=F("asked")) | Q(decided=True))
         .values_list("review_id", "answers")
     )
-    return dict(shown)
+    return dict(answers)
 
 
-def export_rows(reviews: QuerySet[Review]) -> Iterator[tuple]:
+# What the machine (and labellers) said of a review: empty in the rows of items people decide blind.
+_VERDICT_COLUMNS = [
+    COLUMNS.index(name) for name in ("route", "reason", "score", *(f"check_{name}" for name in CHECKS), "labels")
+]
+
+
+def export_rows(reviews: QuerySet[Review], *, f: ReviewFilter, reader_id: int | None) -> Iterator[tuple]:
     """One tuple per review in `COLUMNS` order, oldest first, read `CHUNK` rows at a time through a server-side
-    cursor; the answers of each chunk's reviews in one more query."""
+    cursor; blind review's rule (grading/reviews/blind.py) and the answers of each chunk's reviews in three more
+    queries.
+
+    Blind review: a review of an item people decide blind is exported without what the machine or labellers said
+    of it (withheld altogether when `f` picked it by what the machine said), and with only `reader_id`'s own
+    answers while places are open; so are the answers of every other item."""
     rows = reviews.with_state().annotate(**_EXTRACTED).order_by("pk").values_list(*_VALUES).iterator(chunk_size=CHUNK)
     while chunk := list(itertools.islice(rows, CHUNK)):
-        answers = _answers_shown([row[0] for row in chunk])
+        blind = {
+            kind: blind_items(kind, {row[-1] if kind == ItemKind.DRAFT else row[-2] for row in chunk if row[1] == kind})
+            for kind in ItemKind.values
+        }
+        answers = _answers_of([row[0] for row in chunk])
         for row in chunk:
-            yield (row[0], row[1], row[2] if row[2] is not None else row[3], *row[4:], answers.get(row[0]))
+            seen = blind[row[1]].get(row[-1] if row[1] == ItemKind.DRAFT else row[-2], SEEN)
+            if seen.verdicts and f.reads_machine:
+                continue
+            out = [row[0], row[1], row[2] if row[2] is not None else row[3], *row[4:-2]]
+            if seen.verdicts:
+                for i in _VERDICT_COLUMNS:
+                    out[i] = None
+            given = answers.get(row[0])
+            if given is not None:
+                given = [
+                    {key: value for key, value in answer.items() if key != "person_id"}
+                    for answer in given
+                    if not seen.hides_answer(person_id=answer["person_id"], reader_id=reader_id)
+                ]
+            yield (*out, given or None)
 
 
 # Columns that need more than str() in a CSV cell (csv writes None as an empty cell): times, and JSON.

@@ -20,6 +20,7 @@ from grading.figures.definitions import PASS_FAIL, VERDICTS, counted_in, machine
 from grading.models import CriteriaVersion, Decision, ItemKind, Org, Review, ReviewState, Route
 from grading.outcomes import CHECKS
 from grading.reach import Reach
+from grading.reviews.blind import reviews_blind
 from grading.schemas import identifier_checked
 from grading.weeks import week_start
 from reviewer.access import EVERY_ROLE, org_asked, orgs_for, reaches_of
@@ -68,6 +69,13 @@ class ReviewFilter:
     operator: int | None = None  # decisions by this person, by week of the decision
     decided: bool = False  # by week of the decision rather than the item's week
     due: str = ""  # service-level targets: overdue now, or decided late / on time by week of the decision (DUE)
+
+    @property
+    def reads_machine(self) -> bool:
+        """Whether it picks reviews by what the machine said of them: an item people decide blind that it listed
+        would say what blind review hides (grading/reviews/blind.py)."""
+        return bool(self.route or self.reason or (self.check and self.verdict) or self.finding or self.repaired
+                    or self.machine)  # fmt: skip
 
     @property
     def counts_by_week(self) -> bool:
@@ -170,7 +178,7 @@ def reviews_behind(org: Org, scope: Scope, f: ReviewFilter) -> QuerySet[Review]:
     elif f.set == "errors":
         reviews = reviews.filter(_week_range("finished_at", scope), route=Route.ERROR)
     elif f.due == "overdue":  # whatever the weeks: overdue now
-        reviews = reviews.filter(state=ReviewState.WAITING, due_at__lte=timezone.now())
+        reviews = reviews.overdue(timezone.now())
     elif f.due:
         reviews = reviews.filter(_week_range("decision__decided_at", scope), due_at__isnull=False)
         within = Q(decision__decided_at__lte=F("due_at"))
@@ -206,15 +214,20 @@ def reviews_behind(org: Org, scope: Scope, f: ReviewFilter) -> QuerySet[Review]:
 
 @dataclass(frozen=True)
 class ReviewPage:
-    rows: list[Review]
+    rows: list[Review]  # each with `verdicts_hidden`: its item is one people decide blind
     next_after: int | None
+    withheld: int  # reviews of this page left out: the filter read what the machine said of items people decide blind
 
 
 def review_page(
-    reviews: QuerySet[Review], *, by_week: bool, after: int | None, page_size: int = PAGE_SIZE
+    reviews: QuerySet[Review], *, f: ReviewFilter, after: int | None, page_size: int = PAGE_SIZE
 ) -> ReviewPage:
     """Newest first, a page at a time (a keyset, so page 500 costs what page 1 does). Counting reviews go by
-    (week, id), the order of their index (`review_counting_cell`); the other sets are small, and go by id."""
+    (week, id), the order of their index (`review_counting_cell`); the other sets are small, and go by id.
+
+    Blind review (grading/reviews/blind.py) is applied to the rows in hand: a review of an item people decide blind
+    is listed without what the machine said, or withheld when the filter picked it by what the machine said."""
+    by_week = f.counts_by_week
     order = ("-week", "-pk") if by_week else ("-pk",)
     if after:
         if by_week:
@@ -229,4 +242,9 @@ def review_page(
     )
     more = len(rows) > page_size
     rows = rows[:page_size]
-    return ReviewPage(rows, rows[-1].pk if more and rows else None)
+    next_after = rows[-1].pk if more and rows else None
+    blind = reviews_blind(rows)
+    for review in rows:
+        review.verdicts_hidden = blind[review.pk].verdicts
+    shown = [review for review in rows if not (review.verdicts_hidden and f.reads_machine)]
+    return ReviewPage(shown, next_after, withheld=len(rows) - len(shown))

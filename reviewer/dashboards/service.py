@@ -12,7 +12,8 @@ from django.db.models.functions import TruncWeek
 from django.utils import timezone
 
 from grading.figures.dashboard import Scope
-from grading.models import Decision, Review, ReviewState
+from grading.figures.definitions import decisions_credited
+from grading.models import Decision, Review
 from grading.weeks import iso_week, monday, week_start
 from reviewer.models import Claim
 
@@ -51,7 +52,8 @@ def service_figures(scope: Scope) -> dict:
     by_week = {monday(row["week"]): row for row in weekly}
     now = timezone.now()
     overdue = (
-        Review.objects.filter(_reach(scope), _application(scope), state=ReviewState.WAITING, due_at__lte=now)
+        Review.objects.overdue(now)
+        .filter(_reach(scope), _application(scope))
         .values("kind", "application", "reason")
         .annotate(n=Count("pk"))
         .order_by("-n", "kind", "application", "reason")
@@ -94,11 +96,10 @@ def _workload(scope: Scope, now) -> list[dict]:
         if end == Claim.End.DECLINED:
             counts[holder]["declined"] += n
     decisions = Decision.objects.filter(_reach(scope, "review__"), _application(scope, "review__"),
-                                        _in_weeks("decided_at", scope), decided_by__isnull=False)  # fmt: skip
-    for person, n in decisions.values_list("decided_by").annotate(n=Count("pk")):
+                                        _in_weeks("decided_at", scope))  # fmt: skip
+    for person, n in decisions_credited(decisions).items():  # an agreed decision: each person who answered
         counts.setdefault(person, Counter())["decided"] += n
-    held_overdue = claims.filter(ended_at__isnull=True, expires_at__gt=now, review__due_at__lte=now,
-                                 review__state=ReviewState.WAITING)  # fmt: skip
+    held_overdue = claims.filter(ended_at__isnull=True, expires_at__gt=now, review__in=Review.objects.overdue(now))
     for holder, n in held_overdue.values_list("holder_id").annotate(n=Count("pk")):
         counts.setdefault(holder, Counter())["overdue"] += n
     names = dict(get_user_model().objects.filter(pk__in=counts).values_list("pk", "username"))

@@ -99,7 +99,7 @@ def dashboard_reviews(request: HttpRequest) -> HttpResponse:
     if after and not after.isdigit():
         return _bad_filter(request, "after", "must be a review id")
     reviews = reads.reviews_behind(org, scope, review_filter)
-    page = reads.review_page(reviews, by_week=review_filter.counts_by_week, after=int(after) if after else None)
+    page = reads.review_page(reviews, f=review_filter, after=int(after) if after else None)
     links = display.Links(org.slug, scope)
     query = request.GET.copy()
     next_url = ""
@@ -194,7 +194,8 @@ def dashboard_export(request: HttpRequest) -> HttpResponse:
     file_format = request.GET.get("format", "csv")
     if file_format not in ("csv", "jsonl"):
         return _bad_filter(request, "format", "must be csv or jsonl")
-    rows = export.export_rows(reads.reviews_behind(org, scope, review_filter))
+    reviews = reads.reviews_behind(org, scope, review_filter)
+    rows = export.export_rows(reviews, f=review_filter, reader_id=request.user.pk)
     if file_format == "csv":
         response = StreamingHttpResponse(export.as_csv(rows), content_type="text/csv; charset=utf-8")
     else:

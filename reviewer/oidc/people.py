@@ -1,33 +1,34 @@
 """Who a person the OpenID provider signed in is in Tollgate, and which memberships its groups give them.
 
-A person is found by the provider's issuer and `sub` (SignInIdentity), never by an e-mail address alone. The first
-time they sign in, the identity is made and tied to:
-1. the one account with their e-mail address that is waiting to be claimed (made by an org admin or `manage.py`
-   with no password and never signed in to) when the provider says it verified the address: an org admin adds
-   people by address and they sign in with the company's provider. An account whose owner has set a password, or
-   that some identity already signs in to, is never taken over by an address;
-2. otherwise a new account, when OIDC_CREATE_USERS allows; otherwise the sign-in is refused.
+A person is found by the provider's issuer and `sub` (SignInIdentity), never by an e-mail address. The first time
+they sign in, the identity is made with a new account of its own, when OIDC_CREATE_USERS allows or they come from the
+page of an invitation whose link still works; otherwise the sign-in is refused. An existing account is never taken
+over by its address: whoever made it (another org's admin, say) may know its password or hold its set-password
+link, and its roles were never the signer's to accept. Roles come from the groups claim, or from an invitation the
+person accepts: a sign-in that started on an invitation's page accepts that invitation (its link proves the address;
+the provider proves the person), and no other sign-in accepts any.
 A refused sign-in writes nothing: the whole of a sign-in is one transaction.
 
 OIDC_GROUP_ROLES names the memberships the groups claim governs: on every sign-in, each of those is made when the
 claim names a group that grants it (covering the whole org) and removed when it does not; every other membership is
-left as it is. Each change is an audit event, as an org admin's are.
+left as it is. Each change is an audit event, as an org admin's are. The sign-in, and the account and identity a
+first one makes, are recorded after that, under each org the person then belongs to (reviewer/signins.py).
 """
 
 import logging
 from dataclasses import dataclass
 
 from django.conf import settings
-from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import ImproperlyConfigured
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from grading.audit import audit_record
 from grading.models import Org
-from reviewer.models import Membership, Role, SignInIdentity
-from reviewer.orgadmin.members import MembershipRefused, membership_grant, membership_revoke
+from reviewer.models import Invitation, Membership, Role, SignInIdentity
+from reviewer.orgadmin.invitations import invitation_accept, invitation_locked
+from reviewer.orgadmin.members import MembershipRefused, membership_grant, membership_revoke, person_make
+from reviewer.signins import person_audit_record, sign_in_record
 
 logger = logging.getLogger(__name__)
 
@@ -77,76 +78,68 @@ def provider_person(claims: dict) -> ProviderPerson:
     )
 
 
-def person_sign_in(*, person: ProviderPerson) -> AbstractBaseUser:
-    """The account `person` signs in to, with its memberships matched to their groups; SignInRefused otherwise."""
+@dataclass(frozen=True)
+class SignIn:
+    user: AbstractBaseUser
+    accepted: Invitation | None  # the invitation this sign-in accepted
+    invitation_dead: bool  # it started on an invitation's page, but that link no longer works
+
+
+def person_sign_in(*, person: ProviderPerson, invitation_secret: str = "") -> SignIn:
+    """The account `person` signs in to, with its memberships matched to their groups, and the invitation whose
+    page the sign-in started on (`invitation_secret`, its link's) accepted; SignInRefused otherwise."""
     try:
         with transaction.atomic():
+            invitation = invitation_locked(invitation_secret)
             identity = (
                 SignInIdentity.objects.select_for_update()
                 .select_related("user")
                 .filter(issuer=person.issuer, subject=person.subject)
                 .first()
             )
-            if identity is None:
-                identity = _identity_create(person)
+            first = identity is None
+            if first:
+                identity = _identity_create(person, invited=invitation is not None)
             user = identity.user
             if not user.is_active:
                 raise SignInRefused("Your Tollgate account is turned off.")
             identity.last_sign_in_at = timezone.now()
             identity.save(update_fields=["last_sign_in_at"])
             memberships_match_groups(user=user, groups=person.groups)
-            audit_record(action="user.login", actor=user, detail={"via": VIA})
+            if invitation is not None:
+                invitation_accept(invitation=invitation, user=user, via=VIA)
+            if first:  # recorded once the groups and the invitation have made the person a member of their orgs
+                _identity_audit(identity)
+            sign_in_record(person=user, via=VIA)
     except IntegrityError as exc:  # the same person's first sign-in twice at once, or a grant made meanwhile
         raise SignInRefused("Your sign-in crossed another change to your account: please sign in again.") from exc
-    return user
+    return SignIn(user, invitation, invitation_dead=bool(invitation_secret) and invitation is None)
 
 
-def _identity_create(person: ProviderPerson) -> SignInIdentity:
-    user = _account_waiting_for(person.email)
-    if user is None:
-        if not settings.OIDC_CREATE_USERS:
-            raise SignInRefused(
-                "You have no Tollgate account yet, and this Tollgate makes none on a first sign-in: ask an org "
-                "admin to add you by your e-mail address."
-            )
-        user = get_user_model()._default_manager.create_user(
-            username=_free_username(person.name_hint), email=person.email, password=None
+def _identity_create(person: ProviderPerson, *, invited: bool) -> SignInIdentity:
+    """A new account for a first sign-in: never one that exists already, whatever its address."""
+    if not settings.OIDC_CREATE_USERS and not invited:
+        raise SignInRefused(
+            "You have no Tollgate account yet, and this Tollgate makes none on a first sign-in: ask an org admin "
+            "to add you (they invite your e-mail address), then sign in from the invitation's page."
         )
-        audit_record(action="person.create", target=user, detail={"user": user.get_username(), "via": VIA})
-    identity = SignInIdentity.objects.create(user=user, issuer=person.issuer, subject=person.subject)
-    audit_record(
+    user = person_make(name_hint=person.name_hint, email=person.email)
+    return SignInIdentity.objects.create(user=user, issuer=person.issuer, subject=person.subject)
+
+
+def _identity_audit(identity: SignInIdentity) -> None:
+    """The account a first sign-in made and its identity, as audit events of the person's orgs."""
+    user = identity.user
+    person_audit_record(
+        person=user, action="person.create", target=user, detail={"user": user.get_username(), "via": VIA}
+    )
+    person_audit_record(
+        person=user,
         action="sign_in_identity.create",
         actor=user,
         target=identity,
-        detail={"user": user.get_username(), "issuer": person.issuer, "subject": person.subject},
+        detail={"user": user.get_username(), "issuer": identity.issuer, "subject": identity.subject},
     )
-    return identity
-
-
-def _account_waiting_for(email: str) -> AbstractBaseUser | None:
-    """The one account with this (provider-verified) address that nobody has signed in to yet: no usable password,
-    no sign-in identity. None when there is no such account, or more than one has the address."""
-    if not email:
-        return None
-    people = get_user_model()._default_manager
-    with_address = list(people.select_for_update().filter(email__iexact=email)[:2])
-    if len(with_address) != 1:
-        return None
-    user = with_address[0]
-    if user.has_usable_password() or user.last_login is not None or SignInIdentity.objects.filter(user=user).exists():
-        return None
-    return user
-
-
-def _free_username(hint: str) -> str:
-    """`hint` as a username, or with a number after it when an account already has that name."""
-    people = get_user_model()._default_manager
-    base = hint[:140]
-    candidate, number = base, 1
-    while people.filter(**{get_user_model().USERNAME_FIELD: candidate}).exists():
-        number += 1
-        candidate = f"{base}-{number}"
-    return candidate
 
 
 def memberships_match_groups(*, user: AbstractBaseUser, groups: frozenset[str]) -> None:

@@ -5,6 +5,7 @@ with nobody signed in and nothing written."""
 import logging
 
 from django.conf import settings
+from django.contrib import messages
 from django.contrib.auth import login
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
@@ -14,6 +15,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from reviewer.oidc import provider
 from reviewer.oidc.people import SignInRefused, person_sign_in, provider_person
+from reviewer.orgadmin.invitations import LINK_SESSION_KEY, SINGLE_SIGN_ON_SESSION_KEY
 
 logger = logging.getLogger(__name__)
 
@@ -29,6 +31,12 @@ def oidc_start(request: HttpRequest) -> HttpResponse:
     next_url = request.POST.get("next", "")
     if url_has_allowed_host_and_scheme(next_url, {request.get_host()}, require_https=request.is_secure()):
         request.session[NEXT_SESSION_KEY] = next_url
+    # Pressed on an invitation's page: its link (opened in this browser) is accepted on the way back. From any other
+    # page, no invitation is.
+    if request.POST.get("accept_invitation"):
+        request.session[SINGLE_SIGN_ON_SESSION_KEY] = request.session.get(LINK_SESSION_KEY, "")
+    else:
+        request.session.pop(SINGLE_SIGN_ON_SESSION_KEY, None)
     try:
         return provider.authorize_redirect(request, request.build_absolute_uri(reverse("oidc_callback")))
     except provider.ProviderUnreachable as exc:
@@ -40,9 +48,10 @@ def oidc_callback(request: HttpRequest) -> HttpResponse:
     """The provider's answer: the person is signed in once the ID token and Tollgate's own rules let them."""
     if not provider.configured():
         return redirect("login")
+    invitation_secret = request.session.pop(SINGLE_SIGN_ON_SESSION_KEY, "")
     try:
         claims, id_token = provider.id_token_claims(request)
-        user = person_sign_in(person=provider_person(claims))
+        signed_in = person_sign_in(person=provider_person(claims), invitation_secret=invitation_secret)
     except provider.ProviderUnreachable as exc:
         return _unreachable(request, exc)
     except provider.SignInNotVerified as exc:
@@ -55,8 +64,14 @@ def oidc_callback(request: HttpRequest) -> HttpResponse:
     except SignInRefused as exc:
         return _refused(request, str(exc))
     next_url = request.session.pop(NEXT_SESSION_KEY, "")
-    login(request, user, backend=BACKEND)
+    login(request, signed_in.user, backend=BACKEND)
     request.session[provider.ID_TOKEN_SESSION_KEY] = id_token
+    if signed_in.accepted is not None:
+        request.session.pop(LINK_SESSION_KEY, None)
+        accepted = signed_in.accepted
+        messages.success(request, f"You are now {accepted.get_role_display()} of {accepted.org.name}.")
+    elif signed_in.invitation_dead:
+        messages.warning(request, "The invitation's link no longer works: you are signed in, with no new role.")
     return redirect(next_url or settings.LOGIN_REDIRECT_URL)
 
 

@@ -2,8 +2,6 @@
 admin's orgs); what a change may be is the services' to say, and their refusals land on the field concerned."""
 
 from django import forms
-from django.contrib.auth.validators import UnicodeUsernameValidator
-from django.core.validators import validate_email
 
 from grading.hooks.signing import OVERLAP_DEFAULT, OVERLAP_MAX
 from reviewer.models import Role
@@ -39,22 +37,8 @@ class ReachForm(forms.Form):
 
 class MemberAddForm(ReachForm):
     org = forms.IntegerField(widget=forms.HiddenInput)
-    person = forms.CharField(max_length=150, label="username or e-mail address")
+    person = forms.CharField(max_length=254, label="a member's username, or an e-mail address to invite")
     role = forms.ChoiceField(choices=Role.choices)
-    new_account = forms.BooleanField(required=False, label="make a new account if nobody has this name")
-
-    def clean(self) -> dict:
-        data = super().clean()
-        person = data.get("person", "")
-        if person and data.get("new_account"):
-            # The checks the account's own fields would make, before anything is written.
-            try:
-                UnicodeUsernameValidator()(person)
-                if "@" in person:
-                    validate_email(person)
-            except forms.ValidationError as refused:
-                self.add_error("person", refused)
-        return data
 
 
 class ApiKeyForm(forms.Form):

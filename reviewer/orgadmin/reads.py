@@ -10,7 +10,7 @@ from django.db.models import F
 
 from grading.models import ApiKey, AuditEvent, Org
 from reviewer.access import orgs_for
-from reviewer.models import Membership, Role
+from reviewer.models import Invitation, Membership, Role
 
 
 def admin_org_ids(user) -> list[int]:
@@ -24,6 +24,10 @@ def admin_orgs(org_ids: Sequence[int]) -> list[Org]:
 
 def membership_for_admin(*, org_ids: Sequence[int], membership_id: int) -> Membership | None:
     return Membership.objects.filter(pk=membership_id, org_id__in=list(org_ids)).select_related("user", "org").first()
+
+
+def invitation_for_admin(*, org_ids: Sequence[int], invitation_id: int) -> Invitation | None:
+    return Invitation.objects.filter(pk=invitation_id, org_id__in=list(org_ids)).select_related("org").first()
 
 
 def api_key_for_admin(*, org_ids: Sequence[int], api_key_id: int) -> ApiKey | None:
@@ -45,6 +49,11 @@ def members_of(org: Org) -> list[Member]:
     for member in people.values():
         member.memberships.sort(key=lambda membership: order[membership.role])
     return list(people.values())
+
+
+def invitations_of(org: Org) -> list[Invitation]:
+    """The org's invitations waiting to be accepted, by address."""
+    return list(Invitation.objects.filter(org=org).select_related("invited_by").order_by("email", "role"))
 
 
 def api_keys_of(org: Org) -> list[ApiKey]:

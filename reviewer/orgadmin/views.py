@@ -1,11 +1,14 @@
-"""The org admins' pages (/org/): members and their roles, API keys, the webhook signing secret, retention; and the
-public page where a person new to Tollgate sets a password through the one-time link an admin was shown.
+"""The org admins' pages (/org/): members, their roles and invitations, API keys, the webhook signing secret,
+retention; and the public pages where an invitee accepts an invitation, and where a person whose account nobody has
+used yet sets a password through the one-time link an admin was shown.
 
 Every page lists the admin's orgs (a person may administer several), and every change names its org, checked
-against them: another org's membership, key or org id is a 404, and a signed-in person without the org-admin role
-gets a 403 (`role_required`). A bad form or a refused change is a 400 (or 409) that names what to correct and
-changes nothing. Secrets (a new key, a new webhook secret, a set-password link) are in the answer to the POST
-that made them and nowhere else: never in a message kept for the next page, never in the audit trail.
+against them: another org's membership, invitation, key or org id is a 404, and a signed-in person without the
+org-admin role gets a 403 (`role_required`). A bad form or a refused change is a 400 (or 409) that names what to
+correct and changes nothing. An admin finds only their org's members; anyone else is invited by address, with the
+same answer whether or not the address has an account. Secrets (a new key, a new webhook secret, a set-password
+link) are in the answer to the POST that made them and nowhere else: never in a message kept for the next page,
+never in the audit trail; an invitation's link goes to the invited address only.
 """
 
 from datetime import timedelta
@@ -13,14 +16,18 @@ from datetime import timedelta
 from django import forms
 from django.conf import settings
 from django.contrib import messages
+from django.contrib.auth import get_user_model, login
 from django.contrib.auth import views as auth_views
+from django.contrib.auth.forms import SetPasswordForm
 from django.contrib.auth.models import AbstractBaseUser
+from django.core.exceptions import ValidationError
+from django.core.validators import validate_email
 from django.db import transaction
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse_lazy
 from django.utils import timezone
-from django.views.decorators.http import require_http_methods, require_POST
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from grading.api.keys import IssuedApiKey, api_key_create, api_key_revoke
 from grading.audit import audit_record
@@ -28,10 +35,23 @@ from grading.hooks.signing import previous_secret_signs, webhook_secret_rotate
 from grading.models import Org
 from reviewer.access import role_required
 from reviewer.dashboards.display import duration
-from reviewer.models import Membership, Role
+from reviewer.models import Invitation, Membership, Role
+from reviewer.oidc import provider
 from reviewer.oidc.backends import passwords_allowed
 from reviewer.orgadmin import reads
 from reviewer.orgadmin.forms import ApiKeyForm, MemberAddForm, ReachForm, RetentionForm, SecretRotateForm
+from reviewer.orgadmin.invitations import (
+    LINK_SESSION_KEY,
+    InvitationNotSent,
+    InvitationRefused,
+    account_for_address,
+    invitation_accept_with_password,
+    invitation_by_link,
+    invitation_cancel,
+    invitation_create,
+    invitation_send,
+    link_valid_for,
+)
 from reviewer.orgadmin.members import (
     MembershipRefused,
     membership_grant,
@@ -39,7 +59,7 @@ from reviewer.orgadmin.members import (
     membership_scope,
     password_link,
     password_link_allowed,
-    person_create,
+    password_link_tokens,
     person_find,
 )
 from reviewer.orgadmin.retention import retention_policies, retention_set
@@ -71,10 +91,18 @@ def _get_membership_for_admin(request: HttpRequest, pk: int) -> Membership:
 # --- members ------------------------------------------------------------------------------------------------------
 
 
+def _get_invitation_for_admin(request: HttpRequest, pk: int) -> Invitation:
+    invitation = reads.invitation_for_admin(org_ids=reads.admin_org_ids(request.user), invitation_id=pk)
+    if invitation is None:
+        raise Http404("No such invitation.")
+    return invitation
+
+
 @require_http_methods(["GET", "POST"])
 @role_required(Role.ORG_ADMIN)
 def orgadmin_members(request: HttpRequest) -> HttpResponse:
-    """GET lists each org's people and roles; POST gives a person a role (making their account if asked)."""
+    """GET lists each org's people, roles and invitations; POST gives a member another role, or invites an address
+    that is no member's."""
     org_ids = reads.admin_org_ids(request.user)
     if request.method == "GET":
         return _render_members(request, org_ids)
@@ -82,28 +110,73 @@ def orgadmin_members(request: HttpRequest) -> HttpResponse:
     if not form.is_valid():
         return _render_members(request, org_ids, form=form, status=400)
     org = _org_for_admin(org_ids, form.cleaned_data["org"])
-    identifier = form.cleaned_data["person"]
+    identifier, role = form.cleaned_data["person"], Role(form.cleaned_data["role"])
     try:
-        with transaction.atomic():  # a new account stays only if its role is granted
-            person = person_find(identifier)
-            created = person is None
-            if created and not form.cleaned_data["new_account"]:
-                raise MembershipRefused(
-                    f"Nobody is called {identifier}. Check the spelling, or tick “make a new account”.", "person"
-                )
-            if created:
-                person = person_create(identifier=identifier, org=org, actor=request.user)
-            role = Role(form.cleaned_data["role"])
+        person = person_find(identifier, org=org)
+        if person is not None:
             membership_grant(org=org, user=person, role=role, actor=request.user, **form.reach_setting())
+            messages.success(request, f"{person.get_username()} is now {role.label} of {org.name}.")
+            return redirect("orgadmin_members")
+        _invite(request, org, identifier, role, form.reach_setting())
     except MembershipRefused as refused:
         form.add_error(refused.field if refused.field in form.fields else None, str(refused))
         return _render_members(request, org_ids, form=form, status=400)
-    done = f"{person.get_username()} is now {role.label} of {org.name}."
-    if created and password_link_allowed(person, org_ids=org_ids):
-        return _render_password_link(request, org_ids, person, done=done)
-    if created:
-        done += " They sign in with single sign-on: passwords are turned off for them."
-    messages.success(request, done)
+    return redirect("orgadmin_members")
+
+
+def _invite(request: HttpRequest, org: Org, address: str, role: Role, reach: dict) -> None:
+    """Invite `address` (a name that is no member's is refused: someone new is known by their address alone). The
+    answer is the same whether or not the address has an account, in this org's knowledge or any other's."""
+    try:
+        validate_email(address)
+    except ValidationError:
+        raise MembershipRefused(
+            f"No member of {org.name} is called {address}. To add someone new, give their e-mail address: they are "
+            "sent an invitation, and get the role once they accept it.",
+            "person",
+        ) from None
+    invitation = invitation_create(org=org, email=address, actor=request.user, role=role, **reach)
+    _send(request, invitation)
+
+
+def _send(request: HttpRequest, invitation: Invitation) -> None:
+    try:
+        invitation_send(invitation=invitation, actor=request.user)
+    except InvitationNotSent as failed:
+        messages.warning(
+            request,
+            f"The invitation to {invitation.email} is kept, but the mail could not be sent ({failed}): send it "
+            "again once the mail server answers.",
+        )
+        return
+    messages.success(
+        request,
+        f"Invitation sent to {invitation.email}: they become {invitation.get_role_display()} of "
+        f"{invitation.org.name} once they accept it (its link works for {duration(settings.PASSWORD_RESET_TIMEOUT)}).",
+    )
+
+
+@require_POST
+@role_required(Role.ORG_ADMIN)
+def orgadmin_invitation_send(request: HttpRequest, pk: int) -> HttpResponse:
+    """Mail the invitation again, with a new link (a lost or old one stops working)."""
+    invitation = _get_invitation_for_admin(request, pk)
+    try:
+        _send(request, invitation)
+    except MembershipRefused as refused:
+        return _render_members(request, reads.admin_org_ids(request.user), refusal=str(refused), status=409)
+    return redirect("orgadmin_members")
+
+
+@require_POST
+@role_required(Role.ORG_ADMIN)
+def orgadmin_invitation_cancel(request: HttpRequest, pk: int) -> HttpResponse:
+    invitation = _get_invitation_for_admin(request, pk)
+    try:
+        invitation_cancel(invitation=invitation, actor=request.user)
+    except MembershipRefused as refused:
+        return _render_members(request, reads.admin_org_ids(request.user), refusal=str(refused), status=409)
+    messages.success(request, f"The invitation to {invitation.email} is cancelled: its link no longer works.")
     return redirect("orgadmin_members")
 
 
@@ -127,17 +200,15 @@ def orgadmin_member_password_link(request: HttpRequest, pk: int) -> HttpResponse
         target=person,
         detail={"user": person.get_username()},
     )
-    return _render_password_link(request, org_ids, person, done="")
+    return _render_password_link(request, org_ids, person)
 
 
-def _render_password_link(
-    request: HttpRequest, org_ids: list[int], person: AbstractBaseUser, *, done: str
-) -> HttpResponse:
+def _render_password_link(request: HttpRequest, org_ids: list[int], person: AbstractBaseUser) -> HttpResponse:
     """The members page with a set-password link, in this answer only: the link lets whoever holds it set the
     account's password."""
     link = request.build_absolute_uri(password_link(person))
     valid_for = duration(settings.PASSWORD_RESET_TIMEOUT)
-    return _render_members(request, org_ids, done=done, new_person=person, password_link=link, valid_for=valid_for)
+    return _render_members(request, org_ids, new_person=person, password_link=link, valid_for=valid_for)
 
 
 @require_POST
@@ -180,8 +251,8 @@ def _render_members(
     status: int = 200,
     **shown_once,
 ) -> HttpResponse:
-    orgs = [(org, reads.members_of(org)) for org in reads.admin_orgs(org_ids)]
-    people = {member.person for _, members in orgs for member in members}
+    orgs = [(org, reads.members_of(org), reads.invitations_of(org)) for org in reads.admin_orgs(org_ids)]
+    people = {member.person for _, members, _ in orgs for member in members}
     linkable = {person.pk for person in people if password_link_allowed(person, org_ids=org_ids)}
     context = {
         "orgs": orgs, "form": form, "refusal": refusal, "roles": Role.choices, "linkable": linkable,
@@ -199,10 +270,12 @@ def _covers(membership: Membership) -> str:
 
 class PasswordSetView(auth_views.PasswordResetConfirmView):
     """The one-time page an org admin's link opens: Django's own, which checks the token, moves it out of the URL
-    (into the session) before showing the form, and refuses it once the password is set."""
+    (into the session) before showing the form, and refuses it once the password is set or the person's
+    memberships change (`password_link_tokens`)."""
 
     template_name = "reviewer/orgadmin/password_set.html"
     success_url = reverse_lazy("login")
+    token_generator = password_link_tokens
 
     def get_user(self, uidb64: str) -> AbstractBaseUser | None:
         """Nobody, for a person whose passwords are turned off since the link was made: the link does not work."""
@@ -308,3 +381,68 @@ def _render_retention(
 ) -> HttpResponse:
     orgs = [(org, retention_policies(org)) for org in reads.admin_orgs(org_ids)]
     return render(request, "reviewer/orgadmin/retention.html", {"orgs": orgs, "form": form, **NAV}, status=status)
+
+
+# --- accepting an invitation --------------------------------------------------------------------------------------
+
+
+@require_GET
+def invitation_open(request: HttpRequest, token: str) -> HttpResponse:
+    """The link in the mail: its secret goes into the session, and the browser on to the page without it in the URL
+    (whatever the secret; the page says whether it works)."""
+    request.session[LINK_SESSION_KEY] = token
+    return redirect("invitation_accept")
+
+
+@require_http_methods(["GET", "POST"])
+def invitation_accept(request: HttpRequest) -> HttpResponse:
+    """What the invitation offers, and the two ways to accept it: single sign-on from here (reviewer/oidc/ accepts
+    it on the way back), or a password chosen here, which signs the invitee in."""
+    secret = request.session.get(LINK_SESSION_KEY, "")
+    invitation = invitation_by_link(secret)
+    if invitation is None:  # a page saying so, as Django's set-password page answers a dead link
+        return _render_invitation(request, None)
+    passwords = passwords_allowed(get_user_model()(email=invitation.email))
+    try:
+        account = account_for_address(invitation.email)
+    except InvitationRefused as refused:
+        return _render_invitation(request, invitation, refusal=str(refused), status=409)
+    # The form's password validators compare the password with the account's name and address (a new one's too).
+    form = SetPasswordForm(account or get_user_model()(username=invitation.email, email=invitation.email))
+    if request.method == "GET":
+        return _render_invitation(request, invitation, form=form if passwords else None, account=account)
+    if not passwords:
+        refusal = f"Passwords are turned off for {invitation.email}: accept with single sign-on."
+        return _render_invitation(request, invitation, refusal=refusal, status=403)
+    form = SetPasswordForm(form.user, request.POST)
+    if not form.is_valid():
+        return _render_invitation(request, invitation, form=form, account=account, status=400)
+    try:
+        user = invitation_accept_with_password(secret=secret, password=form.cleaned_data["new_password1"])
+    except InvitationRefused as refused:
+        return _render_invitation(request, invitation, form=form, account=account, refusal=str(refused), status=409)
+    del request.session[LINK_SESSION_KEY]
+    login(request, user, backend="reviewer.oidc.backends.LocalPasswordBackend")
+    messages.success(
+        request,
+        f"You are now {invitation.get_role_display()} of {invitation.org.name}. You sign in as "
+        f"{user.get_username()}, with the password you chose.",
+    )
+    return redirect(settings.LOGIN_REDIRECT_URL)
+
+
+def _render_invitation(
+    request: HttpRequest,
+    invitation: Invitation | None,
+    *,
+    form: SetPasswordForm | None = None,
+    account: AbstractBaseUser | None = None,
+    refusal: str = "",
+    status: int = 200,
+) -> HttpResponse:
+    context = {
+        "invitation": invitation, "form": form, "account": account, "refusal": refusal,
+        "single_sign_on": provider.provider_name() if provider.configured() else "",
+        "valid_for": duration(int(link_valid_for().total_seconds())),
+    }  # fmt: skip
+    return render(request, "reviewer/orgadmin/invitation.html", context, status=status)

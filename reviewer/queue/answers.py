@@ -9,6 +9,7 @@ from datetime import datetime
 
 from grading.models import Answer, ItemKind, Review
 from grading.outcomes import CHECKS
+from grading.reviews.blind import Blind
 from reviewer.queue.reads import Slots
 
 SHOWN = 50  # answers on one page: far more than any item gets (its places, over a few evidence changes)
@@ -44,11 +45,12 @@ class AnswersView:
         return self.slots.answers_in
 
 
-def answers_view(review: Review, slots: Slots, viewer_id: int, *, decided: bool) -> AnswersView | None:
+def answers_view(review: Review, slots: Slots, viewer_id: int, *, blind: Blind) -> AnswersView | None:
     """The answers part of the item page, or None for an item one person decides that nobody answered apart.
 
-    Blind while the review has open places and is undecided. Answers about the item's other reviews (earlier
-    evidence, or other criteria) are listed after this review's, marked, and never counted among its differences.
+    Only the viewer's own while `blind` hides answers (grading/reviews/blind.py: places are open). Answers about the
+    item's other reviews (earlier evidence, or other criteria) are listed after this review's, marked, and never
+    counted among its differences.
     """
     subject = (
         {"review__draft_id": review.draft_id}
@@ -60,9 +62,7 @@ def answers_view(review: Review, slots: Slots, viewer_id: int, *, decided: bool)
     )
     if not slots.several and not answers:
         return None
-    blind = not (slots.answers_in or decided)
-    if blind:
-        answers = [answer for answer in answers if answer.person_id == viewer_id]
+    answers = [a for a in answers if not blind.hides_answer(person_id=a.person_id, reader_id=viewer_id)]
     answers.sort(key=lambda answer: answer.review_id != review.pk)  # this review's first, in order given
     names = ["outcome"] if review.kind == ItemKind.DRAFT else ["summary", *CHECKS]
     rows = []
@@ -80,7 +80,7 @@ def answers_view(review: Review, slots: Slots, viewer_id: int, *, decided: bool)
         )
         for answer in answers
     ]
-    return AnswersView(slots=slots, blind=blind, answers=shown, rows=rows)
+    return AnswersView(slots=slots, blind=blind.answers, answers=shown, rows=rows)
 
 
 def _value(answer: Answer, name: str) -> str:

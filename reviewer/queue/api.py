@@ -4,7 +4,6 @@ every change is audited under the key."""
 
 from datetime import datetime
 
-from django.contrib.auth import get_user_model
 from django.http import HttpRequest
 from django.utils import timezone
 from ninja import Query, Router, Schema
@@ -14,6 +13,7 @@ from grading.figures.dashboard import InvalidScope, scope_for
 from grading.models import FOR_PEOPLE, Conversation, Draft, Review
 from grading.schemas import ConversationId, Identifier, ZonedTime
 from grading.weeks import iso_week
+from reviewer.access import people_of
 from reviewer.dashboards.service import service_figures
 from reviewer.models import Pool
 from reviewer.queue.assignments import InvalidAssignment, assignment_clear, assignment_set, reservation_of
@@ -64,9 +64,9 @@ def _assign(request: HttpRequest, review: Review, payload: AssignmentIn) -> dict
     org = request.auth.org
     person = pool = None
     if payload.person is not None:
-        person = get_user_model().objects.filter(username=payload.person).first()
+        person = people_of(org.pk).filter(username=payload.person).first()  # another org's: as unknown as nobody
         if person is None:
-            raise HttpError(422, f"no person {payload.person!r}")
+            raise HttpError(422, f"no person {payload.person!r} in this org")
     if payload.pool is not None:
         pool = Pool.objects.filter(org=org, name=payload.pool).first()
         if pool is None:

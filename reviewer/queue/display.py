@@ -11,6 +11,7 @@ from django.utils import timezone
 
 from grading.models import CriteriaVersion, ItemKind, Review, ReviewState
 from grading.outcomes import BAND, CHECKS, JUDGE_CONTRADICTION, SPREAD, SUB_SCORES, UNKNOWN_CHECK
+from grading.reviews.blind import blind_of
 from grading.reviews.store import review_slots
 from reviewer.models import Claim
 from reviewer.queue import reads
@@ -65,7 +66,8 @@ class QueueRow:
     review_id: int
     url: str
     kind: str
-    reason: str
+    reason: str  # why the machine sent it to people; "" while that is hidden (blind)
+    blind: bool  # an audit item not yet decided: nothing the machine said of it is shown
     title: str
     context: str
     reason_label: str
@@ -91,7 +93,8 @@ def queue_row(
     reservation: Reservation | None = None,
 ) -> QueueRow:
     checks: list[tuple[str, str, str]] = []
-    if review.audit:  # blind until decided: the list must not show what the item page hides
+    blind = blind_of(review, answered=answered).verdicts  # the row in hand is the item's live review
+    if blind:  # the list must not show what the item page hides
         summary = "verdict hidden until you decide"
         title, context = (review.draft.slug, review.draft.title) if review.draft_id else (
             review.conversation.external_id, review.conversation.application)  # fmt: skip
@@ -116,10 +119,11 @@ def queue_row(
         review_id=review.pk,
         url=reverse("review_detail", args=[review.pk]),
         kind=review.kind,
-        reason=review.reason,
+        reason="" if blind else review.reason,
+        blind=blind,
         title=title,
         context=context,
-        reason_label="audit sample" if review.audit else REASON_LABELS.get(review.reason, review.reason or "human"),
+        reason_label="audit sample" if blind else REASON_LABELS.get(review.reason, review.reason or "human"),
         summary=summary,
         checks=checks,
         criteria_label=f"{'draft' if review.kind == ItemKind.DRAFT else 'conv'} v{review.criteria_version.number}",

@@ -1,15 +1,18 @@
 """Escalation: telling people about items due soon or overdue (service-level targets, `Review.due_at`).
 
 The beat runs `escalations_sweep` every minute. Per org with an `Escalation`, one transaction:
-1. Record a `Notice` for each waiting review whose due time passed since the last sweep (`overdue`), and, with a
-   warning margin, for each that came within the margin (`due_soon`): per threshold, one read of the `review_due`
-   index range (swept_until, now] and one bulk INSERT, so a run costs what the newly due items cost however many
-   were overdue before, and the unique (review, threshold) makes a second notice impossible.
-2. Gather whom each new notice concerns: the people the item is reserved for (assignments.py) and the org's leads
-   whose reach covers it, as the org's escalation says.
+1. Record a `Notice` for each review that went overdue (grading's one rule, `Review.objects.overdue`: waiting under
+   the active criteria, due time passed) since the last sweep (`overdue`), and, with a warning margin, for each
+   that came within the margin (`due_soon`): per threshold, one read of the `review_due` index range
+   (swept_until, now] and one bulk INSERT, so a run costs what the newly due items cost however many were overdue
+   before, and the unique (review, threshold) makes a second notice impossible.
+2. Gather whom each new notice concerns: the people the item is reserved for (assignments.py) while their queue
+   roles reach it (a pool or a rule may still name someone who left the org), and the org's leads whose reach
+   covers it, as the org's escalation says.
 3. After commit, one mail per person (a digest of every item of this sweep, never a mail per item) and one signed
    webhook per org, each a task on the `webhooks` queue: a slow or failing SMTP server or receiver holds neither
-   grading nor the queue, and a failed delivery is retried there.
+   grading nor the queue, and a failed delivery is retried there. A mail names only the items that, when it is
+   sent, still wait within the person's reach.
 Items already overdue when an org's escalation is set up are not announced: the first sweep starts there.
 """
 
@@ -23,6 +26,7 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
+from django.contrib.auth.models import AbstractBaseUser
 from django.core.mail import EmailMessage
 from django.core.serializers.json import DjangoJSONEncoder
 from django.db import transaction
@@ -31,10 +35,11 @@ from django.urls import reverse
 from django.utils import timezone
 
 from grading.audit import audit_event
-from grading.models import AuditEvent, Org, Review, ReviewState
-from reviewer.access import reaches_in
+from grading.models import AuditEvent, Org, Review
+from grading.reach import Reach
+from reviewer.access import reaches_in, reaches_of
 from reviewer.models import Escalation, Notice, Role
-from reviewer.queue.assignments import reservations_of
+from reviewer.queue.assignments import QUEUE_ROLES, reservations_of
 
 Digests = dict[int, dict[str, list[int]]]  # person id -> threshold -> review ids
 OVERDUE, DUE_SOON = Notice.Threshold.OVERDUE.value, Notice.Threshold.DUE_SOON.value
@@ -88,7 +93,8 @@ def _notice(escalation: Escalation, threshold: str, after: datetime, until: date
     if until <= after:
         return []
     org_id = escalation.org_id
-    due = Review.objects.filter(org_id=org_id, state=ReviewState.WAITING, due_at__gt=after, due_at__lte=until)
+    # Overdue by `until` and not by `after`: waiting under the active criteria (grading's one rule), due in between.
+    due = Review.objects.overdue(until).filter(org_id=org_id, due_at__gt=after)
     noticed = Notice.objects.filter(review_id=OuterRef("pk"), threshold=threshold)
     new = list(
         due.exclude(Exists(noticed)).order_by("due_at").only("pk", "kind", "conversation_id", "draft_id", "due_at")
@@ -119,12 +125,16 @@ def _digests(escalation: Escalation, notices: dict[str, list[int]], now: datetim
     reviews = list(Review.objects.filter(pk__in=ids).only("pk", "org_id", "kind", "application", "reason", "audit",
                                                             "finished_at", "routed_at"))  # fmt: skip
     reserved = reservations_of(reviews, now) if escalation.to_assignees else {}
+    # An assignee is told only while their queue roles reach the item: a pool or a rule may name someone whose
+    # membership was narrowed or revoked since (digest_mail asks again when it sends).
+    workers = reaches_in(escalation.org_id, *QUEUE_ROLES) if escalation.to_assignees else {}
     leads = reaches_in(escalation.org_id, Role.LEAD) if escalation.to_leads else {}
     concerns: dict[int, set[int]] = {}
     for review in reviews:
-        people = set(reserved[review.pk].person_ids) if review.pk in reserved else set()
-        people |= {user_id for user_id, reach in leads.items() if reach.covers(review.kind, review.application)}
-        concerns[review.pk] = people
+        assignees = reserved[review.pk].person_ids if review.pk in reserved else frozenset()
+        concerns[review.pk] = {user_id for user_id in assignees if _covers(workers.get(user_id), review)} | {
+            user_id for user_id, reach in leads.items() if _covers(reach, review)
+        }
     digests: Digests = defaultdict(lambda: defaultdict(list))
     for threshold, review_ids in notices.items():
         for review_id in review_ids:
@@ -133,15 +143,23 @@ def _digests(escalation: Escalation, notices: dict[str, list[int]], now: datetim
     return {person: dict(by_threshold) for person, by_threshold in digests.items()}
 
 
+def _covers(reach: Reach | None, review: Review) -> bool:
+    return reach is not None and reach.covers(review.kind, review.application)
+
+
 # --- what is sent ---------------------------------------------------------------------------------------------
 
 MAIL_LISTS_AT_MOST = 50  # a digest names this many items per threshold and counts the rest
 
 
 def digest_mail(org_id: int, person_id: int, items: dict[str, list[int]]) -> EmailMessage | None:
-    """The one mail a person gets from a sweep; None when they have no address."""
+    """The one mail a person gets from a sweep, of the items that still concern them when it is sent; None when
+    they have no address or none does."""
     person = get_user_model().objects.filter(pk=person_id).first()
     if person is None or not person.email:
+        return None
+    items = _still_theirs(org_id, person, items)
+    if not any(items.values()):
         return None
     org = Org.objects.get(pk=org_id)
     counts = {threshold: len(items.get(threshold, [])) for threshold in (OVERDUE, DUE_SOON)}
@@ -164,6 +182,18 @@ def digest_mail(org_id: int, person_id: int, items: dict[str, list[int]]) -> Ema
         lines.append("")
     lines.append("You get this because items are reserved for you or you lead this org's queue.")
     return EmailMessage(subject=subject, body="\n".join(lines), to=[person.email])
+
+
+def _still_theirs(org_id: int, person: AbstractBaseUser, items: dict[str, list[int]]) -> dict[str, list[int]]:
+    """The sweep's items that still wait in the queue (grading's rule: an item a publication made stale has left
+    it) within the person's queue reach now. A mail waits for the `webhooks` queue and may be tried again for
+    hours: meanwhile the person may have left the org, or had their reach narrowed, and the item may be decided."""
+    reach = reaches_of(person, *QUEUE_ROLES).get(org_id)
+    if reach is None:
+        return {}
+    ids = [review_id for review_ids in items.values() for review_id in review_ids]
+    waiting = set(Review.objects.waiting().filter(reach.rows(), pk__in=ids).values_list("pk", flat=True))
+    return {threshold: [i for i in review_ids if i in waiting] for threshold, review_ids in items.items()}
 
 
 def webhook_body(org_id: int, notices: dict[str, list[int]]) -> bytes:

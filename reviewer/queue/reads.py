@@ -108,7 +108,9 @@ class Lane:
             # The application the review was filed under when it was written (the dashboards file it there too).
             reviews = reviews.filter(application=self.application)
         if filters.reason:
-            reviews = reviews.filter(reason=filters.reason)
+            # An audit item's reason is the machine's: it is none of the queue's business until the item is decided
+            # (blind review, grading/reviews/blind.py), so no reason names one.
+            reviews = reviews.filter(reason=filters.reason, audit=False)
         return reviews
 
 
@@ -139,6 +141,7 @@ _ROW_COLUMNS = (
     "application",
     "reason",
     "audit",
+    "state",
     "score",
     "judge_passed",
     "sub_scores",
@@ -148,6 +151,7 @@ _ROW_COLUMNS = (
     "due_at",
     "criteria_version__number",
     "criteria_version__kind",
+    "criteria_version__is_active",
     "criteria_version__slots",
     "criteria_version__slots_for",
     "criteria_version__slots_share",
@@ -275,7 +279,7 @@ def _stats_selects(by_application: bool) -> list[str]:
     waiting = f"FROM {table} r WHERE r.state = %s AND r.criteria_version_id = p.version_id{in_application}"
     # In index order, so the planner walks the index and stops rather than gathering the whole range first.
     capped = "(SELECT count(*) FROM (SELECT 1 {waiting} {reason} ORDER BY r.finished_at LIMIT %s) c)"
-    per_reason = capped.format(waiting=waiting, reason="AND r.reason = p.reason")
+    per_reason = capped.format(waiting=waiting, reason="AND r.reason = p.reason AND NOT r.audit")  # as Lane.reviews
     whole = capped.format(waiting=waiting, reason="")
     lanes = "unnest(%s::int[], %s::bigint[], %s::text[]{}) AS p(lane, version_id, application{})"
     # The table name is ours; every value is a parameter.

@@ -404,7 +404,10 @@ def _audit_decision(review: Review, claim: Claim, decision: Decision, *, keep_as
 def _refuse_if_decided(review: Review) -> None:
     decided = Decision.objects.filter(review=review).select_related("decided_by").first()
     if decided is not None:
-        by = decided.decided_by.get_username() if decided.decided_by else "someone"
+        if decided.basis == Decision.Basis.AGREED:
+            by = "the answers, which agreed"
+        else:
+            by = decided.decided_by.get_username() if decided.decided_by else "someone"
         raise Refused("decided", f"This item was already decided ({decided.get_outcome_display()}) by {by}.")
 
 

@@ -14,6 +14,7 @@ from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
 from grading.models import ItemKind, Review
+from grading.reviews.blind import review_blind
 from reviewer.access import reaches_of, role_required
 from reviewer.audit.display import trail_of
 from reviewer.criteria.examples import example_targets
@@ -103,19 +104,18 @@ def _item_context(request: HttpRequest, review: Review, *, form=None, refusal: s
     now = timezone.now()
     lease = reads.lease_of(reads.open_claim(review.pk, request.user), request.user, now)
     slots = reads.slots_now(review, now)
-    # An audit item is blind until decided: the person is not anchored by what the machine said.
-    blind = review.audit and decision is None
+    blind = review_blind(review)
     if form is None:
-        form = _decision_form(review, blind=blind)
+        form = _decision_form(review, blind=blind.verdicts)
     return {
         "review": review,
         "slots": slots,
-        "answers": answers_view(review, slots, request.user.pk, decided=decision is not None),
+        "answers": answers_view(review, slots, request.user.pk, blind=blind),
         # Giving one of several answers (not the item's decision), or settling answers that differed.
         "answering": slots.several and not slots.answers_in,
         "adjudicating": slots.answers_in and decision is None,
         "no_place": slots.place_for(request.user.pk),  # why this person cannot claim it now, or None
-        "blind": blind,
+        "blind": blind.verdicts,  # what anyone but the reader said is hidden: an audit item not yet decided
         "still_counts": still_counts,
         "stale_reason": "" if still_counts else display.stale_reason(review),
         "decision": decision,
@@ -169,7 +169,7 @@ def _render_item(request: HttpRequest, review: Review, context: dict, *, status:
     # A criteria admin may make a decided item a worked example of a version not yet published.
     subject = review.draft or review.conversation
     context["targets"] = None if context["blind"] else example_targets(request.user, subject)
-    context["trail"] = trail_of(request.user, subject, blind=context["blind"])
+    context["trail"] = trail_of(request.user, subject)
     return render(request, template, context, status=status)
 
 
@@ -271,7 +271,7 @@ def review_heartbeat(request: HttpRequest, pk: int) -> HttpResponse:
 @role_required(*QUEUE_ROLES)
 def review_decide(request: HttpRequest, pk: int) -> HttpResponse:
     review = _get_review_for_user(request, pk)
-    form = _decision_form(review, request.POST, blind=review.audit)
+    form = _decision_form(review, request.POST)
     if not form.is_valid():
         return _render_item(request, review, _item_context(request, review, form=form), status=422)
     try:

@@ -1,7 +1,8 @@
 """Reviews with everything a dashboard figure reads, drawn by hypothesis and written straight to the tables: every
 state (trial, superseded and stale included), every route, odd and missing JSON (checks that are not objects,
 verdicts that are not verdicts, findings that are not objects, halves in the thousandths of a sub-score), waits
-that run backwards, timestamps a second either side of an ISO week's end, decisions with or without their person,
+that run backwards, timestamps a second either side of an ISO week's end, decisions by a person, by one since deleted
+or agreed by the people who answered,
 labels that do or do not speak about the evidence reviewed, answers of several people (all slots in or not, odd
 verdicts among them), and thumbs."""
 
@@ -76,12 +77,14 @@ class ReviewSpec:
     started_at: datetime
     verdict_after: timedelta
     submitted_before: timedelta | None
-    decision: tuple[str, dict, timedelta, bool] | None  # outcome, checks, after the verdict, by a person or not
+    # outcome, checks, after the verdict, and who: a person, one since deleted (`former`), or the answers (`agreed`)
+    decision: tuple[str, dict, timedelta, str] | None
     labels: list[tuple[str, str, bool]]  # check, verdict, about the evidence reviewed
     thumbs: list[str]
     answers: tuple[int, list[tuple[str, dict]]] = (2, [])  # the slots, and each person's outcome and checks
 
 
+DECIDERS = ("person", "former", "agreed")
 reviews = st.builds(
     ReviewSpec,
     kind=st.sampled_from(ItemKind.values),
@@ -106,7 +109,7 @@ reviews = st.builds(
             st.sampled_from(Decision.Outcome.values),
             st.dictionaries(st.sampled_from(CHECKS), verdict_text),
             st.one_of(gaps, gaps.map(lambda gap: -gap)),
-            st.booleans(),
+            st.sampled_from(DECIDERS),
         ),
     ),
     labels=st.lists(
@@ -162,10 +165,11 @@ def write_reviews(org: Org, specs: list[ReviewSpec], person) -> list[Review]:
             submitted_at=None if spec.submitted_before is None else spec.started_at - spec.submitted_before,
         )  # fmt: skip
         if spec.decision is not None:
-            outcome, human_checks, after, by_person = spec.decision
+            outcome, human_checks, after, who = spec.decision
             Decision.objects.create(
                 org=org, review=review, outcome=outcome, checks=human_checks, decided_at=finished + after,
-                decided_by=person if by_person else None,
+                decided_by=person if who == "person" else None,
+                basis=Decision.Basis.AGREED if who == "agreed" else Decision.Basis.ONE,
             )  # fmt: skip
         for i, (check, verdict, about_it) in enumerate(spec.labels):
             Label.objects.create(
@@ -193,7 +197,7 @@ def edge_draft(**changes: Any) -> ReviewSpec:
         findings=[{"code": "banned_word"}], sub_scores={"aeo": 1.0625, "writing": -1.0625, "org_fit": 2.0005},
         repairs=None, usage={"prompt_tokens": 10, "completion_tokens": 2}, judge_passed=True, audit=True,
         application="", filed=True, started_at=WEEK_END, verdict_after=timedelta(seconds=60),
-        submitted_before=timedelta(seconds=240), decision=("approve", {}, timedelta(seconds=300), True),
+        submitted_before=timedelta(seconds=240), decision=("approve", {}, timedelta(seconds=300), "person"),
         labels=[("pass_fail", "fail", True)], thumbs=[], answers=(2, [("approve", {}), ("reject", {})]),
     )  # fmt: skip
     return replace(spec, **changes)

@@ -12,7 +12,7 @@ from grading.api.keys import api_key_create
 from grading.criteria.versions import criteria_new_version
 from grading.models import CriteriaExample, CriteriaTrial, Erasure, ErasureScope, ItemKind
 from reviewer.access import EVERY_ROLE
-from reviewer.models import Membership, Role
+from reviewer.models import Invitation, Membership, Role
 from tests.builders.people import make_person
 from tests.builders.queue_items import conversation_item, draft_item
 
@@ -90,11 +90,15 @@ PAGES = {
     "orgadmin_member_scope": Policy("roles", ("POST",), ORG_ADMIN),
     "orgadmin_member_revoke": Policy("roles", ("POST",), ORG_ADMIN),
     "orgadmin_member_password_link": Policy("roles", ("POST",), ORG_ADMIN),
+    "orgadmin_invitation_send": Policy("roles", ("POST",), ORG_ADMIN),
+    "orgadmin_invitation_cancel": Policy("roles", ("POST",), ORG_ADMIN),
     "orgadmin_keys": Policy("roles", ("GET", "POST"), ORG_ADMIN),
     "orgadmin_key_revoke": Policy("roles", ("POST",), ORG_ADMIN),
     "orgadmin_webhook": Policy("roles", ("GET", "POST"), ORG_ADMIN),
     "orgadmin_retention": Policy("roles", ("GET", "POST"), ORG_ADMIN),
     "orgadmin_password_set": Policy("public", ("GET", "POST")),
+    "invitation_open": Policy("public"),
+    "invitation_accept": Policy("public", ("GET", "POST")),
     "erasure": Policy("roles", ("GET", "POST"), ORG_ADMIN),
 }
 # The API outside its operations: the document, its docs page, and ninja's root.
@@ -126,7 +130,7 @@ PARAMETERS = {
     # Not an org's object: the same value for every org, so another org's key gets its own org's answer.
     "section": "dashboard_section",
     "kind": "draft_kind",
-    # A set-password link's: a link nobody was given, the same for every org.
+    # A set-password link's (and an invitation link's token): a link nobody was given, the same for every org.
     "uidb64": "password_link_user",
     "token": "password_link_token",
 }
@@ -149,6 +153,8 @@ ROUTE_PARAMETERS = {
     "orgadmin_member_scope": {"pk": "membership"},
     "orgadmin_member_revoke": {"pk": "membership_to_revoke"},  # its own: revoking it takes it away from the others
     "orgadmin_member_password_link": {"pk": "membership"},
+    "orgadmin_invitation_send": {"pk": "invitation"},
+    "orgadmin_invitation_cancel": {"pk": "invitation_to_cancel"},  # its own: cancelling it takes it away
     "orgadmin_key_revoke": {"pk": "api_key"},
 }
 
@@ -210,6 +216,12 @@ def matrix_world(org, other_org, people: dict) -> dict:
             ).pk,
             "membership_to_revoke": Membership.objects.create(
                 user=make_person(f"leaver-{suffix}"), org=owner, role=Role.STAKEHOLDER
+            ).pk,
+            "invitation": Invitation.objects.create(
+                org=owner, email=f"invitee-{suffix}@example.com", role="operator"
+            ).pk,
+            "invitation_to_cancel": Invitation.objects.create(
+                org=owner, email=f"not-after-all-{suffix}@example.com", role="operator"
             ).pk,
             "api_key": api_key_create(org=owner, name=f"matrix-{suffix}").api_key.pk,
             "password_link_user": "MA",

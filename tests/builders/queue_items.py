@@ -1,5 +1,6 @@
-"""Queue items: reviews routed to humans, one draft or conversation at a time or hundreds in bulk, and the new
-content that makes them stale. Shared by the queue, claim, decision, dashboard, criteria and browser tests."""
+"""Queue items: reviews routed to humans, one draft or conversation at a time or hundreds in bulk, the new content
+that makes them stale, and several people answering one. Shared by the queue, claim, decision, dashboard, criteria
+and browser tests."""
 
 from datetime import timedelta
 
@@ -8,8 +9,9 @@ from django.utils import timezone
 from grading.criteria.versions import criteria_active
 from grading.drafts.submit import draft_save
 from grading.evidence import draft_fingerprint
-from grading.models import Draft, ItemKind, Review, ReviewState, Route
+from grading.models import CriteriaVersion, Draft, ItemKind, Review, ReviewState, Route, SlotsFor
 from grading.schemas import DraftIn
+from reviewer.queue.services import DecisionResult, claim_take, decision_create
 from tests.builders.conversations import PATH_IDS, message, support_conversation, upsert, verdicts
 
 JUDGE = {"backend": "openai", "model": "judge-test", "prompt_hash": "5be0c2d1", "temperature": 0.0}
@@ -176,4 +178,21 @@ def continue_conversation(review: Review) -> None:
         review.org,
         support_conversation(review.conversation.external_id, application=review.conversation.application)
         | {"active_message_id": "m5", "messages": [message("m5", "user", "And the other order?", "m4", 9)]},
+    )
+
+
+def slots_ask(org, kind: str, slots: int, slots_for: str = SlotsFor.PEOPLE) -> None:
+    """The org's active criteria of `kind` (v1, seeded if need be) ask `slots` people to decide each item, as the
+    version's editor sets it."""
+    criteria_active(org=org, kind=kind)
+    CriteriaVersion.objects.filter(org=org, kind=kind, is_active=True).update(slots=slots, slots_for=slots_for)
+
+
+def item_answer(
+    person, review: Review, *, outcome: str = "", checks: dict | None = None, note: str = ""
+) -> DecisionResult:
+    """`person` claims a place on the item and answers it (or adjudicates it, once every place is answered)."""
+    claim_take(user=person, review_id=review.pk)
+    return decision_create(
+        user=person, review_id=review.pk, fingerprint=review.fingerprint, outcome=outcome, checks=checks, note=note
     )

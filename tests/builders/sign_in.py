@@ -34,10 +34,14 @@ class Trip:
         return self.request["nonce"]
 
 
-def trip_to_provider(client: Client, provider: OidcProvider, subject: str, *, next_url: str = "") -> Trip:
-    """Press "Sign in with ..." on Tollgate's sign-in page, then sign in at the provider as `subject` and consent,
-    in a browser of its own (new provider cookies each time); stop before the browser returns to Tollgate."""
-    start = client.post(reverse("oidc_start"), {"next": next_url})
+def trip_to_provider(
+    client: Client, provider: OidcProvider, subject: str, *, next_url: str = "", accept_invitation: bool = False
+) -> Trip:
+    """Press "Sign in with ..." on Tollgate's sign-in page (or, `accept_invitation`, on the invitation page the
+    client has open), then sign in at the provider as `subject` and consent, in a browser of its own (new provider
+    cookies each time); stop before the browser returns to Tollgate."""
+    fields = {"next": next_url} | ({"accept_invitation": "1"} if accept_invitation else {})
+    start = client.post(reverse("oidc_start"), fields)
     assert start.status_code == 302, start.content
     url = start["Location"]
     assert url.startswith(provider.issuer)
@@ -60,9 +64,12 @@ def trip_to_provider(client: Client, provider: OidcProvider, subject: str, *, ne
     raise AssertionError(f"the provider never sent the browser back to Tollgate (last at {url})")
 
 
-def sign_in(client: Client, provider: OidcProvider, subject: str, *, next_url: str = ""):
+def sign_in(
+    client: Client, provider: OidcProvider, subject: str, *, next_url: str = "", accept_invitation: bool = False
+):
     """The whole sign-in; Tollgate's answer to the callback."""
-    return client.get(trip_to_provider(client, provider, subject, next_url=next_url).callback)
+    trip = trip_to_provider(client, provider, subject, next_url=next_url, accept_invitation=accept_invitation)
+    return client.get(trip.callback)
 
 
 # --- hostile ID tokens ---------------------------------------------------------------------------------------------

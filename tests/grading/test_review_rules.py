@@ -1,6 +1,7 @@
 """The review rules grading/models/reviews.py keeps in two forms, one for a review in hand and one for a query, read the
 same on every combination: the state a review reads as now, and whether a person may be asked about it. The ISO
-week (grading/weeks.py) likewise, in Python and in SQL, a second either side of a week's end."""
+week (grading/weeks.py) likewise, in Python and in SQL, a second either side of a week's end. And the one rule of
+when a review is overdue, on every combination."""
 
 import itertools
 from datetime import UTC, datetime, timedelta
@@ -59,6 +60,23 @@ def test_who_a_person_may_be_asked_about_is_the_same_in_python_and_in_the_query(
     made = _reviews(org)
     asked = set(Review.objects.filter(FOR_PEOPLE, org=org).values_list("pk", flat=True))
     assert asked == {review.pk for review in made if for_people(route=review.route, audit=review.audit)}
+
+
+def test_a_review_is_overdue_from_its_due_time_only_while_it_waits_under_the_active_criteria(org):
+    made = _reviews(org)
+    for review in made[::3]:  # of every state, route and version
+        review.due_at = WEEK_END
+    Review.objects.bulk_update(made, ["due_at"])
+    for at in (WEEK_END - timedelta(microseconds=1), WEEK_END):
+        expected = {
+            review.pk
+            for review in made
+            if review.due_at is not None
+            and review.due_at <= at
+            and state_now(review.state, criteria_active=review.criteria_version.is_active) == ReviewState.WAITING
+        }
+        assert set(Review.objects.filter(org=org).overdue(at).values_list("pk", flat=True)) == expected
+    assert expected  # at the due time: the waiting ones of the active version, stale and decided ones never
 
 
 def test_a_week_is_the_same_iso_week_in_python_and_in_sql():

@@ -65,7 +65,7 @@ def test_the_migration_repairs_an_assignment_stored_past_the_year_9999_and_it_ca
         cursor.execute("UPDATE reviewer_assignment SET until = '9999-12-31 23:59:59-14:00'")
     with pytest.raises(Exception, match="year"):
         key_client.get("/api/v1/conversations/cv-1/assignment")
-    migration = importlib.import_module("reviewer.migrations.0010_assignment_times")
+    migration = importlib.import_module("reviewer.migrations.0011_assignment_times")
     with connection.cursor() as cursor:
         cursor.execute(migration.REPAIR_ASSIGNMENT_TIMES)
     assert Assignment.objects.get().until == datetime.max.replace(tzinfo=UTC)

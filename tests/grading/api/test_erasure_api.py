@@ -51,3 +51,13 @@ def test_it_takes_exactly_one_target(org, client: Client):
         response = call("post", "/erasures", body)
         assert response.status_code == 400, body
     assert not Erasure.objects.exists()
+
+
+def test_the_event_of_each_item_erased_names_the_key_that_asked(org, client: Client):
+    conversation = conversation_item(org, "cv-1").conversation
+    asked = api_caller(client, org)("post", "/erasures", {"conversation": "cv-1"}).json()
+
+    erasure_run(erasure_id=asked["id"])
+
+    erased = AuditEvent.objects.get(action="item.erase")
+    assert (erased.item_id, erased.actor, erased.api_key.name) == (conversation.pk, None, "hostile pipeline")

@@ -37,7 +37,7 @@ from grading.models import (
     RetentionPolicy,
     Review,
 )
-from grading.otlp.models import PendingCall
+from grading.otlp.models import PendingCall, PendingEvent
 from reviewer.models import Claim
 from tests.builders.conversations import support_conversation, upsert
 from tests.builders.figure_reviews import edge_draft, write_reviews
@@ -90,9 +90,8 @@ def _everything_about(org, operator):
         org=org, criteria_version=criteria_new_version(org=org, kind=ItemKind.CONVERSATION),
         sample=[conversation.pk, other.pk], review_ids=[None, None], judge_calls=2,
     )  # fmt: skip
-    PendingCall.objects.create(
-        org=org, trace_id="a" * 32, span_id="b" * 16, conversation_external_id="cv-1", events=[["x", SECRET, 1]]
-    )
+    waiting = PendingCall.objects.create(org=org, trace_id="a" * 32, span_id="b" * 16, conversation_external_id="cv-1")
+    PendingEvent.objects.create(call=waiting, name="gen_ai.user.message", values={"content": SECRET}, time=1, key="k")
     return conversation, other, quoting, trial, version
 
 
@@ -122,7 +121,7 @@ def test_erasing_a_conversation_removes_everything_derived_and_keeps_a_tombstone
     counts = {name: n for name, n in erasure.erased.items() if name != "filed"}
     assert counts == {  # the trial's version, cloned from the active one, quotes it too
         "claim": 1, "conversation": 1, "criteriaexample": 2, "decision": 1, "feedback": 1, "label": 1,
-        "learning_quote": 1, "memoryitem": 1, "message": 5, "pendingcall": 1, "review": 1,
+        "learning_quote": 1, "memoryitem": 1, "message": 5, "pendingcall": 1, "pendingevent": 1, "review": 1,
     }  # fmt: skip
     tombstone = AuditEvent.objects.get(action="item.erase")
     assert (tombstone.item_kind, tombstone.item_id) == ("conversation", conversation.pk)
@@ -136,7 +135,7 @@ def test_erasing_a_conversation_removes_everything_derived_and_keeps_a_tombstone
 def test_the_counters_equal_a_rebuild_after_an_erasure_and_count_the_items_erased(org, operator):
     conversation_spec = replace(
         edge_draft(), kind=ItemKind.CONVERSATION, application="support", checks={"grounded": {"verdict": "pass"}},
-        findings=[], decision=("fail", {"grounded": "fail"}, timedelta(seconds=300), True),
+        findings=[], decision=("fail", {"grounded": "fail"}, timedelta(seconds=300), "person"),
         labels=[("grounded", "pass", True), ("grounded", "fail", True)], thumbs=["up", "down"], answers=(1, []),
     )  # fmt: skip
     write_reviews(org, [edge_draft(), conversation_spec, edge_draft(), conversation_spec], operator)
@@ -277,3 +276,15 @@ def test_the_events_written_before_events_named_their_item_are_given_it_by_the_m
         event.refresh_from_db()
     assert [(e.item_kind, e.item_id) for e in (by_detail, by_object)] == [("conversation", conversation.pk)] * 2
     assert (unrelated.item_kind, unrelated.item_id) == ("", None)
+
+
+def test_a_retention_erasure_is_the_machines_and_each_items_event_says_so(org):
+    old = _old_conversations(org, 2)
+    RetentionPolicy.objects.create(org=org, kind=ItemKind.CONVERSATION, days=30, updated_at=timezone.now())
+
+    [erasure_id] = retention_pass()
+    erasure_run(erasure_id=erasure_id)
+
+    events = AuditEvent.objects.filter(action="item.erase").order_by("item_id")
+    assert [event.item_id for event in events] == [c.pk for c in old]
+    assert {(event.actor, event.api_key, event.detail["via"]) for event in events} == {(None, None, "retention")}

@@ -3,7 +3,8 @@ Python (the upkeep of every write), the hourly rebuild's GROUP BY in SQL, and th
 dashboard's lists). On generated reviews the three agree, counter by counter; a form that drifts fails here,
 naming the counter."""
 
-from collections import defaultdict
+from collections import Counter, defaultdict
+from datetime import timedelta
 
 import pytest
 from django.contrib.auth import get_user_model
@@ -11,12 +12,24 @@ from django.db import transaction
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from grading.figures.definitions import PASS_FAIL, SCORED, counted_in, machine_said, machine_verdict, review_row
+from grading.figures.definitions import (
+    PASS_FAIL,
+    SCORED,
+    counted_in,
+    decisions_credited,
+    machine_said,
+    machine_verdict,
+    review_row,
+)
 from grading.figures.expressions import Lit
 from grading.figures.rollups import _FIELDS, _contributions_of, live_counters, thumbs_of
-from grading.models import ItemKind, Review, ReviewState, Route
+from grading.models import Decision, ItemKind, Review, ReviewState, Route
 from grading.outcomes import CHECKS
 from tests.builders.figure_reviews import edge_draft, reviews, write_reviews
+
+# A draft two people approved alike, decided by their answers; and one whose decider's account is gone.
+AGREED = edge_draft(decision=("approve", {}, timedelta(seconds=300), "agreed"), answers=(2, [("approve", {})] * 2))
+FORMER = edge_draft(decision=("reject", {}, timedelta(seconds=300), "former"))
 
 pytestmark = pytest.mark.django_db
 EXAMPLES = settings(
@@ -56,6 +69,7 @@ def _in_example(org, specs, test) -> None:
 @example(
     specs=[edge_draft(labels=[("pass_fail", "fail", True), ("pass_fail", "pass", True), ("pass_fail", "fail", False)])]
 )
+@example(specs=[AGREED, FORMER])
 def test_the_rebuilds_sql_counts_what_the_python_form_counts(org, specs):
     def check(written: list[Review]) -> None:
         python = _contributions_of([review.pk for review in written])
@@ -72,6 +86,7 @@ def test_the_rebuilds_sql_counts_what_the_python_form_counts(org, specs):
 @EXAMPLES
 @given(specs=st.lists(reviews, min_size=1, max_size=4))
 @example(specs=[edge_draft(labels=[("pass_fail", "fail", True), ("pass_fail", "pass", True)])])
+@example(specs=[AGREED, FORMER])
 def test_the_reviews_behind_a_counter_are_the_ones_that_add_to_it(org, specs):
     def check(written: list[Review]) -> None:
         behind: dict[tuple[str, str, str], set[int]] = defaultdict(set)
@@ -93,6 +108,26 @@ def test_the_reviews_behind_a_counter_are_the_ones_that_add_to_it(org, specs):
         for metric in LISTED:  # and nothing is listed under a counter no review adds to
             listed = set(mine.filter(counted_in(metric)).values_list("pk", flat=True))
             assert listed == {pk for key, pks in behind.items() if key[0] == metric for pk in pks}, metric
+
+    _in_example(org, specs, check)
+
+
+@EXAMPLES
+@given(specs=st.lists(reviews, min_size=1, max_size=4))
+@example(specs=[AGREED, FORMER])
+def test_the_people_credited_with_decisions_are_the_ones_the_counters_credit(org, specs):
+    """The queue's workload counts the decisions of its selection from the rows (`decisions_credited`): per person,
+    what the `decided_by` counters hold (person 0, an account since deleted, is nobody to list)."""
+
+    def check(written: list[Review]) -> None:
+        counted: Counter = Counter()
+        for key, n in _contributions_of([review.pk for review in written]).items():
+            if key[5] == "decided_by" and key[6] != "0":
+                counted[int(key[6])] += n
+        # A trial review counts in no figure (and a person never decides one).
+        decisions = Decision.objects.filter(review__in=written).exclude(review__state=ReviewState.TRIAL)
+        credited = decisions_credited(decisions)
+        assert +credited == +counted
 
     _in_example(org, specs, check)
 

@@ -5,6 +5,8 @@ import json
 from datetime import timedelta
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 from hypothesis import HealthCheck, given
 from hypothesis import settings as hypothesis_settings
@@ -15,13 +17,16 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from grading.api.keys import api_key_create
 from grading.models import Conversation, Message
 from grading.otlp.models import PendingCall
+from reviewer.celery import app
 from tests.builders.otlp_spans import (
     as_otlp_json,
+    bare_chat_span,
     export_request,
     gzipped,
     log_record,
     logs_request,
     span_id,
+    text,
     two_turns_in_log_records,
     two_turns_with_a_tool,
 )
@@ -73,6 +78,12 @@ def logs_ok(response) -> ExportLogsServiceResponse:
 
 def canonical(messages: list[dict]) -> list[tuple]:
     return [tuple(m[field] for field in CANONICAL) for m in messages]
+
+
+def kept() -> list[tuple]:
+    """The waiting calls and what their records add up to: a refused request changes none of it."""
+    fields = ("trace_id", "span_id", "span_seen_at", "event_count", "stored_bytes", "replied", "refused")
+    return list(PendingCall.objects.order_by("pk").values_list(*fields))
 
 
 def send_spans(post, spans) -> ExportTraceServiceResponse:
@@ -195,6 +206,13 @@ def test_log_records_without_message_content_are_rejected_naming_the_setting(pos
     assert Conversation.objects.get(external_id="conv-otlp").content_awaited_since is not None
 
 
+def test_a_details_record_without_messages_completing_a_call_is_rejected_like_one_without_content(post):
+    send_spans(post, [bare_chat_span(1)])
+    answer = send_logs(post, [log_record(1, DETAILS, {"gen_ai.operation.name": "chat"})])
+    assert answer.partial_success.rejected_log_records == 1
+    assert "carry no message content" in answer.partial_success.error_message
+
+
 def test_json_gzip_and_the_event_name_attribute_of_older_sdks_are_read(post, conversation_of):
     spans, records = two_turns_in_log_records()
     send_spans(post, spans)
@@ -229,6 +247,131 @@ def test_another_orgs_records_never_join_this_orgs_spans(post, other_org):
     assert PendingCall.objects.filter(org=other_org, span_seen_at=None).count() == 3  # kept apart, for a day
 
 
+def test_the_orgs_waiting_calls_stop_at_the_cap_and_what_completes_a_call_is_still_taken(post, settings):
+    settings.OTLP_PENDING_MAX_CALLS = 2
+    spans, records = two_turns_in_log_records()
+    answer = send_spans(post, spans)  # three bare chat spans: each would wait for its messages
+    assert answer.partial_success.rejected_spans == 1
+    assert f"model call span {span_id(4)}: not kept" in answer.partial_success.error_message
+    assert "OTLP_PENDING_MAX_CALLS (2)" in answer.partial_success.error_message
+
+    full = send_logs(post, records)  # the store is full: the two calls it holds are made whole all the same
+    assert full.partial_success.rejected_log_records == 7  # call 4's: its span was not kept either
+    assert "OTLP_PENDING_MAX_CALLS (2)" in full.partial_success.error_message
+    assert Message.objects.count() == 5
+    assert PendingCall.objects.filter(written_at=None).count() == 0
+
+
+def test_the_bytes_waiting_calls_hold_are_capped_and_a_call_that_cannot_fit_is_refused_whole(post, settings):
+    settings.OTLP_PENDING_MAX_BYTES = 1_000
+    long = "x" * 600
+    first = send_logs(post, [log_record(1, "gen_ai.user.message", {"content": long})])
+    assert not first.partial_success.rejected_log_records
+    other = send_logs(post, [log_record(2, "gen_ai.user.message", {"content": long})])
+    assert other.partial_success.rejected_log_records == 1
+    assert "not kept" in other.partial_success.error_message
+    assert "OTLP_PENDING_MAX_BYTES (1000 bytes)" in other.partial_success.error_message
+
+    grown = send_logs(post, [log_record(1, "gen_ai.user.message", {"content": long + "y"})])
+    assert grown.partial_success.rejected_log_records == 1
+    assert f"model call span {span_id(1)}: refused" in grown.partial_success.error_message
+    # Its reply and span come: the call is missing a message, so it is refused too, never written without it.
+    reply = {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "Hi"}}
+    assert send_logs(post, [log_record(1, "gen_ai.choice", reply)]).partial_success.rejected_log_records == 1
+    late = send_spans(post, [bare_chat_span(1)])
+    assert late.partial_success.rejected_spans == 1 and "OTLP_PENDING_MAX_BYTES" in late.partial_success.error_message
+    assert not Conversation.objects.exists()
+
+
+def test_a_message_over_the_size_limit_is_refused_when_it_comes_and_its_reply_later_is_not_a_413(post, settings):
+    settings.MAX_MESSAGE_BYTES = 1_000
+    send_spans(post, [bare_chat_span(1)])
+    big = send_logs(post, [log_record(1, "gen_ai.user.message", {"content": "z" * 2_000})])
+    assert big.partial_success.rejected_log_records == 1
+    assert "MAX_MESSAGE_BYTES (1000)" in big.partial_success.error_message
+
+    reply = {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "Hi"}}
+    answer = send_logs(post, [log_record(1, "gen_ai.choice", reply)])  # an exporter's later batch: 200, not 413
+    assert answer.partial_success.rejected_log_records == 1
+    assert f"model call span {span_id(1)}: refused, a message of it is" in answer.partial_success.error_message
+    assert not Conversation.objects.exists()
+
+
+def test_a_calls_records_are_bounded_by_the_messages_a_conversation_may_hold(post, settings):
+    settings.MAX_MESSAGES_PER_CONVERSATION = 3
+    messages = [log_record(1, "gen_ai.user.message", {"content": f"part {n}"}) for n in range(4)]
+    assert not send_logs(post, messages[:2]).partial_success.rejected_log_records
+    over = send_logs(post, messages[2:])
+    assert over.partial_success.rejected_log_records == 2
+    assert "MAX_MESSAGES_PER_CONVERSATION (3)" in over.partial_success.error_message
+    again = send_logs(post, messages[2:])  # resent: still refused, and nothing of the call is kept
+    assert again.partial_success.rejected_log_records == 2
+    assert PendingCall.objects.get().event_count == 0
+
+
+def test_a_waiting_calls_records_are_appended_without_reading_back_what_it_holds(post):
+    for batch in range(3):
+        send_logs(post, [log_record(1, "gen_ai.user.message", {"content": f"{batch}-{n}"}) for n in range(5)])
+    with CaptureQueriesContext(connection) as queries:
+        send_logs(post, [log_record(1, "gen_ai.user.message", {"content": f"3-{n}"}) for n in range(5)])
+    reads = [query["sql"] for query in queries if query["sql"].lstrip().upper().startswith("SELECT")]
+    assert not [sql for sql in reads if '"events"' in sql or '"values"' in sql]
+    assert PendingCall.objects.get().event_count == 20
+
+
+@pytest.fixture
+def worker():
+    """Tasks sent on commit run in this process."""
+    import grading.otlp.tasks  # noqa: F401 - registered, so the task sent by name runs eagerly here
+
+    eager = app.conf.task_always_eager
+    app.conf.task_always_eager = True
+    yield
+    app.conf.task_always_eager = eager
+
+
+def test_log_records_completing_calls_of_more_conversations_than_a_request_writes_are_written_by_a_worker(
+    post, settings, worker, django_capture_on_commit_callbacks
+):
+    settings.MAX_OTLP_CONVERSATIONS_PER_REQUEST = 2
+    records = []
+    for n, trace in enumerate(["6c" * 16, "7d" * 16, "8e" * 16]):
+        spans, calls = two_turns_in_log_records(conversation=f"conv-{n}", trace=trace)
+        send_spans(post, spans[:1])  # accepted: one conversation a request
+        records += calls[:3]
+    with django_capture_on_commit_callbacks(execute=True):
+        answer = send_logs(post, records)  # whole calls of three conversations: never refused for that
+        assert answer.partial_success.rejected_log_records == 0
+        assert "1 model call(s) this request made whole" in answer.partial_success.error_message
+        assert "MAX_OTLP_CONVERSATIONS_PER_REQUEST (2): a worker writes them" in answer.partial_success.error_message
+        assert Conversation.objects.count() == 2
+    assert sorted(Conversation.objects.values_list("external_id", flat=True)) == ["conv-0", "conv-1", "conv-2"]
+    assert not PendingCall.objects.filter(written_at=None).exists()
+
+
+def test_a_conversation_a_limit_refuses_refuses_only_its_own_calls_of_a_logs_request(post, conversation_of, settings):
+    settings.MAX_MESSAGES_PER_CONVERSATION = 2
+
+    def details(trace: str, inputs: list[dict]) -> object:
+        answer = [{"role": "assistant", "parts": [text("Hello")]}]
+        body = {"gen_ai.input.messages": json.dumps(inputs), "gen_ai.output.messages": json.dumps(answer)}
+        return log_record(1, DETAILS, body, trace=trace)
+
+    send_spans(post, [bare_chat_span(1, conversation="long", trace="6c" * 16)])
+    send_spans(post, [bare_chat_span(1, conversation="short", trace="7d" * 16)])
+    asked = [{"role": "user", "parts": [text("Hi")]}]
+    records = [
+        details("6c" * 16, [{"role": "system", "parts": [text("Be brief.")]}, *asked]),
+        details("7d" * 16, asked),
+    ]
+    answer = send_logs(post, records)
+    assert answer.partial_success.rejected_log_records == 1
+    assert "MAX_MESSAGES_PER_CONVERSATION" in answer.partial_success.error_message
+    assert len(conversation_of("short")["messages"]) == 2
+    assert not Conversation.objects.filter(external_id="long").exists()
+    assert send_logs(post, records[:1]).partial_success.rejected_log_records == 1  # resent: refused, not a 413
+
+
 @pytest.mark.parametrize(
     ("record", "named"),
     [
@@ -240,12 +383,12 @@ def test_another_orgs_records_never_join_this_orgs_spans(post, other_org):
 )
 def test_malformed_content_is_400_naming_the_record_and_keeps_nothing(post, record, named):
     send_spans(post, two_turns_in_log_records()[0])
-    before = list(PendingCall.objects.values_list("span_id", "events"))
+    before = kept()
     response = post("logs", logs_request(record).SerializeToString())
     assert response.status_code == 400, response.content[:300]
     assert named in response.content.decode(errors="replace")
     assert "logRecords[0]" in response.content.decode(errors="replace")
-    assert list(PendingCall.objects.values_list("span_id", "events")) == before
+    assert kept() == before
 
 
 def test_more_records_than_a_request_may_hold_is_413_naming_the_limit(post, settings):
@@ -278,11 +421,11 @@ def test_hostile_protobuf_never_answers_5xx_and_a_refusal_keeps_nothing(post, cu
     for position, byte in cuts:
         if position < len(body):
             body[position] = byte
-    before = list(PendingCall.objects.values_list("trace_id", "span_id", "events"))
+    before = kept()
     response = post("logs", bytes(body))
     assert response.status_code in (200, 400, 413), response.content[:300]
     if response.status_code != 200:
-        assert list(PendingCall.objects.values_list("trace_id", "span_id", "events")) == before
+        assert kept() == before
 
 
 def test_a_trace_id_that_is_not_hex_is_400(post):
@@ -323,8 +466,8 @@ RECORD_FIELDS = st.fixed_dictionaries(
 @given(records=st.lists(RECORD_FIELDS, max_size=3), resource=JSON_VALUES)
 def test_hostile_otlp_json_logs_never_answer_5xx_and_a_refusal_keeps_nothing(post, records, resource):
     document = {"resourceLogs": [{"resource": resource, "scopeLogs": [{"logRecords": records}]}]}
-    before = list(PendingCall.objects.values_list("trace_id", "span_id", "events"))
+    before = kept()
     response = post("logs", json.dumps(document).encode(), "application/json")
     assert response.status_code in (200, 400, 413), response.content[:300]
     if response.status_code != 200:
-        assert list(PendingCall.objects.values_list("trace_id", "span_id", "events")) == before
+        assert kept() == before

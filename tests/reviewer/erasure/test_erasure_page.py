@@ -1,7 +1,11 @@
 """The erasure page: org admins only; a confirm step before anything is asked; another org is a 404; the tombstones
 listed."""
 
-from grading.models import Erasure, ErasureScope
+from django.utils import timezone
+
+from grading.erasure.runs import erasure_run
+from grading.models import AuditEvent, Erasure, ErasureScope
+from grading.otlp.models import PendingCall
 from reviewer.models import Role
 from tests.builders.people import make_person
 from tests.builders.queue_items import conversation_item
@@ -23,6 +27,20 @@ def test_an_org_admin_confirms_then_the_erasure_is_asked_and_listed(org, client)
     assert (erasure.scope, erasure.target, erasure.requested_by.username) == ("conversation", "cv-<b>1<b>", "admin")
     listing = client.get("/erasure/")
     assert listing.status_code == 200 and b'class="erasure-pending"' in listing.content
+
+
+def test_a_conversation_known_only_by_waiting_otlp_calls_is_confirmed_with_their_count(org, other_org, client):
+    for span in ("1", "2"):
+        PendingCall.objects.create(
+            org=org, trace_id="a" * 32, span_id=span * 16, span_seen_at=timezone.now(), conversation_external_id="cv-w"
+        )
+    PendingCall.objects.create(org=other_org, trace_id="a" * 32, span_id="3" * 16, conversation_external_id="cv-w")
+    client.force_login(make_person("admin", org, Role.ORG_ADMIN))
+
+    confirm = client.post("/erasure/", {"org": org.pk, "scope": ErasureScope.CONVERSATION, "target": "cv-w"})
+
+    assert confirm.status_code == 200
+    assert b"with 2 model calls waiting for their other part by OTLP" in confirm.content
 
 
 def test_an_unknown_item_is_refused_and_another_org_is_404(org, other_org, client):
@@ -48,3 +66,15 @@ def test_only_org_admins_may_use_it(org, client, operator):
         == 403
     )
     assert not Erasure.objects.exists()
+
+
+def test_the_event_of_each_item_erased_names_the_admin_who_asked(org, client):
+    conversation = conversation_item(org, "cv-1").conversation
+    admin = make_person("admin", org, Role.ORG_ADMIN)
+    client.force_login(admin)
+    client.post("/erasure/", {"org": org.pk, "scope": ErasureScope.CONVERSATION, "target": "cv-1", "confirmed": "on"})
+
+    erasure_run(erasure_id=Erasure.objects.get().pk)
+
+    erased = AuditEvent.objects.get(action="item.erase")
+    assert (erased.item_id, erased.actor, erased.api_key) == (conversation.pk, admin, None)

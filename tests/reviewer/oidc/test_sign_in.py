@@ -9,10 +9,11 @@ from django.contrib.auth import get_user_model
 from django.urls import reverse
 from joserfc import jws
 
+from grading.audit_reads import audit_events
 from grading.models import AuditEvent
-from reviewer.models import Membership, Role, SignInIdentity
+from reviewer.models import Invitation, Membership, Role, SignInIdentity
 from reviewer.oidc.provider import ID_TOKEN_SESSION_KEY
-from tests.builders.people import make_person
+from tests.builders.people import invitation_link, make_person, make_unused_account
 from tests.builders.sign_in import sign_in
 from tests.fakes.oidc_provider import POST_LOGOUT_REDIRECT_URI
 
@@ -35,7 +36,8 @@ def test_a_person_signs_in_with_the_provider_and_gets_the_roles_their_groups_gra
     assert roles_of(ada, org) == {Role.OPERATOR}
     assert client.get("/queue/").status_code == 200
     actions = list(AuditEvent.objects.order_by("pk").values_list("action", flat=True))
-    assert actions == ["person.create", "sign_in_identity.create", "membership.create", "user.login"]
+    # The account and identity are recorded once the groups made ada a member: under the org that then has her.
+    assert actions == ["membership.create", "person.create", "sign_in_identity.create", "user.login"]
     granted = AuditEvent.objects.get(action="membership.create")
     assert (granted.org, granted.detail["role"], granted.detail["group"]) == (org, "operator", "tollgate-ops")
 
@@ -93,15 +95,88 @@ def test_a_rotated_signing_key_is_picked_up_without_a_restart(client, single_sig
     assert header["kid"] == new_key.kid != old_key.kid
 
 
-def test_an_account_an_org_admin_made_for_an_address_is_the_one_its_owner_signs_in_to(client, single_sign_on, org):
-    waiting = get_user_model().objects.create_user(username="ada", email="Ada@Example.com", password=None)
-    Membership.objects.create(user=waiting, org=org, role=Role.STAKEHOLDER)
+def test_a_first_sign_in_never_takes_over_an_account_another_orgs_admin_made_for_the_address(
+    client, single_sign_on, org, other_org
+):
+    """An account nobody has used, made for ada's address by another org's admin (who may hold its set-password
+    link): her first sign-in makes an account of her own and leaves that one, and its role, alone."""
+    planted = make_unused_account("ada", other_org, Role.OPERATOR, email="Ada@Example.com")
     single_sign_on.set_account(ADA, email="ada@example.com", email_verified=True)
 
     assert sign_in(client, single_sign_on, ADA).status_code == 302
 
-    assert SignInIdentity.objects.get(subject=ADA).user == waiting
-    assert get_user_model().objects.count() == 1
+    ada = SignInIdentity.objects.get(subject=ADA).user
+    assert ada != planted and ada.email == "ada@example.com"
+    assert not Membership.objects.filter(user=ada).exists()
+    planted.refresh_from_db()
+    assert planted.last_login is None and not planted.has_usable_password()
+
+
+def test_an_invitation_is_accepted_by_signing_in_with_the_provider_from_its_page(
+    client, client_for, single_sign_on, org, settings, mailoutbox
+):
+    settings.OIDC_CREATE_USERS = False  # an invitation is how a newcomer gets in
+    admin = make_person("olive", org, Role.ORG_ADMIN)
+    client_for(admin).post(
+        "/org/", {"org": org.pk, "person": "ada@example.com", "role": "stakeholder", "reach": "whole"}
+    )
+    client.logout()
+    page = client.get(invitation_link(mailoutbox, "ada@example.com"), follow=True)
+    assert b"Sign in with Loopback ID" in page.content
+    single_sign_on.set_account(ADA, email="ada@example.com", email_verified=True)
+
+    response = sign_in(client, single_sign_on, ADA, accept_invitation=True)
+
+    assert response.status_code == 302
+    ada = SignInIdentity.objects.get(subject=ADA).user
+    assert roles_of(ada, org) == {Role.STAKEHOLDER}
+    assert not Invitation.objects.exists()
+    accepted = AuditEvent.objects.get(action="invitation.accept")
+    assert (accepted.org, accepted.actor, accepted.detail["via"]) == (org, ada, "oidc")
+    client.logout()
+    assert b"does not work" in client.get(invitation_link(mailoutbox, "ada@example.com"), follow=True).content
+
+
+def test_a_plain_sign_in_accepts_no_invitation_not_even_one_to_the_verified_address(client, single_sign_on, org):
+    """Joining an org is the invitee's choice, made on the invitation's page: another org's admin cannot make
+    someone their member by inviting the address they sign in with."""
+    Invitation.objects.create(org=org, email="ada@example.com", role=Role.OPERATOR)
+    single_sign_on.set_account(ADA, email="ada@example.com", email_verified=True)
+
+    assert sign_in(client, single_sign_on, ADA).status_code == 302
+
+    assert not Membership.objects.exists() and Invitation.objects.exists()
+
+
+def test_a_first_sign_on_is_in_the_trail_of_the_org_its_groups_made_the_person_a_member_of(
+    client, single_sign_on, org, other_org
+):
+    single_sign_on.set_account(ADA, email="ada@example.com", email_verified=True, groups=["tollgate-ops"])
+
+    assert sign_in(client, single_sign_on, ADA).status_code == 302
+
+    ada = SignInIdentity.objects.get(subject=ADA).user
+    trail = audit_events(org.pk)  # what the org's audit page, its CSV and the API read
+    assert {(event.action, event.actor) for event in trail} == {
+        ("membership.create", None),
+        ("person.create", None),
+        ("sign_in_identity.create", ada),
+        ("user.login", ada),
+    }
+    assert trail.get(action="user.login").detail == {"via": "oidc"}
+    assert not audit_events(other_org.pk).exists() and not AuditEvent.objects.filter(org=None).exists()
+
+
+def test_a_first_sign_on_into_two_orgs_is_in_the_trail_of_both(client, single_sign_on, org, other_org, settings):
+    settings.OIDC_GROUP_ROLES = (*settings.OIDC_GROUP_ROLES, ("tollgate-ops", other_org.slug, "stakeholder"))
+    single_sign_on.set_account(ADA, email="ada@example.com", email_verified=True, groups=["tollgate-ops"])
+
+    assert sign_in(client, single_sign_on, ADA).status_code == 302
+
+    for each in (org, other_org):
+        actions = sorted(audit_events(each.pk).values_list("action", flat=True))
+        assert actions == ["membership.create", "person.create", "sign_in_identity.create", "user.login"], each
+    assert not AuditEvent.objects.filter(org=None).exists()
 
 
 @pytest.mark.parametrize(

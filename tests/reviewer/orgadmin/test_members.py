@@ -1,26 +1,42 @@
-"""Members and roles from the browser: an org admin lists the org's people, gives a role (to an account that
-exists, or a new one with a one-time set-password link), changes what a membership covers and revokes it; each
-change audited, bad input refused with nothing changed, and the org's last org admin kept."""
+"""Members and roles from the browser: an org admin lists the org's people, gives a member another role, changes
+what a membership covers and revokes it; each change audited, bad input refused with nothing changed, and the org's
+last org admin kept. Another org's people are neither found nor shown (someone new is invited by address:
+test_invitations.py), and a set-password link dies with any change to the person's memberships."""
+
+from datetime import UTC, datetime
 
 import pytest
 from django.contrib.auth import get_user_model
 from django.core.management import CommandError, call_command
 
 from grading.models import AuditEvent
-from reviewer.models import Membership, Role
-from tests.builders.people import make_person
+from reviewer.models import Invitation, Membership, Pool, Role
+from reviewer.orgadmin.members import membership_scope
+from tests.builders.people import make_person, make_unused_account
 
 pytestmark = pytest.mark.django_db
 
 PAGES = ["/org/", "/org/keys/", "/org/webhook/", "/org/retention/"]
 
 
-def add(client, org, person: str, role: str = "operator", **fields):
-    return client.post("/org/", {"org": org.pk, "person": person, "role": role, "reach": "whole", **fields})
+def add(client, org, person: str, role: str = "operator", *, follow: bool = False, **fields):
+    fields = {"org": org.pk, "person": person, "role": role, "reach": "whole", **fields}
+    return client.post("/org/", fields, follow=follow)
 
 
 def actions() -> list[str]:
     return list(AuditEvent.objects.order_by("pk").values_list("action", flat=True))
+
+
+def refusal_of(response) -> str:
+    """The card that says what was refused."""
+    page = response.content.decode()
+    return page.split('id="form-errors">')[1].split("</div>")[0]
+
+
+def password_link_for(client, membership: Membership) -> str:
+    page = client.post(f"/org/members/{membership.pk}/password-link/").content.decode()
+    return page.split('<code class="ident">')[1].split("</code>")[0]
 
 
 # --- access -------------------------------------------------------------------------------------------------------
@@ -61,46 +77,84 @@ def test_it_lists_the_orgs_people_with_their_roles_and_reach(client_for, org_adm
     assert 'class="on">Org</a>' in page  # the nav link, for org admins only
 
 
-def test_it_gives_an_existing_person_a_role_limited_to_applications_audited(client_for, org_admin, roleless, org):
-    response = add(client_for(org_admin), org, "riley", reach="part", applications=" support, billing ,support")
+def test_it_gives_a_member_another_role_limited_to_applications_audited(client_for, org_admin, operator, org):
+    response = add(
+        client_for(org_admin), org, "dana", "stakeholder", reach="part", applications=" support, billing ,support"
+    )
     assert response.status_code == 302
-    membership = Membership.objects.get(user=roleless, org=org)
-    assert (membership.role, membership.applications, membership.drafts) == ("operator", ["billing", "support"], False)
+    membership = Membership.objects.get(user=operator, org=org, role=Role.STAKEHOLDER)
+    assert (membership.applications, membership.drafts) == (["billing", "support"], False)
     event = AuditEvent.objects.get(action="membership.create")
     assert event.actor == org_admin and event.org == org
     assert event.detail == {
-        "user": "riley",
-        "role": "operator",
+        "user": "dana",
+        "role": "stakeholder",
         "applications": ["billing", "support"],
         "drafts": False,
     }
 
 
-def test_a_person_is_found_by_their_email_address(client_for, org_admin, roleless, org):
-    roleless.email = "Riley@Example.com"
-    roleless.save()
-    assert add(client_for(org_admin), org, "riley@example.com", "stakeholder").status_code == 302
-    assert Membership.objects.filter(user=roleless, org=org, role=Role.STAKEHOLDER).exists()
+def test_a_member_is_found_by_their_email_address(client_for, org_admin, operator, org):
+    operator.email = "Dana@Example.com"
+    operator.save()
+    assert add(client_for(org_admin), org, "dana@example.com", "stakeholder").status_code == 302
+    assert Membership.objects.filter(user=operator, org=org, role=Role.STAKEHOLDER).exists()
+    assert not Invitation.objects.exists()
 
 
-def test_a_name_nobody_has_is_a_form_error_unless_a_new_account_is_asked_for(client_for, org_admin, org):
+def test_a_name_no_member_has_is_a_form_error_that_says_to_invite_by_address(client_for, org_admin, org, roleless):
     users = get_user_model().objects.count()
-    response = add(client_for(org_admin), org, "newcomer")
+    response = add(client_for(org_admin), org, "riley")  # an account, but none of this org's
     assert response.status_code == 400
-    assert "Nobody is called newcomer" in response.content.decode()
+    assert "No member of Northwind is called riley" in refusal_of(response)
+    assert "e-mail address" in refusal_of(response)
     assert get_user_model().objects.count() == users
+    assert not Membership.objects.filter(user=roleless).exists()
     assert not AuditEvent.objects.exists()
 
 
 @pytest.mark.parametrize("role", ["criteria_admin", "org_admin"])
-def test_a_whole_org_role_limited_to_applications_is_a_form_error_and_no_account_is_made(
-    client_for, org_admin, org, role
-):
-    response = add(client_for(org_admin), org, "newcomer", role, reach="part", applications="billing", new_account="on")
+def test_a_whole_org_role_limited_to_applications_is_a_form_error(client_for, org_admin, operator, org, role):
+    response = add(client_for(org_admin), org, "dana", role, reach="part", applications="billing")
     assert response.status_code == 400
     assert "covers the whole org" in response.content.decode()
-    assert not get_user_model().objects.filter(username="newcomer").exists()
+    assert list(Membership.objects.filter(user=operator).values_list("role", flat=True)) == ["operator"]
     assert not AuditEvent.objects.exists()
+
+
+# --- another org's people -------------------------------------------------------------------------------------------
+
+
+def test_another_orgs_member_by_name_gets_the_answer_a_name_nobody_has_gets(
+    client_for, other_org_admin, other_org, operator
+):
+    client = client_for(other_org_admin)
+    answers = {}
+    for name in ("dana", "nobody"):
+        response = add(client, other_org, name)
+        assert response.status_code == 400
+        answers[name] = refusal_of(response).replace(name, "NAME")
+    assert answers["dana"] == answers["nobody"]
+    assert not Membership.objects.filter(user=operator, org=other_org).exists()
+    assert not AuditEvent.objects.exists()
+
+
+def test_another_orgs_member_by_address_is_only_invited_as_anyone_would_be_and_never_shown(
+    client_for, other_org_admin, other_org, operator, mailoutbox
+):
+    operator.email = "dana@northwind.example"
+    operator.last_login = datetime(2025, 3, 4, 5, 6, tzinfo=UTC)
+    operator.save()
+    client = client_for(other_org_admin)
+    answers = {}
+    for address in ("dana@northwind.example", "nobody@northwind.example"):
+        response = add(client, other_org, address, follow=True)
+        answers[address] = response.content.decode().split('class="flash"')[1].split("</div>")[0].replace(address, "X")
+    assert answers["dana@northwind.example"] == answers["nobody@northwind.example"]
+    assert not Membership.objects.filter(user=operator, org=other_org).exists()
+    page = client.get("/org/").content.decode()
+    assert "<b>dana</b>" not in page and "2025-03-04" not in page  # neither their account nor their last sign-in
+    assert Invitation.objects.filter(org=other_org, email="dana@northwind.example").exists()
 
 
 def test_a_role_held_already_is_a_form_error(client_for, org_admin, operator, org):
@@ -110,16 +164,12 @@ def test_a_role_held_already_is_a_form_error(client_for, org_admin, operator, or
     assert Membership.objects.filter(user=operator).count() == 1
 
 
-def test_a_new_account_gets_a_set_password_link_shown_once_that_works_once(client, client_for, org_admin, org):
-    response = add(client_for(org_admin), org, "nia@example.com", "stakeholder", new_account="on")
-    assert response.status_code == 200
-    page = response.content.decode()
-    link = page.split('<code class="ident">')[1].split("</code>")[0]
+def test_an_unused_account_gets_a_set_password_link_shown_once_that_works_once(client, client_for, org_admin, org):
+    """Accounts nobody has used (made before invitations, or by the Django admin) keep the set-password link."""
+    person = make_unused_account("nia@example.com", org, Role.STAKEHOLDER, email="nia@example.com")
+    link = password_link_for(client_for(org_admin), Membership.objects.get(user=person))
     assert link.startswith("http://testserver/org/set-password/")
-    person = get_user_model().objects.get(username="nia@example.com")
-    assert person.email == "nia@example.com" and not person.has_usable_password()
-    assert Membership.objects.filter(user=person, org=org, role=Role.STAKEHOLDER).exists()
-    assert actions() == ["person.create", "membership.create"]
+    assert actions() == ["person.password_link"]
     assert link not in client_for(org_admin).get("/org/").content.decode()  # shown once
     client.logout()
 
@@ -134,8 +184,8 @@ def test_a_new_account_gets_a_set_password_link_shown_once_that_works_once(clien
 
 
 def test_a_mismatched_password_on_the_set_password_page_sets_nothing(client, client_for, org_admin, org):
-    page = add(client_for(org_admin), org, "nia", new_account="on").content.decode()
-    link = page.split('<code class="ident">')[1].split("</code>")[0]
+    person = make_unused_account("nia", org, Role.STAKEHOLDER)
+    link = password_link_for(client_for(org_admin), Membership.objects.get(user=person))
     client.logout()
     form_url = client.get(link, follow=True).redirect_chain[-1][0]
     response = client.post(form_url, {"new_password1": "one long password 42", "new_password2": "another one 42"})
@@ -195,6 +245,25 @@ def test_it_revokes_a_role_audited(client_for, org_admin, operator, org):
     assert (event.actor, event.object_id, event.detail["user"]) == (org_admin, str(membership.pk), "dana")
 
 
+def test_revoking_a_persons_last_queue_role_takes_them_out_of_the_orgs_pools_only(
+    client_for, org_admin, operator, org, other_org
+):
+    lead = Membership.objects.create(user=operator, org=org, role=Role.LEAD)
+    Membership.objects.create(user=operator, org=other_org, role=Role.OPERATOR)
+    pools = [Pool.objects.create(org=org, name="billing team"), Pool.objects.create(org=other_org, name="billing team")]
+    for pool in pools:
+        pool.members.add(operator)
+    client = client_for(org_admin)
+
+    assert client.post(f"/org/members/{lead.pk}/revoke/").status_code == 302
+    assert set(operator.pools.all()) == set(pools)  # still an operator here: still works the pool's items
+    assert client.post(f"/org/members/{Membership.objects.get(user=operator, org=org).pk}/revoke/").status_code == 302
+
+    assert list(operator.pools.all()) == [pools[1]]  # the other org's pool is the other org's business
+    events = AuditEvent.objects.filter(action="membership.delete").order_by("pk")
+    assert [event.detail.get("pools_left") for event in events] == [None, ["billing team"]]
+
+
 def test_the_last_org_admin_cannot_be_revoked_and_one_of_two_can(client_for, org_admin, org):
     mine = Membership.objects.get(user=org_admin)
     client = client_for(org_admin)
@@ -228,8 +297,7 @@ def test_a_lost_link_is_replaced_only_for_an_account_nobody_has_used_and_only_th
     client_for, org_admin, other_org_admin, org, other_org, operator
 ):
     client = client_for(org_admin)
-    add(client, org, "nia", new_account="on")
-    nia = Membership.objects.get(user__username="nia")
+    nia = Membership.objects.create(user=make_unused_account("nia"), org=org, role=Role.OPERATOR)
     response = client.post(f"/org/members/{nia.pk}/password-link/")
     assert response.status_code == 200 and b"/org/set-password/" in response.content
     assert AuditEvent.objects.filter(action="person.password_link", actor=org_admin).count() == 1
@@ -246,13 +314,32 @@ def test_a_lost_link_is_replaced_only_for_an_account_nobody_has_used_and_only_th
 def test_a_person_whose_passwords_are_off_gets_no_link_and_an_outstanding_link_stops_working(
     client, client_for, org_admin, org, settings
 ):
-    page = add(client_for(org_admin), org, "nia@example.com", new_account="on").content.decode()
-    link = page.split('<code class="ident">')[1].split("</code>")[0]
+    person = make_unused_account("nia@example.com", org, Role.OPERATOR, email="nia@example.com")
+    nia = Membership.objects.get(user=person)
+    link = password_link_for(client_for(org_admin), nia)
     settings.LOCAL_PASSWORDS_OFF_FOR_DOMAINS = ["example.com"]  # they sign in with single sign-on from now on
-    response = add(client_for(org_admin), org, "sol@example.com", new_account="on")
-    assert response.status_code == 302  # made, with no link: the provider signs them in
-    assert Membership.objects.filter(user__username="sol@example.com").exists()
-    nia = Membership.objects.get(user__username="nia@example.com")
+    page = client_for(org_admin).get("/org/").content.decode()
+    assert "New set-password link" not in page
     assert client_for(org_admin).post(f"/org/members/{nia.pk}/password-link/").status_code == 409
     client.logout()
     assert b"does not work" in client.get(link, follow=True).content
+
+
+@pytest.mark.parametrize("change", ["another_org_grants_a_role", "their_role_here_changes", "a_role_here_is_added"])
+def test_a_set_password_link_stops_working_once_any_membership_of_the_person_is_added_or_changed(
+    client, client_for, org_admin, org, other_org, change
+):
+    """The takeover's second half: an org admin holds the link of an account nobody has used; once another org
+    (or anyone) gives that account a role or changes one, the link must not open it."""
+    person = make_unused_account("nia", org, Role.OPERATOR, email="nia@example.com")
+    membership = Membership.objects.get(user=person)
+    link = password_link_for(client_for(org_admin), membership)
+    if change == "another_org_grants_a_role":
+        call_command("member", "add", "--org", other_org.slug, "--user", "nia", "--role", "org_admin")
+    elif change == "their_role_here_changes":
+        membership_scope(membership=membership, applications=["billing"], drafts=True)
+    else:
+        add(client_for(org_admin), org, "nia", "stakeholder")
+    client.logout()
+    assert b"does not work" in client.get(link, follow=True).content
+    assert not get_user_model().objects.get(pk=person.pk).has_usable_password()

@@ -251,3 +251,17 @@ def test_an_org_key_reads_sets_and_clears_an_assignment_over_the_api_audited_und
     claim_take(user=team["ann"], review_id=review.pk)
     decision_create(user=team["ann"], review_id=review.pk, fingerprint=review.fingerprint, outcome="approve")
     assert put({"person": "bob"}).status_code == 409  # decided: nothing waits
+
+
+def test_over_the_api_another_orgs_person_gets_the_answer_a_name_nobody_has_gets(org, team, other_org_operator):
+    review = draft_item(org, "who-is-that")
+    client = Client(HTTP_AUTHORIZATION=f"Bearer {api_key_create(org=org, name='ops').plaintext}")
+    url = f"/api/v1/drafts/{review.draft_id}/assignment"
+    events = AuditEvent.objects.count()
+    answers = {}
+    for name in ("nobody-here", "mallory"):
+        response = client.put(url, json.dumps({"person": name}), content_type="application/json")
+        answers[name] = (response.status_code, response.json()["detail"].replace(name, "NAME"))
+    assert answers["mallory"] == answers["nobody-here"]
+    assert answers["mallory"][0] == 422
+    assert not Assignment.objects.exists() and AuditEvent.objects.count() == events

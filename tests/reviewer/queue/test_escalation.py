@@ -1,10 +1,12 @@
 """Escalation: an item is noticed due soon and overdue exactly at its thresholds, once per threshold; each sweep
-sends one digest mail per person concerned (to a real SMTP server on loopback) and one signed webhook per org; a
-slow or failing SMTP server or receiver delays neither the sweep nor anything else."""
+sends one digest mail per person concerned (to a real SMTP server on loopback), naming only the items within their
+reach when it is sent, and one signed webhook per org; a slow or failing SMTP server or receiver delays neither the
+sweep nor anything else."""
 
 import hashlib
 import hmac
 import json
+import re
 from datetime import timedelta
 
 import pytest
@@ -15,10 +17,11 @@ from django.utils import timezone
 from grading.models import Review, ServiceTarget
 from grading.reviews.targets import due_times_refresh
 from reviewer import tasks
-from reviewer.models import AssignmentRule, Escalation, Notice, Pool, Role
+from reviewer.models import AssignmentRule, Escalation, Membership, Notice, Pool, Role
+from reviewer.orgadmin.members import membership_revoke, membership_scope
 from reviewer.queue.escalation import escalation_sweep, escalations_sweep
 from tests.builders.people import make_person
-from tests.builders.queue_items import bulk_draft_items, draft_item
+from tests.builders.queue_items import bulk_draft_items, conversation_item, draft_item
 from tests.fakes.smtp_server import SilentSmtpServer
 from tests.fakes.webhook_receivers import Receiver
 
@@ -142,3 +145,64 @@ def test_a_silent_smtp_server_is_never_met_by_the_sweep_and_a_mail_try_gives_up_
         assert server.connections() == 1 and Notice.objects.filter(review=review).count() == 1
     finally:
         server.close()
+
+
+def pool_of_three_with_two_items_overdue(org) -> dict:
+    """A pool every item is assigned to: ann covers only the billing conversations, bob and cal the whole org; a
+    draft and a billing conversation went overdue a minute ago. The escalation swept up to two hours ago."""
+    ann = make_person("ann", org)
+    Membership.objects.create(user=ann, org=org, role=Role.OPERATOR, applications=["billing"], drafts=False)
+    bob, cal = (make_person(name, org, Role.OPERATOR) for name in ("bob", "cal"))
+    for person in (ann, bob, cal):
+        person.email = f"{person.username}@example.com"
+        person.save()
+    pool = Pool.objects.create(org=org, name="billing team")
+    pool.members.add(ann, bob, cal)
+    AssignmentRule.objects.create(org=org, position=1, pool=pool)
+    draft_item(org, "late-draft", minutes_ago=61)
+    conversation_item(org, "late-cv", application="billing", minutes_ago=61)
+    ServiceTarget.objects.create(org=org, position=1, minutes=60)
+    due_times_refresh(org.pk)
+    escalation(org, at=timezone.now() - timedelta(hours=2), to_leads=False)
+    return {"ann": ann, "bob": bob, "cal": cal}
+
+
+def items_mailed(smtp) -> dict[str, list[str]]:
+    """Per address, the items its mail names."""
+    return {
+        message["To"]: sorted(re.findall(r"^- \w+ (\S+):", message.get_payload(), re.MULTILINE))
+        for message in smtp.messages
+    }
+
+
+def test_a_pool_member_is_mailed_only_the_items_within_their_reach_and_not_after_leaving_the_org(
+    org, smtp, django_capture_on_commit_callbacks, monkeypatch
+):
+    people = pool_of_three_with_two_items_overdue(org)
+    membership_revoke(membership=Membership.objects.get(user=people["cal"]))
+    monkeypatch.setattr(tasks.escalation_mail, "delay", lambda *args: tasks.escalation_mail.apply(args=args).get())
+
+    with django_capture_on_commit_callbacks(execute=True):
+        [swept] = escalations_sweep(tasks.deliver)
+
+    assert {person: len(items["overdue"]) for person, items in swept.digests.items()} == {
+        people["ann"].pk: 1,
+        people["bob"].pk: 2,
+    }
+    assert items_mailed(smtp) == {"ann@example.com": ["late-cv"], "bob@example.com": ["late-cv", "late-draft"]}
+
+
+def test_a_mail_sent_after_its_sweep_names_only_what_the_person_still_reaches_then(org, smtp):
+    people = pool_of_three_with_two_items_overdue(org)
+    [swept] = escalations_sweep(lambda swept, url: None)
+    assert set(swept.digests) == {people["ann"].pk, people["bob"].pk, people["cal"].pk}
+    # Before the mails go out (they wait on the webhooks queue, and a failed one is tried again for hours), bob's
+    # reach narrows to the billing conversations and cal leaves the org.
+    membership_scope(membership=Membership.objects.get(user=people["bob"]), applications=["billing"], drafts=False)
+    membership_revoke(membership=Membership.objects.get(user=people["cal"]))
+
+    sent = {name: tasks.escalation_mail.apply(args=(org.pk, people[name].pk, swept.digests[people[name].pk])).get()
+            for name in ("ann", "bob", "cal")}  # fmt: skip
+
+    assert sent == {"ann": True, "bob": True, "cal": False}
+    assert items_mailed(smtp) == {"ann@example.com": ["late-cv"], "bob@example.com": ["late-cv"]}

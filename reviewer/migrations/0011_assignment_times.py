@@ -15,7 +15,7 @@ UPDATE reviewer_assignment SET until = '0001-01-01 00:00:00+00' WHERE until < '0
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("reviewer", "0009_org_admin_sign_in_identity"),
+        ("reviewer", "0010_invitation"),
     ]
 
     operations = [

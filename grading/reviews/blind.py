@@ -1,0 +1,101 @@
+"""Blind review: what a reader may see of an item while people are still to decide it. The one rule; every surface
+that shows an item's verdicts or answers reads through it (the item pages and their partials, the item's trail, the
+audit page, its CSV and API, the dashboard's lists and exports, the queue).
+
+While the item's live review waits for people under the active criteria (`ReviewQuerySet.waiting`):
+- if it is an audit-sample review, nothing anyone but the reader said about the item is shown: the machine's
+  verdicts on any review of it (route and reason, score, sub-scores, checks, findings, the judge's issues, trial
+  verdicts), labels' and earlier decisions' verdicts. The sample measures the machine against people, so the people
+  must not be anchored by it. This lasts until the item is decided (agreed or adjudicated);
+- while its places are open (fewer answers than people asked), people's answers are not shown: each person answers
+  without seeing another's. Once every place is answered the answers stand and are shown (the adjudicator reads them).
+A reader always sees their own answers. A reader who is no person (an API key) sees nobody's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from django.db.models import Count
+
+from grading.models import Answer, ItemKind, Review, ReviewState, state_now
+from grading.reviews.store import review_slots
+
+# What an event's detail says that someone answered or decided: the verdicts (a decision's, an answer's, a label's,
+# a worked example's) and an answer's note and the answer it replaced.
+VERDICT_DETAIL = frozenset({"outcome", "checks", "verdict", "human_verdict"})
+ANSWER_DETAIL = VERDICT_DETAIL | {"note", "replaced"}
+ANSWER_ACTIONS = frozenset({"answer.create", "answer.replace"})
+
+
+@dataclass(frozen=True)
+class Blind:
+    """What is hidden of one item from its readers now."""
+
+    verdicts: bool = False  # every verdict on the item but the reader's own answers: an audit item not yet decided
+    answers: bool = False  # people's answers but the reader's own: places are open
+
+    def hides_answer(self, *, person_id: int | None, reader_id: int | None) -> bool:
+        """Whether an answer given by `person_id` is hidden from `reader_id` (None: no person, such as an API key)."""
+        return self.answers and (reader_id is None or person_id != reader_id)
+
+    def detail_shown(self, action: str, detail: dict, *, actor_id: int | None, reader_id: int | None) -> dict:
+        """An audit event's detail as the reader may see it: what it says someone answered or decided taken out."""
+        if action in ANSWER_ACTIONS:
+            hidden = ANSWER_DETAIL if self.hides_answer(person_id=actor_id, reader_id=reader_id) else frozenset()
+        else:
+            hidden = VERDICT_DETAIL if self.verdicts else frozenset()
+        return {key: value for key, value in detail.items() if key not in hidden}
+
+
+SEEN = Blind()
+
+
+def blind_of(live: Review | None, *, answered: int) -> Blind:
+    """The rule for an item whose live review is `live` (read with its criteria version; None: the item has none),
+    answered by `answered` people."""
+    if live is None or state_now(live.state, criteria_active=live.criteria_version.is_active) != ReviewState.WAITING:
+        return SEEN
+    return Blind(verdicts=live.audit, answers=answered < review_slots(live))
+
+
+def blind_items(kind: str, item_ids: Iterable[int]) -> dict[int, Blind]:
+    """The rule for many items of one kind at once (a page, a chunk of an export), in two queries: an item absent
+    from the answer is seen whole."""
+    item_ids = set(item_ids)
+    if not item_ids:
+        return {}
+    field = "draft_id" if kind == ItemKind.DRAFT else "conversation_id"
+    waiting = list(Review.objects.waiting().filter(**{f"{field}__in": item_ids}).select_related("criteria_version"))
+    answered = dict(
+        Answer.objects.filter(review_id__in=[review.pk for review in waiting])
+        .values("review_id")
+        .annotate(n=Count("pk"))
+        .values_list("review_id", "n")
+    )
+    found = {getattr(review, field): blind_of(review, answered=answered.get(review.pk, 0)) for review in waiting}
+    return {item_id: blind for item_id, blind in found.items() if blind != SEEN}
+
+
+def item_blind(kind: str, item_id: int) -> Blind:
+    return blind_items(kind, [item_id]).get(item_id, SEEN)
+
+
+def reviews_blind(reviews: Iterable[Review]) -> dict[int, Blind]:
+    """The rule for the items of these reviews (of either kind), by review id: a page of a list of reviews."""
+    reviews = list(reviews)
+    by_kind = {
+        kind: blind_items(kind, [_item_id(review) for review in reviews if review.kind == kind])
+        for kind in ItemKind.values
+    }
+    return {review.pk: by_kind[review.kind].get(_item_id(review), SEEN) for review in reviews}
+
+
+def _item_id(review: Review) -> int:
+    return review.draft_id if review.kind == ItemKind.DRAFT else review.conversation_id
+
+
+def review_blind(review: Review) -> Blind:
+    """The rule for the item of one review (any review of it: the item's live review decides)."""
+    return item_blind(review.kind, _item_id(review))
