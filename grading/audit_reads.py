@@ -25,6 +25,7 @@ from django.utils.dateparse import parse_date, parse_datetime
 from grading.figures.spreadsheets import csv_lines
 from grading.models import AuditEvent, Conversation, Draft, ItemKind, Review, ReviewState, Route
 from grading.reviews.blind import SEEN, blind_items, item_blind
+from grading.schemas import identifier_checked, storable_time
 
 PAGE_SIZE = 50
 PAGE_SIZE_MAX = 500
@@ -87,9 +88,10 @@ def _text(params: Mapping[str, str], name: str, limit: int) -> str:
     value = (params.get(name) or "").strip()
     if len(value) > limit:
         raise InvalidAuditFilter(name, f"at most {limit} characters")
-    if "\x00" in value:
-        raise InvalidAuditFilter(name, "must not contain NUL characters")
-    return value
+    try:
+        return identifier_checked(value)
+    except ValueError as refused:
+        raise InvalidAuditFilter(name, str(refused)) from None
 
 
 def _whole_number(params: Mapping[str, str], name: str) -> int | None:
@@ -109,7 +111,8 @@ def _item_kind(params: Mapping[str, str]) -> str:
 
 
 def _moment(params: Mapping[str, str], name: str, *, end_of_day: bool) -> datetime | None:
-    """An ISO-8601 date or time (UTC when it names no zone)."""
+    """An ISO-8601 date or time (UTC when it names no zone), within the years 1 to 9999 in UTC; a date that ends
+    a range means the first instant after it, which must be within them too (9999-12-31 has none)."""
     value = (params.get(name) or "").strip()
     if not value:
         return None
@@ -118,11 +121,15 @@ def _moment(params: Mapping[str, str], name: str, *, end_of_day: bool) -> dateti
         moment = None if day else parse_datetime(value)
     except ValueError:  # well formed, but no such date or time (2026-02-30)
         moment = day = None
-    if day is not None:
-        moment = datetime.combine(day + timedelta(days=1) if end_of_day else day, time(), tzinfo=UTC)
-    if moment is None:
+    if day is None and moment is None:
         raise InvalidAuditFilter(name, "must be an ISO-8601 date or time, such as 2026-12-04 or 2026-12-04T16:20Z")
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+    try:
+        if day is not None:
+            moment = datetime.combine(day + timedelta(days=1) if end_of_day else day, time(), tzinfo=UTC)
+        return storable_time(moment)
+    except (OverflowError, ValueError):
+        last = "9999-12-30" if end_of_day else "9999-12-31"
+        raise InvalidAuditFilter(name, f"must be within the years 1 to 9999 in UTC (its last day is {last})") from None
 
 
 def audit_events(org_id: int, filters: AuditFilters = NO_FILTERS) -> QuerySet[AuditEvent]:

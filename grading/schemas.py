@@ -19,14 +19,13 @@ from pydantic import (
 from grading.hooks.outbound import url_refusal
 
 
-def _storable(value: Any) -> Any:
-    refuse_unstorable(value)
-    return value
-
-
 def identifier_checked(value: str) -> str:
-    # An id is matched and shown, never read as text: a control character in one is a broken record or a
-    # trick on whoever reads a log or a page, and a line break in one splits a log line in two.
+    """An id or a name as every route takes one, in a body, a path or a query (ValueError saying why not).
+
+    PostgreSQL refuses NUL and lone surrogates even in a WHERE clause, so a lookup by such a name fails rather than
+    finds nothing. And an id is matched and shown, never read as text: a control character in one is a broken
+    record or a trick on whoever reads a log or a page, and a line break in one splits a log line in two."""
+    refuse_unstorable(value)
     for char in value:
         if unicodedata.category(char) == "Cc":
             raise ValueError(f"contains the control character U+{ord(char):04X}")
@@ -44,9 +43,9 @@ def _addressable(value: str) -> str:
     return value
 
 
-# Ids reach queries as well as rows, and PostgreSQL refuses NUL even in a WHERE clause. Every name a pipeline sends
-# for matching rather than reading (an id, an application, a tool call, a labeller) is an Identifier.
-Identifier = Annotated[str, AfterValidator(_storable), AfterValidator(identifier_checked)]
+# Every name a client sends for matching rather than reading (an id, an application, a tool call, a labeller, a
+# person or a pool) is an Identifier; names read from a query string go through `identifier_checked` the same way.
+Identifier = Annotated[str, AfterValidator(identifier_checked)]
 ExternalId = Annotated[Identifier, Field(min_length=1, max_length=200)]
 # A conversation's id is also a segment of its URL.
 ConversationId = Annotated[ExternalId, AfterValidator(_addressable)]
@@ -56,11 +55,26 @@ Url = Annotated[HttpUrl, UrlConstraints(max_length=1000)]
 EndUser = Annotated[Identifier, Field(max_length=200)]
 
 
-def _storable_time(value: datetime | None) -> datetime | None:
-    """In UTC, a time both PostgreSQL and Python can hold. PostgreSQL stores times far outside Python's years
-    1 to 9999 (0001-01-01T00:00+14:00 is 1 BC in UTC), after which no read of the row succeeds again."""
-    if value is None:
-        return None
+def _not_blank(value: str) -> str:
+    if not value.strip():
+        raise ValueError("must hold more than white space")
+    return value
+
+
+# A title is shown and linked to: one of white space alone would be an empty link.
+Title = Annotated[str, Field(min_length=1, max_length=300), AfterValidator(_not_blank)]
+
+
+# --- times from outside --------------------------------------------------------------------------------------
+# Python reads only the years 1 to 9999, PostgreSQL stores times far outside them: a row holding such a time (as
+# 9999-12-31T23:59:59-14:00 is in the year 10000 in UTC) is stored, and then no read of it succeeds again, so every
+# page listing it fails. So every time a client gives is checked here, at the edge, before anything compares,
+# shifts or stores it.
+
+
+def storable_time(value: datetime) -> datetime:
+    """`value` in UTC (a time without a zone read as UTC); ValueError unless it falls within the years 1 to 9999
+    in UTC, where both Python and PostgreSQL can hold it."""
     try:
         return (value if value.tzinfo is not None else value.replace(tzinfo=UTC)).astimezone(UTC)
     except OverflowError:
@@ -73,9 +87,11 @@ def _zoned(value: datetime) -> datetime:
     return value
 
 
-StorableTime = Annotated[datetime, AfterValidator(_storable_time)]
-# A time said by a person (a label's), which means nothing without its zone: refused without one, not read as UTC.
-ZonedTime = Annotated[datetime, AfterValidator(_zoned), AfterValidator(_storable_time)]
+# A time a client says (when an assignment ends, when a label was made): it means nothing without its zone, so one
+# without is refused, not read as UTC. The type of every time an API body takes, but a message's own.
+ZonedTime = Annotated[datetime, AfterValidator(_zoned), AfterValidator(storable_time)]
+# A message's time as pipelines and importers stamp it: one without a zone is UTC, as the exports they import write.
+StorableTime = Annotated[datetime, AfterValidator(storable_time)]
 
 
 def refuse_unstorable(value: Any, path: str = "") -> None:
@@ -156,7 +172,7 @@ class DraftIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     external_id: ExternalId
-    title: Annotated[str, Field(min_length=1, max_length=300)]
+    title: Title
     slug: Annotated[str, Field(min_length=1, max_length=200, pattern=r"^[a-z0-9]+(?:-[a-z0-9]+)*$")]
     body: Annotated[str, Field(min_length=1)]
     source_urls: list[Url] = Field(default_factory=list, max_length=50)
@@ -209,7 +225,7 @@ class ArticleIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     slug: Annotated[str, Field(min_length=1, max_length=200, pattern=r"^[a-z0-9]+(?:-[a-z0-9]+)*$")]
-    title: Annotated[str, Field(min_length=1, max_length=300)]
+    title: Title
     summary: Annotated[str, Field(max_length=5000)] = ""
 
     @field_validator("title", "summary")

@@ -26,7 +26,8 @@ from grading.hooks.evaluations import evaluation_export_status
 from grading.models import CriteriaVersion, GradingRun, ItemKind, Org, Review, ReviewState, state_now
 from grading.outcomes import CHECKS, SUB_SCORES, UNKNOWN_CHECK
 from grading.reach import Reach
-from grading.weeks import iso_week, monday, week_named
+from grading.schemas import identifier_checked
+from grading.weeks import iso_week, monday, week_named, weeks_before
 
 DEFAULT_WEEKS = 8
 MAX_WEEKS = 104
@@ -49,8 +50,8 @@ class InvalidScope(Exception):
 def parse_iso_week(text: str, field: str) -> date:
     try:
         return week_named(text)
-    except ValueError:
-        raise InvalidScope(field, f"{text!r} is not an ISO week like 2026-W41") from None
+    except ValueError as refused:
+        raise InvalidScope(field, str(refused)) from None
 
 
 @dataclass(frozen=True)
@@ -100,7 +101,7 @@ def scope_for(
     An application asked for must be within `reach`."""
     this_week = monday(today or timezone.now())
     end = parse_iso_week(until, "to") if until else this_week
-    start = parse_iso_week(since, "from") if since else end - timedelta(weeks=DEFAULT_WEEKS - 1)
+    start = parse_iso_week(since, "from") if since else weeks_before(end, DEFAULT_WEEKS - 1)
     if start > end:
         raise InvalidScope("from", "must not be after to")
     if (end - start).days // 7 + 1 > MAX_WEEKS:
@@ -108,6 +109,10 @@ def scope_for(
     application = (application or "").strip()
     if len(application) > 100:
         raise InvalidScope("application", "at most 100 characters")
+    try:
+        identifier_checked(application)
+    except ValueError as refused:
+        raise InvalidScope("application", str(refused)) from None
     if application and reach is not None and not reach.covers(ItemKind.CONVERSATION, application):
         raise InvalidScope("application", "is not one of the applications you may see")
     return Scope(org, start, end, application, reach)

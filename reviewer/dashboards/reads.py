@@ -21,6 +21,7 @@ from grading.models import CriteriaVersion, Decision, ItemKind, Org, Review, Rev
 from grading.outcomes import CHECKS
 from grading.reach import Reach
 from grading.reviews.blind import reviews_blind
+from grading.schemas import identifier_checked
 from grading.weeks import week_start
 from reviewer.access import EVERY_ROLE, org_asked, orgs_for, reaches_of
 
@@ -104,6 +105,14 @@ def _choice(params: QueryDict, name: str, allowed) -> str:
     return value
 
 
+def _name(params: QueryDict, name: str) -> str:
+    """A reason's or a finding's code, as the page's links write it (at most 64 characters)."""
+    try:
+        return identifier_checked(params.get(name, "").strip()[:64])
+    except ValueError as refused:
+        raise InvalidFilter(name, str(refused)) from None
+
+
 def _routes(params: QueryDict) -> str:
     routes = [r for r in params.get("route", "").split(",") if r.strip()]
     for route in routes:
@@ -123,10 +132,10 @@ def filter_from(params: QueryDict) -> ReviewFilter:
         kind=kind,
         set=_choice(params, "set", SETS) or "counting",
         route=_routes(params),
-        reason=params.get("reason", "").strip()[:64],
+        reason=_name(params, "reason"),
         check=_choice(params, "check", checks),
         verdict=_choice(params, "verdict", VERDICTS),
-        finding=params.get("finding", "").strip()[:64],
+        finding=_name(params, "finding"),
         repaired=params.get("repaired") == "1",
         decision=_choice(params, "decision", Decision.Outcome.values),
         sample=_choice(params, "sample", SAMPLES),

@@ -11,7 +11,7 @@ from ninja.errors import HttpError, ValidationError
 
 from grading.figures.dashboard import InvalidScope, scope_for
 from grading.models import FOR_PEOPLE, Conversation, Draft, Review
-from grading.schemas import ConversationId
+from grading.schemas import ConversationId, Identifier, ZonedTime
 from grading.weeks import iso_week
 from reviewer.access import people_of
 from reviewer.dashboards.service import service_figures
@@ -22,9 +22,9 @@ router = Router(tags=["queue"])
 
 
 class AssignmentIn(Schema):
-    person: str | None = None  # a username
-    pool: str | None = None  # a pool's name
-    until: datetime | None = None  # empty: reserved for as long as the item waits
+    person: Identifier | None = None  # a username
+    pool: Identifier | None = None  # a pool's name
+    until: ZonedTime | None = None  # empty: reserved for as long as the item waits
 
 
 class AssignmentOut(Schema):

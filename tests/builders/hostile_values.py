@@ -72,3 +72,44 @@ def in_storable_range(iso: str) -> bool:
     except (OverflowError, ValueError):
         return False
     return True
+
+
+# --- for any parameter or field of a route (tests/resilience/test_hostile_routes.py) ------------------------------
+# What every slot meets once: NUL, a lone surrogate, white space alone, text past any limit.
+EDGE_TEXT = ["nul\x00inside", "\ud800", " \t", "x" * 10_001]
+# Where a time goes: past the years 1 to 9999 once in UTC, at their very edges, and with no zone.
+EDGE_TIMES = [
+    "9999-12-31T23:59:59-14:00",
+    "0001-01-01T00:00:00+14:00",
+    "9999-12-31T23:59:59.999999Z",
+    "0001-01-01T00:00:00Z",
+    "2999-01-01T09:00:00",
+]
+EDGE_NUMBERS = [-1, 0, 2**63, -(2**63) - 1, 10**30, 1.5]
+# A parameter is text whatever it means: weeks at and past the first and the last, the last day (a range's end is
+# the instant after it), times, and numbers past 64 bits.
+EDGE_PARAMETERS = [
+    "0001-W01",
+    "9999-W52",
+    "0001-01-01",
+    "9999-12-31",
+    *EDGE_TIMES[:2],
+    EDGE_TIMES[4],
+    "99999999999999999999",
+    "-1",
+]
+HOSTILE_TIMES = [*EDGE_TIMES, "9999-12-31", "0001-01-01", "10000-01-01T00:00:00Z", "2026-02-30T00:00:00Z",
+                 "2026-12-04T16:20:00+24:00", "yesterday"]  # fmt: skip
+HOSTILE_WEEKS = ["0001-W01", "9999-W51", "9999-W52", "10000-W01", "0000-W01", "2025-W53", "2026-W00", "٢٠٢٦-W41"]
+HOSTILE_NUMBERS = [*EDGE_NUMBERS, 10**400, 1e308, float("nan"), "1e400", "-0", "١٢"]
+WRONG_TYPES = [None, True, [], {}, ["x"], {"a": 1}, 1.5]
+# Anything at all, for any slot: text, times, weeks, numbers and values of the wrong type.
+any_hostile_value = st.one_of(
+    st.sampled_from(NASTY_STRINGS + EDGE_TEXT + ["\u3000", "é" * 301]),
+    st.sampled_from(HOSTILE_TIMES),
+    times.map(datetime.isoformat),
+    st.sampled_from(HOSTILE_WEEKS),
+    st.sampled_from(HOSTILE_NUMBERS),
+    st.sampled_from(WRONG_TYPES),
+    hostile_text,
+)
