@@ -1,6 +1,6 @@
 """Draft checks over 10,000 generated ~1,500-word drafts with the full v1 rules, against the plain per-word regex loop.
 
-Also timed alone, in the same run: reading the prose as a reader sees it (grading/drafts/prose.py: references decoded,
+Also timed alone, in the same run: reading the prose as a reader sees it (grading/checks/prose.py: references decoded,
 invisible characters and inline tags dropped, look-alike letters read as Latin), the step the checks added so that
 spelling cannot hide a finding. Its share of the checks' time is what the step costs per draft.
 
@@ -24,10 +24,10 @@ from collections.abc import Callable
 
 from markdown_it import MarkdownIt
 
-from grading.drafts.checks import Finding, check_draft, vocabulary_matcher
-from grading.drafts.prose import visible_prose
-from grading.drafts.rules import DraftRules, default_rules
-from grading.drafts.structure import parse_draft
+from grading.checks.checks import Finding, check_draft, vocabulary_matcher
+from grading.checks.prose import visible_prose
+from grading.checks.rules import DraftRules, default_rules
+from grading.checks.structure import parse_draft
 
 DRAFTS = 10_000
 COMPARED = 1_000  # drafts the plain loop runs on (timed, then extrapolated to DRAFTS)

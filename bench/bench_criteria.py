@@ -34,12 +34,12 @@ from django.utils import timezone
 
 from bench.bench_checks import PROOF_TERMS, SEED, WORDS_PER_DRAFT, generate_draft
 from bench.common import fresh_org, purge_queues
+from grading.checks.checks import check_draft
 from grading.criteria import impact as criteria_impact
 from grading.criteria.impact import criteria_preview, publish_plan
-from grading.criteria.versions import criteria_active, criteria_new_version, criteria_publish, criteria_update
-from grading.drafts.checks import check_draft
-from grading.drafts.memory import memory_add
 from grading.models import CriteriaVersion, Draft, ItemKind, Org, Review, ReviewState, Route
+from grading.reviews.memory import memory_add
+from grading.reviews.versions import criteria_active, criteria_new_version, criteria_publish, criteria_update
 
 PREVIEW_ROUNDS = 2
 PREVIEW_DRAFTS = int(os.environ.get("BENCH_PREVIEW_DRAFTS", "10000"))

@@ -26,12 +26,12 @@ from django.db import connection
 from django.utils import timezone
 
 from bench.common import backend_cpu, fresh_org
-from grading.criteria.versions import criteria_active
 from grading.erasure import runs
-from grading.figures.rollups import live_counters, rollups_rebuild, stored_counters
 from grading.models import Conversation, Erasure, ItemKind, RetentionPolicy
+from grading.reviews.rollups import live_counters, rollups_rebuild, stored_counters
 from grading.reviews.sql import subject_to_grade
 from grading.reviews.store import review_record
+from grading.reviews.versions import criteria_active
 from reviewer.models import Claim, Membership, Role
 from reviewer.queue.services import claim_next
 

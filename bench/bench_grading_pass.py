@@ -14,12 +14,12 @@ from django.utils import timezone
 
 from bench.common import fresh_org, purge_queues
 from grading.conversations.ingest import conversation_append
-from grading.criteria.versions import criteria_active
-from grading.evidence import EvidenceMessage, fingerprint
+from grading.core.evidence import EvidenceMessage, fingerprint
+from grading.core.schemas import MessagesIn
 from grading.judge.backends import HeuristicJudge
 from grading.models import Conversation, ItemKind, Message, Review, ReviewState, Route
 from grading.passes.planner import conversations_needing_grading, grading_pass
-from grading.schemas import MessagesIn
+from grading.reviews.versions import criteria_active
 
 MESSAGES_PER_CONVERSATION = 20
 BATCH = 2_000

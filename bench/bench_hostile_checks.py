@@ -13,8 +13,8 @@ import time
 
 from django.conf import settings
 
-from grading.drafts.checks import check_draft
-from grading.drafts.rules import default_rules
+from grading.checks.checks import check_draft
+from grading.checks.rules import default_rules
 from tests.builders.hostile_drafts import HOSTILE
 
 SIZES = (100_000, 200_000)

@@ -28,10 +28,10 @@ from bench.common import backend_cpu, fresh_org
 from grading.api.keys import api_key_create
 from grading.conversations.grader import conversation_grade
 from grading.conversations.ingest import conversation_upsert
-from grading.figures.labels import LABELS_PER_TRANSACTION, LabelIn, label_record, labels_record
+from grading.core.schemas import ConversationIn
+from grading.dashboard.labels import LABELS_PER_TRANSACTION, LabelIn, label_record, labels_record
 from grading.judge.backends import HeuristicJudge
 from grading.models import Label, Org
-from grading.schemas import ConversationIn
 
 CHECKS = ("grounded", "complete", "usable", "pass_fail")
 YARDSTICK_LABELS = 300

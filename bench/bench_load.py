@@ -42,10 +42,10 @@ from django.utils import timezone
 
 from bench.common import fresh_org, purge_queues
 from grading.api.keys import api_key_create
-from grading.criteria.versions import criteria_active
-from grading.evidence import draft_fingerprint
+from grading.core.evidence import draft_fingerprint
 from grading.models import Decision, Draft, ItemKind, Review, ReviewState, Route
 from grading.passes.planner import grading_pass
+from grading.reviews.versions import criteria_active
 from reviewer.models import Membership, Role
 from tests.builders.conversations import PATH_IDS, support_conversation, verdicts
 from tests.builders.drafts import CLEAN_BODY, SOURCE, draft_verdict, setup_org_memory

@@ -6,9 +6,9 @@ BENCH_MEMORY_VECTORS=random uses random unit vectors instead (no structure at al
 Rows go in by binary COPY with the HNSW index dropped, and the index is rebuilt from the definition it had
 (one build is far faster than 100,000 inserts into the graph).
 
-Each query runs the production query (`grading.drafts.memory.nearest_query` over the org's active learnings):
+Each query runs the production query (`grading.reviews.memory.nearest_query` over the org's active learnings):
 - HNSW: as the planner plans it, with `hnsw.ef_search` set per run (EXPLAIN must show the HNSW index);
-- exact: `grading.drafts.memory.exact_nearest_query`, the production exact search (EXPLAIN must not show the index),
+- exact: `grading.reviews.memory.exact_nearest_query`, the production exact search (EXPLAIN must not show the index),
   i.e. a scan and a top-N sort.
 Reported: recall@10 by id (and counting distance ties with the 10th exact neighbour as hits), the similarity the
 HNSW results keep (how near its misses are), mean and p95 latency, and the latency ratio exact / HNSW.
@@ -39,8 +39,8 @@ from psycopg.types import TypeInfo
 from psycopg.types.json import Jsonb
 
 from bench.common import fresh_org
-from grading.drafts.memory import HNSW_EF_SEARCH, HashingEmbedder, active_learnings, exact_nearest_query, nearest_query
 from grading.models import EMBEDDING_DIMENSIONS, MemoryItem, Org
+from grading.reviews.memory import HNSW_EF_SEARCH, HashingEmbedder, active_learnings, exact_nearest_query, nearest_query
 
 K = 10
 # pgvector's default, the one retrieval uses, and more: the sweep shows what more candidates buy.

@@ -23,7 +23,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from django.conf import settings
 from django.test import override_settings
 
-from grading.hooks.outbound import OutboundError, outbound_request
+from grading.core.outbound import OutboundError, outbound_request
 
 DRIBBLE_INTERVAL = 0.5
 FAST_REQUESTS = 300
@@ -74,7 +74,7 @@ def _receiver(target: Callable, *args) -> tuple[multiprocessing.Process, str]:
 
 
 def old_client(url: str) -> str:
-    """What grading/hooks/webhooks.py did before: urllib with a 10 s timeout, per socket operation."""
+    """What grading/drafts/webhooks.py did before: urllib with a 10 s timeout, per socket operation."""
     headers = {"Content-Type": "application/json"}
     request = urllib.request.Request(url, data=BODY, method="POST", headers=headers)  # noqa: S310 - loopback
     try:

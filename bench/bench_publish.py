@@ -26,8 +26,8 @@ from django.test import Client
 
 from bench.common import fresh_org
 from grading.api.keys import api_key_create
-from grading.criteria.versions import criteria_active, criteria_new_version, criteria_publish
 from grading.models import ItemKind, ReviewState
+from grading.reviews.versions import criteria_active, criteria_new_version, criteria_publish
 
 _POPULATE = [
     """INSERT INTO grading_conversation (org_id, external_id, application, closed, started_at, last_activity_at,

@@ -40,9 +40,9 @@ from django.urls import clear_url_caches, path
 from django.utils import timezone
 
 from bench.common import fresh_org
-from grading.criteria.versions import criteria_active
 from grading.models import CriteriaVersion, ItemKind, Review, ServiceTarget, SlotsFor
 from grading.reviews.targets import due_times_refresh
+from grading.reviews.versions import criteria_active
 from reviewer import urls as reviewer_urls
 from reviewer.access import role_required
 from reviewer.models import Assignment, AssignmentRule, Escalation, Membership, Pool, Role

@@ -40,12 +40,12 @@ from django.db import connection
 from django.utils import timezone
 
 from bench.common import fresh_org, purge_queues
-from grading.criteria.versions import criteria_active
+from grading.core.evidence import EvidenceMessage, fingerprint
+from grading.core.schemas import DraftIn
 from grading.drafts.submit import draft_save
-from grading.evidence import EvidenceMessage, fingerprint
 from grading.models import Conversation, Draft, ItemKind, Message, Review
 from grading.passes.planner import grading_pass
-from grading.schemas import DraftIn
+from grading.reviews.versions import criteria_active
 from tests.builders.processes import database_url
 from tests.fakes.openai_server import FakeLLM, Reply, json_reply
 
@@ -202,7 +202,7 @@ def _populate(org, conversations: int, drafts: int) -> None:
     import random
 
     from bench.bench_checks import generate_draft
-    from grading.drafts.rules import default_rules
+    from grading.checks.rules import default_rules
 
     rules = default_rules()
     rng = random.Random(7)
@@ -320,7 +320,7 @@ _CATEGORIES = [
     ("database: Django ORM, psycopg, pool", ("django/db/", "psycopg/", "psycopg_pool/")),
     ("judge client: OpenAI SDK, HTTP", ("openai/", "httpx2/", "httpcore2/", "h11/")),
     ("draft checks and repairs: markdown-it, matching, diffs", ("markdown_it/", "grading/checks", "grading/repairs")),
-    ("memory: embedding the draft, assembling", ("grading/drafts/memory.py",)),
+    ("memory: embedding the draft, assembling", ("grading/reviews/memory.py",)),
     ("Celery, kombu, Redis: receiving, acking, the task's frame", ("celery/", "kombu/", "redis/", "vine/")),
     ("grading itself: prompts, evidence, merging, rules", ("grading/",)),
 ]

@@ -7,9 +7,9 @@ from django import forms
 from django.contrib import admin, messages
 from django.http import HttpRequest
 
-from grading.criteria.versions import CriteriaImmutable, criteria_update
-from grading.drafts.rules import RulesInvalid, rules_validate
+from grading.checks.rules import RulesInvalid, rules_validate
 from grading.models import CriteriaVersion, ItemKind
+from grading.reviews.versions import CriteriaImmutable, criteria_update
 
 
 class CriteriaVersionForm(forms.ModelForm):

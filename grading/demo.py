@@ -15,10 +15,10 @@ from django.utils import timezone
 
 from grading.conversations.grader import conversation_grade
 from grading.conversations.ingest import conversation_upsert, feedback_record
+from grading.core.schemas import ConversationIn, DraftIn, FeedbackIn
+from grading.dashboard.labels import LabelIn, label_record
 from grading.drafts.gate import draft_grade
-from grading.drafts.memory import article_upsert, memory_add
 from grading.drafts.submit import draft_save
-from grading.figures.labels import LabelIn, label_record
 from grading.judge.backends import (
     DraftJudgement,
     DraftPrompt,
@@ -32,7 +32,7 @@ from grading.judge.conversation import SYSTEM_PROMPT, user_prompt
 from grading.judge.examples import PromptExample
 from grading.models import Conversation, Draft, Org
 from grading.passes.planner import conversations_needing_grading, drafts_needing_grading
-from grading.schemas import ConversationIn, DraftIn, FeedbackIn
+from grading.reviews.memory import article_upsert, memory_add
 
 APPLICATIONS = ("billing-assistant", "onboarding-bot", "docs-helper")
 WEEKS = 8

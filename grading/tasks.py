@@ -2,7 +2,7 @@
 
 A grading task grades a few items of one kind, one after another (a grading pass sends them in batches of
 GRADING_BATCH_SIZE, so Celery's cost per task is shared; a submitted draft goes alone). It holds its items'
-grading locks while it works (grading/passes/inflight.py) and is retried when the database fails under it (a dropped
+grading locks while it works (grading/reviews/inflight.py) and is retried when the database fails under it (a dropped
 connection, a failover): each review is written in one transaction, so a retry starts from nothing half-written,
 and finds the reviews whose write did commit.
 """
@@ -14,13 +14,15 @@ from django.db import InterfaceError, OperationalError
 
 from grading.conversations.grader import conversation_grade
 from grading.criteria.trials import trial_item_grade
+from grading.delivery import enqueue
 from grading.drafts.gate import draft_grade
+from grading.drafts.webhooks import webhook_deliver
 from grading.erasure import runs as erasures
-from grading.figures.rollups import orgs_with_items, rollups_rebuild
-from grading.hooks.webhooks import webhook_deliver
 from grading.models import GradingRun, ItemKind, Org, Review
 from grading.otlp.pending import pending_expire
-from grading.passes import enqueue, inflight, planner
+from grading.passes import planner
+from grading.reviews import inflight
+from grading.reviews.rollups import orgs_with_items, rollups_rebuild
 
 
 @worker_shutdown.connect

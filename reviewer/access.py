@@ -11,7 +11,7 @@ from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
 
 from grading.models import Org
-from grading.reach import Reach
+from grading.models.reach import Reach
 from reviewer.models import Membership, Role
 
 EVERY_ROLE = tuple(Role)

@@ -10,12 +10,10 @@ from django.db import transaction
 from django.utils import timezone
 
 from grading.api.keys import api_key_create, api_key_revoke
-from grading.criteria.examples import ExampleRefused, criteria_example_add
-from grading.criteria.versions import criteria_active, criteria_new_version, criteria_publish, criteria_update
+from grading.core.outcomes import CHECKS, UNKNOWN_CHECK
+from grading.dashboard.sampling import audit_sample_send
 from grading.demo import grade_demo_items, seed_conversations, seed_drafts, seed_labels
 from grading.figures.definitions import PASS_FAIL
-from grading.figures.rollups import rollups_rebuild
-from grading.figures.sampling import audit_sample_send
 from grading.models import (
     ApiKey,
     CriteriaVersion,
@@ -29,10 +27,12 @@ from grading.models import (
     SlotsFor,
     SpendCap,
 )
-from grading.outcomes import CHECKS, UNKNOWN_CHECK
+from grading.reviews.examples import ExampleRefused, criteria_example_add
+from grading.reviews.rollups import rollups_rebuild
 from grading.reviews.spend import spend_cap_set
 from grading.reviews.store import review_slots
 from grading.reviews.targets import due_times_refresh
+from grading.reviews.versions import criteria_active, criteria_new_version, criteria_publish, criteria_update
 from reviewer.models import AssignmentRule, Escalation, Membership, Pool, Role
 from reviewer.queue.services import claim_take, decision_create
 

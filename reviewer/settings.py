@@ -310,9 +310,9 @@ CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
 CELERY_BEAT_SCHEDULE = {
     "grading-pass-hourly": {"task": "grading.tasks.grading_pass", "schedule": crontab(minute=5)},
     # Sends again the grading tasks that were lost (a broker restart, a dead worker, a failed send): see
-    # grading/passes/inflight.py. Cheap when nothing is lost, so a waiting pipeline hears within minutes, not an hour.
+    # grading/reviews/inflight.py. Cheap when nothing is lost, so a waiting pipeline hears within minutes, not an hour.
     "grading-recover": {"task": "grading.tasks.grading_recover", "schedule": crontab()},
-    # The dashboards' counters from the reviews, to put right what no review write sees: grading/figures/rollups.py.
+    # The dashboards' counters from the reviews, to put right what no review write sees: grading/reviews/rollups.py.
     "rollups-rebuild-hourly": {"task": "grading.tasks.rebuild_all_rollups", "schedule": crontab(minute=35)},
     # Items newly due soon or overdue, told to whom each org's escalation names: reviewer/queue/escalation.py.
     "escalations-sweep": {"task": "reviewer.tasks.escalations_sweep", "schedule": crontab()},

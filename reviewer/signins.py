@@ -10,8 +10,8 @@ orgs they work for. A person of no org gets one event of no org, which only whoe
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import models
 
-from grading.audit import audit_event
 from grading.models import AuditEvent, Org
+from grading.models.audit import audit_event
 from reviewer.models import Membership
 
 

@@ -8,9 +8,9 @@ import time
 from celery import shared_task
 from django.conf import settings
 
-from grading.hooks import outbound
-from grading.hooks.signing import signature_headers
-from grading.hooks.webhooks import retry_delay
+from grading.core import outbound
+from grading.delivery.signing import signature_headers
+from grading.drafts.webhooks import retry_delay
 from grading.models import Org
 from reviewer.models import Escalation
 from reviewer.queue.escalation import Swept, digest_mail, escalations_sweep, webhook_body

@@ -7,8 +7,15 @@ from django.http import HttpRequest, StreamingHttpResponse
 from ninja import Router, Schema
 from ninja.errors import ValidationError
 
-from grading.audit_reads import PAGE_SIZE, PAGE_SIZE_MAX, InvalidAuditFilter, audit_csv, audit_filters_from, audit_page
 from grading.models import AuditEvent
+from grading.reviews.audit_reads import (
+    PAGE_SIZE,
+    PAGE_SIZE_MAX,
+    InvalidAuditFilter,
+    audit_csv,
+    audit_filters_from,
+    audit_page,
+)
 
 router = Router(tags=["audit"])
 

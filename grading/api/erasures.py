@@ -8,10 +8,10 @@ from django.http import HttpRequest
 from ninja import Router, Schema, Status
 from pydantic import BaseModel, ConfigDict, model_validator
 
+from grading.core.errors import NotFound
+from grading.core.schemas import ExternalId
 from grading.erasure.runs import ItemNotFound, erasure_counts, erasure_request
-from grading.errors import NotFound
 from grading.models import Erasure, ErasureScope
-from grading.schemas import ExternalId
 
 router = Router(tags=["erasures"])
 

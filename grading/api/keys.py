@@ -8,8 +8,8 @@ from datetime import timedelta
 from django.contrib.auth.models import AbstractBaseUser
 from django.utils import timezone
 
-from grading.audit import audit_record
 from grading.models import ApiKey, Org
+from grading.models.audit import audit_record
 
 API_KEY_PREFIX = "tg_"
 # Recording every use would turn each API call into a write on one hot row; a minute is precise enough.

@@ -18,25 +18,25 @@ from grading.api import health
 from grading.api.audit import router as audit_router
 from grading.api.erasures import router as erasures_router
 from grading.api.keys import api_key_authenticate
-from grading.api.request_json import InvalidJsonBody, RequestJsonParser
+from grading.checks.rules import rules_as_text
 from grading.conversations.ingest import ConversationWrite, conversation_append, conversation_upsert, feedback_record
-from grading.conversations.reads import ConversationState, conversation_state
+from grading.core.errors import ConversationNotFound, LimitExceeded, NotFound
+from grading.core.evidence import canonical_message
+from grading.core.request_json import InvalidJsonBody, RequestJsonParser
+from grading.core.schemas import ArticleIn, ConversationId, ConversationIn, DraftIn, FeedbackIn, MemoryIn, MessagesIn
+from grading.core.spreadsheets import csv_lines
 from grading.criteria.scoring import trial_rows, trial_score
-from grading.criteria.versions import criteria_active
-from grading.drafts.memory import InvalidMemory, article_upsert, memory_add
-from grading.drafts.reads import draft_status
-from grading.drafts.rules import rules_as_text
+from grading.dashboard.figures import SECTIONS, InvalidScope, dashboard_figures, scope_for
+from grading.dashboard.labels import LabelIn, LabelsRefused, labels_submit
 from grading.drafts.submit import draft_submit
-from grading.errors import ConversationNotFound, LimitExceeded, NotFound
-from grading.evidence import canonical_message
-from grading.figures.dashboard import SECTIONS, InvalidScope, dashboard_figures, scope_for
-from grading.figures.labels import LabelIn, LabelsRefused, labels_submit
-from grading.figures.spreadsheets import csv_lines
 from grading.models import ApiKey, Article, Conversation, CriteriaTrial, Draft, ItemKind, Review
 from grading.otlp.views import router as otlp_router
+from grading.reviews.conversation_reads import ConversationState, conversation_state
+from grading.reviews.draft_reads import draft_status
+from grading.reviews.memory import InvalidMemory, article_upsert, memory_add
 from grading.reviews.reads import current_review
 from grading.reviews.spend import spend_overview, spend_overview_json, spend_waiting
-from grading.schemas import ArticleIn, ConversationId, ConversationIn, DraftIn, FeedbackIn, MemoryIn, MessagesIn
+from grading.reviews.versions import criteria_active
 
 
 class OrgApiKey(HttpBearer):

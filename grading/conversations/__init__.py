@@ -1,2 +1,1 @@
-"""Conversations: taking them in (the API, importers and OTLP all write through ingest), reading their active path,
-and grading them."""
+"""Conversations: taking them in (the API, importers and OTLP all write through ingest) and grading them."""

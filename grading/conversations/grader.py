@@ -7,9 +7,8 @@ from datetime import datetime
 from django.db import connection
 from django.utils import timezone
 
-from grading import evidence, evidence_text
-from grading.conversations.reads import PathState, conversation_path
-from grading.criteria.examples import version_examples, version_fingerprint
+from grading.core import evidence, evidence_text
+from grading.core.outcomes import CHECKS, JUDGE_UNKNOWN, UNKNOWN_CHECK
 from grading.judge.backends import ConversationJudge, UnknownJudge, judge_named
 from grading.judge.client import ZERO_USAGE, JudgeContextExceeded, JudgeError
 from grading.judge.conversation import combine_stages, with_evidence_on_path
@@ -22,7 +21,8 @@ from grading.models import (
     Review,
     Route,
 )
-from grading.outcomes import CHECKS, JUDGE_UNKNOWN, UNKNOWN_CHECK
+from grading.reviews.conversation_reads import PathState, conversation_path
+from grading.reviews.examples import version_examples, version_fingerprint
 from grading.reviews.spend import spend_blocked
 from grading.reviews.sql import subject_to_grade
 from grading.reviews.store import criteria_of, earlier_review, review_record, review_reinstate

@@ -9,14 +9,14 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from grading import evidence as ev
-from grading.conversations.reads import quiet_period
-from grading.errors import ConversationNotFound, LimitExceeded
-from grading.evidence import EvidenceMessage, active_path, branch_count, fingerprint
-from grading.figures.rollups import rollups_thumbs_refresh, thumbs_of
+from grading.core import evidence as ev
+from grading.core.errors import ConversationNotFound, LimitExceeded
+from grading.core.evidence import EvidenceMessage, active_path, branch_count, fingerprint
+from grading.core.schemas import ConversationIn, FeedbackIn, MessageIn, MessagesIn
 from grading.models import Conversation, Feedback, Message, Org
+from grading.reviews.conversation_reads import quiet_period
+from grading.reviews.rollups import rollups_thumbs_refresh, thumbs_of
 from grading.reviews.store import review_state_refresh
-from grading.schemas import ConversationIn, FeedbackIn, MessageIn, MessagesIn
 
 
 @dataclass(frozen=True)

@@ -15,12 +15,10 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db.models import Count, Q, Sum
 from django.utils import timezone
 
-from grading.criteria.versions import criteria_publish
-from grading.drafts.budget import ChecksOverBudget, checks_budget
-from grading.drafts.checks import Finding, check_draft
+from grading.checks.budget import ChecksOverBudget, checks_budget
+from grading.checks.checks import Finding, check_draft
+from grading.checks.rules import DraftRules
 from grading.drafts.gate import merge_verdict
-from grading.drafts.memory import MemoryContext, MemoryEntry, active_memory
-from grading.drafts.rules import DraftRules
 from grading.models import (
     Conversation,
     CriteriaVersion,
@@ -40,6 +38,8 @@ from grading.passes.planner import (
     grading_pass,
     went_quiet,
 )
+from grading.reviews.memory import MemoryContext, MemoryEntry, active_memory
+from grading.reviews.versions import criteria_publish
 
 # --- the diff -------------------------------------------------------------------------------------------------------
 

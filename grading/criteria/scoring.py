@@ -7,7 +7,7 @@ the confusion table (`agreement_of`, categories as the dashboard's); the items w
 people or away from them; and what the trial spent.
 
 What is compared, and why:
-- The human verdict is the item's from the trial's source on its present evidence (grading/figures/human.py), and
+- The human verdict is the item's from the trial's source on its present evidence (grading/reviews/human.py), and
   it is compared only where the trial review read that same evidence (fingerprints equal): a verdict on other
   evidence says nothing about what the judge read.
 - The active side is the item's counting review (under the active version) when it read that evidence too.
@@ -23,13 +23,13 @@ from dataclasses import dataclass
 
 from django.db.models.fields.json import KeyTextTransform, KeyTransform
 
+from grading.core.outcomes import CHECKS
 from grading.criteria.trials import HELD_BY_SPEND_CAP
 from grading.figures.agreement import Agreement, agreement_of
 from grading.figures.definitions import PASS_FAIL, SCORED, checks_of, machine_categories, machine_verdict
 from grading.figures.expressions import Lit
-from grading.figures.human import HumanVerdict, human_verdicts, id_in
 from grading.models import Conversation, CriteriaTrial, CriteriaVersion, Draft, ItemKind, Review, TrialSource
-from grading.outcomes import CHECKS
+from grading.reviews.human import HumanVerdict, human_verdicts, id_in
 
 TOWARD, AWAY, ASIDE = "toward", "away", "aside"  # a changed verdict moved to people's, off it, or between others
 # The machine's verdict on each check, read from a review's columns (compiled once: a trial holds thousands).

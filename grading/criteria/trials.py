@@ -17,7 +17,6 @@ from django.db.models import BinaryField, Exists, F, Func, OuterRef, QuerySet, T
 from django.db.models.functions import Concat
 from django.utils import timezone
 
-from grading.audit import audit_record
 from grading.conversations.grader import (
     judge_unknown_outcome,
     not_scorable_outcome,
@@ -25,12 +24,8 @@ from grading.conversations.grader import (
     path_outcome,
     path_stages,
 )
-from grading.conversations.reads import conversation_path
-from grading.criteria.examples import version_examples
-from grading.criteria.versions import CriteriaImmutable
+from grading.delivery import enqueue
 from grading.drafts.gate import draft_identity, draft_outcome
-from grading.drafts.memory import retrieve_memory
-from grading.figures.human import human_verdicts
 from grading.judge.backends import (
     ConversationJudge,
     DraftJudge,
@@ -52,9 +47,14 @@ from grading.models import (
     Route,
     TrialSource,
 )
-from grading.passes import enqueue
+from grading.models.audit import audit_record
+from grading.reviews.conversation_reads import conversation_path
+from grading.reviews.examples import version_examples
+from grading.reviews.human import human_verdicts
+from grading.reviews.memory import retrieve_memory
 from grading.reviews.spend import SpendCapPassed, spend_blocked, spend_check
 from grading.reviews.store import trial_review_record
+from grading.reviews.versions import CriteriaImmutable
 
 TRIAL_DEFAULT = 5  # the most is settings.CRITERIA_TRIAL_MAX_ITEMS: each item is at least one paid judge call
 # The people sources' candidates are read in pages of this many, in sample order, until K hold a human verdict.

@@ -1,1 +1,2 @@
-"""The draft gate: deterministic checks and repairs over the criteria's rules, org memory, the judge, and the merge."""
+"""The draft gate: a draft saved (submit), graded (the checks, org memory, the judge, the merge: gate), and its
+pipeline told of the verdict (webhooks)."""

@@ -12,19 +12,19 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from grading.criteria.examples import version_examples, version_fingerprint
-from grading.drafts.budget import ChecksOverBudget, checks_budget
-from grading.drafts.checks import PROOF_POINT_MISSING, Finding, check_draft
-from grading.drafts.memory import MemoryContext, related_articles, retrieve_memory
-from grading.drafts.repairs import repair_draft
-from grading.drafts.rules import DraftRules
-from grading.evidence import draft_fingerprint
-from grading.hooks.webhooks import MACHINE_VERDICT, notify_pipeline
+from grading.checks.budget import ChecksOverBudget, checks_budget
+from grading.checks.checks import PROOF_POINT_MISSING, Finding, check_draft
+from grading.checks.repairs import repair_draft
+from grading.checks.rules import DraftRules
+from grading.core.evidence import draft_fingerprint
+from grading.core.outcomes import BAND, CHECKS_BUDGET, JUDGE_CONTRADICTION, JUDGE_UNKNOWN, SPREAD
+from grading.drafts.webhooks import MACHINE_VERDICT, notify_pipeline
 from grading.judge.backends import DraftJudge, DraftJudgement, DraftPrompt, UnknownJudge, draft_judge_named
 from grading.judge.client import JudgeError
 from grading.judge.examples import PromptExample
 from grading.models import COUNTING_STATES, NO_JUDGE, CriteriaVersion, Draft, Review, Route
-from grading.outcomes import BAND, CHECKS_BUDGET, JUDGE_CONTRADICTION, JUDGE_UNKNOWN, SPREAD
+from grading.reviews.examples import version_examples, version_fingerprint
+from grading.reviews.memory import MemoryContext, related_articles, retrieve_memory
 from grading.reviews.spend import spend_blocked
 from grading.reviews.sql import subject_to_grade
 from grading.reviews.store import criteria_of, earlier_review, published_draft_rules, review_record, review_reinstate

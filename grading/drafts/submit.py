@@ -4,12 +4,12 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from grading.errors import LimitExceeded
-from grading.evidence import draft_fingerprint
+from grading.core.errors import LimitExceeded
+from grading.core.evidence import draft_fingerprint
+from grading.core.schemas import DraftIn
+from grading.delivery import enqueue
 from grading.models import Draft, ItemKind, Org
-from grading.passes import enqueue
 from grading.reviews.store import review_state_refresh
-from grading.schemas import DraftIn
 
 
 def draft_save(*, org: Org, payload: DraftIn) -> Draft:
@@ -39,7 +39,7 @@ def draft_save(*, org: Org, payload: DraftIn) -> Draft:
 def draft_submit(*, org: Org, payload: DraftIn) -> Draft:
     """Save a draft and owe it a grading in the same transaction; a worker is asked right after commit.
 
-    The ticket committed with the draft is its outbox row (grading/passes/inflight.py): when the broker cannot take the
+    The ticket committed with the draft is its outbox row (grading/reviews/inflight.py): when the broker cannot take the
     task at that moment, the draft is still owed its grading, and the recovery run sends it within a minute or two
     of the broker answering again. So the pipeline's 202 is true either way: what it sent is stored and will be
     graded. The send tries once: a pipeline is waiting on this request.

@@ -26,8 +26,7 @@ from functools import reduce
 
 from django.db.models import F, Q, QuerySet
 
-from grading.audit import audit_event
-from grading.figures.rollups import erased_cell, rollups_erasing
+from grading.core.weeks import monday
 from grading.models import (
     Answer,
     AuditEvent,
@@ -45,8 +44,9 @@ from grading.models import (
     Org,
     Review,
 )
-from grading.otlp.models import PendingCall, SpanLink
-from grading.weeks import monday
+from grading.models.audit import audit_event
+from grading.models.otlp import PendingCall, SpanLink
+from grading.reviews.rollups import erased_cell, rollups_erasing
 
 # Audit details known to hold no content: ids, verdicts, times, names of people and pools. Everything else in an
 # erased item's earlier events (a decline's reason, a replaced answer's note, whatever a later event adds) is dropped.
@@ -211,7 +211,7 @@ def _quotes_erase(org: Org, learnings: Sequence[int], batch: ErasedBatch) -> Non
 
 def _examples_erase(org: Org, kind: str, items: Sequence, batch: ErasedBatch) -> None:
     """The worked examples quoting the items go, from published versions too: the version's revision moves on, so
-    every process reads its examples afresh (grading/criteria/examples.py caches a published version's by it)."""
+    every process reads its examples afresh (grading/reviews/examples.py caches a published version's by it)."""
     external_ids = [item.external_id for item in items]
     # By key, or by external id once the key was cleared (the item deleted before): an id is unique per org and kind.
     quoting = CriteriaExample.objects.filter(org=org, criteria_version__kind=kind).filter(

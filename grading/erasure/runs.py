@@ -26,9 +26,8 @@ from django.db import transaction
 from django.db.models import BinaryField, CharField, Func, Q, QuerySet, Value
 from django.utils import timezone
 
-from grading.audit import audit_record
+from grading.delivery import enqueue
 from grading.erasure.items import items_erase, items_to_lock, trials_naming, waiting_calls_erase, waiting_calls_of
-from grading.figures.rollups import rollups_book
 from grading.models import (
     ApiKey,
     Conversation,
@@ -40,8 +39,9 @@ from grading.models import (
     Org,
     RetentionPolicy,
 )
-from grading.otlp.models import PendingCall
-from grading.passes import enqueue
+from grading.models.audit import audit_record
+from grading.models.otlp import PendingCall
+from grading.reviews.rollups import rollups_book
 
 BATCH_SIZE = 100
 _MODELS = {ItemKind.CONVERSATION: Conversation, ItemKind.DRAFT: Draft}
@@ -254,7 +254,7 @@ def _waiting_calls(erasure: Erasure) -> QuerySet[PendingCall]:
 
 def _added(erased: dict, counts: Counter, filed: Counter) -> dict:
     """The erasure's counts with a batch's added: rows per model name, and under "filed" the items per (kind,
-    application, week) that the erased-items counter books (grading/figures/rollups.py counts it from these)."""
+    application, week) that the erased-items counter books (grading/reviews/rollups.py counts it from these)."""
     total = Counter({key: value for key, value in erased.items() if key != "filed"}) + counts
     cells = Counter({(kind, application, week): n for kind, application, week, n in erased.get("filed", [])}) + filed
     return {**dict(sorted(total.items())), "filed": [[*cell, n] for cell, n in sorted(cells.items())]}

@@ -1,2 +1,2 @@
-"""The stakeholders' figures: counters booked with every review write (rollups), the dashboard built from them,
-agreement with people, labels from outside, the audit sample and exports."""
+"""What each figure counts (one table: `definitions`, written as SQL by `expressions`), and the agreement
+statistics read from the counters (`agreement`, `raters`)."""

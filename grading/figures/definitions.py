@@ -6,7 +6,7 @@ under. The rules are written with the few expressions of grading/figures/express
 forms of itself: Python over a review read as a dict, and SQL over the same columns. From the table come, by
 construction:
 
-- `contributions`: what one review adds (the rollups' upkeep in every write, grading/figures/rollups.py);
+- `contributions`: what one review adds (the rollups' upkeep in every write, grading/reviews/rollups.py);
 - `live_counters_sql`: every counter of some orgs in one GROUP BY (the hourly rebuild, the check of the upkeep);
 - `counted_in` and `machine_said`: the reviews behind one number (the dashboard's lists, reviewer/dashboards).
 
@@ -27,6 +27,8 @@ from typing import Any
 
 from django.db.models import BooleanField, Count, Expression, F, Q, QuerySet
 
+from grading.core.outcomes import CHECKS, SUB_SCORES
+from grading.core.weeks import monday, monday_sql
 from grading.figures.expressions import (
     KEY_LENGTH,
     Bucket,
@@ -54,8 +56,6 @@ from grading.figures.expressions import (
     sql_literal,
 )
 from grading.models import COUNTING_STATES, LIVE_STATES, Answer, Decision, ItemKind, Label, ReviewState, Route
-from grading.outcomes import CHECKS, SUB_SCORES
-from grading.weeks import monday, monday_sql
 
 PASS_FAIL = Label.PASS_FAIL
 # --- the rules the figures share ------------------------------------------------------------------------------

@@ -13,7 +13,7 @@ from functools import cached_property
 from operator import itemgetter
 from typing import Any
 
-from grading.outcomes import VERDICTS
+from grading.core.outcomes import VERDICTS
 
 # Upper bounds (seconds) of the waiting-time histograms: a median is read off them to within one bucket.
 WAIT_BUCKETS = (60, 300, 900, 1800, 3600, 7200, 14400, 28800, 86400, 172800, 604800)

@@ -21,7 +21,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from grading.evidence import known_role
+from grading.core.evidence import known_role
 
 Format = Literal["openai", "chatgpt", "openwebui"]
 FORMATS: tuple[Format, ...] = ("openai", "chatgpt", "openwebui")

@@ -17,11 +17,12 @@ from typing import Protocol
 
 from django.conf import settings
 
-from grading.drafts.checks import internal_link_slugs, proof_terms_referenced
-from grading.drafts.rules import DraftRules, rules_as_text
-from grading.drafts.structure import is_question_heading, parse_draft
-from grading.evidence import EvidenceMessage
-from grading.evidence_text import Stage, content_text, estimate_tokens
+from grading.checks.checks import internal_link_slugs, proof_terms_referenced
+from grading.checks.rules import DraftRules, rules_as_text
+from grading.checks.structure import is_question_heading, parse_draft
+from grading.core.evidence import EvidenceMessage
+from grading.core.evidence_text import Stage, content_text, estimate_tokens
+from grading.core.untrusted import SIZING_NONCE
 from grading.judge.client import ZERO_USAGE, ChatJudgeClient, Completion, JudgeContextExceeded, Usage
 from grading.judge.conversation import (
     PROMPT_TEMPLATE_HASH,
@@ -36,7 +37,6 @@ from grading.judge.draft import DraftVerdict, JudgeIssue
 from grading.judge.draft import user_prompt as draft_user_prompt
 from grading.judge.examples import PromptExample
 from grading.judge.scores import weighted_score
-from grading.judge.untrusted import SIZING_NONCE
 
 
 @dataclass(frozen=True)

@@ -12,10 +12,10 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from grading.evidence_text import Stage, combine_stage_verdicts, render_messages
+from grading.core.evidence_text import Stage, combine_stage_verdicts, render_messages
+from grading.core.outcomes import CHECKS
+from grading.core.untrusted import new_nonce
 from grading.judge.examples import PromptExample, examples_text
-from grading.judge.untrusted import new_nonce
-from grading.outcomes import CHECKS
 
 SYSTEM_PROMPT = """\
 You are Tollgate's conversation judge. You grade what an AI agent delivered to a user, using only the

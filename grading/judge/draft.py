@@ -14,8 +14,8 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from grading.core.untrusted import data_text, new_nonce
 from grading.judge.examples import PromptExample, examples_text
-from grading.judge.untrusted import data_text, new_nonce
 
 SYSTEM_PROMPT = """\
 You are Tollgate's draft judge. You grade an article draft that a writing pipeline wants to publish, against

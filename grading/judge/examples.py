@@ -13,7 +13,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from grading.judge.untrusted import data_text
+from grading.core.untrusted import data_text
 
 
 @dataclass(frozen=True)

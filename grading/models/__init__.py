@@ -34,6 +34,7 @@ from grading.models.orgs import (
     RetentionPolicy,
     new_webhook_secret,
 )
+from grading.models.otlp import EvaluationExport, PendingCall, PendingEvent, SpanLink
 from grading.models.reviews import (
     COUNTING_STATES,
     FOR_PEOPLE,
@@ -73,6 +74,7 @@ __all__ = [
     "Decision",
     "Draft",
     "EMBEDDING_DIMENSIONS",
+    "EvaluationExport",
     "ExampleSource",
     "FOR_PEOPLE",
     "Feedback",
@@ -86,6 +88,8 @@ __all__ = [
     "MessageRole",
     "NO_JUDGE",
     "Org",
+    "PendingCall",
+    "PendingEvent",
     "RetentionPolicy",
     "Review",
     "ReviewQuerySet",
@@ -95,6 +99,7 @@ __all__ = [
     "Route",
     "ServiceTarget",
     "SlotsFor",
+    "SpanLink",
     "SpendCap",
     "SpendPeriod",
     "TrialSource",

@@ -5,7 +5,7 @@ from django.db import models
 from django.db.models.functions import Mod
 from django.db.models.lookups import LessThan
 
-from grading.drafts.rules import DraftRules
+from grading.checks.rules import DraftRules
 from grading.models.orgs import Org
 
 

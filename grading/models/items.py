@@ -3,7 +3,7 @@
 from django.db import models
 from pgvector.django import HnswIndex, VectorField
 
-from grading.evidence import EvidenceMessage
+from grading.core.evidence import EvidenceMessage
 from grading.models.orgs import Org
 
 EMBEDDING_DIMENSIONS = 384

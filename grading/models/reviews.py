@@ -159,7 +159,7 @@ class Review(models.Model):
         help_text="Picked by the fixed-rule sample: waits for a person whatever the machine decided (blind).",
     )
     # -- where the dashboards file it, as the item was when it was graded (set by review_record, never changed,
-    # so the rollups can take back exactly what a review added; see grading/figures/rollups.py)
+    # so the rollups can take back exactly what a review added; see grading/reviews/rollups.py)
     application = models.CharField(max_length=100, blank=True)
     week = models.DateField(
         null=True, blank=True, help_text="Monday of the ISO week: the conversation's start, or the draft's verdict."
@@ -174,7 +174,7 @@ class Review(models.Model):
 
     objects = ReviewQuerySet.as_manager()
     # Not stored: True on the review `review_record` returns when its transaction also handed back the grading
-    # task's ticket for the item, so the task sends nothing more for it (grading/passes/inflight.py, `grade_each`).
+    # task's ticket for the item, so the task sends nothing more for it (grading/reviews/inflight.py, `grade_each`).
     ticket_returned = False
 
     class Meta:

@@ -42,7 +42,7 @@ class GradingRun(models.Model):
 
 class Rollup(models.Model):
     """One counter of the dashboards' figures for one cell: (org, kind, criteria version, application, ISO
-    week). Kept by grading/figures/rollups.py in the same transaction as every write that changes what a review
+    week). Kept by grading/reviews/rollups.py in the same transaction as every write that changes what a review
     contributes, and rebuilt from the reviews every hour. `criteria_id` 0: no criteria (thumbs)."""
 
     org = models.ForeignKey(Org, on_delete=models.CASCADE, related_name="+")

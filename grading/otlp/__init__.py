@@ -5,5 +5,5 @@ reads the GenAI semantic conventions off the spans (`genai`) and maps each model
 tree (`receiver`), through the same write path as the JSON API, so the evidence contract is the same.
 
 Out: `gen_ai.evaluation.result` log records for every review and operator decision, sent by a Celery task after
-commit to a configured OTLP/HTTP logs endpoint (grading/hooks/evaluations.py).
+commit to a configured OTLP/HTTP logs endpoint (grading/delivery/evaluations.py).
 """

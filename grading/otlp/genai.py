@@ -35,7 +35,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
 
-from grading.evidence import known_role
+from grading.core.evidence import known_role
 from grading.otlp import aisdk, openinference
 from grading.otlp.content import content_of
 from grading.otlp.wire import hex_id

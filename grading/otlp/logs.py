@@ -19,6 +19,7 @@ from typing import Any
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord
 
+from grading.core.schemas import refuse_unstorable
 from grading.otlp.genai import (
     CHOICE_EVENT,
     DETAILS_EVENT,
@@ -29,7 +30,6 @@ from grading.otlp.genai import (
     call_content,
 )
 from grading.otlp.wire import hex_id
-from grading.schemas import refuse_unstorable
 
 CONTENT_EVENTS = frozenset({*INPUT_EVENTS, CHOICE_EVENT, DETAILS_EVENT})
 # A call's input events are emitted before its reply's, and an exporter sends records in the order they were

@@ -46,11 +46,12 @@ from django.db.models import Case, Count, DateTimeField, Min, QuerySet, Sum, Val
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from grading.errors import LimitExceeded
+from grading.core.errors import LimitExceeded
+from grading.delivery import enqueue
 from grading.models import Conversation, Org
+from grading.models.otlp import PendingCall, PendingEvent
 from grading.otlp.genai import AwaitedCall, ContentError, ModelCall, ReadSpans, SpanOrigin, call_content
 from grading.otlp.logs import LAST_EVENTS, ContentEvent, ReadLogs
-from grading.otlp.models import PendingCall, PendingEvent
 from grading.otlp.receiver import (
     Groups,
     IngestResult,
@@ -59,7 +60,6 @@ from grading.otlp.receiver import (
     traces_check,
     traces_ingest,
 )
-from grading.passes import enqueue
 
 SPAN_FIELDS = [
     "span_seen_at",

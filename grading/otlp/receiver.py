@@ -24,11 +24,11 @@ from django.db import transaction
 from pydantic import TypeAdapter, ValidationError
 
 from grading.conversations.ingest import conversation_append, conversation_limits_check, conversation_upsert
-from grading.errors import LimitExceeded
+from grading.core.errors import LimitExceeded
+from grading.core.schemas import ConversationIn, ExternalId, MessageIn, MessagesIn
 from grading.models import Conversation, Message, Org
+from grading.models.otlp import SpanLink
 from grading.otlp.genai import ModelCall, ReadSpans, SpanOrigin, ToolResult, Turn
-from grading.otlp.models import SpanLink
-from grading.schemas import ConversationIn, ExternalId, MessageIn, MessagesIn
 
 _EXTERNAL_ID = TypeAdapter(ExternalId)
 # Each transaction writes this many conversations, so that none of their locks is held for much of a second

@@ -3,10 +3,10 @@ the calls a logs request made whole beyond what it writes."""
 
 from celery import shared_task
 
-from grading.hooks.evaluations import evaluations_send, exports_enabled, retry_delay
+from grading.delivery import enqueue
+from grading.delivery.evaluations import evaluations_send, exports_enabled, retry_delay
 from grading.models import Review
 from grading.otlp.pending import whole_calls_write
-from grading.passes import enqueue
 
 
 @shared_task(name=enqueue.EXPORT_EVALUATIONS, bind=True, max_retries=None)

@@ -26,7 +26,7 @@ from ninja import Router
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceResponse
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
-from grading.errors import LimitExceeded
+from grading.core.errors import LimitExceeded
 from grading.models import Org
 from grading.otlp import wire
 from grading.otlp.genai import ContentError, read_spans, spans_in

@@ -19,7 +19,7 @@ from google.protobuf.message import DecodeError, Message
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
-from grading.api.request_json import InvalidJsonBody, request_json
+from grading.core.request_json import InvalidJsonBody, request_json
 
 PROTOBUF = "application/x-protobuf"
 JSON = "application/json"

@@ -1,2 +1,1 @@
-"""Grading passes: which items are owed a grading (the planner), handing them to workers (enqueue), and whether
-their tasks still exist (inflight)."""
+"""Grading passes: which items are owed a grading, and the batches a pass hands to workers (the planner)."""

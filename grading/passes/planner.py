@@ -10,13 +10,14 @@ from django.db import IntegrityError, transaction
 from django.db.models import Exists, OuterRef, Q, QuerySet
 from django.utils import timezone
 
-from grading.conversations.reads import quiet_period
-from grading.criteria.versions import criteria_active
-from grading.evidence import NotScorable
+from grading.core.evidence import NotScorable
+from grading.delivery import enqueue
 from grading.models import Conversation, CriteriaVersion, Draft, GradingRun, ItemKind, Org, Review, Route, SpendCap
-from grading.passes import enqueue, inflight
+from grading.reviews import inflight
+from grading.reviews.conversation_reads import quiet_period
 from grading.reviews.spend import spend_blocked
 from grading.reviews.sql import tickets_write
+from grading.reviews.versions import criteria_active
 
 logger = logging.getLogger(__name__)
 
@@ -34,7 +35,7 @@ def _settled_by(subject: str) -> QuerySet[Review]:
 def went_quiet(now: datetime) -> Q:
     """Reviews that found their conversation in progress, which has since closed or gone quiet, or awaiting a
     model call's content, which has since come: its scorability changed without its evidence changing, so it is
-    graded again. Quiet from the very moment the evidence reads it so (grading/evidence.py: in progress while
+    graded again. Quiet from the very moment the evidence reads it so (grading/core/evidence.py: in progress while
     less than the quiet period has passed)."""
     quiet = Q(conversation__closed=True) | Q(conversation__last_activity_at__lte=now - quiet_period())
     came = Q(conversation__content_awaited_since__isnull=True)
@@ -70,7 +71,7 @@ def grading_pass(
     1. Record the run; a second beat-triggered run in the same hour hits the unique bucket and stops.
     2. Make sure every org with items has active criteria (an org's first pass seeds v1).
     3. Per kind, set aside what is in flight (its task waits in the broker or a live worker holds it,
-       grading/passes/inflight.py); an item marked queued whose task is in neither place was lost and is ready again.
+       grading/reviews/inflight.py); an item marked queued whose task is in neither place was lost and is ready again.
        Set aside too the items of orgs whose spend cap (the org's, or its active version's) is reached: they wait,
        counted as `spend_capped`, and the pass after the cap is raised or its period rolls over takes them.
     4. Take up to what is left of `cap` of the ready items (longest waiting first), skipping rows another pass

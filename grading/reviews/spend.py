@@ -5,7 +5,7 @@ The rule a grader and a trial ask before each judge call (`spend_blocked`): a ca
 applies (the org's, and the criteria version's) is not reached, spent < cap. The ledger is read when asked, so calls
 already started when a cap is reached may end past it: at most one per judge thread (a conversation's stages are one
 grading: once its first stage started, its later stages finish it). Periods are UTC days and ISO weeks from Monday
-(grading/weeks.py); when one rolls over, the spent figure starts again at nothing and the next pass grades on.
+(grading/core/weeks.py); when one rolls over, the spent figure starts again at nothing and the next pass grades on.
 
 Cost is counted in micros (millionths of the prices' currency) at the prices configured when the review is booked
 (`settings.JUDGES[name]["price_input_per_million"]`, `["price_output_per_million"]`); a judge with no prices books
@@ -21,11 +21,11 @@ from django.db import transaction
 from django.db.models import Q, Sum
 from django.utils import timezone
 
-from grading.audit import audit_record
+from grading.core.weeks import monday
+from grading.delivery import enqueue
 from grading.models import CriteriaVersion, JudgeSpend, Org, Route, SpendCap, SpendPeriod
-from grading.passes import enqueue
+from grading.models.audit import audit_record
 from grading.reviews.sql import judge_spend_add, spend_caps_spent
-from grading.weeks import monday
 
 # The routes of a grading the judge answered: their stages are judge calls whatever the usage reported.
 _JUDGED = frozenset({Route.PASS, Route.FAIL, Route.HUMAN})

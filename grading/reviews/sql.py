@@ -22,8 +22,7 @@ from django.db import connection
 from django.db.models import Field, Model
 from psycopg import sql
 
-from grading import evidence
-from grading.figures.rollups import Tracked
+from grading.core import evidence
 from grading.models import (
     LIVE_STATES,
     Conversation,
@@ -37,6 +36,7 @@ from grading.models import (
     Route,
     SpendCap,
 )
+from grading.reviews.rollups import Tracked
 
 Subject = TypeVar("Subject", Conversation, Draft)
 _SUBJECTS = (Conversation, Draft)
@@ -228,7 +228,7 @@ FILED_BY = {
     Draft: ("fingerprint", "updated_at"),
     Conversation: ("fingerprint", "application", "started_at", "last_activity_at"),
 }
-# An item's ticket handed back: it is no longer owed a grading (grading/passes/inflight.py).
+# An item's ticket handed back: it is no longer owed a grading (grading/reviews/inflight.py).
 _TICKET_RETURNED = sql.SQL("queued_at = NULL, grading_task_id = ''")
 _FILING_SQL = {model: _filing_sql(model) for model in _SUBJECTS}
 
@@ -268,7 +268,7 @@ def review_state_write(review_id: int, state: ReviewState, *, audit: bool = Fals
 _STATE_WRITE = _sql("UPDATE {review} SET state = %s, audit = audit OR %s WHERE id = %s", review=_REVIEW)
 
 
-# --- an item's ticket: the grading it is owed (grading/passes/inflight.py) --------------------------------------
+# --- an item's ticket: the grading it is owed (grading/reviews/inflight.py) --------------------------------------
 
 
 def tickets_write(*, kind: str, item_ids: Sequence[int], task_ids: Sequence[str], now: datetime) -> None:

@@ -13,10 +13,10 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from grading.criteria.versions import criteria_active
-from grading.drafts.rules import DraftRules
-from grading.figures.rollups import rollups_tracking
-from grading.hooks.evaluations import evaluations_export_on_commit
+from grading.checks.rules import DraftRules
+from grading.core.outcomes import CHECKS, VERDICTS
+from grading.core.weeks import monday
+from grading.delivery.evaluations import evaluations_export_on_commit
 from grading.models import (
     COUNTING_STATES,
     LIVE_STATES,
@@ -31,11 +31,11 @@ from grading.models import (
     Route,
 )
 from grading.models import for_people as is_for_people
-from grading.outcomes import CHECKS, VERDICTS
+from grading.reviews.rollups import rollups_tracking
 from grading.reviews.spend import spend_book, utc_day
 from grading.reviews.sql import filing_lock, review_id_with_identity, review_insert, review_state_write
 from grading.reviews.targets import due_time, targets_of
-from grading.weeks import monday
+from grading.reviews.versions import criteria_active
 
 # The score identity fields that tell two reviews of one subject apart (the judge is compared by its key).
 _IDENTITY_KEYS = ("fingerprint", "criteria_version", "judge_key", "memory_snapshot")
@@ -122,8 +122,8 @@ def review_record(
     If another worker wrote this identity first (the same task delivered twice), the constraint refuses ours
     and theirs is kept. The review is filed for the dashboards as the item stands (application, week, when its
     evidence arrived), and the rollups are booked in the same transaction. So is the item's ticket, when the
-    grading task `ticket` still holds it (grading/passes/inflight.py): a written review and an item still owed one never
-    coexist, and the task has no statement left to send for it (`Review.ticket_returned` says so).
+    grading task `ticket` still holds it (grading/reviews/inflight.py): a written review and an item still owed one
+    never coexist, and the task has no statement left to send for it (`Review.ticket_returned` says so).
     An item erased since the grader read it (grading/erasure) gets nothing: the lock of step 1 waits for the
     erasure's commit and finds no row, so no review, no counter and no export is written, and None is returned.
     """

@@ -11,8 +11,8 @@ from urllib.parse import urlencode
 
 from django.urls import reverse
 
-from grading.audit_reads import GRADED, TrailEntry, Why, item_trail
 from grading.models import AuditEvent, Conversation, Draft, ItemKind
+from grading.reviews.audit_reads import GRADED, TrailEntry, Why, item_trail
 from reviewer.access import orgs_for
 from reviewer.models import Role
 
@@ -151,7 +151,8 @@ class Trail:
 
 def trail_of(user, item: Conversation | Draft) -> Trail:
     """The item's trail as its pages show it to `user` (newest first, bounded, blind review's rule applied:
-    grading/audit_reads.py `item_trail`), and a link to the whole of it on the audit page for the org's admins."""
+    grading/reviews/audit_reads.py `item_trail`), and a link to the whole of it on the audit page for the org's
+    admins."""
     rows = [_trail_row(entry) for entry in item_trail(item, reader_id=user.pk)]
     kind = ItemKind.DRAFT if isinstance(item, Draft) else ItemKind.CONVERSATION
     admin_of = orgs_for(user, Role.ORG_ADMIN).filter(pk=item.org_id).first()

@@ -10,13 +10,13 @@ from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_GET
 
-from grading.audit_reads import NO_FILTERS, InvalidAuditFilter, audit_csv, audit_filters_from, audit_page
 from grading.models import ApiKey, Org
+from grading.reviews.audit_reads import NO_FILTERS, InvalidAuditFilter, audit_csv, audit_filters_from, audit_page
 from reviewer.access import org_asked, orgs_for, role_required
 from reviewer.audit import display
 from reviewer.models import Membership, Role
 
-# The filters the page's form sends (grading/audit_reads.py `audit_filters_from` reads them).
+# The filters the page's form sends (grading/reviews/audit_reads.py `audit_filters_from` reads them).
 FILTERS = ("actor", "api_key", "action", "object_type", "object_id", "item_kind", "item_id", "since", "until")
 
 

@@ -1,6 +1,6 @@
 """Worked examples on the criteria pages (issue 23): the version editor lists an unpublished version's examples and
 edits their explanation or removes them; an item's pages and the dashboard's disagreement lists add an item to a
-version's examples. Every write goes through grading/criteria/examples.py, which refuses what may not be written.
+version's examples. Every write goes through grading/reviews/examples.py, which refuses what may not be written.
 
 Only criteria admins reach these views (`role_required`), and only within their orgs: another org's version, example
 or item is a 404, whatever the form says.
@@ -15,17 +15,17 @@ from django.shortcuts import redirect
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
-from grading.criteria.examples import (
+from grading.figures.definitions import checks_of
+from grading.models import Conversation, CriteriaExample, CriteriaVersion, Draft, ItemKind
+from grading.reviews.examples import (
     EXAMPLES_MAX,
     ExampleRefused,
     criteria_example_add,
     criteria_example_explain,
     criteria_example_remove,
 )
-from grading.criteria.versions import CriteriaConflict, CriteriaImmutable
-from grading.figures.definitions import checks_of
-from grading.figures.human import human_verdict_of
-from grading.models import Conversation, CriteriaExample, CriteriaVersion, Draft, ItemKind
+from grading.reviews.human import human_verdict_of
+from grading.reviews.versions import CriteriaConflict, CriteriaImmutable
 from reviewer.access import role_required
 from reviewer.criteria import reads
 from reviewer.models import Role

@@ -2,7 +2,7 @@
 small forms that ask for N, K and a confirmation.
 
 The editor does not validate the rules itself: it builds the rules document from what was typed and hands it to
-`criteria_update`, whose per-field errors (grading/drafts/rules.py) are shown beside the field they concern. One
+`criteria_update`, whose per-field errors (grading/checks/rules.py) are shown beside the field they concern. One
 validation, the one the service and the Django admin apply too.
 """
 

@@ -13,6 +13,7 @@ from django.shortcuts import redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from grading.core.spreadsheets import csv_lines
 from grading.criteria.impact import criteria_diff, criteria_preview, criteria_publish_planned, publish_plan
 from grading.criteria.scoring import is_scored, trial_rows, trial_score
 from grading.criteria.trials import (
@@ -24,19 +25,18 @@ from grading.criteria.trials import (
     trial_count,
     trial_results,
 )
-from grading.criteria.versions import (
+from grading.dashboard.regrade import org_regrade_progress
+from grading.judge.backends import UnknownJudge, judge_names
+from grading.models import CriteriaTrial, CriteriaVersion, ItemKind, Org, Review, TrialSource
+from grading.reviews.blind import item_blind, reviews_blind
+from grading.reviews.spend import SpendCapPassed, spend_check, spend_waiting
+from grading.reviews.versions import (
     CriteriaConflict,
     CriteriaImmutable,
     CriteriaInvalid,
     criteria_new_version,
     criteria_update,
 )
-from grading.figures.regrade import org_regrade_progress
-from grading.figures.spreadsheets import csv_lines
-from grading.judge.backends import UnknownJudge, judge_names
-from grading.models import CriteriaTrial, CriteriaVersion, ItemKind, Org, Review, TrialSource
-from grading.reviews.blind import item_blind, reviews_blind
-from grading.reviews.spend import SpendCapPassed, spend_check, spend_waiting
 from reviewer.access import role_required
 from reviewer.audit.display import trail_of
 from reviewer.criteria import reads

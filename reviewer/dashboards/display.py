@@ -11,9 +11,9 @@ from django.contrib.auth import get_user_model
 from django.urls import reverse
 from django.utils.safestring import mark_safe
 
-from grading.figures.dashboard import GROUP_LABELS, Scope
+from grading.core.outcomes import CHECKS
+from grading.dashboard.figures import GROUP_LABELS, Scope
 from grading.models import ItemKind
-from grading.outcomes import CHECKS
 from reviewer.dashboards import charts
 from reviewer.dashboards.reads import PEOPLE_LISTS, ReviewFilter
 

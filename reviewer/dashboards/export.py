@@ -2,7 +2,7 @@
 every label about the evidence it read (each labeller's verdict per check) and the answers of the people the queue
 asked to decide it, filtered like the page, as blind review lets the reader see them (`export_rows`). Streamed as
 CSV or JSONL from a server-side cursor, so a million reviews cost the memory of one chunk. The CSV is written by
-`grading.figures.spreadsheets`, safe to open in a spreadsheet."""
+`grading.core.spreadsheets`, safe to open in a spreadsheet."""
 
 from __future__ import annotations
 
@@ -16,9 +16,9 @@ from django.db.models import OuterRef, Q, QuerySet, Subquery
 from django.db.models.fields.json import KeyTextTransform, KeyTransform
 from django.db.models.functions import JSONObject
 
-from grading.figures.spreadsheets import csv_lines
+from grading.core.outcomes import CHECKS
+from grading.core.spreadsheets import csv_lines
 from grading.models import Answer, ItemKind, Label, Review
-from grading.outcomes import CHECKS
 from grading.reviews.blind import SEEN, blind_items
 from reviewer.dashboards.reads import ReviewFilter
 

@@ -1,5 +1,5 @@
 """Reads behind the dashboard's numbers: which org a stakeholder may look at, and the reviews behind one number
-(a filtered, paged list, and the export). The figures themselves are grading's (grading/figures/dashboard.py).
+(a filtered, paged list, and the export). The figures themselves are grading's (grading/dashboard/figures.py).
 
 What a number counted is grading's to say (grading/figures/definitions.py: `counted_in`, `machine_said`, from the one
 table the counters are kept by), so a number's link lists exactly the reviews it counted; here the link's
@@ -15,14 +15,14 @@ from django.db.models import F, Q, QuerySet
 from django.http import QueryDict
 from django.utils import timezone
 
-from grading.figures.dashboard import PEOPLE_SAMPLES, Scope, scope_for
+from grading.core.outcomes import CHECKS
+from grading.core.schemas import identifier_checked
+from grading.core.weeks import week_start
+from grading.dashboard.figures import PEOPLE_SAMPLES, Scope, scope_for
 from grading.figures.definitions import PASS_FAIL, VERDICTS, counted_in, machine_said
 from grading.models import CriteriaVersion, Decision, ItemKind, Org, Review, ReviewState, Route
-from grading.outcomes import CHECKS
-from grading.reach import Reach
+from grading.models.reach import Reach
 from grading.reviews.blind import reviews_blind
-from grading.schemas import identifier_checked
-from grading.weeks import week_start
 from reviewer.access import EVERY_ROLE, org_asked, orgs_for, reaches_of
 
 PAGE_SIZE = 50

@@ -11,10 +11,10 @@ from django.db.models import Avg, Count, DurationField, ExpressionWrapper, F, Q
 from django.db.models.functions import TruncWeek
 from django.utils import timezone
 
-from grading.figures.dashboard import Scope
+from grading.core.weeks import iso_week, monday, week_start
+from grading.dashboard.figures import Scope
 from grading.figures.definitions import decisions_credited
 from grading.models import Decision, Review
-from grading.weeks import iso_week, monday, week_start
 from reviewer.models import Claim
 
 

@@ -9,9 +9,9 @@ from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpRespons
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from grading.figures.dashboard import InvalidScope, Scope, dashboard_figures
+from grading.dashboard.figures import InvalidScope, Scope, dashboard_figures
+from grading.dashboard.regrade import org_regrade_progress
 from grading.figures.definitions import PASS_FAIL
-from grading.figures.regrade import org_regrade_progress
 from grading.models import ItemKind
 from grading.reviews.spend import spend_overview
 from reviewer.access import EVERY_ROLE, role_required

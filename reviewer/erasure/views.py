@@ -13,9 +13,9 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
+from grading.core.schemas import identifier_checked
 from grading.erasure.runs import ItemNotFound, erasure_counts, erasure_reach, erasure_request
 from grading.models import Erasure, ErasureScope, Org
-from grading.schemas import identifier_checked
 from reviewer.access import orgs_for, role_required
 from reviewer.models import Role
 from reviewer.orgadmin.views import NAV

@@ -3,7 +3,7 @@ admin's orgs); what a change may be is the services' to say, and their refusals 
 
 from django import forms
 
-from grading.hooks.signing import OVERLAP_DEFAULT, OVERLAP_MAX
+from grading.delivery.signing import OVERLAP_DEFAULT, OVERLAP_MAX
 from reviewer.models import Role
 from reviewer.orgadmin.members import APPLICATION_NAME_MAX
 from reviewer.orgadmin.retention import KINDS, RETENTION_DAYS_MAX

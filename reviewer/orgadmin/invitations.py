@@ -28,8 +28,8 @@ from django.db import IntegrityError, transaction
 from django.urls import reverse
 from django.utils import timezone
 
-from grading.audit import audit_record
 from grading.models import Org
+from grading.models.audit import audit_record
 from reviewer.dashboards.display import duration
 from reviewer.models import Invitation, Role
 from reviewer.orgadmin.members import (

@@ -16,8 +16,8 @@ from django.urls import reverse
 from django.utils.encoding import force_bytes
 from django.utils.http import urlsafe_base64_encode
 
-from grading.audit import audit_record
 from grading.models import Org
+from grading.models.audit import audit_record
 from reviewer.access import people_of
 from reviewer.models import Membership, Pool, Role
 from reviewer.oidc.backends import passwords_allowed

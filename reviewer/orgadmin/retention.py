@@ -5,8 +5,8 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.utils import timezone
 
-from grading.audit import audit_record
 from grading.models import ItemKind, Org, RetentionPolicy
+from grading.models.audit import audit_record
 
 RETENTION_DAYS_MAX = 36_500  # a hundred years: longer is "forever", which is no policy at all
 KINDS = (ItemKind.CONVERSATION, ItemKind.DRAFT)

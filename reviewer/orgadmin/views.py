@@ -30,9 +30,9 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from grading.api.keys import IssuedApiKey, api_key_create, api_key_revoke
-from grading.audit import audit_record
-from grading.hooks.signing import previous_secret_signs, webhook_secret_rotate
+from grading.delivery.signing import previous_secret_signs, webhook_secret_rotate
 from grading.models import Org
+from grading.models.audit import audit_record
 from reviewer.access import role_required
 from reviewer.dashboards.display import duration
 from reviewer.models import Invitation, Membership, Role

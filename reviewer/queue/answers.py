@@ -7,8 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
+from grading.core.outcomes import CHECKS
 from grading.models import Answer, ItemKind, Review
-from grading.outcomes import CHECKS
 from grading.reviews.blind import Blind
 from reviewer.queue.reads import Slots
 

@@ -9,10 +9,10 @@ from django.utils import timezone
 from ninja import Query, Router, Schema
 from ninja.errors import HttpError, ValidationError
 
-from grading.figures.dashboard import InvalidScope, scope_for
+from grading.core.schemas import ConversationId, Identifier, ZonedTime
+from grading.core.weeks import iso_week
+from grading.dashboard.figures import InvalidScope, scope_for
 from grading.models import FOR_PEOPLE, Conversation, Draft, Review
-from grading.schemas import ConversationId, Identifier, ZonedTime
-from grading.weeks import iso_week
 from reviewer.access import people_of
 from reviewer.dashboards.service import service_figures
 from reviewer.models import Pool

@@ -19,8 +19,8 @@ from django.db import transaction
 from django.db.models import BooleanField, Case, Exists, ExpressionWrapper, OuterRef, Q, Value, When
 from django.utils import timezone
 
-from grading.audit import audit_record
 from grading.models import FOR_PEOPLE, Review
+from grading.models.audit import audit_record
 from grading.reviews.targets import selected_q, selects
 from reviewer.access import reaches_in
 from reviewer.models import Assignment, AssignmentRule, Pool, Role

@@ -9,8 +9,8 @@ from datetime import datetime, timedelta
 from django.urls import reverse
 from django.utils import timezone
 
+from grading.core.outcomes import BAND, CHECKS, JUDGE_CONTRADICTION, SPREAD, SUB_SCORES, UNKNOWN_CHECK
 from grading.models import CriteriaVersion, ItemKind, Review, ReviewState
-from grading.outcomes import BAND, CHECKS, JUDGE_CONTRADICTION, SPREAD, SUB_SCORES, UNKNOWN_CHECK
 from grading.reviews.blind import blind_of
 from grading.reviews.store import review_slots
 from reviewer.models import Claim

@@ -34,9 +34,9 @@ from django.db.models import Exists, OuterRef
 from django.urls import reverse
 from django.utils import timezone
 
-from grading.audit import audit_event
 from grading.models import AuditEvent, Org, Review
-from grading.reach import Reach
+from grading.models.audit import audit_event
+from grading.models.reach import Reach
 from reviewer.access import reaches_in, reaches_of
 from reviewer.models import Escalation, Notice, Role
 from reviewer.queue.assignments import QUEUE_ROLES, reservations_of

@@ -2,8 +2,8 @@
 
 from django import forms
 
+from grading.core.outcomes import CHECKS, VERDICTS
 from grading.models import Decision, ItemKind
-from grading.outcomes import CHECKS, VERDICTS
 from reviewer.queue.display import REASON_LABELS
 from reviewer.queue.reads import QueueFilters
 

@@ -7,10 +7,10 @@ import json
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from grading import evidence, evidence_text
+from grading.core import evidence, evidence_text
+from grading.core.outcomes import BAND, CHECKS, JUDGE_CONTRADICTION, SPREAD, UNKNOWN_CHECK
 from grading.models import Feedback, ItemKind, Message, Review
 from grading.otlp.pending import awaited_content_note
-from grading.outcomes import BAND, CHECKS, JUDGE_CONTRADICTION, SPREAD, UNKNOWN_CHECK
 from reviewer.queue.display import SUB_SCORE_LABELS
 
 

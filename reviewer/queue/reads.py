@@ -1,7 +1,7 @@
 """Reads of the review queue: which reviews wait for a person, in what order, and who holds what.
 
 What waits is grading's to say (`Review.objects.waiting()`, ReviewState); this module only orders and pages it.
-Every read takes the operator's reaches (grading/reach.py, built from their operator and lead memberships by
+Every read takes the operator's reaches (grading/models/reach.py, built from their operator and lead memberships by
 reviewer/access.py: the orgs, and within each the applications, they cover), so a view that forgets to filter by
 org or application has nothing to pass.
 """
@@ -18,9 +18,9 @@ from django.db.models import Count, Exists, F, OuterRef, Q, QuerySet, Subquery
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
+from grading.core.outcomes import HUMAN_REASONS
 from grading.models import FOR_PEOPLE, Answer, Conversation, CriteriaVersion, Decision, ItemKind, Review, ReviewState
-from grading.outcomes import HUMAN_REASONS
-from grading.reach import Reach, within
+from grading.models.reach import Reach, within
 from grading.reviews.store import review_slots
 from reviewer.access import reaches_of
 from reviewer.models import Claim

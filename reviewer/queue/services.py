@@ -20,11 +20,11 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.utils import timezone
 
-from grading.audit import audit_record
-from grading.drafts.memory import decision_learning_keep
-from grading.hooks.webhooks import HUMAN_DECISION, notify_pipeline
+from grading.drafts.webhooks import HUMAN_DECISION, notify_pipeline
 from grading.models import FOR_PEOPLE, Answer, Decision, ItemKind, Review
-from grading.reach import Reach, within
+from grading.models.audit import audit_record
+from grading.models.reach import Reach, within
+from grading.reviews.memory import decision_learning_keep
 from grading.reviews.store import (
     Answered,
     AwaitingAnswers,

@@ -15,7 +15,7 @@ from django import template
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
-from grading.drafts.prose import is_invisible
+from grading.checks.prose import is_invisible
 
 register = template.Library()
 

@@ -4,9 +4,9 @@ dashboard's people-against-people figure opens the item they split on."""
 import pytest
 from django.utils import timezone
 
-from grading.criteria.versions import criteria_active
+from grading.core.weeks import monday
 from grading.models import Decision, ItemKind, SlotsFor
-from grading.weeks import monday
+from grading.reviews.versions import criteria_active
 from reviewer.models import Role
 from tests.builders.browser import sign_in
 from tests.builders.people import PASSWORD, make_person

@@ -3,8 +3,8 @@ paging must break), or one with the fields a test filters by."""
 
 from datetime import datetime
 
-from grading.audit import audit_event
 from grading.models import AuditEvent, Org
+from grading.models.audit import audit_event
 
 
 def events_at(org: Org, at: datetime, count: int, *, action: str = "test.event", **fields) -> list[AuditEvent]:

@@ -12,9 +12,9 @@ Audit items are decided by two people (`SlotsFor.AUDIT`):
 
 from dataclasses import dataclass, field
 
-from grading.criteria.versions import criteria_active
+from grading.core.outcomes import CHECKS
 from grading.models import CriteriaVersion, ItemKind, Review, SlotsFor
-from grading.outcomes import CHECKS
+from grading.reviews.versions import criteria_active
 from reviewer.models import Role
 from reviewer.queue.services import claim_take, decision_create
 from tests.builders.conversations import PATH_IDS

@@ -3,10 +3,10 @@
 from datetime import UTC, datetime, timedelta
 
 from grading.conversations.ingest import conversation_upsert
+from grading.core.schemas import ConversationIn
 from grading.judge.backends import OpenAIJudge
 from grading.judge.client import ChatJudgeClient
 from grading.models import Org
-from grading.schemas import ConversationIn
 from tests.fakes.openai_server import FakeLLM, json_reply
 
 T0 = datetime(2026, 11, 2, 9, 0, tzinfo=UTC)

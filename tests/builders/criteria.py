@@ -5,9 +5,9 @@ from dataclasses import dataclass
 
 from grading.conversations.grader import conversation_grade
 from grading.criteria.trials import criteria_trial_start, trial_item_grade
-from grading.criteria.versions import criteria_active, criteria_new_version, criteria_update
 from grading.drafts.gate import draft_grade
 from grading.models import Conversation, CriteriaTrial, CriteriaVersion, Draft, ItemKind, Org
+from grading.reviews.versions import criteria_active, criteria_new_version, criteria_update
 from tests.builders.conversations import llm_judge, support_conversation, upsert, verdicts_reply
 from tests.builders.drafts import CLEAN_BODY, draft_reply, llm_draft_judge, save_draft, setup_org_memory
 from tests.fakes.openai_server import FakeLLM

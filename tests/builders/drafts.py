@@ -1,11 +1,11 @@
 """Builders for draft tests: a draft that passes every v1 rule, and scripted judge replies."""
 
-from grading.drafts.memory import article_upsert, memory_add
+from grading.core.schemas import DraftIn
 from grading.drafts.submit import draft_save
 from grading.judge.backends import OpenAIDraftJudge
 from grading.judge.client import ChatJudgeClient
 from grading.models import Org
-from grading.schemas import DraftIn
+from grading.reviews.memory import article_upsert, memory_add
 from tests.fakes.openai_server import FakeLLM, json_reply
 
 SOURCE = "https://example.com/support-costs-study"

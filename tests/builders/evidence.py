@@ -1,10 +1,10 @@
 """Sizes and id sets over evidence messages that only the tests ask for; the app measures one message at a time
-(`grading.evidence_text.message_size`) and never lists the messages off the path."""
+(`grading.core.evidence_text.message_size`) and never lists the messages off the path."""
 
 from collections.abc import Callable, Iterable
 
-from grading.evidence import EvidenceMessage
-from grading.evidence_text import message_size
+from grading.core.evidence import EvidenceMessage
+from grading.core.evidence_text import message_size
 
 
 def rendered_size(messages: Iterable[EvidenceMessage], measure: Callable[[str], int] = len) -> int:

@@ -15,7 +15,7 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from hypothesis import strategies as st
 
-from grading.criteria.versions import criteria_active
+from grading.core.outcomes import CHECKS, SUB_SCORES
 from grading.models import (
     Answer,
     Conversation,
@@ -29,7 +29,7 @@ from grading.models import (
     ReviewState,
     Route,
 )
-from grading.outcomes import CHECKS, SUB_SCORES
+from grading.reviews.versions import criteria_active
 
 # A second either side of the end of ISO week 47 of 2026 (Sunday 22 November, UTC), and the days around it.
 WEEK_END = datetime(2026, 11, 22, 23, 59, 59, tzinfo=UTC)

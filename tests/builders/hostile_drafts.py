@@ -1,5 +1,5 @@
 """Drafts of n characters built to make text processing superlinear: each a long run of something the checks or the
-prose reading look for (tests/grading/drafts/test_checks_linear.py, bench/bench_hostile_checks.py). Pure Python."""
+prose reading look for (tests/grading/checks/test_checks_linear.py, bench/bench_hostile_checks.py). Pure Python."""
 
 from __future__ import annotations
 

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 from hypothesis import strategies as st
 
-from grading.evidence import EvidenceMessage
+from grading.core.evidence import EvidenceMessage
 
 T0 = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)  # random messages are dated within seconds of it
 

@@ -9,8 +9,8 @@ from django.urls import URLPattern, URLResolver, get_resolver, reverse
 from django.utils import timezone
 
 from grading.api.keys import api_key_create
-from grading.criteria.versions import criteria_new_version
 from grading.models import CriteriaExample, CriteriaTrial, Erasure, ErasureScope, ItemKind
+from grading.reviews.versions import criteria_new_version
 from reviewer.access import EVERY_ROLE
 from reviewer.models import Invitation, Membership, Role
 from tests.builders.people import make_person

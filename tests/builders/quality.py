@@ -3,7 +3,7 @@ the reviews with an unknown check beside the number, thumbs apart, read from the
 
 An oracle a test takes before and after something that must not change what counts. It files reviews and thumbs
 by the dashboards' rule: a review under the application and week it was filed under when graded, a thumb under its
-conversation's application and the ISO week it started (`grading.weeks.monday`).
+conversation's application and the ISO week it started (`grading.core.weeks.monday`).
 """
 
 from collections import Counter
@@ -12,9 +12,9 @@ from datetime import date
 
 from django.db.models import Count, Q
 
+from grading.core.outcomes import UNKNOWN_CHECK
+from grading.core.weeks import monday
 from grading.models import Feedback, ItemKind, Org, Review, Route
-from grading.outcomes import UNKNOWN_CHECK
-from grading.weeks import monday
 
 
 @dataclass(frozen=True)

@@ -6,11 +6,11 @@ from datetime import timedelta
 
 from django.utils import timezone
 
-from grading.criteria.versions import criteria_active
+from grading.core.evidence import draft_fingerprint
+from grading.core.schemas import DraftIn
 from grading.drafts.submit import draft_save
-from grading.evidence import draft_fingerprint
 from grading.models import CriteriaVersion, Draft, ItemKind, Review, ReviewState, Route, SlotsFor
-from grading.schemas import DraftIn
+from grading.reviews.versions import criteria_active
 from reviewer.queue.services import DecisionResult, claim_take, decision_create
 from tests.builders.conversations import PATH_IDS, message, support_conversation, upsert, verdicts
 

@@ -6,7 +6,7 @@ from collections.abc import Callable, Mapping
 from django.utils import timezone
 
 from grading.conversations.grader import conversation_grade
-from grading.figures.labels import LabelIn, label_record
+from grading.dashboard.labels import LabelIn, label_record
 from grading.models import Conversation, Org, Review
 from grading.reviews.store import decision_record, review_audit_mark
 from tests.builders.conversations import PATH_IDS, llm_judge, support_conversation, upsert, verdicts_reply

@@ -10,15 +10,15 @@ from django.utils import timezone
 
 from grading.conversations.grader import conversation_grade
 from grading.conversations.ingest import conversation_append, feedback_record
-from grading.criteria.versions import criteria_active
+from grading.core.outcomes import CHECKS
+from grading.core.schemas import FeedbackIn, MessagesIn
+from grading.dashboard.figures import Scope, scope_for
+from grading.dashboard.labels import LabelIn, label_record
 from grading.drafts.gate import draft_grade
-from grading.figures.dashboard import Scope, scope_for
-from grading.figures.labels import LabelIn, label_record
-from grading.figures.rollups import monday
 from grading.models import Conversation, Decision, Feedback, ItemKind, Label, Review, ReviewState
-from grading.outcomes import CHECKS
+from grading.reviews.rollups import monday
 from grading.reviews.store import decision_record, review_audit_mark
-from grading.schemas import FeedbackIn, MessagesIn
+from grading.reviews.versions import criteria_active
 from tests.builders.conversations import llm_judge, upsert, verdicts_reply
 from tests.builders.drafts import CLEAN_BODY, draft_reply, llm_draft_judge, save_draft, setup_org_memory
 from tests.fakes.openai_server import error_reply

@@ -15,8 +15,8 @@ from django.contrib.auth.hashers import PBKDF2PasswordHasher
 from django.utils import timezone
 
 from grading.api.keys import api_key_create
+from grading.core.weeks import monday
 from grading.models import Conversation
-from grading.weeks import monday
 from reviewer.models import Role
 from tests.builders.people import PASSWORD, make_person
 from tests.builders.queue_items import draft_item

@@ -4,8 +4,8 @@ import os
 
 from celery import shared_task
 
-from grading.audit import audit_record
 from grading.models import Org
+from grading.models.audit import audit_record
 
 
 @shared_task(name="tests.canary_write")

@@ -1,6 +1,6 @@
 """The review rules grading/models/reviews.py keeps in two forms, one for a review in hand and one for a query, read the
 same on every combination: the state a review reads as now, and whether a person may be asked about it. The ISO
-week (grading/weeks.py) likewise, in Python and in SQL, a second either side of a week's end. And the one rule of
+week (grading/core/weeks.py) likewise, in Python and in SQL, a second either side of a week's end. And the one rule of
 when a review is overdue, on every combination."""
 
 import itertools
@@ -11,9 +11,9 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
-from grading.criteria.versions import criteria_active
+from grading.core.weeks import monday, monday_sql
 from grading.models import FOR_PEOPLE, CriteriaVersion, ItemKind, Review, ReviewState, Route, for_people, state_now
-from grading.weeks import monday, monday_sql
+from grading.reviews.versions import criteria_active
 from tests.builders.figure_reviews import WEEK_END
 
 pytestmark = pytest.mark.django_db

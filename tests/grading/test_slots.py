@@ -3,8 +3,8 @@ as SQL (`slots_expression`, the queue's scan) give the same answer for every rul
 
 import pytest
 
-from grading.criteria.versions import criteria_active
 from grading.models import ItemKind, Review, SlotsFor
+from grading.reviews.versions import criteria_active
 from tests.builders.queue_items import bulk_draft_items
 
 pytestmark = pytest.mark.django_db

@@ -19,10 +19,10 @@ from django.utils import timezone
 from django_celery_beat.models import IntervalSchedule, PeriodicTask
 from kombu.transport.redis import Channel
 
+from grading.delivery import enqueue
 from grading.models import AuditEvent, Conversation, GradingRun, ItemKind, Review
-from grading.passes import enqueue
-from grading.passes.inflight import grade_each, lock_key, lock_session_close
 from grading.passes.planner import grading_pass
+from grading.reviews.inflight import grade_each, lock_key, lock_session_close
 from tests.builders.conversations import PATH_IDS, support_conversation, upsert, verdicts_reply
 from tests.builders.processes import broker, forget_delivered, pool_processes, wait_until
 from tests.fakes.canary_tasks import canary_write

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from grading.evidence import NotScorable
+from grading.core.evidence import NotScorable
 from grading.models import Conversation, Message, Org
 from tests.builders.api_calls import api_caller, row_counts
 from tests.builders.hostile_values import (

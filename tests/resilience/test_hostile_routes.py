@@ -25,8 +25,8 @@ from hypothesis import strategies as st
 
 from grading.api.keys import api_key_create
 from grading.api.views import api
-from grading.criteria.versions import criteria_new_version
 from grading.models import CriteriaTrial, Erasure, ErasureScope, ItemKind
+from grading.reviews.versions import criteria_new_version
 from reviewer.models import Pool, Role
 from tests.builders.api_calls import database_snapshot
 from tests.builders.conversations import message, support_conversation

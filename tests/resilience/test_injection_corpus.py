@@ -29,12 +29,12 @@ from pathlib import Path
 import pytest
 
 from grading.conversations.grader import conversation_grade
+from grading.core.outcomes import CHECKS
 from grading.drafts.gate import draft_grade
-from grading.drafts.memory import memory_add
 from grading.judge.conversation import SYSTEM_PROMPT as CONVERSATION_SYSTEM_PROMPT
 from grading.judge.draft import SYSTEM_PROMPT as DRAFT_SYSTEM_PROMPT
 from grading.models import Review
-from grading.outcomes import CHECKS
+from grading.reviews.memory import memory_add
 from tests.builders.conversations import PATH_IDS, llm_judge, support_conversation, upsert
 from tests.builders.drafts import CLEAN_BODY, llm_draft_judge, save_draft, setup_org_memory
 from tests.builders.prompts import header_lines, marker_lines, split_blocks

@@ -9,8 +9,8 @@ from django.utils import timezone
 
 from grading.api.keys import api_key_create
 from grading.models import Conversation, Draft, ItemKind, Review
-from grading.passes.inflight import items_being_graded
 from grading.passes.planner import SEND_GRACE, grading_pass, grading_recover
+from grading.reviews.inflight import items_being_graded
 from tests.builders.conversations import PATH_IDS, support_conversation, upsert, verdicts_reply
 from tests.builders.drafts import CLEAN_BODY, SOURCE, draft_reply, setup_org_memory
 from tests.builders.processes import forget_delivered, wait_until

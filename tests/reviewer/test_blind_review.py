@@ -15,8 +15,8 @@ from django.urls import reverse
 from django.utils import timezone
 
 from grading.api.keys import api_key_create
-from grading.criteria.versions import criteria_new_version
 from grading.models import CriteriaTrial, ItemKind, Review
+from grading.reviews.versions import criteria_new_version
 from tests.builders.blind_world import REPLACED_NOTE, BlindWorld, answer_note, blind_world
 from tests.builders.page_matrix import PAGES, url_routes
 

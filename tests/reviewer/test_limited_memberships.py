@@ -11,10 +11,10 @@ import re
 import pytest
 from django.urls import reverse
 
-from grading.figures.dashboard import SECTIONS, dashboard_figures, scope_for
-from grading.figures.rollups import live_counters
+from grading.dashboard.figures import SECTIONS, dashboard_figures, scope_for
 from grading.models import Review
-from grading.reach import Reach
+from grading.models.reach import Reach
+from grading.reviews.rollups import live_counters
 from reviewer.access import reaches_of
 from reviewer.models import Claim, Membership, Role
 from reviewer.queue.display import queue_page

@@ -12,9 +12,9 @@ from django.test import Client
 from django.utils import timezone
 
 from grading.api.keys import api_key_create
-from grading.criteria.versions import criteria_new_version, criteria_publish
 from grading.models import ItemKind, ServiceTarget
 from grading.reviews.targets import due_times_refresh
+from grading.reviews.versions import criteria_new_version, criteria_publish
 from reviewer import tasks
 from reviewer.models import Escalation, Notice, Role
 from reviewer.queue.escalation import escalation_sweep, escalations_sweep

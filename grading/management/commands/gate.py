@@ -8,14 +8,14 @@ from django.core.serializers.json import DjangoJSONEncoder
 from django.utils.text import slugify
 from pydantic import ValidationError
 
+from grading.core.errors import LimitExceeded
+from grading.core.schemas import DraftIn, describe_errors
 from grading.drafts.gate import draft_grade
-from grading.drafts.reads import draft_status
 from grading.drafts.submit import draft_save
-from grading.errors import LimitExceeded
 from grading.management.orgs import org_from_option
 from grading.management.progress import Progress
 from grading.models import Org
-from grading.schemas import DraftIn, describe_errors
+from grading.reviews.draft_reads import draft_status
 
 EXIT_CODES = {"pass": 0, "fail": 1, "human": 2, "error": 3}
 _H1 = re.compile(r"\A\s*#[ \t]+(?P<title>.+?)[ \t]*#*[ \t]*(?:\r?\n|\Z)")

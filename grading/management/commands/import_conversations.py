@@ -8,13 +8,13 @@ from pydantic import ValidationError
 
 from grading.api.views import conversation_out
 from grading.conversations.ingest import conversation_upsert
-from grading.conversations.reads import conversation_state
-from grading.errors import LimitExceeded
+from grading.core.errors import LimitExceeded
+from grading.core.schemas import ConversationIn, describe_errors
 from grading.importers import FORMATS, ImportFormatError, ParseFailure, ParseResult, parse_file
 from grading.management.orgs import org_from_option
 from grading.management.progress import Progress
 from grading.models import Org
-from grading.schemas import ConversationIn, describe_errors
+from grading.reviews.conversation_reads import conversation_state
 
 
 class Command(BaseCommand):

@@ -2,7 +2,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from grading.figures.labels import file_format_of, labels_import
+from grading.dashboard.labels import file_format_of, labels_import
 from grading.management.orgs import org_from_option
 from grading.management.progress import Progress
 

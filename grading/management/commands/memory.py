@@ -18,11 +18,11 @@ from typing import Any
 from django.core.exceptions import ImproperlyConfigured
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from grading.drafts.memory import InvalidMemory, article_upsert, memory_add, memory_deactivate, memory_reembed
 from grading.judge.client import JudgeError
 from grading.management.orgs import org_from_option
 from grading.management.progress import Progress
 from grading.models import Article, MemoryItem, Org
+from grading.reviews.memory import InvalidMemory, article_upsert, memory_add, memory_deactivate, memory_reembed
 
 ARTICLE = "article"
 _PREVIEW_CHARS = 100

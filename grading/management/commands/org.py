@@ -6,9 +6,9 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.core.validators import validate_slug
 from django.db import IntegrityError, transaction
 
-from grading.audit import audit_record
 from grading.management.orgs import require_migrated
 from grading.models import Org
+from grading.models.audit import audit_record
 
 SLUG_MAX = Org._meta.get_field("slug").max_length
 NAME_MAX = Org._meta.get_field("name").max_length

@@ -3,9 +3,9 @@ import json
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from grading.figures.sampling import audit_sample_send
+from grading.core.weeks import iso_week
+from grading.dashboard.sampling import audit_sample_send
 from grading.management.orgs import org_from_option
-from grading.weeks import iso_week
 
 
 class Command(BaseCommand):

@@ -7,11 +7,11 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
 from django.db.models import Max
 
-from grading.audit import audit_record
+from grading.core.outcomes import HUMAN_REASONS
 from grading.management.options import POSITION_MAX, application_option, duration_text, position_option
 from grading.management.orgs import org_from_option
 from grading.models import ItemKind, Org, ServiceTarget
-from grading.outcomes import HUMAN_REASONS
+from grading.models.audit import audit_record
 from grading.reviews.targets import AUDIT, due_times_refresh
 
 # Read from the model, so the command refuses exactly what the column would.

@@ -10,12 +10,12 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
 from django.db.models import Max
 
-from grading.audit import audit_record
+from grading.core.outcomes import HUMAN_REASONS
 from grading.management.options import application_option, position_option
 from grading.management.orgs import org_from_option
 from grading.models import ItemKind, Org
-from grading.outcomes import HUMAN_REASONS
-from grading.reach import Reach
+from grading.models.audit import audit_record
+from grading.models.reach import Reach
 from grading.reviews.targets import AUDIT
 from reviewer.access import reaches_in
 from reviewer.models import Assignment, AssignmentRule, Pool

@@ -11,11 +11,11 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
 from django.utils import timezone
 
-from grading.audit import audit_record
-from grading.hooks.outbound import url_refusal
+from grading.core.outbound import url_refusal
 from grading.management.options import duration_text
 from grading.management.orgs import org_from_option
 from grading.models import Org, ServiceTarget
+from grading.models.audit import audit_record
 from reviewer.models import Escalation
 
 # Read from the model, so the command refuses exactly what the column would.

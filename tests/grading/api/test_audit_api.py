@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from grading.api.keys import api_key_create
-from grading.audit import audit_record
+from grading.models.audit import audit_record
 from tests.builders.audit_events import events_at
 from tests.builders.people import make_person
 from tests.builders.queue_items import conversation_item, draft_item

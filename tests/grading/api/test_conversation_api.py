@@ -9,7 +9,7 @@ from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 
 from grading.api.keys import api_key_create
-from grading.evidence import EvidenceMessage, fingerprint
+from grading.core.evidence import EvidenceMessage, fingerprint
 from grading.models import Conversation, Feedback, Message
 from tests.builders.conversations import PATH_IDS, message, support_conversation
 

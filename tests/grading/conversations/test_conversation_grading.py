@@ -11,12 +11,12 @@ from django.utils import timezone
 
 from grading.conversations.grader import conversation_grade
 from grading.conversations.ingest import conversation_append
-from grading.conversations.reads import conversation_state
-from grading.criteria.versions import criteria_active, criteria_new_version, criteria_publish
+from grading.core.schemas import MessagesIn
 from grading.models import GradingRun, ItemKind, Review
 from grading.passes.planner import grading_pass
+from grading.reviews.conversation_reads import conversation_state
 from grading.reviews.reads import current_review, staleness_audit
-from grading.schemas import MessagesIn
+from grading.reviews.versions import criteria_active, criteria_new_version, criteria_publish
 from tests.builders.conversations import (
     PATH_IDS,
     T0,
@@ -172,8 +172,8 @@ def test_a_message_longer_than_the_judges_whole_context_is_not_scorable_with_tha
 
 def test_ten_thousand_short_messages_make_about_size_over_budget_stages(org, fake_llm):
     """Issue 11: repeating every earlier request made 10,000 short messages into 7,762 stages."""
-    from grading.evidence import EvidenceMessage
-    from grading.evidence_text import stages
+    from grading.core.evidence import EvidenceMessage
+    from grading.core.evidence_text import stages
     from tests.builders.evidence import rendered_size
 
     path, parent = [], None

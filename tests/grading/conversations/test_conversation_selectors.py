@@ -10,7 +10,7 @@ from django.core.management import call_command
 from django.utils import timezone
 
 from grading.conversations.grader import conversation_grade
-from grading.figures.sampling import sample_conversations
+from grading.dashboard.sampling import sample_conversations
 from grading.judge.backends import HeuristicJudge
 from grading.models import Feedback, Review
 from grading.reviews.reads import staleness_audit

@@ -8,11 +8,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from grading import evidence
 from grading.conversations.ingest import conversation_append, conversation_upsert
-from grading.conversations.reads import quiet_period
+from grading.core import evidence
+from grading.core.schemas import ConversationIn, MessagesIn
 from grading.models import Conversation, Org
-from grading.schemas import ConversationIn, MessagesIn
+from grading.reviews.conversation_reads import quiet_period
 from tests.builders.conversations import T0
 from tests.builders.message_trees import message_trees, tool_call
 

@@ -8,8 +8,8 @@ from django.contrib.admin.sites import site
 from django.contrib.auth import get_user_model
 from django.urls import reverse
 
-from grading.criteria.versions import criteria_active, criteria_new_version
 from grading.models import CriteriaVersion, ItemKind
+from grading.reviews.versions import criteria_active, criteria_new_version
 
 pytestmark = pytest.mark.django_db
 

@@ -4,8 +4,8 @@ the values that changed."""
 import pytest
 
 from grading.criteria.impact import ListChange, RubricRow, ValueChange, criteria_diff
-from grading.criteria.versions import criteria_active, criteria_new_version, criteria_update
 from grading.models import ItemKind
+from grading.reviews.versions import criteria_active, criteria_new_version, criteria_update
 
 pytestmark = pytest.mark.django_db
 

@@ -7,11 +7,11 @@ from django.utils import timezone
 from grading.api.keys import api_key_create
 from grading.conversations.grader import conversation_grade
 from grading.criteria.impact import StaleGroup, criteria_publish_planned, publish_plan
-from grading.criteria.versions import criteria_active, criteria_new_version, criteria_update
 from grading.drafts.gate import draft_grade
 from grading.models import Conversation, CriteriaVersion, Draft, ItemKind, Review
 from grading.passes.planner import grading_pass
 from grading.reviews.reads import staleness_audit
+from grading.reviews.versions import criteria_active, criteria_new_version, criteria_update
 from tests.builders.conversations import llm_judge, message, support_conversation, upsert, verdicts_reply
 from tests.builders.drafts import CLEAN_BODY, draft_verdict, llm_draft_judge, save_draft, setup_org_memory
 from tests.fakes.openai_server import json_reply

@@ -3,12 +3,12 @@ judge call and nothing written."""
 
 import pytest
 
+from grading.checks.checks import check_draft
 from grading.criteria.impact import criteria_preview
-from grading.criteria.versions import criteria_active, criteria_new_version, criteria_update
-from grading.drafts.checks import check_draft
 from grading.drafts.gate import draft_grade
-from grading.drafts.memory import retrieve_memory
 from grading.models import AuditEvent, CriteriaVersion, Draft, ItemKind, Review
+from grading.reviews.memory import retrieve_memory
+from grading.reviews.versions import criteria_active, criteria_new_version, criteria_update
 from tests.builders.drafts import CLEAN_BODY, draft_reply, llm_draft_judge, save_draft, setup_org_memory
 from tests.builders.judges import configure_judges, judge_config
 

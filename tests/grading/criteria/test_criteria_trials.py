@@ -21,11 +21,11 @@ from grading.criteria.trials import (
     trial_item_grade,
     trial_sample,
 )
-from grading.criteria.versions import CriteriaImmutable, criteria_active, criteria_new_version, criteria_publish
 from grading.drafts.gate import draft_grade
 from grading.models import CriteriaTrial, Draft, ItemKind, Review, ReviewState, WebhookDelivery
 from grading.passes.planner import grading_pass
 from grading.reviews.reads import current_review, staleness_audit
+from grading.reviews.versions import CriteriaImmutable, criteria_active, criteria_new_version, criteria_publish
 from tests.builders.conversations import llm_judge, support_conversation, upsert, verdicts_reply
 from tests.builders.drafts import CLEAN_BODY, draft_reply, llm_draft_judge, save_draft, setup_org_memory
 from tests.builders.quality import conversation_quality

@@ -13,12 +13,10 @@ from django.conf import settings as django_settings
 from django.urls import reverse
 
 from grading.api.keys import api_key_create
-from grading.criteria.examples import criteria_example_add
+from grading.core.outcomes import CHECKS
 from grading.criteria.scoring import trial_score
 from grading.criteria.trials import criteria_trial_start, trial_count, trial_item_grade
-from grading.criteria.versions import criteria_new_version
 from grading.figures.agreement import agreement_of
-from grading.figures.human import human_verdict_of
 from grading.models import (
     Conversation,
     CriteriaExample,
@@ -30,7 +28,9 @@ from grading.models import (
     ReviewState,
     TrialSource,
 )
-from grading.outcomes import CHECKS
+from grading.reviews.examples import criteria_example_add
+from grading.reviews.human import human_verdict_of
+from grading.reviews.versions import criteria_new_version
 from reviewer.criteria.display import coefficient, percent
 from reviewer.models import Role
 from tests.builders.conversations import llm_judge, support_conversation, upsert

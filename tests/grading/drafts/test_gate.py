@@ -4,12 +4,12 @@ import re
 
 import pytest
 
-from grading.criteria.versions import criteria_new_version, criteria_publish, criteria_update
-from grading.drafts.checks import Finding
+from grading.checks.checks import Finding
 from grading.drafts.gate import draft_grade, merge_verdict
 from grading.models import ItemKind
 from grading.passes.planner import grading_pass
 from grading.reviews.reads import current_review
+from grading.reviews.versions import criteria_new_version, criteria_publish, criteria_update
 from tests.builders.drafts import (
     CLEAN_BODY,
     draft_reply,

@@ -10,12 +10,9 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
-from grading.audit import audit_record
 from grading.conversations.grader import conversation_grade
-from grading.criteria.versions import criteria_active, criteria_new_version
 from grading.erasure import items as erasure_items
 from grading.erasure.runs import end_user_hash, erasure_request, erasure_run, retention_pass
-from grading.figures.rollups import ERASED, live_counters, rollups_rebuild, stored_counters
 from grading.judge.backends import HeuristicJudge
 from grading.models import (
     EMBEDDING_DIMENSIONS,
@@ -37,7 +34,10 @@ from grading.models import (
     RetentionPolicy,
     Review,
 )
-from grading.otlp.models import PendingCall, PendingEvent
+from grading.models.audit import audit_record
+from grading.models.otlp import PendingCall, PendingEvent
+from grading.reviews.rollups import ERASED, live_counters, rollups_rebuild, stored_counters
+from grading.reviews.versions import criteria_active, criteria_new_version
 from reviewer.models import Claim
 from tests.builders.conversations import support_conversation, upsert
 from tests.builders.figure_reviews import edge_draft, write_reviews

@@ -9,7 +9,7 @@ from django.utils import timezone
 from grading import tasks
 from grading.api.keys import api_key_create
 from grading.models import Conversation
-from grading.otlp.models import PendingCall
+from grading.models.otlp import PendingCall
 from tests.builders.api_calls import api_caller
 from tests.builders.otlp_spans import export_request, key_values, logs_request, two_turns_in_log_records
 

@@ -12,6 +12,7 @@ from django.db import transaction
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from grading.core.outcomes import CHECKS
 from grading.figures.definitions import (
     PASS_FAIL,
     SCORED,
@@ -22,9 +23,8 @@ from grading.figures.definitions import (
     review_row,
 )
 from grading.figures.expressions import Lit
-from grading.figures.rollups import _FIELDS, _contributions_of, live_counters, thumbs_of
 from grading.models import Decision, ItemKind, Review, ReviewState, Route
-from grading.outcomes import CHECKS
+from grading.reviews.rollups import _FIELDS, _contributions_of, live_counters, thumbs_of
 from tests.builders.figure_reviews import edge_draft, reviews, write_reviews
 
 # A draft two people approved alike, decided by their answers; and one whose decider's account is gone.

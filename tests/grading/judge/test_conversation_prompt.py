@@ -8,8 +8,8 @@ request's own nonce (as if it had leaked) and without, disguised, and split by e
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from grading.evidence import EvidenceMessage
-from grading.evidence_text import Stage
+from grading.core.evidence import EvidenceMessage
+from grading.core.evidence_text import Stage
 from grading.judge.conversation import SYSTEM_PROMPT, user_prompt
 from tests.builders.prompts import header_lines, hostile_text, marker_lines, split_blocks
 

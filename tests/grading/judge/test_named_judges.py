@@ -8,9 +8,9 @@ from collections.abc import Iterator
 import pytest
 
 from grading.conversations.grader import conversation_grade
+from grading.core.outcomes import JUDGE_UNKNOWN
 from grading.criteria.impact import publish_plan
 from grading.criteria.trials import criteria_trial_start, trial_count, trial_item_grade
-from grading.criteria.versions import criteria_active, criteria_new_version, criteria_publish, criteria_update
 from grading.drafts.gate import draft_grade
 from grading.judge.backends import (
     HeuristicJudge,
@@ -20,7 +20,7 @@ from grading.judge.backends import (
     judge_named,
 )
 from grading.models import ItemKind, Review, ReviewState
-from grading.outcomes import JUDGE_UNKNOWN
+from grading.reviews.versions import criteria_active, criteria_new_version, criteria_publish, criteria_update
 from tests.builders.conversations import support_conversation, upsert, verdicts_reply
 from tests.builders.drafts import draft_reply, save_draft, setup_org_memory
 from tests.builders.judges import configure_judges, judge_config

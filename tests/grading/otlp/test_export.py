@@ -11,9 +11,9 @@ from django.core.exceptions import ImproperlyConfigured
 
 from grading.api.keys import api_key_create
 from grading.conversations.grader import conversation_grade
-from grading.hooks.evaluations import EVENT_NAME, evaluation_export_status
+from grading.delivery.evaluations import EVENT_NAME, evaluation_export_status
 from grading.models import Conversation, Review
-from grading.otlp.models import EvaluationExport
+from grading.models.otlp import EvaluationExport
 from reviewer.celery import app
 from reviewer.env import env_headers, env_url
 from reviewer.queue.services import claim_take, decision_create

@@ -13,7 +13,7 @@ from django.test import Client
 
 from grading.api.keys import api_key_create
 from grading.models import Conversation, Message
-from grading.otlp.models import PendingCall, SpanLink
+from grading.models.otlp import PendingCall, SpanLink
 from tests.builders.processes import REPO_ROOT
 from tests.fakes.openai_server import text_reply, tool_call_reply
 

@@ -16,7 +16,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 
 from grading.api.keys import api_key_create
 from grading.models import Conversation, Message
-from grading.otlp.models import PendingCall
+from grading.models.otlp import PendingCall
 from reviewer.celery import app
 from tests.builders.otlp_spans import (
     as_otlp_json,

@@ -14,7 +14,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 
 from grading.api.keys import api_key_create
 from grading.models import Conversation, Message
-from grading.otlp.models import SpanLink
+from grading.models.otlp import SpanLink
 from grading.otlp.receiver import CONVERSATIONS_PER_TRANSACTION
 from tests.builders.otlp_spans import (
     TRACE,

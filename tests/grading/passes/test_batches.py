@@ -13,8 +13,8 @@ from django.test.utils import CaptureQueriesContext
 
 from grading.conversations.grader import conversation_grade
 from grading.models import Conversation, Draft, ItemKind
-from grading.passes.inflight import grade_each, items_being_graded, lock_key, lock_session_close
 from grading.passes.planner import grading_pass, task_size
+from grading.reviews.inflight import grade_each, items_being_graded, lock_key, lock_session_close
 from tests.builders.conversations import PATH_IDS, llm_judge, support_conversation, upsert, verdicts_reply
 from tests.builders.drafts import save_draft
 

@@ -26,12 +26,12 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 from grading.api.keys import api_key_create
 from grading.conversations.grader import conversation_grade
 from grading.conversations.ingest import conversation_append, conversation_upsert
-from grading.criteria.versions import criteria_active, criteria_new_version, criteria_publish
+from grading.core.schemas import ConversationIn, MessagesIn
 from grading.drafts.gate import draft_grade
 from grading.models import Conversation, CriteriaVersion, Decision, Draft, ItemKind, Org, Review, ReviewState
 from grading.passes.planner import conversations_needing_grading, drafts_needing_grading, grading_pass
 from grading.reviews.reads import current_review, staleness_audit
-from grading.schemas import ConversationIn, MessagesIn
+from grading.reviews.versions import criteria_active, criteria_new_version, criteria_publish
 from reviewer.models import Claim, Role
 from reviewer.queue.display import queue_page
 from reviewer.queue.services import Refused, claim_take, decision_create

@@ -17,10 +17,9 @@ from grading.criteria.trials import (
     trial_item_grade,
     trial_results,
 )
-from grading.criteria.versions import criteria_active, criteria_new_version
 from grading.models import AuditEvent, Conversation, CriteriaTrial, ItemKind, JudgeSpend, Review, SpendCap
-from grading.passes.inflight import grade_each, lock_session_close
 from grading.passes.planner import grading_pass
+from grading.reviews.inflight import grade_each, lock_session_close
 from grading.reviews.spend import (
     SpendCapInvalid,
     SpendCapPassed,
@@ -28,6 +27,7 @@ from grading.reviews.spend import (
     spend_cap_set,
     spend_estimate,
 )
+from grading.reviews.versions import criteria_active, criteria_new_version
 from tests.builders.conversations import PATH_IDS, llm_judge, support_conversation, upsert, verdicts_reply
 
 pytestmark = pytest.mark.django_db

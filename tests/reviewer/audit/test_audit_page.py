@@ -13,8 +13,8 @@ from django.urls import reverse
 from django.utils import timezone
 
 from grading.api.keys import api_key_create
-from grading.audit import audit_record
 from grading.models import AuditEvent
+from grading.models.audit import audit_record
 from reviewer.models import Membership, Role
 from reviewer.queue.services import claim_decline, claim_take
 from tests.builders.audit_events import events_at

@@ -10,10 +10,10 @@ from django.urls import reverse
 from django.utils import timezone
 
 from grading.api.keys import api_key_create
-from grading.criteria.versions import criteria_active
 from grading.models import AuditEvent, ItemKind, ServiceTarget
 from grading.reviews.store import review_record
 from grading.reviews.targets import due_times_refresh
+from grading.reviews.versions import criteria_active
 from reviewer.models import Escalation, Membership, Role
 from reviewer.queue.escalation import escalation_sweep
 from reviewer.queue.services import claim_decline, claim_take, decision_create

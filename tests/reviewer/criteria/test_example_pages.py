@@ -6,11 +6,11 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
-from grading.criteria.examples import criteria_example_add
-from grading.criteria.versions import criteria_new_version, criteria_publish
+from grading.core.weeks import monday
 from grading.models import AuditEvent, CriteriaExample, ItemKind, Review
+from grading.reviews.examples import criteria_example_add
 from grading.reviews.store import decision_record
-from grading.weeks import monday
+from grading.reviews.versions import criteria_new_version, criteria_publish
 from tests.builders.queue_items import conversation_item
 
 pytestmark = pytest.mark.django_db

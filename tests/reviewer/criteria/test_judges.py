@@ -8,8 +8,8 @@ import pytest
 from django.urls import reverse
 
 from grading.conversations.grader import conversation_grade
-from grading.criteria.versions import criteria_new_version, criteria_publish, criteria_update
 from grading.models import AuditEvent, CriteriaVersion, ItemKind
+from grading.reviews.versions import criteria_new_version, criteria_publish, criteria_update
 from reviewer.queue.item_pages import judge_label
 from tests.builders.conversations import verdicts_reply
 from tests.builders.criteria import editor_data, graded_org

@@ -9,8 +9,8 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
-from grading.criteria.versions import criteria_new_version, criteria_publish
 from grading.models import CriteriaTrial, CriteriaVersion, GradingRun, ItemKind, Review
+from grading.reviews.versions import criteria_new_version, criteria_publish
 from reviewer.models import Role
 from tests.builders.criteria import editor_data, graded_org
 from tests.builders.people import make_person
@@ -288,7 +288,7 @@ def test_the_item_page_shows_every_review_with_trial_reviews_marked(admin_client
 
 
 def test_a_conversation_version_is_a_rubric_edited_on_its_own(admin_client, criteria):
-    from grading.criteria.versions import criteria_new_version
+    from grading.reviews.versions import criteria_new_version
 
     version = criteria_new_version(org=criteria.org, kind=ItemKind.CONVERSATION)
     url = reverse("criteria_version", args=[version.pk])

@@ -7,9 +7,9 @@ from django.urls import reverse
 from django.utils import timezone
 
 from grading.api.keys import api_key_create
-from grading.criteria.versions import criteria_active, criteria_new_version
 from grading.models import AuditEvent, ItemKind, JudgeSpend, SpendCap
 from grading.reviews.spend import spend_cap_set
+from grading.reviews.versions import criteria_active, criteria_new_version
 from tests.builders.conversations import support_conversation, upsert
 
 pytestmark = pytest.mark.django_db

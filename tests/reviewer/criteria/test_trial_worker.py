@@ -3,9 +3,9 @@
 import pytest
 from django.urls import reverse
 
-from grading.criteria.versions import criteria_new_version
 from grading.drafts.gate import draft_grade
 from grading.models import CriteriaTrial, ItemKind, Review
+from grading.reviews.versions import criteria_new_version
 from tests.builders.drafts import CLEAN_BODY, draft_reply, llm_draft_judge, save_draft, setup_org_memory
 from tests.builders.processes import wait_until
 

@@ -10,9 +10,9 @@ from django.db import connection
 from django.urls import reverse
 from django.utils import timezone
 
-from grading.figures.dashboard import dashboard_figures, scope_for
-from grading.figures.rollups import live_counters, rollups_rebuild, stored_counters
+from grading.dashboard.figures import dashboard_figures, scope_for
 from grading.models import Decision, ItemKind, Rollup
+from grading.reviews.rollups import live_counters, rollups_rebuild, stored_counters
 from reviewer.dashboards.reads import ReviewFilter, reviews_behind
 from reviewer.dashboards.service import service_figures
 from reviewer.models import Role

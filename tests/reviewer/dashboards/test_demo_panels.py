@@ -3,8 +3,8 @@
 import pytest
 from django.urls import reverse
 
-from grading.figures.dashboard import dashboard_figures, scope_for
-from grading.figures.rollups import live_counters, stored_counters
+from grading.dashboard.figures import dashboard_figures, scope_for
+from grading.reviews.rollups import live_counters, stored_counters
 from reviewer.demo import demo_seed
 
 pytestmark = pytest.mark.django_db

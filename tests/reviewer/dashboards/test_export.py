@@ -15,10 +15,10 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from grading.conversations.grader import conversation_grade
-from grading.criteria.versions import criteria_active
 from grading.drafts.gate import draft_grade
 from grading.models import CriteriaVersion, Draft, ItemKind, Review, SlotsFor
 from grading.reviews.store import answer_record, decision_record
+from grading.reviews.versions import criteria_active
 from reviewer.dashboards import export
 from reviewer.models import Role
 from tests.builders.conversations import llm_judge, upsert, verdicts_reply

@@ -11,11 +11,11 @@ from django.urls import reverse
 from django.utils import timezone
 
 from grading.api.keys import api_key_create
-from grading.criteria.versions import criteria_new_version, criteria_publish
-from grading.figures.dashboard import dashboard_figures, scope_for
-from grading.figures.rollups import live_counters, monday, rollups_rebuild, stored_counters
+from grading.core.outcomes import CHECKS
+from grading.dashboard.figures import dashboard_figures, scope_for
 from grading.models import ItemKind, Review, Rollup
-from grading.outcomes import CHECKS
+from grading.reviews.rollups import live_counters, monday, rollups_rebuild, stored_counters
+from grading.reviews.versions import criteria_new_version, criteria_publish
 from tests.builders.world import build_world, expected_agreement, expected_quality, iso, world_scope
 
 pytestmark = pytest.mark.django_db

@@ -12,13 +12,13 @@ from django.db.models.functions import TruncWeek
 from django.urls import reverse
 
 from grading.conversations.grader import conversation_grade
-from grading.criteria.versions import criteria_active
-from grading.figures.dashboard import dashboard_figures, scope_for
-from grading.figures.labels import LabelIn, labels_record
-from grading.figures.rollups import live_counters, stored_counters
+from grading.core.outcomes import CHECKS
+from grading.dashboard.figures import dashboard_figures, scope_for
+from grading.dashboard.labels import LabelIn, labels_record
 from grading.models import CriteriaVersion, ItemKind, Review, SlotsFor
-from grading.outcomes import CHECKS
+from grading.reviews.rollups import live_counters, stored_counters
 from grading.reviews.store import answer_record, decision_record, review_audit_mark
+from grading.reviews.versions import criteria_active
 from reviewer.dashboards.reads import PAGE_SIZE
 from reviewer.models import Role
 from tests.builders.conversations import llm_judge, upsert, verdicts_reply

@@ -10,9 +10,9 @@ from django.urls import reverse
 from django.utils import timezone
 
 from grading.api.keys import api_key_create
-from grading.figures.dashboard import scope_for
+from grading.dashboard.figures import scope_for
 from grading.models import Decision, Review, ServiceTarget
-from grading.reach import Reach
+from grading.models.reach import Reach
 from grading.reviews.targets import due_times_refresh
 from reviewer.dashboards.display import Links, service_panel
 from reviewer.dashboards.service import service_figures

@@ -5,7 +5,7 @@ from django.utils import timezone
 
 from grading.erasure.runs import erasure_run
 from grading.models import AuditEvent, Erasure, ErasureScope
-from grading.otlp.models import PendingCall
+from grading.models.otlp import PendingCall
 from reviewer.models import Role
 from tests.builders.people import make_person
 from tests.builders.queue_items import conversation_item

@@ -9,8 +9,8 @@ from django.contrib.auth import get_user_model
 from django.urls import reverse
 from joserfc import jws
 
-from grading.audit_reads import audit_events
 from grading.models import AuditEvent
+from grading.reviews.audit_reads import audit_events
 from reviewer.models import Invitation, Membership, Role, SignInIdentity
 from reviewer.oidc.provider import ID_TOKEN_SESSION_KEY
 from tests.builders.people import invitation_link, make_person, make_unused_account

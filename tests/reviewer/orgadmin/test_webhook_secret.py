@@ -1,5 +1,5 @@
 """Rotating the webhook signing secret from the browser: the new secret is shown once, the old one signs beside it
-for the overlap chosen (grading/hooks/signing.py; deliveries: tests/grading/hooks/test_signing.py), and the audit
+for the overlap chosen (grading/delivery/signing.py; deliveries: tests/grading/delivery/test_signing.py), and the audit
 trail says it happened without either secret."""
 
 import json

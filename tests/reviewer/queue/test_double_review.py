@@ -10,9 +10,9 @@ from django.db import connections
 from django.urls import reverse
 from django.utils import timezone
 
-from grading.criteria.versions import criteria_active, criteria_new_version, criteria_publish
+from grading.core.outcomes import CHECKS
 from grading.models import Answer, AuditEvent, Decision, ItemKind, Review, ReviewState, SlotsFor
-from grading.outcomes import CHECKS
+from grading.reviews.versions import criteria_active, criteria_new_version, criteria_publish
 from reviewer.models import Claim, Membership, Role
 from reviewer.queue.reads import slots_now
 from reviewer.queue.services import Refused, claim_decline, claim_next, claim_take, decision_create

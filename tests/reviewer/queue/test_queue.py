@@ -9,9 +9,9 @@ from django.db.models import Q
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from grading.criteria.versions import criteria_active
+from grading.core.outcomes import HUMAN_REASONS
 from grading.models import Decision, ItemKind, Review
-from grading.outcomes import HUMAN_REASONS
+from grading.reviews.versions import criteria_active
 from reviewer.models import Claim, Membership
 from reviewer.queue.display import queue_page
 from reviewer.queue.reads import QueueFilters, operator_reaches
@@ -310,8 +310,8 @@ def test_the_paged_queue_read_lists_exactly_the_queue_as_grading_defines_it(oper
     """Pages and counts read one index range per lane (an active criteria version, or one application of it); the
     reference states the queue as one set from grading's state, filtered plainly. Over every kind of item that must
     or must not be listed, every filter, and reaches of the whole org or some applications, they agree."""
-    from grading.criteria.versions import criteria_new_version, criteria_publish
     from grading.reviews.store import review_record
+    from grading.reviews.versions import criteria_new_version, criteria_publish
     from reviewer.queue.reads import queue_lanes, queue_stats, queue_versions
 
     for n, reason in enumerate(["band", "spread", "judge_contradiction", "band"]):
@@ -407,8 +407,8 @@ def test_findings_are_marked_in_the_rendered_article_without_breaking_its_markup
 
 
 def test_the_operator_reads_a_message_in_the_words_the_judge_read(client_for, operator, org):
-    """One rendering of content (grading.evidence_text.content_text) for the judge prompt and the item page."""
-    from grading.evidence_text import render_message
+    """One rendering of content (grading.core.evidence_text.content_text) for the judge prompt and the item page."""
+    from grading.core.evidence_text import render_message
     from grading.models import Message
 
     parts = [{"type": "text", "text": "Let me check."}, {"type": "refusal", "refusal": "I can't share that card."}]

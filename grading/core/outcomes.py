@@ -1,0 +1,22 @@
+"""The names both sides use for what the machine and people decide: the conversation checks and their
+verdicts, why an item went to people, and what a person may decide. Pure Python: the judge, the gate, the
+queue pages and the forms all read these, and none of them should import another's module for them."""
+
+from grading.core.evidence import Verdict
+
+CHECKS = ("grounded", "complete", "usable")
+VERDICTS = tuple(verdict.value for verdict in Verdict)  # pass, fail, unknown
+
+# Why a review was routed to people (Review.reason when route is human).
+BAND = "band"  # a draft's score in [threshold - band, threshold) with no remaining finding
+JUDGE_CONTRADICTION = "judge_contradiction"  # the judge's pass verdict disagrees with its own score
+SPREAD = "spread"  # the score's distribution straddles the threshold
+UNKNOWN_CHECK = "unknown_check"  # a conversation check came back unknown
+HUMAN_REASONS = (BAND, UNKNOWN_CHECK, JUDGE_CONTRADICTION, SPREAD)
+# Why a review is an error without a judge's answer: the checks of the draft ran past their CPU budget.
+CHECKS_BUDGET = "checks_budget"
+# ... or its criteria version names a judge not configured (settings.JUDGES): no judge was called. Each grading pass
+# tries it again, so the item is graded once the judge is configured again or another version is published.
+JUDGE_UNKNOWN = "judge_unknown"
+
+SUB_SCORES = ("aeo", "writing", "org_fit")  # a draft judge's sub-scores, 1-5

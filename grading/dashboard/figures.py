@@ -1,0 +1,548 @@
+"""The stakeholders' figures (DESIGN 8), built from the rollup counters: what the dashboard page shows and what
+`GET /api/v1/dashboard` returns, one function for both so they cannot differ.
+
+Only counting reviews count (the counters of the active criteria versions' counting states); unknowns stand beside
+the quality number, never inside it; weeks are ISO weeks (Monday to Sunday, UTC).
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import date, datetime, timedelta
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.utils import timezone
+
+from grading.core.outcomes import CHECKS, SUB_SCORES, UNKNOWN_CHECK
+from grading.core.schemas import identifier_checked
+from grading.core.weeks import iso_week, monday, week_named, weeks_before
+from grading.dashboard.regrade import regrade_progress
+from grading.delivery.evaluations import evaluation_export_status
+from grading.figures.agreement import agreement_of
+from grading.figures.definitions import PASS_FAIL, VERDICTS, machine_categories
+from grading.figures.expressions import OVER, WAIT_BUCKETS
+from grading.figures.raters import people_agreement
+from grading.models import CriteriaVersion, GradingRun, ItemKind, Org, Review, ReviewState, state_now
+from grading.models.reach import Reach
+from grading.reviews.rollups import ERASED, Key, rollup_last_rebuild, scope_counters
+
+DEFAULT_WEEKS = 8
+MAX_WEEKS = 104
+GROUPS = ("audit", "label", "unsure")
+GROUP_LABELS = {
+    "audit": "audit sample (fixed rule, blind): unbiased",
+    "label": "imported labels",
+    "unsure": "items the machine was unsure about: biased toward hard cases",
+}
+SECTIONS = ("quality", "gate", "staleness", "agreement", "queue")
+
+
+class InvalidScope(Exception):
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(f"{field}: {message}")
+        self.field = field
+        self.message = message
+
+
+def parse_iso_week(text: str, field: str) -> date:
+    try:
+        return week_named(text)
+    except ValueError as refused:
+        raise InvalidScope(field, str(refused)) from None
+
+
+@dataclass(frozen=True)
+class Scope:
+    """What the page and the API were asked for: an org, a range of ISO weeks, and optionally one application
+    (conversations only: drafts have none); for a person, only what their memberships reach (None: the whole org,
+    as for an org's API key). Every figure, even the whole-org ones (staleness, queue depth), stays within reach."""
+
+    org: Org
+    since: date  # a Monday
+    until: date  # a Monday, included
+    application: str = ""
+    reach: Reach | None = None
+
+    def reaches(self, kind: str, application: str) -> bool:
+        """Within the reader's reach (whatever application was asked for)."""
+        return self.reach is None or self.reach.covers(kind, application)
+
+    def covers(self, kind: str, application: str) -> bool:
+        """Within reach and, for a conversation, of the application asked for."""
+        return self.reaches(kind, application) and (
+            kind == ItemKind.DRAFT or not self.application or application == self.application
+        )
+
+    @property
+    def weeks(self) -> list[date]:
+        count = (self.until - self.since).days // 7 + 1
+        return [self.since + timedelta(weeks=n) for n in range(count)]
+
+    def as_query(self) -> dict[str, str]:
+        query = {"from": iso_week(self.since), "to": iso_week(self.until)}
+        if self.application:
+            query["application"] = self.application
+        return query
+
+
+def scope_for(
+    org: Org,
+    *,
+    since: str | None = None,
+    until: str | None = None,
+    application: str | None = None,
+    reach: Reach | None = None,
+    today=None,
+) -> Scope:
+    """The scope from the page's or the API's parameters: by default the last eight ISO weeks, this one included.
+    An application asked for must be within `reach`."""
+    this_week = monday(today or timezone.now())
+    end = parse_iso_week(until, "to") if until else this_week
+    start = parse_iso_week(since, "from") if since else weeks_before(end, DEFAULT_WEEKS - 1)
+    if start > end:
+        raise InvalidScope("from", "must not be after to")
+    if (end - start).days // 7 + 1 > MAX_WEEKS:
+        raise InvalidScope("from", f"a range spans at most {MAX_WEEKS} weeks")
+    application = (application or "").strip()
+    if len(application) > 100:
+        raise InvalidScope("application", "at most 100 characters")
+    try:
+        identifier_checked(application)
+    except ValueError as refused:
+        raise InvalidScope("application", str(refused)) from None
+    if application and reach is not None and not reach.covers(ItemKind.CONVERSATION, application):
+        raise InvalidScope("application", "is not one of the applications you may see")
+    return Scope(org, start, end, application, reach)
+
+
+# --- reading the counters -------------------------------------------------------------------------------------
+
+
+@dataclass
+class Counters:
+    """The counters of one scope, with a few lookups the figures need."""
+
+    scope: Scope
+    rows: dict[Key, int]
+    active: dict[str, CriteriaVersion]
+    states: dict[tuple[str, int, str], int]  # (kind, criteria id, state) -> count, over every week
+    last_write: datetime | None  # the newest change among the counters read (None: not read from the rollup)
+    _by: dict = field(default_factory=dict)
+
+    def state_now(self, kind: str, criteria_id: int, stored: str) -> str:
+        """What reviews counted under (kind, criteria, stored state) read as now (ReviewState)."""
+        active = self.active.get(kind)
+        return state_now(stored, criteria_active=active is not None and criteria_id == active.pk)
+
+    def pick(self, kind: str, metric: str, *, active_only: bool = True) -> list[tuple[Key, int]]:
+        """Counters of one metric within the scope: the active version's (or any version's), this application's."""
+        if not self._by:
+            for key, value in self.rows.items():
+                self._by.setdefault((key[1], key[5]), []).append((key, value))
+        wanted = self.active.get(kind)
+        out = []
+        for key, value in self._by.get((kind, metric), []):
+            _, _, criteria, application, week, _, _, _ = key
+            if not (self.scope.since <= week <= self.scope.until):
+                continue
+            if active_only and (wanted is None or criteria != wanted.pk):
+                continue
+            if not self.scope.covers(kind, application):
+                continue
+            out.append((key, value))
+        return out
+
+    def total(self, kind: str, metric: str, key1: str | None = None, key2: str | None = None, **kw) -> int:
+        return sum(
+            v
+            for k, v in self.pick(kind, metric, **kw)
+            if (key1 is None or k[6] == key1) and (key2 is None or k[7] == key2)
+        )
+
+
+def counters_for(scope: Scope, rows: dict[Key, int] | None = None) -> Counters:
+    """The scope's counters from the rollup, or from `rows` (e.g. `live_counters`, to check the rollup)."""
+    active = {cv.kind: cv for cv in CriteriaVersion.objects.filter(org=scope.org, is_active=True)}
+    if rows is None:
+        read = scope_counters(org_id=scope.org.pk, since=scope.since, until=scope.until, keep=scope.reaches)
+        return Counters(scope, read.rows, active, read.states, read.last_write)
+    states: Counter = Counter()
+    for key, value in rows.items():
+        if key[5] == "state" and scope.reaches(key[1], key[3]):
+            states[(key[1], key[2], key[6])] += value
+    in_scope = {key: value for key, value in rows.items() if scope.since <= key[4] <= scope.until}
+    return Counters(scope, in_scope, active, dict(states), None)
+
+
+# --- the figures ----------------------------------------------------------------------------------------------
+
+
+def _ratio(numerator: int, denominator: int) -> float | None:
+    return numerator / denominator if denominator else None
+
+
+def _median_bucket(histogram: Counter) -> int | None:
+    """The upper bound (seconds) of the bucket holding the median; -1 past the last bound; None when empty."""
+    n = sum(histogram.values())
+    if not n:
+        return None
+    seen = 0
+    for bound in [*map(str, WAIT_BUCKETS), OVER]:
+        seen += histogram.get(bound, 0)
+        if seen * 2 >= n:
+            return -1 if bound == OVER else int(bound)
+    return -1
+
+
+def quality_figures(c: Counters) -> dict:
+    kind = ItemKind.CONVERSATION
+    weeks = {week: Counter() for week in c.scope.weeks}
+    apps: dict[str, Counter] = defaultdict(Counter)
+    for (_, _, _, application, week, _, route, reason), n in c.pick(kind, "route"):
+        name = route if route != "human" else ("unknown" if reason == UNKNOWN_CHECK else "human_other")
+        weeks[week][name] += n
+        apps[application][name] += n
+    for (_, _, _, application, _, _, check, verdict), n in c.pick(kind, "check"):
+        apps[application][f"{check}:{verdict}"] += n
+    for (_, _, _, application, _, _, value, _), n in c.pick(kind, "thumbs", active_only=False):
+        apps[application][f"thumbs_{value}"] += n
+
+    def summary(counts: Counter) -> dict:
+        resolved = counts["pass"] + counts["fail"]
+        return {
+            "passed": counts["pass"],
+            "failed": counts["fail"],
+            "resolved": resolved,
+            "quality": _ratio(counts["pass"], resolved),
+            "unknown": counts["unknown"],
+            "scored": resolved + counts["unknown"],
+            "human_other": counts["human_other"],
+            "not_scorable": counts["not_scorable"],
+            "errors": counts["error"],
+        }
+
+    total = sum(apps.values(), Counter())
+    checks = {name: {v: total[f"{name}:{v}"] for v in VERDICTS} for name in CHECKS}
+    return {
+        "criteria_version": c.active[kind].number if kind in c.active else None,
+        "total": summary(total) | {"thumbs_up": total["thumbs_up"], "thumbs_down": total["thumbs_down"]},
+        # Conversations of these weeks erased (grading/erasure): counted no more in any figure.
+        "erased": c.total(kind, ERASED, active_only=False),
+        "checks": checks,
+        "by_week": [{"week": iso_week(week), **summary(counts)} for week, counts in weeks.items()],
+        "by_application": [
+            {
+                "application": application,
+                **summary(counts),
+                "checks": {name: {v: counts[f"{name}:{v}"] for v in VERDICTS} for name in CHECKS},
+                "thumbs_up": counts["thumbs_up"],
+                "thumbs_down": counts["thumbs_down"],
+            }
+            for application, counts in sorted(apps.items())
+        ],
+    }
+
+
+def gate_figures(c: Counters) -> dict:
+    kind = ItemKind.DRAFT
+    weeks = {week: Counter() for week in c.scope.weeks}
+    for (_, _, _, _, week, _, route, _), n in c.pick(kind, "route"):
+        weeks[week][route] += n
+    for (_, _, _, _, week, _, _, _), n in c.pick(kind, "repaired_pass"):
+        weeks[week]["repaired_pass"] += n
+    findings = Counter()
+    for (_, _, _, _, _, _, code, _), n in c.pick(kind, "finding"):
+        findings[code] += n
+    sums, counts = Counter(), Counter()
+    for (_, _, _, _, _, _, name, _), n in c.pick(kind, "subscore_milli"):
+        sums[name] += n
+    for (_, _, _, _, _, _, name, _), n in c.pick(kind, "subscore_n"):
+        counts[name] += n
+    decisions = Counter()
+    for (_, _, _, _, _, _, outcome, _), n in c.pick(kind, "decision"):
+        decisions[outcome] += n
+
+    def waiting(metric: str) -> dict:
+        histogram = Counter()
+        for (_, _, _, _, _, _, bucket, _), n in c.pick(kind, metric):
+            histogram[bucket] += n
+        n = sum(histogram.values())
+        seconds = c.total(kind, f"{metric}_s")
+        return {"n": n, "mean_seconds": _ratio(seconds, n), "median_at_most_seconds": _median_bucket(histogram)}
+
+    total = sum(weeks.values(), Counter())
+    keys = ("pass", "fail", "human", "error", "repaired_pass")
+    return {
+        "criteria_version": c.active[kind].number if kind in c.active else None,
+        "total": {key: total[key] for key in keys},
+        "erased": c.total(kind, ERASED, active_only=False),  # drafts of these weeks erased: counted no more
+        "by_week": [{"week": iso_week(week), **{key: counts[key] for key in keys}} for week, counts in weeks.items()],
+        "findings": [{"code": code, "reviews": n} for code, n in sorted(findings.items(), key=lambda i: (-i[1], i[0]))],
+        "sub_scores": {
+            name: {"mean": sums[name] / 1000 / counts[name] if counts[name] else None, "n": counts[name]}
+            for name in SUB_SCORES
+        },
+        "decisions": {outcome: decisions[outcome] for outcome in ("approve", "reject", "send_back")},
+        "time_to_verdict": {"machine": waiting("verdict_wait"), "human": waiting("human_wait")},
+    }
+
+
+def staleness_figures(c: Counters) -> dict:
+    """Whole-org figures (not limited to the weeks): stale per kind, as ReviewState defines it; the last pass."""
+    stale = {kind: 0 for kind in ItemKind.values}
+    for (kind, criteria, state), n in c.states.items():
+        if c.state_now(kind, criteria, state) == ReviewState.STALE:
+            stale[kind] += n
+    # The grading passes, the rollup's check and the evaluation export are the deployment's and the org's workings,
+    # counted over every application: a reader limited to some applications does not see them.
+    whole_org = c.scope.reach is None or not c.scope.reach.limited
+    rebuild = rollup_last_rebuild(c.scope.org) if whole_org else None
+    last_pass = GradingRun.objects.order_by("-started_at").first() if whole_org else None
+    errors: dict[str, Counter] = {kind: Counter() for kind in ItemKind.values}
+    tokens = {week: Counter() for week in c.scope.weeks}
+    for kind in ItemKind.values:
+        for (_, _, _, _, _, _, reason, _), n in c.pick(kind, "error", active_only=False):
+            errors[kind][reason] += n
+        for metric in ("judged", "tokens"):
+            for (_, _, _, _, week, _, key1, _), n in c.pick(kind, metric, active_only=False):
+                tokens[week][key1 or metric] += n
+    token_total = sum(tokens.values(), Counter())
+
+    def per_review(counts: Counter) -> float | None:
+        return _ratio(counts["prompt"] + counts["completion"], counts["judged"])
+
+    now = timezone.now()
+    regrades = (regrade_progress(version, c.states, now) for _, version in sorted(c.active.items()))
+    return {
+        "whole_org": whole_org,
+        "stale": stale,
+        "regrade": [progress.as_json() for progress in regrades if progress is not None],
+        "mismatched": rebuild.mismatched if rebuild else None,
+        "mismatched_checked_at": rebuild.rebuilt_at if rebuild else None,
+        "last_pass": (
+            {
+                "at": last_pass.started_at,
+                "needing": last_pass.needing,
+                "enqueued": last_pass.enqueued,
+                "in_flight": last_pass.in_flight,
+                "backlog": last_pass.backlog,
+                "spend_capped": last_pass.spend_capped,
+            }
+            if last_pass
+            else None
+        ),  # fmt: skip
+        "judge_errors": {kind: dict(sorted(reasons.items())) for kind, reasons in errors.items()},
+        "tokens": {
+            "judged_reviews": token_total["judged"],
+            "prompt": token_total["prompt"],
+            "completion": token_total["completion"],
+            "per_review": per_review(token_total),
+            "by_week": [
+                {
+                    "week": iso_week(week),
+                    "judged_reviews": t["judged"],
+                    "prompt": t["prompt"],
+                    "completion": t["completion"],
+                    "per_review": per_review(t),
+                }
+                for week, t in tokens.items()
+            ],  # fmt: skip
+        },
+        # Read only when the export is on: the page shows it then (two queries otherwise spent on nothing).
+        "evaluation_export": (
+            evaluation_export_status(c.scope.org.pk)
+            if settings.OTLP_EVALUATIONS_ENDPOINT and whole_org
+            else {"enabled": False}
+        ),
+        "rollup": {
+            "last_write": c.last_write,
+            "last_rebuild": rebuild.rebuilt_at if rebuild else None,
+            "last_rebuild_drifted": rebuild.drifted if rebuild else None,
+        },
+    }
+
+
+def agreement_figures(c: Counters) -> dict:
+    """Per kind (under its active criteria version), per sample, per check: the confusion table and its figures."""
+    out = {}
+    for kind, checks in ((ItemKind.CONVERSATION, (*CHECKS, PASS_FAIL)), (ItemKind.DRAFT, (PASS_FAIL,))):
+        groups = {}
+        for group in GROUPS:
+            pairs: dict[str, Counter] = defaultdict(Counter)
+            for (_, _, _, _, _, _, check, pair), n in c.pick(kind, f"agree_{group}"):
+                machine, _, human = pair.partition(">")
+                pairs[check][(machine, human)] += n
+            per_check = {}
+            for check in checks:
+                if not _people_answer_on(kind, group, check):
+                    continue
+                categories = machine_categories(kind)
+                per_check[check] = agreement_of(categories, pairs[check]).as_json()
+            if kind == ItemKind.CONVERSATION:
+                pooled = sum((pairs[check] for check in CHECKS), Counter())
+                per_check["all_checks"] = agreement_of(VERDICTS, pooled).as_json()
+            groups[group] = {"label": GROUP_LABELS[group], "checks": per_check}
+        out[kind] = {
+            "criteria_version": c.active[kind].number if kind in c.active else None,
+            "samples": groups,
+            "people": people_figures(c, kind, checks),
+        }
+    return out
+
+
+def _people_answer_on(kind: str, sample: str, check: str) -> bool:
+    """Whether people give a verdict on `check` in `sample`: in the queue they decide conversations check by check;
+    only labels judge them whole (pass_fail)."""
+    return not (kind == ItemKind.CONVERSATION and check == PASS_FAIL and sample != "label")
+
+
+@dataclass(frozen=True)
+class PeopleCounters:
+    """The counters of one people-vs-people sample (grading/figures/definitions.py)."""
+
+    patterns: str  # per check, how many items had each pattern of verdicts ("2:1:0")
+    split: str  # per check, the items whose verdicts differ (what the lists read; `patterns` holds their count)
+    judge: str  # per check, the judge against the verdict people agreed on or an adjudicator gave
+    pairs: str = ""  # per check, each two named people's verdicts on an item (answers in the queue only)
+
+
+# Where several people's verdicts on one item come from: answers given in the queue (counted once every place on
+# the item is answered), in its two samples, and imported labels from several labellers.
+PEOPLE_SAMPLES = {
+    "audit": PeopleCounters("people_audit", "people_split_audit", "agree_people_audit", "people_pair_audit"),
+    "unsure": PeopleCounters("people_unsure", "people_split_unsure", "agree_people_unsure", "people_pair_unsure"),
+    "label": PeopleCounters("people_label", "people_split", "agree_people"),
+}
+PEOPLE_LABELS = {
+    "audit": "answers in the queue on the audit sample, several people per item",
+    "unsure": "answers in the queue on items the machine was unsure about, several people per item",
+    "label": "imported labels with two or more labellers on an item",
+}
+
+
+def people_figures(c: Counters, kind: str, checks: Sequence[str]) -> dict:
+    """How far people agree with each other, per sample and check, on the items several people answered (the
+    ceiling the judge's agreement with people is read against; grading/figures/raters.py)."""
+    categories = machine_categories(kind)
+    out = {}
+    for sample, counters in PEOPLE_SAMPLES.items():
+        patterns: dict[str, Counter] = defaultdict(Counter)
+        for (_, _, _, _, _, _, check, pattern), n in c.pick(kind, counters.patterns):
+            patterns[check][tuple(int(count) for count in pattern.split(":"))] += n
+        agreed: dict[str, Counter] = defaultdict(Counter)
+        for (_, _, _, _, _, _, check, pair), n in c.pick(kind, counters.judge):
+            machine, _, human = pair.partition(">")
+            agreed[check][(machine, human)] += n
+        by_pair: dict[str, dict[tuple[int, int], Counter]] = defaultdict(lambda: defaultdict(Counter))
+        for (_, _, _, _, _, _, check, key), n in c.pick(kind, counters.pairs) if counters.pairs else ():
+            first, second, first_said, second_said = key.split(":")
+            by_pair[check][(int(first), int(second))][(first_said, second_said)] += n
+        out[sample] = {
+            "label": PEOPLE_LABELS[sample],
+            "checks": {
+                check: {
+                    **people_agreement(VERDICTS, patterns[check]).as_json(),
+                    # The judge against the verdict people agreed on (or an adjudicator gave, for the queue's
+                    # answers): the figure to hold against theirs.
+                    "judge": agreement_of(categories, agreed[check]).as_json(),
+                    "pairs": _pairs(categories, by_pair[check]),
+                }
+                for check in checks
+                if _people_answer_on(kind, sample, check)
+            },
+        }
+    return out
+
+
+PAIRS_SHOWN = 10  # the pairs of people who answered the same items most often
+
+
+def _pairs(categories: Sequence[str], tables: dict[tuple[int, int], Counter]) -> list[dict]:
+    """Cohen's kappa for each two named people on the items both answered (rows: the lower person id), the pairs
+    with most items first."""
+    ranked = sorted(tables.items(), key=lambda item: (-sum(item[1].values()), item[0]))[:PAIRS_SHOWN]
+    return [{"people": list(people), **agreement_of(categories, table).as_json()} for people, table in ranked]
+
+
+def queue_figures(c: Counters) -> dict:
+    depth = {kind: 0 for kind in ItemKind.values}
+    for (kind, criteria, state), n in c.states.items():
+        if c.state_now(kind, criteria, state) == ReviewState.WAITING:
+            depth[kind] += n
+    oldest = _oldest_waiting(list(c.active.values()), c.scope.reach)
+    per_operator: dict[tuple[date, str], int] = Counter()
+    histograms = {week: Counter() for week in c.scope.weeks}
+    waited = Counter()
+    for kind in ItemKind.values:
+        for (_, _, _, _, week, _, user_id, _), n in c.pick(kind, "decided_by", active_only=False):
+            per_operator[(week, user_id)] += n
+        for (_, _, _, _, week, _, bucket, _), n in c.pick(kind, "decision_wait", active_only=False):
+            histograms[week][bucket] += n
+        for (_, _, _, _, week, _, _, _), n in c.pick(kind, "decision_wait_s", active_only=False):
+            waited[week] += n
+    ids = {int(user_id) for _, user_id in per_operator if user_id.isdigit() and user_id != "0"}
+    names = dict(get_user_model().objects.filter(pk__in=ids).values_list("pk", "username")) if ids else {}
+    now = timezone.now()
+    return {
+        "depth": depth,
+        "waiting": sum(depth.values()),
+        "oldest_waiting_since": oldest,
+        "oldest_wait_seconds": int((now - oldest).total_seconds()) if oldest else None,
+        "decisions_by_operator": [
+            {
+                "week": iso_week(week),
+                "operator": names.get(int(user_id), "a former user"),
+                "operator_id": int(user_id),
+                "decisions": n,
+            }
+            for (week, user_id), n in sorted(per_operator.items(), key=lambda i: (i[0][0], -i[1], i[0][1]))
+        ],
+        "time_to_decision_by_week": [
+            {
+                "week": iso_week(week),
+                "decisions": sum(histograms[week].values()),
+                "mean_seconds": _ratio(waited[week], sum(histograms[week].values())),
+                "median_at_most_seconds": _median_bucket(histograms[week]),
+            }
+            for week in c.scope.weeks
+        ],
+    }
+
+
+def _oldest_waiting(versions: list[CriteriaVersion], reach: Reach | None) -> datetime | None:
+    """The head of each active version's range of the queue index (`waiting_under`), within reach, in one
+    statement."""
+    ranges = [Review.objects.waiting_under(version) for version in versions]
+    if reach is not None:
+        ranges = [reviews.filter(reach.rows()) for reviews in ranges]
+    heads = [reviews.order_by("finished_at", "pk").values_list("finished_at", flat=True)[:1] for reviews in ranges]
+    if not heads:
+        return None
+    return min(heads[0].union(*heads[1:], all=True), default=None)
+
+
+_BUILDERS = {
+    "quality": quality_figures,
+    "gate": gate_figures,
+    "staleness": staleness_figures,
+    "agreement": agreement_figures,
+    "queue": queue_figures,
+}
+
+
+def dashboard_figures(scope: Scope, *, sections=SECTIONS, rows: dict[Key, int] | None = None) -> dict:
+    """Every figure of the dashboard for `scope` (or only `sections`), JSON-ready."""
+    counters = counters_for(scope, rows)
+    return {
+        "org": scope.org.slug,
+        "from": iso_week(scope.since),
+        "to": iso_week(scope.until),
+        "application": scope.application or None,
+        "weeks": [iso_week(week) for week in scope.weeks],
+        "criteria": {kind: version.number for kind, version in counters.active.items()},
+        "generated_at": timezone.now(),
+        **{section: _BUILDERS[section](counters) for section in sections},
+    }

@@ -1,0 +1,336 @@
+"""The dashboards' figures kept as counters (DESIGN 8), so a page view reads a few thousand rows, never all reviews.
+
+A counter belongs to a cell (org, kind, criteria version, application, ISO week) and says one thing: how many
+counting reviews routed `pass`, how many said `unknown` on `grounded`, how many tokens a week's judging took, how
+many audit items a person and the machine agreed on. What one review contributes is defined once, in the table
+of grading/figures/definitions.py (`contributions`), read from the review alone (its stored state, its outcome, its
+decision, its labels, and where it was filed when it was graded), so a change can be booked as "what it contributes
+now minus what it contributed before".
+
+Upkeep, in the same transaction as the write (so the counters are exact at every commit and a rolled-back write
+leaves them untouched): every write in grading that changes what a review contributes (a review written, its
+state changed, a decision, the audit mark, a label) runs inside `rollups_tracking` for the reviews it touches.
+Increments commute, so concurrent writers never lose one another's counts; each writer's rows are upserted in key
+order, so two writers cannot deadlock on them.
+
+Every hour the beat rebuilds every org's counters from the reviews (`rollups_rebuild`, one task per org on a
+worker): the same figures computed by one GROUP BY over the raw tables (`live_counters`, its SQL generated from
+that table), compared in
+one snapshot with what is stored, the difference booked. It is also the independent check (the benchmark and the
+tests compare both). Thumbs are filed by their conversation's present application and week, which a source may
+change without any review changing; the rebuild puts such thumbs right.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import date, datetime
+
+from django.db import connection, transaction
+from django.db.models import Exists, OuterRef
+from django.utils import timezone
+
+from grading.core.weeks import monday, monday_sql
+from grading.figures.definitions import contributions, live_counters_sql
+from grading.figures.expressions import sql_literal
+from grading.models import Conversation, Draft, Feedback, ItemKind, Org, Rollup, RollupRebuild
+from grading.reviews.reads import staleness_audit
+
+# A counter's key: (org id, kind, criteria id, application, week, metric, key1, key2).
+Key = tuple[int, str, int, str, date, str, str, str]
+ERASED = "erased"  # the metric of items erased (`erased_cell`)
+
+
+# --- what one review contributes (grading/figures/definitions.py says what, once) -------------------------------
+
+_FIELDS = (
+    "id", "org_id", "kind", "criteria_version_id", "state", "route", "reason", "checks", "findings", "sub_scores",
+    "repairs", "usage", "judge_passed", "started_at", "finished_at", "submitted_at", "audit", "application", "week",
+    "fingerprint", "conversation_id", "draft_id", "conversation__application", "conversation__started_at",
+)  # fmt: skip
+
+
+def _contributions_of(review_ids: Sequence[int]) -> Counter:
+    if not review_ids:
+        return Counter()
+    # Asked twice in every write that touches a review (before and after it), so one plain statement rather than
+    # the ORM's three queries (reviews, decisions, labels), which are a noticeable share of a grading worker's CPU.
+    with connection.cursor() as cursor:
+        cursor.execute(_CONTRIBUTIONS_SQL, [list(review_ids)])
+        return _contributions_read(cursor.fetchall())
+
+
+def _contributions_read(rows: Iterable[Sequence]) -> Counter:
+    """What the reviews in `rows` (as `_contributions_select` reads them) contribute."""
+    total: Counter = Counter()
+    for row in rows:
+        review = dict(zip(_FIELDS, row[: len(_FIELDS)], strict=True))
+        for name in _JSON_FIELDS:
+            review[name] = _json(review[name])
+        decision = dict(zip(_DECISION_FIELDS, row[len(_FIELDS) : -2], strict=True))
+        decision["checks"] = _json(decision["checks"])
+        labels, answers = _json(row[-2]) or [], _json(row[-1]) or []
+        total.update(contributions(review, decision if decision["outcome"] is not None else None, labels, answers))
+    return total
+
+
+_JSON_FIELDS = ("checks", "findings", "sub_scores", "repairs", "usage")
+_DECISION_FIELDS = ("outcome", "checks", "decided_at", "decided_by_id", "basis")
+
+
+def _contributions_select(reviews: str) -> str:
+    """The columns of _FIELDS in order (its last two, the conversation's, from the join), the review's decision (NULLs
+    when it has none), its labels (those of its subject that speak about the evidence it read) and the answers
+    people gave on it (several people deciding one item), of the reviews
+    in `reviews`: the table, or the row the review INSERT returns (grading/reviews/sql.py, Tracked.INSERTED_SELECT)."""
+    return f"""
+    SELECT {", ".join(f"r.{name}" for name in _FIELDS[:-2])}, c.application, c.started_at,
+        d.outcome, d.checks, d.decided_at, d.decided_by_id, d.basis,
+        (SELECT json_agg(json_build_object('check_name', l.check_name, 'verdict', l.verdict)) FROM grading_label l
+            WHERE l.fingerprint = r.fingerprint
+            AND (l.conversation_id = r.conversation_id OR l.draft_id = r.draft_id)),
+        (SELECT json_agg(json_build_object('person_id', a.person_id, 'outcome', a.outcome, 'checks', a.checks,
+                'slots', a.slots))
+            FROM grading_answer a WHERE a.review_id = r.id)
+    FROM {reviews} r
+    LEFT JOIN grading_conversation c ON c.id = r.conversation_id
+    LEFT JOIN grading_decision d ON d.review_id = r.id
+    """  # noqa: S608 - `reviews` is one of this module's two table expressions
+
+
+_CONTRIBUTIONS_SQL = _contributions_select("grading_review") + "WHERE r.id = ANY(%s)"
+_INSERTED_CONTRIBUTIONS = _contributions_select("inserted")
+
+
+def _json(value: object) -> object:
+    """A json column as Python: Django reads jsonb as text (its JSONField decodes it), plain json arrives decoded."""
+    return json.loads(value) if isinstance(value, str) else value
+
+
+@dataclass
+class Tracked:
+    """The reviews a write touches, and what the ones it creates contribute."""
+
+    review_ids: list[int]
+    inserted: Counter = field(default_factory=Counter)
+    # What a review the write creates contributes, read in the statement that creates it (one round trip, not two):
+    # grading/reviews/sql.py runs `WITH inserted AS (<its INSERT> RETURNING *)` and this, which reads the id first.
+    INSERTED_SELECT = _INSERTED_CONTRIBUTIONS
+
+    def inserted_book(self, rows: Iterable[Sequence]) -> None:
+        """Book what the created reviews contribute, from their rows as `INSERTED_SELECT` read them."""
+        self.inserted.update(_contributions_read(rows))
+
+
+@contextmanager
+def rollups_tracking(review_ids: Iterable[int | None] = ()) -> Iterator[Tracked]:
+    """Book what the write inside the block changes in what these reviews contribute. Use it inside the write's
+    transaction, with the reviews' rows (or their subject's) locked, so nothing changes them between the reads."""
+    tracked = Tracked([pk for pk in review_ids if pk])
+    before = _contributions_of(tracked.review_ids)
+    yield tracked
+    delta = _contributions_of(tracked.review_ids) + tracked.inserted
+    delta.subtract(before)
+    _apply(delta)
+
+
+def rollups_thumbs_refresh(*, conversation_id: int, before: Counter) -> None:
+    """Book a change of a conversation's thumbs: call with `thumbs_of(conversation_id)` taken before the write."""
+    delta = thumbs_of(conversation_id)
+    delta.subtract(before)
+    _apply(delta)
+
+
+def rollups_erasing(*, review_ids: Sequence[int], conversation_ids: Sequence[int]) -> Counter:
+    """What erasing these reviews and conversations takes from the counters: everything the reviews contribute and
+    the conversations' thumbs, as negative increments. Read it before the rows go, with them locked, and book it
+    (with the erased items' own counter, `erased_cell`) through `rollups_book` in the same transaction."""
+    taken = _contributions_of(review_ids)
+    taken.update(thumbs_of(*conversation_ids))
+    return Counter({key: -value for key, value in taken.items()})
+
+
+def erased_cell(*, org_id: int, kind: str, application: str, week: date) -> Key:
+    """The counter of items erased, filed as the item was: a conversation by its application and the week it
+    started, a draft (no application) by the week it was last submitted. The rebuild counts it from the erasures'
+    tombstones (`Erasure.erased["filed"]`, written with the batch that books it)."""
+    return (org_id, kind, 0, application, week, ERASED, "", "")
+
+
+def rollups_book(delta: Counter) -> None:
+    """Book increments computed by the caller (an erasure). Call it last in the transaction: the counters' rows are
+    the ones every grading write of the same cells waits on."""
+    _apply(delta)
+
+
+def thumbs_of(*conversation_ids: int) -> Counter:
+    """The thumbs counters of these conversations, filed by each conversation as it is now, in one statement."""
+    out: Counter = Counter()
+    if not conversation_ids:
+        return out
+    rows = (
+        Feedback.objects.filter(conversation_id__in=conversation_ids)
+        .values_list("conversation__org_id", "conversation__application", "conversation__started_at", "value")
+        .order_by()
+    )
+    for org_id, application, started_at, value in rows:
+        out[(org_id, ItemKind.CONVERSATION, 0, application, monday(started_at), "thumbs", value, "")] += 1
+    return out
+
+
+# One statement text whatever the number of counters, and one parameter for all of them: the counters go as one
+# JSON array, which the json module writes in C, where nine arrays of them would cost psycopg a Python loop per
+# element in every write. The same statement first takes the orgs' advisory locks shared, in the order given (see
+# _LOCK_CLASS): the WHERE's subquery depends on no row, so PostgreSQL runs it once before the first counter is
+# produced, and it reads the whole `locked` CTE. json_to_recordset yields the counters in the order given, which is
+# key order (see _apply).
+_UPSERT = """
+    WITH locked AS MATERIALIZED (
+        SELECT pg_advisory_xact_lock_shared(%s, org_id) FROM unnest(%s::integer[]) AS org_id
+    )
+    INSERT INTO grading_rollup (org_id, kind, criteria_id, application, week, metric, key1, key2, value, updated_at)
+    SELECT cell.*, %s FROM json_to_recordset(%s::json) AS cell(
+        org_id bigint, kind text, criteria_id integer, application text, week date,
+        metric text, key1 text, key2 text, value bigint
+    )
+    WHERE (SELECT count(*) FROM locked) > 0
+    ON CONFLICT ON CONSTRAINT rollup_unique_cell_counter
+    DO UPDATE SET value = grading_rollup.value + EXCLUDED.value, updated_at = EXCLUDED.updated_at
+"""
+_CELL = ("org_id", "kind", "criteria_id", "application", "week", "metric", "key1", "key2", "value")
+
+
+# Advisory lock class of the rollups: writers of an org hold it shared, its rebuild exclusive (see rollups_rebuild).
+_LOCK_CLASS = 7_417
+
+
+def _apply(delta: Counter) -> None:
+    rows = sorted((key, value) for key, value in delta.items() if value)
+    if not rows:
+        return
+    org_ids = sorted({key[0] for key, _ in rows})
+    cells = json.dumps([dict(zip(_CELL, (*key, value), strict=True)) for key, value in rows], default=date.isoformat)
+    with connection.cursor() as cursor:
+        cursor.execute(_UPSERT, [_LOCK_CLASS, org_ids, timezone.now(), cells])
+
+
+# --- the same figures from the raw tables ---------------------------------------------------------------------
+
+# Thumbs are no review's: filed by their conversation as it is now (`thumbs_of`), held equal to it by the tests.
+_THUMBS_SQL = f"""SELECT c.org_id, {sql_literal(ItemKind.CONVERSATION)}, 0, c.application, {monday_sql("c.started_at")},
+        'thumbs', f.value, '', count(*) FROM grading_feedback f JOIN grading_conversation c ON c.id = f.conversation_id
+        WHERE c.org_id = ANY(%(orgs)s) GROUP BY 1, 2, 3, 4, 5, 7"""  # noqa: S608 - constants of ours
+# Erased items are nobody's review: counted from the erasures' tombstones, where each batch files what it erased as
+# [kind, application, week, items] in the transaction that books the counter (grading/erasure).
+_ERASED_SQL = f"""SELECT e.org_id, filed ->> 0, 0, filed ->> 1, (filed ->> 2)::date, {sql_literal(ERASED)}, '', '',
+        sum((filed ->> 3)::bigint) FROM grading_erasure e
+        CROSS JOIN LATERAL jsonb_array_elements(COALESCE(e.erased -> 'filed', '[]'::jsonb)) filed
+        WHERE e.org_id = ANY(%(orgs)s) GROUP BY 1, 2, 3, 4, 5"""  # noqa: S608 - constants of ours
+_LIVE_SQL = live_counters_sql([_THUMBS_SQL, _ERASED_SQL])
+
+
+def live_counters(*, org_ids: Sequence[int]) -> dict[Key, int]:
+    """Every counter of these orgs, computed now from the raw tables (one statement): what the rollup must hold."""
+    with connection.cursor() as cursor:
+        cursor.execute(_LIVE_SQL, {"orgs": list(org_ids)})
+        return {tuple(row[:8]): row[8] for row in cursor.fetchall()}
+
+
+def stored_counters(*, org_ids: Sequence[int]) -> dict[Key, int]:
+    """Every counter the rollup holds for these orgs, as `live_counters` returns them."""
+    rows = Rollup.objects.filter(org_id__in=list(org_ids)).exclude(value=0)
+    columns = ("org_id", "kind", "criteria_id", "application", "week", "metric", "key1", "key2", "value")
+    return {tuple(row[:8]): row[8] for row in rows.values_list(*columns)}
+
+
+# The newest change is returned on one row only: a page reads thousands of counters and needs one timestamp.
+_SCOPE_SQL = """
+    SELECT org_id, kind, criteria_id, application, week, metric, key1, key2, value,
+        CASE WHEN row_number() OVER (ORDER BY updated_at DESC) = 1 THEN updated_at END
+    FROM grading_rollup WHERE org_id = %s AND value <> 0 AND (week BETWEEN %s AND %s OR metric = 'state')
+"""
+
+
+@dataclass(frozen=True)
+class ScopeCounters:
+    rows: dict[Key, int]  # every counter of the weeks asked for
+    states: dict[tuple[str, int, str], int]  # (kind, criteria id, stored state) -> reviews, over every week
+    last_write: datetime | None  # the newest change among the counters read: how fresh these figures are
+
+
+def scope_counters(
+    *, org_id: int, since: date, until: date, keep: Callable[[str, str], bool] | None = None
+) -> ScopeCounters:
+    """What a page view reads: one indexed range of the org's counters, plus its state counters of every week
+    (the staleness audit and the queue depth are whole-org figures) of the (kind, application) cells `keep` keeps
+    (every one by default). Read with one statement and no ORM: the page reads a few thousand rows and the
+    dashboard is meant to cost about what a trivial page costs."""
+    rows: dict[Key, int] = {}
+    states: Counter = Counter()
+    last_write = None
+    with connection.cursor() as cursor:
+        cursor.execute(_SCOPE_SQL, [org_id, since, until])
+        for *key, value, updated_at in cursor.fetchall():
+            if key[5] == "state" and (keep is None or keep(key[1], key[3])):
+                states[(key[1], key[2], key[6])] += value
+            if since <= key[4] <= until:
+                rows[tuple(key)] = value
+            if updated_at is not None:
+                last_write = updated_at
+    return ScopeCounters(rows, dict(states), last_write)
+
+
+def rollup_last_rebuild(org: Org) -> RollupRebuild | None:
+    return RollupRebuild.objects.filter(org=org).order_by("-rebuilt_at").first()
+
+
+def orgs_with_items() -> list[int]:
+    """The orgs with anything to count: the hourly rebuild's orgs."""
+    with_items = Exists(Conversation.objects.filter(org=OuterRef("pk"))) | Exists(
+        Draft.objects.filter(org=OuterRef("pk"))
+    )
+    return list(Org.objects.filter(with_items).values_list("pk", flat=True))
+
+
+def rollups_rebuild(*, org_id: int) -> RollupRebuild:
+    """Recompute an org's counters from the reviews, book the difference from what is stored (the drift: zero
+    unless something changed a review's contribution without booking it), and record it.
+
+    1. Count from the raw tables and read the stored counters in one snapshot (REPEATABLE READ). Every writer
+       changes its reviews and books their counters in one transaction, so a snapshot sees both or neither: the
+       difference is drift alone, whatever is being written meanwhile. Nobody waits on this.
+       Called inside a transaction that already began (the demo's seed, a test), the snapshot cannot be chosen:
+       the org's writers are held off instead (each holds the org's advisory lock shared while it books; this
+       takes it exclusive until it commits).
+    2. Book the difference as increments: they commute with the writers' own.
+    3. Record the staleness audit's mismatch count (a join over every counting review: done here, hourly, not
+       per page view).
+    """
+    started = time.perf_counter()
+    nested = connection.in_atomic_block
+    with transaction.atomic():
+        with connection.cursor() as cursor:
+            if nested:
+                cursor.execute("SELECT pg_advisory_xact_lock(%s, %s)", [_LOCK_CLASS, org_id])
+            else:
+                cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+        fresh = live_counters(org_ids=[org_id])
+        stored = stored_counters(org_ids=[org_id])
+        audit = staleness_audit(Org.objects.get(pk=org_id))
+    drift = Counter(fresh)
+    drift.subtract(stored)
+    with transaction.atomic():
+        _apply(drift)
+        return RollupRebuild.objects.create(
+            org_id=org_id,
+            rebuilt_at=timezone.now(),
+            seconds=time.perf_counter() - started,
+            rows=len(fresh),
+            drifted=sum(1 for value in drift.values() if value),
+            mismatched=dict(audit.mismatched),
+        )

@@ -1,0 +1,319 @@
+"""Criteria versions (DESIGN 2 and 7): the seeded v1 of each kind, the active version, new versions cloned from any
+version, edits of unpublished versions under an optimistic lock, and publication.
+
+A published version never changes: every write here refuses one (CriteriaImmutable), and so do the pages, the forms
+and the Django admin, which all come through here.
+"""
+
+from datetime import datetime
+
+from django.conf import settings
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from grading.checks.rules import RulesInvalid, default_rules, rules_validate
+from grading.judge.backends import judge_entry, judge_names
+from grading.models import (
+    LIVE_STATES,
+    AuditEvent,
+    CriteriaExample,
+    CriteriaVersion,
+    ItemKind,
+    Org,
+    Review,
+    SlotsFor,
+)
+from grading.models.audit import audit_record
+from grading.models.criteria import MAX_SLOTS
+
+CONVERSATION_RUBRIC_V1 = """\
+grounded: Every factual claim the agent makes is supported by the recorded evidence: tool results on the
+path, or what the user or the agent said earlier. A claim with no support in the record (a number, a
+name, a status, a promise about what a tool did) fails this check, even if it might be true. Cite the
+message that makes the claim and, for a pass, the messages that support it.
+
+complete: The agent's delivery covers the whole request, including every follow-up the user added later
+in the conversation. Silently dropping part of a request, or stopping before the work is done, fails.
+Cite the request and the reply that does or does not cover it.
+
+usable: What the agent delivered works as delivered: the user can act on it without repair. Code that
+would not run, steps that contradict each other, a link or value the user cannot use, or a refusal where
+help was possible fails. Cite the delivering message.
+"""
+
+DRAFT_RUBRIC_V1 = """\
+aeo: headings are the questions readers ask and each section answers its question in its first sentence;
+the draft links to sibling articles and is structured so an answer engine can quote it.
+writing: plain, specific prose for a busy professional reader; no AI tells (stock phrases, filler,
+inflated vocabulary, empty intensifiers); claims are concrete.
+org fit: follows the organisation's strategy and learnings, and backs its claims with the organisation's own
+proof points (customer names, figures) used accurately.
+"""
+
+RUBRIC_MAX_CHARS = 20_000  # the rubric goes into every judge prompt: a runaway paste would cost on every call
+
+
+def _defaults(kind: str) -> dict:
+    """The seeded v1 of a kind."""
+    if kind == ItemKind.DRAFT:
+        return {"rubric": DRAFT_RUBRIC_V1, "rules": default_rules().model_dump(mode="json")}
+    return {"rubric": CONVERSATION_RUBRIC_V1}
+
+
+class CriteriaImmutable(Exception):
+    """A published criteria version cannot change; edit a new draft version instead."""
+
+
+class CriteriaConflict(Exception):
+    """Someone else got there first: a save made from an older revision of a version, or a publication planned
+    against a version that is no longer the active one. Nothing was written; the message names who and when."""
+
+    def __init__(self, message: str, *, by: str, at: datetime | None) -> None:
+        super().__init__(message)
+        self.by = by
+        self.at = at
+
+
+class CriteriaInvalid(Exception):
+    """An edit that may not be saved. `errors` maps "rubric" or "rules.<path in the rules document>" to messages."""
+
+    def __init__(self, errors: dict[str, list[str]]) -> None:
+        super().__init__("; ".join(f"{path}: {' '.join(messages)}" for path, messages in errors.items()))
+        self.errors = errors
+
+
+def criteria_active(*, org: Org, kind: str) -> CriteriaVersion:
+    """The org's active version of `kind`; an org that never had one gets the seeded v1, published."""
+    active = CriteriaVersion.objects.filter(org=org, kind=kind, is_active=True).first()
+    if active is not None:
+        return active
+    try:
+        with transaction.atomic():
+            return CriteriaVersion.objects.create(
+                org=org, kind=kind, number=1, published_at=timezone.now(), is_active=True, **_defaults(kind)
+            )
+    except IntegrityError:  # another process seeded it first (or versions exist and none is active)
+        active = CriteriaVersion.objects.filter(org=org, kind=kind, is_active=True).first()
+        if active is None:
+            raise LookupError(f"{org.slug} has {kind} criteria versions but none is active") from None
+        return active
+
+
+def criteria_new_version(
+    *, org: Org, kind: str, author: AbstractBaseUser | None = None, source: CriteriaVersion | None = None
+) -> CriteriaVersion:
+    """A new unpublished version, cloned from `source` (any version of the same org and kind: rolling back is
+    moving forward to a copy of an old one) or else from the active one. Numbers only grow; two admins creating
+    at once get consecutive numbers."""
+    active = criteria_active(org=org, kind=kind)
+    source = source or active
+    if (source.org_id, source.kind) != (org.pk, kind):
+        raise ValueError(f"{source} is not a {kind} version of {org.slug}")
+    for _ in range(5):
+        latest = CriteriaVersion.objects.filter(org=org, kind=kind).order_by("-number").first()
+        try:
+            with transaction.atomic():
+                version = CriteriaVersion.objects.create(
+                    org=org,
+                    kind=kind,
+                    number=latest.number + 1,
+                    rubric=source.rubric,
+                    rules=source.rules,
+                    slots=source.slots,
+                    slots_for=source.slots_for,
+                    slots_share=source.slots_share,
+                    judge=source.judge,
+                    based_on=source,
+                    author=_person(author),
+                )
+                _examples_copy(source=source, version=version)
+                return version
+        except IntegrityError:  # the number was taken meanwhile: take the next one
+            continue
+    raise RuntimeError(f"could not number a new {kind} version of {org.slug}")
+
+
+def _examples_copy(*, source: CriteriaVersion, version: CriteriaVersion) -> None:
+    """A clone reads like its source: it starts with the source's worked examples, quoted and explained as they
+    are there (the admin removes what the new version should not show)."""
+    CriteriaExample.objects.bulk_create(
+        CriteriaExample(
+            org_id=example.org_id,
+            criteria_version=version,
+            conversation_id=example.conversation_id,
+            draft_id=example.draft_id,
+            external_id=example.external_id,
+            check_name=example.check_name,
+            human_verdict=example.human_verdict,
+            machine_verdict=example.machine_verdict,
+            source=example.source,
+            fingerprint=example.fingerprint,
+            evidence=example.evidence,
+            note=example.note,
+            explanation=example.explanation,
+            position=example.position,
+            added_by_id=example.added_by_id,
+        )
+        for example in source.examples.order_by("position", "pk")
+    )
+
+
+def criteria_update(
+    *,
+    version: CriteriaVersion,
+    actor: AbstractBaseUser | None = None,
+    revision: int | None = None,
+    rubric: str | None = None,
+    rules: dict | None = None,
+    slots: int | None = None,
+    slots_for: str | None = None,
+    slots_share: int | None = None,
+    judge: str | None = None,
+) -> CriteriaVersion:
+    """Save an edit of an unpublished version, audited with the fields it changed.
+
+    1. Lock the row. A published version is refused (CriteriaImmutable), whatever the caller read earlier.
+    2. `revision` is the revision the editor started from: if someone saved since, refuse (CriteriaConflict, naming
+       them and when) and keep their save. Without it (a script), no lock is checked.
+    3. Validate the rubric, the reviewer slots, the judge (a configured one) and, for drafts, the rules document
+       per field (CriteriaInvalid); store the rules in their normalised form, move the revision on and record who
+       saved.
+    """
+    errors: dict[str, list[str]] = {}
+    changes: dict[str, object] = {}
+    if rubric is not None:
+        rubric = rubric.replace("\r\n", "\n")
+        if not rubric.strip():
+            errors["rubric"] = ["The judge needs a rubric: say what each check means."]
+        elif len(rubric) > RUBRIC_MAX_CHARS:
+            errors["rubric"] = [f"At most {RUBRIC_MAX_CHARS:,} characters: the rubric goes into every judge call."]
+        changes["rubric"] = rubric
+    if rules is not None:
+        if version.kind != ItemKind.DRAFT:
+            raise ValueError("conversation criteria have a rubric and no rules document")
+        try:
+            changes["rules"] = rules_validate(rules).model_dump(mode="json")
+        except RulesInvalid as invalid:
+            errors |= {f"rules.{path}" if path else "rules": messages for path, messages in invalid.errors.items()}
+    if slots is not None:
+        if not 1 <= slots <= MAX_SLOTS or slots_for not in SlotsFor.values or not 0 <= (slots_share or 0) <= 100:
+            errors["slots"] = [f"From 1 to {MAX_SLOTS} people, for the audit sample, every item or a share of 0-100%."]
+        changes |= {"slots": slots, "slots_for": slots_for, "slots_share": slots_share or 0}
+    if judge is not None:
+        if judge not in settings.JUDGES:
+            errors["judge"] = [f"No judge named {judge!r} is configured; choose one of {', '.join(judge_names())}."]
+        changes["judge"] = judge
+    with transaction.atomic():
+        locked = criteria_edit_lock(version=version, revision=revision)
+        if errors:
+            raise CriteriaInvalid(errors)
+        detail: dict[str, object] = {"changed": sorted(f for f, v in changes.items() if getattr(locked, f) != v)}
+        if "judge" in detail["changed"]:
+            detail["judge"] = {"from": locked.judge, "to": judge}
+        for field, value in changes.items():
+            setattr(locked, field, value)
+        locked.revision += 1
+        locked.updated_at = timezone.now()
+        locked.updated_by = _person(actor)
+        locked.save(update_fields=[*changes, "revision", "updated_at", "updated_by"])
+        audit_record(
+            action="criteria.update", org=locked.org, actor=actor, target=locked,
+            detail={"revision": locked.revision, **detail},
+        )  # fmt: skip
+    return locked
+
+
+def criteria_edit_lock(*, version: CriteriaVersion, revision: int | None) -> CriteriaVersion:
+    """The version's row, locked for an edit in the caller's transaction: refused when it is published
+    (CriteriaImmutable) or, given the `revision` the editor started from, when someone saved since
+    (CriteriaConflict, naming them and when)."""
+    locked = CriteriaVersion.objects.select_for_update().get(pk=version.pk)
+    if locked.published_at is not None:
+        raise CriteriaImmutable(f"{locked} is published; create a new version to change it")
+    if revision is not None and locked.revision != revision:
+        by = _name(locked.updated_by)
+        raise CriteriaConflict(
+            f"{by} saved {locked}{_at(locked.updated_at)} while you were editing; your changes were not saved.",
+            by=by,
+            at=locked.updated_at,
+        )
+    return locked
+
+
+def criteria_publish(
+    *, version: CriteriaVersion, actor: AbstractBaseUser | None = None, expected_active_id: int | None = None
+) -> CriteriaVersion:
+    """Make `version` immutable and active, with one AuditEvent. Every counting review of its kind stops counting
+    in the same commit: a review's state reads its criteria version's `is_active` (ReviewState).
+
+    1. Lock every version of the org and kind, in id order: publications of one kind are serialised, so two at
+       once cannot both deactivate the same old version and leave two active (or trip the one-active index).
+    2. `expected_active_id` is the active version the publisher's plan was made against: if another publication
+       got in first, refuse (CriteriaConflict): the plan read no longer says what this publication would do.
+    3. A version whose judge is not configured is refused (UnknownJudge): every item would be an error under it.
+    4. Count what stops counting, flip the flags, record the publication with that count.
+    """
+    with transaction.atomic():
+        versions = list(
+            CriteriaVersion.objects.select_for_update().filter(org_id=version.org_id, kind=version.kind).order_by("pk")
+        )
+        locked = next(v for v in versions if v.pk == version.pk)
+        if locked.published_at is not None:
+            raise CriteriaImmutable(f"{locked} is already published")
+        judge_entry(locked.judge)
+        active = next((v for v in versions if v.is_active), None)
+        if expected_active_id is not None and active is not None and active.pk != expected_active_id:
+            by = _publisher(active)
+            raise CriteriaConflict(
+                f"{by} published {active}{_at(active.published_at)} after you read the plan; {locked} was not "
+                f"published. Read its plan again: it now replaces {active}.",
+                by=by,
+                at=active.published_at,
+            )
+        stale = Review.objects.counting().filter(org_id=locked.org_id, kind=locked.kind).count() if active else 0
+        if active is not None:
+            CriteriaVersion.objects.filter(pk=active.pk).update(is_active=False)
+        locked.published_at = timezone.now()
+        locked.is_active = True
+        locked.regrade_total = Review.objects.filter(
+            org_id=locked.org_id, kind=locked.kind, state__in=LIVE_STATES
+        ).count()  # every live review is an earlier version's: this one had none
+        locked.save(update_fields=["published_at", "is_active", "regrade_total"])
+        audit_record(
+            action="criteria.publish",
+            org=locked.org,
+            actor=actor,
+            target=locked,
+            detail={
+                "kind": locked.kind,
+                "number": locked.number,
+                "replaces": active.number if active else None,
+                "judge": locked.judge,
+                "reviews_made_stale": stale,
+            },
+        )
+    return locked
+
+
+def _person(user: AbstractBaseUser | None) -> AbstractBaseUser | None:
+    return user if user is not None and user.is_authenticated else None
+
+
+def _at(moment: datetime | None) -> str:
+    return f" at {moment:%Y-%m-%d %H:%M:%S} UTC" if moment else ""
+
+
+def _name(user: AbstractBaseUser | None) -> str:
+    return user.get_username() if user is not None else "someone"
+
+
+def _publisher(version: CriteriaVersion) -> str:
+    event = (
+        AuditEvent.objects.filter(
+            action="criteria.publish", object_type=version._meta.label_lower, object_id=str(version.pk)
+        )
+        .select_related("actor")
+        .first()
+    )
+    return _name(event.actor if event else None)
