@@ -1,5 +1,5 @@
 """The domain core stands on its own: grading imports nothing of the people side, its modules form no import
-circle, and no module imports one of a higher layer (DESIGN 11, ARCHITECTURE.md). Read from the source, every import
+circle, and no module imports one of a higher layer (ARCHITECTURE.md). Read from the source, every import
 statement included, not only the top-level ones."""
 
 import ast
