@@ -183,7 +183,7 @@ class _Servers:
         self.processes: list[subprocess.Popen] = []
 
     def __enter__(self) -> "_Servers":
-        # With DEBUG off, pages name their static files by the hashes collectstatic writes down (README).
+        # With DEBUG off, pages name their static files by the hashes collectstatic writes down (docs/production.md).
         collectstatic = [sys.executable, "manage.py", "collectstatic", "--noinput", "--verbosity", "0"]
         subprocess.run(collectstatic, cwd=REPO_ROOT, env=self.env, check=True)
         web = [sys.executable, "-m", "gunicorn", "reviewer.wsgi:application", "-w", "2", "-b", f"127.0.0.1:{self.port}"]

@@ -1,7 +1,7 @@
 """Grading throughput through real Celery worker processes against a loopback judge that answers in 200 ms.
 
 2,000 closed conversations and 500 drafts are queued by one grading pass; real `celery worker` processes (the
-worker command line of `make demo` and the README) grade them against FakeLLM, the OpenAI-compatible server
+worker command line of `make demo` and docs/production.md) grade them against FakeLLM, the OpenAI-compatible server
 the tests use, here with HTTP keep-alive. Reported per worker layout: reviews/s from the pass's start to the last
 review, and of grading alone (from the moment the pass had sent its last task: until then this process plans and
 sends while the workers grade the first items); for grading alone, the share of the concurrency bound (judge calls

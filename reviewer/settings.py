@@ -1,4 +1,4 @@
-"""Settings for Tollgate, every one of them read from the environment (see the README's table).
+"""Settings for Tollgate, every one of them read from the environment (docs/configuration.md).
 
 When `DATABASE_URL` or `REDIS_URL` is unset, a private server is found or started under
 `TOLLGATE_DATA_DIR` (reviewer/embedded.py). Doing it here, at settings import, is deliberate: it is the
@@ -181,7 +181,7 @@ def client_address(request) -> str:
 AXES_CLIENT_IP_CALLABLE = client_address
 AXES_RESET_ON_SUCCESS = True
 
-# Single sign-on with the company's OpenID provider (reviewer/oidc, README "Single sign-on"): off unless OIDC_ISSUER
+# Single sign-on with the company's OpenID provider (reviewer/oidc, docs/production.md): off unless OIDC_ISSUER
 # is set. The provider's endpoints and keys come from its discovery document, OIDC_ISSUER/.well-known/....
 OIDC_ISSUER = env_url("OIDC_ISSUER")
 OIDC_CLIENT_ID = env_str("OIDC_CLIENT_ID", "")
@@ -288,7 +288,7 @@ CELERY_RESULT_EXPIRES = 3600
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
-# Judge tasks wait on the network: the judge queue runs a thread pool (README, "More workers on more machines").
+# Judge tasks wait on the network: the judge queue runs a thread pool (docs/production.md).
 JUDGE_WORKER_THREADS = env_int("JUDGE_WORKER_THREADS", 32, minimum=1)
 CELERY_TASK_TIME_LIMIT = env_int("CELERY_TASK_TIME_LIMIT", 900, minimum=10)
 CELERY_TASK_SOFT_TIME_LIMIT = CELERY_TASK_TIME_LIMIT - 5
@@ -298,7 +298,7 @@ CELERY_TASK_SOFT_TIME_LIMIT = CELERY_TASK_TIME_LIMIT - 5
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": CELERY_TASK_TIME_LIMIT * 2, "socket_connect_timeout": 5}
 CELERY_TASK_DEFAULT_QUEUE = "default"
 
-# Webhooks have a queue and a worker of their own (README): a receiver that answers slowly must hold
+# Webhooks have a queue and a worker of their own (docs/production.md): a receiver that answers slowly must hold
 # neither the workers that grade nor the one that runs the grading pass.
 CELERY_TASK_ROUTES = {
     "grading.tasks.grade_*": {"queue": "judge"},

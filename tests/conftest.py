@@ -1,6 +1,6 @@
 """Personas, real services and fakes shared by the whole suite.
 
-Personas (STYLE.md): an operator, an operator of another org, a criteria admin, a stakeholder, a
+Personas: an operator, an operator of another org, a criteria admin, a stakeholder, a
 signed-in user with no role, and anonymous. Services: a real Celery worker process and a loopback
 server speaking the OpenAI chat-completions protocol.
 """

@@ -68,7 +68,7 @@ def erasure_out(erasure: Erasure) -> dict:
 @router.post("/erasures", response={202: ErasureOut}, summary="Erase a conversation, a draft or an end user's items")
 def post_erasure(request: HttpRequest, payload: ErasureIn) -> Status[ErasureOut]:
     """Accepted at once and worked by a worker in batches; `GET /erasures/{id}` says when it is done. What goes and
-    what stays is the README's "Retention and erasure". An item the key's org does not have is a 404."""
+    what stays is docs/org-admins.md, "Retention and erasure". An item the key's org does not have is a 404."""
     scope, target = payload.scope
     try:
         erasure = erasure_request(org=request.auth.org, scope=scope, target=target, api_key=request.auth)

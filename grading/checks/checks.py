@@ -1,4 +1,4 @@
-"""Deterministic checks of a draft against the rules of its criteria version (DESIGN 5.1). Pure Python: no Django.
+"""Deterministic checks of a draft against the rules of its criteria version. Pure Python: no Django.
 
 The checks state facts the judge may not overrule, so they must be exact about what counts as writing. A draft is
 read once (grading/checks/structure.py) as a reader sees it. Words, phrases and banned characters are then found

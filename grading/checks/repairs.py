@@ -1,4 +1,4 @@
-"""Auto-repair of a draft's fixable findings (DESIGN 5.2). Pure Python: no Django.
+"""Auto-repair of a draft's fixable findings. Pure Python: no Django.
 
 A repair only does what a careful editor would do without reading for meaning: swap a banned character for its
 substitute, link the most similar sibling articles, insert a required component from the criteria's template. Fatal

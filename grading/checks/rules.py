@@ -241,7 +241,7 @@ class CitationRule(_Strict):
 
 
 class ProofPointRule(_Strict):
-    """When the org has facts, at least `minimum` of their proof terms are referenced. Fatal (DESIGN 5.3)."""
+    """When the org has facts, at least `minimum` of their proof terms are referenced. Fatal."""
 
     severity: Literal["fatal"] = "fatal"
     minimum: int = Field(1, ge=0)
@@ -290,7 +290,7 @@ class DraftRules(_Strict):
 
 
 def default_rules() -> DraftRules:
-    """The seeded v1 rules (DESIGN 5.1)."""
+    """The seeded v1 rules."""
     return DraftRules()
 
 

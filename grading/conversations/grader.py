@@ -1,4 +1,4 @@
-"""Grading one conversation into a Review that names its evidence (DESIGN 3 and 4): read the active path, judge
+"""Grading one conversation into a Review that names its evidence: read the active path, judge
 each stage outside any transaction, then write the review (grading/reviews/store.py) in one short atomic block."""
 
 import logging

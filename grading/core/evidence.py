@@ -1,4 +1,4 @@
-"""The evidence contract for conversations (DESIGN 3 and 4): active path, fingerprint, scorability, staging.
+"""The evidence contract for conversations (docs/pipelines-and-api.md): active path, fingerprint, scorability, staging.
 
 Pure Python on purpose: no Django here. The models adapt into `EvidenceMessage`, so the same rules serve
 the API, the importers, the grading pass and the tests, and a client can recompute a fingerprint from this
@@ -205,7 +205,7 @@ def _recency(m: EvidenceMessage) -> tuple[datetime, str]:
 
 
 def active_path(messages: Sequence[EvidenceMessage], active_leaf_id: str | None) -> PathResult:
-    """The root-to-leaf path the user saw (DESIGN 4.1), or the reason there is none.
+    """The root-to-leaf path the user saw, or the reason there is none.
 
     1. No messages -> `empty`. Any id used twice -> `duplicate_id` (which twin is meant is unknowable).
     2. The active message is `active_leaf_id`; an id not among the messages -> `unknown_active_message`.
@@ -295,7 +295,7 @@ def not_scorable_reason(
     path_problem: str | None,
     content_awaited: bool = False,
 ) -> NotScorable | None:
-    """Why this conversation cannot be scored now, or None when it can (DESIGN 4.2).
+    """Why this conversation cannot be scored now, or None when it can.
 
     1. An incomplete record first, since waiting will not fix it: the path problem from `active_path`;
        no path at all -> `empty`; a message marked truncated by the source -> `truncated_by_source`; a model

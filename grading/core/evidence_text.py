@@ -1,5 +1,5 @@
 """Evidence as text: the one rendering of a message that the judge reads and an operator's page shows, and the
-active path cut into stages that each fit a judge's context, so that nothing is ever truncated (DESIGN 3)."""
+active path cut into stages that each fit a judge's context, so that nothing is ever truncated."""
 
 from __future__ import annotations
 
@@ -145,7 +145,7 @@ CONTEXT_SHARE = 0.25
 
 
 def stages(path: Sequence[EvidenceMessage], *, budget: int, measure: Callable[[str], int] = len) -> list[Stage]:
-    """Split the path into judge calls that each fit `budget` (DESIGN 4.3), never cutting a message.
+    """Split the path into judge calls that each fit `budget`, never cutting a message.
 
     Sizes are `message_size` in `measure`'s units (characters by default; a judge's tokens in grading).
 
@@ -207,11 +207,11 @@ def _context(requests: list[int], sizes: list[int], room: int) -> list[int]:
 
 
 def combine_stage_verdicts(per_stage: Sequence[dict[str, str]]) -> dict[str, str]:
-    """One verdict per check from every stage's verdicts (DESIGN 4.3): `fail` if any stage failed it,
+    """One verdict per check from every stage's verdicts: `fail` if any stage failed it,
     `pass` if every stage passed it, else `unknown` (a stage that omits a check did not pass it).
 
     "Fails with evidence" is the caller's job: downgrade each stage verdict whose cited message ids are
-    not on the path to `unknown` (DESIGN 4.4) before combining, so an unsupported fail cannot sink a check.
+    not on the path to `unknown` before combining, so an unsupported fail cannot sink a check.
     """
     checks = sorted({check for verdicts in per_stage for check in verdicts})
     combined: dict[str, str] = {}

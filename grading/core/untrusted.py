@@ -1,4 +1,4 @@
-"""Untrusted text in a judge prompt: it cannot pass for the prompt's own structure (DESIGN 4.8).
+"""Untrusted text in a judge prompt: it cannot pass for the prompt's own structure.
 
 The prompts draw their structure with two shapes of line: block markers (`<<<EVIDENCE nonce>>>`,
 `<<<END MEMORY nonce>>>`) and message headers (`[message nonce id="m1" role="user"]`). Every closing marker and

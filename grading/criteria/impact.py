@@ -1,4 +1,4 @@
-"""What a criteria version would change, read before anyone pays for it (DESIGN 7): the diff of two versions, the
+"""What a criteria version would change, read before anyone pays for it: the diff of two versions, the
 preview of a draft version's deterministic checks over recent drafts (no judge calls), and the plan of a publication
 (what goes stale, the judge calls and tokens the re-grade takes, when it runs). Reads only, apart from
 `criteria_publish_planned`, which publishes what the plan was made for."""

@@ -1,4 +1,4 @@
-"""Trial runs of an unpublished criteria version (DESIGN 7): a fixed-rule sample graded under it with the real judge,
+"""Trial runs of an unpublished criteria version: a fixed-rule sample graded under it with the real judge,
 counted before it runs, shown beside the sample's current reviews.
 
 Trial reviews carry their whole score identity and the state `trial`: they never count, are outside the one-live-
@@ -106,7 +106,7 @@ class TrialCount:
 
 
 def _sample_rank(salt: str) -> Func:
-    """sha256(salt || external_id), in SQL: the fixed rule of DESIGN 4.7, which ignores usage and old scores."""
+    """sha256(salt || external_id), in SQL: the audit sample's fixed rule, which ignores usage and old scores."""
     text = Concat(Value(salt), F("external_id"), output_field=TextField())
     return Func(Func(text, Value("UTF8"), function="convert_to", output_field=BinaryField()), function="sha256")
 

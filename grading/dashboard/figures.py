@@ -1,4 +1,4 @@
-"""The stakeholders' figures (DESIGN 8), built from the rollup counters: what the dashboard page shows and what
+"""The stakeholders' figures, built from the rollup counters: what the dashboard page shows and what
 `GET /api/v1/dashboard` returns, one function for both so they cannot differ.
 
 Only counting reviews count (the counters of the active criteria versions' counting states); unknowns stand beside

@@ -1,4 +1,4 @@
-"""Human verdicts from outside the queue (DESIGN 2, 8): a spreadsheet, another annotation tool. Each label is bound
+"""Human verdicts from outside the queue: a spreadsheet, another annotation tool. Each label is bound
 to its item's fingerprint when it is recorded, so it speaks about that evidence and nothing later; agreement
 pairs it with the machine's counting review of the same evidence (grading/reviews/rollups.py)."""
 

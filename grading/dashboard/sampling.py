@@ -1,4 +1,4 @@
-"""The review cycle's audit sample (DESIGN 4.7, 8): the fixed-rule sample goes to people as audit items whatever
+"""The review cycle's audit sample: the fixed-rule sample goes to people as audit items whatever
 the machine decided, so the judge is measured on items it did not choose."""
 
 import hashlib
@@ -41,7 +41,7 @@ def _smallest_hashes(rows, *, per_week: int, salt: str) -> list[SampleCell]:
 def sample_conversations(
     *, org: Org, per_week: int, weeks: int, salt: str, now: datetime | None = None
 ) -> list[SampleCell]:
-    """Fixed-rule sampling (DESIGN 4.7): per application and ISO week over the last `weeks` weeks, the
+    """Fixed-rule sampling: per application and ISO week over the last `weeks` weeks, the
     `per_week` scorable conversations with the smallest sha256(salt + external_id).
 
     The rule ignores usage and old scores on purpose: nobody can steer which conversations get a human

@@ -4,7 +4,7 @@ overlap in which the old one signs too.
 Every signed request carries `X-Tollgate-Signature: sha256=<hex>`, where <hex> is HMAC-SHA256(current secret,
 f"{timestamp}.".encode() + body), as it always has. During the overlap after a rotation it also carries
 `X-Tollgate-Signature-Previous: sha256=<hex>` made with the old secret. A second header rather than two signatures
-in one: a receiver that compares X-Tollgate-Signature whole (the README's recipe before rotations existed) keeps
+in one: a receiver that compares X-Tollgate-Signature whole (docs/pipelines-and-api.md's recipe before rotations) keeps
 verifying as soon as it holds the new secret, and one that checks both headers verifies with either secret.
 """
 

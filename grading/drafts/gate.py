@@ -1,4 +1,4 @@
-"""The draft gate (DESIGN 5): deterministic checks and repairs, org memory, the judge, then the merge.
+"""The draft gate: deterministic checks and repairs, org memory, the judge, then the merge.
 
 The model never gets the last word on facts: remaining findings are listed first, each takes a point off,
 and a draft with any remaining finding cannot pass. Uncertain outcomes go to humans.
@@ -48,7 +48,7 @@ def merge_verdict(
     threshold: float,
     band: float,
 ) -> Merged:
-    """Merge the judge's verdict with the remaining findings (DESIGN 5.5).
+    """Merge the judge's verdict with the remaining findings.
 
     1. The score drops by one per remaining finding, floored at 1.
     2. Any remaining finding fails the draft: facts veto the model, whatever it said.

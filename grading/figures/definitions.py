@@ -1,4 +1,4 @@
-"""What each dashboard figure counts, defined once: the table `FIGURES` (DESIGN 8).
+"""What each dashboard figure counts, defined once: the table `FIGURES`.
 
 A figure is a counter (its metric and two keys) and the rule by which a review adds to it: a condition over the
 review's fields (and its decision, its labels, its findings), the keys and the amount, and the week it is filed

@@ -2,7 +2,7 @@
 
 Every importer turns one export file into a list of results, one per conversation in the file, in file order.
 A result is either a `ParsedConversation` whose `payload` is exactly the body of `POST /api/v1/conversations`
-(DESIGN section 9) or a `ParseFailure` naming the conversation and the reason. One bad conversation never stops
+or a `ParseFailure` naming the conversation and the reason. One bad conversation never stops
 the others; only a file that is not JSON/JSONL at all (or whose top level cannot hold conversations) raises
 `ImportFormatError`.
 

@@ -15,7 +15,7 @@ One client serves a whole process (its SDK client holds the connection pool, so 
 keep-alive connections, and building one loads the CA bundle: tens of milliseconds); it is safe to share
 between threads.
 
-Judge isolation (DESIGN 4.8): no request carries ``tools``, ``functions``, ``tool_choice``, ``function_call``.
+Judge isolation: no request carries ``tools``, ``functions``, ``tool_choice``, ``function_call``.
 """
 
 from __future__ import annotations
@@ -276,7 +276,7 @@ class ChatJudgeClient:
     def _post(
         self, *, system: str, user: str, schema: type[BaseModel], mode: ResponseMode, max_tokens: int
     ) -> ChatCompletion:
-        # Deliberately no tools/functions parameters: the judge cannot act, only answer (DESIGN 4.8).
+        # Deliberately no tools/functions parameters: the judge cannot act, only answer.
         extra: dict[str, Any] = {}
         if self.want_logprobs:
             extra = {"logprobs": True, "top_logprobs": self.top_logprobs}

@@ -1,4 +1,4 @@
-"""What the conversation judge is asked and what it must answer (DESIGN 4.3, 4.4, 4.8).
+"""What the conversation judge is asked and what it must answer.
 
 The system prompt is a fixed template (its hash is part of the judge identity); the user message puts
 the stable criteria first and the evidence last, inside a delimiter with a fresh random nonce, so
@@ -114,7 +114,7 @@ def user_prompt(
 def with_evidence_on_path(verdicts: ConversationVerdicts, path_ids: set[str]) -> dict[str, dict]:
     """Each check as a dict; a verdict that names no message, or one off the path, becomes unknown.
 
-    A check that cannot name its evidence did not establish anything (DESIGN 4.4).
+    A check that cannot name its evidence did not establish anything.
     """
     checked = {}
     for name in CHECKS:

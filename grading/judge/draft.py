@@ -1,4 +1,4 @@
-"""What the draft judge is asked and must answer (DESIGN 5.3 and 5.4).
+"""What the draft judge is asked and must answer.
 
 Stable first, so a provider's prompt cache reuses the longest prefix: the system prompt, the criteria and
 rules, the org's strategy and facts (the same for every draft of the org), then the learnings retrieved for

@@ -22,7 +22,7 @@ NO_JUDGE = "none"  # the judge key of reviews that called no judge (not scorable
 
 
 class ReviewState(models.TextChoices):
-    """What a review is worth now: the one definition every reader asks (DESIGN 2 and 3).
+    """What a review is worth now: the one definition every reader asks (docs/pipelines-and-api.md).
 
     Stored on the review and kept true by the writes that change it (grading/reviews/store.py: a review written,
     an item's evidence changed, a decision recorded), in the same transaction. One fact is read when asked

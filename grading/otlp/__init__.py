@@ -1,4 +1,4 @@
-"""OpenTelemetry in and out (DESIGN 9).
+"""OpenTelemetry in and out (docs/opentelemetry.md).
 
 In: an OTLP/HTTP trace receiver (`views`, mounted at /api/v1/otlp/v1/traces) decodes export requests (`wire`),
 reads the GenAI semantic conventions off the spans (`genai`) and maps each model call onto the conversation

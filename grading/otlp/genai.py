@@ -196,7 +196,7 @@ def _read_span(span: Span, application: str, where: str, read: ReadSpans, end_us
     elif operation is None and (unread := _unread_convention(attributes)):
         read.rejected.append(
             f"{where} (span {origin.span_id}) is a model call in {unread}'s own convention, which is not read "
-            "(the README lists the conventions that are)"
+            "(docs/opentelemetry.md lists the conventions that are)"
         )
     elif operation is None or span.status.code == Status.STATUS_CODE_ERROR:
         read.ignored += 1  # not a GenAI span at all, or a failed call: the next call's input holds its history

@@ -1,4 +1,4 @@
-"""The grading pass (DESIGN 4.6): find every item whose current review does not match its evidence and
+"""The grading pass: find every item whose current review does not match its evidence and
 the active criteria, and enqueue up to a cap. Its only judge calls are for those items."""
 
 import logging

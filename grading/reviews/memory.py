@@ -1,6 +1,6 @@
 """Org memory in pgvector: the embedders, the writes (learnings, the strategy, facts, articles) and the reads.
 
-Read before a draft is judged (DESIGN 5.3): the top-k active learnings most similar to the draft, the active
+Read before a draft is judged: the top-k active learnings most similar to the draft, the active
 strategy, and every active fact with its proof terms. What was read is hashed into the review's score identity
 (:attr:`MemoryContext.snapshot_hash`) and stored on the review (:meth:`MemoryContext.as_json`).
 

@@ -15,7 +15,7 @@ def current_review(subject: Conversation | Draft) -> Review | None:
 
 @dataclass(frozen=True)
 class StalenessAudit:
-    """The staleness audit (DESIGN 3), per kind.
+    """The staleness audit, per kind.
 
     `stale`: items whose latest review stopped counting (their evidence or criteria changed) and wait to be
     graded again; zero once a grading pass has run and its tasks are done. `mismatched`: reviews the state

@@ -1,4 +1,4 @@
-"""The dashboards' figures kept as counters (DESIGN 8), so a page view reads a few thousand rows, never all reviews.
+"""The dashboards' figures kept as counters, so a page view reads a few thousand rows, never all reviews.
 
 A counter belongs to a cell (org, kind, criteria version, application, ISO week) and says one thing: how many
 counting reviews routed `pass`, how many said `unknown` on `grounded`, how many tokens a week's judging took, how

@@ -1,4 +1,4 @@
-"""Criteria versions (DESIGN 2 and 7): the seeded v1 of each kind, the active version, new versions cloned from any
+"""Criteria versions: the seeded v1 of each kind, the active version, new versions cloned from any
 version, edits of unpublished versions under an optimistic lock, and publication.
 
 A published version never changes: every write here refuses one (CriteriaImmutable), and so do the pages, the forms

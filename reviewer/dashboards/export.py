@@ -1,4 +1,4 @@
-"""The export of reviews (DESIGN 8): each with its whole score identity, its state, the decision and who made it,
+"""The export of reviews: each with its whole score identity, its state, the decision and who made it,
 every label about the evidence it read (each labeller's verdict per check) and the answers of the people the queue
 asked to decide it, filtered like the page, as blind review lets the reader see them (`export_rows`). Streamed as
 CSV or JSONL from a server-side cursor, so a million reviews cost the memory of one chunk. The CSV is written by

@@ -1,4 +1,4 @@
-"""The stakeholders' dashboard (DESIGN 8): quality with its unknowns, the gate's outcomes, the staleness audit, the
+"""The stakeholders' dashboard: quality with its unknowns, the gate's outcomes, the staleness audit, the
 judge against people on the blind audit sample, queue health; the reviews behind every number; the export.
 
 Read only: every view is GET (anything else is 405), and each reads one org the person belongs to (any role).

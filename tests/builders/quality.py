@@ -1,4 +1,4 @@
-"""Conversation quality by application and ISO week, for tests only (DESIGN 4.5): passes over resolved reviews,
+"""Conversation quality by application and ISO week, for tests only: passes over resolved reviews,
 the reviews with an unknown check beside the number, thumbs apart, read from the counting reviews with the ORM.
 
 An oracle a test takes before and after something that must not change what counts. It files reviews and thumbs
@@ -33,7 +33,7 @@ class QualityRow:
 
 
 def conversation_quality(org: Org) -> list[QualityRow]:
-    """The quality number by application and ISO week (DESIGN 4.5): passes over reviews with no unknown check; the
+    """The quality number by application and ISO week: passes over reviews with no unknown check; the
     count with an unknown stands beside it; thumbs apart."""
     scored = (
         Review.objects.counting()

@@ -1,6 +1,6 @@
 """A small org whose reviews land on every figure of the dashboard, built through the production writes (the
 grading code with the judge on the loopback fake LLM, decisions, the audit sample, labels, thumbs), and an
-independent recomputation of the figures straight from the rows, by the definitions in DESIGN 4.5 and 8."""
+independent recomputation of the figures straight from the rows, by the definitions in docs/stakeholders.md."""
 
 from collections import Counter
 from dataclasses import dataclass, field
@@ -172,7 +172,7 @@ def world_scope(org) -> Scope:
 
 
 def expected_quality(org, weeks: list[str]) -> dict:
-    """DESIGN 4.5 read literally: a review counts (Review.objects.counting()); it passes when all three checks pass;
+    """Quality read literally: a review counts (Review.objects.counting()); it passes when all three checks pass;
     it is resolved when no check is unknown; one with an unknown stands beside; by the ISO week of the start."""
     by_app: dict[str, Counter] = {}
     by_week = {week: Counter() for week in weeks}

@@ -1,4 +1,4 @@
-"""Deployed as the README and deploy/ say: everything a person and a pipeline do reaches Tollgate through Debian's
+"""Deployed as docs/production.md says: everything a person and a pipeline do reaches Tollgate through Debian's
 nginx with the documented site, TLS and settings, and the protections those settings promise hold there (see
 conftest.py for what is started and what is changed)."""
 

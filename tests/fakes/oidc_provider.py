@@ -39,7 +39,7 @@ class OidcProvider:
     def __init__(self, tollgate_url: str = TEST_SERVER) -> None:
         node = shutil.which("node")
         if node is None:
-            raise RuntimeError("node is not installed: the single sign-on tests need it (README, Tests)")
+            raise RuntimeError("node is not installed: the single sign-on tests need it (README, 'The suite')")
         self.port = free_port()
         self.issuer = f"http://127.0.0.1:{self.port}"
         self.key = signing_key()

@@ -1,6 +1,6 @@
 """A scriptable OpenAI-compatible server on loopback, for tests that drive the real judge client.
 
-The judge is never faked by patching internals (STYLE.md, habit 8): the production client talks HTTP to this
+The judge is never faked by patching internals: the production client talks HTTP to this
 server exactly as it would to a hosted model. Each ``POST /v1/chat/completions`` consumes the next scripted
 :class:`Reply`; when the queue is empty the default reply answers (initially a 500 "no scripted reply", so a
 test that forgets to script a call fails loudly instead of hanging).

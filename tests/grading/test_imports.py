@@ -1,5 +1,5 @@
 """The domain core stands on its own: grading imports nothing of the people side, its modules form no import
-circle, and its packages stand in one order, each importing only those before it (ARCHITECTURE.md, "Layering").
+circle, and its packages stand in one order, each importing only those before it (ARCHITECTURE.md).
 Read from the source, every import statement included, not only the top-level ones."""
 
 import ast

@@ -1,7 +1,7 @@
 """What a real model server does that the loopback fake does not, through the production client and a real worker.
 
 These assert protocol behaviour (parsing, cut-off replies, fences, logprobs, identity, usage), never grading
-quality: the 1.5B model is a weak grader (../shared/realjudge/README.md). Each judge call takes 20 to 35 s on two
+quality: the 1.5B model is a weak grader. Each judge call takes 20 to 35 s on two
 cores, so there are few of them, and the short ones use short prompts.
 """
 

@@ -1,7 +1,7 @@
 """Sign-in throttling keys on who is trying, from where: behind the documented TLS proxy "where" is the client
 the proxy saw, not the proxy, so nobody can lock an operator out from elsewhere, nor dodge the lock.
 
-The proxy (README: BEHIND_TLS_PROXY=1) connects from PROXY and appends the address it saw to X-Forwarded-For.
+The proxy (BEHIND_TLS_PROXY=1) connects from PROXY and appends the address it saw to X-Forwarded-For.
 """
 
 import pytest

@@ -41,7 +41,7 @@ class Command(BaseCommand):
         # Judge calls wait on the network, so the judge queue runs threads (many calls in flight in one process,
         # one HTTP client and connection pool for all of them); the grading pass a small prefork pool of its own,
         # so it never holds up a judge call; webhooks wait on receivers: threads, apart from both.
-        # README: "More workers on more machines".
+        # docs/production.md: "More workers on more machines".
         judge_threads = str(settings.JUDGE_WORKER_THREADS)
         celery = [python, "-m", "celery", "-A", "reviewer", "--quiet"]  # no banners below the logins
         commands = [

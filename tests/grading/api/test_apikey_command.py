@@ -1,4 +1,4 @@
-"""`manage.py apikey`, as the README documents it: `list` and `revoke --prefix` work without `--org`."""
+"""`manage.py apikey`, as docs/org-admins.md documents it: `list` and `revoke --prefix` work without `--org`."""
 
 from io import StringIO
 

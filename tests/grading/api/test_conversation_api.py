@@ -30,7 +30,7 @@ def api(client, org):
 
 
 def recompute(messages: list[dict]) -> str:
-    """The README's recipe, from the canonical messages the API returns."""
+    """The recipe of docs/pipelines-and-api.md, from the canonical messages the API returns."""
     return fingerprint([EvidenceMessage(**{**m, "parent_id": None}) for m in messages])
 
 

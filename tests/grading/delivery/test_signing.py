@@ -1,5 +1,5 @@
 """The webhook secret's rotation, as a receiver sees it: during the overlap every delivery verifies with the old
-secret and with the new one (the README's recipe), after it only with the new one; a receiver that compares the
+secret and with the new one (the documented recipe), after it only with the new one; a receiver that compares the
 one header it always had keeps working once it holds the new secret."""
 
 import hashlib
@@ -26,14 +26,14 @@ def allow_loopback(settings):
 
 
 def verify(secret: str, headers: dict, body: bytes) -> bool:
-    """The README's recipe (headers as the receiver reads them, lower-cased here)."""
+    """The recipe of docs/pipelines-and-api.md (headers as the receiver reads them, lower-cased here)."""
     expected = hmac.new(secret.encode(), headers["x-tollgate-timestamp"].encode() + b"." + body, hashlib.sha256)
     signatures = [headers.get("x-tollgate-signature", ""), headers.get("x-tollgate-signature-previous", "")]
     return any(hmac.compare_digest(signature, "sha256=" + expected.hexdigest()) for signature in signatures)
 
 
 def verify_the_old_way(secret: str, headers: dict, body: bytes) -> bool:
-    """The README's recipe before rotations: the one header, compared whole."""
+    """The recipe of docs/pipelines-and-api.md before rotations: the one header, compared whole."""
     expected = hmac.new(secret.encode(), headers["x-tollgate-timestamp"].encode() + b"." + body, hashlib.sha256)
     return hmac.compare_digest(headers["x-tollgate-signature"], "sha256=" + expected.hexdigest())
 

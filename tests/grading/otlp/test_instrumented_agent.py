@@ -1,6 +1,6 @@
 """A real producer: an agent on the OpenAI SDK, instrumented by opentelemetry-instrumentation-openai-v2 and
 exporting with the OpenTelemetry SDK's OTLP/HTTP exporter to a running Tollgate (pytest-django's live server),
-configured only by the standard environment variables the README gives."""
+configured only by the standard environment variables docs/opentelemetry.md gives."""
 
 import json
 import os

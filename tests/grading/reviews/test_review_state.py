@@ -3,7 +3,7 @@
 A hypothesis state machine ingests, appends, edits, regenerates and switches branches of conversations,
 submits and resubmits drafts, runs grading passes with the loopback judge, publishes criteria, claims,
 decides and lets leases expire. After every step, what each reader reports (the planner's "needs grading",
-the queue, the API's review, the staleness audit) must equal what the rows say by the rule in DESIGN 3:
+the queue, the API's review, the staleness audit) must equal what the rows say by this rule:
 an item's review counts when it is the newest of the item's reviews that read the item's present
 fingerprint under the active criteria version of its kind.
 """
