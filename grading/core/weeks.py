@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from datetime import UTC, date, datetime, time, timedelta
 
+from django.db.models import Q
 from django.utils import timezone
 
 
@@ -27,6 +28,12 @@ def monday_sql(timestamp: str) -> str:
 def week_start(week: date) -> datetime:
     """The first instant of the ISO week whose Monday is `week`: a week range of timestamps starts here."""
     return datetime.combine(week, time.min, tzinfo=UTC)
+
+
+def in_weeks(field: str, *, since: date, until: date) -> Q:
+    """A timestamp `field` within the ISO weeks from the one whose Monday is `since` to the one whose Monday is
+    `until`, both included: the one week range every list, figure and count of timestamps reads."""
+    return Q(**{f"{field}__gte": week_start(since), f"{field}__lt": week_start(until) + timedelta(weeks=1)})
 
 
 def iso_week(day: date) -> str:
