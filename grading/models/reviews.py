@@ -58,11 +58,8 @@ def state_now(stored: str, *, criteria_active: bool) -> str:
 
 def for_people(*, route: str, audit: bool) -> bool:
     """Whether a person may be asked about a review: routed to people by the machine, or picked by the audit
-    sample whatever the machine decided. `FOR_PEOPLE` is the same as a query."""
+    sample whatever the machine decided. Asked of the row in hand: every reader looks a review up by its id."""
     return route == Route.HUMAN or audit
-
-
-FOR_PEOPLE = models.Q(route=Route.HUMAN) | models.Q(audit=True)
 
 
 def _in_state(state: ReviewState) -> models.Q:

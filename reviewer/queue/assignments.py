@@ -19,7 +19,7 @@ from django.db import transaction
 from django.db.models import BooleanField, Case, Exists, ExpressionWrapper, OuterRef, Q, Value, When
 from django.utils import timezone
 
-from grading.models import FOR_PEOPLE, Review
+from grading.models import Review, for_people
 from grading.models.audit import audit_record
 from grading.reviews.targets import selected_q, selects
 from reviewer.access import reaches_in
@@ -146,8 +146,12 @@ def assignment_set(
     if until is not None and until <= now:
         raise InvalidAssignment("The time the assignment ends must be in the future.")
     with transaction.atomic():
-        review = Review.objects.select_for_update(of=("self",)).filter(FOR_PEOPLE, pk=review_id).first()
-        if review is None or not Review.objects.waiting().filter(pk=review_id).exists():
+        review = Review.objects.select_for_update(of=("self",)).filter(pk=review_id).first()
+        if (
+            review is None
+            or not for_people(route=review.route, audit=review.audit)
+            or not Review.objects.waiting().filter(pk=review_id).exists()
+        ):
             raise InvalidAssignment("Only an item waiting in the queue can be assigned.")
         if person is not None and person.pk not in {p.pk for p in assignable_people(review)}:
             raise InvalidAssignment(f"{person.get_username()} cannot work this item (no queue role reaching it).")

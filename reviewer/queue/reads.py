@@ -18,7 +18,7 @@ from django.db.models import Count, Exists, F, OuterRef, Q, QuerySet
 from django.utils import timezone
 
 from grading.core.outcomes import HUMAN_REASONS
-from grading.models import FOR_PEOPLE, Answer, Conversation, CriteriaVersion, Decision, ItemKind, Review, ReviewState
+from grading.models import Answer, Conversation, CriteriaVersion, Decision, ItemKind, Review, ReviewState, for_people
 from grading.models.criteria import ANSWERED_CANNOT_ADJUDICATE, answers_stand, may_adjudicate
 from grading.models.reach import Reach, within
 from grading.reviews.store import review_slots
@@ -513,14 +513,15 @@ def lease_of(claim: Claim | None, user, now: datetime | None = None) -> Lease:
 
 
 def review_for_operator(*, reaches: Sequence[Reach], review_id: int) -> Review | None:
-    """A review for people (routed to humans, or an audit item) within the operator's reach, with its state and
-    what the item page reads beside it."""
-    return (
+    """A review for people (routed to humans, or an audit item: `for_people`, decided for the row in hand) within
+    the operator's reach, with its state and what the item page reads beside it."""
+    review = (
         Review.objects.with_state()
-        .filter(FOR_PEOPLE, within(reaches), pk=review_id)
+        .filter(within(reaches), pk=review_id)
         .select_related("org", "criteria_version", "conversation", "draft")
         .first()
     )
+    return review if review is not None and for_people(route=review.route, audit=review.audit) else None
 
 
 def decision_of(review: Review) -> Decision | None:
