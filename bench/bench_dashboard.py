@@ -35,10 +35,10 @@ from django.utils import timezone
 
 from bench.common import backend_cpu, fresh_org
 from grading.api.keys import api_key_create
-from grading.core.weeks import monday_sql
+from grading.core.weeks import monday, monday_sql
 from grading.dashboard.figures import dashboard_figures, iso_week, scope_for
 from grading.models import ItemKind
-from grading.reviews.rollups import live_counters, monday, rollups_rebuild
+from grading.reviews.rollups import live_counters, rollups_rebuild
 from grading.reviews.versions import criteria_active
 from reviewer import urls as reviewer_urls
 from reviewer.access import EVERY_ROLE, role_required
