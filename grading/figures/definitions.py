@@ -69,7 +69,10 @@ LABEL_CHECK, LABEL_VERDICT = Col("label_check", "l.check_name"), Col("label_verd
 # How many labels of one check on one item gave each verdict, in VERDICTS order ("2:1:0"): people against people.
 LABEL_PATTERN = Col("label_pattern", "l.pattern")
 LABEL_SPLIT = Col("label_split", "l.split")  # those labels do not all give one verdict
-LABEL_AGREED = Col("label_agreed", "l.agreed")  # the verdict they all gave, where they agree
+LABEL_AGREED = Col("label_agreed", "l.agreed")  # the verdict they all gave (`labels_verdict`), where they agree
+# People against people: an item's verdicts on a check are compared once two or more people gave one (labellers, or
+# every place of an item several people decide). The population those figures read, not what a verdict is.
+SEVERAL_PEOPLE = 2
 # Answers in the queue (several people on one item, `Answer`): the same columns, `agreed` being the item's human
 # verdict on the check (the agreed or the adjudicated decision), once there is one (`decided`; a decision that
 # stores no verdict on the check, which `decision_record` never writes, has none).
@@ -99,6 +102,15 @@ HUMAN_PASS_FAIL = Case(Eq(OUTCOME, Lit(Decision.Outcome.APPROVE)), Lit("pass"), 
 # Which sample a person's decision belongs to: the audit sample (picked by a rule that ignores the machine) or
 # the items the machine was unsure about (biased: the hard ones).
 AGREEMENT_GROUPS = {"audit": AUDIT, "unsure": both(Not(AUDIT), Eq(ROUTE, Lit(Route.HUMAN)))}
+
+
+def labels_verdict(verdicts: Iterable[str]) -> str | None:
+    """An item's human verdict on one check from its labels about the evidence it holds: the verdict every label
+    gives, one label being one person's verdict; none while they split. The one reading of it: trials and worked
+    examples (grading/reviews/human.py) and the dashboard's judge against the labellers' agreed verdict (LABEL_AGREED,
+    over the items SEVERAL_PEOPLE or more labellers labelled)."""
+    said = set(verdicts)
+    return next(iter(said)) if len(said) == 1 else None
 
 
 def checks_of(kind: str) -> tuple[str, ...]:
@@ -311,10 +323,10 @@ _FROM = {
         AND (l.conversation_id = r.conversation_id OR l.draft_id = r.draft_id)""",
     EACH_LABELLED_CHECK: f"""FROM r CROSS JOIN LATERAL (
         SELECT l.check_name, concat_ws(':', {_PATTERN_COUNTS}) AS pattern, count(DISTINCT l.verdict) > 1 AS split,
-            min(l.verdict) AS agreed
+            CASE WHEN count(DISTINCT l.verdict) = 1 THEN min(l.verdict) END AS agreed
         FROM grading_label l WHERE l.fingerprint = r.fingerprint
             AND (l.conversation_id = r.conversation_id OR l.draft_id = r.draft_id)
-        GROUP BY l.check_name HAVING count(*) >= 2) l""",  # noqa: S608 - constants
+        GROUP BY l.check_name HAVING count(*) >= {SEVERAL_PEOPLE}) l""",  # noqa: S608 - constants
     EACH_ANSWERED_CHECK: f"""FROM r CROSS JOIN LATERAL (
         SELECT v.check_name, concat_ws(':', {_PATTERN_COUNTS.replace("l.verdict", "v.verdict")}) AS pattern,
             count(DISTINCT v.verdict) > 1 AS split,
@@ -322,11 +334,12 @@ _FROM = {
             (SELECT {_DECIDED_VERDICT} FROM grading_decision dc WHERE dc.review_id = r.id) IS NOT NULL AS decided
         FROM grading_answer a CROSS JOIN LATERAL ({ANSWER_VERDICTS}) v
         WHERE a.review_id = r.id
-        GROUP BY v.check_name HAVING count(*) >= greatest(2, max(a.slots))) l""",  # noqa: S608 - constants
+        GROUP BY v.check_name HAVING count(*) >= greatest({SEVERAL_PEOPLE}, max(a.slots))) l""",  # noqa: S608 - constants
     EACH_ANSWER_PAIR: f"""FROM r CROSS JOIN LATERAL (
         WITH x AS (
             SELECT a.person_id, v.check_name, v.verdict,
-                count(*) OVER (PARTITION BY v.check_name) >= greatest(2, max(a.slots) OVER ()) AS answered
+                count(*) OVER (PARTITION BY v.check_name) >= greatest({SEVERAL_PEOPLE}, max(a.slots) OVER ())
+                    AS answered
             FROM grading_answer a CROSS JOIN LATERAL ({ANSWER_VERDICTS}) v WHERE a.review_id = r.id)
         SELECT x.check_name, concat_ws(':', x.person_id, y.person_id, x.verdict, y.verdict) AS pair
         FROM x JOIN x y ON y.check_name = x.check_name AND y.person_id > x.person_id
@@ -404,7 +417,7 @@ def _answered_checks(row: Row, decision: Mapping[str, Any] | None, answers: Sequ
             "label_decided": decided.get(check) is not None,
         }
         for check, verdicts in sorted(by_check.items())
-        if len(verdicts) >= max(2, slots)
+        if len(verdicts) >= max(SEVERAL_PEOPLE, slots)
     ]
 
 
@@ -418,7 +431,7 @@ def _answer_pairs(row: Row, answers: Sequence[Mapping[str, Any]]) -> list:
     return [
         {"label_check": check, "answer_pair": f"{p}:{q}:{v}:{w}"}
         for check, given in sorted(by_check.items())
-        if len(given) >= max(2, slots)
+        if len(given) >= max(SEVERAL_PEOPLE, slots)
         for (p, v), (q, w) in combinations(sorted(given), 2)
     ]
 
@@ -453,11 +466,11 @@ def _overs(
             {
                 "label_check": check,
                 "label_pattern": ":".join(str(verdicts.count(v)) for v in VERDICTS),
-                "label_split": len(set(verdicts)) > 1,
-                "label_agreed": min(verdicts),
+                "label_split": labels_verdict(verdicts) is None,
+                "label_agreed": labels_verdict(verdicts),
             }
             for check, verdicts in sorted(by_check.items())
-            if len(verdicts) >= 2
+            if len(verdicts) >= SEVERAL_PEOPLE
         ],
         EACH_ANSWERED_CHECK: _answered_checks(row, decision, answers),
         EACH_ANSWER_PAIR: _answer_pairs(row, answers),
