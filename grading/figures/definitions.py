@@ -25,12 +25,13 @@ from dataclasses import dataclass
 from itertools import combinations
 from typing import Any
 
-from django.db.models import BooleanField, Count, Expression, F, Q, QuerySet
+from django.db.models import BooleanField, Expression, F, Q
 
 from grading.core.outcomes import CHECKS, SUB_SCORES
 from grading.core.weeks import monday, monday_sql
 from grading.figures.expressions import (
     KEY_LENGTH,
+    AtMost,
     Bucket,
     Case,
     CheckVerdict,
@@ -45,6 +46,7 @@ from grading.figures.expressions import (
     NonEmptyList,
     Not,
     Pair,
+    Present,
     Row,
     Seconds,
     Stored,
@@ -55,7 +57,7 @@ from grading.figures.expressions import (
     col,
     sql_literal,
 )
-from grading.models import COUNTING_STATES, LIVE_STATES, Answer, Decision, ItemKind, Label, ReviewState, Route
+from grading.models import COUNTING_STATES, LIVE_STATES, Decision, ItemKind, Label, ReviewState, Route
 
 PASS_FAIL = Label.PASS_FAIL
 # --- the rules the figures share ------------------------------------------------------------------------------
@@ -63,6 +65,9 @@ PASS_FAIL = Label.PASS_FAIL
 KIND, ROUTE, STATE, REASON, AUDIT = col("kind"), col("route"), col("state"), col("reason"), col("audit")
 FINISHED, SUBMITTED = col("finished_at"), col("submitted")
 OUTCOME, DECIDED_AT = col("outcome"), col("decided_at")  # its decision's
+# When it was routed to people, and when they owed it a decision (ServiceTarget; None: no target named it). Set while
+# it waits and never changed once it is decided, so a decided review's figures below stay what they were booked as.
+ROUTED_AT, DUE_AT = col("routed_at"), col("due_at")
 # A person credited with the review's decision (EACH_DECIDER): its id, 0 for an account since deleted.
 DECIDER = Col("decider", "decider.person")
 LABEL_CHECK, LABEL_VERDICT = Col("label_check", "l.check_name"), Col("label_verdict", "l.verdict")  # one label's
@@ -168,6 +173,8 @@ _DRAFT_COUNTING = both(COUNTING, IS_DRAFT)
 _VERDICT_WAIT = Seconds(FINISHED, SUBMITTED)
 _DECISION_WAIT = Seconds(DECIDED_AT, FINISHED)
 _HUMAN_WAIT = Seconds(DECIDED_AT, SUBMITTED)
+_DATED = both(Present(DUE_AT), Present(ROUTED_AT))  # a service-level target gave it a due time
+ON_TIME, LATE = "on_time", "late"
 _CHECK_AGREEMENT = [
     Figure(
         f"agree_{group}",
@@ -218,6 +225,19 @@ FIGURES: tuple[Figure, ...] = (
     Figure("decided_by", Lit(True), Text(DECIDER), week=DECIDED, over=EACH_DECIDER),
     Figure("decision_wait_s", Lit(True), amount=_DECISION_WAIT, week=DECIDED, over=WITH_DECISION),
     Figure("decision_wait", Lit(True), Bucket(_DECISION_WAIT), week=DECIDED, over=WITH_DECISION),
+    # Service-level targets (reviewer/dashboards/service.py): the items a target dated, by week of their decision:
+    # decided on time or late, how long each took from its routing and how long its target gave it.
+    Figure(
+        "decided_due",
+        _DATED,
+        Case(AtMost(DECIDED_AT, DUE_AT), Lit(ON_TIME), Lit(LATE)),
+        week=DECIDED,
+        over=WITH_DECISION,
+    ),
+    Figure(
+        "decided_due_s", _DATED, Lit("took"), amount=Seconds(DECIDED_AT, ROUTED_AT), week=DECIDED, over=WITH_DECISION
+    ),
+    Figure("decided_due_s", _DATED, Lit("target"), amount=Seconds(DUE_AT, ROUTED_AT), week=DECIDED, over=WITH_DECISION),
     # The stored state of the item's latest review (the staleness audit and the queue depth read these).
     Figure("state", In(STATE, tuple(LIVE_STATES)), STATE),
     # What the counting reviews say.
@@ -295,7 +315,7 @@ _ROW_SQL = f"""
         rv.state, {_COUNTING_RULE.sql()} AS {COUNTING.key}, rv.route, rv.reason, rv.checks, rv.findings, rv.sub_scores,
         rv.repairs, rv.usage, rv.judge_passed,
         rv.finished_at, COALESCE(rv.submitted_at, rv.started_at) AS submitted, rv.audit, rv.fingerprint,
-        rv.conversation_id, rv.draft_id
+        rv.conversation_id, rv.draft_id, rv.routed_at, rv.due_at
     FROM grading_review rv WHERE rv.state <> {sql_literal(ReviewState.TRIAL)}"""  # noqa: S608 - constants of ours
 _DECIDED_SQL = """
     SELECT r.*, dc.outcome, dc.checks AS human_checks, dc.decided_at, COALESCE(dc.decided_by_id, 0) AS decided_by,
@@ -525,18 +545,6 @@ def contributions(
                         keys = (str(key1(row))[:KEY_LENGTH], str(key2(row))[:KEY_LENGTH])
                         out[(*base, weeks[week], metric, *keys)] += amount(row)
     return out
-
-
-def decisions_credited(decisions: QuerySet[Decision]) -> Counter:
-    """Per person (by id), how many of `decisions` are credited to them, as EACH_DECIDER credits them, read from the
-    rows: for pages that count the decisions of their own selection (the queue's workload, within a reader's reach).
-    A decider whose account was deleted since is left out."""
-    agreed = decisions.filter(basis=Decision.Basis.AGREED).values("review_id")
-    decided = decisions.exclude(basis=Decision.Basis.AGREED).filter(decided_by__isnull=False)
-    credited = Counter(dict(decided.order_by().values_list("decided_by").annotate(n=Count("pk"))))
-    answered = Answer.objects.filter(review_id__in=agreed).order_by().values_list("person").annotate(n=Count("pk"))
-    credited.update(dict(answered))
-    return credited
 
 
 # --- the reviews behind a counter, as a condition on a review -------------------------------------------------

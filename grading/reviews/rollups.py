@@ -51,7 +51,8 @@ ERASED = "erased"  # the metric of items erased (`erased_cell`)
 _FIELDS = (
     "id", "org_id", "kind", "criteria_version_id", "state", "route", "reason", "checks", "findings", "sub_scores",
     "repairs", "usage", "judge_passed", "started_at", "finished_at", "submitted_at", "audit", "application", "week",
-    "fingerprint", "conversation_id", "draft_id", "conversation__application", "conversation__started_at",
+    "fingerprint", "conversation_id", "draft_id", "routed_at", "due_at", "conversation__application",
+    "conversation__started_at",
 )  # fmt: skip
 
 

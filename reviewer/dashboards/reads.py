@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 
-from django.db.models import F, Q, QuerySet
+from django.db.models import Q, QuerySet
 from django.http import QueryDict
 from django.utils import timezone
 
@@ -18,7 +18,7 @@ from grading.core.outcomes import CHECKS
 from grading.core.schemas import identifier_checked
 from grading.core.weeks import in_weeks
 from grading.dashboard.figures import PEOPLE_SAMPLES, Scope, scope_for
-from grading.figures.definitions import PASS_FAIL, VERDICTS, counted_in, machine_said
+from grading.figures.definitions import LATE, ON_TIME, PASS_FAIL, VERDICTS, counted_in, machine_said
 from grading.models import CriteriaVersion, Decision, ItemKind, Org, Review, ReviewState, Route
 from grading.models.reach import Reach
 from grading.reviews.blind import reviews_blind
@@ -26,7 +26,7 @@ from reviewer.access import EVERY_ROLE, org_asked, orgs_for, reaches_of
 
 PAGE_SIZE = 50
 SETS = ("counting", "stale", "errors")
-DUE = ("overdue", "late", "on_time")
+DUE = ("overdue", LATE, ON_TIME)
 SAMPLES = ("audit", "unsure", "label")
 # The people-vs-people lists (`people`), per sample: the value naming the items several people answered, and the
 # one naming those they split on. The labels' values came first, and links already carry them.
@@ -160,6 +160,7 @@ def scope_from(org: Org, params: QueryDict, reach: Reach) -> Scope:
 def reviews_behind(org: Org, scope: Scope, f: ReviewFilter) -> QuerySet[Review]:
     """The reviews one number counted: the same reviews, by the same rules, as its counter."""
     reviews = Review.objects.filter(org=org).exclude(state=ReviewState.TRIAL)
+    decided_in_scope = in_weeks("decision__decided_at", since=scope.since, until=scope.until)
     if scope.reach is not None:
         reviews = reviews.filter(scope.reach.rows())
     if f.kind != "any":
@@ -172,14 +173,10 @@ def reviews_behind(org: Org, scope: Scope, f: ReviewFilter) -> QuerySet[Review]:
         reviews = reviews.filter(in_weeks("finished_at", since=scope.since, until=scope.until), route=Route.ERROR)
     elif f.due == "overdue":  # whatever the weeks: overdue now
         reviews = reviews.overdue(timezone.now())
-    elif f.due:
-        reviews = reviews.filter(
-            in_weeks("decision__decided_at", since=scope.since, until=scope.until), due_at__isnull=False
-        )
-        within = Q(decision__decided_at__lte=F("due_at"))
-        reviews = reviews.filter(within) if f.due == "on_time" else reviews.exclude(within)
+    elif f.due:  # decided on time or late, by week of the decision: the `decided_due` counters' reviews
+        reviews = reviews.filter(decided_in_scope, counted_in("decided_due", f.due))
     elif f.operator is not None or f.decided:
-        reviews = reviews.filter(in_weeks("decision__decided_at", since=scope.since, until=scope.until))
+        reviews = reviews.filter(decided_in_scope)
         if f.operator is not None:
             reviews = reviews.filter(counted_in("decided_by", str(f.operator)))
     else:
