@@ -51,7 +51,7 @@ def _reviews(org) -> list[Review]:
 
 def test_the_state_a_review_reads_as_now_is_the_same_in_python_and_in_the_query(org):
     made = _reviews(org)
-    read = dict(Review.objects.with_state().filter(org=org).values_list("pk", "state_now"))
+    read = {review.pk: review.state_now for review in Review.objects.with_state().filter(org=org)}
     for review in made:
         expected = state_now(review.state, criteria_active=review.criteria_version.is_active)
         assert read[review.pk] == expected, (review.state, review.criteria_version.is_active)
