@@ -39,7 +39,7 @@ from bench.common import backend_cpu, fresh_org
 from grading.api.keys import api_key_create
 from grading.core.weeks import monday, monday_sql
 from grading.dashboard.figures import dashboard_figures, iso_week, scope_for
-from grading.models import ItemKind
+from grading.models import COUNTING_STATES, ItemKind, Review, state_now
 from grading.reviews.rollups import (
     ERASED,
     _contributions_read,
@@ -106,6 +106,7 @@ def main() -> None:
         f"other way): {in_python['wall']:.1f} s wall, {in_python['cpu']:.1f} s CPU here, "
         f"{in_python['db_cpu']:.1f} s database CPU; {'equal' if counted == stored else 'DIFFERENT'}"
     )
+    _bench_counting(org)
 
     user = get_user_model().objects.create_user(username="bench-stakeholder", password="unused-bench-password")
     Membership.objects.create(user=user, org=org, role=Role.STAKEHOLDER)
@@ -160,6 +161,28 @@ def main() -> None:
             + (f"; Cohen's kappa for {len(pairs)} pairs of people, n {pairs[0]['n']:,} each" if pairs else "")
         )
     _bench_export(org, scope)
+
+
+def _bench_counting(org) -> None:
+    """Which reviews count now (`ReviewState`), the rule every list and count picks reviews by: its SQL form (a
+    count through `counting()`) against deciding it in Python (`state_now`) for every review of the org, which is
+    what a list would have to read to find its page without the filter."""
+    in_sql: dict = {}
+    with _clock(in_sql):
+        filtered = Review.objects.filter(org=org).counting().count()
+    in_python: dict = {}
+    with _clock(in_python):
+        rows = Review.objects.filter(org=org).values_list("state", "criteria_version__is_active")
+        decided = sum(
+            1 for stored, active in rows.iterator(chunk_size=10_000)
+            if state_now(stored, criteria_active=active) in COUNTING_STATES
+        )  # fmt: skip
+    print(
+        f"which reviews count: the filter in SQL (counting().count()) {in_sql['wall'] * 1000:.0f} ms wall, "
+        f"{in_sql['db_cpu'] * 1000:.0f} ms database CPU; decided in Python for every review "
+        f"{in_python['wall']:.1f} s wall, {in_python['cpu']:.1f} s CPU here; "
+        f"{'equal' if filtered == decided else 'DIFFERENT'} ({decided:,})"
+    )
 
 
 def _rebuild_in_python(org_id: int) -> dict:

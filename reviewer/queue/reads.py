@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from django.contrib.postgres.expressions import ArraySubquery
 from django.db import connection, transaction
 from django.db.models import Count, Exists, F, OuterRef, Q, QuerySet
 from django.utils import timezone
@@ -346,21 +347,34 @@ def queue_first_free(
 
 
 def _first_with_a_place(rows: QuerySet[Review], lane: Lane, user_id: int, now: datetime) -> Review | None:
-    """The first of a lane's `rows` in queue order with a place for this person, its row locked (SKIP LOCKED)."""
+    """The first of a lane's `rows` in queue order with a place for this person, its row locked (SKIP LOCKED).
+    Each row is read with who answered it and who holds it (`Slots`), so a batch is one query."""
     priority = PRIORITIES[lane.version.kind]
-    rows = rows.order_by(*ORDER).only("pk", "org_id", "criteria_version_id", "audit", "due_at", "finished_at")
+    rows = (
+        rows.order_by(*ORDER)
+        .only("pk", "org_id", "criteria_version_id", "audit", "due_at", "finished_at")
+        .annotate(answered_by=ArraySubquery(_answers_in_order), holders=ArraySubquery(_holders_in_order(now)))
+    )
     after: Key | None = None
     while True:
         batch = list((rows.filter(_beyond(after, "gt")) if after else rows)[:SCAN_BATCH])
         for review in batch:
             review.criteria_version = lane.version  # the lane's: read once, not per row
-        places = slots_on(batch, now)
-        for review in batch:
-            if places[review.pk].place_for(user_id) is None and _locked(review.pk):
+            slots = Slots(review_slots(review), tuple(review.answered_by), tuple(review.holders))
+            if slots.place_for(user_id) is None and _locked(review.pk):
                 return review
         if len(batch) < SCAN_BATCH:
             return None
         after = key_of(priority, batch[-1])
+
+
+# Who answered a review, and who holds it now, in order: a row's `Slots` read with it.
+_answers_in_order = Answer.objects.filter(review_id=OuterRef("pk")).order_by("pk").values("person_id")
+
+
+def _holders_in_order(now: datetime) -> QuerySet[Claim]:
+    live = Claim.objects.filter(review_id=OuterRef("pk"), ended_at__isnull=True, expires_at__gt=now)
+    return live.order_by("pk").values("holder_id")
 
 
 def _locked(review_id: int) -> bool:
