@@ -1,7 +1,8 @@
 """ISO weeks, as every figure, list, sample and page files things by week: Monday to Sunday, in UTC.
 
-The one definition is `monday`; SQL that files rows by week uses `monday_sql`, its twin, held equal to it by
-tests/grading/figures/test_definitions.py. A week is named `2026-W41` (`iso_week`) and read back by `week_named`.
+The one definition is `monday`; SQL that files rows by week (the figures' rebuild) uses `monday_sql`, its twin, held
+equal to it by tests/grading/test_review_rules.py. A range of weeks, as timestamps, is `in_weeks`. A week is named
+`2026-W41` (`iso_week`) and read back by `week_named`.
 """
 
 from __future__ import annotations

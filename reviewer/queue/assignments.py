@@ -3,8 +3,10 @@ time), or else the first assignment rule that matches the item (its kind, applic
 after it was routed to people. While an item is reserved, only its assignees may claim it; then anyone whose
 reach covers it may.
 
-Two forms of one rule: `reservation_of` (Python, read under the review's row lock by the claim services) and
-`reserved_q` (SQL, for claim next's scan), held equal by tests/reviewer/queue/test_assignments.py.
+Two forms of one rule: `reservation_of` (Python, read under the review's row lock by the claim services and for the
+queue's rows) and `reserved_q` (SQL, for claim next's scan, which would otherwise read every row reserved for others
+to find one that is not: bench/README.md, "Rules in two forms"), held equal by
+tests/reviewer/queue/test_assignments.py.
 """
 
 from __future__ import annotations
