@@ -45,8 +45,9 @@ def _by_week(c: Counters, metric: str) -> dict[tuple[date, str], int]:
     return out
 
 
-def service_figures(scope: Scope) -> dict:
-    counters = counters_for(scope)
+def service_figures(scope: Scope, *, counters: Counters | None = None) -> dict:
+    """The scope's service-level figures; from `counters` when the caller read the scope's already."""
+    counters = counters or counters_for(scope)
     decided, seconds = _by_week(counters, "decided_due"), _by_week(counters, "decided_due_s")
     now = timezone.now()
     overdue = (
