@@ -17,7 +17,7 @@ from grading.models import ItemKind, Review
 from grading.reviews.blind import review_blind
 from reviewer.access import reaches_of, role_required
 from reviewer.audit.display import trail_of
-from reviewer.criteria.examples import example_targets
+from reviewer.criteria.reads import example_targets
 from reviewer.models import Pool, Role
 from reviewer.queue import display, item_pages, reads, rendering
 from reviewer.queue.answers import answers_view
