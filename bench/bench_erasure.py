@@ -6,7 +6,7 @@ each, one review: 70% machine passes, 20% waiting in the queue, 10% decided with
 a 30-day retention policy; and 1,000 live conversations filed in the same applications and weeks (so grading
 writes book into the very counters the erasure takes from), each with a review waiting in the queue.
 
-Then, for BASELINE_SECONDS, two grading threads write reviews of live conversations through the review store
+Then, for BASELINE_SECONDS, two grading threads write reviews of live conversations through the record's writer
 (`review_record`: the item's row, its live review's, the counters, the spend ledger) and a queue thread claims the
 next item (`claim_next`) and releases it; each times every write and claim. Then the daily retention pass asks for
 the erasure and this process works it (`erasure_run`, the task's own function) while the threads go on. Reported:
@@ -29,8 +29,8 @@ from bench.common import backend_cpu, fresh_org
 from grading.erasure import runs
 from grading.models import Conversation, Erasure, ItemKind, RetentionPolicy
 from grading.reviews.rollups import live_counters, rollups_rebuild, stored_counters
+from grading.reviews.services import review_record
 from grading.reviews.sql import subject_to_grade
-from grading.reviews.store import review_record
 from grading.reviews.versions import criteria_active
 from reviewer.models import Claim, Membership, Role
 from reviewer.queue.services import claim_next

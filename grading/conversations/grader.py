@@ -1,5 +1,5 @@
 """Grading one conversation into a Review that names its evidence: read the active path, judge
-each stage outside any transaction, then write the review (grading/reviews/store.py) in one short atomic block."""
+each stage outside any transaction, then write the review (grading/reviews/services.py) in one short atomic block."""
 
 import logging
 from datetime import datetime
@@ -23,9 +23,9 @@ from grading.models import (
 )
 from grading.reviews.conversation_reads import PathState, conversation_path
 from grading.reviews.examples import version_examples, version_fingerprint
+from grading.reviews.services import criteria_of, earlier_review, review_record, review_reinstate
 from grading.reviews.spend import spend_blocked
 from grading.reviews.sql import subject_to_grade
-from grading.reviews.store import criteria_of, earlier_review, review_record, review_reinstate
 
 logger = logging.getLogger(__name__)
 

@@ -3,8 +3,8 @@ counted before it runs, shown beside the sample's current reviews.
 
 Trial reviews carry their whole score identity and the state `trial`: they never count, are outside the one-live-
 review and identity constraints, never reach the queue, a dashboard, a webhook or an evaluation export. They are
-written by the review store's `trial_review_record` (the same INSERT as every review, with its own state), never
-through `review_record`, whose business is the item's live review.
+written by the record's `trial_review_record` (grading/reviews/services.py: the same INSERT as every review, with its
+own state), never through `review_record`, whose business is the item's live review.
 """
 
 from dataclasses import dataclass
@@ -52,8 +52,8 @@ from grading.reviews.conversation_reads import conversation_path
 from grading.reviews.examples import version_examples
 from grading.reviews.human import human_verdicts
 from grading.reviews.memory import retrieve_memory
+from grading.reviews.services import trial_review_record
 from grading.reviews.spend import SpendCapPassed, spend_blocked, spend_check
-from grading.reviews.store import trial_review_record
 from grading.reviews.versions import CriteriaImmutable
 
 TRIAL_DEFAULT = 5  # the most is settings.CRITERIA_TRIAL_MAX_ITEMS: each item is at least one paid judge call

@@ -25,9 +25,9 @@ from grading.judge.examples import PromptExample
 from grading.models import COUNTING_STATES, NO_JUDGE, CriteriaVersion, Draft, Review, Route
 from grading.reviews.examples import version_examples, version_fingerprint
 from grading.reviews.memory import MemoryContext, related_articles, retrieve_memory
+from grading.reviews.services import criteria_of, earlier_review, published_draft_rules, review_record, review_reinstate
 from grading.reviews.spend import spend_blocked
 from grading.reviews.sql import subject_to_grade
-from grading.reviews.store import criteria_of, earlier_review, published_draft_rules, review_record, review_reinstate
 
 logger = logging.getLogger(__name__)
 

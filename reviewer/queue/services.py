@@ -25,14 +25,14 @@ from grading.models import FOR_PEOPLE, Answer, Decision, ItemKind, Review
 from grading.models.audit import audit_record
 from grading.models.reach import Reach, within
 from grading.reviews.memory import decision_learning_keep
-from grading.reviews.store import (
+from grading.reviews.reads import review_slots
+from grading.reviews.services import (
     Answered,
     AwaitingAnswers,
     InvalidDecision,
     NotWaiting,
     answer_record,
     decision_record,
-    review_slots,
 )
 from reviewer.models import Claim
 from reviewer.queue.assignments import reservation_of

@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from grading.api.keys import api_key_create
 from grading.models import AuditEvent, ItemKind, ServiceTarget
-from grading.reviews.store import review_record
+from grading.reviews.services import review_record
 from grading.reviews.targets import due_times_refresh
 from grading.reviews.versions import criteria_active
 from reviewer.models import Escalation, Membership, Role

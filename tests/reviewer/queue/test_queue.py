@@ -310,7 +310,7 @@ def test_the_paged_queue_read_lists_exactly_the_queue_as_grading_defines_it(oper
     """Pages and counts read one index range per lane (an active criteria version, or one application of it); the
     reference states the queue as one set from grading's state, filtered plainly. Over every kind of item that must
     or must not be listed, every filter, and reaches of the whole org or some applications, they agree."""
-    from grading.reviews.store import review_record
+    from grading.reviews.services import review_record
     from grading.reviews.versions import criteria_new_version, criteria_publish
     from reviewer.queue.reads import queue_lanes, queue_stats, queue_versions
 

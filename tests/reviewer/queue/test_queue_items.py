@@ -7,7 +7,7 @@ import pytest
 from django.utils import timezone
 
 from grading.models import ItemKind, Review, Route
-from grading.reviews.store import review_record
+from grading.reviews.services import review_record
 from grading.reviews.versions import criteria_active, criteria_new_version, criteria_publish
 from reviewer.queue.display import stale_reason
 from tests.builders.queue_items import DRAFT_BODY, JUDGE, continue_conversation, conversation_item, draft_item, resubmit

@@ -31,6 +31,7 @@ from grading.models import (
     Route,
 )
 from grading.models import for_people as is_for_people
+from grading.reviews.reads import review_slots
 from grading.reviews.rollups import rollups_tracking
 from grading.reviews.spend import spend_book, utc_day
 from grading.reviews.sql import filing_lock, review_id_with_identity, review_insert, review_state_write
@@ -332,11 +333,6 @@ class AwaitingAnswers(Exception):
 
 DRAFT_OUTCOMES = (Decision.Outcome.APPROVE, Decision.Outcome.REJECT, Decision.Outcome.SEND_BACK)
 NOTE_REQUIRED = (Decision.Outcome.REJECT, Decision.Outcome.SEND_BACK)
-
-
-def review_slots(review: Review) -> int:
-    """How many people decide the review: its criteria version's rule (`CriteriaVersion.slots_of`)."""
-    return review.criteria_version.slots_of(review_id=review.pk, audit=review.audit)
 
 
 def decision_record(
