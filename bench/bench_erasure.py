@@ -29,7 +29,7 @@ from bench.common import backend_cpu, fresh_org
 from grading.erasure import runs
 from grading.models import Conversation, Erasure, ItemKind, RetentionPolicy
 from grading.reviews.rollups import live_counters, rollups_rebuild, stored_counters
-from grading.reviews.services import review_record
+from grading.reviews.services import ReviewOutcome, ScoreIdentity, review_record
 from grading.reviews.sql import subject_to_grade
 from grading.reviews.versions import criteria_active
 from reviewer.models import Claim, Membership, Role
@@ -138,12 +138,11 @@ class _Load:
             while not self.stopping.is_set():
                 pk = self.live[(written * GRADERS + n) % len(self.live)]
                 subject = subject_to_grade(Conversation, pk)
-                identity = {"fingerprint": subject.fingerprint, "criteria_version": self.criteria,
-                            "judge": {"backend": "bench"}, "judge_key": f"bench-{n}-{written}"}  # fmt: skip
-                outcome = {"route": "pass", "reason": "", "stages": 1, "checks": {},
-                           "usage": {"prompt_tokens": 100, "completion_tokens": 10}}  # fmt: skip
+                identity = ScoreIdentity(fingerprint=subject.fingerprint, criteria_version=self.criteria,
+                                         judge={"backend": "bench"}, judge_key=f"bench-{n}-{written}")  # fmt: skip
+                outcome = ReviewOutcome(route="pass", stages=1, usage={"prompt_tokens": 100, "completion_tokens": 10})
                 started = time.perf_counter()
-                review_record(subject, identity, outcome, started_at=timezone.now())
+                review_record(subject=subject, identity=identity, outcome=outcome, started_at=timezone.now())
                 self._timed("grading write", started)
                 written += 1
         finally:

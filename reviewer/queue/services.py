@@ -331,13 +331,16 @@ def decision_create(
             raise Refused(
                 "invalid", "An answer is one of several: only the item's decision can become an org learning."
             )
-        values = {"outcome": outcome, "checks": checks, "note": note}
         try:
             if answering:
-                answered = answer_record(review_id=review.pk, person=user, answered_at=now, **values)
+                answered = answer_record(
+                    review_id=review.pk, person=user, answered_at=now, outcome=outcome, checks=checks, note=note
+                )
                 decision, answer = answered.decision, answered.answer
             else:
-                decision = decision_record(review_id=review.pk, decided_by=user, decided_at=now, **values)
+                decision = decision_record(
+                    review_id=review.pk, decided_by=user, decided_at=now, outcome=outcome, checks=checks, note=note
+                )
                 answer = None
         except InvalidDecision as exc:
             raise Refused("invalid", str(exc)) from None
