@@ -18,7 +18,7 @@ from grading.checks.repairs import repair_draft
 from grading.checks.rules import DraftRules
 from grading.core.evidence import draft_fingerprint
 from grading.core.outcomes import BAND, CHECKS_BUDGET, JUDGE_CONTRADICTION, JUDGE_UNKNOWN, SPREAD
-from grading.drafts.webhooks import MACHINE_VERDICT, notify_pipeline
+from grading.delivery import enqueue
 from grading.judge.backends import DraftJudge, DraftJudgement, DraftPrompt, UnknownJudge, draft_judge_named
 from grading.judge.client import JudgeError
 from grading.judge.examples import PromptExample
@@ -118,7 +118,7 @@ def _draft_review_record(
     started_at = started_at or timezone.now()
     review = review_record(subject=draft, identity=identity, outcome=outcome, started_at=started_at, ticket=ticket)
     if review is not None and review.state in COUNTING_STATES and draft.callback_url:
-        transaction.on_commit(lambda: notify_pipeline(review_id=review.pk, event=MACHINE_VERDICT))
+        transaction.on_commit(lambda: enqueue.webhook_delivery(review_id=review.pk, event=enqueue.MACHINE_VERDICT))
     return review
 
 

@@ -19,6 +19,7 @@ from django.utils import timezone
 from grading.checks.rules import DraftRules
 from grading.core.outcomes import CHECKS, VERDICTS
 from grading.core.weeks import monday
+from grading.delivery import enqueue
 from grading.delivery.evaluations import evaluations_export_on_commit
 from grading.models import (
     COUNTING_STATES,
@@ -441,7 +442,9 @@ def _waiting_review(review_id: int, *, outcome: str, checks: dict[str, str] | No
 def _decision_write(
     review: Review, values: dict, *, basis: str, note: str, decided_by: AbstractBaseUser | None, decided_at: datetime
 ) -> Decision:
-    """Write the item's human verdict and mark the review decided, in the caller's transaction (review row locked)."""
+    """Write the item's human verdict and mark the review decided, in the caller's transaction (review row locked).
+    Every decision is written here, whoever gives it: so here, once it commits, the evaluation export is sent and a
+    draft's pipeline told (a webhook, when the draft names a callback URL)."""
     with rollups_tracking([review.pk]):
         try:
             with transaction.atomic():
@@ -458,6 +461,8 @@ def _decision_write(
             raise NotWaiting(review.pk) from None
         review_state_write(review.pk, ReviewState.DECIDED)
     evaluations_export_on_commit(review_id=review.pk, decision_id=decision.pk)
+    if review.kind == ItemKind.DRAFT and Draft.objects.filter(pk=review.draft_id).exclude(callback_url="").exists():
+        transaction.on_commit(lambda: enqueue.webhook_delivery(review_id=review.pk, event=enqueue.HUMAN_DECISION))
     return decision
 
 
