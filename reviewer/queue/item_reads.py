@@ -110,7 +110,7 @@ class ItemPage:
 
     @cached_property
     def form(self) -> DecisionForm:
-        return self.posted or decision_form(self.review, blind=self.blind)
+        return self.posted if self.posted is not None else decision_form(self.review, blind=self.blind)
 
     # --- what is hidden, and what the rest of the page shows ---
 
