@@ -21,7 +21,7 @@ from django.utils import timezone
 from grading.core.outcomes import HUMAN_REASONS
 from grading.models import FOR_PEOPLE, Answer, Conversation, CriteriaVersion, Decision, ItemKind, Review, ReviewState
 from grading.models.reach import Reach, within
-from grading.reviews.store import review_slots
+from grading.reviews.reads import review_slots
 from reviewer.access import reaches_of
 from reviewer.models import Claim
 from reviewer.queue.assignments import QUEUE_ROLES, reserved_q

@@ -6,35 +6,19 @@ field, and changes nothing. The change itself, its audit and the grading pass it
 grading/reviews/spend.py's (`spend_cap_set`).
 """
 
-from django import forms
 from django.contrib import messages
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
 from grading.models import CriteriaVersion, Org, SpendPeriod
-from grading.reviews.spend import CAP_MAX, SpendCapInvalid, spend_cap_set, spend_overview
+from grading.reviews.spend import SpendCapInvalid, spend_cap_set, spend_overview
 from reviewer.access import role_required
 from reviewer.criteria import reads
+from reviewer.criteria.forms import SpendCapForm
 from reviewer.models import Role
 
 NAV = {"nav_active": "criteria"}
-
-
-class SpendCapForm(forms.Form):
-    org = forms.IntegerField(widget=forms.HiddenInput)
-    version = forms.IntegerField(required=False, label="criteria version", help_text="Empty: the whole org.")
-    period = forms.ChoiceField(choices=SpendPeriod.choices)
-    tokens = forms.IntegerField(required=False, min_value=0, max_value=CAP_MAX, label="tokens")
-    cost_micros = forms.IntegerField(required=False, min_value=0, max_value=CAP_MAX, label="cost (micros)")
-    remove = forms.BooleanField(required=False)
-
-    def clean(self) -> dict:
-        data = super().clean()
-        nothing = data.get("tokens") is None and data.get("cost_micros") is None
-        if nothing and not data.get("remove") and not self.errors:  # a figure refused has its own message
-            self.add_error("tokens", "Give a cap on tokens, on cost, or both (or remove the cap).")
-        return data
 
 
 @require_http_methods(["GET", "POST"])

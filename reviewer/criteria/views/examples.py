@@ -1,95 +1,32 @@
 """Worked examples on the criteria pages (issue 23): the version editor lists an unpublished version's examples and
 edits their explanation or removes them; an item's pages and the dashboard's disagreement lists add an item to a
-version's examples. Every write goes through grading/reviews/examples.py, which refuses what may not be written.
+version's examples (what those pages show of them is read by reviewer/criteria/reads.py). Every write goes through
+grading/reviews/examples.py, which refuses what may not be written.
 
 Only criteria admins reach these views (`role_required`), and only within their orgs: another org's version, example
 or item is a 404, whatever the form says.
 """
 
-from dataclasses import dataclass
-
-from django import forms
 from django.contrib import messages
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
-from grading.figures.definitions import checks_of
-from grading.models import Conversation, CriteriaExample, CriteriaVersion, Draft, ItemKind
+from grading.models import CriteriaExample
 from grading.reviews.examples import (
-    EXAMPLES_MAX,
     ExampleRefused,
     criteria_example_add,
     criteria_example_explain,
     criteria_example_remove,
 )
-from grading.reviews.human import human_verdict_of
 from grading.reviews.versions import CriteriaConflict, CriteriaImmutable
 from reviewer.access import role_required
 from reviewer.criteria import reads
+from reviewer.criteria.forms import ExampleAddForm, ExampleExplainForm, ExampleRemoveForm
 from reviewer.models import Role
 
 REFUSED = (ExampleRefused, CriteriaImmutable, CriteriaConflict)
-
-
-class ExampleAddForm(forms.Form):
-    version = forms.IntegerField(min_value=1)
-    kind = forms.ChoiceField(choices=ItemKind.choices)
-    item = forms.IntegerField(min_value=1)
-    check = forms.CharField(max_length=16)
-
-
-class ExampleExplainForm(forms.Form):
-    revision = forms.IntegerField(min_value=1)
-    explanation = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 3}))
-
-
-class ExampleRemoveForm(forms.Form):
-    revision = forms.IntegerField(min_value=1)
-
-
-# --- what the pages show -------------------------------------------------------------------------------------------
-
-
-def examples_context(version: CriteriaVersion) -> dict:
-    """The version editor's examples section."""
-    return {
-        "examples": list(version.examples.order_by("position", "pk").select_related("added_by")),
-        "examples_max": EXAMPLES_MAX,
-    }
-
-
-@dataclass(frozen=True)
-class ExampleTargets:
-    """The "add as example" control for one item: its kind and id, the checks it has a human verdict on (empty on a
-    list, where the service tells), and the org's unpublished versions of its kind."""
-
-    kind: str
-    item_id: int
-    checks: list[tuple[str, str]]  # (check, the human verdict)
-    versions: list[CriteriaVersion]
-
-
-def example_targets(user, subject: Draft | Conversation) -> ExampleTargets | None:
-    """The control for an item's page, for a criteria admin of its org when the item has a human verdict on its
-    present evidence and the org has an unpublished version of its kind to add it to; None otherwise."""
-    if subject.org_id not in reads.admin_org_ids(user):
-        return None
-    kind = ItemKind.DRAFT if isinstance(subject, Draft) else ItemKind.CONVERSATION
-    versions = unpublished_versions(org_id=subject.org_id, kind=kind)
-    human = human_verdict_of(subject) if versions else None
-    if human is None:
-        return None
-    checks = [(check, human.checks[check]) for check in checks_of(kind) if check in human.checks]
-    return ExampleTargets(kind=kind, item_id=subject.pk, checks=checks, versions=versions)
-
-
-def unpublished_versions(*, org_id: int, kind: str) -> list[CriteriaVersion]:
-    return list(CriteriaVersion.objects.filter(org_id=org_id, kind=kind, published_at__isnull=True).order_by("-number"))
-
-
-# --- writes -----------------------------------------------------------------------------------------------------------
 
 
 @require_POST

@@ -41,7 +41,6 @@ from reviewer.access import role_required
 from reviewer.audit.display import trail_of
 from reviewer.criteria import reads
 from reviewer.criteria.display import scored_checks
-from reviewer.criteria.examples import example_targets, examples_context
 from reviewer.criteria.forms import (
     CriteriaForm,
     DiffForm,
@@ -162,7 +161,7 @@ def _render_version(
         "others": reads.versions_of_kind(version),
         "trials": reads.trials_of(version),
         "regrade": _regrade_panel(version) if version.is_active else None,
-        **examples_context(version),
+        **reads.examples_context(version),
         **NAV,
     }
     return render(request, "reviewer/criteria/version.html", context, status=status)
@@ -379,6 +378,6 @@ def criteria_item(request: HttpRequest, kind: str, pk: int) -> HttpResponse:
     context = {
         "item": item, "kind": kind, "reviews": reviews, "current": current, "waiting": waiting, "blind": blind, **NAV
     }  # fmt: skip
-    context["targets"] = None if blind else example_targets(request.user, item)
+    context["targets"] = None if blind else reads.example_targets(request.user, item)
     context["trail"] = trail_of(request.user, item)
     return render(request, "reviewer/criteria/item.html", context)
