@@ -362,43 +362,23 @@ def decision_create(
 
 def _audit_answer(review: Review, claim: Claim, answered: Answered) -> None:
     answer = answered.answer
-    audit_record(
-        action="answer.replace" if answered.replaced else "answer.create",
-        org=review.org,
-        actor=claim.holder,
-        target=answer,
-        detail={
-            "review": review.pk,
-            "claim": claim.pk,
-            "outcome": answer.outcome,
-            "checks": answer.checks,
-            "fingerprint": answer.fingerprint,
-            "slots": answer.slots,
-            **({"replaced": answered.replaced} if answered.replaced else {}),
-        },
-        item=review,
-    )
+    replaced = {"replaced": answered.replaced} if answered.replaced else {}
+    said = {"outcome": answer.outcome, "checks": answer.checks, "fingerprint": answer.fingerprint,
+            "slots": answer.slots, **replaced}  # fmt: skip
+    _audit_said("answer.replace" if answered.replaced else "answer.create", review, claim, answer, said)
 
 
 def _audit_decision(review: Review, claim: Claim, decision: Decision, *, keep_as_learning: bool) -> None:
-    audit_record(
-        action="decision.create",
-        org=review.org,
-        actor=claim.holder,
-        target=decision,
-        detail={
-            "review": review.pk,
-            "claim": claim.pk,
-            "kind": review.kind,
-            "basis": decision.basis,
-            "outcome": decision.outcome,
-            "checks": decision.checks,
-            "fingerprint": review.fingerprint,
-            "criteria_version": review.criteria_version.number,
-            "keep_as_learning": keep_as_learning,
-        },
-        item=review,
-    )
+    said = {"kind": review.kind, "basis": decision.basis, "outcome": decision.outcome, "checks": decision.checks,
+            "fingerprint": review.fingerprint, "criteria_version": review.criteria_version.number,
+            "keep_as_learning": keep_as_learning}  # fmt: skip
+    _audit_said("decision.create", review, claim, decision, said)
+
+
+def _audit_said(action: str, review: Review, claim: Claim, target: Answer | Decision, said: dict) -> None:
+    """What the claim's holder answered or decided on the review, as an audit event of its item."""
+    detail = {"review": review.pk, "claim": claim.pk, **said}
+    audit_record(action=action, org=review.org, actor=claim.holder, target=target, detail=detail, item=review)
 
 
 def _refuse_if_decided(review: Review) -> None:

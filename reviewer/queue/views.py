@@ -1,6 +1,7 @@
 """The queue's pages: the list, claiming, the two item pages, and deciding. Every view asks the reads and
 services with the operator's org ids; another org's item does not exist as far as an operator can tell."""
 
+from collections.abc import Callable
 from dataclasses import replace
 from datetime import timedelta
 from urllib.parse import urlencode
@@ -142,12 +143,8 @@ def review_claim(request: HttpRequest, pk: int) -> HttpResponse:
 @role_required(*QUEUE_ROLES)
 def review_release(request: HttpRequest, pk: int) -> HttpResponse:
     review = _get_review_for_user(request, pk)
-    try:
-        claim_release(user=request.user, review_id=review.pk)
-    except Refused as refusal:
-        return _refused(request, review, refusal)
-    messages.info(request, "Released: the item is back in the queue.")
-    return _to_queue(request)
+    return _give_back(request, review, lambda: claim_release(user=request.user, review_id=review.pk),
+                      "Released: the item is back in the queue.")  # fmt: skip
 
 
 @require_POST
@@ -156,13 +153,22 @@ def review_decline(request: HttpRequest, pk: int) -> HttpResponse:
     """Give the item back with a reason: its place returns to the queue, and the next claims pass it over for you."""
     review = _get_review_for_user(request, pk)
     form = DeclineForm(request.POST)
-    try:
+
+    def decline() -> None:
         if not form.is_valid():
             raise Refused("invalid", " ".join(form.errors.get("reason", ["Say why you decline the item."])))
         claim_decline(user=request.user, review_id=review.pk, reason=form.cleaned_data["reason"])
+
+    return _give_back(request, review, decline, "Declined: the item is back in the queue for someone else.")
+
+
+def _give_back(request: HttpRequest, review: Review, act: Callable[[], object], done: str) -> HttpResponse:
+    """The item leaves the person's hands (`act`), and they go back to the queue; or the page says why not."""
+    try:
+        act()
     except Refused as refusal:
         return _refused(request, review, refusal)
-    messages.info(request, "Declined: the item is back in the queue for someone else.")
+    messages.info(request, done)
     return _to_queue(request)
 
 
