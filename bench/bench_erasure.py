@@ -6,7 +6,7 @@ each, one review: 70% machine passes, 20% waiting in the queue, 10% decided with
 a 30-day retention policy; and 1,000 live conversations filed in the same applications and weeks (so grading
 writes book into the very counters the erasure takes from), each with a review waiting in the queue.
 
-Then, for BASELINE_SECONDS, two grading threads write reviews of live conversations through the review store
+Then, for BASELINE_SECONDS, two grading threads write reviews of live conversations through the record's writer
 (`review_record`: the item's row, its live review's, the counters, the spend ledger) and a queue thread claims the
 next item (`claim_next`) and releases it; each times every write and claim. Then the daily retention pass asks for
 the erasure and this process works it (`erasure_run`, the task's own function) while the threads go on. Reported:
@@ -29,8 +29,8 @@ from bench.common import backend_cpu, fresh_org
 from grading.erasure import runs
 from grading.models import Conversation, Erasure, ItemKind, RetentionPolicy
 from grading.reviews.rollups import live_counters, rollups_rebuild, stored_counters
+from grading.reviews.services import ReviewOutcome, ScoreIdentity, review_record
 from grading.reviews.sql import subject_to_grade
-from grading.reviews.store import review_record
 from grading.reviews.versions import criteria_active
 from reviewer.models import Claim, Membership, Role
 from reviewer.queue.services import claim_next
@@ -138,12 +138,11 @@ class _Load:
             while not self.stopping.is_set():
                 pk = self.live[(written * GRADERS + n) % len(self.live)]
                 subject = subject_to_grade(Conversation, pk)
-                identity = {"fingerprint": subject.fingerprint, "criteria_version": self.criteria,
-                            "judge": {"backend": "bench"}, "judge_key": f"bench-{n}-{written}"}  # fmt: skip
-                outcome = {"route": "pass", "reason": "", "stages": 1, "checks": {},
-                           "usage": {"prompt_tokens": 100, "completion_tokens": 10}}  # fmt: skip
+                identity = ScoreIdentity(fingerprint=subject.fingerprint, criteria_version=self.criteria,
+                                         judge={"backend": "bench"}, judge_key=f"bench-{n}-{written}")  # fmt: skip
+                outcome = ReviewOutcome(route="pass", stages=1, usage={"prompt_tokens": 100, "completion_tokens": 10})
                 started = time.perf_counter()
-                review_record(subject, identity, outcome, started_at=timezone.now())
+                review_record(subject=subject, identity=identity, outcome=outcome, started_at=timezone.now())
                 self._timed("grading write", started)
                 written += 1
         finally:

@@ -35,7 +35,7 @@ from bench.common import fresh_org, purge_queues
 from grading.criteria.trials import criteria_trial_start, trial_count
 from grading.models import Conversation, CriteriaTrial, Decision, ItemKind, Review, ReviewState, TrialSource
 from grading.passes.planner import grading_pass
-from grading.reviews.store import decision_record, review_audit_mark
+from grading.reviews.services import decision_record, review_audit_mark
 from grading.reviews.versions import criteria_active, criteria_new_version
 from reviewer import urls as reviewer_urls
 from reviewer.access import role_required

@@ -1,20 +1,22 @@
 """Who may see what. Every view asks here (never only the template), so an htmx request for a
 partial meets the same checks as the full page."""
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from functools import wraps
+from typing import TypeVar
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.db.models import QuerySet
-from django.http import HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
 
 from grading.models import Org
 from grading.models.reach import Reach
 from reviewer.models import Membership, Role
 
 EVERY_ROLE = tuple(Role)
+T = TypeVar("T")
 
 
 def orgs_for(user, *roles: Role) -> QuerySet[Org]:
@@ -37,6 +39,19 @@ def org_asked(orgs: list[Org], slug: str | None) -> Org | None:
     if not slug:
         return orgs[0] if orgs else None
     return next((org for org in orgs if org.slug == slug), None)
+
+
+def found(thing: T | None, what: str) -> T:
+    """What a read of the asker's orgs found; nothing is a 404 saying there is no such `what` (another org's row is
+    none, as far as the asker can tell)."""
+    if thing is None:
+        raise Http404(f"No such {what}.")
+    return thing
+
+
+def org_named(org_ids: Sequence[int], org_id: int) -> Org:
+    """The org a form names, when it is one of `org_ids` (another org's is a 404, as an org that does not exist)."""
+    return found(Org.objects.filter(pk=org_id, pk__in=list(org_ids)).first(), "org")
 
 
 def reaches_of(user, *roles: Role) -> dict[int, Reach]:

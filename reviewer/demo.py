@@ -28,9 +28,9 @@ from grading.models import (
     SpendCap,
 )
 from grading.reviews.examples import ExampleRefused, criteria_example_add
+from grading.reviews.reads import review_slots
 from grading.reviews.rollups import rollups_rebuild
 from grading.reviews.spend import spend_cap_set
-from grading.reviews.store import review_slots
 from grading.reviews.targets import due_times_refresh
 from grading.reviews.versions import criteria_active, criteria_new_version, criteria_publish, criteria_update
 from reviewer.models import AssignmentRule, Escalation, Membership, Pool, Role

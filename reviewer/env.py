@@ -8,11 +8,14 @@ import ipaddress
 import json
 import os
 import re
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 from urllib.parse import urlsplit
 
 from django.core.exceptions import ImproperlyConfigured
 
+N = TypeVar("N", int, float)
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off", ""}
 
@@ -44,28 +47,25 @@ def env_bool(name: str, default: bool) -> bool:
 
 
 def env_int(name: str, default: int, *, minimum: int | None = None) -> int:
-    value = os.environ.get(name)
-    if value is None or value.strip() == "":
-        return default
-    try:
-        number = int(value.strip())
-    except ValueError:
-        raise ImproperlyConfigured(f"{name}={value!r} is not an integer") from None
-    if minimum is not None and number < minimum:
-        raise ImproperlyConfigured(f"{name}={number} is below the minimum of {minimum}")
-    return number
+    return _env_number(name, default, int, "an integer", minimum)
 
 
 def env_float(name: str, default: float, *, minimum: float | None = None) -> float:
+    return _env_number(name, default, float, "a number", minimum)
+
+
+def _env_number(name: str, default: N, parse: Callable[[str], N], kind: str, minimum: N | None) -> N:
+    """A number setting (`default` when unset or blank), refused unless `parse` reads it and it is at least
+    `minimum`."""
     value = os.environ.get(name)
     if value is None or value.strip() == "":
         return default
     try:
-        number = float(value.strip())
+        number = parse(value.strip())
     except ValueError:
-        raise ImproperlyConfigured(f"{name}={value!r} is not a number") from None
+        raise ImproperlyConfigured(f"{name}={value!r} is not {kind}") from None
     if number != number or (minimum is not None and number < minimum):  # NaN compares unequal to itself
-        raise ImproperlyConfigured(f"{name}={value!r} must be a number of at least {minimum}")
+        raise ImproperlyConfigured(f"{name}={value!r} must be {kind} of at least {minimum}")
     return number
 
 

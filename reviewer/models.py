@@ -15,6 +15,19 @@ class Role(models.TextChoices):
     ORG_ADMIN = "org_admin", "org admin"  # members, API keys, the webhook secret, retention, erasure, the audit trail
 
 
+def _reach_covers_something(name: str) -> models.CheckConstraint:
+    """A limited reach (of a membership, or of the invitation that becomes one) covers something (an empty list
+    without drafts would be a role with nothing in it), and is never a criteria admin's or an org admin's."""
+    return models.CheckConstraint(
+        condition=models.Q(applications__isnull=True)
+        | (
+            ~models.Q(role__in=["criteria_admin", "org_admin"])
+            & (models.Q(drafts=True) | models.Q(applications__len__gt=0))
+        ),
+        name=name,
+    )
+
+
 class Membership(models.Model):
     """A user's role in an org. A person with two roles in one org has two memberships.
 
@@ -40,16 +53,7 @@ class Membership(models.Model):
     class Meta:
         constraints = [
             models.UniqueConstraint(fields=["user", "org", "role"], name="membership_unique_role"),
-            # A limited membership covers something (an empty list without drafts would be a role with nothing in
-            # it), and is never a criteria admin's or an org admin's.
-            models.CheckConstraint(
-                condition=models.Q(applications__isnull=True)
-                | (
-                    ~models.Q(role__in=["criteria_admin", "org_admin"])
-                    & (models.Q(drafts=True) | models.Q(applications__len__gt=0))
-                ),
-                name="membership_reach_covers_something",
-            ),
+            _reach_covers_something("membership_reach_covers_something"),
         ]
 
     def __str__(self) -> str:
@@ -80,15 +84,7 @@ class Invitation(models.Model):
     class Meta:
         constraints = [
             models.UniqueConstraint(fields=["org", "email", "role"], name="invitation_unique_role"),
-            # What the membership it becomes may cover (Membership's `membership_reach_covers_something`).
-            models.CheckConstraint(
-                condition=models.Q(applications__isnull=True)
-                | (
-                    ~models.Q(role__in=["criteria_admin", "org_admin"])
-                    & (models.Q(drafts=True) | models.Q(applications__len__gt=0))
-                ),
-                name="invitation_reach_covers_something",
-            ),
+            _reach_covers_something("invitation_reach_covers_something"),  # as the membership it becomes
         ]
 
     def __str__(self) -> str:

@@ -1,5 +1,5 @@
 """Grading one conversation into a Review that names its evidence: read the active path, judge
-each stage outside any transaction, then write the review (grading/reviews/store.py) in one short atomic block."""
+each stage outside any transaction, then write the review (grading/reviews/services.py) in one short atomic block."""
 
 import logging
 from datetime import datetime
@@ -23,9 +23,16 @@ from grading.models import (
 )
 from grading.reviews.conversation_reads import PathState, conversation_path
 from grading.reviews.examples import version_examples, version_fingerprint
+from grading.reviews.services import (
+    ReviewOutcome,
+    ScoreIdentity,
+    criteria_of,
+    earlier_review,
+    review_record,
+    review_reinstate,
+)
 from grading.reviews.spend import spend_blocked
 from grading.reviews.sql import subject_to_grade
-from grading.reviews.store import criteria_of, earlier_review, review_record, review_reinstate
 
 logger = logging.getLogger(__name__)
 
@@ -57,18 +64,19 @@ def conversation_grade(
         judge = judge or judge_named(criteria.judge)
     except UnknownJudge as unknown:
         identity = path_identity(state, criteria, None)
-        return review_record(conversation, identity, judge_unknown_outcome(unknown), started_at=now, ticket=ticket)
+        outcome = judge_unknown_outcome(unknown)
+        return review_record(subject=conversation, identity=identity, outcome=outcome, started_at=now, ticket=ticket)
     identity = path_identity(state, criteria, judge)
-    existing = earlier_review(conversation, identity)
+    existing = earlier_review(subject=conversation, identity=identity)
     if existing is not None:
-        return existing if existing.state in COUNTING_STATES else review_reinstate(existing)
+        return existing if existing.state in COUNTING_STATES else review_reinstate(review=existing)
     if state.not_scorable_reason:
         outcome = not_scorable_outcome(state.not_scorable_reason)
     elif spend_blocked(conversation.org_id, criteria) is not None:
         return None  # no judge call past a spend cap: the item stays owed, waiting with the reason spend_cap
     else:
         outcome = path_outcome(state.path, criteria, judge)
-    return review_record(conversation, identity, outcome, started_at=now, ticket=ticket)
+    return review_record(subject=conversation, identity=identity, outcome=outcome, started_at=now, ticket=ticket)
 
 
 def path_identity(
@@ -76,7 +84,7 @@ def path_identity(
     criteria: CriteriaVersion,
     judge: ConversationJudge | None,
     examples: tuple[PromptExample, ...] | None = None,
-) -> dict:
+) -> ScoreIdentity:
     """The score identity of a review of the active path under `criteria` (no judge when it is not scorable, or
     when `judge` is None: the version's judge is not configured)."""
     if judge is None:
@@ -85,22 +93,22 @@ def path_identity(
         judge_json, judge_key = NO_JUDGE_IDENTITY, NO_JUDGE
     else:
         judge_json, judge_key = judge.identity.as_json(), judge.identity.key
-    return {
-        "fingerprint": evidence.fingerprint(state.path),
-        "criteria_version": criteria,
-        "judge": judge_json,
-        "judge_key": judge_key,
-        "criteria_fingerprint": version_fingerprint(criteria, examples),
-    }
+    return ScoreIdentity(
+        fingerprint=evidence.fingerprint(state.path),
+        criteria_version=criteria,
+        judge=judge_json,
+        judge_key=judge_key,
+        criteria_fingerprint=version_fingerprint(criteria, examples),
+    )
 
 
-def judge_unknown_outcome(unknown: UnknownJudge) -> dict:
+def judge_unknown_outcome(unknown: UnknownJudge) -> ReviewOutcome:
     """The outcome of grading under a version whose judge is not configured: an error, with no judge call."""
-    return {"route": Route.ERROR, "reason": JUDGE_UNKNOWN, "detail": str(unknown), "stages": 0}
+    return ReviewOutcome(route=Route.ERROR, reason=JUDGE_UNKNOWN, detail=str(unknown))
 
 
-def not_scorable_outcome(reason: evidence.NotScorable) -> dict:
-    return {"route": Route.NOT_SCORABLE, "reason": str(reason), "detail": evidence.REASON_TEXT[reason], "stages": 0}
+def not_scorable_outcome(reason: evidence.NotScorable) -> ReviewOutcome:
+    return ReviewOutcome(route=Route.NOT_SCORABLE, reason=str(reason), detail=evidence.REASON_TEXT[reason])
 
 
 def path_outcome(
@@ -108,9 +116,9 @@ def path_outcome(
     criteria: CriteriaVersion,
     judge: ConversationJudge,
     examples: tuple[PromptExample, ...] | None = None,
-) -> dict:
+) -> ReviewOutcome:
     """Judge a scorable path under `criteria` in stages that fit the judge's context, and combine the stages'
-    verdicts: a review's outcome fields. Grading records it as the conversation's review; a criteria trial as a
+    verdicts: the review's outcome. Grading records it as the conversation's review; a criteria trial as a
     trial review.
 
     1. Stage the path to the judge's budget, counted in its tokens (`judge.stage_budget`, `judge.measure`).
@@ -146,24 +154,24 @@ def path_outcome(
             continue
         except JudgeError as exc:
             logger.warning("judge failed on a stage of %s: %s", len(stages), exc)
-            return {
-                "route": Route.ERROR,
-                "reason": type(exc).__name__,
-                "detail": str(exc),
-                "stages": len(stages),
-                "usage": usage.as_json(),
-            }
+            return ReviewOutcome(
+                route=Route.ERROR,
+                reason=type(exc).__name__,
+                detail=str(exc),
+                stages=len(stages),
+                usage=usage.as_json(),
+            )
         checks = combine_stages(per_stage)
         route, reason = _route(checks)
-        return {"route": route, "reason": reason, "checks": checks, "stages": len(stages), "usage": usage.as_json()}
+        return ReviewOutcome(route=route, reason=reason, checks=checks, stages=len(stages), usage=usage.as_json())
     detail = f"the judge refused stages as too long {_RESTAGINGS + 1} times, the last staging had {len(stages)}"
-    return {
-        "route": Route.ERROR,
-        "reason": "JudgeContextExceeded",
-        "detail": detail,
-        "stages": len(stages),
-        "usage": usage.as_json(),
-    }
+    return ReviewOutcome(
+        route=Route.ERROR,
+        reason="JudgeContextExceeded",
+        detail=detail,
+        stages=len(stages),
+        usage=usage.as_json(),
+    )
 
 
 def path_stages(
@@ -187,17 +195,17 @@ def path_stages(
 _RESTAGINGS = 3
 
 
-def _too_long(stage: evidence_text.Stage, budget: int, stage_count: int, usage) -> dict:
+def _too_long(stage: evidence_text.Stage, budget: int, stage_count: int, usage) -> ReviewOutcome:
     [message] = stage.messages
     reason = evidence.NotScorable.TOO_LONG_FOR_JUDGE
-    return {
-        "route": Route.NOT_SCORABLE,
-        "reason": str(reason),
-        "detail": f"{evidence.REASON_TEXT[reason]} Message {message.id!r} needs more than the {budget} tokens "
+    return ReviewOutcome(
+        route=Route.NOT_SCORABLE,
+        reason=str(reason),
+        detail=f"{evidence.REASON_TEXT[reason]} Message {message.id!r} needs more than the {budget} tokens "
         f"a stage may carry.",
-        "stages": stage_count,
-        "usage": usage.as_json(),
-    }
+        stages=stage_count,
+        usage=usage.as_json(),
+    )
 
 
 def _release_database_connection() -> None:

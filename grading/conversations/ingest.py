@@ -16,7 +16,7 @@ from grading.core.schemas import ConversationIn, FeedbackIn, MessageIn, Messages
 from grading.models import Conversation, Feedback, Message, Org
 from grading.reviews.conversation_reads import quiet_period
 from grading.reviews.rollups import rollups_thumbs_refresh, thumbs_of
-from grading.reviews.store import review_state_refresh
+from grading.reviews.services import review_state_refresh
 
 
 @dataclass(frozen=True)

@@ -116,6 +116,15 @@ def refuse_unstorable(value: Any, path: str = "") -> None:
             refuse_unstorable(item, f"{path}.{key}")
 
 
+def _storable(value: Any) -> Any:
+    refuse_unstorable(value)
+    return value
+
+
+# Text and JSON that a payload carries into the database (`refuse_unstorable`).
+Storable = AfterValidator(_storable)
+
+
 class MessageIn(BaseModel):
     # Unknown fields are refused: a misspelt `parentId` silently ignored would rewire the tree.
     model_config = ConfigDict(extra="forbid")
@@ -123,19 +132,13 @@ class MessageIn(BaseModel):
     id: ExternalId
     parent_id: ExternalId | None = None
     role: Literal["system", "user", "assistant", "tool"]
-    content: str | list[dict[str, Any]] | None = None
-    tool_calls: list[dict[str, Any]] | None = None
+    content: Annotated[str | list[dict[str, Any]] | None, Storable] = None
+    tool_calls: Annotated[list[dict[str, Any]] | None, Storable] = None
     tool_call_id: Annotated[Identifier, Field(max_length=200)] | None = None
     name: Annotated[Identifier, Field(max_length=200)] | None = None
     created_at: StorableTime | None = None
     hidden: bool = False
     truncated: bool = False
-
-    @field_validator("content", "tool_calls")
-    @classmethod
-    def storable(cls, value: Any) -> Any:
-        refuse_unstorable(value)
-        return value
 
 
 class ConversationIn(BaseModel):
@@ -172,19 +175,13 @@ class DraftIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     external_id: ExternalId
-    title: Title
+    title: Annotated[Title, Storable]
     slug: Annotated[str, Field(min_length=1, max_length=200, pattern=r"^[a-z0-9]+(?:-[a-z0-9]+)*$")]
-    body: Annotated[str, Field(min_length=1)]
+    body: Annotated[str, Field(min_length=1), Storable]
     source_urls: list[Url] = Field(default_factory=list, max_length=50)
     callback_url: Url | None = None
     run_id: Annotated[Identifier, Field(max_length=200)] | None = None
     end_user: EndUser | None = None
-
-    @field_validator("title", "body")
-    @classmethod
-    def storable(cls, value: Any) -> Any:
-        refuse_unstorable(value)
-        return value
 
     @field_validator("source_urls", "callback_url")
     @classmethod
@@ -211,28 +208,18 @@ class MemoryIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     kind: Literal["learning", "strategy", "fact"]
-    text: Annotated[str, Field(min_length=1, max_length=5000)]
-    proof_terms: list[Annotated[str, Field(min_length=1, max_length=200)]] = Field(default_factory=list, max_length=50)
-
-    @field_validator("text", "proof_terms")
-    @classmethod
-    def storable(cls, value: Any) -> Any:
-        refuse_unstorable(value)
-        return value
+    text: Annotated[str, Field(min_length=1, max_length=5000), Storable]
+    proof_terms: Annotated[list[Annotated[str, Field(min_length=1, max_length=200)]], Storable] = Field(
+        default_factory=list, max_length=50
+    )
 
 
 class ArticleIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     slug: Annotated[str, Field(min_length=1, max_length=200, pattern=r"^[a-z0-9]+(?:-[a-z0-9]+)*$")]
-    title: Title
-    summary: Annotated[str, Field(max_length=5000)] = ""
-
-    @field_validator("title", "summary")
-    @classmethod
-    def storable(cls, value: Any) -> Any:
-        refuse_unstorable(value)
-        return value
+    title: Annotated[Title, Storable]
+    summary: Annotated[str, Field(max_length=5000), Storable] = ""
 
 
 def describe_errors(exc: ValidationError) -> str:

@@ -3,8 +3,8 @@ counted before it runs, shown beside the sample's current reviews.
 
 Trial reviews carry their whole score identity and the state `trial`: they never count, are outside the one-live-
 review and identity constraints, never reach the queue, a dashboard, a webhook or an evaluation export. They are
-written by the review store's `trial_review_record` (the same INSERT as every review, with its own state), never
-through `review_record`, whose business is the item's live review.
+written by the record's `trial_review_record` (grading/reviews/services.py: the same INSERT as every review, with its
+own state), never through `review_record`, whose business is the item's live review.
 """
 
 from dataclasses import dataclass
@@ -52,8 +52,8 @@ from grading.reviews.conversation_reads import conversation_path
 from grading.reviews.examples import version_examples
 from grading.reviews.human import human_verdicts
 from grading.reviews.memory import retrieve_memory
+from grading.reviews.services import ReviewOutcome, ScoreIdentity, trial_review_record
 from grading.reviews.spend import SpendCapPassed, spend_blocked, spend_check
-from grading.reviews.store import trial_review_record
 from grading.reviews.versions import CriteriaImmutable
 
 TRIAL_DEFAULT = 5  # the most is settings.CRITERIA_TRIAL_MAX_ITEMS: each item is at least one paid judge call
@@ -338,7 +338,10 @@ def _version_judge(build, version: CriteriaVersion):
         return None
 
 
-def _draft_trial(version: CriteriaVersion, draft_id: int, judge: DraftJudge | None) -> tuple | None:
+def _draft_trial(
+    version: CriteriaVersion, draft_id: int, judge: DraftJudge | None
+) -> tuple[Draft, ScoreIdentity, ReviewOutcome, int] | None:
+    """The draft graded under the version (its identity, its outcome, the judge calls made); None when it is gone."""
     draft = Draft.objects.select_related("org").filter(pk=draft_id, org_id=version.org_id).first()
     if draft is None:
         return None
@@ -353,7 +356,7 @@ def _draft_trial(version: CriteriaVersion, draft_id: int, judge: DraftJudge | No
 
 def _conversation_trial(
     version: CriteriaVersion, conversation_id: int, judge: ConversationJudge | None
-) -> tuple | None:
+) -> tuple[Conversation, ScoreIdentity, ReviewOutcome, int] | None:
     conversation = Conversation.objects.filter(pk=conversation_id, org_id=version.org_id).first()
     if conversation is None:
         return None
@@ -365,7 +368,7 @@ def _conversation_trial(
     if state.not_scorable_reason:
         return conversation, identity, not_scorable_outcome(state.not_scorable_reason), 0
     outcome = path_outcome(state.path, version, judge, examples)
-    return conversation, identity, outcome, outcome["stages"]
+    return conversation, identity, outcome, outcome.stages
 
 
 def trial_results(

@@ -11,7 +11,7 @@ from django.utils import timezone
 from grading.core.weeks import monday, week_start
 from grading.models import ItemKind, Org, Review, Route
 from grading.models.audit import audit_record
-from grading.reviews.store import review_audit_mark
+from grading.reviews.services import review_audit_mark
 
 
 @dataclass(frozen=True)

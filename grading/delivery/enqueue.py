@@ -120,6 +120,12 @@ def criteria_trial(*, trial_id: int, items: int) -> None:
         _send(GRADE_CRITERIA_TRIAL, trial_id, index)
 
 
+# What a draft's pipeline is told by webhook (grading/drafts/webhooks.py), its X-Tollgate-Event: the machine's verdict,
+# sent by the gate, and a person's decision, sent by the record's writer (grading/reviews/services.py).
+MACHINE_VERDICT = "machine_verdict"
+HUMAN_DECISION = "human_decision"
+
+
 def webhook_delivery(*, review_id: int, event: str) -> None:
     _send(DELIVER_WEBHOOK, review_id, event)
 

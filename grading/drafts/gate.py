@@ -18,16 +18,24 @@ from grading.checks.repairs import repair_draft
 from grading.checks.rules import DraftRules
 from grading.core.evidence import draft_fingerprint
 from grading.core.outcomes import BAND, CHECKS_BUDGET, JUDGE_CONTRADICTION, JUDGE_UNKNOWN, SPREAD
-from grading.drafts.webhooks import MACHINE_VERDICT, notify_pipeline
+from grading.delivery import enqueue
 from grading.judge.backends import DraftJudge, DraftJudgement, DraftPrompt, UnknownJudge, draft_judge_named
 from grading.judge.client import JudgeError
 from grading.judge.examples import PromptExample
 from grading.models import COUNTING_STATES, NO_JUDGE, CriteriaVersion, Draft, Review, Route
 from grading.reviews.examples import version_examples, version_fingerprint
 from grading.reviews.memory import MemoryContext, related_articles, retrieve_memory
+from grading.reviews.services import (
+    ReviewOutcome,
+    ScoreIdentity,
+    criteria_of,
+    earlier_review,
+    published_draft_rules,
+    review_record,
+    review_reinstate,
+)
 from grading.reviews.spend import spend_blocked
 from grading.reviews.sql import subject_to_grade
-from grading.reviews.store import criteria_of, earlier_review, published_draft_rules, review_record, review_reinstate
 
 logger = logging.getLogger(__name__)
 
@@ -88,13 +96,13 @@ def draft_grade(*, draft_id: int, judge: DraftJudge | None = None, ticket: str =
     try:
         judge = judge or draft_judge_named(criteria.judge)
     except UnknownJudge as unknown:  # an error with no judge call; the next pass tries again
-        outcome = {"route": Route.ERROR, "reason": JUDGE_UNKNOWN, "detail": str(unknown), "stages": 0,
-                   "memory_used": memory.as_json()}  # fmt: skip
+        outcome = ReviewOutcome(route=Route.ERROR, reason=JUDGE_UNKNOWN, detail=str(unknown),
+                                memory_used=memory.as_json())  # fmt: skip
         return _draft_review_record(draft, draft_identity(draft, criteria, memory, None), outcome, ticket=ticket)
     identity = draft_identity(draft, criteria, memory, judge)
-    existing = earlier_review(draft, identity)
+    existing = earlier_review(subject=draft, identity=identity)
     if existing is not None:
-        return existing if existing.state in COUNTING_STATES else review_reinstate(existing)
+        return existing if existing.state in COUNTING_STATES else review_reinstate(review=existing)
     if spend_blocked(draft.org_id, criteria) is not None:
         return None  # no judge call past a spend cap: the draft stays owed, waiting with the reason spend_cap
     started_at = timezone.now()
@@ -103,13 +111,14 @@ def draft_grade(*, draft_id: int, judge: DraftJudge | None = None, ticket: str =
 
 
 def _draft_review_record(
-    draft: Draft, identity: dict, outcome: dict, *, started_at: datetime | None = None, ticket: str
+    draft: Draft, identity: ScoreIdentity, outcome: ReviewOutcome, *, started_at: datetime | None = None, ticket: str
 ) -> Review | None:
     """Write the draft's review as its current one and tell the pipeline after commit (None: the draft was erased
     while it was graded, and nothing is written or told)."""
-    review = review_record(draft, identity, outcome, started_at=started_at or timezone.now(), ticket=ticket)
+    started_at = started_at or timezone.now()
+    review = review_record(subject=draft, identity=identity, outcome=outcome, started_at=started_at, ticket=ticket)
     if review is not None and review.state in COUNTING_STATES and draft.callback_url:
-        transaction.on_commit(lambda: notify_pipeline(review_id=review.pk, event=MACHINE_VERDICT))
+        transaction.on_commit(lambda: enqueue.webhook_delivery(review_id=review.pk, event=enqueue.MACHINE_VERDICT))
     return review
 
 
@@ -119,21 +128,21 @@ def draft_identity(
     memory: MemoryContext,
     judge: DraftJudge | None,
     examples: tuple[PromptExample, ...] | None = None,
-) -> dict:
+) -> ScoreIdentity:
     """The score identity of a review of the draft as it is now, under `criteria`, with `memory` (no judge when
     `judge` is None: the version's judge is not configured)."""
     if judge is None:
         judge_json, judge_key = {"backend": NO_JUDGE, "name": criteria.judge}, NO_JUDGE
     else:
         judge_json, judge_key = judge.identity.as_json(), judge.identity.key
-    return {
-        "fingerprint": draft_fingerprint(title=draft.title, body=draft.body, source_urls=draft.source_urls),
-        "criteria_version": criteria,
-        "judge": judge_json,
-        "judge_key": judge_key,
-        "memory_snapshot": memory.snapshot_hash,
-        "criteria_fingerprint": version_fingerprint(criteria, examples),
-    }
+    return ScoreIdentity(
+        fingerprint=draft_fingerprint(title=draft.title, body=draft.body, source_urls=draft.source_urls),
+        criteria_version=criteria,
+        judge=judge_json,
+        judge_key=judge_key,
+        memory_snapshot=memory.snapshot_hash,
+        criteria_fingerprint=version_fingerprint(criteria, examples),
+    )
 
 
 def draft_outcome(
@@ -143,8 +152,8 @@ def draft_outcome(
     memory: MemoryContext,
     judge: DraftJudge,
     examples: tuple[PromptExample, ...] | None = None,
-) -> dict:
-    """What grading `draft` under `criteria` comes to, as a review's outcome fields: check, repair and check again,
+) -> ReviewOutcome:
+    """What grading `draft` under `criteria` comes to, as a review's outcome: check, repair and check again,
     ask the judge about the body as it would be published (call it outside any transaction), merge. The gate
     records it as the draft's review; a criteria trial records it as a trial review."""
     rules = published_draft_rules(criteria)
@@ -154,7 +163,7 @@ def draft_outcome(
     except ChecksOverBudget as exc:
         logger.warning("checks of draft %s stopped: %s", draft.pk, exc)
         detail = f"{exc} ({settings.CHECKS_CPU_BUDGET_SECONDS:g} s, CHECKS_CPU_BUDGET_SECONDS)"
-        return {"route": Route.ERROR, "reason": CHECKS_BUDGET, "detail": detail, "memory_used": memory.as_json()}
+        return ReviewOutcome(route=Route.ERROR, reason=CHECKS_BUDGET, detail=detail, memory_used=memory.as_json())
     prompt = DraftPrompt(
         rubric=criteria.rubric,
         criteria_number=criteria.number,
@@ -167,18 +176,20 @@ def draft_outcome(
         title=draft.title,
         body=checked.body,
     )
-    outcome = {
-        "findings": [f.as_json() for f in checked.findings],
-        "repairs": checked.repairs,
-        "memory_used": memory.as_json(),
-        "stages": 1,
-    }
     try:
         judgement = judge.judge_draft(prompt=prompt)
     except JudgeError as exc:
         logger.warning("draft judge failed for draft %s: %s", draft.pk, exc)
-        return outcome | {"route": Route.ERROR, "reason": type(exc).__name__, "detail": str(exc)}
-    return outcome | _judged_outcome(judgement, checked.findings, rules)
+        return ReviewOutcome(
+            route=Route.ERROR,
+            reason=type(exc).__name__,
+            detail=str(exc),
+            stages=1,
+            findings=[f.as_json() for f in checked.findings],
+            repairs=checked.repairs,
+            memory_used=memory.as_json(),
+        )
+    return _judged_outcome(judgement, checked, rules, memory)
 
 
 @dataclass(frozen=True)
@@ -213,7 +224,11 @@ def _check_and_repair(draft: Draft, rules: DraftRules, proof_terms: list[str]) -
     return Checked(repair.body, check(repair.body), repairs)
 
 
-def _judged_outcome(judgement: DraftJudgement, findings: list[Finding], rules: DraftRules) -> dict:
+def _judged_outcome(
+    judgement: DraftJudgement, checked: Checked, rules: DraftRules, memory: MemoryContext
+) -> ReviewOutcome:
+    """The judge's answer merged with the findings left (`merge_verdict`)."""
+    findings = checked.findings
     verdict = judgement.verdict
     org_fit = verdict.org_fit
     if any(f.code == PROOF_POINT_MISSING for f in findings):
@@ -226,14 +241,18 @@ def _judged_outcome(judgement: DraftJudgement, findings: list[Finding], rules: D
         threshold=rules.threshold,
         band=rules.band,
     )
-    return {
-        "route": merged.route,
-        "reason": merged.reason,
-        "score": merged.score,
-        "judge_score": judgement.score,
-        "spread": judgement.spread,
-        "sub_scores": {"aeo": verdict.aeo, "writing": verdict.writing, "org_fit": org_fit},
-        "judge_issues": [issue.model_dump() for issue in verdict.issues[: rules.max_judge_issues]],
-        "judge_passed": verdict.passed,
-        "usage": judgement.usage.as_json(),
-    }
+    return ReviewOutcome(
+        route=merged.route,
+        reason=merged.reason,
+        stages=1,
+        usage=judgement.usage.as_json(),
+        score=merged.score,
+        judge_score=judgement.score,
+        judge_passed=verdict.passed,
+        spread=judgement.spread,
+        sub_scores={"aeo": verdict.aeo, "writing": verdict.writing, "org_fit": org_fit},
+        findings=[f.as_json() for f in findings],
+        judge_issues=[issue.model_dump() for issue in verdict.issues[: rules.max_judge_issues]],
+        repairs=checked.repairs,
+        memory_used=memory.as_json(),
+    )

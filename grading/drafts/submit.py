@@ -9,7 +9,7 @@ from grading.core.evidence import draft_fingerprint
 from grading.core.schemas import DraftIn
 from grading.delivery import enqueue
 from grading.models import Draft, ItemKind, Org
-from grading.reviews.store import review_state_refresh
+from grading.reviews.services import review_state_refresh
 
 
 def draft_save(*, org: Org, payload: DraftIn) -> Draft:

@@ -1,4 +1,5 @@
-"""Webhooks to a draft's callback URL: on the machine verdict and on a later human decision.
+"""Webhooks to a draft's callback URL: on the machine verdict (sent by the gate) and on a later human decision (sent
+by grading/reviews/services.py, where every decision is written), each after its commit, through the webhooks queue.
 
 Signed with the org's secret so the pipeline can trust them (grading/delivery/signing.py: `X-Tollgate-Signature`,
 and `X-Tollgate-Signature-Previous` during a rotation's overlap); `X-Tollgate-Timestamp` carries the timestamp
@@ -21,20 +22,12 @@ from django.core.serializers.json import DjangoJSONEncoder
 from django.db import IntegrityError, transaction
 
 from grading.core import outbound
-from grading.delivery import enqueue
 from grading.delivery.signing import signature_headers
 from grading.models import Review, WebhookDelivery
 from grading.reviews.draft_reads import draft_status
 
-MACHINE_VERDICT = "machine_verdict"
-HUMAN_DECISION = "human_decision"
 # Statuses that say "not now" rather than "never": timeout, too early, too many requests.
 _RETRIED_4XX = {408, 425, 429}
-
-
-def notify_pipeline(*, review_id: int, event: str) -> None:
-    """Send the verdict of a draft review to its pipeline, from a worker. Call it after commit."""
-    enqueue.webhook_delivery(review_id=review_id, event=event)
 
 
 @dataclass(frozen=True)

@@ -125,14 +125,13 @@ class TokenMeter:
                 self.factor = max(self.factor, actual_tokens / estimated)
 
 
-class OpenAIJudge:
-    """Any OpenAI-compatible chat-completions endpoint, through the one production client.
+class _ChatJudge:
+    """A judge on any OpenAI-compatible chat-completions endpoint, through the one production client: its context
+    window is the `JUDGE_CONTEXT_TOKENS` setting, else what the server says, else DEFAULT_CONTEXT_TOKENS; its
+    identity names the prompt it sends (`prompt_hash`). Each call keeps what it knows of the server current
+    (`_call`)."""
 
-    Its stage budget is the judge's context window (the `JUDGE_CONTEXT_TOKENS` setting, else what the server says,
-    else DEFAULT_CONTEXT_TOKENS) less the reply's token limit and the fixed part of the prompt. A context-length
-    refusal teaches it the server's own figures (the window, and how many tokens the prompt really was), so the
-    caller's next staging is smaller.
-    """
+    prompt_hash: str
 
     def __init__(
         self,
@@ -147,8 +146,35 @@ class OpenAIJudge:
         profile = client.server_profile()
         self.context_tokens = context_tokens or profile.context_tokens or DEFAULT_CONTEXT_TOKENS
         self.identity = JudgeIdentity(
-            "openai", client.model, PROMPT_TEMPLATE_HASH, 0.0, served_model=profile.model, name=name
+            "openai", client.model, self.prompt_hash, 0.0, served_model=profile.model, name=name
         )
+
+    def _call(self, *, system: str, user: str, schema) -> Completion:
+        """One judge call that keeps the process's knowledge of the server current: the model it says answered,
+        its context window and its token counts (from the reply's usage, or from a context-length refusal)."""
+        try:
+            completion = self.client.complete(system=system, user=user, schema=schema)
+        except JudgeContextExceeded as exc:
+            if exc.context_tokens:
+                self.context_tokens = min(self.context_tokens, exc.context_tokens)
+            if exc.prompt_tokens:
+                self.meter.learn(text=system + user, actual_tokens=exc.prompt_tokens)
+            raise
+        if completion.usage.prompt_tokens:
+            self.meter.learn(text=system + user, actual_tokens=completion.usage.prompt_tokens)
+        served = completion.served_model
+        if served and served != self.identity.served_model and served != self.identity.model:
+            self.identity = replace(self.identity, served_model=served)
+        return completion
+
+
+class OpenAIJudge(_ChatJudge):
+    """The conversation judge. Its stage budget is the context window less the reply's token limit and the fixed
+    part of the prompt. A context-length refusal teaches it the server's own figures (the window, and how many
+    tokens the prompt really was), so the caller's next staging is smaller.
+    """
+
+    prompt_hash = PROMPT_TEMPLATE_HASH
 
     def measure(self, text: str) -> int:
         return self.meter.measure(text)
@@ -178,27 +204,8 @@ class OpenAIJudge:
         user = user_prompt(
             rubric=rubric, criteria_number=criteria_number, stage=stage, stage_count=stage_count, examples=examples
         )
-        completion = _judge_call(self, system=SYSTEM_PROMPT, user=user, schema=ConversationVerdicts)
+        completion = self._call(system=SYSTEM_PROMPT, user=user, schema=ConversationVerdicts)
         return StageJudgement(verdicts=completion.parsed, usage=completion.usage)
-
-
-def _judge_call(judge: "OpenAIJudge | OpenAIDraftJudge", *, system: str, user: str, schema) -> Completion:
-    """One judge call that keeps the process's knowledge of the server current: the model it says answered,
-    its context window and its token counts (from the reply's usage, or from a context-length refusal)."""
-    try:
-        completion = judge.client.complete(system=system, user=user, schema=schema)
-    except JudgeContextExceeded as exc:
-        if exc.context_tokens:
-            judge.context_tokens = min(judge.context_tokens, exc.context_tokens)
-        if exc.prompt_tokens:
-            judge.meter.learn(text=system + user, actual_tokens=exc.prompt_tokens)
-        raise
-    if completion.usage.prompt_tokens:
-        judge.meter.learn(text=system + user, actual_tokens=completion.usage.prompt_tokens)
-    served = completion.served_model
-    if served and served != judge.identity.served_model and served != judge.identity.model:
-        judge.identity = replace(judge.identity, served_model=served)
-    return completion
 
 
 _FIGURE = re.compile(r"\d[\d,.]*\d|\d")
@@ -415,22 +422,8 @@ class DraftJudge(Protocol):
     def judge_draft(self, *, prompt: DraftPrompt) -> DraftJudgement: ...
 
 
-class OpenAIDraftJudge:
-    def __init__(
-        self,
-        client: ChatJudgeClient,
-        *,
-        context_tokens: int | None = None,
-        meter: TokenMeter | None = None,
-        name: str = "default",
-    ):
-        self.client = client
-        self.meter = meter or TokenMeter()
-        profile = client.server_profile()
-        self.context_tokens = context_tokens or profile.context_tokens or DEFAULT_CONTEXT_TOKENS
-        self.identity = JudgeIdentity(
-            "openai", client.model, DRAFT_PROMPT_HASH, 0.0, served_model=profile.model, name=name
-        )
+class OpenAIDraftJudge(_ChatJudge):
+    prompt_hash = DRAFT_PROMPT_HASH
 
     def judge_draft(self, *, prompt: DraftPrompt) -> DraftJudgement:
         user = draft_user_prompt(
@@ -446,7 +439,7 @@ class OpenAIDraftJudge:
             title=prompt.title,
             body=prompt.body,
         )
-        completion = _judge_call(self, system=DRAFT_SYSTEM_PROMPT, user=user, schema=DraftVerdict)
+        completion = self._call(system=DRAFT_SYSTEM_PROMPT, user=user, schema=DraftVerdict)
         verdict = completion.parsed
         distribution = weighted_score(completion.token_logprobs, field="overall")
         score, spread = distribution if distribution else (float(verdict.overall), None)

@@ -1,29 +1,20 @@
-"""Options the management commands for positioned selectors share (targets, assignment rules, escalation): an
-application name, a position, and a duration as the listings print it."""
+"""Checks and texts the management commands share: an option's text (stripped, not empty, within its column) and a
+duration as the listings print it."""
 
 from django.core.management.base import CommandError
 
-APPLICATION_NAME_MAX = 100  # the application columns' length (conversations, reviews, targets, rules)
-POSITION_MAX = 2**31 - 1  # the largest value of a position column (an integer in Postgres)
 MINUTES_A_DAY = 60 * 24
 
 
-def application_option(raw: str | None) -> str:
-    """`--application`: absent is any application; present, a name that is not empty and fits the column."""
-    if raw is None:
-        return ""
-    application = raw.strip()
-    if not application:
-        raise CommandError("--application is empty: leave it out for any application")
-    if len(application) > APPLICATION_NAME_MAX:
-        raise CommandError(f"application names are at most {APPLICATION_NAME_MAX} characters: {application[:40]!r}…")
-    return application
-
-
-def position_option(position: int) -> int:
-    if not 1 <= position <= POSITION_MAX:
-        raise CommandError(f"--position must be from 1 to {POSITION_MAX}")
-    return position
+def text_option(raw: str, *, option: str, empty: str, names: str, limit: int) -> str:
+    """An option's text, stripped: refused when empty (`empty` says what to give instead) or longer than its
+    column."""
+    text = raw.strip()
+    if not text:
+        raise CommandError(f"{option} is empty: {empty}")
+    if len(text) > limit:
+        raise CommandError(f"{names} are at most {limit} characters: {text[:40]!r}…")
+    return text
 
 
 def duration_text(minutes: int) -> str:

@@ -20,6 +20,15 @@ def org_from_option(slug: str | None) -> Org:
     return orgs[0]
 
 
+def org_lock(org: Org) -> None:
+    """Locks the org's row for the rest of the transaction, so the changes of one org's settings run one after the
+    other: two commands cannot both take the same last position or both create the org's escalation, and each
+    change reads what the one before it left (a target's refresh of the due times). FOR NO KEY UPDATE: rows that
+    only reference the org go on (inserts that name it, the escalation sweep's notices), where a plain FOR UPDATE
+    would keep a sweep waiting on the org while the command waits on the sweep's escalation row."""
+    Org.objects.select_for_update(no_key=True).get(pk=org.pk)
+
+
 def require_migrated() -> None:
     executor = MigrationExecutor(connection)
     unapplied = executor.migration_plan(executor.loader.graph.leaf_nodes())

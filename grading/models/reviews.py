@@ -24,7 +24,7 @@ NO_JUDGE = "none"  # the judge key of reviews that called no judge (not scorable
 class ReviewState(models.TextChoices):
     """What a review is worth now: the one definition every reader asks (docs/pipelines-and-api.md).
 
-    Stored on the review and kept true by the writes that change it (grading/reviews/store.py: a review written,
+    Stored on the review and kept true by the writes that change it (grading/reviews/services.py: a review written,
     an item's evidence changed, a decision recorded), in the same transaction. One fact is read when asked
     instead of stored: whether the review's criteria version is still the active one. Publishing a version
     is then one row's change, not a rewrite of every current review of its kind (see `ReviewQuerySet`).
@@ -277,7 +277,7 @@ class Review(models.Model):
 
 class Decision(models.Model):
     """What a person decided about a review routed to them: part of grading's record of the review, written
-    by `decision_record` (grading/reviews/store.py). Who held the item while deciding is the people side's business.
+    by `decision_record` (grading/reviews/services.py). Who held the item while deciding is the people side's business.
     """
 
     class Outcome(models.TextChoices):
@@ -324,7 +324,7 @@ class Answer(models.Model):
     """One person's answer on a review that several people decide (`CriteriaVersion.slots`), kept apart from the
     others' and bound to the evidence that person read. The item's human verdict is a `Decision`: written when
     every slot is answered alike, or by an adjudicator when the answers differ. Written by `answer_record`
-    (grading/reviews/store.py); answering again replaces only the person's own answer (the audit trail keeps the
+    (grading/reviews/services.py); answering again replaces only the person's own answer (the audit trail keeps the
     replaced one)."""
 
     org = models.ForeignKey(Org, on_delete=models.CASCADE, related_name="+")

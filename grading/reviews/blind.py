@@ -21,7 +21,7 @@ from django.db.models import Count
 
 from grading.models import Answer, ItemKind, Review, ReviewState, state_now
 from grading.models.criteria import answers_stand
-from grading.reviews.store import review_slots
+from grading.reviews.reads import review_slots
 
 # What an event's detail says that someone answered or decided: the verdicts (a decision's, an answer's, a label's,
 # a worked example's) and an answer's note and the answer it replaced.

@@ -1,4 +1,4 @@
-"""Reads of reviews: the one that counts for an item, and the staleness audit."""
+"""Reads of reviews: the one that counts for an item, how many people decide one, and the staleness audit."""
 
 from dataclasses import dataclass
 
@@ -11,6 +11,11 @@ def current_review(subject: Conversation | Draft) -> Review | None:
     """The subject's review that counts, if it has one."""
     field = "draft" if isinstance(subject, Draft) else "conversation"
     return Review.objects.counting().with_state().filter(**{field: subject}).select_related("criteria_version").first()
+
+
+def review_slots(review: Review) -> int:
+    """How many people decide the review: its criteria version's rule (`CriteriaVersion.slots_of`)."""
+    return review.criteria_version.slots_of(review_id=review.pk, audit=review.audit)
 
 
 @dataclass(frozen=True)

@@ -56,16 +56,16 @@ def judge_prices(judge: str) -> Prices | None:
     return Prices(float(price_in), float(price_out))
 
 
-def spend_book(*, org_id: int, version: CriteriaVersion, outcome: dict, day: date) -> None:
+def spend_book(*, org_id: int, version: CriteriaVersion, route: str, usage: dict, calls: int, day: date) -> None:
     """Book a review's judge usage into the ledger, in the caller's transaction (the one writing the review).
 
     A review the judge answered books its stages as calls; an error or a "too long" verdict books the tokens the
     judge reported before it (a stage answered, a context refusal), and its stages as calls when it reported any.
     A call that failed with no reply reported nothing and books nothing. Reviews with no judge call book nothing.
+    `usage` is the judge's token counts as the review keeps them; `calls` its stages.
     """
-    usage = outcome.get("usage") or {}
     prompt, completion = int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0)
-    judged = outcome.get("route") in _JUDGED
+    judged = route in _JUDGED
     if not judged and prompt + completion == 0:
         return
     prices = judge_prices(version.judge)
@@ -75,7 +75,7 @@ def spend_book(*, org_id: int, version: CriteriaVersion, outcome: dict, day: dat
         criteria_id=version.pk,
         judge=version.judge,
         day=day,
-        calls=int(outcome.get("stages") or 0),
+        calls=calls,
         prompt=prompt,
         completion=completion,
         cost=cost,

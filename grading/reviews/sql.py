@@ -10,7 +10,7 @@ pass writes while the workers wait for it to commit (the figures: bench/README.m
 org's waiting reviews. So each statement is composed
 once, with psycopg's `sql` from the models' metadata, and every value is a parameter; and rows become model
 instances here as the ORM would build them (`_instance`, `_as_python`, `review_insert`: from_db, from_db_value,
-get_db_prep_save). What a review's state should be is decided by the review store (grading/reviews/store.py),
+get_db_prep_save). What a review's state should be is decided by the record's writer (grading/reviews/services.py),
 the only caller of `review_insert` and `review_state_write`.
 """
 
@@ -224,7 +224,7 @@ def _filing_sql(model: type[Subject]) -> str:
     )
 
 
-# The item's fields `filing_lock` reads: its fingerprint and what the store files the review by.
+# The item's fields `filing_lock` reads: its fingerprint and what `review_record` files the review by.
 FILED_BY = {
     Draft: ("fingerprint", "updated_at"),
     Conversation: ("fingerprint", "application", "started_at", "last_activity_at"),

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any, Self
 from urllib.parse import urlencode
 
 from django.urls import reverse
@@ -72,15 +73,27 @@ def _text(value: object) -> str:
     return json.dumps(value, ensure_ascii=False, sort_keys=True)
 
 
+@dataclass(frozen=True)
+class Said:
+    """An event as people read it, on the audit page and in an item's trail alike: the action in words, who did it,
+    its detail as text."""
+
+    what: str
+    who: str
+    details: list[tuple[str, str]]
+
+    @classmethod
+    def of(cls, action: str, detail: dict, *, actor: str, api_key: str, **row: Any) -> Self:
+        """The row of an event (`row`: the row's own fields)."""
+        return cls(what=action_words(action, detail), who=who(actor, api_key), details=detail_text(detail), **row)
+
+
 # --- the audit page ---------------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
-class EventRow:
+class EventRow(Said):
     event: AuditEvent
-    what: str
-    who: str
-    details: list[tuple[str, str]]
     item: str  # "conversation cv-7 (#12)", "" for none
     item_trail_url: str  # the audit page filtered by the item
     item_page_url: str  # the item's criteria page, for a criteria admin of the org; ""
@@ -100,11 +113,12 @@ def event_rows(events: list[AuditEvent], *, org_slug: str, criteria_admin: bool)
             if criteria_admin and external_id is not None:
                 page_url = reverse("criteria_item", kwargs={"kind": event.item_kind, "pk": event.item_id})
         rows.append(
-            EventRow(
+            EventRow.of(
+                event.action,
+                detail,
+                actor=event.actor.get_username() if event.actor else "",
+                api_key=event.api_key.name if event.api_key else "",
                 event=event,
-                what=action_words(event.action, detail),
-                who=who(event.actor.get_username() if event.actor else "", event.api_key.name if event.api_key else ""),
-                details=detail_text(detail),
                 item=item,
                 item_trail_url=trail_url,
                 item_page_url=page_url,
@@ -135,11 +149,8 @@ def audit_url(org_slug: str, **filters: object) -> str:
 
 
 @dataclass(frozen=True)
-class TrailRow:
+class TrailRow(Said):
     at: datetime
-    what: str
-    who: str
-    details: list[tuple[str, str]]
     review_id: int | None  # a grading's review
 
 
@@ -167,6 +178,8 @@ def _trail_row(entry: TrailEntry) -> TrailRow:
             details.append(("route", review.get_route_display()))
             if review.score is not None:
                 details.append(("score", f"{review.score:.1f}"))
-        return TrailRow(entry.at, f"graded: {WHY_WORDS[entry.why]}", "Tollgate", details, review.pk)
-    what = action_words(entry.action, entry.detail)
-    return TrailRow(entry.at, what, who(entry.actor, entry.api_key), detail_text(entry.detail), None)
+        what = f"graded: {WHY_WORDS[entry.why]}"
+        return TrailRow(what=what, who="Tollgate", details=details, at=entry.at, review_id=review.pk)
+    return TrailRow.of(
+        entry.action, entry.detail, actor=entry.actor, api_key=entry.api_key, at=entry.at, review_id=None
+    )

@@ -1,5 +1,5 @@
-"""Forms of the criteria pages: the editor of a version (the rubric and every rule of the rules document), and the
-small forms that ask for N, K and a confirmation.
+"""Forms of the criteria pages: the editor of a version (the rubric and every rule of the rules document), the
+small forms that ask for N, K and a confirmation, a worked example's, and a spend cap's.
 
 The editor does not validate the rules itself: it builds the rules document from what was typed and hands it to
 `criteria_update`, whose per-field errors (grading/checks/rules.py) are shown beside the field they concern. One
@@ -14,8 +14,9 @@ from django.conf import settings
 from grading.criteria.impact import PREVIEW_DEFAULT, PREVIEW_MAX
 from grading.criteria.trials import TRIAL_DEFAULT
 from grading.judge.backends import judge_names
-from grading.models import CriteriaVersion, ItemKind, SlotsFor, TrialSource
+from grading.models import CriteriaVersion, ItemKind, SlotsFor, SpendPeriod, TrialSource
 from grading.models.criteria import MAX_SLOTS
+from grading.reviews.spend import CAP_MAX
 
 SEVERITY_CHOICES = [("fatal", "fatal: fails the draft"), ("fixable", "fixable: repaired automatically")]
 PLACEMENT_CHOICES = [
@@ -353,3 +354,35 @@ class PublishForm(forms.Form):
     # The active version the plan was made against: publishing is refused if another was published since.
     plan_active = forms.IntegerField(min_value=1, widget=forms.HiddenInput)
     regrade_now = forms.BooleanField(required=False, label="Re-grade now: run a grading pass once it is published")
+
+
+class ExampleAddForm(forms.Form):
+    version = forms.IntegerField(min_value=1)
+    kind = forms.ChoiceField(choices=ItemKind.choices)
+    item = forms.IntegerField(min_value=1)
+    check = forms.CharField(max_length=16)
+
+
+class ExampleExplainForm(forms.Form):
+    revision = forms.IntegerField(min_value=1)
+    explanation = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 3}))
+
+
+class ExampleRemoveForm(forms.Form):
+    revision = forms.IntegerField(min_value=1)
+
+
+class SpendCapForm(forms.Form):
+    org = forms.IntegerField(widget=forms.HiddenInput)
+    version = forms.IntegerField(required=False, label="criteria version", help_text="Empty: the whole org.")
+    period = forms.ChoiceField(choices=SpendPeriod.choices)
+    tokens = forms.IntegerField(required=False, min_value=0, max_value=CAP_MAX, label="tokens")
+    cost_micros = forms.IntegerField(required=False, min_value=0, max_value=CAP_MAX, label="cost (micros)")
+    remove = forms.BooleanField(required=False)
+
+    def clean(self) -> dict:
+        data = super().clean()
+        nothing = data.get("tokens") is None and data.get("cost_micros") is None
+        if nothing and not data.get("remove") and not self.errors:  # a figure refused has its own message
+            self.add_error("tokens", "Give a cap on tokens, on cost, or both (or remove the cap).")
+        return data

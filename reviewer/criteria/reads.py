@@ -6,7 +6,10 @@ from dataclasses import dataclass
 
 from django.db.models import Count, QuerySet
 
+from grading.figures.definitions import checks_of
 from grading.models import Conversation, CriteriaTrial, CriteriaVersion, Draft, ItemKind, Org, Review
+from grading.reviews.examples import EXAMPLES_MAX
+from grading.reviews.human import human_verdict_of
 from reviewer.access import orgs_for
 from reviewer.models import Role
 
@@ -89,3 +92,43 @@ def item_reviews(item: Draft | Conversation, limit: int = 50) -> list[Review]:
         .select_related("criteria_version")
         .order_by("-finished_at", "-pk")[:limit]
     )
+
+
+# --- worked examples: the editor's section, and the control on an item's pages ---------------------------------
+
+
+def examples_context(version: CriteriaVersion) -> dict:
+    """The version editor's examples section."""
+    return {
+        "examples": list(version.examples.order_by("position", "pk").select_related("added_by")),
+        "examples_max": EXAMPLES_MAX,
+    }
+
+
+@dataclass(frozen=True)
+class ExampleTargets:
+    """The "add as example" control for one item: its kind and id, the checks it has a human verdict on (empty on a
+    list, where the service tells), and the org's unpublished versions of its kind."""
+
+    kind: str
+    item_id: int
+    checks: list[tuple[str, str]]  # (check, the human verdict)
+    versions: list[CriteriaVersion]
+
+
+def example_targets(user, subject: Draft | Conversation) -> ExampleTargets | None:
+    """The control for an item's page, for a criteria admin of its org when the item has a human verdict on its
+    present evidence and the org has an unpublished version of its kind to add it to; None otherwise."""
+    if subject.org_id not in admin_org_ids(user):
+        return None
+    kind = ItemKind.DRAFT if isinstance(subject, Draft) else ItemKind.CONVERSATION
+    versions = unpublished_versions(org_id=subject.org_id, kind=kind)
+    human = human_verdict_of(subject) if versions else None
+    if human is None:
+        return None
+    checks = [(check, human.checks[check]) for check in checks_of(kind) if check in human.checks]
+    return ExampleTargets(kind=kind, item_id=subject.pk, checks=checks, versions=versions)
+
+
+def unpublished_versions(*, org_id: int, kind: str) -> list[CriteriaVersion]:
+    return list(CriteriaVersion.objects.filter(org_id=org_id, kind=kind, published_at__isnull=True).order_by("-number"))

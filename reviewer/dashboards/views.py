@@ -15,8 +15,7 @@ from grading.figures.definitions import PASS_FAIL
 from grading.models import ItemKind
 from grading.reviews.spend import spend_overview
 from reviewer.access import EVERY_ROLE, role_required
-from reviewer.criteria.examples import unpublished_versions
-from reviewer.criteria.reads import admin_org_ids
+from reviewer.criteria.reads import admin_org_ids, unpublished_versions
 from reviewer.dashboards import display, export, reads
 from reviewer.dashboards.service import service_figures
 

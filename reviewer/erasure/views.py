@@ -9,16 +9,18 @@ and nothing is asked until the confirming POST.
 
 from django import forms
 from django.contrib import messages
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
 from grading.core.schemas import identifier_checked
 from grading.erasure.runs import ItemNotFound, erasure_counts, erasure_reach, erasure_request
 from grading.models import Erasure, ErasureScope, Org
-from reviewer.access import orgs_for, role_required
+from reviewer.access import role_required
 from reviewer.models import Role
+from reviewer.orgadmin import reads
 from reviewer.orgadmin.views import NAV
+from reviewer.pages import org_form_page
 
 SHOWN = 100  # the newest erasures listed
 ASKED_SCOPES = [(scope.value, scope.label) for scope in (ErasureScope.CONVERSATION, ErasureScope.DRAFT,
@@ -41,39 +43,30 @@ class ErasureForm(forms.Form):
 @require_http_methods(["GET", "POST"])
 @role_required(Role.ORG_ADMIN)
 def erasure(request: HttpRequest) -> HttpResponse:
-    orgs = list(orgs_for(request.user, Role.ORG_ADMIN))
-    if request.method == "GET":
-        return _render(request, orgs)
-    form = ErasureForm(request.POST)
-    if not form.is_valid():
-        return _render(request, orgs, form=form, status=400)
-    org = _org_for_admin(orgs, form.cleaned_data["org"])
+    return org_form_page(request, reads.admin_org_ids(request.user), ErasureForm, _render, _erasure_ask)
+
+
+def _erasure_ask(request: HttpRequest, org_ids: list[int], form: ErasureForm, org: Org) -> HttpResponse:
     scope, target = form.cleaned_data["scope"], form.cleaned_data["target"]
     try:
         reach = erasure_reach(org=org, scope=scope, target=target)
     except ItemNotFound:
         form.add_error("target", f"{org.name} has no {ErasureScope(scope).label.removeprefix('one ')} {target!r}.")
-        return _render(request, orgs, form=form, status=400)
+        return _render(request, org_ids, form=form, status=400)
     if not form.cleaned_data["confirmed"]:
         confirm = {"org": org, "scope": scope, "scope_label": ErasureScope(scope).label, "target": target,
                    "reach": reach}  # fmt: skip
-        return _render(request, orgs, confirm=confirm)
+        return _render(request, org_ids, confirm=confirm)
     asked = erasure_request(org=org, scope=scope, target=target, requested_by=request.user)
     messages.success(request, f"Erasure {asked.pk} is asked for; a worker erases it in batches.")
     return redirect("erasure")
 
 
-def _org_for_admin(orgs: list[Org], org_id: int) -> Org:
-    for org in orgs:
-        if org.pk == org_id:
-            return org
-    raise Http404("No such org.")
-
-
 def _render(
-    request: HttpRequest, orgs: list[Org], *, form: ErasureForm | None = None, confirm: dict | None = None,
+    request: HttpRequest, org_ids: list[int], *, form: ErasureForm | None = None, confirm: dict | None = None,
     status: int = 200,
 ) -> HttpResponse:  # fmt: skip
+    orgs = reads.admin_orgs(org_ids)
     erasures = (
         Erasure.objects.filter(org__in=orgs)
         .select_related("org", "requested_by", "api_key")

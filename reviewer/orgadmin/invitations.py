@@ -74,13 +74,7 @@ def invitation_create(
     try:
         with transaction.atomic():
             invitation = Invitation.objects.create(org=org, email=email, role=role, invited_by=actor, **reach)
-            audit_record(
-                action="invitation.create",
-                org=org,
-                actor=actor,
-                target=invitation,
-                detail={"email": email, "role": role} | reach,
-            )
+            _audit("invitation.create", invitation, actor=actor, **reach)
     except IntegrityError as exc:  # the unique (org, email, role)
         raise MembershipRefused(
             f"{email} is already invited as {Role(role).label}: send the invitation again, or cancel it.", "role"
@@ -98,13 +92,7 @@ def invitation_send(*, invitation: Invitation, actor: AbstractBaseUser | None = 
         )
         if not sent:
             raise MembershipRefused("That invitation was accepted or cancelled meanwhile.")
-        audit_record(
-            action="invitation.send",
-            org=invitation.org,
-            actor=actor,
-            target=invitation,
-            detail={"email": invitation.email, "role": invitation.role},
-        )
+        _audit("invitation.send", invitation, actor=actor)
     try:
         _mail(invitation, secret, inviter=actor).send()
     except (OSError, smtplib.SMTPException) as exc:  # refused, unreachable, or silent past EMAIL_TIMEOUT
@@ -139,13 +127,7 @@ def invitation_cancel(*, invitation: Invitation, actor: AbstractBaseUser | None 
         locked = Invitation.objects.select_for_update().select_related("org").filter(pk=invitation.pk).first()
         if locked is None:
             raise MembershipRefused("That invitation was accepted or cancelled meanwhile.")
-        audit_record(
-            action="invitation.delete",
-            org=locked.org,
-            actor=actor,
-            target=locked,
-            detail={"email": locked.email, "role": locked.role},
-        )
+        _audit("invitation.delete", locked, actor=actor)
         locked.delete()
 
 
@@ -175,13 +157,7 @@ def invitation_accept(*, invitation: Invitation, user: AbstractBaseUser, via: st
             org=invitation.org, user=user, role=Role(invitation.role), applications=invitation.applications,
             drafts=invitation.drafts, actor=user, detail={"invitation": invitation.pk, "via": via},
         )  # fmt: skip
-    audit_record(
-        action="invitation.accept",
-        org=invitation.org,
-        actor=user,
-        target=invitation,
-        detail={"email": invitation.email, "role": invitation.role, "user": user.get_username(), "via": via},
-    )
+    _audit("invitation.accept", invitation, actor=user, user=user.get_username(), via=via)
     invitation.delete()
 
 
@@ -227,6 +203,17 @@ def invitation_accept_with_password(*, secret: str, password: str) -> AbstractBa
         )
         invitation_accept(invitation=invitation, user=user, via="password")
     return user
+
+
+def _audit(action: str, invitation: Invitation, *, actor: AbstractBaseUser | None, **detail: object) -> None:
+    """An event of the invitation's life, naming its address and role, then `detail`."""
+    audit_record(
+        action=action,
+        org=invitation.org,
+        actor=actor,
+        target=invitation,
+        detail={"email": invitation.email, "role": invitation.role} | detail,
+    )
 
 
 def _digest(secret: str) -> str:

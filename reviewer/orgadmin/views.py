@@ -11,7 +11,9 @@ link) are in the answer to the POST that made them and nowhere else: never in a 
 never in the audit trail; an invitation's link goes to the invited address only.
 """
 
+from collections.abc import Callable
 from datetime import timedelta
+from functools import partial
 
 from django import forms
 from django.conf import settings
@@ -23,7 +25,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import ValidationError
 from django.core.validators import validate_email
 from django.db import transaction
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse_lazy
 from django.utils import timezone
@@ -31,9 +33,9 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from grading.api.keys import IssuedApiKey, api_key_create, api_key_revoke
 from grading.delivery.signing import previous_secret_signs, webhook_secret_rotate
-from grading.models import Org
+from grading.models import ApiKey, Org
 from grading.models.audit import audit_record
-from reviewer.access import role_required
+from reviewer.access import found, role_required
 from reviewer.dashboards.display import duration
 from reviewer.models import Invitation, Membership, Role
 from reviewer.oidc import provider
@@ -63,6 +65,7 @@ from reviewer.orgadmin.members import (
     person_find,
 )
 from reviewer.orgadmin.retention import retention_policies, retention_set
+from reviewer.pages import org_form_page
 
 TABS = [
     ("orgadmin_members", "Members"),
@@ -74,28 +77,15 @@ TABS = [
 NAV = {"nav_active": "orgadmin_members", "tabs": TABS}
 
 
-def _org_for_admin(org_ids: list[int], org_id: int) -> Org:
-    org = Org.objects.filter(pk=org_id, pk__in=org_ids).first()
-    if org is None:
-        raise Http404("No such org.")
-    return org
-
-
 def _get_membership_for_admin(request: HttpRequest, pk: int) -> Membership:
-    membership = reads.membership_for_admin(org_ids=reads.admin_org_ids(request.user), membership_id=pk)
-    if membership is None:
-        raise Http404("No such membership.")
-    return membership
+    return found(reads.membership_for_admin(org_ids=reads.admin_org_ids(request.user), membership_id=pk), "membership")
 
 
 # --- members ------------------------------------------------------------------------------------------------------
 
 
 def _get_invitation_for_admin(request: HttpRequest, pk: int) -> Invitation:
-    invitation = reads.invitation_for_admin(org_ids=reads.admin_org_ids(request.user), invitation_id=pk)
-    if invitation is None:
-        raise Http404("No such invitation.")
-    return invitation
+    return found(reads.invitation_for_admin(org_ids=reads.admin_org_ids(request.user), invitation_id=pk), "invitation")
 
 
 @require_http_methods(["GET", "POST"])
@@ -104,12 +94,10 @@ def orgadmin_members(request: HttpRequest) -> HttpResponse:
     """GET lists each org's people, roles and invitations; POST gives a member another role, or invites an address
     that is no member's."""
     org_ids = reads.admin_org_ids(request.user)
-    if request.method == "GET":
-        return _render_members(request, org_ids)
-    form = MemberAddForm(request.POST)
-    if not form.is_valid():
-        return _render_members(request, org_ids, form=form, status=400)
-    org = _org_for_admin(org_ids, form.cleaned_data["org"])
+    return org_form_page(request, org_ids, MemberAddForm, _render_members, _member_add)
+
+
+def _member_add(request: HttpRequest, org_ids: list[int], form: MemberAddForm, org: Org) -> HttpResponse:
     identifier, role = form.cleaned_data["person"], Role(form.cleaned_data["role"])
     try:
         person = person_find(identifier, org=org)
@@ -160,24 +148,19 @@ def _send(request: HttpRequest, invitation: Invitation) -> None:
 @role_required(Role.ORG_ADMIN)
 def orgadmin_invitation_send(request: HttpRequest, pk: int) -> HttpResponse:
     """Mail the invitation again, with a new link (a lost or old one stops working)."""
-    invitation = _get_invitation_for_admin(request, pk)
-    try:
-        _send(request, invitation)
-    except MembershipRefused as refused:
-        return _render_members(request, reads.admin_org_ids(request.user), refusal=str(refused), status=409)
-    return redirect("orgadmin_members")
+    return _members_change(request, partial(_send, request, _get_invitation_for_admin(request, pk)))
 
 
 @require_POST
 @role_required(Role.ORG_ADMIN)
 def orgadmin_invitation_cancel(request: HttpRequest, pk: int) -> HttpResponse:
     invitation = _get_invitation_for_admin(request, pk)
-    try:
+
+    def cancel() -> None:
         invitation_cancel(invitation=invitation, actor=request.user)
-    except MembershipRefused as refused:
-        return _render_members(request, reads.admin_org_ids(request.user), refusal=str(refused), status=409)
-    messages.success(request, f"The invitation to {invitation.email} is cancelled: its link no longer works.")
-    return redirect("orgadmin_members")
+        messages.success(request, f"The invitation to {invitation.email} is cancelled: its link no longer works.")
+
+    return _members_change(request, cancel)
 
 
 @require_POST
@@ -234,11 +217,22 @@ def orgadmin_member_scope(request: HttpRequest, pk: int) -> HttpResponse:
 @role_required(Role.ORG_ADMIN)
 def orgadmin_member_revoke(request: HttpRequest, pk: int) -> HttpResponse:
     membership = _get_membership_for_admin(request, pk)
-    try:
+
+    def revoke() -> None:
         membership_revoke(membership=membership, actor=request.user)
+        messages.success(request, f"{membership.user.get_username()} is no longer {membership.get_role_display()}.")
+
+    return _members_change(request, revoke)
+
+
+def _members_change(request: HttpRequest, change: Callable[[], None]) -> HttpResponse:
+    """A change made from a row of the members page, which says in a message what it did: back to the page. A
+    refusal (the row changed meanwhile, the org's last org admin) shows the page again saying why, as a 409 that
+    changed nothing."""
+    try:
+        change()
     except MembershipRefused as refused:
         return _render_members(request, reads.admin_org_ids(request.user), refusal=str(refused), status=409)
-    messages.success(request, f"{membership.user.get_username()} is no longer {membership.get_role_display()}.")
     return redirect("orgadmin_members")
 
 
@@ -291,23 +285,23 @@ class PasswordSetView(auth_views.PasswordResetConfirmView):
 def orgadmin_keys(request: HttpRequest) -> HttpResponse:
     """GET lists each org's keys; POST makes one and shows it, in this answer only."""
     org_ids = reads.admin_org_ids(request.user)
-    if request.method == "GET":
-        return _render_keys(request, org_ids)
-    form = ApiKeyForm(request.POST)
-    if not form.is_valid():
-        return _render_keys(request, org_ids, form=form, status=400)
-    org = _org_for_admin(org_ids, form.cleaned_data["org"])
+    return org_form_page(request, org_ids, ApiKeyForm, _render_keys, _key_create)
+
+
+def _key_create(request: HttpRequest, org_ids: list[int], form: ApiKeyForm, org: Org) -> HttpResponse:
     with transaction.atomic():
         issued = api_key_create(org=org, name=form.cleaned_data["name"], created_by=request.user)
     return _render_keys(request, org_ids, issued=issued)
 
 
+def _get_api_key_for_admin(request: HttpRequest, pk: int) -> ApiKey:
+    return found(reads.api_key_for_admin(org_ids=reads.admin_org_ids(request.user), api_key_id=pk), "API key")
+
+
 @require_POST
 @role_required(Role.ORG_ADMIN)
 def orgadmin_key_revoke(request: HttpRequest, pk: int) -> HttpResponse:
-    api_key = reads.api_key_for_admin(org_ids=reads.admin_org_ids(request.user), api_key_id=pk)
-    if api_key is None:
-        raise Http404("No such API key.")
+    api_key = _get_api_key_for_admin(request, pk)
     with transaction.atomic():
         api_key_revoke(api_key=api_key, actor=request.user)
     messages.success(request, f"The key {api_key.name} ({api_key.prefix}…) is revoked: the API refuses it from now on.")
@@ -335,12 +329,10 @@ def _render_keys(
 def orgadmin_webhook(request: HttpRequest) -> HttpResponse:
     """GET says which secrets sign now; POST rotates one org's secret and shows the new one, in this answer only."""
     org_ids = reads.admin_org_ids(request.user)
-    if request.method == "GET":
-        return _render_webhook(request, org_ids)
-    form = SecretRotateForm(request.POST)
-    if not form.is_valid():
-        return _render_webhook(request, org_ids, form=form, status=400)
-    org = _org_for_admin(org_ids, form.cleaned_data["org"])
+    return org_form_page(request, org_ids, SecretRotateForm, _render_webhook, _secret_rotate)
+
+
+def _secret_rotate(request: HttpRequest, org_ids: list[int], form: SecretRotateForm, org: Org) -> HttpResponse:
     overlap = timedelta(hours=form.cleaned_data["overlap_hours"])  # within OVERLAP_MAX: the form's bounds are its
     rotated = webhook_secret_rotate(org=org, overlap=overlap, actor=request.user)
     return _render_webhook(request, org_ids, rotated=rotated, rotated_org=org)
@@ -363,12 +355,10 @@ def _render_webhook(
 def orgadmin_retention(request: HttpRequest) -> HttpResponse:
     """GET shows each org's retention per kind; POST sets one (days, or empty for forever)."""
     org_ids = reads.admin_org_ids(request.user)
-    if request.method == "GET":
-        return _render_retention(request, org_ids)
-    form = RetentionForm(request.POST)
-    if not form.is_valid():
-        return _render_retention(request, org_ids, form=form, status=400)
-    org = _org_for_admin(org_ids, form.cleaned_data["org"])
+    return org_form_page(request, org_ids, RetentionForm, _render_retention, _retention_set)
+
+
+def _retention_set(request: HttpRequest, org_ids: list[int], form: RetentionForm, org: Org) -> HttpResponse:
     kind, days = form.cleaned_data["kind"], form.cleaned_data["days"]
     changed = retention_set(org=org, kind=kind, days=days, actor=request.user)
     kept = "forever" if days is None else f"{days} days"

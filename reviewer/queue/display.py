@@ -13,7 +13,7 @@ from grading.core.outcomes import BAND, CHECKS, JUDGE_CONTRADICTION, SPREAD, SUB
 from grading.models import CriteriaVersion, ItemKind, Review, ReviewState
 from grading.models.criteria import answers_stand
 from grading.reviews.blind import blind_of
-from grading.reviews.store import review_slots
+from grading.reviews.reads import review_slots
 from reviewer.models import Claim
 from reviewer.queue import reads
 from reviewer.queue.assignments import Reservation, reservations_of

@@ -3,7 +3,7 @@
 from django import forms
 
 from grading.core.outcomes import CHECKS, VERDICTS
-from grading.models import Decision, ItemKind
+from grading.models import Decision, ItemKind, Review
 from reviewer.queue.display import REASON_LABELS
 from reviewer.queue.reads import QueueFilters
 
@@ -86,6 +86,19 @@ class ConversationDecisionForm(_DecisionForm):
 
     def verdict_fields(self):
         return [self[name] for name in CHECKS]
+
+
+DecisionForm = DraftDecisionForm | ConversationDecisionForm
+
+
+def decision_form(review: Review, data=None, *, blind: bool = False) -> DecisionForm:
+    """The form that decides `review`, bound to `data` when given. Unbound, a conversation's starts from the
+    machine's verdicts, unless `blind`: then it must not start from them (grading/reviews/blind.py)."""
+    if review.kind == ItemKind.DRAFT:
+        return DraftDecisionForm(data, initial={"fingerprint": review.fingerprint})
+    checks = {} if blind else (review.checks or {})
+    verdicts = {name: (check or {}).get("verdict", "unknown") for name, check in checks.items()}
+    return ConversationDecisionForm(data, initial={"fingerprint": review.fingerprint}, initial_verdicts=verdicts)
 
 
 class DeclineForm(forms.Form):

@@ -22,7 +22,7 @@ from grading.core.outcomes import HUMAN_REASONS
 from grading.models import Answer, Conversation, CriteriaVersion, Decision, ItemKind, Review, ReviewState, for_people
 from grading.models.criteria import ANSWERED_CANNOT_ADJUDICATE, answers_stand, may_adjudicate
 from grading.models.reach import Reach, within
-from grading.reviews.store import review_slots
+from grading.reviews.reads import review_slots
 from reviewer.access import reaches_of
 from reviewer.models import Claim
 from reviewer.queue.assignments import QUEUE_ROLES, reserved_q

@@ -20,19 +20,18 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.utils import timezone
 
-from grading.drafts.webhooks import HUMAN_DECISION, notify_pipeline
-from grading.models import Answer, Decision, ItemKind, Review, for_people
+from grading.models import Answer, Decision, Review, for_people
 from grading.models.audit import audit_record
 from grading.models.reach import Reach, within
 from grading.reviews.memory import decision_learning_keep
-from grading.reviews.store import (
+from grading.reviews.reads import review_slots
+from grading.reviews.services import (
     Answered,
     AwaitingAnswers,
     InvalidDecision,
     NotWaiting,
     answer_record,
     decision_record,
-    review_slots,
 )
 from reviewer.models import Claim
 from reviewer.queue.assignments import reservation_of
@@ -309,7 +308,7 @@ def decision_create(
        decision (`decision_record`); on an item several people decide, this person's answer while places are
        open (`answer_record`, which decides the item when the last answer agrees with the others), and the
        adjudication once every answer is in and they differ.
-    3. End the claim, record the audit event; on commit, tell the draft's pipeline when the item was decided.
+    3. End the claim and record the audit event (grading tells a draft's pipeline of the decision, on commit).
     4. After commit, turn the note into an org learning if asked (an embedding call: never inside the lock).
     """
     now = now or timezone.now()
@@ -331,13 +330,16 @@ def decision_create(
             raise Refused(
                 "invalid", "An answer is one of several: only the item's decision can become an org learning."
             )
-        values = {"outcome": outcome, "checks": checks, "note": note}
         try:
             if answering:
-                answered = answer_record(review_id=review.pk, person=user, answered_at=now, **values)
+                answered = answer_record(
+                    review_id=review.pk, person=user, answered_at=now, outcome=outcome, checks=checks, note=note
+                )
                 decision, answer = answered.decision, answered.answer
             else:
-                decision = decision_record(review_id=review.pk, decided_by=user, decided_at=now, **values)
+                decision = decision_record(
+                    review_id=review.pk, decided_by=user, decided_at=now, outcome=outcome, checks=checks, note=note
+                )
                 answer = None
         except InvalidDecision as exc:
             raise Refused("invalid", str(exc)) from None
@@ -354,51 +356,29 @@ def decision_create(
             _audit_answer(review, claim, answered)
         if decision is not None:
             _audit_decision(review, claim, decision, keep_as_learning=keep_as_learning)
-            if review.kind == ItemKind.DRAFT and review.draft.callback_url:
-                transaction.on_commit(lambda: notify_pipeline(review_id=review_id, event=HUMAN_DECISION))
     learning_error = _keep_as_learning(decision) if keep_as_learning else None
     return DecisionResult(decision, answer, learning_error)
 
 
 def _audit_answer(review: Review, claim: Claim, answered: Answered) -> None:
     answer = answered.answer
-    audit_record(
-        action="answer.replace" if answered.replaced else "answer.create",
-        org=review.org,
-        actor=claim.holder,
-        target=answer,
-        detail={
-            "review": review.pk,
-            "claim": claim.pk,
-            "outcome": answer.outcome,
-            "checks": answer.checks,
-            "fingerprint": answer.fingerprint,
-            "slots": answer.slots,
-            **({"replaced": answered.replaced} if answered.replaced else {}),
-        },
-        item=review,
-    )
+    replaced = {"replaced": answered.replaced} if answered.replaced else {}
+    said = {"outcome": answer.outcome, "checks": answer.checks, "fingerprint": answer.fingerprint,
+            "slots": answer.slots, **replaced}  # fmt: skip
+    _audit_said("answer.replace" if answered.replaced else "answer.create", review, claim, answer, said)
 
 
 def _audit_decision(review: Review, claim: Claim, decision: Decision, *, keep_as_learning: bool) -> None:
-    audit_record(
-        action="decision.create",
-        org=review.org,
-        actor=claim.holder,
-        target=decision,
-        detail={
-            "review": review.pk,
-            "claim": claim.pk,
-            "kind": review.kind,
-            "basis": decision.basis,
-            "outcome": decision.outcome,
-            "checks": decision.checks,
-            "fingerprint": review.fingerprint,
-            "criteria_version": review.criteria_version.number,
-            "keep_as_learning": keep_as_learning,
-        },
-        item=review,
-    )
+    said = {"kind": review.kind, "basis": decision.basis, "outcome": decision.outcome, "checks": decision.checks,
+            "fingerprint": review.fingerprint, "criteria_version": review.criteria_version.number,
+            "keep_as_learning": keep_as_learning}  # fmt: skip
+    _audit_said("decision.create", review, claim, decision, said)
+
+
+def _audit_said(action: str, review: Review, claim: Claim, target: Answer | Decision, said: dict) -> None:
+    """What the claim's holder answered or decided on the review, as an audit event of its item."""
+    detail = {"review": review.pk, "claim": claim.pk, **said}
+    audit_record(action=action, org=review.org, actor=claim.holder, target=target, detail=detail, item=review)
 
 
 def _refuse_if_decided(review: Review) -> None:

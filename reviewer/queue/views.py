@@ -1,6 +1,7 @@
 """The queue's pages: the list, claiming, the two item pages, and deciding. Every view asks the reads and
 services with the operator's org ids; another org's item does not exist as far as an operator can tell."""
 
+from collections.abc import Callable
 from dataclasses import replace
 from datetime import timedelta
 from urllib.parse import urlencode
@@ -14,23 +15,25 @@ from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
 from grading.models import ItemKind, Review
-from grading.reviews.blind import review_blind
 from reviewer.access import reaches_of, role_required
-from reviewer.audit.display import trail_of
-from reviewer.criteria.examples import example_targets
 from reviewer.models import Pool, Role
-from reviewer.queue import display, item_pages, reads, rendering
-from reviewer.queue.answers import answers_view
+from reviewer.queue import display, reads
 from reviewer.queue.assignments import (
     QUEUE_ROLES,
     InvalidAssignment,
     assignable_people,
     assignment_clear,
     assignment_set,
-    assignments_of,
-    reservation_of,
 )
-from reviewer.queue.forms import AssignForm, ConversationDecisionForm, DeclineForm, DraftDecisionForm, QueueFilterForm
+from reviewer.queue.forms import (
+    AssignForm,
+    ConversationDecisionForm,
+    DecisionForm,
+    DeclineForm,
+    QueueFilterForm,
+    decision_form,
+)
+from reviewer.queue.item_reads import item_page
 from reviewer.queue.services import (
     Refused,
     claim_decline,
@@ -97,118 +100,32 @@ def _get_review_for_user(request: HttpRequest, pk: int) -> Review:
     return review
 
 
-def _item_context(request: HttpRequest, review: Review, *, form=None, refusal: str = "") -> dict:
-    """What both item pages and their partials read."""
-    still_counts = review.counts_now
-    decision = reads.decision_of(review)
-    now = timezone.now()
-    lease = reads.lease_of(reads.open_claim(review.pk, request.user), request.user, now)
-    slots = reads.slots_now(review, now)
-    blind = review_blind(review)
-    if form is None:
-        form = _decision_form(review, blind=blind.verdicts)
-    return {
-        "review": review,
-        "slots": slots,
-        "answers": answers_view(review, slots, request.user.pk, blind=blind),
-        # Giving one of several answers (not the item's decision), or settling answers that differed.
-        "answering": slots.several and not slots.answers_in,
-        "adjudicating": slots.answers_in and decision is None,
-        "no_place": slots.place_for(request.user.pk),  # why this person cannot claim it now, or None
-        "blind": blind.verdicts,  # what anyone but the reader said is hidden: an audit item not yet decided
-        "still_counts": still_counts,
-        "stale_reason": "" if still_counts else display.stale_reason(review),
-        "decision": decision,
-        "lease": lease,
-        "form": form,
-        "refusal": refusal,
-        "reservation": reservation_of(review, now) if decision is None else None,
-        "due": display.due_of(review, now) if decision is None and still_counts else None,
-        "assign": _assign_context(request, review) if decision is None and still_counts else None,
-        "nav_active": "queue",
-    }
-
-
-def _assign_context(request: HttpRequest, review: Review) -> dict | None:
-    """For a lead whose reach covers the item: the assignment form, and whether there is one by hand to undo."""
-    reach = reaches_of(request.user, Role.LEAD).get(review.org_id)
-    if reach is None or not reach.covers(review.kind, review.application):
-        return None
-    form = AssignForm(
-        people=assignable_people(review), pools=Pool.objects.filter(org_id=review.org_id).order_by("name")
-    )
-    return {"form": form, "by_hand": review.pk in assignments_of([review.pk])}
-
-
-def _decision_form(review: Review, data=None, *, blind: bool = False):
-    if review.kind == ItemKind.DRAFT:
-        return DraftDecisionForm(data, initial={"fingerprint": review.fingerprint})
-    checks = {} if blind else (review.checks or {})  # blind: the form must not start from the machine's verdicts
-    verdicts = {name: (check or {}).get("verdict", "unknown") for name, check in checks.items()}
-    return ConversationDecisionForm(data, initial={"fingerprint": review.fingerprint}, initial_verdicts=verdicts)
-
-
 @require_GET
 @role_required(*QUEUE_ROLES)
 def review_detail(request: HttpRequest, pk: int) -> HttpResponse:
     review = _get_review_for_user(request, pk)
-    return _render_item(request, review, _item_context(request, review))
+    return _render_item(request, review)
 
 
-def _render_item(request: HttpRequest, review: Review, context: dict, *, status: int = 200) -> HttpResponse:
-    if request.htmx and request.htmx.target == "actions":
-        return render(request, "reviewer/queue/item.html#actions", context, status=status)
-    if review.kind == ItemKind.DRAFT:
-        context |= _draft_context(review, blind=context["blind"])
-        template = "reviewer/queue/draft_item.html"
-    else:
-        context |= _conversation_context(review, blind=context["blind"])
-        template = "reviewer/queue/conversation_item.html"
-    # Earlier reviews carry the machine's earlier verdicts: hidden too while blind.
-    context["other_reviews"] = [] if context["blind"] else reads.other_reviews(review)
-    # A criteria admin may make a decided item a worked example of a version not yet published.
-    subject = review.draft or review.conversation
-    context["targets"] = None if context["blind"] else example_targets(request.user, subject)
-    context["trail"] = trail_of(request.user, subject)
-    return render(request, template, context, status=status)
-
-
-def _draft_context(review: Review, *, blind: bool) -> dict:
-    body = item_pages.draft_body_for_review(review)
-    if blind:  # the article as judged, and nothing of what the checks or the judge made of it
-        return {"article": rendering.render_markdown(body, []), "identity": item_pages.identity_rows(review)}
-    memory = review.memory_used if isinstance(review.memory_used, dict) else {}
-    proof_terms = [
-        t for fact in memory.get("facts") or [] if isinstance(fact, dict) for t in fact.get("proof_terms") or []
-    ]
-    highlights = rendering.finding_highlights(review.findings) + rendering.proof_highlights(body, proof_terms)
-    repairs = review.repairs if isinstance(review.repairs, dict) else None
-    return {
-        "why": item_pages.why_human(review),
-        "scale": item_pages.draft_scale(review),
-        "sub_scores": item_pages.sub_scores(review),
-        "article": rendering.render_markdown(body, highlights),
-        "findings": [f for f in review.findings if isinstance(f, dict)],
-        "judge_issues": [i for i in review.judge_issues if isinstance(i, dict)],
-        "repairs": repairs,
-        "diff": rendering.diff_lines(str(repairs.get("diff", ""))) if repairs else [],
-        "memory": memory,
-        "identity": item_pages.identity_rows(review),
-    }
-
-
-def _conversation_context(review: Review, *, blind: bool) -> dict:
-    evidence = item_pages.conversation_evidence(review)
-    if blind:  # the path as the user saw it, without the checks or the messages the judge cited
-        for entry in evidence.path:
-            for message in [entry.message] if entry.message else entry.fold.messages:
-                message.cited_by.clear()
-        evidence = replace(evidence, checks=[])
-    return {
-        "why": item_pages.why_human(review),
-        "evidence": evidence,
-        "identity": item_pages.identity_rows(review, messages_on_path=evidence.path_length),
-    }
+def _render_item(
+    request: HttpRequest,
+    review: Review,
+    *,
+    posted: DecisionForm | None = None,
+    refusal: str = "",
+    lease_message: str = "",
+    partial: str = "",
+    status: int = 200,
+) -> HttpResponse:
+    """The item's page from its one read (`item_page`), or the part of it htmx asked for (the actions) or a view
+    names (`partial`): with the decision form as `posted`, a `refusal`, the heartbeat's `lease_message`."""
+    page = item_page(
+        review, user=request.user, now=timezone.now(), posted=posted, refusal=refusal, lease_message=lease_message
+    )
+    if not partial and request.htmx and request.htmx.target == "actions":
+        partial = "actions"
+    template = f"reviewer/queue/item.html#{partial}" if partial else page.template
+    return render(request, template, {"page": page, "nav_active": "queue"}, status=status)
 
 
 @require_POST
@@ -226,12 +143,8 @@ def review_claim(request: HttpRequest, pk: int) -> HttpResponse:
 @role_required(*QUEUE_ROLES)
 def review_release(request: HttpRequest, pk: int) -> HttpResponse:
     review = _get_review_for_user(request, pk)
-    try:
-        claim_release(user=request.user, review_id=review.pk)
-    except Refused as refusal:
-        return _refused(request, review, refusal)
-    messages.info(request, "Released: the item is back in the queue.")
-    return _to_queue(request)
+    return _give_back(request, review, lambda: claim_release(user=request.user, review_id=review.pk),
+                      "Released: the item is back in the queue.")  # fmt: skip
 
 
 @require_POST
@@ -240,13 +153,22 @@ def review_decline(request: HttpRequest, pk: int) -> HttpResponse:
     """Give the item back with a reason: its place returns to the queue, and the next claims pass it over for you."""
     review = _get_review_for_user(request, pk)
     form = DeclineForm(request.POST)
-    try:
+
+    def decline() -> None:
         if not form.is_valid():
             raise Refused("invalid", " ".join(form.errors.get("reason", ["Say why you decline the item."])))
         claim_decline(user=request.user, review_id=review.pk, reason=form.cleaned_data["reason"])
+
+    return _give_back(request, review, decline, "Declined: the item is back in the queue for someone else.")
+
+
+def _give_back(request: HttpRequest, review: Review, act: Callable[[], object], done: str) -> HttpResponse:
+    """The item leaves the person's hands (`act`), and they go back to the queue; or the page says why not."""
+    try:
+        act()
     except Refused as refusal:
         return _refused(request, review, refusal)
-    messages.info(request, "Declined: the item is back in the queue for someone else.")
+    messages.info(request, done)
     return _to_queue(request)
 
 
@@ -263,17 +185,16 @@ def review_heartbeat(request: HttpRequest, pk: int) -> HttpResponse:
         lease_message = refused.message
     if not request.htmx:
         return redirect("review_detail", pk=review.pk)
-    context = _item_context(request, review) | {"lease_message": lease_message}
-    return render(request, "reviewer/queue/item.html#lease", context)
+    return _render_item(request, review, partial="lease", lease_message=lease_message)
 
 
 @require_POST
 @role_required(*QUEUE_ROLES)
 def review_decide(request: HttpRequest, pk: int) -> HttpResponse:
     review = _get_review_for_user(request, pk)
-    form = _decision_form(review, request.POST)
+    form = decision_form(review, request.POST)
     if not form.is_valid():
-        return _render_item(request, review, _item_context(request, review, form=form), status=422)
+        return _render_item(request, review, posted=form, status=422)
     try:
         result = decision_create(
             user=request.user,
@@ -285,7 +206,7 @@ def review_decide(request: HttpRequest, pk: int) -> HttpResponse:
             keep_as_learning=form.cleaned_data.get("keep_as_learning", False),
         )
     except Refused as refusal:
-        return _refused(request, review, refusal, form=form)
+        return _refused(request, review, refusal, posted=form)
     decision = result.decision
     if result.answer is not None:
         messages.success(request, f"Answered: {result.answer.get_outcome_display()} on {_item_name(review)}.")
@@ -340,10 +261,11 @@ def _item_name(review: Review) -> str:
     return review.draft.slug if review.kind == ItemKind.DRAFT else review.conversation.external_id
 
 
-def _refused(request: HttpRequest, review: Review, refusal: Refused, *, form=None) -> HttpResponse:
+def _refused(
+    request: HttpRequest, review: Review, refusal: Refused, *, posted: DecisionForm | None = None
+) -> HttpResponse:
     """Nothing was written: show the item again with the reason, in place for htmx, as a page without it."""
-    context = _item_context(request, review, form=form, refusal=refusal.message)
-    return _render_item(request, review, context, status=409)
+    return _render_item(request, review, posted=posted, refusal=refusal.message, status=409)
 
 
 def _to_queue(request: HttpRequest) -> HttpResponse:
@@ -355,5 +277,5 @@ def _to_queue(request: HttpRequest) -> HttpResponse:
 
 def _after_action(request: HttpRequest, review: Review) -> HttpResponse:
     if request.htmx:
-        return _render_item(request, review, _item_context(request, review))
+        return _render_item(request, review)
     return redirect("review_detail", pk=review.pk)

@@ -8,7 +8,7 @@ from django.utils import timezone
 from grading.conversations.grader import conversation_grade
 from grading.dashboard.labels import LabelIn, label_record
 from grading.models import Conversation, Org, Review
-from grading.reviews.store import decision_record, review_audit_mark
+from grading.reviews.services import decision_record, review_audit_mark
 from tests.builders.conversations import PATH_IDS, llm_judge, support_conversation, upsert, verdicts_reply
 from tests.fakes.openai_server import FakeLLM, Reply
 

@@ -17,7 +17,7 @@ from grading.dashboard.figures import Scope, scope_for
 from grading.dashboard.labels import LabelIn, label_record
 from grading.drafts.gate import draft_grade
 from grading.models import Conversation, Decision, Feedback, ItemKind, Label, Review, ReviewState
-from grading.reviews.store import decision_record, review_audit_mark
+from grading.reviews.services import decision_record, review_audit_mark
 from grading.reviews.versions import criteria_active
 from tests.builders.conversations import llm_judge, upsert, verdicts_reply
 from tests.builders.drafts import CLEAN_BODY, draft_reply, llm_draft_judge, save_draft, setup_org_memory

@@ -22,7 +22,7 @@ from grading.judge.conversation import SYSTEM_PROMPT as CONVERSATION_SYSTEM_PROM
 from grading.judge.draft import SYSTEM_PROMPT as DRAFT_SYSTEM_PROMPT
 from grading.models import ItemKind, Review
 from grading.reviews.examples import criteria_example_add, criteria_example_explain
-from grading.reviews.store import decision_record
+from grading.reviews.services import decision_record
 from grading.reviews.versions import criteria_new_version, criteria_publish
 from tests.builders.conversations import PATH_IDS, llm_judge, support_conversation, upsert, verdicts_reply
 from tests.builders.drafts import CLEAN_BODY, llm_draft_judge, save_draft, setup_org_memory

@@ -239,6 +239,14 @@ def test_a_taken_position_is_refused_without_replace_and_replaced_with_it(org, t
     }  # fmt: skip
 
 
+def test_a_rule_after_one_at_the_largest_position_is_refused_with_what_to_give_and_writes_nothing(org, team):
+    rule("--person", "ann", "--position", str(2**31 - 1))
+    with pytest.raises(CommandError, match="the last assignment rule of northwind is at position 2147483647: give"):
+        rule("--person", "bob")
+    assert list(AssignmentRule.objects.values_list("position", flat=True)) == [2**31 - 1]
+    assert actions() == ["assignment_rule.create"]
+
+
 def test_replacing_a_rule_with_itself_changes_nothing_and_audits_nothing(org, team):
     rule("--person", "ann", "--kind", "draft")
     assert rule("--person", "ann", "--kind", "draft", "--position", "1", "--replace").startswith("unchanged: ")

@@ -7,19 +7,18 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
 from django.db.models import Max
 
-from grading.core.outcomes import HUMAN_REASONS
-from grading.management.options import POSITION_MAX, application_option, duration_text, position_option
-from grading.management.orgs import org_from_option
-from grading.models import ItemKind, Org, ServiceTarget
+from grading.management import selectors
+from grading.management.options import duration_text
+from grading.management.orgs import org_from_option, org_lock
+from grading.models import Org, ServiceTarget
 from grading.models.audit import audit_record
-from grading.reviews.targets import AUDIT, due_times_refresh
+from grading.reviews.targets import due_times_refresh
 
 # Read from the model, so the command refuses exactly what the column would.
 # A target of more than a year is no service level anyone keeps; the cap also keeps `routed_at + minutes` far inside
 # the range of a datetime, where a refresh of every waiting review of the org would otherwise fail.
 MINUTES_MAX = 60 * 24 * 365
 HOURS_MAX = MINUTES_MAX // 60
-REASONS = (*HUMAN_REASONS, AUDIT)
 
 
 class Command(BaseCommand):
@@ -28,20 +27,11 @@ class Command(BaseCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         actions = parser.add_subparsers(dest="action", required=True)
         target = actions.add_parser("set", help="add a target (last, unless --position)")
-        target.add_argument("--org", required=True, help="org slug")
-        target.add_argument("--kind", choices=ItemKind.values, default="", help="default: any kind")
-        target.add_argument("--application", help="default: any application")
-        target.add_argument("--reason", choices=REASONS, default="", help=f"default: any reason; {AUDIT}: the sample")
+        selectors.add_arguments(target, what="target")
         within = target.add_mutually_exclusive_group(required=True)
         within.add_argument("--minutes", type=int, help="people decide within this many minutes of the routing")
         within.add_argument("--hours", type=int, help="the same, in hours")
-        target.add_argument("--position", type=int, help="lower positions decide first (default: after the last)")
-        target.add_argument("--replace", action="store_true", help="with --position: replace the target there, if any")
-        listing = actions.add_parser("list", help="list targets, of every org unless --org")
-        listing.add_argument("--org", help="org slug")
-        remove = actions.add_parser("remove", help="delete the target at a position")
-        remove.add_argument("--org", required=True, help="org slug")
-        remove.add_argument("--position", type=int, required=True)
+        selectors.add_listing_and_removal(actions, listing="list", removal="remove", what="target")
 
     def handle(self, *args, action: str, org: str | None, **options) -> None:
         if action == "list":
@@ -49,11 +39,11 @@ class Command(BaseCommand):
             return
         the_org = org_from_option(org)
         if action == "set":
-            position = _set_position(options)
-            fields = _target_fields(options)
+            position = selectors.position_to_set(options, what="target")
+            fields = selectors.fields(options, what="target") | {"minutes": _minutes(options)}
             self._set(the_org, position=position, replace=options["replace"], fields=fields)
         else:
-            self._remove(the_org, position_option(options["position"]))
+            self._remove(the_org, selectors.position_option(options["position"]))
 
     def _list(self, org: Org | None) -> None:
         targets = ServiceTarget.objects.select_related("org").order_by("org__slug", "position")
@@ -62,10 +52,11 @@ class Command(BaseCommand):
 
     def _set(self, org: Org, *, position: int | None, replace: bool, fields: dict) -> None:
         with transaction.atomic():
-            _org_lock(org)
+            org_lock(org)
             targets = ServiceTarget.objects.select_related("org").filter(org=org)
             if position is None:
-                position = _next_position(org, targets.aggregate(last=Max("position"))["last"] or 0)
+                last = targets.aggregate(last=Max("position"))["last"] or 0
+                position = selectors.next_position(org, last, what="target")
             taken = targets.filter(position=position).first()
             if taken is None:
                 outcome = _target_create(org, position=position, fields=fields)
@@ -80,7 +71,7 @@ class Command(BaseCommand):
 
     def _remove(self, org: Org, position: int) -> None:
         with transaction.atomic():
-            _org_lock(org)
+            org_lock(org)
             target = ServiceTarget.objects.select_related("org").filter(org=org, position=position).first()
             if target is None:
                 raise CommandError(f"no target at position {position} in {org.slug}; nothing removed")
@@ -92,18 +83,6 @@ class Command(BaseCommand):
 
 
 # --- writes: inside the caller's transaction, with the org locked ---------------------------------------------
-
-
-def _org_lock(org: Org) -> None:
-    """Locks the org's row: two commands cannot both take the same last position, and changes of one org's targets
-    run one after the other, so each refresh reads the targets as the change before it left them."""
-    Org.objects.select_for_update(no_key=True).get(pk=org.pk)  # inserts that name the org go on
-
-
-def _next_position(org: Org, last: int) -> int:
-    if last >= POSITION_MAX:
-        raise CommandError(f"the last target of {org.slug} is at position {POSITION_MAX}: give this one a --position")
-    return last + 1
 
 
 def _target_create(org: Org, *, position: int, fields: dict) -> str:
@@ -132,15 +111,6 @@ def _target_replace(target: ServiceTarget, *, fields: dict) -> str:
 # --- validation: every refusal before anything is written ----------------------------------------------------
 
 
-def _target_fields(options: dict) -> dict:
-    """The ServiceTarget fields `targets set` describes (all but org and position)."""
-    kind, reason = options["kind"], options["reason"]
-    application = application_option(options["application"])
-    if kind == ItemKind.DRAFT and application:
-        raise CommandError("drafts are filed under no application: a draft target naming one would match nothing")
-    return {"kind": kind, "application": application, "reason": reason, "minutes": _minutes(options)}
-
-
 def _minutes(options: dict) -> int:
     hours = options["hours"]
     if hours is not None:
@@ -153,22 +123,8 @@ def _minutes(options: dict) -> int:
     return minutes
 
 
-def _set_position(options: dict) -> int | None:
-    if options["position"] is None:
-        if options["replace"]:
-            raise CommandError("--replace needs --position: the target to replace")
-        return None
-    return position_option(options["position"])
-
-
 def _target_dict(target: ServiceTarget) -> dict:
-    return {
-        "position": target.position,
-        "kind": target.kind,
-        "application": target.application,
-        "reason": target.reason,
-        "minutes": target.minutes,
-    }
+    return selectors.as_dict(target) | {"minutes": target.minutes}
 
 
 def _target_line(target: ServiceTarget) -> str:
@@ -176,10 +132,8 @@ def _target_line(target: ServiceTarget) -> str:
 
 
 def _target_text(target: ServiceTarget) -> str:
-    kind = target.kind or "any kind"
-    application = target.application or "any application"
-    reason = target.reason or "any reason"
-    return f"{kind} · {application} · {reason}  within {duration_text(target.minutes)}"
+    matched = selectors.matched_text(target.kind, target.application, target.reason)
+    return f"{matched}  within {duration_text(target.minutes)}"
 
 
 def _redated(reviews: int) -> str:

@@ -10,13 +10,12 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
 from django.db.models import Max
 
-from grading.core.outcomes import HUMAN_REASONS
-from grading.management.options import application_option, position_option
-from grading.management.orgs import org_from_option
+from grading.management import selectors
+from grading.management.options import text_option
+from grading.management.orgs import org_from_option, org_lock
 from grading.models import ItemKind, Org
 from grading.models.audit import audit_record
 from grading.models.reach import Reach
-from grading.reviews.targets import AUDIT
 from reviewer.access import reaches_in
 from reviewer.models import Assignment, AssignmentRule, Pool
 from reviewer.queue.assignments import QUEUE_ROLES
@@ -26,7 +25,6 @@ POOL_NAME_MAX = Pool._meta.get_field("name").max_length
 # Past this, `routed_at + hours` leaves the range of a datetime and every claim in the org would fail; a rule
 # meant to last longer than a year means "while it waits" (no --hours).
 HOURS_MAX = 24 * 365
-REASONS = (*HUMAN_REASONS, AUDIT)
 
 
 class Command(BaseCommand):
@@ -47,21 +45,12 @@ class Command(BaseCommand):
         pools.add_argument("--org", help="org slug")
 
         rule = actions.add_parser("rule", help="add an assignment rule (last, unless --position)")
-        rule.add_argument("--org", required=True, help="org slug")
+        selectors.add_arguments(rule, what="rule")
         assignee = rule.add_mutually_exclusive_group(required=True)
         assignee.add_argument("--person", help="username of an operator or lead of the org")
         assignee.add_argument("--pool", help="name of a pool of the org")
-        rule.add_argument("--kind", choices=ItemKind.values, default="", help="default: any kind")
-        rule.add_argument("--application", help="default: any application")
-        rule.add_argument("--reason", choices=REASONS, default="", help=f"default: any reason; {AUDIT}: the sample")
         rule.add_argument("--hours", type=int, help="for how long once the item waits (default: as long as it waits)")
-        rule.add_argument("--position", type=int, help="lower positions decide first (default: after the last)")
-        rule.add_argument("--replace", action="store_true", help="with --position: replace the rule there, if any")
-        rules = actions.add_parser("rules", help="list assignment rules, of every org unless --org")
-        rules.add_argument("--org", help="org slug")
-        rule_remove = actions.add_parser("rule-remove", help="delete the assignment rule at a position")
-        rule_remove.add_argument("--org", required=True, help="org slug")
-        rule_remove.add_argument("--position", type=int, required=True)
+        selectors.add_listing_and_removal(actions, listing="rules", removal="rule-remove", what="assignment rule")
 
     def handle(self, *args, action: str, org: str | None, **options) -> None:
         if action == "pools":
@@ -79,11 +68,11 @@ class Command(BaseCommand):
         elif action == "pool-remove":
             self._pool_remove(the_org, _pool_name(options["name"]))
         elif action == "rule":
-            position = _rule_position(options)
+            position = selectors.position_to_set(options, what="rule")
             fields = _rule_fields(the_org, options, warn=self.stderr.write)
             self._rule_add(the_org, position=position, replace=options["replace"], fields=fields)
         else:
-            self._rule_remove(the_org, position_option(options["position"]))
+            self._rule_remove(the_org, selectors.position_option(options["position"]))
 
     # --- pools ----------------------------------------------------------------------------------------------
 
@@ -145,11 +134,11 @@ class Command(BaseCommand):
 
     def _rule_add(self, org: Org, *, position: int | None, replace: bool, fields: dict) -> None:
         with transaction.atomic():
-            # Locks the org's row, so two commands adding rules at once cannot both take the same last position.
-            Org.objects.select_for_update(no_key=True).get(pk=org.pk)  # inserts that name the org go on
+            org_lock(org)
             rules = AssignmentRule.objects.select_related("org", "person", "pool").filter(org=org)
             if position is None:
-                position = (rules.aggregate(last=Max("position"))["last"] or 0) + 1
+                last = rules.aggregate(last=Max("position"))["last"] or 0
+                position = selectors.next_position(org, last, what="assignment rule")
             taken = rules.filter(position=position).first()
             if taken is None:
                 rule = AssignmentRule.objects.create(org=org, position=position, **fields)
@@ -199,12 +188,7 @@ def _add_pool_arguments(parser: CommandParser) -> None:
 
 
 def _pool_name(raw: str) -> str:
-    name = raw.strip()
-    if not name:
-        raise CommandError("--name is empty: a pool needs a name")
-    if len(name) > POOL_NAME_MAX:
-        raise CommandError(f"pool names are at most {POOL_NAME_MAX} characters: {name[:40]!r}…")
-    return name
+    return text_option(raw, option="--name", empty="a pool needs a name", names="pool names", limit=POOL_NAME_MAX)
 
 
 def _usernames(raw: str) -> list[str]:
@@ -242,13 +226,11 @@ def _queue_reaches(org: Org, users: list[AbstractBaseUser]) -> dict[int, Reach]:
 
 def _rule_fields(org: Org, options: dict, *, warn: Callable[[str], None]) -> dict:
     """The AssignmentRule fields `assign rule` describes, refused unless its assignee can claim what it names."""
-    kind, reason, hours = options["kind"], options["reason"], options["hours"]
-    application = application_option(options["application"])
-    if kind == ItemKind.DRAFT and application:
-        raise CommandError("drafts are filed under no application: a draft rule naming one would match nothing")
+    selected = selectors.fields(options, what="rule")
+    kind, application, reason, hours = selected["kind"], selected["application"], selected["reason"], options["hours"]
     if hours is not None and not 1 <= hours <= HOURS_MAX:
         raise CommandError(f"--hours must be from 1 to {HOURS_MAX}; leave it out for as long as the item waits")
-    fields = {"kind": kind, "application": application, "reason": reason, "hours": hours}
+    fields = selected | {"hours": hours}
     if options["pool"] is not None:
         return fields | {"pool": _pool(org, options["pool"]), "person": None}
     (person,) = _users([options["person"].strip()])
@@ -256,7 +238,7 @@ def _rule_fields(org: Org, options: dict, *, warn: Callable[[str], None]) -> dic
     username = person.get_username()
     if not _covers_named(reach, kind, application):
         raise CommandError(
-            f"{username} cannot claim {_matched(kind, application, reason)} in {org.slug}: "
+            f"{username} cannot claim {selectors.matched_text(kind, application, reason)} in {org.slug}: "
             f"their reach there is {_reach_text(reach)}"
         )
     # Allowed: a team lead may want the billing conversations of a person who covers only billing. But what
@@ -275,14 +257,6 @@ def _pool(org: Org, raw: str) -> Pool:
     if pool is None:
         raise CommandError(f"no pool {raw!r} in {org.slug} (`assign pool` creates one)")
     return pool
-
-
-def _rule_position(options: dict) -> int | None:
-    if options["position"] is None:
-        if options["replace"]:
-            raise CommandError("--replace needs --position: the rule to replace")
-        return None
-    return position_option(options["position"])
 
 
 def _covers_named(reach: Reach, kind: str, application: str) -> bool:
@@ -306,11 +280,7 @@ def _members_text(usernames: list[str]) -> str:
 
 
 def _rule_dict(rule: AssignmentRule) -> dict:
-    return {
-        "position": rule.position,
-        "kind": rule.kind,
-        "application": rule.application,
-        "reason": rule.reason,
+    return selectors.as_dict(rule) | {
         "person": rule.person.get_username() if rule.person else None,
         "pool": rule.pool.name if rule.pool else None,
         "hours": rule.hours,
@@ -324,11 +294,7 @@ def _rule_line(rule: AssignmentRule) -> str:
 def _rule_text(rule: AssignmentRule) -> str:
     assignee = rule.person.get_username() if rule.person else f"pool {rule.pool.name}"
     how_long = "while it waits" if rule.hours is None else f"for {rule.hours} h"
-    return f"{_matched(rule.kind, rule.application, rule.reason)}  → {assignee}  {how_long}"
-
-
-def _matched(kind: str, application: str, reason: str) -> str:
-    return f"{kind or 'any kind'} · {application or 'any application'} · {reason or 'any reason'}"
+    return f"{selectors.matched_text(rule.kind, rule.application, rule.reason)}  → {assignee}  {how_long}"
 
 
 def _reach_text(reach: Reach) -> str:

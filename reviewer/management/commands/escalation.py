@@ -12,8 +12,8 @@ from django.db import transaction
 from django.utils import timezone
 
 from grading.core.outbound import url_refusal
-from grading.management.options import duration_text
-from grading.management.orgs import org_from_option
+from grading.management.options import duration_text, text_option
+from grading.management.orgs import org_from_option, org_lock
 from grading.models import Org, ServiceTarget
 from grading.models.audit import audit_record
 from reviewer.models import Escalation
@@ -82,7 +82,7 @@ class Command(BaseCommand):
 
     def _set(self, org: Org, given: dict) -> None:
         with transaction.atomic():
-            _org_lock(org)
+            org_lock(org)
             escalation = Escalation.objects.select_for_update().select_related("org").filter(org=org).first()
             outcome = _escalation_create(org, given) if escalation is None else _escalation_update(escalation, given)
         self.stdout.write(outcome)
@@ -94,7 +94,7 @@ class Command(BaseCommand):
 
     def _remove(self, org: Org) -> None:
         with transaction.atomic():
-            _org_lock(org)
+            org_lock(org)
             escalation = Escalation.objects.select_for_update().select_related("org").filter(org=org).first()
             if escalation is None:
                 raise CommandError(f"no escalation in {org.slug}; nothing removed")
@@ -106,13 +106,6 @@ class Command(BaseCommand):
 
 
 # --- writes: inside the caller's transaction, with the org locked ---------------------------------------------
-
-
-def _org_lock(org: Org) -> None:
-    """Locks the org's row, so two commands cannot both create its escalation, and changes run one after the other.
-    FOR NO KEY UPDATE: it does not hold up the rows that only reference the org (the sweep's notices), where a plain
-    FOR UPDATE would keep a sweep waiting on the org while this command waits on the sweep's escalation row."""
-    Org.objects.select_for_update(no_key=True).get(pk=org.pk)
 
 
 def _escalation_create(org: Org, given: dict) -> str:
@@ -168,11 +161,13 @@ def _warn_minutes(minutes: int) -> int:
 
 
 def _webhook_url(raw: str) -> str:
-    url = raw.strip()
-    if not url:
-        raise CommandError("--webhook is empty: give a URL, or --no-webhook for none")
-    if len(url) > WEBHOOK_URL_MAX:
-        raise CommandError(f"webhook URLs are at most {WEBHOOK_URL_MAX} characters: {url[:40]!r}…")
+    url = text_option(
+        raw,
+        option="--webhook",
+        empty="give a URL, or --no-webhook for none",
+        names="webhook URLs",
+        limit=WEBHOOK_URL_MAX,
+    )
     # What can be known now is refused now (scheme, credentials, a literal internal address); a host name is
     # checked again when each webhook is sent, because what it resolves to can change.
     refusal = url_refusal(url)

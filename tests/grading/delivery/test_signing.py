@@ -9,9 +9,9 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from grading.delivery.enqueue import MACHINE_VERDICT
 from grading.delivery.signing import OverlapInvalid, webhook_secret_rotate
 from grading.drafts.gate import draft_grade
-from grading.drafts.webhooks import MACHINE_VERDICT
 from grading.judge.backends import HeuristicDraftJudge
 from grading.models import AuditEvent, Org
 from grading.tasks import deliver_webhook

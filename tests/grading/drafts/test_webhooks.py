@@ -16,8 +16,9 @@ import pytest
 from django.db import connection
 
 from grading.api.keys import api_key_create
+from grading.delivery.enqueue import MACHINE_VERDICT
 from grading.drafts.gate import draft_grade
-from grading.drafts.webhooks import MACHINE_VERDICT, webhook_deliver
+from grading.drafts.webhooks import webhook_deliver
 from grading.erasure.runs import erasure_request, erasure_run
 from grading.judge.backends import HeuristicDraftJudge
 from grading.models import Draft, WebhookDelivery

@@ -21,7 +21,7 @@ from grading.reviews.examples import (
     version_examples,
     version_fingerprint,
 )
-from grading.reviews.store import decision_record
+from grading.reviews.services import decision_record
 from grading.reviews.versions import CriteriaConflict, CriteriaImmutable, criteria_new_version, criteria_publish
 from tests.builders.conversations import PATH_IDS, llm_judge, message, support_conversation, upsert, verdicts_reply
 from tests.builders.drafts import draft_reply, llm_draft_judge, save_draft, setup_org_memory

@@ -9,7 +9,7 @@ from django.utils import timezone
 
 from grading.conversations.grader import conversation_grade
 from grading.models import Review, ServiceTarget
-from grading.reviews.store import review_audit_mark
+from grading.reviews.services import review_audit_mark
 from grading.reviews.targets import due_time, due_times_refresh, targets_of
 from tests.builders.conversations import llm_judge, upsert, verdicts_reply
 from tests.builders.queue_items import conversation_item, draft_item

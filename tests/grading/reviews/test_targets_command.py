@@ -168,6 +168,14 @@ def test_every_refused_target_says_why_and_writes_nothing(org, args, says):
     assert not AuditEvent.objects.exists()
 
 
+def test_a_target_after_one_at_the_largest_position_is_refused_with_what_to_give_and_writes_nothing(org):
+    target("--minutes", "30", "--position", str(2**31 - 1))
+    with pytest.raises(CommandError, match="the last target of northwind is at position 2147483647: give this one"):
+        target("--minutes", "30")
+    assert rows() == [("northwind", 2**31 - 1, "", "", "", 30)]
+    assert actions() == ["service_target.create"]
+
+
 def test_set_needs_a_known_org(org):
     with pytest.raises(CommandError, match="nowhere"):
         target("--minutes", "30", org="nowhere")

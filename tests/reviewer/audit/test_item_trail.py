@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from grading.api.keys import api_key_create
 from grading.models import AuditEvent, ItemKind, ServiceTarget
-from grading.reviews.store import review_record
+from grading.reviews.services import ReviewOutcome, ScoreIdentity, review_record
 from grading.reviews.targets import due_times_refresh
 from grading.reviews.versions import criteria_active
 from reviewer.models import Escalation, Membership, Role
@@ -43,14 +43,15 @@ def grade_again(review):
     """The pipeline sends a new body; the grader's review of it lands as the item's latest, routed to people."""
     resubmit(review)
     draft = type(review.draft).objects.get(pk=review.draft_id)
-    identity = {
-        "fingerprint": draft.fingerprint,
-        "criteria_version": criteria_active(org=review.org, kind=ItemKind.DRAFT),
-        "judge": JUDGE,
-        "judge_key": "judge-test",
-        "memory_snapshot": "mem1:c83d",
-    }
-    return review_record(draft, identity, {"route": "human", "reason": "band"}, started_at=timezone.now())
+    identity = ScoreIdentity(
+        fingerprint=draft.fingerprint,
+        criteria_version=criteria_active(org=review.org, kind=ItemKind.DRAFT),
+        judge=JUDGE,
+        judge_key="judge-test",
+        memory_snapshot="mem1:c83d",
+    )
+    outcome = ReviewOutcome(route="human", reason="band")
+    return review_record(subject=draft, identity=identity, outcome=outcome, started_at=timezone.now())
 
 
 def test_an_items_page_shows_its_claims_decline_decision_label_import_and_regrade_newest_first(

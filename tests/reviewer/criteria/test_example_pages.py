@@ -9,7 +9,7 @@ from django.utils import timezone
 from grading.core.weeks import monday
 from grading.models import AuditEvent, CriteriaExample, ItemKind, Review
 from grading.reviews.examples import criteria_example_add
-from grading.reviews.store import decision_record
+from grading.reviews.services import decision_record
 from grading.reviews.versions import criteria_new_version, criteria_publish
 from tests.builders.queue_items import conversation_item
 

@@ -10,7 +10,7 @@ from django.urls import reverse
 from grading.conversations.grader import conversation_grade
 from grading.models import AuditEvent, CriteriaVersion, ItemKind
 from grading.reviews.versions import criteria_new_version, criteria_publish, criteria_update
-from reviewer.queue.item_pages import judge_label
+from reviewer.queue.item_reads import judge_label
 from tests.builders.conversations import verdicts_reply
 from tests.builders.criteria import editor_data, graded_org
 from tests.builders.judges import configure_judges, judge_config

@@ -17,7 +17,7 @@ from django.urls import reverse
 from grading.conversations.grader import conversation_grade
 from grading.drafts.gate import draft_grade
 from grading.models import CriteriaVersion, Draft, ItemKind, Review, SlotsFor
-from grading.reviews.store import answer_record, decision_record
+from grading.reviews.services import answer_record, decision_record
 from grading.reviews.versions import criteria_active
 from reviewer.dashboards import export
 from reviewer.models import Role

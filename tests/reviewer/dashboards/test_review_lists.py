@@ -17,7 +17,7 @@ from grading.dashboard.figures import dashboard_figures, scope_for
 from grading.dashboard.labels import LabelIn, labels_record
 from grading.models import CriteriaVersion, ItemKind, Review, SlotsFor
 from grading.reviews.rollups import live_counters, stored_counters
-from grading.reviews.store import answer_record, decision_record, review_audit_mark
+from grading.reviews.services import answer_record, decision_record, review_audit_mark
 from grading.reviews.versions import criteria_active
 from reviewer.dashboards.reads import PAGE_SIZE
 from reviewer.models import Role

@@ -199,17 +199,16 @@ def test_two_decisions_racing_on_one_item_exactly_one_wins(operator, org):
 def test_a_draft_decision_tells_the_pipeline_after_commit(
     operator, org, monkeypatch, django_capture_on_commit_callbacks
 ):
-    import grading.drafts.webhooks
-    import reviewer.queue.services
+    from grading.delivery import enqueue
 
     sent = []
-    monkeypatch.setattr(reviewer.queue.services, "notify_pipeline", lambda **kwargs: sent.append(kwargs))
+    monkeypatch.setattr(enqueue, "webhook_delivery", lambda **kwargs: sent.append(kwargs))
     review = draft_item(org, callback_url="https://pipeline.example/hook")
     held_by(operator, review)
     with django_capture_on_commit_callbacks(execute=True):
         decision_create(user=operator, review_id=review.pk, fingerprint=review.fingerprint, outcome="approve")
         assert sent == []  # nothing leaves before the decision is committed
-    assert sent == [{"review_id": review.pk, "event": grading.drafts.webhooks.HUMAN_DECISION}]
+    assert sent == [{"review_id": review.pk, "event": enqueue.HUMAN_DECISION}]
 
 
 def test_decided_items_leave_the_queue_and_never_hide_a_waiting_one(operator, org):

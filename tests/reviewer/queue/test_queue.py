@@ -310,7 +310,7 @@ def test_the_paged_queue_read_lists_exactly_the_queue_as_grading_defines_it(oper
     """Pages and counts read one index range per lane (an active criteria version, or one application of it); the
     reference states the queue as one set from grading's state, filtered plainly. Over every kind of item that must
     or must not be listed, every filter, and reaches of the whole org or some applications, they agree."""
-    from grading.reviews.store import review_record
+    from grading.reviews.services import ReviewOutcome, ScoreIdentity, review_record
     from grading.reviews.versions import criteria_new_version, criteria_publish
     from reviewer.queue.reads import queue_lanes, queue_stats, queue_versions
 
@@ -321,9 +321,11 @@ def test_the_paged_queue_read_lists_exactly_the_queue_as_grading_defines_it(oper
     resubmit(draft_item(org, "d-changed"))
     continue_conversation(conversation_item(org, "cv-changed"))
     passed = draft_item(org, "d-passed").draft
-    identity = {"fingerprint": passed.fingerprint, "criteria_version": criteria_active(org=org, kind=ItemKind.DRAFT),
-                "judge": JUDGE, "judge_key": "regraded", "memory_snapshot": ""}  # fmt: skip
-    review_record(passed, identity, {"route": "pass"}, started_at=passed.created_at)
+    criteria = criteria_active(org=org, kind=ItemKind.DRAFT)
+    identity = ScoreIdentity(
+        fingerprint=passed.fingerprint, criteria_version=criteria, judge=JUDGE, judge_key="regraded"
+    )
+    review_record(subject=passed, identity=identity, outcome=ReviewOutcome(route="pass"), started_at=passed.created_at)
     decided = draft_item(org, "d-decided", minutes_ago=200)
     claim_take(user=operator, review_id=decided.pk)
     decision_create(user=operator, review_id=decided.pk, fingerprint=decided.fingerprint, outcome="approve")

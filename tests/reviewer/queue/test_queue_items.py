@@ -7,7 +7,7 @@ import pytest
 from django.utils import timezone
 
 from grading.models import ItemKind, Review, Route
-from grading.reviews.store import review_record
+from grading.reviews.services import ReviewOutcome, ScoreIdentity, review_record
 from grading.reviews.versions import criteria_active, criteria_new_version, criteria_publish
 from reviewer.queue.display import stale_reason
 from tests.builders.queue_items import DRAFT_BODY, JUDGE, continue_conversation, conversation_item, draft_item, resubmit
@@ -65,14 +65,15 @@ def test_it_stops_counting_reviews_under_superseded_criteria(org, criteria_admin
 @pytest.mark.parametrize("route", [Route.PASS, Route.FAIL, Route.NOT_SCORABLE, Route.ERROR, Route.HUMAN])
 def test_only_reviews_routed_to_humans_are_queued(org, route):
     draft = draft_item(org).draft
-    identity = {
-        "fingerprint": draft.fingerprint,
-        "criteria_version": criteria_active(org=org, kind=ItemKind.DRAFT),
-        "judge": JUDGE,
-        "judge_key": "another-judge",
-        "memory_snapshot": "",
-    }
-    review = review_record(draft, identity, {"route": route, "reason": "band"}, started_at=timezone.now())
+    identity = ScoreIdentity(
+        fingerprint=draft.fingerprint,
+        criteria_version=criteria_active(org=org, kind=ItemKind.DRAFT),
+        judge=JUDGE,
+        judge_key="another-judge",
+        memory_snapshot="",
+    )
+    outcome = ReviewOutcome(route=route, reason="band")
+    review = review_record(subject=draft, identity=identity, outcome=outcome, started_at=timezone.now())
     assert review.state == ("waiting" if route == Route.HUMAN else "current")
     assert list(Review.objects.waiting()) == ([review] if route == Route.HUMAN else [])
 

@@ -37,11 +37,10 @@ from grading.reviews.versions import (
     criteria_new_version,
     criteria_update,
 )
-from reviewer.access import role_required
+from reviewer.access import found, org_named, role_required
 from reviewer.audit.display import trail_of
 from reviewer.criteria import reads
 from reviewer.criteria.display import scored_checks
-from reviewer.criteria.examples import example_targets, examples_context
 from reviewer.criteria.forms import (
     CriteriaForm,
     DiffForm,
@@ -53,15 +52,17 @@ from reviewer.criteria.forms import (
 )
 from reviewer.dashboards.display import duration, regrade_panel
 from reviewer.models import Role
+from reviewer.pages import bad_request
 
 NAV = {"nav_active": "criteria"}
 
 
 def _get_version_for_user(request: HttpRequest, pk: int) -> CriteriaVersion:
-    version = reads.version_for_admin(org_ids=reads.admin_org_ids(request.user), version_id=pk)
-    if version is None:
-        raise Http404("No such criteria version.")
-    return version
+    return found(reads.version_for_admin(org_ids=reads.admin_org_ids(request.user), version_id=pk), "criteria version")
+
+
+def _get_trial_for_user(request: HttpRequest, pk: int) -> CriteriaTrial:
+    return found(reads.trial_for_admin(org_ids=reads.admin_org_ids(request.user), trial_id=pk), "trial")
 
 
 def _draft_kind(version: CriteriaVersion) -> None:
@@ -89,11 +90,8 @@ def criteria_new(request: HttpRequest) -> HttpResponse:
     forward to a copy of an old version)."""
     form = NewVersionForm(request.POST)
     if not form.is_valid():
-        return HttpResponse(f"Bad request: {form.errors.as_text()}", status=400, content_type="text/plain")
-    org_ids = reads.admin_org_ids(request.user)
-    org = Org.objects.filter(pk=form.cleaned_data["org"], pk__in=org_ids).first()
-    if org is None:
-        raise Http404("No such org.")
+        return bad_request(form)
+    org = org_named(reads.admin_org_ids(request.user), form.cleaned_data["org"])
     source = None
     if form.cleaned_data["source"]:
         source = _get_version_for_user(request, form.cleaned_data["source"])
@@ -162,7 +160,7 @@ def _render_version(
         "others": reads.versions_of_kind(version),
         "trials": reads.trials_of(version),
         "regrade": _regrade_panel(version) if version.is_active else None,
-        **examples_context(version),
+        **reads.examples_context(version),
         **NAV,
     }
     return render(request, "reviewer/criteria/version.html", context, status=status)
@@ -187,7 +185,7 @@ def criteria_diff_view(request: HttpRequest) -> HttpResponse:
     """Any two versions of one kind side by side."""
     form = DiffForm(request.GET)
     if not form.is_valid():
-        return HttpResponse(f"Bad request: {form.errors.as_text()}", status=400, content_type="text/plain")
+        return bad_request(form)
     old = _get_version_for_user(request, form.cleaned_data["old"])
     new = _get_version_for_user(request, form.cleaned_data["new"])
     if (old.org_id, old.kind) != (new.org_id, new.kind):
@@ -275,9 +273,7 @@ TRIAL_ROWS_SHOWN = 200
 @role_required(Role.CRITERIA_ADMIN)
 def criteria_trial_detail(request: HttpRequest, pk: int) -> HttpResponse:
     """A trial's items beside their current reviews. While it runs, htmx polls the `#trial-results` partial."""
-    trial = reads.trial_for_admin(org_ids=reads.admin_org_ids(request.user), trial_id=pk)
-    if trial is None:
-        raise Http404("No such trial.")
+    trial = _get_trial_for_user(request, pk)
     graded = sum(1 for review_id in trial.review_ids if review_id is not None)
     score = trial_score(trial) if is_scored(trial) else None
     results = None if score else trial_results(trial)
@@ -314,9 +310,7 @@ def _blind_reviews(reviews: Iterable[Review | None]) -> set[int]:
 @role_required(Role.CRITERIA_ADMIN)
 def criteria_trial_csv(request: HttpRequest, pk: int) -> HttpResponse:
     """A trial's items, one row each, as the API's `?format=csv` gives them: for people signed in."""
-    trial = reads.trial_for_admin(org_ids=reads.admin_org_ids(request.user), trial_id=pk)
-    if trial is None:
-        raise Http404("No such trial.")
+    trial = _get_trial_for_user(request, pk)
     response = HttpResponse("".join(csv_lines(trial_rows(trial_score(trial)))), content_type="text/csv; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="trial-{trial.pk}.csv"'
     return response
@@ -367,9 +361,7 @@ def criteria_item(request: HttpRequest, kind: str, pk: int) -> HttpResponse:
     counts, history and trial reviews, each under its criteria version."""
     if kind not in ItemKind.values:
         raise Http404("No such kind.")
-    item = reads.item_for_admin(org_ids=reads.admin_org_ids(request.user), kind=kind, item_id=pk)
-    if item is None:
-        raise Http404("No such item.")
+    item = found(reads.item_for_admin(org_ids=reads.admin_org_ids(request.user), kind=kind, item_id=pk), "item")
     reviews = reads.item_reviews(item)
     current = next((r for r in reviews if r.counts_now), None)
     waiting = spend_waiting(org_id=item.org_id, kind=kind) if current is None else None
@@ -379,6 +371,6 @@ def criteria_item(request: HttpRequest, kind: str, pk: int) -> HttpResponse:
     context = {
         "item": item, "kind": kind, "reviews": reviews, "current": current, "waiting": waiting, "blind": blind, **NAV
     }  # fmt: skip
-    context["targets"] = None if blind else example_targets(request.user, item)
+    context["targets"] = None if blind else reads.example_targets(request.user, item)
     context["trail"] = trail_of(request.user, item)
     return render(request, "reviewer/criteria/item.html", context)

@@ -6,55 +6,34 @@ field, and changes nothing. The change itself, its audit and the grading pass it
 grading/reviews/spend.py's (`spend_cap_set`).
 """
 
-from django import forms
 from django.contrib import messages
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
 from grading.models import CriteriaVersion, Org, SpendPeriod
-from grading.reviews.spend import CAP_MAX, SpendCapInvalid, spend_cap_set, spend_overview
-from reviewer.access import role_required
+from grading.reviews.spend import SpendCapInvalid, spend_cap_set, spend_overview
+from reviewer.access import found, role_required
 from reviewer.criteria import reads
+from reviewer.criteria.forms import SpendCapForm
 from reviewer.models import Role
+from reviewer.pages import org_form_page
 
 NAV = {"nav_active": "criteria"}
-
-
-class SpendCapForm(forms.Form):
-    org = forms.IntegerField(widget=forms.HiddenInput)
-    version = forms.IntegerField(required=False, label="criteria version", help_text="Empty: the whole org.")
-    period = forms.ChoiceField(choices=SpendPeriod.choices)
-    tokens = forms.IntegerField(required=False, min_value=0, max_value=CAP_MAX, label="tokens")
-    cost_micros = forms.IntegerField(required=False, min_value=0, max_value=CAP_MAX, label="cost (micros)")
-    remove = forms.BooleanField(required=False)
-
-    def clean(self) -> dict:
-        data = super().clean()
-        nothing = data.get("tokens") is None and data.get("cost_micros") is None
-        if nothing and not data.get("remove") and not self.errors:  # a figure refused has its own message
-            self.add_error("tokens", "Give a cap on tokens, on cost, or both (or remove the cap).")
-        return data
 
 
 @require_http_methods(["GET", "POST"])
 @role_required(Role.CRITERIA_ADMIN)
 def criteria_spend(request: HttpRequest) -> HttpResponse:
     """GET lists the caps and the spend; POST sets, raises or removes one cap (audited), then shows the page."""
-    org_ids = reads.admin_org_ids(request.user)
-    if request.method == "GET":
-        return _render(request, org_ids, None)
-    form = SpendCapForm(request.POST)
-    if not form.is_valid():
-        return _render(request, org_ids, form, status=400)
-    org = Org.objects.filter(pk=form.cleaned_data["org"], pk__in=org_ids).first()
-    if org is None:
-        raise Http404("No such org.")
+    return org_form_page(request, reads.admin_org_ids(request.user), SpendCapForm, _render, _spend_cap_set)
+
+
+def _spend_cap_set(request: HttpRequest, org_ids: list[int], form: SpendCapForm, org: Org) -> HttpResponse:
     version = None
     if form.cleaned_data["version"] is not None:
-        version = CriteriaVersion.objects.filter(pk=form.cleaned_data["version"], org=org).first()
-        if version is None:
-            raise Http404("No such criteria version.")
+        named = CriteriaVersion.objects.filter(pk=form.cleaned_data["version"], org=org).first()
+        version = found(named, "criteria version")
     try:
         spend_cap_set(
             org=org, version=version, period=form.cleaned_data["period"], tokens=form.cleaned_data["tokens"],
@@ -62,14 +41,16 @@ def criteria_spend(request: HttpRequest) -> HttpResponse:
         )  # fmt: skip
     except SpendCapInvalid as invalid:
         form.add_error(invalid.field if invalid.field in form.fields else None, str(invalid))
-        return _render(request, org_ids, form, status=400)
+        return _render(request, org_ids, form=form, status=400)
     scope = "the whole org" if version is None else str(version)
     done = "removed" if form.cleaned_data["remove"] else "set"
     messages.success(request, f"The {SpendPeriod(form.cleaned_data['period']).label} cap of {scope} is {done}.")
     return redirect("criteria_spend")
 
 
-def _render(request: HttpRequest, org_ids: list[int], form: SpendCapForm | None, *, status: int = 200) -> HttpResponse:
+def _render(
+    request: HttpRequest, org_ids: list[int], *, form: SpendCapForm | None = None, status: int = 200
+) -> HttpResponse:
     orgs = [
         (org, spend_overview(org_id=org.pk), CriteriaVersion.objects.filter(org=org).order_by("kind", "number"))
         for org in Org.objects.filter(pk__in=org_ids).order_by("slug")

@@ -1,5 +1,5 @@
-"""What an item page shows beside the review: the score identity, the conversation path as the user saw it
-with each check's quoted evidence, where a draft's score sits against threshold and band, its sub-scores."""
+"""A conversation as its item page shows it: the active path as the user saw it, with abandoned branches folded where
+they leave it, every message's thumbs, and each check of the review beside the messages it cites."""
 
 from __future__ import annotations
 
@@ -8,56 +8,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from grading.core import evidence, evidence_text
-from grading.core.outcomes import BAND, CHECKS, JUDGE_CONTRADICTION, SPREAD, UNKNOWN_CHECK
-from grading.models import Feedback, ItemKind, Message, Review
+from grading.core.outcomes import CHECKS
+from grading.models import Feedback, Message, Review
 from grading.otlp.pending import awaited_content_note
-from reviewer.queue.display import SUB_SCORE_LABELS
-
-
-@dataclass(frozen=True)
-class IdentityRow:
-    label: str
-    value: str
-
-
-def judge_label(judge: dict) -> str:
-    """`cheap · openai · gpt-4.1-mini · prompt 5be0c2 · t=0` from the judge identity on a review: the configured
-    judge's name first (reviews from before judges had names have none)."""
-    if not isinstance(judge, dict):
-        return str(judge)
-    parts = [str(judge[key]) for key in ("name", "backend", "model") if judge.get(key)]
-    if judge.get("prompt_hash"):
-        parts.append(f"prompt {str(judge['prompt_hash'])[:8]}")
-    if "temperature" in judge:
-        parts.append(f"t={judge['temperature']:g}" if isinstance(judge["temperature"], int | float) else "")
-    known = {"name", "backend", "model", "prompt_hash", "temperature"}
-    parts += [f"{key}={value}" for key, value in sorted(judge.items()) if key not in known]
-    return " · ".join(part for part in parts if part)
-
-
-def identity_rows(review: Review, *, messages_on_path: int | None = None) -> list[IdentityRow]:
-    fingerprint = review.fingerprint
-    if messages_on_path is not None:
-        fingerprint += f" ({messages_on_path} messages on the path, nothing truncated)"
-    rows = [IdentityRow("fingerprint", fingerprint)]
-    if review.criteria_fingerprint:  # reviews from before it was recorded have none
-        rows.append(IdentityRow("criteria fingerprint", review.criteria_fingerprint))
-    rows.append(IdentityRow("judge", judge_label(review.judge)))
-    if review.kind == ItemKind.DRAFT:
-        rows.append(IdentityRow("memory", review.memory_snapshot or "none read"))
-    rows.append(IdentityRow("judged at", f"{review.finished_at:%d %b %Y %H:%M:%S} UTC"))
-    stages = review.stages
-    if review.kind == ItemKind.CONVERSATION:
-        rows.append(IdentityRow("stages", "1 (the whole path in one call)" if stages == 1 else f"{stages}"))
-    usage = review.usage or {}
-    if usage.get("prompt_tokens") is not None:
-        rows.append(
-            IdentityRow("tokens", f"{usage.get('prompt_tokens', 0):,} in · {usage.get('completion_tokens', 0):,} out")
-        )
-    return rows
-
-
-# --- conversations: the path as the user saw it -------------------------------------------------------------
 
 
 @dataclass
@@ -274,105 +227,3 @@ def _pretty_json(value: object) -> str:
         if not isinstance(value, dict | list):
             return json.dumps(value, ensure_ascii=False)
     return json.dumps(value, ensure_ascii=False, indent=2, sort_keys=False, default=str)
-
-
-@dataclass(frozen=True)
-class Scale:
-    """Where the score sits on the 1-10 scale, in percent of the width, for a small SVG."""
-
-    band_start: float
-    threshold: float
-    score: float | None
-    spread_from: float | None
-    spread_to: float | None
-    band_start_value: float
-    threshold_value: float
-    band_value: float
-
-    @property
-    def band_width(self) -> float:
-        return round(self.threshold - self.band_start, 2)
-
-    @property
-    def pass_width(self) -> float:
-        return round(100.0 - self.threshold, 2)
-
-    @property
-    def spread_width(self) -> float:
-        return round((self.spread_to or 0.0) - (self.spread_from or 0.0), 2)
-
-
-def _percent(value: float) -> float:
-    return round(max(0.0, min(100.0, (value - 1.0) / 9.0 * 100.0)), 2)
-
-
-def draft_scale(review: Review) -> Scale:
-    rules = review.criteria_version.draft_rules()
-    threshold, band = rules.threshold, rules.band
-    spread_from = spread_to = None
-    center = review.judge_score if review.judge_score is not None else review.score
-    if review.spread is not None and center is not None:
-        spread_from, spread_to = _percent(center - review.spread), _percent(center + review.spread)
-    return Scale(
-        band_start=_percent(threshold - band),
-        threshold=_percent(threshold),
-        score=_percent(review.score) if review.score is not None else None,
-        spread_from=spread_from,
-        spread_to=spread_to,
-        band_start_value=threshold - band,
-        threshold_value=threshold,
-        band_value=band,
-    )
-
-
-def why_human(review: Review) -> str:
-    """Why the machine handed this item to a person, in one or two sentences."""
-    if review.kind == ItemKind.CONVERSATION:
-        if review.reason == UNKNOWN_CHECK:
-            return (
-                "At least one check came back unknown: the recorded evidence leaves it open. "
-                "Unknowns never count in the quality number."
-            )
-        return review.detail or "The machine could not decide on its own."
-    rules = review.criteria_version.draft_rules()
-    threshold, band = rules.threshold, rules.band
-    score = f"{review.score:.1f}" if review.score is not None else "no score"
-    if review.reason == BAND:
-        return (
-            f"Score {score} against threshold {threshold:.1f}: inside the marginal band {threshold - band:.1f}–"
-            f"{threshold:.1f}. No remaining hard finding."
-        )
-    if review.reason == JUDGE_CONTRADICTION:
-        said = "pass" if review.judge_passed else "fail"
-        return f"The judge said {said}, but its own score of {score} against threshold {threshold:.1f} says otherwise."
-    if review.reason == SPREAD and review.spread is not None:
-        center = review.judge_score if review.judge_score is not None else review.score or 0
-        return (
-            f"The judge is unsure: its score {center:.1f} spreads from {center - review.spread:.1f} to "
-            f"{center + review.spread:.1f}, across the threshold {threshold:.1f}."
-        )
-    return review.detail or "The machine could not decide on its own."
-
-
-@dataclass(frozen=True)
-class SubScore:
-    label: str
-    value: int | float | None
-    percent: float
-
-
-def sub_scores(review: Review) -> list[SubScore]:
-    scores = review.sub_scores or {}
-    rows = []
-    for key, label in SUB_SCORE_LABELS.items():
-        value = scores.get(key)
-        percent = round(max(0.0, min(1.0, value / 5.0)) * 100.0, 1) if isinstance(value, int | float) else 0.0
-        rows.append(SubScore(label, value, percent))
-    return rows
-
-
-def draft_body_for_review(review: Review) -> str:
-    """The body the review's findings point into: the repaired one when repairs ran, else the draft's."""
-    repairs = review.repairs or {}
-    body = repairs.get("body") if isinstance(repairs, dict) else None
-    return body if isinstance(body, str) else review.draft.body

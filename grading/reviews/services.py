@@ -3,9 +3,12 @@ that changes it (a review recorded, superseded or gone stale, reinstated, marked
 INSERTs (`review_record`, the item's live review; `trial_review_record`, a trial's, with its own state). They are
 sent by grading/reviews/sql.py (`review_insert`, `review_state_write`), which only this module calls, with the
 rollups booked around each. The identity constraint makes a second review of the same evidence impossible.
+
+A grader hands a review over as two typed objects: its `ScoreIdentity` (what was read, by which judge, under which
+criteria) and its `ReviewOutcome` (what grading came to).
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from functools import lru_cache
 
@@ -16,6 +19,7 @@ from django.utils import timezone
 from grading.checks.rules import DraftRules
 from grading.core.outcomes import CHECKS, VERDICTS
 from grading.core.weeks import monday
+from grading.delivery import enqueue
 from grading.delivery.evaluations import evaluations_export_on_commit
 from grading.models import (
     COUNTING_STATES,
@@ -32,32 +36,77 @@ from grading.models import (
 )
 from grading.models import for_people as is_for_people
 from grading.models.criteria import ANSWERED_CANNOT_ADJUDICATE, answers_stand, may_adjudicate
+from grading.reviews.reads import review_slots
 from grading.reviews.rollups import rollups_tracking
 from grading.reviews.spend import spend_book, utc_day
 from grading.reviews.sql import filing_lock, review_id_with_identity, review_insert, review_state_write
 from grading.reviews.targets import due_time, targets_of
 from grading.reviews.versions import criteria_active
 
-# The score identity fields that tell two reviews of one subject apart (the judge is compared by its key).
-_IDENTITY_KEYS = ("fingerprint", "criteria_version", "judge_key", "memory_snapshot")
+
+@dataclass(frozen=True)
+class ScoreIdentity:
+    """What a review read and who read it. Two finished reviews of one item with the same identity are one grading:
+    the identity constraint on `Review` refuses the second (errors and trials are exempt)."""
+
+    fingerprint: str  # of the evidence the judge read (grading/core/evidence.py)
+    criteria_version: CriteriaVersion
+    judge: dict  # the judge as recorded: its name, backend, model, prompt-template hash, sampling settings
+    judge_key: str  # a hash of `judge`: what the constraint compares
+    criteria_fingerprint: str = ""  # of what the judge read of the criteria: rubric, rules and examples
+    memory_snapshot: str = ""  # drafts: the org memory the judge read
 
 
-def earlier_review(subject: Conversation | Draft, identity: dict) -> Review | None:
+@dataclass(frozen=True)
+class ReviewOutcome:
+    """What grading an item came to, as its review keeps it: the route and why, and what the judge and the checks
+    said. A conversation's fills `checks`; a draft's the scores, the findings, the repairs and the memory read. The
+    defaults are the review's own (`Review`), so an outcome states only what its grading found."""
+
+    route: str  # Route
+    reason: str = ""  # a code: why humans, why not scorable, what failed (grading/core/outcomes.py)
+    detail: str = ""
+    stages: int = 0  # judge calls: the slices of a conversation's path, one for a draft
+    usage: dict = field(default_factory=dict)  # the judge's token counts, as the judge client reports them
+    checks: dict = field(default_factory=dict)  # conversations: per check, its verdict, message ids and rationale
+    score: float | None = None
+    judge_score: float | None = None
+    judge_passed: bool | None = None
+    spread: float | None = None
+    sub_scores: dict = field(default_factory=dict)
+    findings: list = field(default_factory=list)
+    judge_issues: list = field(default_factory=list)
+    repairs: dict | None = None
+    memory_used: dict = field(default_factory=dict)
+
+
+def _columns(identity: ScoreIdentity, outcome: ReviewOutcome) -> dict:
+    """The review's columns the identity and the outcome fill (shallow: the frozen objects are not copied)."""
+    return vars(identity) | vars(outcome)
+
+
+def earlier_review(*, subject: Conversation | Draft, identity: ScoreIdentity) -> Review | None:
     """What a grader asks before judging: `review_with_identity`, unless the subject as `subject_to_grade` read it
     says no finished review ever read its evidence (`evidence_reviewed`) and the identity names that evidence: the
     first grading of new evidence, nearly every grading, then costs no query."""
-    if identity["fingerprint"] == subject.fingerprint and not subject.evidence_reviewed:
+    if identity.fingerprint == subject.fingerprint and not subject.evidence_reviewed:
         return None
-    return review_with_identity(subject, identity)
+    return review_with_identity(subject=subject, identity=identity)
 
 
-def review_with_identity(subject: Conversation | Draft, identity: dict) -> Review | None:
+def review_with_identity(*, subject: Conversation | Draft, identity: ScoreIdentity) -> Review | None:
     """The finished, non-error review of `subject` with this score identity, if there is one. Trial reviews
     are not: they stand for no grading of the item (ReviewState.TRIAL)."""
     # Asked before every judge call and nearly always absent: ask for the id alone (the identity constraint
     # allows at most one, so there is nothing to order), and read the whole review only when there is one.
-    match = {key: identity[key] for key in _IDENTITY_KEYS if key in identity}
-    match["criteria_version"] = match["criteria_version"].pk
+    # The judge is compared by its key; a conversation's identity has no memory.
+    match = {
+        "fingerprint": identity.fingerprint,
+        "criteria_version": identity.criteria_version.pk,
+        "judge_key": identity.judge_key,
+    }
+    if isinstance(subject, Draft):
+        match["memory_snapshot"] = identity.memory_snapshot
     pk = review_id_with_identity(subject, match)
     return None if pk is None else Review.objects.filter(pk=pk).first()  # None too when erased since
 
@@ -111,7 +160,12 @@ def _stored_state(*, matches_item: bool, for_people: bool, decided: bool) -> Rev
 
 
 def review_record(
-    subject: Conversation | Draft, identity: dict, outcome: dict, *, started_at: datetime, ticket: str = ""
+    *,
+    subject: Conversation | Draft,
+    identity: ScoreIdentity,
+    outcome: ReviewOutcome,
+    started_at: datetime,
+    ticket: str = "",
 ) -> Review | None:
     """Write a finished review as the subject's latest, in one short transaction, with its state.
 
@@ -134,8 +188,8 @@ def review_record(
             # Only what the review is filed by and the live review's id are needed: reading whole rows (a
             # draft's body, a conversation's evidence state, thirty columns of review) would be most of this
             # block's CPU.
-            item, criteria_active, ticket_returned, live = filing_lock(subject, identity["criteria_version"].pk, ticket)
-            matches = identity["fingerprint"] == item["fingerprint"]
+            item, criteria_active, ticket_returned, live = filing_lock(subject, identity.criteria_version.pk, ticket)
+            matches = identity.fingerprint == item["fingerprint"]
             fresh = matches and criteria_active
             with rollups_tracking([live]) as tracked:
                 if not fresh and live is not None and Review.objects.counting().filter(pk=live).exists():
@@ -143,7 +197,7 @@ def review_record(
                 else:
                     if live is not None:
                         review_state_write(live, ReviewState.SUPERSEDED)
-                    for_people = is_for_people(route=outcome["route"], audit=False)  # marked for audit later, if ever
+                    for_people = is_for_people(route=outcome.route, audit=False)  # marked for audit later, if ever
                     state = _stored_state(matches_item=matches, for_people=for_people, decided=False)
                 finished_at = timezone.now()
                 kind = ItemKind.DRAFT if field == "draft" else ItemKind.CONVERSATION
@@ -153,7 +207,7 @@ def review_record(
                     routed_at = finished_at
                     due_at = due_time(
                         targets_of(subject.org_id), kind=kind, application=filing["application"],
-                        reason=outcome.get("reason", ""), audit=False, routed_at=finished_at,
+                        reason=outcome.reason, audit=False, routed_at=finished_at,
                     )  # fmt: skip
                 review = review_insert(
                     tracked,
@@ -166,12 +220,10 @@ def review_record(
                     routed_at=routed_at,
                     due_at=due_at,
                     **filing,
-                    **identity,
-                    **outcome,
+                    **_columns(identity, outcome),
                 )
             # Last in the transaction: the ledger's row is the org's hottest, so its lock is held the shortest.
-            spend_book(org_id=subject.org_id, version=identity["criteria_version"], outcome=outcome,
-                       day=utc_day(finished_at))  # fmt: skip
+            _spend_book(subject, identity, outcome, finished_at)
             if state in COUNTING_STATES:
                 evaluations_export_on_commit(review_id=review.pk)
             review.ticket_returned = ticket_returned
@@ -179,17 +231,22 @@ def review_record(
     except IntegrityError:
         # Another delivery of the task wrote this identity first; the judge was paid for ours all the same.
         _spend_book_alone(subject, identity, outcome)
-        return review_with_identity(subject, identity)
+        return review_with_identity(subject=subject, identity=identity)
     except type(subject).DoesNotExist:
         # Erased while the judge read it: the ledger still books what the judge was paid (it names no item).
         _spend_book_alone(subject, identity, outcome)
         return None
 
 
-def _spend_book_alone(subject: Conversation | Draft, identity: dict, outcome: dict) -> None:
+def _spend_book_alone(subject: Conversation | Draft, identity: ScoreIdentity, outcome: ReviewOutcome) -> None:
     with transaction.atomic():
-        spend_book(org_id=subject.org_id, version=identity["criteria_version"], outcome=outcome,
-                   day=utc_day(timezone.now()))  # fmt: skip
+        _spend_book(subject, identity, outcome, timezone.now())
+
+
+def _spend_book(subject: Conversation | Draft, identity: ScoreIdentity, outcome: ReviewOutcome, at: datetime) -> None:
+    """Book what the judge was paid for this grading, on the UTC day of `at`, in the caller's transaction."""
+    spend_book(org_id=subject.org_id, version=identity.criteria_version, route=outcome.route, usage=outcome.usage,
+               calls=outcome.stages, day=utc_day(at))  # fmt: skip
 
 
 def _filing(field: str, item: dict, finished_at: datetime) -> dict:
@@ -205,7 +262,7 @@ def _filing(field: str, item: dict, finished_at: datetime) -> dict:
 
 
 def trial_review_record(
-    *, subject: Conversation | Draft, identity: dict, outcome: dict, started_at: datetime
+    *, subject: Conversation | Draft, identity: ScoreIdentity, outcome: ReviewOutcome, started_at: datetime
 ) -> Review:
     """Write a trial review (grading/criteria/trials.py): the whole identity, the outcome, the state `trial`. It
     touches no other review and sends nothing anywhere (no webhook, no evaluation export); the rollups count
@@ -221,11 +278,9 @@ def trial_review_record(
             started_at=started_at,
             finished_at=timezone.now(),
             state=ReviewState.TRIAL,
-            **identity,
-            **outcome,
+            **_columns(identity, outcome),
         )
-    spend_book(org_id=subject.org_id, version=identity["criteria_version"], outcome=outcome,
-               day=utc_day(review.finished_at))  # fmt: skip
+    _spend_book(subject, identity, outcome, review.finished_at)
     return review
 
 
@@ -300,7 +355,7 @@ def review_audit_mark(*, review_ids: list[int]) -> list[int]:
     return marked
 
 
-def review_reinstate(review: Review) -> Review | None:
+def review_reinstate(*, review: Review) -> Review | None:
     """A grader found a review of exactly the evidence it was about to judge: make it the subject's live one
     (it may have been replaced by a review of other evidence since) rather than call the judge again. None when
     the item was erased meanwhile (its reviews with it)."""
@@ -333,11 +388,6 @@ class AwaitingAnswers(Exception):
 
 DRAFT_OUTCOMES = (Decision.Outcome.APPROVE, Decision.Outcome.REJECT, Decision.Outcome.SEND_BACK)
 NOTE_REQUIRED = (Decision.Outcome.REJECT, Decision.Outcome.SEND_BACK)
-
-
-def review_slots(review: Review) -> int:
-    """How many people decide the review: its criteria version's rule (`CriteriaVersion.slots_of`)."""
-    return review.criteria_version.slots_of(review_id=review.pk, audit=review.audit)
 
 
 def decision_record(
@@ -393,7 +443,9 @@ def _waiting_review(review_id: int, *, outcome: str, checks: dict[str, str] | No
 def _decision_write(
     review: Review, values: dict, *, basis: str, note: str, decided_by: AbstractBaseUser | None, decided_at: datetime
 ) -> Decision:
-    """Write the item's human verdict and mark the review decided, in the caller's transaction (review row locked)."""
+    """Write the item's human verdict and mark the review decided, in the caller's transaction (review row locked).
+    Every decision is written here, whoever gives it: so here, once it commits, the evaluation export is sent and a
+    draft's pipeline told (a webhook, when the draft names a callback URL)."""
     with rollups_tracking([review.pk]):
         try:
             with transaction.atomic():
@@ -410,6 +462,8 @@ def _decision_write(
             raise NotWaiting(review.pk) from None
         review_state_write(review.pk, ReviewState.DECIDED)
     evaluations_export_on_commit(review_id=review.pk, decision_id=decision.pk)
+    if review.kind == ItemKind.DRAFT and Draft.objects.filter(pk=review.draft_id).exclude(callback_url="").exists():
+        transaction.on_commit(lambda: enqueue.webhook_delivery(review_id=review.pk, event=enqueue.HUMAN_DECISION))
     return decision
 
 

@@ -1,0 +1,107 @@
+"""What the commands for positioned selectors share (service-level targets, assignment rules; see
+grading/reviews/targets.py): their options (the items a selector matches by kind, application and reason, and its
+position among the org's, where lower positions decide first), the checks of those options, and how the commands
+print and audit a selector."""
+
+from typing import Protocol
+
+from django.core.management.base import CommandError, CommandParser
+
+from grading.core.outcomes import HUMAN_REASONS
+from grading.management.options import text_option
+from grading.models import ItemKind, Org
+from grading.reviews.targets import AUDIT, Selector
+
+APPLICATION_NAME_MAX = 100  # the application columns' length (conversations, reviews, targets, rules)
+POSITION_MAX = 2**31 - 1  # the largest value of a position column (an integer in Postgres)
+REASONS = (*HUMAN_REASONS, AUDIT)  # what --reason may name: why items went to people, or the audit sample
+
+
+class Positioned(Selector, Protocol):
+    position: int
+
+
+# --- arguments ----------------------------------------------------------------------------------------------------
+
+
+def add_arguments(parser: CommandParser, *, what: str) -> None:
+    """The org, the items the selector matches (each default: any), and where it goes among the org's."""
+    parser.add_argument("--org", required=True, help="org slug")
+    parser.add_argument("--kind", choices=ItemKind.values, default="", help="default: any kind")
+    parser.add_argument("--application", help="default: any application")
+    parser.add_argument("--reason", choices=REASONS, default="", help=f"default: any reason; {AUDIT}: the sample")
+    parser.add_argument("--position", type=int, help="lower positions decide first (default: after the last)")
+    parser.add_argument("--replace", action="store_true", help=f"with --position: replace the {what} there, if any")
+
+
+def add_listing_and_removal(actions, *, listing: str, removal: str, what: str) -> None:
+    """The action that lists the selectors (of every org unless --org) and the one that removes one by position."""
+    listed = actions.add_parser(listing, help=f"list {what}s, of every org unless --org")
+    listed.add_argument("--org", help="org slug")
+    removed = actions.add_parser(removal, help=f"delete the {what} at a position")
+    removed.add_argument("--org", required=True, help="org slug")
+    removed.add_argument("--position", type=int, required=True)
+
+
+# --- validation: every refusal before anything is written ---------------------------------------------------------
+
+
+def application_option(raw: str | None) -> str:
+    """`--application`: absent is any application; present, a name that is not empty and fits the column."""
+    if raw is None:
+        return ""
+    return text_option(
+        raw,
+        option="--application",
+        empty="leave it out for any application",
+        names="application names",
+        limit=APPLICATION_NAME_MAX,
+    )
+
+
+def fields(options: dict, *, what: str) -> dict:
+    """The fields that say which items the selector matches, refused when they would match none."""
+    kind = options["kind"]
+    application = application_option(options["application"])
+    if kind == ItemKind.DRAFT and application:
+        raise CommandError(f"drafts are filed under no application: a draft {what} naming one would match nothing")
+    return {"kind": kind, "application": application, "reason": options["reason"]}
+
+
+def position_option(position: int) -> int:
+    if not 1 <= position <= POSITION_MAX:
+        raise CommandError(f"--position must be from 1 to {POSITION_MAX}")
+    return position
+
+
+def position_to_set(options: dict, *, what: str) -> int | None:
+    """The position that adding or replacing a selector names; None for after the last."""
+    if options["position"] is None:
+        if options["replace"]:
+            raise CommandError(f"--replace needs --position: the {what} to replace")
+        return None
+    return position_option(options["position"])
+
+
+def next_position(org: Org, last: int, *, what: str) -> int:
+    """The position after the org's last selector (`last`, 0 for none); refused past the column's largest value."""
+    if last >= POSITION_MAX:
+        raise CommandError(f"the last {what} of {org.slug} is at position {POSITION_MAX}: give this one a --position")
+    return last + 1
+
+
+# --- how the commands print and audit them ------------------------------------------------------------------------
+
+
+def as_dict(selector: Positioned) -> dict:
+    """What the audit trail keeps of a selector (each kind's own fields follow)."""
+    return {
+        "position": selector.position,
+        "kind": selector.kind,
+        "application": selector.application,
+        "reason": selector.reason,
+    }
+
+
+def matched_text(kind: str, application: str, reason: str) -> str:
+    return f"{kind or 'any kind'} · {application or 'any application'} · {reason or 'any reason'}"
