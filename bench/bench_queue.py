@@ -21,13 +21,13 @@ Then two people are asked to decide half the items (reviewer slots, a share of 5
 carry one answer, and the queue pages and `claim_next` are measured again: with places open, the queue must cost
 what it cost before.
 
-Two rules are kept in two forms for these paths (bench/README.md, "Rules in two forms"), and each is measured against
-its one form here: a change of targets, `due_times_refresh` (`due_time` per waiting review, one UPDATE from arrays)
-against the same rule as one UPDATE with a CASE per target; and claim next with the rules' reservations in force
-(every waiting item routed an hour ago) for an operator reaching one application whose items are all reserved for a
-pool they are not in: `reserved_q` in the scan against deciding the reservations for the rows in hand
-(`reservations_of` over the lane, a batch of `SCAN_BATCH` at a time, as claim next decides places; its p90 column is
-the longest of five runs).
+Two rules are measured against their other form (bench/README.md, "Rules kept in two forms"): a change of targets,
+`due_times_refresh` (the one form: `due_time` per waiting review, one UPDATE from arrays), against the same rule as
+one UPDATE with a CASE per target, which it replaced; and claim next with the rules' reservations in force (every
+waiting item routed an hour ago) for an operator reaching one application whose items are all reserved for a pool
+they are not in: `reserved_q` in the scan (kept) against deciding the reservations for the rows in hand
+(`reservations_of` over the lane, a batch of `SCAN_BATCH` at a time, as claim next decides places; its p90 column
+is the longest of five runs).
 
 BENCH_QUEUE_ITEMS (open items, default 100000) and BENCH_QUEUE_REVIEWS (all reviews, default 1000000) scale it.
 """

@@ -13,7 +13,7 @@ construction:
 So what a figure counts changes here, in one place. The two forms of each expression are held equal by
 tests/grading/figures/test_definitions.py on generated reviews; a form that drifts fails it, naming the counter.
 Why two: every write books what a review adds (Python, for the review in hand), while the hourly rebuild and a
-number's list read every review of an org or a cell (SQL); bench/README.md, "Rules in two forms", has the figures.
+number's list read every review of an org or a cell (SQL); bench/README.md, "Rules kept in two forms", has the figures.
 
 Plain SQL is assembled here from this module's constants (names of ours, never a value from outside); every
 value from outside is a parameter.

@@ -5,7 +5,7 @@ reach covers it may.
 
 Two forms of one rule: `reservation_of` (Python, read under the review's row lock by the claim services and for the
 queue's rows) and `reserved_q` (SQL, for claim next's scan, which would otherwise read every row reserved for others
-to find one that is not: bench/README.md, "Rules in two forms"), held equal by
+to find one that is not: bench/README.md, "Rules kept in two forms"), held equal by
 tests/reviewer/queue/test_assignments.py.
 """
 
