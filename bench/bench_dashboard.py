@@ -1,7 +1,8 @@
 # ruff: noqa: S608 - the bulk-insert SQL is assembled from this module's constants; values are parameters.
 """The stakeholders' dashboard at 1,000,000 reviews: the page and the JSON from the rollups against a trivial view
 in the same run, the same figures from a live GROUP BY over the raw tables (results compared, time ratio), the
-rollup rebuild, and the export's rows per second and peak memory.
+rollup rebuild (and, as its yardstick, the same counters from the upkeep's Python form over every review: the figures
+keep a SQL form for the rebuild because of it), and the export's rows per second and peak memory.
 
 Rows are bulk-inserted with INSERT ... SELECT generate_series: conversations of five applications over 26 ISO
 weeks and drafts, each with one counting review (routes, checks, decisions, the audit mark, labels and thumbs
@@ -20,12 +21,13 @@ import resource
 import statistics
 import time
 import tracemalloc
+from collections import Counter
 from contextlib import contextmanager
 from datetime import timedelta
 
 from django.contrib.auth import get_user_model
 from django.core.serializers.json import DjangoJSONEncoder
-from django.db import connection
+from django.db import connection, transaction
 from django.http import HttpRequest, HttpResponse
 from django.template import RequestContext, Template
 from django.test import Client
@@ -35,10 +37,17 @@ from django.utils import timezone
 
 from bench.common import backend_cpu, fresh_org
 from grading.api.keys import api_key_create
-from grading.core.weeks import monday_sql
+from grading.core.weeks import monday, monday_sql
 from grading.dashboard.figures import dashboard_figures, iso_week, scope_for
-from grading.models import ItemKind
-from grading.reviews.rollups import live_counters, monday, rollups_rebuild
+from grading.models import COUNTING_STATES, ItemKind, Review, state_now
+from grading.reviews.rollups import (
+    ERASED,
+    _contributions_read,
+    _contributions_select,
+    live_counters,
+    rollups_rebuild,
+    stored_counters,
+)
 from grading.reviews.versions import criteria_active
 from reviewer import urls as reviewer_urls
 from reviewer.access import EVERY_ROLE, role_required
@@ -86,8 +95,18 @@ def main() -> None:
         rebuild = rollups_rebuild(org_id=org.pk)
     print(
         f"rollup rebuild (the live GROUP BY in one snapshot, its drift booked): {clock['wall']:.1f} s wall, "
-        f"{clock['db_cpu']:.1f} s database CPU; {rebuild.rows:,} counters"
+        f"{clock['cpu']:.1f} s CPU here, {clock['db_cpu']:.1f} s database CPU; {rebuild.rows:,} counters"
     )
+    in_python: dict = {}
+    with _clock(in_python):
+        counted = _rebuild_in_python(org.pk)
+    stored = {k: v for k, v in stored_counters(org_ids=[org.pk]).items() if k[5] not in ("thumbs", ERASED)}
+    print(
+        f"the same counters from the upkeep's Python form over every review (`contributions`, the rebuild done the "
+        f"other way): {in_python['wall']:.1f} s wall, {in_python['cpu']:.1f} s CPU here, "
+        f"{in_python['db_cpu']:.1f} s database CPU; {'equal' if counted == stored else 'DIFFERENT'}"
+    )
+    _bench_counting(org)
 
     user = get_user_model().objects.create_user(username="bench-stakeholder", password="unused-bench-password")
     Membership.objects.create(user=user, org=org, role=Role.STAKEHOLDER)
@@ -142,6 +161,40 @@ def main() -> None:
             + (f"; Cohen's kappa for {len(pairs)} pairs of people, n {pairs[0]['n']:,} each" if pairs else "")
         )
     _bench_export(org, scope)
+
+
+def _bench_counting(org) -> None:
+    """Which reviews count now (`ReviewState`), the rule every list and count picks reviews by: its SQL form (a
+    count through `counting()`) against deciding it in Python (`state_now`) for every review of the org, which is
+    what a list would have to read to find its page without the filter."""
+    in_sql: dict = {}
+    with _clock(in_sql):
+        filtered = Review.objects.filter(org=org).counting().count()
+    in_python: dict = {}
+    with _clock(in_python):
+        rows = Review.objects.filter(org=org).values_list("state", "criteria_version__is_active")
+        decided = sum(
+            1 for stored, active in rows.iterator(chunk_size=10_000)
+            if state_now(stored, criteria_active=active) in COUNTING_STATES
+        )  # fmt: skip
+    print(
+        f"which reviews count: the filter in SQL (counting().count()) {in_sql['wall'] * 1000:.0f} ms wall, "
+        f"{in_sql['db_cpu'] * 1000:.0f} ms database CPU; decided in Python for every review "
+        f"{in_python['wall']:.1f} s wall, {in_python['cpu']:.1f} s CPU here; "
+        f"{'equal' if filtered == decided else 'DIFFERENT'} ({decided:,})"
+    )
+
+
+def _rebuild_in_python(org_id: int) -> dict:
+    """Every counter the org's reviews contribute, computed by the upkeep's form (grading/figures/definitions.py
+    `contributions`, over the rows the upkeep reads), streamed from a server-side cursor: what the hourly rebuild
+    would cost with one form of the figures."""
+    total: Counter = Counter()
+    with transaction.atomic(), connection.chunked_cursor() as cursor:
+        cursor.execute(_contributions_select("grading_review") + "WHERE r.org_id = %s", [org_id])
+        while rows := cursor.fetchmany(5_000):
+            total.update(_contributions_read(rows))
+    return {key: value for key, value in total.items() if value}
 
 
 def _comparable(figures: dict) -> str:
@@ -249,7 +302,7 @@ def _populate(org, total: int) -> dict[str, int]:
 _REVIEW_COLUMNS = """org_id, kind, conversation_id, draft_id, fingerprint, criteria_version_id, judge, judge_key,
     memory_snapshot, started_at, finished_at, stages, route, reason, detail, checks, score, judge_score, judge_passed,
     spread, sub_scores, findings, judge_issues, repairs, memory_used, usage, state, audit, application, week,
-    submitted_at"""
+    submitted_at, criteria_fingerprint"""
 _JUDGE = """'{"backend": "openai", "model": "bench", "prompt_hash": "b3nch000", "temperature": 0}'::jsonb"""
 _CHECK = """jsonb_build_object('verdict', {v}, 'message_ids', '["m2"]'::jsonb, 'rationale', 'bench')"""
 # Conversation g: route by g % 10 (0-5 pass, 6-7 fail, 8-9 a person: 8 decided, 9 waiting); every 97th pass is in
@@ -258,11 +311,11 @@ _CONVERSATION_ROUTE = "CASE WHEN g %% 10 < 6 THEN 'pass' WHEN g %% 10 < 8 THEN '
 
 _POPULATE_SQL = [
     """INSERT INTO grading_conversation (org_id, external_id, application, closed, started_at, last_activity_at,
-            fingerprint, active_path_ids, branch_count, message_count, updated_at, grading_task_id)
+            fingerprint, active_path_ids, branch_count, message_count, updated_at, grading_task_id, end_user)
         SELECT %(org)s, 'c-' || g, 'app-' || (g %% 5), true,
             now() - (g %% (%(days)s * 24)) * interval '1 hour' - interval '1 hour',
             now() - (g %% (%(days)s * 24)) * interval '1 hour' - interval '50 minutes',
-            'fp1:c-' || g, '["m1", "m2"]'::jsonb, 1, 2, now(), ''
+            'fp1:c-' || g, '["m1", "m2"]'::jsonb, 1, 2, now(), '', ''
         FROM generate_series(1, %(conversations)s) g""",
     f"""INSERT INTO grading_review ({_REVIEW_COLUMNS})
         SELECT %(org)s, 'conversation', c.id, NULL, c.fingerprint, %(cc)s, {_JUDGE}, 'bench', '',
@@ -275,17 +328,17 @@ _POPULATE_SQL = [
             NULL, NULL, NULL, NULL, '{{}}'::jsonb, '[]'::jsonb, '[]'::jsonb, NULL, '{{}}'::jsonb,
             jsonb_build_object('prompt_tokens', 2000 + x.g %% 700, 'completion_tokens', 150, 'total_tokens', 2150),
             CASE WHEN x.g %% 10 = 9 THEN 'waiting' WHEN x.g %% 10 = 8 OR x.audit THEN 'decided' ELSE 'current' END,
-            x.audit, c.application, {monday_sql("c.started_at")}, c.last_activity_at
+            x.audit, c.application, {monday_sql("c.started_at")}, c.last_activity_at, ''
         FROM grading_conversation c
         CROSS JOIN LATERAL (SELECT substr(c.external_id, 3)::int AS g) n
         CROSS JOIN LATERAL (SELECT n.g, {_CONVERSATION_ROUTE.replace("g %%", "n.g %%")} AS route,
                             n.g %% 97 = 0 AND n.g %% 10 < 6 AS audit) x
         WHERE c.org_id = %(org)s""",
     """INSERT INTO grading_draft (org_id, external_id, title, slug, body, source_urls, run_id, callback_url,
-            fingerprint, created_at, updated_at, grading_task_id)
+            fingerprint, created_at, updated_at, grading_task_id, end_user)
         SELECT %(org)s, 'd-' || g, 'Draft ' || g, 'draft-' || g, 'body', '[]'::jsonb, '', '', 'fp1:d-' || g,
             now() - (g %% (%(days)s * 24)) * interval '1 hour' - interval '2 hours',
-            now() - (g %% (%(days)s * 24)) * interval '1 hour' - interval '2 hours', ''
+            now() - (g %% (%(days)s * 24)) * interval '1 hour' - interval '2 hours', '', ''
         FROM generate_series(1, %(drafts)s) g""",
     # Draft g: 0-5 pass (every 7th repaired), 6-7 fail (a finding), 8 a person (every other one decided), 9 error.
     f"""INSERT INTO grading_review ({_REVIEW_COLUMNS})
@@ -304,7 +357,7 @@ _POPULATE_SQL = [
             '{{}}'::jsonb, '{{"prompt_tokens": 3000, "completion_tokens": 200, "total_tokens": 3200}}'::jsonb,
             CASE WHEN x.route = 'human' AND x.g %% 20 = 8 THEN 'decided' WHEN x.route = 'human' THEN 'waiting'
                  ELSE 'current' END,
-            false, '', {monday_sql("d.updated_at + interval '90 seconds'")}, d.updated_at
+            false, '', {monday_sql("d.updated_at + interval '90 seconds'")}, d.updated_at, ''
         FROM grading_draft d
         CROSS JOIN LATERAL (SELECT substr(d.external_id, 3)::int AS g) n
         CROSS JOIN LATERAL (SELECT n.g, CASE WHEN n.g %% 10 < 6 THEN 'pass' WHEN n.g %% 10 < 8 THEN 'fail'
@@ -315,7 +368,7 @@ _POPULATE_SQL = [
         SELECT r.org_id, r.kind, r.conversation_id, NULL, 'fp1:old-' || h, r.criteria_version_id, r.judge,
             'old-' || h, '', r.started_at - interval '1 day', r.finished_at - interval '1 day', 1, 'pass', '', '',
             r.checks, NULL, NULL, NULL, NULL, '{{}}'::jsonb, '[]'::jsonb, '[]'::jsonb, NULL, '{{}}'::jsonb, r.usage,
-            'superseded', false, r.application, r.week, r.submitted_at
+            'superseded', false, r.application, r.week, r.submitted_at, ''
         FROM generate_series(1, %(history)s) h
         JOIN grading_review r ON r.id = (SELECT min(id) FROM grading_review) + (h %% %(conversations)s)""",
     """INSERT INTO grading_decision (org_id, review_id, basis, outcome, checks, note, decided_by_id, decided_at)

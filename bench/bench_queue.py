@@ -21,6 +21,14 @@ Then two people are asked to decide half the items (reviewer slots, a share of 5
 carry one answer, and the queue pages and `claim_next` are measured again: with places open, the queue must cost
 what it cost before.
 
+Two rules are measured against their other form (bench/README.md, "Rules kept in two forms"): a change of targets,
+`due_times_refresh` (the one form: `due_time` per waiting review, one UPDATE from arrays), against the same rule as
+one UPDATE with a CASE per target, which it replaced; and claim next with the rules' reservations in force (every
+waiting item routed an hour ago) for an operator reaching one application whose items are all reserved for a pool
+they are not in: `reserved_q` in the scan (kept) against deciding the reservations for the rows in hand
+(`reservations_of` over the lane, a batch of `SCAN_BATCH` at a time, as claim next decides places; its p90 column
+is the longest of five runs).
+
 BENCH_QUEUE_ITEMS (open items, default 100000) and BENCH_QUEUE_REVIEWS (all reviews, default 1000000) scale it.
 """
 
@@ -31,7 +39,7 @@ from datetime import timedelta
 
 from django.contrib.auth import get_user_model
 from django.db import connection, transaction
-from django.db.models import F
+from django.db.models import Case, DateTimeField, ExpressionWrapper, F, When
 from django.http import HttpRequest, HttpResponse
 from django.template import RequestContext, Template
 from django.test import Client
@@ -39,15 +47,17 @@ from django.test.utils import CaptureQueriesContext, override_settings
 from django.urls import clear_url_caches, path
 from django.utils import timezone
 
-from bench.common import fresh_org
+from bench.common import backend_cpu, fresh_org
 from grading.models import CriteriaVersion, ItemKind, Review, ServiceTarget, SlotsFor
-from grading.reviews.targets import due_times_refresh
+from grading.reviews.targets import due_times_refresh, selected_q, targets_of
 from grading.reviews.versions import criteria_active
 from reviewer import urls as reviewer_urls
 from reviewer.access import role_required
 from reviewer.models import Assignment, AssignmentRule, Escalation, Membership, Pool, Role
+from reviewer.queue.assignments import reservations_of
 from reviewer.queue.display import queue_page
 from reviewer.queue.escalation import escalation_sweep
+from reviewer.queue.reads import ORDER, SCAN_BATCH, Lane, QueueFilters, _beyond, key_of
 from reviewer.queue.services import claim_next
 
 RUNS = 25
@@ -102,10 +112,12 @@ def main() -> None:
                 limited, limited_client = _limited_operator(org, applications, drafts)
                 results.append((f"queue page, {name}", *_measure(limited_client, "/queue/", {})))
                 results.append((f"claim next, {name}", *_measure_claim_next(limited, org)))
-            seconds, teams = _targets_and_teams(org)
-            print(f"then: targets date every waiting item ({seconds:.1f} s for the UPDATE a change of targets costs);"
-                  f" {teams['pools']} pools of {teams['members']}, every membership scoped, a rule per pool,"
-                  f" {teams['assigned']:,} items assigned by hand")  # fmt: skip
+            dated, teams = _targets_and_teams(org)
+            print(f"then: targets date every waiting item; {teams['pools']} pools of {teams['members']}, every"
+                  f" membership scoped, a rule per pool, {teams['assigned']:,} items assigned by hand")  # fmt: skip
+            for name, (wall, cpu, db_cpu, written) in dated.items():
+                print(f"  {name}: {wall:.2f} s wall, {cpu:.2f} s CPU here, {db_cpu:.2f} s database CPU,"
+                      f" {written:,} reviews")  # fmt: skip
             results.append(("queue page, targets (due order)", *_measure(client, "/queue/", {})))
             results.append(
                 ("queue page, page 2, targets", *_measure(client, f"/queue/?after={_page_end(user, org)}", {}))
@@ -120,6 +132,9 @@ def main() -> None:
                 (f"{name}, places open", *_measure(client, url, extra)) for name, url, extra in pages[1:3] + pages[5:6]
             ]
             results.append(("claim next, places open", *_measure_claim_next(user, org)))
+            outsider = _rules_in_force(org)
+            results.append(("claim next, reserved for others (scan)", *_measure_claim_next(outsider, org, found=False)))
+            results.append(("  the same, decided for rows in hand", *_measure_walk(outsider, org)))
         finally:
             clear_url_caches()
     baseline, cpu_baseline = results[0][1], results[0][3]
@@ -141,16 +156,42 @@ def main() -> None:
 POOLS, MEMBERS = 20, 5
 
 
-def _targets_and_teams(org) -> tuple[float, dict]:
-    """Targets for both kinds (every waiting item dated: the UPDATE timed); 20 pools of 5 operators whose
-    memberships each reach two applications and the drafts; a rule per pool (its application, for four hours); and
-    every tenth waiting item assigned by hand to a pool."""
+def _timed(write) -> tuple[float, float, float, int]:
+    """Wall, CPU here and database CPU of `write()` (which returns how many rows it wrote), in seconds."""
+    wall, cpu, db_cpu = time.perf_counter(), time.process_time(), backend_cpu()
+    written = write()
+    return time.perf_counter() - wall, time.process_time() - cpu, backend_cpu() - db_cpu, written
+
+
+def _due_times_in_one_update(org_id: int) -> int:
+    """The yardstick of `due_times_refresh`: the same rule as one UPDATE with a CASE branch per target, the SQL form
+    it replaced."""
+    due = Case(
+        *[
+            When(selected_q(target), then=ExpressionWrapper(
+                F("routed_at") + timedelta(minutes=target.minutes), output_field=DateTimeField()))
+            for target in targets_of(org_id)
+        ],
+        default=None,
+        output_field=DateTimeField(),
+    )  # fmt: skip
+    return Review.objects.filter(org_id=org_id, state="waiting").update(due_at=due)
+
+
+def _targets_and_teams(org) -> tuple[dict, dict]:
+    """Targets for both kinds (every waiting item dated: `due_times_refresh` timed, and the CASE UPDATE beside it);
+    20 pools of 5 operators whose memberships each reach two applications and the drafts; a rule per pool (its
+    application, for four hours); and every tenth waiting item assigned by hand to a pool."""
     Review.objects.filter(org=org, state="waiting").update(routed_at=F("finished_at"))  # as the migration does
     ServiceTarget.objects.create(org=org, position=1, kind=ItemKind.DRAFT, minutes=60)
     ServiceTarget.objects.create(org=org, position=2, kind=ItemKind.CONVERSATION, minutes=24 * 60)
-    started = time.perf_counter()
-    due_times_refresh(org.pk)
-    seconds = time.perf_counter() - started
+    dated: dict[str, tuple[float, float, float, int]] = {}
+    for _ in range(3):  # alternately, each on a table the other has just rewritten; the fastest of each kept
+        for name, write in (("one UPDATE with a CASE per target", lambda: _due_times_in_one_update(org.pk)),
+                            ("due_times_refresh", lambda: due_times_refresh(org.pk))):  # fmt: skip
+            with transaction.atomic():
+                timed = _timed(write)
+            dated[name] = min(dated.get(name, timed), timed)
     users = get_user_model().objects.bulk_create(
         [get_user_model()(username=f"bench-pool-{n}") for n in range(POOLS * MEMBERS)]
     )
@@ -175,7 +216,48 @@ def _targets_and_teams(org) -> tuple[float, dict]:
     member = users[0]
     client = Client(SERVER_NAME="localhost")
     client.force_login(member)
-    return seconds, {"pools": POOLS, "members": MEMBERS, "assigned": len(waiting), "member": (member, client)}
+    return dated, {"pools": POOLS, "members": MEMBERS, "assigned": len(waiting), "member": (member, client)}
+
+
+def _rules_in_force(org):
+    """Every waiting item routed an hour ago, so the rules (four hours) reserve every conversation for a pool; and an
+    operator reaching app-1 alone, in no pool: each of their items is reserved for pool-1 or assigned by hand."""
+    Review.objects.filter(org=org, state="waiting").update(routed_at=timezone.now() - timedelta(hours=1))
+    user = get_user_model().objects.create_user(username="bench-outsider", password="unused-bench-password")
+    Membership.objects.create(user=user, org=org, role=Role.OPERATOR, applications=["app-1"], drafts=False)
+    return user
+
+
+def _measure_walk(user, org) -> tuple[float, float, float, int]:
+    """Claim next's scan deciding reservations for the rows in hand: the lane read in queue order a batch at a time
+    (`SCAN_BATCH`), each batch's reservations read (`reservations_of`: assignments, rules, pool members), until a row
+    is free for the person (none is). A few runs: each takes seconds."""
+    version = CriteriaVersion.objects.get(org=org, kind=ItemKind.CONVERSATION, is_active=True)
+    rows = Lane(version, "app-1").reviews(QueueFilters()).order_by(*ORDER)
+    timings, cpu, queries = [], [], []
+
+    def counted(execute, *args):
+        queries[-1] += 1
+        return execute(*args)
+
+    for run in range(1 + 5):
+        queries.append(0)
+        with connection.execute_wrapper(counted), transaction.atomic():
+            started, started_cpu = time.perf_counter(), time.process_time()
+            now, after, found = timezone.now(), None, None
+            while found is None:
+                batch = list((rows.filter(_beyond(after, "gt")) if after else rows)[:SCAN_BATCH])
+                reserved = reservations_of(batch, now)
+                found = next((r for r in batch if r.pk not in reserved or reserved[r.pk].allows(user.pk)), None)
+                if len(batch) < SCAN_BATCH:
+                    break
+                after = key_of(1, batch[-1])
+            assert found is None
+            if run:
+                timings.append((time.perf_counter() - started) * 1000)
+                cpu.append((time.process_time() - started_cpu) * 1000)
+    timings.sort()
+    return statistics.median(timings), timings[-1], statistics.median(cpu), queries[-1]
 
 
 def sweep_bench(org) -> list[tuple[str, float, float, int]]:
@@ -185,6 +267,7 @@ def sweep_bench(org) -> list[tuple[str, float, float, int]]:
                 .values_list("due_at", flat=True))  # fmt: skip
     step = len(dues) // 100
     results = []
+    connection.queries_log.clear()  # a full log (the walk's thousands of queries) would count none
     for label, start in (("none overdue before", 0), ("half overdue before", len(dues) // 2)):
         timings, cpu, queries = [], [], 0
         for run in range(WARMUP + RUNS):
@@ -239,13 +322,13 @@ def _ask_two_people(org) -> int:
     return answered
 
 
-def _measure_claim_next(user, org) -> tuple[float, float, float, int]:
+def _measure_claim_next(user, org, *, found: bool = True) -> tuple[float, float, float, int]:
     """`claim_next` in a transaction rolled back after each run, so every run finds the same queue."""
     timings, cpu, queries = [], [], 0
     for run in range(WARMUP + RUNS):
         with CaptureQueriesContext(connection) as captured, transaction.atomic():
             started, started_cpu = time.perf_counter(), time.process_time()
-            assert claim_next(user=user) is not None
+            assert (claim_next(user=user) is not None) == found
             if run >= WARMUP:
                 timings.append((time.perf_counter() - started) * 1000)
                 cpu.append((time.process_time() - started_cpu) * 1000)
@@ -320,7 +403,8 @@ _ITEMS = """
 """
 _REVIEW_COLUMNS = """org_id, kind, conversation_id, draft_id, fingerprint, criteria_version_id, judge, judge_key,
     memory_snapshot, started_at, finished_at, stages, route, reason, detail, checks, score, judge_score,
-    judge_passed, spread, sub_scores, findings, judge_issues, repairs, memory_used, usage, state, application, audit"""
+    judge_passed, spread, sub_scores, findings, judge_issues, repairs, memory_used, usage, state, application, audit,
+    criteria_fingerprint"""
 _JUDGE = """'{"backend": "openai", "model": "bench", "prompt_hash": "b3nch000", "temperature": 0}'::jsonb"""
 _CHECKS = """'{"grounded": {"verdict": "pass", "message_ids": ["m2"], "rationale": "supported by m2"},
     "complete": {"verdict": "unknown", "message_ids": ["m5"], "rationale": "the follow-up is open"},
@@ -335,14 +419,14 @@ _BODY = "## How do you cut support costs?\n\nRoute repeat questions to docs and 
 
 _POPULATE_SQL = [
     f"""INSERT INTO grading_draft (org_id, external_id, title, slug, body, source_urls, run_id, callback_url,
-            fingerprint, created_at, updated_at, grading_task_id)
+            fingerprint, created_at, updated_at, grading_task_id, end_user)
         SELECT %(org)s, grp || '-' || n, 'Draft ' || grp || n, 'draft-' || grp || '-' || n, '{_BODY}', '[]'::jsonb,
-            '', '', 'fp1:' || grp || '-' || n, now(), now(), ''
+            '', '', 'fp1:' || grp || '-' || n, now(), now(), '', ''
         FROM ({_ITEMS}) items WHERE n %% 2 = 0""",
     f"""INSERT INTO grading_conversation (org_id, external_id, application, closed, started_at, last_activity_at,
-            fingerprint, active_path_ids, branch_count, message_count, updated_at, grading_task_id)
+            fingerprint, active_path_ids, branch_count, message_count, updated_at, grading_task_id, end_user)
         SELECT %(org)s, grp || '-' || n, 'app-' || (n %% 5), true, now() - interval '40 days',
-            now() - interval '39 days', 'fp1:' || grp || '-' || n, '[]'::jsonb, 1, %(messages)s, now(), ''
+            now() - interval '39 days', 'fp1:' || grp || '-' || n, '[]'::jsonb, 1, %(messages)s, now(), '', ''
         FROM ({_ITEMS}) items WHERE n %% 2 = 1""",
     """INSERT INTO grading_message (conversation_id, external_id, parent_external_id, role, content, created_at,
             hidden, truncated, twin)
@@ -362,7 +446,8 @@ _POPULATE_SQL = [
             '', '{{}}'::jsonb, 6.7, 6.7, false, 0.6, '{{"aeo": 4, "writing": 3, "org_fit": 4}}'::jsonb, '[]'::jsonb,
             '[{{"issue": "The opening warms up", "fix": "Answer first."}}]'::jsonb, NULL, {_MEMORY},
             '{{"prompt_tokens": 3000, "completion_tokens": 200}}'::jsonb,
-            CASE left(d.external_id, 1) WHEN 'o' THEN 'waiting' WHEN 'd' THEN 'decided' ELSE 'current' END, '', false
+            CASE left(d.external_id, 1) WHEN 'o' THEN 'waiting' WHEN 'd' THEN 'decided' ELSE 'current' END, '', false,
+            ''
         FROM grading_draft d WHERE d.org_id = %(org)s""",
     f"""INSERT INTO grading_review ({_REVIEW_COLUMNS})
         SELECT %(org)s, 'conversation', c.id, NULL, c.fingerprint, %(cc)s, {_JUDGE}, 'bench', '',
@@ -372,14 +457,14 @@ _POPULATE_SQL = [
             '', {_CHECKS}, NULL, NULL, NULL, NULL, '{{}}'::jsonb, '[]'::jsonb, '[]'::jsonb, NULL, '{{}}'::jsonb,
             '{{"prompt_tokens": 3000, "completion_tokens": 200}}'::jsonb,
             CASE left(c.external_id, 1) WHEN 'o' THEN 'waiting' WHEN 'd' THEN 'decided' ELSE 'current' END,
-            c.application, false
+            c.application, false, ''
         FROM grading_conversation c WHERE c.org_id = %(org)s""",
     # Superseded history, spread over every item: older, not current, each of its own identity.
     f"""INSERT INTO grading_review ({_REVIEW_COLUMNS})
         SELECT r.org_id, r.kind, r.conversation_id, r.draft_id, 'fp1:old-' || h, r.criteria_version_id, r.judge,
             'old-' || h, r.memory_snapshot, r.started_at - interval '1 day', r.finished_at - interval '1 day', 1,
             'pass', '', '', r.checks, r.score, r.judge_score, r.judge_passed, r.spread, r.sub_scores, r.findings,
-            r.judge_issues, r.repairs, r.memory_used, r.usage, 'superseded', r.application, false
+            r.judge_issues, r.repairs, r.memory_used, r.usage, 'superseded', r.application, false, ''
         FROM generate_series(1, %(history)s) h
         JOIN LATERAL (SELECT * FROM grading_review WHERE org_id = %(org)s AND state <> 'superseded'
                       AND id = (SELECT min(id) FROM grading_review) + (h %% (%(open)s + %(decided)s + %(passed)s))) r

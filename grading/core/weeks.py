@@ -1,7 +1,8 @@
 """ISO weeks, as every figure, list, sample and page files things by week: Monday to Sunday, in UTC.
 
-The one definition is `monday`; SQL that files rows by week uses `monday_sql`, its twin, held equal to it by
-tests/grading/figures/test_definitions.py. A week is named `2026-W41` (`iso_week`) and read back by `week_named`.
+The one definition is `monday`; SQL that files rows by week (the figures' rebuild) uses `monday_sql`, its twin, held
+equal to it by tests/grading/test_review_rules.py. A range of weeks, as timestamps, is `in_weeks`. A week is named
+`2026-W41` (`iso_week`) and read back by `week_named`.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 import re
 from datetime import UTC, date, datetime, time, timedelta
 
+from django.db.models import Q
 from django.utils import timezone
 
 
@@ -27,6 +29,12 @@ def monday_sql(timestamp: str) -> str:
 def week_start(week: date) -> datetime:
     """The first instant of the ISO week whose Monday is `week`: a week range of timestamps starts here."""
     return datetime.combine(week, time.min, tzinfo=UTC)
+
+
+def in_weeks(field: str, *, since: date, until: date) -> Q:
+    """A timestamp `field` within the ISO weeks from the one whose Monday is `since` to the one whose Monday is
+    `until`, both included: the one week range every list, figure and count of timestamps reads."""
+    return Q(**{f"{field}__gte": week_start(since), f"{field}__lt": week_start(until) + timedelta(weeks=1)})
 
 
 def iso_week(day: date) -> str:

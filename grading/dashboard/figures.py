@@ -533,9 +533,12 @@ _BUILDERS = {
 }
 
 
-def dashboard_figures(scope: Scope, *, sections=SECTIONS, rows: dict[Key, int] | None = None) -> dict:
-    """Every figure of the dashboard for `scope` (or only `sections`), JSON-ready."""
-    counters = counters_for(scope, rows)
+def dashboard_figures(
+    scope: Scope, *, sections=SECTIONS, rows: dict[Key, int] | None = None, counters: Counters | None = None
+) -> dict:
+    """Every figure of the dashboard for `scope` (or only `sections`), JSON-ready; from `counters` when the caller
+    read them already (the page reads its service-level figures from the same ones)."""
+    counters = counters or counters_for(scope, rows)
     return {
         "org": scope.org.slug,
         "from": iso_week(scope.since),

@@ -12,6 +12,8 @@ construction:
 
 So what a figure counts changes here, in one place. The two forms of each expression are held equal by
 tests/grading/figures/test_definitions.py on generated reviews; a form that drifts fails it, naming the counter.
+Why two: every write books what a review adds (Python, for the review in hand), while the hourly rebuild and a
+number's list read every review of an org or a cell (SQL); bench/README.md, "Rules kept in two forms", has the figures.
 
 Plain SQL is assembled here from this module's constants (names of ours, never a value from outside); every
 value from outside is a parameter.
@@ -25,12 +27,13 @@ from dataclasses import dataclass
 from itertools import combinations
 from typing import Any
 
-from django.db.models import BooleanField, Count, Expression, F, Q, QuerySet
+from django.db.models import BooleanField, Expression, F, Q
 
 from grading.core.outcomes import CHECKS, SUB_SCORES
 from grading.core.weeks import monday, monday_sql
 from grading.figures.expressions import (
     KEY_LENGTH,
+    AtMost,
     Bucket,
     Case,
     CheckVerdict,
@@ -45,6 +48,7 @@ from grading.figures.expressions import (
     NonEmptyList,
     Not,
     Pair,
+    Present,
     Row,
     Seconds,
     Stored,
@@ -55,7 +59,7 @@ from grading.figures.expressions import (
     col,
     sql_literal,
 )
-from grading.models import COUNTING_STATES, LIVE_STATES, Answer, Decision, ItemKind, Label, ReviewState, Route
+from grading.models import COUNTING_STATES, LIVE_STATES, Decision, ItemKind, Label, ReviewState, Route
 
 PASS_FAIL = Label.PASS_FAIL
 # --- the rules the figures share ------------------------------------------------------------------------------
@@ -63,13 +67,19 @@ PASS_FAIL = Label.PASS_FAIL
 KIND, ROUTE, STATE, REASON, AUDIT = col("kind"), col("route"), col("state"), col("reason"), col("audit")
 FINISHED, SUBMITTED = col("finished_at"), col("submitted")
 OUTCOME, DECIDED_AT = col("outcome"), col("decided_at")  # its decision's
+# When it was routed to people, and when they owed it a decision (ServiceTarget; None: no target named it). Set while
+# it waits and never changed once it is decided, so a decided review's figures below stay what they were booked as.
+ROUTED_AT, DUE_AT = col("routed_at"), col("due_at")
 # A person credited with the review's decision (EACH_DECIDER): its id, 0 for an account since deleted.
 DECIDER = Col("decider", "decider.person")
 LABEL_CHECK, LABEL_VERDICT = Col("label_check", "l.check_name"), Col("label_verdict", "l.verdict")  # one label's
 # How many labels of one check on one item gave each verdict, in VERDICTS order ("2:1:0"): people against people.
 LABEL_PATTERN = Col("label_pattern", "l.pattern")
 LABEL_SPLIT = Col("label_split", "l.split")  # those labels do not all give one verdict
-LABEL_AGREED = Col("label_agreed", "l.agreed")  # the verdict they all gave, where they agree
+LABEL_AGREED = Col("label_agreed", "l.agreed")  # the verdict they all gave (`labels_verdict`), where they agree
+# People against people: an item's verdicts on a check are compared once two or more people gave one (labellers, or
+# every place of an item several people decide). The population those figures read, not what a verdict is.
+SEVERAL_PEOPLE = 2
 # Answers in the queue (several people on one item, `Answer`): the same columns, `agreed` being the item's human
 # verdict on the check (the agreed or the adjudicated decision), once there is one (`decided`; a decision that
 # stores no verdict on the check, which `decision_record` never writes, has none).
@@ -99,6 +109,15 @@ HUMAN_PASS_FAIL = Case(Eq(OUTCOME, Lit(Decision.Outcome.APPROVE)), Lit("pass"), 
 # Which sample a person's decision belongs to: the audit sample (picked by a rule that ignores the machine) or
 # the items the machine was unsure about (biased: the hard ones).
 AGREEMENT_GROUPS = {"audit": AUDIT, "unsure": both(Not(AUDIT), Eq(ROUTE, Lit(Route.HUMAN)))}
+
+
+def labels_verdict(verdicts: Iterable[str]) -> str | None:
+    """An item's human verdict on one check from its labels about the evidence it holds: the verdict every label
+    gives, one label being one person's verdict; none while they split. The one reading of it: trials and worked
+    examples (grading/reviews/human.py) and the dashboard's judge against the labellers' agreed verdict (LABEL_AGREED,
+    over the items SEVERAL_PEOPLE or more labellers labelled)."""
+    said = set(verdicts)
+    return next(iter(said)) if len(said) == 1 else None
 
 
 def checks_of(kind: str) -> tuple[str, ...]:
@@ -156,6 +175,8 @@ _DRAFT_COUNTING = both(COUNTING, IS_DRAFT)
 _VERDICT_WAIT = Seconds(FINISHED, SUBMITTED)
 _DECISION_WAIT = Seconds(DECIDED_AT, FINISHED)
 _HUMAN_WAIT = Seconds(DECIDED_AT, SUBMITTED)
+_DATED = both(Present(DUE_AT), Present(ROUTED_AT))  # a service-level target gave it a due time
+ON_TIME, LATE = "on_time", "late"
 _CHECK_AGREEMENT = [
     Figure(
         f"agree_{group}",
@@ -206,6 +227,19 @@ FIGURES: tuple[Figure, ...] = (
     Figure("decided_by", Lit(True), Text(DECIDER), week=DECIDED, over=EACH_DECIDER),
     Figure("decision_wait_s", Lit(True), amount=_DECISION_WAIT, week=DECIDED, over=WITH_DECISION),
     Figure("decision_wait", Lit(True), Bucket(_DECISION_WAIT), week=DECIDED, over=WITH_DECISION),
+    # Service-level targets (reviewer/dashboards/service.py): the items a target dated, by week of their decision:
+    # decided on time or late, how long each took from its routing and how long its target gave it.
+    Figure(
+        "decided_due",
+        _DATED,
+        Case(AtMost(DECIDED_AT, DUE_AT), Lit(ON_TIME), Lit(LATE)),
+        week=DECIDED,
+        over=WITH_DECISION,
+    ),
+    Figure(
+        "decided_due_s", _DATED, Lit("took"), amount=Seconds(DECIDED_AT, ROUTED_AT), week=DECIDED, over=WITH_DECISION
+    ),
+    Figure("decided_due_s", _DATED, Lit("target"), amount=Seconds(DUE_AT, ROUTED_AT), week=DECIDED, over=WITH_DECISION),
     # The stored state of the item's latest review (the staleness audit and the queue depth read these).
     Figure("state", In(STATE, tuple(LIVE_STATES)), STATE),
     # What the counting reviews say.
@@ -283,7 +317,7 @@ _ROW_SQL = f"""
         rv.state, {_COUNTING_RULE.sql()} AS {COUNTING.key}, rv.route, rv.reason, rv.checks, rv.findings, rv.sub_scores,
         rv.repairs, rv.usage, rv.judge_passed,
         rv.finished_at, COALESCE(rv.submitted_at, rv.started_at) AS submitted, rv.audit, rv.fingerprint,
-        rv.conversation_id, rv.draft_id
+        rv.conversation_id, rv.draft_id, rv.routed_at, rv.due_at
     FROM grading_review rv WHERE rv.state <> {sql_literal(ReviewState.TRIAL)}"""  # noqa: S608 - constants of ours
 _DECIDED_SQL = """
     SELECT r.*, dc.outcome, dc.checks AS human_checks, dc.decided_at, COALESCE(dc.decided_by_id, 0) AS decided_by,
@@ -311,10 +345,10 @@ _FROM = {
         AND (l.conversation_id = r.conversation_id OR l.draft_id = r.draft_id)""",
     EACH_LABELLED_CHECK: f"""FROM r CROSS JOIN LATERAL (
         SELECT l.check_name, concat_ws(':', {_PATTERN_COUNTS}) AS pattern, count(DISTINCT l.verdict) > 1 AS split,
-            min(l.verdict) AS agreed
+            CASE WHEN count(DISTINCT l.verdict) = 1 THEN min(l.verdict) END AS agreed
         FROM grading_label l WHERE l.fingerprint = r.fingerprint
             AND (l.conversation_id = r.conversation_id OR l.draft_id = r.draft_id)
-        GROUP BY l.check_name HAVING count(*) >= 2) l""",  # noqa: S608 - constants
+        GROUP BY l.check_name HAVING count(*) >= {SEVERAL_PEOPLE}) l""",  # noqa: S608 - constants
     EACH_ANSWERED_CHECK: f"""FROM r CROSS JOIN LATERAL (
         SELECT v.check_name, concat_ws(':', {_PATTERN_COUNTS.replace("l.verdict", "v.verdict")}) AS pattern,
             count(DISTINCT v.verdict) > 1 AS split,
@@ -322,11 +356,12 @@ _FROM = {
             (SELECT {_DECIDED_VERDICT} FROM grading_decision dc WHERE dc.review_id = r.id) IS NOT NULL AS decided
         FROM grading_answer a CROSS JOIN LATERAL ({ANSWER_VERDICTS}) v
         WHERE a.review_id = r.id
-        GROUP BY v.check_name HAVING count(*) >= greatest(2, max(a.slots))) l""",  # noqa: S608 - constants
+        GROUP BY v.check_name HAVING count(*) >= greatest({SEVERAL_PEOPLE}, max(a.slots))) l""",  # noqa: S608 - constants
     EACH_ANSWER_PAIR: f"""FROM r CROSS JOIN LATERAL (
         WITH x AS (
             SELECT a.person_id, v.check_name, v.verdict,
-                count(*) OVER (PARTITION BY v.check_name) >= greatest(2, max(a.slots) OVER ()) AS answered
+                count(*) OVER (PARTITION BY v.check_name) >= greatest({SEVERAL_PEOPLE}, max(a.slots) OVER ())
+                    AS answered
             FROM grading_answer a CROSS JOIN LATERAL ({ANSWER_VERDICTS}) v WHERE a.review_id = r.id)
         SELECT x.check_name, concat_ws(':', x.person_id, y.person_id, x.verdict, y.verdict) AS pair
         FROM x JOIN x y ON y.check_name = x.check_name AND y.person_id > x.person_id
@@ -404,7 +439,7 @@ def _answered_checks(row: Row, decision: Mapping[str, Any] | None, answers: Sequ
             "label_decided": decided.get(check) is not None,
         }
         for check, verdicts in sorted(by_check.items())
-        if len(verdicts) >= max(2, slots)
+        if len(verdicts) >= max(SEVERAL_PEOPLE, slots)
     ]
 
 
@@ -418,7 +453,7 @@ def _answer_pairs(row: Row, answers: Sequence[Mapping[str, Any]]) -> list:
     return [
         {"label_check": check, "answer_pair": f"{p}:{q}:{v}:{w}"}
         for check, given in sorted(by_check.items())
-        if len(given) >= max(2, slots)
+        if len(given) >= max(SEVERAL_PEOPLE, slots)
         for (p, v), (q, w) in combinations(sorted(given), 2)
     ]
 
@@ -453,11 +488,11 @@ def _overs(
             {
                 "label_check": check,
                 "label_pattern": ":".join(str(verdicts.count(v)) for v in VERDICTS),
-                "label_split": len(set(verdicts)) > 1,
-                "label_agreed": min(verdicts),
+                "label_split": labels_verdict(verdicts) is None,
+                "label_agreed": labels_verdict(verdicts),
             }
             for check, verdicts in sorted(by_check.items())
-            if len(verdicts) >= 2
+            if len(verdicts) >= SEVERAL_PEOPLE
         ],
         EACH_ANSWERED_CHECK: _answered_checks(row, decision, answers),
         EACH_ANSWER_PAIR: _answer_pairs(row, answers),
@@ -512,18 +547,6 @@ def contributions(
                         keys = (str(key1(row))[:KEY_LENGTH], str(key2(row))[:KEY_LENGTH])
                         out[(*base, weeks[week], metric, *keys)] += amount(row)
     return out
-
-
-def decisions_credited(decisions: QuerySet[Decision]) -> Counter:
-    """Per person (by id), how many of `decisions` are credited to them, as EACH_DECIDER credits them, read from the
-    rows: for pages that count the decisions of their own selection (the queue's workload, within a reader's reach).
-    A decider whose account was deleted since is left out."""
-    agreed = decisions.filter(basis=Decision.Basis.AGREED).values("review_id")
-    decided = decisions.exclude(basis=Decision.Basis.AGREED).filter(decided_by__isnull=False)
-    credited = Counter(dict(decided.order_by().values_list("decided_by").annotate(n=Count("pk"))))
-    answered = Answer.objects.filter(review_id__in=agreed).order_by().values_list("person").annotate(n=Count("pk"))
-    credited.update(dict(answered))
-    return credited
 
 
 # --- the reviews behind a counter, as a condition on a review -------------------------------------------------

@@ -147,6 +147,37 @@ def both(*parts: Expr) -> And:
 
 
 @dataclass(frozen=True, eq=False)
+class Present(Expr):
+    """The row has a value (not None; not NULL in SQL)."""
+
+    value: Expr
+
+    @cached_property
+    def fn(self) -> Callable[[Row], Any]:
+        value = self.value.fn
+        return lambda row: value(row) is not None
+
+    def sql(self) -> str:
+        return f"{self.value.sql()} IS NOT NULL"
+
+
+@dataclass(frozen=True, eq=False)
+class AtMost(Expr):
+    """`left` is at most `right` (two values never NULL where it is read)."""
+
+    left: Expr
+    right: Expr
+
+    @cached_property
+    def fn(self) -> Callable[[Row], Any]:
+        left, right = self.left.fn, self.right.fn
+        return lambda row: left(row) <= right(row)
+
+    def sql(self) -> str:
+        return f"{self.left.sql()} <= {self.right.sql()}"
+
+
+@dataclass(frozen=True, eq=False)
 class Not(Expr):
     part: Expr  # never NULL in SQL: NOT NULL would not read as True
 

@@ -37,7 +37,6 @@ from grading.models.orgs import (
 from grading.models.otlp import EvaluationExport, PendingCall, PendingEvent, SpanLink
 from grading.models.reviews import (
     COUNTING_STATES,
-    FOR_PEOPLE,
     LIVE_STATES,
     NO_JUDGE,
     Answer,
@@ -76,7 +75,6 @@ __all__ = [
     "EMBEDDING_DIMENSIONS",
     "EvaluationExport",
     "ExampleSource",
-    "FOR_PEOPLE",
     "Feedback",
     "GradingRun",
     "ItemKind",

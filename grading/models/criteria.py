@@ -1,9 +1,9 @@
-"""Criteria versions, and the trials of an unpublished one."""
+"""Criteria versions, and the trials of an unpublished one; how many people decide an item, and who adjudicates."""
+
+from collections.abc import Collection
 
 from django.conf import settings
 from django.db import models
-from django.db.models.functions import Mod
-from django.db.models.lookups import LessThan
 
 from grading.checks.rules import DraftRules
 from grading.models.orgs import Org
@@ -23,6 +23,21 @@ class SlotsFor(models.TextChoices):
 
 
 MAX_SLOTS = 5
+# Refused to someone who answered an item several people decide, once its answers stand (`may_adjudicate`).
+ANSWERED_CANNOT_ADJUDICATE = "You answered this item: someone who gave no answer adjudicates it."
+
+
+def answers_stand(*, slots: int, answered: int) -> bool:
+    """The adjudication rule, once for every reader and writer: on an item `slots` people decide (two or more), once
+    every place is answered the answers stand. Nobody answers again; the last answer decided the item if every
+    answer agreed, and otherwise the item waits for its adjudication (`may_adjudicate`)."""
+    return slots > 1 and answered >= slots
+
+
+def may_adjudicate(*, slots: int, answered_by: Collection[int], person_id: int) -> bool:
+    """Whether `person_id` may decide an item `slots` people decide (two or more) as its adjudication: only once its
+    answers stand, and only someone who gave none of them."""
+    return answers_stand(slots=slots, answered=len(answered_by)) and person_id not in answered_by
 
 
 class CriteriaVersion(models.Model):
@@ -90,25 +105,14 @@ class CriteriaVersion(models.Model):
 
     def slots_of(self, *, review_id: int, audit: bool) -> int:
         """How many people decide one of this version's reviews for people. A share is picked by the review's id,
-        so exactly that share of consecutive reviews gets the slots, whatever the machine said."""
+        so exactly that share of consecutive reviews gets the slots, whatever the machine said. The one form of the
+        rule: claim next decides it for the rows in hand (reviewer/queue/reads.py)."""
         picked = {
             SlotsFor.AUDIT: audit,
             SlotsFor.PEOPLE: True,
             SlotsFor.SHARE: review_id % 100 < self.slots_share,
         }[self.slots_for]
         return self.slots if picked else 1
-
-    def slots_expression(self) -> models.Expression:
-        """`slots_of` as SQL over the version's reviews (held equal by tests/grading/test_slots.py)."""
-        one = models.Value(1)
-        if self.slots == 1:
-            return one
-        picked = {
-            SlotsFor.AUDIT: models.Q(audit=True),
-            SlotsFor.PEOPLE: models.Q(pk__isnull=False),
-            SlotsFor.SHARE: LessThan(Mod(models.F("pk"), 100), self.slots_share),
-        }[self.slots_for]
-        return models.Case(models.When(picked, then=models.Value(self.slots)), default=one)
 
     def draft_rules(self) -> DraftRules:
         """The rules document of a draft version: the checks, the threshold and the band (their one home)."""

@@ -49,8 +49,9 @@ _CRITERIA_CHANGED = models.Q(state__in=COUNTING_STATES) & ~_CRITERIA_ACTIVE
 
 def state_now(stored: str, *, criteria_active: bool) -> str:
     """The state a review reads as now, from its stored state and whether its criteria version is still the active
-    one: the rule `with_state` writes as SQL, for readers holding the two facts already (the rollups' state
-    counters are kept per criteria version)."""
+    one: decided in Python for the row in hand (`Review.state_now`) and for the rollups' state counters (kept per
+    criteria version). Queries that pick reviews by it filter with `in_state`, its SQL form (bench/README.md says
+    why there are two)."""
     if stored in COUNTING_STATES and not criteria_active:
         return ReviewState.STALE
     return stored
@@ -58,11 +59,8 @@ def state_now(stored: str, *, criteria_active: bool) -> str:
 
 def for_people(*, route: str, audit: bool) -> bool:
     """Whether a person may be asked about a review: routed to people by the machine, or picked by the audit
-    sample whatever the machine decided. `FOR_PEOPLE` is the same as a query."""
+    sample whatever the machine decided. Asked of the row in hand: every reader looks a review up by its id."""
     return route == Route.HUMAN or audit
-
-
-FOR_PEOPLE = models.Q(route=Route.HUMAN) | models.Q(audit=True)
 
 
 def _in_state(state: ReviewState) -> models.Q:
@@ -102,14 +100,8 @@ class ReviewQuerySet(models.QuerySet):
         return self.waiting().filter(due_at__lte=at)
 
     def with_state(self) -> "ReviewQuerySet":
-        """Annotate `state_now`, the review's state as every reader must show it."""
-        return self.annotate(
-            state_now=models.Case(
-                models.When(_CRITERIA_CHANGED, then=models.Value(ReviewState.STALE.value)),
-                default=models.F("state"),
-                output_field=models.CharField(),
-            )
-        )
+        """The reviews with what `Review.state_now` reads beside each (its criteria version, in the same query)."""
+        return self.select_related("criteria_version")
 
 
 class Review(models.Model):
@@ -271,9 +263,15 @@ class Review(models.Model):
         return self.draft if self.kind == ItemKind.DRAFT else self.conversation
 
     @property
+    def state_now(self) -> str:
+        """The state the review reads as now, as every reader must show it (`state_now`); read the review with
+        `ReviewQuerySet.with_state`, which brings its criteria version along."""
+        return state_now(self.state, criteria_active=self.criteria_version.is_active)
+
+    @property
     def counts_now(self) -> bool:
-        """Whether the review counts as it reads now: its `state_now` (`ReviewQuerySet.with_state`) is a counting
-        state. The one reading of the "still counts" rule for a review in hand; queries use `counting()`."""
+        """Whether the review counts as it reads now: its `state_now` is a counting state. The one reading of the
+        "still counts" rule for a review in hand; queries use `counting()`."""
         return self.state_now in COUNTING_STATES
 
 

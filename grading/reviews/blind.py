@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from django.db.models import Count
 
 from grading.models import Answer, ItemKind, Review, ReviewState, state_now
+from grading.models.criteria import answers_stand
 from grading.reviews.reads import review_slots
 
 # What an event's detail says that someone answered or decided: the verdicts (a decision's, an answer's, a label's,
@@ -57,7 +58,7 @@ def blind_of(live: Review | None, *, answered: int) -> Blind:
     answered by `answered` people."""
     if live is None or state_now(live.state, criteria_active=live.criteria_version.is_active) != ReviewState.WAITING:
         return SEEN
-    return Blind(verdicts=live.audit, answers=answered < review_slots(live))
+    return Blind(verdicts=live.audit, answers=not answers_stand(slots=review_slots(live), answered=answered))
 
 
 def blind_items(kind: str, item_ids: Iterable[int]) -> dict[int, Blind]:

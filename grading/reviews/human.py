@@ -2,8 +2,9 @@
 
 From a decision (grading/models/reviews.py `Decision`: one per review; where several people decide an item it is the
 agreed or adjudicated one) on a review of the item's present fingerprint, or from its labels on the present
-fingerprint, per check the verdict they all give (a check the labellers split on has none). A verdict about
-evidence the item has since moved on from speaks about nothing the item holds, so it is no verdict of the item.
+fingerprint, per check the verdict they all give (`labels_verdict`, which the dashboard reads too; a check the
+labellers split on has none). A verdict about evidence the item has since moved on from speaks about nothing the item
+holds, so it is no verdict of the item.
 
 Sources: "audit", decisions on reviews in the audit sample (picked by a rule that ignores the machine); "decisions",
 every decision; "labels", labels. How an outcome reads as verdicts is `answer_verdicts`
@@ -17,7 +18,7 @@ from dataclasses import dataclass
 from django.contrib.postgres.fields import ArrayField
 from django.db.models import BigIntegerField, BooleanField, F, Func, Value
 
-from grading.figures.definitions import answer_verdicts
+from grading.figures.definitions import answer_verdicts, labels_verdict
 from grading.models import Conversation, Decision, Draft, ItemKind, Label
 
 DECISION, LABEL = "decision", "label"
@@ -113,7 +114,9 @@ def _label_verdicts(org_id: int, kind: str, ids: list[int] | None) -> dict[int, 
         given.setdefault(item_id, (fingerprint, {}))[1].setdefault(check, set()).add(verdict)
     verdicts = {}
     for item_id, (fingerprint, by_check) in given.items():
-        agreed = {check: next(iter(said)) for check, said in sorted(by_check.items()) if len(said) == 1}
+        agreed = {
+            check: verdict for check, said in sorted(by_check.items()) if (verdict := labels_verdict(said)) is not None
+        }
         if agreed:
             verdicts[item_id] = HumanVerdict(
                 item_id=item_id, fingerprint=fingerprint, checks=agreed, note="", source=LABEL, review_id=None

@@ -35,10 +35,10 @@ from django.db import connection, transaction
 from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
-from grading.core.weeks import monday, monday_sql
+from grading.core.weeks import monday_sql
 from grading.figures.definitions import contributions, live_counters_sql
 from grading.figures.expressions import sql_literal
-from grading.models import Conversation, Draft, Feedback, ItemKind, Org, Rollup, RollupRebuild
+from grading.models import Conversation, Draft, ItemKind, Org, Rollup, RollupRebuild
 from grading.reviews.reads import staleness_audit
 
 # A counter's key: (org id, kind, criteria id, application, week, metric, key1, key2).
@@ -51,7 +51,8 @@ ERASED = "erased"  # the metric of items erased (`erased_cell`)
 _FIELDS = (
     "id", "org_id", "kind", "criteria_version_id", "state", "route", "reason", "checks", "findings", "sub_scores",
     "repairs", "usage", "judge_passed", "started_at", "finished_at", "submitted_at", "audit", "application", "week",
-    "fingerprint", "conversation_id", "draft_id", "conversation__application", "conversation__started_at",
+    "fingerprint", "conversation_id", "draft_id", "routed_at", "due_at", "conversation__application",
+    "conversation__started_at",
 )  # fmt: skip
 
 
@@ -169,18 +170,13 @@ def rollups_book(delta: Counter) -> None:
 
 
 def thumbs_of(*conversation_ids: int) -> Counter:
-    """The thumbs counters of these conversations, filed by each conversation as it is now, in one statement."""
-    out: Counter = Counter()
+    """The thumbs counters of these conversations, filed by each conversation as it is now: the rebuild's own
+    statement (_THUMBS_SQL) for these conversations alone, so the upkeep and the rebuild count thumbs one way."""
     if not conversation_ids:
-        return out
-    rows = (
-        Feedback.objects.filter(conversation_id__in=conversation_ids)
-        .values_list("conversation__org_id", "conversation__application", "conversation__started_at", "value")
-        .order_by()
-    )
-    for org_id, application, started_at, value in rows:
-        out[(org_id, ItemKind.CONVERSATION, 0, application, monday(started_at), "thumbs", value, "")] += 1
-    return out
+        return Counter()
+    with connection.cursor() as cursor:
+        cursor.execute(_THUMBS_OF_SQL, {"conversations": list(conversation_ids)})
+        return Counter({tuple(row[:8]): row[8] for row in cursor.fetchall()})
 
 
 # One statement text whatever the number of counters, and one parameter for all of them: the counters go as one
@@ -221,10 +217,17 @@ def _apply(delta: Counter) -> None:
 
 # --- the same figures from the raw tables ---------------------------------------------------------------------
 
-# Thumbs are no review's: filed by their conversation as it is now (`thumbs_of`), held equal to it by the tests.
-_THUMBS_SQL = f"""SELECT c.org_id, {sql_literal(ItemKind.CONVERSATION)}, 0, c.application, {monday_sql("c.started_at")},
+
+# Thumbs are no review's: filed by their conversation as it is now, in one form (SQL) for the upkeep (`thumbs_of`, a
+# conversation's) and the rebuild (an org's).
+def _thumbs_sql(where: str) -> str:
+    return f"""SELECT c.org_id, {sql_literal(ItemKind.CONVERSATION)}, 0, c.application, {monday_sql("c.started_at")},
         'thumbs', f.value, '', count(*) FROM grading_feedback f JOIN grading_conversation c ON c.id = f.conversation_id
-        WHERE c.org_id = ANY(%(orgs)s) GROUP BY 1, 2, 3, 4, 5, 7"""  # noqa: S608 - constants of ours
+        WHERE {where} GROUP BY 1, 2, 3, 4, 5, 7"""  # noqa: S608 - constants of ours
+
+
+_THUMBS_SQL = _thumbs_sql("c.org_id = ANY(%(orgs)s)")
+_THUMBS_OF_SQL = _thumbs_sql("f.conversation_id = ANY(%(conversations)s)")
 # Erased items are nobody's review: counted from the erasures' tombstones, where each batch files what it erased as
 # [kind, application, week, items] in the transaction that books the counter (grading/erasure).
 _ERASED_SQL = f"""SELECT e.org_id, filed ->> 0, 0, filed ->> 1, (filed ->> 2)::date, {sql_literal(ERASED)}, '', '',

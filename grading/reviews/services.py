@@ -35,6 +35,7 @@ from grading.models import (
     Route,
 )
 from grading.models import for_people as is_for_people
+from grading.models.criteria import ANSWERED_CANNOT_ADJUDICATE, answers_stand, may_adjudicate
 from grading.reviews.reads import review_slots
 from grading.reviews.rollups import rollups_tracking
 from grading.reviews.spend import spend_book, utc_day
@@ -414,12 +415,12 @@ def decision_record(
         slots = review_slots(review)
         if slots > 1:
             answered_by = list(Answer.objects.filter(review_id=review_id).values_list("person_id", flat=True))
-            if len(answered_by) < slots:
+            if not answers_stand(slots=slots, answered=len(answered_by)):
                 raise AwaitingAnswers(
                     f"{len(answered_by)} of {slots} people have answered; it is not for adjudication yet."
                 )
-            if decided_by.pk in answered_by:
-                raise InvalidDecision("You answered this item: someone who gave no answer adjudicates it.")
+            if not may_adjudicate(slots=slots, answered_by=answered_by, person_id=decided_by.pk):
+                raise InvalidDecision(ANSWERED_CANNOT_ADJUDICATE)
             if not note:
                 raise InvalidDecision("Say why, in the note: the adjudication settles answers that differed.")
             basis = Decision.Basis.ADJUDICATED
@@ -495,7 +496,7 @@ def answer_record(
         review, values = _waiting_review(review_id, outcome=outcome, checks=checks, note=note)
         slots = review_slots(review)
         answers = {a.person_id: a for a in Answer.objects.filter(review_id=review_id).order_by("pk")}
-        if len(answers) >= slots:
+        if answers_stand(slots=slots, answered=len(answers)):
             raise AwaitingAnswers("Every slot is answered: the answers stand, and the item waits for its adjudication.")
         mine = answers.get(person.pk)
         replaced = None

@@ -1,12 +1,13 @@
 """The grading write path's plain SQL, all of it: the statements a grading sends for every item (the subject and its
 messages read, the identity check, the filing lock, the review's INSERT, a state change, the ticket handed back)
-and the planner's tickets, the judge spend booked with a review, and the spend caps read before every judge call.
-Nothing else in grading or reviewer sends
-these, or builds model instances from rows.
+and the planner's tickets, the judge spend booked with a review, the spend caps read before every judge call, and
+the due times a change of service-level targets writes. Nothing else in grading or reviewer sends these, or builds
+model instances from rows.
 
 Why plain SQL: composing these statements with the ORM, and its save(), cost several times their own CPU, most of a
 grading worker's database time; and `bulk_update`, one CASE branch per row, is quadratic in the number of tickets a
-pass writes while the workers wait for it to commit (the figures: bench/README.md). So each statement is composed
+pass writes while the workers wait for it to commit (the figures: bench/README.md); so is it in the due times of an
+org's waiting reviews. So each statement is composed
 once, with psycopg's `sql` from the models' metadata, and every value is a parameter; and rows become model
 instances here as the ORM would build them (`_instance`, `_as_python`, `review_insert`: from_db, from_db_value,
 get_db_prep_save). What a review's state should be is decided by the record's writer (grading/reviews/services.py),
@@ -355,4 +356,18 @@ _SPEND_CAPS_SPENT = _sql(
     """,
     cap=SpendCap._meta.db_table,
     spend=JudgeSpend._meta.db_table,
+)
+
+
+def due_times_write(*, org_id: int, review_ids: Sequence[int], due_at: Sequence[datetime | None]) -> int:
+    """Set each review's due time (None: no target names it), of those still waiting: the number written."""
+    with connection.cursor() as cursor:
+        cursor.execute(_DUE_TIMES_WRITE, [list(review_ids), list(due_at), org_id, ReviewState.WAITING])
+        return cursor.rowcount
+
+
+_DUE_TIMES_WRITE = _sql(
+    """UPDATE {review} r SET due_at = d.due_at FROM unnest(%s::bigint[], %s::timestamptz[]) AS d(id, due_at)
+    WHERE r.id = d.id AND r.org_id = %s AND r.state = %s""",
+    review=_REVIEW,
 )

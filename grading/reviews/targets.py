@@ -2,16 +2,20 @@
 waiting for people (its kind, application and reason, or `audit` for the audit sample) sets `Review.due_at` to its
 routing plus the target's minutes; with none, the review has no due time. Set when a review is routed to people
 (`review_record`, `review_audit_mark`), and for every waiting review of the org whenever the targets change
-(`due_times_refresh`): one Python form for a review in hand and one SQL form for the UPDATE, held equal by
-tests/grading/reviews/test_targets.py."""
+(`due_times_refresh`): one form, `due_time`, for the review in hand and for each waiting review.
+
+Which items a target or an assignment rule picks (`selects`) also has a SQL form, `selected_q`, for claim next's
+scan of items reserved for someone (reviewer/queue/assignments.py `reserved_q`; bench/README.md says why), held
+equal to it by tests/reviewer/queue/test_assignments.py."""
 
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Protocol
 
-from django.db.models import Case, DateTimeField, ExpressionWrapper, F, Q, When
+from django.db.models import Q
 
 from grading.models import Review, ReviewState, ServiceTarget
+from grading.reviews.sql import due_times_write
 
 AUDIT = "audit"  # a selector's reason naming the audit sample rather than a routing reason
 
@@ -61,15 +65,18 @@ def selected_q(selector: Selector) -> Q:
 
 def due_times_refresh(org_id: int) -> int:
     """Set the due time of every review of the org waiting for people from the targets as they are now, counted
-    from its routing (`routed_at`); the number of reviews written."""
+    from its routing (`routed_at`): `due_time` for each, written by one statement; the number of reviews written.
+    A review decided or gone stale meanwhile is left as it is."""
     targets = targets_of(org_id)
-    due = Case(
-        *[
-            When(selected_q(target), then=ExpressionWrapper(
-                F("routed_at") + timedelta(minutes=target.minutes), output_field=DateTimeField()))
-            for target in targets
-        ],
-        default=None,
-        output_field=DateTimeField(),
-    )  # fmt: skip
-    return Review.objects.filter(org_id=org_id, state=ReviewState.WAITING).update(due_at=due)
+    rows = Review.objects.filter(org_id=org_id, state=ReviewState.WAITING).values_list(
+        "pk", "kind", "application", "reason", "audit", "routed_at"
+    )
+    ids, due = [], []
+    for pk, kind, application, reason, audit, routed_at in rows.iterator(chunk_size=10_000):
+        ids.append(pk)
+        due.append(
+            due_time(targets, kind=kind, application=application, reason=reason, audit=audit, routed_at=routed_at)
+            if routed_at is not None
+            else None
+        )
+    return due_times_write(org_id=org_id, review_ids=ids, due_at=due)

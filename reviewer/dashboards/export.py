@@ -18,7 +18,7 @@ from django.db.models.functions import JSONObject
 
 from grading.core.outcomes import CHECKS
 from grading.core.spreadsheets import csv_lines
-from grading.models import Answer, ItemKind, Label, Review
+from grading.models import Answer, ItemKind, Label, Review, state_now
 from grading.reviews.blind import SEEN, blind_items
 from reviewer.dashboards.reads import ReviewFilter
 
@@ -34,13 +34,14 @@ COLUMNS = (
 )  # fmt: skip
 
 _VALUES = (
-    "pk", "kind", "conversation__external_id", "draft__external_id", "application", "week", "state_now", "route",
+    "pk", "kind", "conversation__external_id", "draft__external_id", "application", "week", "state", "route",
     "reason", "score", *(f"check_{name}" for name in CHECKS), "fingerprint", "criteria_version__kind",
     "criteria_version__number", "judge", "judge_key", "memory_snapshot", "started_at", "finished_at", "stages",
     "prompt_tokens", "completion_tokens", "audit", "decision__outcome", "decision__checks", "decision__note",
     "decision__decided_by__username", "decision__decided_at", "routed_at", "due_at", "labels",
-    "conversation_id", "draft_id",
+    "criteria_version__is_active", "conversation_id", "draft_id",
 )  # fmt: skip
+_STATE = COLUMNS.index("state")
 # Every label of the review's item that speaks about the evidence it read, as [{labeller, check, verdict}], in one
 # order: each person's answer apart, so agreement between people can be worked out from the export too.
 _LABELS = Subquery(
@@ -103,7 +104,7 @@ def export_rows(reviews: QuerySet[Review], *, f: ReviewFilter, reader_id: int | 
     Blind review: a review of an item people decide blind is exported without what the machine or labellers said
     of it (withheld altogether when `f` picked it by what the machine said), and with only `reader_id`'s own
     answers while places are open; so are the answers of every other item."""
-    rows = reviews.with_state().annotate(**_EXTRACTED).order_by("pk").values_list(*_VALUES).iterator(chunk_size=CHUNK)
+    rows = reviews.annotate(**_EXTRACTED).order_by("pk").values_list(*_VALUES).iterator(chunk_size=CHUNK)
     while chunk := list(itertools.islice(rows, CHUNK)):
         blind = {
             kind: blind_items(kind, {row[-1] if kind == ItemKind.DRAFT else row[-2] for row in chunk if row[1] == kind})
@@ -114,7 +115,8 @@ def export_rows(reviews: QuerySet[Review], *, f: ReviewFilter, reader_id: int | 
             seen = blind[row[1]].get(row[-1] if row[1] == ItemKind.DRAFT else row[-2], SEEN)
             if seen.verdicts and f.reads_machine:
                 continue
-            out = [row[0], row[1], row[2] if row[2] is not None else row[3], *row[4:-2]]
+            out = [row[0], row[1], row[2] if row[2] is not None else row[3], *row[4:-3]]
+            out[_STATE] = state_now(out[_STATE], criteria_active=row[-3])  # as the review reads now
             if seen.verdicts:
                 for i in _VERDICT_COLUMNS:
                     out[i] = None

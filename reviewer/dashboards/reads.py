@@ -9,17 +9,16 @@ parameters only pick the counter and its cell.
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
-from datetime import timedelta
 
-from django.db.models import F, Q, QuerySet
+from django.db.models import Q, QuerySet
 from django.http import QueryDict
 from django.utils import timezone
 
 from grading.core.outcomes import CHECKS
 from grading.core.schemas import identifier_checked
-from grading.core.weeks import week_start
+from grading.core.weeks import in_weeks
 from grading.dashboard.figures import PEOPLE_SAMPLES, Scope, scope_for
-from grading.figures.definitions import PASS_FAIL, VERDICTS, counted_in, machine_said
+from grading.figures.definitions import LATE, ON_TIME, PASS_FAIL, VERDICTS, counted_in, machine_said
 from grading.models import CriteriaVersion, Decision, ItemKind, Org, Review, ReviewState, Route
 from grading.models.reach import Reach
 from grading.reviews.blind import reviews_blind
@@ -27,7 +26,7 @@ from reviewer.access import EVERY_ROLE, org_asked, orgs_for, reaches_of
 
 PAGE_SIZE = 50
 SETS = ("counting", "stale", "errors")
-DUE = ("overdue", "late", "on_time")
+DUE = ("overdue", LATE, ON_TIME)
 SAMPLES = ("audit", "unsure", "label")
 # The people-vs-people lists (`people`), per sample: the value naming the items several people answered, and the
 # one naming those they split on. The labels' values came first, and links already carry them.
@@ -158,15 +157,10 @@ def scope_from(org: Org, params: QueryDict, reach: Reach) -> Scope:
     return scope_for(org, since=params.get("from"), until=params.get("to"), application=application, reach=reach)
 
 
-def _week_range(field: str, scope: Scope) -> Q:
-    """A timestamp within the scope's ISO weeks (UTC, as the counters file them)."""
-    start = week_start(scope.since)
-    return Q(**{f"{field}__gte": start, f"{field}__lt": start + timedelta(weeks=len(scope.weeks))})
-
-
 def reviews_behind(org: Org, scope: Scope, f: ReviewFilter) -> QuerySet[Review]:
     """The reviews one number counted: the same reviews, by the same rules, as its counter."""
     reviews = Review.objects.filter(org=org).exclude(state=ReviewState.TRIAL)
+    decided_in_scope = in_weeks("decision__decided_at", since=scope.since, until=scope.until)
     if scope.reach is not None:
         reviews = reviews.filter(scope.reach.rows())
     if f.kind != "any":
@@ -176,15 +170,13 @@ def reviews_behind(org: Org, scope: Scope, f: ReviewFilter) -> QuerySet[Review]:
     if f.set == "stale":
         reviews = reviews.in_state(ReviewState.STALE)
     elif f.set == "errors":
-        reviews = reviews.filter(_week_range("finished_at", scope), route=Route.ERROR)
+        reviews = reviews.filter(in_weeks("finished_at", since=scope.since, until=scope.until), route=Route.ERROR)
     elif f.due == "overdue":  # whatever the weeks: overdue now
         reviews = reviews.overdue(timezone.now())
-    elif f.due:
-        reviews = reviews.filter(_week_range("decision__decided_at", scope), due_at__isnull=False)
-        within = Q(decision__decided_at__lte=F("due_at"))
-        reviews = reviews.filter(within) if f.due == "on_time" else reviews.exclude(within)
+    elif f.due:  # decided on time or late, by week of the decision: the `decided_due` counters' reviews
+        reviews = reviews.filter(decided_in_scope, counted_in("decided_due", f.due))
     elif f.operator is not None or f.decided:
-        reviews = reviews.filter(_week_range("decision__decided_at", scope))
+        reviews = reviews.filter(decided_in_scope)
         if f.operator is not None:
             reviews = reviews.filter(counted_in("decided_by", str(f.operator)))
     else:

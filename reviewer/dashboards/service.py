@@ -1,30 +1,32 @@
 """The queue's service-level figures on the dashboard (issue: targets, assignment): the share of items decided within
 their target per week, the time to decision against the target, what is overdue now by application and reason, and
-each person's workload. Read live (not from the rollups): decisions, claims and the items overdue now are few beside
-the reviews, and each is one indexed query. Every figure keeps to the reader's reach."""
+each person's workload. Every figure keeps to the reader's reach.
+
+What can be a counter is one (grading/figures/definitions.py: `decided_due`, `decided_due_s`, and the `decided_by`
+the queue's figures read), read with the dashboard's other counters. Three are read live, and cannot be counters:
+- overdue now, and each person's overdue holdings: a waiting item becomes overdue when its due time passes, with no
+  write to book it at; counters are exact at every commit because every change they count is a write. Each is one
+  range of the `review_due` index (`Review.objects.overdue`).
+- claims and declines: the people side's rows (reviewer/models.py `Claim`), which grading, where the counters and
+  their hourly rebuild live, never reads. One indexed query over the scope's weeks.
+"""
 
 from collections import Counter
-from datetime import timedelta
+from datetime import date
 
 from django.contrib.auth import get_user_model
-from django.db.models import Avg, Count, DurationField, ExpressionWrapper, F, Q
-from django.db.models.functions import TruncWeek
+from django.db.models import Count, Q
 from django.utils import timezone
 
-from grading.core.weeks import iso_week, monday, week_start
-from grading.dashboard.figures import Scope
-from grading.figures.definitions import decisions_credited
-from grading.models import Decision, Review
+from grading.core.weeks import in_weeks, iso_week
+from grading.dashboard.figures import Counters, Scope, counters_for
+from grading.figures.definitions import LATE, ON_TIME
+from grading.models import ItemKind, Review
 from reviewer.models import Claim
 
 
 def _reach(scope: Scope, prefix: str = "") -> Q:
     return scope.reach.rows(prefix) if scope.reach is not None else Q(**{f"{prefix}org_id": scope.org.pk})
-
-
-def _in_weeks(field: str, scope: Scope) -> Q:
-    start = week_start(scope.since)
-    return Q(**{f"{field}__gte": start, f"{field}__lt": start + timedelta(weeks=len(scope.weeks))})
 
 
 def _application(scope: Scope, prefix: str = "") -> Q:
@@ -34,22 +36,19 @@ def _application(scope: Scope, prefix: str = "") -> Q:
     return Q(**{f"{prefix}kind": "draft"}) | Q(**{f"{prefix}application": scope.application})
 
 
-def service_figures(scope: Scope) -> dict:
-    decided = Decision.objects.filter(
-        _reach(scope, "review__"), _application(scope, "review__"), _in_weeks("decided_at", scope),
-        review__due_at__isnull=False,
-    )  # fmt: skip
-    weekly = (
-        decided.annotate(week=TruncWeek("decided_at"))
-        .values("week")
-        .annotate(
-            n=Count("pk"),
-            within=Count("pk", filter=Q(decided_at__lte=F("review__due_at"))),
-            took=Avg(ExpressionWrapper(F("decided_at") - F("review__routed_at"), output_field=DurationField())),
-            target=Avg(ExpressionWrapper(F("review__due_at") - F("review__routed_at"), output_field=DurationField())),
-        )
-    )
-    by_week = {monday(row["week"]): row for row in weekly}
+def _by_week(c: Counters, metric: str) -> dict[tuple[date, str], int]:
+    """A metric's counters over every criteria version and kind within the scope, by (week, key1)."""
+    out: Counter = Counter()
+    for kind in ItemKind.values:
+        for (_, _, _, _, week, _, key1, _), n in c.pick(kind, metric, active_only=False):
+            out[(week, key1)] += n
+    return out
+
+
+def service_figures(scope: Scope, *, counters: Counters | None = None) -> dict:
+    """The scope's service-level figures; from `counters` when the caller read the scope's already."""
+    counters = counters or counters_for(scope)
+    decided, seconds = _by_week(counters, "decided_due"), _by_week(counters, "decided_due_s")
     now = timezone.now()
     overdue = (
         Review.objects.overdue(now)
@@ -59,46 +58,41 @@ def service_figures(scope: Scope) -> dict:
         .order_by("-n", "kind", "application", "reason")
     )
     return {
-        "weeks": [_week(week, by_week.get(week)) for week in scope.weeks],
+        "weeks": [_week(week, decided, seconds) for week in scope.weeks],
         "overdue_now": [dict(row) for row in overdue],
         "overdue_total": sum(row["n"] for row in overdue),
-        "workload": _workload(scope, now),
+        "workload": _workload(scope, counters, now),
     }
 
 
-def _week(week, row: dict | None) -> dict:
-    if row is None:
+def _week(week: date, decided: Counter, seconds: Counter) -> dict:
+    on_time, n = decided[(week, ON_TIME)], decided[(week, ON_TIME)] + decided[(week, LATE)]
+    if not n:
         return {"week": iso_week(week), "decided": 0, "within_target": 0, "share": None, "mean_minutes": None,
                 "target_minutes": None}  # fmt: skip
     return {
         "week": iso_week(week),
-        "decided": row["n"],
-        "within_target": row["within"],
-        "share": row["within"] / row["n"],
-        "mean_minutes": _minutes(row["took"]),
-        "target_minutes": _minutes(row["target"]),
+        "decided": n,
+        "within_target": on_time,
+        "share": on_time / n,
+        "mean_minutes": round(seconds[(week, "took")] / n / 60, 1),
+        "target_minutes": round(seconds[(week, "target")] / n / 60, 1),
     }
 
 
-def _minutes(duration: timedelta | None) -> float | None:
-    return None if duration is None else round(duration.total_seconds() / 60, 1)
-
-
-def _workload(scope: Scope, now) -> list[dict]:
-    """Per person, over the scope's weeks: items claimed, declined and decided; and the items they hold now that
-    are overdue."""
+def _workload(scope: Scope, counters: Counters, now) -> list[dict]:
+    """Per person, over the scope's weeks: items claimed, declined and decided (an agreed decision for each person
+    who answered, as the `decided_by` counters credit it); and the items they hold now that are overdue."""
     claims = Claim.objects.filter(_reach(scope, "review__"), _application(scope, "review__"))
     counts: dict[int, Counter] = {}
-    for holder, end, n in (
-        claims.filter(_in_weeks("claimed_at", scope)).values_list("holder_id", "end").annotate(n=Count("pk"))
-    ):
+    in_scope = in_weeks("claimed_at", since=scope.since, until=scope.until)
+    for holder, end, n in claims.filter(in_scope).values_list("holder_id", "end").annotate(n=Count("pk")):
         counts.setdefault(holder, Counter())["claimed"] += n
         if end == Claim.End.DECLINED:
             counts[holder]["declined"] += n
-    decisions = Decision.objects.filter(_reach(scope, "review__"), _application(scope, "review__"),
-                                        _in_weeks("decided_at", scope))  # fmt: skip
-    for person, n in decisions_credited(decisions).items():  # an agreed decision: each person who answered
-        counts.setdefault(person, Counter())["decided"] += n
+    for (_, person), n in _by_week(counters, "decided_by").items():
+        if person.isdigit() and person != "0":  # 0: an account since deleted, nobody to list
+            counts.setdefault(int(person), Counter())["decided"] += n
     held_overdue = claims.filter(ended_at__isnull=True, expires_at__gt=now, review__in=Review.objects.overdue(now))
     for holder, n in held_overdue.values_list("holder_id").annotate(n=Count("pk")):
         counts.setdefault(holder, Counter())["overdue"] += n

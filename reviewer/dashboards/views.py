@@ -9,7 +9,7 @@ from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpRespons
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from grading.dashboard.figures import InvalidScope, Scope, dashboard_figures
+from grading.dashboard.figures import InvalidScope, Scope, counters_for, dashboard_figures
 from grading.dashboard.regrade import org_regrade_progress
 from grading.figures.definitions import PASS_FAIL
 from grading.models import ItemKind
@@ -40,7 +40,8 @@ def dashboard(request: HttpRequest) -> HttpResponse:
         org, scope = _org_and_scope(request, orgs)
     except InvalidScope as exc:
         return _bad_filter(request, exc.field, exc.message)
-    figures = dashboard_figures(scope)
+    counters = counters_for(scope)  # one read of the scope's counters for every panel
+    figures = dashboard_figures(scope, counters=counters)
     links = display.Links(org.slug, scope)
     context = {
         "org": org,
@@ -56,7 +57,7 @@ def dashboard(request: HttpRequest) -> HttpResponse:
         "people": display.people_panel(figures, links),
         "headline": display.headline_agreement(figures),
         "queue": display.queue_panel(figures, links),
-        "service": display.service_panel(service_figures(scope), links),
+        "service": display.service_panel(service_figures(scope, counters=counters), links),
         # Spend against the caps is the org's as a whole: shown to readers of the whole org only.
         "spend": spend_overview(org_id=org.pk) if scope.reach is None or not scope.reach.limited else None,
         "links": links,

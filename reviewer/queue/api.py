@@ -12,7 +12,7 @@ from ninja.errors import HttpError, ValidationError
 from grading.core.schemas import ConversationId, Identifier, ZonedTime
 from grading.core.weeks import iso_week
 from grading.dashboard.figures import InvalidScope, scope_for
-from grading.models import FOR_PEOPLE, Conversation, Draft, Review
+from grading.models import Conversation, Draft, Review, for_people
 from reviewer.access import people_of
 from reviewer.dashboards.service import service_figures
 from reviewer.models import Pool
@@ -39,8 +39,8 @@ def _waiting_review(request: HttpRequest, item: Conversation | Draft | None) -> 
     if item is None:
         raise HttpError(404, "no such item")
     field = "conversation" if isinstance(item, Conversation) else "draft"
-    review = Review.objects.waiting().filter(FOR_PEOPLE, **{field: item}).order_by("-pk").first()
-    if review is None:
+    review = Review.objects.waiting().filter(**{field: item}).order_by("-pk").first()
+    if review is None or not for_people(route=review.route, audit=review.audit):
         raise HttpError(409, "nothing of this item waits in the queue (decided, passed or failed, or changed since)")
     return review
 

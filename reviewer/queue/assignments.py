@@ -3,8 +3,10 @@ time), or else the first assignment rule that matches the item (its kind, applic
 after it was routed to people. While an item is reserved, only its assignees may claim it; then anyone whose
 reach covers it may.
 
-Two forms of one rule: `reservation_of` (Python, read under the review's row lock by the claim services) and
-`reserved_q` (SQL, for claim next's scan), held equal by tests/reviewer/queue/test_assignments.py.
+Two forms of one rule: `reservation_of` (Python, read under the review's row lock by the claim services and for the
+queue's rows) and `reserved_q` (SQL, for claim next's scan, which would otherwise read every row reserved for others
+to find one that is not: bench/README.md, "Rules kept in two forms"), held equal by
+tests/reviewer/queue/test_assignments.py.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from django.db import transaction
 from django.db.models import BooleanField, Case, Exists, ExpressionWrapper, OuterRef, Q, Value, When
 from django.utils import timezone
 
-from grading.models import FOR_PEOPLE, Review
+from grading.models import Review, for_people
 from grading.models.audit import audit_record
 from grading.reviews.targets import selected_q, selects
 from reviewer.access import reaches_in
@@ -146,8 +148,12 @@ def assignment_set(
     if until is not None and until <= now:
         raise InvalidAssignment("The time the assignment ends must be in the future.")
     with transaction.atomic():
-        review = Review.objects.select_for_update(of=("self",)).filter(FOR_PEOPLE, pk=review_id).first()
-        if review is None or not Review.objects.waiting().filter(pk=review_id).exists():
+        review = Review.objects.select_for_update(of=("self",)).filter(pk=review_id).first()
+        if (
+            review is None
+            or not for_people(route=review.route, audit=review.audit)
+            or not Review.objects.waiting().filter(pk=review_id).exists()
+        ):
             raise InvalidAssignment("Only an item waiting in the queue can be assigned.")
         if person is not None and person.pk not in {p.pk for p in assignable_people(review)}:
             raise InvalidAssignment(f"{person.get_username()} cannot work this item (no queue role reaching it).")

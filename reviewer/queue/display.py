@@ -11,6 +11,7 @@ from django.utils import timezone
 
 from grading.core.outcomes import BAND, CHECKS, JUDGE_CONTRADICTION, SPREAD, SUB_SCORES, UNKNOWN_CHECK
 from grading.models import CriteriaVersion, ItemKind, Review, ReviewState
+from grading.models.criteria import answers_stand
 from grading.reviews.blind import blind_of
 from grading.reviews.reads import review_slots
 from reviewer.models import Claim
@@ -159,7 +160,7 @@ def _places(review: Review, *, answered: int, held: int) -> str:
     slots = review_slots(review)
     if slots == 1:
         return ""
-    if answered >= slots:
+    if answers_stand(slots=slots, answered=answered):
         return "awaiting adjudication"
     return f"{answered} of {slots} answered · {max(0, slots - answered - held)} open"
 

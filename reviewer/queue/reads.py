@@ -13,13 +13,14 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from django.contrib.postgres.expressions import ArraySubquery
 from django.db import connection, transaction
-from django.db.models import Count, Exists, F, OuterRef, Q, QuerySet, Subquery
-from django.db.models.functions import Coalesce
+from django.db.models import Count, Exists, F, OuterRef, Q, QuerySet
 from django.utils import timezone
 
 from grading.core.outcomes import HUMAN_REASONS
-from grading.models import FOR_PEOPLE, Answer, Conversation, CriteriaVersion, Decision, ItemKind, Review, ReviewState
+from grading.models import Answer, Conversation, CriteriaVersion, Decision, ItemKind, Review, ReviewState, for_people
+from grading.models.criteria import ANSWERED_CANNOT_ADJUDICATE, answers_stand, may_adjudicate
 from grading.models.reach import Reach, within
 from grading.reviews.reads import review_slots
 from reviewer.access import reaches_of
@@ -290,6 +291,11 @@ def _stats_selects(by_application: bool) -> list[str]:
     ]
 
 
+# Rows read at a time while looking for a place: ahead of the first free item there are only the items other people
+# hold now or have filled, so one batch nearly always holds it.
+SCAN_BATCH = 20
+
+
 def queue_first_free(
     *,
     lanes: Sequence[Lane],
@@ -299,18 +305,21 @@ def queue_first_free(
     passed_over: Sequence[int],
     reserved_for_them: bool = False,
 ) -> Review | None:
-    """The first item with a place for this person, in queue order, its row locked FOR UPDATE; rows other claimers
-    have locked are skipped (SKIP LOCKED). Run inside the claim's transaction.
+    """The first item with a place for this person, in queue order, its row locked FOR UPDATE; a row another
+    claimer has locked is skipped (SKIP LOCKED). Run inside the claim's transaction.
 
-    A place: a slot nobody holds or answered, on an item this person has neither answered nor declined; or, once
-    every slot is answered (the answers differed), its adjudication, if this person gave none of them. The claim
-    looks again under the lock (`Slots`), so this scan only has to be right about what it picks first.
-    Items reserved for others (assignments.py) are left out; with `reserved_for_them`, only those reserved for
-    this person are read.
+    1. Per lane, read the waiting reviews in queue order a batch at a time, filtered on stored rows only: not passed
+       over, not declined, answered or held by this person, and not reserved for others (`reserved_q`; with
+       `reserved_for_them`, only those reserved for this person).
+    2. Decide for the rows in hand whether the person has a place, by the one rule (`Slots.place_for`): a slot
+       nobody holds or answered; or, once the answers stand, the adjudication, for someone who gave none.
+    3. Lock the first that has one, skipping a row another claimer holds locked. The claim looks again under the
+       lock, so this only has to be right about what it picks first.
     Priority by priority; across lanes (orgs, applications), the oldest of each lane's first free item (the other
     rows stay locked only until the transaction ends)."""
     claims = Claim.objects.filter(review_id=OuterRef("pk"))
-    live = claims.filter(ended_at__isnull=True, expires_at__gt=now)
+    theirs = claims.filter(holder_id=user_id)
+    answered = Answer.objects.filter(review_id=OuterRef("pk"), person_id=user_id)
     by_priority: dict[int, list[Review]] = {}
     reserved: dict[int, Q | None] = {}  # per org: read its rules and the person's pools once
     for lane in lanes:
@@ -318,24 +327,17 @@ def queue_first_free(
         priority = PRIORITIES[version.kind]
         if by_priority and priority > min(by_priority):
             break
-        free = lane.reviews(filters).exclude(pk__in=list(passed_over))
         if version.org_id not in reserved:
             reserved[version.org_id] = reserved_q(version.org_id, user_id, now, mine=reserved_for_them)
         if reserved[version.org_id] is None:  # nothing of this org can be reserved for them
             continue
-        free = free.filter(reserved[version.org_id]) if reserved_for_them else free.exclude(reserved[version.org_id])
-        free = free.exclude(Exists(claims.filter(holder_id=user_id, end=Claim.End.DECLINED)))
-        if version.slots == 1:
-            free = free.exclude(Exists(live))
-        else:
-            answers = Answer.objects.filter(review_id=OuterRef("pk"))
-            free = (
-                free.exclude(Exists(answers.filter(person_id=user_id)))
-                .exclude(Exists(live.filter(holder_id=user_id)))
-                .alias(slots=version.slots_expression(), held=_count(live), answered=_count(answers))
-                .filter(Q(held__lt=F("slots") - F("answered")) | Q(slots__gt=1, answered__gte=F("slots"), held=0))
-            )
-        first = free.order_by(*ORDER).select_for_update(skip_locked=True, of=("self",)).first()
+        rows = lane.reviews(filters).exclude(pk__in=list(passed_over))
+        rows = rows.filter(reserved[version.org_id]) if reserved_for_them else rows.exclude(reserved[version.org_id])
+        rows = rows.exclude(Exists(theirs.filter(end=Claim.End.DECLINED)))
+        rows = rows.exclude(Exists(theirs.filter(ended_at__isnull=True, expires_at__gt=now)))
+        if version.slots > 1:  # an answer of theirs: their place is filled, and they may not adjudicate
+            rows = rows.exclude(Exists(answered))
+        first = _first_with_a_place(rows, lane, user_id, now)
         if first is not None:
             by_priority.setdefault(priority, []).append(first)
     if not by_priority:
@@ -344,9 +346,40 @@ def queue_first_free(
     return min(by_priority[priority], key=lambda review: _sort(key_of(priority, review)))
 
 
-def _count(rows: QuerySet) -> Coalesce:
-    """How many of `rows` (of the outer review) there are: 0, not NULL, when there are none."""
-    return Coalesce(Subquery(rows.order_by().values("review_id").annotate(n=Count("pk")).values("n")[:1]), 0)
+def _first_with_a_place(rows: QuerySet[Review], lane: Lane, user_id: int, now: datetime) -> Review | None:
+    """The first of a lane's `rows` in queue order with a place for this person, its row locked (SKIP LOCKED).
+    Each row is read with who answered it and who holds it (`Slots`), so a batch is one query."""
+    priority = PRIORITIES[lane.version.kind]
+    rows = (
+        rows.order_by(*ORDER)
+        .only("pk", "org_id", "criteria_version_id", "audit", "due_at", "finished_at")
+        .annotate(answered_by=ArraySubquery(_answers_in_order), holders=ArraySubquery(_holders_in_order(now)))
+    )
+    after: Key | None = None
+    while True:
+        batch = list((rows.filter(_beyond(after, "gt")) if after else rows)[:SCAN_BATCH])
+        for review in batch:
+            review.criteria_version = lane.version  # the lane's: read once, not per row
+            slots = Slots(review_slots(review), tuple(review.answered_by), tuple(review.holders))
+            if slots.place_for(user_id) is None and _locked(review.pk):
+                return review
+        if len(batch) < SCAN_BATCH:
+            return None
+        after = key_of(priority, batch[-1])
+
+
+# Who answered a review, and who holds it now, in order: a row's `Slots` read with it.
+_answers_in_order = Answer.objects.filter(review_id=OuterRef("pk")).order_by("pk").values("person_id")
+
+
+def _holders_in_order(now: datetime) -> QuerySet[Claim]:
+    live = Claim.objects.filter(review_id=OuterRef("pk"), ended_at__isnull=True, expires_at__gt=now)
+    return live.order_by("pk").values("holder_id")
+
+
+def _locked(review_id: int) -> bool:
+    """Lock the review's row unless another transaction holds it locked (then False: someone is claiming it)."""
+    return Review.objects.filter(pk=review_id).select_for_update(skip_locked=True).values_list("pk").exists()
 
 
 @dataclass(frozen=True)
@@ -364,7 +397,7 @@ class Slots:
     @property
     def answers_in(self) -> bool:
         """Every slot answered: the answers stand, the item is decided or waits for its adjudication."""
-        return self.several and len(self.answered_by) >= self.slots
+        return answers_stand(slots=self.slots, answered=len(self.answered_by))
 
     @property
     def open(self) -> int:
@@ -374,8 +407,8 @@ class Slots:
         """Why this person cannot take a place on the item now (a refusal's code and message), or None."""
         others = [holder for holder in self.holders if holder != user_id]
         if self.answers_in:
-            if user_id in self.answered_by:
-                return "answered", "You answered this item: someone who gave no answer adjudicates it."
+            if not may_adjudicate(slots=self.slots, answered_by=self.answered_by, person_id=user_id):
+                return "answered", ANSWERED_CANNOT_ADJUDICATE
             if others:
                 return "held", "Someone else is adjudicating this item."
             return None
@@ -387,18 +420,26 @@ class Slots:
         return None
 
 
+def slots_on(reviews: Sequence[Review], now: datetime) -> dict[int, Slots]:
+    """`Slots` of each of these reviews (read with their criteria version), by review id, in two queries."""
+    ids = [review.pk for review in reviews]
+    answered_by: dict[int, list[int]] = {pk: [] for pk in ids}
+    for review_id, person_id in (
+        Answer.objects.filter(review_id__in=ids).order_by("pk").values_list("review_id", "person_id")
+    ):
+        answered_by[review_id].append(person_id)
+    holders: dict[int, list[int]] = {pk: [] for pk in ids}
+    live = Claim.objects.filter(review_id__in=ids, ended_at__isnull=True, expires_at__gt=now)
+    for review_id, holder_id in live.order_by("pk").values_list("review_id", "holder_id"):
+        holders[review_id].append(holder_id)
+    return {
+        review.pk: Slots(review_slots(review), tuple(answered_by[review.pk]), tuple(holders[review.pk]))
+        for review in reviews
+    }
+
+
 def slots_now(review: Review, now: datetime) -> Slots:
-    return Slots(
-        slots=review_slots(review),
-        answered_by=tuple(
-            Answer.objects.filter(review_id=review.pk).order_by("pk").values_list("person_id", flat=True)
-        ),
-        holders=tuple(
-            Claim.objects.filter(review_id=review.pk, ended_at__isnull=True, expires_at__gt=now)
-            .order_by("pk")
-            .values_list("holder_id", flat=True)
-        ),
-    )
+    return slots_on([review], now)[review.pk]
 
 
 def cursor_key(reaches: Sequence[Reach], review_id: int | None) -> Key | None:
@@ -486,14 +527,15 @@ def lease_of(claim: Claim | None, user, now: datetime | None = None) -> Lease:
 
 
 def review_for_operator(*, reaches: Sequence[Reach], review_id: int) -> Review | None:
-    """A review for people (routed to humans, or an audit item) within the operator's reach, with its state and
-    what the item page reads beside it."""
-    return (
+    """A review for people (routed to humans, or an audit item: `for_people`, decided for the row in hand) within
+    the operator's reach, with its state and what the item page reads beside it."""
+    review = (
         Review.objects.with_state()
-        .filter(FOR_PEOPLE, within(reaches), pk=review_id)
+        .filter(within(reaches), pk=review_id)
         .select_related("org", "criteria_version", "conversation", "draft")
         .first()
     )
+    return review if review is not None and for_people(route=review.route, audit=review.audit) else None
 
 
 def decision_of(review: Review) -> Decision | None:

@@ -20,7 +20,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.utils import timezone
 
-from grading.models import FOR_PEOPLE, Answer, Decision, Review
+from grading.models import Answer, Decision, Review, for_people
 from grading.models.audit import audit_record
 from grading.models.reach import Reach, within
 from grading.reviews.memory import decision_learning_keep
@@ -194,10 +194,10 @@ def _locked_review(reaches: Sequence[Reach], review_id: int) -> Review:
         Review.objects.with_state()
         .select_for_update(of=("self",))
         .select_related("org", "criteria_version", "conversation", "draft")
-        .filter(FOR_PEOPLE, within(reaches), pk=review_id)
+        .filter(within(reaches), pk=review_id)
         .first()
     )
-    if review is None:
+    if review is None or not for_people(route=review.route, audit=review.audit):
         raise Refused("not_found", "There is no such item in your queue.")
     return review
 

@@ -5,7 +5,7 @@ import re
 
 import pytest
 
-from grading.reviews.rollups import monday
+from grading.core.weeks import monday
 from tests.builders.browser import sign_in
 from tests.builders.people import PASSWORD
 from tests.builders.world import build_world, iso

@@ -4,7 +4,7 @@ verdicts that are not verdicts, findings that are not objects, halves in the tho
 that run backwards, timestamps a second either side of an ISO week's end, decisions by a person, by one since deleted
 or agreed by the people who answered,
 labels that do or do not speak about the evidence reviewed, answers of several people (all slots in or not, odd
-verdicts among them), and thumbs."""
+verdicts among them), thumbs, and due times a decision meets, misses or meets to the second."""
 
 from __future__ import annotations
 
@@ -82,6 +82,7 @@ class ReviewSpec:
     labels: list[tuple[str, str, bool]]  # check, verdict, about the evidence reviewed
     thumbs: list[str]
     answers: tuple[int, list[tuple[str, dict]]] = (2, [])  # the slots, and each person's outcome and checks
+    due_after: timedelta | None = None  # a service-level target's due time after routing (routed when finished)
 
 
 DECIDERS = ("person", "former", "agreed")
@@ -127,6 +128,7 @@ reviews = st.builds(
             max_size=3,
         ),
     ),
+    due_after=st.one_of(st.none(), gaps),
 )
 
 
@@ -163,6 +165,8 @@ def write_reviews(org: Org, specs: list[ReviewSpec], person) -> list[Review]:
             audit=spec.audit, application=spec.application if spec.filed else "",
             week=filed_week - timedelta(days=filed_week.weekday()) if spec.filed else None,
             submitted_at=None if spec.submitted_before is None else spec.started_at - spec.submitted_before,
+            routed_at=None if spec.due_after is None else finished,
+            due_at=None if spec.due_after is None else finished + spec.due_after,
         )  # fmt: skip
         if spec.decision is not None:
             outcome, human_checks, after, who = spec.decision
@@ -191,7 +195,7 @@ def write_reviews(org: Org, specs: list[ReviewSpec], person) -> list[Review]:
 
 def edge_draft(**changes: Any) -> ReviewSpec:
     """A counting draft decided by a person, on the edges where two forms of a rule most easily part: sub-scores
-    on half a thousandth, waits exactly on a histogram bound."""
+    on half a thousandth, waits exactly on a histogram bound, decided exactly at its due time."""
     spec = ReviewSpec(
         kind=ItemKind.DRAFT, state=ReviewState.DECIDED, route=Route.HUMAN, reason="band", checks={},
         findings=[{"code": "banned_word"}], sub_scores={"aeo": 1.0625, "writing": -1.0625, "org_fit": 2.0005},
@@ -199,5 +203,6 @@ def edge_draft(**changes: Any) -> ReviewSpec:
         application="", filed=True, started_at=WEEK_END, verdict_after=timedelta(seconds=60),
         submitted_before=timedelta(seconds=240), decision=("approve", {}, timedelta(seconds=300), "person"),
         labels=[("pass_fail", "fail", True)], thumbs=[], answers=(2, [("approve", {}), ("reject", {})]),
+        due_after=timedelta(seconds=300),
     )  # fmt: skip
     return replace(spec, **changes)

@@ -12,11 +12,11 @@ from grading.conversations.grader import conversation_grade
 from grading.conversations.ingest import conversation_append, feedback_record
 from grading.core.outcomes import CHECKS
 from grading.core.schemas import FeedbackIn, MessagesIn
+from grading.core.weeks import monday
 from grading.dashboard.figures import Scope, scope_for
 from grading.dashboard.labels import LabelIn, label_record
 from grading.drafts.gate import draft_grade
 from grading.models import Conversation, Decision, Feedback, ItemKind, Label, Review, ReviewState
-from grading.reviews.rollups import monday
 from grading.reviews.services import decision_record, review_audit_mark
 from grading.reviews.versions import criteria_active
 from tests.builders.conversations import llm_judge, upsert, verdicts_reply

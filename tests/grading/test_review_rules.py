@@ -1,7 +1,7 @@
 """The review rules grading/models/reviews.py keeps in two forms, one for a review in hand and one for a query, read the
-same on every combination: the state a review reads as now, and whether a person may be asked about it. The ISO
-week (grading/core/weeks.py) likewise, in Python and in SQL, a second either side of a week's end. And the one rule of
-when a review is overdue, on every combination."""
+same on every combination: the state a review reads as now. Whether a person may be asked about a review has one form,
+asked of the row in hand. The ISO week (grading/core/weeks.py) likewise, in Python and in SQL, a second either side of
+a week's end. And the one rule of when a review is overdue, on every combination."""
 
 import itertools
 from datetime import UTC, datetime, timedelta
@@ -12,8 +12,10 @@ from django.db import connection
 from django.utils import timezone
 
 from grading.core.weeks import monday, monday_sql
-from grading.models import FOR_PEOPLE, CriteriaVersion, ItemKind, Review, ReviewState, Route, for_people, state_now
+from grading.models import CriteriaVersion, ItemKind, Review, ReviewState, Route, for_people, state_now
+from grading.models.reach import Reach
 from grading.reviews.versions import criteria_active
+from reviewer.queue.reads import review_for_operator
 from tests.builders.figure_reviews import WEEK_END
 
 pytestmark = pytest.mark.django_db
@@ -49,17 +51,19 @@ def _reviews(org) -> list[Review]:
 
 def test_the_state_a_review_reads_as_now_is_the_same_in_python_and_in_the_query(org):
     made = _reviews(org)
-    read = dict(Review.objects.with_state().filter(org=org).values_list("pk", "state_now"))
+    read = {review.pk: review.state_now for review in Review.objects.with_state().filter(org=org)}
     for review in made:
         expected = state_now(review.state, criteria_active=review.criteria_version.is_active)
         assert read[review.pk] == expected, (review.state, review.criteria_version.is_active)
         assert Review.objects.filter(pk=review.pk).in_state(ReviewState(expected)).exists()
 
 
-def test_who_a_person_may_be_asked_about_is_the_same_in_python_and_in_the_query(org):
+def test_a_person_is_asked_only_about_reviews_routed_to_people_or_in_the_audit_sample(org):
+    """`for_people`, the one form: every reader looks a review up by its id and asks it of the row in hand."""
     made = _reviews(org)
-    asked = set(Review.objects.filter(FOR_PEOPLE, org=org).values_list("pk", flat=True))
-    assert asked == {review.pk for review in made if for_people(route=review.route, audit=review.audit)}
+    opened = {review.pk for review in made if review_for_operator(reaches=[Reach(org.pk)], review_id=review.pk)}
+    assert opened == {review.pk for review in made if review.route == Route.HUMAN or review.audit}
+    assert opened == {review.pk for review in made if for_people(route=review.route, audit=review.audit)}
 
 
 def test_a_review_is_overdue_from_its_due_time_only_while_it_waits_under_the_active_criteria(org):

@@ -10,10 +10,11 @@ from django.db import connection, transaction
 from grading.conversations.grader import conversation_grade
 from grading.conversations.ingest import conversation_append, feedback_record
 from grading.core.schemas import FeedbackIn
+from grading.core.weeks import monday
 from grading.figures.expressions import wait_bucket
 from grading.models import Feedback, ItemKind, RollupRebuild
 from grading.passes.planner import grading_pass
-from grading.reviews.rollups import live_counters, monday, rollups_rebuild, rollups_tracking, stored_counters
+from grading.reviews.rollups import live_counters, rollups_rebuild, rollups_tracking, stored_counters
 from grading.tasks import rebuild_all_rollups
 from tests.builders.conversations import llm_judge, upsert, verdicts_reply
 from tests.builders.processes import wait_until

@@ -51,7 +51,7 @@ def test_an_audit_item_is_due_from_its_marking(org):
 
 
 def test_when_the_targets_change_every_waiting_item_is_dated_again_as_the_python_rule_says(org):
-    """`due_times_refresh` (one UPDATE) against `due_time` (Python, at routing) over both kinds, two applications,
+    """`due_times_refresh` dates every waiting item by `due_time`, as routing does, over both kinds, two applications,
     two reasons, the audit sample and targets of every shape and order."""
     items = [conversation_item(org, f"cv-{n}", application=app, minutes_ago=10 + n)
              for n, app in enumerate(("billing", "onboarding", "billing"))]  # fmt: skip

@@ -12,9 +12,10 @@ from django.utils import timezone
 
 from grading.api.keys import api_key_create
 from grading.core.outcomes import CHECKS
+from grading.core.weeks import monday
 from grading.dashboard.figures import dashboard_figures, scope_for
 from grading.models import ItemKind, Review, Rollup
-from grading.reviews.rollups import live_counters, monday, rollups_rebuild, stored_counters
+from grading.reviews.rollups import live_counters, rollups_rebuild, stored_counters
 from grading.reviews.versions import criteria_new_version, criteria_publish
 from tests.builders.world import build_world, expected_agreement, expected_quality, iso, world_scope
 

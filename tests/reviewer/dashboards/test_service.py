@@ -1,18 +1,22 @@
 """The queue's service-level figures: each equals a direct count of the rows, each opens exactly the items it
-counted, and they keep to the reader's reach; the same figures over the API."""
+counted, and they keep to the reader's reach; the same figures over the API. Those that are counters are counted
+for the decisions made before the upgrade as the rebuild counts them."""
 
+import importlib
 import re
 from html import unescape
 
 import pytest
+from django.db import connection
 from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
 from grading.api.keys import api_key_create
 from grading.dashboard.figures import scope_for
-from grading.models import Decision, Review, ServiceTarget
+from grading.models import Decision, Review, Rollup, ServiceTarget
 from grading.models.reach import Reach
+from grading.reviews.rollups import live_counters, rollups_rebuild, stored_counters
 from grading.reviews.targets import due_times_refresh
 from reviewer.dashboards.display import Links, service_panel
 from reviewer.dashboards.service import service_figures
@@ -85,3 +89,19 @@ def test_a_hostile_application_name_reaches_the_pages_links_only_url_encoded(org
                "overdue_now": [{"kind": "conversation", "application": hostile, "reason": "band", "n": 1}]}  # fmt: skip
     [row] = service_panel(service, Links(org.slug, scope_for(org)))["overdue_now"]
     assert not set('<>"') & set(row.url) and "application=%22%3E%3Cscript%3E" in row.url
+
+
+def test_the_migration_counts_the_decisions_made_before_as_the_rebuild_does(org, worked):
+    """Before, the figures were read from the decisions on each view: migration 0027 counts them once."""
+    rollups_rebuild(org_id=org.pk)  # the builder writes the reviews straight to the table: count them first
+    before = service_figures(scope_for(org))["weeks"]
+    Rollup.objects.filter(org=org, metric__startswith="decided_due").delete()
+    assert service_figures(scope_for(org))["weeks"][-1]["decided"] == 0
+
+    migration = importlib.import_module("grading.migrations.0027_service_target_counters")
+    with connection.cursor() as cursor:
+        for statement in migration.SERVICE_TARGET_COUNTERS:
+            cursor.execute(statement)
+
+    assert stored_counters(org_ids=[org.pk]) == live_counters(org_ids=[org.pk])
+    assert service_figures(scope_for(org))["weeks"] == before

@@ -11,9 +11,9 @@ from django.urls import reverse
 from django.utils import timezone
 
 from grading.conversations.grader import conversation_grade
+from grading.core.weeks import monday
 from grading.dashboard.figures import dashboard_figures, scope_for
 from grading.models import Review
-from grading.reviews.rollups import monday
 from tests.builders.conversations import llm_judge, upsert
 from tests.builders.queue_items import conversation_item, draft_item
 from tests.builders.world import conversation_payload

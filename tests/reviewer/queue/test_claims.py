@@ -12,6 +12,7 @@ from django.utils import timezone
 
 from grading.models import AuditEvent
 from reviewer.models import Claim, Membership, Role
+from reviewer.queue.reads import SCAN_BATCH
 from reviewer.queue.services import Refused, claim_extend, claim_next, claim_release, claim_take
 from tests.builders.people import make_person
 from tests.builders.queue_items import bulk_draft_items, conversation_item, draft_item, resubmit
@@ -34,6 +35,18 @@ def test_claim_next_passes_over_held_items_and_finds_nothing_when_all_are_held(o
     colleague = make_person("sam-op", org, Role.OPERATOR)
     assert claim_next(user=colleague).review_id == first.pk
     assert claim_next(user=operator).review_id == second.pk
+    assert claim_next(user=operator) is None
+
+
+def test_claim_next_finds_the_free_item_behind_more_held_ones_than_it_reads_at_a_time(operator, org):
+    """Claim next decides places for the rows in hand, a batch at a time: items held ahead of the free one, more than
+    a batch of them, are passed over."""
+    held = [draft_item(org, f"held-{n}", minutes_ago=100 - n) for n in range(SCAN_BATCH + 3)]
+    free = draft_item(org, "free", minutes_ago=10)
+    colleague = make_person("sam-op", org, Role.OPERATOR)
+    for review in held:
+        claim_take(user=colleague, review_id=review.pk)
+    assert claim_next(user=operator).review_id == free.pk
     assert claim_next(user=operator) is None
 
 
