@@ -5,6 +5,7 @@ from collections.abc import Collection
 from django.conf import settings
 from django.db import models
 
+from grading.checks.definitions import CONVERSATION_DEFAULTS, DRAFT_DEFAULTS, CheckSet
 from grading.checks.rules import DraftRules
 from grading.models.orgs import Org
 
@@ -40,6 +41,11 @@ def may_adjudicate(*, slots: int, answered_by: Collection[int], person_id: int) 
     return answers_stand(slots=slots, answered=len(answered_by)) and person_id not in answered_by
 
 
+def default_checks(kind: str) -> CheckSet:
+    """The checks of today, for a version that names none: three verdicts for conversations, three scores for drafts."""
+    return CONVERSATION_DEFAULTS if kind == ItemKind.CONVERSATION else DRAFT_DEFAULTS
+
+
 class CriteriaVersion(models.Model):
     """What the judge is asked to apply. Immutable once published (services refuse edits); exactly one
     published version per org and kind is active, enforced by a partial unique index."""
@@ -52,6 +58,11 @@ class CriteriaVersion(models.Model):
         default=dict,
         blank=True,
         help_text="Drafts: the rules document, threshold and band included.",
+    )
+    checks = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="What it asks (grading.checks.definitions.CheckSet): the checks in order, with their rules.",
     )
     author = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
     created_at = models.DateTimeField(auto_now_add=True)
@@ -102,6 +113,16 @@ class CriteriaVersion(models.Model):
 
     def __str__(self) -> str:
         return f"{self.kind} v{self.number}"
+
+    def save(self, *args, **kwargs) -> None:
+        # A version made without checks asks what every version of its kind asked before versions defined their own.
+        if not self.checks:
+            self.checks = default_checks(self.kind).model_dump(mode="json")
+        super().save(*args, **kwargs)
+
+    def check_set(self) -> CheckSet:
+        """The checks it asks, in order: the one place a version's stored checks are read."""
+        return CheckSet.model_validate(self.checks or default_checks(self.kind).model_dump(mode="json"))
 
     def slots_of(self, *, review_id: int, audit: bool) -> int:
         """How many people decide one of this version's reviews for people. A share is picked by the review's id,
