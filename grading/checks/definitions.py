@@ -19,6 +19,7 @@ import re
 from enum import StrEnum
 from typing import Annotated, Literal
 
+import re2
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from grading.core.evidence import Verdict
@@ -70,6 +71,29 @@ class PatternRule(_Rule):
     kind: Literal["pattern"] = "pattern"
     pattern: str = Field(min_length=1, max_length=MAX_TEXT)
     scopes: list[Scope] = Field(default=[Scope.ASSISTANT], min_length=1)
+    case_sensitive: bool = False
+
+    @field_validator("pattern")
+    @classmethod
+    def _linear_time(cls, pattern: str) -> str:
+        compiled_pattern(pattern, case_sensitive=True)
+        return pattern
+
+    def compiled(self) -> re2._Regexp:
+        return compiled_pattern(self.pattern, case_sensitive=self.case_sensitive)
+
+
+def compiled_pattern(pattern: str, *, case_sensitive: bool) -> re2._Regexp:
+    """A pattern compiled by RE2, which matches in time linear in the text; a pattern it cannot take (a back
+    reference, a look-around) is refused with its reason, never handed to a backtracking engine."""
+    options = re2.Options()
+    options.log_errors = False
+    options.case_sensitive = case_sensitive
+    try:
+        return re2.compile(pattern, options)
+    except re2.error as exc:
+        reason = exc.args[0].decode() if exc.args and isinstance(exc.args[0], bytes) else str(exc)
+        raise ValueError(f"the pattern cannot be matched in linear time (RE2): {reason}") from None
 
 
 class ToolCalledRule(_Rule):

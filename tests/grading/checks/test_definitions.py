@@ -69,3 +69,12 @@ def test_a_version_made_without_checks_asks_the_checks_of_today(org):
     assert conversation.check_set().keys == ("grounded", "complete", "usable")
     assert draft.check_set() == DRAFT_DEFAULTS
     assert {check.kind for check in draft.check_set().checks} == {AnswerKind.SCORE}
+
+
+def test_a_pattern_the_linear_time_engine_cannot_take_is_refused_and_one_it_can_matches_any_case():
+    with pytest.raises(ValidationError, match=r"linear time \(RE2\): invalid escape sequence"):
+        CheckDefinition(key="card", name="Card", question="q", rules=[{"kind": "pattern", "pattern": r"(\d)\1"}])
+    (rule,) = CheckDefinition(
+        key="card", name="Card", question="q", rules=[{"kind": "pattern", "pattern": "refund"}]
+    ).rules
+    assert rule.compiled().search("We will REFUND you").group(0) == "REFUND"
