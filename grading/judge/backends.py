@@ -18,6 +18,7 @@ from typing import Protocol
 from django.conf import settings
 
 from grading.checks.checks import internal_link_slugs, proof_terms_referenced
+from grading.checks.definitions import UNKNOWN, AnswerKind, CheckSet
 from grading.checks.rules import DraftRules, rules_as_text
 from grading.checks.structure import is_question_heading, parse_draft
 from grading.core.evidence import EvidenceMessage
@@ -27,8 +28,9 @@ from grading.judge.client import ZERO_USAGE, ChatJudgeClient, Completion, JudgeC
 from grading.judge.conversation import (
     PROMPT_TEMPLATE_HASH,
     SYSTEM_PROMPT,
-    CheckVerdict,
-    ConversationVerdicts,
+    answer_model,
+    answer_schema_text,
+    answers_by_key,
     user_prompt,
 )
 from grading.judge.draft import PROMPT_TEMPLATE_HASH as DRAFT_PROMPT_HASH
@@ -74,15 +76,18 @@ class JudgeIdentity:
 
 @dataclass(frozen=True)
 class StageJudgement:
-    verdicts: ConversationVerdicts
+    verdicts: dict[str, dict]  # per check key: {"verdict": its answer, "message_ids", "rationale"}
     usage: Usage
 
 
 class ConversationJudge(Protocol):
     identity: JudgeIdentity
 
-    def stage_budget(self, *, rubric: str, criteria_number: int, examples: Sequence[PromptExample]) -> int:
-        """Tokens of rendered evidence (context and slice) one stage may carry, after the criteria and examples."""
+    def stage_budget(
+        self, *, rubric: str, criteria_number: int, checks: CheckSet, examples: Sequence[PromptExample]
+    ) -> int:
+        """Tokens of rendered evidence (context and slice) one stage may carry, after the criteria, their checks and
+        examples."""
         ...
 
     def measure(self, text: str) -> int:
@@ -94,6 +99,7 @@ class ConversationJudge(Protocol):
         *,
         rubric: str,
         criteria_number: int,
+        checks: CheckSet,
         stage: Stage,
         stage_count: int,
         examples: Sequence[PromptExample],
@@ -179,17 +185,22 @@ class OpenAIJudge(_ChatJudge):
     def measure(self, text: str) -> int:
         return self.meter.measure(text)
 
-    def stage_budget(self, *, rubric: str, criteria_number: int, examples: Sequence[PromptExample]) -> int:
+    def stage_budget(
+        self, *, rubric: str, criteria_number: int, checks: CheckSet, examples: Sequence[PromptExample]
+    ) -> int:
         empty = Stage(0, [], [])
         fixed = SYSTEM_PROMPT + user_prompt(
             rubric=rubric,
             criteria_number=criteria_number,
+            checks=checks,
             stage=empty,
             stage_count=1,
             examples=examples,
             nonce=SIZING_NONCE,
         )
-        reserved = self.client.max_output_tokens + _TEMPLATE_SLACK_TOKENS + self.measure(fixed)
+        # The answer's schema grows with the checks, and a server in JSON mode reads it in the system message.
+        schema = answer_schema_text(checks) if self.client.mode == "json_object" else ""
+        reserved = self.client.max_output_tokens + _TEMPLATE_SLACK_TOKENS + self.measure(fixed + schema)
         return max(self.context_tokens - reserved, 1)
 
     def judge_stage(
@@ -197,15 +208,21 @@ class OpenAIJudge(_ChatJudge):
         *,
         rubric: str,
         criteria_number: int,
+        checks: CheckSet,
         stage: Stage,
         stage_count: int,
         examples: Sequence[PromptExample],
     ) -> StageJudgement:
         user = user_prompt(
-            rubric=rubric, criteria_number=criteria_number, stage=stage, stage_count=stage_count, examples=examples
+            rubric=rubric,
+            criteria_number=criteria_number,
+            checks=checks,
+            stage=stage,
+            stage_count=stage_count,
+            examples=examples,
         )
-        completion = self._call(system=SYSTEM_PROMPT, user=user, schema=ConversationVerdicts)
-        return StageJudgement(verdicts=completion.parsed, usage=completion.usage)
+        completion = self._call(system=SYSTEM_PROMPT, user=user, schema=answer_model(checks))
+        return StageJudgement(verdicts=answers_by_key(completion.parsed), usage=completion.usage)
 
 
 _FIGURE = re.compile(r"\d[\d,.]*\d|\d")
@@ -225,7 +242,9 @@ class HeuristicJudge:
     def measure(self, text: str) -> int:
         return estimate_tokens(text)
 
-    def stage_budget(self, *, rubric: str, criteria_number: int, examples: Sequence[PromptExample]) -> int:
+    def stage_budget(
+        self, *, rubric: str, criteria_number: int, checks: CheckSet, examples: Sequence[PromptExample]
+    ) -> int:
         return settings.JUDGE_CONTEXT_TOKENS or DEFAULT_CONTEXT_TOKENS
 
     def judge_stage(
@@ -233,16 +252,31 @@ class HeuristicJudge:
         *,
         rubric: str,
         criteria_number: int,
+        checks: CheckSet,
         stage: Stage,
         stage_count: int,
         examples: Sequence[PromptExample],
     ) -> StageJudgement:
+        """Its three verdicts for the checks keyed grounded, complete and usable; unknown for any other check (it
+        reads no question, so it cannot answer one)."""
         messages = [*stage.context, *stage.messages]
         agent = [m for m in stage.messages if m.role == "assistant" and _text(m)]
-        verdicts = ConversationVerdicts(
-            grounded=_grounded(messages, agent), complete=_complete(stage.messages), usable=_usable(agent)
-        )
+        readable = {
+            "grounded": lambda: _grounded(messages, agent),
+            "complete": lambda: _complete(stage.messages),
+            "usable": lambda: _usable(agent),
+        }
+        verdicts = {
+            check.key: readable[check.key]()
+            if check.kind == AnswerKind.VERDICT and check.key in readable
+            else _answer(UNKNOWN, [], "The offline heuristic judge cannot read this check.")
+            for check in checks.checks
+        }
         return StageJudgement(verdicts=verdicts, usage=ZERO_USAGE)
+
+
+def _answer(verdict: str, message_ids: list[str], rationale: str) -> dict:
+    return {"verdict": verdict, "message_ids": message_ids, "rationale": rationale}
 
 
 def _text(message: EvidenceMessage) -> str:
@@ -250,9 +284,9 @@ def _text(message: EvidenceMessage) -> str:
     return content_text(message.content).strip()
 
 
-def _grounded(messages: list[EvidenceMessage], agent: list[EvidenceMessage]) -> CheckVerdict:
+def _grounded(messages: list[EvidenceMessage], agent: list[EvidenceMessage]) -> dict:
     if not agent:
-        return CheckVerdict(verdict="unknown", message_ids=[], rationale="No agent reply in this slice.")
+        return _answer("unknown", [], "No agent reply in this slice.")
     agent_ids = {m.id for m in agent}
     seen: set[str] = set()
     for message in messages:
@@ -260,20 +294,16 @@ def _grounded(messages: list[EvidenceMessage], agent: list[EvidenceMessage]) -> 
         if message.id in agent_ids:
             unsupported = sorted(figures - seen)
             if unsupported:
-                return CheckVerdict(
-                    verdict="fail",
-                    message_ids=[message.id],
-                    rationale=f"States {', '.join(unsupported[:3])} which no earlier message or tool result contains.",
+                return _answer(
+                    "fail",
+                    [message.id],
+                    f"States {', '.join(unsupported[:3])} which no earlier message or tool result contains.",
                 )
         seen |= figures
-    return CheckVerdict(
-        verdict="pass",
-        message_ids=[m.id for m in agent],
-        rationale="Every figure the agent states appears earlier in the conversation.",
-    )
+    return _answer("pass", [m.id for m in agent], "Every figure the agent states appears earlier in the conversation.")
 
 
-def _complete(messages: list[EvidenceMessage]) -> CheckVerdict:
+def _complete(messages: list[EvidenceMessage]) -> dict:
     unanswered = None
     for message in messages:
         if message.role == "user":
@@ -281,27 +311,23 @@ def _complete(messages: list[EvidenceMessage]) -> CheckVerdict:
         elif message.role == "assistant" and _text(message) and not message.tool_calls:
             unanswered = None
     if unanswered is not None:
-        return CheckVerdict(verdict="fail", message_ids=[unanswered.id], rationale="A user request got no agent reply.")
+        return _answer("fail", [unanswered.id], "A user request got no agent reply.")
     replies = [m.id for m in messages if m.role == "assistant"]
     if not replies:
-        return CheckVerdict(verdict="unknown", message_ids=[], rationale="No agent reply in this slice.")
-    return CheckVerdict(verdict="pass", message_ids=replies[-1:], rationale="Every user request got a reply.")
+        return _answer("unknown", [], "No agent reply in this slice.")
+    return _answer("pass", replies[-1:], "Every user request got a reply.")
 
 
-def _usable(agent: list[EvidenceMessage]) -> CheckVerdict:
+def _usable(agent: list[EvidenceMessage]) -> dict:
     if not agent:
-        return CheckVerdict(verdict="unknown", message_ids=[], rationale="No agent reply in this slice.")
+        return _answer("unknown", [], "No agent reply in this slice.")
     final = agent[-1]
     text = _text(final)
     if _REFUSAL.search(text):
-        return CheckVerdict(
-            verdict="fail", message_ids=[final.id], rationale="The final reply refuses or reports an error."
-        )
+        return _answer("fail", [final.id], "The final reply refuses or reports an error.")
     if len(text) < 20:
-        return CheckVerdict(
-            verdict="unknown", message_ids=[final.id], rationale="The final reply is too short to judge."
-        )
-    return CheckVerdict(verdict="pass", message_ids=[final.id], rationale="The final reply is substantive.")
+        return _answer("unknown", [final.id], "The final reply is too short to judge.")
+    return _answer("pass", [final.id], "The final reply is substantive.")
 
 
 class UnknownJudge(LookupError):

@@ -127,14 +127,15 @@ def prompt_tokens(request) -> int:
 
 
 def test_a_conversation_over_the_context_the_server_reports_is_judged_in_stages_that_fit_it(org, fake_llm):
-    fake_llm.context_tokens = 2_500  # llama.cpp's /props says so; a longer prompt would be refused
+    # llama.cpp's /props says so; a longer prompt would be refused. Room for the version's checks and a chapter or two.
+    fake_llm.context_tokens = 3_000
     conversation = upsert(org, chapters(12)).conversation
     fake_llm.set_default(verdicts_reply(["u0"] + [f"a{i}" for i in range(1, 13)]))
     review = grade(conversation, fake_llm)
     requests = fake_llm.chat_requests()
     assert review.route == "pass"
     assert review.stages == len(requests) > 1
-    assert all(prompt_tokens(r) <= 2_500 for r in requests)  # none was refused
+    assert all(prompt_tokens(r) <= 3_000 for r in requests)  # none was refused
     seen = set()
     for request in requests:
         user_text = request.body["messages"][-1]["content"]
