@@ -31,7 +31,8 @@ MAX_PHRASES_PER_RULE = 200
 MAX_TEXT = 2000  # a question, a piece of guidance, a phrase or a pattern
 _KEY = re.compile(r"[a-z][a-z0-9_]{0,31}")
 _CATEGORY = re.compile(r"[a-z][a-z0-9_]{0,31}")
-RESERVED_KEYS = frozenset({"pass_fail", "outcome", "summary", UNKNOWN})
+# A draft judge answers "overall", "passed" and "issues" beside its checks: no check may take their keys.
+RESERVED_KEYS = frozenset({"pass_fail", "outcome", "summary", "overall", "passed", "issues", UNKNOWN})
 
 
 class AnswerKind(StrEnum):

@@ -24,7 +24,7 @@ def checks_text(checks: CheckSet, *, scores_as_numbers: bool = False) -> str:
 
 def _check_text(number: int, check: CheckDefinition, scores_as_numbers: bool) -> str:
     if scores_as_numbers and check.kind == AnswerKind.SCORE:
-        answers = f"a whole number from 1 to {check.scale}"
+        answers = f"a whole number from 1 to {check.scale}, or null"
     else:
         answers = _answers_text(check)
     lines = [f"{number}. {_quote(check.key)}, {_kind_text(check)}: answer {answers}"]

@@ -35,7 +35,9 @@ from grading.judge.conversation import (
 )
 from grading.judge.draft import PROMPT_TEMPLATE_HASH as DRAFT_PROMPT_HASH
 from grading.judge.draft import SYSTEM_PROMPT as DRAFT_SYSTEM_PROMPT
-from grading.judge.draft import DraftVerdict, JudgeIssue
+from grading.judge.draft import JudgeIssue
+from grading.judge.draft import answer_model as draft_answer_model
+from grading.judge.draft import answers_by_key as draft_answers_by_key
 from grading.judge.draft import user_prompt as draft_user_prompt
 from grading.judge.examples import PromptExample
 from grading.judge.scores import weighted_score
@@ -420,7 +422,10 @@ def _process_judges(name: str, entry: dict) -> _ProcessJudges:
 
 @dataclass(frozen=True)
 class DraftJudgement:
-    verdict: DraftVerdict
+    overall: int
+    passed: bool
+    issues: list[JudgeIssue]
+    answers: dict[str, int | dict | None]  # per check key (draft.answers_by_key)
     score: float  # the probability-weighted overall when log-probabilities came back, else the overall itself
     spread: float | None
     usage: Usage
@@ -433,6 +438,7 @@ class DraftPrompt:
     rubric: str
     criteria_number: int
     rules: DraftRules
+    checks: CheckSet
     examples: tuple[PromptExample, ...]
     strategy: str | None
     learnings: list[str]
@@ -458,6 +464,7 @@ class OpenAIDraftJudge(_ChatJudge):
             threshold=prompt.rules.threshold,
             max_issues=prompt.rules.max_judge_issues,
             rules_text=rules_as_text(prompt.rules),
+            checks=prompt.checks,
             examples=prompt.examples,
             strategy=prompt.strategy,
             learnings=prompt.learnings,
@@ -465,17 +472,25 @@ class OpenAIDraftJudge(_ChatJudge):
             title=prompt.title,
             body=prompt.body,
         )
-        completion = self._call(system=DRAFT_SYSTEM_PROMPT, user=user, schema=DraftVerdict)
+        completion = self._call(system=DRAFT_SYSTEM_PROMPT, user=user, schema=draft_answer_model(prompt.checks))
         verdict = completion.parsed
         distribution = weighted_score(completion.token_logprobs, field="overall")
         score, spread = distribution if distribution else (float(verdict.overall), None)
-        return DraftJudgement(verdict=verdict, score=score, spread=spread, usage=completion.usage)
+        return DraftJudgement(
+            overall=verdict.overall,
+            passed=verdict.passed,
+            issues=verdict.issues,
+            answers=draft_answers_by_key(verdict, prompt.checks),
+            score=score,
+            spread=spread,
+            usage=completion.usage,
+        )
 
 
 class HeuristicDraftJudge:
     """Deterministic, offline, labelled as such. Reads the draft's structure the way the checks do:
     aeo from question headings, internal links and the callout; writing from AI-tell vocabulary;
-    org fit from proof points referenced."""
+    org fit from proof points referenced. Any other check it cannot read: null for a score, unknown otherwise."""
 
     identity = JudgeIdentity("heuristic", "offline-heuristic-v1", "heuristic-draft-v1", 0.0)
 
@@ -491,15 +506,23 @@ class HeuristicDraftJudge:
         org_fit = 5 if referenced else (3 if not prompt.proof_terms else 1)
         score = round((aeo + writing + org_fit) / 15 * 10, 1)
         overall = max(1, min(10, round(score)))
-        verdict = DraftVerdict(
+        readable = {"aeo": min(aeo, 5), "writing": writing, "org_fit": org_fit}
+        unread = {"verdict": UNKNOWN, "quotes": [], "rationale": "The offline heuristic judge cannot read this check."}
+        answers = {
+            check.key: (readable.get(check.key) if check.scale == 5 else None)
+            if check.kind == AnswerKind.SCORE
+            else dict(unread)
+            for check in prompt.checks.checks
+        }
+        return DraftJudgement(
             overall=overall,
-            aeo=min(aeo, 5),
-            writing=writing,
-            org_fit=org_fit,
             passed=score >= rules.threshold,
             issues=_heuristic_issues(aeo, writing, org_fit)[: rules.max_judge_issues],
+            answers=answers,
+            score=max(1.0, score),
+            spread=None,
+            usage=ZERO_USAGE,
         )
-        return DraftJudgement(verdict=verdict, score=max(1.0, score), spread=None, usage=ZERO_USAGE)
 
 
 def _heuristic_issues(aeo: int, writing: int, org_fit: int) -> list[JudgeIssue]:
