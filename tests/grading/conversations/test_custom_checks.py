@@ -5,9 +5,13 @@ import json
 
 import pytest
 
-from grading.checks.definitions import CheckSet, PatternRule, ToolCalledRule
+from grading.checks.definitions import CONVERSATION_DEFAULTS, CheckSet, PatternRule, ToolCalledRule
 from grading.conversations.grader import conversation_grade
+from grading.judge.backends import HeuristicJudge
+from grading.judge.examples import criteria_fingerprint
 from grading.models import ItemKind, Review
+from grading.reviews.examples import version_fingerprint
+from grading.reviews.versions import criteria_active
 from tests.builders.checks import (
     CITES_POLICY,
     CUSTOM_CHECKS,
@@ -190,3 +194,26 @@ def test_the_default_checks_still_grade_as_before(org, fake_llm):
     schema = fake_llm.chat_requests()[0].body["response_format"]["json_schema"]
     assert schema["name"] == "ConversationVerdicts" and schema["strict"] is True
     assert json.dumps(schema["schema"]).count('"enum": ["pass", "fail", "unknown"]') == 3
+
+
+def test_the_criteria_fingerprint_covers_the_checks_and_keeps_todays_for_the_checks_of_today(org, fake_llm):
+    today = criteria_active(org=org, kind=ItemKind.CONVERSATION)
+    custom = version_with_checks(org, ItemKind.CONVERSATION, CUSTOM_CHECKS)
+    edited = CheckSet(checks=[INTENT.model_copy(update={"question": "Why did they write?"})])
+    reworded = version_with_checks(org, ItemKind.CONVERSATION, edited)
+
+    fingerprints = [version_fingerprint(version) for version in (today, custom, reworded)]
+
+    assert len(set(fingerprints)) == 3
+    assert fingerprints[0] == criteria_fingerprint(rubric=today.rubric, rules=today.rules, examples=())
+
+
+def test_the_offline_heuristic_judge_answers_unknown_for_a_check_it_cannot_read(org):
+    version_with_checks(org, ItemKind.CONVERSATION, CheckSet(checks=[CITES_POLICY, *CONVERSATION_DEFAULTS.checks]))
+    conversation = upsert(org, support_conversation()).conversation
+
+    review = conversation_grade(conversation_id=conversation.pk, judge=HeuristicJudge())
+
+    assert review.checks["cites_policy"]["verdict"] == "unknown"
+    assert review.checks["usable"]["verdict"] == "pass"
+    assert (review.route, review.reason) == ("human", "unknown_check")
