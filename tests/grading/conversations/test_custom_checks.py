@@ -20,9 +20,11 @@ from tests.builders.checks import (
     NO_PROMISE,
     answer,
     answers_reply,
+    many_checks,
     version_with_checks,
 )
-from tests.builders.conversations import PATH_IDS, llm_judge, support_conversation, upsert
+from tests.builders.conversations import PATH_IDS, llm_judge, message, support_conversation, upsert
+from tests.fakes.openai_server import tokenize
 
 pytestmark = pytest.mark.django_db
 
@@ -217,3 +219,26 @@ def test_the_offline_heuristic_judge_answers_unknown_for_a_check_it_cannot_read(
     assert review.checks["cites_policy"]["verdict"] == "unknown"
     assert review.checks["usable"]["verdict"] == "pass"
     assert (review.route, review.reason) == ("human", "unknown_check")
+
+
+def test_the_stage_budget_counts_the_versions_checks_so_no_stage_is_refused(org, fake_llm):
+    fake_llm.context_tokens = 3_000  # the server says so, and refuses a longer prompt
+    checks = many_checks(12)
+    version_with_checks(org, ItemKind.CONVERSATION, checks)
+    payload = support_conversation()
+    payload["messages"] = [message("u0", "user", "Summarise each chapter.", None, 0)]
+    for n in range(1, 13):
+        payload["messages"].append(message(f"u{n}", "assistant", f"Chapter {n}: " + "words " * 80, f"u{n - 1}", n))
+    payload["active_message_id"] = "u12"
+    conversation = upsert(org, payload).conversation
+    ids = conversation.active_path_ids
+    fake_llm.set_default(answers_reply({key: answer("pass", ids) for key in checks.keys}))
+
+    review = conversation_grade(conversation_id=conversation.pk, judge=llm_judge(fake_llm))
+
+    requests = fake_llm.chat_requests()
+    assert review.route == "pass" and review.stages == len(requests) > 1
+    assert all(sum(len(tokenize(m["content"])) for m in r.body["messages"]) <= 3_000 for r in requests)
+    budgets = [llm_judge(fake_llm).stage_budget(rubric="", criteria_number=1, checks=c, examples=()) for c in (
+        CONVERSATION_DEFAULTS, checks)]  # fmt: skip
+    assert budgets[1] < budgets[0]
