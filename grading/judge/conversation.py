@@ -76,26 +76,25 @@ PROMPT_TEMPLATE_HASH = hashlib.sha256((SYSTEM_PROMPT + USER_TEMPLATE + EXAMPLES_
 def answer_model(checks: CheckSet) -> type[BaseModel]:
     """The JSON schema the judge must answer, as a pydantic model generated from the version's checks: one property
     per check, by its key, each {"verdict": one of the check's answers, "message_ids", "rationale"}. Built once per
-    check set in a process (the client caches each model's schema)."""
-    return _answer_model(checks.model_dump_json())
+    set of keys and answers in a process (the client caches each model's schema)."""
+    return _answer_model(tuple((check.key, check.answers) for check in checks.checks))
 
 
 @lru_cache(maxsize=256)
-def _answer_model(checks_json: str) -> type[BaseModel]:
-    checks = CheckSet.model_validate_json(checks_json)
+def _answer_model(asked: tuple[tuple[str, tuple[str, ...]], ...]) -> type[BaseModel]:
     fields = {
         # Python names of their own, the key as the alias: a key may be a keyword or a name pydantic keeps for itself.
-        f"check_{index}": (_check_answer_model(index, check), Field(alias=check.key))
-        for index, check in enumerate(checks.checks)
+        f"check_{index}": (_check_answer_model(index, answers), Field(alias=key))
+        for index, (key, answers) in enumerate(asked)
     }
     return create_model("ConversationVerdicts", __config__=ConfigDict(extra="forbid"), **fields)
 
 
-def _check_answer_model(index: int, check: CheckDefinition) -> type[BaseModel]:
+def _check_answer_model(index: int, answers: tuple[str, ...]) -> type[BaseModel]:
     return create_model(
         f"CheckAnswer{index}",
         __config__=ConfigDict(extra="forbid"),
-        verdict=(Literal[check.answers], ...),
+        verdict=(Literal[answers], ...),
         message_ids=(list[str], ...),
         rationale=(str, ...),
     )

@@ -112,24 +112,19 @@ def answer_model(checks: CheckSet) -> type[BaseModel]:
     """The JSON schema the draft judge must answer, generated from the version's checks: "overall" first (its digit
     is the token whose log-probabilities give the score distribution), each check by its key (a score check's
     number or null; a verdict or category check's answer with its quotes), then "passed" and "issues"."""
-    return _answer_model(checks.model_dump_json())
+    return _answer_model(tuple((check.key, check.kind, check.scale, check.answers) for check in checks.checks))
 
 
 @lru_cache(maxsize=256)
-def _answer_model(checks_json: str) -> type[BaseModel]:
-    checks = CheckSet.model_validate_json(checks_json)
+def _answer_model(asked: tuple[tuple[str, AnswerKind, int, tuple[str, ...]], ...]) -> type[BaseModel]:
     fields: dict = {"overall": (int, Field(ge=1, le=10))}
-    for index, check in enumerate(checks.checks):
+    for index, (key, kind, scale, answers) in enumerate(asked):
         # Python names of their own, the key as the alias: a key may be a keyword or a name pydantic keeps for itself.
-        if check.kind == AnswerKind.SCORE:
-            fields[f"check_{index}"] = (int | None, Field(alias=check.key, ge=1, le=check.scale))
+        if kind == AnswerKind.SCORE:
+            fields[f"check_{index}"] = (int | None, Field(alias=key, ge=1, le=scale))
         else:
-            answer = create_model(
-                f"DraftCheckAnswer{index}",
-                __base__=DraftCheckAnswer,
-                verdict=(Literal[check.answers], ...),
-            )
-            fields[f"check_{index}"] = (answer, Field(alias=check.key))
+            model = create_model(f"DraftCheckAnswer{index}", __base__=DraftCheckAnswer, verdict=(Literal[answers], ...))
+            fields[f"check_{index}"] = (model, Field(alias=key))
     fields["passed"] = (bool, ...)
     fields["issues"] = (list[JudgeIssue], ...)
     return create_model("DraftVerdict", __config__=ConfigDict(extra="forbid"), **fields)
