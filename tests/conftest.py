@@ -25,6 +25,29 @@ from tests.builders.processes import REPO_ROOT, database_url, wait_for_worker
 from tests.fakes.openai_server import FakeLLM
 from tests.fakes.smtp_server import SmtpServer
 
+# --- the real-judge tests: a step of their own -----------------------------------------------------
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--realjudge",
+        action="store_true",
+        help="run the real-judge tests (tests/realjudge/) too; `make test-realjudge` runs them alone",
+    )
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The real-judge tests run when asked (`--realjudge`). Their model server holds a core for minutes under the
+    suite's load (94 s quiet, up to 315 s), and inside `make test` one of its two workers waited on it; `.ci/run`
+    runs them after `make test`, as `make test-realjudge`, and fails as for any other test."""
+    if config.getoption("realjudge"):
+        return
+    step = pytest.mark.skip(reason="the real-judge tests run on their own: make test-realjudge (pytest --realjudge)")
+    for item in items:
+        if item.get_closest_marker("realjudge"):
+            item.add_marker(step)
+
+
 # --- personas -------------------------------------------------------------------------------------
 
 
