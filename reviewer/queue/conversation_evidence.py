@@ -7,8 +7,8 @@ import json
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from grading.checks.answers import answer_reads_as
 from grading.core import evidence, evidence_text
-from grading.core.outcomes import CHECKS
 from grading.models import Feedback, Message, Review
 from grading.otlp.pending import awaited_content_note
 
@@ -54,8 +54,11 @@ class PathEntry:
 
 @dataclass(frozen=True)
 class CheckView:
-    name: str
-    verdict: str
+    key: str
+    name: str  # the check's name in its version
+    question: str
+    verdict: str  # the machine's answer, as stored: pass, fail, a category, a score, unknown
+    reads_as: str  # pass, fail or unknown as the answer reads for the item; "" when it is neither
     rationale: str
     cited: list[ShownMessage]
     missing_ids: list[str]
@@ -74,8 +77,8 @@ class ConversationEvidence:
 
 
 def conversation_evidence(review: Review) -> ConversationEvidence:
-    """The conversation's active path with abandoned branches folded where they leave it, and each check with
-    the messages it cites. Two queries: the messages and the thumbs."""
+    """The conversation's active path with abandoned branches folded where they leave it, and each check of the
+    review's criteria version with the messages it cites. Two queries: the messages and the thumbs."""
     conversation = review.conversation
     rows = list(Message.objects.filter(conversation=conversation).order_by("created_at", "pk"))
     messages = [m.as_evidence() for m in rows]
@@ -89,16 +92,20 @@ def conversation_evidence(review: Review) -> ConversationEvidence:
             shown[thumb.message_external_id].feedback = thumb.value
 
     checks = []
-    for name in CHECKS:
-        check = review.checks.get(name) or {}
+    for definition in review.criteria_version.check_set().checks:
+        check = review.checks.get(definition.key) or {}
+        answer = str(check.get("verdict", "unknown"))
         cited_ids = [str(i) for i in check.get("message_ids") or []]
         for message_id in cited_ids:
             if message_id in shown:
-                shown[message_id].cited_by.append(name)
+                shown[message_id].cited_by.append(definition.name)
         checks.append(
             CheckView(
-                name=name,
-                verdict=check.get("verdict", "unknown"),
+                key=definition.key,
+                name=definition.name,
+                question=definition.question,
+                verdict=answer,
+                reads_as=answer_reads_as(definition, answer),
                 rationale=str(check.get("rationale", "")),
                 cited=[shown[i] for i in cited_ids if i in shown],
                 missing_ids=[i for i in cited_ids if i not in shown],

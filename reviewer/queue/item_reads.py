@@ -21,7 +21,8 @@ from typing import ClassVar
 from django.contrib.auth.models import AbstractBaseUser
 from django.utils.safestring import SafeString
 
-from grading.core.outcomes import BAND, CHECKS, JUDGE_CONTRADICTION, SPREAD, UNKNOWN_CHECK
+from grading.checks.definitions import AnswerKind
+from grading.core.outcomes import BAND, JUDGE_CONTRADICTION, SPREAD, UNKNOWN_CHECK
 from grading.models import Answer, Conversation, Decision, Draft, ItemKind, Review
 from grading.reviews.blind import Blind, review_blind
 from reviewer.access import reaches_of
@@ -31,7 +32,7 @@ from reviewer.models import Pool, Role
 from reviewer.queue import reads, rendering
 from reviewer.queue.assignments import Reservation, assignable_people, assignments_of, reservation_of
 from reviewer.queue.conversation_evidence import ConversationEvidence, conversation_evidence
-from reviewer.queue.display import SUB_SCORE_LABELS, due_of, stale_reason
+from reviewer.queue.display import due_of, stale_reason
 from reviewer.queue.forms import AssignForm, DecisionForm, decision_form
 
 
@@ -306,7 +307,7 @@ def answers_view(review: Review, slots: reads.Slots, viewer_id: int, *, blind: B
         return None
     answers = [a for a in answers if not blind.hides_answer(person_id=a.person_id, reader_id=viewer_id)]
     answers.sort(key=lambda answer: answer.review_id != review.pk)  # this review's first, in order given
-    names = ["outcome"] if review.kind == ItemKind.DRAFT else ["summary", *CHECKS]
+    names = ["outcome"] if review.kind == ItemKind.DRAFT else ["summary", *review.criteria_version.check_set().keys]
     rows = []
     for name in names:
         values = [_value(answer, name) for answer in answers]
@@ -467,12 +468,15 @@ class SubScore:
 
 
 def sub_scores(review: Review) -> list[SubScore]:
+    """The judge's score on each score check of the draft's criteria version, placed on the check's scale."""
     scores = review.sub_scores or {}
     rows = []
-    for key, label in SUB_SCORE_LABELS.items():
-        value = scores.get(key)
-        percent = round(max(0.0, min(1.0, value / 5.0)) * 100.0, 1) if isinstance(value, int | float) else 0.0
-        rows.append(SubScore(label, value, percent))
+    for check in review.criteria_version.check_set().checks:
+        if check.kind != AnswerKind.SCORE:
+            continue
+        value = scores.get(check.key)
+        percent = round(max(0.0, min(1.0, value / check.scale)) * 100.0, 1) if isinstance(value, int | float) else 0.0
+        rows.append(SubScore(check.name, value, percent))
     return rows
 
 
