@@ -4,7 +4,9 @@ refused and writes nothing."""
 
 import pytest
 from django.urls import reverse
+from pydantic import ValidationError
 
+from grading.checks.definitions import CheckDefinition
 from grading.models import Answer, AuditEvent, Decision, ItemKind, Review
 from reviewer.models import Role
 from reviewer.queue.services import Refused, claim_take, decision_create
@@ -139,3 +141,10 @@ def test_an_answer_in_double_review_with_a_check_the_version_does_not_ask_is_ref
         item_answer(ann, review, checks={**ANSWERS, "usable": "pass"}, note="n")
     assert "'usable' is not a check of this criteria version" in refused.value.message
     assert_nothing_written()
+
+
+@pytest.mark.parametrize("key", ["note", "fingerprint", "keep_as_learning", "csrfmiddlewaretoken"])
+def test_a_check_cannot_take_the_name_of_a_field_the_decision_form_posts(key):
+    # The form posts each answer under its check's key: a check keyed "note" would take the note's place.
+    with pytest.raises(ValidationError, match="reserved"):
+        CheckDefinition(key=key, name="A check", question="Is it?")
