@@ -2,6 +2,8 @@
 with its question and guidance beside the answer; a decision naming a check or an answer the version does not have is
 refused and writes nothing."""
 
+import re
+
 import pytest
 from django.urls import reverse
 from pydantic import ValidationError
@@ -148,3 +150,15 @@ def test_a_check_cannot_take_the_name_of_a_field_the_decision_form_posts(key):
     # The form posts each answer under its check's key: a check keyed "note" would take the note's place.
     with pytest.raises(ValidationError, match="reserved"):
         CheckDefinition(key=key, name="A check", question="Is it?")
+
+
+def test_an_audit_items_form_starts_from_no_answer_of_the_machines_and_still_shows_the_questions(client_for, org):
+    review = custom_checks_item(org)
+    Review.objects.filter(pk=review.pk).update(route="pass", reason="", audit=True)
+    operator = make_person("ann", org, Role.OPERATOR)
+    claim_take(user=operator, review_id=review.pk)
+    html = client_for(operator).get(reverse("review_detail", args=[review.pk])).content.decode()
+    assert 'id="blind"' in html and "The user asks for a refund." not in html
+    form = html.split('id="decide-form"')[1].split("</form>")[0]
+    assert "What did the user come for?" in form and "Solved it in one reply." in form
+    assert re.findall(r'<option value="([^"]+)" selected>', form) == ["unknown", "unknown", "unknown"]
