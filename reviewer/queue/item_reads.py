@@ -21,7 +21,7 @@ from typing import ClassVar
 from django.contrib.auth.models import AbstractBaseUser
 from django.utils.safestring import SafeString
 
-from grading.checks.definitions import AnswerKind
+from grading.checks.definitions import UNKNOWN, AnswerKind
 from grading.core.outcomes import BAND, JUDGE_CONTRADICTION, SPREAD, UNKNOWN_CHECK
 from grading.models import Answer, Conversation, Decision, Draft, ItemKind, Review
 from grading.reviews.blind import Blind, review_blind
@@ -435,8 +435,14 @@ def why_human(review: Review) -> str:
     """Why the machine handed this item to a person, in one or two sentences."""
     if review.kind == ItemKind.CONVERSATION:
         if review.reason == UNKNOWN_CHECK:
+            open_checks = [
+                check.name
+                for check in review.criteria_version.check_set().checks
+                if check.required and check.outcome(str((review.checks.get(check.key) or {}).get("verdict"))) == UNKNOWN
+            ]
+            named = f" ({', '.join(open_checks)})" if open_checks else ""
             return (
-                "At least one check came back unknown: the recorded evidence leaves it open. "
+                f"A required check came back unknown{named}: the recorded evidence leaves it open. "
                 "Unknowns never count in the quality number."
             )
         return review.detail or "The machine could not decide on its own."

@@ -34,6 +34,7 @@ def test_it_shows_each_checks_question_and_guidance_beside_the_answer(client_for
     review = custom_checks_item(org)
     claim_take(user=operator, review_id=review.pk)
     html = client_for(operator).get(reverse("review_detail", args=[review.pk])).content.decode()
+    assert "A required check came back unknown (Cites the policy)" in html  # why a person is needed
     form = html.split('id="decide-form"')[1].split("</form>")[0]
     assert "Cites the policy" in form and "Does the assistant cite the refund policy when it promises a refund?" in form
     assert "What did the user come for?" in form and "Asks for money back." in form
