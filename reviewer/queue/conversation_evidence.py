@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from grading.checks.answers import answer_reads_as
+from grading.checks.definitions import CheckDefinition, ConversationRule, ToolCalledRule, ToolsAnsweredRule
 from grading.core import evidence, evidence_text
 from grading.models import Feedback, Message, Review
 from grading.otlp.pending import awaited_content_note
@@ -53,6 +54,16 @@ class PathEntry:
 
 
 @dataclass(frozen=True)
+class RuleFinding:
+    """What one of the version's rules found: the admin's words on the rule, and the message and text it matched."""
+
+    rule: str
+    message: ShownMessage | None  # None when the rule names no message on the path (a tool never called)
+    message_id: str
+    text: str
+
+
+@dataclass(frozen=True)
 class CheckView:
     key: str
     name: str  # the check's name in its version
@@ -62,6 +73,8 @@ class CheckView:
     rationale: str
     cited: list[ShownMessage]
     missing_ids: list[str]
+    by_rule: bool = False  # a rule set the answer (it can only lower what the judge said)
+    findings: list[RuleFinding] = field(default_factory=list)  # listed before the judge's evidence
 
 
 @dataclass(frozen=True)
@@ -109,6 +122,8 @@ def conversation_evidence(review: Review) -> ConversationEvidence:
                 rationale=str(check.get("rationale", "")),
                 cited=[shown[i] for i in cited_ids if i in shown],
                 missing_ids=[i for i in cited_ids if i not in shown],
+                by_rule=check.get("source") == "rule",
+                findings=_findings(definition, check.get("findings"), shown),
             )
         )
 
@@ -123,6 +138,39 @@ def conversation_evidence(review: Review) -> ConversationEvidence:
         not_scorable=evidence.REASON_TEXT.get(result.problem) if result.problem else None,
         content_awaited=awaited_content_note(conversation),
     )
+
+
+def _findings(definition: CheckDefinition, found: object, shown: dict[str, ShownMessage]) -> list[RuleFinding]:
+    """The rule findings a review stores on a check ([{"rule": index, "message_id", "text"}]), each named by the
+    admin's note on its rule (or what the rule asks, without one)."""
+    findings = []
+    for finding in found if isinstance(found, list) else []:
+        if not isinstance(finding, dict):
+            continue
+        index = finding.get("rule")
+        rule = definition.rules[index] if isinstance(index, int) and 0 <= index < len(definition.rules) else None
+        message_id = str(finding.get("message_id") or "")
+        findings.append(
+            RuleFinding(
+                rule=_rule_words(rule),
+                message=shown.get(message_id),
+                message_id=message_id,
+                text=str(finding.get("text") or ""),
+            )
+        )
+    return findings
+
+
+def _rule_words(rule: ConversationRule | None) -> str:
+    if rule is None:
+        return "a rule the version no longer holds"
+    if rule.note:
+        return rule.note
+    if isinstance(rule, ToolCalledRule):
+        return f"the tool {rule.tool} {'must' if rule.must else 'must never'} be called"
+    if isinstance(rule, ToolsAnsweredRule):
+        return "every tool call is answered by its result"
+    return f"a {rule.kind} rule"
 
 
 def _path_with_folds(

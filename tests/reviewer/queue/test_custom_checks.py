@@ -8,13 +8,19 @@ import pytest
 from django.urls import reverse
 from pydantic import ValidationError
 
-from grading.checks.definitions import CheckDefinition
+from grading.checks.definitions import CheckDefinition, CheckSet, PhrasesRule
 from grading.models import Answer, AuditEvent, Decision, ItemKind, Review
 from reviewer.models import Role
 from reviewer.queue.services import Refused, claim_take, decision_create
-from tests.builders.custom_checks import POLICY_GUIDANCE, custom_checks_item
+from tests.builders.custom_checks import (
+    MACHINE_SAID,
+    POLICY_GUIDANCE,
+    SUPPORT_CHECKS,
+    custom_checks_item,
+    support_checks_ask,
+)
 from tests.builders.people import make_person
-from tests.builders.queue_items import item_answer, slots_ask
+from tests.builders.queue_items import conversation_item, item_answer, slots_ask
 
 ANSWERS = {"cites_policy": "fail", "intent": "shipping", "helpful": "4"}
 
@@ -163,3 +169,21 @@ def test_an_audit_items_form_starts_from_no_answer_of_the_machines_and_still_sho
     form = html.split('id="decide-form"')[1].split("</form>")[0]
     assert "What did the user come for?" in form and "Solved it in one reply." in form
     assert re.findall(r'<option value="([^"]+)" selected>', form) == ["unknown", "unknown", "unknown"]
+
+
+def test_a_rules_finding_is_listed_before_the_judges_evidence_with_the_text_it_matched(client_for, operator, org):
+    rule = PhrasesRule(phrases=["full refund"], note="Promises a refund")
+    cites = SUPPORT_CHECKS["cites_policy"].model_copy(update={"rules": [rule]})
+    support_checks_ask(org, CheckSet(checks=[cites, *SUPPORT_CHECKS.checks[1:]]))
+    found = {"rule": 0, "message_id": "m4", "text": "a <i>full refund</i>"}
+    said = {**MACHINE_SAID, "cites_policy": {"verdict": "fail", "message_ids": ["m4"], "rationale": "JUDGE-SAID",
+                                             "source": "rule", "findings": [found]}}  # fmt: skip
+    review = conversation_item(org, checks=said)
+    html = client_for(operator).get(reverse("review_detail", args=[review.pk])).content.decode()
+    evidence = html.split("Cites the policy · ")[1].split("</details>")[0]
+    assert "<b>Rule:</b> Promises a refund" in evidence and "by a rule" in html
+    assert '“<bdi class="untrusted">a &lt;i&gt;full refund&lt;/i&gt;</bdi>”' in evidence
+    assert evidence.index("Promises a refund") < evidence.index("JUDGE-SAID")  # first, as a draft's hard findings
+    Review.objects.filter(pk=review.pk).update(route="pass", reason="", audit=True)
+    blind = client_for(operator).get(reverse("review_detail", args=[review.pk])).content.decode()
+    assert "Promises a refund" not in blind and "full refund" not in blind  # what the machine said, hidden
