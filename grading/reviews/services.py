@@ -535,7 +535,7 @@ def _decision_values(review: Review, *, outcome: str, checks: dict[str, str], no
         raise InvalidDecision(f"checks: {refusal}.")
     if not note:
         raise InvalidDecision("A note is required with a verdict: say what the evidence shows.")
-    # The version's order, so that answers given in any order compare (and are stored) alike.
+    # Only the version's checks are kept (jsonb keeps keys in an order of its own; readers follow the version's).
     return {"outcome": item_outcome(check_set, checks).value, "checks": {key: checks[key] for key in check_set.keys}}
 
 

@@ -87,6 +87,16 @@ class ItemPage:
         return reads.decision_of(self.review)
 
     @cached_property
+    def decided_answers(self) -> list[tuple[str, str]]:
+        """The decision's answer to each check, by the check's name in the review's version."""
+        checks = self.decision.checks if self.decision is not None and isinstance(self.decision.checks, dict) else {}
+        if not checks:
+            return []
+        # In the version's order: the stored JSON keeps its keys in an order of its own.
+        version = self.review.criteria_version.check_set()
+        return [(check.name, str(checks[check.key])) for check in version.checks if check.key in checks]
+
+    @cached_property
     def slots(self) -> reads.Slots:
         return reads.slots_now(self.review, self.now)
 
@@ -271,7 +281,7 @@ class ShownAnswer:
 class AnswerRow:
     """One thing the answers give (the outcome, or a check's verdict): each answer's value, marked if they differ."""
 
-    name: str
+    name: str  # the check's name in the review's version, or outcome / summary
     values: list[str]
     differs: bool
 
@@ -307,10 +317,13 @@ def answers_view(review: Review, slots: reads.Slots, viewer_id: int, *, blind: B
         return None
     answers = [a for a in answers if not blind.hides_answer(person_id=a.person_id, reader_id=viewer_id)]
     answers.sort(key=lambda answer: answer.review_id != review.pk)  # this review's first, in order given
-    names = ["outcome"] if review.kind == ItemKind.DRAFT else ["summary", *review.criteria_version.check_set().keys]
+    if review.kind == ItemKind.DRAFT:
+        names = {"outcome": "outcome"}
+    else:
+        names = {"summary": "summary"} | {c.key: c.name for c in review.criteria_version.check_set().checks}
     rows = []
-    for name in names:
-        values = [_value(answer, name) for answer in answers]
+    for key, name in names.items():
+        values = [_value(answer, key) for answer in answers]
         current = {value for answer, value in zip(answers, values, strict=True) if answer.review_id == review.pk}
         rows.append(AnswerRow(name, values, differs=len(current) > 1))
     shown = [

@@ -133,13 +133,15 @@ def test_answers_that_differ_on_a_category_or_a_score_are_adjudicated_with_the_v
     claim_take(user=cy, review_id=review.pk)
     html = client_for(cy).get(reverse("review_detail", args=[review.pk])).content.decode()
     answers = html.split('id="answers"')[1].split("</table>")[0]
-    assert 'intent <b class="fail">differ</b>' in answers and 'helpful <b class="fail">differ</b>' in answers
+    assert 'Intent <b class="fail">differ</b>' in answers and 'Helpful <b class="fail">differ</b>' in answers
     assert "Adjudicate" in html and "What did the user come for?" in html
     settled = {**ANSWERS, "cites_policy": "pass", "helpful": "3"}
     response = decide(client_for(cy), review, settled, note="The policy is quoted in m4; the order is shipping.")
     assert response.status_code == 302
     decision = Decision.objects.get()
     assert (decision.basis, decision.checks, decision.outcome) == ("adjudicated", settled, "pass")
+    decided = client_for(cy).get(reverse("review_detail", args=[review.pk])).content.decode()
+    assert 'Cites the policy <span class="pass">pass</span>, Intent <span class="shipping">shipping</span>' in decided
 
 
 def test_an_answer_in_double_review_with_a_check_the_version_does_not_ask_is_refused(org):
