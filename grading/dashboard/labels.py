@@ -248,8 +248,10 @@ def _subjects(org: Org, labels: Sequence[LabelIn], *, lock: bool) -> dict[tuple[
 
 def _refusals(org: Org, labels: Sequence[LabelIn], subjects: dict) -> list[InvalidLabel | None]:
     """For each label, why it cannot be recorded against the items `subjects` found, or None."""
-    check_sets = {kind: _labelled_checks(org, kind) for kind in ItemKind}
-    return [_refusal(label, subjects[_key(label)], check_sets) for label in labels]
+    # Only a conversation is labelled on checks (a draft on pass_fail alone): its version is read when one is named.
+    named = any(isinstance(subject, Conversation) for found in subjects.values() for subject in found)
+    checks = _labelled_checks(org, ItemKind.CONVERSATION) if named else (default_checks(ItemKind.CONVERSATION), None)
+    return [_refusal(label, subjects[_key(label)], checks) for label in labels]
 
 
 def _labelled_checks(org: Org, kind: str) -> tuple[CheckSet, int | None]:
@@ -259,9 +261,7 @@ def _labelled_checks(org: Org, kind: str) -> tuple[CheckSet, int | None]:
     return (version.check_set(), version.number) if version is not None else (default_checks(kind), None)
 
 
-def _refusal(
-    label: LabelIn, found: list[Subject], check_sets: dict[str, tuple[CheckSet, int | None]]
-) -> InvalidLabel | None:
+def _refusal(label: LabelIn, found: list[Subject], checks: tuple[CheckSet, int | None]) -> InvalidLabel | None:
     if not found:
         return InvalidLabel("item", f"no conversation or draft {label.item!r} in this org")
     if len(found) > 1:
@@ -274,7 +274,7 @@ def _refusal(
         return None
     if kind == ItemKind.DRAFT:
         return InvalidLabel("check", "a draft is labelled pass_fail only")
-    check_set, number = check_sets[kind]
+    check_set, number = checks
     if label.check not in check_set.keys:
         version = f"v{number}" if number is not None else "v1"
         return InvalidLabel(
