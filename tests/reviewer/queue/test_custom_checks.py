@@ -9,7 +9,8 @@ from django.urls import reverse
 from pydantic import ValidationError
 
 from grading.checks.definitions import CheckDefinition, CheckSet, PhrasesRule
-from grading.models import Answer, AuditEvent, Decision, ItemKind, Review
+from grading.models import Answer, AuditEvent, CriteriaExample, CriteriaVersion, Decision, ItemKind, Review
+from grading.reviews.versions import criteria_new_version
 from reviewer.models import Role
 from reviewer.queue.services import Refused, claim_take, decision_create
 from tests.builders.custom_checks import (
@@ -189,3 +190,19 @@ def test_a_rules_finding_is_listed_before_the_judges_evidence_with_the_text_it_m
     Review.objects.filter(pk=review.pk).update(route="pass", reason="", audit=True)
     blind = client_for(operator).get(reverse("review_detail", args=[review.pk])).content.decode()
     assert "Promises a refund" not in blind and "full refund" not in blind  # what the machine said, hidden
+
+
+def test_an_admin_makes_a_decided_category_answer_a_worked_example_from_the_items_page(
+    org, operator, criteria_admin, client_for
+):
+    review = custom_checks_item(org)
+    item_answer(operator, review, checks=ANSWERS, note="A delivery question.")
+    version = criteria_new_version(org=org, kind=ItemKind.CONVERSATION)
+    CriteriaVersion.objects.filter(pk=version.pk).update(checks=SUPPORT_CHECKS.model_dump(mode="json"))
+    client = client_for(criteria_admin)
+    page = client.get(reverse("criteria_item", args=["conversation", review.conversation_id])).content.decode()
+    assert "intent (people: shipping)" in page and "helpful (people: 4)" in page
+    form = {"version": version.pk, "kind": "conversation", "item": review.conversation_id, "check": "intent"}
+    assert client.post(reverse("criteria_example_add"), form).status_code == 302
+    example = CriteriaExample.objects.get()
+    assert (example.check_name, example.human_verdict, example.machine_verdict) == ("intent", "shipping", "refund")
