@@ -31,7 +31,10 @@ MAX_PHRASES_PER_RULE = 200
 MAX_TEXT = 2000  # a question, a piece of guidance, a phrase or a pattern
 _KEY = re.compile(r"[a-z][a-z0-9_]{0,31}")
 _CATEGORY = re.compile(r"[a-z][a-z0-9_]{0,31}")
-RESERVED_KEYS = frozenset({"pass_fail", "outcome", "summary", UNKNOWN})
+# The queue's decision form posts each check's answer under its key, beside its own fields (reviewer/queue/forms.py).
+RESERVED_KEYS = frozenset(
+    {"pass_fail", "outcome", "summary", UNKNOWN, "note", "fingerprint", "keep_as_learning", "csrfmiddlewaretoken"}
+)
 
 
 class AnswerKind(StrEnum):
