@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 HTMX := reviewer/static/vendor/htmx.min.js
 
-.PHONY: demo test bench lint stop install install-dev
+.PHONY: demo test test-realjudge bench lint stop install install-dev
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -31,9 +31,14 @@ demo: install
 
 # The suite gets private servers of its own (.data/test), apart from the demo's, and runs in two pytest-xdist
 # workers, each with servers of its own (.data/test/gw0, ...); PYTEST_WORKERS=0 runs it in one process, see README.
+# It skips the real-judge tests, which `make test-realjudge` runs on their own (`PYTEST_ARGS=--realjudge`: both).
 PYTEST_WORKERS ?= 2
 test: install-dev
 	DEBUG=1 TOLLGATE_DATA_DIR=$${TOLLGATE_DATA_DIR:-.data/test} $(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
+
+# In one process (no -n): the tests share one model server, and it works a judge call on both cores.
+test-realjudge: install-dev
+	DEBUG=1 TOLLGATE_DATA_DIR=$${TOLLGATE_DATA_DIR:-.data/test} $(PY) -m pytest --realjudge $(PYTEST_ARGS) tests/realjudge
 
 # `make bench BENCH=throughput` runs only the benchmarks whose names contain that word.
 bench: install-dev

@@ -10,7 +10,8 @@ from django.db import transaction
 from django.utils import timezone
 
 from grading.api.keys import api_key_create, api_key_revoke
-from grading.core.outcomes import CHECKS, UNKNOWN_CHECK
+from grading.checks.definitions import AnswerKind, CheckDefinition
+from grading.core.outcomes import UNKNOWN_CHECK
 from grading.dashboard.sampling import audit_sample_send
 from grading.demo import grade_demo_items, seed_conversations, seed_drafts, seed_labels
 from grading.figures.definitions import PASS_FAIL
@@ -151,11 +152,22 @@ def _demo_verdict(review: Review, *, disagree: bool) -> dict:
     if review.kind == ItemKind.DRAFT:
         approve = (review.route == Route.PASS or (review.route == Route.HUMAN and review.judge_passed)) != disagree
         return {"outcome": "approve" if approve else "reject"}
-    checks = {name: (review.checks.get(name) or {}).get("verdict", "unknown") for name in CHECKS}
-    checks = {name: "pass" if verdict == "unknown" else verdict for name, verdict in checks.items()}
-    if disagree:
+    # The machine's answer to each check its version asks; where it said unknown, the person reads a pass.
+    checks = {}
+    for check in review.criteria_version.check_set().checks:
+        said = str((review.checks.get(check.key) or {}).get("verdict", "unknown"))
+        checks[check.key] = said if said != "unknown" else _passing_answer(check)
+    if disagree and "grounded" in checks:
         checks["grounded"] = "fail" if checks["grounded"] == "pass" else "pass"
     return {"checks": checks}
+
+
+def _passing_answer(check: CheckDefinition) -> str:
+    if check.kind == AnswerKind.CATEGORY:
+        return (check.passing or check.categories)[0]
+    if check.kind == AnswerKind.SCORE:
+        return str(check.pass_from or check.scale)
+    return "pass"
 
 
 DEMO_DAY_CAP_TOKENS = 2_000_000

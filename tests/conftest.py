@@ -13,6 +13,7 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
+import psycopg
 import pytest
 from django.conf import settings
 from django.test import Client, override_settings
@@ -24,6 +25,57 @@ from tests.builders.people import make_person
 from tests.builders.processes import REPO_ROOT, database_url, wait_for_worker
 from tests.fakes.openai_server import FakeLLM
 from tests.fakes.smtp_server import SmtpServer
+
+# --- the real-judge tests: a step of their own -----------------------------------------------------
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--realjudge",
+        action="store_true",
+        help="run the real-judge tests (tests/realjudge/) too; `make test-realjudge` runs them alone",
+    )
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The real-judge tests run when asked (`--realjudge`). Their model server holds a core for minutes under the
+    suite's load (94 s quiet, up to 315 s), and inside `make test` one of its two workers waited on it; `.ci/run`
+    runs them after `make test`, as `make test-realjudge`, and fails as for any other test."""
+    if config.getoption("realjudge"):
+        return
+    step = pytest.mark.skip(reason="the real-judge tests run on their own: make test-realjudge (pytest --realjudge)")
+    for item in items:
+        if item.get_closest_marker("realjudge"):
+            item.add_marker(step)
+
+
+# --- the suite's own PostgreSQL -------------------------------------------------------------------
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _suite_postgres_without_fsync() -> Iterator[None]:
+    """The suite's embedded PostgreSQL (under TOLLGATE_DATA_DIR) writes for the session without waiting for the
+    disk: every commit of a transactional test, a worker or gunicorn waited on fsync, and a transactional test's
+    flush of some 60 tables took 0.2 to 1.5 s on a shared disk (0.06 s without). What the suite kills is processes,
+    PostgreSQL's among them, and their writes are in the kernel all the same: only a machine that loses power loses
+    them. Set before the test database is made, reset at the end; a server given by DATABASE_URL is left as it is.
+    Through a connection of its own: Django's pool, opened here, would keep serving the database the settings named
+    before pytest-django made the test database."""
+    if os.environ.get("DATABASE_URL"):
+        yield
+        return
+    _alter_system("ALTER SYSTEM SET fsync = off")
+    try:
+        yield
+    finally:
+        _alter_system("ALTER SYSTEM RESET fsync")
+
+
+def _alter_system(statement: str) -> None:
+    with psycopg.connect(database_url(settings.DATABASES["default"]), autocommit=True) as server:
+        server.execute(statement)  # autocommit: ALTER SYSTEM refuses a transaction block
+        server.execute("SELECT pg_reload_conf()")
+
 
 # --- personas -------------------------------------------------------------------------------------
 

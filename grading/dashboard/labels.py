@@ -15,13 +15,27 @@ from django.db.models import Q
 from django.utils import timezone
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from grading.core.outcomes import CHECKS
+from grading.checks.answers import answer_refusal
+from grading.checks.definitions import CheckSet
 from grading.core.schemas import ExternalId, Identifier, ZonedTime
-from grading.models import LIVE_STATES, ApiKey, AuditEvent, Conversation, Draft, ItemKind, Label, Org, Review
+from grading.models import (
+    LIVE_STATES,
+    ApiKey,
+    AuditEvent,
+    Conversation,
+    CriteriaVersion,
+    Draft,
+    ItemKind,
+    Label,
+    Org,
+    Review,
+)
 from grading.models.audit import audit_event
+from grading.models.criteria import default_checks
 from grading.reviews.rollups import rollups_tracking
 
-CHECK_NAMES = (*CHECKS, Label.PASS_FAIL)
+# Pass or fail of the whole item, labelled beside (or instead of) its checks: a draft's only label.
+PASS_FAIL_ANSWERS = {ItemKind.CONVERSATION: ("pass", "fail", "unknown"), ItemKind.DRAFT: ("pass", "fail")}
 # Labels written per transaction: their items stay locked until it commits. A batch costs a few statements whatever
 # its size plus a little per label (bench/bench_labels.py), so one this size holds its locks for a small part of a
 # second, and a long request is written in many short transactions.
@@ -30,7 +44,8 @@ T = TypeVar("T")
 
 
 class LabelIn(BaseModel):
-    """One label: the item's external id, what it judges (a check, or pass_fail), the verdict, who, when."""
+    """One label: the item's external id, what it judges (a check, or pass_fail), the answer, who, when. Which checks
+    and answers an item may be labelled with is its criteria's business (`_refusal`), not the shape's."""
 
     model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
 
@@ -38,8 +53,17 @@ class LabelIn(BaseModel):
     kind: Literal["conversation", "draft"] | None = Field(
         default=None, description="needed only when a conversation and a draft share the external id"
     )
-    check: str = Field(description="grounded, complete, usable, or pass_fail (drafts: pass_fail only)")
-    verdict: Literal["pass", "fail", "unknown"]
+    check: str = Field(
+        max_length=32,
+        description="the key of a check the item's active criteria version asks, or pass_fail for the whole item "
+        "(drafts: pass_fail only)",
+    )
+    verdict: str = Field(
+        min_length=1,
+        max_length=32,
+        description="the answer, as the check allows it: pass, fail or unknown; a category's key; a score from 1 to "
+        "the check's scale; unknown for any check",
+    )
     labeller: Annotated[Identifier, Field(min_length=1, max_length=200)]
     time: ZonedTime | None = Field(default=None, description="when it was labelled (ISO-8601); default: now")
 
@@ -48,8 +72,14 @@ class LabelIn(BaseModel):
     def _check_name(cls, value: object) -> object:
         if isinstance(value, str) and value.strip().lower() in ("pass/fail", "pass-fail", "passfail"):
             return Label.PASS_FAIL
-        if isinstance(value, str) and value.strip().lower() not in CHECK_NAMES:
-            raise ValueError(f"must be one of {', '.join(CHECK_NAMES)}")
+        return value.strip().lower() if isinstance(value, str) else value
+
+    @field_validator("verdict", mode="before")
+    @classmethod
+    def _answer(cls, value: object) -> object:
+        # A spreadsheet's score cell may arrive as a number; answers are stored as strings, lower-case.
+        if isinstance(value, int) and not isinstance(value, bool):
+            return str(value)
         return value.strip().lower() if isinstance(value, str) else value
 
 
@@ -97,7 +127,7 @@ def labels_record(
     source = source[:200]
     with transaction.atomic():
         subjects = _subjects(org, labels, lock=True)
-        results: list[LabelResult | InvalidLabel | None] = _refusals(labels, subjects)
+        results: list[LabelResult | InvalidLabel | None] = _refusals(org, labels, subjects)
         chosen = {index: subjects[_key(label)][0] for index, label in enumerate(labels) if results[index] is None}
         if not chosen:
             return results  # type: ignore[return-value]
@@ -172,7 +202,7 @@ def labels_submit(*, org: Org, labels: Sequence[LabelIn], source: str, api_key: 
        between the check and its batch refuses that batch; the batches before it stay recorded. Recording the
        same labels again changes nothing, so sending the request again finishes what was cut short.
     """
-    refusals = _refusals(labels, _subjects(org, labels, lock=False))
+    refusals = _refusals(org, labels, _subjects(org, labels, lock=False))
     if refused := [(index, why) for index, why in enumerate(refusals) if why is not None]:
         raise LabelsRefused(refused)
     counts = {"created": 0, "updated": 0, "unchanged": 0}
@@ -216,20 +246,44 @@ def _subjects(org: Org, labels: Sequence[LabelIn], *, lock: bool) -> dict[tuple[
     }
 
 
-def _refusals(labels: Sequence[LabelIn], subjects: dict) -> list[InvalidLabel | None]:
+def _refusals(org: Org, labels: Sequence[LabelIn], subjects: dict) -> list[InvalidLabel | None]:
     """For each label, why it cannot be recorded against the items `subjects` found, or None."""
-    return [_refusal(label, subjects[_key(label)]) for label in labels]
+    # Only a conversation is labelled on checks (a draft on pass_fail alone): its version is read when one is named.
+    named = any(isinstance(subject, Conversation) for found in subjects.values() for subject in found)
+    checks = _labelled_checks(org, ItemKind.CONVERSATION) if named else (default_checks(ItemKind.CONVERSATION), None)
+    return [_refusal(label, subjects[_key(label)], checks) for label in labels]
 
 
-def _refusal(label: LabelIn, found: list[Subject]) -> InvalidLabel | None:
+def _labelled_checks(org: Org, kind: str) -> tuple[CheckSet, int | None]:
+    """The checks an item of `kind` is labelled on: those its org's active criteria version asks (the version its
+    counting review is graded under, which a label is compared with), and that version's number."""
+    version = CriteriaVersion.objects.filter(org=org, kind=kind, is_active=True).first()
+    return (version.check_set(), version.number) if version is not None else (default_checks(kind), None)
+
+
+def _refusal(label: LabelIn, found: list[Subject], checks: tuple[CheckSet, int | None]) -> InvalidLabel | None:
     if not found:
         return InvalidLabel("item", f"no conversation or draft {label.item!r} in this org")
     if len(found) > 1:
         return InvalidLabel("kind", f"{label.item!r} is both a conversation and a draft: give kind")
-    if isinstance(found[0], Draft) and label.check != Label.PASS_FAIL:
+    kind = _kind_of(found[0])
+    if label.check == Label.PASS_FAIL:
+        answers = PASS_FAIL_ANSWERS[kind]
+        if label.verdict not in answers:
+            return InvalidLabel("verdict", f"{label.verdict!r} is not a pass_fail label: one of {', '.join(answers)}")
+        return None
+    if kind == ItemKind.DRAFT:
         return InvalidLabel("check", "a draft is labelled pass_fail only")
-    if isinstance(found[0], Draft) and label.verdict not in ("pass", "fail"):
-        return InvalidLabel("verdict", "a draft is labelled pass or fail")
+    check_set, number = checks
+    if label.check not in check_set.keys:
+        version = f"v{number}" if number is not None else "v1"
+        return InvalidLabel(
+            "check",
+            f"{label.check!r} is not a check of the active {kind} criteria ({version}): one of "
+            f"{', '.join((*check_set.keys, Label.PASS_FAIL))}",
+        )
+    if refusal := answer_refusal(check_set[label.check], label.verdict):
+        return InvalidLabel("verdict", refusal)
     return None
 
 

@@ -157,9 +157,10 @@ class CriteriaExample(models.Model):
     )
     draft = models.ForeignKey("grading.Draft", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     external_id = models.CharField(max_length=200, help_text="The item's, kept if the item is deleted.")
-    check_name = models.CharField(max_length=16, help_text="A conversation check, or pass_fail for a draft.")
-    human_verdict = models.CharField(max_length=8)
-    machine_verdict = models.CharField(max_length=8, blank=True, help_text="The machine's at the time, if any.")
+    # A check's key is up to 32 characters, and so is an answer (a category's key): grading/checks/definitions.py.
+    check_name = models.CharField(max_length=32, help_text="A check of the version's, or pass_fail for a draft.")
+    human_verdict = models.CharField(max_length=32, help_text="The person's answer, as a review stores it.")
+    machine_verdict = models.CharField(max_length=32, blank=True, help_text="The machine's at the time, if any.")
     source = models.CharField(max_length=8, choices=ExampleSource.choices)
     fingerprint = models.CharField(max_length=80, help_text="Of the evidence the person's verdict was on.")
     evidence = models.JSONField(help_text="Conversations: the active path's messages; drafts: title and body.")

@@ -357,8 +357,9 @@ class Label(models.Model):
     )
     draft = models.ForeignKey(Draft, null=True, blank=True, on_delete=models.CASCADE, related_name="labels")
     fingerprint = models.CharField(max_length=80)
-    check_name = models.CharField(max_length=16, help_text="A conversation check, or pass_fail for the whole item.")
-    verdict = models.CharField(max_length=8)
+    # A check's key is up to 32 characters, and so is an answer (a category's key): grading/checks/definitions.py.
+    check_name = models.CharField(max_length=32, help_text="A check of the item's criteria, or pass_fail for the item.")
+    verdict = models.CharField(max_length=32, help_text="The answer, as a review stores it: pass, a category, a score.")
     labeller = models.CharField(max_length=200)
     source = models.CharField(max_length=200, help_text="Where it came from: api, or the imported file's name.")
     labelled_at = models.DateTimeField()

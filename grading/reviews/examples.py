@@ -18,14 +18,15 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.utils import timezone
 
+from grading.checks.answers import answer_refusal
 from grading.checks.definitions import CheckSet
 from grading.core import evidence
 from grading.core.evidence_text import content_text, estimate_tokens, tool_call_text
-from grading.figures.definitions import SCORED, checks_of, machine_verdict
+from grading.figures.definitions import SCORED, machine_verdict
 from grading.figures.expressions import Lit
 from grading.judge.examples import PromptExample, QuotedMessage, examples_text
 from grading.judge.examples import criteria_fingerprint as fingerprint_of
-from grading.models import Conversation, CriteriaExample, CriteriaVersion, Draft, ItemKind, Review
+from grading.models import Conversation, CriteriaExample, CriteriaVersion, Draft, ItemKind, Label, Review
 from grading.models.audit import audit_record
 from grading.models.criteria import default_checks
 from grading.reviews.conversation_reads import conversation_path
@@ -124,9 +125,10 @@ def criteria_example_add(
 ) -> CriteriaExample:
     """Add `subject` to the version's examples of `check`, at the end.
 
-    1. The item must be of the version's org and kind, and `check` one of the kind's.
+    1. The item must be of the version's org and kind, and `check` one the version asks (a draft's: pass_fail).
     2. Read its human verdict on its present evidence (decisions first, then labels); refuse without a verdict on
-       `check`. Quote that evidence, and the verdict of its counting review (the machine's at the time), if any.
+       `check`, and a verdict the version's check does not allow. Quote that evidence, and the verdict of its
+       counting review (the machine's at the time), if any.
     3. Lock the version (refused when published, or edited since `revision`); refuse a second example of the item on
        the check, a ninth example, and an example or examples too large for the judge's context. Write it, move the
        revision on and audit, in one transaction.
@@ -134,8 +136,9 @@ def criteria_example_add(
     kind = ItemKind.DRAFT if isinstance(subject, Draft) else ItemKind.CONVERSATION
     if subject.org_id != version.org_id or kind != version.kind:
         raise ExampleRefused(f"{subject} is not a {version.kind} of this version's org.")
-    if check not in checks_of(kind):
-        raise ExampleRefused(f"{check!r} is not a check of {kind}s: one of {', '.join(checks_of(kind))}.")
+    checks = example_checks(version)
+    if check not in checks:
+        raise ExampleRefused(f"{check!r} is not a check of {kind}s in {version}: one of {', '.join(checks)}.")
     human = human_verdict_of(subject)
     verdict = human.checks.get(check) if human is not None else None
     if human is None or verdict is None:
@@ -143,6 +146,9 @@ def criteria_example_add(
             f"{subject.external_id} has no human verdict on {check} for its present evidence: only a decision or a "
             "label on the evidence the item holds now can be an example."
         )
+    if kind == ItemKind.CONVERSATION and (refusal := answer_refusal(version.check_set()[check], verdict)):
+        # Given under another version, where the check asked something else (a verdict, now a category).
+        raise ExampleRefused(f"The human verdict on {check} cannot show how {version} reads it: {refusal}.")
     quoted = _quoted_evidence(subject, human.fingerprint)
     example = CriteriaExample(
         org_id=version.org_id,
@@ -174,6 +180,11 @@ def criteria_example_add(
         example.save()
         _edited(locked, actor, action="criteria.example.add", example=example)
     return example
+
+
+def example_checks(version: CriteriaVersion) -> tuple[str, ...]:
+    """What an example of `version` may show the reading of: a draft's pass or fail, or a check the version asks."""
+    return (Label.PASS_FAIL,) if version.kind == ItemKind.DRAFT else version.check_set().keys
 
 
 def criteria_example_explain(
@@ -241,7 +252,11 @@ def _machine_verdict(subject: Conversation | Draft, kind: str, check: str, decid
     row = {"kind": review.kind, "route": review.route, "judge_passed": review.judge_passed, "checks": review.checks}
     if not SCORED.py(row):
         return ""
-    return machine_verdict(Lit(check)).py(row)
+    if kind == ItemKind.DRAFT:
+        return machine_verdict(Lit(check)).py(row)
+    # The answer as the review stores it, whatever the check's kind: a category or a score is shown as given.
+    answer = (review.checks.get(check) or {}).get("verdict")
+    return answer if isinstance(answer, str) else ""
 
 
 def _fits(examples: list[CriteriaExample]) -> None:

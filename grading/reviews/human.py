@@ -30,7 +30,7 @@ SOURCES = (AUDIT, DECISIONS, LABELS)
 class HumanVerdict:
     item_id: int
     fingerprint: str
-    checks: dict[str, str]  # check -> "pass" | "fail" | "unknown"; drafts: {"pass_fail": ...}
+    checks: dict[str, str]  # check key -> the answer, as a review stores it; drafts: {"pass_fail": ...}
     note: str
     source: str  # DECISION | LABEL
     review_id: int | None  # the decided review, for decisions

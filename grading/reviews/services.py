@@ -16,8 +16,8 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from grading.checks.answers import answers_refusal, item_outcome
 from grading.checks.rules import DraftRules
-from grading.core.outcomes import CHECKS, VERDICTS
 from grading.core.weeks import monday
 from grading.delivery import enqueue
 from grading.delivery.evaluations import evaluations_export_on_commit
@@ -404,8 +404,9 @@ def decision_record(
 ) -> Decision:
     """Record a person's decision on a review waiting for one, and mark the review decided.
 
-    1. Drafts take an outcome (a note for reject and send back); conversations a verdict for every check and
-       a note, summarised as the routes would be (fail if any check fails, else unknown if any is unknown).
+    1. Drafts take an outcome (a note for reject and send back); conversations an answer to every check of the
+       review's criteria version (grading/checks/answers.py) and a note, summarised as the machine's outcome would
+       be: fail if a required check's answer fails, else unknown if one is unknown, else pass.
     2. The review must be waiting at the moment of writing: evidence and criteria still current, undecided.
     3. A review several people decide takes this only as its adjudication: after every slot was answered and the
        answers differed (AwaitingAnswers before), from someone who gave none of them, with a note saying why.
@@ -532,18 +533,13 @@ def _decision_values(review: Review, *, outcome: str, checks: dict[str, str], no
         if outcome in NOTE_REQUIRED and not note:
             raise InvalidDecision(f"A note is required to {Decision.Outcome(outcome).label}.")
         return {"outcome": outcome, "checks": {}}
-    if set(checks) != set(CHECKS) or any(verdict not in VERDICTS for verdict in checks.values()):
-        raise InvalidDecision("Give a verdict (pass, fail or unknown) for every check.")
+    check_set = review.criteria_version.check_set()
+    if refusal := answers_refusal(check_set, checks):
+        raise InvalidDecision(f"checks: {refusal}.")
     if not note:
         raise InvalidDecision("A note is required with a verdict: say what the evidence shows.")
-    verdicts = [checks[name] for name in CHECKS]
-    if "fail" in verdicts:
-        summary = Decision.Outcome.FAIL
-    elif "unknown" in verdicts:
-        summary = Decision.Outcome.UNKNOWN
-    else:
-        summary = Decision.Outcome.PASS
-    return {"outcome": summary, "checks": {name: checks[name] for name in CHECKS}}
+    # Only the version's checks are kept (jsonb keeps keys in an order of its own; readers follow the version's).
+    return {"outcome": item_outcome(check_set, checks).value, "checks": {key: checks[key] for key in check_set.keys}}
 
 
 def _subject_field(subject: Conversation | Draft) -> str:

@@ -6,8 +6,7 @@ from dataclasses import dataclass
 
 from django.db.models import Count, QuerySet
 
-from grading.figures.definitions import checks_of
-from grading.models import Conversation, CriteriaTrial, CriteriaVersion, Draft, ItemKind, Org, Review
+from grading.models import Conversation, CriteriaTrial, CriteriaVersion, Draft, ItemKind, Label, Org, Review
 from grading.reviews.examples import EXAMPLES_MAX
 from grading.reviews.human import human_verdict_of
 from reviewer.access import orgs_for
@@ -126,7 +125,10 @@ def example_targets(user, subject: Draft | Conversation) -> ExampleTargets | Non
     human = human_verdict_of(subject) if versions else None
     if human is None:
         return None
-    checks = [(check, human.checks[check]) for check in checks_of(kind) if check in human.checks]
+    # Every check people answered (a conversation's pass_fail label is no check of its versions); the version it is
+    # added to refuses one it does not ask (criteria_example_add).
+    answered = human.checks.items()
+    checks = [(check, said) for check, said in answered if kind == ItemKind.DRAFT or check != Label.PASS_FAIL]
     return ExampleTargets(kind=kind, item_id=subject.pk, checks=checks, versions=versions)
 
 

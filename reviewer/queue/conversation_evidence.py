@@ -7,8 +7,9 @@ import json
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from grading.checks.answers import answer_reads_as
+from grading.checks.definitions import CheckDefinition, ConversationRule, ToolCalledRule, ToolsAnsweredRule
 from grading.core import evidence, evidence_text
-from grading.core.outcomes import CHECKS
 from grading.models import Feedback, Message, Review
 from grading.otlp.pending import awaited_content_note
 
@@ -53,12 +54,27 @@ class PathEntry:
 
 
 @dataclass(frozen=True)
+class RuleFinding:
+    """What one of the version's rules found: the admin's words on the rule, and the message and text it matched."""
+
+    rule: str
+    message: ShownMessage | None  # None when the rule names no message on the path (a tool never called)
+    message_id: str
+    text: str
+
+
+@dataclass(frozen=True)
 class CheckView:
-    name: str
-    verdict: str
+    key: str
+    name: str  # the check's name in its version
+    question: str
+    verdict: str  # the machine's answer, as stored: pass, fail, a category, a score, unknown
+    reads_as: str  # pass, fail or unknown as the answer reads for the item; "" when it is neither
     rationale: str
     cited: list[ShownMessage]
     missing_ids: list[str]
+    by_rule: bool = False  # a rule set the answer (it can only lower what the judge said)
+    findings: list[RuleFinding] = field(default_factory=list)  # listed before the judge's evidence
 
 
 @dataclass(frozen=True)
@@ -74,8 +90,8 @@ class ConversationEvidence:
 
 
 def conversation_evidence(review: Review) -> ConversationEvidence:
-    """The conversation's active path with abandoned branches folded where they leave it, and each check with
-    the messages it cites. Two queries: the messages and the thumbs."""
+    """The conversation's active path with abandoned branches folded where they leave it, and each check of the
+    review's criteria version with the messages it cites. Two queries: the messages and the thumbs."""
     conversation = review.conversation
     rows = list(Message.objects.filter(conversation=conversation).order_by("created_at", "pk"))
     messages = [m.as_evidence() for m in rows]
@@ -89,19 +105,25 @@ def conversation_evidence(review: Review) -> ConversationEvidence:
             shown[thumb.message_external_id].feedback = thumb.value
 
     checks = []
-    for name in CHECKS:
-        check = review.checks.get(name) or {}
+    for definition in review.criteria_version.check_set().checks:
+        check = review.checks.get(definition.key) or {}
+        answer = str(check.get("verdict", "unknown"))
         cited_ids = [str(i) for i in check.get("message_ids") or []]
         for message_id in cited_ids:
             if message_id in shown:
-                shown[message_id].cited_by.append(name)
+                shown[message_id].cited_by.append(definition.name)
         checks.append(
             CheckView(
-                name=name,
-                verdict=check.get("verdict", "unknown"),
+                key=definition.key,
+                name=definition.name,
+                question=definition.question,
+                verdict=answer,
+                reads_as=answer_reads_as(definition, answer),
                 rationale=str(check.get("rationale", "")),
                 cited=[shown[i] for i in cited_ids if i in shown],
                 missing_ids=[i for i in cited_ids if i not in shown],
+                by_rule=check.get("source") == "rule",
+                findings=_findings(definition, check.get("findings"), shown),
             )
         )
 
@@ -116,6 +138,39 @@ def conversation_evidence(review: Review) -> ConversationEvidence:
         not_scorable=evidence.REASON_TEXT.get(result.problem) if result.problem else None,
         content_awaited=awaited_content_note(conversation),
     )
+
+
+def _findings(definition: CheckDefinition, found: object, shown: dict[str, ShownMessage]) -> list[RuleFinding]:
+    """The rule findings a review stores on a check ([{"rule": index, "message_id", "text"}]), each named by the
+    admin's note on its rule (or what the rule asks, without one)."""
+    findings = []
+    for finding in found if isinstance(found, list) else []:
+        if not isinstance(finding, dict):
+            continue
+        index = finding.get("rule")
+        rule = definition.rules[index] if isinstance(index, int) and 0 <= index < len(definition.rules) else None
+        message_id = str(finding.get("message_id") or "")
+        findings.append(
+            RuleFinding(
+                rule=_rule_words(rule),
+                message=shown.get(message_id),
+                message_id=message_id,
+                text=str(finding.get("text") or ""),
+            )
+        )
+    return findings
+
+
+def _rule_words(rule: ConversationRule | None) -> str:
+    if rule is None:
+        return "a rule the version no longer holds"
+    if rule.note:
+        return rule.note
+    if isinstance(rule, ToolCalledRule):
+        return f"the tool {rule.tool} {'must' if rule.must else 'must never'} be called"
+    if isinstance(rule, ToolsAnsweredRule):
+        return "every tool call is answered by its result"
+    return f"a {rule.kind} rule"
 
 
 def _path_with_folds(

@@ -9,7 +9,9 @@ from datetime import datetime, timedelta
 from django.urls import reverse
 from django.utils import timezone
 
-from grading.core.outcomes import BAND, CHECKS, JUDGE_CONTRADICTION, SPREAD, SUB_SCORES, UNKNOWN_CHECK
+from grading.checks.answers import answer_reads_as
+from grading.checks.definitions import AnswerKind
+from grading.core.outcomes import BAND, JUDGE_CONTRADICTION, SPREAD, UNKNOWN_CHECK
 from grading.models import CriteriaVersion, ItemKind, Review, ReviewState
 from grading.models.criteria import answers_stand
 from grading.reviews.blind import blind_of
@@ -24,7 +26,6 @@ REASON_LABELS = {
     JUDGE_CONTRADICTION: "judge contradicts itself",
     SPREAD: "spread straddles",
 }
-SUB_SCORE_LABELS = dict(zip(SUB_SCORES, ("AEO compliance", "writing quality", "org fit"), strict=True))
 _VERDICT_MARKS = {"unknown": "?", "fail": "✗"}
 
 
@@ -73,7 +74,7 @@ class QueueRow:
     context: str
     reason_label: str
     summary: str
-    checks: list[tuple[str, str, str]]  # conversations: (letter, verdict, mark)
+    checks: list[tuple[str, str, str, str]]  # conversations: (letter, what it reads as, mark, "name: answer")
     criteria_label: str
     waiting: str
     mine: bool
@@ -93,7 +94,7 @@ def queue_row(
     now: datetime,
     reservation: Reservation | None = None,
 ) -> QueueRow:
-    checks: list[tuple[str, str, str]] = []
+    checks: list[tuple[str, str, str, str]] = []
     blind = blind_of(review, answered=answered).verdicts  # the row in hand is the item's live review
     if blind:  # the list must not show what the item page hides
         summary = "verdict hidden until you decide"
@@ -102,14 +103,17 @@ def queue_row(
     elif review.kind == ItemKind.DRAFT:
         parts = [f"{review.score:.1f}" if review.score is not None else "no score"]
         if review.sub_scores:
-            parts.append("/".join(str(review.sub_scores.get(name, "?")) for name in SUB_SCORES))
+            keys = [c.key for c in review.criteria_version.check_set().checks if c.kind == AnswerKind.SCORE]
+            parts.append("/".join(str(review.sub_scores.get(key, "?")) for key in keys))
         if review.reason == JUDGE_CONTRADICTION and review.judge_passed is not None:
             parts.append(f"but the judge said {'pass' if review.judge_passed else 'fail'}")
         summary, title, context = " · ".join(parts), review.draft.slug, review.draft.title
     else:
-        for name in CHECKS:
-            verdict = (review.checks.get(name) or {}).get("verdict", "unknown")
-            checks.append((name[0].upper(), verdict, _VERDICT_MARKS.get(verdict, "")))
+        for check in review.criteria_version.check_set().checks:
+            answer = str((review.checks.get(check.key) or {}).get("verdict", "unknown"))
+            reads_as = answer_reads_as(check, answer)
+            mark = _VERDICT_MARKS.get(reads_as, "")
+            checks.append((check.name[0].upper(), reads_as, mark, f"{check.name}: {answer}"))
         summary, title, context = "", review.conversation.external_id, review.conversation.application
     mine = any(claim.holder_id == user.pk for claim in claims)
     held_by = ", ".join(

@@ -1,14 +1,15 @@
 """Forms of the review queue: the filters, and the two decision forms (drafts and conversations)."""
 
+from dataclasses import dataclass
+
 from django import forms
 
-from grading.core.outcomes import CHECKS, VERDICTS
+from grading.checks.definitions import AnswerKind, CheckDefinition, CheckSet
 from grading.models import Decision, ItemKind, Review
 from reviewer.queue.display import REASON_LABELS
 from reviewer.queue.reads import QueueFilters
 
 KIND_CHOICES = [("", "all"), (ItemKind.DRAFT, "drafts"), (ItemKind.CONVERSATION, "conversations")]
-VERDICT_CHOICES = [(verdict, verdict) for verdict in VERDICTS]
 
 
 class QueueFilterForm(forms.Form):
@@ -71,21 +72,49 @@ class DraftDecisionForm(_DecisionForm):
         return data
 
 
+@dataclass(frozen=True)
+class CheckField:
+    """One check of the version beside the person's answer to it: its name, question and guidance per answer."""
+
+    field: forms.BoundField
+    check: CheckDefinition
+
+    @property
+    def guidance(self) -> list[tuple[str, str]]:
+        """(answer, the admin's words on it) in the answers' order, for the answers that have guidance."""
+        guidance = self.check.guidance
+        return [(answer, guidance[answer]) for answer in self.check.answers if guidance.get(answer)]
+
+
+def answer_choices(check: CheckDefinition) -> list[tuple[str, str]]:
+    """The answers a check allows, as a select offers them: a score reads "3 of 5"."""
+    if check.kind == AnswerKind.SCORE:
+        return [(a, a if a == "unknown" else f"{a} of {check.scale}") for a in check.answers]
+    return [(answer, answer) for answer in check.answers]
+
+
 class ConversationDecisionForm(_DecisionForm):
-    def __init__(self, *args, initial_verdicts: dict[str, str] | None = None, **kwargs) -> None:
+    """An answer to every check of the review's criteria version, each field named by the check's key."""
+
+    def __init__(self, *args, check_set: CheckSet, initial_answers: dict[str, str] | None = None, **kwargs) -> None:
         super().__init__(*args, **kwargs)
-        for name in CHECKS:
-            self.fields[name] = forms.ChoiceField(
-                choices=VERDICT_CHOICES, initial=(initial_verdicts or {}).get(name, "unknown")
+        self.check_set = check_set
+        for check in check_set.checks:
+            initial = (initial_answers or {}).get(check.key)
+            self.fields[check.key] = forms.ChoiceField(
+                label=check.name,
+                choices=answer_choices(check),
+                initial=initial if initial in check.answers else "unknown",
             )
         self.fields["note"].required = True
         self.fields["note"].widget.attrs["required"] = True
 
     def verdicts(self) -> dict[str, str]:
-        return {name: self.cleaned_data[name] for name in CHECKS}
+        """The answers given, by check key, in the version's order."""
+        return {key: self.cleaned_data[key] for key in self.check_set.keys}
 
-    def verdict_fields(self):
-        return [self[name] for name in CHECKS]
+    def check_fields(self) -> list[CheckField]:
+        return [CheckField(self[check.key], check) for check in self.check_set.checks]
 
 
 DecisionForm = DraftDecisionForm | ConversationDecisionForm
@@ -93,12 +122,17 @@ DecisionForm = DraftDecisionForm | ConversationDecisionForm
 
 def decision_form(review: Review, data=None, *, blind: bool = False) -> DecisionForm:
     """The form that decides `review`, bound to `data` when given. Unbound, a conversation's starts from the
-    machine's verdicts, unless `blind`: then it must not start from them (grading/reviews/blind.py)."""
+    machine's answers, unless `blind`: then it must not start from them (grading/reviews/blind.py)."""
     if review.kind == ItemKind.DRAFT:
         return DraftDecisionForm(data, initial={"fingerprint": review.fingerprint})
     checks = {} if blind else (review.checks or {})
-    verdicts = {name: (check or {}).get("verdict", "unknown") for name, check in checks.items()}
-    return ConversationDecisionForm(data, initial={"fingerprint": review.fingerprint}, initial_verdicts=verdicts)
+    answers = {key: (check or {}).get("verdict", "unknown") for key, check in checks.items()}
+    return ConversationDecisionForm(
+        data,
+        initial={"fingerprint": review.fingerprint},
+        check_set=review.criteria_version.check_set(),
+        initial_answers=answers,
+    )
 
 
 class DeclineForm(forms.Form):

@@ -21,7 +21,8 @@ from typing import ClassVar
 from django.contrib.auth.models import AbstractBaseUser
 from django.utils.safestring import SafeString
 
-from grading.core.outcomes import BAND, CHECKS, JUDGE_CONTRADICTION, SPREAD, UNKNOWN_CHECK
+from grading.checks.definitions import UNKNOWN, AnswerKind
+from grading.core.outcomes import BAND, JUDGE_CONTRADICTION, SPREAD, UNKNOWN_CHECK
 from grading.models import Answer, Conversation, Decision, Draft, ItemKind, Review
 from grading.reviews.blind import Blind, review_blind
 from reviewer.access import reaches_of
@@ -31,7 +32,7 @@ from reviewer.models import Pool, Role
 from reviewer.queue import reads, rendering
 from reviewer.queue.assignments import Reservation, assignable_people, assignments_of, reservation_of
 from reviewer.queue.conversation_evidence import ConversationEvidence, conversation_evidence
-from reviewer.queue.display import SUB_SCORE_LABELS, due_of, stale_reason
+from reviewer.queue.display import due_of, stale_reason
 from reviewer.queue.forms import AssignForm, DecisionForm, decision_form
 
 
@@ -84,6 +85,16 @@ class ItemPage:
     @cached_property
     def decision(self) -> Decision | None:
         return reads.decision_of(self.review)
+
+    @cached_property
+    def decided_answers(self) -> list[tuple[str, str]]:
+        """The decision's answer to each check, by the check's name in the review's version."""
+        checks = self.decision.checks if self.decision is not None and isinstance(self.decision.checks, dict) else {}
+        if not checks:
+            return []
+        # In the version's order: the stored JSON keeps its keys in an order of its own.
+        version = self.review.criteria_version.check_set()
+        return [(check.name, str(checks[check.key])) for check in version.checks if check.key in checks]
 
     @cached_property
     def slots(self) -> reads.Slots:
@@ -270,7 +281,7 @@ class ShownAnswer:
 class AnswerRow:
     """One thing the answers give (the outcome, or a check's verdict): each answer's value, marked if they differ."""
 
-    name: str
+    name: str  # the check's name in the review's version, or outcome / summary
     values: list[str]
     differs: bool
 
@@ -306,10 +317,13 @@ def answers_view(review: Review, slots: reads.Slots, viewer_id: int, *, blind: B
         return None
     answers = [a for a in answers if not blind.hides_answer(person_id=a.person_id, reader_id=viewer_id)]
     answers.sort(key=lambda answer: answer.review_id != review.pk)  # this review's first, in order given
-    names = ["outcome"] if review.kind == ItemKind.DRAFT else ["summary", *CHECKS]
+    if review.kind == ItemKind.DRAFT:
+        names = {"outcome": "outcome"}
+    else:
+        names = {"summary": "summary"} | {c.key: c.name for c in review.criteria_version.check_set().checks}
     rows = []
-    for name in names:
-        values = [_value(answer, name) for answer in answers]
+    for key, name in names.items():
+        values = [_value(answer, key) for answer in answers]
         current = {value for answer, value in zip(answers, values, strict=True) if answer.review_id == review.pk}
         rows.append(AnswerRow(name, values, differs=len(current) > 1))
     shown = [
@@ -434,8 +448,14 @@ def why_human(review: Review) -> str:
     """Why the machine handed this item to a person, in one or two sentences."""
     if review.kind == ItemKind.CONVERSATION:
         if review.reason == UNKNOWN_CHECK:
+            open_checks = [
+                check.name
+                for check in review.criteria_version.check_set().checks
+                if check.required and check.outcome(str((review.checks.get(check.key) or {}).get("verdict"))) == UNKNOWN
+            ]
+            named = f" ({', '.join(open_checks)})" if open_checks else ""
             return (
-                "At least one check came back unknown: the recorded evidence leaves it open. "
+                f"A required check came back unknown{named}: the recorded evidence leaves it open. "
                 "Unknowns never count in the quality number."
             )
         return review.detail or "The machine could not decide on its own."
@@ -467,12 +487,15 @@ class SubScore:
 
 
 def sub_scores(review: Review) -> list[SubScore]:
+    """The judge's score on each score check of the draft's criteria version, placed on the check's scale."""
     scores = review.sub_scores or {}
     rows = []
-    for key, label in SUB_SCORE_LABELS.items():
-        value = scores.get(key)
-        percent = round(max(0.0, min(1.0, value / 5.0)) * 100.0, 1) if isinstance(value, int | float) else 0.0
-        rows.append(SubScore(label, value, percent))
+    for check in review.criteria_version.check_set().checks:
+        if check.kind != AnswerKind.SCORE:
+            continue
+        value = scores.get(check.key)
+        percent = round(max(0.0, min(1.0, value / check.scale)) * 100.0, 1) if isinstance(value, int | float) else 0.0
+        rows.append(SubScore(check.name, value, percent))
     return rows
 
 

@@ -152,6 +152,7 @@ _ROW_COLUMNS = (
     "due_at",
     "criteria_version__number",
     "criteria_version__kind",
+    "criteria_version__checks",
     "criteria_version__is_active",
     "criteria_version__slots",
     "criteria_version__slots_for",

@@ -3,7 +3,9 @@ walk of the URLconf that finds them (tests/resilience/test_security_matrix.py, t
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from importlib import import_module
 
+from django.conf import settings
 from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 from django.utils import timezone
@@ -231,11 +233,22 @@ def matrix_world(org, other_org, people: dict) -> dict:
             ).pk,
         }
 
+    signed_in: dict[str, dict] = {}
+
     def client_as(persona: str) -> Client:
-        """A fresh client per request: a request the matrix makes (signing out, say) never changes the next."""
+        """A fresh client per request, with a session of its own: a request the matrix makes (signing out, say)
+        never changes the next. The session is a copy of the one the persona signed in to once: a sign-in (its
+        session, last_login, django-axes' access log) cost more than most requests the matrix makes."""
         client = Client()
         if persona != "anonymous":
-            client.force_login(people[persona])
+            if persona not in signed_in:
+                first = Client()
+                first.force_login(people[persona])
+                signed_in[persona] = dict(first.session.items())
+            session = import_module(settings.SESSION_ENGINE).SessionStore()
+            session.update(signed_in[persona])
+            session.create()
+            client.cookies[settings.SESSION_COOKIE_NAME] = session.session_key
         return client
 
     return {"objects": objects, "people": people, "client_as": client_as, "org": org, "other_org": other_org}

@@ -1,5 +1,6 @@
 """A real model server on loopback (llama.cpp and a small instruct model, installed from registry packages by
-../shared/realjudge/start.sh) and a Celery worker whose judge it is.
+../shared/realjudge/start.sh) and a Celery worker whose judge it is. The tests run when asked (`--realjudge`, as
+`make test-realjudge` and `.ci/run` ask, after `make test`); otherwise they skip, saying how to run them.
 
 The server is installed once per machine, in REALJUDGE_DIR (start.sh's own default, ~/.cache/realjudge), which
 every clone shares: where the prebuilt server cannot run, the install is a 10 to 14 minute source build, and

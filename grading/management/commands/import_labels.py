@@ -9,9 +9,10 @@ from grading.management.progress import Progress
 
 class Command(BaseCommand):
     help = (
-        "Import human labels (CSV with a header, or JSONL): item (external id), check (grounded, complete, usable or "
-        "pass_fail), verdict (pass, fail, unknown), labeller, time; optional kind. Each label is bound to the "
-        "item's fingerprint now. Bad rows are reported by line and the rest import; importing again changes nothing."
+        "Import human labels (CSV with a header, or JSONL): item (external id), check (the key of a check the "
+        "active criteria version asks, or pass_fail), verdict (the answer: pass, fail, unknown, a category or a "
+        "score), labeller, time; optional kind. Each label is bound to the item's fingerprint now. Bad rows are "
+        "reported by line and the rest import; importing again changes nothing."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:

@@ -7,11 +7,12 @@ import re
 import pytest
 from django.utils import timezone
 
+from grading.checks.definitions import CheckDefinition, CheckSet
 from grading.conversations.grader import conversation_grade
 from grading.criteria.trials import criteria_trial_start, trial_count, trial_item_grade
 from grading.dashboard.labels import LabelIn, label_record
 from grading.drafts.gate import draft_grade
-from grading.models import AuditEvent, CriteriaExample, ItemKind, Review
+from grading.models import AuditEvent, CriteriaExample, CriteriaVersion, ItemKind, Review
 from grading.reviews.examples import (
     EXAMPLES_MAX,
     ExampleRefused,
@@ -24,6 +25,7 @@ from grading.reviews.examples import (
 from grading.reviews.services import decision_record
 from grading.reviews.versions import CriteriaConflict, CriteriaImmutable, criteria_new_version, criteria_publish
 from tests.builders.conversations import PATH_IDS, llm_judge, message, support_conversation, upsert, verdicts_reply
+from tests.builders.custom_checks import SUPPORT_CHECKS, custom_checks_item
 from tests.builders.drafts import draft_reply, llm_draft_judge, save_draft, setup_org_memory
 from tests.builders.prompts import marker_lines, split_blocks
 from tests.builders.queue_items import conversation_item, draft_item
@@ -328,3 +330,36 @@ def test_reviews_without_examples_record_the_fingerprint_of_rubric_and_rules(org
     assert review.criteria_fingerprint == version_fingerprint(review.criteria_version)
     assert "<<<EXAMPLES>>>" not in user_text(fake_llm.chat_requests()[0])
     assert Review.objects.get(pk=review.pk).criteria_fingerprint.startswith("cf1:")
+
+
+def version_asking(org, check_set):
+    """An unpublished conversation version that asks `check_set`, as the editor saves it."""
+    version = conversation_version(org)
+    CriteriaVersion.objects.filter(pk=version.pk).update(checks=check_set.model_dump(mode="json"))
+    version.refresh_from_db()
+    return version
+
+
+def test_an_example_shows_how_a_category_check_of_the_versions_own_is_read(org, operator):
+    review = custom_checks_item(org)
+    answers = {"cites_policy": "fail", "intent": "shipping", "helpful": "2"}
+    decision_record(review_id=review.pk, decided_by=operator, decided_at=timezone.now(), checks=answers, note="n")
+    version = version_asking(org, SUPPORT_CHECKS)
+    example = criteria_example_add(version=version, subject=review.conversation, check="intent")
+    assert (example.check_name, example.human_verdict, example.machine_verdict) == ("intent", "shipping", "refund")
+    score = criteria_example_add(version=version, subject=review.conversation, check="helpful")
+    assert (score.human_verdict, score.machine_verdict) == ("2", "4")
+
+
+def test_it_refuses_a_check_the_version_does_not_ask_or_a_verdict_its_check_does_not_allow(org, operator):
+    review = custom_checks_item(org)
+    answers = {"cites_policy": "fail", "intent": "shipping", "helpful": "2"}
+    decision_record(review_id=review.pk, decided_by=operator, decided_at=timezone.now(), checks=answers, note="n")
+    # The next version asks intent as a verdict: the person's "shipping" cannot show how it reads that.
+    intent_as_verdict = CheckDefinition(key="intent", name="Intent", question="Was the intent met?")
+    version = version_asking(org, CheckSet(checks=[SUPPORT_CHECKS["cites_policy"], intent_as_verdict]))
+    with pytest.raises(ExampleRefused, match="'helpful' is not a check of conversations in conversation v2"):
+        criteria_example_add(version=version, subject=review.conversation, check="helpful")
+    with pytest.raises(ExampleRefused, match="'shipping' is not an answer of 'intent': one of pass, fail, unknown"):
+        criteria_example_add(version=version, subject=review.conversation, check="intent")
+    assert not CriteriaExample.objects.exists()

@@ -210,7 +210,7 @@ def test_the_draft_page_shows_scores_issues_memory_identity_and_the_article(clie
     )
     html = client_for(operator).get(reverse("review_detail", args=[review.pk])).content.decode()
     assert "Score 6.7 against threshold 7.0" in html
-    assert "AEO compliance" in html and "writing quality" in html and "org fit" in html
+    assert "AEO compliance" in html and "Writing quality" in html and "Org fit" in html  # the version's check names
     assert "The opening warms up for a paragraph" in html and "Answer in the first two sentences." in html
     assert '<mark class="fatal" title="banned word: delve">delve</mark>' in html
     assert '<mark class="proof" title="proof point: Acme Logistics">Acme Logistics</mark>' in html
@@ -228,7 +228,7 @@ def test_the_conversation_page_shows_checks_quotes_the_path_and_folded_branches(
     review = conversation_item(org, extra=[message("m9", "user", "hidden note", "m4", 8, hidden=True)])
     html = client_for(operator).get(reverse("review_detail", args=[review.pk])).content.decode()
     assert "Why a person is needed" in html
-    assert 'complete · <span class="unknown">unknown</span> · quoted evidence' in html
+    assert 'Complete · <span class="unknown">unknown</span> · quoted evidence' in html  # the check's name
     assert "Please refund order 1182, it arrived broken." in html
     assert 'tool_call <bdi class="untrusted">refund</bdi> · <bdi class="untrusted">call_1</bdi>' in html
     assert "&quot;order&quot;: 1182" in html
