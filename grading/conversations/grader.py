@@ -8,6 +8,7 @@ from django.conf import settings
 from django.db import connection
 from django.utils import timezone
 
+from grading.checks.answers import item_outcome
 from grading.checks.budget import ChecksOverBudget, checks_budget
 from grading.checks.conversation_rules import RuledCheck, lowered, lowered_answer, rules_run
 from grading.checks.definitions import UNKNOWN, CheckSet
@@ -267,11 +268,11 @@ def _checked_outcome(
 
 
 def _route(checks: CheckSet, answers: dict[str, dict]) -> tuple[Route, str]:
-    """The item's outcome from its required checks: fail if any reads as fail, else people (unknown_check) if any
-    reads as unknown, else pass. A check that is not required never routes or fails an item."""
-    outcomes = {checks[key].outcome(answers[key]["verdict"]) for key in checks.keys if checks[key].required}
-    if Verdict.FAIL in outcomes:
+    """The item's route from its required checks, as people's answers come to (`item_outcome`): fail if any reads as
+    fail, else people (unknown_check) if any reads as unknown, else pass."""
+    outcome = item_outcome(checks, {key: answer["verdict"] for key, answer in answers.items()})
+    if outcome == Verdict.FAIL:
         return Route.FAIL, ""
-    if Verdict.UNKNOWN in outcomes:
+    if outcome == Verdict.UNKNOWN:
         return Route.HUMAN, UNKNOWN_CHECK
     return Route.PASS, ""

@@ -12,6 +12,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from grading.checks.answers import item_outcome
 from grading.checks.budget import ChecksOverBudget, checks_budget
 from grading.checks.checks import PROOF_POINT_MISSING, Finding, check_draft
 from grading.checks.definitions import UNKNOWN, AnswerKind, CheckSet
@@ -293,14 +294,14 @@ def _folded(text: str) -> str:
 def _required_checks_route(
     merged: Merged, checks: CheckSet, sub_scores: dict[str, int], answers: dict[str, dict]
 ) -> tuple[str, str]:
-    """The merged route, lowered by the version's required checks (a draft version of today requires none)."""
-    outcomes = set()
-    for check in checks.checks:
-        if check.required:
-            answer = str(sub_scores.get(check.key, UNKNOWN)) if check.kind == AnswerKind.SCORE else answers[check.key]
-            outcomes.add(check.outcome(answer if isinstance(answer, str) else answer["verdict"]))
-    if merged.route == "fail" or Verdict.FAIL in outcomes:
+    """The merged route, lowered by the version's required checks as people's answers come to (`item_outcome`; a draft
+    version of today requires none)."""
+    given = {key: answer["verdict"] for key, answer in answers.items()}
+    scores = [check.key for check in checks.checks if check.kind == AnswerKind.SCORE]
+    given |= {key: str(sub_scores.get(key, UNKNOWN)) for key in scores}
+    outcome = item_outcome(checks, given)
+    if merged.route == "fail" or outcome == Verdict.FAIL:
         return "fail", ""
-    if merged.route == "pass" and Verdict.UNKNOWN in outcomes:
+    if merged.route == "pass" and outcome == Verdict.UNKNOWN:
         return "human", UNKNOWN_CHECK
     return merged.route, merged.reason
