@@ -146,3 +146,15 @@ def test_a_rule_leaves_a_judges_fail_as_the_judge_gave_it():
     found = rules_run(CheckSet(checks=[check.model_copy(update={"rules": [PhrasesRule(phrases=["promise"])]})]), PATH)
     assert lowered(check, {"verdict": "2", "message_ids": [], "rationale": ""}, found["k"])["verdict"] == "2"
     assert lowered(check, {"verdict": UNKNOWN, "message_ids": [], "rationale": ""}, found["k"])["verdict"] == "3"
+
+
+def test_a_rule_past_the_findings_kept_still_sets_its_check():
+    """The first rule fills the check's findings; the second still matches, and its fail beats the first's unknown."""
+    path = [EvidenceMessage(f"m{n}", None, "assistant", "we promise") for n in range(2 * MAX_FINDINGS)]
+    rules = [PhrasesRule(phrases=["we"], sets="unknown"), PhrasesRule(phrases=["promise"], sets="fail", note="vows")]
+    checks = CheckSet(checks=[CheckDefinition(key="k", name="K", question="Q?", rules=rules)])
+
+    found = rules_run(checks, path)["k"]
+
+    assert found.sets == "fail" and "vows" in found.notes
+    assert len(found.findings) == MAX_FINDINGS
