@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from itertools import islice
 from typing import Any
 
 from grading.checks.budget import checkpoint
@@ -66,23 +67,18 @@ def rules_run(checks: CheckSet, path: Sequence[EvidenceMessage]) -> dict[str, Ru
         findings: list[RuleFinding] = []
         sets, notes = Verdict.UNKNOWN.value, []
         for index, rule in enumerate(check.rules):
-            found = list(_limited(_rule_findings(index, rule, path), MAX_FINDINGS - len(findings)))
+            # A rule's first finding says it matched even once the check keeps no more: it still sets the check.
+            room = MAX_FINDINGS - len(findings)
+            found = list(islice(_rule_findings(index, rule, path), max(room, 1)))
             if not found:
                 continue
-            findings += found
+            findings += found[:room]
             notes.append(rule.note or _RULE_TEXT[rule.kind])
             if rule.sets == Verdict.FAIL:
                 sets = Verdict.FAIL.value
         if notes:
             ruled[check.key] = RuledCheck(sets=sets, findings=tuple(findings), notes=tuple(notes))
     return ruled
-
-
-def _limited(findings: Iterator[RuleFinding], limit: int) -> Iterator[RuleFinding]:
-    for count, finding in enumerate(findings):
-        if count >= limit:
-            return
-        yield finding
 
 
 # What a rule's match says when the admin wrote no note of its own.
