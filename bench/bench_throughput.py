@@ -14,7 +14,10 @@ caps reviews/s at cores / CPU per review however many calls are in flight, and a
 for its own share, so one process tops out at 1 / (its CPU per review). The machine is shared: the load average
 of the run is printed, and wall-clock rates are only comparable within one run; CPU per review is the figure.
 
-BENCH_THROUGHPUT_CONVERSATIONS, BENCH_THROUGHPUT_DRAFTS and BENCH_THROUGHPUT_LATENCY scale it;
+BENCH_THROUGHPUT_CHECKS is a comma-separated list of how many checks the conversation version asks (default 3,
+today's; 12: `bench.common.bench_checks`, four of them with a rule of each kind): the threaded layouts run at each,
+the seed's at the first only. BENCH_THROUGHPUT_CONVERSATIONS, BENCH_THROUGHPUT_DRAFTS and BENCH_THROUGHPUT_LATENCY
+scale it;
 BENCH_THROUGHPUT_THREADS is a comma-separated list of thread counts (default 32): one process at each, and two
 processes at the largest. BENCH_THROUGHPUT_PROFILE=1 records a py-spy profile (--gil: the samples are the time a
 thread holds the GIL) of the first worker of each threaded layout and prints where its CPU went (needs py-spy).
@@ -22,6 +25,7 @@ thread holds the GIL) of the first worker of each threaded layout and prints whe
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import shutil
@@ -39,13 +43,13 @@ from django.conf import settings
 from django.db import connection
 from django.utils import timezone
 
-from bench.common import fresh_org, purge_queues
+from bench.common import bench_checks, fresh_org, purge_queues
 from grading.core.evidence import EvidenceMessage, fingerprint
 from grading.core.schemas import DraftIn
 from grading.drafts.submit import draft_save
 from grading.models import Conversation, Draft, ItemKind, Message, Review
 from grading.passes.planner import grading_pass
-from grading.reviews.versions import criteria_active
+from grading.reviews.versions import criteria_active, criteria_new_version, criteria_publish
 from tests.builders.processes import database_url
 from tests.fakes.openai_server import FakeLLM, Reply, json_reply
 
@@ -103,21 +107,28 @@ def main() -> None:
     drafts = int(os.environ.get("BENCH_THROUGHPUT_DRAFTS", "500"))
     latency = float(os.environ.get("BENCH_THROUGHPUT_LATENCY", "0.2"))
     threads = sorted(int(n) for n in os.environ.get("BENCH_THROUGHPUT_THREADS", "32").split(","))
+    check_counts = [int(n) for n in os.environ.get("BENCH_THROUGHPUT_CHECKS", "3").split(",")]
     org = fresh_org()
     criteria_active(org=org, kind=ItemKind.CONVERSATION)
     criteria_active(org=org, kind=ItemKind.DRAFT)
     _populate(org, conversations, drafts)
     total = conversations + drafts
 
-    layouts = [
-        # The seed's demo: the default prefork pool, one process per core.
-        (Layout("seed: prefork -c 2", 1, "prefork", 2), max(total // 10, 50)),
-        *[(Layout(f"threads -c {n}, 1 process", 1, "threads", n), total) for n in threads],
-        (Layout(f"threads -c {threads[-1]}, 2 processes", 2, "threads", threads[-1]), total),
-    ]
+    results = []
     with FakeLLM(keep_alive=True, record=False) as judge:
         judge.set_default(_responder(latency))
-        results = [_run(layout, judge, latency, items) for layout, items in layouts]
+        for count in check_counts:
+            _ask_checks(org, count)
+            named = f", {count} checks" if check_counts != [3] else ""
+            layouts = [
+                # The seed's demo: the default prefork pool, one process per core.
+                (Layout(f"seed: prefork -c 2{named}", 1, "prefork", 2), max(total // 10, 50)),
+                *[(Layout(f"threads -c {n}, 1 process{named}", 1, "threads", n), total) for n in threads],
+                (Layout(f"threads -c {threads[-1]}, 2 processes{named}", 2, "threads", threads[-1]), total),
+            ]
+            if count != check_counts[0]:
+                layouts = layouts[1:]  # the seed is the baseline once
+            results += [_run(layout, judge, latency, items) for layout, items in layouts]
 
     cores = psutil.cpu_count() or 1
     print(
@@ -157,21 +168,38 @@ def _responder(latency: float):
     # A fixed usage, as a hosted judge reports it: left to count, the fake judge tokenizes every prompt, and its CPU
     # shares the two cores with what is measured (a third of its cost per review).
     usage = {"prompt_tokens": 1000, "completion_tokens": 60, "total_tokens": 1060}
-    verdicts = {
-        name: {"verdict": "pass", "message_ids": PATH_IDS, "rationale": f"{name}: supported by the path."}
-        for name in ("grounded", "complete", "usable")
-    }
-    conversation_reply = json_reply(verdicts, usage=usage, latency=latency)
     draft = {"overall": 8, "aeo": 4, "writing": 4, "org_fit": 4, "passed": True, "issues": []}
     draft_reply = json_reply(
         draft, top_logprobs={"8": 0.7, "9": 0.2, "7": 0.1}, logprob_field="overall", usage=usage, latency=latency
     )
 
+    @functools.cache
+    def conversation_reply(checks: tuple[str, ...]) -> Reply:
+        """A pass for each check the schema asks, with the reasons a judge gives: one reply per check set."""
+        verdicts = {
+            key: {"verdict": "pass", "message_ids": PATH_IDS, "rationale": f"{key}: supported by the path."}
+            for key in checks
+        }
+        return json_reply(verdicts, usage=usage, latency=latency)
+
     def respond(body) -> Reply:
         schema = ((body or {}).get("response_format") or {}).get("json_schema") or {}
-        return draft_reply if schema.get("name") == "DraftVerdict" else conversation_reply
+        if schema.get("name") == "DraftVerdict":
+            return draft_reply
+        return conversation_reply(tuple((schema.get("schema") or {}).get("properties") or ()))
 
     return respond
+
+
+def _ask_checks(org, count: int) -> None:
+    """Publish a conversation version asking `count` checks (`bench_checks`), unless the active one does."""
+    checks = bench_checks(count)
+    if criteria_active(org=org, kind=ItemKind.CONVERSATION).check_set() == checks:
+        return
+    version = criteria_new_version(org=org, kind=ItemKind.CONVERSATION)
+    version.checks = checks.model_dump(mode="json")
+    version.save(update_fields=["checks"])
+    criteria_publish(version=version)
 
 
 def _populate(org, conversations: int, drafts: int) -> None:

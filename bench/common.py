@@ -37,3 +37,39 @@ def backend_cpu() -> float:
     except OSError:
         return float("nan")
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def bench_checks(count: int):
+    """A conversation version's checks for the benchmarks: today's three, or `count` verdict checks of which the
+    first four carry a rule of each kind (phrases, an RE2 pattern, a tool that must be called, every call answered),
+    none of which matches the benchmarks' conversations: each is read in full, and the judge's pass stands."""
+    from grading.checks.definitions import (
+        CONVERSATION_DEFAULTS,
+        CheckDefinition,
+        CheckSet,
+        PatternRule,
+        PhrasesRule,
+        ToolCalledRule,
+        ToolsAnsweredRule,
+    )
+
+    if count == len(CONVERSATION_DEFAULTS.checks):
+        return CONVERSATION_DEFAULTS
+    rules = [
+        [PhrasesRule(phrases=["we promise", "guaranteed", "legal advice", *(f"promo code {n}" for n in range(40))])],
+        [PatternRule(pattern=r"\b(?:\d[ -]?){13,16}\b", scopes=["assistant", "tool"], note="a card number")],
+        [ToolCalledRule(tool="refund")],
+        [ToolsAnsweredRule()],
+    ]
+    return CheckSet(
+        checks=[
+            CheckDefinition(
+                key=f"c{n}",
+                name=f"Requirement {n}",
+                question=f"Does the assistant meet requirement {n} of the support policy, as the guidance reads it?",
+                guidance={"pass": f"Requirement {n} is met in every reply.", "fail": f"A reply breaks it ({n})."},
+                rules=rules[n - 1] if n <= len(rules) else [],
+            )
+            for n in range(1, count + 1)
+        ]
+    )

@@ -13,6 +13,7 @@ from datetime import datetime, timedelta
 
 from django.utils import timezone
 
+from grading.checks.definitions import CheckSet
 from grading.conversations.grader import conversation_grade
 from grading.conversations.ingest import conversation_upsert, feedback_record
 from grading.core.schemas import ConversationIn, DraftIn, FeedbackIn
@@ -264,14 +265,19 @@ class DemoConversationJudge(HeuristicJudge):
     identity = JudgeIdentity("heuristic", "offline-heuristic-v1+demo-token-estimate", "heuristic-v1", 0.0)
 
     def judge_stage(
-        self, *, rubric: str, criteria_number: int, stage, stage_count: int, examples: Sequence[PromptExample]
+        self,
+        *,
+        rubric: str,
+        criteria_number: int,
+        checks: CheckSet,
+        stage,
+        stage_count: int,
+        examples: Sequence[PromptExample],
     ) -> StageJudgement:
-        judgement = super().judge_stage(
-            rubric=rubric, criteria_number=criteria_number, stage=stage, stage_count=stage_count, examples=examples
-        )
-        prompt = user_prompt(
-            rubric=rubric, criteria_number=criteria_number, stage=stage, stage_count=stage_count, examples=examples
-        )
+        asked = {"rubric": rubric, "criteria_number": criteria_number, "checks": checks, "stage": stage,
+                 "stage_count": stage_count, "examples": examples}  # fmt: skip
+        judgement = super().judge_stage(**asked)
+        prompt = user_prompt(**asked)
         return replace(judgement, usage=_estimate(prompt, completion=90))
 
 

@@ -138,7 +138,8 @@ def _character_keys(sequence: str) -> list[str]:
     return [sequence.lower()]
 
 
-@lru_cache(maxsize=32)
+# Built once in a process: a version's drafts' vocabulary, and each phrase rule of its conversation checks.
+@lru_cache(maxsize=128)
 def _matcher(words: tuple[str, ...], phrases: tuple[str, ...], characters: tuple[str, ...]) -> VocabularyMatcher:
     return VocabularyMatcher(words, phrases, characters)
 
@@ -150,6 +151,12 @@ def vocabulary_matcher(rules: DraftRules) -> VocabularyMatcher:
         tuple(rules.filler_phrases.terms),
         tuple(c.sequence for c in rules.banned_characters.characters),
     )
+
+
+def phrase_matcher(phrases: tuple[str, ...]) -> VocabularyMatcher:
+    """The (cached) matcher of normalised phrases (`rules.normalize_term`), matched as a draft's filler phrases are:
+    whole words, in any case (a conversation rule's phrases: grading/checks/conversation_rules.py)."""
+    return _matcher((), phrases, ())
 
 
 # --- the checks -----------------------------------------------------------------------------------------------------

@@ -31,9 +31,11 @@ MAX_PHRASES_PER_RULE = 200
 MAX_TEXT = 2000  # a question, a piece of guidance, a phrase or a pattern
 _KEY = re.compile(r"[a-z][a-z0-9_]{0,31}")
 _CATEGORY = re.compile(r"[a-z][a-z0-9_]{0,31}")
-# The queue's decision form posts each check's answer under its key, beside its own fields (reviewer/queue/forms.py).
+# The queue's decision form posts each check's answer under its key, beside its own fields (reviewer/queue/forms.py);
+# a draft judge answers "overall", "passed" and "issues" beside its checks (grading/judge/draft.py).
 RESERVED_KEYS = frozenset(
     {"pass_fail", "outcome", "summary", UNKNOWN, "note", "fingerprint", "keep_as_learning", "csrfmiddlewaretoken"}
+    | {"overall", "passed", "issues"}
 )
 
 

@@ -4,13 +4,19 @@ each stage outside any transaction, then write the review (grading/reviews/servi
 import logging
 from datetime import datetime
 
+from django.conf import settings
 from django.db import connection
 from django.utils import timezone
 
+from grading.checks.answers import item_outcome
+from grading.checks.budget import ChecksOverBudget, checks_budget
+from grading.checks.conversation_rules import RuledCheck, lowered, lowered_answer, rules_run
+from grading.checks.definitions import UNKNOWN, CheckSet
 from grading.core import evidence, evidence_text
-from grading.core.outcomes import CHECKS, JUDGE_UNKNOWN, UNKNOWN_CHECK
+from grading.core.evidence import Verdict
+from grading.core.outcomes import CHECKS_BUDGET, JUDGE_UNKNOWN, UNKNOWN_CHECK
 from grading.judge.backends import ConversationJudge, UnknownJudge, judge_named
-from grading.judge.client import ZERO_USAGE, JudgeContextExceeded, JudgeError
+from grading.judge.client import ZERO_USAGE, JudgeContextExceeded, JudgeError, Usage
 from grading.judge.conversation import combine_stages, with_evidence_on_path
 from grading.judge.examples import PromptExample
 from grading.models import (
@@ -117,17 +123,31 @@ def path_outcome(
     judge: ConversationJudge,
     examples: tuple[PromptExample, ...] | None = None,
 ) -> ReviewOutcome:
-    """Judge a scorable path under `criteria` in stages that fit the judge's context, and combine the stages'
-    verdicts: the review's outcome. Grading records it as the conversation's review; a criteria trial as a
-    trial review.
+    """Run the version's rules on a scorable path, judge it under `criteria` in stages that fit the judge's context,
+    combine the stages' answers and lower them by what the rules found: the review's outcome. Grading records it as
+    the conversation's review; a criteria trial as a trial review.
 
-    1. Stage the path to the judge's budget, counted in its tokens (`judge.stage_budget`, `judge.measure`).
+    1. Run the rules of the version's checks, under the checks' CPU budget (past it: an `error`, no judge call).
+       When a rule has failed a required check and the version does not ask the judge then
+       (`judge_after_rule_fail`), the outcome is the rules' alone.
+    2. Stage the path to the judge's budget, counted in its tokens (`judge.stage_budget`, `judge.measure`).
        A message that cannot fit even alone makes the conversation not scorable by this judge: evidence is
        never cut, and sending it would be refused on every pass.
-    2. Judge each stage. A context-length refusal has taught the judge its real window and token counts, so
+    3. Judge each stage. A context-length refusal has taught the judge its real window and token counts, so
        stage again, smaller, and start over (at most _RESTAGINGS times); any other judge error is an `error`.
-    3. While waiting on the judge this thread holds no database connection when a pool can lend it back.
+    4. A check a rule matched is lowered to what the rule sets, never raised (conversation_rules.lowered).
+    5. While waiting on the judge this thread holds no database connection when a pool can lend it back.
     """
+    checks = criteria.check_set()
+    try:
+        with checks_budget(settings.CHECKS_CPU_BUDGET_SECONDS):
+            ruled = rules_run(checks, path)
+    except ChecksOverBudget as exc:
+        logger.warning("rules of a conversation stopped: %s", exc)
+        detail = f"{exc} ({settings.CHECKS_CPU_BUDGET_SECONDS:g} s, CHECKS_CPU_BUDGET_SECONDS)"
+        return ReviewOutcome(route=Route.ERROR, reason=CHECKS_BUDGET, detail=detail)
+    if not checks.judge_after_rule_fail and _rule_failed_required(checks, ruled):
+        return _checked_outcome(checks, None, ruled, stages=0, usage=ZERO_USAGE)
     path_ids = {m.id for m in path}
     examples = version_examples(criteria) if examples is None else examples
     usage = ZERO_USAGE
@@ -143,12 +163,13 @@ def path_outcome(
                 judgement = judge.judge_stage(
                     rubric=criteria.rubric,
                     criteria_number=criteria.number,
+                    checks=checks,
                     stage=stage,
                     stage_count=len(stages),
                     examples=examples,
                 )
                 usage = usage + judgement.usage
-                per_stage.append(with_evidence_on_path(judgement.verdicts, path_ids))
+                per_stage.append(with_evidence_on_path(judgement.verdicts, checks, path_ids))
         except JudgeContextExceeded as exc:
             logger.info("judge refused a stage of %s as too long (%s); staging again", len(stages), exc)
             continue
@@ -161,9 +182,7 @@ def path_outcome(
                 stages=len(stages),
                 usage=usage.as_json(),
             )
-        checks = combine_stages(per_stage)
-        route, reason = _route(checks)
-        return ReviewOutcome(route=route, reason=reason, checks=checks, stages=len(stages), usage=usage.as_json())
+        return _checked_outcome(checks, combine_stages(per_stage, checks), ruled, stages=len(stages), usage=usage)
     detail = f"the judge refused stages as too long {_RESTAGINGS + 1} times, the last staging had {len(stages)}"
     return ReviewOutcome(
         route=Route.ERROR,
@@ -185,6 +204,7 @@ def path_stages(
     budget = judge.stage_budget(
         rubric=criteria.rubric,
         criteria_number=criteria.number,
+        checks=criteria.check_set(),
         examples=version_examples(criteria) if examples is None else examples,
     )
     return budget, evidence_text.stages(path, budget=budget, measure=judge.measure)
@@ -216,11 +236,43 @@ def _release_database_connection() -> None:
         connection.close()
 
 
-def _route(checks: dict[str, dict]) -> tuple[Route, str]:
-    """Any unknown goes to humans; otherwise all pass is a pass and anything else a fail."""
-    verdicts = [checks[name]["verdict"] for name in CHECKS]
-    if "unknown" in verdicts:
+def _rule_failed_required(checks: CheckSet, ruled: dict[str, RuledCheck]) -> bool:
+    """Whether a rule has already failed a required check, whatever the judge would say."""
+    return any(
+        checks[key].required and checks[key].outcome(lowered_answer(checks[key], UNKNOWN, found.sets)) == Verdict.FAIL
+        for key, found in ruled.items()
+    )
+
+
+_UNASKED = {
+    "verdict": UNKNOWN,
+    "message_ids": [],
+    "rationale": "Not asked: a rule failed a required check, and this version does not ask the judge then.",
+}
+
+
+def _checked_outcome(
+    checks: CheckSet, judged: dict[str, dict] | None, ruled: dict[str, RuledCheck], *, stages: int, usage: Usage
+) -> ReviewOutcome:
+    """The review's outcome from the judge's answers (None: the judge was not asked) lowered by the rules: the checks
+    in the version's order, each a rule matched with its findings first."""
+    answers = {}
+    for key in checks.keys:
+        answer = judged[key] if judged is not None else None
+        if key in ruled:
+            answers[key] = lowered(checks[key], answer, ruled[key])
+        else:
+            answers[key] = answer if answer is not None else dict(_UNASKED)
+    route, reason = _route(checks, answers)
+    return ReviewOutcome(route=route, reason=reason, checks=answers, stages=stages, usage=usage.as_json())
+
+
+def _route(checks: CheckSet, answers: dict[str, dict]) -> tuple[Route, str]:
+    """The item's route from its required checks, as people's answers come to (`item_outcome`): fail if any reads as
+    fail, else people (unknown_check) if any reads as unknown, else pass."""
+    outcome = item_outcome(checks, {key: answer["verdict"] for key, answer in answers.items()})
+    if outcome == Verdict.FAIL:
+        return Route.FAIL, ""
+    if outcome == Verdict.UNKNOWN:
         return Route.HUMAN, UNKNOWN_CHECK
-    if all(verdict == "pass" for verdict in verdicts):
-        return Route.PASS, ""
-    return Route.FAIL, ""
+    return Route.PASS, ""

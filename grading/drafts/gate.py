@@ -12,12 +12,14 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from grading.checks.answers import item_outcome
 from grading.checks.budget import ChecksOverBudget, checks_budget
 from grading.checks.checks import PROOF_POINT_MISSING, Finding, check_draft
+from grading.checks.definitions import UNKNOWN, AnswerKind, CheckSet
 from grading.checks.repairs import repair_draft
 from grading.checks.rules import DraftRules
-from grading.core.evidence import draft_fingerprint
-from grading.core.outcomes import BAND, CHECKS_BUDGET, JUDGE_CONTRADICTION, JUDGE_UNKNOWN, SPREAD
+from grading.core.evidence import Verdict, draft_fingerprint
+from grading.core.outcomes import BAND, CHECKS_BUDGET, JUDGE_CONTRADICTION, JUDGE_UNKNOWN, SPREAD, UNKNOWN_CHECK
 from grading.delivery import enqueue
 from grading.judge.backends import DraftJudge, DraftJudgement, DraftPrompt, UnknownJudge, draft_judge_named
 from grading.judge.client import JudgeError
@@ -164,10 +166,12 @@ def draft_outcome(
         logger.warning("checks of draft %s stopped: %s", draft.pk, exc)
         detail = f"{exc} ({settings.CHECKS_CPU_BUDGET_SECONDS:g} s, CHECKS_CPU_BUDGET_SECONDS)"
         return ReviewOutcome(route=Route.ERROR, reason=CHECKS_BUDGET, detail=detail, memory_used=memory.as_json())
+    checks = criteria.check_set()
     prompt = DraftPrompt(
         rubric=criteria.rubric,
         criteria_number=criteria.number,
         rules=rules,
+        checks=checks,
         examples=version_examples(criteria) if examples is None else examples,
         strategy=memory.strategy.text if memory.strategy else None,
         learnings=[item.text for item in memory.learnings],
@@ -189,7 +193,7 @@ def draft_outcome(
             repairs=checked.repairs,
             memory_used=memory.as_json(),
         )
-    return _judged_outcome(judgement, checked, rules, memory)
+    return _judged_outcome(judgement, checked, rules, checks, memory)
 
 
 @dataclass(frozen=True)
@@ -225,34 +229,79 @@ def _check_and_repair(draft: Draft, rules: DraftRules, proof_terms: list[str]) -
 
 
 def _judged_outcome(
-    judgement: DraftJudgement, checked: Checked, rules: DraftRules, memory: MemoryContext
+    judgement: DraftJudgement, checked: Checked, rules: DraftRules, checks: CheckSet, memory: MemoryContext
 ) -> ReviewOutcome:
-    """The judge's answer merged with the findings left (`merge_verdict`)."""
+    """The judge's answer merged with the findings left (`merge_verdict`), then with the version's required checks:
+    one that reads as fail fails the draft, one that reads as unknown sends a draft that would pass to people."""
     findings = checked.findings
-    verdict = judgement.verdict
-    org_fit = verdict.org_fit
-    if any(f.code == PROOF_POINT_MISSING for f in findings):
-        org_fit = 1  # facts exist and none is referenced: the judge cannot call that a fit
+    sub_scores = {
+        check.key: judgement.answers[check.key]
+        for check in checks.checks
+        if check.kind == AnswerKind.SCORE and isinstance(judgement.answers[check.key], int)
+    }
+    if "org_fit" in sub_scores and any(f.code == PROOF_POINT_MISSING for f in findings):
+        sub_scores["org_fit"] = 1  # facts exist and none is referenced: the judge cannot call that a fit
+    answers = {
+        check.key: _quoted(judgement.answers[check.key], checked.body)
+        for check in checks.checks
+        if check.kind != AnswerKind.SCORE
+    }
     merged = merge_verdict(
         judge_score=judgement.score,
-        judge_passed=verdict.passed,
+        judge_passed=judgement.passed,
         spread=judgement.spread,
         findings=findings,
         threshold=rules.threshold,
         band=rules.band,
     )
+    route, reason = _required_checks_route(merged, checks, sub_scores, answers)
     return ReviewOutcome(
-        route=merged.route,
-        reason=merged.reason,
+        route=route,
+        reason=reason,
         stages=1,
         usage=judgement.usage.as_json(),
         score=merged.score,
         judge_score=judgement.score,
-        judge_passed=verdict.passed,
+        judge_passed=judgement.passed,
         spread=judgement.spread,
-        sub_scores={"aeo": verdict.aeo, "writing": verdict.writing, "org_fit": org_fit},
+        sub_scores=sub_scores,
+        checks=answers,
         findings=[f.as_json() for f in findings],
-        judge_issues=[issue.model_dump() for issue in verdict.issues[: rules.max_judge_issues]],
+        judge_issues=[issue.model_dump() for issue in judgement.issues[: rules.max_judge_issues]],
         repairs=checked.repairs,
         memory_used=memory.as_json(),
     )
+
+
+def _quoted(answer: dict, body: str) -> dict:
+    """A verdict or category check's answer about the draft; one other than unknown that quotes nothing of the draft
+    becomes unknown, as a conversation's that cites no message on its path does."""
+    text = _folded(body)
+    quotes = list(dict.fromkeys(answer["quotes"]))
+    missing = [quote for quote in quotes if not _folded(quote) or _folded(quote) not in text]
+    verdict, rationale = answer["verdict"], answer["rationale"]
+    if verdict != UNKNOWN and (not quotes or missing):
+        why = "quotes nothing of the draft" if not quotes else "a quote is not in the draft"
+        rationale = f"[downgraded from {verdict}: {why}] {rationale}"
+        verdict = UNKNOWN
+    return {"verdict": verdict, "quotes": [quote for quote in quotes if quote not in missing], "rationale": rationale}
+
+
+def _folded(text: str) -> str:
+    return " ".join(text.split()).casefold()
+
+
+def _required_checks_route(
+    merged: Merged, checks: CheckSet, sub_scores: dict[str, int], answers: dict[str, dict]
+) -> tuple[str, str]:
+    """The merged route, lowered by the version's required checks as people's answers come to (`item_outcome`; a draft
+    version of today requires none)."""
+    given = {key: answer["verdict"] for key, answer in answers.items()}
+    scores = [check.key for check in checks.checks if check.kind == AnswerKind.SCORE]
+    given |= {key: str(sub_scores.get(key, UNKNOWN)) for key in scores}
+    outcome = item_outcome(checks, given)
+    if merged.route == "fail" or outcome == Verdict.FAIL:
+        return "fail", ""
+    if merged.route == "pass" and outcome == Verdict.UNKNOWN:
+        return "human", UNKNOWN_CHECK
+    return merged.route, merged.reason

@@ -18,6 +18,7 @@ from typing import Protocol
 from django.conf import settings
 
 from grading.checks.checks import internal_link_slugs, proof_terms_referenced
+from grading.checks.definitions import UNKNOWN, AnswerKind, CheckSet
 from grading.checks.rules import DraftRules, rules_as_text
 from grading.checks.structure import is_question_heading, parse_draft
 from grading.core.evidence import EvidenceMessage
@@ -27,13 +28,16 @@ from grading.judge.client import ZERO_USAGE, ChatJudgeClient, Completion, JudgeC
 from grading.judge.conversation import (
     PROMPT_TEMPLATE_HASH,
     SYSTEM_PROMPT,
-    CheckVerdict,
-    ConversationVerdicts,
+    answer_model,
+    answer_schema_text,
+    answers_by_key,
     user_prompt,
 )
 from grading.judge.draft import PROMPT_TEMPLATE_HASH as DRAFT_PROMPT_HASH
 from grading.judge.draft import SYSTEM_PROMPT as DRAFT_SYSTEM_PROMPT
-from grading.judge.draft import DraftVerdict, JudgeIssue
+from grading.judge.draft import JudgeIssue
+from grading.judge.draft import answer_model as draft_answer_model
+from grading.judge.draft import answers_by_key as draft_answers_by_key
 from grading.judge.draft import user_prompt as draft_user_prompt
 from grading.judge.examples import PromptExample
 from grading.judge.scores import weighted_score
@@ -74,15 +78,18 @@ class JudgeIdentity:
 
 @dataclass(frozen=True)
 class StageJudgement:
-    verdicts: ConversationVerdicts
+    verdicts: dict[str, dict]  # per check key: {"verdict": its answer, "message_ids", "rationale"}
     usage: Usage
 
 
 class ConversationJudge(Protocol):
     identity: JudgeIdentity
 
-    def stage_budget(self, *, rubric: str, criteria_number: int, examples: Sequence[PromptExample]) -> int:
-        """Tokens of rendered evidence (context and slice) one stage may carry, after the criteria and examples."""
+    def stage_budget(
+        self, *, rubric: str, criteria_number: int, checks: CheckSet, examples: Sequence[PromptExample]
+    ) -> int:
+        """Tokens of rendered evidence (context and slice) one stage may carry, after the criteria, their checks and
+        examples."""
         ...
 
     def measure(self, text: str) -> int:
@@ -94,6 +101,7 @@ class ConversationJudge(Protocol):
         *,
         rubric: str,
         criteria_number: int,
+        checks: CheckSet,
         stage: Stage,
         stage_count: int,
         examples: Sequence[PromptExample],
@@ -179,17 +187,22 @@ class OpenAIJudge(_ChatJudge):
     def measure(self, text: str) -> int:
         return self.meter.measure(text)
 
-    def stage_budget(self, *, rubric: str, criteria_number: int, examples: Sequence[PromptExample]) -> int:
+    def stage_budget(
+        self, *, rubric: str, criteria_number: int, checks: CheckSet, examples: Sequence[PromptExample]
+    ) -> int:
         empty = Stage(0, [], [])
         fixed = SYSTEM_PROMPT + user_prompt(
             rubric=rubric,
             criteria_number=criteria_number,
+            checks=checks,
             stage=empty,
             stage_count=1,
             examples=examples,
             nonce=SIZING_NONCE,
         )
-        reserved = self.client.max_output_tokens + _TEMPLATE_SLACK_TOKENS + self.measure(fixed)
+        # The answer's schema grows with the checks, and a server in JSON mode reads it in the system message.
+        schema = answer_schema_text(checks) if self.client.mode == "json_object" else ""
+        reserved = self.client.max_output_tokens + _TEMPLATE_SLACK_TOKENS + self.measure(fixed + schema)
         return max(self.context_tokens - reserved, 1)
 
     def judge_stage(
@@ -197,15 +210,21 @@ class OpenAIJudge(_ChatJudge):
         *,
         rubric: str,
         criteria_number: int,
+        checks: CheckSet,
         stage: Stage,
         stage_count: int,
         examples: Sequence[PromptExample],
     ) -> StageJudgement:
         user = user_prompt(
-            rubric=rubric, criteria_number=criteria_number, stage=stage, stage_count=stage_count, examples=examples
+            rubric=rubric,
+            criteria_number=criteria_number,
+            checks=checks,
+            stage=stage,
+            stage_count=stage_count,
+            examples=examples,
         )
-        completion = self._call(system=SYSTEM_PROMPT, user=user, schema=ConversationVerdicts)
-        return StageJudgement(verdicts=completion.parsed, usage=completion.usage)
+        completion = self._call(system=SYSTEM_PROMPT, user=user, schema=answer_model(checks))
+        return StageJudgement(verdicts=answers_by_key(completion.parsed), usage=completion.usage)
 
 
 _FIGURE = re.compile(r"\d[\d,.]*\d|\d")
@@ -225,7 +244,9 @@ class HeuristicJudge:
     def measure(self, text: str) -> int:
         return estimate_tokens(text)
 
-    def stage_budget(self, *, rubric: str, criteria_number: int, examples: Sequence[PromptExample]) -> int:
+    def stage_budget(
+        self, *, rubric: str, criteria_number: int, checks: CheckSet, examples: Sequence[PromptExample]
+    ) -> int:
         return settings.JUDGE_CONTEXT_TOKENS or DEFAULT_CONTEXT_TOKENS
 
     def judge_stage(
@@ -233,16 +254,31 @@ class HeuristicJudge:
         *,
         rubric: str,
         criteria_number: int,
+        checks: CheckSet,
         stage: Stage,
         stage_count: int,
         examples: Sequence[PromptExample],
     ) -> StageJudgement:
+        """Its three verdicts for the checks keyed grounded, complete and usable; unknown for any other check (it
+        reads no question, so it cannot answer one)."""
         messages = [*stage.context, *stage.messages]
         agent = [m for m in stage.messages if m.role == "assistant" and _text(m)]
-        verdicts = ConversationVerdicts(
-            grounded=_grounded(messages, agent), complete=_complete(stage.messages), usable=_usable(agent)
-        )
+        readable = {
+            "grounded": lambda: _grounded(messages, agent),
+            "complete": lambda: _complete(stage.messages),
+            "usable": lambda: _usable(agent),
+        }
+        verdicts = {
+            check.key: readable[check.key]()
+            if check.kind == AnswerKind.VERDICT and check.key in readable
+            else _answer(UNKNOWN, [], "The offline heuristic judge cannot read this check.")
+            for check in checks.checks
+        }
         return StageJudgement(verdicts=verdicts, usage=ZERO_USAGE)
+
+
+def _answer(verdict: str, message_ids: list[str], rationale: str) -> dict:
+    return {"verdict": verdict, "message_ids": message_ids, "rationale": rationale}
 
 
 def _text(message: EvidenceMessage) -> str:
@@ -250,9 +286,9 @@ def _text(message: EvidenceMessage) -> str:
     return content_text(message.content).strip()
 
 
-def _grounded(messages: list[EvidenceMessage], agent: list[EvidenceMessage]) -> CheckVerdict:
+def _grounded(messages: list[EvidenceMessage], agent: list[EvidenceMessage]) -> dict:
     if not agent:
-        return CheckVerdict(verdict="unknown", message_ids=[], rationale="No agent reply in this slice.")
+        return _answer("unknown", [], "No agent reply in this slice.")
     agent_ids = {m.id for m in agent}
     seen: set[str] = set()
     for message in messages:
@@ -260,20 +296,16 @@ def _grounded(messages: list[EvidenceMessage], agent: list[EvidenceMessage]) -> 
         if message.id in agent_ids:
             unsupported = sorted(figures - seen)
             if unsupported:
-                return CheckVerdict(
-                    verdict="fail",
-                    message_ids=[message.id],
-                    rationale=f"States {', '.join(unsupported[:3])} which no earlier message or tool result contains.",
+                return _answer(
+                    "fail",
+                    [message.id],
+                    f"States {', '.join(unsupported[:3])} which no earlier message or tool result contains.",
                 )
         seen |= figures
-    return CheckVerdict(
-        verdict="pass",
-        message_ids=[m.id for m in agent],
-        rationale="Every figure the agent states appears earlier in the conversation.",
-    )
+    return _answer("pass", [m.id for m in agent], "Every figure the agent states appears earlier in the conversation.")
 
 
-def _complete(messages: list[EvidenceMessage]) -> CheckVerdict:
+def _complete(messages: list[EvidenceMessage]) -> dict:
     unanswered = None
     for message in messages:
         if message.role == "user":
@@ -281,27 +313,23 @@ def _complete(messages: list[EvidenceMessage]) -> CheckVerdict:
         elif message.role == "assistant" and _text(message) and not message.tool_calls:
             unanswered = None
     if unanswered is not None:
-        return CheckVerdict(verdict="fail", message_ids=[unanswered.id], rationale="A user request got no agent reply.")
+        return _answer("fail", [unanswered.id], "A user request got no agent reply.")
     replies = [m.id for m in messages if m.role == "assistant"]
     if not replies:
-        return CheckVerdict(verdict="unknown", message_ids=[], rationale="No agent reply in this slice.")
-    return CheckVerdict(verdict="pass", message_ids=replies[-1:], rationale="Every user request got a reply.")
+        return _answer("unknown", [], "No agent reply in this slice.")
+    return _answer("pass", replies[-1:], "Every user request got a reply.")
 
 
-def _usable(agent: list[EvidenceMessage]) -> CheckVerdict:
+def _usable(agent: list[EvidenceMessage]) -> dict:
     if not agent:
-        return CheckVerdict(verdict="unknown", message_ids=[], rationale="No agent reply in this slice.")
+        return _answer("unknown", [], "No agent reply in this slice.")
     final = agent[-1]
     text = _text(final)
     if _REFUSAL.search(text):
-        return CheckVerdict(
-            verdict="fail", message_ids=[final.id], rationale="The final reply refuses or reports an error."
-        )
+        return _answer("fail", [final.id], "The final reply refuses or reports an error.")
     if len(text) < 20:
-        return CheckVerdict(
-            verdict="unknown", message_ids=[final.id], rationale="The final reply is too short to judge."
-        )
-    return CheckVerdict(verdict="pass", message_ids=[final.id], rationale="The final reply is substantive.")
+        return _answer("unknown", [final.id], "The final reply is too short to judge.")
+    return _answer("pass", [final.id], "The final reply is substantive.")
 
 
 class UnknownJudge(LookupError):
@@ -394,7 +422,10 @@ def _process_judges(name: str, entry: dict) -> _ProcessJudges:
 
 @dataclass(frozen=True)
 class DraftJudgement:
-    verdict: DraftVerdict
+    overall: int
+    passed: bool
+    issues: list[JudgeIssue]
+    answers: dict[str, int | dict | None]  # per check key (draft.answers_by_key)
     score: float  # the probability-weighted overall when log-probabilities came back, else the overall itself
     spread: float | None
     usage: Usage
@@ -407,6 +438,7 @@ class DraftPrompt:
     rubric: str
     criteria_number: int
     rules: DraftRules
+    checks: CheckSet
     examples: tuple[PromptExample, ...]
     strategy: str | None
     learnings: list[str]
@@ -432,6 +464,7 @@ class OpenAIDraftJudge(_ChatJudge):
             threshold=prompt.rules.threshold,
             max_issues=prompt.rules.max_judge_issues,
             rules_text=rules_as_text(prompt.rules),
+            checks=prompt.checks,
             examples=prompt.examples,
             strategy=prompt.strategy,
             learnings=prompt.learnings,
@@ -439,17 +472,25 @@ class OpenAIDraftJudge(_ChatJudge):
             title=prompt.title,
             body=prompt.body,
         )
-        completion = self._call(system=DRAFT_SYSTEM_PROMPT, user=user, schema=DraftVerdict)
+        completion = self._call(system=DRAFT_SYSTEM_PROMPT, user=user, schema=draft_answer_model(prompt.checks))
         verdict = completion.parsed
         distribution = weighted_score(completion.token_logprobs, field="overall")
         score, spread = distribution if distribution else (float(verdict.overall), None)
-        return DraftJudgement(verdict=verdict, score=score, spread=spread, usage=completion.usage)
+        return DraftJudgement(
+            overall=verdict.overall,
+            passed=verdict.passed,
+            issues=verdict.issues,
+            answers=draft_answers_by_key(verdict, prompt.checks),
+            score=score,
+            spread=spread,
+            usage=completion.usage,
+        )
 
 
 class HeuristicDraftJudge:
     """Deterministic, offline, labelled as such. Reads the draft's structure the way the checks do:
     aeo from question headings, internal links and the callout; writing from AI-tell vocabulary;
-    org fit from proof points referenced."""
+    org fit from proof points referenced. Any other check it cannot read: null for a score, unknown otherwise."""
 
     identity = JudgeIdentity("heuristic", "offline-heuristic-v1", "heuristic-draft-v1", 0.0)
 
@@ -465,15 +506,23 @@ class HeuristicDraftJudge:
         org_fit = 5 if referenced else (3 if not prompt.proof_terms else 1)
         score = round((aeo + writing + org_fit) / 15 * 10, 1)
         overall = max(1, min(10, round(score)))
-        verdict = DraftVerdict(
+        readable = {"aeo": min(aeo, 5), "writing": writing, "org_fit": org_fit}
+        unread = {"verdict": UNKNOWN, "quotes": [], "rationale": "The offline heuristic judge cannot read this check."}
+        answers = {
+            check.key: (readable.get(check.key) if check.scale == 5 else None)
+            if check.kind == AnswerKind.SCORE
+            else dict(unread)
+            for check in prompt.checks.checks
+        }
+        return DraftJudgement(
             overall=overall,
-            aeo=min(aeo, 5),
-            writing=writing,
-            org_fit=org_fit,
             passed=score >= rules.threshold,
             issues=_heuristic_issues(aeo, writing, org_fit)[: rules.max_judge_issues],
+            answers=answers,
+            score=max(1.0, score),
+            spread=None,
+            usage=ZERO_USAGE,
         )
-        return DraftJudgement(verdict=verdict, score=max(1.0, score), spread=None, usage=ZERO_USAGE)
 
 
 def _heuristic_issues(aeo: int, writing: int, org_fit: int) -> list[JudgeIssue]:

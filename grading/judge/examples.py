@@ -76,14 +76,15 @@ def _quote(value: str) -> str:
     return json.dumps(value, ensure_ascii=True)
 
 
-def criteria_fingerprint(*, rubric: str, rules: dict, examples: Sequence[PromptExample]) -> str:
-    """`cf1:` + SHA-256 of what the judge reads of a criteria version: the rubric, the rules document and the
-    examples as rendered, in prompt order. The version's number is left out: two versions that read the same
-    fingerprint the same."""
-    canonical = json.dumps(
-        {"rubric": rubric, "rules": rules, "examples": examples_text(examples)},
-        ensure_ascii=False,
-        sort_keys=True,
-        separators=(",", ":"),
-    )
+def criteria_fingerprint(
+    *, rubric: str, rules: dict, examples: Sequence[PromptExample], checks: dict | None = None
+) -> str:
+    """`cf1:` + SHA-256 of what the judge reads of a criteria version: the rubric, the rules document, the checks
+    (`checks`: a CheckSet as JSON; None for the checks every version asked before versions defined their own, so
+    such a version fingerprints as it always did) and the examples as rendered, in prompt order. The version's
+    number is left out: two versions that read the same fingerprint the same."""
+    read = {"rubric": rubric, "rules": rules, "examples": examples_text(examples)}
+    if checks is not None:
+        read["checks"] = checks
+    canonical = json.dumps(read, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
     return "cf1:" + hashlib.sha256(canonical.encode("utf-8")).hexdigest()

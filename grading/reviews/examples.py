@@ -19,6 +19,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from grading.checks.answers import answer_refusal
+from grading.checks.definitions import CheckSet
 from grading.core import evidence
 from grading.core.evidence_text import content_text, estimate_tokens, tool_call_text
 from grading.figures.definitions import SCORED, machine_verdict
@@ -27,6 +28,7 @@ from grading.judge.examples import PromptExample, QuotedMessage, examples_text
 from grading.judge.examples import criteria_fingerprint as fingerprint_of
 from grading.models import Conversation, CriteriaExample, CriteriaVersion, Draft, ItemKind, Label, Review
 from grading.models.audit import audit_record
+from grading.models.criteria import default_checks
 from grading.reviews.conversation_reads import conversation_path
 from grading.reviews.human import human_verdict_of
 from grading.reviews.versions import criteria_edit_lock
@@ -54,13 +56,14 @@ def version_examples(version: CriteriaVersion) -> tuple[PromptExample, ...]:
 
 
 def version_fingerprint(version: CriteriaVersion, examples: tuple[PromptExample, ...] | None = None) -> str:
-    """What the judge reads of the version's criteria, fingerprinted: its rubric, rules and examples. A caller
+    """What the judge reads of the version's criteria, fingerprinted: its rubric, rules, checks and examples. A caller
     grading under a version still being edited (a trial) reads the examples once and passes them here and to the
     prompt, so an edit in between cannot make the fingerprint name examples the judge did not read."""
     if examples is None and version.published_at is not None:
         return _published_fingerprint(version.pk, version.revision)
     examples = _examples(version.pk) if examples is None else examples
-    return fingerprint_of(rubric=version.rubric, rules=version.rules, examples=examples)
+    checks = _read_checks(version.kind, version.checks)
+    return fingerprint_of(rubric=version.rubric, rules=version.rules, examples=examples, checks=checks)
 
 
 def _examples(version_id: int) -> tuple[PromptExample, ...]:
@@ -75,8 +78,18 @@ def _published_examples(version_id: int, revision: int) -> tuple[PromptExample, 
 
 @lru_cache(maxsize=256)
 def _published_fingerprint(version_id: int, revision: int) -> str:
-    rubric, rules = CriteriaVersion.objects.values_list("rubric", "rules").get(pk=version_id)
-    return fingerprint_of(rubric=rubric, rules=rules, examples=_published_examples(version_id, revision))
+    rubric, rules, kind, checks = CriteriaVersion.objects.values_list("rubric", "rules", "kind", "checks").get(
+        pk=version_id
+    )
+    examples = _published_examples(version_id, revision)
+    return fingerprint_of(rubric=rubric, rules=rules, examples=examples, checks=_read_checks(kind, checks))
+
+
+def _read_checks(kind: str, checks: dict) -> dict | None:
+    """The checks as the fingerprint reads them: None for the checks of today (`default_checks`), so a version asking
+    them fingerprints as before versions defined their own."""
+    check_set = CheckSet.model_validate(checks) if checks else default_checks(kind)
+    return None if check_set == default_checks(kind) else check_set.model_dump(mode="json")
 
 
 def prompt_example(example: CriteriaExample) -> PromptExample:

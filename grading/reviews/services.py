@@ -60,15 +60,18 @@ class ScoreIdentity:
 @dataclass(frozen=True)
 class ReviewOutcome:
     """What grading an item came to, as its review keeps it: the route and why, and what the judge and the checks
-    said. A conversation's fills `checks`; a draft's the scores, the findings, the repairs and the memory read. The
-    defaults are the review's own (`Review`), so an outcome states only what its grading found."""
+    said. A conversation's fills `checks`; a draft's the scores, the findings, the repairs and the memory read (and
+    `checks` for a draft version's verdict and category checks). The defaults are the review's own (`Review`), so an
+    outcome states only what its grading found."""
 
     route: str  # Route
     reason: str = ""  # a code: why humans, why not scorable, what failed (grading/core/outcomes.py)
     detail: str = ""
     stages: int = 0  # judge calls: the slices of a conversation's path, one for a draft
     usage: dict = field(default_factory=dict)  # the judge's token counts, as the judge client reports them
-    checks: dict = field(default_factory=dict)  # conversations: per check, its verdict, message ids and rationale
+    # Per check key: its answer ("verdict"), the message ids behind it (a draft's: "quotes") and the rationale; a check
+    # a rule matched adds "source": "rule" and the rule's "findings" (grading/checks/conversation_rules.py).
+    checks: dict = field(default_factory=dict)
     score: float | None = None
     judge_score: float | None = None
     judge_passed: bool | None = None

@@ -87,7 +87,7 @@ def test_a_draft_trial_counts_its_judge_calls_first_and_makes_exactly_that_many(
 
 
 def test_a_conversation_trial_counts_one_call_per_stage(org, fake_llm):
-    fake_llm.context_tokens = 2_700  # llama.cpp's /props says so: the long conversation takes several stages
+    fake_llm.context_tokens = 3_200  # llama.cpp's /props says so: the long conversation takes several stages
     short = upsert(org, support_conversation("cv-short")).conversation
     long = support_conversation("cv-long")
     long["messages"][0]["content"] += " It was packed in a thin bag and the glass broke in transit." * 25

@@ -8,6 +8,7 @@ request's own nonce (as if it had leaked) and without, disguised, and split by e
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from grading.checks.definitions import CONVERSATION_DEFAULTS
 from grading.core.evidence import EvidenceMessage
 from grading.core.evidence_text import Stage
 from grading.judge.conversation import SYSTEM_PROMPT, user_prompt
@@ -30,7 +31,15 @@ def support_path(*, user: str, arguments: str, name: str, tool: str, reply: str)
 
 def prompt_of(path: list[EvidenceMessage], *, context: int = 0, nonce: str | None = NONCE) -> str:
     stage = Stage(0, path[:context], path[context:])
-    return user_prompt(rubric="Grade it.", criteria_number=3, stage=stage, stage_count=1, examples=(), nonce=nonce)
+    return user_prompt(
+        rubric="Grade it.",
+        criteria_number=3,
+        checks=CONVERSATION_DEFAULTS,
+        stage=stage,
+        stage_count=1,
+        examples=(),
+        nonce=nonce,
+    )
 
 
 @PROPERTY_SETTINGS

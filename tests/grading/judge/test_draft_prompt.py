@@ -9,6 +9,7 @@ import os
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from grading.checks.definitions import DRAFT_DEFAULTS
 from grading.judge.draft import SYSTEM_PROMPT, user_prompt
 from tests.builders.prompts import hostile_text, marker_lines, split_blocks
 
@@ -24,6 +25,7 @@ def prompt_of(*, strategy: str | None, facts: list[str], learnings: list[str], t
         threshold=7.0,
         max_issues=3,
         rules_text="No banned words.",
+        checks=DRAFT_DEFAULTS,
         examples=(),
         strategy=strategy,
         learnings=learnings,
