@@ -8,7 +8,6 @@ from django.conf import settings
 from django.db import connection
 from django.utils import timezone
 
-from grading.checks.answers import item_outcome
 from grading.checks.budget import ChecksOverBudget, checks_budget
 from grading.checks.conversation_rules import RuledCheck, lowered, lowered_answer, rules_run
 from grading.checks.definitions import UNKNOWN, CheckSet
@@ -263,16 +262,19 @@ def _checked_outcome(
             answers[key] = lowered(checks[key], answer, ruled[key])
         else:
             answers[key] = answer if answer is not None else dict(_UNASKED)
-    route, reason = _route(checks, answers)
+    route, reason = _route(checks, answers, judge_asked=judged is not None)
     return ReviewOutcome(route=route, reason=reason, checks=answers, stages=stages, usage=usage.as_json())
 
 
-def _route(checks: CheckSet, answers: dict[str, dict]) -> tuple[Route, str]:
-    """The item's route from its required checks, as people's answers come to (`item_outcome`): fail if any reads as
-    fail, else people (unknown_check) if any reads as unknown, else pass."""
-    outcome = item_outcome(checks, {key: answer["verdict"] for key, answer in answers.items()})
-    if outcome == Verdict.FAIL:
-        return Route.FAIL, ""
-    if outcome == Verdict.UNKNOWN:
+def _route(checks: CheckSet, answers: dict[str, dict], *, judge_asked: bool) -> tuple[Route, str]:
+    """The item's route from its required checks: people (unknown_check) if any reads as unknown, even beside a
+    fail, for a person may read the evidence either way; else fail if any reads as fail; else pass. (A decision's
+    summary, `item_outcome`, puts a fail first: a person's unknown leaves nothing open for a machine to route.)
+    A version that leaves the judge unasked once a rule fails a required check fails the item there: the checks
+    nobody was asked are not a doubt for people."""
+    outcomes = {check.outcome(answers[check.key]["verdict"]) for check in checks.checks if check.required}
+    if Verdict.UNKNOWN in outcomes and judge_asked:
         return Route.HUMAN, UNKNOWN_CHECK
+    if Verdict.FAIL in outcomes:
+        return Route.FAIL, ""
     return Route.PASS, ""

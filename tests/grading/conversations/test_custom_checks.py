@@ -88,7 +88,8 @@ def _enum(schema: dict, key: str) -> list[str]:
 @pytest.mark.parametrize(
     ("changes", "route"),
     [
-        ({"cites_policy": answer("fail", ["m4"]), "intent": answer("unknown", [])}, "fail"),  # fail beats unknown
+        # An unknown goes to people even beside a fail, as it always did: a person may read the evidence either way.
+        ({"cites_policy": answer("fail", ["m4"]), "intent": answer("unknown", [])}, "human"),
         ({"intent": answer("other", ["m1"])}, "fail"),  # a category that does not pass
         ({"helpful": answer("2", ["m4"])}, "fail"),  # a score below the lowest passing one
         ({"helpful": answer("unknown", [])}, "human"),
@@ -174,7 +175,7 @@ def test_rules_lower_category_and_score_answers_as_the_admin_guide_says(org, fak
     assert review.checks["helpful"]["verdict"] == "2"  # the highest score that fails (a pass from 3)
     assert review.checks["intent"]["verdict"] == "unknown"  # a rule cannot pick a category
     assert review.checks["helpful"]["findings"] == [{"rule": 0, "message_id": "m4", "text": "49.90"}]
-    assert review.route == "fail"
+    assert review.route == "human"  # the category the rule left unknown is for people, beside the failing score
 
 
 def test_rules_past_the_checks_cpu_budget_are_an_error_and_the_judge_is_not_asked(org, fake_llm, settings):
