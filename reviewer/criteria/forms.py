@@ -17,6 +17,7 @@ from grading.judge.backends import judge_names
 from grading.models import CriteriaVersion, ItemKind, SlotsFor, SpendPeriod, TrialSource
 from grading.models.criteria import MAX_SLOTS
 from grading.reviews.spend import CAP_MAX
+from reviewer.criteria.check_forms import check_formset
 
 SEVERITY_CHOICES = [("fatal", "fatal: fails the draft"), ("fixable", "fixable: repaired automatically")]
 PLACEMENT_CHOICES = [
@@ -106,6 +107,11 @@ class CriteriaForm(forms.Form):
         error_messages={"invalid_choice": "No judge named %(value)s is configured: choose one of the list."},
     )
 
+    # Conversations: when a rule has already failed a required check, whether the judge is still asked.
+    judge_after_rule_fail = forms.BooleanField(
+        required=False, label="Ask the judge even when a rule has already failed a required check"
+    )
+
     def __init__(self, *args, version: CriteriaVersion, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self.version = version
@@ -114,10 +120,16 @@ class CriteriaForm(forms.Form):
         missing = [] if version.judge in names else [(version.judge, f"{version.judge} (not configured)")]
         self.fields["judge"].choices = [(name, _judge_choice(name)) for name in names] + missing
         self.is_draft = version.kind == ItemKind.DRAFT
-        if not self.is_draft:
+        prefix_data = args[0] if args else kwargs.get("data")
+        # Left out of a post (a script editing the rubric), the version's checks stay as they are.
+        self.checks = None
+        if prefix_data is None or "checks-TOTAL_FORMS" in prefix_data:
+            self.checks = check_formset(prefix_data, check_set=version.check_set(), is_draft=self.is_draft)
+        if self.is_draft:
+            del self.fields["judge_after_rule_fail"]
+        else:
             return
         self.fields |= _draft_fields()
-        prefix_data = args[0] if args else kwargs.get("data")
         rules = version.draft_rules()
         self.characters = CharacterFormSet(
             prefix_data,
@@ -134,12 +146,15 @@ class CriteriaForm(forms.Form):
     def for_version(cls, version: CriteriaVersion) -> "CriteriaForm":
         initial = {"revision": version.revision, "rubric": version.rubric, "judge": version.judge}
         initial |= version_slots(version)
+        initial["judge_after_rule_fail"] = version.check_set().judge_after_rule_fail
         if version.kind == ItemKind.DRAFT:
             initial |= _draft_initial(version)
         return cls(initial=initial, version=version)
 
     def is_valid(self) -> bool:
         valid = super().is_valid()
+        if self.checks is not None:
+            valid = self.checks.is_valid() & valid
         if self.is_draft:
             valid = self.characters.is_valid() & self.components.is_valid() & valid
         return valid
@@ -153,6 +168,13 @@ class CriteriaForm(forms.Form):
             return {}
         slots_for = data.get("slots_for") or self.version.slots_for
         return {"slots": data["slots"], "slots_for": slots_for, "slots_share": data.get("slots_share") or 0}
+
+    def checks_document(self) -> dict | None:
+        """The checks document as typed, or None when the post did not include the checks."""
+        if self.checks is None:
+            return None
+        keep = self.version.check_set().judge_after_rule_fail
+        return self.checks.document(judge_after_rule_fail=self.cleaned_data.get("judge_after_rule_fail", keep))
 
     def rules_document(self) -> dict | None:
         """The rules document as typed (drafts), with the formset rows it was built from remembered so that an
@@ -219,6 +241,9 @@ class CriteriaForm(forms.Form):
     def add_service_errors(self, errors: dict[str, list[str]]) -> None:
         """Show each of the service's errors beside the field (or formset row) it names."""
         for path, messages in errors.items():
+            if (path == "checks" or path.startswith("checks.")) and self.checks is not None:
+                self.checks.add_service_errors({path: messages})
+                continue
             for prefix, rows_name in _FORMSET_OF_PATH.items():
                 if path == prefix or path.startswith(prefix + "."):
                     self._formset_error(rows_name, path.removeprefix(prefix).lstrip("."), messages)

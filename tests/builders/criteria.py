@@ -70,17 +70,19 @@ def editor_data(version: CriteriaVersion, **changes: str) -> dict[str, str]:
 
     form = CriteriaForm.for_version(version)
     bound_fields = list(form)
-    if form.is_draft:
-        for formset in (form.characters, form.components):
-            bound_fields += list(formset.management_form)
-            for row in formset.forms:
-                bound_fields += list(row)
-    data = {}
+    formsets = [form.characters, form.components] if form.is_draft else []
+    for checks in form.checks.forms:
+        formsets.append(checks.rules)
+    for formset in (form.checks, *formsets):
+        bound_fields += list(formset.management_form)
+        for row in formset.forms:
+            bound_fields += list(row)
+    data: dict = {}
     for field in bound_fields:
         value = field.value()
         if isinstance(value, bool) or value is None:
             if value:
                 data[field.html_name] = "on"
             continue
-        data[field.html_name] = str(value)
+        data[field.html_name] = [str(v) for v in value] if isinstance(value, list) else str(value)
     return data | changes

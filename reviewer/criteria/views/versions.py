@@ -13,6 +13,7 @@ from django.shortcuts import redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from grading.checks.definitions import MAX_CHECKS
 from grading.core.spreadsheets import csv_lines
 from grading.criteria.impact import criteria_diff, criteria_preview, criteria_publish_planned, publish_plan
 from grading.criteria.scoring import is_scored, trial_rows, trial_score
@@ -40,7 +41,7 @@ from grading.reviews.versions import (
 from reviewer.access import found, org_named, role_required
 from reviewer.audit.display import trail_of
 from reviewer.criteria import reads
-from reviewer.criteria.display import scored_checks
+from reviewer.criteria.display import checks_read, scored_checks
 from reviewer.criteria.forms import (
     CriteriaForm,
     DiffForm,
@@ -123,6 +124,7 @@ def criteria_version(request: HttpRequest, pk: int) -> HttpResponse:
             revision=form.cleaned_data["revision"],
             rubric=form.cleaned_data["rubric"],
             rules=form.rules_document(),
+            checks=form.checks_document(),
             **form.slots_setting(),
             **form.judge_setting(),
         )
@@ -157,6 +159,8 @@ def _render_version(
         "form": form,
         "refusal": refusal,
         "rules": version.draft_rules() if version.kind == ItemKind.DRAFT else None,
+        "checks_read": checks_read(version.check_set()),
+        "checks_max": MAX_CHECKS,
         "others": reads.versions_of_kind(version),
         "trials": reads.trials_of(version),
         "regrade": _regrade_panel(version) if version.is_active else None,
