@@ -5,6 +5,7 @@ import pytest
 
 from grading.checks.definitions import CONVERSATION_DEFAULTS, DRAFT_DEFAULTS
 from grading.models import AuditEvent, CriteriaExample, CriteriaVersion, ItemKind
+from grading.reviews.examples import version_fingerprint
 from grading.reviews.versions import (
     CriteriaConflict,
     CriteriaInvalid,
@@ -129,3 +130,15 @@ def test_publishing_a_version_asking_what_the_active_one_asks_is_fine(org):
     criteria_update(version=version, checks=with_checks(version))  # saved, unchanged
     published = criteria_publish(version=version)
     assert published.is_active and published.check_set() == CONVERSATION_DEFAULTS
+
+
+def test_the_criteria_fingerprint_covers_the_checks_and_their_rules(org):
+    version = criteria_new_version(org=org, kind=ItemKind.CONVERSATION)
+    active = criteria_active(org=org, kind=ItemKind.CONVERSATION)
+    assert version_fingerprint(version) == version_fingerprint(active)  # a clone reads the same
+    version = criteria_update(version=version, checks=with_checks(version, CITES_POLICY))
+    with_rule = version_fingerprint(version)
+    document = with_checks(version)
+    document["checks"][3]["rules"][0]["phrases"] = ["refund guaranteed"]
+    version = criteria_update(version=version, checks=document)
+    assert len({version_fingerprint(active), with_rule, version_fingerprint(version)}) == 3
