@@ -5,7 +5,7 @@ import pytest
 from grading.api.keys import api_key_create
 from grading.models import ItemKind
 from grading.reviews.versions import criteria_new_version, criteria_publish, criteria_update
-from tests.builders.checks import CITES_POLICY, INTENT, with_checks
+from tests.builders.check_documents import CITES_POLICY, INTENT, with_checks
 
 pytestmark = pytest.mark.django_db
 

@@ -15,7 +15,7 @@ from grading.reviews.versions import (
     criteria_update,
 )
 from reviewer.models import Role
-from tests.builders.checks import CITES_POLICY, HELPFUL, INTENT, with_checks
+from tests.builders.check_documents import CITES_POLICY, HELPFUL, INTENT, with_checks
 from tests.builders.people import make_person
 
 pytestmark = pytest.mark.django_db

@@ -10,7 +10,7 @@ from django.urls import reverse
 from grading.checks.definitions import CONVERSATION_DEFAULTS
 from grading.models import CriteriaVersion, ItemKind
 from grading.reviews.versions import criteria_new_version, criteria_publish, criteria_update
-from tests.builders.checks import CITES_POLICY, INTENT, with_checks
+from tests.builders.check_documents import CITES_POLICY, INTENT, with_checks
 from tests.builders.criteria import editor_data
 
 pytestmark = pytest.mark.django_db
