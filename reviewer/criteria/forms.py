@@ -351,6 +351,10 @@ class DiffForm(forms.Form):
 class PreviewForm(forms.Form):
     n = forms.IntegerField(min_value=1, max_value=PREVIEW_MAX, initial=PREVIEW_DEFAULT, label="drafts")
 
+    def __init__(self, *args, item: str = "drafts", **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["n"].label = item
+
 
 class TrialForm(forms.Form):
     source = forms.ChoiceField(

@@ -16,6 +16,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from grading.checks.definitions import MAX_CHECKS
 from grading.core.spreadsheets import csv_lines
 from grading.criteria.impact import criteria_diff, criteria_preview, criteria_publish_planned, publish_plan
+from grading.criteria.rule_preview import rules_preview
 from grading.criteria.scoring import is_scored, trial_rows, trial_score
 from grading.criteria.trials import (
     TrialCount,
@@ -64,11 +65,6 @@ def _get_version_for_user(request: HttpRequest, pk: int) -> CriteriaVersion:
 
 def _get_trial_for_user(request: HttpRequest, pk: int) -> CriteriaTrial:
     return found(reads.trial_for_admin(org_ids=reads.admin_org_ids(request.user), trial_id=pk), "trial")
-
-
-def _draft_kind(version: CriteriaVersion) -> None:
-    if version.kind != ItemKind.DRAFT:
-        raise Http404("Previews re-run the draft checks: conversation criteria have none.")
 
 
 @require_GET
@@ -201,10 +197,11 @@ def criteria_diff_view(request: HttpRequest) -> HttpResponse:
 @require_GET
 @role_required(Role.CRITERIA_ADMIN)
 def criteria_preview_view(request: HttpRequest, pk: int) -> HttpResponse:
-    """The version's deterministic checks over the org's last N drafts, against their current reviews. No judge
-    calls; nothing is written."""
+    """The version's deterministic checks over the org's last N drafts (a conversation version's: the rules of its
+    checks over the last N conversations), against their current reviews. No judge calls; nothing is written."""
     version = _get_version_for_user(request, pk)
-    _draft_kind(version)
+    if version.kind == ItemKind.CONVERSATION:
+        return _rules_preview(request, version)
     form = PreviewForm(request.GET or None)
     preview = None
     if form.is_bound:
@@ -215,6 +212,19 @@ def criteria_preview_view(request: HttpRequest, pk: int) -> HttpResponse:
     blind_reviews = _blind_reviews(row.review for row in preview.rows) if preview else set()
     context = {"version": version, "form": form, "preview": preview, "blind_reviews": blind_reviews, **NAV}
     return render(request, "reviewer/criteria/preview.html", context)
+
+
+def _rules_preview(request: HttpRequest, version: CriteriaVersion) -> HttpResponse:
+    form = PreviewForm(request.GET or None, item="conversations")
+    preview = None
+    if form.is_bound:
+        if not form.is_valid():
+            context = {"version": version, "form": form, **NAV}
+            return render(request, "reviewer/criteria/rules_preview.html", context, status=400)
+        preview = rules_preview(version=version, limit=form.cleaned_data["n"])
+    blind_reviews = _blind_reviews(row.review for row in preview.rows) if preview else set()
+    context = {"version": version, "form": form, "preview": preview, "blind_reviews": blind_reviews, **NAV}
+    return render(request, "reviewer/criteria/rules_preview.html", context)
 
 
 @require_http_methods(["GET", "POST"])

@@ -26,8 +26,10 @@ def version(org, criteria_admin):
     return criteria_new_version(org=org, kind=ItemKind.CONVERSATION, author=criteria_admin)
 
 
-def text(response) -> str:
-    words = re.sub(r"\s+", " ", entities.unescape(re.sub(r"<[^>]+>", " ", response.content.decode())))
+def text(page) -> str:
+    """A response's (or an HTML fragment's) words as read: tags gone, spaces collapsed, none before punctuation."""
+    html = page if isinstance(page, str) else page.content.decode()
+    words = re.sub(r"\s+", " ", entities.unescape(re.sub(r"<[^>]+>", " ", html)))
     return re.sub(r" ([:;,.)])", r"\1", words)
 
 
@@ -227,3 +229,20 @@ def test_a_published_version_shows_its_checks_and_rules_in_words(admin_client, o
     assert "any of 'guaranteed refund', 'refund is guaranteed' in assistant messages sets fail" in page
     assert "Intent intent · category (refund, order_status, other) · not required" in page
     assert "the judge is still asked" in page
+
+
+def test_the_preview_of_a_conversation_version_shows_what_its_rules_find(admin_client, org, fake_llm, version):
+    from tests.builders.conversations import support_conversation, upsert
+
+    conversation = upsert(org, support_conversation("cv-1")).conversation
+    rule = {"kind": "phrases", "phrases": ["on its way"], "scopes": ["assistant"], "sets": "unknown"}
+    criteria_update(version=version, checks=with_checks(version, CITES_POLICY | {"rules": [rule]}))
+    page = admin_client.get(reverse("criteria_version", args=[version.pk]))
+    assert "Preview the rules over recent conversations" in text(page)
+    response = admin_client.get(reverse("criteria_preview", args=[version.pk]), {"n": 20})
+    assert response.status_code == 200
+    html = response.content.decode()
+    row = html[html.index(f'data-conversation="{conversation.pk}"') :]
+    row = text(row[: row.index("</tr>")])
+    assert "Cites the policy → unknown" in row and "m4" in row and "on its way" in row
+    assert "not graded → people at best" in row
