@@ -389,7 +389,7 @@ class ExampleAddForm(forms.Form):
     version = forms.IntegerField(min_value=1)
     kind = forms.ChoiceField(choices=ItemKind.choices)
     item = forms.IntegerField(min_value=1)
-    check = forms.CharField(max_length=16)
+    check = forms.CharField(max_length=32)
 
 
 class ExampleExplainForm(forms.Form):

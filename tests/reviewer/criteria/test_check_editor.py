@@ -246,3 +246,10 @@ def test_the_preview_of_a_conversation_version_shows_what_its_rules_find(admin_c
     row = text(row[: row.index("</tr>")])
     assert "Cites the policy → unknown" in row and "m4" in row and "on its way" in row
     assert "not graded → people at best" in row
+
+
+def test_a_worked_example_may_be_added_on_a_check_with_the_longest_key():
+    from reviewer.criteria.forms import ExampleAddForm
+
+    form = ExampleAddForm({"version": 1, "kind": "conversation", "item": 1, "check": "a" * 32})
+    assert form.is_valid(), form.errors
