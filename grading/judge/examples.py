@@ -76,12 +76,12 @@ def _quote(value: str) -> str:
     return json.dumps(value, ensure_ascii=True)
 
 
-def criteria_fingerprint(*, rubric: str, rules: dict, checks: dict, examples: Sequence[PromptExample]) -> str:
-    """`cf1:` + SHA-256 of what the judge reads of a criteria version: the rubric, the rules document, the checks
-    it asks (with their rules) and the examples as rendered, in prompt order. The version's number is left out: two
-    versions that read the same fingerprint the same."""
+def criteria_fingerprint(*, rubric: str, rules: dict, examples: Sequence[PromptExample]) -> str:
+    """`cf1:` + SHA-256 of what the judge reads of a criteria version: the rubric, the rules document and the
+    examples as rendered, in prompt order. The version's number is left out: two versions that read the same
+    fingerprint the same."""
     canonical = json.dumps(
-        {"rubric": rubric, "rules": rules, "checks": checks, "examples": examples_text(examples)},
+        {"rubric": rubric, "rules": rules, "examples": examples_text(examples)},
         ensure_ascii=False,
         sort_keys=True,
         separators=(",", ":"),

@@ -53,14 +53,13 @@ def version_examples(version: CriteriaVersion) -> tuple[PromptExample, ...]:
 
 
 def version_fingerprint(version: CriteriaVersion, examples: tuple[PromptExample, ...] | None = None) -> str:
-    """What the judge reads of the version's criteria, fingerprinted: its rubric, rules, checks and examples. A caller
+    """What the judge reads of the version's criteria, fingerprinted: its rubric, rules and examples. A caller
     grading under a version still being edited (a trial) reads the examples once and passes them here and to the
     prompt, so an edit in between cannot make the fingerprint name examples the judge did not read."""
     if examples is None and version.published_at is not None:
         return _published_fingerprint(version.pk, version.revision)
     examples = _examples(version.pk) if examples is None else examples
-    checks = version.check_set().model_dump(mode="json")
-    return fingerprint_of(rubric=version.rubric, rules=version.rules, checks=checks, examples=examples)
+    return fingerprint_of(rubric=version.rubric, rules=version.rules, examples=examples)
 
 
 def _examples(version_id: int) -> tuple[PromptExample, ...]:
@@ -75,8 +74,8 @@ def _published_examples(version_id: int, revision: int) -> tuple[PromptExample, 
 
 @lru_cache(maxsize=256)
 def _published_fingerprint(version_id: int, revision: int) -> str:
-    version = CriteriaVersion.objects.only("kind", "rubric", "rules", "checks").get(pk=version_id)
-    return version_fingerprint(version, _published_examples(version_id, revision))
+    rubric, rules = CriteriaVersion.objects.values_list("rubric", "rules").get(pk=version_id)
+    return fingerprint_of(rubric=rubric, rules=rules, examples=_published_examples(version_id, revision))
 
 
 def prompt_example(example: CriteriaExample) -> PromptExample:
