@@ -128,14 +128,21 @@ class CheckForm(forms.Form):
             self.fields["kind"].choices = [(AnswerKind.SCORE.value, AnswerKind.SCORE.value)]
             self.fields["kind"].initial = AnswerKind.SCORE.value
             self.fields["required"].initial = False
-        self.rules = RuleFormSet(
-            self.data if self.is_bound else None,
-            prefix=f"{self.prefix}-rules",
-            initial=self.initial.get("rules"),
-        )
+        # A draft's checks have no rules: the editor shows none, so a post holds none.
+        self.rules = None
+        if not is_draft:
+            self.rules = RuleFormSet(
+                self.data if self.is_bound else None,
+                prefix=f"{self.prefix}-rules",
+                initial=self.initial.get("rules"),
+            )
 
     def is_valid(self) -> bool:
-        return super().is_valid() & self.rules.is_valid()
+        return super().is_valid() & (self.rules is None or self.rules.is_valid())
+
+    @property
+    def rule_rows(self) -> list[RuleForm]:
+        return self.rules.forms if self.rules is not None else []
 
     def clean_guidance(self) -> dict[str, str]:
         return guidance_of(self.cleaned_data["guidance"])
@@ -143,10 +150,10 @@ class CheckForm(forms.Form):
     def is_blank(self) -> bool:
         data = self.cleaned_data
         typed = data.get("key") or data.get("name") or data.get("question")
-        return not typed and all(row.is_blank() for row in self.rules.forms if row.is_valid())
+        return not typed and all(row.is_blank() for row in self.rule_rows if row.is_valid())
 
     def kept_rules(self) -> list[RuleForm]:
-        return [row for row in self.rules.forms if not (row.cleaned_data.get("DELETE") or row.is_blank())]
+        return [row for row in self.rule_rows if not (row.cleaned_data.get("DELETE") or row.is_blank())]
 
     def check(self) -> dict:
         """The check as the checks document holds it; a field the kind does not have is passed on only when typed,
@@ -204,7 +211,7 @@ class BaseCheckFormSet(forms.BaseFormSet):
         return {"is_draft": self.is_draft}
 
     def is_valid(self) -> bool:
-        return super().is_valid() and all(form.rules.is_valid() for form in self.forms)
+        return super().is_valid() and all(form.rules is None or form.rules.is_valid() for form in self.forms)
 
     def kept(self) -> list[CheckForm]:
         """The checks to save, in the order their positions say (a row with no position goes last, as typed)."""
@@ -231,7 +238,7 @@ class BaseCheckFormSet(forms.BaseFormSet):
                 if int(rest[1]) < len(rules):
                     _field_error(rules[int(rest[1])], rest[2:], messages)
                     continue
-            if rest[:1] == ["rules"]:
+            if rest[:1] == ["rules"] and row.rules is not None:
                 row.rules.service_errors = [*getattr(row.rules, "service_errors", []), *messages]
                 continue
             _field_error(row, rest, messages)

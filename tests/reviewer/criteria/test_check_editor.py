@@ -11,7 +11,7 @@ from grading.checks.definitions import CONVERSATION_DEFAULTS
 from grading.models import CriteriaVersion, ItemKind
 from grading.reviews.versions import criteria_new_version, criteria_publish, criteria_update
 from tests.builders.check_documents import CITES_POLICY, INTENT, with_checks
-from tests.builders.criteria import editor_data
+from tests.builders.criteria import editor_data, page_form_data
 
 pytestmark = pytest.mark.django_db
 
@@ -253,3 +253,35 @@ def test_a_worked_example_may_be_added_on_a_check_with_the_longest_key():
 
     form = ExampleAddForm({"version": 1, "kind": "conversation", "item": 1, "check": "a" * 32})
     assert form.is_valid(), form.errors
+
+
+@pytest.mark.parametrize("kind", [ItemKind.DRAFT, ItemKind.CONVERSATION])
+def test_saving_the_editor_as_the_page_shows_it_keeps_every_check_and_rule(admin_client, org, kind):
+    version = criteria_new_version(org=org, kind=kind)
+    if kind == ItemKind.CONVERSATION:
+        version = criteria_update(version=version, checks=with_checks(version, CITES_POLICY, INTENT))
+    before = version.check_set()
+    url = reverse("criteria_version", args=[version.pk])
+    data = page_form_data(admin_client.get(url).content.decode())
+    response = admin_client.post(url, data)
+    assert response.status_code == 302, response.context["form"].errors if response.context else response
+    saved = CriteriaVersion.objects.get(pk=version.pk)
+    assert (saved.check_set(), saved.revision) == (before, version.revision + 1)
+
+
+def test_a_check_typed_into_the_page_s_empty_row_is_added(admin_client, version):
+    url = reverse("criteria_version", args=[version.pk])
+    typed = {
+        "checks-3-key": "cites_policy", "checks-3-name": "Cites the policy", "checks-3-question": "Is a policy cited?",
+        "checks-3-rules-0-kind": "pattern", "checks-3-rules-0-pattern": r"refund(ed)? \d+ days",
+    }  # fmt: skip
+    response = admin_client.post(url, page_form_data(admin_client.get(url).content.decode(), **typed))
+    assert response.status_code == 302
+    policy = CriteriaVersion.objects.get(pk=version.pk).check_set()["cites_policy"]
+    (rule,) = policy.rules
+    assert (policy.required, rule.pattern, rule.scopes, rule.sets) == (
+        True,
+        r"refund(ed)? \d+ days",
+        ["assistant"],
+        "fail",
+    )
