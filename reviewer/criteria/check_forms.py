@@ -210,9 +210,6 @@ class BaseCheckFormSet(forms.BaseFormSet):
     def get_form_kwargs(self, index: int) -> dict:
         return {"is_draft": self.is_draft}
 
-    def is_valid(self) -> bool:
-        return super().is_valid() and all(form.rules is None or form.rules.is_valid() for form in self.forms)
-
     def kept(self) -> list[CheckForm]:
         """The checks to save, in the order their positions say (a row with no position goes last, as typed)."""
         kept = [(i, f) for i, f in enumerate(self.forms) if not (f.cleaned_data.get("DELETE") or f.is_blank())]
