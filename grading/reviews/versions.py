@@ -254,7 +254,7 @@ _FIELD_OF_CHECK_MESSAGE = {
 }
 _CHECK_PATH = re.compile(r"checks\.(\d+)")
 _RULE_PATH = re.compile(r"(checks\.\d+\.rules\.\d+)\.(?:phrases|pattern|tool_called|tools_answered)(\..+)?")
-DRAFT_CHECKS = "A draft's checks are its sub-scores: score checks the judge answers beside its score."
+_DRAFT_CHECKS = "A draft's checks are its sub-scores: score checks the judge answers beside its score."
 
 
 def checks_validate(document: object, *, kind: str) -> CheckSet:
@@ -271,7 +271,7 @@ def checks_validate(document: object, *, kind: str) -> CheckSet:
     if kind == ItemKind.DRAFT:
         for index, check in enumerate(check_set.checks):
             if check.kind != AnswerKind.SCORE:
-                errors[f"checks.{index}.kind"] = [DRAFT_CHECKS]
+                errors[f"checks.{index}.kind"] = [_DRAFT_CHECKS]
             if check.required:
                 errors[f"checks.{index}.required"] = [
                     "A draft passes or fails by the gate's threshold and findings: its score checks are not required."

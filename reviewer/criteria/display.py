@@ -1,6 +1,6 @@
 """A scored trial as the trial page shows it: its figures in words and numbers, each side of a check in one row."""
 
-from grading.checks.definitions import AnswerKind, CheckSet
+from grading.checks.definitions import AnswerKind, CheckDefinition, CheckSet
 from grading.criteria.impact import rule_text
 from grading.criteria.scoring import TrialScore
 from grading.figures.agreement import Agreement
@@ -58,5 +58,5 @@ def checks_read(check_set: CheckSet) -> list[dict]:
     ]
 
 
-def _passes(check, answer: str) -> bool:
+def _passes(check: CheckDefinition, answer: str) -> bool:
     return check.kind != AnswerKind.VERDICT and check.required and check.outcome(answer) == "pass"
