@@ -1,7 +1,7 @@
 """A check of the team's own, end to end in Chromium (issue 39): a criteria admin adds "cites the policy" with a phrase
-rule to a new conversation version, previews what the rule finds, and publishes; the conversation is graded again,
-the rule sends it to people; an operator answers the new check beside its question; the stakeholder reads the
-check's figure on the dashboard.
+rule to a new conversation version, previews what the rule finds, and publishes, all with JavaScript off; the
+conversation is graded again, the rule sends it to people; an operator answers the new check beside its question;
+the stakeholder reads the check's figure on the dashboard.
 
 What each step needs besides the editor (checks/editor): grading with the rule and the judge asked the version's
 checks (checks/judge: grading/checks/conversation_rules.py, the grader), the queue form asking the version's checks
@@ -25,8 +25,8 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 QUESTION = "When the assistant promises a refund, does it cite the policy that allows it?"
 
 
-def tab_for(browser, live_server, person, lands_on: str):
-    tab = browser.new_context(base_url=live_server.url).new_page()
+def tab_for(browser, live_server, person, lands_on: str, *, javascript: bool = True):
+    tab = browser.new_context(base_url=live_server.url, java_script_enabled=javascript).new_page()
     tab.console_errors = []
     tab.on("console", lambda message: message.type == "error" and tab.console_errors.append(message.text))
     sign_in(tab, person.username, PASSWORD)
@@ -35,15 +35,14 @@ def tab_for(browser, live_server, person, lands_on: str):
 
 
 def test_an_admin_adds_a_check_with_a_phrase_rule_an_operator_answers_it_and_the_stakeholder_reads_its_figure(
-    page, browser, live_server, fake_llm, org, criteria_admin, operator, stakeholder
+    browser, live_server, fake_llm, org, criteria_admin, operator, stakeholder
 ):
     conversation = upsert(org, support_conversation("cv-1")).conversation  # "49.90 is on its way"
     fake_llm.set_default(verdicts_reply(conversation.active_path_ids))
     assert conversation_grade(conversation_id=conversation.pk, judge=llm_judge(fake_llm)).route == "pass"
 
-    # The criteria admin: a new conversation version, one more check with a phrase rule, saved.
-    sign_in(page, criteria_admin.username, PASSWORD)
-    page.wait_for_url("**/dashboard/")
+    # The criteria admin, with JavaScript off: a new conversation version, one more check with a phrase rule, saved.
+    page = tab_for(browser, live_server, criteria_admin, "/dashboard/", javascript=False)
     page.get_by_role("link", name="Criteria").click()
     page.get_by_role("button", name="New conversation version").click()
     page.wait_for_url("**/criteria/*/")
