@@ -285,3 +285,23 @@ def test_a_check_typed_into_the_page_s_empty_row_is_added(admin_client, version)
         ["assistant"],
         "fail",
     )
+
+
+def test_tool_rules_are_added_a_tool_never_to_call_and_every_call_answered(admin_client, version):
+    url = reverse("criteria_version", args=[version.pk])
+    typed = {
+        "checks-0-rules-TOTAL_FORMS": "2",
+        "checks-0-rules-0-kind": "tool_called", "checks-0-rules-0-tool": "issue_refund",
+        "checks-0-rules-0-must": "false",
+        "checks-0-rules-1-kind": "tools_answered", "checks-0-rules-1-sets": "unknown", "checks-0-rules-1-must": "true",
+        "checks-0-rules-1-note": "A call without its result cannot ground a claim.",
+    }  # fmt: skip
+    response = admin_client.post(url, page_form_data(admin_client.get(url).content.decode(), **typed))
+    assert response.status_code == 302
+    never, answered = CriteriaVersion.objects.get(pk=version.pk).check_set()["grounded"].rules
+    assert (never.kind, never.tool, never.must, never.sets) == ("tool_called", "issue_refund", False, "fail")
+    assert (answered.kind, answered.sets, answered.note) == (
+        "tools_answered", "unknown", "A call without its result cannot ground a claim."
+    )  # fmt: skip
+    page = text(admin_client.get(reverse("criteria_diff"), {"old": version.based_on_id, "new": version.pk}))
+    assert "grounded: rules added: the tool 'issue_refund' called sets fail" in page
