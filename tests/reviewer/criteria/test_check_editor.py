@@ -305,3 +305,11 @@ def test_tool_rules_are_added_a_tool_never_to_call_and_every_call_answered(admin
     )  # fmt: skip
     page = text(admin_client.get(reverse("criteria_diff"), {"old": version.based_on_id, "new": version.pk}))
     assert "grounded: rules added: the tool 'issue_refund' called sets fail" in page
+
+
+def test_a_post_with_a_check_s_rules_cut_short_is_refused_saying_so(admin_client, version):
+    data = editor_data(version)
+    del data["checks-1-rules-TOTAL_FORMS"]
+    response = admin_client.post(reverse("criteria_version", args=[version.pk]), data)
+    assert response.status_code == 400 and "ManagementForm data is missing" in text(response)
+    assert CriteriaVersion.objects.get(pk=version.pk).revision == version.revision
