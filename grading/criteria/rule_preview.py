@@ -72,6 +72,8 @@ def rules_preview(*, version: CriteriaVersion, limit: int) -> RulePreview:
        answer; and the route the rules force whatever the judge says (`_route_after`).
     """
     check_set = version.check_set()
+    if not any(check.rules for check in check_set.checks):
+        return RulePreview(version, limit, 0, 0, [])  # nothing to run: the judge alone decides under it
     ids = list(
         Conversation.objects.filter(org_id=version.org_id)
         .order_by("-last_activity_at", "-pk")

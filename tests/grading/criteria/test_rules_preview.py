@@ -77,3 +77,9 @@ def test_it_reads_only_the_last_n_conversations(org, conversations):
     version = version_with(org, CITES_POLICY | {"rules": [ON_ITS_WAY]})
     preview = rules_preview(version=version, limit=1)
     assert (preview.read, preview.rows) == (1, [])  # cv-3 is the newest: not scorable yet
+
+
+def test_a_version_without_rules_has_nothing_to_preview(org, conversations):
+    version = version_with(org, INTENT)
+    preview = rules_preview(version=version, limit=10)
+    assert (preview.rules, preview.read, preview.rows) == (0, 0, [])

@@ -313,3 +313,8 @@ def test_a_post_with_a_check_s_rules_cut_short_is_refused_saying_so(admin_client
     response = admin_client.post(reverse("criteria_version", args=[version.pk]), data)
     assert response.status_code == 400 and "ManagementForm data is missing" in text(response)
     assert CriteriaVersion.objects.get(pk=version.pk).revision == version.revision
+
+
+def test_the_preview_of_a_version_without_rules_says_the_judge_alone_answers(admin_client, version):
+    response = admin_client.get(reverse("criteria_preview", args=[version.pk]), {"n": 20})
+    assert "No check of v2 has a rule: the judge alone answers them" in text(response)
