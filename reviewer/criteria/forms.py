@@ -1,4 +1,4 @@
-"""Forms of the criteria pages: the editor of a version (the rubric and every rule of the rules document), the
+"""Forms of the criteria pages: the editor of a version (the rubric, the checks, every rule of the rules document), the
 small forms that ask for N, K and a confirmation, a worked example's, and a spend cap's.
 
 The editor does not validate the rules itself: it builds the rules document from what was typed and hands it to
@@ -90,8 +90,8 @@ _FORMSET_OF_PATH = {"rules.banned_characters.characters": "characters", "rules.c
 
 
 class CriteriaForm(forms.Form):
-    """The editor of an unpublished version. Conversation versions have a rubric only; drafts have the rules
-    document too. `revision` is the revision the editor started from: the service refuses a save made from an
+    """The editor of an unpublished version: its rubric, its checks (`check_forms.py`) and, for drafts, the rules
+    document. `revision` is the revision the editor started from: the service refuses a save made from an
     older one (someone saved meanwhile)."""
 
     revision = forms.IntegerField(min_value=1, widget=forms.HiddenInput)
@@ -125,10 +125,9 @@ class CriteriaForm(forms.Form):
         self.checks = None
         if prefix_data is None or "checks-TOTAL_FORMS" in prefix_data:
             self.checks = check_formset(prefix_data, check_set=version.check_set(), is_draft=self.is_draft)
-        if self.is_draft:
-            del self.fields["judge_after_rule_fail"]
-        else:
+        if not self.is_draft:
             return
+        del self.fields["judge_after_rule_fail"]  # rules read conversations only
         self.fields |= _draft_fields()
         rules = version.draft_rules()
         self.characters = CharacterFormSet(
