@@ -83,15 +83,48 @@ def seed_people(org: Org) -> None:
 CONVERSATION_V2_USABLE = (
     "A reply that only points the user somewhere else (a link, a team, a form) without doing what was asked fails."
 )
+# The unpublished conversation v3 an admin is working on: a check of the team's own, which a phrase in a reply fails
+# before the judge is asked, and the intent of each conversation, counted and shown (it routes nothing).
+CONVERSATION_V3_CHECKS = [
+    {
+        "key": "cites_policy",
+        "name": "Cites the policy",
+        "question": "When the assistant promises the user something (a refund, a credit, a date), does it name the "
+        "policy or the tool result that allows it?",
+        "guidance": {
+            "pass": "Every promise names the policy or the tool result behind it, or nothing is promised.",
+            "fail": "Something is promised that no policy or tool result in the conversation allows.",
+            "unknown": "The policy that applies cannot be told from the conversation.",
+        },
+        "rules": [
+            {
+                "kind": "phrases",
+                "phrases": ["will be applied within", "guaranteed"],
+                "scopes": ["assistant"],
+                "sets": "fail",
+                "note": "A promise of a date or an outcome is the policy's to make, never the assistant's.",
+            }
+        ],
+    },
+    {
+        "key": "intent",
+        "name": "Intent",
+        "question": "What did the user come for?",
+        "kind": "category",
+        "categories": ["refund", "plan_question", "docs_question", "other"],
+        "guidance": {"other": "Anything else, or more than one of these."},
+        "required": False,
+    },
+]
 # The unpublished draft v2 an admin is working on: two more intensifiers banned and a stricter threshold.
 DRAFT_V2_BANNED = ["simply", "truly"]
 DRAFT_V2_THRESHOLD = 7.5
 
 
 def seed_criteria(org: Org) -> None:
-    """History for the criteria pages: conversation v1 published and then replaced by v2, and an unpublished draft
-    v2 waiting for its preview, trial and plan. Seeded before anything is graded, so every review is under the
-    active versions."""
+    """History for the criteria pages: conversation v1 published and then replaced by v2, an unpublished conversation
+    v3 asking two checks of the team's own, and an unpublished draft v2 waiting for its preview, trial and plan.
+    Seeded before anything is graded, so every review is under the active versions."""
     admin = get_user_model().objects.get(username="casey")
     conversation_v1 = criteria_active(org=org, kind=ItemKind.CONVERSATION)
     if not CriteriaVersion.objects.filter(org=org, kind=ItemKind.CONVERSATION, number__gt=1).exists():
@@ -104,6 +137,11 @@ def seed_criteria(org: Org) -> None:
             slots_for=SlotsFor.AUDIT,
         )
         criteria_publish(version=v2, actor=admin)
+    if not CriteriaVersion.objects.filter(org=org, kind=ItemKind.CONVERSATION, published_at__isnull=True).exists():
+        v3 = criteria_new_version(org=org, kind=ItemKind.CONVERSATION, author=admin)
+        checks = v3.check_set().model_dump(mode="json")
+        checks["checks"] += CONVERSATION_V3_CHECKS
+        criteria_update(version=v3, actor=admin, checks=checks)
     draft_v1 = criteria_active(org=org, kind=ItemKind.DRAFT)
     if not CriteriaVersion.objects.filter(org=org, kind=ItemKind.DRAFT, published_at__isnull=True).exists():
         v2 = criteria_new_version(org=org, kind=ItemKind.DRAFT, author=admin)

@@ -29,7 +29,7 @@ from grading.criteria.scoring import trial_rows, trial_score
 from grading.dashboard.figures import SECTIONS, InvalidScope, dashboard_figures, scope_for
 from grading.dashboard.labels import LabelIn, LabelsRefused, labels_submit
 from grading.drafts.submit import draft_submit
-from grading.models import ApiKey, Article, Conversation, CriteriaTrial, Draft, ItemKind, Review
+from grading.models import ApiKey, Article, Conversation, CriteriaTrial, CriteriaVersion, Draft, ItemKind, Review
 from grading.otlp.views import router as otlp_router
 from grading.reviews.conversation_reads import ConversationState, conversation_state
 from grading.reviews.draft_reads import draft_status
@@ -164,7 +164,7 @@ def not_found(request: HttpRequest, exc: NotFound):
 class ReviewIdentityOut(Schema):
     fingerprint: str
     criteria_version: int
-    criteria_fingerprint: str  # of what the judge read of the criteria: rubric, rules, examples ("" before issue 23)
+    criteria_fingerprint: str  # of what the judge read of the criteria: rubric, rules, checks, examples ("" before 23)
     judge: dict
     judged_at: datetime
     stages: int
@@ -321,6 +321,28 @@ def writer_rules(request: HttpRequest, format: str = "json"):
     if format != "json":
         raise ValidationError([{"loc": ["query", "format"], "msg": "must be json or text"}])
     return {"criteria_version": criteria.number, "rules": rules.model_dump(mode="json")}
+
+
+@api.get("/criteria/{kind}", response=dict, summary="What a criteria version asks: the active one, or ?number=")
+def get_criteria(request: HttpRequest, kind: str, number: int | None = None) -> dict:
+    """A version's checks in the order the judge and people read them (key, name, question, answer kind, guidance
+    per answer, whether required, categories or scale and what passes, rules) and whether the judge is still asked
+    once a rule has failed a required check. Labels, answers and exports name checks by these keys."""
+    if kind not in ItemKind.values:
+        raise NotFound(f"no criteria of kind {kind!r}: draft or conversation")
+    if number is None:
+        version = criteria_active(org=request.auth.org, kind=kind)
+    else:
+        version = CriteriaVersion.objects.filter(org=request.auth.org, kind=kind, number=number).first()
+        if version is None:
+            raise NotFound(f"no {kind} criteria version {number}")
+    return {
+        "kind": kind,
+        "criteria_version": version.number,
+        "active": version.is_active,
+        "published_at": version.published_at,
+        **version.check_set().model_dump(mode="json"),
+    }
 
 
 # --- org memory ----------------------------------------------------------------------------------------------

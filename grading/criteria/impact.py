@@ -7,7 +7,7 @@ import difflib
 import math
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 
 from django.conf import settings
@@ -17,6 +17,15 @@ from django.utils import timezone
 
 from grading.checks.budget import ChecksOverBudget, checks_budget
 from grading.checks.checks import Finding, check_draft
+from grading.checks.definitions import (
+    AnswerKind,
+    CheckDefinition,
+    CheckSet,
+    ConversationRule,
+    PatternRule,
+    PhrasesRule,
+    ToolCalledRule,
+)
 from grading.checks.rules import DraftRules
 from grading.drafts.gate import merge_verdict
 from grading.models import (
@@ -74,6 +83,8 @@ class CriteriaDiff:
     rubric: list[RubricRow]
     lists: list[ListChange]  # only the lists that changed
     values: list[ValueChange]  # only the values that changed
+    check_lists: list[ListChange] = field(default_factory=list)  # checks added and retired, rules per check
+    check_values: list[ValueChange] = field(default_factory=list)  # what changed of a check both versions ask
 
     @property
     def rubric_changed(self) -> bool:
@@ -81,7 +92,7 @@ class CriteriaDiff:
 
     @property
     def unchanged(self) -> bool:
-        return not (self.rubric_changed or self.lists or self.values)
+        return not (self.rubric_changed or self.lists or self.values or self.check_lists or self.check_values)
 
 
 def _characters(rules: DraftRules) -> list[str]:
@@ -121,9 +132,87 @@ _VALUES = (
 )
 
 
+def check_text(check: CheckDefinition) -> str:
+    """A check in one line: its key, name and answer kind."""
+    kind = {
+        AnswerKind.VERDICT: "pass / fail",
+        AnswerKind.CATEGORY: f"one of {', '.join(check.categories)}",
+        AnswerKind.SCORE: f"1 to {check.scale}",
+    }[check.kind]
+    return f"{check.key} ({check.name}): {kind}{'' if check.required else ', not required'}"
+
+
+def rule_text(rule: ConversationRule) -> str:
+    """A rule in words: what it looks for, where, and what a match sets."""
+    where = " or ".join(f"{scope.value} messages" for scope in getattr(rule, "scopes", []))
+    if isinstance(rule, PhrasesRule):
+        looks = f"{'any of ' if len(rule.phrases) > 1 else ''}{', '.join(repr(p) for p in rule.phrases)} in {where}"
+    elif isinstance(rule, PatternRule):
+        looks = f"pattern {rule.pattern!r}{' (case-sensitive)' if rule.case_sensitive else ''} in {where}"
+    elif isinstance(rule, ToolCalledRule):
+        looks = f"the tool {rule.tool!r} {'never called' if rule.must else 'called'}"
+    else:
+        looks = "a tool call with no result"
+    return f"{looks} sets {rule.sets}" + (f" ({rule.note})" if rule.note else "")
+
+
+# What is compared of a check both versions ask, in the editor's order.
+_CHECK_VALUES = (
+    ("name", lambda c: c.name),
+    ("question", lambda c: c.question),
+    ("answer", lambda c: c.kind.value),
+    ("required", lambda c: "yes" if c.required else "no"),
+    ("categories", lambda c: ", ".join(c.categories)),
+    ("categories that pass", lambda c: ", ".join(c.passing)),
+    ("scale", lambda c: f"1 to {c.scale}" if c.kind == AnswerKind.SCORE else ""),
+    ("lowest passing score", lambda c: "" if c.pass_from is None else str(c.pass_from)),
+)
+
+
+def _checks_diff(old: CheckSet, new: CheckSet) -> tuple[list[ListChange], list[ValueChange]]:
+    """Checks added and retired (by key), the order of those both ask, and per check both ask each value, each
+    answer's guidance and its rules (as entries added and removed)."""
+    before, after = {c.key: c for c in old.checks}, {c.key: c for c in new.checks}
+    lists, values = [], []
+    added = [check_text(c) for c in new.checks if c.key not in before]
+    retired = [check_text(c) for c in old.checks if c.key not in after]
+    if added or retired:
+        lists.append(ListChange("Checks", added, retired))
+    kept_before = [key for key in old.keys if key in after]
+    kept_after = [key for key in new.keys if key in before]
+    if kept_before != kept_after:
+        values.append(ValueChange("Order of the checks", ", ".join(kept_before), ", ".join(kept_after)))
+    for key in kept_after:
+        was, now = before[key], after[key]
+        for label, value in _CHECK_VALUES:
+            if value(was) != value(now):
+                values.append(ValueChange(f"{key}: {label}", value(was), value(now)))
+        for answer in dict.fromkeys([*was.answers, *now.answers]):
+            if was.guidance.get(answer, "") != now.guidance.get(answer, ""):
+                values.append(
+                    ValueChange(
+                        f"{key}: guidance for {answer}", was.guidance.get(answer, ""), now.guidance.get(answer, "")
+                    )
+                )
+        rules_before, rules_after = [rule_text(r) for r in was.rules], [rule_text(r) for r in now.rules]
+        rules_added = [r for r in rules_after if r not in rules_before]
+        rules_removed = [r for r in rules_before if r not in rules_after]
+        if rules_added or rules_removed:
+            lists.append(ListChange(f"{key}: rules", rules_added, rules_removed))
+    if old.judge_after_rule_fail != new.judge_after_rule_fail:
+        values.append(
+            ValueChange(
+                "Judge asked after a rule failed a required check",
+                "yes" if old.judge_after_rule_fail else "no",
+                "yes" if new.judge_after_rule_fail else "no",
+            )
+        )
+    return lists, values
+
+
 def criteria_diff(*, old: CriteriaVersion, new: CriteriaVersion) -> CriteriaDiff:
     """Two versions of one kind side by side: the rubric as a line diff, each rule list as the entries added and
-    removed, and every other rule whose value changed."""
+    removed, every other rule whose value changed, and the checks each asks."""
     if old.kind != new.kind:
         raise ValueError(f"{old} and {new} are of different kinds")
     lists: list[ListChange] = []
@@ -139,7 +228,8 @@ def criteria_diff(*, old: CriteriaVersion, new: CriteriaVersion) -> CriteriaDiff
         for label, value in _VALUES:
             if value(old_rules) != value(new_rules):
                 values.append(ValueChange(label, value(old_rules), value(new_rules)))
-    return CriteriaDiff(old, new, list(_rubric_rows(old.rubric, new.rubric)), lists, values)
+    check_lists, check_values = _checks_diff(old.check_set(), new.check_set())
+    return CriteriaDiff(old, new, list(_rubric_rows(old.rubric, new.rubric)), lists, values, check_lists, check_values)
 
 
 def _rubric_rows(old: str, new: str) -> Iterator[RubricRow]:

@@ -5,13 +5,16 @@ A published version never changes: every write here refuses one (CriteriaImmutab
 and the Django admin, which all come through here.
 """
 
+import re
 from datetime import datetime
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import IntegrityError, transaction
 from django.utils import timezone
+from pydantic import ValidationError
 
+from grading.checks.definitions import MAX_CHECKS, AnswerKind, CheckSet
 from grading.checks.rules import RulesInvalid, default_rules, rules_validate
 from grading.judge.backends import judge_entry, judge_names
 from grading.models import (
@@ -76,7 +79,8 @@ class CriteriaConflict(Exception):
 
 
 class CriteriaInvalid(Exception):
-    """An edit that may not be saved. `errors` maps "rubric" or "rules.<path in the rules document>" to messages."""
+    """An edit that may not be saved. `errors` maps "rubric", "rules.<path in the rules document>" or
+    "checks.<path in the checks document>" to messages."""
 
     def __init__(self, errors: dict[str, list[str]]) -> None:
         super().__init__("; ".join(f"{path}: {' '.join(messages)}" for path, messages in errors.items()))
@@ -120,6 +124,7 @@ def criteria_new_version(
                     number=latest.number + 1,
                     rubric=source.rubric,
                     rules=source.rules,
+                    checks=source.checks,
                     slots=source.slots,
                     slots_for=source.slots_for,
                     slots_share=source.slots_share,
@@ -166,6 +171,7 @@ def criteria_update(
     revision: int | None = None,
     rubric: str | None = None,
     rules: dict | None = None,
+    checks: dict | None = None,
     slots: int | None = None,
     slots_for: str | None = None,
     slots_share: int | None = None,
@@ -176,9 +182,9 @@ def criteria_update(
     1. Lock the row. A published version is refused (CriteriaImmutable), whatever the caller read earlier.
     2. `revision` is the revision the editor started from: if someone saved since, refuse (CriteriaConflict, naming
        them and when) and keep their save. Without it (a script), no lock is checked.
-    3. Validate the rubric, the reviewer slots, the judge (a configured one) and, for drafts, the rules document
-       per field (CriteriaInvalid); store the rules in their normalised form, move the revision on and record who
-       saved.
+    3. Validate the rubric, the checks (`checks_validate`), the reviewer slots, the judge (a configured one) and,
+       for drafts, the rules document per field (CriteriaInvalid); store the rules and checks in their normalised
+       form, move the revision on and record who saved.
     """
     errors: dict[str, list[str]] = {}
     changes: dict[str, object] = {}
@@ -196,6 +202,11 @@ def criteria_update(
             changes["rules"] = rules_validate(rules).model_dump(mode="json")
         except RulesInvalid as invalid:
             errors |= {f"rules.{path}" if path else "rules": messages for path, messages in invalid.errors.items()}
+    if checks is not None:
+        try:
+            changes["checks"] = checks_validate(checks, kind=version.kind).model_dump(mode="json")
+        except CriteriaInvalid as invalid:
+            errors |= invalid.errors
     if slots is not None:
         if not 1 <= slots <= MAX_SLOTS or slots_for not in SlotsFor.values or not 0 <= (slots_share or 0) <= 100:
             errors["slots"] = [f"From 1 to {MAX_SLOTS} people, for the audit sample, every item or a share of 0-100%."]
@@ -206,6 +217,8 @@ def criteria_update(
         changes["judge"] = judge
     with transaction.atomic():
         locked = criteria_edit_lock(version=version, revision=revision)
+        if "checks" in changes:
+            errors |= _retired_with_examples(locked, changes["checks"])
         if errors:
             raise CriteriaInvalid(errors)
         detail: dict[str, object] = {"changed": sorted(f for f, v in changes.items() if getattr(locked, f) != v)}
@@ -222,6 +235,109 @@ def criteria_update(
             detail={"revision": locked.revision, **detail},
         )  # fmt: skip
     return locked
+
+
+# --- checks -----------------------------------------------------------------------------------------------------------
+
+# The kind-wide rules of a check (grading/checks/definitions.py) are said of the check as a whole; the editor shows
+# each beside the field the admin changes to satisfy it. Keyed by how the message starts.
+_FIELD_OF_CHECK_MESSAGE = {
+    "a category check has two to eight categories": "categories",
+    "categories are distinct": "categories",
+    "only a category check has categories": "categories",
+    "the passing categories must be among": "passing",
+    "a required category check names": "passing",
+    "the lowest passing score": "pass_from",
+    "a required score check names": "pass_from",
+    "only a score check has": "pass_from",
+    "guidance for answers": "guidance",
+}
+_CHECK_PATH = re.compile(r"checks\.(\d+)")
+_RULE_PATH = re.compile(r"(checks\.\d+\.rules\.\d+)\.(?:phrases|pattern|tool_called|tools_answered)(\..+)?")
+_DRAFT_CHECKS = "A draft's checks are its sub-scores: score checks the judge answers beside its score."
+
+
+def checks_validate(document: object, *, kind: str) -> CheckSet:
+    """The checks an editor asked to save (a CheckSet document), or CriteriaInvalid naming each field that is wrong
+    as `checks.<i>.<field>`, `checks.<i>.rules.<j>.<field>` or `checks` (the set as a whole).
+
+    A draft's checks are score checks and not required (its pass or fail stays the gate's threshold and findings),
+    and have no rules: rules read a conversation's messages."""
+    try:
+        check_set = CheckSet.model_validate(document)
+    except ValidationError as invalid:
+        raise CriteriaInvalid(_check_errors(invalid)) from None
+    errors: dict[str, list[str]] = {}
+    if kind == ItemKind.DRAFT:
+        for index, check in enumerate(check_set.checks):
+            if check.kind != AnswerKind.SCORE:
+                errors[f"checks.{index}.kind"] = [_DRAFT_CHECKS]
+            if check.required:
+                errors[f"checks.{index}.required"] = [
+                    "A draft passes or fails by the gate's threshold and findings: its score checks are not required."
+                ]
+            if check.rules:
+                errors[f"checks.{index}.rules"] = ["Rules read a conversation's messages: a draft's checks have none."]
+    if errors:
+        raise CriteriaInvalid(errors)
+    return check_set
+
+
+def _check_errors(invalid: ValidationError) -> dict[str, list[str]]:
+    errors: dict[str, list[str]] = {}
+    for error in invalid.errors():
+        loc = ".".join(str(part) for part in error["loc"]) or "checks"  # the set's own rules name no field
+        path = _RULE_PATH.sub(lambda m: m.group(1) + (m.group(2) or ""), loc)
+        message = _check_message(error)
+        if _CHECK_PATH.fullmatch(path):
+            field = next((f for start, f in _FIELD_OF_CHECK_MESSAGE.items() if message.startswith(start)), None)
+            path = f"{path}.{field}" if field else path
+        if message not in errors.setdefault(path, []):
+            errors[path].append(message)
+    return errors
+
+
+def _check_message(error: dict) -> str:
+    """Pydantic's reason in words an editor can act on."""
+    context = error.get("ctx") or {}
+    match error["type"]:
+        case "value_error":
+            return str(context.get("error", error["msg"]))
+        case "missing":
+            return "is required"
+        case "string_too_short":
+            return "may not be empty"
+        case "string_too_long":
+            return f"at most {context['max_length']} characters"
+        case "too_short" if error["loc"] == ("checks",):
+            return "A version asks at least one check."
+        case "too_long" if error["loc"] == ("checks",):
+            return f"At most {MAX_CHECKS} checks: every one is asked in every judge call."
+        case "too_short":
+            return f"at least {context['min_length']} ({context['actual_length']} given)"
+        case "too_long":
+            return f"at most {context['max_length']} ({context['actual_length']} given)"
+        case "literal_error" | "enum":
+            return f"must be one of {context['expected']}"
+        case "union_tag_invalid":
+            return f"a rule is one of {context['expected_tags']}"
+        case "int_parsing" | "int_from_float" | "int_type":
+            return "must be a whole number"
+    return str(error["msg"])
+
+
+def _retired_with_examples(version: CriteriaVersion, checks: dict) -> dict[str, list[str]]:
+    """A conversation check retired while the version still shows worked examples of it: refused, since the judge
+    would read examples of a check it is no longer asked (the admin removes them first)."""
+    if version.kind != ItemKind.CONVERSATION:
+        return {}  # a draft's examples are of its pass or fail, not of a check
+    kept = {check["key"] for check in checks["checks"]}
+    shown = set(version.examples.values_list("check_name", flat=True))
+    retired = sorted(shown - kept)
+    if not retired:
+        return {}
+    names = ", ".join(retired)
+    return {"checks": [f"Worked examples of {names} are shown with this version: remove them before retiring {names}."]}
 
 
 def criteria_edit_lock(*, version: CriteriaVersion, revision: int | None) -> CriteriaVersion:

@@ -1,5 +1,7 @@
 """A scored trial as the trial page shows it: its figures in words and numbers, each side of a check in one row."""
 
+from grading.checks.definitions import AnswerKind, CheckDefinition, CheckSet
+from grading.criteria.impact import rule_text
 from grading.criteria.scoring import TrialScore
 from grading.figures.agreement import Agreement
 
@@ -38,3 +40,23 @@ def scored_checks(score: TrialScore) -> list[dict]:
         }
         for scored in score.checks
     ]
+
+
+def checks_read(check_set: CheckSet) -> list[dict]:
+    """A version's checks as its read-only page shows them: each answer with its guidance and whether it passes a
+    required check, and the rules in words."""
+    return [
+        {
+            "check": check,
+            "answers": [
+                {"answer": answer, "guidance": check.guidance.get(answer, ""), "passes": _passes(check, answer)}
+                for answer in check.answers
+            ],
+            "rules": [rule_text(rule) for rule in check.rules],
+        }
+        for check in check_set.checks
+    ]
+
+
+def _passes(check: CheckDefinition, answer: str) -> bool:
+    return check.kind != AnswerKind.VERDICT and check.required and check.outcome(answer) == "pass"

@@ -1,4 +1,4 @@
-"""Forms of the criteria pages: the editor of a version (the rubric and every rule of the rules document), the
+"""Forms of the criteria pages: the editor of a version (the rubric, the checks, every rule of the rules document), the
 small forms that ask for N, K and a confirmation, a worked example's, and a spend cap's.
 
 The editor does not validate the rules itself: it builds the rules document from what was typed and hands it to
@@ -17,6 +17,7 @@ from grading.judge.backends import judge_names
 from grading.models import CriteriaVersion, ItemKind, SlotsFor, SpendPeriod, TrialSource
 from grading.models.criteria import MAX_SLOTS
 from grading.reviews.spend import CAP_MAX
+from reviewer.criteria.check_forms import check_formset
 
 SEVERITY_CHOICES = [("fatal", "fatal: fails the draft"), ("fixable", "fixable: repaired automatically")]
 PLACEMENT_CHOICES = [
@@ -89,8 +90,8 @@ _FORMSET_OF_PATH = {"rules.banned_characters.characters": "characters", "rules.c
 
 
 class CriteriaForm(forms.Form):
-    """The editor of an unpublished version. Conversation versions have a rubric only; drafts have the rules
-    document too. `revision` is the revision the editor started from: the service refuses a save made from an
+    """The editor of an unpublished version: its rubric, its checks (`check_forms.py`) and, for drafts, the rules
+    document. `revision` is the revision the editor started from: the service refuses a save made from an
     older one (someone saved meanwhile)."""
 
     revision = forms.IntegerField(min_value=1, widget=forms.HiddenInput)
@@ -106,6 +107,11 @@ class CriteriaForm(forms.Form):
         error_messages={"invalid_choice": "No judge named %(value)s is configured: choose one of the list."},
     )
 
+    # Conversations: when a rule has already failed a required check, whether the judge is still asked.
+    judge_after_rule_fail = forms.BooleanField(
+        required=False, label="Ask the judge even when a rule has already failed a required check"
+    )
+
     def __init__(self, *args, version: CriteriaVersion, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self.version = version
@@ -114,10 +120,15 @@ class CriteriaForm(forms.Form):
         missing = [] if version.judge in names else [(version.judge, f"{version.judge} (not configured)")]
         self.fields["judge"].choices = [(name, _judge_choice(name)) for name in names] + missing
         self.is_draft = version.kind == ItemKind.DRAFT
+        prefix_data = args[0] if args else kwargs.get("data")
+        # Left out of a post (a script editing the rubric), the version's checks stay as they are.
+        self.checks = None
+        if prefix_data is None or "checks-TOTAL_FORMS" in prefix_data:
+            self.checks = check_formset(prefix_data, check_set=version.check_set(), is_draft=self.is_draft)
         if not self.is_draft:
             return
+        del self.fields["judge_after_rule_fail"]  # rules read conversations only
         self.fields |= _draft_fields()
-        prefix_data = args[0] if args else kwargs.get("data")
         rules = version.draft_rules()
         self.characters = CharacterFormSet(
             prefix_data,
@@ -134,12 +145,15 @@ class CriteriaForm(forms.Form):
     def for_version(cls, version: CriteriaVersion) -> "CriteriaForm":
         initial = {"revision": version.revision, "rubric": version.rubric, "judge": version.judge}
         initial |= version_slots(version)
+        initial["judge_after_rule_fail"] = version.check_set().judge_after_rule_fail
         if version.kind == ItemKind.DRAFT:
             initial |= _draft_initial(version)
         return cls(initial=initial, version=version)
 
     def is_valid(self) -> bool:
         valid = super().is_valid()
+        if self.checks is not None:
+            valid = self.checks.is_valid() & valid
         if self.is_draft:
             valid = self.characters.is_valid() & self.components.is_valid() & valid
         return valid
@@ -153,6 +167,13 @@ class CriteriaForm(forms.Form):
             return {}
         slots_for = data.get("slots_for") or self.version.slots_for
         return {"slots": data["slots"], "slots_for": slots_for, "slots_share": data.get("slots_share") or 0}
+
+    def checks_document(self) -> dict | None:
+        """The checks document as typed, or None when the post did not include the checks."""
+        if self.checks is None:
+            return None
+        keep = self.version.check_set().judge_after_rule_fail
+        return self.checks.document(judge_after_rule_fail=self.cleaned_data.get("judge_after_rule_fail", keep))
 
     def rules_document(self) -> dict | None:
         """The rules document as typed (drafts), with the formset rows it was built from remembered so that an
@@ -219,6 +240,9 @@ class CriteriaForm(forms.Form):
     def add_service_errors(self, errors: dict[str, list[str]]) -> None:
         """Show each of the service's errors beside the field (or formset row) it names."""
         for path, messages in errors.items():
+            if (path == "checks" or path.startswith("checks.")) and self.checks is not None:
+                self.checks.add_service_errors({path: messages})
+                continue
             for prefix, rows_name in _FORMSET_OF_PATH.items():
                 if path == prefix or path.startswith(prefix + "."):
                     self._formset_error(rows_name, path.removeprefix(prefix).lstrip("."), messages)
@@ -326,6 +350,10 @@ class DiffForm(forms.Form):
 class PreviewForm(forms.Form):
     n = forms.IntegerField(min_value=1, max_value=PREVIEW_MAX, initial=PREVIEW_DEFAULT, label="drafts")
 
+    def __init__(self, *args, item: str = "drafts", **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["n"].label = item
+
 
 class TrialForm(forms.Form):
     source = forms.ChoiceField(
@@ -360,7 +388,7 @@ class ExampleAddForm(forms.Form):
     version = forms.IntegerField(min_value=1)
     kind = forms.ChoiceField(choices=ItemKind.choices)
     item = forms.IntegerField(min_value=1)
-    check = forms.CharField(max_length=16)
+    check = forms.CharField(max_length=32)
 
 
 class ExampleExplainForm(forms.Form):

@@ -2,6 +2,7 @@
 one more banned word, and a trial of it, run."""
 
 from dataclasses import dataclass
+from html.parser import HTMLParser
 
 from grading.conversations.grader import conversation_grade
 from grading.criteria.trials import criteria_trial_start, trial_item_grade
@@ -70,17 +71,77 @@ def editor_data(version: CriteriaVersion, **changes: str) -> dict[str, str]:
 
     form = CriteriaForm.for_version(version)
     bound_fields = list(form)
-    if form.is_draft:
-        for formset in (form.characters, form.components):
-            bound_fields += list(formset.management_form)
-            for row in formset.forms:
-                bound_fields += list(row)
-    data = {}
+    formsets = [form.characters, form.components] if form.is_draft else []
+    formsets += [check.rules for check in form.checks.forms if check.rules is not None]
+    for formset in (form.checks, *formsets):
+        bound_fields += list(formset.management_form)
+        for row in formset.forms:
+            bound_fields += list(row)
+    data: dict = {}
     for field in bound_fields:
         value = field.value()
         if isinstance(value, bool) or value is None:
             if value:
                 data[field.html_name] = "on"
             continue
-        data[field.html_name] = str(value)
+        data[field.html_name] = [str(v) for v in value] if isinstance(value, list) else str(value)
     return data | changes
+
+
+class _EditorForm(HTMLParser):
+    """The fields of the page's editor form (`<form class="editor">`) as a browser posts them: text inputs and
+    textareas as they read, ticked boxes, each select's selected option (else its first)."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.data: dict[str, list[str]] = {}
+        self._in_form = False
+        self._select: str | None = None
+        self._options: list[tuple[str, bool]] = []
+        self._textarea: str | None = None
+        self._text = ""
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        attr = {name: value or "" for name, value in attrs}
+        if tag == "form":
+            self._in_form = "editor" in attr.get("class", "").split()
+        if not self._in_form or "name" not in attr and tag != "option":
+            return
+        if tag == "input":
+            kind = attr.get("type", "text")
+            if kind in ("checkbox", "radio"):
+                if "checked" in attr:
+                    self._add(attr["name"], attr.get("value", "on"))
+            elif kind not in ("submit", "button"):
+                self._add(attr["name"], attr.get("value", ""))
+        elif tag == "select":
+            self._select, self._options = attr["name"], []
+        elif tag == "option" and self._select is not None:
+            self._options.append((attr.get("value", ""), "selected" in attr))
+        elif tag == "textarea":
+            self._textarea, self._text = attr["name"], ""
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "form":
+            self._in_form = False
+        elif tag == "select" and self._select is not None:
+            chosen = [value for value, selected in self._options if selected] or [self._options[0][0]]
+            self._add(self._select, chosen[0])
+            self._select = None
+        elif tag == "textarea" and self._textarea is not None:
+            self._add(self._textarea, self._text.removeprefix("\n"))  # the newline after the tag is not content
+            self._textarea = None
+
+    def handle_data(self, data: str) -> None:
+        if self._textarea is not None:
+            self._text += data
+
+    def _add(self, name: str, value: str) -> None:
+        self.data.setdefault(name, []).append(value)
+
+
+def page_form_data(html: str, **changes) -> dict:
+    """What the browser posts when the editor on `html` is saved as it reads, with `changes` typed over it."""
+    parser = _EditorForm()
+    parser.feed(html)
+    return {name: values if len(values) > 1 else values[0] for name, values in parser.data.items()} | changes

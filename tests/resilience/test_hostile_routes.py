@@ -95,6 +95,7 @@ WORKING = {
     ("GET", "/api/v1/dashboard"): {"query": {"application": "billing"}},
     ("GET", "/api/v1/dashboard/{section}"): {"query": {"application": "billing"}},
     ("GET", "/api/v1/criteria/trials/{trial_id}"): {"query": {"format": "json"}},
+    ("GET", "/api/v1/criteria/{kind}"): {"query": {"number": "1"}},
     ("GET", "/api/v1/spend"): {},
     ("POST", "/api/v1/otlp/v1/traces"): {"body": {"resourceSpans": []}},
     ("POST", "/api/v1/otlp/v1/logs"): {"body": {"resourceLogs": []}},
@@ -299,7 +300,7 @@ def world(org, client) -> World:
         org=org, scope=ErasureScope.DRAFT, kind=ItemKind.DRAFT, target="gone", requested_at=timezone.now()
     )
     ids = {"external_id": conversation.external_id, "draft_id": draft.pk, "trial_id": trial.pk,
-           "erasure_id": erasure.pk, "section": "quality"}  # fmt: skip
+           "erasure_id": erasure.pk, "section": "quality", "kind": "conversation"}  # fmt: skip
     return World(client, api_key_create(org=org, name="hostile").plaintext, ids)
 
 

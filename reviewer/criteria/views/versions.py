@@ -13,8 +13,10 @@ from django.shortcuts import redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from grading.checks.definitions import MAX_CHECKS
 from grading.core.spreadsheets import csv_lines
 from grading.criteria.impact import criteria_diff, criteria_preview, criteria_publish_planned, publish_plan
+from grading.criteria.rule_preview import rules_preview
 from grading.criteria.scoring import is_scored, trial_rows, trial_score
 from grading.criteria.trials import (
     TrialCount,
@@ -40,7 +42,7 @@ from grading.reviews.versions import (
 from reviewer.access import found, org_named, role_required
 from reviewer.audit.display import trail_of
 from reviewer.criteria import reads
-from reviewer.criteria.display import scored_checks
+from reviewer.criteria.display import checks_read, scored_checks
 from reviewer.criteria.forms import (
     CriteriaForm,
     DiffForm,
@@ -63,11 +65,6 @@ def _get_version_for_user(request: HttpRequest, pk: int) -> CriteriaVersion:
 
 def _get_trial_for_user(request: HttpRequest, pk: int) -> CriteriaTrial:
     return found(reads.trial_for_admin(org_ids=reads.admin_org_ids(request.user), trial_id=pk), "trial")
-
-
-def _draft_kind(version: CriteriaVersion) -> None:
-    if version.kind != ItemKind.DRAFT:
-        raise Http404("Previews re-run the draft checks: conversation criteria have none.")
 
 
 @require_GET
@@ -123,6 +120,7 @@ def criteria_version(request: HttpRequest, pk: int) -> HttpResponse:
             revision=form.cleaned_data["revision"],
             rubric=form.cleaned_data["rubric"],
             rules=form.rules_document(),
+            checks=form.checks_document(),
             **form.slots_setting(),
             **form.judge_setting(),
         )
@@ -157,6 +155,8 @@ def _render_version(
         "form": form,
         "refusal": refusal,
         "rules": version.draft_rules() if version.kind == ItemKind.DRAFT else None,
+        "checks_read": checks_read(version.check_set()),
+        "checks_max": MAX_CHECKS,
         "others": reads.versions_of_kind(version),
         "trials": reads.trials_of(version),
         "regrade": _regrade_panel(version) if version.is_active else None,
@@ -197,10 +197,11 @@ def criteria_diff_view(request: HttpRequest) -> HttpResponse:
 @require_GET
 @role_required(Role.CRITERIA_ADMIN)
 def criteria_preview_view(request: HttpRequest, pk: int) -> HttpResponse:
-    """The version's deterministic checks over the org's last N drafts, against their current reviews. No judge
-    calls; nothing is written."""
+    """The version's deterministic checks over the org's last N drafts (a conversation version's: the rules of its
+    checks over the last N conversations), against their current reviews. No judge calls; nothing is written."""
     version = _get_version_for_user(request, pk)
-    _draft_kind(version)
+    if version.kind == ItemKind.CONVERSATION:
+        return _rules_preview(request, version)
     form = PreviewForm(request.GET or None)
     preview = None
     if form.is_bound:
@@ -211,6 +212,19 @@ def criteria_preview_view(request: HttpRequest, pk: int) -> HttpResponse:
     blind_reviews = _blind_reviews(row.review for row in preview.rows) if preview else set()
     context = {"version": version, "form": form, "preview": preview, "blind_reviews": blind_reviews, **NAV}
     return render(request, "reviewer/criteria/preview.html", context)
+
+
+def _rules_preview(request: HttpRequest, version: CriteriaVersion) -> HttpResponse:
+    form = PreviewForm(request.GET or None, item="conversations")
+    preview = None
+    if form.is_bound:
+        if not form.is_valid():
+            context = {"version": version, "form": form, **NAV}
+            return render(request, "reviewer/criteria/rules_preview.html", context, status=400)
+        preview = rules_preview(version=version, limit=form.cleaned_data["n"])
+    blind_reviews = _blind_reviews(row.review for row in preview.rows) if preview else set()
+    context = {"version": version, "form": form, "preview": preview, "blind_reviews": blind_reviews, **NAV}
+    return render(request, "reviewer/criteria/rules_preview.html", context)
 
 
 @require_http_methods(["GET", "POST"])

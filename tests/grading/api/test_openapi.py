@@ -8,6 +8,7 @@ OPERATION_IDS = {
     "grading_api_erasures_get_erasure",
     "grading_api_erasures_post_erasure",
     "grading_api_get_conversation",
+    "grading_api_get_criteria",
     "grading_api_get_criteria_trial",
     "grading_api_get_dashboard",
     "grading_api_get_dashboard_section",

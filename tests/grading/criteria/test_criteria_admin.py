@@ -64,3 +64,16 @@ def test_invalid_rules_are_refused_in_the_admin_naming_the_field(superuser_clien
     assert response.status_code == 200 and "band: must be at least 0" in response.content.decode()
     version.refresh_from_db()
     assert version.revision == 1
+
+
+def test_checks_edited_in_the_admin_are_validated_by_the_service(superuser_client, org):
+    client, _ = superuser_client
+    version = criteria_new_version(org=org, kind=ItemKind.CONVERSATION)
+    checks = dict(version.checks, checks=[*version.checks["checks"], {"key": "Bad Key", "name": "x", "question": "?"}])
+    response = client.post(change_url(version), admin_form(version, checks=json.dumps(checks)))
+    assert response.status_code == 200
+    assert "checks.3.key: a key is 1 to 32 lower-case letters" in response.content.decode()
+    checks["checks"][3]["key"] = "tone"
+    assert client.post(change_url(version), admin_form(version, checks=json.dumps(checks))).status_code == 302
+    version.refresh_from_db()
+    assert (version.check_set().keys[-1], version.revision) == ("tone", 2)

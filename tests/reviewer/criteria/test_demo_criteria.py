@@ -14,7 +14,7 @@ def versions(org, kind):
 
 def test_the_demo_seeds_an_older_conversation_version_and_an_unpublished_draft_version():
     org = demo_seed()
-    old, active = versions(org, ItemKind.CONVERSATION)
+    old, active, _ = versions(org, ItemKind.CONVERSATION)
     assert (old.is_active, old.published_at is not None, active.is_active, active.author.username) == (
         False, True, True, "casey"
     )  # fmt: skip
@@ -23,6 +23,18 @@ def test_the_demo_seeds_an_older_conversation_version_and_an_unpublished_draft_v
     assert (v1.is_active, draft.published_at, draft.author.username) == (True, None, "casey")
     rules = draft.draft_rules()
     assert set(DRAFT_V2_BANNED) <= set(rules.banned_words.terms) and rules.threshold == DRAFT_V2_THRESHOLD
+
+
+def test_the_demo_s_unpublished_conversation_version_asks_a_check_of_its_own_with_a_rule_and_a_category():
+    org = demo_seed()
+    active, unpublished = versions(org, ItemKind.CONVERSATION)[1:]
+    assert (unpublished.published_at, unpublished.based_on, unpublished.author.username) == (None, active, "casey")
+    check_set = unpublished.check_set()
+    assert check_set.keys == ("grounded", "complete", "usable", "cites_policy", "intent")
+    policy, intent = check_set["cites_policy"], check_set["intent"]
+    assert (policy.kind, policy.required, policy.rules[0].kind) == ("verdict", True, "phrases")
+    assert (intent.kind, intent.required, len(intent.categories)) == ("category", False, 4)
+    assert active.check_set().keys == ("grounded", "complete", "usable")  # what the demo's figures were graded on
 
 
 def test_the_demo_s_draft_version_holds_a_decided_draft_as_an_example_and_the_org_a_day_cap():
@@ -40,8 +52,9 @@ def test_the_demo_s_draft_version_holds_a_decided_draft_as_an_example_and_the_or
 
 def test_seeding_twice_adds_no_version_example_or_cap():
     org = demo_seed()
-    before = list(CriteriaVersion.objects.filter(org=org).values_list("kind", "number", "rules", "rubric", "revision"))
+    fields = ("kind", "number", "rules", "checks", "rubric", "revision")
+    before = list(CriteriaVersion.objects.filter(org=org).order_by("pk").values_list(*fields))
     demo_seed()
-    after = list(CriteriaVersion.objects.filter(org=org).values_list("kind", "number", "rules", "rubric", "revision"))
+    after = list(CriteriaVersion.objects.filter(org=org).order_by("pk").values_list(*fields))
     assert after == before
     assert (CriteriaExample.objects.count(), SpendCap.objects.count()) == (1, 1)

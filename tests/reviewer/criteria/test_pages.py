@@ -195,7 +195,10 @@ def test_preview_and_trial_sizes_out_of_range_are_400s_naming_the_field(admin_cl
     assert diff.status_code == 400 and "new" in diff.content.decode()
     across = {"old": criteria.active.pk, "new": criteria.conversation_active.pk}
     assert admin_client.get(reverse("criteria_diff"), across).status_code == 404
-    assert admin_client.get(reverse("criteria_preview", args=[criteria.conversation_active.pk])).status_code == 404
+    rules = admin_client.get(reverse("criteria_preview", args=[criteria.conversation_active.pk]), {"n": 0})
+    assert rules.status_code == 400 and rules.context["form"].errors == {
+        "n": ["Ensure this value is greater than or equal to 1."]
+    }
 
 
 def test_a_trial_is_counted_first_then_started_and_its_page_polls_until_done(admin_client, criteria, fake_llm):

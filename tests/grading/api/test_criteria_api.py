@@ -1,0 +1,47 @@
+"""A pipeline reads what a criteria version asks: its checks by key, with their answers and rules."""
+
+import pytest
+
+from grading.api.keys import api_key_create
+from grading.models import ItemKind
+from grading.reviews.versions import criteria_new_version, criteria_publish, criteria_update
+from tests.builders.check_documents import CITES_POLICY, INTENT, with_checks
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def api(client, org):
+    key = api_key_create(org=org, name="pipeline").plaintext
+    return lambda path: client.get(f"/api/v1{path}", HTTP_AUTHORIZATION=f"Bearer {key}")
+
+
+def test_it_shows_the_active_version_s_checks_and_any_version_by_number(api, org, other_org):
+    version = criteria_new_version(org=org, kind=ItemKind.CONVERSATION)
+    criteria_update(version=version, checks=with_checks(version, CITES_POLICY, INTENT, judge_after_rule_fail=False))
+    criteria_publish(version=version)
+    body = api("/criteria/conversation").json()
+    assert (body["criteria_version"], body["active"], body["judge_after_rule_fail"]) == (2, True, False)
+    keys = [check["key"] for check in body["checks"]]
+    assert keys == ["grounded", "complete", "usable", "cites_policy", "intent"]
+    policy = body["checks"][3]
+    assert (policy["name"], policy["required"], policy["guidance"]) == (
+        "Cites the policy", True, CITES_POLICY["guidance"]
+    )  # fmt: skip
+    assert policy["rules"] == [CITES_POLICY["rules"][0]]
+    assert body["checks"][4]["categories"] == ["refund", "order_status", "other"]
+    first = api("/criteria/conversation?number=1").json()
+    assert [c["key"] for c in first["checks"]] == ["grounded", "complete", "usable"] and first["active"] is False
+    drafts = api("/criteria/draft").json()
+    assert [(c["key"], c["kind"]) for c in drafts["checks"]] == [
+        ("aeo", "score"),
+        ("writing", "score"),
+        ("org_fit", "score"),
+    ]
+
+
+def test_an_unknown_kind_or_number_is_a_404_naming_it(api, org, other_org):
+    criteria_new_version(org=other_org, kind=ItemKind.CONVERSATION)  # another org's v2 is not this org's
+    assert api("/criteria/conversation?number=2").status_code == 404
+    response = api("/criteria/essay")
+    assert response.status_code == 404 and "draft or conversation" in response.json()["detail"]
