@@ -230,13 +230,17 @@ def _bench_export(org, scope) -> None:
     """Stream the export (conversations over the whole range): rows per second untraced; then Python's peak
     allocation under tracemalloc for a tenth of the rows and for all of them (flat if it streams)."""
     reviews = reads.reviews_behind(org, scope, reads.ReviewFilter(kind=ItemKind.CONVERSATION))
+    checks = reads.checks_asked(org, ItemKind.CONVERSATION)
+    columns = export.columns_for(checks)
     clock: dict = {}
     rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     with _clock(clock):
         rows = (
             sum(
                 line.count("\n")
-                for line in export.as_csv(export.export_rows(reviews, f=reads.ReviewFilter(), reader_id=None))
+                for line in export.as_csv(
+                    export.export_rows(reviews, f=reads.ReviewFilter(), reader_id=None, checks=checks), columns
+                )
             )
             - 1
         )
@@ -254,7 +258,10 @@ def _bench_export(org, scope) -> None:
         consumed = sum(
             1
             for _ in export.as_jsonl(
-                export.export_rows(reviews.filter(pk__lte=upper), f=reads.ReviewFilter(), reader_id=None)
+                export.export_rows(
+                    reviews.filter(pk__lte=upper), f=reads.ReviewFilter(), reader_id=None, checks=checks
+                ),
+                columns,
             )
         )
         peaks.append((consumed, tracemalloc.get_traced_memory()[1]))
