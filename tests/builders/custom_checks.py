@@ -7,7 +7,7 @@ from django.utils import timezone
 
 from grading.checks.definitions import AnswerKind, CheckDefinition, CheckSet
 from grading.core.weeks import monday
-from grading.models import CriteriaVersion, ItemKind, Label, Review
+from grading.models import CriteriaVersion, ItemKind, Label, Review, ReviewState, Route
 from tests.builders.conversations import PATH_IDS
 from tests.builders.queue_items import conversation_item
 
@@ -64,3 +64,25 @@ def labelled(review: Review, labeller: str, **answers: str) -> None:
             source="test",
             labelled_at=timezone.now(),
         )
+
+
+def trial_review(version: CriteriaVersion, item: Review, answers: Mapping[str, str]) -> Review:
+    """A trial's review of `item`'s conversation under `version` (an unpublished version), on the same evidence."""
+    checks = {key: {"verdict": answer, "message_ids": PATH_IDS, "rationale": ""} for key, answer in answers.items()}
+    return Review.objects.create(
+        org_id=item.org_id,
+        kind=ItemKind.CONVERSATION,
+        conversation_id=item.conversation_id,
+        fingerprint=item.fingerprint,
+        criteria_version=version,
+        judge=item.judge,
+        judge_key=item.judge_key,
+        started_at=item.started_at,
+        finished_at=item.finished_at,
+        stages=1,
+        route=Route.HUMAN,
+        reason="unknown_check",
+        checks=checks,
+        usage={"prompt_tokens": 10, "completion_tokens": 2},
+        state=ReviewState.TRIAL,
+    )
