@@ -563,9 +563,10 @@ def people_figures(
 
 def _histogram(patterns: Counter, categories: Sequence[str]) -> Counter:
     """The counters' patterns (`answers_pattern`) as raters.py reads them: per item, how many gave each of the
-    check's answers in their order (an answer the check does not have is left out)."""
+    check's answers in their order (an answer the check does not have is left out). In the patterns' order, so
+    the sums over it come out the same whatever order the counters were read in."""
     histogram: Counter = Counter()
-    for pattern, n in patterns.items():
+    for pattern, n in sorted(patterns.items()):
         counts = pattern_counts(pattern)
         histogram[tuple(counts[category] for category in categories)] += n
     return histogram
