@@ -9,7 +9,7 @@ from grading.criteria.scoring import NOT_ASKED, trial_rows, trial_score
 from grading.models import CriteriaTrial, ItemKind, TrialSource
 from grading.models.criteria import default_checks
 from grading.reviews.versions import criteria_active, criteria_new_version
-from tests.builders.custom_checks import answered, asking, labelled, trial_review
+from tests.builders.own_checks import answered, asking, labelled, trial_review
 
 pytestmark = pytest.mark.django_db
 

@@ -18,7 +18,7 @@ from grading.models import EvaluationExport, ItemKind, Label, Review
 from grading.reviews.rollups import rollups_rebuild
 from grading.reviews.versions import criteria_active
 from reviewer.dashboards import reads
-from tests.builders.custom_checks import OWN_CHECKS, answered, asking, labelled
+from tests.builders.own_checks import OWN_CHECKS, answered, asking, labelled
 
 pytestmark = pytest.mark.django_db
 
