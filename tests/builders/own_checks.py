@@ -7,7 +7,7 @@ from django.utils import timezone
 
 from grading.checks.definitions import AnswerKind, CheckDefinition, CheckSet
 from grading.core.weeks import monday
-from grading.models import CriteriaVersion, ItemKind, Label, Review, ReviewState, Route
+from grading.models import CriteriaVersion, Decision, ItemKind, Label, Review, ReviewState, Route
 from tests.builders.conversations import PATH_IDS
 from tests.builders.queue_items import conversation_item
 
@@ -86,3 +86,17 @@ def trial_review(version: CriteriaVersion, item: Review, answers: Mapping[str, s
         usage={"prompt_tokens": 10, "completion_tokens": 2},
         state=ReviewState.TRIAL,
     )
+
+
+def decided(review: Review, person, answers: Mapping[str, str], *, audit: bool = True) -> None:
+    """A person's decision on the review's item, answering the version's checks (an audit item: the unbiased sample)."""
+    Decision.objects.create(
+        org_id=review.org_id,
+        review=review,
+        outcome="fail" if "fail" in answers.values() else "pass",
+        checks=dict(answers),
+        note="checked",
+        decided_by=person,
+        decided_at=timezone.now(),
+    )
+    Review.objects.filter(pk=review.pk).update(state=ReviewState.DECIDED, audit=audit)

@@ -18,7 +18,7 @@ from grading.models import EvaluationExport, ItemKind, Label, Review
 from grading.reviews.rollups import rollups_rebuild
 from grading.reviews.versions import criteria_active
 from reviewer.dashboards import reads
-from tests.builders.own_checks import OWN_CHECKS, answered, asking, labelled
+from tests.builders.own_checks import OWN_CHECKS, answered, asking, decided, labelled
 
 pytestmark = pytest.mark.django_db
 
@@ -98,6 +98,22 @@ def test_labels_on_a_versions_own_checks_feed_the_agreement_figures_equal_to_a_r
     assert (intent["items"], intent["unanimous"]) == (6, 5)  # they split on item 4's intent
     assert agreement["samples"]["label"]["checks"]["cites_policy"]["n"] == 12  # two labels on each of six items
     assert "all_checks" in agreement["samples"]["label"]["checks"]  # the verdict checks pooled (grounded, cites)
+
+
+def test_decisions_on_a_versions_own_checks_feed_the_audit_samples_figures_equal_to_a_recount(org, graded, operator):
+    # People decide the first four items of the audit sample: a decision answers every check the version asks.
+    said = {1: ("pass", "pass", "billing", "1"), 2: ("pass", "pass", "billing", "3"),
+            3: ("fail", "pass", "refund", "3"), 4: ("pass", "fail", "other", "5")}  # fmt: skip
+    for n, answers in said.items():
+        decided(graded[n], operator, dict(zip(OWN_CHECKS.keys, answers, strict=True)))
+    rollups_rebuild(org_id=org.pk)
+    audit = dashboard_figures(scope_for(org))["agreement"]["conversation"]["samples"]["audit"]["checks"]
+    for i, check in enumerate(OWN_CHECKS.keys):
+        pairs = Counter((MACHINE[n][i], answers[i]) for n, answers in said.items())
+        figures = {k: v for k, v in audit[check].items() if k != "scores"}
+        assert _same(figures, agreement_of(OWN_CHECKS[check].answers, pairs).as_json()), check
+    assert (audit["intent"]["n"], audit["intent"]["agreed"]) == (4, 3)  # item 2: the judge said refund, people billing
+    assert audit["helpful"]["scores"]["n"] == 4
 
 
 def test_a_score_checks_weighted_kappa_and_ordinal_alpha_are_those_worked_by_hand(org, graded):
