@@ -9,14 +9,15 @@ from collections import Counter, defaultdict
 
 import pytest
 from django.urls import reverse
+from django.utils import timezone
 
 from grading.dashboard.figures import dashboard_figures, scope_for
 from grading.delivery.evaluations import evaluation_records
 from grading.figures.agreement import agreement_of
 from grading.figures.raters import people_agreement, score_agreement
-from grading.models import EvaluationExport, ItemKind, Label, Review
+from grading.models import CriteriaVersion, EvaluationExport, ItemKind, Label, Review
 from grading.reviews.rollups import rollups_rebuild
-from grading.reviews.versions import criteria_active
+from grading.reviews.versions import criteria_active, criteria_new_version
 from reviewer.dashboards import reads
 from tests.builders.own_checks import OWN_CHECKS, answered, asking, decided, labelled
 
@@ -180,3 +181,22 @@ def test_each_check_the_version_asks_is_one_evaluation_record_a_score_by_its_val
 def test_score_agreement_leaves_out_answers_that_are_not_scores_of_the_scale():
     figures = score_agreement(5, {("1", "1"): 2, ("unknown", "3"): 4, ("6", "6"): 1, ("2", "2"): 1})
     assert figures.n == 3 and figures.weighted_kappa == pytest.approx(1.0)
+
+
+def test_weeks_graded_under_an_earlier_version_are_read_with_the_checks_it_asked(org, client_for, stakeholder):
+    first = criteria_active(org=org, kind=ItemKind.CONVERSATION)  # today's three checks
+    answered(org, "cv-old", {"grounded": "pass", "complete": "fail", "usable": "pass"})
+    second = asking(criteria_new_version(org=org, kind=ItemKind.CONVERSATION))
+    CriteriaVersion.objects.filter(pk=first.pk).update(is_active=False)
+    CriteriaVersion.objects.filter(pk=second.pk).update(is_active=True, published_at=timezone.now())
+    answered(org, "cv-new", dict(zip(OWN_CHECKS.keys, MACHINE[2], strict=True)))
+    rollups_rebuild(org_id=org.pk)
+
+    quality = dashboard_figures(scope_for(org))["quality"]
+    assert quality["criteria_version"] == second.number and set(quality["checks"]) == set(OWN_CHECKS.keys)
+    [earlier] = quality["earlier_versions"]
+    assert earlier["criteria_version"] == first.number and earlier["reviews"] == 1 and earlier["weeks"]
+    assert [check["key"] for check in earlier["asked"]] == ["grounded", "complete", "usable"]
+    assert earlier["checks"]["complete"] == {"pass": 0, "fail": 1, "unknown": 0}
+    page = client_for(stakeholder).get(reverse("dashboard"), {"org": org.slug}).content.decode()
+    assert "quality-earlier-versions" in page and "Complete: pass 0 · fail 1 · unknown 0" in page
