@@ -12,7 +12,10 @@ history up to the total. Requests go through Django's test client in process (ev
 middleware, a signed-in stakeholder, real PostgreSQL). CPU is reported beside wall time: this process's, and the
 database backend's (read from /proc for the backend serving this connection; the bench's server is local).
 
-BENCH_DASHBOARD_REVIEWS (default 1000000) scales it.
+BENCH_DASHBOARD_REVIEWS (default 1000000) scales it. BENCH_DASHBOARD_CHECKS=12 gives the conversation version
+twelve checks (issue 39: today's three, five verdicts of its own, two categories and two scores), answered on every
+review and by every decision and answer, against today's three (the default): run both and read each page against
+the trivial view of its own run.
 """
 
 import json
@@ -37,9 +40,11 @@ from django.utils import timezone
 
 from bench.common import backend_cpu, fresh_org
 from grading.api.keys import api_key_create
+from grading.checks.definitions import AnswerKind, CheckDefinition, CheckSet
 from grading.core.weeks import monday, monday_sql
 from grading.dashboard.figures import dashboard_figures, iso_week, scope_for
-from grading.models import COUNTING_STATES, ItemKind, Review, state_now
+from grading.models import COUNTING_STATES, CriteriaVersion, ItemKind, Review, state_now
+from grading.models.criteria import default_checks
 from grading.reviews.rollups import (
     ERASED,
     _contributions_read,
@@ -230,13 +235,17 @@ def _bench_export(org, scope) -> None:
     """Stream the export (conversations over the whole range): rows per second untraced; then Python's peak
     allocation under tracemalloc for a tenth of the rows and for all of them (flat if it streams)."""
     reviews = reads.reviews_behind(org, scope, reads.ReviewFilter(kind=ItemKind.CONVERSATION))
+    checks = reads.checks_asked(org, ItemKind.CONVERSATION)
+    columns = export.columns_for(checks)
     clock: dict = {}
     rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     with _clock(clock):
         rows = (
             sum(
                 line.count("\n")
-                for line in export.as_csv(export.export_rows(reviews, f=reads.ReviewFilter(), reader_id=None))
+                for line in export.as_csv(
+                    export.export_rows(reviews, f=reads.ReviewFilter(), reader_id=None, checks=checks), columns
+                )
             )
             - 1
         )
@@ -254,7 +263,10 @@ def _bench_export(org, scope) -> None:
         consumed = sum(
             1
             for _ in export.as_jsonl(
-                export.export_rows(reviews.filter(pk__lte=upper), f=reads.ReviewFilter(), reader_id=None)
+                export.export_rows(
+                    reviews.filter(pk__lte=upper), f=reads.ReviewFilter(), reader_id=None, checks=checks
+                ),
+                columns,
             )
         )
         peaks.append((consumed, tracemalloc.get_traced_memory()[1]))
@@ -274,9 +286,11 @@ def _populate(org, total: int) -> dict[str, int]:
         get_user_model().objects.create_user(username=f"bench-operator-{n}", password="unused-bench-password").pk
         for n in range(ANSWERERS)
     ]
+    version = criteria_active(org=org, kind=ItemKind.CONVERSATION)
+    CriteriaVersion.objects.filter(pk=version.pk).update(checks=CHECK_SET.model_dump(mode="json"))
     params = {
         "org": org.pk,
-        "cc": criteria_active(org=org, kind=ItemKind.CONVERSATION).pk,
+        "cc": version.pk,
         "dc": criteria_active(org=org, kind=ItemKind.DRAFT).pk,
         "conversations": conversations,
         "drafts": drafts,
@@ -309,6 +323,36 @@ _CHECK = """jsonb_build_object('verdict', {v}, 'message_ids', '["m2"]'::jsonb, '
 # the audit sample (decided); started over the last 26 weeks, one an hour back from now.
 _CONVERSATION_ROUTE = "CASE WHEN g %% 10 < 6 THEN 'pass' WHEN g %% 10 < 8 THEN 'fail' ELSE 'human' END"
 
+# The conversation version's checks: today's three, or twelve (BENCH_DASHBOARD_CHECKS=12).
+_OWN = [
+    *(CheckDefinition(key=f"own_{n}", name=f"Own {n}", question="A verdict of the version's own?") for n in range(5)),
+    *(
+        CheckDefinition(
+            key=key, name=key, question="Which?", kind=AnswerKind.CATEGORY, categories=["a", "b", "c"], required=False
+        )
+        for key in ("intent", "tone")
+    ),
+    *(
+        CheckDefinition(key=key, name=key, question="How good?", kind=AnswerKind.SCORE, required=False)
+        for key in ("helpful", "clarity")
+    ),
+]
+TWELVE = int(os.environ.get("BENCH_DASHBOARD_CHECKS", "3")) == 12
+CHECK_SET = CheckSet(checks=[*default_checks(ItemKind.CONVERSATION).checks, *(_OWN if TWELVE else [])])
+# Each check of its own answered on every review (by g, the conversation's number) and by every decision and answer
+# (by the review's id): mostly alike, the categories and scores spread.
+_ANSWER_OF = {
+    "verdict": "CASE WHEN ({n}) %% 9 = 0 THEN 'fail' ELSE 'pass' END",
+    "category": "(ARRAY['a', 'b', 'c'])[1 + ({n}) %% 3]",
+    "score": "(1 + ({n}) %% 5)::text",
+}
+_OWN_REVIEW_CHECKS = "".join(
+    f", '{c.key}', " + _CHECK.format(v=_ANSWER_OF[c.kind].format(n=f"x.g + {i}")) for i, c in enumerate(_OWN) if TWELVE
+)
+_OWN_PEOPLE_CHECKS = "".join(
+    f", '{c.key}', " + _ANSWER_OF[c.kind].format(n=f"r.id + {i}") for i, c in enumerate(_OWN) if TWELVE
+)
+
 _POPULATE_SQL = [
     """INSERT INTO grading_conversation (org_id, external_id, application, closed, started_at, last_activity_at,
             fingerprint, active_path_ids, branch_count, message_count, updated_at, grading_task_id, end_user)
@@ -324,7 +368,7 @@ _POPULATE_SQL = [
             jsonb_build_object(
                 'grounded', {_CHECK.format(v="CASE WHEN x.route = 'fail' THEN 'fail' ELSE 'pass' END")},
                 'complete', {_CHECK.format(v="CASE WHEN x.route = 'human' THEN 'unknown' ELSE 'pass' END")},
-                'usable', {_CHECK.format(v="'pass'")}),
+                'usable', {_CHECK.format(v="'pass'")}{_OWN_REVIEW_CHECKS}),
             NULL, NULL, NULL, NULL, '{{}}'::jsonb, '[]'::jsonb, '[]'::jsonb, NULL, '{{}}'::jsonb,
             jsonb_build_object('prompt_tokens', 2000 + x.g %% 700, 'completion_tokens', 150, 'total_tokens', 2150),
             CASE WHEN x.g %% 10 = 9 THEN 'waiting' WHEN x.g %% 10 = 8 OR x.audit THEN 'decided' ELSE 'current' END,
@@ -371,24 +415,24 @@ _POPULATE_SQL = [
             'superseded', false, r.application, r.week, r.submitted_at, ''
         FROM generate_series(1, %(history)s) h
         JOIN grading_review r ON r.id = (SELECT min(id) FROM grading_review) + (h %% %(conversations)s)""",
-    """INSERT INTO grading_decision (org_id, review_id, basis, outcome, checks, note, decided_by_id, decided_at)
+    f"""INSERT INTO grading_decision (org_id, review_id, basis, outcome, checks, note, decided_by_id, decided_at)
         SELECT r.org_id, r.id, 'one',
             CASE WHEN r.kind = 'draft' THEN 'approve' WHEN r.id %% 3 = 0 THEN 'fail' ELSE 'pass' END,
-            CASE WHEN r.kind = 'draft' THEN '{}'::jsonb
+            CASE WHEN r.kind = 'draft' THEN '{{}}'::jsonb
                  ELSE jsonb_build_object('grounded', CASE WHEN r.id %% 3 = 0 THEN 'fail' ELSE 'pass' END,
-                                         'complete', 'pass', 'usable', 'pass') END,
+                                         'complete', 'pass', 'usable', 'pass'{_OWN_PEOPLE_CHECKS}) END,
             'bench', (%(ops)s::int[])[1 + r.id %% 3], r.finished_at + (r.id %% 600) * interval '1 minute'
         FROM grading_review r WHERE r.org_id = %(org)s AND r.state = 'decided'""",
     # Five people's answers on every item for people, decided or not (all its places answered): the queue's
     # people-against-people figures. They mostly agree; one in four splits on grounded, one in five on a draft.
-    """INSERT INTO grading_answer (org_id, review_id, person_id, fingerprint, outcome, checks, note, answered_at,
+    f"""INSERT INTO grading_answer (org_id, review_id, person_id, fingerprint, outcome, checks, note, answered_at,
             slots)
         SELECT r.org_id, r.id, (%(ops)s::int[])[who], r.fingerprint,
             CASE WHEN r.kind = 'draft' THEN CASE WHEN (r.id + who) %% 5 = 0 THEN 'reject' ELSE 'approve' END
                  WHEN (r.id + who) %% 4 = 0 THEN 'fail' ELSE 'pass' END,
-            CASE WHEN r.kind = 'draft' THEN '{}'::jsonb
+            CASE WHEN r.kind = 'draft' THEN '{{}}'::jsonb
                  ELSE jsonb_build_object('grounded', CASE WHEN (r.id + who) %% 4 = 0 THEN 'fail' ELSE 'pass' END,
-                                         'complete', 'pass', 'usable', 'pass') END,
+                                         'complete', 'pass', 'usable', 'pass'{_OWN_PEOPLE_CHECKS}) END,
             '', r.finished_at + interval '1 minute', cardinality(%(ops)s::int[])
         FROM grading_review r CROSS JOIN generate_series(1, cardinality(%(ops)s::int[])) who
         WHERE r.org_id = %(org)s AND r.state IN ('decided', 'waiting')""",

@@ -1,10 +1,12 @@
 """A trial scored against people: for a trial run on items with a human verdict (TrialSource audit, decisions or
 labels), how far the trial version and the active version each agree with people on the same items.
 
-Per check (conversations: grounded, complete, usable; drafts: pass_fail, the machine's verdict being
+Per check (conversations: each check the trial's version asks; drafts: pass_fail, the machine's verdict being
 MACHINE_PASS_FAIL of grading/figures/definitions.py), for each side: agreement, Cohen's kappa, their intervals and
-the confusion table (`agreement_of`, categories as the dashboard's); the items whose verdict changed, toward
-people or away from them; and what the trial spent.
+the confusion table over the check's answers (`agreement_of`, as the dashboard's; a score check adds weighted kappa
+and ordinal alpha); the items whose answer changed, toward people or away from them; and what the trial spent. A
+check the active version does not ask (the trial's version adds it) is scored for the trial alone, and says so;
+a check only the active version asks is named as dropped.
 
 What is compared, and why:
 - The human verdict is the item's from the trial's source on its present evidence (grading/reviews/human.py), and
@@ -13,34 +15,44 @@ What is compared, and why:
 - The active side is the item's counting review (under the active version) when it read that evidence too.
 - An item that is an example of the trial's version NOW is left out: a version is never scored on its own
   examples (the page says how many were left out).
-- A check is compared on the items where people, the trial and the active version all give a verdict, so the two
-  sides' figures stand on the same items.
+- A check both versions ask is compared on the items where people, the trial and the active version all give a
+  verdict, so the two sides' figures stand on the same items; a check the trial adds, where people and the trial do.
 """
 
 from collections import Counter
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, replace
 
 from django.db.models.fields.json import KeyTextTransform, KeyTransform
 
-from grading.core.outcomes import CHECKS
+from grading.checks.definitions import AnswerKind
 from grading.criteria.trials import HELD_BY_SPEND_CAP
 from grading.figures.agreement import Agreement, agreement_of
-from grading.figures.definitions import PASS_FAIL, SCORED, checks_of, machine_categories, machine_verdict
+from grading.figures.definitions import PASS_FAIL, SCORED, answers_of, checks_of, machine_verdict
 from grading.figures.expressions import Lit
+from grading.figures.raters import ScoreAgreement, score_agreement
 from grading.models import Conversation, CriteriaTrial, CriteriaVersion, Draft, ItemKind, Review, TrialSource
 from grading.reviews.human import HumanVerdict, human_verdicts, id_in
 
 TOWARD, AWAY, ASIDE = "toward", "away", "aside"  # a changed verdict moved to people's, off it, or between others
-# The machine's verdict on each check, read from a review's columns (compiled once: a trial holds thousands).
-_MACHINE_VERDICT = {check: machine_verdict(Lit(check)).fn for check in (*CHECKS, PASS_FAIL)}
+NOT_ASKED = "the active version does not ask this check: the trial's version adds it"
 
 
 @dataclass(frozen=True)
 class ScoredCheck:
     check: str
     trial: Agreement  # the trial version's verdicts against people's
-    active: Agreement  # the active version's, on the same items
+    active: Agreement  # the active version's, on the same items (none when it does not ask the check)
+    added: bool = False  # the trial's version asks it and the active version does not
+    trial_scores: ScoreAgreement | None = None  # a score check: weighted kappa and ordinal alpha
+    active_scores: ScoreAgreement | None = None
+
+    def as_json(self) -> dict:
+        out = {"trial": self.trial.as_json(), "active": self.active.as_json()}
+        if self.trial_scores is not None and self.active_scores is not None:
+            out["trial"]["scores"] = self.trial_scores.as_json()
+            out["active"]["scores"] = self.active_scores.as_json()
+        return out
 
 
 @dataclass(frozen=True)
@@ -74,6 +86,7 @@ class TrialScore:
     trial: CriteriaTrial
     active_version: CriteriaVersion | None  # the version the other side was graded under
     checks: list[ScoredCheck]
+    dropped: list[str]  # checks the active version asks and the trial's version does not
     changed: list[ChangedVerdict]
     items: list[ScoredItem]
     examples_left_out: int  # sample items that are examples of the version now
@@ -106,9 +119,10 @@ class TrialScore:
                 "completion": self.completion_tokens,
                 "total": self.prompt_tokens + self.completion_tokens,
             },
-            "checks": {s.check: {"trial": s.trial.as_json(), "active": s.active.as_json()} for s in self.checks}
-            if is_scored(self.trial)
-            else {},
+            "checks": {s.check: s.as_json() for s in self.checks} if is_scored(self.trial) else {},
+            # Checks the trial's version adds (scored for the trial alone), and those it no longer asks.
+            "added_checks": [s.check for s in self.checks if s.added],
+            "dropped_checks": self.dropped,
             "changed": [
                 {
                     "item": c.external_id,
@@ -130,11 +144,15 @@ def trial_score(trial: CriteriaTrial) -> TrialScore:
     kind = version.kind
     field = kind  # the review's foreign key to its item
     model = Draft if kind == ItemKind.DRAFT else Conversation
+    active_version = CriteriaVersion.objects.filter(org_id=trial.org_id, kind=kind, is_active=True).first()
+    checks = checks_of(kind, version)
+    asked_before = checks_of(kind, active_version) if active_version is not None else ()
+    read = (*checks, *(check for check in asked_before if check not in checks))
     subjects = dict(model.objects.filter(id_in("pk", trial.sample)).values_list("pk", "external_id"))
-    trial_reviews = _verdict_rows(Review.objects.filter(id_in("pk", (r for r in trial.review_ids if r))))
+    trial_reviews = _verdict_rows(Review.objects.filter(id_in("pk", (r for r in trial.review_ids if r))), read)
     active_reviews = {
         row["item_id"]: row
-        for row in _verdict_rows(Review.objects.counting().filter(id_in(f"{field}_id", trial.sample)), field)
+        for row in _verdict_rows(Review.objects.counting().filter(id_in(f"{field}_id", trial.sample)), read, field)
     }
     humans = (
         human_verdicts(org_id=trial.org_id, kind=kind, source=trial.source, item_ids=trial.sample)
@@ -143,7 +161,7 @@ def trial_score(trial: CriteriaTrial) -> TrialScore:
     )
     examples = set(version.examples.filter(**{f"{field}__isnull": False}).values_list(f"{field}_id", flat=True))
     by_review = {row["id"]: row for row in trial_reviews}
-    checks = checks_of(kind)
+    verdicts = {check: machine_verdict(Lit(check)).fn for check in checks}  # compiled once: a trial holds thousands
     items = []
     for index, (item_id, review_id) in enumerate(zip(trial.sample, trial.review_ids, strict=True)):
         human = humans.get(item_id)
@@ -159,16 +177,21 @@ def trial_score(trial: CriteriaTrial) -> TrialScore:
                 human=human,
                 trial_review_id=mine["id"] if mine else None,
                 active_review_id=theirs["id"] if theirs else None,
-                trial=_verdicts(mine, checks),
-                active=_verdicts(theirs, checks),
+                trial=_verdicts(mine, verdicts),
+                active=_verdicts(theirs, verdicts),
                 left_out=_left_out(item_id, human, mine, examples, review_id),
             )
         )
-    scored, changed = _compare(items, checks, machine_categories(kind))
+    asked = {
+        check: (answers_of(kind, version, check), _scale(version, check), check in asked_before or check == PASS_FAIL)
+        for check in checks
+    }
+    scored, changed = _compare(items, asked)
     return TrialScore(
         trial=trial,
-        active_version=CriteriaVersion.objects.filter(org_id=trial.org_id, kind=kind, is_active=True).first(),
+        active_version=active_version,
         checks=scored,
+        dropped=[check for check in asked_before if check not in checks],
         changed=changed,
         items=items,
         examples_left_out=sum(1 for item in items if item.item_id in examples),
@@ -178,24 +201,33 @@ def trial_score(trial: CriteriaTrial) -> TrialScore:
     )
 
 
-def _verdict_rows(reviews, field: str | None = None) -> list[dict]:
-    """The columns the machine's verdict is read from (MACHINE_PASS_FAIL, CheckVerdict), and the item's id."""
+def _scale(version: CriteriaVersion, check: str) -> int | None:
+    """The scale of `check` when `version` asks it as a score (a conversation check)."""
+    if version.kind == ItemKind.DRAFT or check == PASS_FAIL:
+        return None
+    definition = version.check_set()[check]
+    return definition.scale if definition.kind == AnswerKind.SCORE else None
+
+
+def _verdict_rows(reviews, checks: tuple[str, ...], field: str | None = None) -> list[dict]:
+    """The columns the machine's answers to `checks` are read from (MACHINE_PASS_FAIL, CheckVerdict), and the
+    item's id."""
     columns = ["id", "kind", "route", "judge_passed", "fingerprint"]
     # Only the verdicts and token counts, extracted by the database: decoding every review's whole `checks` (with
     # its rationales) and `usage` was most of a 10,000-item trial page's time (bench/README.md, bench_trials).
-    extracted = {f"verdict_{check}": KeyTextTransform("verdict", KeyTransform(check, "checks")) for check in CHECKS}
+    extracted = {f"verdict_{check}": KeyTextTransform("verdict", KeyTransform(check, "checks")) for check in checks}
     extracted |= {name: KeyTextTransform(name, "usage") for name in ("prompt_tokens", "completion_tokens")}
     rows = list(reviews.values(*columns, *([f"{field}_id"] if field else []), **extracted))
     for row in rows:
         row["item_id"] = row.get(f"{field}_id")
-        row["checks"] = {check: {"verdict": row.pop(f"verdict_{check}")} for check in CHECKS}
+        row["checks"] = {check: {"verdict": row.pop(f"verdict_{check}")} for check in checks}
     return rows
 
 
-def _verdicts(row: dict | None, checks: tuple[str, ...]) -> dict[str, str]:
+def _verdicts(row: dict | None, verdicts: dict[str, Callable[[dict], str]]) -> dict[str, str]:
     if row is None or not SCORED.fn(row):
         return {}
-    return {check: _MACHINE_VERDICT[check](row) for check in checks}
+    return {check: verdict(row) for check, verdict in verdicts.items()}
 
 
 def _left_out(
@@ -217,34 +249,49 @@ def _left_out(
 
 
 def _compare(
-    items: list[ScoredItem], checks: tuple[str, ...], categories: tuple[str, ...]
+    items: list[ScoredItem], asked: dict[str, tuple[tuple[str, ...], int | None, bool]]
 ) -> tuple[list[ScoredCheck], list[ChangedVerdict]]:
-    trial_pairs: dict[str, Counter] = {check: Counter() for check in checks}
-    active_pairs: dict[str, Counter] = {check: Counter() for check in checks}
+    """Per check (with its answers, its scale if a score, and whether the active version asks it too), the two
+    sides against people; a check the active version does not ask, the trial's side alone."""
+    trial_pairs: dict[str, Counter] = {check: Counter() for check in asked}
+    active_pairs: dict[str, Counter] = {check: Counter() for check in asked}
     changed = []
     for item in items:
         if item.left_out:
             continue
-        for check in checks:
+        for check, (categories, _, both_ask) in asked.items():
             human, mine, theirs = item.human.checks.get(check), item.trial.get(check), item.active.get(check)
-            if not all(v in categories for v in (human, mine, theirs)):
+            if not all(v in categories for v in (human, mine, *((theirs,) if both_ask else ()))):
                 continue
             trial_pairs[check][(mine, human)] += 1
+            if not both_ask:
+                continue
             active_pairs[check][(theirs, human)] += 1
             if mine != theirs:
                 direction = TOWARD if mine == human else AWAY if theirs == human else ASIDE
                 changed.append(ChangedVerdict(item.item_id, item.external_id, check, theirs, mine, human, direction))
-    scored = [
-        ScoredCheck(check, agreement_of(categories, trial_pairs[check]), agreement_of(categories, active_pairs[check]))
-        for check in checks
-    ]
+    scored = []
+    for check, (categories, scale, both_ask) in asked.items():
+        active = agreement_of(categories, active_pairs[check])
+        if not both_ask:
+            active = replace(active, note=NOT_ASKED)
+        scored.append(
+            ScoredCheck(
+                check,
+                agreement_of(categories, trial_pairs[check]),
+                active,
+                added=not both_ask,
+                trial_scores=score_agreement(scale, trial_pairs[check]) if scale else None,
+                active_scores=score_agreement(scale, active_pairs[check]) if scale else None,
+            )
+        )
     return scored, changed
 
 
 def trial_rows(score: TrialScore) -> Iterator[list[object]]:
     """The trial's items as rows for a CSV (header first): per check, people's, the trial's and the active
     version's verdicts, and why an item is not compared."""
-    checks = checks_of(score.trial.criteria_version.kind)
+    checks = [scored.check for scored in score.checks]
     yield [
         "index", "item", "trial_review", "active_review", "compared", "left_out",
         *(f"{check}_{side}" for check in checks for side in ("human", "trial", "active")),

@@ -16,16 +16,18 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.utils import timezone
 
-from grading.core.outcomes import CHECKS, SUB_SCORES, UNKNOWN_CHECK
+from grading.checks.definitions import AnswerKind, CheckDefinition, CheckSet
+from grading.core.outcomes import UNKNOWN_CHECK
 from grading.core.schemas import identifier_checked
 from grading.core.weeks import iso_week, monday, week_named, weeks_before
 from grading.dashboard.regrade import regrade_progress
 from grading.delivery.evaluations import evaluation_export_status
 from grading.figures.agreement import agreement_of
-from grading.figures.definitions import PASS_FAIL, VERDICTS, machine_categories
+from grading.figures.definitions import PASS_FAIL, VERDICTS, machine_categories, pattern_counts
 from grading.figures.expressions import OVER, WAIT_BUCKETS
-from grading.figures.raters import people_agreement
-from grading.models import CriteriaVersion, GradingRun, ItemKind, Org, Review, ReviewState, state_now
+from grading.figures.raters import jackknife_interval, krippendorff_alpha, people_agreement, score_agreement
+from grading.models import CriteriaVersion, GradingRun, ItemKind, Org, Review, ReviewState, Route, state_now
+from grading.models.criteria import default_checks
 from grading.models.reach import Reach
 from grading.reviews.rollups import ERASED, Key, rollup_last_rebuild, scope_counters
 
@@ -131,6 +133,14 @@ class Counters:
     states: dict[tuple[str, int, str], int]  # (kind, criteria id, state) -> count, over every week
     last_write: datetime | None  # the newest change among the counters read (None: not read from the rollup)
     _by: dict = field(default_factory=dict)
+    _asked: dict = field(default_factory=dict)
+
+    def asked(self, kind: str) -> CheckSet:
+        """The checks the active version of `kind` asks (a kind with no active version: the checks of today)."""
+        if kind not in self._asked:
+            active = self.active.get(kind)
+            self._asked[kind] = active.check_set() if active is not None else default_checks(kind)
+        return self._asked[kind]
 
     def state_now(self, kind: str, criteria_id: int, stored: str) -> str:
         """What reviews counted under (kind, criteria, stored state) read as now (ReviewState)."""
@@ -225,25 +235,90 @@ def quality_figures(c: Counters) -> dict:
         }
 
     total = sum(apps.values(), Counter())
-    checks = {name: {v: total[f"{name}:{v}"] for v in VERDICTS} for name in CHECKS}
+    asked = c.asked(kind).checks
     return {
         "criteria_version": c.active[kind].number if kind in c.active else None,
         "total": summary(total) | {"thumbs_up": total["thumbs_up"], "thumbs_down": total["thumbs_down"]},
         # Conversations of these weeks erased (grading/erasure): counted no more in any figure.
         "erased": c.total(kind, ERASED, active_only=False),
-        "checks": checks,
+        "asked": [check_described(check) for check in asked],
+        "checks": _answer_counts(asked, total),
         "by_week": [{"week": iso_week(week), **summary(counts)} for week, counts in weeks.items()],
         "by_application": [
             {
                 "application": application,
                 **summary(counts),
-                "checks": {name: {v: counts[f"{name}:{v}"] for v in VERDICTS} for name in CHECKS},
+                "checks": _answer_counts(asked, counts),
                 "thumbs_up": counts["thumbs_up"],
                 "thumbs_down": counts["thumbs_down"],
             }
             for application, counts in sorted(apps.items())
         ],
+        "earlier_versions": earlier_versions(c, kind),
     }
+
+
+def check_described(check: CheckDefinition) -> dict:
+    """What a reader needs beside a check's figures: its name and question, its kind and answers."""
+    return {
+        "key": check.key,
+        "name": check.name,
+        "question": check.question,
+        "kind": check.kind,
+        "required": check.required,
+        "answers": list(check.answers),
+    }
+
+
+def _answer_counts(checks: Sequence[CheckDefinition], counts: Counter) -> dict:
+    """Per check, how many reviews gave each answer it allows (`check` counters keyed check:answer)."""
+    return {check.key: {answer: counts[f"{check.key}:{answer}"] for answer in check.answers} for check in checks}
+
+
+def earlier_versions(c: Counters, kind: str) -> list[dict]:
+    """The scope's weeks graded under a version that is no longer the active one, each read as that version asked
+    (its own checks, with their answers counted; a draft version's mean scores), the newest version first."""
+    weeks: dict[int, set] = defaultdict(set)
+    counts: dict[int, Counter] = defaultdict(Counter)
+    for (_, _, criteria, _, week, _, route, _), n in c.pick(kind, "route", active_only=False):
+        weeks[criteria].add(week)
+        counts[criteria][route] += n
+    for metric in ("check", "subscore_milli", "subscore_n"):
+        for (_, _, criteria, _, _, _, check, answer), n in c.pick(kind, metric, active_only=False):
+            counts[criteria][f"{metric}:{check}:{answer}"] += n
+    active = c.active.get(kind)
+    earlier = set(weeks) - {active.pk if active is not None else None}
+    out = []
+    for version in sorted(CriteriaVersion.objects.filter(org=c.scope.org, kind=kind, pk__in=earlier), key=_newest):
+        asked, mine = version.check_set().checks, counts[version.pk]
+        read = {
+            "criteria_version": version.number,
+            "weeks": [iso_week(week) for week in sorted(weeks[version.pk])],
+            "reviews": sum(mine[route] for route in Route.values),
+            "asked": [check_described(check) for check in asked],
+        }
+        if kind == ItemKind.CONVERSATION:
+            read["checks"] = {
+                check.key: {answer: mine[f"check:{check.key}:{answer}"] for answer in check.answers} for check in asked
+            }
+        else:
+            read["sub_scores"] = _means(asked, mine)
+        out.append(read)
+    return out
+
+
+def _newest(version: CriteriaVersion) -> int:
+    return -version.number
+
+
+def _means(checks: Sequence[CheckDefinition], counts: Counter) -> dict:
+    """A draft version's mean of each score check, from counters keyed subscore_milli:key: and subscore_n:key:."""
+    out = {}
+    for check in checks:
+        if check.kind == AnswerKind.SCORE:
+            n = counts[f"subscore_n:{check.key}:"]
+            out[check.key] = {"mean": counts[f"subscore_milli:{check.key}:"] / 1000 / n if n else None, "n": n}
+    return out
 
 
 def gate_figures(c: Counters) -> dict:
@@ -256,11 +331,10 @@ def gate_figures(c: Counters) -> dict:
     findings = Counter()
     for (_, _, _, _, _, _, code, _), n in c.pick(kind, "finding"):
         findings[code] += n
-    sums, counts = Counter(), Counter()
-    for (_, _, _, _, _, _, name, _), n in c.pick(kind, "subscore_milli"):
-        sums[name] += n
-    for (_, _, _, _, _, _, name, _), n in c.pick(kind, "subscore_n"):
-        counts[name] += n
+    scores = Counter()
+    for metric in ("subscore_milli", "subscore_n"):
+        for (_, _, _, _, _, _, name, _), n in c.pick(kind, metric):
+            scores[f"{metric}:{name}:"] += n
     decisions = Counter()
     for (_, _, _, _, _, _, outcome, _), n in c.pick(kind, "decision"):
         decisions[outcome] += n
@@ -281,10 +355,9 @@ def gate_figures(c: Counters) -> dict:
         "erased": c.total(kind, ERASED, active_only=False),  # drafts of these weeks erased: counted no more
         "by_week": [{"week": iso_week(week), **{key: counts[key] for key in keys}} for week, counts in weeks.items()],
         "findings": [{"code": code, "reviews": n} for code, n in sorted(findings.items(), key=lambda i: (-i[1], i[0]))],
-        "sub_scores": {
-            name: {"mean": sums[name] / 1000 / counts[name] if counts[name] else None, "n": counts[name]}
-            for name in SUB_SCORES
-        },
+        "asked": [check_described(check) for check in c.asked(kind).checks],
+        "sub_scores": _means(c.asked(kind).checks, scores),
+        "earlier_versions": earlier_versions(c, kind),
         "decisions": {outcome: decisions[outcome] for outcome in ("approve", "reject", "send_back")},
         "time_to_verdict": {"machine": waiting("verdict_wait"), "human": waiting("human_wait")},
     }
@@ -366,9 +439,13 @@ def staleness_figures(c: Counters) -> dict:
 
 
 def agreement_figures(c: Counters) -> dict:
-    """Per kind (under its active criteria version), per sample, per check: the confusion table and its figures."""
+    """Per kind (under its active criteria version), per sample, per check the version asks: the confusion table
+    over the check's answers and its figures (nominal kappa; for a score check, weighted kappa and ordinal alpha
+    beside them)."""
     out = {}
-    for kind, checks in ((ItemKind.CONVERSATION, (*CHECKS, PASS_FAIL)), (ItemKind.DRAFT, (PASS_FAIL,))):
+    for kind in (ItemKind.CONVERSATION, ItemKind.DRAFT):
+        asked = c.asked(kind).checks if kind == ItemKind.CONVERSATION else []
+        answers = {check.key: check.answers for check in asked} | {PASS_FAIL: machine_categories(kind)}
         groups = {}
         for group in GROUPS:
             pairs: dict[str, Counter] = defaultdict(Counter)
@@ -376,21 +453,41 @@ def agreement_figures(c: Counters) -> dict:
                 machine, _, human = pair.partition(">")
                 pairs[check][(machine, human)] += n
             per_check = {}
-            for check in checks:
-                if not _people_answer_on(kind, group, check):
-                    continue
-                categories = machine_categories(kind)
-                per_check[check] = agreement_of(categories, pairs[check]).as_json()
+            for check, categories in answers.items():
+                if _people_answer_on(kind, group, check):
+                    per_check[check] = _judge_against_people(asked, check, categories, pairs[check])
             if kind == ItemKind.CONVERSATION:
-                pooled = sum((pairs[check] for check in CHECKS), Counter())
+                # Pooled over the verdict checks (pass, fail or unknown each): a category or a score pools with none.
+                verdicts = [check.key for check in asked if check.kind == AnswerKind.VERDICT]
+                pooled = sum((pairs[check] for check in verdicts), Counter())
                 per_check["all_checks"] = agreement_of(VERDICTS, pooled).as_json()
             groups[group] = {"label": GROUP_LABELS[group], "checks": per_check}
         out[kind] = {
             "criteria_version": c.active[kind].number if kind in c.active else None,
+            "asked": [check_described(check) for check in asked],
             "samples": groups,
-            "people": people_figures(c, kind, checks),
+            "people": people_figures(c, kind, answers, asked),
         }
     return out
+
+
+def _score_scale(asked: Sequence[CheckDefinition], check: str) -> int | None:
+    """The scale of `check` when the version asks it as a score."""
+    for definition in asked:
+        if definition.key == check and definition.kind == AnswerKind.SCORE:
+            return definition.scale
+    return None
+
+
+def _judge_against_people(
+    asked: Sequence[CheckDefinition], check: str, categories: Sequence[str], pairs: Counter
+) -> dict:
+    """Exact agreement and Cohen's kappa over the check's answers; for a score, weighted kappa and ordinal alpha."""
+    figures = agreement_of(categories, pairs).as_json()
+    scale = _score_scale(asked, check)
+    if scale is not None:
+        figures["scores"] = score_agreement(scale, pairs).as_json()
+    return figures
 
 
 def _people_answer_on(kind: str, sample: str, check: str) -> bool:
@@ -423,15 +520,17 @@ PEOPLE_LABELS = {
 }
 
 
-def people_figures(c: Counters, kind: str, checks: Sequence[str]) -> dict:
-    """How far people agree with each other, per sample and check, on the items several people answered (the
-    ceiling the judge's agreement with people is read against; grading/figures/raters.py)."""
-    categories = machine_categories(kind)
+def people_figures(
+    c: Counters, kind: str, answers: dict[str, Sequence[str]], asked: Sequence[CheckDefinition] = ()
+) -> dict:
+    """How far people agree with each other, per sample and check (`answers`: each check with its answers), on the
+    items several people answered (the ceiling the judge's agreement with people is read against;
+    grading/figures/raters.py). A score check adds ordinal alpha over the answers that are scores."""
     out = {}
     for sample, counters in PEOPLE_SAMPLES.items():
         patterns: dict[str, Counter] = defaultdict(Counter)
         for (_, _, _, _, _, _, check, pattern), n in c.pick(kind, counters.patterns):
-            patterns[check][tuple(int(count) for count in pattern.split(":"))] += n
+            patterns[check][pattern] += n
         agreed: dict[str, Counter] = defaultdict(Counter)
         for (_, _, _, _, _, _, check, pair), n in c.pick(kind, counters.judge):
             machine, _, human = pair.partition(">")
@@ -440,21 +539,58 @@ def people_figures(c: Counters, kind: str, checks: Sequence[str]) -> dict:
         for (_, _, _, _, _, _, check, key), n in c.pick(kind, counters.pairs) if counters.pairs else ():
             first, second, first_said, second_said = key.split(":")
             by_pair[check][(int(first), int(second))][(first_said, second_said)] += n
-        out[sample] = {
-            "label": PEOPLE_LABELS[sample],
-            "checks": {
-                check: {
-                    **people_agreement(VERDICTS, patterns[check]).as_json(),
-                    # The judge against the verdict people agreed on (or an adjudicator gave, for the queue's
-                    # answers): the figure to hold against theirs.
-                    "judge": agreement_of(categories, agreed[check]).as_json(),
-                    "pairs": _pairs(categories, by_pair[check]),
-                }
-                for check in checks
-                if _people_answer_on(kind, sample, check)
-            },
-        }
+        checks = {}
+        for check, categories in answers.items():
+            if not _people_answer_on(kind, sample, check):
+                continue
+            # People may call a whole draft unknown (a label), though the machine passes or fails it.
+            said = VERDICTS if check == PASS_FAIL else categories
+            histogram = _histogram(patterns[check], said)
+            # The judge against the verdict people agreed on (or an adjudicator gave, for the queue's answers):
+            # the figure to hold against theirs.
+            figures = {
+                **people_agreement(said, histogram).as_json(),
+                "judge": _judge_against_people(asked, check, categories, agreed[check]),
+                "pairs": _pairs(categories, by_pair[check]),
+            }
+            scale = _score_scale(asked, check)
+            if scale is not None:
+                figures["scores"] = _ordinal_people(scale, histogram)
+            checks[check] = figures
+        out[sample] = {"label": PEOPLE_LABELS[sample], "checks": checks}
     return out
+
+
+def _histogram(patterns: Counter, categories: Sequence[str]) -> Counter:
+    """The counters' patterns (`answers_pattern`) as raters.py reads them: per item, how many gave each of the
+    check's answers in their order (an answer the check does not have is left out). In the patterns' order, so
+    the sums over it come out the same whatever order the counters were read in."""
+    histogram: Counter = Counter()
+    for pattern, n in sorted(patterns.items()):
+        counts = pattern_counts(pattern)
+        histogram[tuple(counts[category] for category in categories)] += n
+    return histogram
+
+
+def _ordinal_people(scale: int, histogram: Counter) -> dict:
+    """Krippendorff's alpha at the ordinal level over people's scores (their unknowns left out)."""
+    scores: Counter = Counter()
+    for pattern, n in histogram.items():
+        scores[pattern[:scale]] += n  # the answers are 1..scale, then unknown
+    alpha = krippendorff_alpha(scores, level="ordinal") if scores else None
+    return {
+        "scale": scale,
+        "krippendorff_alpha": alpha,
+        "krippendorff_alpha_level": "ordinal",
+        "krippendorff_alpha_interval": _listed(
+            jackknife_interval(scores, lambda h: krippendorff_alpha(h, level="ordinal")) if alpha is not None else None
+        ),
+        "interval_method": "jackknife standard error over items, normal 95%",
+    }
+
+
+def _listed(interval: tuple[float, float] | None) -> list[float] | None:
+    return list(interval) if interval else None
 
 
 PAIRS_SHOWN = 10  # the pairs of people who answered the same items most often

@@ -1,7 +1,8 @@
 """Verdicts out: every review and operator decision as OpenTelemetry `gen_ai.evaluation.result` log records.
 
-One record per check (conversations) or per sub-score and the overall score (drafts), with the attributes the
-GenAI conventions name (`gen_ai.evaluation.name`, `.score.value`, `.score.label`, `.explanation`,
+One record per check the review's criteria version asks (conversations: a verdict or a category as the label, a
+score as the value; drafts: each score check's score, and the overall score), with the attributes the GenAI
+conventions name (`gen_ai.evaluation.name`, `.score.value`, `.score.label`, `.explanation`,
 `gen_ai.response.id`) and Tollgate's score identity beside them (`tollgate.*`: fingerprint, criteria version,
 judge, review id). A conversation that arrived by OTLP is linked to the span of its last answer (the record's
 trace and span ids), so the producer's tracing backend shows the verdict on the call it judged.
@@ -25,7 +26,7 @@ from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsSer
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.logs.v1.logs_pb2 import SEVERITY_NUMBER_INFO, LogRecord
 
-from grading.core.outcomes import CHECKS
+from grading.checks.definitions import AnswerKind, CheckSet
 from grading.delivery import enqueue
 from grading.models import Decision, ItemKind, Review, Route
 from grading.models.otlp import EvaluationExport, SpanLink
@@ -66,9 +67,10 @@ def evaluation_records(review: Review, event: str) -> list[LogRecord]:
         }
         at = decision.decided_at
         if review.kind == ItemKind.CONVERSATION:
+            asked = review.criteria_version.check_set()
             scores = [
-                (name, decision.checks[name], VERDICT_SCORES.get(decision.checks[name]), decision.note)
-                for name in _in_check_order(decision.checks)
+                (name, *_label_and_value(asked, name, decision.checks[name]), decision.note)
+                for name in _in_check_order(asked, decision.checks)
             ]
         else:
             scores = [("operator_decision", decision.outcome, None, decision.note)]
@@ -103,20 +105,37 @@ def evaluation_records(review: Review, event: str) -> list[LogRecord]:
 def _machine_scores(review: Review) -> list[tuple[str, str | None, float | None, str]]:
     if review.route in (Route.NOT_SCORABLE, Route.ERROR):
         return []  # nothing was judged: no verdict to report
+    asked = review.criteria_version.check_set()
     if review.kind == ItemKind.CONVERSATION:
         return [
-            (name, check.get("verdict"), VERDICT_SCORES.get(check.get("verdict")), check.get("rationale", ""))
-            for name, check in ((name, review.checks[name]) for name in _in_check_order(review.checks))
+            (name, *_label_and_value(asked, name, check.get("verdict")), check.get("rationale", ""))
+            for name, check in ((name, review.checks[name]) for name in _in_check_order(asked, review.checks))
         ]
-    scores = [(name, None, value, "") for name, value in (review.sub_scores or {}).items() if value is not None]
+    sub_scores = review.sub_scores or {}
+    scores = [
+        (name, None, sub_scores[name], "")
+        for name in _in_check_order(asked, sub_scores)
+        if sub_scores[name] is not None
+    ]
     issues = "; ".join(issue.get("issue", "") for issue in review.judge_issues if isinstance(issue, dict))
     findings = "; ".join(f.get("message", "") for f in review.findings if isinstance(f, dict))
     return [*scores, ("overall", review.route, review.score, findings or issues)]
 
 
-def _in_check_order(checks: dict) -> list[str]:
-    """The rubric's order (JSON columns do not keep one), then any other name."""
-    return [name for name in CHECKS if name in checks] + sorted(set(checks) - set(CHECKS))
+def _in_check_order(asked: CheckSet, checks: dict) -> list[str]:
+    """The version's order of its checks (JSON columns do not keep one), then any other name."""
+    return [name for name in asked.keys if name in checks] + sorted(set(checks) - set(asked.keys))
+
+
+def _label_and_value(asked: CheckSet, name: str, answer: object) -> tuple[str | None, float | None]:
+    """A check's answer as the conventions' label and value: a verdict as its label with 1 or 0 for pass or fail; a
+    category as its label; a score as its value (unknown, which establishes nothing, as a label without one)."""
+    kind = asked[name].kind if name in asked.keys else AnswerKind.VERDICT
+    if kind == AnswerKind.SCORE and isinstance(answer, str) and answer.isdigit():
+        return None, float(answer)
+    if kind == AnswerKind.VERDICT:
+        return answer, VERDICT_SCORES.get(answer)
+    return answer, None
 
 
 def _identity(review: Review) -> dict:

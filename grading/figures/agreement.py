@@ -4,13 +4,19 @@ Cohen's kappa with the large-sample standard error of Fleiss, Cohen and Everitt 
 Pure arithmetic over counts (the rollups keep the counts). Degenerate tables say so instead of inventing a number:
 no pairs give no agreement; when both sides put every item in one and the same class, kappa is 0/0 and undefined;
 an interval needs at least two pairs and some spread.
+
+For a score check, beside exact agreement (which counts 4 against 5 as wrong as 1 against 5): Cohen's weighted
+kappa with quadratic weights, and Krippendorff's alpha at the ordinal level (grading/figures/raters.py), each
+with a jackknife interval.
 """
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 Z95 = 1.959963984540054  # the 97.5th percentile of the standard normal
+K = TypeVar("K")
 
 
 @dataclass(frozen=True)
@@ -89,3 +95,46 @@ def agreement_of(categories: Sequence[str], pairs: Mapping[tuple[str, str], int]
         return Agreement(tuple(categories), frozen, n, agreed, po, percent_interval, kappa, se, None, note)
     interval = (max(-1.0, kappa - Z95 * se), min(1.0, kappa + Z95 * se))
     return Agreement(tuple(categories), frozen, n, agreed, po, percent_interval, kappa, se, interval, "")
+
+
+def jackknife_interval(
+    counts: Mapping[K, int], statistic: Callable[[Mapping[K, int]], float | None]
+) -> tuple[float, float] | None:
+    """A normal 95% interval from the jackknife standard error over units (items, or pairs): each unit left out once.
+    Units of one kind (a pattern, a cell) leave the same value, so it costs the square of the kinds, not the units."""
+    counts = {unit: count for unit, count in counts.items() if count > 0}
+    units = sum(counts.values())
+    estimate = statistic(counts)
+    if estimate is None or units < 2:
+        return None
+    left_out = {}
+    for unit, count in counts.items():
+        value = statistic({**counts, unit: count - 1})
+        if value is None:
+            return None
+        left_out[unit] = value
+    mean = sum(counts[u] * value for u, value in left_out.items()) / units
+    variance = (units - 1) / units * sum(counts[u] * (value - mean) ** 2 for u, value in left_out.items())
+    se = math.sqrt(variance)
+    if se == 0.0:
+        return None
+    return max(-1.0, estimate - Z95 * se), min(1.0, estimate + Z95 * se)
+
+
+def weighted_kappa(cells: Mapping[tuple[int, int], int]) -> float | None:
+    """Cohen's kappa with quadratic weights over (machine score, person's score) counts: a disagreement costs the
+    square of the distance between the scores (1 - observed / expected weighted disagreement); None when no
+    disagreement is expected (every score on both sides the same)."""
+    n = sum(cells.values())
+    if n == 0:
+        return None
+    rows: dict[int, int] = {}
+    cols: dict[int, int] = {}
+    for (machine, human), count in cells.items():
+        rows[machine] = rows.get(machine, 0) + count
+        cols[human] = cols.get(human, 0) + count
+    observed = sum(count * (machine - human) ** 2 for (machine, human), count in cells.items()) / n
+    expected = sum(r * c * (i - j) ** 2 for i, r in rows.items() for j, c in cols.items()) / (n * n)
+    if expected == 0:
+        return None
+    return 1 - observed / expected

@@ -22,14 +22,13 @@ value from outside is a parameter.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import combinations
 from typing import Any
 
 from django.db.models import BooleanField, Expression, F, Q
 
-from grading.core.outcomes import CHECKS, SUB_SCORES
 from grading.core.weeks import monday, monday_sql
 from grading.figures.expressions import (
     KEY_LENGTH,
@@ -59,7 +58,17 @@ from grading.figures.expressions import (
     col,
     sql_literal,
 )
-from grading.models import COUNTING_STATES, LIVE_STATES, Decision, ItemKind, Label, ReviewState, Route
+from grading.models import (
+    COUNTING_STATES,
+    LIVE_STATES,
+    CriteriaVersion,
+    Decision,
+    ItemKind,
+    Label,
+    ReviewState,
+    Route,
+)
+from grading.models.criteria import default_checks
 
 PASS_FAIL = Label.PASS_FAIL
 # --- the rules the figures share ------------------------------------------------------------------------------
@@ -73,7 +82,7 @@ ROUTED_AT, DUE_AT = col("routed_at"), col("due_at")
 # A person credited with the review's decision (EACH_DECIDER): its id, 0 for an account since deleted.
 DECIDER = Col("decider", "decider.person")
 LABEL_CHECK, LABEL_VERDICT = Col("label_check", "l.check_name"), Col("label_verdict", "l.verdict")  # one label's
-# How many labels of one check on one item gave each verdict, in VERDICTS order ("2:1:0"): people against people.
+# How many labels of one check on one item gave each answer (`answers_pattern`): people against people.
 LABEL_PATTERN = Col("label_pattern", "l.pattern")
 LABEL_SPLIT = Col("label_split", "l.split")  # those labels do not all give one verdict
 LABEL_AGREED = Col("label_agreed", "l.agreed")  # the verdict they all gave (`labels_verdict`), where they agree
@@ -89,6 +98,10 @@ ANSWERS_DECIDED = Col("label_decided", "l.decided")
 ANSWER_PAIR = Col("answer_pair", "l.pair")
 VERDICTS = ("pass", "fail", "unknown")
 EACH = Col("each", "each.name")  # the name a figure of several names (`Figure.each`) is counted for
+# A review's checks are those its criteria version asked when it was graded (a version defines its own: issue 39),
+# so the figures per check count each check the review holds an answer to: the conversation checks of `checks`,
+# a draft's scores of `sub_scores`. Every review of one version answers the same checks.
+ANSWERED_CHECKS, SCORED_CHECKS = "checks", "sub_scores"
 FINDING = Col("finding", "finding.code")  # one of the review's finding codes
 
 # The review counts (its criteria's activeness is the cell's business). Read by most figures, so the rebuild reads
@@ -120,14 +133,49 @@ def labels_verdict(verdicts: Iterable[str]) -> str | None:
     return next(iter(said)) if len(said) == 1 else None
 
 
-def checks_of(kind: str) -> tuple[str, ...]:
-    """The checks an item of `kind` gets a verdict on, by the machine and by people: a conversation's three, or a
-    draft's pass or fail."""
-    return (PASS_FAIL,) if kind == ItemKind.DRAFT else CHECKS
+def answers_pattern(answers: Iterable[str]) -> str:
+    """How many people gave each answer to one check of one item: "2:1:0" (pass, fail, unknown: VERDICTS order)
+    while every answer is a verdict, as it was when every check was one; otherwise each answer given with its
+    count, in code point order ("billing=2,refund=1"; a score's "4=1,5=2"). `pattern_counts` reads it back."""
+    counts = Counter(answers)
+    if counts.keys() <= set(VERDICTS):
+        return ":".join(str(counts[verdict]) for verdict in VERDICTS)
+    return ",".join(f"{answer}={counts[answer]}" for answer in sorted(counts))
+
+
+def pattern_counts(pattern: str) -> Counter:
+    """`answers_pattern` read back as answer -> count (a part the counter's key length cut off is left out)."""
+    if "=" not in pattern:
+        return Counter(dict(zip(VERDICTS, map(int, pattern.split(":")), strict=True)))
+    counts: Counter = Counter()
+    for part in pattern.split(","):
+        answer, _, count = part.partition("=")
+        if count.isdigit():
+            counts[answer] = int(count)
+    return counts
+
+
+def checks_of(kind: str, version: CriteriaVersion | None = None) -> tuple[str, ...]:
+    """The checks an item of `kind` gets an answer to, by the machine and by people: a conversation's, as `version`
+    asks them (without one: the checks every version asked before versions defined their own), or a draft's pass
+    or fail."""
+    if kind == ItemKind.DRAFT:
+        return (PASS_FAIL,)
+    return (version.check_set() if version is not None else default_checks(kind)).keys
+
+
+def answers_of(kind: str, version: CriteriaVersion | None, check: str) -> tuple[str, ...]:
+    """The answers the machine and people give to `check` of an item of `kind` under `version`, which people's are
+    compared with: a draft passes or fails; pass_fail and a check the version does not ask are read as verdicts."""
+    if kind == ItemKind.DRAFT:
+        return ("pass", "fail")
+    check_set = version.check_set() if version is not None else default_checks(kind)
+    return check_set[check].answers if check in check_set.keys else VERDICTS
 
 
 def machine_categories(kind: str) -> tuple[str, ...]:
-    """The verdicts the machine gives an item of `kind` that people's are compared with: a draft passes or fails."""
+    """The verdicts the machine gives an item of `kind` as a whole, that people's are compared with: a draft passes
+    or fails; a conversation passes, fails or is unknown."""
     return ("pass", "fail") if kind == ItemKind.DRAFT else VERDICTS
 
 
@@ -167,7 +215,9 @@ class Figure:
     amount: Expr = Lit(1)
     week: str = FILED
     over: str = REVIEW
-    each: tuple[str, ...] = ()  # counted once for each of these names (EACH), e.g. each conversation check
+    # Counted once for each of these names (EACH), or for each key of the review's JSON object in the column named
+    # (ANSWERED_CHECKS: each check the review answers, whatever its version asks).
+    each: tuple[str, ...] | str = ()
 
 
 _TOKENS = HasKey("usage", "prompt_tokens")
@@ -184,7 +234,7 @@ _CHECK_AGREEMENT = [
         EACH,
         Pair(CheckVerdict(EACH), HumanCheckVerdict(EACH)),  # machine_verdict of a conversation check
         over=WITH_DECISION,
-        each=CHECKS,
+        each=ANSWERED_CHECKS,
     )
     for group, in_group in AGREEMENT_GROUPS.items()
 ]
@@ -245,7 +295,7 @@ FIGURES: tuple[Figure, ...] = (
     # What the counting reviews say.
     Figure("route", COUNTING, ROUTE, Case(DECIDED_ROUTE, Lit(""), REASON)),
     Figure("decision", COUNTING, OUTCOME, over=WITH_DECISION),
-    Figure("check", both(COUNTING, IS_CONVERSATION, SCORED), EACH, CheckVerdict(EACH), each=CHECKS),
+    Figure("check", both(COUNTING, IS_CONVERSATION, SCORED), EACH, CheckVerdict(EACH), each=ANSWERED_CHECKS),
     Figure("repaired_pass", both(_DRAFT_COUNTING, Eq(ROUTE, Lit(Route.PASS)), NonEmptyList("repairs", "applied"))),
     Figure("finding", _DRAFT_COUNTING, FINDING, over=EACH_FINDING),
     Figure(
@@ -253,9 +303,9 @@ FIGURES: tuple[Figure, ...] = (
         both(_DRAFT_COUNTING, IsNumber("sub_scores", EACH)),
         EACH,
         amount=Thousandths("sub_scores", EACH),
-        each=SUB_SCORES,
+        each=SCORED_CHECKS,
     ),
-    Figure("subscore_n", both(_DRAFT_COUNTING, IsNumber("sub_scores", EACH)), EACH, each=SUB_SCORES),
+    Figure("subscore_n", both(_DRAFT_COUNTING, IsNumber("sub_scores", EACH)), EACH, each=SCORED_CHECKS),
     Figure("verdict_wait_s", both(_DRAFT_COUNTING, SCORED), amount=_VERDICT_WAIT),
     Figure("verdict_wait", both(_DRAFT_COUNTING, SCORED), Bucket(_VERDICT_WAIT)),
     Figure("human_wait_s", _DRAFT_COUNTING, amount=_HUMAN_WAIT, over=WITH_DECISION),
@@ -333,30 +383,33 @@ ANSWER_VERDICTS = f"""
     UNION ALL SELECT c.key, c.value #>> '{{}}' FROM jsonb_each(
         CASE WHEN jsonb_typeof(a.checks) = 'object' THEN a.checks ELSE '{{}}'::jsonb END) c
         WHERE r.kind = {sql_literal(ItemKind.CONVERSATION)} AND jsonb_typeof(c.value) = 'string'"""  # noqa: S608 - constants
-# The item's human verdict on check `v.check_name`, from its decision `dc`, in the same terms.
+# The item's human verdict on check `g.check_name`, from its decision `dc`, in the same terms.
 _DECIDED_VERDICT = f"""CASE WHEN r.kind = {sql_literal(ItemKind.DRAFT)}
     THEN CASE WHEN dc.outcome = {sql_literal(Decision.Outcome.APPROVE)} THEN 'pass' ELSE 'fail' END
-    WHEN jsonb_typeof(dc.checks -> v.check_name) = 'string' THEN dc.checks ->> v.check_name END"""
-_PATTERN_COUNTS = ", ".join(f"count(*) FILTER (WHERE l.verdict = {sql_literal(v)})" for v in VERDICTS)
+    WHEN jsonb_typeof(dc.checks -> g.check_name) = 'string' THEN dc.checks ->> g.check_name END"""
+# `answers_pattern` over `g`, one row per answer given to one check with how many gave it (`n`).
+_VERDICT_COUNTS = ", ".join(f"coalesce(sum(g.n) FILTER (WHERE g.verdict = {sql_literal(v)}), 0)" for v in VERDICTS)
+_PATTERN = f"""CASE WHEN bool_and(g.verdict IN ({", ".join(map(sql_literal, VERDICTS))}))
+    THEN concat_ws(':', {_VERDICT_COUNTS})
+    ELSE string_agg(g.verdict || '=' || g.n, ',' ORDER BY g.verdict COLLATE "C") END"""
 _FROM = {
     REVIEW: "FROM r",
     WITH_DECISION: "FROM d r",
     EACH_LABEL: """FROM r JOIN grading_label l ON l.fingerprint = r.fingerprint
         AND (l.conversation_id = r.conversation_id OR l.draft_id = r.draft_id)""",
     EACH_LABELLED_CHECK: f"""FROM r CROSS JOIN LATERAL (
-        SELECT l.check_name, concat_ws(':', {_PATTERN_COUNTS}) AS pattern, count(DISTINCT l.verdict) > 1 AS split,
-            CASE WHEN count(DISTINCT l.verdict) = 1 THEN min(l.verdict) END AS agreed
-        FROM grading_label l WHERE l.fingerprint = r.fingerprint
-            AND (l.conversation_id = r.conversation_id OR l.draft_id = r.draft_id)
-        GROUP BY l.check_name HAVING count(*) >= {SEVERAL_PEOPLE}) l""",  # noqa: S608 - constants
+        SELECT g.check_name, {_PATTERN} AS pattern, count(*) > 1 AS split,
+            CASE WHEN count(*) = 1 THEN min(g.verdict) END AS agreed
+        FROM (SELECT l.check_name, l.verdict, count(*) AS n FROM grading_label l WHERE l.fingerprint = r.fingerprint
+            AND (l.conversation_id = r.conversation_id OR l.draft_id = r.draft_id) GROUP BY 1, 2) g
+        GROUP BY g.check_name HAVING sum(g.n) >= {SEVERAL_PEOPLE}) l""",  # noqa: S608 - constants
     EACH_ANSWERED_CHECK: f"""FROM r CROSS JOIN LATERAL (
-        SELECT v.check_name, concat_ws(':', {_PATTERN_COUNTS.replace("l.verdict", "v.verdict")}) AS pattern,
-            count(DISTINCT v.verdict) > 1 AS split,
+        SELECT g.check_name, {_PATTERN} AS pattern, count(*) > 1 AS split,
             (SELECT {_DECIDED_VERDICT} FROM grading_decision dc WHERE dc.review_id = r.id) AS agreed,
             (SELECT {_DECIDED_VERDICT} FROM grading_decision dc WHERE dc.review_id = r.id) IS NOT NULL AS decided
-        FROM grading_answer a CROSS JOIN LATERAL ({ANSWER_VERDICTS}) v
-        WHERE a.review_id = r.id
-        GROUP BY v.check_name HAVING count(*) >= greatest({SEVERAL_PEOPLE}, max(a.slots))) l""",  # noqa: S608 - constants
+        FROM (SELECT v.check_name, v.verdict, count(*) AS n, max(a.slots) AS slots
+            FROM grading_answer a CROSS JOIN LATERAL ({ANSWER_VERDICTS}) v WHERE a.review_id = r.id GROUP BY 1, 2) g
+        GROUP BY g.check_name HAVING sum(g.n) >= greatest({SEVERAL_PEOPLE}, max(g.slots))) l""",  # noqa: S608 - constants
     EACH_ANSWER_PAIR: f"""FROM r CROSS JOIN LATERAL (
         WITH x AS (
             SELECT a.person_id, v.check_name, v.verdict,
@@ -383,8 +436,20 @@ def _key_sql(key: Expr) -> str:
 
 
 def _from_sql(figure: Figure) -> str:
+    if isinstance(figure.each, str):
+        column = f"r.{figure.each}"
+        keys = f"CASE WHEN jsonb_typeof({column}) = 'object' THEN {column} ELSE '{{}}'::jsonb END"
+        return _FROM[figure.over] + f" CROSS JOIN LATERAL jsonb_object_keys({keys}) each(name)"
     names = ", ".join(f"({sql_literal(name)})" for name in figure.each)
     return _FROM[figure.over] + (f" CROSS JOIN (VALUES {names}) each(name)" if figure.each else "")
+
+
+def _each_of(each: tuple[str, ...] | str) -> Callable[[Row], Iterable[str | None]]:
+    """`Figure.each` in Python: the names a figure is counted for on one row (None: once, for no name)."""
+    if isinstance(each, str):
+        return lambda row: row[each] if isinstance(row[each], dict) else ()
+    names = each or (None,)
+    return lambda row: names
 
 
 def _branch_sql(figure: Figure) -> str:
@@ -433,7 +498,7 @@ def _answered_checks(row: Row, decision: Mapping[str, Any] | None, answers: Sequ
     return [
         {
             "label_check": check,
-            "label_pattern": ":".join(str(verdicts.count(v)) for v in VERDICTS),
+            "label_pattern": answers_pattern(verdicts),
             "label_split": len(set(verdicts)) > 1,
             "label_agreed": decided.get(check),
             "label_decided": decided.get(check) is not None,
@@ -487,7 +552,7 @@ def _overs(
         EACH_LABELLED_CHECK: [
             {
                 "label_check": check,
-                "label_pattern": ":".join(str(verdicts.count(v)) for v in VERDICTS),
+                "label_pattern": answers_pattern(verdicts),
                 "label_split": labels_verdict(verdicts) is None,
                 "label_agreed": labels_verdict(verdicts),
             }
@@ -503,7 +568,7 @@ def _overs(
 # The table as the upkeep reads it, per `over`: each figure's parts as closures, read once here, not per review.
 _COMPILED = {
     over: [
-        (f.metric, f.week, f.each or (None,), f.when.fn, f.key1.fn, f.key2.fn, f.amount.fn)
+        (f.metric, f.week, _each_of(f.each), f.when.fn, f.key1.fn, f.key2.fn, f.amount.fn)
         for f in FIGURES
         if f.over == over
     ]
@@ -541,7 +606,7 @@ def contributions(
         for fields in things:
             row.update(fields)
             for metric, week, each, when, key1, key2, amount in _COMPILED[over]:
-                for name in each:
+                for name in each(row):
                     row["each"] = name
                     if when(row):
                         keys = (str(key1(row))[:KEY_LENGTH], str(key2(row))[:KEY_LENGTH])

@@ -6,14 +6,13 @@ outside.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal
 from functools import cached_property
 from operator import itemgetter
 from typing import Any
-
-from grading.core.outcomes import VERDICTS
 
 # Upper bounds (seconds) of the waiting-time histograms: a median is read off them to within one bucket.
 WAIT_BUCKETS = (60, 300, 900, 1800, 3600, 7200, 14400, 28800, 86400, 172800, 604800)
@@ -230,18 +229,27 @@ class Text(Expr):
         return f"({self.value.sql()})::text"
 
 
-def _verdict_sql(text: str) -> str:
-    return f"CASE WHEN {text} IN ({', '.join(map(sql_literal, VERDICTS))}) THEN {text} ELSE 'unknown' END"
+# What an answer to a check can be, as stored (grading/checks/definitions.py): a verdict (pass, fail, unknown), a
+# category key, or a score 1 to 10. Anything else stored where an answer belongs reads unknown, as any string but
+# a verdict did when every check was a verdict (such a string is never written: answers are validated first).
+ANSWER_SHAPE = r"[a-z][a-z0-9_]{0,31}|[1-9]|10"
+_ANSWER = re.compile(ANSWER_SHAPE, re.ASCII)
+
+
+def _verdict_sql(json: str) -> str:
+    """The answer at `json` (a jsonb expression): a string of an answer's shape, else unknown."""
+    text = f"({json} #>> '{{}}')"
+    return f"CASE WHEN jsonb_typeof({json}) = 'string' AND {text} ~ '^({ANSWER_SHAPE})$' THEN {text} ELSE 'unknown' END"
 
 
 def _verdict(value: object) -> str:
-    return value if isinstance(value, str) and value in VERDICTS else "unknown"
+    return value if isinstance(value, str) and _ANSWER.fullmatch(value) else "unknown"
 
 
 @dataclass(frozen=True, eq=False)
 class CheckVerdict(Expr):
-    """The machine's verdict on a conversation check as the review stores it (`checks[check].verdict`);
-    anything but pass, fail or unknown reads unknown."""
+    """The machine's answer to a conversation check as the review stores it (`checks[check].verdict`): a verdict,
+    a category or a score; anything else reads unknown."""
 
     check: Expr
 
@@ -251,12 +259,13 @@ class CheckVerdict(Expr):
         return _verdict(entry.get("verdict") if isinstance(entry, dict) else None)
 
     def sql(self) -> str:
-        return _verdict_sql(f"(r.checks -> {self.check.sql()} ->> 'verdict')")
+        return _verdict_sql(f"(r.checks -> {self.check.sql()} -> 'verdict')")
 
 
 @dataclass(frozen=True, eq=False)
 class HumanCheckVerdict(Expr):
-    """A person's verdict on a conversation check as their decision stores it (`checks[check]`)."""
+    """A person's answer to a conversation check as their decision stores it (`checks[check]`), read as
+    CheckVerdict reads the machine's."""
 
     check: Expr
 
@@ -265,7 +274,7 @@ class HumanCheckVerdict(Expr):
         return _verdict(checks.get(self.check.py(row)))
 
     def sql(self) -> str:
-        return _verdict_sql(f"(r.human_checks ->> {self.check.sql()})")
+        return _verdict_sql(f"(r.human_checks -> {self.check.sql()})")
 
 
 @dataclass(frozen=True, eq=False)

@@ -15,7 +15,8 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from grading.figures.agreement import Z95, wilson_interval
+from grading.figures.agreement import jackknife_interval as _jackknife
+from grading.figures.agreement import weighted_kappa, wilson_interval
 
 Pattern = tuple[int, ...]  # per category, how many people gave that verdict on one item
 Histogram = Mapping[Pattern, int]  # pattern -> how many items have it
@@ -79,9 +80,11 @@ def fleiss_kappa(histogram: Histogram) -> float | None:
     return (observed / items - expected) / (1 - expected)
 
 
-def krippendorff_alpha(histogram: Histogram) -> float | None:
-    """Krippendorff's alpha for nominal data, from the coincidence of values within items (Krippendorff 2011,
-    "Computing Krippendorff's alpha-reliability"); None when every pairable answer is in one class."""
+def krippendorff_alpha(histogram: Histogram, level: str = "nominal") -> float | None:
+    """Krippendorff's alpha from the coincidence of values within items (Krippendorff 2011, "Computing
+    Krippendorff's alpha-reliability"); None when every pairable answer is in one class. `level`: nominal (any
+    two different values differ alike), or ordinal (the values in the patterns' order, as scores 1 to n: two
+    values differ by the squared count of the values between them, halves of their own included)."""
     size = len(next(iter(histogram), ()))
     coincidence = [[0.0] * size for _ in range(size)]
     for pattern, count in histogram.items():
@@ -94,34 +97,25 @@ def krippendorff_alpha(histogram: Histogram) -> float | None:
                 coincidence[c][k] += count * pairs / (rated - 1)
     margins = [sum(row) for row in coincidence]
     n = sum(margins)
-    expected = sum(margins[c] * margins[k] for c in range(size) for k in range(size) if c != k)
+    distance = [[float(c != k) for k in range(size)] for c in range(size)]
+    if level == "ordinal":
+        for c in range(size):
+            for k in range(size):
+                low, high = min(c, k), max(c, k)
+                distance[c][k] = (sum(margins[low : high + 1]) - (margins[c] + margins[k]) / 2) ** 2
+    expected = sum(margins[c] * margins[k] * distance[c][k] for c in range(size) for k in range(size))
     if n <= 1 or expected == 0:
         return None
-    observed = sum(coincidence[c][k] for c in range(size) for k in range(size) if c != k)
+    observed = sum(coincidence[c][k] * distance[c][k] for c in range(size) for k in range(size))
     return 1 - (n - 1) * observed / expected
 
 
 def jackknife_interval(
     histogram: Histogram, statistic: Callable[[Histogram], float | None]
 ) -> tuple[float, float] | None:
-    """A normal 95% interval from the jackknife standard error over items: each item left out once."""
-    counts = {pattern: count for pattern, count in histogram.items() if count > 0 and sum(pattern) >= 2}
-    items = sum(counts.values())
-    estimate = statistic(counts)
-    if estimate is None or items < 2:
-        return None
-    left_out = {}
-    for pattern, count in counts.items():
-        value = statistic({**counts, pattern: count - 1})
-        if value is None:
-            return None
-        left_out[pattern] = value
-    mean = sum(counts[p] * value for p, value in left_out.items()) / items
-    variance = (items - 1) / items * sum(counts[p] * (value - mean) ** 2 for p, value in left_out.items())
-    se = math.sqrt(variance)
-    if se == 0.0:
-        return None
-    return max(-1.0, estimate - Z95 * se), min(1.0, estimate + Z95 * se)
+    """A normal 95% interval from the jackknife standard error over items (grading/figures/agreement.py), over the
+    items two or more people answered."""
+    return _jackknife({p: n for p, n in histogram.items() if sum(p) >= 2}, statistic)
 
 
 def people_agreement(categories: Sequence[str], histogram: Histogram) -> PeopleAgreement:
@@ -152,3 +146,74 @@ def people_agreement(categories: Sequence[str], histogram: Histogram) -> PeopleA
         jackknife_interval(counts, krippendorff_alpha),
         note,
     )
+
+
+@dataclass(frozen=True)
+class ScoreAgreement:
+    """Beside exact agreement on a score check: how near the scores are, on the pairs where both gave a score."""
+
+    scale: int
+    n: int  # pairs where both sides gave a score (not unknown)
+    weighted_kappa: float | None
+    weighted_kappa_interval: tuple[float, float] | None
+    alpha: float | None  # Krippendorff's alpha, ordinal
+    alpha_interval: tuple[float, float] | None
+    note: str
+
+    def as_json(self) -> dict:
+        return {
+            "scale": self.scale,
+            "n": self.n,
+            "weighted_kappa": self.weighted_kappa,
+            "weighted_kappa_weights": "quadratic",
+            "weighted_kappa_interval": list(self.weighted_kappa_interval) if self.weighted_kappa_interval else None,
+            "krippendorff_alpha": self.alpha,
+            "krippendorff_alpha_level": "ordinal",
+            "krippendorff_alpha_interval": list(self.alpha_interval) if self.alpha_interval else None,
+            "interval_method": "jackknife standard error over pairs, normal 95%",
+            "note": self.note,
+        }
+
+
+def score_agreement(scale: int, pairs: Mapping[tuple[str, str], int]) -> ScoreAgreement:
+    """Weighted kappa and ordinal alpha from counts of (machine answer, person's answer) on a score check of
+    `scale`; pairs where either side is unknown (or not a score of the scale) are left out, as the note says."""
+    scores = {str(n): n for n in range(1, scale + 1)}
+    cells: dict[tuple[int, int], int] = {}
+    for (machine, human), count in pairs.items():
+        if machine in scores and human in scores and count > 0:
+            cell = (scores[machine], scores[human])
+            cells[cell] = cells.get(cell, 0) + count
+    n = sum(cells.values())
+
+    def alpha(counts: Mapping[tuple[int, int], int]) -> float | None:
+        return krippendorff_alpha(_as_patterns(scale, counts), level="ordinal")
+
+    kappa, ordinal = weighted_kappa(cells), alpha(cells)
+    note = ""
+    if n == 0:
+        note = "no pairs where both gave a score yet"
+    elif kappa is None:
+        note = "weighted kappa and alpha undefined: every score was the same"
+    elif n < 2:
+        note = "too few pairs for an interval"
+    return ScoreAgreement(
+        scale,
+        n,
+        kappa,
+        jackknife_interval(cells, weighted_kappa),
+        ordinal,
+        jackknife_interval(cells, alpha),
+        note,
+    )
+
+
+def _as_patterns(scale: int, cells: Mapping[tuple[int, int], int]) -> dict[tuple[int, ...], int]:
+    """Pairs of scores as items rated twice: per item, how many gave each score (raters.py's patterns)."""
+    patterns: dict[tuple[int, ...], int] = {}
+    for (first, second), count in cells.items():
+        pattern = [0] * scale
+        pattern[first - 1] += 1
+        pattern[second - 1] += 1
+        patterns[tuple(pattern)] = patterns.get(tuple(pattern), 0) + count
+    return patterns

@@ -11,8 +11,8 @@ def draft_status(draft: Draft) -> dict:
     status = {"id": draft.pk, "external_id": draft.external_id, "run_id": draft.run_id or None, "route": "pending"}
     if review is None:
         blocked = spend_waiting(org_id=draft.org_id, kind=ItemKind.DRAFT)
-        return status | {"score": None, "sub_scores": None, "findings": [], "judge_issues": [], "repairs": None,
-                         "identity": None, "decision": None,
+        return status | {"score": None, "sub_scores": None, "checks": None, "findings": [], "judge_issues": [],
+                         "repairs": None, "identity": None, "decision": None,
                          "waiting": blocked.as_json() if blocked else None}  # fmt: skip
     return status | {
         "route": review.route,
@@ -21,6 +21,7 @@ def draft_status(draft: Draft) -> dict:
         "score": review.score,
         "spread": review.spread,
         "sub_scores": review.sub_scores or None,
+        "checks": _checks_of(review),
         "findings": review.findings,
         "judge_issues": review.judge_issues,
         "repairs": {"diff": review.repairs["diff"], "body": review.repairs["body"]} if review.repairs else None,
@@ -34,6 +35,16 @@ def draft_status(draft: Draft) -> dict:
             "stages": review.stages,
         },
         "decision": _decision_of(review),
+    }
+
+
+def _checks_of(review: Review) -> dict:
+    """Each check the review's criteria version asks, in its order, with what the judge answered: a draft's checks
+    are scores (its `sub_scores`, kept beside for the pipelines that read them)."""
+    scores = review.sub_scores or {}
+    return {
+        check.key: {"name": check.name, "kind": check.kind, "score": scores.get(check.key)}
+        for check in review.criteria_version.check_set().checks
     }
 
 

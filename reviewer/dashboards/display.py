@@ -9,9 +9,9 @@ from urllib.parse import urlencode
 
 from django.contrib.auth import get_user_model
 from django.urls import reverse
+from django.utils.html import escape
 from django.utils.safestring import mark_safe
 
-from grading.core.outcomes import CHECKS
 from grading.dashboard.figures import GROUP_LABELS, Scope
 from grading.models import ItemKind
 from reviewer.dashboards import charts
@@ -148,9 +148,9 @@ def quality_panel(figures: dict, links: Links) -> dict:
         entry = linked(row, application=row["application"])
         app = row["application"]
         entry["check_cells"] = [
-            {"name": name, "cells": [Linked(row["checks"][name][v], links.reviews(
-                application=app, kind=kind, check=name, verdict=v)) for v in ("pass", "fail", "unknown")]}
-            for name in CHECKS
+            {"name": c["name"], "cells": [Linked(row["checks"][c["key"]][v], links.reviews(
+                application=app, kind=kind, check=c["key"], verdict=v)) for v in c["answers"]]}
+            for c in q["asked"]
         ]  # fmt: skip
         entry["thumbs"] = f"{row['thumbs_up']} / {row['thumbs_down']}"
         applications.append(entry)
@@ -161,12 +161,30 @@ def quality_panel(figures: dict, links: Links) -> dict:
         unknown_url=lambda week: links.reviews(week, kind=kind, route="human", reason="unknown_check"),
     )
     checks = [
-        {"name": name, "cells": [Linked(q["checks"][name][v], links.reviews(kind=kind, check=name, verdict=v))
-                                 for v in ("pass", "fail", "unknown")]}
-        for name in CHECKS
+        {"name": c["name"], "question": c["question"], "answers": c["answers"],
+         "cells": [Linked(q["checks"][c["key"]][v], links.reviews(kind=kind, check=c["key"], verdict=v))
+                   for v in c["answers"]]}
+        for c in q["asked"]
     ]  # fmt: skip
     return {"total": linked(q["total"]), "weeks": weeks, "applications": applications, "trend": trend,
-            "checks": checks, "criteria_version": q["criteria_version"], "erased": q["erased"]}  # fmt: skip
+            "checks": checks, "criteria_version": q["criteria_version"], "erased": q["erased"],
+            "earlier": earlier_panel(q["earlier_versions"])}  # fmt: skip
+
+
+def earlier_panel(versions: list[dict]) -> list[dict]:
+    """The weeks in range graded under an earlier criteria version, each read with the checks that version asked."""
+    return [
+        {
+            "criteria_version": v["criteria_version"],
+            "weeks": ", ".join(v["weeks"]),
+            "reviews": v["reviews"],
+            "checks": [
+                {"name": c["name"], "counts": " · ".join(f"{a} {v['checks'][c['key']][a]}" for a in c["answers"])}
+                for c in v["asked"]
+            ],
+        }
+        for v in versions
+    ]
 
 
 def gate_panel(figures: dict, links: Links) -> dict:
@@ -242,11 +260,13 @@ def agreement_panel(figures: dict, links: Links) -> list[dict]:
     items the machine and the people disagreed on."""
     blocks = []
     for kind, per_kind in figures["agreement"].items():
+        names = _check_names(per_kind)
         for sample, data in per_kind["samples"].items():
             checks = []
             for check, a in data["checks"].items():
                 checks.append({
-                    "name": check.replace("_", " "),
+                    "name": names.get(check, check.replace("_", " ")),
+                    **_score_figures(a),
                     "n": a["n"],
                     "percent": _percent(a["percent"]),
                     "percent_interval": _interval(a["percent_interval"], percent=True),
@@ -270,13 +290,17 @@ def people_panel(figures: dict, links: Links) -> list[dict]:
     blocks = []
     names = _people_names(figures)
     for kind, per_kind in figures["agreement"].items():
+        check_names = _check_names(per_kind)
         for sample, data in per_kind["people"].items():
             answered, split_on = PEOPLE_LISTS[sample]
             checks = []
             for check, p in data["checks"].items():
                 split = p["items"] - p["unanimous"]
                 checks.append({
-                    "name": check.replace("_", " "),
+                    "name": check_names.get(check, check.replace("_", " ")),
+                    "ordinal_alpha": _coefficient(p["scores"]["krippendorff_alpha"]) if "scores" in p else None,
+                    "judge_weighted_kappa": (
+                        _coefficient(p["judge"]["scores"]["weighted_kappa"]) if "scores" in p["judge"] else None),
                     "items": Linked(p["items"], links.reviews(kind=kind, check=check, people=answered)),
                     "split": Linked(split, links.reviews(kind=kind, check=check, people=split_on)),
                     "answers": p["answers"],
@@ -305,6 +329,28 @@ def people_panel(figures: dict, links: Links) -> list[dict]:
     return blocks
 
 
+def _check_names(per_kind: dict) -> dict[str, str]:
+    """Each check the version asks by its name (the whole item's pass or fail, and the pooled table, by their key)."""
+    return {c["key"]: c["name"] for c in per_kind.get("asked", [])}
+
+
+def _score_figures(agreement: dict) -> dict:
+    """A score check's weighted kappa and ordinal alpha (with n and intervals), as the page shows them; None else."""
+    scores = agreement.get("scores")
+    if scores is None:
+        return {"scores": None}
+    return {
+        "scores": {
+            "n": scores["n"],
+            "weighted_kappa": _coefficient(scores["weighted_kappa"]),
+            "weighted_kappa_interval": _interval(scores["weighted_kappa_interval"], percent=False),
+            "alpha": _coefficient(scores["krippendorff_alpha"]),
+            "alpha_interval": _interval(scores["krippendorff_alpha_interval"], percent=False),
+            "note": scores["note"],
+        }
+    }
+
+
 def _people_names(figures: dict) -> dict[int, str]:
     """The usernames of the people the pairs name, in one query."""
     ids = {
@@ -320,10 +366,10 @@ def _people_names(figures: dict) -> dict[int, str]:
 
 def confusion_table(agreement: dict, links: Links, *, kind: str, sample: str, check: str) -> str:
     """A confusion table as HTML (rows: the machine's verdict, columns: the people's), each disagreeing cell a link.
-    Built here rather than in the template: a page has a few hundred cells, and every value is a number, a
-    verdict name of ours or a URL from `Links`."""
+    Built here rather than in the template: a page has a few hundred cells, and every value is a number, an
+    answer (a verdict, or a version's category key or score, escaped all the same) or a URL from `Links`."""
     categories = agreement["categories"]
-    head = "".join(f"<th>{c}</th>" for c in categories)
+    head = "".join(f"<th>{escape(c)}</th>" for c in categories)
     rows = []
     for i, machine in enumerate(categories):
         cells = []
@@ -334,7 +380,7 @@ def confusion_table(agreement: dict, links: Links, *, kind: str, sample: str, ch
             if n and check != "all_checks":  # the pooled table has no one list behind a cell
                 url = links.reviews(kind=kind, sample=sample, check=check, machine=machine, human=human)
             cells.append(f'<td class="{css}">' + (f'<a href="{url}">{n}</a>' if url else str(n)) + "</td>")
-        rows.append(f"<tr><th>{machine}</th>{''.join(cells)}</tr>")
+        rows.append(f"<tr><th>{escape(machine)}</th>{''.join(cells)}</tr>")
     return mark_safe(f'<table class="confusion"><tr><th></th>{head}</tr>{"".join(rows)}</table>')  # noqa: S308 - see above
 
 

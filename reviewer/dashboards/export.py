@@ -14,9 +14,8 @@ from datetime import date, datetime
 from django.contrib.postgres.aggregates import JSONBAgg
 from django.db.models import OuterRef, Q, QuerySet, Subquery
 from django.db.models.fields.json import KeyTextTransform, KeyTransform
-from django.db.models.functions import JSONObject
+from django.db.models.functions import Coalesce, JSONObject
 
-from grading.core.outcomes import CHECKS
 from grading.core.spreadsheets import csv_lines
 from grading.models import Answer, ItemKind, Label, Review, state_now
 from grading.reviews.blind import SEEN, blind_items
@@ -24,24 +23,33 @@ from reviewer.dashboards.reads import ReviewFilter
 
 CHUNK = 2000  # rows per fetch from the server-side cursor
 
-COLUMNS = (
-    "review_id", "kind", "item", "application", "week", "state", "route", "reason", "score",
-    *(f"check_{name}" for name in CHECKS),
+# The columns before and after the checks' (one column per check: `check_<key>`, the answer as stored).
+_BEFORE = ("review_id", "kind", "item", "application", "week", "state", "route", "reason", "score")
+_AFTER = (
     "fingerprint", "criteria_kind", "criteria_version", "judge", "judge_key", "memory_snapshot", "started_at",
     "finished_at", "stages", "prompt_tokens", "completion_tokens", "audit",
     "decision", "decision_checks", "decision_note", "decided_by", "decided_at", "routed_at", "due_at", "labels",
     "answers",
 )  # fmt: skip
-
-_VALUES = (
+_VALUES_BEFORE = (
     "pk", "kind", "conversation__external_id", "draft__external_id", "application", "week", "state", "route",
-    "reason", "score", *(f"check_{name}" for name in CHECKS), "fingerprint", "criteria_version__kind",
+    "reason", "score",
+)  # fmt: skip
+_VALUES_AFTER = (
+    "fingerprint", "criteria_version__kind",
     "criteria_version__number", "judge", "judge_key", "memory_snapshot", "started_at", "finished_at", "stages",
     "prompt_tokens", "completion_tokens", "audit", "decision__outcome", "decision__checks", "decision__note",
     "decision__decided_by__username", "decision__decided_at", "routed_at", "due_at", "labels",
     "criteria_version__is_active", "conversation_id", "draft_id",
 )  # fmt: skip
-_STATE = COLUMNS.index("state")
+_STATE = _BEFORE.index("state")
+
+
+def columns_for(checks: Sequence[str]) -> tuple[str, ...]:
+    """The export's columns with a column for each of `checks` (reviewer/dashboards/reads.py, `checks_asked`)."""
+    return (*_BEFORE, *(f"check_{key}" for key in checks), *_AFTER)
+
+
 # Every label of the review's item that speaks about the evidence it read, as [{labeller, check, verdict}], in one
 # order: each person's answer apart, so agreement between people can be worked out from the export too.
 _LABELS = Subquery(
@@ -59,11 +67,15 @@ _LABELS = Subquery(
 # Read in SQL what the export needs of the JSON columns, rather than parse a review's whole checks (rationales,
 # message ids) in Python for one word each: that parsing would be most of the export's time.
 _EXTRACTED = {
-    **{f"check_{name}": KeyTextTransform("verdict", KeyTransform(name, "checks")) for name in CHECKS},
     "prompt_tokens": KeyTransform("prompt_tokens", "usage"),
     "completion_tokens": KeyTransform("completion_tokens", "usage"),
     "labels": _LABELS,
 }
+
+
+def _answer_of(key: str) -> Coalesce:
+    """A check's answer as the row stores it: a conversation's `checks[key].verdict`, a draft's score."""
+    return Coalesce(KeyTextTransform("verdict", KeyTransform(key, "checks")), KeyTextTransform(key, "sub_scores"))
 
 
 def _answers_of(review_ids: Sequence[int]) -> dict[int, list[dict]]:
@@ -91,20 +103,24 @@ def _answers_of(review_ids: Sequence[int]) -> dict[int, list[dict]]:
 
 
 # What the machine (and labellers) said of a review: empty in the rows of items people decide blind.
-_VERDICT_COLUMNS = [
-    COLUMNS.index(name) for name in ("route", "reason", "score", *(f"check_{name}" for name in CHECKS), "labels")
-]
+_VERDICTS_SAID = ("route", "reason", "score", "labels")
 
 
-def export_rows(reviews: QuerySet[Review], *, f: ReviewFilter, reader_id: int | None) -> Iterator[tuple]:
-    """One tuple per review in `COLUMNS` order, oldest first, read `CHUNK` rows at a time through a server-side
-    cursor; blind review's rule (grading/reviews/blind.py) and the answers of each chunk's reviews in three more
-    queries.
+def export_rows(
+    reviews: QuerySet[Review], *, f: ReviewFilter, reader_id: int | None, checks: Sequence[str]
+) -> Iterator[tuple]:
+    """One tuple per review in `columns_for(checks)` order, oldest first, read `CHUNK` rows at a time through a
+    server-side cursor; blind review's rule (grading/reviews/blind.py) and the answers of each chunk's reviews in
+    three more queries.
 
     Blind review: a review of an item people decide blind is exported without what the machine or labellers said
     of it (withheld altogether when `f` picked it by what the machine said), and with only `reader_id`'s own
     answers while places are open; so are the answers of every other item."""
-    rows = reviews.annotate(**_EXTRACTED).order_by("pk").values_list(*_VALUES).iterator(chunk_size=CHUNK)
+    columns = columns_for(checks)
+    said = [columns.index(name) for name in (*_VERDICTS_SAID, *(f"check_{key}" for key in checks))]
+    answers_of = {f"check_{key}": _answer_of(key) for key in checks}
+    values = (*_VALUES_BEFORE, *answers_of, *_VALUES_AFTER)
+    rows = reviews.annotate(**_EXTRACTED, **answers_of).order_by("pk").values_list(*values).iterator(chunk_size=CHUNK)
     while chunk := list(itertools.islice(rows, CHUNK)):
         blind = {
             kind: blind_items(kind, {row[-1] if kind == ItemKind.DRAFT else row[-2] for row in chunk if row[1] == kind})
@@ -118,7 +134,7 @@ def export_rows(reviews: QuerySet[Review], *, f: ReviewFilter, reader_id: int | 
             out = [row[0], row[1], row[2] if row[2] is not None else row[3], *row[4:-3]]
             out[_STATE] = state_now(out[_STATE], criteria_active=row[-3])  # as the review reads now
             if seen.verdicts:
-                for i in _VERDICT_COLUMNS:
+                for i in said:
                     out[i] = None
             given = answers.get(row[0])
             if given is not None:
@@ -131,23 +147,25 @@ def export_rows(reviews: QuerySet[Review], *, f: ReviewFilter, reader_id: int | 
 
 
 # Columns that need more than str() in a CSV cell (csv writes None as an empty cell): times, and JSON.
-_TIMES = [COLUMNS.index(name) for name in ("week", "started_at", "finished_at", "decided_at", "routed_at", "due_at")]
-_JSON = [COLUMNS.index(name) for name in ("judge", "decision_checks", "labels", "answers")]
+_TIMES = ("week", "started_at", "finished_at", "decided_at", "routed_at", "due_at")
+_JSON = ("judge", "decision_checks", "labels", "answers")
 
 
-def _csv_row(row: tuple) -> list:
+def _csv_row(row: tuple, times: Sequence[int], json_cells: Sequence[int]) -> list:
     cells = list(row)
-    for i in _TIMES:
+    for i in times:
         if cells[i] is not None:
             cells[i] = cells[i].isoformat()
-    for i in _JSON:
+    for i in json_cells:
         if cells[i] is not None:
             cells[i] = json.dumps(cells[i], sort_keys=True, ensure_ascii=False)
     return cells
 
 
-def as_csv(rows: Iterable[tuple]) -> Iterator[str]:
-    return csv_lines(itertools.chain([COLUMNS], map(_csv_row, rows)))
+def as_csv(rows: Iterable[tuple], columns: Sequence[str]) -> Iterator[str]:
+    times = [columns.index(name) for name in _TIMES]
+    json_cells = [columns.index(name) for name in _JSON]
+    return csv_lines(itertools.chain([columns], (_csv_row(row, times, json_cells) for row in rows)))
 
 
 def _iso(value: object) -> str:
@@ -156,6 +174,6 @@ def _iso(value: object) -> str:
     raise TypeError(f"{type(value).__name__} is not JSON")
 
 
-def as_jsonl(rows: Iterable[tuple]) -> Iterator[str]:
+def as_jsonl(rows: Iterable[tuple], columns: Sequence[str]) -> Iterator[str]:
     for row in rows:
-        yield json.dumps(dict(zip(COLUMNS, row, strict=True)), ensure_ascii=False, default=_iso) + "\n"
+        yield json.dumps(dict(zip(columns, row, strict=True)), ensure_ascii=False, default=_iso) + "\n"

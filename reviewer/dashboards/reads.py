@@ -8,18 +8,20 @@ parameters only pick the counter and its cell.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, fields
 
 from django.db.models import Q, QuerySet
 from django.http import QueryDict
 from django.utils import timezone
 
-from grading.core.outcomes import CHECKS
 from grading.core.schemas import identifier_checked
 from grading.core.weeks import in_weeks
 from grading.dashboard.figures import PEOPLE_SAMPLES, Scope, scope_for
-from grading.figures.definitions import LATE, ON_TIME, PASS_FAIL, VERDICTS, counted_in, machine_said
+from grading.figures.definitions import LATE, ON_TIME, PASS_FAIL, counted_in, machine_said
+from grading.figures.expressions import ANSWER_SHAPE
 from grading.models import CriteriaVersion, Decision, ItemKind, Org, Review, ReviewState, Route
+from grading.models.criteria import default_checks
 from grading.models.reach import Reach
 from grading.reviews.blind import reviews_blind
 from reviewer.access import EVERY_ROLE, org_asked, orgs_for, reaches_of
@@ -120,10 +122,40 @@ def _routes(params: QueryDict) -> str:
     return ",".join(r.strip() for r in routes)
 
 
-def filter_from(params: QueryDict) -> ReviewFilter:
-    """The filter from a link's query string; a value that is not one we write is an error naming it."""
+def _shaped(params: QueryDict, name: str, shape: re.Pattern, what: str) -> str:
+    """An answer, as the page's links write it: any of any version's checks (a version defines its own), so
+    checked for its shape; an answer the check does not have lists no review."""
+    value = params.get(name, "").strip()
+    if value and not shape.fullmatch(value):
+        raise InvalidFilter(name, f"must be {what}")
+    return value
+
+
+_ANSWER = re.compile(ANSWER_SHAPE, re.ASCII)
+_ANSWER_IS = "an answer: pass, fail, unknown, a category key or a score"
+
+
+def checks_asked(org: Org, kind: str) -> tuple[str, ...]:
+    """The checks the org's versions of `kind` (or "any") ask, which a link may name and an export has a column for
+    (a row fills those of the version it was graded under): the active version's first in its order, then those
+    of earlier versions, newest first. A conversation check holds its answer; a draft's score check, the score."""
+    kinds = ItemKind.values if kind == "any" else [kind]
+    versions = CriteriaVersion.objects.filter(org=org, kind__in=kinds).order_by("-is_active", "-number")
+    by_kind = {kind: [] for kind in kinds}
+    for version in versions:
+        by_kind[version.kind].append(version)
+    keys: dict[str, None] = {}
+    for kind in kinds:
+        for version in by_kind[kind] or [None]:
+            check_set = version.check_set() if version is not None else default_checks(kind)
+            keys |= dict.fromkeys(check_set.keys)
+    return tuple(keys)
+
+
+def filter_from(params: QueryDict, org: Org) -> ReviewFilter:
+    """The filter from a link's query string; a value that is not one we write is an error naming it (a check
+    must be one the org's versions ask, or the whole item's pass_fail)."""
     kind = _choice(params, "kind", (*ItemKind.values, "any")) or ItemKind.CONVERSATION
-    checks = (*CHECKS, PASS_FAIL)
     operator = params.get("operator", "").strip()
     if operator and not operator.isdigit():
         raise InvalidFilter("operator", "must be a user id")
@@ -132,14 +164,14 @@ def filter_from(params: QueryDict) -> ReviewFilter:
         set=_choice(params, "set", SETS) or "counting",
         route=_routes(params),
         reason=_name(params, "reason"),
-        check=_choice(params, "check", checks),
-        verdict=_choice(params, "verdict", VERDICTS),
+        check=_choice(params, "check", (*checks_asked(org, kind), PASS_FAIL)),
+        verdict=_shaped(params, "verdict", _ANSWER, _ANSWER_IS),
         finding=_name(params, "finding"),
         repaired=params.get("repaired") == "1",
         decision=_choice(params, "decision", Decision.Outcome.values),
         sample=_choice(params, "sample", SAMPLES),
-        machine=_choice(params, "machine", VERDICTS),
-        human=_choice(params, "human", VERDICTS),
+        machine=_shaped(params, "machine", _ANSWER, _ANSWER_IS),
+        human=_shaped(params, "human", _ANSWER, _ANSWER_IS),
         people=_choice(params, "people", tuple(PEOPLE)),
         operator=int(operator) if operator else None,
         decided=params.get("decided") == "1",

@@ -92,7 +92,7 @@ def dashboard_reviews(request: HttpRequest) -> HttpResponse:
     """The reviews behind one number, newest first, a page at a time."""
     try:
         org, scope = _org_and_scope(request)
-        review_filter = reads.filter_from(request.GET)
+        review_filter = reads.filter_from(request.GET, org)
     except (InvalidScope, reads.InvalidFilter) as exc:
         return _bad_filter(request, exc.field, exc.message)
     after = request.GET.get("after", "")
@@ -188,18 +188,22 @@ def dashboard_export(request: HttpRequest) -> HttpResponse:
     streamed: the response starts at once and memory stays flat however many rows there are."""
     try:
         org, scope = _org_and_scope(request)
-        review_filter = reads.filter_from(request.GET)
+        review_filter = reads.filter_from(request.GET, org)
     except (InvalidScope, reads.InvalidFilter) as exc:
         return _bad_filter(request, exc.field, exc.message)
     file_format = request.GET.get("format", "csv")
     if file_format not in ("csv", "jsonl"):
         return _bad_filter(request, "format", "must be csv or jsonl")
     reviews = reads.reviews_behind(org, scope, review_filter)
-    rows = export.export_rows(reviews, f=review_filter, reader_id=request.user.pk)
+    checks = reads.checks_asked(org, review_filter.kind)
+    rows = export.export_rows(reviews, f=review_filter, reader_id=request.user.pk, checks=checks)
+    columns = export.columns_for(checks)
     if file_format == "csv":
-        response = StreamingHttpResponse(export.as_csv(rows), content_type="text/csv; charset=utf-8")
+        response = StreamingHttpResponse(export.as_csv(rows, columns), content_type="text/csv; charset=utf-8")
     else:
-        response = StreamingHttpResponse(export.as_jsonl(rows), content_type="application/x-ndjson; charset=utf-8")
+        response = StreamingHttpResponse(
+            export.as_jsonl(rows, columns), content_type="application/x-ndjson; charset=utf-8"
+        )
     name = f"tollgate-{org.slug}-{review_filter.kind}-reviews-{scope.as_query()['from']}-{scope.as_query()['to']}"
     response["Content-Disposition"] = f'attachment; filename="{name}.{file_format}"'
     return response

@@ -40,9 +40,13 @@ moments = st.sampled_from([timedelta(0), timedelta(seconds=1), timedelta(days=-3
 gaps = st.sampled_from(
     [timedelta(seconds=s) for s in (0, 59.5, 60, 60.5, 300, 301)] + [timedelta(hours=30), timedelta(days=9)]
 )
-verdict_text = st.sampled_from(["pass", "fail", "unknown", "maybe", None, 1])
+# Answers of every kind (a verdict, a category, a score of 1 to 10), and what no answer is: a word in capitals, a
+# number that is not a string, a score past 10, a newline after a verdict.
+verdict_text = st.sampled_from(["pass", "fail", "unknown", "billing", "4", "10", "11", "Pass", "pass\n", None, 1])
+# A version's checks of its own (issue 39): a custom verdict check and a category check, beside today's three.
+CHECK_KEYS = [*CHECKS, "cites_policy", "intent"]
 check_entry = st.one_of(verdict_text.map(lambda v: {"verdict": v}), st.just({}), st.just("pass"))
-checks = st.one_of(st.dictionaries(st.sampled_from([*CHECKS, "other"]), check_entry), st.just([]))
+checks = st.one_of(st.dictionaries(st.sampled_from([*CHECK_KEYS, "other"]), check_entry), st.just([]))
 codes = st.sampled_from(["banned_word", "filler_phrase", "x" * 70, "x" * 70 + "y"])
 finding = st.one_of(codes.map(lambda code: {"code": code}), st.just({"code": 3}), st.just("banned_word"))
 # Halves of a thousandth (1.0625 is 1062.5 thousandths exactly) are where rounding rules part ways.
@@ -108,14 +112,18 @@ reviews = st.builds(
         st.none(),
         st.tuples(
             st.sampled_from(Decision.Outcome.values),
-            st.dictionaries(st.sampled_from(CHECKS), verdict_text),
+            st.dictionaries(st.sampled_from(CHECK_KEYS), verdict_text),
             st.one_of(gaps, gaps.map(lambda gap: -gap)),
             st.sampled_from(DECIDERS),
         ),
     ),
     labels=st.lists(
-        st.tuples(st.sampled_from([*CHECKS, "pass_fail"]), st.sampled_from(["pass", "fail", "unknown"]), st.booleans()),
-        max_size=3,
+        st.tuples(
+            st.sampled_from([*CHECK_KEYS, "pass_fail"]),
+            st.sampled_from(["pass", "fail", "unknown", "billing", "refund", "3", "10"]),
+            st.booleans(),
+        ),
+        max_size=4,
     ),
     thumbs=st.lists(st.sampled_from(["up", "down"]), max_size=2),
     answers=st.tuples(
@@ -123,7 +131,7 @@ reviews = st.builds(
         st.lists(
             st.tuples(
                 st.sampled_from(Decision.Outcome.values),
-                st.one_of(st.dictionaries(st.sampled_from(CHECKS), verdict_text), st.just([])),
+                st.one_of(st.dictionaries(st.sampled_from(CHECK_KEYS), verdict_text), st.just([])),
             ),
             max_size=3,
         ),

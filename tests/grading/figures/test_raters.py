@@ -4,7 +4,14 @@ from collections import Counter
 
 import pytest
 
-from grading.figures.raters import fleiss_kappa, jackknife_interval, krippendorff_alpha, people_agreement
+from grading.figures.agreement import weighted_kappa
+from grading.figures.raters import (
+    fleiss_kappa,
+    jackknife_interval,
+    krippendorff_alpha,
+    people_agreement,
+    score_agreement,
+)
 
 VERDICTS = ("pass", "fail", "unknown")
 
@@ -75,6 +82,28 @@ def test_krippendorffs_example_with_missing_answers_gives_the_published_nominal_
     ]
     units = [list(values) for values in zip(*observers, strict=True)]
     assert krippendorff_alpha(from_ratings(units, 5)) == pytest.approx(0.743, abs=0.0005)
+
+
+def test_krippendorffs_example_gives_the_published_ordinal_alpha_for_scores():
+    """The same example read as scores 1-5 (Krippendorff 2011 gives ordinal alpha = 0.815 for it): a score check's
+    people-against-people figure."""
+    observers = [
+        [1, 2, 3, 3, 2, 1, 4, 1, 2, None, None, None],
+        [1, 2, 3, 3, 2, 2, 4, 1, 2, 5, None, 3],
+        [None, 3, 3, 3, 2, 3, 4, 2, 2, 5, 1, None],
+        [1, 2, 3, 3, 2, 4, 4, 1, 2, 5, 1, None],
+    ]
+    units = [list(values) for values in zip(*observers, strict=True)]
+    assert krippendorff_alpha(from_ratings(units, 5), level="ordinal") == pytest.approx(0.815, abs=0.0005)
+
+
+def test_weighted_kappa_on_a_small_table_worked_by_hand():
+    # Machine 1..5 once each against people 1, 3, 3, 3, 5: observed squared distance (0+1+0+1+0)/5 = 0.4, expected
+    # (28+13+8+13+28)/25 = 3.6, so 1 - 0.4/3.6 = 8/9; the unknown is no score and is left out.
+    figures = score_agreement(5, {("1", "1"): 1, ("2", "3"): 1, ("3", "3"): 1, ("4", "3"): 1, ("5", "5"): 1,
+                                  ("unknown", "2"): 3})  # fmt: skip
+    assert figures.n == 5 and figures.weighted_kappa == pytest.approx(8 / 9)
+    assert weighted_kappa({(3, 3): 4}) is None  # every score the same: no disagreement to expect
 
 
 def test_perfect_agreement_on_one_verdict_says_why_kappa_is_missing():

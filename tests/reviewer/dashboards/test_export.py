@@ -120,15 +120,16 @@ def test_it_neutralises_every_cell_a_spreadsheet_would_run_as_a_formula_and_keep
 
 
 def test_it_writes_a_negative_number_of_ours_as_a_number_and_text_that_looks_like_one_as_text():
-    row = [None] * len(export.COLUMNS)
-    row[export.COLUMNS.index("score")] = -0.5
-    row[export.COLUMNS.index("item")] = "-0.5"
-    row[export.COLUMNS.index("review_id")] = 7
-    lines = list(export.as_csv([tuple(row)]))
+    columns = export.columns_for(("grounded",))
+    row = [None] * len(columns)
+    row[columns.index("score")] = -0.5
+    row[columns.index("item")] = "-0.5"
+    row[columns.index("review_id")] = 7
+    lines = list(export.as_csv([tuple(row)], columns))
     [cells] = csv.reader(io.StringIO(lines[1]), quoting=csv.QUOTE_NONNUMERIC)
-    assert cells[export.COLUMNS.index("score")] == -0.5
-    assert cells[export.COLUMNS.index("item")] == "'-0.5"
-    assert cells[export.COLUMNS.index("review_id")] == 7
+    assert cells[columns.index("score")] == -0.5
+    assert cells[columns.index("item")] == "'-0.5"
+    assert cells[columns.index("review_id")] == 7
 
 
 def test_it_carries_each_persons_answer_once_every_place_is_answered_and_none_while_places_are_open(
