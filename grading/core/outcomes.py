@@ -1,10 +1,10 @@
-"""The names both sides use for what the machine and people decide: the conversation checks and their
-verdicts, why an item went to people, and what a person may decide. Pure Python: the judge, the gate, the
-queue pages and the forms all read these, and none of them should import another's module for them."""
+"""The names both sides use for what the machine and people decide: the verdicts, why an item went to people,
+and what a person may decide (the checks are a criteria version's: grading/checks/definitions.py). Pure Python:
+the judge, the gate, the queue pages and the forms all read these, and none of them should import another's module
+for them."""
 
 from grading.core.evidence import Verdict
 
-CHECKS = ("grounded", "complete", "usable")
 VERDICTS = tuple(verdict.value for verdict in Verdict)  # pass, fail, unknown
 
 # Why a review was routed to people (Review.reason when route is human).
@@ -19,4 +19,3 @@ CHECKS_BUDGET = "checks_budget"
 # tries it again, so the item is graded once the judge is configured again or another version is published.
 JUDGE_UNKNOWN = "judge_unknown"
 
-SUB_SCORES = ("aeo", "writing", "org_fit")  # a draft judge's sub-scores, 1-5

@@ -15,7 +15,7 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from hypothesis import strategies as st
 
-from grading.core.outcomes import CHECKS, SUB_SCORES
+from grading.checks.definitions import CONVERSATION_DEFAULTS, DRAFT_DEFAULTS
 from grading.models import (
     Answer,
     Conversation,
@@ -30,6 +30,9 @@ from grading.models import (
     Route,
 )
 from grading.reviews.versions import criteria_active
+
+CHECKS = CONVERSATION_DEFAULTS.keys  # what a version asks that names no checks of its own
+SUB_SCORES = DRAFT_DEFAULTS.keys
 
 # A second either side of the end of ISO week 47 of 2026 (Sunday 22 November, UTC), and the days around it.
 WEEK_END = datetime(2026, 11, 22, 23, 59, 59, tzinfo=UTC)

@@ -8,9 +8,9 @@ from datetime import UTC, date, datetime, timedelta
 
 from django.utils import timezone
 
+from grading.checks.definitions import CONVERSATION_DEFAULTS
 from grading.conversations.grader import conversation_grade
 from grading.conversations.ingest import conversation_append, feedback_record
-from grading.core.outcomes import CHECKS
 from grading.core.schemas import FeedbackIn, MessagesIn
 from grading.core.weeks import monday
 from grading.dashboard.figures import Scope, scope_for
@@ -22,6 +22,8 @@ from grading.reviews.versions import criteria_active
 from tests.builders.conversations import llm_judge, upsert, verdicts_reply
 from tests.builders.drafts import CLEAN_BODY, draft_reply, llm_draft_judge, save_draft, setup_org_memory
 from tests.fakes.openai_server import error_reply
+
+CHECKS = CONVERSATION_DEFAULTS.keys  # what a version asks that names no checks of its own
 
 SUNDAY_NIGHT = datetime(2026, 11, 22, 23, 59, 30, tzinfo=UTC)  # the last seconds of ISO week 2026-W47
 MONDAY = datetime(2026, 11, 23, 0, 0, 0, tzinfo=UTC)  # the first second of 2026-W48

@@ -13,7 +13,7 @@ from django.conf import settings as django_settings
 from django.urls import reverse
 
 from grading.api.keys import api_key_create
-from grading.core.outcomes import CHECKS
+from grading.checks.definitions import CONVERSATION_DEFAULTS
 from grading.criteria.scoring import trial_score
 from grading.criteria.trials import criteria_trial_start, trial_count, trial_item_grade
 from grading.figures.agreement import agreement_of
@@ -36,6 +36,8 @@ from reviewer.models import Role
 from tests.builders.conversations import llm_judge, support_conversation, upsert
 from tests.builders.people import make_person
 from tests.builders.scored_trials import ORDER, decide, graded_conversations, judge_per_item, label
+
+CHECKS = CONVERSATION_DEFAULTS.keys  # what a version asks that names no checks of its own
 
 pytestmark = pytest.mark.django_db
 

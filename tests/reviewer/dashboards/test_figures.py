@@ -11,13 +11,15 @@ from django.urls import reverse
 from django.utils import timezone
 
 from grading.api.keys import api_key_create
-from grading.core.outcomes import CHECKS
+from grading.checks.definitions import CONVERSATION_DEFAULTS
 from grading.core.weeks import monday
 from grading.dashboard.figures import dashboard_figures, scope_for
 from grading.models import ItemKind, Review, Rollup
 from grading.reviews.rollups import live_counters, rollups_rebuild, stored_counters
 from grading.reviews.versions import criteria_new_version, criteria_publish
 from tests.builders.world import build_world, expected_agreement, expected_quality, iso, world_scope
+
+CHECKS = CONVERSATION_DEFAULTS.keys  # what a version asks that names no checks of its own
 
 pytestmark = pytest.mark.django_db
 

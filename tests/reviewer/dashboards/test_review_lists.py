@@ -11,8 +11,8 @@ from django.db.models import DateField
 from django.db.models.functions import TruncWeek
 from django.urls import reverse
 
+from grading.checks.definitions import CONVERSATION_DEFAULTS
 from grading.conversations.grader import conversation_grade
-from grading.core.outcomes import CHECKS
 from grading.dashboard.figures import dashboard_figures, scope_for
 from grading.dashboard.labels import LabelIn, labels_record
 from grading.models import CriteriaVersion, ItemKind, Review, SlotsFor
@@ -25,6 +25,8 @@ from tests.builders.conversations import llm_judge, upsert, verdicts_reply
 from tests.builders.people import make_person
 from tests.builders.queue_items import bulk_draft_items
 from tests.builders.world import W48, build_world, conversation_payload, world_scope
+
+CHECKS = CONVERSATION_DEFAULTS.keys  # what a version asks that names no checks of its own
 
 pytestmark = pytest.mark.django_db
 
