@@ -17,7 +17,9 @@ from typing import Any
 # Upper bounds (seconds) of the waiting-time histograms: a median is read off them to within one bucket.
 WAIT_BUCKETS = (60, 300, 900, 1800, 3600, 7200, 14400, 28800, 86400, 172800, 604800)
 OVER = "more"  # the bucket past the last bound
-KEY_LENGTH = 64  # a counter's keys are at most this long (Rollup.key1, key2): longer ones are cut
+# A counter's keys are at most this long (Rollup.key1, key2): longer ones are cut. Room for the longest a version's
+# checks make: the people's pattern of a category check, nine answers of 32 characters with their counts.
+KEY_LENGTH = 400
 Row = dict[str, Any]  # a review as the figures read it (see `review_row`), with its decision's, label's, ... fields
 
 

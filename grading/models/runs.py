@@ -51,8 +51,8 @@ class Rollup(models.Model):
     application = models.CharField(max_length=100)
     week = models.DateField()
     metric = models.CharField(max_length=32)
-    key1 = models.CharField(max_length=64)
-    key2 = models.CharField(max_length=64)
+    key1 = models.CharField(max_length=400)
+    key2 = models.CharField(max_length=400)
     value = models.BigIntegerField()
     updated_at = models.DateTimeField()
 

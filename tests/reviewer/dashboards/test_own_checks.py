@@ -11,6 +11,7 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
+from grading.checks.definitions import AnswerKind, CheckDefinition, CheckSet
 from grading.dashboard.figures import dashboard_figures, scope_for
 from grading.delivery.evaluations import evaluation_records
 from grading.figures.agreement import agreement_of
@@ -200,3 +201,31 @@ def test_weeks_graded_under_an_earlier_version_are_read_with_the_checks_it_asked
     assert earlier["checks"]["complete"] == {"pass": 0, "fail": 1, "unknown": 0}
     page = client_for(stakeholder).get(reverse("dashboard"), {"org": org.slug}).content.decode()
     assert "quality-earlier-versions" in page and "Complete: pass 0 · fail 1 · unknown 0" in page
+
+
+def test_the_longest_keys_and_categories_a_version_may_ask_are_counted_whole(org):
+    """A check keyed with 32 characters whose eight categories are as long, labelled by nine people who each gave
+    another answer: every counter keeps its key whole, and the figures equal a recount from the rows."""
+    key = "k" * 31 + "1"
+    categories = [f"{n}" * 32 for n in "abcdefgh"]
+    longest = CheckSet(
+        checks=[
+            CheckDefinition(key=key, name="Long", question="Which?", kind=AnswerKind.CATEGORY, categories=categories,
+                            required=False)
+        ]
+    )  # fmt: skip
+    asking(criteria_active(org=org, kind=ItemKind.CONVERSATION), longest)
+    review = answered(org, "cv-long", {key: categories[-1]})
+    for n, answer in enumerate([*categories, "unknown"]):
+        labelled(review, f"labeller-{n}", **{key: answer})
+    rollups_rebuild(org_id=org.pk)
+
+    agreement = dashboard_figures(scope_for(org))["agreement"]["conversation"]
+    answers = longest[key].answers
+    each, _agreed, patterns = _recounted(org, key)
+    histogram = Counter(tuple(counts[a] for a in answers) for counts in patterns.values())
+    people = agreement["people"]["label"]["checks"][key]
+    assert _same({k: v for k, v in people.items() if k not in ("judge", "pairs", "scores")},
+                 people_agreement(answers, histogram).as_json())  # fmt: skip
+    judged = agreement["samples"]["label"]["checks"][key]
+    assert _same({k: v for k, v in judged.items() if k != "scores"}, agreement_of(answers, each).as_json())
