@@ -11,7 +11,6 @@ checks' CPU budget (`checks_budget`) all the same, checking it after every messa
 
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from itertools import islice
@@ -31,7 +30,7 @@ from grading.checks.definitions import (
     ToolsAnsweredRule,
 )
 from grading.checks.rules import normalize_term
-from grading.core.evidence import EvidenceMessage, Verdict
+from grading.core.evidence import EvidenceMessage, Verdict, tool_call_id, unanswered_tool_calls
 from grading.core.evidence_text import content_text
 
 # What one check keeps of what its rules found: enough to show the evidence, bounded whatever the path holds.
@@ -110,8 +109,8 @@ def _rule_findings(index: int, rule: ConversationRule, path: Sequence[EvidenceMe
             for message in calls:
                 yield RuleFinding(index, message.id, rule.tool)
     elif isinstance(rule, ToolsAnsweredRule):
-        for message, call_name in _unanswered_calls(path):
-            yield RuleFinding(index, message.id, call_name)
+        for message, call in unanswered_tool_calls(path):
+            yield RuleFinding(index, message.id, f"{_call_name(call) or 'a tool'} ({tool_call_id(call) or 'no id'})")
 
 
 def _scoped(path: Sequence[EvidenceMessage], scopes: Sequence[str]) -> Iterator[tuple[EvidenceMessage, str]]:
@@ -129,29 +128,6 @@ def _calls(path: Sequence[EvidenceMessage], tool: str) -> Iterator[EvidenceMessa
         if message.role == "assistant" and any(_call_name(call) == tool for call in message.tool_calls or ()):
             yield message
         checkpoint()
-
-
-def _unanswered_calls(path: Sequence[EvidenceMessage]) -> Iterator[tuple[EvidenceMessage, str]]:
-    """Each tool call with no later tool message naming its id, and the message that made it: the rule of
-    evidence.unanswered_tool_call_ids (a tool message answers the earliest open call with its id)."""
-    open_calls: dict[int, tuple[EvidenceMessage, str]] = {}  # call number -> the call; dicts keep call order
-    open_by_id: dict[str, deque[int]] = {}
-    calls_seen = 0
-    for message in path:
-        if message.role == "tool" and message.tool_call_id in open_by_id:
-            waiting = open_by_id[message.tool_call_id]
-            del open_calls[waiting.popleft()]
-            if not waiting:
-                del open_by_id[message.tool_call_id]
-        if message.role == "assistant" and isinstance(message.tool_calls, list):
-            for call in message.tool_calls:
-                call_id = call.get("id") if isinstance(call, dict) else None
-                open_calls[calls_seen] = (message, f"{_call_name(call) or 'a tool'} ({call_id or 'no id'})")
-                if isinstance(call_id, str):
-                    open_by_id.setdefault(call_id, deque()).append(calls_seen)
-                calls_seen += 1
-        checkpoint()
-    yield from open_calls.values()
 
 
 def _call_name(call: object) -> str | None:

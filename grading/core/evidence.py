@@ -260,11 +260,11 @@ def branch_count(messages: Iterable[EvidenceMessage]) -> int:
 # --- scorability --------------------------------------------------------------------------------------------
 
 
-def unanswered_tool_call_ids(path: Sequence[EvidenceMessage]) -> list[str | None]:
-    """Ids of assistant tool calls with no later `tool` message answering them on the path, in call order.
-    Each tool message answers the earliest open call with its `tool_call_id`. A call without a string id
-    can never be answered and is listed as None."""
-    open_calls: dict[int, str | None] = {}  # call number -> id; dicts keep call order
+def unanswered_tool_calls(path: Sequence[EvidenceMessage]) -> list[tuple[EvidenceMessage, object]]:
+    """Each assistant tool call with no later `tool` message answering it on the path, with the message that made
+    it, in call order. Each tool message answers the earliest open call with its `tool_call_id`; a call without a
+    string id can never be answered."""
+    open_calls: dict[int, tuple[EvidenceMessage, object]] = {}  # call number -> the call; dicts keep call order
     open_by_id: dict[str, deque[int]] = {}
     calls_seen = 0
     for m in path:
@@ -275,14 +275,21 @@ def unanswered_tool_call_ids(path: Sequence[EvidenceMessage]) -> list[str | None
                 del open_by_id[m.tool_call_id]
         if m.role == "assistant" and isinstance(m.tool_calls, list):
             for call in m.tool_calls:
-                call_id = call.get("id") if isinstance(call, dict) else None
-                if not isinstance(call_id, str):
-                    call_id = None
-                open_calls[calls_seen] = call_id
-                if call_id is not None:
+                open_calls[calls_seen] = (m, call)
+                if isinstance(call_id := tool_call_id(call), str):
                     open_by_id.setdefault(call_id, deque()).append(calls_seen)
                 calls_seen += 1
     return list(open_calls.values())
+
+
+def unanswered_tool_call_ids(path: Sequence[EvidenceMessage]) -> list[str | None]:
+    """The ids of `unanswered_tool_calls`, None for a call without a string id."""
+    return [tool_call_id(call) for _message, call in unanswered_tool_calls(path)]
+
+
+def tool_call_id(call: object) -> str | None:
+    call_id = call.get("id") if isinstance(call, dict) else None
+    return call_id if isinstance(call_id, str) else None
 
 
 def not_scorable_reason(
