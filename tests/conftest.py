@@ -22,7 +22,7 @@ from grading.models import Org
 from reviewer.models import Role
 from tests.builders.judges import configure_judges, judge_config
 from tests.builders.people import make_person
-from tests.builders.processes import REPO_ROOT, database_url, wait_for_worker
+from tests.builders.processes import REPO_ROOT, database_url, wait_for_worker, workers_idle
 from tests.fakes.openai_server import FakeLLM
 from tests.fakes.smtp_server import SmtpServer
 
@@ -192,6 +192,19 @@ def _judges_file(directory: Path, second: FakeLLM) -> Path:
 
 
 # --- a real Celery worker -------------------------------------------------------------------------
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None):
+    """Before a test's fixtures go (a transactional test's flush truncates every table), the session's workers
+    finish what the test left them: a task still writing while the flush truncates its tables deadlocks the two
+    (seen: a webhook try ending as its slow receiver closed with the test), and the next test finds rows left."""
+    node = getattr(item, "funcargs", {}).get("celery_worker")
+    if node:
+        from reviewer.celery import app
+
+        workers_idle(app, [node, f"webhooks-{node}"])
+    return (yield)
 
 
 @pytest.fixture(scope="session")

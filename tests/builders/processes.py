@@ -61,6 +61,17 @@ def pool_processes(app, node: str) -> list[int]:
     return list(stats[node]["pool"]["processes"])
 
 
+def workers_idle(app, nodes: list[str], *, timeout: float = 60.0) -> None:
+    """Wait until none of the workers named is running a task (a worker that does not answer, killed by its test,
+    runs none)."""
+
+    def idle() -> bool:
+        active = app.control.inspect(destination=nodes, timeout=2.0).active() or {}
+        return all(not tasks for tasks in active.values())
+
+    wait_until(idle, timeout=timeout, interval=0.2, message=f"{', '.join(nodes)} to finish their tasks")
+
+
 def broker() -> redis.Redis:
     return redis.Redis.from_url(settings.REDIS_URL)
 
