@@ -201,30 +201,18 @@ def criteria_preview_view(request: HttpRequest, pk: int) -> HttpResponse:
     checks over the last N conversations), against their current reviews. No judge calls; nothing is written."""
     version = _get_version_for_user(request, pk)
     if version.kind == ItemKind.CONVERSATION:
-        return _rules_preview(request, version)
-    form = PreviewForm(request.GET or None)
+        form, run, template = PreviewForm(request.GET or None, item="conversations"), rules_preview, "rules_preview"
+    else:
+        form, run, template = PreviewForm(request.GET or None), criteria_preview, "preview"
+    template = f"reviewer/criteria/{template}.html"
     preview = None
     if form.is_bound:
         if not form.is_valid():
-            context = {"version": version, "form": form, **NAV}
-            return render(request, "reviewer/criteria/preview.html", context, status=400)
-        preview = criteria_preview(version=version, limit=form.cleaned_data["n"])
+            return render(request, template, {"version": version, "form": form, **NAV}, status=400)
+        preview = run(version=version, limit=form.cleaned_data["n"])
     blind_reviews = _blind_reviews(row.review for row in preview.rows) if preview else set()
     context = {"version": version, "form": form, "preview": preview, "blind_reviews": blind_reviews, **NAV}
-    return render(request, "reviewer/criteria/preview.html", context)
-
-
-def _rules_preview(request: HttpRequest, version: CriteriaVersion) -> HttpResponse:
-    form = PreviewForm(request.GET or None, item="conversations")
-    preview = None
-    if form.is_bound:
-        if not form.is_valid():
-            context = {"version": version, "form": form, **NAV}
-            return render(request, "reviewer/criteria/rules_preview.html", context, status=400)
-        preview = rules_preview(version=version, limit=form.cleaned_data["n"])
-    blind_reviews = _blind_reviews(row.review for row in preview.rows) if preview else set()
-    context = {"version": version, "form": form, "preview": preview, "blind_reviews": blind_reviews, **NAV}
-    return render(request, "reviewer/criteria/rules_preview.html", context)
+    return render(request, template, context)
 
 
 @require_http_methods(["GET", "POST"])
