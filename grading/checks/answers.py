@@ -45,6 +45,18 @@ def item_outcome(check_set: CheckSet, answers: Mapping[str, str]) -> Verdict:
     return Verdict.UNKNOWN if Verdict.UNKNOWN in outcomes else Verdict.PASS
 
 
+def machine_outcome(check_set: CheckSet, answers: Mapping[str, str], *, judge_asked: bool = True) -> Verdict:
+    """What the machine's answers come to for routing a conversation: unknown (people decide) if any required
+    check's answer reads as unknown, even beside a fail, for a person may read the evidence either way; else fail
+    if one reads as fail; else pass. (A person's decision, `item_outcome`, puts a fail first: nothing is left open
+    for a machine to route.) A version that leaves the judge unasked once a rule fails a required check fails the
+    item there: the checks nobody was asked are no doubt for people."""
+    outcomes = {check.outcome(answers.get(check.key, UNKNOWN)) for check in check_set.checks if check.required}
+    if Verdict.UNKNOWN in outcomes and (judge_asked or Verdict.FAIL not in outcomes):
+        return Verdict.UNKNOWN
+    return Verdict.FAIL if Verdict.FAIL in outcomes else Verdict.PASS
+
+
 def answer_reads_as(check: CheckDefinition, answer: str) -> str:
     """How a page marks an answer: pass, fail or unknown as it reads for the item, or "" for a category or a score
     of a check that names no passing answers (counted and shown, never a pass or a fail)."""

@@ -168,6 +168,14 @@ def lowered(check: CheckDefinition, judged: dict | None, ruled: RuledCheck) -> d
     }
 
 
+def rule_failed_required(checks: CheckSet, ruled: dict[str, RuledCheck]) -> bool:
+    """Whether a rule has already failed a required check, whatever the judge would say."""
+    return any(
+        checks[key].required and checks[key].outcome(lowered_answer(checks[key], UNKNOWN, found.sets)) == Verdict.FAIL
+        for key, found in ruled.items()
+    )
+
+
 def lowered_answer(check: CheckDefinition, judge_answer: str, sets: str) -> str:
     """`judge_answer` lowered to what a matching rule sets (fail | unknown); see `lowered`."""
     if check.outcome(judge_answer) == Verdict.FAIL:

@@ -8,8 +8,9 @@ from django.conf import settings
 from django.db import connection
 from django.utils import timezone
 
+from grading.checks.answers import machine_outcome
 from grading.checks.budget import ChecksOverBudget, checks_budget
-from grading.checks.conversation_rules import RuledCheck, lowered, lowered_answer, rules_run
+from grading.checks.conversation_rules import RuledCheck, lowered, rule_failed_required, rules_run
 from grading.checks.definitions import UNKNOWN, CheckSet
 from grading.core import evidence, evidence_text
 from grading.core.evidence import Verdict
@@ -145,7 +146,7 @@ def path_outcome(
         logger.warning("rules of a conversation stopped: %s", exc)
         detail = f"{exc} ({settings.CHECKS_CPU_BUDGET_SECONDS:g} s, CHECKS_CPU_BUDGET_SECONDS)"
         return ReviewOutcome(route=Route.ERROR, reason=CHECKS_BUDGET, detail=detail)
-    if not checks.judge_after_rule_fail and _rule_failed_required(checks, ruled):
+    if not checks.judge_after_rule_fail and rule_failed_required(checks, ruled):
         return _checked_outcome(checks, None, ruled, stages=0, usage=ZERO_USAGE)
     path_ids = {m.id for m in path}
     examples = version_examples(criteria) if examples is None else examples
@@ -235,14 +236,6 @@ def _release_database_connection() -> None:
         connection.close()
 
 
-def _rule_failed_required(checks: CheckSet, ruled: dict[str, RuledCheck]) -> bool:
-    """Whether a rule has already failed a required check, whatever the judge would say."""
-    return any(
-        checks[key].required and checks[key].outcome(lowered_answer(checks[key], UNKNOWN, found.sets)) == Verdict.FAIL
-        for key, found in ruled.items()
-    )
-
-
 _UNASKED = {
     "verdict": UNKNOWN,
     "message_ids": [],
@@ -267,14 +260,9 @@ def _checked_outcome(
 
 
 def _route(checks: CheckSet, answers: dict[str, dict], *, judge_asked: bool) -> tuple[Route, str]:
-    """The item's route from its required checks: people (unknown_check) if any reads as unknown, even beside a
-    fail, for a person may read the evidence either way; else fail if any reads as fail; else pass. (A decision's
-    summary, `item_outcome`, puts a fail first: a person's unknown leaves nothing open for a machine to route.)
-    A version that leaves the judge unasked once a rule fails a required check fails the item there: the checks
-    nobody was asked are not a doubt for people."""
-    outcomes = {check.outcome(answers[check.key]["verdict"]) for check in checks.checks if check.required}
-    if Verdict.UNKNOWN in outcomes and judge_asked:
+    """The item's route from what the machine's answers come to (`machine_outcome`)."""
+    verdicts = {key: answer["verdict"] for key, answer in answers.items()}
+    outcome = machine_outcome(checks, verdicts, judge_asked=judge_asked)
+    if outcome == Verdict.UNKNOWN:
         return Route.HUMAN, UNKNOWN_CHECK
-    if Verdict.FAIL in outcomes:
-        return Route.FAIL, ""
-    return Route.PASS, ""
+    return (Route.FAIL, "") if outcome == Verdict.FAIL else (Route.PASS, "")

@@ -12,8 +12,9 @@ from dataclasses import dataclass
 
 from django.conf import settings
 
+from grading.checks.answers import machine_outcome
 from grading.checks.budget import ChecksOverBudget, checks_budget
-from grading.checks.conversation_rules import RuledCheck, lowered_answer, rules_run
+from grading.checks.conversation_rules import RuledCheck, lowered_answer, rule_failed_required, rules_run
 from grading.checks.definitions import UNKNOWN, AnswerKind, CheckDefinition, CheckSet
 from grading.core.evidence import Verdict
 from grading.models import Conversation, CriteriaVersion, Review, Route
@@ -126,19 +127,14 @@ def _row(
 
 
 def _route_after(check_set: CheckSet, ruled: dict[str, RuledCheck]) -> str:
-    """The route the rules force whatever the judge answers: the best answer the judge could give each ruled
-    required check, lowered by its rules. Any such check that then fails fails the conversation; any unknown sends
-    it to people at best; otherwise the judge decides."""
-    outcomes = {
-        check_set[key].outcome(lowered_answer(check_set[key], _best_answer(check_set[key]), found.sets))
-        for key, found in ruled.items()
-        if check_set[key].required
-    }
-    if Verdict.FAIL in outcomes:
-        return Route.FAIL
-    if Verdict.UNKNOWN in outcomes:
-        return Route.HUMAN
-    return ""
+    """The route the rules force whatever the judge answers: the machine's outcome (`machine_outcome`, the
+    grader's rule) when the judge gives every check its best answer and the rules lower the ones they matched. A
+    fail fails the conversation; an unknown sends it to people at best; a pass leaves it to the judge."""
+    best = {check.key: _best_answer(check) for check in check_set.checks}
+    answers = best | {key: lowered_answer(check_set[key], best[key], found.sets) for key, found in ruled.items()}
+    judge_asked = check_set.judge_after_rule_fail or not rule_failed_required(check_set, ruled)
+    outcome = machine_outcome(check_set, answers, judge_asked=judge_asked)
+    return {Verdict.FAIL: Route.FAIL, Verdict.UNKNOWN: Route.HUMAN}.get(outcome, "")
 
 
 def _best_answer(check: CheckDefinition) -> str:

@@ -59,6 +59,17 @@ def test_a_rule_that_makes_a_check_unknown_sends_the_conversation_to_people_at_b
     assert (row.matches[0].sets, row.route_after) == ("unknown", "human")
 
 
+def test_a_rule_s_unknown_beside_another_rule_s_fail_sends_the_conversation_to_people_as_the_grader_does(
+    org, conversations
+):
+    names_policy = CITES_POLICY | {"key": "names_policy", "name": "Names the policy"}
+    version = version_with(
+        org, CITES_POLICY | {"rules": [ON_ITS_WAY]}, names_policy | {"rules": [ON_ITS_WAY | {"sets": "unknown"}]}
+    )
+    (row,) = rules_preview(version=version, limit=10).rows
+    assert row.route_after == "human"
+
+
 def test_a_rule_on_a_check_that_is_not_required_leaves_the_route_to_the_judge(org, conversations):
     version = version_with(org, INTENT | {"rules": [ON_ITS_WAY]})
     (row,) = rules_preview(version=version, limit=10).rows
