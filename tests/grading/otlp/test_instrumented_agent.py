@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from urllib.parse import quote
 
 import pytest
@@ -15,7 +16,7 @@ from grading.api.keys import api_key_create
 from grading.models import Conversation, Message
 from grading.models.otlp import PendingCall, SpanLink
 from tests.builders.processes import REPO_ROOT
-from tests.fakes.openai_server import text_reply, tool_call_reply
+from tests.fakes.openai_server import FakeLLM, text_reply, tool_call_reply
 
 pytestmark = pytest.mark.django_db(transaction=True)
 CANONICAL = ("role", "content", "tool_calls", "tool_call_id", "name")
@@ -26,13 +27,21 @@ def key(org) -> str:
     return api_key_create(org=org, name="support agent").plaintext
 
 
+@pytest.fixture(scope="module")
+def agent_llm() -> Iterator[FakeLLM]:
+    """The agent's own model server: the judge's server is shared with the session's Celery workers, which grade
+    what the agent exports as soon as it arrives and would take the agent's scripted replies."""
+    with FakeLLM() as server:
+        yield server
+
+
 @pytest.fixture
-def run_agent(live_server, fake_llm, key):
+def run_agent(live_server, agent_llm, key):
     def run(
         conversation: str, *, regenerate: bool = False, convention: str = "genai", capture: str = "span_only"
     ) -> list[dict]:
-        fake_llm.reset()  # each run answers from the start of the script
-        fake_llm.script(
+        agent_llm.reset()  # each run answers from the start of the script
+        agent_llm.script(
             tool_call_reply(("call_1", "order_status", '{"order":1182}')),
             text_reply("Order 1182 has shipped with DHL."),
             tool_call_reply(("call_2", "order_status", '{"order":1183}')),
@@ -51,7 +60,7 @@ def run_agent(live_server, fake_llm, key):
             "-m",
             "tests.fakes.instrumented_agent",
             "--base-url",
-            fake_llm.base_url,
+            agent_llm.base_url,
             "--conversation",
             conversation,
             "--convention",
