@@ -18,4 +18,3 @@ CHECKS_BUDGET = "checks_budget"
 # ... or its criteria version names a judge not configured (settings.JUDGES): no judge was called. Each grading pass
 # tries it again, so the item is graded once the judge is configured again or another version is published.
 JUDGE_UNKNOWN = "judge_unknown"
-

@@ -2,6 +2,7 @@
 
 One module per part of the model; Django and every caller read them here, as `grading.models`."""
 
+from grading.models.certificates import Certificate
 from grading.models.criteria import (
     CriteriaExample,
     CriteriaTrial,
@@ -58,6 +59,7 @@ from grading.models.runs import (
 )
 
 __all__ = [
+    "Certificate",
     "Answer",
     "ApiKey",
     "Article",

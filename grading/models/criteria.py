@@ -82,6 +82,11 @@ class CriteriaVersion(models.Model):
     slots = models.PositiveSmallIntegerField(default=1, help_text="People who decide each item `slots_for` names.")
     slots_for = models.CharField(max_length=8, choices=SlotsFor.choices, default=SlotsFor.AUDIT)
     slots_share = models.PositiveSmallIntegerField(default=0, help_text="Percent of the items for people: share.")
+    # The certification target: with probability at least `certify_confidence` (1-delta), the items the machine
+    # decides alone agree with people at least `certify_agreement` (1-alpha) of the time. Null: no target, the
+    # fixed bands route. Routing, not what is asked: not part of the criteria the reviews' identity names.
+    certify_agreement = models.FloatField(null=True, blank=True, help_text="1-alpha, e.g. 0.90; null: none.")
+    certify_confidence = models.FloatField(null=True, blank=True, help_text="1-delta, e.g. 0.90.")
     judge = models.CharField(
         max_length=40,
         default="default",
@@ -104,6 +109,16 @@ class CriteriaVersion(models.Model):
             models.CheckConstraint(
                 condition=models.Q(is_active=False) | models.Q(published_at__isnull=False),
                 name="criteria_active_is_published",
+            ),
+            models.CheckConstraint(
+                condition=(models.Q(certify_agreement__isnull=True) & models.Q(certify_confidence__isnull=True))
+                | models.Q(
+                    certify_agreement__gt=0.5,
+                    certify_agreement__lt=1,
+                    certify_confidence__gt=0.5,
+                    certify_confidence__lt=1,
+                ),
+                name="criteria_certify_target_in_range",
             ),
             models.CheckConstraint(
                 condition=models.Q(slots__gte=1, slots__lte=MAX_SLOTS, slots_share__lte=100),

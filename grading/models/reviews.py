@@ -144,6 +144,23 @@ class Review(models.Model):
     repairs = models.JSONField(null=True, blank=True, help_text="{diff, body, applied} when auto-repair ran.")
     memory_used = models.JSONField(default=dict, blank=True)
     usage = models.JSONField(default=dict, blank=True)
+    # -- how sure the judge was, and the certificate the review was routed under (grading/certify/)
+    confidences = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="The probability the judge gave its answer, 0 to 1: check key -> p; a draft's verdict as pass_fail.",
+    )
+    confidence_source = models.CharField(
+        max_length=16, blank=True, help_text="Where the confidences came from: logprobs; empty: none."
+    )
+    certificate = models.ForeignKey(
+        "grading.Certificate",
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="reviews",
+        help_text="The certificate the machine decided it under; null: routed by the fixed bands.",
+    )
     # -- what it is worth now
     state = models.CharField(max_length=16, choices=ReviewState.choices)
     audit = models.BooleanField(
