@@ -43,6 +43,7 @@ PACKAGES: list[tuple[str, str]] = [
     ("grading.figures", "what each figure counts, and the agreement statistics"),
     ("grading.delivery", "tasks sent by name, webhook signing, the evaluation export"),
     ("grading.reviews", "the record: reviews and their state, counters, criteria versions, reads of items"),
+    ("grading.certify", "certificates: where the judge may decide alone; the quality rate's interval"),
     ("grading.passes", "which items a grading pass grades"),
     ("grading.conversations", "conversations taken in and graded"),
     ("grading.drafts", "drafts taken in, graded by the gate, their pipelines told"),
