@@ -7,10 +7,11 @@
    the draw meets the guarantee when the population's items at or above the threshold agree with people at least
    1-alpha of the time, or when there is no certificate (the machine decides nothing, so nothing it decided
    disagrees). The guarantee holds when the share of draws meeting it is at least 1-delta.
-2. The quality interval. A population of judge probabilities of a pass, Beta(5, 2) (mean 0.71), whose items pass
-   with people with probability 0.1 lower: a judge that overrates every item. Audit samples of n items are drawn
-   without replacement `draws` times; the PPI++ interval should cover the population's true pass rate at least
-   1-alpha of the time, as the people-only interval does, while the judge's own count misses it.
+2. The quality interval. A population of the judge's probabilities of a pass, Beta(1.4, 0.6) (mean 0.7, most of
+   them near 0 or 1, as a confident judge's are), whose items pass with people with probability 0.1 lower: a judge
+   that overrates every item. Audit samples of n items are drawn without replacement `draws` times; the PPI++
+   interval should cover the population's true pass rate at least 1-alpha of the time, as the people-only
+   interval does, while the judge's own count misses it.
 
 Every figure comes from a seeded generator per setting, so a run prints the same table every time and one
 setting's figures do not depend on which others ran. Run: `python -m grading.certify.simulator [--draws 1000]`.
@@ -133,12 +134,12 @@ def quality_rows(
     sizes: tuple[int, ...] = SIZES,
     alpha: float = 0.05,
     draws: int = 1_000,
-    population: int = 20_000,
+    population: int = 5_000,
     seed: int = SEED,
 ) -> list[QualityRow]:
     """Per audit size, how often the PPI++ and the people-only intervals held the population's true pass rate."""
     rng = np.random.default_rng([seed, population])
-    judge = rng.beta(5.0, 2.0, population)
+    judge = rng.beta(1.4, 0.6, population)
     passes = (rng.random(population) < np.clip(judge - JUDGE_BIAS, 0.0, 1.0)).astype(float)
     truth = float(passes.mean())
     rows = []
@@ -192,7 +193,7 @@ def main() -> None:
             f"| {row.coverage:.3f} | {row.abstained:.3f} | {row.best_coverage:.3f} |"
         )
     print(
-        f"\nQuality interval (95%): 20,000 items, judge's pass probability Beta(5, 2), people pass each with "
+        f"\nQuality interval (95%): 5,000 items, judge's pass probability Beta(1.4, 0.6), people pass each with "
         f"probability {JUDGE_BIAS} lower; {arguments.draws:,} audit draws per size"
     )
     print("| n | PPI++ coverage | people-only coverage | judge's count off by | PPI++ width | people width | gain |")
