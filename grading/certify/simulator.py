@@ -33,6 +33,7 @@ TARGETS = (0.80, 0.85, 0.90)
 SIZES = (100, 250, 500)
 DELTA = 0.1
 POPULATION = 100_000
+QUALITY_POPULATION = 5_000
 JUDGE_BIAS = 0.1  # how much the quality population's judge overrates each item's chance of passing
 
 
@@ -134,7 +135,7 @@ def quality_rows(
     sizes: tuple[int, ...] = SIZES,
     alpha: float = 0.05,
     draws: int = 1_000,
-    population: int = 5_000,
+    population: int = QUALITY_POPULATION,
     seed: int = SEED,
 ) -> list[QualityRow]:
     """Per audit size, how often the PPI++ and the people-only intervals held the population's true pass rate."""
@@ -181,24 +182,34 @@ def main() -> None:
     parser.add_argument("--draws", type=int, default=1_000)
     parser.add_argument("--seed", type=int, default=SEED)
     arguments = parser.parse_args()
+    print_tables(draws=arguments.draws, seed=arguments.seed)
+
+
+def print_tables(*, draws: int = 1_000, seed: int = SEED) -> None:
+    """Both tables as Markdown, as bench/README.md keeps them."""
     print(
         f"Certificate: {POPULATION:,} items, confidence uniform on [0.5, 1], P(agree | c) = c; "
-        f"delta {DELTA}, {arguments.draws:,} calibration draws per setting"
+        f"delta {DELTA}, {draws:,} calibration draws per setting"
     )
-    print("| target | n | guarantee share (need >= 0.90) | coverage | no certificate | best coverage |")
+    print(
+        f"| target | n | guarantee share ± s.e. (need >= {1 - DELTA:.2f}) | coverage | no certificate | best coverage |"
+    )
     print("|---|---|---|---|---|---|")
-    for row in guarantee_rows(draws=arguments.draws, seed=arguments.seed):
+    for row in guarantee_rows(draws=draws, seed=seed):
         print(
             f"| {row.target:.2f} | {row.labels} | {row.guarantee_share:.3f} ± {row.standard_error:.3f} "
             f"| {row.coverage:.3f} | {row.abstained:.3f} | {row.best_coverage:.3f} |"
         )
     print(
-        f"\nQuality interval (95%): 5,000 items, judge's pass probability Beta(1.4, 0.6), people pass each with "
-        f"probability {JUDGE_BIAS} lower; {arguments.draws:,} audit draws per size"
+        f"\nQuality interval (95%): {QUALITY_POPULATION:,} items, judge's pass probability Beta(1.4, 0.6), people "
+        f"pass each with probability {JUDGE_BIAS} lower; {draws:,} audit draws per size"
     )
-    print("| n | PPI++ coverage | people-only coverage | judge's count off by | PPI++ width | people width | gain |")
+    print(
+        "| n | PPI++ coverage ± s.e. | people-only coverage | judge's count off by | PPI++ width | people width "
+        "| gain |"
+    )
     print("|---|---|---|---|---|---|---|")
-    for row in quality_rows(draws=arguments.draws, seed=arguments.seed):
+    for row in quality_rows(draws=draws, seed=seed):
         print(
             f"| {row.labels} | {row.ppi_coverage:.3f} ± {row.standard_error:.3f} | {row.people_coverage:.3f} "
             f"| {row.judge_misses:.3f} | {row.ppi_width:.3f} | {row.people_width:.3f} | {row.effective_gain:.2f}x |"
