@@ -73,8 +73,11 @@ def certify(points: Sequence[CalibrationPoint], *, alpha: float, delta: float) -
        A candidate with fewer fails whatever people said (its bound exceeds alpha even with no disagreement), so
        starting above it would abstain on every calibration set whose confidences are not tied at the top, which
        logprob confidences seldom are. Where the walk starts depends on the confidences only, never on the
-       verdicts, so the sequence of tests is still fixed before any verdict is read; the simulator
-       (grading/certify/simulator.py) measures the guarantee this way.
+       verdicts, so the sequence of tests is still fixed before any verdict is read. (Given the confidence a
+       candidate stands at, the points above it are a random sample of the items above it, so their disagreements
+       are binomial at those items' rate; the candidate's own point, at the lowest confidence of them, errs on the
+       safe side when agreement rises with confidence.) The simulator (grading/certify/simulator.py) measures the
+       guarantee of this walk.
     4. Walking down, a candidate is accepted while its bound is at most alpha; the certified threshold is the lowest
        accepted before the first failure (fixed-sequence testing: each test spends the whole delta because a later
        one is reached only when every earlier one passed). If the first candidate fails, or no candidate has
