@@ -81,6 +81,10 @@ class ReviewOutcome:
     judge_issues: list = field(default_factory=list)
     repairs: dict | None = None
     memory_used: dict = field(default_factory=dict)
+    # Per check key (a draft's verdict: pass_fail), the probability the judge gave the answer that stands; and where
+    # that came from: "logprobs", or "" with none (grading/judge/confidence.py).
+    confidences: dict = field(default_factory=dict)
+    confidence_source: str = ""
 
 
 def _columns(identity: ScoreIdentity, outcome: ReviewOutcome) -> dict:
