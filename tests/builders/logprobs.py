@@ -18,7 +18,3 @@ def tokens(*entries: tuple[str, dict[str, float]]) -> list[TokenLogprob]:
         for token, alternatives in entries
     ]
 
-
-def plain(text: str) -> list[TokenLogprob]:
-    """`text` as one certain token (structure around the tokens a test is about)."""
-    return tokens((text, {}))
