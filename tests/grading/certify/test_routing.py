@@ -172,3 +172,17 @@ def test_the_audit_sample_draws_items_the_machine_decided_under_a_certificate(or
     sample = audit_sample_send(org=org, per_week=1_000, weeks=1, salt="audit")
 
     assert decided.pk in sample.marked  # drawn by its fixed rule, whatever decided it
+
+
+def test_a_target_set_on_the_active_version_reaches_a_grader_that_read_it_before(settings, fake_llm, org):
+    """A grading process keeps a published version by its revision: the target moves the revision on."""
+    configure_judges(settings, default=judge_config(fake_llm))
+    setup_org_memory(org)
+    assert gate(org, fake_llm, "first", 8, {"8": 0.97, "6": 0.03}).route == Route.PASS  # read without a target
+
+    certify_target_set(
+        version=criteria_active(org=org, kind=ItemKind.DRAFT), actor=None, agreement=0.9, confidence=0.9
+    )
+
+    routed = gate(org, fake_llm, "second", 8, {"8": 0.97, "6": 0.03})
+    assert (routed.route, routed.reason) == (Route.HUMAN, BELOW_CERTIFIED)  # no certificate yet: people decide
