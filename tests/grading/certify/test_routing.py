@@ -180,9 +180,7 @@ def test_a_target_set_on_the_active_version_reaches_a_grader_that_read_it_before
     setup_org_memory(org)
     assert gate(org, fake_llm, "first", 8, {"8": 0.97, "6": 0.03}).route == Route.PASS  # read without a target
 
-    certify_target_set(
-        version=criteria_active(org=org, kind=ItemKind.DRAFT), actor=None, agreement=0.9, confidence=0.9
-    )
+    certify_target_set(version=criteria_active(org=org, kind=ItemKind.DRAFT), actor=None, agreement=0.9, confidence=0.9)
 
     routed = gate(org, fake_llm, "second", 8, {"8": 0.97, "6": 0.03})
     assert (routed.route, routed.reason) == (Route.HUMAN, BELOW_CERTIFIED)  # no certificate yet: people decide
