@@ -7,10 +7,11 @@
    the draw meets the guarantee when the population's items at or above the threshold agree with people at least
    1-alpha of the time, or when there is no certificate (the machine decides nothing, so nothing it decided
    disagrees). The guarantee holds when the share of draws meeting it is at least 1-delta.
-2. The quality interval. A population of judge probabilities of a pass, Beta(5, 2) (mean 0.71), whose items pass
-   with people with probability 0.1 lower: a judge that overrates every item. Audit samples of n items are drawn
-   without replacement `draws` times; the PPI++ interval should cover the population's true pass rate at least
-   1-alpha of the time, as the people-only interval does, while the judge's own count misses it.
+2. The quality interval. A population of the judge's probabilities of a pass, Beta(1.4, 0.6) (mean 0.7, most of
+   them near 0 or 1, as a confident judge's are), whose items pass with people with probability 0.1 lower: a judge
+   that overrates every item. Audit samples of n items are drawn without replacement `draws` times; the PPI++
+   interval should cover the population's true pass rate at least 1-alpha of the time, as the people-only
+   interval does, while the judge's own count misses it.
 
 Every figure comes from a seeded generator per setting, so a run prints the same table every time and one
 setting's figures do not depend on which others ran. Run: `python -m grading.certify.simulator [--draws 1000]`.
@@ -32,6 +33,7 @@ TARGETS = (0.80, 0.85, 0.90)
 SIZES = (100, 250, 500)
 DELTA = 0.1
 POPULATION = 100_000
+QUALITY_POPULATION = 5_000
 JUDGE_BIAS = 0.1  # how much the quality population's judge overrates each item's chance of passing
 
 
@@ -133,12 +135,12 @@ def quality_rows(
     sizes: tuple[int, ...] = SIZES,
     alpha: float = 0.05,
     draws: int = 1_000,
-    population: int = 20_000,
+    population: int = QUALITY_POPULATION,
     seed: int = SEED,
 ) -> list[QualityRow]:
     """Per audit size, how often the PPI++ and the people-only intervals held the population's true pass rate."""
     rng = np.random.default_rng([seed, population])
-    judge = rng.beta(5.0, 2.0, population)
+    judge = rng.beta(1.4, 0.6, population)
     passes = (rng.random(population) < np.clip(judge - JUDGE_BIAS, 0.0, 1.0)).astype(float)
     truth = float(passes.mean())
     rows = []
@@ -180,24 +182,34 @@ def main() -> None:
     parser.add_argument("--draws", type=int, default=1_000)
     parser.add_argument("--seed", type=int, default=SEED)
     arguments = parser.parse_args()
+    print_tables(draws=arguments.draws, seed=arguments.seed)
+
+
+def print_tables(*, draws: int = 1_000, seed: int = SEED) -> None:
+    """Both tables as Markdown, as bench/README.md keeps them."""
     print(
         f"Certificate: {POPULATION:,} items, confidence uniform on [0.5, 1], P(agree | c) = c; "
-        f"delta {DELTA}, {arguments.draws:,} calibration draws per setting"
+        f"delta {DELTA}, {draws:,} calibration draws per setting"
     )
-    print("| target | n | guarantee share (need >= 0.90) | coverage | no certificate | best coverage |")
+    print(
+        f"| target | n | guarantee share ± s.e. (need >= {1 - DELTA:.2f}) | coverage | no certificate | best coverage |"
+    )
     print("|---|---|---|---|---|---|")
-    for row in guarantee_rows(draws=arguments.draws, seed=arguments.seed):
+    for row in guarantee_rows(draws=draws, seed=seed):
         print(
             f"| {row.target:.2f} | {row.labels} | {row.guarantee_share:.3f} ± {row.standard_error:.3f} "
             f"| {row.coverage:.3f} | {row.abstained:.3f} | {row.best_coverage:.3f} |"
         )
     print(
-        f"\nQuality interval (95%): 20,000 items, judge's pass probability Beta(5, 2), people pass each with "
-        f"probability {JUDGE_BIAS} lower; {arguments.draws:,} audit draws per size"
+        f"\nQuality interval (95%): {QUALITY_POPULATION:,} items, judge's pass probability Beta(1.4, 0.6), people "
+        f"pass each with probability {JUDGE_BIAS} lower; {draws:,} audit draws per size"
     )
-    print("| n | PPI++ coverage | people-only coverage | judge's count off by | PPI++ width | people width | gain |")
+    print(
+        "| n | PPI++ coverage ± s.e. | people-only coverage | judge's count off by | PPI++ width | people width "
+        "| gain |"
+    )
     print("|---|---|---|---|---|---|---|")
-    for row in quality_rows(draws=arguments.draws, seed=arguments.seed):
+    for row in quality_rows(draws=draws, seed=seed):
         print(
             f"| {row.labels} | {row.ppi_coverage:.3f} ± {row.standard_error:.3f} | {row.people_coverage:.3f} "
             f"| {row.judge_misses:.3f} | {row.ppi_width:.3f} | {row.people_width:.3f} | {row.effective_gain:.2f}x |"
