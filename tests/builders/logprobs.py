@@ -17,4 +17,3 @@ def tokens(*entries: tuple[str, dict[str, float]]) -> list[TokenLogprob]:
         )
         for token, alternatives in entries
     ]
-
