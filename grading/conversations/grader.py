@@ -8,6 +8,7 @@ from django.conf import settings
 from django.db import connection
 from django.utils import timezone
 
+from grading.certify.routing import certified_route
 from grading.checks.answers import machine_outcome
 from grading.checks.budget import ChecksOverBudget, checks_budget
 from grading.checks.conversation_rules import RuledCheck, lowered, rule_failed_required, rules_run
@@ -59,7 +60,8 @@ def conversation_grade(
     3. Not scorable: record why, with no judge call. A spend cap of the org or the version is reached
        (grading/reviews/spend.py): write nothing and return None, so the task hands the ticket back and the item
        waits for the next pass. Otherwise judge each stage, outside any transaction.
-    4. Write the review and make it the conversation's current one.
+    4. Under a version with a certification target, route by its certificate (grading/certify/routing.py).
+    5. Write the review and make it the conversation's current one.
     """
     conversation = subject_to_grade(Conversation, conversation_id)
     if conversation is None:
@@ -83,6 +85,7 @@ def conversation_grade(
         return None  # no judge call past a spend cap: the item stays owed, waiting with the reason spend_cap
     else:
         outcome = path_outcome(state.path, criteria, judge)
+        outcome = certified_route(outcome, version=criteria, judge_key=identity.judge_key)
     return review_record(subject=conversation, identity=identity, outcome=outcome, started_at=now, ticket=ticket)
 
 

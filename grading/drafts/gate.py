@@ -12,6 +12,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from grading.certify.routing import certified_route
 from grading.checks.answers import item_outcome
 from grading.checks.budget import ChecksOverBudget, checks_budget
 from grading.checks.checks import PROOF_POINT_MISSING, Finding, check_draft
@@ -89,7 +90,8 @@ def draft_grade(*, draft_id: int, judge: DraftJudge | None = None, ticket: str =
        of the org or the version is reached: write nothing and return None (the draft waits with `spend_cap`).
     3. Check the draft; patch fixable findings and check the repaired body again.
     4. Ask the judge about the body as it would be published (outside any transaction).
-    5. Merge, write the review as the draft's current one, and tell the pipeline after commit.
+    5. Merge; under a version with a certification target, route by its certificate (grading/certify/routing.py).
+    6. Write the review as the draft's current one, and tell the pipeline after commit.
     """
     draft = subject_to_grade(Draft, draft_id)
     if draft is None:
@@ -110,6 +112,7 @@ def draft_grade(*, draft_id: int, judge: DraftJudge | None = None, ticket: str =
         return None  # no judge call past a spend cap: the draft stays owed, waiting with the reason spend_cap
     started_at = timezone.now()
     outcome = draft_outcome(draft=draft, criteria=criteria, memory=memory, judge=judge)
+    outcome = certified_route(outcome, version=criteria, judge_key=identity.judge_key)
     return _draft_review_record(draft, identity, outcome, started_at=started_at, ticket=ticket)
 
 
