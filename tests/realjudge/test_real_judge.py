@@ -65,8 +65,9 @@ def test_a_draft_and_a_conversation_are_graded_at_once_through_a_worker_against_
         assert 0 <= review.usage["cached_tokens"] <= review.usage["prompt_tokens"]
         if review.kind == "draft":
             assert 1 <= review.judge_score <= 10
-            # The verdict's confidence from the overall score's distribution (grading/judge/confidence.py).
-            assert review.confidence_source == "logprobs" and 0 <= review.confidences["pass_fail"] <= 1
+            # The verdict's confidence from the overall score's distribution, whenever one was read (its spread).
+            assert ("pass_fail" in review.confidences) == (review.spread is not None)
+            assert all(0 <= p <= 1 for p in review.confidences.values())
         else:
             assert set(review.checks) == {"grounded", "complete", "usable"}
             # Every answer that stands as the judge gave it (none downgraded for citing no evidence) has a
