@@ -7,7 +7,7 @@ from datetime import timedelta
 from django.utils import timezone
 
 from grading.core.evidence import draft_fingerprint
-from grading.models import CriteriaVersion, Draft, ItemKind, Label, Review, ReviewState, Route
+from grading.models import CriteriaVersion, Decision, Draft, ItemKind, Label, Review, ReviewState, Route
 from grading.reviews.versions import criteria_active
 from tests.builders.queue_items import JUDGE
 
@@ -88,3 +88,33 @@ def graded_drafts(org, graded: list[Graded], *, version: CriteriaVersion | None 
 def agreeing(n: int, *, confidence: float = 0.95) -> list[Graded]:
     """`n` drafts the judge passed, sure of it, and people passed too."""
     return [Graded(confidence=confidence, judge_passed=True, people_passed=True) for _ in range(n)]
+
+
+def reviews_of(drafts) -> list[Review]:
+    """The review `graded_drafts` wrote for each draft, in the drafts' order."""
+    by_draft = {review.draft_id: review for review in Review.objects.filter(draft__in=drafts)}
+    return [by_draft[draft.pk] for draft in drafts]
+
+
+def filed_in(reviews, week) -> None:
+    """File the reviews in the ISO week starting `week` (a Monday), as the dashboards read them."""
+    Review.objects.filter(pk__in=[review.pk for review in reviews]).update(week=week)
+
+
+def audit_decided(reviews, passed, person) -> None:
+    """People's decisions on these reviews as audit items (the blind sample): each draft approved where `passed`
+    says so, rejected otherwise."""
+    now = timezone.now()
+    Decision.objects.bulk_create(
+        [
+            Decision(
+                org_id=review.org_id,
+                review=review,
+                outcome=Decision.Outcome.APPROVE if ok else Decision.Outcome.REJECT,
+                decided_by=person,
+                decided_at=now,
+            )
+            for review, ok in zip(reviews, passed, strict=True)
+        ]
+    )
+    Review.objects.filter(pk__in=[review.pk for review in reviews]).update(state=ReviewState.DECIDED, audit=True)
