@@ -85,6 +85,7 @@ PAGES = {
     "dashboard": Policy("roles", roles=EVERY_ROLE),
     "dashboard_reviews": Policy("roles", roles=EVERY_ROLE),
     "dashboard_regrade": Policy("roles", roles=EVERY_ROLE),
+    "dashboard_certified": Policy("roles", roles=EVERY_ROLE),
     "dashboard_export": Policy("roles", roles=EVERY_ROLE, page=False),
     "audit": Policy("roles", roles=ORG_ADMIN),
     "audit_csv": Policy("roles", roles=ORG_ADMIN, page=False),
