@@ -1,16 +1,19 @@
 """The quality rate against people on the dashboard: loaded apart from the page (which reads counters only), in
 words first, within the reader's reach."""
 
+import json
 from html import unescape
 
 import pytest
+from django.core.serializers.json import DjangoJSONEncoder
 from django.urls import reverse
 from django.utils import timezone
 
+from grading.api.keys import api_key_create
 from grading.core.weeks import monday
 from grading.dashboard.certified import certified_figures
 from grading.dashboard.figures import scope_for
-from grading.models import ItemKind, Review
+from grading.models import ItemKind, Label, Review
 from reviewer.models import Membership, Role
 from tests.builders.certified import Graded, audit_decided, filed_in, graded_drafts, reviews_of
 from tests.builders.people import make_person
@@ -58,3 +61,21 @@ def test_a_reader_limited_to_an_application_reads_the_interval_of_its_items_only
     fragment = client_for(person).get(reverse("dashboard_certified"), HTTP_HX_REQUEST="true").content.decode()
     assert 'data-figure="items">1<' in fragment
     assert client_for(person).get(reverse("dashboard_certified"), {"application": "billing"}).status_code == 400
+
+
+def test_the_api_and_the_export_carry_the_interval_and_the_rows_behind_it(client, client_for, stakeholder, org,
+                                                                            audited_drafts):  # fmt: skip
+    scope = scope_for(org)
+    key = api_key_create(org=org, name="tools").plaintext
+    response = client.get("/api/v1/dashboard/certified", scope.as_query(), HTTP_AUTHORIZATION=f"Bearer {key}")
+    assert response.status_code == 200
+    expected = json.loads(json.dumps(certified_figures(scope), cls=DjangoJSONEncoder))
+    assert response.json()["certified"] == expected and "quality" not in response.json()
+    assert expected["draft"]["interval"]["low"] < expected["draft"]["interval"]["high"]
+
+    export = client_for(stakeholder).get(reverse("dashboard_export"), {"kind": "draft", "format": "jsonl"})
+    rows = [json.loads(line) for line in b"".join(export.streaming_content).decode().splitlines()]
+    confidences = {review.pk: review.confidences for review in Review.objects.filter(org=org)}
+    assert {row["review_id"]: row["confidences"] for row in rows} == confidences
+    assert {row["certificate"] for row in rows} == {None}
+    assert sum(row["audit"] for row in rows) == 6 and {Label.PASS_FAIL} == set(rows[0]["confidences"])
