@@ -7,7 +7,18 @@ from datetime import timedelta
 from django.utils import timezone
 
 from grading.core.evidence import draft_fingerprint
-from grading.models import CriteriaVersion, Decision, Draft, ItemKind, Label, Review, ReviewState, Route
+from grading.models import (
+    CriteriaTrial,
+    CriteriaVersion,
+    Decision,
+    Draft,
+    ItemKind,
+    Label,
+    Review,
+    ReviewState,
+    Route,
+    TrialSource,
+)
 from grading.reviews.versions import criteria_active
 from tests.builders.queue_items import JUDGE
 
@@ -118,3 +129,41 @@ def audit_decided(reviews, passed, person) -> None:
         ]
     )
     Review.objects.filter(pk__in=[review.pk for review in reviews]).update(state=ReviewState.DECIDED, audit=True)
+
+
+def draft_trial(version: CriteriaVersion, drafts, graded: list[Graded], *, source: str = TrialSource.LABELS):
+    """A finished trial of `version` on `drafts`, its review of each as `graded` says the judge saw it (on the
+    evidence the draft holds), its people's verdicts from `source`."""
+    now = timezone.now()
+    reviews = Review.objects.bulk_create(
+        [
+            Review(
+                org_id=version.org_id,
+                kind=ItemKind.DRAFT,
+                draft=draft,
+                fingerprint=draft.fingerprint,
+                criteria_version=version,
+                judge=JUDGE,
+                judge_key=JUDGE_KEY,
+                started_at=now,
+                finished_at=now,
+                stages=1,
+                route=Route.PASS if item.judge_passed else Route.FAIL,
+                judge_passed=item.judge_passed,
+                score=8.0 if item.judge_passed else 4.0,
+                confidences={} if item.confidence is None else {Label.PASS_FAIL: item.confidence},
+                state=ReviewState.TRIAL,
+            )
+            for draft, item in zip(drafts, graded, strict=True)
+        ]
+    )
+    return CriteriaTrial.objects.create(
+        org_id=version.org_id,
+        criteria_version=version,
+        source=source,
+        sample=[draft.pk for draft in drafts],
+        review_ids=[review.pk for review in reviews],
+        judge_calls=len(drafts),
+        judge_calls_made=len(drafts),
+        finished_at=now,
+    )
