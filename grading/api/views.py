@@ -18,6 +18,7 @@ from grading.api import health
 from grading.api.audit import router as audit_router
 from grading.api.erasures import router as erasures_router
 from grading.api.keys import api_key_authenticate
+from grading.certify.reads import certification_json
 from grading.checks.rules import rules_as_text
 from grading.conversations.ingest import ConversationWrite, conversation_append, conversation_upsert, feedback_record
 from grading.core.errors import ConversationNotFound, LimitExceeded, NotFound
@@ -328,7 +329,8 @@ def writer_rules(request: HttpRequest, format: str = "json"):
 def get_criteria(request: HttpRequest, kind: str, number: int | None = None) -> dict:
     """A version's checks in the order the judge and people read them (key, name, question, answer kind, guidance
     per answer, whether required, categories or scale and what passes, rules) and whether the judge is still asked
-    once a rule has failed a required check. Labels, answers and exports name checks by these keys."""
+    once a rule has failed a required check. Labels, answers and exports name checks by these keys. `certification`:
+    the target the machine decides alone under, and the latest certificate for it (null: none)."""
     if kind not in ItemKind.values:
         raise NotFound(f"no criteria of kind {kind!r}: draft or conversation")
     if number is None:
@@ -343,6 +345,7 @@ def get_criteria(request: HttpRequest, kind: str, number: int | None = None) -> 
         "active": version.is_active,
         "published_at": version.published_at,
         **version.check_set().model_dump(mode="json"),
+        "certification": certification_json(version),
     }
 
 

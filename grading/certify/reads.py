@@ -71,3 +71,34 @@ def certified_names(version: CriteriaVersion) -> dict[str, str]:
     if version.kind == ItemKind.DRAFT:
         return {Label.PASS_FAIL: "the draft's verdict"}
     return {check.key: check.name for check in version.check_set().checks}
+
+
+def certification_json(version: CriteriaVersion) -> dict:
+    """The version's target and latest certificate, as the API gives them (the chart's curve left out)."""
+    panel = certificate_panel(version)
+    certificate = panel.certificate
+    target = None if panel.agreement is None else {"agreement": panel.agreement, "confidence": panel.confidence}
+    if certificate is None:
+        return {"target": target, "certificate": None}
+    return {
+        "target": target,
+        "certificate": {
+            "id": certificate.pk,
+            "computed_at": certificate.computed_at,
+            "labels": certificate.labels,
+            "labelled_from": certificate.labelled_from,
+            "labelled_to": certificate.labelled_to,
+            "certified": panel.certified,
+            "checks": {
+                check.key: {
+                    "threshold": check.threshold,
+                    "bound": check.bound,
+                    "coverage": check.coverage,
+                    "labels": check.labels,
+                    "disagreements": check.disagreements,
+                    "more_labels": check.more_labels,
+                }
+                for check in panel.checks
+            },
+        },
+    }

@@ -52,7 +52,12 @@ def certify_target_set(
         locked = CriteriaVersion.objects.select_for_update().get(pk=version.pk)
         before = {"agreement": locked.certify_agreement, "confidence": locked.certify_confidence}
         locked.certify_agreement, locked.certify_confidence = agreement, confidence
-        locked.save(update_fields=["certify_agreement", "certify_confidence"])
+        # A grading process keeps a published version by its revision (`criteria_of`): moving it on is what makes
+        # every worker route by the new target.
+        locked.revision += 1
+        locked.updated_at = timezone.now()
+        locked.updated_by = actor if actor is not None and actor.is_authenticated else None
+        locked.save(update_fields=["certify_agreement", "certify_confidence", "revision", "updated_at", "updated_by"])
         audit_record(
             action="criteria.certify_target", org=locked.org, actor=actor, target=locked,
             detail={"from": before, "to": {"agreement": agreement, "confidence": confidence}},

@@ -136,8 +136,12 @@ def evaluations_export(*, review_id: int, event: str) -> None:
 
 
 def certificates_refresh(*, org_id: int) -> None:
-    """The org's certificates computed again, after people's verdicts arrived or a target changed."""
-    _send(CERTIFICATES_REFRESH, org_id)
+    """The org's certificates computed again, after people's verdicts arrived or a target changed. A broker that
+    is down loses nothing: the beat computes them again within ten minutes."""
+    try:
+        _send(CERTIFICATES_REFRESH, org_id)
+    except BrokerUnavailable as exc:
+        logger.warning("the broker did not take a certificates refresh (%s); the next beat run computes them", exc)
 
 
 def rollups_rebuild(org_ids: Iterable[int]) -> None:

@@ -34,9 +34,11 @@ class Graded:
     people_passed: bool | None
 
 
-def graded_drafts(org, graded: list[Graded], *, version: CriteriaVersion | None = None, judge_key: str = JUDGE_KEY):
-    """A draft per entry, its current review under `version` (the active draft version) by `judge_key`, and its
-    label on the evidence the review read."""
+def graded_drafts(
+    org, graded: list[Graded], *, version: CriteriaVersion | None = None, judge_key: str = JUDGE_KEY, label: bool = True
+):
+    """A draft per entry, its current review under `version` (the active draft version) by `judge_key`, and (with
+    `label`) its label on the evidence the review read."""
     version = version or criteria_active(org=org, kind=ItemKind.DRAFT)
     now = timezone.now()
     start = Draft.objects.filter(org=org).count()
@@ -90,7 +92,7 @@ def graded_drafts(org, graded: list[Graded], *, version: CriteriaVersion | None 
                 labelled_at=now - timedelta(hours=n),
             )
             for n, (draft, item) in enumerate(zip(drafts, graded, strict=True))
-            if item.people_passed is not None
+            if label and item.people_passed is not None
         ]
     )
     return drafts

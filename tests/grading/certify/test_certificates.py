@@ -5,16 +5,19 @@ from datetime import timedelta
 
 import pytest
 from django.utils import timezone
-from grading.certify.thresholds import CalibrationPoint, certify
 
 from grading.certify.calibration import calibration
 from grading.certify.routing import certificate_for
-from grading.certify.services import TargetInvalid, certificate_compute, certify_target_set
+from grading.certify.services import TargetInvalid, certificate_compute, certify_target_set, version_judge_key
+from grading.certify.thresholds import CalibrationPoint, certify
+from grading.dashboard.labels import LabelIn, labels_record
 from grading.models import AuditEvent, Certificate, ItemKind, Label
-from grading.reviews.versions import criteria_active, criteria_new_version
+from grading.reviews.versions import criteria_active, criteria_new_version, criteria_publish, criteria_update
 from reviewer.queue.services import claim_take, decision_create
 from tests.builders.certified import JUDGE_KEY, Graded, agreeing, graded_drafts
+from tests.builders.processes import wait_until
 from tests.builders.queue_items import draft_item
+from tests.conftest import SECOND_JUDGE
 
 pytestmark = pytest.mark.django_db
 
@@ -115,3 +118,23 @@ def test_setting_a_target_is_audited_and_half_a_target_is_refused(org, draft_ver
         "from": {"agreement": 0.9, "confidence": 0.9},
         "to": {"agreement": None, "confidence": None},
     }
+
+
+@pytest.mark.django_db(transaction=True)
+def test_labels_arriving_recompute_the_certificate_in_the_background(celery_worker, second_llm, org):
+    """The workers' judge `second` grades under the version; labels come in and the workers certify it."""
+    version = criteria_new_version(org=org, kind=ItemKind.DRAFT)
+    criteria_update(version=version, judge=SECOND_JUDGE)
+    version = certify_target_set(version=criteria_publish(version=version), actor=None, agreement=0.9, confidence=0.9)
+    judge_key = version_judge_key(version)
+    drafts = graded_drafts(org, agreeing(30), version=version, judge_key=judge_key, label=False)
+
+    labels = [LabelIn(item=draft.external_id, check="pass_fail", verdict="pass", labeller="ana") for draft in drafts]
+    labels_record(org=org, labels=labels, source="labels.csv")
+
+    def certified() -> bool:
+        certificate = certificate_for(version, judge_key=judge_key)
+        return certificate is not None and certificate.labels == 30
+
+    wait_until(certified, message="a certificate from the 30 labels")
+    assert certificate_for(version, judge_key=judge_key).checks[Label.PASS_FAIL]["threshold"] == 0.95

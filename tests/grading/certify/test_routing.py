@@ -4,13 +4,18 @@ certified threshold; facts still decide, and the machine's own stated doubts sti
 import pytest
 
 from grading.certify.routing import certified_route
-from grading.certify.services import certificate_compute, certify_target_set
+from grading.certify.services import certificate_compute, certify_target_set, version_judge_key
 from grading.core.outcomes import BAND, BELOW_CERTIFIED, JUDGE_CONTRADICTION, UNKNOWN_CHECK
+from grading.dashboard.sampling import audit_sample_send
+from grading.drafts.gate import draft_grade
 from grading.models import Certificate, ItemKind, Label, Route
 from grading.reviews.services import ReviewOutcome
 from grading.reviews.versions import criteria_active
 from tests.builders.certified import JUDGE_KEY, agreeing, graded_drafts
 from tests.builders.conversations import PATH_IDS, verdicts
+from tests.builders.drafts import draft_verdict, save_draft, setup_org_memory
+from tests.builders.judges import configure_judges, judge_config
+from tests.fakes.openai_server import json_reply
 
 pytestmark = pytest.mark.django_db
 
@@ -128,3 +133,54 @@ def test_an_unknown_check_still_goes_to_people_for_its_own_reason(conversation_v
         Route.HUMAN, verdicts(PATH_IDS, complete="unknown"), {"grounded": 0.99}, reason=UNKNOWN_CHECK
     )
     assert certified_route(outcome, version=conversation_version, judge_key=JUDGE_KEY) == outcome
+
+
+@pytest.fixture
+def gate_under_a_certificate(settings, fake_llm, org):
+    """The default judge at the loopback server, as production builds it; the active draft version certified at
+    0.95 from 40 labelled drafts it was sure of and people agreed with."""
+    configure_judges(settings, default=judge_config(fake_llm))
+    setup_org_memory(org)
+    version = certify_target_set(
+        version=criteria_active(org=org, kind=ItemKind.DRAFT), actor=None, agreement=0.9, confidence=0.9
+    )
+    judge_key = version_judge_key(version)
+    graded_drafts(org, agreeing(40, confidence=0.95), judge_key=judge_key)
+    return certificate_compute(version, judge_key=judge_key)
+
+
+def gate(org, fake_llm, external_id: str, overall: int, alternatives: dict[str, float]):
+    fake_llm.script(json_reply(draft_verdict(overall), top_logprobs=alternatives, logprob_field="overall"))
+    return draft_grade(draft_id=save_draft(org, external_id=external_id).pk)
+
+
+def test_the_gate_decides_alone_only_above_the_certified_confidence(org, fake_llm, gate_under_a_certificate):
+    sure = gate(org, fake_llm, "sure", 8, {"8": 0.97, "6": 0.03})
+    assert (sure.route, sure.certificate_id) == (Route.PASS, gate_under_a_certificate.pk)
+    assert sure.confidences[Label.PASS_FAIL] == pytest.approx(0.97)
+
+    unsure = gate(org, fake_llm, "unsure", 8, {"8": 0.9, "6": 0.1})
+    assert (unsure.route, unsure.reason, unsure.certificate_id) == (
+        Route.HUMAN, BELOW_CERTIFIED, gate_under_a_certificate.pk
+    )  # fmt: skip
+
+
+def test_the_audit_sample_draws_items_the_machine_decided_under_a_certificate(org, fake_llm, gate_under_a_certificate):
+    decided = gate(org, fake_llm, "sure", 8, {"8": 0.97, "6": 0.03})
+    assert decided.route == Route.PASS and decided.certificate_id is not None
+
+    sample = audit_sample_send(org=org, per_week=1_000, weeks=1, salt="audit")
+
+    assert decided.pk in sample.marked  # drawn by its fixed rule, whatever decided it
+
+
+def test_a_target_set_on_the_active_version_reaches_a_grader_that_read_it_before(settings, fake_llm, org):
+    """A grading process keeps a published version by its revision: the target moves the revision on."""
+    configure_judges(settings, default=judge_config(fake_llm))
+    setup_org_memory(org)
+    assert gate(org, fake_llm, "first", 8, {"8": 0.97, "6": 0.03}).route == Route.PASS  # read without a target
+
+    certify_target_set(version=criteria_active(org=org, kind=ItemKind.DRAFT), actor=None, agreement=0.9, confidence=0.9)
+
+    routed = gate(org, fake_llm, "second", 8, {"8": 0.97, "6": 0.03})
+    assert (routed.route, routed.reason) == (Route.HUMAN, BELOW_CERTIFIED)  # no certificate yet: people decide
