@@ -1,11 +1,14 @@
 """The quality rate with an honest interval, and what certificates decided: per kind, over the dashboard's scope.
 
-The judge's count of the quality rate carries the judge's bias. The blind audit sample is drawn per week by a fixed
-hash rule (grading/dashboard/sampling.py: the items with the smallest sha256(salt + external id), a rule that reads
-neither the item nor what the machine said), so it is a random sample of the items, and people decide it blind.
-Their verdicts on it correct the judge's answers on every item into the PPI++ interval (grading/certify/quality.py,
-through ppi-python), valid however biased the judge is; beside it, the interval from people's verdicts alone and how
-many audited labels the judge's answers are worth (the effective-label gain).
+The judge's count of the quality rate carries the judge's bias. The blind audit sample is drawn per week (and per
+application, for conversations) by a fixed hash rule (grading/dashboard/sampling.py: the items with the smallest
+sha256(salt + external id), a rule that reads neither the item nor what the machine said), so within each week it
+is a random sample of the items, and people decide it blind. It draws as many items from a quiet week as from a busy
+one, so each audited item is weighted by how many items of its week it stands for. Their verdicts correct the
+judge's answers on every item into the PPI++ interval (grading/certify/quality.py, through ppi-python), valid
+however biased the judge is; beside it, the interval from people's verdicts alone and how many audited labels the
+judge's answers are worth (the effective-label gain). A week with no audited decision yet is outside the interval
+(nothing says how the judge errs there): `reached` counts the items it speaks for.
 
 The items are the scope's: the counting reviews of the kind's active criteria version in its weeks, within the
 reader's reach and (conversations) of the application asked for, less those the judge could not grade (not scorable,
@@ -18,7 +21,8 @@ Read from the reviews, not the counters (a counter cannot hold a probability per
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections import defaultdict
+from dataclasses import dataclass, field
 from datetime import date
 
 from django.db.models import Count, F, Q, QuerySet
@@ -49,6 +53,7 @@ class KindQuality:
     judge_rate: float | None  # the mean of the judge's pass probabilities over them (None: no item)
     interval: QualityInterval | None  # None: fewer than 2 audited items
     audited: int  # of the items, those with people's audit verdict
+    reached: int  # the items of the weeks (and applications) with an audited item: those the interval speaks for
     week: date
     decided_alone: int  # in `week`: routed pass or fail under a certificate
     to_people: int  # in `week`: routed to people, for any reason
@@ -60,11 +65,13 @@ class KindQuality:
             "criteria_version": self.criteria_version,
             "items": self.items,
             "audited": self.audited,
+            "reached": self.reached,
             "judge_rate": self.judge_rate,
             "interval": None
             if interval is None
             else {
                 "method": METHOD,
+                "judge_rate": interval.judge_rate,
                 "estimate": interval.estimate,
                 "low": interval.low,
                 "high": interval.high,
@@ -91,19 +98,18 @@ def kind_quality(scope: Scope, kind: str) -> KindQuality:
     reviews = _in_scope(scope, kind, active)
     checks = active.check_set() if active is not None and kind == ItemKind.CONVERSATION else None
     people = _audit_passes(scope, kind, checks)
-    predicted, audited_people, audited_judge = [], [], []
+    cells: dict[tuple[str, date], _Cell] = defaultdict(_Cell)
     for row in _rows(reviews.exclude(route__in=(Route.NOT_SCORABLE, Route.ERROR)), kind, checks):
+        cell = cells[(row["application"] if kind == ItemKind.CONVERSATION else "", row["week"])]
         p = pass_probability(kind, row, checks)
         passed = people.get(row["item"])
         if passed is not None and passed[0] == row["fingerprint"]:
-            audited_people.append(1.0 if passed[1] else 0.0)
-            audited_judge.append(p)
+            cell.people.append(1.0 if passed[1] else 0.0)
+            cell.audited.append(p)
         else:
-            predicted.append(p)
-    every = [*audited_judge, *predicted]
-    interval = quality_interval(
-        people=audited_people, judge_labelled=audited_judge, judge_unlabelled=predicted, alpha=ALPHA
-    )
+            cell.others.append(p)
+    every = [p for cell in cells.values() for p in (*cell.audited, *cell.others)]
+    reached = [cell for cell in cells.values() if cell.people]
     latest = reviews.filter(week=scope.until).aggregate(
         decided_alone=Count("pk", filter=Q(route__in=(Route.PASS, Route.FAIL), certificate__isnull=False)),
         to_people=Count("pk", filter=Q(route=Route.HUMAN)),
@@ -114,10 +120,45 @@ def kind_quality(scope: Scope, kind: str) -> KindQuality:
         criteria_version=active.number if active is not None else None,
         items=len(every),
         judge_rate=sum(every) / len(every) if every else None,
-        interval=interval,
-        audited=len(audited_people),
+        interval=_interval(reached),
+        audited=sum(len(cell.people) for cell in reached),
+        reached=sum(cell.size for cell in reached),
         week=scope.until,
         **latest,
+    )
+
+
+@dataclass
+class _Cell:
+    """One week's items (of one application, for conversations): the audit sample draws each apart."""
+
+    people: list[float] = field(default_factory=list)  # per audited item, 1.0 when people passed it
+    audited: list[float] = field(default_factory=list)  # the judge's pass probability on the same items
+    others: list[float] = field(default_factory=list)  # on the items people did not audit
+
+    @property
+    def size(self) -> int:
+        return len(self.audited) + len(self.others)
+
+
+def _interval(reached: list[_Cell]) -> QualityInterval | None:
+    """The interval over the cells the audit sample reached, each item weighted by how many items of its cell it
+    stands for: the sample draws as many from a quiet week as from a busy one."""
+    people, labelled, unlabelled, weights, unlabelled_weights = [], [], [], [], []
+    for cell in reached:
+        people += cell.people
+        labelled += cell.audited
+        unlabelled += cell.others
+        weights += [cell.size / len(cell.audited)] * len(cell.audited)
+        if cell.others:  # a week people audited whole has no item left to stand for
+            unlabelled_weights += [cell.size / len(cell.others)] * len(cell.others)
+    return quality_interval(
+        people=people,
+        judge_labelled=labelled,
+        judge_unlabelled=unlabelled,
+        alpha=ALPHA,
+        weights=weights,
+        unlabelled_weights=unlabelled_weights,
     )
 
 
@@ -169,7 +210,7 @@ def _rows(reviews: QuerySet[Review], kind: str, checks: CheckSet | None):
     answers only, extracted by the database (a review's whole checks hold rationales)."""
     required = [check.key for check in checks.checks if check.required] if checks is not None else []
     answers = {f"answer_{key}": KeyTextTransform("verdict", KeyTransform(key, "checks")) for key in required}
-    columns = ("fingerprint", "judge_passed", "route", "confidences")
+    columns = ("fingerprint", "judge_passed", "route", "confidences", "application", "week")
     for row in reviews.values(*columns, item=F(f"{kind}_id"), **answers).iterator(chunk_size=5000):
         row["answers"] = {key: row.pop(f"answer_{key}") for key in required}
         yield row

@@ -460,8 +460,13 @@ def _certified_kind(kind: str, f: dict) -> dict:
     else:
         words = (
             f"{audited}: the quality rate is {interval['low']:.0%} to {interval['high']:.0%} (PPI++, 95%); "
-            f"the judge counts {f['judge_rate']:.0%}."
+            f"the judge counts {interval['judge_rate']:.0%}."
         )
+        if f["reached"] < f["items"]:
+            words += (
+                f" It speaks for the {f['reached']:,} of {f['items']:,} {noun}s in the weeks the audit sample has"
+                " reached."
+            )
     alone, people = f["decided_alone_under_certificate"], f["to_people"]
     week = (
         f"In {f['week']} the machine decided {alone} {noun}{'' if alone == 1 else 's'} alone under a certificate; "
@@ -477,6 +482,7 @@ def _certified_kind(kind: str, f: dict) -> dict:
         "week_words": week,
         "items": f["items"],
         "audited": f["audited"],
+        "reached": f["reached"],
         "judge_rate": _percent_1(f["judge_rate"]),
         "estimate": _percent_1(interval["estimate"]) if interval else "–",
         "interval": f"{_percent_1(interval['low'])} to {_percent_1(interval['high'])}" if interval else "–",

@@ -4,7 +4,7 @@ corrected by people's verdicts on the blind audit sample (PPI++), and what certi
 import numpy as np
 import pytest
 from django.utils import timezone
-from ppi_py import classical_mean_ci, ppi_mean_ci
+from ppi_py import classical_mean_ci, ppi_mean_ci, ppi_mean_pointestimate
 
 from grading.core.outcomes import BAND, BELOW_CERTIFIED
 from grading.core.weeks import monday, weeks_before
@@ -77,6 +77,35 @@ def test_a_conversation_passes_for_the_judge_by_the_product_of_its_required_chec
         pytest.approx(max(0, low)),
         pytest.approx(min(1, high)),
     )
+
+
+def test_an_audited_item_stands_for_the_items_of_its_week_and_a_week_not_audited_is_left_out(org, operator):
+    busy = drafts_in_scope(org, [Graded(0.9, True, None), Graded(0.8, True, None)] * 20)  # 4 audited of 40
+    quiet = drafts_in_scope(org, [Graded(0.9, True, None), Graded(0.7, True, None)] * 4)  # 4 audited of 8
+    unaudited = drafts_in_scope(org, [Graded(0.6, True, None)] * 6)
+    filed_in(quiet, weeks_before(THIS_WEEK, 1))
+    filed_in(unaudited, weeks_before(THIS_WEEK, 2))
+    audit_decided(busy[:4], [True] * 4, operator)
+    audit_decided(quiet[:4], [False] * 4, operator)  # people fail the quiet week's items the judge passed
+
+    figures = certified_figures(scope_for(org))[ItemKind.DRAFT]
+
+    y = np.array([1.0] * 4 + [0.0] * 4)
+    labelled = np.array([0.9, 0.8] * 2 + [0.9, 0.7] * 2)
+    unlabelled = np.array([0.9, 0.8] * 18 + [0.9, 0.7] * 2)
+    weights = {"w": np.array([40 / 4] * 4 + [8 / 4] * 4), "w_unlabeled": np.array([40 / 36] * 36 + [8 / 4] * 4)}
+    low, high = (float(np.ravel(b)[0]) for b in ppi_mean_ci(y, labelled, unlabelled, alpha=0.05, **weights))
+    estimate = float(np.ravel(ppi_mean_pointestimate(y, labelled, unlabelled, **weights))[0])
+    interval = figures["interval"]
+    assert (figures["items"], figures["reached"], figures["audited"]) == (54, 48, 8)
+    assert (interval["low"], interval["high"], interval["estimate"]) == (
+        pytest.approx(max(0, low)),
+        pytest.approx(min(1, high)),
+        pytest.approx(estimate),
+    )
+    # Unweighted, the quiet week's 8 items would count as much as the busy week's 40.
+    unweighted = float(np.ravel(ppi_mean_pointestimate(y, labelled, unlabelled))[0])
+    assert unweighted < 0.6 < 0.75 < interval["estimate"]
 
 
 def test_fewer_than_two_audited_items_give_no_interval(org, operator):
