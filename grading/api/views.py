@@ -36,7 +36,7 @@ from grading.otlp.views import router as otlp_router
 from grading.reviews.conversation_reads import ConversationState, conversation_state
 from grading.reviews.draft_reads import draft_status
 from grading.reviews.memory import InvalidMemory, article_upsert, memory_add
-from grading.reviews.reads import current_review
+from grading.reviews.reads import current_review, review_confidence_json
 from grading.reviews.spend import spend_overview, spend_overview_json, spend_waiting
 from grading.reviews.versions import criteria_active
 
@@ -172,6 +172,16 @@ class ReviewIdentityOut(Schema):
     stages: int
 
 
+class CertificateOut(Schema):
+    """The certificate a review was routed under: computed when, for which target (agreement 1-alpha, confidence
+    1-delta)."""
+
+    id: int
+    computed_at: datetime
+    agreement: float
+    confidence: float
+
+
 class ReviewOut(Schema):
     route: str
     reason: str
@@ -179,6 +189,9 @@ class ReviewOut(Schema):
     identity: ReviewIdentityOut
     state: str
     is_current: bool
+    confidences: dict[str, float]  # check key -> the probability the judge gave its answer, 0 to 1
+    confidence_source: str  # "logprobs", or "" with no confidences
+    certificate: CertificateOut | None  # null: routed by the fixed bands
 
 
 class ConversationOut(Schema):
@@ -220,6 +233,7 @@ def review_out(review: Review) -> dict:
         },
         "state": review.state_now,
         "is_current": review.counts_now,
+        **review_confidence_json(review),
     }
 
 

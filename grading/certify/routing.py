@@ -10,6 +10,7 @@ certificate says (grading/dashboard/sampling.py), so the certificate can be chec
 """
 
 from dataclasses import replace
+from functools import lru_cache
 
 from grading.certify.calibration import certified_keys
 from grading.core.evidence import Verdict
@@ -23,17 +24,30 @@ _SETTLED_BY_CONFIDENCE = (BAND, SPREAD)
 
 def certificate_for(version: CriteriaVersion, *, judge_key: str) -> Certificate | None:
     """The latest certificate of the version and the judge computed for the version's present target; None when
-    none was (a changed target makes earlier certificates speak about another guarantee)."""
+    none was (a changed target makes earlier certificates speak about another guarantee). Kept per process for a
+    published version's revision, which a new certificate moves on (`certificate_compute`), as its target does."""
+    if version.published_at is None:
+        return _latest(version.pk, judge_key, version.certify_agreement, version.certify_confidence)
+    return _latest_of_revision(
+        version.pk, version.revision, judge_key, version.certify_agreement, version.certify_confidence
+    )
+
+
+def _latest(version_id: int, judge_key: str, agreement: float | None, confidence: float | None) -> Certificate | None:
     return (
         Certificate.objects.filter(
-            criteria_version=version,
-            judge_key=judge_key,
-            agreement=version.certify_agreement,
-            confidence=version.certify_confidence,
+            criteria_version_id=version_id, judge_key=judge_key, agreement=agreement, confidence=confidence
         )
         .order_by("-computed_at", "-pk")
         .first()
     )
+
+
+@lru_cache(maxsize=256)
+def _latest_of_revision(
+    version_id: int, revision: int, judge_key: str, agreement: float | None, confidence: float | None
+) -> Certificate | None:
+    return _latest(version_id, judge_key, agreement, confidence)
 
 
 def certified_route(outcome: ReviewOutcome, *, version: CriteriaVersion, judge_key: str) -> ReviewOutcome:

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
+from django.db.models import F
 from django.utils import timezone
 
 from grading.certify.calibration import calibration, certified_keys
@@ -90,18 +91,25 @@ def certificate_compute(version: CriteriaVersion, *, judge_key: str) -> Certific
     last = certificate_for(version, judge_key=judge_key)
     if last is not None and (last.checks, last.labels) == (checks, found.labels):
         return last  # nothing moved: the routed reviews keep naming it
-    return Certificate.objects.create(
-        org_id=version.org_id,
-        criteria_version=version,
-        judge_key=judge_key,
-        agreement=version.certify_agreement,
-        confidence=version.certify_confidence,
-        checks=checks,
-        labels=found.labels,
-        labelled_from=found.labelled_from,
-        labelled_to=found.labelled_to,
-        computed_at=timezone.now(),
-    )
+    with transaction.atomic():
+        certificate = Certificate.objects.create(
+            org_id=version.org_id,
+            criteria_version=version,
+            judge_key=judge_key,
+            agreement=version.certify_agreement,
+            confidence=version.certify_confidence,
+            checks=checks,
+            labels=found.labels,
+            labelled_from=found.labelled_from,
+            labelled_to=found.labelled_to,
+            computed_at=timezone.now(),
+        )
+        if version.published_at is not None:
+            # Graders keep a published version, and its certificate, by its revision (`criteria_of`,
+            # `certificate_for`): moving it on is what makes every worker route by the new certificate.
+            CriteriaVersion.objects.filter(pk=version.pk).update(revision=F("revision") + 1)
+            version.revision = CriteriaVersion.objects.values_list("revision", flat=True).get(pk=version.pk)
+    return certificate
 
 
 def certified_checks(

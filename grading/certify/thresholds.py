@@ -16,6 +16,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.stats import beta
 
+MOST_POINTS = 10**8  # beyond this many labelled items above a candidate, `more_labels` says none would do
+
 
 @dataclass(frozen=True)
 class CalibrationPoint:
@@ -71,8 +73,11 @@ def certify(points: Sequence[CalibrationPoint], *, alpha: float, delta: float) -
        A candidate with fewer fails whatever people said (its bound exceeds alpha even with no disagreement), so
        starting above it would abstain on every calibration set whose confidences are not tied at the top, which
        logprob confidences seldom are. Where the walk starts depends on the confidences only, never on the
-       verdicts, so the sequence of tests is still fixed before any verdict is read; the simulator
-       (grading/certify/simulator.py) measures the guarantee this way.
+       verdicts, so the sequence of tests is still fixed before any verdict is read. (Given the confidence a
+       candidate stands at, the points above it are a random sample of the items above it, so their disagreements
+       are binomial at those items' rate; the candidate's own point, at the lowest confidence of them, errs on the
+       safe side when agreement rises with confidence.) The simulator (grading/certify/simulator.py) measures the
+       guarantee of this walk.
     4. Walking down, a candidate is accepted while its bound is at most alpha; the certified threshold is the lowest
        accepted before the first failure (fixed-sequence testing: each test spends the whole delta because a later
        one is reached only when every earlier one passed). If the first candidate fails, or no candidate has
@@ -82,8 +87,8 @@ def certify(points: Sequence[CalibrationPoint], *, alpha: float, delta: float) -
     the threshold pass (with no certificate: the first candidate the walk tests; with fewer points than any
     candidate needs: all of them taken together). The estimate keeps that candidate's share of the points and its
     disagreement rate, and finds the smallest total whose Clopper-Pearson bound at that rate is at most alpha.
-    None when no number of labels would (its rate is at or above alpha) and when no candidate lies below the
-    threshold (every calibration point is covered already).
+    None when no number of labels would (its rate is at or above alpha, or so near it that even MOST_POINTS labels
+    above it would not do) and when no candidate lies below the threshold (every calibration point is covered).
     """
     _check_level("alpha", alpha)
     _check_level("delta", delta)
@@ -205,7 +210,8 @@ def _more_labels(*, n: int, k: int, total: int, alpha: float, delta: float) -> i
     labels fall above it in the same share (n/total) and disagree at the same rate (k/n).
 
     At a fixed rate the bound shrinks as n grows, so the smallest passing n is bracketed on a doubling grid, then
-    narrowed on an even grid within the bracket: each step one vectorised `beta.ppf`.
+    narrowed on an even grid within the bracket: each step one vectorised `beta.ppf`. None when even MOST_POINTS
+    at or above the candidate would not pass.
     """
     rate = k / n
     if rate >= alpha:
@@ -214,9 +220,12 @@ def _more_labels(*, n: int, k: int, total: int, alpha: float, delta: float) -> i
     def passing(points: np.ndarray) -> np.ndarray:
         return beta.ppf(1.0 - delta, rate * points + 1.0, (1.0 - rate) * points) <= alpha
 
-    doublings = 0
-    while not (passes := passing(grid := n * 2.0 ** np.arange(doublings, doublings + 8))).any():
-        doublings += 8  # a rate just under alpha needs many labels; the bound's inversion slows as n grows
+    # a rate just under alpha needs about z^2 rate (1 - rate) / (alpha - rate)^2 points; past MOST_POINTS the
+    # answer is "none that any audit will reach" (and a rate within rounding of alpha would never end the search)
+    grid = n * 2.0 ** np.arange(math.ceil(math.log2(MOST_POINTS / n)) + 1)
+    passes = passing(grid)
+    if not passes.any():
+        return None
     first = int(np.argmax(passes))
     low = int(grid[first - 1]) if first else int(grid[0] / 2)  # fails (or is below n)
     high = math.ceil(grid[first])

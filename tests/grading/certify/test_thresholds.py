@@ -169,6 +169,17 @@ def test_it_estimates_the_labels_that_would_let_the_first_candidate_pass_when_th
     assert certificate.more_labels == math.ceil(_fewest_passing(2 / 30, 0.1, 0.1) * 130 / 30) - 130
 
 
+def test_it_gives_no_estimate_when_the_next_candidate_s_rate_is_alpha_to_within_rounding():
+    # 1 - 0.85 is 0.15000000000000002 in floating point: 6 disagreements in 40 fall short of it by 2e-17, which
+    # no number of labels can tell apart
+    points = [P(0.9, True)] * 30 + [P(0.8, True)] * 4 + [P(0.8, False)] * 6
+
+    certificate = certify(points, alpha=1 - 0.85, delta=0.1)
+
+    assert certificate.threshold == 0.9
+    assert certificate.more_labels is None
+
+
 def test_it_gives_no_estimate_when_every_calibration_point_is_covered():
     assert certify([P(0.9, True)] * 40, alpha=0.1, delta=0.1).more_labels is None
 

@@ -8,7 +8,7 @@ from grading.conversations.grader import conversation_grade
 from grading.judge.backends import HeuristicJudge
 from grading.models import ItemKind
 from tests.builders.checks import CITES_POLICY, HELPFUL, INTENT, NO_PROMISE, answer, version_with_checks
-from tests.builders.conversations import PATH_IDS, support_conversation, upsert, verdicts
+from tests.builders.conversations import PATH_IDS, message, support_conversation, upsert, verdicts
 from tests.builders.judges import configure_judges, judge_config
 from tests.fakes.openai_server import json_reply
 
@@ -73,6 +73,28 @@ def test_an_answer_a_rule_changed_has_no_confidence_and_the_others_keep_theirs(o
 
     assert review.checks["no_promise"]["verdict"] == "fail"
     assert review.confidences == pytest.approx({"cites_policy": 0.7, "intent": 0.6, "helpful": 0.5})
+
+
+def test_an_answer_judged_in_stages_is_as_sure_as_its_least_sure_stage(org, judged_by_the_fake):
+    judged_by_the_fake.context_tokens = 3_000  # a stage holds a chapter or two
+    payload = support_conversation()
+    payload["messages"] = [message("u0", "user", "Summarise each chapter.", None, 0)]
+    for i in range(1, 13):
+        parent = payload["messages"][-1]["id"]
+        payload["messages"].append(message(f"a{i}", "assistant", f"Chapter {i}: " + "words " * 80, parent, i))
+    payload["active_message_id"] = "a12"
+    conversation = upsert(org, payload).conversation
+    answers = verdicts(["u0"] + [f"a{i}" for i in range(1, 13)])
+    # The first stage is sure of grounded, the second less so, the others certain.
+    per_stage = iter([{"pass": 0.9, "fail": 0.1}, {"pass": 0.6, "fail": 0.4}])
+    judged_by_the_fake.set_default(
+        lambda _: json_reply(answers, verdict_logprobs={"grounded": next(per_stage, {"pass": 1.0})})
+    )
+
+    review = conversation_grade(conversation_id=conversation.pk)
+
+    assert review.route == "pass" and review.stages > 2
+    assert review.confidences == pytest.approx({"grounded": 0.6, "complete": 1.0, "usable": 1.0})
 
 
 def test_a_judge_server_that_returns_no_logprobs_leaves_the_review_without_confidences(org, judged_by_the_fake):

@@ -3,8 +3,11 @@ distribution) and of each check's answer, through the judge production builds (s
 
 import pytest
 
+from grading.checks.definitions import AnswerKind, CheckDefinition, CheckSet
 from grading.drafts.gate import draft_grade
 from grading.judge.backends import HeuristicDraftJudge
+from grading.models import ItemKind
+from tests.builders.checks import version_with_checks
 from tests.builders.drafts import CLEAN_BODY, draft_verdict, save_draft, setup_org_memory
 from tests.builders.judges import configure_judges, judge_config
 from tests.fakes.openai_server import json_reply
@@ -61,6 +64,36 @@ def test_a_sub_score_the_findings_corrected_has_no_confidence(org, judged_by_the
 
     assert review.sub_scores["org_fit"] == 1
     assert review.confidences == pytest.approx({"pass_fail": 1.0, "aeo": 1.0, "writing": 1.0})
+
+
+def test_each_check_of_a_drafts_version_has_the_confidence_of_its_answer_unless_it_was_downgraded(
+    org, judged_by_the_fake
+):
+    version_with_checks(org, ItemKind.DRAFT, CheckSet(checks=[
+        CheckDefinition(key="clarity", name="Clarity", question="How clear?", kind=AnswerKind.SCORE, scale=10,
+                        pass_from=6),
+        CheckDefinition(key="cites_sources", name="Cites sources", question="Does every figure name its source?"),
+        CheckDefinition(key="audience", name="Audience", question="Who for?", kind=AnswerKind.CATEGORY,
+                        categories=["leaders", "agents"], required=False),
+    ]))  # fmt: skip
+    answer = {
+        "overall": 8,
+        "clarity": 8,
+        "cites_sources": {"verdict": "pass", "quotes": ["Acme Logistics cut ticket volume by 38%"], "rationale": ""},
+        "audience": {"verdict": "leaders", "quotes": ["Written for the board"], "rationale": "not in the draft"},
+        "passed": True,
+        "issues": [],
+    }
+    alternatives = {"cites_sources": {"pass": 0.75, "fail": 0.25}, "audience": {"leaders": 0.6, "agents": 0.4}}
+    judged_by_the_fake.script(
+        json_reply(answer, top_logprobs={"8": 0.9, "6": 0.1}, logprob_field="overall", verdict_logprobs=alternatives)
+    )
+
+    review = draft_grade(draft_id=save_draft(org).pk)
+
+    # audience quotes nothing of the draft: downgraded to unknown, it is not the judge's answer and has no confidence.
+    assert review.checks["audience"]["verdict"] == "unknown"
+    assert review.confidences == pytest.approx({"pass_fail": 0.9, "clarity": 1.0, "cites_sources": 0.75})
 
 
 def test_a_judge_server_that_returns_no_logprobs_leaves_the_review_without_confidences(org, judged_by_the_fake):
