@@ -7,6 +7,7 @@ from datetime import timedelta
 from django.utils import timezone
 
 from grading.core.evidence import draft_fingerprint
+from grading.core.weeks import monday
 from grading.models import (
     CriteriaTrial,
     CriteriaVersion,
@@ -74,6 +75,7 @@ def graded_drafts(
                 confidences={} if item.confidence is None else {Label.PASS_FAIL: item.confidence},
                 confidence_source="" if item.confidence is None else "logprobs",
                 state=ReviewState.CURRENT,
+                week=monday(now - timedelta(minutes=n)),  # filed as review_record files a draft: its verdict's week
             )
             for n, (draft, item) in enumerate(zip(drafts, graded, strict=True))
         ]
