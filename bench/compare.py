@@ -86,9 +86,9 @@ def report(samples: dict[str, dict[str, dict[str, list[float]]]]) -> list[str]:
         rows = [("", "base: median [IQR] (min-max)", "head: median [IQR] (min-max)", "head/base", "verdict")]
         for metric, label in METRICS:
             spreads = [spread_of([s * 1000 for s in samples[side][phase][metric]]) for side in SIDES]
-            ratio = spreads[1].median / spreads[0].median if spreads[0].median else float("nan")
+            ratio = f"{spreads[1].median / spreads[0].median:.3f}x" if spreads[0].median else "n/a"
             cells = [f"{s.median:.1f} [{s.low:.1f}-{s.high:.1f}] ({s.least:.1f}-{s.most:.1f})" for s in spreads]
-            rows.append((label, *cells, f"{ratio:.3f}x", verdict(*spreads)))
+            rows.append((label, *cells, ratio, verdict(*spreads)))
         widths = [max(len(row[column]) for row in rows) for column in range(4)]
         lines.append(phase)
         lines += ["  " + "  ".join(cell.ljust(width) for cell, width in zip(row[:4], widths, strict=True))
