@@ -9,6 +9,7 @@ times cannot show a change smaller than that. Here both sides run side by side i
    (`TOLLGATE_DATA_DIR`), each side in a database of its own, then waits to be told which phase to run.
 3. Rounds: every phase once on each side, the order of the sides alternating from round to round (base first, then
    head first), so a load that rises or falls during the run falls on both. The first round warms up and is dropped.
+   15 rounds by default: at fewer than 11 a verdict is a hint (`TRUSTED_ROUNDS`, below).
 4. Per phase and side: wall time, CPU of the process and CPU of its PostgreSQL backend, each as the median of the
    rounds with the interquartile range beside it (and the least and most). A verdict ("head faster", "head slower")
    is stated only when the two interquartile ranges do not overlap; otherwise "no difference claimed".
@@ -41,6 +42,11 @@ from urllib.parse import urlsplit, urlunsplit
 METRICS = (("wall", "wall ms"), ("cpu", "CPU ms here"), ("db_cpu", "CPU ms PostgreSQL"))
 SIDES = ("base", "head")
 MIN_ROUNDS = 5
+# Two samples of the same code, drawn apart: their interquartile ranges miss each other by chance in about one
+# comparison of five at 5 rounds, one of twelve at 7, one of forty-five at 11 and one of two hundred at 15 (normal
+# samples, simulated); a shift of 1.5 standard deviations is caught about three times in four at any of them.
+DEFAULT_ROUNDS = 15
+TRUSTED_ROUNDS = 11
 WARMUP_ROUNDS = 1
 BENCH_DIR = Path(__file__).resolve().parent
 
@@ -274,6 +280,9 @@ def compare(args: argparse.Namespace, out: IO[str]) -> None:
               file=out)  # fmt: skip
         for line in report(samples):
             print(line, file=out)
+        if args.rounds < TRUSTED_ROUNDS:
+            print(f"(at {args.rounds} rounds the quartiles of identical code miss each other by chance often: "
+                  f"read a verdict as a hint, and confirm it with {DEFAULT_ROUNDS})", file=out)  # fmt: skip
     finally:
         for side in sides.values():
             side.stop()
@@ -292,7 +301,8 @@ def main(argv: Sequence[str] | None = None) -> None:
                         help="an environment variable for the head side (repeatable)")  # fmt: skip
     parser.add_argument("--base-setting", action="append", default=[], metavar="NAME=VALUE",
                         help="an environment variable for the base side (repeatable)")  # fmt: skip
-    parser.add_argument("--rounds", type=int, default=7, help=f"measured rounds, at least {MIN_ROUNDS} (default 7)")
+    parser.add_argument("--rounds", type=int, default=DEFAULT_ROUNDS,
+                        help=f"measured rounds, at least {MIN_ROUNDS} (default {DEFAULT_ROUNDS})")  # fmt: skip
     parser.add_argument("--phase", action="append", help="only the phases whose names contain this (repeatable)")
     parser.add_argument("--keep-logs", action="store_true", help="keep the sides' logs (the benchmark's own output)")
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)

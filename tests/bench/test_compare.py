@@ -2,10 +2,11 @@
 the sides take. No database and no timing: the samples are given."""
 
 import math
+import random
 
 import pytest
 
-from bench.compare import Spread, main, order_of, report, spread_of, verdict
+from bench.compare import DEFAULT_ROUNDS, Spread, main, order_of, report, spread_of, verdict
 
 
 def spread(low: float, high: float) -> Spread:
@@ -54,6 +55,26 @@ def test_it_claims_nothing_from_an_unreadable_figure():
     unreadable = Spread(median=math.nan, low=math.nan, high=math.nan, least=math.nan, most=math.nan)
     assert verdict(spread(10.0, 12.0), unreadable) == "no difference claimed"
     assert verdict(unreadable, spread(1.0, 2.0)) == "no difference claimed"
+
+
+def test_it_rarely_claims_a_difference_between_two_runs_of_the_same_code_at_the_default_rounds():
+    rng = random.Random(45)
+
+    def run() -> Spread:
+        return spread_of([rng.gauss(100.0, 10.0) for _ in range(DEFAULT_ROUNDS)])
+
+    claims = sum(verdict(run(), run()) != "no difference claimed" for _ in range(2000))
+    assert claims < 20
+
+
+def test_it_mostly_catches_a_shift_of_one_and_a_half_spreads_at_the_default_rounds():
+    rng = random.Random(45)
+
+    def run(mean: float) -> Spread:
+        return spread_of([rng.gauss(mean, 10.0) for _ in range(DEFAULT_ROUNDS)])
+
+    caught = sum(verdict(run(100.0), run(85.0)) == "head faster" for _ in range(2000))
+    assert caught > 1200
 
 
 def test_it_alternates_which_side_runs_first_from_round_to_round():
