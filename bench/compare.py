@@ -257,7 +257,8 @@ def compare(args: argparse.Namespace, out: IO[str]) -> None:
             sides[side] = Side(name=side, checkout=checkouts[commit], bench=bench, env=env, log=scratch / f"{side}.log")
         for side in SIDES:
             print(f"{side}: {getattr(args, side)} ({commits[side][:10]}) {settings[side] or ''}", file=out)
-        print(f"{bench}; the sides' logs in {scratch}", file=out)
+        print(f"{bench}" + (f"; the sides' logs (the benchmark's own output) in {scratch}" if args.keep_logs else ""),
+              file=out)  # fmt: skip
         print("setting up both sides (once each)...", file=out, flush=True)
         offered = [sides[side].ready() for side in SIDES]
         phases = [phase for phase in offered[0] if phase in offered[1] and any(w in phase for w in args.phase or [""])]
