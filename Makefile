@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 HTMX := reviewer/static/vendor/htmx.min.js
 
-.PHONY: demo test test-realjudge bench lint stop install install-dev
+.PHONY: demo test test-realjudge bench bench-compare lint stop install install-dev
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -43,6 +43,13 @@ test-realjudge: install-dev
 # `make bench BENCH=throughput` runs only the benchmarks whose names contain that word.
 bench: install-dev
 	DEBUG=1 TOLLGATE_DATA_DIR=$${TOLLGATE_DATA_DIR:-.data/bench} $(PY) -m bench $(BENCH)
+
+# `make bench-compare BASE=main~20 HEAD=main BENCH=certified` runs one benchmark's phases from two commits,
+# interleaved and repeated, and says which is faster only where the spreads do not overlap (bench/compare.py);
+# COMPARE_ARGS passes more, e.g. COMPARE_ARGS='--setting NAME=VALUE --rounds 11'.
+bench-compare: install-dev
+	DEBUG=1 TOLLGATE_DATA_DIR=$${TOLLGATE_DATA_DIR:-.data/bench} $(PY) -m bench.compare \
+		--base $(or $(BASE),HEAD) --head $(or $(HEAD),HEAD) $(COMPARE_ARGS) $(BENCH)
 
 lint: install-dev
 	$(VENV)/bin/ruff check .

@@ -10,7 +10,8 @@ certificate computed from 100,000 labelled drafts.
    against the least any computation must do: reading the 100,000 labels' rows (`values_list`). Wall, CPU of this
    process and of PostgreSQL's backend, and the peak of Python memory (tracemalloc, a run of its own).
 
-Run: `make bench BENCH=certified`.
+Run: `make bench BENCH=certified`. `phases()` offers the routing to `bench.compare` (a commit against another):
+an org without a target and one under a certificate, set up once, each phase grading `PHASE_DRAFTS` drafts.
 """
 
 from __future__ import annotations
@@ -20,14 +21,16 @@ import random
 import statistics
 import time
 import tracemalloc
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from itertools import count
 
 from django.conf import settings
 
 from bench.common import backend_cpu, fresh_org
 from grading.certify.services import certificate_compute, certify_target_set, version_judge_key
 from grading.drafts.gate import draft_grade
-from grading.models import ItemKind, Label
+from grading.models import ItemKind, Label, Org
 from grading.reviews.versions import criteria_active
 from tests.builders.certified import Graded, graded_drafts
 from tests.builders.drafts import draft_verdict, save_draft, setup_org_memory
@@ -38,14 +41,24 @@ BLOCKS = 10  # per setting, interleaved
 PER_BLOCK = 20
 LABELLED = 100_000
 BATCH = 10_000
+PHASE_DRAFTS = 50  # a phase's run lasts long enough for PostgreSQL's CPU, counted in clock ticks of 10 ms
+
+
+def _sure_history(org) -> tuple:
+    """400 drafts the judge was sure of and people agreed with: what a certificate of the active version rests on."""
+    version = criteria_active(org=org, kind=ItemKind.DRAFT)
+    judge_key = version_judge_key(version)
+    graded_drafts(org, [Graded(0.95 + random.random() / 20, True, True) for _ in range(400)], judge_key=judge_key)
+    return version, judge_key
+
+
+def _sure_replies(fake: FakeLLM) -> None:
+    fake.set_default(json_reply(draft_verdict(8), top_logprobs={"8": 0.97, "6": 0.03}, logprob_field="overall"))
 
 
 def _routing(org, fake: FakeLLM) -> None:
-    version = criteria_active(org=org, kind=ItemKind.DRAFT)
-    judge_key = version_judge_key(version)
-    sure = [Graded(0.95 + random.random() / 20, True, True) for _ in range(400)]
-    graded_drafts(org, sure, judge_key=judge_key)
-    fake.set_default(json_reply(draft_verdict(8), top_logprobs={"8": 0.97, "6": 0.03}, logprob_field="overall"))
+    version, judge_key = _sure_history(org)
+    _sure_replies(fake)
     samples: dict[str, list[tuple[float, float]]] = {"no target": [], "certified": []}
     drafted = 0
     for _ in range(BLOCKS):
@@ -130,3 +143,32 @@ def main() -> None:
         configure_judges(settings, default=judge_config(fake))
         _routing(org, fake)
     _recomputation(org)
+
+
+@contextmanager
+def phases() -> Iterator[dict[str, Callable[[], None]]]:
+    """The routing for `bench.compare`: an org whose draft version has no target (the fixed bands route) and one
+    whose version has a target and its certificate, each with the same sure history; a phase grades `PHASE_DRAFTS`
+    new drafts of one org through the gate."""
+    logging.getLogger("httpx2").setLevel(logging.WARNING)
+    plain = fresh_org()
+    certified = Org.objects.create(name="Bench certified", slug="bench-certified")
+    with FakeLLM() as fake:
+        configure_judges(settings, default=judge_config(fake))
+        for org in (plain, certified):
+            setup_org_memory(org)
+            version, judge_key = _sure_history(org)
+        version = certify_target_set(version=version, actor=None, agreement=0.9, confidence=0.9)
+        assert certificate_compute(version, judge_key=judge_key) is not None
+        _sure_replies(fake)
+        numbers = count()
+
+        def grade(org: Org, *, under_certificate: bool) -> None:
+            for _ in range(PHASE_DRAFTS):
+                review = draft_grade(draft_id=save_draft(org, external_id=f"routed-{next(numbers)}").pk)
+                assert (review.certificate_id is not None) == under_certificate
+
+        yield {
+            f"routing, no target ({PHASE_DRAFTS} drafts graded)": lambda: grade(plain, under_certificate=False),
+            f"routing, certified ({PHASE_DRAFTS} drafts graded)": lambda: grade(certified, under_certificate=True),
+        }

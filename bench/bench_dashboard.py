@@ -316,7 +316,7 @@ def _populate(org, total: int) -> dict[str, int]:
 _REVIEW_COLUMNS = """org_id, kind, conversation_id, draft_id, fingerprint, criteria_version_id, judge, judge_key,
     memory_snapshot, started_at, finished_at, stages, route, reason, detail, checks, score, judge_score, judge_passed,
     spread, sub_scores, findings, judge_issues, repairs, memory_used, usage, state, audit, application, week,
-    submitted_at, criteria_fingerprint"""
+    submitted_at, criteria_fingerprint, confidences, confidence_source"""
 _JUDGE = """'{"backend": "openai", "model": "bench", "prompt_hash": "b3nch000", "temperature": 0}'::jsonb"""
 _CHECK = """jsonb_build_object('verdict', {v}, 'message_ids', '["m2"]'::jsonb, 'rationale', 'bench')"""
 # Conversation g: route by g % 10 (0-5 pass, 6-7 fail, 8-9 a person: 8 decided, 9 waiting); every 97th pass is in
@@ -372,7 +372,7 @@ _POPULATE_SQL = [
             NULL, NULL, NULL, NULL, '{{}}'::jsonb, '[]'::jsonb, '[]'::jsonb, NULL, '{{}}'::jsonb,
             jsonb_build_object('prompt_tokens', 2000 + x.g %% 700, 'completion_tokens', 150, 'total_tokens', 2150),
             CASE WHEN x.g %% 10 = 9 THEN 'waiting' WHEN x.g %% 10 = 8 OR x.audit THEN 'decided' ELSE 'current' END,
-            x.audit, c.application, {monday_sql("c.started_at")}, c.last_activity_at, ''
+            x.audit, c.application, {monday_sql("c.started_at")}, c.last_activity_at, '', '{{}}'::jsonb, ''
         FROM grading_conversation c
         CROSS JOIN LATERAL (SELECT substr(c.external_id, 3)::int AS g) n
         CROSS JOIN LATERAL (SELECT n.g, {_CONVERSATION_ROUTE.replace("g %%", "n.g %%")} AS route,
@@ -401,7 +401,7 @@ _POPULATE_SQL = [
             '{{}}'::jsonb, '{{"prompt_tokens": 3000, "completion_tokens": 200, "total_tokens": 3200}}'::jsonb,
             CASE WHEN x.route = 'human' AND x.g %% 20 = 8 THEN 'decided' WHEN x.route = 'human' THEN 'waiting'
                  ELSE 'current' END,
-            false, '', {monday_sql("d.updated_at + interval '90 seconds'")}, d.updated_at, ''
+            false, '', {monday_sql("d.updated_at + interval '90 seconds'")}, d.updated_at, '', '{{}}'::jsonb, ''
         FROM grading_draft d
         CROSS JOIN LATERAL (SELECT substr(d.external_id, 3)::int AS g) n
         CROSS JOIN LATERAL (SELECT n.g, CASE WHEN n.g %% 10 < 6 THEN 'pass' WHEN n.g %% 10 < 8 THEN 'fail'
@@ -412,7 +412,7 @@ _POPULATE_SQL = [
         SELECT r.org_id, r.kind, r.conversation_id, NULL, 'fp1:old-' || h, r.criteria_version_id, r.judge,
             'old-' || h, '', r.started_at - interval '1 day', r.finished_at - interval '1 day', 1, 'pass', '', '',
             r.checks, NULL, NULL, NULL, NULL, '{{}}'::jsonb, '[]'::jsonb, '[]'::jsonb, NULL, '{{}}'::jsonb, r.usage,
-            'superseded', false, r.application, r.week, r.submitted_at, ''
+            'superseded', false, r.application, r.week, r.submitted_at, '', '{{}}'::jsonb, ''
         FROM generate_series(1, %(history)s) h
         JOIN grading_review r ON r.id = (SELECT min(id) FROM grading_review) + (h %% %(conversations)s)""",
     f"""INSERT INTO grading_decision (org_id, review_id, basis, outcome, checks, note, decided_by_id, decided_at)

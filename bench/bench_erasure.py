@@ -198,7 +198,7 @@ _POPULATE_SQL = [
     """INSERT INTO grading_review (org_id, kind, conversation_id, fingerprint, criteria_version_id, judge, judge_key,
             memory_snapshot, criteria_fingerprint, started_at, finished_at, stages, route, reason, detail, checks,
             sub_scores, findings, judge_issues, memory_used, usage, state, audit, application, week, submitted_at,
-            routed_at)
+            routed_at, confidences, confidence_source)
         SELECT c.org_id, 'conversation', c.id, c.fingerprint, %(cc)s, '{"backend": "bench"}'::jsonb, 'bench', '',
             '', c.last_activity_at, c.last_activity_at + interval '5 seconds', 1,
             CASE WHEN c.external_id LIKE 'live%%' OR c.id %% 10 IN (1, 2) THEN 'human'
@@ -209,7 +209,7 @@ _POPULATE_SQL = [
             CASE WHEN c.external_id LIKE 'live%%' OR c.id %% 10 IN (1, 2) THEN 'waiting'
                  WHEN c.id %% 10 = 3 THEN 'decided' ELSE 'current' END,
             false, c.application, date_trunc('week', c.started_at)::date, c.last_activity_at,
-            c.last_activity_at + interval '5 seconds'
+            c.last_activity_at + interval '5 seconds', '{}', ''
         FROM grading_conversation c WHERE c.org_id = %(org)s""",
     """INSERT INTO grading_decision (org_id, review_id, basis, outcome, checks, note, decided_by_id, decided_at)
         SELECT r.org_id, r.id, 'one', 'pass',

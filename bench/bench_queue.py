@@ -30,12 +30,18 @@ they are not in: `reserved_q` in the scan (kept) against deciding the reservatio
 is the longest of five runs).
 
 BENCH_QUEUE_ITEMS (open items, default 100000) and BENCH_QUEUE_REVIEWS (all reviews, default 1000000) scale it.
+
+`phases()` offers the first table's pages and claim next to `bench.compare` (a commit against another), at a tenth of
+that scale unless the two variables say otherwise: each phase `PHASE_REQUESTS` requests, claims rolled back.
 """
 
 import os
 import statistics
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import timedelta
+from functools import partial
 
 from django.contrib.auth import get_user_model
 from django.db import connection, transaction
@@ -63,6 +69,7 @@ from reviewer.queue.services import claim_next
 RUNS = 25
 HTMX_LIST = {"HTTP_HX_REQUEST": "true", "HTTP_HX_TARGET": "queue-list"}
 WARMUP = 5
+PHASE_REQUESTS = 10
 MESSAGES_PER_CONVERSATION = 6
 
 
@@ -87,26 +94,11 @@ def main() -> None:
         f"populated {counts['open']:,} open items, {counts['decided']:,} decided, {counts['passed']:,} passed by the "
         f"machine; {counts['reviews']:,} reviews, {counts['messages']:,} messages in {seconds:.0f} s"
     )
-    user = get_user_model().objects.create_user(username="bench-operator", password="unused-bench-password")
-    Membership.objects.create(user=user, org=org, role=Role.OPERATOR)
-    client = Client(SERVER_NAME="localhost")
-    client.force_login(user)
-
-    waiting = Review.objects.filter(org=org, state="waiting").order_by("finished_at")
-    draft_review = waiting.filter(kind=ItemKind.DRAFT).first()
-    conversation_review = waiting.filter(kind=ItemKind.CONVERSATION).first()
+    user, client = _operator(org)
     with override_settings(ROOT_URLCONF=__name__):
         clear_url_caches()
         try:
-            pages = [
-                ("trivial view (layout only)", "/bench/trivial/", {}),
-                ("queue page", "/queue/", {}),
-                ("queue list partial (htmx refresh)", "/queue/", HTMX_LIST),
-                ("queue, conversations of one app", "/queue/?kind=conversation&application=app-1", {}),
-                ("queue, page 2", f"/queue/?after={_page_end(user, org)}", {}),
-                ("draft item page", f"/queue/items/{draft_review.pk}/", {}),
-                ("conversation item page", f"/queue/items/{conversation_review.pk}/", {}),
-            ]  # fmt: skip
+            pages = _pages(user, org)
             results = [(name, *_measure(client, url, extra)) for name, url, extra in pages]
             for name, applications, drafts in LIMITED:
                 limited, limited_client = _limited_operator(org, applications, drafts)
@@ -151,6 +143,60 @@ def main() -> None:
     print(f"{'escalation sweep':<52} {'median ms':>10} {'cpu ms':>8} {'queries':>8}")
     for name, median, cpu, queries in sweep_bench(org):
         print(f"{name:<52} {median:>10.1f} {cpu:>8.1f} {queries:>8}")
+
+
+@contextmanager
+def phases() -> Iterator[dict[str, Callable[[], None]]]:
+    """For `bench.compare`: the items populated once at a tenth of `main`'s scale (unless the variables say), then
+    each page of the first table and claim next, `PHASE_REQUESTS` requests a phase."""
+    org = fresh_org()
+    _populate(org, int(os.environ.get("BENCH_QUEUE_ITEMS", "10000")),
+              int(os.environ.get("BENCH_QUEUE_REVIEWS", "100000")))  # fmt: skip
+    user, client = _operator(org)
+    with override_settings(ROOT_URLCONF=__name__):
+        clear_url_caches()
+        try:
+            named = {f"{name} ({PHASE_REQUESTS} requests)": partial(_requests, client, url, extra)
+                     for name, url, extra in _pages(user, org)}  # fmt: skip
+            yield named | {f"claim next ({PHASE_REQUESTS} claims, rolled back)": partial(_claims, user)}
+        finally:
+            clear_url_caches()
+
+
+def _operator(org):
+    user = get_user_model().objects.create_user(username="bench-operator", password="unused-bench-password")
+    Membership.objects.create(user=user, org=org, role=Role.OPERATOR)
+    client = Client(SERVER_NAME="localhost")
+    client.force_login(user)
+    return user, client
+
+
+def _pages(user, org) -> list[tuple[str, str, dict]]:
+    """The first table's pages: name, URL and the request's extra headers."""
+    waiting = Review.objects.filter(org=org, state="waiting").order_by("finished_at")
+    draft_review = waiting.filter(kind=ItemKind.DRAFT).first()
+    conversation_review = waiting.filter(kind=ItemKind.CONVERSATION).first()
+    return [
+        ("trivial view (layout only)", "/bench/trivial/", {}),
+        ("queue page", "/queue/", {}),
+        ("queue list partial (htmx refresh)", "/queue/", HTMX_LIST),
+        ("queue, conversations of one app", "/queue/?kind=conversation&application=app-1", {}),
+        ("queue, page 2", f"/queue/?after={_page_end(user, org)}", {}),
+        ("draft item page", f"/queue/items/{draft_review.pk}/", {}),
+        ("conversation item page", f"/queue/items/{conversation_review.pk}/", {}),
+    ]
+
+
+def _requests(client: Client, url: str, extra: dict) -> None:
+    for _ in range(PHASE_REQUESTS):
+        assert client.get(url, **extra).status_code == 200, url
+
+
+def _claims(user) -> None:
+    for _ in range(PHASE_REQUESTS):
+        with transaction.atomic():
+            assert claim_next(user=user) is not None
+            transaction.set_rollback(True)
 
 
 POOLS, MEMBERS = 20, 5
@@ -404,7 +450,7 @@ _ITEMS = """
 _REVIEW_COLUMNS = """org_id, kind, conversation_id, draft_id, fingerprint, criteria_version_id, judge, judge_key,
     memory_snapshot, started_at, finished_at, stages, route, reason, detail, checks, score, judge_score,
     judge_passed, spread, sub_scores, findings, judge_issues, repairs, memory_used, usage, state, application, audit,
-    criteria_fingerprint"""
+    criteria_fingerprint, confidences, confidence_source"""
 _JUDGE = """'{"backend": "openai", "model": "bench", "prompt_hash": "b3nch000", "temperature": 0}'::jsonb"""
 _CHECKS = """'{"grounded": {"verdict": "pass", "message_ids": ["m2"], "rationale": "supported by m2"},
     "complete": {"verdict": "unknown", "message_ids": ["m5"], "rationale": "the follow-up is open"},
@@ -447,7 +493,7 @@ _POPULATE_SQL = [
             '[{{"issue": "The opening warms up", "fix": "Answer first."}}]'::jsonb, NULL, {_MEMORY},
             '{{"prompt_tokens": 3000, "completion_tokens": 200}}'::jsonb,
             CASE left(d.external_id, 1) WHEN 'o' THEN 'waiting' WHEN 'd' THEN 'decided' ELSE 'current' END, '', false,
-            ''
+            '', '{{}}'::jsonb, ''
         FROM grading_draft d WHERE d.org_id = %(org)s""",
     f"""INSERT INTO grading_review ({_REVIEW_COLUMNS})
         SELECT %(org)s, 'conversation', c.id, NULL, c.fingerprint, %(cc)s, {_JUDGE}, 'bench', '',
@@ -457,14 +503,14 @@ _POPULATE_SQL = [
             '', {_CHECKS}, NULL, NULL, NULL, NULL, '{{}}'::jsonb, '[]'::jsonb, '[]'::jsonb, NULL, '{{}}'::jsonb,
             '{{"prompt_tokens": 3000, "completion_tokens": 200}}'::jsonb,
             CASE left(c.external_id, 1) WHEN 'o' THEN 'waiting' WHEN 'd' THEN 'decided' ELSE 'current' END,
-            c.application, false, ''
+            c.application, false, '', '{{}}'::jsonb, ''
         FROM grading_conversation c WHERE c.org_id = %(org)s""",
     # Superseded history, spread over every item: older, not current, each of its own identity.
     f"""INSERT INTO grading_review ({_REVIEW_COLUMNS})
         SELECT r.org_id, r.kind, r.conversation_id, r.draft_id, 'fp1:old-' || h, r.criteria_version_id, r.judge,
             'old-' || h, r.memory_snapshot, r.started_at - interval '1 day', r.finished_at - interval '1 day', 1,
             'pass', '', '', r.checks, r.score, r.judge_score, r.judge_passed, r.spread, r.sub_scores, r.findings,
-            r.judge_issues, r.repairs, r.memory_used, r.usage, 'superseded', r.application, false, ''
+            r.judge_issues, r.repairs, r.memory_used, r.usage, 'superseded', r.application, false, '', '{{}}'::jsonb, ''
         FROM generate_series(1, %(history)s) h
         JOIN LATERAL (SELECT * FROM grading_review WHERE org_id = %(org)s AND state <> 'superseded'
                       AND id = (SELECT min(id) FROM grading_review) + (h %% (%(open)s + %(decided)s + %(passed)s))) r
