@@ -304,14 +304,15 @@ def queue_first_free(
     user_id: int,
     now: datetime,
     passed_over: Sequence[int],
-    reserved_for_them: bool = False,
 ) -> Review | None:
-    """The first item with a place for this person, in queue order, its row locked FOR UPDATE; a row another
-    claimer has locked is skipped (SKIP LOCKED). Run inside the claim's transaction.
+    """The first item with a place for this person, in queue order (the page's: `ORDER`, priority by priority), its
+    row locked FOR UPDATE; a row another claimer has locked is skipped (SKIP LOCKED). Run inside the claim's
+    transaction. The rows it passes are the ones the page marks as not this person's to claim
+    (reviewer/queue/display.py `not_claimable`): the SQL form of that rule, held equal to it by
+    tests/reviewer/queue/test_claim_next_order.py.
 
     1. Per lane, read the waiting reviews in queue order a batch at a time, filtered on stored rows only: not passed
-       over, not declined, answered or held by this person, and not reserved for others (`reserved_q`; with
-       `reserved_for_them`, only those reserved for this person).
+       over, not declined, answered or held by this person, and not reserved for others (`reserved_q`).
     2. Decide for the rows in hand whether the person has a place, by the one rule (`Slots.place_for`): a slot
        nobody holds or answered; or, once the answers stand, the adjudication, for someone who gave none.
     3. Lock the first that has one, skipping a row another claimer holds locked. The claim looks again under the
@@ -322,18 +323,15 @@ def queue_first_free(
     theirs = claims.filter(holder_id=user_id)
     answered = Answer.objects.filter(review_id=OuterRef("pk"), person_id=user_id)
     by_priority: dict[int, list[Review]] = {}
-    reserved: dict[int, Q | None] = {}  # per org: read its rules and the person's pools once
+    reserved: dict[int, Q] = {}  # per org: read its rules and the person's pools once
     for lane in lanes:
         version = lane.version
         priority = PRIORITIES[version.kind]
         if by_priority and priority > min(by_priority):
             break
         if version.org_id not in reserved:
-            reserved[version.org_id] = reserved_q(version.org_id, user_id, now, mine=reserved_for_them)
-        if reserved[version.org_id] is None:  # nothing of this org can be reserved for them
-            continue
-        rows = lane.reviews(filters).exclude(pk__in=list(passed_over))
-        rows = rows.filter(reserved[version.org_id]) if reserved_for_them else rows.exclude(reserved[version.org_id])
+            reserved[version.org_id] = reserved_q(version.org_id, user_id, now)
+        rows = lane.reviews(filters).exclude(pk__in=list(passed_over)).exclude(reserved[version.org_id])
         rows = rows.exclude(Exists(theirs.filter(end=Claim.End.DECLINED)))
         rows = rows.exclude(Exists(theirs.filter(ended_at__isnull=True, expires_at__gt=now)))
         if version.slots > 1:  # an answer of theirs: their place is filled, and they may not adjudicate
@@ -448,6 +446,12 @@ def cursor_key(reaches: Sequence[Reach], review_id: int | None) -> Key | None:
         return None
     row = Review.objects.filter(within(reaches), pk=review_id).values_list("kind", "due_at", "finished_at").first()
     return (PRIORITIES[row[0]], row[1], row[2], review_id) if row else None
+
+
+def declined_by(user_id: int, review_ids: Sequence[int]) -> set[int]:
+    """Which of these reviews this person declined: claim next never hands them one of those again."""
+    declined = Claim.objects.filter(review_id__in=list(review_ids), holder_id=user_id, end=Claim.End.DECLINED)
+    return set(declined.values_list("review_id", flat=True))
 
 
 def answers_given(review_ids: Sequence[int]) -> dict[int, int]:

@@ -42,7 +42,11 @@ from reviewer.queue.services import (
     claim_release,
     claim_take,
     decision_create,
+    preferences_of,
+    preferences_set,
 )
+
+NOTHING_TO_CLAIM = "Nothing left to claim: every item is decided or held by someone."
 
 
 @require_GET
@@ -64,6 +68,7 @@ def queue(request: HttpRequest) -> HttpResponse:
         "reason_urls": [(count, _queue_url(replace(filters, reason=count.reason))) for count in page.counts],
         "all_reasons_url": _queue_url(replace(filters, reason="")),
         "nav_active": "queue",
+        "preferences": preferences_of(request.user),
     }
     template = "reviewer/queue/queue.html"
     if request.htmx and request.htmx.target == "queue-list":
@@ -83,9 +88,20 @@ def queue_claim_next(request: HttpRequest) -> HttpResponse:
     filters = QueueFilterForm(request.POST).filters()
     claim = claim_next(user=request.user, filters=filters)
     if claim is None:
-        messages.info(request, "Nothing left to claim: every item is decided or held by someone.")
+        messages.info(request, NOTHING_TO_CLAIM)
         return redirect(_queue_url(filters))
     return redirect("review_detail", pk=claim.review_id)
+
+
+@require_POST
+@role_required(*QUEUE_ROLES)
+def queue_preferences(request: HttpRequest) -> HttpResponse:
+    """The person's own queue settings (a checkbox posts "on" when ticked, nothing when not)."""
+    preferences_set(user=request.user, next_after_decision=request.POST.get("next_after_decision") == "on")
+    if request.htmx:
+        return HttpResponse(status=204)
+    messages.info(request, "Saved.")
+    return redirect("queue")
 
 
 # --- item pages -----------------------------------------------------------------------------------------------
@@ -216,6 +232,11 @@ def review_decide(request: HttpRequest, pk: int) -> HttpResponse:
         messages.warning(request, result.learning_error)
     elif decision is not None and decision.learning_id:
         messages.info(request, "The note is now an org learning.")
+    if preferences_of(request.user).next_after_decision:
+        claim = claim_next(user=request.user)
+        if claim is not None:
+            return _to(request, reverse("review_detail", args=[claim.review_id]))
+        messages.info(request, NOTHING_TO_CLAIM)
     return _to_queue(request)
 
 
@@ -270,9 +291,11 @@ def _refused(
 
 def _to_queue(request: HttpRequest) -> HttpResponse:
     """Back to the queue after the item left the operator's hands (decided, answered, released, declined)."""
-    if request.htmx:
-        return HttpResponseClientRedirect(reverse("queue"))
-    return redirect("queue")
+    return _to(request, reverse("queue"))
+
+
+def _to(request: HttpRequest, url: str) -> HttpResponse:
+    return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
 
 
 def _after_action(request: HttpRequest, review: Review) -> HttpResponse:

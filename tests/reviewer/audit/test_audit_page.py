@@ -56,7 +56,7 @@ def test_an_org_admin_reads_what_happened_in_the_org_newest_first_with_people_an
     newest = list(AuditEvent.objects.filter(org=org).order_by("-at", "-pk").values_list("pk", flat=True))
     assert shown == newest
     whats = [(row.what, row.who) for row in response.context["rows"]]
-    assert whats == [("api_key.create", "olga"), ("declined", "dana"), ("claimed", "dana")]
+    assert whats == [("API key created", "olga"), ("declined", "dana"), ("claimed", "dana")]
     html = response.content.decode()
     assert "&lt;b&gt;not my area&lt;/b&gt;" in html and "<b>not my area</b>" not in html  # details are text
     decline = response.context["rows"][1]
