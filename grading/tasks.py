@@ -12,6 +12,7 @@ from celery.signals import worker_process_shutdown, worker_shutdown
 from django.conf import settings
 from django.db import InterfaceError, OperationalError
 
+from grading.certify import services as certify
 from grading.conversations.grader import conversation_grade
 from grading.criteria.trials import trial_item_grade
 from grading.delivery import enqueue
@@ -90,6 +91,11 @@ def rebuild_rollups(org_id: int) -> int | None:
     if not Org.objects.filter(pk=org_id).exists():
         return None
     return rollups_rebuild(org_id=org_id).drifted
+
+
+@shared_task(name=enqueue.CERTIFICATES_REFRESH)
+def certificates_refresh(org_id: int | None = None) -> int:
+    return certify.certificates_refresh(org_id=org_id)
 
 
 @shared_task(name=enqueue.GRADE_CRITERIA_TRIAL)

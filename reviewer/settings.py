@@ -314,6 +314,9 @@ CELERY_BEAT_SCHEDULE = {
     "grading-recover": {"task": "grading.tasks.grading_recover", "schedule": crontab()},
     # The dashboards' counters from the reviews, to put right what no review write sees: grading/reviews/rollups.py.
     "rollups-rebuild-hourly": {"task": "grading.tasks.rebuild_all_rollups", "schedule": crontab(minute=35)},
+    # Certificates computed again from people's newest verdicts (grading/certify/services.py); a label import and a
+    # changed target ask at once.
+    "certificates-refresh": {"task": "grading.tasks.certificates_refresh", "schedule": crontab(minute="*/10")},
     # Items newly due soon or overdue, told to whom each org's escalation names: reviewer/queue/escalation.py.
     "escalations-sweep": {"task": "reviewer.tasks.escalations_sweep", "schedule": crontab()},
     # Items past their org's retention period erased, and erasures a dead worker left unfinished resumed:

@@ -18,6 +18,7 @@ from grading.api import health
 from grading.api.audit import router as audit_router
 from grading.api.erasures import router as erasures_router
 from grading.api.keys import api_key_authenticate
+from grading.certify.reads import certification_json
 from grading.checks.rules import rules_as_text
 from grading.conversations.ingest import ConversationWrite, conversation_append, conversation_upsert, feedback_record
 from grading.core.errors import ConversationNotFound, LimitExceeded, NotFound
@@ -34,7 +35,7 @@ from grading.otlp.views import router as otlp_router
 from grading.reviews.conversation_reads import ConversationState, conversation_state
 from grading.reviews.draft_reads import draft_status
 from grading.reviews.memory import InvalidMemory, article_upsert, memory_add
-from grading.reviews.reads import current_review
+from grading.reviews.reads import current_review, review_confidence_json
 from grading.reviews.spend import spend_overview, spend_overview_json, spend_waiting
 from grading.reviews.versions import criteria_active
 
@@ -170,6 +171,16 @@ class ReviewIdentityOut(Schema):
     stages: int
 
 
+class CertificateOut(Schema):
+    """The certificate a review was routed under: computed when, for which target (agreement 1-alpha, confidence
+    1-delta)."""
+
+    id: int
+    computed_at: datetime
+    agreement: float
+    confidence: float
+
+
 class ReviewOut(Schema):
     route: str
     reason: str
@@ -177,6 +188,9 @@ class ReviewOut(Schema):
     identity: ReviewIdentityOut
     state: str
     is_current: bool
+    confidences: dict[str, float]  # check key -> the probability the judge gave its answer, 0 to 1
+    confidence_source: str  # "logprobs", or "" with no confidences
+    certificate: CertificateOut | None  # null: routed by the fixed bands
 
 
 class ConversationOut(Schema):
@@ -218,6 +232,7 @@ def review_out(review: Review) -> dict:
         },
         "state": review.state_now,
         "is_current": review.counts_now,
+        **review_confidence_json(review),
     }
 
 
@@ -327,7 +342,8 @@ def writer_rules(request: HttpRequest, format: str = "json"):
 def get_criteria(request: HttpRequest, kind: str, number: int | None = None) -> dict:
     """A version's checks in the order the judge and people read them (key, name, question, answer kind, guidance
     per answer, whether required, categories or scale and what passes, rules) and whether the judge is still asked
-    once a rule has failed a required check. Labels, answers and exports name checks by these keys."""
+    once a rule has failed a required check. Labels, answers and exports name checks by these keys. `certification`:
+    the target the machine decides alone under, and the latest certificate for it (null: none)."""
     if kind not in ItemKind.values:
         raise NotFound(f"no criteria of kind {kind!r}: draft or conversation")
     if number is None:
@@ -342,6 +358,7 @@ def get_criteria(request: HttpRequest, kind: str, number: int | None = None) -> 
         "active": version.is_active,
         "published_at": version.published_at,
         **version.check_set().model_dump(mode="json"),
+        "certification": certification_json(version),
     }
 
 

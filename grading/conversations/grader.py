@@ -8,6 +8,7 @@ from django.conf import settings
 from django.db import connection
 from django.utils import timezone
 
+from grading.certify.routing import certified_route
 from grading.checks.answers import machine_outcome
 from grading.checks.budget import ChecksOverBudget, checks_budget
 from grading.checks.conversation_rules import RuledCheck, lowered, rule_failed_required, rules_run
@@ -17,7 +18,8 @@ from grading.core.evidence import Verdict
 from grading.core.outcomes import CHECKS_BUDGET, JUDGE_UNKNOWN, UNKNOWN_CHECK
 from grading.judge.backends import ConversationJudge, UnknownJudge, judge_named
 from grading.judge.client import ZERO_USAGE, JudgeContextExceeded, JudgeError, Usage
-from grading.judge.conversation import combine_stages, with_evidence_on_path
+from grading.judge.confidence import confidence_source, kept_confidences
+from grading.judge.conversation import combine_stage_confidences, combine_stages, with_evidence_on_path
 from grading.judge.examples import PromptExample
 from grading.models import (
     COUNTING_STATES,
@@ -58,7 +60,8 @@ def conversation_grade(
     3. Not scorable: record why, with no judge call. A spend cap of the org or the version is reached
        (grading/reviews/spend.py): write nothing and return None, so the task hands the ticket back and the item
        waits for the next pass. Otherwise judge each stage, outside any transaction.
-    4. Write the review and make it the conversation's current one.
+    4. Under a version with a certification target, route by its certificate (grading/certify/routing.py).
+    5. Write the review and make it the conversation's current one.
     """
     conversation = subject_to_grade(Conversation, conversation_id)
     if conversation is None:
@@ -82,6 +85,7 @@ def conversation_grade(
         return None  # no judge call past a spend cap: the item stays owed, waiting with the reason spend_cap
     else:
         outcome = path_outcome(state.path, criteria, judge)
+        outcome = certified_route(outcome, version=criteria, judge_key=identity.judge_key)
     return review_record(subject=conversation, identity=identity, outcome=outcome, started_at=now, ticket=ticket)
 
 
@@ -157,6 +161,7 @@ def path_outcome(
         if oversized := next((stage for stage in stages if stage.oversized), None):
             return _too_long(oversized, budget, len(stages), usage)
         per_stage = []
+        per_stage_confidences = []
         _release_database_connection()
         try:
             for stage in stages:
@@ -169,7 +174,13 @@ def path_outcome(
                     examples=examples,
                 )
                 usage = usage + judgement.usage
-                per_stage.append(with_evidence_on_path(judgement.verdicts, checks, path_ids))
+                checked = with_evidence_on_path(judgement.verdicts, checks, path_ids)
+                per_stage.append(checked)
+                # An answer downgraded for want of evidence is not the judge's: it has no confidence.
+                judged = _verdicts(judgement.verdicts)
+                per_stage_confidences.append(
+                    kept_confidences(judgement.confidences, judged=judged, stored=_verdicts(checked))
+                )
         except JudgeContextExceeded as exc:
             logger.info("judge refused a stage of %s as too long (%s); staging again", len(stages), exc)
             continue
@@ -182,7 +193,9 @@ def path_outcome(
                 stages=len(stages),
                 usage=usage.as_json(),
             )
-        return _checked_outcome(checks, combine_stages(per_stage, checks), ruled, stages=len(stages), usage=usage)
+        combined = combine_stages(per_stage, checks)
+        confidences = combine_stage_confidences(per_stage, per_stage_confidences, combined, checks)
+        return _checked_outcome(checks, combined, ruled, stages=len(stages), usage=usage, confidences=confidences)
     detail = f"the judge refused stages as too long {_RESTAGINGS + 1} times, the last staging had {len(stages)}"
     return ReviewOutcome(
         route=Route.ERROR,
@@ -244,10 +257,17 @@ _UNASKED = {
 
 
 def _checked_outcome(
-    checks: CheckSet, judged: dict[str, dict] | None, ruled: dict[str, RuledCheck], *, stages: int, usage: Usage
+    checks: CheckSet,
+    judged: dict[str, dict] | None,
+    ruled: dict[str, RuledCheck],
+    *,
+    stages: int,
+    usage: Usage,
+    confidences: dict[str, float] | None = None,
 ) -> ReviewOutcome:
     """The review's outcome from the judge's answers (None: the judge was not asked) lowered by the rules: the checks
-    in the version's order, each a rule matched with its findings first."""
+    in the version's order, each a rule matched with its findings first. The judge's `confidences` stand for the
+    answers a rule left as the judge gave them."""
     answers = {}
     for key in checks.keys:
         answer = judged[key] if judged is not None else None
@@ -256,7 +276,20 @@ def _checked_outcome(
         else:
             answers[key] = answer if answer is not None else dict(_UNASKED)
     route, reason = _route(checks, answers, judge_asked=judged is not None)
-    return ReviewOutcome(route=route, reason=reason, checks=answers, stages=stages, usage=usage.as_json())
+    kept = kept_confidences(confidences or {}, judged=_verdicts(judged or {}), stored=_verdicts(answers))
+    return ReviewOutcome(
+        route=route,
+        reason=reason,
+        checks=answers,
+        stages=stages,
+        usage=usage.as_json(),
+        confidences=kept,
+        confidence_source=confidence_source(kept),
+    )
+
+
+def _verdicts(answers: dict[str, dict]) -> dict[str, str]:
+    return {key: answer["verdict"] for key, answer in answers.items()}
 
 
 def _route(checks: CheckSet, answers: dict[str, dict], *, judge_asked: bool) -> tuple[Route, str]:

@@ -12,7 +12,10 @@ BAND = "band"  # a draft's score in [threshold - band, threshold) with no remain
 JUDGE_CONTRADICTION = "judge_contradiction"  # the judge's pass verdict disagrees with its own score
 SPREAD = "spread"  # the score's distribution straddles the threshold
 UNKNOWN_CHECK = "unknown_check"  # a conversation check came back unknown
-HUMAN_REASONS = (BAND, UNKNOWN_CHECK, JUDGE_CONTRADICTION, SPREAD)
+# The version has a certification target and the judge's confidence in an answer that decides the item stands below
+# its certified threshold, or no threshold is certified yet (grading/certify/routing.py).
+BELOW_CERTIFIED = "below_certified"
+HUMAN_REASONS = (BAND, UNKNOWN_CHECK, JUDGE_CONTRADICTION, SPREAD, BELOW_CERTIFIED)
 # Why a review is an error without a judge's answer: the checks of the draft ran past their CPU budget.
 CHECKS_BUDGET = "checks_budget"
 # ... or its criteria version names a judge not configured (settings.JUDGES): no judge was called. Each grading pass

@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from grading.checks.answers import answer_refusal
 from grading.checks.definitions import CheckSet
 from grading.core.schemas import ExternalId, Identifier, ZonedTime
+from grading.delivery import enqueue
 from grading.models import (
     LIVE_STATES,
     ApiKey,
@@ -163,7 +164,14 @@ def labels_record(
                 for index, subject in chosen.items()
                 if results[index].status != "unchanged"  # type: ignore[union-attr]
             )
+        if (created or changed) and _certifies(org):
+            transaction.on_commit(lambda: enqueue.certificates_refresh(org_id=org.pk))
     return results  # type: ignore[return-value]
+
+
+def _certifies(org: Org) -> bool:
+    """A version of the org routes by a certificate, which new labels may move."""
+    return CriteriaVersion.objects.filter(org=org, is_active=True, certify_agreement__isnull=False).exists()
 
 
 def _label_event(org: Org, result: LabelResult, subject: Subject, api_key: ApiKey | None) -> AuditEvent:

@@ -36,6 +36,7 @@ EXPORT_EVALUATIONS = "grading.otlp.tasks.export_evaluations"
 REBUILD_ROLLUPS = "grading.tasks.rebuild_rollups"
 REBUILD_ALL_ROLLUPS = "grading.tasks.rebuild_all_rollups"
 ERASURE_RUN = "grading.tasks.erasure_run"
+CERTIFICATES_REFRESH = "grading.tasks.certificates_refresh"
 WRITE_WHOLE_CALLS = "grading.otlp.tasks.write_whole_calls"
 
 _GRADING_TASKS = {ItemKind.CONVERSATION: GRADE_CONVERSATION, ItemKind.DRAFT: GRADE_DRAFT}
@@ -132,6 +133,15 @@ def webhook_delivery(*, review_id: int, event: str) -> None:
 
 def evaluations_export(*, review_id: int, event: str) -> None:
     _send(EXPORT_EVALUATIONS, review_id, event)
+
+
+def certificates_refresh(*, org_id: int) -> None:
+    """The org's certificates computed again, after people's verdicts arrived or a target changed. A broker that
+    is down loses nothing: the beat computes them again within ten minutes."""
+    try:
+        _send(CERTIFICATES_REFRESH, org_id)
+    except BrokerUnavailable as exc:
+        logger.warning("the broker did not take a certificates refresh (%s); the next beat run computes them", exc)
 
 
 def rollups_rebuild(org_ids: Iterable[int]) -> None:

@@ -4,8 +4,10 @@ One record per check the review's criteria version asks (conversations: a verdic
 score as the value; drafts: each score check's score, and the overall score), with the attributes the GenAI
 conventions name (`gen_ai.evaluation.name`, `.score.value`, `.score.label`, `.explanation`,
 `gen_ai.response.id`) and Tollgate's score identity beside them (`tollgate.*`: fingerprint, criteria version,
-judge, review id). A conversation that arrived by OTLP is linked to the span of its last answer (the record's
-trace and span ids), so the producer's tracing backend shows the verdict on the call it judged.
+judge, review id, the certificate it was routed under). A judge's record carries how sure the judge was of that
+answer (`tollgate.confidence`, a draft's overall its verdict's, with `tollgate.confidence.source`). A
+conversation that arrived by OTLP is linked to the span of its last answer (the record's trace and span ids), so
+the producer's tracing backend shows the verdict on the call it judged.
 
 Sent as OTLP/HTTP protobuf by a Celery task after the review or decision commits, never inside grading; a failed
 try is recorded (EvaluationExport) and retried with backoff and jitter up to OTLP_EVALUATIONS_MAX_ATTEMPTS.
@@ -17,6 +19,7 @@ import random
 import urllib.error
 import urllib.request
 from datetime import datetime, timedelta
+from typing import NamedTuple
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
@@ -28,7 +31,7 @@ from opentelemetry.proto.logs.v1.logs_pb2 import SEVERITY_NUMBER_INFO, LogRecord
 
 from grading.checks.definitions import AnswerKind, CheckSet
 from grading.delivery import enqueue
-from grading.models import Decision, ItemKind, Review, Route
+from grading.models import Decision, ItemKind, Label, Review, Route
 from grading.models.otlp import EvaluationExport, SpanLink
 
 EVENT_NAME = "gen_ai.evaluation.result"
@@ -69,25 +72,28 @@ def evaluation_records(review: Review, event: str) -> list[LogRecord]:
         if review.kind == ItemKind.CONVERSATION:
             asked = review.criteria_version.check_set()
             scores = [
-                (name, *_label_and_value(asked, name, decision.checks[name]), decision.note)
+                _Score(name, *_label_and_value(asked, name, decision.checks[name]), decision.note)
                 for name in _in_check_order(asked, decision.checks)
             ]
         else:
-            scores = [("operator_decision", decision.outcome, None, decision.note)]
+            scores = [_Score("operator_decision", decision.outcome, None, decision.note)]
     else:
         identity["tollgate.source"] = "judge"
         at = review.finished_at
         scores = _machine_scores(review)
     records = []
-    for name, label, value, explanation in scores:
+    for score in scores:
         attributes = dict(identity)
-        attributes["gen_ai.evaluation.name"] = name
-        if label:
-            attributes["gen_ai.evaluation.score.label"] = label
-        if value is not None:
-            attributes["gen_ai.evaluation.score.value"] = float(value)
-        if explanation:
-            attributes["gen_ai.evaluation.explanation"] = explanation
+        attributes["gen_ai.evaluation.name"] = score.name
+        if score.label:
+            attributes["gen_ai.evaluation.score.label"] = score.label
+        if score.value is not None:
+            attributes["gen_ai.evaluation.score.value"] = float(score.value)
+        if score.explanation:
+            attributes["gen_ai.evaluation.explanation"] = score.explanation
+        if score.confidence is not None:
+            attributes["tollgate.confidence"] = float(score.confidence)
+            attributes["tollgate.confidence.source"] = review.confidence_source
         record = LogRecord(
             time_unix_nano=_nanoseconds(at),
             observed_time_unix_nano=_nanoseconds(at),
@@ -102,24 +108,40 @@ def evaluation_records(review: Review, event: str) -> list[LogRecord]:
     return records
 
 
-def _machine_scores(review: Review) -> list[tuple[str, str | None, float | None, str]]:
+class _Score(NamedTuple):
+    """One record's verdict: the check's key, its label and value, the explanation, and the judge's confidence."""
+
+    name: str
+    label: str | None
+    value: float | None
+    explanation: str
+    confidence: float | None = None
+
+
+def _machine_scores(review: Review) -> list[_Score]:
     if review.route in (Route.NOT_SCORABLE, Route.ERROR):
         return []  # nothing was judged: no verdict to report
     asked = review.criteria_version.check_set()
+    confidences = review.confidences or {}
     if review.kind == ItemKind.CONVERSATION:
         return [
-            (name, *_label_and_value(asked, name, check.get("verdict")), check.get("rationale", ""))
+            _Score(
+                name, *_label_and_value(asked, name, check.get("verdict")), check.get("rationale", ""),
+                confidences.get(name),
+            )
             for name, check in ((name, review.checks[name]) for name in _in_check_order(asked, review.checks))
-        ]
+        ]  # fmt: skip
     sub_scores = review.sub_scores or {}
     scores = [
-        (name, None, sub_scores[name], "")
+        _Score(name, None, sub_scores[name], "", confidences.get(name))
         for name in _in_check_order(asked, sub_scores)
         if sub_scores[name] is not None
     ]
     issues = "; ".join(issue.get("issue", "") for issue in review.judge_issues if isinstance(issue, dict))
     findings = "; ".join(f.get("message", "") for f in review.findings if isinstance(f, dict))
-    return [*scores, ("overall", review.route, review.score, findings or issues)]
+    # The overall record carries the route: its confidence is the judge's in its verdict.
+    verdict = _Score("overall", review.route, review.score, findings or issues, confidences.get(Label.PASS_FAIL))
+    return [*scores, verdict]
 
 
 def _in_check_order(asked: CheckSet, checks: dict) -> list[str]:
@@ -152,6 +174,7 @@ def _identity(review: Review) -> dict:
         "tollgate.judge.model": str(judge.get("model", "")),
         "tollgate.judge.prompt_hash": str(judge.get("prompt_hash", "")),
         "tollgate.stages": review.stages,
+        **({"tollgate.certificate.id": review.certificate_id} if review.certificate_id is not None else {}),
     }
 
 

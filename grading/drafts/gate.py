@@ -12,6 +12,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from grading.certify.routing import certified_route
 from grading.checks.answers import item_outcome
 from grading.checks.budget import ChecksOverBudget, checks_budget
 from grading.checks.checks import PROOF_POINT_MISSING, Finding, check_draft
@@ -23,8 +24,9 @@ from grading.core.outcomes import BAND, CHECKS_BUDGET, JUDGE_CONTRADICTION, JUDG
 from grading.delivery import enqueue
 from grading.judge.backends import DraftJudge, DraftJudgement, DraftPrompt, UnknownJudge, draft_judge_named
 from grading.judge.client import JudgeError
+from grading.judge.confidence import confidence_source, kept_confidences, verdict_confidence
 from grading.judge.examples import PromptExample
-from grading.models import COUNTING_STATES, NO_JUDGE, CriteriaVersion, Draft, Review, Route
+from grading.models import COUNTING_STATES, NO_JUDGE, CriteriaVersion, Draft, Label, Review, Route
 from grading.reviews.examples import version_examples, version_fingerprint
 from grading.reviews.memory import MemoryContext, related_articles, retrieve_memory
 from grading.reviews.services import (
@@ -88,7 +90,8 @@ def draft_grade(*, draft_id: int, judge: DraftJudge | None = None, ticket: str =
        of the org or the version is reached: write nothing and return None (the draft waits with `spend_cap`).
     3. Check the draft; patch fixable findings and check the repaired body again.
     4. Ask the judge about the body as it would be published (outside any transaction).
-    5. Merge, write the review as the draft's current one, and tell the pipeline after commit.
+    5. Merge; under a version with a certification target, route by its certificate (grading/certify/routing.py).
+    6. Write the review as the draft's current one, and tell the pipeline after commit.
     """
     draft = subject_to_grade(Draft, draft_id)
     if draft is None:
@@ -109,6 +112,7 @@ def draft_grade(*, draft_id: int, judge: DraftJudge | None = None, ticket: str =
         return None  # no judge call past a spend cap: the draft stays owed, waiting with the reason spend_cap
     started_at = timezone.now()
     outcome = draft_outcome(draft=draft, criteria=criteria, memory=memory, judge=judge)
+    outcome = certified_route(outcome, version=criteria, judge_key=identity.judge_key)
     return _draft_review_record(draft, identity, outcome, started_at=started_at, ticket=ticket)
 
 
@@ -255,6 +259,7 @@ def _judged_outcome(
         band=rules.band,
     )
     route, reason = _required_checks_route(merged, checks, sub_scores, answers)
+    confidences = _confidences(judgement, rules, sub_scores, answers)
     return ReviewOutcome(
         route=route,
         reason=reason,
@@ -270,7 +275,24 @@ def _judged_outcome(
         judge_issues=[issue.model_dump() for issue in judgement.issues[: rules.max_judge_issues]],
         repairs=checked.repairs,
         memory_used=memory.as_json(),
+        confidences=confidences,
+        confidence_source=confidence_source(confidences),
     )
+
+
+def _confidences(
+    judgement: DraftJudgement, rules: DraftRules, sub_scores: dict[str, int], answers: dict[str, dict]
+) -> dict[str, float]:
+    """How sure the judge was: of each check's answer that stands as it gave it (not one `_quoted` downgraded, nor
+    a sub-score the findings corrected), and of its verdict (`pass_fail`, by its overall score's distribution, the
+    judge's own even where findings decided the draft)."""
+    judged = {key: a["verdict"] if isinstance(a, dict) else a for key, a in judgement.answers.items()}
+    stored = sub_scores | {key: answer["verdict"] for key, answer in answers.items()}
+    confidences = kept_confidences(judgement.confidences, judged=judged, stored=stored)
+    verdict = verdict_confidence(judgement.distribution, threshold=rules.threshold, passed=judgement.passed)
+    if verdict is not None:
+        confidences[Label.PASS_FAIL] = verdict
+    return confidences
 
 
 def _quoted(answer: dict, body: str) -> dict:

@@ -25,6 +25,7 @@ from grading.core.evidence import EvidenceMessage
 from grading.core.evidence_text import Stage, content_text, estimate_tokens
 from grading.core.untrusted import SIZING_NONCE
 from grading.judge.client import ZERO_USAGE, ChatJudgeClient, Completion, JudgeContextExceeded, Usage
+from grading.judge.confidence import check_confidences
 from grading.judge.conversation import (
     PROMPT_TEMPLATE_HASH,
     SYSTEM_PROMPT,
@@ -40,7 +41,7 @@ from grading.judge.draft import answer_model as draft_answer_model
 from grading.judge.draft import answers_by_key as draft_answers_by_key
 from grading.judge.draft import user_prompt as draft_user_prompt
 from grading.judge.examples import PromptExample
-from grading.judge.scores import weighted_score
+from grading.judge.scores import mean_and_spread, score_distribution
 
 
 @dataclass(frozen=True)
@@ -80,6 +81,9 @@ class JudgeIdentity:
 class StageJudgement:
     verdicts: dict[str, dict]  # per check key: {"verdict": its answer, "message_ids", "rationale"}
     usage: Usage
+    # Per check key, the probability the judge gave its answer (grading/judge/confidence.py); a check left out has
+    # none (no log-probabilities, or they do not tell).
+    confidences: dict[str, float] = field(default_factory=dict)
 
 
 class ConversationJudge(Protocol):
@@ -224,7 +228,10 @@ class OpenAIJudge(_ChatJudge):
             examples=examples,
         )
         completion = self._call(system=SYSTEM_PROMPT, user=user, schema=answer_model(checks))
-        return StageJudgement(verdicts=answers_by_key(completion.parsed), usage=completion.usage)
+        verdicts = answers_by_key(completion.parsed)
+        given = {key: answer["verdict"] for key, answer in verdicts.items()}
+        confidences = check_confidences(completion.token_logprobs, checks, given)
+        return StageJudgement(verdicts=verdicts, usage=completion.usage, confidences=confidences)
 
 
 _FIGURE = re.compile(r"\d[\d,.]*\d|\d")
@@ -399,6 +406,8 @@ def _process_judges(name: str, entry: dict) -> _ProcessJudges:
         with _judges_lock:
             built = _judges.get(name)
             if built is None or built[0] != key:
+                # Both judges ask for log-probabilities: the draft's score distribution and every answer's
+                # confidence (grading/judge/confidence.py) are read from them.
                 client = ChatJudgeClient(
                     base_url=entry["base_url"],
                     model=entry["model"],
@@ -406,12 +415,13 @@ def _process_judges(name: str, entry: dict) -> _ProcessJudges:
                     timeout=entry["timeout_seconds"],
                     max_retries=entry["max_retries"],
                     max_output_tokens=entry["max_output_tokens"],
+                    want_logprobs=True,
                 )
                 meter = TokenMeter()
                 context = entry["context_tokens"] or None
                 judges = _ProcessJudges(
                     conversation=OpenAIJudge(client, context_tokens=context, meter=meter, name=name),
-                    draft=OpenAIDraftJudge(client.with_logprobs(), context_tokens=context, meter=meter, name=name),
+                    draft=OpenAIDraftJudge(client, context_tokens=context, meter=meter, name=name),
                 )
                 built = _judges[name] = (key, judges)
     return built[1]
@@ -429,6 +439,10 @@ class DraftJudgement:
     score: float  # the probability-weighted overall when log-probabilities came back, else the overall itself
     spread: float | None
     usage: Usage
+    # The overall score's distribution (score -> probability) when log-probabilities came back and tell it.
+    distribution: dict[int, float] | None = None
+    # Per check key, the probability the judge gave its answer (grading/judge/confidence.py).
+    confidences: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -474,16 +488,20 @@ class OpenAIDraftJudge(_ChatJudge):
         )
         completion = self._call(system=DRAFT_SYSTEM_PROMPT, user=user, schema=draft_answer_model(prompt.checks))
         verdict = completion.parsed
-        distribution = weighted_score(completion.token_logprobs, field="overall")
-        score, spread = distribution if distribution else (float(verdict.overall), None)
+        distribution = score_distribution(completion.token_logprobs, field="overall")
+        score, spread = mean_and_spread(distribution) if distribution else (float(verdict.overall), None)
+        answers = draft_answers_by_key(verdict, prompt.checks)
+        given = {key: answer["verdict"] if isinstance(answer, dict) else answer for key, answer in answers.items()}
         return DraftJudgement(
             overall=verdict.overall,
             passed=verdict.passed,
             issues=verdict.issues,
-            answers=draft_answers_by_key(verdict, prompt.checks),
+            answers=answers,
             score=score,
             spread=spread,
             usage=completion.usage,
+            distribution=distribution,
+            confidences=check_confidences(completion.token_logprobs, prompt.checks, given),
         )
 
 

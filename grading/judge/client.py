@@ -20,7 +20,6 @@ Judge isolation: no request carries ``tools``, ``functions``, ``tool_choice``, `
 
 from __future__ import annotations
 
-import copy
 import email.utils
 import functools
 import json
@@ -205,12 +204,6 @@ class ChatJudgeClient:
         # Switched once, for the client's lifetime, when the server turns json_schema down.
         self._mode: ResponseMode = response_mode
         self._profile: ServerProfile | None = None
-
-    def with_logprobs(self) -> ChatJudgeClient:
-        """A client asking for log-probabilities that shares this one's connections and retry policy."""
-        twin = copy.copy(self)
-        twin.want_logprobs = True
-        return twin
 
     @property
     def mode(self) -> ResponseMode:

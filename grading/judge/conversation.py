@@ -186,15 +186,39 @@ def combine_stages(per_stage: list[dict[str, dict]], checks: CheckSet) -> dict[s
             outcome = str(outcomes[check.key])
         else:
             outcome = _combined_answer(check, [answer for answer in answers if answer != UNKNOWN])
-        # A verdict's pass rests on every stage; any other answer on the stages that gave it.
-        everyone = check.kind == AnswerKind.VERDICT and outcome == Verdict.PASS
-        behind = [stage[check.key] for stage in per_stage if everyone or stage[check.key]["verdict"] == outcome]
+        behind = [per_stage[index][check.key] for index in _stages_behind(check, per_stage, outcome)]
         combined[check.key] = {
             "verdict": outcome,
             "message_ids": list(dict.fromkeys(mid for answer in behind for mid in answer["message_ids"])),
             "rationale": " / ".join(dict.fromkeys(answer["rationale"] for answer in behind)),
         }
     return combined
+
+
+def combine_stage_confidences(
+    per_stage: list[dict[str, dict]],
+    confidences: list[dict[str, float]],
+    combined: dict[str, dict],
+    checks: CheckSet,
+) -> dict[str, float]:
+    """Each check's confidence in its combined answer (`combine_stages`): the lowest of the stages behind that
+    answer, the ones its citations come from. Conservative: the answer is only as sure as its least sure stage (a
+    pass rests on every stage), and an answer with a stage behind it that has no confidence, or none behind it (a
+    category the stages disagreed on: the combination's unknown, not the judge's), has none."""
+    combined_confidences = {}
+    for check in checks.checks:
+        behind = _stages_behind(check, per_stage, combined[check.key]["verdict"])
+        if behind and all(check.key in confidences[index] for index in behind):
+            combined_confidences[check.key] = min(confidences[index][check.key] for index in behind)
+    return combined_confidences
+
+
+def _stages_behind(check: CheckDefinition, per_stage: list[dict[str, dict]], outcome: str) -> list[int]:
+    """The stages a combined answer rests on: a verdict's pass on every stage; any other answer on the stages
+    that gave it."""
+    if check.kind == AnswerKind.VERDICT and outcome == Verdict.PASS:
+        return list(range(len(per_stage)))
+    return [index for index, stage in enumerate(per_stage) if stage[check.key]["verdict"] == outcome]
 
 
 def _combined_answer(check: CheckDefinition, known: list[str]) -> str:

@@ -1,5 +1,5 @@
-"""A judge's score read from its tokens' probabilities: the probability-weighted mean of the score token's
-alternatives and their spread, which the gate reads beside the judge's own number. Pure Python."""
+"""A judge's score read from its tokens' probabilities: the distribution of the score token's alternatives, and
+its probability-weighted mean and spread, which the gate reads beside the judge's own number. Pure Python."""
 
 from __future__ import annotations
 
@@ -32,7 +32,27 @@ def weighted_score(
     token_index: int | None = None,
     candidates: Iterable[int] = range(1, 11),
 ) -> tuple[float, float] | None:
-    """Probability-weighted mean score and its spread (standard deviation), or None when unknowable.
+    """Probability-weighted mean score and its spread (standard deviation), or None when unknowable: the mean and
+    spread of :func:`score_distribution` (same arguments)."""
+    distribution = score_distribution(token_logprobs, field=field, token_index=token_index, candidates=candidates)
+    return mean_and_spread(distribution) if distribution else None
+
+
+def mean_and_spread(distribution: dict[int, float]) -> tuple[float, float]:
+    """The mean of a score distribution and its standard deviation."""
+    mean = sum(p * score for score, p in distribution.items())
+    variance = sum(p * (score - mean) ** 2 for score, p in distribution.items())
+    return mean, math.sqrt(variance)
+
+
+def score_distribution(
+    token_logprobs: Sequence[TokenLogprob] | None,
+    *,
+    field: str | None = None,
+    token_index: int | None = None,
+    candidates: Iterable[int] = range(1, 11),
+) -> dict[int, float] | None:
+    """Score -> probability, summing to 1, as the judge's tokens give it; None when unknowable.
 
     The score token is ``token_index`` or, given ``field``, found by :func:`find_field_token` (on the joined
     text, so tokens before the JSON, such as the ```` ```json ```` fence llama.cpp keeps in the logprobs while
@@ -54,12 +74,7 @@ def weighted_score(
     index = find_field_token(token_logprobs, field) if field is not None else token_index
     if index is None or not 0 <= index < len(token_logprobs):
         return None
-    distribution = _score_distribution(token_logprobs, index, set(candidates))
-    if not distribution:
-        return None
-    mean = sum(p * score for score, p in distribution.items())
-    variance = sum(p * (score - mean) ** 2 for score, p in distribution.items())
-    return mean, math.sqrt(variance)
+    return _score_distribution(token_logprobs, index, set(candidates)) or None
 
 
 # Above this share of the candidates' mass on a "1" that may be 1 or 10, no distribution is given.

@@ -1,7 +1,7 @@
 """The pipeline's view of a draft: what the API answers and the webhook sends."""
 
 from grading.models import Decision, Draft, ItemKind, Review
-from grading.reviews.reads import current_review
+from grading.reviews.reads import current_review, review_confidence_json
 from grading.reviews.spend import spend_waiting
 
 
@@ -12,7 +12,8 @@ def draft_status(draft: Draft) -> dict:
     if review is None:
         blocked = spend_waiting(org_id=draft.org_id, kind=ItemKind.DRAFT)
         return status | {"score": None, "sub_scores": None, "checks": None, "findings": [], "judge_issues": [],
-                         "repairs": None, "identity": None, "decision": None,
+                         "repairs": None, "identity": None, "decision": None, "confidences": None,
+                         "confidence_source": None, "certificate": None,
                          "waiting": blocked.as_json() if blocked else None}  # fmt: skip
     return status | {
         "route": review.route,
@@ -35,6 +36,7 @@ def draft_status(draft: Draft) -> dict:
             "stages": review.stages,
         },
         "decision": _decision_of(review),
+        **review_confidence_json(review),
     }
 
 

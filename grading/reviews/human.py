@@ -14,6 +14,7 @@ checks.
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from datetime import datetime
 
 from django.contrib.postgres.fields import ArrayField
 from django.db.models import BigIntegerField, BooleanField, F, Func, Value
@@ -34,6 +35,7 @@ class HumanVerdict:
     note: str
     source: str  # DECISION | LABEL
     review_id: int | None  # the decided review, for decisions
+    at: datetime  # when it was given: the decision's time, the latest of the labels behind it
 
 
 def human_verdicts(
@@ -83,10 +85,10 @@ def _decision_verdicts(org_id: int, kind: str, ids: list[int] | None, *, audit_o
     if ids is not None:
         decisions = decisions.filter(id_in(f"review__{field}_id", ids))
     rows = decisions.order_by(f"review__{field}_id", "-decided_at", "-pk").values_list(
-        f"review__{field}_id", "review__fingerprint", "outcome", "checks", "note", "review_id"
+        f"review__{field}_id", "review__fingerprint", "outcome", "checks", "note", "review_id", "decided_at"
     )
     verdicts: dict[int, HumanVerdict] = {}
-    for item_id, fingerprint, outcome, checks, note, review_id in rows:
+    for item_id, fingerprint, outcome, checks, note, review_id, decided_at in rows:
         # Several reviews of the same evidence can be decided (a publication re-grades it): the latest decision
         # is the item's verdict.
         said = dict(answer_verdicts(kind, outcome, checks))
@@ -98,6 +100,7 @@ def _decision_verdicts(org_id: int, kind: str, ids: list[int] | None, *, audit_o
                 note=note,
                 source=DECISION,
                 review_id=review_id,
+                at=decided_at,
             )
     return verdicts
 
@@ -108,10 +111,12 @@ def _label_verdicts(org_id: int, kind: str, ids: list[int] | None) -> dict[int, 
     if ids is not None:
         labels = labels.filter(id_in(f"{field}_id", ids))
     given: dict[int, tuple[str, dict[str, set[str]]]] = {}
-    for item_id, fingerprint, check, verdict in labels.values_list(
-        f"{field}_id", "fingerprint", "check_name", "verdict"
+    latest: dict[int, datetime] = {}
+    for item_id, fingerprint, check, verdict, labelled_at in labels.values_list(
+        f"{field}_id", "fingerprint", "check_name", "verdict", "labelled_at"
     ):
         given.setdefault(item_id, (fingerprint, {}))[1].setdefault(check, set()).add(verdict)
+        latest[item_id] = max(labelled_at, latest.get(item_id, labelled_at))
     verdicts = {}
     for item_id, (fingerprint, by_check) in given.items():
         agreed = {
@@ -119,6 +124,12 @@ def _label_verdicts(org_id: int, kind: str, ids: list[int] | None) -> dict[int, 
         }
         if agreed:
             verdicts[item_id] = HumanVerdict(
-                item_id=item_id, fingerprint=fingerprint, checks=agreed, note="", source=LABEL, review_id=None
+                item_id=item_id,
+                fingerprint=fingerprint,
+                checks=agreed,
+                note="",
+                source=LABEL,
+                review_id=None,
+                at=latest[item_id],
             )
     return verdicts

@@ -13,6 +13,25 @@ def current_review(subject: Conversation | Draft) -> Review | None:
     return Review.objects.counting().with_state().filter(**{field: subject}).select_related("criteria_version").first()
 
 
+def review_confidence_json(review: Review) -> dict:
+    """How sure the machine was of a review, as the API and the webhooks give it: the judge's confidence per check
+    key (a draft's verdict as `pass_fail`), where they came from ("logprobs", or "" with none), and the certificate
+    the review was routed under (null: the fixed bands), read only when it has one."""
+    certificate = review.certificate if review.certificate_id is not None else None
+    return {
+        "confidences": review.confidences,
+        "confidence_source": review.confidence_source,
+        "certificate": None
+        if certificate is None
+        else {
+            "id": certificate.pk,
+            "computed_at": certificate.computed_at,
+            "agreement": certificate.agreement,
+            "confidence": certificate.confidence,
+        },
+    }
+
+
 def review_slots(review: Review) -> int:
     """How many people decide the review: its criteria version's rule (`CriteriaVersion.slots_of`)."""
     return review.criteria_version.slots_of(review_id=review.pk, audit=review.audit)

@@ -81,6 +81,12 @@ class ReviewOutcome:
     judge_issues: list = field(default_factory=list)
     repairs: dict | None = None
     memory_used: dict = field(default_factory=dict)
+    # Per check key (a draft's verdict: pass_fail), the probability the judge gave the answer that stands; and where
+    # that came from: "logprobs", or "" with none (grading/judge/confidence.py). The certificate the item was routed
+    # under (grading/certify/routing.py; None: the fixed bands routed it).
+    confidences: dict = field(default_factory=dict)
+    confidence_source: str = ""
+    certificate_id: int | None = None
 
 
 def _columns(identity: ScoreIdentity, outcome: ReviewOutcome) -> dict:

@@ -1,5 +1,7 @@
-"""A scored trial as the trial page shows it: its figures in words and numbers, each side of a check in one row."""
+"""How the criteria pages read: a scored trial's figures in words and numbers, each side of a check in one row; a
+version's certificate."""
 
+from grading.certify.reads import CertificatePanel
 from grading.checks.definitions import AnswerKind, CheckDefinition, CheckSet
 from grading.criteria.impact import rule_text
 from grading.criteria.scoring import TrialScore
@@ -60,3 +62,38 @@ def checks_read(check_set: CheckSet) -> list[dict]:
 
 def _passes(check: CheckDefinition, answer: str) -> bool:
     return check.kind != AnswerKind.VERDICT and check.required and check.outcome(answer) == "pass"
+
+
+# The certificate's chart: agreement (y) against coverage (x) over the calibration items, in a 160 x 60 box.
+_CHART_WIDTH, _CHART_HEIGHT = 160, 60
+
+
+def certified_rows(panel: CertificatePanel) -> list[dict]:
+    """Each certified check as the version page shows it: numbers in words, and its chart's points."""
+    return [
+        {
+            "name": check.name,
+            "labels": check.labels,
+            "threshold": "none: too few labels or too much disagreement"
+            if check.threshold is None
+            else f"{check.threshold:.3f}",
+            "bound": percent(check.bound),
+            "coverage": percent(check.coverage),
+            "more": "more labels would not help at this disagreement"
+            if check.more_labels is None
+            else f"about {check.more_labels:,} more audited item{'' if check.more_labels == 1 else 's'}",
+            "points": " ".join(f"{_x(c)},{_y(a)}" for c, a in check.curve),
+            "target_y": _y(panel.agreement or 0),
+            "coverage_x": _x(check.coverage),
+        }
+        for check in panel.checks
+    ]
+
+
+def _x(coverage: float) -> str:
+    return f"{coverage * _CHART_WIDTH:.1f}"
+
+
+def _y(agreement: float) -> str:
+    """Agreement from 50% (bottom) to 100% (top): below a coin flip nothing is worth drawing."""
+    return f"{(1 - max(0.0, agreement - 0.5) / 0.5) * _CHART_HEIGHT:.1f}"

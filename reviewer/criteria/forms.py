@@ -414,3 +414,27 @@ class SpendCapForm(forms.Form):
         if nothing and not data.get("remove") and not self.errors:  # a figure refused has its own message
             self.add_error("tokens", "Give a cap on tokens, on cost, or both (or remove the cap).")
         return data
+
+
+class CertifyTargetForm(forms.Form):
+    """The certification target in percent: with `confidence` % probability, the items the machine decides alone
+    agree with people at least `agreement` % of the time. Clearing it returns routing to the fixed bands."""
+
+    agreement = forms.IntegerField(min_value=51, max_value=99, required=False, label="agreement with people (%)")
+    confidence = forms.IntegerField(min_value=51, max_value=99, required=False, label="confidence (%)")
+    clear = forms.BooleanField(required=False)
+
+    def clean(self) -> dict:
+        data = super().clean()
+        if (
+            not data.get("clear")
+            and not self.errors
+            and (data.get("agreement") is None or data.get("confidence") is None)
+        ):
+            raise forms.ValidationError("Give both the agreement and the confidence, from 51 to 99 %.")
+        return data
+
+    def target(self) -> tuple[float | None, float | None]:
+        if self.cleaned_data.get("clear"):
+            return None, None
+        return self.cleaned_data["agreement"] / 100, self.cleaned_data["confidence"] / 100

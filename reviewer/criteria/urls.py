@@ -1,6 +1,6 @@
 from django.urls import path
 
-from reviewer.criteria.views import examples, spend, versions
+from reviewer.criteria.views import certify, examples, spend, versions
 
 urlpatterns = [
     path("", versions.criteria, name="criteria"),
@@ -11,6 +11,7 @@ urlpatterns = [
     path("<int:pk>/preview/", versions.criteria_preview_view, name="criteria_preview"),
     path("<int:pk>/trial/", versions.criteria_trial, name="criteria_trial"),
     path("<int:pk>/publish/", versions.criteria_publish, name="criteria_publish"),
+    path("<int:pk>/certify/", certify.criteria_certify_target, name="criteria_certify_target"),
     path("trials/<int:pk>/", versions.criteria_trial_detail, name="criteria_trial_detail"),
     path("trials/<int:pk>/items.csv", versions.criteria_trial_csv, name="criteria_trial_csv"),
     path("items/<str:kind>/<int:pk>/", versions.criteria_item, name="criteria_item"),

@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from grading.checks.answers import answer_reads_as
 from grading.checks.definitions import AnswerKind
-from grading.core.outcomes import BAND, JUDGE_CONTRADICTION, SPREAD, UNKNOWN_CHECK
+from grading.core.outcomes import BAND, BELOW_CERTIFIED, JUDGE_CONTRADICTION, SPREAD, UNKNOWN_CHECK
 from grading.models import CriteriaVersion, ItemKind, Review, ReviewState
 from grading.models.criteria import answers_stand
 from grading.reviews.blind import blind_of
@@ -26,6 +26,7 @@ REASON_LABELS = {
     UNKNOWN_CHECK: "a check came back unknown",
     JUDGE_CONTRADICTION: "the judge contradicts itself",
     SPREAD: "the judge's spread straddles the threshold",
+    BELOW_CERTIFIED: "the judge's confidence is under the certified threshold",
 }
 
 

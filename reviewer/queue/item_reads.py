@@ -22,7 +22,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.utils.safestring import SafeString
 
 from grading.checks.definitions import UNKNOWN, AnswerKind
-from grading.core.outcomes import BAND, JUDGE_CONTRADICTION, SPREAD, UNKNOWN_CHECK
+from grading.core.outcomes import BAND, BELOW_CERTIFIED, JUDGE_CONTRADICTION, SPREAD, UNKNOWN_CHECK
 from grading.models import Answer, Conversation, Decision, Draft, ItemKind, Review
 from grading.reviews.blind import Blind, review_blind
 from reviewer.access import reaches_of
@@ -415,6 +415,19 @@ def identity_rows(review: Review, *, messages_on_path: int | None = None) -> lis
     stages = review.stages
     if review.kind == ItemKind.CONVERSATION:
         rows.append(IdentityRow("stages", "1 (the whole path in one call)" if stages == 1 else f"{stages}"))
+    if review.confidences:
+        said = ", ".join(f"{key.replace('_', ' ')} {p:.2f}" for key, p in review.confidences.items())
+        rows.append(IdentityRow("confidence", f"{said} (from {review.confidence_source or 'unknown'})"))
+    if review.certificate_id is not None:
+        certificate = review.certificate
+        rows.append(
+            IdentityRow(
+                "routed under",
+                f"certificate {certificate.pk} of {certificate.computed_at:%d %b %Y %H:%M} UTC: agreement "
+                f"{certificate.agreement:.0%} with {certificate.confidence:.0%} confidence, "
+                f"{certificate.labels} labels",
+            )
+        )
     usage = review.usage or {}
     # A judge call reads at least its prompt: no tokens in means the usage was not reported (a pipeline's own judge
     # graded through the API), which the page says by leaving the row out rather than printing "0 in · 0 out".
@@ -479,6 +492,8 @@ def draft_scale(review: Review) -> Scale:
 
 def why_human(review: Review) -> str:
     """Why the machine handed this item to a person, in one or two sentences."""
+    if review.reason == BELOW_CERTIFIED:
+        return _below_certified(review)
     if review.kind == ItemKind.CONVERSATION:
         if review.reason == UNKNOWN_CHECK:
             open_checks = [
@@ -510,6 +525,26 @@ def why_human(review: Review) -> str:
             f"{center + review.spread:.1f}, across the threshold {threshold:.1f}."
         )
     return review.detail or "The machine could not decide on its own."
+
+
+def _below_certified(review: Review) -> str:
+    certificate = review.certificate
+    if certificate is None:
+        return (
+            "These criteria let the machine decide alone only where people's verdicts certify that it agrees with "
+            "them; no certificate stands yet (too few audited items), so every item waits for a person."
+        )
+    below = []
+    for key, part in certificate.checks.items():
+        threshold, confidence = part.get("threshold"), review.confidences.get(key)
+        if threshold is None or confidence is None or confidence < threshold:
+            said = "none" if confidence is None else f"{confidence:.2f}"
+            needed = "no certified threshold" if threshold is None else f"the certified {threshold:.2f}"
+            below.append(f"{key.replace('_', ' ')}: {said} against {needed}")
+    return (
+        f"The judge's confidence is below what people's verdicts certify (agreement {certificate.agreement:.0%} "
+        f"with {certificate.confidence:.0%} confidence): {'; '.join(below)}."
+    )
 
 
 @dataclass(frozen=True)

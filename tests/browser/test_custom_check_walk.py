@@ -15,23 +15,13 @@ from django.utils import timezone
 from grading.conversations.grader import conversation_grade
 from grading.core.weeks import iso_week, monday
 from grading.models import CriteriaVersion, Decision, ItemKind, Review
-from tests.builders.browser import sign_in
+from tests.builders.browser import signed_in_tab
 from tests.builders.conversations import T0, llm_judge, support_conversation, upsert, verdicts, verdicts_reply
-from tests.builders.people import PASSWORD
 from tests.fakes.openai_server import json_reply
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 QUESTION = "When the assistant promises a refund, does it cite the policy that allows it?"
-
-
-def tab_for(browser, live_server, person, lands_on: str, *, javascript: bool = True):
-    tab = browser.new_context(base_url=live_server.url, java_script_enabled=javascript).new_page()
-    tab.console_errors = []
-    tab.on("console", lambda message: message.type == "error" and tab.console_errors.append(message.text))
-    sign_in(tab, person.username, PASSWORD)
-    tab.wait_for_url(f"**{lands_on}")
-    return tab
 
 
 def test_an_admin_adds_a_check_with_a_phrase_rule_an_operator_answers_it_and_the_stakeholder_reads_its_figure(
@@ -42,7 +32,7 @@ def test_an_admin_adds_a_check_with_a_phrase_rule_an_operator_answers_it_and_the
     assert conversation_grade(conversation_id=conversation.pk, judge=llm_judge(fake_llm)).route == "pass"
 
     # The criteria admin, with JavaScript off: a new conversation version, one more check with a phrase rule, saved.
-    page = tab_for(browser, live_server, criteria_admin, "/dashboard/", javascript=False)
+    page = signed_in_tab(browser, live_server, criteria_admin, "/dashboard/", javascript=False)
     page.get_by_role("link", name="Criteria").click()
     page.get_by_role("button", name="New conversation version").click()
     page.wait_for_url("**/criteria/*/")
@@ -90,7 +80,7 @@ def test_an_admin_adds_a_check_with_a_phrase_rule_an_operator_answers_it_and_the
     assert review.checks["cites_policy"]["verdict"] == "unknown" and review.checks["cites_policy"]["source"] == "rule"
 
     # The operator answers the new check beside its question (needs checks/people's queue form).
-    desk = tab_for(browser, live_server, operator, "/queue/")
+    desk = signed_in_tab(browser, live_server, operator, "/queue/")
     desk.get_by_role("button", name=re.compile("^Claim next")).click()
     desk.wait_for_url(f"**/queue/items/{review.pk}/")
     assert desk.locator("#check-cites_policy").get_by_text(QUESTION).is_visible()
@@ -103,7 +93,7 @@ def test_an_admin_adds_a_check_with_a_phrase_rule_an_operator_answers_it_and_the
     }  # fmt: skip
 
     # The stakeholder reads the check's figure: its column on the dashboard (needs checks/figures' dashboard).
-    board = tab_for(browser, live_server, stakeholder, "/dashboard/")
+    board = signed_in_tab(browser, live_server, stakeholder, "/dashboard/")
     board.goto(f"/dashboard/?org={org.slug}&from={iso_week(monday(T0))}&to={iso_week(monday(timezone.now()))}")
     table = board.locator("#quality-by-application")
     headers = [th.inner_text() for th in table.locator("thead th").all()]

@@ -70,8 +70,15 @@ def verdicts_reply(ids: list[str], **outcomes: str):
 
 
 def llm_judge(fake_llm: FakeLLM) -> OpenAIJudge:
-    """The production judge backend, pointed at the loopback server, with no real sleeping between retries."""
+    """The production judge backend, pointed at the loopback server, asking for log-probabilities as production
+    does, with no real sleeping between retries."""
     client = ChatJudgeClient(
-        base_url=fake_llm.base_url, model="judge-test", api_key="k", timeout=2.0, max_retries=1, sleep=lambda _: None
+        base_url=fake_llm.base_url,
+        model="judge-test",
+        api_key="k",
+        timeout=2.0,
+        max_retries=1,
+        want_logprobs=True,
+        sleep=lambda _: None,
     )
     return OpenAIJudge(client)

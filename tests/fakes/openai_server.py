@@ -93,6 +93,8 @@ class Reply:
     top_logprobs: Mapping[str, float] | None = None
     logprob_token: str | None = None
     logprob_field: str | None = None
+    # Per check key: token -> probability, attached to the first token of that check's {"verdict": ...} value.
+    verdict_logprobs: Mapping[str, Mapping[str, float]] | None = None
     usage: Mapping[str, int] | None = None
     # Seconds to wait before answering; interrupted by FakeLLM.stop().
     latency: float = 0.0
@@ -110,6 +112,7 @@ def json_reply(
     top_logprobs: Mapping[str, float] | None = None,
     logprob_token: str | None = None,
     logprob_field: str | None = None,
+    verdict_logprobs: Mapping[str, Mapping[str, float]] | None = None,
     usage: Mapping[str, int] | None = None,
     latency: float = 0.0,
 ) -> Reply:
@@ -118,12 +121,15 @@ def json_reply(
     ``top_logprobs`` (token -> probability) is attached to one token of the content: the first numeric token
     after the key ``"<logprob_field>":`` when ``logprob_field`` is given, else the first token equal to
     ``logprob_token``. Prefer ``logprob_field`` when other fields could hold the same digit.
+    ``verdict_logprobs`` (check key -> {token: probability}) attaches alternatives to the first token of each
+    check's answer, ``"<key>": {"verdict": "<here>``, as a judge's answers to several checks carry them.
     """
     return text_reply(
         json.dumps(obj),
         top_logprobs=top_logprobs,
         logprob_token=logprob_token,
         logprob_field=logprob_field,
+        verdict_logprobs=verdict_logprobs,
         usage=usage,
         latency=latency,
     )
@@ -135,25 +141,26 @@ def text_reply(
     top_logprobs: Mapping[str, float] | None = None,
     logprob_token: str | None = None,
     logprob_field: str | None = None,
+    verdict_logprobs: Mapping[str, Mapping[str, float]] | None = None,
     usage: Mapping[str, int] | None = None,
     latency: float = 0.0,
 ) -> Reply:
     """A chat.completion whose message content is ``text`` verbatim (prose, injected output, ...)."""
-    if top_logprobs is not None:
-        if logprob_token is None and logprob_field is None:
-            raise ValueError("top_logprobs needs logprob_token or logprob_field to say which token they belong to")
-        if any(not 0.0 <= p <= 1.0 for p in top_logprobs.values()):
+    if top_logprobs is not None and logprob_token is None and logprob_field is None:
+        raise ValueError("top_logprobs needs logprob_token or logprob_field to say which token they belong to")
+    for alternatives in [top_logprobs or {}, *(verdict_logprobs or {}).values()]:
+        if any(not 0.0 <= p <= 1.0 for p in alternatives.values()):
             raise ValueError("top_logprobs are probabilities in [0, 1]")
     reply = Reply(
         content=text,
         top_logprobs=dict(top_logprobs) if top_logprobs is not None else None,
         logprob_token=logprob_token,
         logprob_field=logprob_field,
+        verdict_logprobs={key: dict(alts) for key, alts in verdict_logprobs.items()} if verdict_logprobs else None,
         usage=dict(usage) if usage is not None else None,
         latency=latency,
     )
-    if top_logprobs is not None:
-        _target_index(reply, tokenize(text))  # fail in the test that scripts it, not inside the server thread
+    _targets(reply, tokenize(text))  # fail in the test that scripts it, not inside the server thread
     return reply
 
 
@@ -238,6 +245,8 @@ class FakeLLM:
         on an idle socket. ``record=False`` keeps no requests, for long benchmark runs."""
         self.requests: list[RecordedRequest] = []
         self.supports_json_schema = True
+        # False: like a server that ignores the request's `logprobs` (some OpenAI-compatible ones do), none come back.
+        self.returns_logprobs = True
         # Like llama.cpp: when set, GET /props reports it as the context of a slot, and a chat request whose
         # prompt has more tokens (by `tokenize`) is refused with llama.cpp's exceed_context_size_error.
         self.context_tokens: int | None = None
@@ -317,13 +326,14 @@ class FakeLLM:
             self._default = reply
 
     def reset(self) -> None:
-        """Forget the queue, the default, the recorded requests and ``supports_json_schema``."""
+        """Forget the queue, the default, the recorded requests, ``supports_json_schema`` and ``returns_logprobs``."""
         with self._lock:
             self._queue.clear()
             self._embeddings_queue.clear()
             self._default = _NO_SCRIPTED_REPLY
             self.requests.clear()
             self.supports_json_schema = True
+            self.returns_logprobs = True
             self.context_tokens = None
 
     def chat_requests(self) -> list[RecordedRequest]:
@@ -450,7 +460,8 @@ class _Handler(BaseHTTPRequestHandler):
         if reply.raw_body is not None:
             self._send_reply(reply)
         else:
-            self._send_json(reply.status, _chat_completion_body(reply, body), reply.headers)
+            completion = _chat_completion_body(reply, body, send_logprobs=fake.returns_logprobs)
+            self._send_json(reply.status, completion, reply.headers)
 
     def _embeddings(self, body: Any) -> None:
         scripted = self.server.fake._next_embeddings_reply()
@@ -530,7 +541,7 @@ def _models_body() -> dict[str, Any]:
     }
 
 
-def _chat_completion_body(reply: Reply, request: Mapping[str, Any]) -> dict[str, Any]:
+def _chat_completion_body(reply: Reply, request: Mapping[str, Any], *, send_logprobs: bool = True) -> dict[str, Any]:
     content = reply.content or ""
     tokens = tokenize(content)
     message: dict[str, Any] = {"role": "assistant", "content": content, "refusal": None}
@@ -539,7 +550,7 @@ def _chat_completion_body(reply: Reply, request: Mapping[str, Any]) -> dict[str,
     if reply.tool_calls is not None:
         message = {"role": "assistant", "content": None, "refusal": None, "tool_calls": list(reply.tool_calls)}
     logprobs = None
-    if request.get("logprobs"):
+    if request.get("logprobs") and send_logprobs:
         logprobs = {
             "content": _token_logprobs(reply, tokens, int(request.get("top_logprobs") or 0)),
             "refusal": None,
@@ -580,18 +591,17 @@ def _message_text(message: Any) -> str:
 
 
 def _token_logprobs(reply: Reply, tokens: list[str], top_n: int) -> list[dict[str, Any]]:
-    """Every token is certain (logprob 0) except the target token, which carries the scripted alternatives."""
-    target = _target_index(reply, tokens) if reply.top_logprobs is not None else None
+    """Every token is certain (logprob 0) except the target tokens, which carry the scripted alternatives."""
+    targets = _targets(reply, tokens)
     entries = []
     for index, token in enumerate(tokens):
-        if index == target and reply.top_logprobs is not None:
+        if index in targets:
+            scripted = targets[index]
             alternatives = sorted(
-                ((t, p) for t, p in reply.top_logprobs.items() if p > 0),
-                key=lambda item: item[1],
-                reverse=True,
+                ((t, p) for t, p in scripted.items() if p > 0), key=lambda item: item[1], reverse=True
             )
             # The emitted token's own probability; if the mapping omits it, the mass the mapping left over.
-            chosen = reply.top_logprobs.get(token) or 1.0 - sum(reply.top_logprobs.values())
+            chosen = scripted.get(token) or 1.0 - sum(scripted.values())
             logprob = math.log(max(chosen, 1e-9))
             top = [_logprob_entry(t, math.log(p)) for t, p in alternatives[:top_n]]
         else:
@@ -603,6 +613,27 @@ def _token_logprobs(reply: Reply, tokens: list[str], top_n: int) -> list[dict[st
 
 def _logprob_entry(token: str, logprob: float) -> dict[str, Any]:
     return {"token": token, "logprob": logprob, "bytes": list(token.encode())}
+
+
+def _targets(reply: Reply, tokens: list[str]) -> dict[int, Mapping[str, float]]:
+    """Token index -> the alternatives scripted for it."""
+    targets: dict[int, Mapping[str, float]] = {}
+    if reply.top_logprobs is not None:
+        index = _target_index(reply, tokens)
+        if index is not None:
+            targets[index] = reply.top_logprobs
+    text = "".join(tokens)
+    for key, alternatives in (reply.verdict_logprobs or {}).items():
+        match = re.search(rf'"{re.escape(key)}"\s*:\s*\{{.*?"verdict"\s*:\s*"', text, re.DOTALL)
+        if match is None:
+            raise ValueError(f"verdict_logprobs: the reply content has no verdict for {key!r}")
+        offset = 0
+        for index, token in enumerate(tokens):
+            if offset >= match.end():
+                targets[index] = alternatives
+                break
+            offset += len(token)
+    return targets
 
 
 def _target_index(reply: Reply, tokens: list[str]) -> int | None:

@@ -165,6 +165,24 @@ def test_it_attaches_logprobs_only_when_asked_and_truncates_to_top_n(llm: FakeLL
     assert all(e["logprob"] == 0.0 for i, e in enumerate(entries) if i != target)
 
 
+def test_it_attaches_alternatives_to_each_checks_verdict(llm: FakeLLM):
+    answers = {
+        "grounded": {"verdict": "pass", "message_ids": ["m1"], "rationale": "pass"},
+        "complete": {"verdict": "fail", "message_ids": ["m1"], "rationale": "pass"},
+    }
+    alternatives = {"grounded": {"pass": 0.7, "fail": 0.3}, "complete": {"fail": 0.6, "unknown": 0.4}}
+    llm.script(json_reply(answers, verdict_logprobs=alternatives))
+
+    entries = chat(llm, logprobs=True, top_logprobs=5)[2]["choices"][0]["logprobs"]["content"]
+
+    scripted = {i: e for i, e in enumerate(entries) if e["logprob"] != 0.0}
+    assert [(e["token"], round(math.exp(e["logprob"]), 6)) for e in scripted.values()] == [("pass", 0.7), ("fail", 0.6)]
+    # The rationale's "pass" is not the answer: only the verdicts carry alternatives.
+    assert [len(e["top_logprobs"]) for e in scripted.values()] == [2, 2]
+    with pytest.raises(ValueError, match="no verdict for 'usable'"):
+        json_reply(answers, verdict_logprobs={"usable": {"pass": 1.0}})
+
+
 def test_it_tokenizes_numbers_up_to_three_digits_as_one_token():
     assert tokenize('{"overall": 10}') == ["{", '"', "overall", '"', ":", " ", "10", "}"]
 

@@ -65,8 +65,17 @@ def test_a_draft_and_a_conversation_are_graded_at_once_through_a_worker_against_
         assert 0 <= review.usage["cached_tokens"] <= review.usage["prompt_tokens"]
         if review.kind == "draft":
             assert 1 <= review.judge_score <= 10
+            # The verdict's confidence from the overall score's distribution, whenever one was read (its spread).
+            assert ("pass_fail" in review.confidences) == (review.spread is not None)
+            assert all(0 <= p <= 1 for p in review.confidences.values())
         else:
             assert set(review.checks) == {"grounded", "complete", "usable"}
+            # Every answer that stands as the judge gave it (none downgraded for citing no evidence) has a
+            # confidence read from the real server's tokens, however its tokenizer split the JSON around it.
+            as_given = {key for key, check in review.checks.items() if not check["rationale"].startswith("[downgraded")}
+            assert set(review.confidences) == as_given
+            assert all(0 <= p <= 1 for p in review.confidences.values())
+            assert review.confidence_source == ("logprobs" if as_given else "")
 
 
 def test_a_reply_cut_off_by_its_token_limit_never_becomes_a_score(real_judge_url):

@@ -13,6 +13,7 @@ from django.shortcuts import redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from grading.certify.reads import certificate_panel
 from grading.checks.definitions import MAX_CHECKS
 from grading.core.spreadsheets import csv_lines
 from grading.criteria.impact import criteria_diff, criteria_preview, criteria_publish_planned, publish_plan
@@ -42,8 +43,9 @@ from grading.reviews.versions import (
 from reviewer.access import found, org_named, role_required
 from reviewer.audit.display import trail_of
 from reviewer.criteria import reads
-from reviewer.criteria.display import checks_read, scored_checks
+from reviewer.criteria.display import certified_rows, checks_read, scored_checks
 from reviewer.criteria.forms import (
+    CertifyTargetForm,
     CriteriaForm,
     DiffForm,
     NewVersionForm,
@@ -150,6 +152,7 @@ def criteria_version(request: HttpRequest, pk: int) -> HttpResponse:
 def _render_version(
     request: HttpRequest, version: CriteriaVersion, form: CriteriaForm | None, *, refusal: str = "", status: int = 200
 ) -> HttpResponse:
+    certification = certificate_panel(version)
     context = {
         "version": version,
         "form": form,
@@ -160,10 +163,19 @@ def _render_version(
         "others": reads.versions_of_kind(version),
         "trials": reads.trials_of(version),
         "regrade": _regrade_panel(version) if version.is_active else None,
+        "certification": certification,
+        "certified_rows": certified_rows(certification),
+        "certify_form": CertifyTargetForm(initial=_target_initial(version)),
         **reads.examples_context(version),
         **NAV,
     }
     return render(request, "reviewer/criteria/version.html", context, status=status)
+
+
+def _target_initial(version: CriteriaVersion) -> dict:
+    if version.certify_agreement is None:
+        return {"agreement": 90, "confidence": 90}
+    return {"agreement": round(version.certify_agreement * 100), "confidence": round(version.certify_confidence * 100)}
 
 
 def _time_left(trial: CriteriaTrial, graded: int) -> str:

@@ -2,6 +2,7 @@
 
 import copy
 import json
+from datetime import datetime
 
 import pytest
 from hypothesis import HealthCheck, given
@@ -10,8 +11,10 @@ from hypothesis import strategies as st
 
 from grading.api.keys import api_key_create
 from grading.core.evidence import EvidenceMessage, fingerprint
-from grading.models import Conversation, Feedback, Message
+from grading.models import Conversation, Feedback, Message, Review
+from tests.builders.confidences import routed_under_a_certificate
 from tests.builders.conversations import PATH_IDS, message, support_conversation
+from tests.builders.queue_items import conversation_item
 
 pytestmark = pytest.mark.django_db
 
@@ -204,3 +207,18 @@ def test_a_nul_character_in_an_id_is_a_400_not_a_database_error(api):
     response = api("post", "/feedback", {"conversation": "cv\u0000", "message_id": "m1", "value": "up"})
     assert response.status_code == 400
     assert "conversation" in response.json()["detail"]
+
+
+def test_a_review_says_how_sure_the_judge_was_and_the_certificate_it_was_routed_under(api, org):
+    review = conversation_item(org)
+    confidences = {"grounded": 0.92, "usable": 0.7}
+    Review.objects.filter(pk=review.pk).update(confidences=confidences, confidence_source="logprobs")
+
+    by_the_bands = api("get", "/conversations/cv-1").json()["review"]
+    certificate = routed_under_a_certificate(review, agreement=0.9, confidence=0.95)
+    certified = api("get", "/conversations/cv-1").json()["review"]
+
+    assert (by_the_bands["confidences"], by_the_bands["confidence_source"]) == (confidences, "logprobs")
+    assert by_the_bands["certificate"] is None
+    assert datetime.fromisoformat(certified["certificate"].pop("computed_at")) == certificate.computed_at
+    assert certified["certificate"] == {"id": certificate.pk, "agreement": 0.9, "confidence": 0.95}

@@ -3,8 +3,10 @@
 import pytest
 
 from grading.api.keys import api_key_create
+from grading.certify.services import certificate_compute, certify_target_set, version_judge_key
 from grading.models import ItemKind
-from grading.reviews.versions import criteria_new_version, criteria_publish, criteria_update
+from grading.reviews.versions import criteria_active, criteria_new_version, criteria_publish, criteria_update
+from tests.builders.certified import agreeing, graded_drafts
 from tests.builders.check_documents import CITES_POLICY, INTENT, with_checks
 
 pytestmark = pytest.mark.django_db
@@ -45,3 +47,19 @@ def test_an_unknown_kind_or_number_is_a_404_naming_it(api, org, other_org):
     assert api("/criteria/conversation?number=2").status_code == 404
     response = api("/criteria/essay")
     assert response.status_code == 404 and "draft or conversation" in response.json()["detail"]
+
+
+def test_it_shows_the_version_s_certification_target_and_certificate(api, org):
+    assert api("/criteria/draft").json()["certification"] == {"target": None, "certificate": None}
+    version = certify_target_set(
+        version=criteria_active(org=org, kind=ItemKind.DRAFT), actor=None, agreement=0.9, confidence=0.8
+    )
+    judge_key = version_judge_key(version)
+    graded_drafts(org, agreeing(30), judge_key=judge_key)
+    certificate = certificate_compute(version, judge_key=judge_key)
+
+    shown = api("/criteria/draft").json()["certification"]
+    assert shown["target"] == {"agreement": 0.9, "confidence": 0.8}
+    assert shown["certificate"]["id"] == certificate.pk and shown["certificate"]["certified"] is True
+    stored = certificate.checks["pass_fail"]
+    assert shown["certificate"]["checks"] == {"pass_fail": {k: v for k, v in stored.items() if k != "curve"}}

@@ -1,6 +1,7 @@
 """Pipelines submit drafts over HTTP, read the verdict, and read the writer rules from the one source."""
 
 import json
+from datetime import datetime
 from io import StringIO
 from pathlib import Path
 
@@ -9,7 +10,9 @@ from django.core.management import call_command
 
 from grading.api.keys import api_key_create
 from grading.models import Draft
+from tests.builders.confidences import routed_under_a_certificate
 from tests.builders.drafts import CLEAN_BODY, SOURCE, setup_org_memory
+from tests.builders.queue_items import draft_item
 
 pytestmark = pytest.mark.django_db
 
@@ -48,6 +51,18 @@ def test_a_submitted_draft_is_accepted_and_pending_until_graded(api, django_capt
     assert len(callbacks) == 1  # the grading task goes out after commit
     status = api("get", f"/drafts/{body['id']}").json()
     assert (status["route"], status["identity"], status["decision"]) == ("pending", None, None)
+    assert (status["confidences"], status["confidence_source"], status["certificate"]) == (None, None, None)
+
+
+def test_a_drafts_verdict_says_how_sure_the_judge_was_and_the_certificate_it_was_routed_under(api, org):
+    review = draft_item(org, confidences={"pass_fail": 0.81, "aeo": 0.9}, confidence_source="logprobs")
+    certificate = routed_under_a_certificate(review, agreement=0.85, confidence=0.9)
+
+    status = api("get", f"/drafts/{review.draft_id}").json()
+
+    assert (status["confidences"], status["confidence_source"]) == ({"pass_fail": 0.81, "aeo": 0.9}, "logprobs")
+    assert datetime.fromisoformat(status["certificate"].pop("computed_at")) == certificate.computed_at
+    assert status["certificate"] == {"id": certificate.pk, "agreement": 0.85, "confidence": 0.9}
 
 
 @pytest.mark.parametrize(

@@ -40,3 +40,12 @@ def test_the_operation_ids_are_those_clients_were_generated_from():
     document = api.get_openapi_schema()
     found = {operation["operationId"] for path in document["paths"].values() for operation in path.values()}
     assert found == OPERATION_IDS
+
+
+def test_a_reviews_schema_declares_its_confidences_and_certificate():
+    schemas = api.get_openapi_schema()["components"]["schemas"]
+
+    review = schemas["ReviewOut"]["properties"]
+    assert {"confidences", "confidence_source", "certificate"} <= set(review)
+    assert review["confidences"]["additionalProperties"]["type"] == "number"
+    assert set(schemas["CertificateOut"]["properties"]) == {"id", "computed_at", "agreement", "confidence"}

@@ -18,11 +18,11 @@ from grading.judge.client import (
     JudgeRejected,
     JudgeUnavailable,
     ServerProfile,
-    TokenLogprob,
     Usage,
 )
 from grading.judge.embeddings import EmbeddingsClient
 from grading.judge.scores import find_field_token, weighted_score
+from tests.builders.logprobs import tokens
 from tests.fakes.openai_server import (
     FakeLLM,
     broken_body_reply,
@@ -372,18 +372,6 @@ def test_it_does_not_ask_for_logprobs_unless_configured(llm: FakeLLM, make_clien
     assert "logprobs" not in llm.chat_requests()[0].body
     assert completion.token_logprobs is None
     assert weighted_score(completion.token_logprobs, field="overall") is None
-
-
-def tokens(*entries: tuple[str, dict[str, float]]) -> list[TokenLogprob]:
-    """Token logprobs from (token, {alternative: probability}); the token's own logprob is its mapped one."""
-    return [
-        TokenLogprob(
-            token=token,
-            logprob=math.log(alternatives.get(token, 1.0)),
-            top_logprobs={t: math.log(p) for t, p in alternatives.items()},
-        )
-        for token, alternatives in entries
-    ]
 
 
 def test_it_finds_the_score_token_however_the_json_was_split():

@@ -11,16 +11,19 @@ from django.core.exceptions import ImproperlyConfigured
 
 from grading.api.keys import api_key_create
 from grading.conversations.grader import conversation_grade
-from grading.delivery.evaluations import EVENT_NAME, evaluation_export_status
+from grading.delivery.evaluations import EVENT_NAME, evaluation_export_status, evaluation_records
 from grading.models import Conversation, Review
 from grading.models.otlp import EvaluationExport
 from reviewer.celery import app
 from reviewer.env import env_headers, env_url
 from reviewer.queue.services import claim_take, decision_create
-from tests.builders.conversations import llm_judge, verdicts_reply
+from tests.builders.confidences import routed_under_a_certificate
+from tests.builders.conversations import llm_judge, verdicts, verdicts_reply
 from tests.builders.otlp_spans import TRACE, export_request, span_id, two_turns_with_a_tool
 from tests.builders.processes import REPO_ROOT
+from tests.builders.queue_items import draft_item
 from tests.fakes.logs_collector import LogsCollector
+from tests.fakes.openai_server import json_reply
 
 pytestmark = pytest.mark.django_db
 
@@ -110,6 +113,44 @@ def test_an_operator_decision_arrives_with_the_human_verdicts(
     }  # fmt: skip
     assert {a["tollgate.decided_by"] for a in human} == {operator.username}
     assert {a["gen_ai.evaluation.explanation"] for a in human} == {"The tracking link is missing."}
+    assert not any("tollgate.confidence" in a for a in human)  # the judge's sureness is not the operator's
+
+
+def test_a_judges_record_carries_how_sure_it_was_and_the_certificate_the_review_was_routed_under(
+    exporting, conversation, fake_llm, django_capture_on_commit_callbacks
+):
+    answers = verdicts(conversation.active_path_ids, complete="fail")
+    fake_llm.script(json_reply(answers, verdict_logprobs={"complete": {"fail": 0.7, "pass": 0.2, "unknown": 0.1}}))
+    with django_capture_on_commit_callbacks(execute=True):
+        review = conversation_grade(conversation_id=conversation.pk, judge=llm_judge(fake_llm))
+
+    exported = {attributes["gen_ai.evaluation.name"]: attributes for _, attributes, _ in exporting.records()}
+    assert exported["complete"]["tollgate.confidence"] == pytest.approx(0.7)
+    assert exported["grounded"]["tollgate.confidence"] == 1.0  # its answer token came back certain
+    assert {a["tollgate.confidence.source"] for a in exported.values()} == {"logprobs"}
+    assert not any("tollgate.certificate.id" in a for a in exported.values())  # routed by the fixed bands
+
+    certificate = routed_under_a_certificate(review)
+    records = evaluation_records(review, EvaluationExport.Event.REVIEW)
+    assert {_attributes(record)["tollgate.certificate.id"].int_value for record in records} == {certificate.pk}
+
+
+def test_a_drafts_overall_record_carries_the_judges_confidence_in_its_verdict(org):
+    review = draft_item(org, confidences={"pass_fail": 0.85, "aeo": 0.9}, confidence_source="logprobs")
+
+    records = {
+        attributes["gen_ai.evaluation.name"].string_value: attributes
+        for attributes in map(_attributes, evaluation_records(review, EvaluationExport.Event.REVIEW))
+    }
+
+    assert records["overall"]["tollgate.confidence"].double_value == pytest.approx(0.85)
+    assert records["aeo"]["tollgate.confidence"].double_value == pytest.approx(0.9)
+    assert records["aeo"]["tollgate.confidence.source"].string_value == "logprobs"
+    assert "tollgate.confidence" not in records["writing"]  # the judge's sureness of it is not known
+
+
+def _attributes(record) -> dict:
+    return {kv.key: kv.value for kv in record.attributes}
 
 
 def test_a_failing_endpoint_is_retried_then_given_up_without_touching_grading(

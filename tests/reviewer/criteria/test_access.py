@@ -62,6 +62,9 @@ def requests_for(c) -> dict[str, tuple[str, str, dict, dict]]:
         "save": ("post", reverse("criteria_version", args=[v.pk]), editor_data(v), {}),
         "start a trial": ("post", reverse("criteria_trial", args=[v.pk]), {"k": 1, "counted_calls": 1}, {}),
         "publish": ("post", reverse("criteria_publish", args=[v.pk]), {"plan_active": active.pk}, {}),
+        "set a certification target": (
+            "post", reverse("criteria_certify_target", args=[active.pk]), {"agreement": 90, "confidence": 90}, {},
+        ),
         "spend page": ("get", reverse("criteria_spend"), {}, {}),
         "set a spend cap": ("post", reverse("criteria_spend"), cap, {}),
         "add an example": (
@@ -81,8 +84,8 @@ def requests_for(c) -> dict[str, tuple[str, str, dict, dict]]:
 NAMES = [
     "index", "version page", "published version page", "diff", "preview form", "preview", "trial count", "trial page",
     "trial partial (htmx)", "trial items (CSV)", "publish plan", "draft item", "conversation item", "new version",
-    "new version from an old one", "save", "start a trial", "publish", "spend page", "set a spend cap",
-    "add an example", "explain an example", "remove an example",
+    "new version from an old one", "save", "start a trial", "publish", "set a certification target", "spend page",
+    "set a spend cap", "add an example", "explain an example", "remove an example",
 ]  # fmt: skip
 
 
@@ -97,7 +100,11 @@ def test_the_list_covers_every_criteria_url(criteria):
 
 
 def written(c) -> tuple:
-    versions = list(CriteriaVersion.objects.order_by("pk").values_list("pk", "revision", "published_at", "is_active"))
+    versions = list(
+        CriteriaVersion.objects.order_by("pk").values_list(
+            "pk", "revision", "published_at", "is_active", "certify_agreement"
+        )
+    )
     examples = list(CriteriaExample.objects.order_by("pk").values_list("pk", "explanation"))
     return (
         versions,
