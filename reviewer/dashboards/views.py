@@ -40,17 +40,22 @@ def dashboard(request: HttpRequest) -> HttpResponse:
         org, scope = _org_and_scope(request, orgs)
     except InvalidScope as exc:
         return _bad_filter(request, exc.field, exc.message)
+    applications = reads.org_applications(org, scope.reach)
+    if scope.application and scope.application not in applications:  # a typo would read as an all-zero page
+        return _bad_filter(request, "application", f"{org.name} has no application named {scope.application!r}.")
     counters = counters_for(scope)  # one read of the scope's counters for every panel
     figures = dashboard_figures(scope, counters=counters)
     links = display.Links(org.slug, scope)
+    quality, gate = display.quality_panel(figures, links), display.gate_panel(figures, links)
     context = {
         "org": org,
         "orgs": orgs,
         "scope": scope,
-        "reach_applications": sorted(scope.reach.applications or ()),
+        "applications": applications,
         "figures": figures,
-        "quality": display.quality_panel(figures, links),
-        "gate": display.gate_panel(figures, links),
+        "quality": quality,
+        "gate": gate,
+        "in_words": display.in_words(figures, quality, gate, links),
         "staleness": display.staleness_panel(figures, links),
         "regrade": display.regrade_panel(figures["staleness"]["regrade"], org_slug=org.slug),
         "agreement": display.agreement_panel(figures, links),
@@ -64,7 +69,6 @@ def dashboard(request: HttpRequest) -> HttpResponse:
         "export_csv": links.export("csv"),
         "export_jsonl": links.export("jsonl"),
         "export_drafts_csv": links.export("csv", kind="draft"),
-        "json_url": links.figures_json(),
         "nav_active": "dashboard",
     }
     return render(request, "reviewer/dashboards/index.html", context)
