@@ -5,19 +5,24 @@ Deterministic (a seeded random generator) and idempotent: seeding twice merges i
 The mix lands on every route of the heuristic judge and on every not-scorable reason worth showing.
 """
 
+import hashlib
 import logging
 import random
 from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
 
+from django.conf import settings
 from django.utils import timezone
 
-from grading.checks.definitions import CheckSet
+from grading.certify.services import certificate_compute, certify_target_set
+from grading.checks.definitions import UNKNOWN, CheckSet
 from grading.conversations.grader import conversation_grade
 from grading.conversations.ingest import conversation_upsert, feedback_record
+from grading.core.evidence import Verdict
 from grading.core.schemas import ConversationIn, DraftIn, FeedbackIn
-from grading.dashboard.labels import LabelIn, label_record
+from grading.dashboard.labels import LabelIn, label_record, labels_record
+from grading.dashboard.sampling import audit_sample_send
 from grading.drafts.gate import draft_grade
 from grading.drafts.submit import draft_save
 from grading.judge.backends import (
@@ -29,11 +34,13 @@ from grading.judge.backends import (
     StageJudgement,
 )
 from grading.judge.client import JudgeUnavailable, Usage
+from grading.judge.confidence import HEURISTIC
 from grading.judge.conversation import SYSTEM_PROMPT, user_prompt
 from grading.judge.examples import PromptExample
-from grading.models import Conversation, Draft, Org
+from grading.models import Conversation, CriteriaVersion, Draft, ItemKind, Org, Review
 from grading.passes.planner import conversations_needing_grading, drafts_needing_grading
 from grading.reviews.memory import article_upsert, memory_add
+from grading.reviews.versions import criteria_active
 
 APPLICATIONS = ("billing-assistant", "onboarding-bot", "docs-helper")
 WEEKS = 8
@@ -278,7 +285,27 @@ class DemoConversationJudge(HeuristicJudge):
                  "stage_count": stage_count, "examples": examples}  # fmt: skip
         judgement = super().judge_stage(**asked)
         prompt = user_prompt(**asked)
-        return replace(judgement, usage=_estimate(prompt, completion=90))
+        said = {message.id: str(message.content) for message in (*stage.context, *stage.messages)}
+        confidences = {
+            key: _stand_in_confidence(key, [said.get(mid, "") for mid in answer["message_ids"]])
+            for key, answer in judgement.verdicts.items()
+            if answer["verdict"] != UNKNOWN
+        }
+        return replace(
+            judgement,
+            usage=_estimate(prompt, completion=90),
+            confidences=confidences,
+            confidence_source=HEURISTIC,
+        )
+
+
+def _stand_in_confidence(key: str, cited: list[str]) -> float:
+    """A confidence for the demo's offline judge, which has no probabilities: spread deterministically over 0.70 to
+    0.99 by a hash of the check and the text of the messages it cites, recorded with the source `heuristic`. It says
+    nothing about how sure anything was; what the demo shows is that only a certificate from people's verdicts lets
+    such numbers route an item."""
+    digest = hashlib.sha256("\n".join([key, *cited]).encode()).digest()
+    return round(0.70 + 0.29 * int.from_bytes(digest[:4], "big") / 0xFFFFFFFF, 3)
 
 
 class DemoDraftJudge(HeuristicDraftJudge):
@@ -357,3 +384,56 @@ def seed_labels(org: Org) -> None:
             second = SECOND_OPINIONS.get((item, check), verdict)
             label = LabelIn(item=item, check=check, verdict=second, labeller="vendor-review")
             label_record(org=org, label=label, source="file:vendor-labels.csv")
+
+
+# --- certified decisions: a labelling round, a target, its certificate, and today's conversations under it ----------
+
+LABELLING_ROUND_WEEKS = range(2, WEEKS)  # the QA team labelled the conversations of the six older weeks
+CERTIFY_AGREEMENT, CERTIFY_CONFIDENCE = 0.85, 0.90
+TODAY_PER_APPLICATION = 4
+OVERTURNED_BELOW = 0.80  # people read about half of the answers the demo judge was less sure of the other way
+
+
+def seed_certification(org: Org) -> None:
+    """The QA team's labelling round (`OVERTURNED_BELOW`), a target of 85% agreement with 90% confidence on the
+    active conversation version, its certificate for the demo judge, and today's conversations graded under it:
+    some decided alone, the others sent to people below the certified confidence; the audit sample drawn again, as
+    the cycle would, over them too. The worker's own offline judge is another judge: its certificate needs people's
+    verdicts on its own reviews."""
+    version = criteria_active(org=org, kind=ItemKind.CONVERSATION)
+    if version.certify_agreement is None:
+        version = certify_target_set(
+            version=version, actor=None, agreement=CERTIFY_AGREEMENT, confidence=CERTIFY_CONFIDENCE
+        )
+    labels_record(org=org, labels=_labelling_round(org, version), source="file:qa-round-2.csv")
+    certificate_compute(version, judge_key=DemoConversationJudge.identity.key)
+    rng, now = random.Random(11), timezone.now()
+    for app_index, application in enumerate(APPLICATIONS):
+        for slot in range(TODAY_PER_APPLICATION):
+            started = now - timedelta(hours=slot + 1, minutes=app_index * 7)
+            payload = _conversation(rng, application, f"{application[:4]}-today-{slot}", started, variant=slot)
+            written = conversation_upsert(org=org, payload=ConversationIn.model_validate(payload)).conversation
+            conversation_grade(conversation_id=written.pk, judge=DemoConversationJudge(), now=now)
+    audit_sample_send(org=org, per_week=1, weeks=WEEKS, salt=settings.SAMPLING_SALT, now=now)
+
+
+def _labelling_round(org: Org, version: CriteriaVersion) -> list[LabelIn]:
+    required = [check for check in version.check_set().checks if check.required]
+    older = tuple(f"-w{week}-" for week in LABELLING_ROUND_WEEKS)
+    labels = []
+    reviews = Review.objects.counting().filter(org=org, kind=ItemKind.CONVERSATION, criteria_version=version)
+    for review in reviews.select_related("conversation").order_by("pk"):
+        external_id = review.conversation.external_id
+        if not any(week in external_id for week in older):
+            continue
+        for check in required:
+            answer = review.checks.get(check.key, {}).get("verdict", UNKNOWN)
+            confidence = review.confidences.get(check.key)
+            if answer not in (Verdict.PASS, Verdict.FAIL) or confidence is None:
+                continue
+            overturned = (
+                confidence < OVERTURNED_BELOW and hashlib.sha256(f"{external_id}:{check.key}".encode()).digest()[0] % 2
+            )
+            verdict = ({Verdict.PASS, Verdict.FAIL} - {answer}).pop() if overturned else answer
+            labels.append(LabelIn(item=external_id, check=check.key, verdict=verdict, labeller="qa-round-2"))
+    return labels

@@ -13,7 +13,7 @@ from grading.api.keys import api_key_create, api_key_revoke
 from grading.checks.definitions import AnswerKind, CheckDefinition
 from grading.core.outcomes import UNKNOWN_CHECK
 from grading.dashboard.sampling import audit_sample_send
-from grading.demo import grade_demo_items, seed_conversations, seed_drafts, seed_labels
+from grading.demo import grade_demo_items, seed_certification, seed_conversations, seed_drafts, seed_labels
 from grading.figures.definitions import PASS_FAIL
 from grading.models import (
     ApiKey,
@@ -157,7 +157,7 @@ def seed_review_history(org: Org) -> None:
     demo operator (who now and then disagrees with the machine), labels from a spreadsheet; then the rollups
     rebuilt. Audited conversations ask two people: ravi answers them too, kim adjudicates half of the items they
     split on (the rest await adjudication), and on the rest of the audit sample ravi's answer waits for dana's.
-    Whatever is not decided waits in the queue, blind."""
+    Whatever is not decided waits in the queue, blind. Then certified decisions (`seed_certification`)."""
     grade_demo_items(org)
     audit_sample_send(org=org, per_week=1, weeks=8, salt=settings.SAMPLING_SALT)
     dana, ravi, kim = (get_user_model().objects.get(username=name) for name in ("dana", "ravi", "kim"))
@@ -178,6 +178,7 @@ def seed_review_history(org: Org) -> None:
         if review_slots(review) > 1:
             _demo_answer(ravi, review, _demo_verdict(review, disagree=False))
     seed_labels(org)
+    seed_certification(org)
     rollups_rebuild(org_id=org.pk)
 
 

@@ -27,6 +27,7 @@ from grading.core.request_json import InvalidJsonBody, RequestJsonParser
 from grading.core.schemas import ArticleIn, ConversationId, ConversationIn, DraftIn, FeedbackIn, MemoryIn, MessagesIn
 from grading.core.spreadsheets import csv_lines
 from grading.criteria.scoring import trial_rows, trial_score
+from grading.dashboard.certified import CERTIFIED, certified_figures
 from grading.dashboard.figures import SECTIONS, InvalidScope, dashboard_figures, scope_for
 from grading.dashboard.labels import LabelIn, LabelsRefused, labels_submit
 from grading.drafts.submit import draft_submit
@@ -448,6 +449,8 @@ def _figures(request: HttpRequest, sections, since: str | None, until: str | Non
         scope = scope_for(request.auth.org, since=since, until=until, application=application)
     except InvalidScope as exc:
         raise ValidationError([{"loc": ["query", exc.field], "msg": exc.message}]) from exc
+    if sections == [CERTIFIED]:
+        return dashboard_figures(scope, sections=[]) | {CERTIFIED: certified_figures(scope)}
     return dashboard_figures(scope, sections=sections)
 
 
@@ -457,7 +460,9 @@ def get_dashboard(
     application: str | None = None,
 ) -> dict:  # fmt: skip
     """The numbers the stakeholders' page shows, for the API key's org: `from` and `to` are ISO weeks
-    (`2026-W41`, default the last eight), `application` narrows the conversation figures."""
+    (`2026-W41`, default the last eight), `application` narrows the conversation figures. The quality rate with its
+    interval from the audit sample is the section `certified` (`/dashboard/certified`): read from every review rather
+    than the counters, it is asked for apart, as the page loads it apart."""
     return _figures(request, SECTIONS, since, until, application)
 
 
@@ -466,8 +471,8 @@ def get_dashboard_section(
     request: HttpRequest, section: str, since: str | None = Query(None, alias="from"),
     until: str | None = Query(None, alias="to"), application: str | None = None,
 ) -> dict:  # fmt: skip
-    if section not in SECTIONS:
-        raise NotFound(f"no dashboard section {section!r} (there are {', '.join(SECTIONS)})")
+    if section not in (*SECTIONS, CERTIFIED):
+        raise NotFound(f"no dashboard section {section!r} (there are {', '.join((*SECTIONS, CERTIFIED))})")
     return _figures(request, [section], since, until, application)
 
 

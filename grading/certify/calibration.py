@@ -51,7 +51,7 @@ def calibration(version: CriteriaVersion, *, judge_key: str) -> Calibration:
         said = verdicts[review["item"]]
         paired = False
         for key in keys:
-            point = _point(checks, key, review, said)
+            point = calibration_point(checks, key, review, said)
             if point is not None:
                 points[key].append(point)
                 paired = True
@@ -87,7 +87,10 @@ def _reviews_read(version: CriteriaVersion, *, judge_key: str, verdicts: dict[in
 _JUDGED = (Route.PASS, Route.FAIL, Route.HUMAN)
 
 
-def _point(checks: CheckSet | None, key: str, review: dict, said: HumanVerdict) -> CalibrationPoint | None:
+def calibration_point(checks: CheckSet | None, key: str, review: dict, said: HumanVerdict) -> CalibrationPoint | None:
+    """The judge's confidence in its answer to `key` and whether the person's verdict agreed, or None when either
+    side gave no answer to compare. `review`: its checks (each with its verdict), judge_passed and confidences;
+    `checks`: the version's check set (None for a draft, whose one key is its verdict)."""
     confidence = review["confidences"].get(key)
     person = said.checks.get(key, UNKNOWN)
     if confidence is None or person == UNKNOWN:

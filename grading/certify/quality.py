@@ -35,6 +35,8 @@ def quality_interval(
     judge_labelled: Sequence[float],
     judge_unlabelled: Sequence[float],
     alpha: float = 0.05,
+    weights: Sequence[float] | None = None,
+    unlabelled_weights: Sequence[float] | None = None,
 ) -> QualityInterval | None:
     """The pass rate's PPI++ interval at level 1-alpha, or None with fewer than 2 audited items (an interval's width
     comes from the spread of the audited verdicts, which one verdict does not have).
@@ -43,6 +45,10 @@ def quality_interval(
     pass (or its 0/1 verdict) on the same items, in the same order. `judge_unlabelled`: on every other item.
     The audited items must be a uniform random sample of the items (the blind audit), never the ones the judge sent
     to people: the correction learns the judge's error from them.
+
+    `weights`, `unlabelled_weights`: per audited item and per other item, how many items it stands for, where the
+    sample gave items unequal chances (a fixed number drawn per week: an item of a quiet week stands for fewer than
+    one of a busy week). ppi_py's sample weights, which it scales to a mean of 1; None: all equal.
 
     1. PPI++ (`ppi_mean_ci`, `ppi_mean_pointestimate` with lam=None): the power-tuning weight lam is estimated from
        the data, so a judge that predicts people badly is weighted down to nothing and the interval falls back to
@@ -61,19 +67,24 @@ def quality_interval(
     unlabelled = _rates("judge_unlabelled", judge_unlabelled)
     if len(verdicts) != len(labelled):
         raise ValueError("people and judge_labelled must have one value per audited item, in the same order")
+    w = _weights("weights", weights, len(verdicts))
+    w_unlabelled = _weights("unlabelled_weights", unlabelled_weights, len(unlabelled))
     if len(verdicts) < 2:
         return None
     # ppi_py imports numba, which takes about two seconds; importing it here keeps that off every process that
     # imports grading (web workers, the graders) until one of them asks for an interval.
     from ppi_py import classical_mean_ci, ppi_mean_ci, ppi_mean_pointestimate
 
-    people_low, people_high = (float(bound) for bound in np.ravel(classical_mean_ci(verdicts, alpha=alpha)))
+    people_low, people_high = (float(bound) for bound in np.ravel(classical_mean_ci(verdicts, w=w, alpha=alpha)))
     judge = np.concatenate([labelled, unlabelled])
     if len(unlabelled) and np.ptp(judge) > 0:
-        estimate = float(np.ravel(ppi_mean_pointestimate(verdicts, labelled, unlabelled, lam=None))[0])
-        low, high = (float(np.ravel(bound)[0]) for bound in ppi_mean_ci(verdicts, labelled, unlabelled, alpha=alpha))
+        weighted = {"w": w, "w_unlabeled": w_unlabelled}
+        estimate = float(np.ravel(ppi_mean_pointestimate(verdicts, labelled, unlabelled, lam=None, **weighted))[0])
+        low, high = (
+            float(np.ravel(bound)[0]) for bound in ppi_mean_ci(verdicts, labelled, unlabelled, alpha=alpha, **weighted)
+        )
     else:
-        estimate, low, high = float(verdicts.mean()), people_low, people_high
+        estimate, low, high = float(np.average(verdicts, weights=w)), people_low, people_high
     width = high - low
     return QualityInterval(
         judge_rate=float(judge.mean()),
@@ -91,4 +102,13 @@ def _rates(name: str, values: Sequence[float]) -> np.ndarray:
     array = np.asarray(values, dtype=float).reshape(-1)
     if not np.all((array >= 0.0) & (array <= 1.0)):  # NaN fails too
         raise ValueError(f"{name} must hold probabilities between 0 and 1")
+    return array
+
+
+def _weights(name: str, values: Sequence[float] | None, count: int) -> np.ndarray | None:
+    if values is None:
+        return None
+    array = np.asarray(values, dtype=float).reshape(-1)
+    if len(array) != count or not np.all(array > 0):  # NaN fails too
+        raise ValueError(f"{name} must hold one positive weight per item, in the same order")
     return array

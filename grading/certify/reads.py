@@ -42,7 +42,7 @@ def certificate_panel(version: CriteriaVersion) -> CertificatePanel:
         certificate = certificate_for(version, judge_key=judge_key)
     checks = []
     if certificate is not None:
-        names = _names(version)
+        names = certified_names(version)
         for key in certified_keys(version):
             part = certificate.checks.get(key, {})
             checks.append(
@@ -66,7 +66,8 @@ def certificate_panel(version: CriteriaVersion) -> CertificatePanel:
     )
 
 
-def _names(version: CriteriaVersion) -> dict[str, str]:
+def certified_names(version: CriteriaVersion) -> dict[str, str]:
+    """Each key the version certifies by the name a page gives it."""
     if version.kind == ItemKind.DRAFT:
         return {Label.PASS_FAIL: "the draft's verdict"}
     return {check.key: check.name for check in version.check_set().checks}

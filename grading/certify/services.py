@@ -15,7 +15,7 @@ from django.utils import timezone
 
 from grading.certify.calibration import calibration, certified_keys
 from grading.certify.routing import certificate_for
-from grading.certify.thresholds import agreement_curve, certify, split_delta
+from grading.certify.thresholds import CalibrationPoint, CheckCertificate, agreement_curve, certify, split_delta
 from grading.delivery import enqueue
 from grading.judge.backends import UnknownJudge, draft_judge_named, judge_named
 from grading.models import Certificate, CriteriaVersion, ItemKind
@@ -78,19 +78,15 @@ def version_judge_key(version: CriteriaVersion) -> str | None:
 
 
 def certificate_compute(version: CriteriaVersion, *, judge_key: str) -> Certificate | None:
-    """Compute and store the version's certificate under the judge for its present target (None: no target). Each
-    certified key is tested at delta split among the keys, so all their guarantees hold at once with probability
-    at least 1-delta."""
+    """Compute and store the version's certificate under the judge for its present target (None: no target), from
+    its calibration set (`certified_checks`)."""
     target = Target.of(version)
     if target is None:
         return None
     found = calibration(version, judge_key=judge_key)
-    keys = certified_keys(version)
-    delta = split_delta(target.delta, len(keys))
     checks = {
-        key: certify(found.points[key], alpha=target.alpha, delta=delta).as_json()
-        | {"curve": [list(point) for point in agreement_curve(found.points[key])]}
-        for key in keys
+        key: certified.as_json() | {"curve": [list(point) for point in agreement_curve(found.points[key])]}
+        for key, certified in certified_checks(version, found.points, target=target).items()
     }
     last = certificate_for(version, judge_key=judge_key)
     if last is not None and (last.checks, last.labels) == (checks, found.labels):
@@ -114,6 +110,17 @@ def certificate_compute(version: CriteriaVersion, *, judge_key: str) -> Certific
             CriteriaVersion.objects.filter(pk=version.pk).update(revision=F("revision") + 1)
             version.revision = CriteriaVersion.objects.values_list("revision", flat=True).get(pk=version.pk)
     return certificate
+
+
+def certified_checks(
+    version: CriteriaVersion, points: dict[str, list[CalibrationPoint]], *, target: Target
+) -> dict[str, CheckCertificate]:
+    """Per key the version certifies (`certified_keys`), its certificate from `points` at the target: each key is
+    tested at delta split among the keys, so all their guarantees hold at once with probability at least 1-delta
+    (an item is decided alone only when every key it needs is certified)."""
+    keys = certified_keys(version)
+    delta = split_delta(target.delta, len(keys))
+    return {key: certify(points.get(key, []), alpha=target.alpha, delta=delta) for key in keys}
 
 
 def certificates_refresh(*, org_id: int | None = None) -> int:

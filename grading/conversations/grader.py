@@ -18,7 +18,7 @@ from grading.core.evidence import Verdict
 from grading.core.outcomes import CHECKS_BUDGET, JUDGE_UNKNOWN, UNKNOWN_CHECK
 from grading.judge.backends import ConversationJudge, UnknownJudge, judge_named
 from grading.judge.client import ZERO_USAGE, JudgeContextExceeded, JudgeError, Usage
-from grading.judge.confidence import confidence_source, kept_confidences
+from grading.judge.confidence import LOGPROBS, confidence_source, kept_confidences
 from grading.judge.conversation import combine_stage_confidences, combine_stages, with_evidence_on_path
 from grading.judge.examples import PromptExample
 from grading.models import (
@@ -162,6 +162,7 @@ def path_outcome(
             return _too_long(oversized, budget, len(stages), usage)
         per_stage = []
         per_stage_confidences = []
+        source = LOGPROBS
         _release_database_connection()
         try:
             for stage in stages:
@@ -181,6 +182,7 @@ def path_outcome(
                 per_stage_confidences.append(
                     kept_confidences(judgement.confidences, judged=judged, stored=_verdicts(checked))
                 )
+                source = judgement.confidence_source
         except JudgeContextExceeded as exc:
             logger.info("judge refused a stage of %s as too long (%s); staging again", len(stages), exc)
             continue
@@ -195,7 +197,9 @@ def path_outcome(
             )
         combined = combine_stages(per_stage, checks)
         confidences = combine_stage_confidences(per_stage, per_stage_confidences, combined, checks)
-        return _checked_outcome(checks, combined, ruled, stages=len(stages), usage=usage, confidences=confidences)
+        return _checked_outcome(
+            checks, combined, ruled, stages=len(stages), usage=usage, confidences=confidences, source=source
+        )
     detail = f"the judge refused stages as too long {_RESTAGINGS + 1} times, the last staging had {len(stages)}"
     return ReviewOutcome(
         route=Route.ERROR,
@@ -264,6 +268,7 @@ def _checked_outcome(
     stages: int,
     usage: Usage,
     confidences: dict[str, float] | None = None,
+    source: str = LOGPROBS,
 ) -> ReviewOutcome:
     """The review's outcome from the judge's answers (None: the judge was not asked) lowered by the rules: the checks
     in the version's order, each a rule matched with its findings first. The judge's `confidences` stand for the
@@ -284,7 +289,7 @@ def _checked_outcome(
         stages=stages,
         usage=usage.as_json(),
         confidences=kept,
-        confidence_source=confidence_source(kept),
+        confidence_source=confidence_source(kept, source),
     )
 
 

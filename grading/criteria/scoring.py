@@ -17,6 +17,12 @@ What is compared, and why:
   examples (the page says how many were left out).
 - A check both versions ask is compared on the items where people, the trial and the active version all give a
   verdict, so the two sides' figures stand on the same items; a check the trial adds, where people and the trial do.
+
+The coverage the trial's version would reach (`TrialCoverage`): its compared items are calibration points as a
+certificate's are (grading/certify/calibration.py: the trial review's confidence in each certified answer, paired
+with people's verdict), certified as a certificate is (`certified_checks`) at the version's target, or at 90%/90%
+when it has none. Only from the audit sample's decisions and labels: every decision includes the items the machine
+sent to people, the hard ones, and a threshold calibrated on them says nothing about the items it would decide alone.
 """
 
 from collections import Counter
@@ -25,6 +31,9 @@ from dataclasses import dataclass, replace
 
 from django.db.models.fields.json import KeyTextTransform, KeyTransform
 
+from grading.certify.calibration import calibration_point, certified_keys
+from grading.certify.services import Target, certified_checks
+from grading.certify.thresholds import CalibrationPoint, CheckCertificate
 from grading.checks.definitions import AnswerKind
 from grading.criteria.trials import HELD_BY_SPEND_CAP
 from grading.figures.agreement import Agreement, agreement_of
@@ -36,6 +45,30 @@ from grading.reviews.human import HumanVerdict, human_verdicts, id_in
 
 TOWARD, AWAY, ASIDE = "toward", "away", "aside"  # a changed verdict moved to people's, off it, or between others
 NOT_ASKED = "the active version does not ask this check: the trial's version adds it"
+# The target a trial's coverage is read at when its version has none: 90% agreement, with 90% confidence.
+DEFAULT_TARGET = Target(alpha=0.1, delta=0.1)
+# The people sources whose items were drawn without regard to what the machine said (`TrialSource`).
+UNBIASED_SOURCES = (TrialSource.AUDIT, TrialSource.LABELS)
+
+
+@dataclass(frozen=True)
+class TrialCoverage:
+    """The certificate the trial's version would get from the trial's items: per certified key, the threshold and
+    the share of the items the machine would decide alone on it."""
+
+    target: Target
+    own_target: bool  # the version's target; False: it has none, and DEFAULT_TARGET was used
+    labels: int  # compared items with a calibration point on some key
+    checks: dict[str, CheckCertificate]
+
+    def as_json(self) -> dict:
+        return {
+            "agreement": 1 - self.target.alpha,
+            "confidence": 1 - self.target.delta,
+            "versions_target": self.own_target,
+            "labels": self.labels,
+            "checks": {key: certificate.as_json() for key, certificate in self.checks.items()},
+        }
 
 
 @dataclass(frozen=True)
@@ -93,6 +126,7 @@ class TrialScore:
     judge_calls: int
     prompt_tokens: int
     completion_tokens: int
+    coverage: TrialCoverage | None = None  # None: not scored, or against every decision (a biased sample)
 
     @property
     def compared(self) -> int:
@@ -123,6 +157,7 @@ class TrialScore:
             # Checks the trial's version adds (scored for the trial alone), and those it no longer asks.
             "added_checks": [s.check for s in self.checks if s.added],
             "dropped_checks": self.dropped,
+            "coverage": self.coverage.as_json() if self.coverage is not None else None,
             "changed": [
                 {
                     "item": c.external_id,
@@ -162,6 +197,7 @@ def trial_score(trial: CriteriaTrial) -> TrialScore:
     examples = set(version.examples.filter(**{f"{field}__isnull": False}).values_list(f"{field}_id", flat=True))
     by_review = {row["id"]: row for row in trial_reviews}
     verdicts = {check: machine_verdict(Lit(check)).fn for check in checks}  # compiled once: a trial holds thousands
+    calibrated = _calibrated(version) if trial.source in UNBIASED_SOURCES else None
     items = []
     for index, (item_id, review_id) in enumerate(zip(trial.sample, trial.review_ids, strict=True)):
         human = humans.get(item_id)
@@ -182,6 +218,8 @@ def trial_score(trial: CriteriaTrial) -> TrialScore:
                 left_out=_left_out(item_id, human, mine, examples, review_id),
             )
         )
+        if calibrated is not None and not items[-1].left_out:
+            calibrated.add(mine, human)
     asked = {
         check: (answers_of(kind, version, check), _scale(version, check), check in asked_before or check == PASS_FAIL)
         for check in checks
@@ -198,7 +236,36 @@ def trial_score(trial: CriteriaTrial) -> TrialScore:
         judge_calls=trial.judge_calls_made,
         prompt_tokens=sum(_tokens(row["prompt_tokens"]) for row in trial_reviews),
         completion_tokens=sum(_tokens(row["completion_tokens"]) for row in trial_reviews),
+        coverage=calibrated.coverage() if calibrated is not None else None,
     )
+
+
+class _Calibrated:
+    """The trial's compared items as calibration points, per key the version certifies."""
+
+    def __init__(self, version: CriteriaVersion, target: Target, own_target: bool) -> None:
+        self.version, self.target, self.own_target = version, target, own_target
+        self.check_set = version.check_set() if version.kind == ItemKind.CONVERSATION else None
+        self.points: dict[str, list[CalibrationPoint]] = {key: [] for key in certified_keys(version)}
+        self.labels = 0
+
+    def add(self, review: dict, human: HumanVerdict) -> None:
+        paired = False
+        for key, points in self.points.items():
+            point = calibration_point(self.check_set, key, review, human)
+            if point is not None:
+                points.append(point)
+                paired = True
+        self.labels += paired
+
+    def coverage(self) -> TrialCoverage:
+        checks = certified_checks(self.version, self.points, target=self.target)
+        return TrialCoverage(target=self.target, own_target=self.own_target, labels=self.labels, checks=checks)
+
+
+def _calibrated(version: CriteriaVersion) -> _Calibrated:
+    target = Target.of(version)
+    return _Calibrated(version, target or DEFAULT_TARGET, own_target=target is not None)
 
 
 def _scale(version: CriteriaVersion, check: str) -> int | None:
@@ -212,7 +279,7 @@ def _scale(version: CriteriaVersion, check: str) -> int | None:
 def _verdict_rows(reviews, checks: tuple[str, ...], field: str | None = None) -> list[dict]:
     """The columns the machine's answers to `checks` are read from (MACHINE_PASS_FAIL, CheckVerdict), and the
     item's id."""
-    columns = ["id", "kind", "route", "judge_passed", "fingerprint"]
+    columns = ["id", "kind", "route", "judge_passed", "fingerprint", "confidences"]
     # Only the verdicts and token counts, extracted by the database: decoding every review's whole `checks` (with
     # its rationales) and `usage` was most of a 10,000-item trial page's time (bench/README.md, bench_trials).
     extracted = {f"verdict_{check}": KeyTextTransform("verdict", KeyTransform(check, "checks")) for check in checks}

@@ -276,7 +276,7 @@ def _judged_outcome(
         repairs=checked.repairs,
         memory_used=memory.as_json(),
         confidences=confidences,
-        confidence_source=confidence_source(confidences),
+        confidence_source=confidence_source(confidences, judgement.confidence_source),
     )
 
 

@@ -25,7 +25,7 @@ from grading.core.evidence import EvidenceMessage
 from grading.core.evidence_text import Stage, content_text, estimate_tokens
 from grading.core.untrusted import SIZING_NONCE
 from grading.judge.client import ZERO_USAGE, ChatJudgeClient, Completion, JudgeContextExceeded, Usage
-from grading.judge.confidence import check_confidences
+from grading.judge.confidence import LOGPROBS, check_confidences
 from grading.judge.conversation import (
     PROMPT_TEMPLATE_HASH,
     SYSTEM_PROMPT,
@@ -82,8 +82,9 @@ class StageJudgement:
     verdicts: dict[str, dict]  # per check key: {"verdict": its answer, "message_ids", "rationale"}
     usage: Usage
     # Per check key, the probability the judge gave its answer (grading/judge/confidence.py); a check left out has
-    # none (no log-probabilities, or they do not tell).
+    # none (no log-probabilities, or they do not tell). And where they came from.
     confidences: dict[str, float] = field(default_factory=dict)
+    confidence_source: str = LOGPROBS
 
 
 class ConversationJudge(Protocol):
@@ -441,8 +442,9 @@ class DraftJudgement:
     usage: Usage
     # The overall score's distribution (score -> probability) when log-probabilities came back and tell it.
     distribution: dict[int, float] | None = None
-    # Per check key, the probability the judge gave its answer (grading/judge/confidence.py).
+    # Per check key, the probability the judge gave its answer (grading/judge/confidence.py), and where it came from.
     confidences: dict[str, float] = field(default_factory=dict)
+    confidence_source: str = LOGPROBS
 
 
 @dataclass(frozen=True)

@@ -21,13 +21,15 @@ from grading.checks.definitions import CheckSet
 from grading.judge.client import TokenLogprob
 from grading.judge.scores import AMBIGUOUS_SHARE, score_distribution
 
-# Review.confidence_source of a review whose confidences came from the judge's log-probabilities.
+# Review.confidence_source of a review whose confidences came from the judge's log-probabilities; of one whose
+# came from the demo's offline judge, which states how strongly its rules matched (labelled as such, as it is).
 LOGPROBS = "logprobs"
+HEURISTIC = "heuristic"
 
 
-def confidence_source(confidences: Mapping[str, float]) -> str:
-    """What a review records as where its confidences came from: "" when it has none."""
-    return LOGPROBS if confidences else ""
+def confidence_source(confidences: Mapping[str, float], source: str = LOGPROBS) -> str:
+    """What a review records as where its confidences came from (the judgement's `source`): "" when it has none."""
+    return source if confidences else ""
 
 
 def check_confidences(

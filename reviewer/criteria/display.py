@@ -1,10 +1,10 @@
 """How the criteria pages read: a scored trial's figures in words and numbers, each side of a check in one row; a
 version's certificate."""
 
-from grading.certify.reads import CertificatePanel
+from grading.certify.reads import CertificatePanel, certified_names
 from grading.checks.definitions import AnswerKind, CheckDefinition, CheckSet
 from grading.criteria.impact import rule_text
-from grading.criteria.scoring import TrialScore
+from grading.criteria.scoring import TrialCoverage, TrialScore
 from grading.figures.agreement import Agreement
 
 
@@ -74,20 +74,27 @@ def certified_rows(panel: CertificatePanel) -> list[dict]:
         {
             "name": check.name,
             "labels": check.labels,
-            "threshold": "none: too few labels or too much disagreement"
-            if check.threshold is None
-            else f"{check.threshold:.3f}",
+            "threshold": _threshold_words(check.threshold),
             "bound": percent(check.bound),
             "coverage": percent(check.coverage),
-            "more": "more labels would not help at this disagreement"
-            if check.more_labels is None
-            else f"about {check.more_labels:,} more audited item{'' if check.more_labels == 1 else 's'}",
+            "more": _more_words(check.more_labels, "audited"),
             "points": " ".join(f"{_x(c)},{_y(a)}" for c, a in check.curve),
             "target_y": _y(panel.agreement or 0),
             "coverage_x": _x(check.coverage),
         }
         for check in panel.checks
     ]
+
+
+def _threshold_words(threshold: float | None) -> str:
+    return "none: too few labels or too much disagreement" if threshold is None else f"{threshold:.3f}"
+
+
+def _more_words(more: int | None, labelled: str) -> str:
+    """How many more labelled items would let the machine decide more alone (`more_labels`), in words."""
+    if more is None:
+        return "more labels would not help at this disagreement"
+    return f"about {more:,} more {labelled} item{'' if more == 1 else 's'}"
 
 
 def _x(coverage: float) -> str:
@@ -97,3 +104,31 @@ def _x(coverage: float) -> str:
 def _y(agreement: float) -> str:
     """Agreement from 50% (bottom) to 100% (top): below a coin flip nothing is worth drawing."""
     return f"{(1 - max(0.0, agreement - 0.5) / 0.5) * _CHART_HEIGHT:.1f}"
+
+
+def trial_coverage(score: TrialScore) -> dict:
+    """What the machine would decide alone under the trial's version, certified from the trial's items: the target
+    in words, and per certified key the certificate's numbers."""
+    coverage: TrialCoverage | None = score.coverage
+    if coverage is None:
+        return {"read": False}
+    names = certified_names(score.trial.criteria_version)
+    agreement, confidence = 1 - coverage.target.alpha, 1 - coverage.target.delta
+    return {
+        "read": True,
+        "target": f"{agreement:.0%} agreement, {confidence:.0%} confidence",
+        "own_target": coverage.own_target,
+        "labels": coverage.labels,
+        "rows": [
+            {
+                "key": key,
+                "name": names.get(key, key),
+                "labels": certificate.labels,
+                "threshold": _threshold_words(certificate.threshold),
+                "bound": percent(certificate.bound),
+                "coverage": percent(certificate.coverage),
+                "more": _more_words(certificate.more_labels, "labelled"),
+            }
+            for key, certificate in coverage.checks.items()
+        ],
+    }

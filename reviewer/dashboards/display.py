@@ -44,8 +44,8 @@ class Links:
         self._org = urlencode({"org": org_slug})
         self._range = urlencode({"from": self.base["from"], "to": self.base["to"]})
         self._application = urlencode({"application": scope.application}) if scope.application else ""
-        self._reviews, self._export, self._page = (
-            reverse(n) for n in ("dashboard_reviews", "dashboard_export", "dashboard")
+        self._reviews, self._export, self._page, self._certified = (
+            reverse(n) for n in ("dashboard_reviews", "dashboard_export", "dashboard", "dashboard_certified")
         )
 
     def reviews(self, week: str | None = None, application: str | None = None, **filters) -> str:
@@ -65,6 +65,10 @@ class Links:
     def page(self, **changes) -> str:
         query = urlencode({key: value for key, value in (self.base | changes).items() if value})
         return mark_safe(self._page + "?" + query.replace("&", "&amp;"))  # noqa: S308 - urlencode output
+
+    def certified(self) -> str:
+        """The quality rate with its interval from the audit sample, for the page's scope (loaded apart)."""
+        return mark_safe(self._certified + "?" + urlencode(self.base).replace("&", "&amp;"))  # noqa: S308 - urlencode output
 
 
 _FILTER_NAMES = frozenset(ReviewFilter.__dataclass_fields__)
@@ -499,3 +503,63 @@ def in_words(figures: dict, quality: dict, gate: dict, links: Links) -> dict:
         "judge": {"words": times_in(judge["percent"]), "percent": _percent(judge["percent"]), "n": judge["n"]},
         "people": {"words": times_in(share), "percent": _percent(share), "items": items} if items else None,
     }
+
+
+_KINDS = {ItemKind.CONVERSATION: ("Conversations", "conversation"), ItemKind.DRAFT: ("Drafts", "draft")}
+
+
+def certified_panel(certified: dict) -> list[dict]:
+    """Per kind, the quality rate against people in words first (grading/dashboard/certified.py), then its numbers."""
+    return [_certified_kind(kind, figures) for kind, figures in certified.items()]
+
+
+def _certified_kind(kind: str, f: dict) -> dict:
+    title, noun = _KINDS[kind]
+    interval = f["interval"]
+    audited = f"People audited {f['audited']} {noun}{'' if f['audited'] == 1 else 's'}"
+    if not f["items"]:
+        words = f"No graded {noun}s in these weeks."
+    elif interval is None:
+        words = f"{audited}: too few for an interval (it takes two); the judge counts {f['judge_rate']:.0%}."
+    else:
+        words = (
+            f"{audited}: the quality rate is {interval['low']:.0%} to {interval['high']:.0%} (PPI++, 95%); "
+            f"the judge counts {interval['judge_rate']:.0%}."
+        )
+        if f["reached"] < f["items"]:
+            words += (
+                f" It speaks for the {f['reached']:,} of {f['items']:,} {noun}s in the weeks the audit sample has"
+                " reached."
+            )
+    alone, people = f["decided_alone_under_certificate"], f["to_people"]
+    week = (
+        f"In {f['week']} the machine decided {alone} {noun}{'' if alone == 1 else 's'} alone under a certificate; "
+        f"{people} went to people"
+        + (f" ({f['below_certified']} below the certified confidence)." if f["below_certified"] else ".")
+    )
+    gain = interval["effective_gain"] if interval else None
+    return {
+        "kind": kind,
+        "title": title,
+        "criteria_version": f["criteria_version"],
+        "words": words,
+        "week_words": week,
+        "items": f["items"],
+        "audited": f["audited"],
+        "reached": f["reached"],
+        "judge_rate": _percent_1(f["judge_rate"]),
+        "estimate": _percent_1(interval["estimate"]) if interval else "–",
+        "interval": f"{_percent_1(interval['low'])} to {_percent_1(interval['high'])}" if interval else "–",
+        "people_interval": (
+            f"{_percent_1(interval['people_low'])} to {_percent_1(interval['people_high'])}" if interval else "–"
+        ),
+        "gain": "–" if gain is None else f"{gain:.2f}",
+        "week": f["week"],
+        "decided_alone": alone,
+        "to_people": people,
+        "below_certified": f["below_certified"],
+    }
+
+
+def _percent_1(value: float | None) -> str:
+    return "–" if value is None else f"{value:.1%}"

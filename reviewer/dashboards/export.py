@@ -1,8 +1,10 @@
 """The export of reviews: each with its whole score identity, its state, the decision and who made it,
 every label about the evidence it read (each labeller's verdict per check) and the answers of the people the queue
-asked to decide it, filtered like the page, as blind review lets the reader see them (`export_rows`). Streamed as
-CSV or JSONL from a server-side cursor, so a million reviews cost the memory of one chunk. The CSV is written by
-`grading.core.spreadsheets`, safe to open in a spreadsheet."""
+asked to decide it, the judge's confidence in each answer and the certificate it was routed under (so the quality
+rate's interval, grading/dashboard/certified.py, can be worked out from the export too); filtered like the page, as
+blind review lets the reader see them (`export_rows`). Streamed as CSV or JSONL from a server-side cursor, so a
+million reviews cost the memory of one chunk. The CSV is written by `grading.core.spreadsheets`, safe to open in a
+spreadsheet."""
 
 from __future__ import annotations
 
@@ -27,7 +29,7 @@ CHUNK = 2000  # rows per fetch from the server-side cursor
 _BEFORE = ("review_id", "kind", "item", "application", "week", "state", "route", "reason", "score")
 _AFTER = (
     "fingerprint", "criteria_kind", "criteria_version", "judge", "judge_key", "memory_snapshot", "started_at",
-    "finished_at", "stages", "prompt_tokens", "completion_tokens", "audit",
+    "finished_at", "stages", "prompt_tokens", "completion_tokens", "audit", "confidences", "certificate",
     "decision", "decision_checks", "decision_note", "decided_by", "decided_at", "routed_at", "due_at", "labels",
     "answers",
 )  # fmt: skip
@@ -38,7 +40,8 @@ _VALUES_BEFORE = (
 _VALUES_AFTER = (
     "fingerprint", "criteria_version__kind",
     "criteria_version__number", "judge", "judge_key", "memory_snapshot", "started_at", "finished_at", "stages",
-    "prompt_tokens", "completion_tokens", "audit", "decision__outcome", "decision__checks", "decision__note",
+    "prompt_tokens", "completion_tokens", "audit", "confidences", "certificate_id", "decision__outcome",
+    "decision__checks", "decision__note",
     "decision__decided_by__username", "decision__decided_at", "routed_at", "due_at", "labels",
     "criteria_version__is_active", "conversation_id", "draft_id",
 )  # fmt: skip
@@ -103,7 +106,7 @@ def _answers_of(review_ids: Sequence[int]) -> dict[int, list[dict]]:
 
 
 # What the machine (and labellers) said of a review: empty in the rows of items people decide blind.
-_VERDICTS_SAID = ("route", "reason", "score", "labels")
+_VERDICTS_SAID = ("route", "reason", "score", "labels", "confidences", "certificate")
 
 
 def export_rows(
@@ -148,7 +151,7 @@ def export_rows(
 
 # Columns that need more than str() in a CSV cell (csv writes None as an empty cell): times, and JSON.
 _TIMES = ("week", "started_at", "finished_at", "decided_at", "routed_at", "due_at")
-_JSON = ("judge", "decision_checks", "labels", "answers")
+_JSON = ("judge", "confidences", "decision_checks", "labels", "answers")
 
 
 def _csv_row(row: tuple, times: Sequence[int], json_cells: Sequence[int]) -> list:

@@ -5,6 +5,7 @@ from reviewer.dashboards import views
 urlpatterns = [
     path("", views.dashboard, name="dashboard"),
     path("reviews/", views.dashboard_reviews, name="dashboard_reviews"),
+    path("certified/", views.dashboard_certified, name="dashboard_certified"),
     path("regrade/", views.dashboard_regrade, name="dashboard_regrade"),
     path("export/", views.dashboard_export, name="dashboard_export"),
 ]

@@ -9,6 +9,7 @@ from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpRespons
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
+from grading.dashboard.certified import certified_figures
 from grading.dashboard.figures import InvalidScope, Scope, counters_for, dashboard_figures
 from grading.dashboard.regrade import org_regrade_progress
 from grading.figures.definitions import PASS_FAIL
@@ -72,6 +73,27 @@ def dashboard(request: HttpRequest) -> HttpResponse:
         "nav_active": "dashboard",
     }
     return render(request, "reviewer/dashboards/index.html", context)
+
+
+@require_GET
+@role_required(*EVERY_ROLE)
+def dashboard_certified(request: HttpRequest) -> HttpResponse:
+    """The quality rate against people, with its interval from the audit sample (grading/dashboard/certified.py), for
+    the page's scope. It reads every review of the scope rather than the counters, so the page loads it apart (htmx,
+    on load); followed as a plain link, without JavaScript, it is a page of its own."""
+    try:
+        org, scope = _org_and_scope(request)
+    except InvalidScope as exc:
+        return _bad_filter(request, exc.field, exc.message)
+    context = {
+        "org": org,
+        "scope": scope,
+        "certified": display.certified_panel(certified_figures(scope)),
+        "back_url": display.Links(org.slug, scope).page(),
+        "nav_active": "dashboard",
+    }
+    template = "_certified.html" if request.htmx else "certified.html"
+    return render(request, f"reviewer/dashboards/{template}", context)
 
 
 @require_GET

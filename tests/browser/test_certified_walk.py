@@ -2,6 +2,9 @@
 people's labels arrive through the API and the certificate is computed in the background; the version page shows
 it; the next grading pass sends fewer drafts to people, and what the machine decided alone names the certificate.
 
+Last, people decide the week's blind audit sample and the stakeholder's dashboard shows the quality rate with its
+PPI++ interval, and what the certificate decided this week.
+
 The judge is the production one at the loopback OpenAI-compatible server, which returns log-probabilities: drafts
 the judge is sure of but whose score has a long tail (8 at 97%, 2 at 3%) straddle the threshold, so the fixed bands
 send them to people; a certificate at 96% lets the machine decide them."""
@@ -13,9 +16,11 @@ from django.test import Client
 
 from grading.api.keys import api_key_create
 from grading.certify.services import certificates_refresh, version_judge_key
+from grading.dashboard.sampling import audit_sample_send
 from grading.drafts.gate import draft_grade
-from grading.models import CriteriaVersion, ItemKind, Route
+from grading.models import CriteriaVersion, ItemKind, Review, Route
 from grading.reviews.versions import criteria_active
+from reviewer.queue.services import claim_take, decision_create
 from tests.builders.browser import signed_in_tab
 from tests.builders.certified import agreeing, graded_drafts
 from tests.builders.drafts import draft_verdict, save_draft, setup_org_memory
@@ -38,7 +43,7 @@ def grading_pass(org, fake_llm, name: str) -> list:
 
 
 def test_an_admin_sets_a_target_labels_arrive_and_the_next_pass_sends_fewer_drafts_to_people(
-    browser, live_server, fake_llm, settings, org, criteria_admin, operator
+    browser, live_server, fake_llm, settings, org, criteria_admin, operator, stakeholder
 ):
     configure_judges(settings, default=judge_config(fake_llm))
     setup_org_memory(org)
@@ -93,3 +98,16 @@ def test_an_admin_sets_a_target_labels_arrive_and_the_next_pass_sends_fewer_draf
     assert "below what people's verdicts certify" in desk.locator("main").inner_text()
     assert f"certificate {certified.pk}" in desk.locator("dl.ident").inner_text()
     assert desk.console_errors == []
+
+    # People decide the week's blind audit sample; the stakeholder reads the quality rate with its interval.
+    for review_id in audit_sample_send(org=org, per_week=6, weeks=1, salt="walk").marked:
+        review = Review.objects.get(pk=review_id)
+        claim_take(user=operator, review_id=review.pk)
+        decision_create(user=operator, review_id=review.pk, fingerprint=review.fingerprint, outcome="approve")
+    dashboard = signed_in_tab(browser, live_server, stakeholder, "/dashboard/")
+    drafts = dashboard.locator('#certified-quality .certified-kind[data-kind="draft"]')
+    words = drafts.locator(".certified-words").inner_text()  # swapped in by htmx once the page has loaded
+    assert words.startswith("People audited 6 drafts: the quality rate is") and "(PPI++, 95%)" in words
+    week = drafts.locator(".certified-week").inner_text()  # the three before the target went to people by the bands
+    assert "decided 2 drafts alone under a certificate; 4 went to people (1 below the certified confidence)" in week
+    assert dashboard.console_errors == []

@@ -7,6 +7,7 @@ import pytest
 
 from grading.core.weeks import monday
 from tests.builders.browser import sign_in
+from tests.builders.certified import Graded, audit_decided, filed_in, graded_drafts, reviews_of
 from tests.builders.people import PASSWORD
 from tests.builders.world import build_world, iso
 
@@ -45,4 +46,26 @@ def test_a_stakeholder_opens_the_dashboard_sees_the_trend_and_clicks_through_to_
     page.wait_for_url("**/dashboard/reviews/**")
     rows = page.locator("#review-list tr[data-review]")
     assert rows.count() == 1 and rows.first.get_attribute("data-review") == str(world.reviews["c3"].pk)
+    assert page.console_errors == []
+
+
+def test_the_quality_rate_against_people_loads_into_the_dashboard_and_folds_its_numbers(
+    page, org, operator, stakeholder
+):
+    from django.utils import timezone
+
+    reviews = reviews_of(graded_drafts(org, [Graded(0.9, True, None), Graded(0.8, False, None)] * 10))
+    filed_in(reviews, monday(timezone.now()))
+    audit_decided(reviews[:6], [True, False, True, True, False, False], operator)
+    sign_in(page, stakeholder.username, PASSWORD)
+    page.wait_for_url("**/dashboard/")
+
+    drafts = page.locator('#certified-quality [data-kind="draft"]')  # swapped in by htmx once the page has loaded
+    assert re.fullmatch(
+        r"People audited 6 drafts: the quality rate is \d+% to \d+% \(PPI\+\+, 95%\); the judge counts 55%\.",
+        drafts.locator(".certified-words").inner_text(),
+    )
+    assert not drafts.locator('[data-figure="interval"]').is_visible()  # the numbers wait under details
+    drafts.locator("summary").click()
+    assert drafts.locator('[data-figure="audited"]').inner_text() == "6"
     assert page.console_errors == []

@@ -7,7 +7,19 @@ from datetime import timedelta
 from django.utils import timezone
 
 from grading.core.evidence import draft_fingerprint
-from grading.models import CriteriaVersion, Draft, ItemKind, Label, Review, ReviewState, Route
+from grading.core.weeks import monday
+from grading.models import (
+    CriteriaTrial,
+    CriteriaVersion,
+    Decision,
+    Draft,
+    ItemKind,
+    Label,
+    Review,
+    ReviewState,
+    Route,
+    TrialSource,
+)
 from grading.reviews.versions import criteria_active
 from tests.builders.queue_items import JUDGE
 
@@ -63,6 +75,7 @@ def graded_drafts(
                 confidences={} if item.confidence is None else {Label.PASS_FAIL: item.confidence},
                 confidence_source="" if item.confidence is None else "logprobs",
                 state=ReviewState.CURRENT,
+                week=monday(now - timedelta(minutes=n)),  # filed as review_record files a draft: its verdict's week
             )
             for n, (draft, item) in enumerate(zip(drafts, graded, strict=True))
         ]
@@ -90,3 +103,71 @@ def graded_drafts(
 def agreeing(n: int, *, confidence: float = 0.95) -> list[Graded]:
     """`n` drafts the judge passed, sure of it, and people passed too."""
     return [Graded(confidence=confidence, judge_passed=True, people_passed=True) for _ in range(n)]
+
+
+def reviews_of(drafts) -> list[Review]:
+    """The review `graded_drafts` wrote for each draft, in the drafts' order."""
+    by_draft = {review.draft_id: review for review in Review.objects.filter(draft__in=drafts)}
+    return [by_draft[draft.pk] for draft in drafts]
+
+
+def filed_in(reviews, week) -> None:
+    """File the reviews in the ISO week starting `week` (a Monday), as the dashboards read them."""
+    Review.objects.filter(pk__in=[review.pk for review in reviews]).update(week=week)
+
+
+def audit_decided(reviews, passed, person) -> None:
+    """People's decisions on these reviews as audit items (the blind sample): each draft approved where `passed`
+    says so, rejected otherwise."""
+    now = timezone.now()
+    Decision.objects.bulk_create(
+        [
+            Decision(
+                org_id=review.org_id,
+                review=review,
+                outcome=Decision.Outcome.APPROVE if ok else Decision.Outcome.REJECT,
+                decided_by=person,
+                decided_at=now,
+            )
+            for review, ok in zip(reviews, passed, strict=True)
+        ]
+    )
+    Review.objects.filter(pk__in=[review.pk for review in reviews]).update(state=ReviewState.DECIDED, audit=True)
+
+
+def draft_trial(version: CriteriaVersion, drafts, graded: list[Graded], *, source: str = TrialSource.LABELS):
+    """A finished trial of `version` on `drafts`, its review of each as `graded` says the judge saw it (on the
+    evidence the draft holds), its people's verdicts from `source`."""
+    now = timezone.now()
+    reviews = Review.objects.bulk_create(
+        [
+            Review(
+                org_id=version.org_id,
+                kind=ItemKind.DRAFT,
+                draft=draft,
+                fingerprint=draft.fingerprint,
+                criteria_version=version,
+                judge=JUDGE,
+                judge_key=JUDGE_KEY,
+                started_at=now,
+                finished_at=now,
+                stages=1,
+                route=Route.PASS if item.judge_passed else Route.FAIL,
+                judge_passed=item.judge_passed,
+                score=8.0 if item.judge_passed else 4.0,
+                confidences={} if item.confidence is None else {Label.PASS_FAIL: item.confidence},
+                state=ReviewState.TRIAL,
+            )
+            for draft, item in zip(drafts, graded, strict=True)
+        ]
+    )
+    return CriteriaTrial.objects.create(
+        org_id=version.org_id,
+        criteria_version=version,
+        source=source,
+        sample=[draft.pk for draft in drafts],
+        review_ids=[review.pk for review in reviews],
+        judge_calls=len(drafts),
+        judge_calls_made=len(drafts),
+        finished_at=now,
+    )

@@ -188,6 +188,7 @@ def _pages(world: BlindWorld) -> dict[str, list[tuple[str, dict]]]:
         "dashboard": [(reverse("dashboard") + f"?org={org.slug}", {})],
         "dashboard_reviews": [(reverse("dashboard_reviews"), {"data": at_org | f}) for f in lists],
         "dashboard_regrade": [(reverse("dashboard_regrade"), {"data": at_org})],
+        "dashboard_certified": [(reverse("dashboard_certified"), {"data": at_org} | headers) for headers in ({}, HTMX)],
         "dashboard_export": [(reverse("dashboard_export"), {"data": at_org | f | {"format": file_format}})
                              for f in lists for file_format in ("csv", "jsonl")],
         "audit": [(reverse("audit"), {"data": at_org | f}) for f in ({}, {"action": "answer"})],

@@ -43,7 +43,7 @@ from grading.reviews.versions import (
 from reviewer.access import found, org_named, role_required
 from reviewer.audit.display import trail_of
 from reviewer.criteria import reads
-from reviewer.criteria.display import certified_rows, checks_read, scored_checks
+from reviewer.criteria.display import certified_rows, checks_read, scored_checks, trial_coverage
 from reviewer.criteria.forms import (
     CertifyTargetForm,
     CriteriaForm,
@@ -297,6 +297,7 @@ def criteria_trial_detail(request: HttpRequest, pk: int) -> HttpResponse:
         # Scored against people: the figures and the items as scored; else the items beside their current reviews.
         "score": score,
         "checks": scored_checks(score) if score else [],
+        "coverage": trial_coverage(score) if score else None,
         # The lists' first rows; the rest are in the API's CSV (a page of thousands of rows is read by no one).
         "changed": score.changed[:TRIAL_ROWS_SHOWN] if score else [],
         "scored_items": score.items[:TRIAL_ROWS_SHOWN] if score else [],

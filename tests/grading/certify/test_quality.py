@@ -95,3 +95,20 @@ def test_its_intervals_stay_within_a_rate_s_range():
 def test_it_refuses_values_that_are_not_rates(arguments, message):
     with pytest.raises(ValueError, match=message):
         quality_interval(**arguments)
+
+
+def test_sample_weights_are_ppi_python_s_and_a_weight_per_item_is_required():
+    audit = _audit(items=2_000, audited=200, bias=0.1, seed=3)
+    Y, Yhat, unlabelled = audit["people"], audit["judge_labelled"], audit["judge_unlabelled"]
+    w, w_unlabelled = np.linspace(1, 5, len(Y)), np.linspace(2, 1, len(unlabelled))
+
+    interval = quality_interval(**audit, weights=w, unlabelled_weights=w_unlabelled)
+
+    low, high = ppi_mean_ci(Y, Yhat, unlabelled, alpha=0.05, w=w, w_unlabeled=w_unlabelled)
+    people_low, people_high = classical_mean_ci(Y, w=w, alpha=0.05)
+    assert (interval.low, interval.high) == pytest.approx((float(low[0]), float(high[0])))
+    assert (interval.people_low, interval.people_high) == pytest.approx((people_low, people_high))
+    with pytest.raises(ValueError, match="one positive weight per item"):
+        quality_interval(**audit, weights=w[:-1])
+    with pytest.raises(ValueError, match="one positive weight per item"):
+        quality_interval(**audit, unlabelled_weights=-w_unlabelled)

@@ -2,7 +2,8 @@
 
 import pytest
 
-from grading.models import CriteriaExample, CriteriaVersion, Decision, Draft, ItemKind, SpendCap
+from grading.core.outcomes import BELOW_CERTIFIED
+from grading.models import CriteriaExample, CriteriaVersion, Decision, Draft, ItemKind, Review, Route, SpendCap
 from reviewer.demo import DEMO_DAY_CAP_TOKENS, DRAFT_V2_BANNED, DRAFT_V2_THRESHOLD, demo_seed
 
 pytestmark = pytest.mark.django_db
@@ -12,7 +13,7 @@ def versions(org, kind):
     return list(CriteriaVersion.objects.filter(org=org, kind=kind).order_by("number"))
 
 
-def test_the_demo_seeds_an_older_conversation_version_and_an_unpublished_draft_version():
+def test_the_demo_seeds_an_older_conversation_version_a_certified_active_one_and_an_unpublished_draft_version():
     org = demo_seed()
     old, active, _ = versions(org, ItemKind.CONVERSATION)
     assert (old.is_active, old.published_at is not None, active.is_active, active.author.username) == (
@@ -23,6 +24,16 @@ def test_the_demo_seeds_an_older_conversation_version_and_an_unpublished_draft_v
     assert (v1.is_active, draft.published_at, draft.author.username) == (True, None, "casey")
     rules = draft.draft_rules()
     assert set(DRAFT_V2_BANNED) <= set(rules.banned_words.terms) and rules.threshold == DRAFT_V2_THRESHOLD
+    # The active conversation version routes by a certificate from the QA round: today's conversations under it.
+    assert (active.certify_agreement, active.certify_confidence) == (0.85, 0.9)
+    certificate = active.certificates.latest("computed_at")
+    assert certificate.labels >= 60 and all(part["threshold"] is not None for part in certificate.checks.values())
+    today = Review.objects.counting().filter(org=org, conversation__external_id__contains="-today-")
+    routes = {(review.route, review.reason) for review in today}
+    assert {(Route.PASS, ""), (Route.HUMAN, BELOW_CERTIFIED)} <= routes, routes
+    decided_alone = today.filter(route__in=[Route.PASS, Route.FAIL])
+    assert decided_alone and all(review.certificate_id == certificate.pk for review in decided_alone)
+    assert {review.confidence_source for review in today if review.confidences} == {"heuristic"}
 
 
 def test_the_demo_s_unpublished_conversation_version_asks_a_check_of_its_own_with_a_rule_and_a_category():

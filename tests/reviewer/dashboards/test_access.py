@@ -10,7 +10,7 @@ from tests.builders.queue_items import conversation_item, draft_item
 
 pytestmark = pytest.mark.django_db
 
-PAGES = ("dashboard", "dashboard_reviews", "dashboard_regrade", "dashboard_export")
+PAGES = ("dashboard", "dashboard_reviews", "dashboard_regrade", "dashboard_export", "dashboard_certified")
 
 
 @pytest.mark.parametrize("name", PAGES)
@@ -73,3 +73,8 @@ def test_a_link_that_does_not_parse_is_a_400_naming_the_field(client_for, stakeh
     response = client_for(stakeholder).get(reverse(name), query)
     assert response.status_code == 400
     assert f"<b>{field}</b>" in response.content.decode()
+
+
+def test_the_quality_interval_names_a_week_it_does_not_understand(client_for, stakeholder):
+    response = client_for(stakeholder).get(reverse("dashboard_certified"), {"from": "2026-13"})
+    assert response.status_code == 400 and "<b>from</b>" in response.content.decode()

@@ -1,0 +1,136 @@
+"""The dashboard's quality rate with an honest interval: the judge's pass probabilities on every item of the scope,
+corrected by people's verdicts on the blind audit sample (PPI++), and what certificates decided in the latest week."""
+
+import numpy as np
+import pytest
+from django.utils import timezone
+from ppi_py import classical_mean_ci, ppi_mean_ci, ppi_mean_pointestimate
+
+from grading.core.outcomes import BAND, BELOW_CERTIFIED
+from grading.core.weeks import monday, weeks_before
+from grading.dashboard.certified import certified_figures
+from grading.dashboard.figures import scope_for
+from grading.models import Certificate, ItemKind, Label, Review, Route
+from grading.reviews.versions import criteria_active
+from tests.builders.certified import JUDGE_KEY, Graded, audit_decided, filed_in, graded_drafts, reviews_of
+from tests.builders.own_checks import answered, asking, decided
+
+pytestmark = pytest.mark.django_db
+
+THIS_WEEK = monday(timezone.now())
+
+
+def drafts_in_scope(org, graded: list[Graded]) -> list[Review]:
+    reviews = reviews_of(graded_drafts(org, graded))
+    filed_in(reviews, THIS_WEEK)
+    return reviews
+
+
+def test_it_gives_the_ppi_interval_ppi_py_gives_on_the_same_rows(org, operator):
+    judged = [Graded(0.9, True, None), Graded(0.7, True, None), Graded(0.8, False, None), Graded(None, True, None)]
+    reviews = drafts_in_scope(org, judged * 10)
+    people = [True, True, False, True, False, True, True, False, True, True, True, False]
+    audit_decided(reviews[: len(people)], people, operator)
+
+    figures = certified_figures(scope_for(org))[ItemKind.DRAFT]
+
+    predicted = np.array([0.9, 0.7, 0.2, 1.0] * 10)  # a draft's pass probability: its confidence turned to a pass
+    y = np.array(people, dtype=float)
+    labelled, unlabelled = predicted[: len(people)], predicted[len(people) :]
+    low, high = (float(np.ravel(b)[0]) for b in ppi_mean_ci(y, labelled, unlabelled, alpha=0.05))
+    people_low, people_high = (float(b) for b in np.ravel(classical_mean_ci(y, alpha=0.05)))
+    interval = figures["interval"]
+    assert (figures["items"], figures["audited"]) == (40, 12)
+    assert figures["judge_rate"] == pytest.approx(predicted.mean())
+    assert (interval["low"], interval["high"]) == (pytest.approx(max(0, low)), pytest.approx(min(1, high)))
+    assert (interval["people_low"], interval["people_high"]) == (
+        pytest.approx(max(0, people_low)),
+        pytest.approx(min(1, people_high)),
+    )
+    assert interval["effective_gain"] == pytest.approx(((people_high - people_low) / (high - low)) ** 2)
+
+
+def test_a_conversation_passes_for_the_judge_by_the_product_of_its_required_checks(org, operator):
+    asking(criteria_active(org=org, kind=ItemKind.CONVERSATION))  # grounded and cites_policy are required
+    said = {
+        "c1": ({"grounded": "pass", "cites_policy": "pass"}, {"grounded": 0.9, "cites_policy": 0.8}),
+        "c2": ({"grounded": "fail", "cites_policy": "pass"}, {"grounded": 0.7, "cites_policy": 0.9}),
+        "c3": ({"grounded": "unknown", "cites_policy": "pass"}, {}),
+        "c4": ({"grounded": "pass", "cites_policy": "pass"}, {"grounded": 0.6, "cites_policy": 0.95}),
+        "c5": ({"grounded": "pass", "cites_policy": "fail"}, {}),
+    }
+    reviews = {}
+    for name, (answers, confidences) in said.items():
+        reviews[name] = answered(org, name, answers)
+        Review.objects.filter(pk=reviews[name].pk).update(confidences=confidences)
+    filed_in(reviews.values(), THIS_WEEK)
+    decided(reviews["c1"], operator, {"grounded": "pass", "cites_policy": "pass"})
+    decided(reviews["c2"], operator, {"grounded": "fail", "cites_policy": "pass"})
+    decided(reviews["c3"], operator, {"grounded": "pass", "cites_policy": "unknown"})  # unknown: not a pass
+
+    figures = certified_figures(scope_for(org))[ItemKind.CONVERSATION]
+
+    y, labelled, unlabelled = np.array([1.0, 0.0, 0.0]), np.array([0.72, 0.27, 0.5]), np.array([0.57, 0.0])
+    low, high = (float(np.ravel(b)[0]) for b in ppi_mean_ci(y, labelled, unlabelled, alpha=0.05))
+    assert figures["judge_rate"] == pytest.approx((0.72 + 0.27 + 0.5 + 0.57) / 5)
+    assert (figures["interval"]["low"], figures["interval"]["high"]) == (
+        pytest.approx(max(0, low)),
+        pytest.approx(min(1, high)),
+    )
+
+
+def test_an_audited_item_stands_for_the_items_of_its_week_and_a_week_not_audited_is_left_out(org, operator):
+    busy = drafts_in_scope(org, [Graded(0.9, True, None), Graded(0.8, True, None)] * 20)  # 4 audited of 40
+    quiet = drafts_in_scope(org, [Graded(0.9, True, None), Graded(0.7, True, None)] * 4)  # 4 audited of 8
+    unaudited = drafts_in_scope(org, [Graded(0.6, True, None)] * 6)
+    filed_in(quiet, weeks_before(THIS_WEEK, 1))
+    filed_in(unaudited, weeks_before(THIS_WEEK, 2))
+    audit_decided(busy[:4], [True] * 4, operator)
+    audit_decided(quiet[:4], [False] * 4, operator)  # people fail the quiet week's items the judge passed
+
+    figures = certified_figures(scope_for(org))[ItemKind.DRAFT]
+
+    y = np.array([1.0] * 4 + [0.0] * 4)
+    labelled = np.array([0.9, 0.8] * 2 + [0.9, 0.7] * 2)
+    unlabelled = np.array([0.9, 0.8] * 18 + [0.9, 0.7] * 2)
+    weights = {"w": np.array([40 / 4] * 4 + [8 / 4] * 4), "w_unlabeled": np.array([40 / 36] * 36 + [8 / 4] * 4)}
+    low, high = (float(np.ravel(b)[0]) for b in ppi_mean_ci(y, labelled, unlabelled, alpha=0.05, **weights))
+    estimate = float(np.ravel(ppi_mean_pointestimate(y, labelled, unlabelled, **weights))[0])
+    interval = figures["interval"]
+    assert (figures["items"], figures["reached"], figures["audited"]) == (54, 48, 8)
+    assert (interval["low"], interval["high"], interval["estimate"]) == (
+        pytest.approx(max(0, low)),
+        pytest.approx(min(1, high)),
+        pytest.approx(estimate),
+    )
+    # Unweighted, the quiet week's 8 items would count as much as the busy week's 40.
+    unweighted = float(np.ravel(ppi_mean_pointestimate(y, labelled, unlabelled))[0])
+    assert unweighted < 0.6 < 0.75 < interval["estimate"]
+
+
+def test_fewer_than_two_audited_items_give_no_interval(org, operator):
+    reviews = drafts_in_scope(org, [Graded(0.9, True, None)] * 5)
+    audit_decided(reviews[:1], [True], operator)
+    figures = certified_figures(scope_for(org))[ItemKind.DRAFT]
+    assert (figures["audited"], figures["interval"], figures["judge_rate"]) == (1, None, pytest.approx(0.9))
+
+
+def test_it_counts_the_latest_weeks_items_decided_under_a_certificate_and_sent_to_people(org):
+    version = criteria_active(org=org, kind=ItemKind.DRAFT)
+    certificate = Certificate.objects.create(
+        org=org, criteria_version=version, judge_key=JUDGE_KEY, agreement=0.9, confidence=0.9,
+        checks={Label.PASS_FAIL: {"threshold": 0.9}}, labels=40, computed_at=timezone.now(),
+    )  # fmt: skip
+    reviews = drafts_in_scope(org, [Graded(0.95, n % 2 == 0, None) for n in range(12)])
+    Review.objects.filter(pk__in=[r.pk for r in reviews[:5]]).update(certificate=certificate)
+    Review.objects.filter(pk__in=[r.pk for r in reviews[5:8]]).update(route=Route.HUMAN, reason=BELOW_CERTIFIED)
+    Review.objects.filter(pk=reviews[8].pk).update(route=Route.HUMAN, reason=BAND)
+    earlier = weeks_before(THIS_WEEK, 1)
+    filed_in(reviews[:2], earlier)  # decided under the certificate, in a week before the latest
+
+    figures = certified_figures(scope_for(org))[ItemKind.DRAFT]
+
+    latest = Review.objects.counting().filter(org=org, kind=ItemKind.DRAFT, week=THIS_WEEK)
+    assert figures["decided_alone_under_certificate"] == latest.filter(certificate__isnull=False).count() == 3
+    assert figures["to_people"] == latest.filter(route=Route.HUMAN).count() == 4
+    assert figures["below_certified"] == latest.filter(reason=BELOW_CERTIFIED).count() == 3
