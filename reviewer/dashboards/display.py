@@ -15,7 +15,8 @@ from django.utils.safestring import mark_safe
 
 from grading.dashboard.figures import GROUP_LABELS, Scope
 from grading.figures.definitions import PASS_FAIL
-from grading.models import ItemKind
+from grading.models import ItemKind, for_people
+from grading.models.reach import Reach
 from reviewer.dashboards import charts
 from reviewer.dashboards.reads import PEOPLE_LISTS, ReviewFilter
 
@@ -563,3 +564,16 @@ def _certified_kind(kind: str, f: dict) -> dict:
 
 def _percent_1(value: float | None) -> str:
     return "–" if value is None else f"{value:.1%}"
+
+
+def item_url(review, *, queue_reach: Reach | None, criteria_admin: bool) -> str:
+    """Where a row of a review list leads its reader: the item's queue page, where people decide it (and a lead
+    assigns it), for a queue member whose reach covers it while it is for people; else, for a criteria admin, the
+    item's criteria page; "" when the reader has neither."""
+    queued = queue_reach is not None and for_people(route=review.route, audit=review.audit)
+    if queued and queue_reach.covers(review.kind, review.application):
+        return reverse("review_detail", args=[review.pk])
+    if criteria_admin:
+        item_id = review.draft_id if review.kind == ItemKind.DRAFT else review.conversation_id
+        return reverse("criteria_item", kwargs={"kind": review.kind, "pk": item_id})
+    return ""

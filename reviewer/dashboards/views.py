@@ -15,10 +15,12 @@ from grading.dashboard.regrade import org_regrade_progress
 from grading.figures.definitions import PASS_FAIL
 from grading.models import ItemKind
 from grading.reviews.spend import spend_overview
-from reviewer.access import EVERY_ROLE, role_required
+from reviewer.access import EVERY_ROLE, orgs_for, reaches_of, role_required
 from reviewer.criteria.reads import admin_org_ids, unpublished_versions
 from reviewer.dashboards import display, export, reads
 from reviewer.dashboards.service import service_figures
+from reviewer.models import Role
+from reviewer.queue.assignments import QUEUE_ROLES
 
 
 def _org_and_scope(request: HttpRequest, orgs=None):
@@ -127,6 +129,12 @@ def dashboard_reviews(request: HttpRequest) -> HttpResponse:
     reviews = reads.reviews_behind(org, scope, review_filter)
     page = reads.review_page(reviews, f=review_filter, after=int(after) if after else None)
     links = display.Links(org.slug, scope)
+    queue_reach = reaches_of(request.user, *QUEUE_ROLES).get(org.pk)
+    criteria_admin = orgs_for(request.user, Role.CRITERIA_ADMIN).filter(pk=org.pk).exists()
+    rows = [
+        (review, display.item_url(review, queue_reach=queue_reach, criteria_admin=criteria_admin))
+        for review in page.rows
+    ]
     query = request.GET.copy()
     next_url = ""
     if page.next_after:
@@ -138,6 +146,7 @@ def dashboard_reviews(request: HttpRequest) -> HttpResponse:
         "filter": review_filter,
         "described": _describe(review_filter, scope),
         "page": page,
+        "rows": rows,
         "next_url": next_url,
         "back_url": links.page(),
         "export_csv": links.export("csv", **_filter_fields(review_filter)),

@@ -91,19 +91,26 @@ def reservations_of(reviews: Sequence[Review], now: datetime) -> dict[int, Reser
     return reservations
 
 
-def reserved_q(org_id: int, user_id: int, now: datetime) -> Q:
-    """Reviews (of one org) reserved now for people other than `user_id`: the ones claim next passes over. Its
-    Python form is `reservation_of(...).allows`, held equal to this one by tests/reviewer/queue/test_assignments.py."""
+def reserved_q(org_id: int, user_id: int, now: datetime, *, mine: bool) -> Q | None:
+    """Reviews (of one org) reserved now for `user_id` (`mine`: the queue's "assigned to me" filter), or for people
+    other than them (not `mine`: what claim next passes over). None for `mine` when nothing can be reserved for them
+    (no assignment by hand names them, no rule does): the filter then lists nothing without walking the queue."""
     pools = set(Pool.objects.filter(org_id=org_id, members=user_id).values_list("pk", flat=True))
     theirs = Q(person_id=user_id) | Q(pool_id__in=pools)
     by_hand = Assignment.objects.filter(review_id=OuterRef("pk"))
     live = by_hand.filter(Q(until__isnull=True) | Q(until__gt=now))
-    reserved = Q(Exists(live.exclude(theirs)))
+    reserved = Q(Exists(live.filter(theirs)) if mine else Exists(live.exclude(theirs)))
+    rules = list(AssignmentRule.objects.filter(org_id=org_id).order_by("position"))
+    named_by_a_rule = any(rule.person_id == user_id or rule.pool_id in pools for rule in rules)
+    held_by_hand = Assignment.objects.filter(theirs, Q(until__isnull=True) | Q(until__gt=now), org_id=org_id)
+    if mine and not named_by_a_rule and not held_by_hand.exists():
+        return None
     # The first rule that matches decides: one CASE, in position order (a WHEN per rule, so the expression grows
     # with the rules, not with their square).
     whens = []
-    for rule in AssignmentRule.objects.filter(org_id=org_id).order_by("position"):
-        if rule.person_id == user_id or rule.pool_id in pools:
+    for rule in rules:
+        is_theirs = rule.person_id == user_id or rule.pool_id in pools
+        if is_theirs != mine:
             in_force = Value(False)
         elif rule.hours is None:
             in_force = Value(True)

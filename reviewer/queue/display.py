@@ -236,7 +236,7 @@ def queue_page(
     if key_before is not None:
         key_after = None
     versions = reads.queue_versions(reaches)
-    lanes = reads.queue_lanes(versions, reaches, filters)
+    lanes = reads.queue_lanes(versions, reaches, filters, user_id=user.pk, now=now)
     reviews = reads.queue_rows(lanes=lanes, filters=filters, after=key_after, before=key_before, limit=page_size + 1)
     stats = reads.queue_stats(lanes=lanes)
     more = len(reviews) > page_size

@@ -21,6 +21,8 @@ class QueueFilterForm(forms.Form):
     application = forms.CharField(max_length=100, required=False)
     reason = forms.ChoiceField(choices=[("", "all"), *REASON_LABELS.items()], required=False)
     criteria = forms.IntegerField(required=False, min_value=1)
+    overdue = forms.BooleanField(required=False, label="overdue only")
+    mine = forms.BooleanField(required=False, label="assigned to me")
     after = forms.IntegerField(required=False, min_value=1)
     before = forms.IntegerField(required=False, min_value=1)
 
@@ -31,6 +33,8 @@ class QueueFilterForm(forms.Form):
             application=data.get("application") or "",
             reason=data.get("reason") or "",
             criteria_version=data.get("criteria"),
+            overdue=data.get("overdue") or False,
+            mine=data.get("mine") or False,
         )
 
     def cursor(self) -> tuple[int | None, int | None]:

@@ -84,7 +84,7 @@ def claim_next(
     """
     now = now or timezone.now()
     reaches = operator_reaches(user)
-    lanes = queue_lanes(queue_versions(reaches), reaches, filters)
+    lanes = queue_lanes(queue_versions(reaches), reaches, filters, user_id=user.pk, now=now)
     with transaction.atomic():  # the row lock lasts until the claim is written
         passed_over: list[int] = []
         while True:

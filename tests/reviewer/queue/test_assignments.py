@@ -109,14 +109,17 @@ def test_the_scan_and_the_check_under_the_lock_agree_for_every_person_item_and_t
     reviews = list(Review.objects.filter(pk__in=[r.pk for r in items]))
     people = [team[name] for name in ("ann", "bob", "cy", "lee")]
     for person, moment in product(people, (now, now + timedelta(minutes=45), now + timedelta(hours=3))):
+        expected_mine = set()
         expected_theirs = set()
         for review in reviews:
             reservation = reservation_of(review, moment)
-            if reservation is not None and not reservation.allows(person.pk):
-                expected_theirs.add(review.pk)
+            if reservation is not None:
+                (expected_mine if reservation.allows(person.pk) else expected_theirs).add(review.pk)
         waiting = Review.objects.filter(pk__in=[r.pk for r in items])
-        theirs = set(waiting.filter(reserved_q(org.pk, person.pk, moment)).values_list("pk", flat=True))
-        assert theirs == expected_theirs, (person.username, moment - now)
+        mine_q = reserved_q(org.pk, person.pk, moment, mine=True)  # None: nothing can be reserved for them
+        mine = set() if mine_q is None else set(waiting.filter(mine_q).values_list("pk", flat=True))
+        theirs = set(waiting.filter(reserved_q(org.pk, person.pk, moment, mine=False)).values_list("pk", flat=True))
+        assert (mine, theirs) == (expected_mine, expected_theirs), (person.username, moment - now)
     assert any(reservation_of(r, now) for r in reviews) and not all(reservation_of(r, now) for r in reviews)
 
 
