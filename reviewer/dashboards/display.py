@@ -15,7 +15,7 @@ from django.utils.safestring import mark_safe
 
 from grading.dashboard.figures import GROUP_LABELS, Scope
 from grading.figures.definitions import PASS_FAIL
-from grading.models import ItemKind, for_people
+from grading.models import ItemKind, ReviewState, for_people
 from grading.models.reach import Reach
 from reviewer.dashboards import charts
 from reviewer.dashboards.reads import PEOPLE_LISTS, ReviewFilter
@@ -577,3 +577,13 @@ def item_url(review, *, queue_reach: Reach | None, criteria_admin: bool) -> str:
         item_id = review.draft_id if review.kind == ItemKind.DRAFT else review.conversation_id
         return reverse("criteria_item", kwargs={"kind": review.kind, "pk": item_id})
     return ""
+
+
+def assignable(review, *, lead_reach: Reach | None) -> bool:
+    """Whether a lead may assign this row's item from the list: it waits for people, undecided, within their reach."""
+    return (
+        lead_reach is not None
+        and for_people(route=review.route, audit=review.audit)
+        and review.state_now == ReviewState.WAITING
+        and lead_reach.covers(review.kind, review.application)
+    )

@@ -20,7 +20,8 @@ from reviewer.criteria.reads import admin_org_ids, unpublished_versions
 from reviewer.dashboards import display, export, reads
 from reviewer.dashboards.service import service_figures
 from reviewer.models import Role
-from reviewer.queue.assignments import QUEUE_ROLES
+from reviewer.queue.assignments import QUEUE_ROLES, org_assignees
+from reviewer.queue.forms import AssignForm
 
 
 def _org_and_scope(request: HttpRequest, orgs=None):
@@ -130,11 +131,17 @@ def dashboard_reviews(request: HttpRequest) -> HttpResponse:
     page = reads.review_page(reviews, f=review_filter, after=int(after) if after else None)
     links = display.Links(org.slug, scope)
     queue_reach = reaches_of(request.user, *QUEUE_ROLES).get(org.pk)
+    lead_reach = reaches_of(request.user, Role.LEAD).get(org.pk)
     criteria_admin = orgs_for(request.user, Role.CRITERIA_ADMIN).filter(pk=org.pk).exists()
     rows = [
-        (review, display.item_url(review, queue_reach=queue_reach, criteria_admin=criteria_admin))
+        (
+            review,
+            display.item_url(review, queue_reach=queue_reach, criteria_admin=criteria_admin),
+            display.assignable(review, lead_reach=lead_reach),
+        )
         for review in page.rows
     ]
+    people, pools = org_assignees(org.pk) if any(row[2] for row in rows) else ([], [])
     query = request.GET.copy()
     next_url = ""
     if page.next_after:
@@ -147,6 +154,7 @@ def dashboard_reviews(request: HttpRequest) -> HttpResponse:
         "described": _describe(review_filter, scope),
         "page": page,
         "rows": rows,
+        "assign_form": AssignForm(people=people, pools=pools) if people or pools else None,
         "next_url": next_url,
         "back_url": links.page(),
         "export_csv": links.export("csv", **_filter_fields(review_filter)),

@@ -206,6 +206,14 @@ def assignable_people(review: Review) -> list[AbstractBaseUser]:
     return list(get_user_model().objects.filter(pk__in=ids).order_by("username"))
 
 
+def org_assignees(org_id: int) -> tuple[list[AbstractBaseUser], list[Pool]]:
+    """Everyone an item of the org could be assigned to (the queue's people, whatever their reach: assigning an item
+    out of someone's reach is refused for that item) and the org's pools: a lead's choice for several items at once."""
+    ids = list(reaches_in(org_id, *QUEUE_ROLES))
+    people = list(get_user_model().objects.filter(pk__in=ids).order_by("username"))
+    return people, list(Pool.objects.filter(org_id=org_id).order_by("name"))
+
+
 def _named(assignment: Assignment) -> str:
     return assignment.person.get_username() if assignment.person_id else f"pool {assignment.pool.name}"
 

@@ -192,3 +192,7 @@ class AssignForm(forms.Form):
         """`person=` or `pool=`, for assignment_set."""
         to = self.cleaned_data["to"]
         return {"person": self.people[to]} if to in self.people else {"pool": self.pools[to]}
+
+    def assignee_name(self) -> str:
+        to = self.cleaned_data["to"]
+        return self.people[to].get_username() if to in self.people else f"pool {self.pools[to].name}"

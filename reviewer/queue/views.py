@@ -11,6 +11,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
@@ -24,6 +25,7 @@ from reviewer.queue.assignments import (
     assignable_people,
     assignment_clear,
     assignment_set,
+    org_assignees,
 )
 from reviewer.queue.forms import (
     AssignForm,
@@ -259,6 +261,43 @@ def review_assign(request: HttpRequest, pk: int) -> HttpResponse:
     else:
         messages.success(request, f"Assigned to {assignment.person or f'pool {assignment.pool}'}.")
     return redirect("review_detail", pk=review.pk)
+
+
+@require_POST
+@role_required(Role.LEAD)
+def queue_assign_many(request: HttpRequest) -> HttpResponse:
+    """A lead assigns the ticked items of a list (the dashboard's overdue list) at once, each audited as one
+    assignment; an item that cannot go to that person is named and left as it was, the others are assigned."""
+    back = request.POST.get("next", "")
+    if not url_has_allowed_host_and_scheme(back, {request.get_host()}, require_https=request.is_secure()):
+        back = reverse("queue")
+    ids = [int(value) for value in request.POST.getlist("review") if value.isdigit()]
+    if not ids:
+        messages.error(request, "Tick the items to assign first.")
+        return redirect(back)
+    reviews = [_get_review_for_lead(request, pk) for pk in ids]
+    if len({review.org_id for review in reviews}) > 1:
+        messages.error(request, "Assign the items of one org at a time.")
+        return redirect(back)
+    people, pools = org_assignees(reviews[0].org_id)
+    form = AssignForm(request.POST, people=people, pools=pools)
+    if not form.is_valid():
+        messages.error(request, " ".join(error for errors in form.errors.values() for error in errors))
+        return redirect(back)
+    hours = form.cleaned_data["hours"]
+    until = timezone.now() + timedelta(hours=hours) if hours else None
+    refused = []
+    for review in reviews:
+        try:
+            assignment_set(review_id=review.pk, until=until, by=request.user, **form.assignee())
+        except InvalidAssignment as error:
+            refused.append(f"{_item_name(review)}: {error}")
+    assigned = len(reviews) - len(refused)
+    if assigned:
+        messages.success(request, f"Assigned {assigned} item{'s' if assigned > 1 else ''} to {form.assignee_name()}.")
+    if refused:
+        messages.error(request, "Not assigned: " + "; ".join(refused))
+    return redirect(back)
 
 
 @require_POST

@@ -19,7 +19,10 @@ pytestmark = pytest.mark.django_db
 
 def item_links(client, org) -> dict[int, str]:
     html = client.get(reverse("dashboard_reviews"), {"org": org.slug, "due": "overdue", "kind": "conversation"}).content
-    rows = re.findall(r'<tr data-review="(\d+)">\s*<td>(?:<a href="([^"]+)" class="item-link">)?', html.decode())
+    rows = re.findall(
+        r'<tr data-review="(\d+)">\s*(?:<td>(?:<input[^>]*>)?</td>\s*)?<td>(?:<a href="([^"]+)" class="item-link">)?',
+        html.decode(),
+    )
     return {int(pk): link for pk, link in rows}
 
 
