@@ -65,6 +65,9 @@ def calibration(version: CriteriaVersion, *, judge_key: str) -> Calibration:
     )
 
 
+_JUDGED = (Route.PASS, Route.FAIL, Route.HUMAN)  # a review the judge answered (not an error, not unscorable)
+
+
 def _reviews_read(version: CriteriaVersion, *, judge_key: str, verdicts: dict[int, HumanVerdict]) -> Iterable[dict]:
     """Per item with a verdict, the latest review of the version by the judge that read the evidence the verdict is
     about and recorded its confidence."""
@@ -82,9 +85,6 @@ def _reviews_read(version: CriteriaVersion, *, judge_key: str, verdicts: dict[in
             continue
         seen.add(row["item"])
         yield row
-
-
-_JUDGED = (Route.PASS, Route.FAIL, Route.HUMAN)
 
 
 def calibration_point(checks: CheckSet | None, key: str, review: dict, said: HumanVerdict) -> CalibrationPoint | None:

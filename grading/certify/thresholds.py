@@ -113,30 +113,16 @@ def certify_arrays(confidences: np.ndarray, agrees: np.ndarray, *, alpha: float,
     needed = fewest_labels(alpha=alpha, delta=delta)
     testable = n >= needed
     if not testable.any():
-        return CheckCertificate(
-            labels=labels,
-            threshold=None,
-            disagreements=0,
-            bound=None,
-            coverage=0.0,
-            # all the points taken together stand for the first candidate that more labels would bring
-            more_labels=(
-                _more_labels(n=labels, k=int(k[-1]), total=labels, alpha=alpha, delta=delta) if labels else needed
-            ),
-        )
+        # all the points taken together stand for the first candidate that more labels would bring
+        more = _more_labels(n=labels, k=int(k[-1]), total=labels, alpha=alpha, delta=delta) if labels else needed
+        return _abstained(labels, more_labels=more)
     first = int(np.argmax(testable))  # n only grows down the candidates, so the testable ones are a suffix
     bounds = _upper_bounds(n[first:], k[first:], delta=delta)
     failed = bounds > alpha
     accepted = int(np.argmax(failed)) if failed.any() else len(bounds)  # candidates accepted before the first failure
     if accepted == 0:
-        return CheckCertificate(
-            labels=labels,
-            threshold=None,
-            disagreements=0,
-            bound=None,
-            coverage=0.0,
-            more_labels=_more_labels(n=int(n[first]), k=int(k[first]), total=labels, alpha=alpha, delta=delta),
-        )
+        more = _more_labels(n=int(n[first]), k=int(k[first]), total=labels, alpha=alpha, delta=delta)
+        return _abstained(labels, more_labels=more)
     at = first + accepted - 1
     below = at + 1
     return CheckCertificate(
@@ -150,6 +136,13 @@ def certify_arrays(confidences: np.ndarray, agrees: np.ndarray, *, alpha: float,
             if below < len(values)
             else None
         ),
+    )
+
+
+def _abstained(labels: int, *, more_labels: int | None) -> CheckCertificate:
+    """No certificate: the machine decides nothing alone on the check."""
+    return CheckCertificate(
+        labels=labels, threshold=None, disagreements=0, bound=None, coverage=0.0, more_labels=more_labels
     )
 
 

@@ -58,25 +58,7 @@ def graded_drafts(
     )
     Review.objects.bulk_create(
         [
-            Review(
-                org=org,
-                kind=ItemKind.DRAFT,
-                draft=draft,
-                fingerprint=draft.fingerprint,
-                criteria_version=version,
-                judge=JUDGE,
-                judge_key=judge_key,
-                started_at=now - timedelta(minutes=n + 1),
-                finished_at=now - timedelta(minutes=n),
-                stages=1,
-                route=Route.PASS if item.judge_passed else Route.FAIL,
-                judge_passed=item.judge_passed,
-                score=8.0 if item.judge_passed else 4.0,
-                confidences={} if item.confidence is None else {Label.PASS_FAIL: item.confidence},
-                confidence_source="" if item.confidence is None else "logprobs",
-                state=ReviewState.CURRENT,
-                week=monday(now - timedelta(minutes=n)),  # filed as review_record files a draft: its verdict's week
-            )
+            judged(version, draft, item, judge_key=judge_key, at=now - timedelta(minutes=n), state=ReviewState.CURRENT)
             for n, (draft, item) in enumerate(zip(drafts, graded, strict=True))
         ]
     )
@@ -98,6 +80,30 @@ def graded_drafts(
         ]
     )
     return drafts
+
+
+def judged(version: CriteriaVersion, draft: Draft, item: Graded, *, judge_key: str, at, state: str) -> Review:
+    """The review of `draft` under `version` as `item` says the judge saw it, finished `at`, filed in its week as
+    review_record files a draft's (its verdict's)."""
+    return Review(
+        org_id=version.org_id,
+        kind=ItemKind.DRAFT,
+        draft=draft,
+        fingerprint=draft.fingerprint,
+        criteria_version=version,
+        judge=JUDGE,
+        judge_key=judge_key,
+        started_at=at - timedelta(minutes=1),
+        finished_at=at,
+        stages=1,
+        route=Route.PASS if item.judge_passed else Route.FAIL,
+        judge_passed=item.judge_passed,
+        score=8.0 if item.judge_passed else 4.0,
+        confidences={} if item.confidence is None else {Label.PASS_FAIL: item.confidence},
+        confidence_source="" if item.confidence is None else "logprobs",
+        state=state,
+        week=monday(at),
+    )
 
 
 def agreeing(n: int, *, confidence: float = 0.95) -> list[Graded]:
@@ -141,23 +147,7 @@ def draft_trial(version: CriteriaVersion, drafts, graded: list[Graded], *, sourc
     now = timezone.now()
     reviews = Review.objects.bulk_create(
         [
-            Review(
-                org_id=version.org_id,
-                kind=ItemKind.DRAFT,
-                draft=draft,
-                fingerprint=draft.fingerprint,
-                criteria_version=version,
-                judge=JUDGE,
-                judge_key=JUDGE_KEY,
-                started_at=now,
-                finished_at=now,
-                stages=1,
-                route=Route.PASS if item.judge_passed else Route.FAIL,
-                judge_passed=item.judge_passed,
-                score=8.0 if item.judge_passed else 4.0,
-                confidences={} if item.confidence is None else {Label.PASS_FAIL: item.confidence},
-                state=ReviewState.TRIAL,
-            )
+            judged(version, draft, item, judge_key=JUDGE_KEY, at=now, state=ReviewState.TRIAL)
             for draft, item in zip(drafts, graded, strict=True)
         ]
     )

@@ -5,12 +5,17 @@ import pytest
 
 from grading.certify.routing import certified_route
 from grading.certify.services import certificate_compute, certify_target_set, version_judge_key
+from grading.certify.thresholds import CalibrationPoint, certify
 from grading.core.outcomes import BAND, BELOW_CERTIFIED, JUDGE_CONTRADICTION, UNKNOWN_CHECK
+from grading.dashboard.figures import dashboard_figures, scope_for
+from grading.dashboard.labels import LabelIn, labels_record
 from grading.dashboard.sampling import audit_sample_send
 from grading.drafts.gate import draft_grade
-from grading.models import Certificate, ItemKind, Label, Route
+from grading.models import Certificate, ItemKind, Label, Review, Route
+from grading.reviews.rollups import live_counters, rollups_rebuild, stored_counters
 from grading.reviews.services import ReviewOutcome
 from grading.reviews.versions import criteria_active
+from reviewer.queue.services import claim_take, decision_create
 from tests.builders.certified import JUDGE_KEY, agreeing, graded_drafts
 from tests.builders.conversations import PATH_IDS, verdicts
 from tests.builders.drafts import draft_verdict, save_draft, setup_org_memory
@@ -184,3 +189,55 @@ def test_a_target_set_on_the_active_version_reaches_a_grader_that_read_it_before
 
     routed = gate(org, fake_llm, "second", 8, {"8": 0.97, "6": 0.03})
     assert (routed.route, routed.reason) == (Route.HUMAN, BELOW_CERTIFIED)  # no certificate yet: people decide
+
+
+def people_say(review: Review, overturned: bool) -> str:
+    return "pass" if review.judge_passed != overturned else "fail"
+
+
+def test_a_certificate_from_scripted_judges_and_imported_labels_equals_a_recomputation_from_the_rows(
+    settings, fake_llm, org
+):
+    configure_judges(settings, default=judge_config(fake_llm))
+    setup_org_memory(org)
+    version = certify_target_set(
+        version=criteria_active(org=org, kind=ItemKind.DRAFT), actor=None, agreement=0.8, confidence=0.8
+    )
+    shapes = [{"8": 0.97, "6": 0.03}, {"8": 0.9, "6": 0.1}, {"6": 0.95, "8": 0.05}, {"8": 0.7, "6": 0.3}]
+    graded = [gate(org, fake_llm, f"d-{n}", 8 if n % 4 != 2 else 6, shapes[n % 4]) for n in range(40)]
+    # People agree with the judge but on two of the items it was least sure of.
+    labels = [
+        LabelIn(item=r.draft.external_id, check="pass_fail", labeller="qa", verdict=people_say(r, n in (15, 35)))
+        for n, r in enumerate(graded)
+    ]
+    labels_record(org=org, labels=labels, source="qa.csv")
+
+    certificate = certificate_compute(version, judge_key=version_judge_key(version))
+
+    by_item = {label.item: label.verdict for label in labels}
+    points = [
+        CalibrationPoint(review.confidences["pass_fail"], review.judge_passed == (by_item[external_id] == "pass"))
+        for external_id, review in ((r.draft.external_id, Review.objects.get(pk=r.pk)) for r in graded)
+    ]
+    expected = certify(points, alpha=0.2, delta=0.2).as_json()
+    assert {key: certificate.checks["pass_fail"][key] for key in expected} == expected
+    assert certificate.labels == 40 and expected["threshold"] is not None
+
+
+def test_a_decision_on_an_item_decided_under_a_certificate_counts_as_any_decision(
+    org, fake_llm, operator, gate_under_a_certificate
+):
+    decided = gate(org, fake_llm, "sure", 8, {"8": 0.97, "6": 0.03})
+    assert decided.route == Route.PASS and decided.certificate_id is not None
+    audit_sample_send(org=org, per_week=1_000, weeks=1, salt="audit")
+    rollups_rebuild(org_id=org.pk)  # the calibration builder writes its rows straight, past the counters
+    before = dashboard_figures(scope_for(org))["gate"]["decisions"]
+
+    claim_take(user=operator, review_id=decided.pk)
+    decision_create(
+        user=operator, review_id=decided.pk, fingerprint=decided.fingerprint, outcome="reject", note="Too thin."
+    )
+
+    after = dashboard_figures(scope_for(org))["gate"]["decisions"]
+    assert after["reject"] == before["reject"] + 1
+    assert stored_counters(org_ids=[org.pk]) == live_counters(org_ids=[org.pk])
