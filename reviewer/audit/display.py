@@ -9,6 +9,7 @@ from datetime import datetime
 from typing import Any, Self
 from urllib.parse import urlencode
 
+from django.apps import apps
 from django.urls import reverse
 
 from grading.models import AuditEvent, Conversation, Draft, ItemKind
@@ -84,6 +85,31 @@ WHY_WORDS = {
 BASIS_WORDS = {"agreed": "decided: the answers agreed", "adjudicated": "adjudicated"}
 
 
+def action_choices(current: str = "") -> list[tuple[str, str]]:
+    """The audit page's action filter: each family of actions ("claim": every claim.*), then each action, in words;
+    the filter's `current` value kept when it is neither (a bookmarked code)."""
+    families = sorted({code.rsplit(".", 1)[0] for code in ACTION_WORDS if "." in code})
+    choices = [(family, f"any {family.replace('_', ' ').replace('.', ' ')} event") for family in families]
+    choices += sorted(((code, f"{words} ({code})") for code, words in ACTION_WORDS.items()), key=lambda c: c[1])
+    if current and current not in {value for value, _ in choices}:
+        choices.append((current, current))
+    return choices
+
+
+def object_words(object_type: str) -> str:
+    """`grading.criteriaversion` as people say it: "criteria version" (the model's verbose name)."""
+    try:
+        return str(apps.get_model(object_type)._meta.verbose_name)
+    except (LookupError, ValueError):
+        return object_type
+
+
+def object_choices() -> list[tuple[str, str]]:
+    """The audit page's object filter: every model of Tollgate's own apps an event may name, in words."""
+    models = [m for m in apps.get_models() if m._meta.app_label in ("grading", "reviewer", "otlp")]
+    return sorted(((m._meta.label_lower, str(m._meta.verbose_name)) for m in models), key=lambda c: c[1])
+
+
 def action_words(action: str, detail: dict) -> str:
     if action == "decision.create" and detail.get("basis") in BASIS_WORDS:
         return BASIS_WORDS[detail["basis"]]
@@ -153,6 +179,7 @@ class EventRow(Said):
     item: str  # "conversation cv-7 (#12)", "" for none
     item_trail_url: str  # the audit page filtered by the item
     item_page_url: str  # the item's criteria page, for a criteria admin of the org; ""
+    object: str  # what the event changed, in words: "criteria version"
 
 
 def event_rows(events: list[AuditEvent], *, org_slug: str, criteria_admin: bool) -> list[EventRow]:
@@ -178,6 +205,7 @@ def event_rows(events: list[AuditEvent], *, org_slug: str, criteria_admin: bool)
                 item=item,
                 item_trail_url=trail_url,
                 item_page_url=page_url,
+                object=object_words(event.object_type) if event.object_type else "",
             )
         )
     return rows
