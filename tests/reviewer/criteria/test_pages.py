@@ -303,3 +303,15 @@ def test_a_conversation_version_is_a_rubric_edited_on_its_own(admin_client, crit
     assert admin_client.post(url, {"revision": 1, "rubric": "grounded: cite the tool result.\n"}).status_code == 302
     version.refresh_from_db()
     assert (version.rubric, version.rules, version.revision) == ("grounded: cite the tool result.\n", {}, 2)
+
+
+def test_a_refused_save_lists_every_error_at_the_top_with_where_it_is(admin_client, criteria):
+    version = criteria.draft_version
+    data = editor_data(version) | {"band": "-1", "characters-2-sequence": "\t", "characters-2-name": "tab"}
+    response = admin_client.post(reverse("criteria_version", args=[version.pk]), data)
+    assert response.status_code == 400
+    html = response.content.decode()
+    summary = html.split('id="editor-errors"', 1)[1].split("</div>", 1)[0]
+    assert html.index('id="editor-errors"') < html.index("Judge rubric")  # above the fold, before the first field
+    assert "Not saved: 2 things to fix" in summary and "must be at least 0" in summary
+    assert "banned characters, row 3, sequence: Whitespace can never be a banned character" in summary
