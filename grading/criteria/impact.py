@@ -339,7 +339,10 @@ def criteria_preview(*, version: CriteriaVersion, limit: int = PREVIEW_DEFAULT) 
         by_id = {draft.pk: draft for draft in drafts}
         reviews = {
             review.draft_id: review
-            for review in Review.objects.counting().filter(draft_id__in=chunk).only(*_PREVIEW_REVIEW_FIELDS)
+            for review in Review.objects.counting()
+            .filter(draft_id__in=chunk)
+            .select_related("decision")  # what people said, beside the route, where they decided
+            .only(*_PREVIEW_REVIEW_FIELDS, "decision__id", "decision__outcome")
         }
         compared += len(reviews)
         for draft_id in chunk:

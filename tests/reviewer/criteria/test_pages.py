@@ -9,7 +9,7 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
-from grading.models import CriteriaTrial, CriteriaVersion, GradingRun, ItemKind, Review
+from grading.models import CriteriaTrial, CriteriaVersion, Decision, GradingRun, ItemKind, Review
 from grading.reviews.versions import criteria_new_version, criteria_publish
 from reviewer.models import Role
 from tests.builders.criteria import editor_data, graded_org
@@ -315,3 +315,14 @@ def test_a_refused_save_lists_every_error_at_the_top_with_where_it_is(admin_clie
     assert html.index('id="editor-errors"') < html.index("Judge rubric")  # above the fold, before the first field
     assert "Not saved: 2 things to fix" in summary and "must be at least 0" in summary
     assert "banned characters, row 3, sequence: Whitespace can never be a banned character" in summary
+
+
+def test_the_preview_says_what_people_decided_beside_a_route_to_people(admin_client, criteria, criteria_admin):
+    review = Review.objects.counting().get(draft=criteria.gizmo_draft)
+    Review.objects.filter(pk=review.pk).update(route="human")
+    Decision.objects.create(
+        org=review.org, review=review, outcome="approve", decided_by=criteria_admin, decided_at=timezone.now()
+    )
+    response = admin_client.get(reverse("criteria_preview", args=[criteria.draft_version.pk]), {"n": 200})
+    row = re.search(rf'<tr data-draft="{criteria.gizmo_draft.pk}">(.*?)</tr>', response.content.decode(), re.S)
+    assert 'class="human">human</span> <span class="sub people-said">(people: approve)</span> →' in row.group(1)
