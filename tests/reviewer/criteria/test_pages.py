@@ -12,8 +12,10 @@ from django.utils import timezone
 from grading.models import CriteriaTrial, CriteriaVersion, Decision, GradingRun, ItemKind, Review
 from grading.reviews.versions import criteria_new_version, criteria_publish
 from reviewer.models import Role
+from reviewer.queue.services import claim_take, decision_create
 from tests.builders.criteria import editor_data, graded_org
 from tests.builders.people import make_person
+from tests.builders.queue_items import conversation_item
 
 pytestmark = pytest.mark.django_db
 
@@ -326,3 +328,14 @@ def test_the_preview_says_what_people_decided_beside_a_route_to_people(admin_cli
     response = admin_client.get(reverse("criteria_preview", args=[criteria.draft_version.pk]), {"n": 200})
     row = re.search(rf'<tr data-draft="{criteria.gizmo_draft.pk}">(.*?)</tr>', response.content.decode(), re.S)
     assert 'class="human">human</span> <span class="sub people-said">(people: approve)</span> →' in row.group(1)
+
+
+def test_the_publish_plan_says_how_many_peoples_decisions_stop_counting(admin_client, org, operator):
+    decided, _ = conversation_item(org, "cv-decided"), conversation_item(org, "cv-waiting")
+    claim_take(user=operator, review_id=decided.pk)
+    checks = {"grounded": "pass", "complete": "pass", "usable": "pass"}
+    decision_create(user=operator, review_id=decided.pk, fingerprint=decided.fingerprint, checks=checks, note="ok")
+    version = criteria_new_version(org=org, kind=ItemKind.CONVERSATION)
+    response = admin_client.get(reverse("criteria_publish", args=[version.pk]))
+    assert response.context["plan"].decided == 1
+    assert "1 of these reviews carry a person's decision: it stops counting" in text(response)
