@@ -266,3 +266,16 @@ class Notice(models.Model):
 
     def __str__(self) -> str:
         return f"{self.threshold} notice of review {self.review_id}"
+
+
+class Preferences(models.Model):
+    """A person's own settings on the pages. Someone with no row has the defaults, so the row is written only when
+    they change one."""
+
+    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, primary_key=True, related_name="+")
+    next_after_decision = models.BooleanField(
+        default=True, help_text="After a decision, open the next free item (claim next) rather than the queue."
+    )
+
+    def __str__(self) -> str:
+        return f"preferences of user {self.user_id}"

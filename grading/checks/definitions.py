@@ -183,6 +183,11 @@ class CheckDefinition(BaseModel):
             return (*self.categories, UNKNOWN)
         return (*(str(n) for n in range(1, self.scale + 1)), UNKNOWN)
 
+    def guidance_in_order(self) -> list[tuple[str, str]]:
+        """(answer, the admin's words on it) in the answers' order, for the answers that have guidance: what people
+        read beside the check wherever they answer it or read its answer."""
+        return [(answer, self.guidance[answer]) for answer in self.answers if self.guidance.get(answer)]
+
     def outcome(self, answer: str) -> Verdict:
         """An answer read as pass / fail / unknown: what a required check contributes to the item's outcome. A check
         that is not required never fails an item (its answer is still counted and shown)."""

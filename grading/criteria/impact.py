@@ -339,7 +339,10 @@ def criteria_preview(*, version: CriteriaVersion, limit: int = PREVIEW_DEFAULT) 
         by_id = {draft.pk: draft for draft in drafts}
         reviews = {
             review.draft_id: review
-            for review in Review.objects.counting().filter(draft_id__in=chunk).only(*_PREVIEW_REVIEW_FIELDS)
+            for review in Review.objects.counting()
+            .filter(draft_id__in=chunk)
+            .select_related("decision")  # what people said, beside the route, where they decided
+            .only(*_PREVIEW_REVIEW_FIELDS, "decision__id", "decision__outcome")
         }
         compared += len(reviews)
         for draft_id in chunk:
@@ -454,6 +457,7 @@ class PublishPlan:
     waiting: int  # of them, items with no current review now (never graded, errors, backlog)
     judge_calls: int
     judged_items: int  # items whose re-grade calls the judge (not-scorable ones do not)
+    decided: int  # of the reviews made stale, those people decided: their decisions stop counting with them
     basis: TokenBasis | None  # None: no past review of the kind recorded its usage
     cap: int  # GRADING_PASS_CAP: judge tasks one pass may enqueue, both kinds and every org together
     ahead: int  # waiting items every pass takes before these: conversations go before drafts
@@ -530,6 +534,7 @@ def publish_plan(*, version: CriteriaVersion, now: datetime | None = None) -> Pu
     counting = Review.objects.counting().filter(org_id=org_id, kind=kind)
     judged = Q(stages__gt=0) & ~Q(route=Route.NOT_SCORABLE)
     totals = {"reviews": Count("pk"), "calls": Sum("stages", filter=judged), "judged": Count("pk", filter=judged)}
+    totals["decided"] = Count("pk", filter=Q(state=ReviewState.DECIDED))  # people's decisions that stop counting
     if kind == ItemKind.CONVERSATION:
         totals["quiet"] = Count("pk", filter=went_quiet(now))
         per_application = counting.values("conversation__application").annotate(**totals)
@@ -538,6 +543,7 @@ def publish_plan(*, version: CriteriaVersion, now: datetime | None = None) -> Pu
             StaleGroup(r["conversation__application"], r["reviews"], (r["calls"] or 0) + r["quiet"]) for r in rows
         ]
         judged_now = sum(r["judged"] + r["quiet"] for r in rows)
+        decided = sum(r["decided"] for r in rows)
         items = Conversation.objects.filter(org_id=org_id).count()
         ahead = 0
         competing = conversations_needing_grading(now).exclude(org_id=org_id).count()
@@ -545,6 +551,7 @@ def publish_plan(*, version: CriteriaVersion, now: datetime | None = None) -> Pu
         row = counting.aggregate(**totals)
         groups = [StaleGroup("drafts", row["reviews"], row["calls"] or 0)] if row["reviews"] else []
         judged_now = row["judged"]
+        decided = row["decided"]
         items = Draft.objects.filter(org_id=org_id).count()
         ahead = conversations_needing_grading(now).count()
         competing = drafts_needing_grading().exclude(org_id=org_id).count()
@@ -557,6 +564,7 @@ def publish_plan(*, version: CriteriaVersion, now: datetime | None = None) -> Pu
         waiting=waiting,
         judge_calls=sum(group.judge_calls for group in groups) + waiting,
         judged_items=judged_now + waiting,
+        decided=decided,
         basis=_token_basis(org_id, kind),
         cap=settings.GRADING_PASS_CAP,
         ahead=ahead,

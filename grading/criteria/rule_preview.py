@@ -86,7 +86,8 @@ def rules_preview(*, version: CriteriaVersion, limit: int) -> RulePreview:
     for start in range(0, len(ids), PREVIEW_CHUNK):
         chunk = ids[start : start + PREVIEW_CHUNK]
         by_id = Conversation.objects.in_bulk(chunk)
-        current = {r.conversation_id: r for r in Review.objects.counting().filter(conversation_id__in=chunk)}
+        reviews = Review.objects.counting().filter(conversation_id__in=chunk).select_related("decision")
+        current = {r.conversation_id: r for r in reviews}
         for pk in chunk:
             conversation = by_id.get(pk)
             if conversation is None:

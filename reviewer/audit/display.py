@@ -4,12 +4,12 @@ here, which the templates escape."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Self
 from urllib.parse import urlencode
 
+from django.apps import apps
 from django.urls import reverse
 
 from grading.models import AuditEvent, Conversation, Draft, ItemKind
@@ -37,7 +37,42 @@ ACTION_WORDS = {
     "criteria.example.remove": "worked example removed",
     "item.erase": "erased",
     "erasure.request": "erasure asked for",
+    "user.login": "signed in",
+    "org.create": "org created",
+    "person.create": "person added",
+    "person.password_link": "password link sent",
+    "person.password_set": "password set",
+    "membership.create": "role given",
+    "membership.update": "role changed",
+    "membership.delete": "role taken away",
+    "sign_in_identity.create": "single sign-on identity linked",
+    "api_key.create": "API key created",
+    "api_key.revoke": "API key revoked",
+    "webhook_secret.rotate": "webhook secret rotated",
+    "retention.set": "retention set",
+    "criteria.update": "criteria edited",
+    "criteria.publish": "criteria published",
+    "criteria.trial": "criteria trial started",
+    "spend.cap_set": "spend cap set",
+    "spend.cap_removed": "spend cap removed",
+    "sample.audit": "audit sample drawn",
+    "pool.create": "pool created",
+    "pool.update": "pool changed",
+    "pool.delete": "pool removed",
+    "assignment_rule.create": "assignment rule added",
+    "assignment_rule.replace": "assignment rule changed",
+    "assignment_rule.delete": "assignment rule removed",
+    "service_target.create": "service-level target added",
+    "service_target.replace": "service-level target changed",
+    "service_target.delete": "service-level target removed",
+    "escalation.create": "escalation set up",
+    "escalation.update": "escalation changed",
+    "escalation.delete": "escalation turned off",
 }
+# Ids of the writes' own bookkeeping: they mean nothing to a reader, and the CSV export keeps them.
+UNSHOWN_DETAILS = {"claim", "revision"}
+DETAIL_WORDS = {"expires_at": "lease until", "via": "by", "human_verdict": "the person's verdict"}
+FINGERPRINT_SHOWN = 16  # characters of a fingerprint in words: enough to tell two apart; the export has it whole
 WHY_WORDS = {
     Why.FIRST: "first grading",
     Why.EVIDENCE: "new evidence",
@@ -48,6 +83,31 @@ WHY_WORDS = {
     Why.AGAIN: "graded again",
 }
 BASIS_WORDS = {"agreed": "decided: the answers agreed", "adjudicated": "adjudicated"}
+
+
+def action_choices(current: str = "") -> list[tuple[str, str]]:
+    """The audit page's action filter: each family of actions ("claim": every claim.*), then each action, in words;
+    the filter's `current` value kept when it is neither (a bookmarked code)."""
+    families = sorted({code.rsplit(".", 1)[0] for code in ACTION_WORDS if "." in code})
+    choices = [(family, f"any {family.replace('_', ' ').replace('.', ' ')} event") for family in families]
+    choices += sorted(((code, f"{words} ({code})") for code, words in ACTION_WORDS.items()), key=lambda c: c[1])
+    if current and current not in {value for value, _ in choices}:
+        choices.append((current, current))
+    return choices
+
+
+def object_words(object_type: str) -> str:
+    """`grading.criteriaversion` as people say it: "criteria version" (the model's verbose name)."""
+    try:
+        return str(apps.get_model(object_type)._meta.verbose_name)
+    except (LookupError, ValueError):
+        return object_type
+
+
+def object_choices() -> list[tuple[str, str]]:
+    """The audit page's object filter: every model of Tollgate's own apps an event may name, in words."""
+    models = [m for m in apps.get_models() if m._meta.app_label in ("grading", "reviewer", "otlp")]
+    return sorted(((m._meta.label_lower, str(m._meta.verbose_name)) for m in models), key=lambda c: c[1])
 
 
 def action_words(action: str, detail: dict) -> str:
@@ -62,15 +122,37 @@ def who(actor: str, api_key: str) -> str:
     return f"key {api_key}" if api_key else "Tollgate"
 
 
-def detail_text(detail: dict) -> list[tuple[str, str]]:
-    """The detail's keys and values as text, nested values as compact JSON."""
-    return [(str(key), _text(value)) for key, value in detail.items()]
+def detail_text(detail: dict) -> list[tuple[str, str | datetime]]:
+    """The detail's keys and values in words: keys without underscores, nested values as "key value" lists rather than
+    JSON, fingerprints shortened, and times as datetimes (the page shows them in the reader's time zone)."""
+    return [
+        (DETAIL_WORDS.get(str(key), str(key).replace("_", " ")), _value(value, key=str(key)))
+        for key, value in detail.items()
+        if key not in UNSHOWN_DETAILS
+    ]
 
 
-def _text(value: object) -> str:
+def _value(value: object, *, key: str) -> str | datetime:
+    if isinstance(value, str) and key.endswith("_at"):
+        try:
+            return datetime.fromisoformat(value)
+        except ValueError:
+            return value
+    return _text(value, key=key)
+
+
+def _text(value: object, *, key: str = "") -> str:
+    if value is None:
+        return "none"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
     if isinstance(value, str):
-        return value
-    return json.dumps(value, ensure_ascii=False, sort_keys=True)
+        return value[:FINGERPRINT_SHOWN] + "…" if "fingerprint" in key and len(value) > FINGERPRINT_SHOWN else value
+    if isinstance(value, dict):
+        return ", ".join(f"{str(k).replace('_', ' ')} {_text(v, key=str(k))}" for k, v in value.items())
+    if isinstance(value, list | tuple):
+        return ", ".join(_text(item) for item in value)
+    return str(value)
 
 
 @dataclass(frozen=True)
@@ -80,7 +162,7 @@ class Said:
 
     what: str
     who: str
-    details: list[tuple[str, str]]
+    details: list[tuple[str, str | datetime]]
 
     @classmethod
     def of(cls, action: str, detail: dict, *, actor: str, api_key: str, **row: Any) -> Self:
@@ -97,6 +179,7 @@ class EventRow(Said):
     item: str  # "conversation cv-7 (#12)", "" for none
     item_trail_url: str  # the audit page filtered by the item
     item_page_url: str  # the item's criteria page, for a criteria admin of the org; ""
+    object: str  # what the event changed, in words: "criteria version"
 
 
 def event_rows(events: list[AuditEvent], *, org_slug: str, criteria_admin: bool) -> list[EventRow]:
@@ -122,6 +205,7 @@ def event_rows(events: list[AuditEvent], *, org_slug: str, criteria_admin: bool)
                 item=item,
                 item_trail_url=trail_url,
                 item_page_url=page_url,
+                object=object_words(event.object_type) if event.object_type else "",
             )
         )
     return rows

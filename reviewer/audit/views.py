@@ -51,7 +51,8 @@ def audit(request: HttpRequest) -> HttpResponse:
         .order_by("user__username")
         .values_list("user__username", flat=True)
         .distinct(),
-        "actions": display.ACTION_WORDS,
+        "actions": display.action_choices(request.GET.get("action", "")),
+        "object_types": display.object_choices(),
         "nav_active": "audit",
     }
     try:

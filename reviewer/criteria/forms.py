@@ -158,6 +158,34 @@ class CriteriaForm(forms.Form):
             valid = self.characters.is_valid() & self.components.is_valid() & valid
         return valid
 
+    def error_summary(self) -> list[str]:
+        """Every error the editor shows, each with where it is: the list at the top of the page, so a refused save
+        says what to fix without scrolling to find it (each field keeps its own message too)."""
+        if not self.is_bound:
+            return []
+        summary = [f"{self._where(name)}: {message}" for name, messages in self.errors.items() for message in messages]
+        rows = []
+        if self.checks is not None:
+            rows.append(("checks", self.checks))
+            rows += [(f"check {n}", row.rules) for n, row in enumerate(self.checks.forms, start=1) if row.rules]
+        if self.is_draft:
+            rows += [("banned characters", self.characters), ("components", self.components)]
+        for place, formset in rows:
+            summary += [f"{place}: {m}" for m in [*formset.non_form_errors(), *getattr(formset, "service_errors", [])]]
+            for n, row in enumerate(formset.forms, start=1):
+                summary += [
+                    f"{place}, row {n}{'' if name == '__all__' else f', {name}'}: {message}"
+                    for name, messages in row.errors.items()
+                    for message in messages
+                ]
+        return summary
+
+    def _where(self, name: str) -> str:
+        if name == "__all__":
+            return "the version"
+        field = self.fields.get(name)
+        return str(field.label) if field is not None and field.label else name.replace("_", " ")
+
     def judge_setting(self) -> dict:
         return {"judge": self.cleaned_data["judge"]} if self.cleaned_data.get("judge") else {}
 

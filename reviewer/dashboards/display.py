@@ -3,6 +3,7 @@ in words, the charts."""
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 from urllib.parse import urlencode
@@ -13,7 +14,9 @@ from django.utils.html import escape
 from django.utils.safestring import mark_safe
 
 from grading.dashboard.figures import GROUP_LABELS, Scope
-from grading.models import ItemKind
+from grading.figures.definitions import PASS_FAIL
+from grading.models import ItemKind, ReviewState, for_people
+from grading.models.reach import Reach
 from reviewer.dashboards import charts
 from reviewer.dashboards.reads import PEOPLE_LISTS, ReviewFilter
 
@@ -39,13 +42,11 @@ class Links:
 
     def __init__(self, org_slug: str, scope: Scope) -> None:
         self.base = {"org": org_slug, **scope.as_query()}
-        self._scope = urlencode(scope.as_query())
         self._org = urlencode({"org": org_slug})
         self._range = urlencode({"from": self.base["from"], "to": self.base["to"]})
         self._application = urlencode({"application": scope.application}) if scope.application else ""
-        self._reviews, self._export, self._page, self._figures, self._certified = (
-            reverse(n)
-            for n in ("dashboard_reviews", "dashboard_export", "dashboard", "api:get_dashboard", "dashboard_certified")
+        self._reviews, self._export, self._page, self._certified = (
+            reverse(n) for n in ("dashboard_reviews", "dashboard_export", "dashboard", "dashboard_certified")
         )
 
     def reviews(self, week: str | None = None, application: str | None = None, **filters) -> str:
@@ -65,11 +66,6 @@ class Links:
     def page(self, **changes) -> str:
         query = urlencode({key: value for key, value in (self.base | changes).items() if value})
         return mark_safe(self._page + "?" + query.replace("&", "&amp;"))  # noqa: S308 - urlencode output
-
-    def figures_json(self) -> str:
-        """The page's figures from the JSON API (`GET /api/v1/dashboard`): the API key names the org, so the
-        query is the scope alone."""
-        return mark_safe(self._figures + "?" + self._scope.replace("&", "&amp;"))  # noqa: S308 - urlencode output
 
     def certified(self) -> str:
         """The quality rate with its interval from the audit sample, for the page's scope (loaded apart)."""
@@ -280,10 +276,17 @@ def agreement_panel(figures: dict, links: Links) -> list[dict]:
                     "note": a["note"],
                     "confusion": confusion_table(a, links, kind=kind, sample=sample, check=check),
                 })  # fmt: skip
+            pooled = data["checks"].get("all_checks") or data["checks"].get(PASS_FAIL)
+            reading = (
+                f"The judge gives people's answer {times_in(pooled['percent'])} "
+                f"({_percent(pooled['percent'])} of {pooled['n']})."
+                if pooled and pooled["n"]
+                else ""
+            )
             blocks.append({
                 "kind": kind, "sample": sample, "label": GROUP_LABELS[sample], "biased": sample == "unsure",
                 "criteria_version": per_kind["criteria_version"], "checks": checks,
-                "n": max((c["n"] for c in checks), default=0),
+                "n": max((c["n"] for c in checks), default=0), "reading": reading,
             })  # fmt: skip
     return blocks
 
@@ -326,10 +329,14 @@ def people_panel(figures: dict, links: Links) -> list[dict]:
                         for pair in p.get("pairs", [])
                     ],
                 })  # fmt: skip
+            share, items = people_agreed(data["checks"])
+            reading = (
+                f"People agree with each other {times_in(share)} ({_percent(share)} of {items} items)." if items else ""
+            )
             blocks.append({
                 "kind": kind, "sample": sample, "label": data["label"], "biased": sample == "unsure",
                 "criteria_version": per_kind["criteria_version"], "checks": checks,
-                "items": max((c["items"].value for c in checks), default=0),
+                "items": max((c["items"].value for c in checks), default=0), "reading": reading,
             })  # fmt: skip
     return blocks
 
@@ -441,6 +448,64 @@ def service_panel(service: dict, links: Links) -> dict:
     }  # fmt: skip
 
 
+# --- the first screen, in words --------------------------------------------------------------------------------
+
+
+def times_in(share: float | None) -> str:
+    """A share read aloud: "4 times in 5", "9 times in 10", "nearly always"; "" for none."""
+    if share is None:
+        return ""
+    if share >= 0.95:
+        return "nearly always"
+    if share <= 0.05:
+        return "almost never"
+    tenths = round(share * 10)
+    common = math.gcd(tenths, 10)
+    return f"{tenths // common} time{'s' if tenths // common > 1 else ''} in {10 // common}"
+
+
+def people_agreed(checks: dict) -> tuple[float | None, int]:
+    """How often everyone who answered an item gave the same answer, and on how many items: the whole item's verdict
+    where people give one (labels), else pooled over the checks they answer (the queue asks check by check)."""
+    if PASS_FAIL in checks:
+        return checks[PASS_FAIL]["percent"], checks[PASS_FAIL]["items"]
+    answered = [p for p in checks.values() if p["items"]]
+    if not answered:
+        return None, 0
+    return sum(p["unanimous"] for p in answered) / sum(p["items"] for p in answered), max(p["items"] for p in answered)
+
+
+def in_words(figures: dict, quality: dict, gate: dict, links: Links) -> dict:
+    """What a stakeholder reads first, in sentences with the number behind each one click away: quality with its
+    unknowns, the gate's outcomes, what changed from the range's week before last to its last week, and agreement
+    (the judge with people on the audit sample; people with each other on the items several of them answered)."""
+    kind = ItemKind.CONVERSATION
+    weeks = figures["quality"]["by_week"]
+    gate_weeks = figures["gate"]["by_week"]
+    change = None
+    if len(weeks) >= 2:
+        before, last = weeks[-2], weeks[-1]
+        change = {
+            "before": before["week"],
+            "last": last["week"],
+            "quality_before": _percent(before["quality"]),
+            "quality_last": Linked(_percent(last["quality"]), links.reviews(last["week"], kind=kind, route="pass")),
+            "passed_before": gate_weeks[-2]["pass"] if len(gate_weeks) >= 2 else 0,
+            "passed_last": gate_weeks[-1]["pass"] if gate_weeks else 0,
+            "failed_before": gate_weeks[-2]["fail"] if len(gate_weeks) >= 2 else 0,
+            "failed_last": gate_weeks[-1]["fail"] if gate_weeks else 0,
+        }
+    judge = figures["agreement"][kind]["samples"]["audit"]["checks"]["all_checks"]
+    share, items = people_agreed(figures["agreement"][kind]["people"]["audit"]["checks"])
+    return {
+        "quality": quality["total"],
+        "gate": gate["total"],
+        "change": change,
+        "judge": {"words": times_in(judge["percent"]), "percent": _percent(judge["percent"]), "n": judge["n"]},
+        "people": {"words": times_in(share), "percent": _percent(share), "items": items} if items else None,
+    }
+
+
 _KINDS = {ItemKind.CONVERSATION: ("Conversations", "conversation"), ItemKind.DRAFT: ("Drafts", "draft")}
 
 
@@ -499,3 +564,26 @@ def _certified_kind(kind: str, f: dict) -> dict:
 
 def _percent_1(value: float | None) -> str:
     return "–" if value is None else f"{value:.1%}"
+
+
+def item_url(review, *, queue_reach: Reach | None, criteria_admin: bool) -> str:
+    """Where a row of a review list leads its reader: the item's queue page, where people decide it (and a lead
+    assigns it), for a queue member whose reach covers it while it is for people; else, for a criteria admin, the
+    item's criteria page; "" when the reader has neither."""
+    queued = queue_reach is not None and for_people(route=review.route, audit=review.audit)
+    if queued and queue_reach.covers(review.kind, review.application):
+        return reverse("review_detail", args=[review.pk])
+    if criteria_admin:
+        item_id = review.draft_id if review.kind == ItemKind.DRAFT else review.conversation_id
+        return reverse("criteria_item", kwargs={"kind": review.kind, "pk": item_id})
+    return ""
+
+
+def assignable(review, *, lead_reach: Reach | None) -> bool:
+    """Whether a lead may assign this row's item from the list: it waits for people, undecided, within their reach."""
+    return (
+        lead_reach is not None
+        and for_people(route=review.route, audit=review.audit)
+        and review.state_now == ReviewState.WAITING
+        and lead_reach.covers(review.kind, review.application)
+    )

@@ -25,6 +25,7 @@ from grading.models.criteria import default_checks
 from grading.models.reach import Reach
 from grading.reviews.blind import reviews_blind
 from reviewer.access import EVERY_ROLE, org_asked, orgs_for, reaches_of
+from reviewer.queue.reads import queue_applications
 
 PAGE_SIZE = 50
 SETS = ("counting", "stale", "errors")
@@ -182,6 +183,11 @@ def filter_from(params: QueryDict, org: Org) -> ReviewFilter:
 def reader_reach(user, org: Org) -> Reach:
     """What the person may read of `org`: the union of what their memberships (any role) there cover."""
     return reaches_of(user, *EVERY_ROLE)[org.pk]
+
+
+def org_applications(org: Org, reach: Reach | None) -> list[str]:
+    """The applications of the org's conversations the reader's reach covers: what the application filter offers."""
+    return queue_applications([reach or Reach(org.pk)])  # the queue's loose index scan: a probe per application
 
 
 def scope_from(org: Org, params: QueryDict, reach: Reach) -> Scope:

@@ -15,10 +15,13 @@ from grading.dashboard.regrade import org_regrade_progress
 from grading.figures.definitions import PASS_FAIL
 from grading.models import ItemKind
 from grading.reviews.spend import spend_overview
-from reviewer.access import EVERY_ROLE, role_required
+from reviewer.access import EVERY_ROLE, orgs_for, reaches_of, role_required
 from reviewer.criteria.reads import admin_org_ids, unpublished_versions
 from reviewer.dashboards import display, export, reads
 from reviewer.dashboards.service import service_figures
+from reviewer.models import Role
+from reviewer.queue.assignments import QUEUE_ROLES, org_assignees
+from reviewer.queue.forms import AssignForm
 
 
 def _org_and_scope(request: HttpRequest, orgs=None):
@@ -41,17 +44,22 @@ def dashboard(request: HttpRequest) -> HttpResponse:
         org, scope = _org_and_scope(request, orgs)
     except InvalidScope as exc:
         return _bad_filter(request, exc.field, exc.message)
+    applications = reads.org_applications(org, scope.reach)
+    if scope.application and scope.application not in applications:  # a typo would read as an all-zero page
+        return _bad_filter(request, "application", f"{org.name} has no application named {scope.application!r}.")
     counters = counters_for(scope)  # one read of the scope's counters for every panel
     figures = dashboard_figures(scope, counters=counters)
     links = display.Links(org.slug, scope)
+    quality, gate = display.quality_panel(figures, links), display.gate_panel(figures, links)
     context = {
         "org": org,
         "orgs": orgs,
         "scope": scope,
-        "reach_applications": sorted(scope.reach.applications or ()),
+        "applications": applications,
         "figures": figures,
-        "quality": display.quality_panel(figures, links),
-        "gate": display.gate_panel(figures, links),
+        "quality": quality,
+        "gate": gate,
+        "in_words": display.in_words(figures, quality, gate, links),
         "staleness": display.staleness_panel(figures, links),
         "regrade": display.regrade_panel(figures["staleness"]["regrade"], org_slug=org.slug),
         "agreement": display.agreement_panel(figures, links),
@@ -65,7 +73,6 @@ def dashboard(request: HttpRequest) -> HttpResponse:
         "export_csv": links.export("csv"),
         "export_jsonl": links.export("jsonl"),
         "export_drafts_csv": links.export("csv", kind="draft"),
-        "json_url": links.figures_json(),
         "nav_active": "dashboard",
     }
     return render(request, "reviewer/dashboards/index.html", context)
@@ -123,6 +130,18 @@ def dashboard_reviews(request: HttpRequest) -> HttpResponse:
     reviews = reads.reviews_behind(org, scope, review_filter)
     page = reads.review_page(reviews, f=review_filter, after=int(after) if after else None)
     links = display.Links(org.slug, scope)
+    queue_reach = reaches_of(request.user, *QUEUE_ROLES).get(org.pk)
+    lead_reach = reaches_of(request.user, Role.LEAD).get(org.pk)
+    criteria_admin = orgs_for(request.user, Role.CRITERIA_ADMIN).filter(pk=org.pk).exists()
+    rows = [
+        (
+            review,
+            display.item_url(review, queue_reach=queue_reach, criteria_admin=criteria_admin),
+            display.assignable(review, lead_reach=lead_reach),
+        )
+        for review in page.rows
+    ]
+    people, pools = org_assignees(org.pk) if any(row[2] for row in rows) else ([], [])
     query = request.GET.copy()
     next_url = ""
     if page.next_after:
@@ -134,6 +153,8 @@ def dashboard_reviews(request: HttpRequest) -> HttpResponse:
         "filter": review_filter,
         "described": _describe(review_filter, scope),
         "page": page,
+        "rows": rows,
+        "assign_form": AssignForm(people=people, pools=pools) if people or pools else None,
         "next_url": next_url,
         "back_url": links.page(),
         "export_csv": links.export("csv", **_filter_fields(review_filter)),

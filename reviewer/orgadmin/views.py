@@ -35,6 +35,7 @@ from grading.api.keys import IssuedApiKey, api_key_create, api_key_revoke
 from grading.delivery.signing import previous_secret_signs, webhook_secret_rotate
 from grading.models import ApiKey, Org
 from grading.models.audit import audit_record
+from grading.models.reach import Reach
 from reviewer.access import found, role_required
 from reviewer.dashboards.display import duration
 from reviewer.models import Invitation, Membership, Role
@@ -55,6 +56,7 @@ from reviewer.orgadmin.invitations import (
     link_valid_for,
 )
 from reviewer.orgadmin.members import (
+    WHOLE_ORG_ROLES,
     MembershipRefused,
     membership_grant,
     membership_revoke,
@@ -66,6 +68,7 @@ from reviewer.orgadmin.members import (
 )
 from reviewer.orgadmin.retention import retention_policies, retention_set
 from reviewer.pages import org_form_page
+from reviewer.queue.reads import queue_applications
 
 TABS = [
     ("orgadmin_members", "Members"),
@@ -97,8 +100,27 @@ def orgadmin_members(request: HttpRequest) -> HttpResponse:
     return org_form_page(request, org_ids, MemberAddForm, _render_members, _member_add)
 
 
+def _unknown_applications(form: ReachForm, org: Org, role: str) -> bool:
+    """Whether the form names an application the org has no conversation of, as an error on the field: a typo would
+    give the person a reach that covers nothing (an operator's queue emptied by one wrong letter). A whole-org role
+    is refused a part of the org whatever its names, by the service, with the reason."""
+    names = form.reach_setting()["applications"] or []
+    if role in WHOLE_ORG_ROLES:
+        return False
+    known = queue_applications([Reach(org.pk)])
+    unknown = sorted(set(names) - set(known))
+    if unknown:
+        named = ", ".join(known) or "none yet"
+        form.add_error(
+            "applications", f"{org.name} has no application named {', '.join(unknown)}; its applications: {named}."
+        )
+    return bool(unknown)
+
+
 def _member_add(request: HttpRequest, org_ids: list[int], form: MemberAddForm, org: Org) -> HttpResponse:
     identifier, role = form.cleaned_data["person"], Role(form.cleaned_data["role"])
+    if _unknown_applications(form, org, role):
+        return _render_members(request, org_ids, form=form, status=400)
     try:
         person = person_find(identifier, org=org)
         if person is not None:
@@ -201,7 +223,7 @@ def orgadmin_member_scope(request: HttpRequest, pk: int) -> HttpResponse:
     membership = _get_membership_for_admin(request, pk)
     org_ids = reads.admin_org_ids(request.user)
     form = ReachForm(request.POST)
-    if not form.is_valid():
+    if not form.is_valid() or _unknown_applications(form, membership.org, membership.role):
         return _render_members(request, org_ids, form=form, status=400)
     try:
         membership, changed = membership_scope(membership=membership, actor=request.user, **form.reach_setting())

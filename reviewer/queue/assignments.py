@@ -92,9 +92,9 @@ def reservations_of(reviews: Sequence[Review], now: datetime) -> dict[int, Reser
 
 
 def reserved_q(org_id: int, user_id: int, now: datetime, *, mine: bool) -> Q | None:
-    """Reviews (of one org) reserved now for `user_id` (`mine`), or for people other than them (not `mine`). None
-    for `mine` when nothing can be reserved for them (no assignment by hand names them, no rule does): claim next
-    then does not walk the queue looking for what cannot be there."""
+    """Reviews (of one org) reserved now for `user_id` (`mine`: the queue's "assigned to me" filter), or for people
+    other than them (not `mine`: what claim next passes over). None for `mine` when nothing can be reserved for them
+    (no assignment by hand names them, no rule does): the filter then lists nothing without walking the queue."""
     pools = set(Pool.objects.filter(org_id=org_id, members=user_id).values_list("pk", flat=True))
     theirs = Q(person_id=user_id) | Q(pool_id__in=pools)
     by_hand = Assignment.objects.filter(review_id=OuterRef("pk"))
@@ -204,6 +204,14 @@ def assignable_people(review: Review) -> list[AbstractBaseUser]:
     reaches = reaches_in(review.org_id, *QUEUE_ROLES)
     ids = [user_id for user_id, reach in reaches.items() if reach.covers(review.kind, review.application)]
     return list(get_user_model().objects.filter(pk__in=ids).order_by("username"))
+
+
+def org_assignees(org_id: int) -> tuple[list[AbstractBaseUser], list[Pool]]:
+    """Everyone an item of the org could be assigned to (the queue's people, whatever their reach: assigning an item
+    out of someone's reach is refused for that item) and the org's pools: a lead's choice for several items at once."""
+    ids = list(reaches_in(org_id, *QUEUE_ROLES))
+    people = list(get_user_model().objects.filter(pk__in=ids).order_by("username"))
+    return people, list(Pool.objects.filter(org_id=org_id).order_by("name"))
 
 
 def _named(assignment: Assignment) -> str:

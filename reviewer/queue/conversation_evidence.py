@@ -68,6 +68,7 @@ class CheckView:
     key: str
     name: str  # the check's name in its version
     question: str
+    guidance: list[tuple[str, str]]  # (answer, what it means) as the version words it
     verdict: str  # the machine's answer, as stored: pass, fail, a category, a score, unknown
     reads_as: str  # pass, fail or unknown as the answer reads for the item; "" when it is neither
     rationale: str
@@ -117,6 +118,7 @@ def conversation_evidence(review: Review) -> ConversationEvidence:
                 key=definition.key,
                 name=definition.name,
                 question=definition.question,
+                guidance=definition.guidance_in_order(),
                 verdict=answer,
                 reads_as=answer_reads_as(definition, answer),
                 rationale=str(check.get("rationale", "")),

@@ -20,14 +20,14 @@ from reviewer.models import Claim
 from reviewer.queue import reads
 from reviewer.queue.assignments import Reservation, reservations_of
 
+# In words, on the rows and in the reason filter alike: an operator new to the queue reads them without a key.
 REASON_LABELS = {
-    BAND: "band",
-    UNKNOWN_CHECK: "unknown check",
-    JUDGE_CONTRADICTION: "judge contradicts itself",
-    SPREAD: "spread straddles",
-    BELOW_CERTIFIED: "below certified confidence",
+    BAND: "score in the marginal band",
+    UNKNOWN_CHECK: "a check came back unknown",
+    JUDGE_CONTRADICTION: "the judge contradicts itself",
+    SPREAD: "the judge's spread straddles the threshold",
+    BELOW_CERTIFIED: "the judge's confidence is under the certified threshold",
 }
-_VERDICT_MARKS = {"unknown": "?", "fail": "✗"}
 
 
 def stale_reason(review: Review) -> str:
@@ -75,7 +75,7 @@ class QueueRow:
     context: str
     reason_label: str
     summary: str
-    checks: list[tuple[str, str, str, str]]  # conversations: (letter, what it reads as, mark, "name: answer")
+    checks: list[tuple[str, str, str]]  # the machine's answer to each check: (name, answer, what it reads as)
     criteria_label: str
     waiting: str
     mine: bool
@@ -84,6 +84,7 @@ class QueueRow:
     assigned: str  # who may claim it first ("you", "ann until 15:00", "pool billing"); "" when anyone may
     due: str  # "due in 25 min", "overdue 1 h 05 min"; "" when no service-level target names it
     overdue: bool
+    not_claimable: str  # why claim next passes this row over for the reader; "" when it is theirs to claim
 
 
 def queue_row(
@@ -94,27 +95,27 @@ def queue_row(
     user,
     now: datetime,
     reservation: Reservation | None = None,
+    slots: reads.Slots | None = None,
+    declined: bool = False,
 ) -> QueueRow:
-    checks: list[tuple[str, str, str, str]] = []
+    checks: list[tuple[str, str, str]] = []
     blind = blind_of(review, answered=answered).verdicts  # the row in hand is the item's live review
     if blind:  # the list must not show what the item page hides
         summary = "verdict hidden until you decide"
         title, context = (review.draft.slug, review.draft.title) if review.draft_id else (
             review.conversation.external_id, review.conversation.application)  # fmt: skip
     elif review.kind == ItemKind.DRAFT:
-        parts = [f"{review.score:.1f}" if review.score is not None else "no score"]
-        if review.sub_scores:
-            keys = [c.key for c in review.criteria_version.check_set().checks if c.kind == AnswerKind.SCORE]
-            parts.append("/".join(str(review.sub_scores.get(key, "?")) for key in keys))
+        summary = f"score {review.score:.1f} of 10" if review.score is not None else "no score"
         if review.reason == JUDGE_CONTRADICTION and review.judge_passed is not None:
-            parts.append(f"but the judge said {'pass' if review.judge_passed else 'fail'}")
-        summary, title, context = " · ".join(parts), review.draft.slug, review.draft.title
+            summary += f", but the judge said {'pass' if review.judge_passed else 'fail'}"
+        for check in review.criteria_version.check_set().checks:
+            if check.kind == AnswerKind.SCORE and review.sub_scores and check.key in review.sub_scores:
+                checks.append((check.name, f"{review.sub_scores[check.key]} of {check.scale}", ""))
+        title, context = review.draft.slug, review.draft.title
     else:
         for check in review.criteria_version.check_set().checks:
             answer = str((review.checks.get(check.key) or {}).get("verdict", "unknown"))
-            reads_as = answer_reads_as(check, answer)
-            mark = _VERDICT_MARKS.get(reads_as, "")
-            checks.append((check.name[0].upper(), reads_as, mark, f"{check.name}: {answer}"))
+            checks.append((check.name, answer, answer_reads_as(check, answer)))
         summary, title, context = "", review.conversation.external_id, review.conversation.application
     mine = any(claim.holder_id == user.pk for claim in claims)
     held_by = ", ".join(
@@ -132,14 +133,31 @@ def queue_row(
         reason_label="audit sample" if blind else REASON_LABELS.get(review.reason, review.reason or "human"),
         summary=summary,
         checks=checks,
-        criteria_label=f"{'draft' if review.kind == ItemKind.DRAFT else 'conv'} v{review.criteria_version.number}",
+        criteria_label=f"{review.kind} v{review.criteria_version.number}",
         waiting=age(now - review.finished_at),
         mine=mine,
         held_by=held_by,
         places=_places(review, answered=answered, held=len(claims)),
         assigned=_assigned(reservation, user),
         **due_of(review, now),
+        not_claimable=not_claimable(user.pk, mine=mine, declined=declined, reservation=reservation, slots=slots),
     )
+
+
+def not_claimable(
+    user_id: int, *, mine: bool, declined: bool, reservation: Reservation | None, slots: reads.Slots | None
+) -> str:
+    """Why claim next passes the row over for this person, in words; "" when it would hand it to them. The rule the
+    page states, in the form the page reads it (the rows in hand); claim next's scan is its SQL form
+    (reads.queue_first_free), and tests/reviewer/queue/test_claim_next_order.py holds the two equal."""
+    if mine:
+        return "you hold it"
+    if declined:
+        return "you declined it"
+    if reservation is not None and not reservation.allows(user_id):
+        return f"reserved for {reservation.named}"
+    refused = slots.place_for(user_id) if slots is not None else None
+    return refused[1] if refused else ""
 
 
 def due_of(review: Review, now: datetime) -> dict:
@@ -218,7 +236,7 @@ def queue_page(
     if key_before is not None:
         key_after = None
     versions = reads.queue_versions(reaches)
-    lanes = reads.queue_lanes(versions, reaches, filters)
+    lanes = reads.queue_lanes(versions, reaches, filters, user_id=user.pk, now=now)
     reviews = reads.queue_rows(lanes=lanes, filters=filters, after=key_after, before=key_before, limit=page_size + 1)
     stats = reads.queue_stats(lanes=lanes)
     more = len(reviews) > page_size
@@ -233,6 +251,8 @@ def queue_page(
         claims_by_review.setdefault(claim.review_id, []).append(claim)
     answered = reads.answers_given([review.pk for review in reviews])
     reservations = reservations_of(reviews, now)
+    slots = reads.slots_on(reviews, now)
+    declined = reads.declined_by(user.pk, [review.pk for review in reviews])
     rows = [
         queue_row(
             review,
@@ -241,6 +261,8 @@ def queue_page(
             user=user,
             now=now,
             reservation=reservations.get(review.pk),
+            slots=slots[review.pk],
+            declined=review.pk in declined,
         )
         for review in reviews
     ]

@@ -3,8 +3,9 @@
 from dataclasses import dataclass
 
 from django import forms
+from django.forms.boundfield import BoundWidget
 
-from grading.checks.definitions import AnswerKind, CheckDefinition, CheckSet
+from grading.checks.definitions import UNKNOWN, AnswerKind, CheckDefinition, CheckSet
 from grading.models import Decision, ItemKind, Review
 from reviewer.queue.display import REASON_LABELS
 from reviewer.queue.reads import QueueFilters
@@ -20,6 +21,8 @@ class QueueFilterForm(forms.Form):
     application = forms.CharField(max_length=100, required=False)
     reason = forms.ChoiceField(choices=[("", "all"), *REASON_LABELS.items()], required=False)
     criteria = forms.IntegerField(required=False, min_value=1)
+    overdue = forms.BooleanField(required=False, label="overdue only")
+    mine = forms.BooleanField(required=False, label="assigned to me")
     after = forms.IntegerField(required=False, min_value=1)
     before = forms.IntegerField(required=False, min_value=1)
 
@@ -30,6 +33,8 @@ class QueueFilterForm(forms.Form):
             application=data.get("application") or "",
             reason=data.get("reason") or "",
             criteria_version=data.get("criteria"),
+            overdue=data.get("overdue") or False,
+            mine=data.get("mine") or False,
         )
 
     def cursor(self) -> tuple[int | None, int | None]:
@@ -72,18 +77,40 @@ class DraftDecisionForm(_DecisionForm):
         return data
 
 
+# The key that gives each answer on the item page (reviewer/static/queue.js reads them from the page): p, f and u for
+# a verdict; a category by its place, 1 to 8; a score by its number (0 for 10); u for unknown everywhere.
+VERDICT_KEYS = {"pass": "p", "fail": "f", UNKNOWN: "u"}
+
+
+def answer_key(check: CheckDefinition, answer: str) -> str:
+    if answer == UNKNOWN or check.kind == AnswerKind.VERDICT:
+        return VERDICT_KEYS[answer]
+    if check.kind == AnswerKind.CATEGORY:
+        return str(check.categories.index(answer) + 1)
+    return answer[-1]  # a score: "1".."9", and "10" -> "0"
+
+
+@dataclass(frozen=True)
+class AnswerChoice:
+    radio: BoundWidget
+    key: str
+
+
 @dataclass(frozen=True)
 class CheckField:
-    """One check of the version beside the person's answer to it: its name, question and guidance per answer."""
+    """One check of the version beside the person's answer to it: its name, question and guidance per answer, and
+    each answer's radio with the key that gives it."""
 
     field: forms.BoundField
     check: CheckDefinition
 
     @property
     def guidance(self) -> list[tuple[str, str]]:
-        """(answer, the admin's words on it) in the answers' order, for the answers that have guidance."""
-        guidance = self.check.guidance
-        return [(answer, guidance[answer]) for answer in self.check.answers if guidance.get(answer)]
+        return self.check.guidance_in_order()
+
+    @property
+    def choices(self) -> list[AnswerChoice]:
+        return [AnswerChoice(radio, answer_key(self.check, radio.data["value"])) for radio in self.field]
 
 
 def answer_choices(check: CheckDefinition) -> list[tuple[str, str]]:
@@ -94,17 +121,20 @@ def answer_choices(check: CheckDefinition) -> list[tuple[str, str]]:
 
 
 class ConversationDecisionForm(_DecisionForm):
-    """An answer to every check of the review's criteria version, each field named by the check's key."""
+    """An answer to every check of the review's criteria version, each field named by the check's key: one choice per
+    answer, none chosen unless `start_from` gives it, so every answer is the person's own."""
 
-    def __init__(self, *args, check_set: CheckSet, initial_answers: dict[str, str] | None = None, **kwargs) -> None:
+    def __init__(self, *args, check_set: CheckSet, start_from: dict[str, str] | None = None, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self.check_set = check_set
         for check in check_set.checks:
-            initial = (initial_answers or {}).get(check.key)
+            initial = (start_from or {}).get(check.key)
             self.fields[check.key] = forms.ChoiceField(
                 label=check.name,
                 choices=answer_choices(check),
-                initial=initial if initial in check.answers else "unknown",
+                initial=initial if initial in check.answers else None,
+                widget=forms.RadioSelect,
+                error_messages={"required": f"Answer {check.name}: {', '.join(check.answers)}."},
             )
         self.fields["note"].required = True
         self.fields["note"].widget.attrs["required"] = True
@@ -120,18 +150,17 @@ class ConversationDecisionForm(_DecisionForm):
 DecisionForm = DraftDecisionForm | ConversationDecisionForm
 
 
-def decision_form(review: Review, data=None, *, blind: bool = False) -> DecisionForm:
-    """The form that decides `review`, bound to `data` when given. Unbound, a conversation's starts from the
-    machine's answers, unless `blind`: then it must not start from them (grading/reviews/blind.py)."""
+def decision_form(review: Review, data=None, *, start_from: dict[str, str] | None = None) -> DecisionForm:
+    """The form that decides `review`, bound to `data` when given. Unbound, a conversation's starts from no answer,
+    never the machine's: the item came to a person because the machine was unsure (or to audit it), and its answers
+    would anchor theirs. An adjudicator's starts from what the answers agree on (`start_from`)."""
     if review.kind == ItemKind.DRAFT:
         return DraftDecisionForm(data, initial={"fingerprint": review.fingerprint})
-    checks = {} if blind else (review.checks or {})
-    answers = {key: (check or {}).get("verdict", "unknown") for key, check in checks.items()}
     return ConversationDecisionForm(
         data,
         initial={"fingerprint": review.fingerprint},
         check_set=review.criteria_version.check_set(),
-        initial_answers=answers,
+        start_from=start_from,
     )
 
 
@@ -163,3 +192,7 @@ class AssignForm(forms.Form):
         """`person=` or `pool=`, for assignment_set."""
         to = self.cleaned_data["to"]
         return {"person": self.people[to]} if to in self.people else {"pool": self.pools[to]}
+
+    def assignee_name(self) -> str:
+        to = self.cleaned_data["to"]
+        return self.people[to].get_username() if to in self.people else f"pool {self.pools[to].name}"

@@ -33,7 +33,7 @@ from reviewer.queue import reads, rendering
 from reviewer.queue.assignments import Reservation, assignable_people, assignments_of, reservation_of
 from reviewer.queue.conversation_evidence import ConversationEvidence, conversation_evidence
 from reviewer.queue.display import due_of, stale_reason
-from reviewer.queue.forms import AssignForm, DecisionForm, decision_form
+from reviewer.queue.forms import AssignForm, ConversationDecisionForm, DecisionForm, decision_form
 
 
 def item_page(
@@ -119,9 +119,31 @@ class ItemPage:
     def lease(self) -> reads.Lease:
         return reads.lease_of(reads.open_claim(self.review.pk, self.user), self.user, self.now)
 
+    @property
+    def deciding(self) -> bool:
+        """The decision form is shown: the person holds the live lease on a review that still waits."""
+        return self.lease.live and self.lease.mine and self.still_counts and self.decision is None
+
+    @cached_property
+    def kept(self) -> str:
+        """What a refused decision carried, when the page can no longer show it in the form (the item changed, the
+        lease ran out): the note and the answers as typed, so nothing the person wrote is lost."""
+        if self.posted is None or self.deciding:
+            return ""
+        data = self.posted.data
+        asked = self.posted.check_set.checks if isinstance(self.posted, ConversationDecisionForm) else []
+        lines = [f"{check.name}: {data[check.key]}" for check in asked if data.get(check.key)]
+        if data.get("outcome"):
+            lines.insert(0, f"outcome: {data['outcome']}")
+        if (data.get("note") or "").strip():
+            lines.append(data["note"])
+        return "\n".join(lines)
+
     @cached_property
     def form(self) -> DecisionForm:
-        return self.posted if self.posted is not None else decision_form(self.review, blind=self.blind)
+        if self.posted is not None:
+            return self.posted
+        return decision_form(self.review, start_from=agreed_answers(self.review) if self.adjudicating else None)
 
     # --- what is hidden, and what the rest of the page shows ---
 
@@ -339,6 +361,15 @@ def answers_view(review: Review, slots: reads.Slots, viewer_id: int, *, blind: B
     return AnswersView(slots=slots, blind=blind.answers, answers=shown, rows=rows)
 
 
+def agreed_answers(review: Review) -> dict[str, str]:
+    """The checks every answer on `review` gives the same answer to: where an adjudicator's form starts, so they
+    settle only what the answers differ on."""
+    given = [a for a in Answer.objects.filter(review=review).values_list("checks", flat=True) if isinstance(a, dict)]
+    if not given:
+        return {}
+    return {key: value for key, value in given[0].items() if all(other.get(key) == value for other in given[1:])}
+
+
 def _value(answer: Answer, name: str) -> str:
     if name in ("outcome", "summary"):
         return answer.get_outcome_display()
@@ -356,13 +387,13 @@ class IdentityRow:
 
 
 def judge_label(judge: dict) -> str:
-    """`cheap · openai · gpt-4.1-mini · prompt 5be0c2 · t=0` from the judge identity on a review: the configured
+    """`cheap · openai · gpt-4.1-mini · prompt 5be0c2d1 · t=0` from the judge identity on a review: the configured
     judge's name first (reviews from before judges had names have none)."""
     if not isinstance(judge, dict):
         return str(judge)
     parts = [str(judge[key]) for key in ("name", "backend", "model") if judge.get(key)]
-    if judge.get("prompt_hash"):
-        parts.append(f"prompt {str(judge['prompt_hash'])[:8]}")
+    if judge.get("prompt_hash"):  # whole: a backend may name its prompt in words ("heuristic"), not a hex digest
+        parts.append(f"prompt {judge['prompt_hash']}")
     if "temperature" in judge:
         parts.append(f"t={judge['temperature']:g}" if isinstance(judge["temperature"], int | float) else "")
     known = {"name", "backend", "model", "prompt_hash", "temperature"}
@@ -398,7 +429,9 @@ def identity_rows(review: Review, *, messages_on_path: int | None = None) -> lis
             )
         )
     usage = review.usage or {}
-    if usage.get("prompt_tokens") is not None:
+    # A judge call reads at least its prompt: no tokens in means the usage was not reported (a pipeline's own judge
+    # graded through the API), which the page says by leaving the row out rather than printing "0 in · 0 out".
+    if usage.get("prompt_tokens"):
         rows.append(
             IdentityRow("tokens", f"{usage.get('prompt_tokens', 0):,} in · {usage.get('completion_tokens', 0):,} out")
         )
@@ -519,6 +552,8 @@ class SubScore:
     label: str
     value: int | float | None
     percent: float
+    question: str
+    guidance: list[tuple[str, str]]  # (answer, what it means) as the version words it
 
 
 def sub_scores(review: Review) -> list[SubScore]:
@@ -530,7 +565,7 @@ def sub_scores(review: Review) -> list[SubScore]:
             continue
         value = scores.get(check.key)
         percent = round(max(0.0, min(1.0, value / check.scale)) * 100.0, 1) if isinstance(value, int | float) else 0.0
-        rows.append(SubScore(check.name, value, percent))
+        rows.append(SubScore(check.name, value, percent, check.question, check.guidance_in_order()))
     return rows
 
 

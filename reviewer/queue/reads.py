@@ -16,6 +16,7 @@ from typing import Any
 from django.contrib.postgres.expressions import ArraySubquery
 from django.db import connection, transaction
 from django.db.models import Count, Exists, F, OuterRef, Q, QuerySet
+from django.db.models.functions import Now
 from django.utils import timezone
 
 from grading.core.outcomes import HUMAN_REASONS
@@ -62,6 +63,8 @@ class QueueFilters:
     application: str = ""
     reason: str = ""
     criteria_version: int | None = None
+    overdue: bool = False  # only items past their due time (`Review.objects.overdue`'s reading of overdue)
+    mine: bool = False  # only items assigned to the reader, by hand or by a rule (`reserved_q`)
 
     def as_query(self, **extra: Any) -> dict[str, Any]:
         params = {
@@ -69,12 +72,14 @@ class QueueFilters:
             "application": self.application,
             "reason": self.reason,
             "criteria": self.criteria_version or "",
+            "overdue": "1" if self.overdue else "",
+            "mine": "1" if self.mine else "",
         }
         return {key: value for key, value in (params | extra).items() if value not in ("", None)}
 
     @property
     def active(self) -> bool:
-        return bool(self.kind or self.application or self.reason or self.criteria_version)
+        return bool(self.kind or self.application or self.reason or self.criteria_version or self.overdue or self.mine)
 
     @property
     def kinds(self) -> list[str]:
@@ -102,9 +107,14 @@ class Lane:
 
     version: CriteriaVersion
     application: str | None = None  # None: every application of the version's org
+    assigned: Q | None = None  # the "assigned to me" filter: the reviews reserved for the reader in this org
 
     def reviews(self, filters: QueueFilters) -> QuerySet[Review]:
         reviews = Review.objects.waiting_under(self.version)
+        if filters.overdue:  # a prefix of the lane's index range: due time comes first in queue order
+            reviews = reviews.filter(due_at__lt=Now())
+        if self.assigned is not None:
+            reviews = reviews.filter(self.assigned)
         if self.application is not None:
             # The application the review was filed under when it was written (the dashboards file it there too).
             reviews = reviews.filter(application=self.application)
@@ -115,23 +125,38 @@ class Lane:
         return reviews
 
 
-def queue_lanes(versions: Sequence[CriteriaVersion], reaches: Sequence[Reach], filters: QueueFilters) -> list[Lane]:
-    """The lanes of `versions` (queue_versions) within `filters` and within reach, in queue order."""
+def queue_lanes(
+    versions: Sequence[CriteriaVersion],
+    reaches: Sequence[Reach],
+    filters: QueueFilters,
+    *,
+    user_id: int | None = None,
+    now: datetime | None = None,
+) -> list[Lane]:
+    """The lanes of `versions` (queue_versions) within `filters` and within reach, in queue order. The "assigned to
+    me" filter (`filters.mine`) reads the assignments of `user_id` at `now`: an org with none has no lane."""
     by_org = {reach.org_id: reach for reach in reaches}
+    assigned: dict[int, Q | None] = {}
     lanes = []
     for version in versions:
         reach = by_org[version.org_id]
         if version.kind not in filters.kinds or filters.criteria_version not in (None, version.pk):
             continue
+        if filters.mine:
+            if version.org_id not in assigned:
+                assigned[version.org_id] = reserved_q(version.org_id, user_id, now or timezone.now(), mine=True)
+            if assigned[version.org_id] is None:
+                continue
+        mine = assigned.get(version.org_id)
         if version.kind == ItemKind.DRAFT:
-            lanes.append(Lane(version))
+            lanes.append(Lane(version, assigned=mine))
         elif filters.application:
             if reach.covers(version.kind, filters.application):
-                lanes.append(Lane(version, filters.application))
+                lanes.append(Lane(version, filters.application, assigned=mine))
         elif reach.applications is not None:
-            lanes += [Lane(version, application) for application in sorted(reach.applications)]
+            lanes += [Lane(version, application, assigned=mine) for application in sorted(reach.applications)]
         else:
-            lanes.append(Lane(version))
+            lanes.append(Lane(version, assigned=mine))
     return lanes
 
 
@@ -304,14 +329,15 @@ def queue_first_free(
     user_id: int,
     now: datetime,
     passed_over: Sequence[int],
-    reserved_for_them: bool = False,
 ) -> Review | None:
-    """The first item with a place for this person, in queue order, its row locked FOR UPDATE; a row another
-    claimer has locked is skipped (SKIP LOCKED). Run inside the claim's transaction.
+    """The first item with a place for this person, in queue order (the page's: `ORDER`, priority by priority), its
+    row locked FOR UPDATE; a row another claimer has locked is skipped (SKIP LOCKED). Run inside the claim's
+    transaction. The rows it passes are the ones the page marks as not this person's to claim
+    (reviewer/queue/display.py `not_claimable`): the SQL form of that rule, held equal to it by
+    tests/reviewer/queue/test_claim_next_order.py.
 
     1. Per lane, read the waiting reviews in queue order a batch at a time, filtered on stored rows only: not passed
-       over, not declined, answered or held by this person, and not reserved for others (`reserved_q`; with
-       `reserved_for_them`, only those reserved for this person).
+       over, not declined, answered or held by this person, and not reserved for others (`reserved_q`).
     2. Decide for the rows in hand whether the person has a place, by the one rule (`Slots.place_for`): a slot
        nobody holds or answered; or, once the answers stand, the adjudication, for someone who gave none.
     3. Lock the first that has one, skipping a row another claimer holds locked. The claim looks again under the
@@ -329,11 +355,8 @@ def queue_first_free(
         if by_priority and priority > min(by_priority):
             break
         if version.org_id not in reserved:
-            reserved[version.org_id] = reserved_q(version.org_id, user_id, now, mine=reserved_for_them)
-        if reserved[version.org_id] is None:  # nothing of this org can be reserved for them
-            continue
-        rows = lane.reviews(filters).exclude(pk__in=list(passed_over))
-        rows = rows.filter(reserved[version.org_id]) if reserved_for_them else rows.exclude(reserved[version.org_id])
+            reserved[version.org_id] = reserved_q(version.org_id, user_id, now, mine=False)
+        rows = lane.reviews(filters).exclude(pk__in=list(passed_over)).exclude(reserved[version.org_id])
         rows = rows.exclude(Exists(theirs.filter(end=Claim.End.DECLINED)))
         rows = rows.exclude(Exists(theirs.filter(ended_at__isnull=True, expires_at__gt=now)))
         if version.slots > 1:  # an answer of theirs: their place is filled, and they may not adjudicate
@@ -448,6 +471,12 @@ def cursor_key(reaches: Sequence[Reach], review_id: int | None) -> Key | None:
         return None
     row = Review.objects.filter(within(reaches), pk=review_id).values_list("kind", "due_at", "finished_at").first()
     return (PRIORITIES[row[0]], row[1], row[2], review_id) if row else None
+
+
+def declined_by(user_id: int, review_ids: Sequence[int]) -> set[int]:
+    """Which of these reviews this person declined: claim next never hands them one of those again."""
+    declined = Claim.objects.filter(review_id__in=list(review_ids), holder_id=user_id, end=Claim.End.DECLINED)
+    return set(declined.values_list("review_id", flat=True))
 
 
 def answers_given(review_ids: Sequence[int]) -> dict[int, int]:

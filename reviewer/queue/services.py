@@ -33,7 +33,7 @@ from grading.reviews.services import (
     answer_record,
     decision_record,
 )
-from reviewer.models import Claim
+from reviewer.models import Claim, Preferences
 from reviewer.queue.assignments import reservation_of
 from reviewer.queue.display import stale_reason
 from reviewer.queue.reads import (
@@ -71,8 +71,10 @@ def claim_next(
     filters: QueueFilters = NO_FILTERS,
     now: datetime | None = None,
 ) -> Claim | None:
-    """Claim the first item of the queue (within `filters` and the person's reach) with a place for this person;
-    None when there is none.
+    """Claim the first item of the queue (within `filters` and the person's reach) this person may claim, in the
+    order the page lists it: drafts first, then the soonest due, then the oldest. An item reserved for them is theirs
+    to claim, but does not jump that order: a reservation says who may claim, not what comes first. None when there
+    is none.
 
     1. Read the first such item in queue order, locking its review row and skipping rows that other claimers hold
        locked (`FOR UPDATE SKIP LOCKED`), so concurrent claimers spread over items.
@@ -82,29 +84,24 @@ def claim_next(
     """
     now = now or timezone.now()
     reaches = operator_reaches(user)
-    lanes = queue_lanes(queue_versions(reaches), reaches, filters)
+    lanes = queue_lanes(queue_versions(reaches), reaches, filters, user_id=user.pk, now=now)
     with transaction.atomic():  # the row lock lasts until the claim is written
         passed_over: list[int] = []
-        for reserved_for_them in (True, False):  # items assigned to this person come first
-            while True:
-                found = queue_first_free(
-                    lanes=lanes, filters=filters, user_id=user.pk, now=now, passed_over=passed_over,
-                    reserved_for_them=reserved_for_them,
-                )  # fmt: skip
-                if found is None:
-                    break
-                review = _locked_review(reaches, found.pk)
-                waiting = Review.objects.waiting().filter(pk=found.pk).exists()
-                reservation = reservation_of(review, now)
-                if (
-                    not waiting
-                    or slots_now(review, now).place_for(user.pk) is not None
-                    or (reservation is not None and not reservation.allows(user.pk))
-                ):
-                    passed_over.append(found.pk)
-                    continue
-                return _open_claim(review, user, now, via="next")
-        return None
+        while True:
+            found = queue_first_free(lanes=lanes, filters=filters, user_id=user.pk, now=now, passed_over=passed_over)
+            if found is None:
+                return None
+            review = _locked_review(reaches, found.pk)
+            waiting = Review.objects.waiting().filter(pk=found.pk).exists()
+            reservation = reservation_of(review, now)
+            if (
+                not waiting
+                or slots_now(review, now).place_for(user.pk) is not None
+                or (reservation is not None and not reservation.allows(user.pk))
+            ):
+                passed_over.append(found.pk)
+                continue
+            return _open_claim(review, user, now, via="next")
 
 
 def claim_take(*, user: AbstractBaseUser, review_id: int, now: datetime | None = None) -> Claim:
@@ -399,3 +396,18 @@ def _keep_as_learning(decision: Decision) -> str | None:
         logger.warning("decision %s: the note could not become an org learning: %s", decision.pk, exc)
         return f"The decision is recorded, but the note could not be kept as an org learning ({exc})."
     return None
+
+
+# --- a person's own settings ------------------------------------------------------------------------------------
+
+
+def preferences_of(user: AbstractBaseUser) -> Preferences:
+    """The person's settings: the defaults until they change one."""
+    return Preferences.objects.filter(user_id=user.pk).first() or Preferences(user_id=user.pk)
+
+
+def preferences_set(*, user: AbstractBaseUser, next_after_decision: bool) -> Preferences:
+    preferences, _ = Preferences.objects.update_or_create(
+        user_id=user.pk, defaults={"next_after_decision": next_after_decision}
+    )
+    return preferences

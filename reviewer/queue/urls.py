@@ -5,6 +5,8 @@ from reviewer.queue import views
 urlpatterns = [
     path("", views.queue, name="queue"),
     path("claim-next/", views.queue_claim_next, name="queue_claim_next"),
+    path("preferences/", views.queue_preferences, name="queue_preferences"),
+    path("assign/", views.queue_assign_many, name="queue_assign_many"),
     path("items/<int:pk>/", views.review_detail, name="review_detail"),
     path("items/<int:pk>/claim/", views.review_claim, name="review_claim"),
     path("items/<int:pk>/release/", views.review_release, name="review_release"),

@@ -11,6 +11,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
@@ -24,6 +25,7 @@ from reviewer.queue.assignments import (
     assignable_people,
     assignment_clear,
     assignment_set,
+    org_assignees,
 )
 from reviewer.queue.forms import (
     AssignForm,
@@ -42,7 +44,11 @@ from reviewer.queue.services import (
     claim_release,
     claim_take,
     decision_create,
+    preferences_of,
+    preferences_set,
 )
+
+NOTHING_TO_CLAIM = "Nothing left to claim: every item is decided or held by someone."
 
 
 @require_GET
@@ -64,6 +70,7 @@ def queue(request: HttpRequest) -> HttpResponse:
         "reason_urls": [(count, _queue_url(replace(filters, reason=count.reason))) for count in page.counts],
         "all_reasons_url": _queue_url(replace(filters, reason="")),
         "nav_active": "queue",
+        "preferences": preferences_of(request.user),
     }
     template = "reviewer/queue/queue.html"
     if request.htmx and request.htmx.target == "queue-list":
@@ -83,9 +90,20 @@ def queue_claim_next(request: HttpRequest) -> HttpResponse:
     filters = QueueFilterForm(request.POST).filters()
     claim = claim_next(user=request.user, filters=filters)
     if claim is None:
-        messages.info(request, "Nothing left to claim: every item is decided or held by someone.")
+        messages.info(request, NOTHING_TO_CLAIM)
         return redirect(_queue_url(filters))
     return redirect("review_detail", pk=claim.review_id)
+
+
+@require_POST
+@role_required(*QUEUE_ROLES)
+def queue_preferences(request: HttpRequest) -> HttpResponse:
+    """The person's own queue settings (a checkbox posts "on" when ticked, nothing when not)."""
+    preferences_set(user=request.user, next_after_decision=request.POST.get("next_after_decision") == "on")
+    if request.htmx:
+        return HttpResponse(status=204)
+    messages.info(request, "Saved.")
+    return redirect("queue")
 
 
 # --- item pages -----------------------------------------------------------------------------------------------
@@ -216,6 +234,11 @@ def review_decide(request: HttpRequest, pk: int) -> HttpResponse:
         messages.warning(request, result.learning_error)
     elif decision is not None and decision.learning_id:
         messages.info(request, "The note is now an org learning.")
+    if preferences_of(request.user).next_after_decision:
+        claim = claim_next(user=request.user)
+        if claim is not None:
+            return _to(request, reverse("review_detail", args=[claim.review_id]))
+        messages.info(request, NOTHING_TO_CLAIM)
     return _to_queue(request)
 
 
@@ -238,6 +261,43 @@ def review_assign(request: HttpRequest, pk: int) -> HttpResponse:
     else:
         messages.success(request, f"Assigned to {assignment.person or f'pool {assignment.pool}'}.")
     return redirect("review_detail", pk=review.pk)
+
+
+@require_POST
+@role_required(Role.LEAD)
+def queue_assign_many(request: HttpRequest) -> HttpResponse:
+    """A lead assigns the ticked items of a list (the dashboard's overdue list) at once, each audited as one
+    assignment; an item that cannot go to that person is named and left as it was, the others are assigned."""
+    back = request.POST.get("next", "")
+    if not url_has_allowed_host_and_scheme(back, {request.get_host()}, require_https=request.is_secure()):
+        back = reverse("queue")
+    ids = [int(value) for value in request.POST.getlist("review") if value.isdigit()]
+    if not ids:
+        messages.error(request, "Tick the items to assign first.")
+        return redirect(back)
+    reviews = [_get_review_for_lead(request, pk) for pk in ids]
+    if len({review.org_id for review in reviews}) > 1:
+        messages.error(request, "Assign the items of one org at a time.")
+        return redirect(back)
+    people, pools = org_assignees(reviews[0].org_id)
+    form = AssignForm(request.POST, people=people, pools=pools)
+    if not form.is_valid():
+        messages.error(request, " ".join(error for errors in form.errors.values() for error in errors))
+        return redirect(back)
+    hours = form.cleaned_data["hours"]
+    until = timezone.now() + timedelta(hours=hours) if hours else None
+    refused = []
+    for review in reviews:
+        try:
+            assignment_set(review_id=review.pk, until=until, by=request.user, **form.assignee())
+        except InvalidAssignment as error:
+            refused.append(f"{_item_name(review)}: {error}")
+    assigned = len(reviews) - len(refused)
+    if assigned:
+        messages.success(request, f"Assigned {assigned} item{'s' if assigned > 1 else ''} to {form.assignee_name()}.")
+    if refused:
+        messages.error(request, "Not assigned: " + "; ".join(refused))
+    return redirect(back)
 
 
 @require_POST
@@ -270,9 +330,11 @@ def _refused(
 
 def _to_queue(request: HttpRequest) -> HttpResponse:
     """Back to the queue after the item left the operator's hands (decided, answered, released, declined)."""
-    if request.htmx:
-        return HttpResponseClientRedirect(reverse("queue"))
-    return redirect("queue")
+    return _to(request, reverse("queue"))
+
+
+def _to(request: HttpRequest, url: str) -> HttpResponse:
+    return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
 
 
 def _after_action(request: HttpRequest, review: Review) -> HttpResponse:

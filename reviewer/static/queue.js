@@ -82,12 +82,16 @@
     return true;
   }
 
+  // A draft's outcome asked for with its note still empty: Ctrl+Enter from the note gives it once the note is written.
+  var pendingOutcome = null;
+
   function press(key) {
     var button = document.querySelector('[data-key="' + key + '"]');
     if (!button) return false;
     if (button.hasAttribute("data-needs-note")) {
       var note = button.form && button.form.querySelector("[data-note]");
       if (note && !note.value.trim()) {
+        pendingOutcome = button;
         note.setCustomValidity("Write a note first: it is required to " + button.textContent.trim().split(/\s/)[0].toLowerCase() + ".");
         note.reportValidity();
         note.focus();
@@ -97,6 +101,76 @@
         });
         return true;
       }
+    }
+    button.click();
+    return true;
+  }
+
+  // The check an answer key answers: the one holding the focus, else the first still unanswered.
+  function checks() {
+    return Array.prototype.slice.call(document.querySelectorAll("#decide-form [data-check]"));
+  }
+
+  function answered(fieldset) {
+    return !!fieldset.querySelector("input[type=radio]:checked");
+  }
+
+  function currentCheck() {
+    var all = checks();
+    var focused = document.activeElement && document.activeElement.closest && document.activeElement.closest("[data-check]");
+    if (focused && all.indexOf(focused) !== -1) return focused;
+    for (var i = 0; i < all.length; i++) if (!answered(all[i])) return all[i];
+    return null;
+  }
+
+  function markCurrent() {
+    var current = currentCheck();
+    checks().forEach(function (fieldset) { fieldset.classList.toggle("current", fieldset === current); });
+  }
+
+  // Gives the current check the answer whose key is `key`, then moves on: to the next unanswered check, or to the
+  // note once every check has its answer.
+  function answer(key) {
+    var fieldset = currentCheck();
+    if (!fieldset) return false;
+    var labels = fieldset.querySelectorAll(".choices label");
+    for (var i = 0; i < labels.length; i++) {
+      var hint = labels[i].querySelector(".kbd");
+      if (!hint || hint.textContent.trim() !== key) continue;
+      var radio = labels[i].querySelector("input[type=radio]");
+      radio.checked = true;
+      radio.dispatchEvent(new Event("change", { bubbles: true }));
+      var next = checks().filter(function (other) { return !answered(other); })[0];
+      if (next) next.querySelector("input[type=radio]").focus();
+      else {
+        var note = document.querySelector("#decide-form [data-note]");
+        if (note) note.focus();
+      }
+      markCurrent();
+      return true;
+    }
+    return false;
+  }
+
+  // Ctrl+Enter (or Cmd+Enter) decides from anywhere on the page, the note included: a conversation's answers, or
+  // the draft outcome last asked for (approve when none was and the note is empty).
+  function submitDecision() {
+    var form = document.getElementById("decide-form");
+    if (!form) return false;
+    var note = form.querySelector("[data-note]");
+    var button = pendingOutcome && pendingOutcome.form === form ? pendingOutcome : null;
+    if (!button) {
+      var primary = form.querySelector('button[data-key="a"]');
+      if (form.querySelector("[data-check]") || !note || !note.value.trim()) button = primary;
+    }
+    if (!button) {
+      note.setCustomValidity("Choose first: r to reject or s to send back with this note (a approves).");
+      note.reportValidity();
+      note.addEventListener("input", function clear() {
+        note.setCustomValidity("");
+        note.removeEventListener("input", clear);
+      });
+      return true;
     }
     button.click();
     return true;
@@ -112,12 +186,22 @@
   function typing(target) {
     if (!target || !target.tagName) return false;
     var tag = target.tagName.toLowerCase();
+    if (tag === "input" && (target.type === "radio" || target.type === "checkbox")) return false;
     return tag === "input" || tag === "textarea" || tag === "select" || target.isContentEditable;
   }
 
   document.addEventListener("keydown", function (event) {
-    if (event.ctrlKey || event.metaKey || event.altKey || event.defaultPrevented) return;
+    if (event.defaultPrevented) return;
+    if ((event.ctrlKey || event.metaKey) && event.key === "Enter") {
+      if (submitDecision()) event.preventDefault();
+      return;
+    }
+    if (event.ctrlKey || event.metaKey || event.altKey) return;
     if (typing(event.target)) return;
+    if (event.key.length === 1 && answer(event.key.toLowerCase())) {
+      event.preventDefault();
+      return;
+    }
     var handled = false;
     switch (event.key) {
       case "?": toggleKeys(); handled = true; break;
@@ -129,6 +213,7 @@
       case "r": handled = press("r"); break;
       case "c": handled = press("c"); break;
       case "d": handled = press("d"); break;
+      case "s": handled = press("s"); break;
     }
     if (handled) event.preventDefault();
   });
@@ -152,7 +237,12 @@
       window.setInterval(refreshQueue, seconds * 1000);
       selectRow(0);
     }
-    document.body.addEventListener("htmx:afterSettle", restoreSelection);
+    document.body.addEventListener("htmx:afterSettle", function () {
+      restoreSelection();
+      markCurrent();
+    });
+    document.addEventListener("focusin", markCurrent);
+    markCurrent();
   }
 
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);

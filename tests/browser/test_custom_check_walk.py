@@ -83,8 +83,8 @@ def test_an_admin_adds_a_check_with_a_phrase_rule_an_operator_answers_it_and_the
     desk = signed_in_tab(browser, live_server, operator, "/queue/")
     desk.get_by_role("button", name=re.compile("^Claim next")).click()
     desk.wait_for_url(f"**/queue/items/{review.pk}/")
-    assert desk.get_by_text(QUESTION).is_visible()
-    desk.select_option("#id_cites_policy", "fail")
+    assert desk.locator("#check-cites_policy").get_by_text(QUESTION).is_visible()
+    desk.keyboard.type("pppf")  # the key per answer, check after check: grounded, complete, usable, cites_policy
     desk.fill("textarea[name=note]", "A refund on its way, and no policy named.")
     desk.get_by_role("button", name=re.compile("^Decide")).click()
     desk.wait_for_url("**/queue/")

@@ -22,9 +22,9 @@ def test_an_operator_answers_a_category_and_a_score_beside_their_questions(page,
         "What did the user come for?" in intent.inner_text() and intent.get_by_text("Asks for money back.").is_visible()
     )
     assert page.locator("#check-cites_policy").get_by_text(POLICY_GUIDANCE).is_visible()  # the admin's words, as text
-    page.select_option("#id_cites_policy", "fail")
-    page.select_option("#id_intent", "shipping")
-    page.select_option("#id_helpful", "2")
+    page.check("#check-cites_policy input[value=fail]")
+    page.check("#check-intent input[value=shipping]")
+    page.check("#check-helpful input[value='2']")
     page.fill("textarea[name=note]", "No policy named; the user wanted a delivery date.")
     page.locator("main").click(position={"x": 5, "y": 5})
     page.keyboard.press("a")

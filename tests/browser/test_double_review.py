@@ -82,6 +82,7 @@ def test_two_answer_blind_disagree_and_an_adjudicator_decides(browser, live_serv
     assert (decision.basis, decision.decided_by, decision.outcome) == ("adjudicated", cy, "reject")
 
     third.goto("/dashboard/")
+    third.locator("#people-against-people > summary").click()  # the statistics, folded under their section
     card = third.locator("#people-draft-audit")
     assert "pass fail" in card.inner_text()
     card.locator("a", has_text="1").last.click()  # the items split on

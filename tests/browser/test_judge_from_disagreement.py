@@ -37,6 +37,7 @@ def test_a_disagreement_becomes_an_example_a_trial_under_a_second_judge_is_score
     sign_in(page, stakeholder.username, PASSWORD)
     page.wait_for_url("**/dashboard/")
     page.goto(f"/dashboard/?org={org.slug}")
+    page.locator("#judge-against-people > summary").click()  # the statistics, folded under their section
     grounded = page.locator("#agreement-conversation-audit > table > tbody > tr").filter(has_text="grounded")
     grounded.locator("td.disagree a").click()
     page.wait_for_url("**/dashboard/reviews/**")

@@ -1,5 +1,5 @@
-"""A team's queue in Chromium: a lead assigns an item, the assignee is handed it first, it goes overdue, the mail
-reaches the loopback SMTP server, and the dashboard shows it overdue and then decided late."""
+"""A team's queue in Chromium: a lead assigns an item, the assignee claims it (claim next keeps the page's order), it
+goes overdue, the mail reaches the loopback SMTP server, and the dashboard shows it overdue and then decided late."""
 
 from datetime import timedelta
 
@@ -26,7 +26,7 @@ def tab_for(browser, live_server, person, landing: str = "**/queue/"):
     return tab
 
 
-def test_a_lead_assigns_the_assignee_gets_it_first_it_goes_overdue_the_mail_arrives_and_it_is_decided_late(
+def test_a_lead_assigns_the_assignee_claims_it_it_goes_overdue_the_mail_arrives_and_it_is_decided_late(
     browser, live_server, org, smtp, monkeypatch
 ):
     older = draft_item(org, "older-draft", minutes_ago=20)
@@ -49,8 +49,11 @@ def test_a_lead_assigns_the_assignee_gets_it_first_it_goes_overdue_the_mail_arri
 
     assignee = tab_for(browser, live_server, ann)
     assert "for you" in assignee.locator(f'tr[data-row="{hard.pk}"]').inner_text()
-    assignee.keyboard.press("n")  # the older draft is due sooner, but this one is hers
-    assignee.wait_for_url(f"**/queue/items/{hard.pk}/")
+    assignee.keyboard.press("n")  # the older draft is due sooner: claim next follows the page's order
+    assignee.wait_for_url(f"**/queue/items/{older.pk}/")
+    assignee.goto(f"/queue/items/{hard.pk}/")
+    assignee.keyboard.press("c")  # and this one is hers to claim
+    assignee.locator("#decide-form").wait_for()
 
     # Half an hour on: the item was routed 35 minutes ago and its target was 30.
     Review.objects.filter(pk__in=[older.pk, hard.pk]).update(

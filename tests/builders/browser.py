@@ -18,3 +18,13 @@ def signed_in_tab(browser, live_server, person, lands_on: str, *, javascript: bo
     sign_in(tab, person.username, PASSWORD)
     tab.wait_for_url(f"**{lands_on}")
     return tab
+
+
+def sideways_scroll(page) -> int:
+    """How far the page itself scrolls sideways, in CSS pixels (0 when everything fits the window)."""
+    return page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth")
+
+
+def widths(page, selector: str) -> list[float]:
+    """The rendered widths of every element `selector` matches, in CSS pixels."""
+    return page.eval_on_selector_all(selector, "els => els.map(el => el.getBoundingClientRect().width)")

@@ -82,3 +82,9 @@ def llm_judge(fake_llm: FakeLLM) -> OpenAIJudge:
         sleep=lambda _: None,
     )
     return OpenAIJudge(client)
+
+
+def applications_of(org: Org, *applications: str) -> None:
+    """A conversation in each of `applications`, so the org has them: an org admin scopes people to known ones."""
+    for application in applications:
+        upsert(org, support_conversation(f"cv-{application}", application=application))

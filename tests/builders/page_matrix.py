@@ -60,6 +60,8 @@ PAGES = {
     "oidc_callback": Policy("public"),
     "queue": Policy("roles", roles=OPERATOR),
     "queue_claim_next": Policy("roles", ("POST",), OPERATOR),
+    "queue_preferences": Policy("roles", ("POST",), OPERATOR),
+    "queue_assign_many": Policy("roles", ("POST",), LEAD),
     "review_detail": Policy("roles", roles=OPERATOR),
     "review_claim": Policy("roles", ("POST",), OPERATOR),
     "review_release": Policy("roles", ("POST",), OPERATOR),

@@ -138,4 +138,4 @@ def test_a_whole_org_membership_beside_a_limited_one_reads_the_whole_org(org, cl
     Membership.objects.create(user=person, org=org, role=Role.STAKEHOLDER)
     assert queue_page(user=person).rows == []  # the queue is the operator membership's
     html = client_for(person).get(reverse("dashboard")).content.decode()
-    assert 'name="application" value=""' in html  # the free application field of a whole-org reader
+    assert '<select name="application"><option value="">all</option>' in html  # a whole-org reader's, not "of yours"

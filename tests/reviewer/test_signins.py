@@ -37,7 +37,7 @@ def test_it_shows_a_password_sign_in_to_each_org_the_person_belongs_to_and_no_ot
     assert client.post(reverse("login"), {"username": "dana", "password": PASSWORD}).status_code == 302
 
     rows = admin.get(reverse("audit"), {"action": "user.login"}).context["rows"]
-    assert [(row.what, row.who, row.details) for row in rows] == [("user.login", "dana", [("via", "password")])]
+    assert [(row.what, row.who, row.details) for row in rows] == [("signed in", "dana", [("by", "password")])]
     exported = list(csv.DictReader(io.StringIO(b"".join(admin.get(reverse("audit_csv")).streaming_content).decode())))
     assert [(row["action"], row["actor"]) for row in exported if row["action"] == "user.login"] == [
         ("user.login", "dana")

@@ -56,7 +56,7 @@ def test_an_org_admin_reads_what_happened_in_the_org_newest_first_with_people_an
     newest = list(AuditEvent.objects.filter(org=org).order_by("-at", "-pk").values_list("pk", flat=True))
     assert shown == newest
     whats = [(row.what, row.who) for row in response.context["rows"]]
-    assert whats == [("api_key.create", "olga"), ("declined", "dana"), ("claimed", "dana")]
+    assert whats == [("API key created", "olga"), ("declined", "dana"), ("claimed", "dana")]
     html = response.content.decode()
     assert "&lt;b&gt;not my area&lt;/b&gt;" in html and "<b>not my area</b>" not in html  # details are text
     decline = response.context["rows"][1]
@@ -181,3 +181,18 @@ def test_the_csv_holds_the_filtered_events_and_no_cell_runs_as_a_formula(client_
     assert [r["action"] for r in everything] == ["other.thing", "claim.decline"]  # newest first, as the page
     for cells in everything:
         assert not any(value.startswith(("=", "+", "-", "@", "\t", "\r")) for value in cells.values())
+
+
+def test_the_page_reads_in_words_and_its_filters_are_choices_not_codes(client_for, org, org_admin, operator):
+    review = draft_item(org)
+    claim_take(user=operator, review_id=review.pk)
+    claim_decline(user=operator, review_id=review.pk, reason="not my area")
+    client = client_for(org_admin)
+    response, shown = page(client, action="claim")  # a family: every claim event
+    assert {row.what for row in response.context["rows"]} == {"claimed", "declined"}
+    html = response.content.decode()
+    assert '<option value="claim" selected>any claim event</option>' in html
+    assert '<option value="claim.decline">declined (claim.decline)</option>' in html
+    assert '<option value="grading.criteriaversion">criteria version</option>' in html
+    assert '<input name="action"' not in html and '<input name="object_type"' not in html
+    assert "claim <span" in html.split('id="audit-events"')[1]  # the object in words, its id beside it

@@ -9,11 +9,13 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
-from grading.models import CriteriaTrial, CriteriaVersion, GradingRun, ItemKind, Review
+from grading.models import CriteriaTrial, CriteriaVersion, Decision, GradingRun, ItemKind, Review
 from grading.reviews.versions import criteria_new_version, criteria_publish
 from reviewer.models import Role
+from reviewer.queue.services import claim_take, decision_create
 from tests.builders.criteria import editor_data, graded_org
 from tests.builders.people import make_person
+from tests.builders.queue_items import conversation_item
 
 pytestmark = pytest.mark.django_db
 
@@ -303,3 +305,37 @@ def test_a_conversation_version_is_a_rubric_edited_on_its_own(admin_client, crit
     assert admin_client.post(url, {"revision": 1, "rubric": "grounded: cite the tool result.\n"}).status_code == 302
     version.refresh_from_db()
     assert (version.rubric, version.rules, version.revision) == ("grounded: cite the tool result.\n", {}, 2)
+
+
+def test_a_refused_save_lists_every_error_at_the_top_with_where_it_is(admin_client, criteria):
+    version = criteria.draft_version
+    data = editor_data(version) | {"band": "-1", "characters-2-sequence": "\t", "characters-2-name": "tab"}
+    response = admin_client.post(reverse("criteria_version", args=[version.pk]), data)
+    assert response.status_code == 400
+    html = response.content.decode()
+    summary = html.split('id="editor-errors"', 1)[1].split("</div>", 1)[0]
+    assert html.index('id="editor-errors"') < html.index("Judge rubric")  # above the fold, before the first field
+    assert "Not saved: 2 things to fix" in summary and "must be at least 0" in summary
+    assert "banned characters, row 3, sequence: Whitespace can never be a banned character" in summary
+
+
+def test_the_preview_says_what_people_decided_beside_a_route_to_people(admin_client, criteria, criteria_admin):
+    review = Review.objects.counting().get(draft=criteria.gizmo_draft)
+    Review.objects.filter(pk=review.pk).update(route="human")
+    Decision.objects.create(
+        org=review.org, review=review, outcome="approve", decided_by=criteria_admin, decided_at=timezone.now()
+    )
+    response = admin_client.get(reverse("criteria_preview", args=[criteria.draft_version.pk]), {"n": 200})
+    row = re.search(rf'<tr data-draft="{criteria.gizmo_draft.pk}">(.*?)</tr>', response.content.decode(), re.S)
+    assert 'class="human">human</span> <span class="sub people-said">(people: approve)</span> →' in row.group(1)
+
+
+def test_the_publish_plan_says_how_many_peoples_decisions_stop_counting(admin_client, org, operator):
+    decided, _ = conversation_item(org, "cv-decided"), conversation_item(org, "cv-waiting")
+    claim_take(user=operator, review_id=decided.pk)
+    checks = {"grounded": "pass", "complete": "pass", "usable": "pass"}
+    decision_create(user=operator, review_id=decided.pk, fingerprint=decided.fingerprint, checks=checks, note="ok")
+    version = criteria_new_version(org=org, kind=ItemKind.CONVERSATION)
+    response = admin_client.get(reverse("criteria_publish", args=[version.pk]))
+    assert response.context["plan"].decided == 1
+    assert "1 of these reviews carry a person's decision: it stops counting" in text(response)

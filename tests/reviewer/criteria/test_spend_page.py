@@ -119,3 +119,8 @@ def test_an_item_with_no_review_says_on_its_page_that_it_waits_on_the_cap(admin_
     conversation = upsert(org, support_conversation("cv-waits")).conversation
     page = admin_client.get(reverse("criteria_item", args=["conversation", conversation.pk])).content.decode()
     assert "spend_cap" in page and "300 of 250 tokens" in page
+
+
+def test_the_criteria_page_links_the_spend_page(admin_client):
+    html = admin_client.get(reverse("criteria")).content.decode()
+    assert f'<a href="{reverse("criteria_spend")}">Judge spend and its caps</a>' in html

@@ -115,19 +115,22 @@ def test_a_hostile_application_name_is_text_on_the_dashboard_and_its_links_carry
     assert _listed(client, passed) == {review.pk}
 
 
-def test_it_encodes_a_hostile_application_in_the_json_link_as_in_every_other_link(org, client_for, stakeholder):
-    """The page scoped to one application links its figures as JSON; that link is built like the others, so the
-    name reaches the API as one whole parameter and cannot add a filter or cut the query short."""
+def test_a_page_scoped_to_a_hostile_application_carries_it_whole_in_its_export_links(org, client_for, stakeholder):
+    """The page scoped to one application (chosen from the org's own) links its exports; those links are built like
+    the others, so the name reaches the export as one whole parameter and cannot add a filter or cut the query
+    short. The page links no API address: it answered a signed-in reader "Unauthorized"."""
+    upsert(org, conversation_payload("h1", HOSTILE_APPLICATION, W48))
     client = client_for(stakeholder)
     query = {"org": org.slug, **world_scope(org).as_query(), "application": HOSTILE_APPLICATION}
     html = client.get(reverse("dashboard"), query).content.decode()
 
-    [json_link] = [unescape(href) for href in re.findall(r'href="([^"]+)"', html) if "/api/v1/dashboard" in href]
-    url = urlsplit(json_link)
-    assert (url.path, url.fragment) == (reverse("api:get_dashboard"), "")
-    assert parse_qs(url.query) == {key: [value] for key, value in world_scope(org).as_query().items()} | {
-        "application": [HOSTILE_APPLICATION]
-    }
+    exports = [unescape(href) for href in re.findall(r'href="([^"]+)"', html) if "/dashboard/export/" in href]
+    assert len(exports) == 3
+    for link in exports:
+        url = urlsplit(link)
+        assert (url.path, url.fragment) == (reverse("dashboard_export"), "")
+        assert parse_qs(url.query)["application"] == [HOSTILE_APPLICATION]
+    assert "/api/v1/dashboard" not in " ".join(re.findall(r'href="([^"]+)"', html))
 
 
 def test_people_against_people_counts_the_items_several_labellers_labelled_and_lists_those_they_split_on(

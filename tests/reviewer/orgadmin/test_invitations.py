@@ -12,6 +12,7 @@ from django.utils import timezone
 
 from grading.models import AuditEvent
 from reviewer.models import Invitation, Membership, Role
+from tests.builders.conversations import applications_of
 from tests.builders.people import PASSWORD, invitation_link, make_person
 from tests.builders.processes import free_port
 
@@ -41,6 +42,7 @@ def signs_in(username: str, password: str) -> bool:
 def test_someone_new_is_invited_by_address_mailed_a_link_and_granted_nothing_until_they_accept(
     client, client_for, org_admin, org, mailoutbox
 ):
+    applications_of(org, "billing")
     response = add(
         client_for(org_admin), org, "Ann@Northwind.example", "stakeholder", reach="part", applications="billing"
     )

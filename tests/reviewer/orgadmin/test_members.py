@@ -12,6 +12,7 @@ from django.core.management import CommandError, call_command
 from grading.models import AuditEvent
 from reviewer.models import Invitation, Membership, Pool, Role
 from reviewer.orgadmin.members import membership_scope
+from tests.builders.conversations import applications_of
 from tests.builders.people import make_person, make_unused_account
 
 pytestmark = pytest.mark.django_db
@@ -78,6 +79,7 @@ def test_it_lists_the_orgs_people_with_their_roles_and_reach(client_for, org_adm
 
 
 def test_it_gives_a_member_another_role_limited_to_applications_audited(client_for, org_admin, operator, org):
+    applications_of(org, "billing", "support")
     response = add(
         client_for(org_admin), org, "dana", "stakeholder", reach="part", applications=" support, billing ,support"
     )
@@ -197,6 +199,7 @@ def test_a_mismatched_password_on_the_set_password_page_sets_nothing(client, cli
 
 
 def test_it_changes_what_a_membership_covers_audited(client_for, org_admin, operator, org):
+    applications_of(org, "billing")
     membership = Membership.objects.get(user=operator)
     response = client_for(org_admin).post(
         f"/org/members/{membership.pk}/scope/", {"reach": "part", "applications": "billing", "drafts": "on"}
@@ -343,3 +346,19 @@ def test_a_set_password_link_stops_working_once_any_membership_of_the_person_is_
     client.logout()
     assert b"does not work" in client.get(link, follow=True).content
     assert not get_user_model().objects.get(pk=person.pk).has_usable_password()
+
+
+def test_an_application_the_org_does_not_have_is_refused_at_the_field_and_changes_nothing(
+    client_for, org_admin, operator, org
+):
+    applications_of(org, "billing", "support")
+    client = client_for(org_admin)
+    response = add(client, org, "dana", "stakeholder", reach="part", applications="biling")
+    assert response.status_code == 400
+    html = response.content.decode()
+    assert "Northwind has no application named biling; its applications: billing, support." in html
+    membership = Membership.objects.get(user=operator)
+    refused = client.post(f"/org/members/{membership.pk}/scope/", {"reach": "part", "applications": "suport"})
+    assert refused.status_code == 400 and "no application named suport" in refused.content.decode()
+    assert list(Membership.objects.filter(user=operator).values_list("role", "applications")) == [("operator", None)]
+    assert not AuditEvent.objects.filter(action__startswith="membership").exists()

@@ -51,7 +51,7 @@ def test_an_item_assigned_to_a_person_is_theirs_to_claim_and_claim_next_hands_it
     assert refused.value.code == "assigned" and "ann" in refused.value.message
     assert claim_next(user=team["cy"]).review_id == older.pk
     assert claim_next(user=team["cy"]) is None  # the assigned one is not hers
-    assert claim_next(user=team["ann"]).review_id == assigned.pk  # first, though newer
+    assert claim_next(user=team["ann"]).review_id == assigned.pk  # hers; the older one is held by cy
     assert Claim.objects.filter(review=assigned).get().holder == team["ann"]
 
 

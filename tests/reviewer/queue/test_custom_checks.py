@@ -49,13 +49,15 @@ def test_it_shows_each_checks_question_and_guidance_beside_the_answer(client_for
     # The admin's words are text: escaped, never markup.
     assert POLICY_GUIDANCE not in html and "<script>alert(1)</script>" not in html
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in form and "&lt;b&gt;refund policy&lt;/b&gt;" in form
-    # A category is a select of its categories, a score one of 1 to the scale; each starts from the machine's answer.
-    intent = form.split('name="intent"')[1].split("</select>")[0]
-    assert [o.split('"')[1] for o in intent.split("<option value=")[1:]] == ["refund", "shipping", "other", "unknown"]
-    assert 'value="refund" selected' in intent
-    helpful = form.split('name="helpful"')[1].split("</select>")[0]
-    assert [o.split('"')[1] for o in helpful.split("<option value=")[1:]] == ["1", "2", "3", "4", "5", "unknown"]
-    assert 'value="4" selected' in helpful and "4 of 5" in helpful
+    # A category offers its categories, a score 1 to the scale, each with its key; none starts from the machine's
+    # answer (refund, 4): the item came to a person because the machine was unsure, and its answer would anchor.
+    intent = form.split('id="check-intent"')[1].split("</fieldset>")[0]
+    assert re.findall(r'name="intent" value="([^"]+)"', intent) == ["refund", "shipping", "other", "unknown"]
+    assert re.findall(r'<span class="kbd">(\w)</span>', intent) == ["1", "2", "3", "u"]
+    helpful = form.split('id="check-helpful"')[1].split("</fieldset>")[0]
+    assert re.findall(r'name="helpful" value="([^"]+)"', helpful) == ["1", "2", "3", "4", "5", "unknown"]
+    assert "4 of 5" in helpful
+    assert " checked" not in intent + helpful
     assert 'name="grounded"' not in form  # the version does not ask it
 
 
@@ -108,7 +110,7 @@ def test_the_form_refuses_an_answer_its_check_does_not_offer_and_writes_nothing(
     claim_take(user=operator, review_id=review.pk)
     response = decide(client_for(operator), review, {**ANSWERS, "helpful": "9"})
     assert response.status_code == 422
-    helpful = response.content.decode().split('id="check-helpful"')[1].split("</div>")[0]
+    helpful = response.content.decode().split('id="check-helpful"')[1].split("</fieldset>")[0]
     assert "Select a valid choice" in helpful
     assert_nothing_written()
 
@@ -171,7 +173,7 @@ def test_an_audit_items_form_starts_from_no_answer_of_the_machines_and_still_sho
     assert 'id="blind"' in html and "The user asks for a refund." not in html
     form = html.split('id="decide-form"')[1].split("</form>")[0]
     assert "What did the user come for?" in form and "Solved it in one reply." in form
-    assert re.findall(r'<option value="([^"]+)" selected>', form) == ["unknown", "unknown", "unknown"]
+    assert re.findall(r'<input type="radio"[^>]* checked', form) == []
 
 
 def test_a_rules_finding_is_listed_before_the_judges_evidence_with_the_text_it_matched(client_for, operator, org):

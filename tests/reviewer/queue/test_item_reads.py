@@ -27,7 +27,7 @@ def test_a_blind_conversations_page_holds_no_check_and_no_citation(org):
     assert page.blind and page.why == "" and page.evidence.checks == []
     shown = [entry.message for entry in page.evidence.path if entry.message]
     assert shown and not any(message.cited_by for message in shown)
-    assert all(answer.field.initial == "unknown" for answer in page.form.check_fields())
+    assert all(answer.field.initial is None for answer in page.form.check_fields())
 
 
 def test_a_page_nothing_is_hidden_of_shows_the_machines_verdicts(org, operator):

@@ -69,10 +69,10 @@ def test_it_lists_items_of_both_kinds_with_counts_per_reason(client_for, operato
     conversation_item(org, "cv-77")
     html = client_for(operator).get(reverse("queue")).content.decode()
     assert "a-draft" in html and "another-draft" in html and "cv-77" in html
-    assert "band 1" in html
-    assert "unknown check 1" in html
+    assert "score in the marginal band 1" in html
+    assert "a check came back unknown 1" in html
     assert "judge contradicts itself 1" in html
-    assert "spread straddles 0" in html
+    assert "spread straddles the threshold 0" in html
     assert "<b>3</b> waiting" in html
 
 

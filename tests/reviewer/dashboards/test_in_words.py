@@ -1,0 +1,66 @@
+"""The stakeholder's first screen reads in words (issue 41): quality with its unknowns, the gate's outcomes, what
+changed since the week before, and agreement said as "4 times in 5", each number leading to what it counts; the
+statistics stay, folded under their sections with a plain reading each; the application filter offers the reader's
+applications and refuses one the org does not have; no link answers a signed-in reader with "Unauthorized"."""
+
+import re
+
+import pytest
+from django.urls import reverse
+from django.utils import timezone
+
+from grading.core.weeks import monday
+from grading.dashboard.figures import dashboard_figures
+from reviewer.dashboards.display import times_in
+from tests.builders.world import build_world, iso, world_scope
+
+pytestmark = pytest.mark.django_db
+
+
+def test_a_share_reads_aloud():
+    assert [times_in(share) for share in (0.8, 0.9, 0.5, 0.33, 0.97, 0.02, None)] == [
+        "4 times in 5",
+        "9 times in 10",
+        "1 time in 2",
+        "3 times in 10",
+        "nearly always",
+        "almost never",
+        "",
+    ]
+
+
+def test_the_first_screen_says_the_figures_in_words_and_folds_the_statistics(
+    client_for, org, fake_llm, operator, stakeholder
+):
+    build_world(org, fake_llm, operator)
+    figures = dashboard_figures(world_scope(org))
+    url = f"{reverse('dashboard')}?org={org.slug}&from=2026-W46&to={iso(monday(timezone.now()))}"
+    html = client_for(stakeholder).get(url).content.decode()
+    words = html.split('id="in-words"', 1)[1].split("</ul>", 1)[0]
+    total = figures["quality"]["total"]
+    text = re.sub(r"<[^>]+>", "", words)
+    assert f"Conversations: {total['passed']} of the {total['resolved']} whose checks all resolved" in text
+    assert f"{total['unknown']} more wait" in text
+    gate = figures["gate"]["total"]
+    assert f"the gate passed {gate['pass']}, failed {gate['fail']} and sent {gate['human']} to people" in text
+    judge = figures["agreement"]["conversation"]["samples"]["audit"]["checks"]["all_checks"]
+    assert f"the judge gives people's answer {times_in(judge['percent'])}" in text
+    assert "Since 2026-W" in text
+    assert len(re.findall(r'<a href="/dashboard/reviews/\?', words)) >= 6  # the numbers lead to what they count
+    # The statistics are still there, folded, each section with its plain reading.
+    assert '<details class="stats" id="judge-against-people">' in html and "κ" in html
+    assert '<details class="stats" id="people-against-people">' in html
+
+
+def test_the_application_filter_offers_the_orgs_applications_and_refuses_a_typo(
+    client_for, org, fake_llm, operator, stakeholder
+):
+    build_world(org, fake_llm, operator)
+    client = client_for(stakeholder)
+    html = client.get(reverse("dashboard"), {"org": org.slug}).content.decode()
+    options = re.findall(r'<option value="([^"]*)"', html.split('name="application"', 1)[1].split("</select>")[0])
+    assert options == ["", "billing", "onboarding"]
+    assert "/api/v1/dashboard?" not in html  # an API key's link, which answered a signed-in reader "Unauthorized"
+    response = client.get(reverse("dashboard"), {"org": org.slug, "application": "biling"})
+    assert response.status_code == 400
+    assert "application" in response.content.decode() and "biling" in response.content.decode()
