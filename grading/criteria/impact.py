@@ -48,6 +48,7 @@ from grading.passes.planner import (
     went_quiet,
 )
 from grading.reviews.memory import MemoryContext, MemoryEntry, active_memory
+from grading.reviews.spend import Estimate, judge_prices
 from grading.reviews.versions import criteria_publish
 
 # --- the diff -------------------------------------------------------------------------------------------------------
@@ -482,6 +483,19 @@ class PublishPlan:
     @property
     def tokens(self) -> int | None:
         return round(self.basis.mean_total * self.judged_items) if self.basis else None
+
+    @property
+    def estimate(self) -> Estimate:
+        """The re-grade's spend, the plan's one estimate: shown, and checked against the spend caps. Its cost is the
+        basis's prompt and completion tokens at the prices of the version's judge (the one that re-grades)."""
+        prices = judge_prices(self.version.judge)
+        if self.basis is None or prices is None:
+            return Estimate(self.judge_calls, self.tokens, None)
+        cost = prices.cost_micros(
+            prompt_tokens=round(self.basis.mean_prompt * self.judged_items),
+            completion_tokens=round(self.basis.mean_completion * self.judged_items),
+        )
+        return Estimate(self.judge_calls, self.tokens, cost)
 
     @property
     def next_pass_takes_all(self) -> bool:

@@ -279,10 +279,14 @@ class SpendCheck:
     warnings: list[CapWarning]
 
 
-def spend_check(*, version: CriteriaVersion, calls: int, now: datetime | None = None) -> SpendCheck:
+def spend_check(
+    *, version: CriteriaVersion, calls: int, estimate: Estimate | None = None, now: datetime | None = None
+) -> SpendCheck:
     """What `calls` judge calls under `version` (its judge) would spend, and the caps they would pass: the warning
-    on the trial count and the publish plan."""
-    estimate = spend_estimate(org_id=version.org_id, judge=version.judge, calls=calls, now=now)
+    on the trial count and the publish plan. The publish plan brings its own `estimate` (PublishPlan.estimate);
+    without one, the ledger's mean per call (spend_estimate)."""
+    if estimate is None:
+        estimate = spend_estimate(org_id=version.org_id, judge=version.judge, calls=calls, now=now)
     return SpendCheck(estimate, spend_warnings(org_id=version.org_id, version=version, estimate=estimate, now=now))
 
 

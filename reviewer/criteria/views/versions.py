@@ -364,7 +364,7 @@ def criteria_publish(request: HttpRequest, pk: int) -> HttpResponse:
 def _render_plan(request, version, form, *, refusal: str = "", status: int = 200) -> HttpResponse:
     plan = publish_plan(version=version)
     form = form or PublishForm(initial={"plan_active": plan.active.pk if plan.active else None})
-    spend = spend_check(version=version, calls=plan.judge_calls)  # the re-grade runs under this version's judge
+    spend = spend_check(version=version, calls=plan.judge_calls, estimate=plan.estimate)  # the plan's one estimate
     context = {"version": version, "plan": plan, "form": form, "refusal": refusal, "spend": spend, **NAV}
     return render(request, "reviewer/criteria/publish.html", context, status=status)
 

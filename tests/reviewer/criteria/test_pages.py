@@ -9,7 +9,8 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
-from grading.models import CriteriaTrial, CriteriaVersion, Decision, GradingRun, ItemKind, Review
+from grading.models import CriteriaTrial, CriteriaVersion, Decision, GradingRun, ItemKind, JudgeSpend, Review
+from grading.reviews.spend import spend_cap_set
 from grading.reviews.versions import criteria_new_version, criteria_publish
 from reviewer.models import Role
 from reviewer.queue.services import claim_take, decision_create
@@ -244,6 +245,24 @@ def test_the_publish_page_shows_the_plan_and_publishing_re_grades_now(admin_clie
     page = admin_client.get(response["Location"])
     assert "Published draft v2" in text(page) and "A grading pass enqueued 2 items; 0 wait" in text(page)
     assert 'name="rubric"' not in page.content.decode()
+
+
+def test_the_publish_plan_gives_one_token_estimate_and_checks_the_spend_caps_against_it(admin_client, org, criteria):
+    # The drafts' own reviews took 1,000 tokens each; this judge's ledger mean over the week is 20 a call (a
+    # conversation's small stages): the re-grade of two drafts is about 2,000 tokens, not 40.
+    usage = {"prompt_tokens": 900, "completion_tokens": 100, "total_tokens": 1000}
+    Review.objects.filter(org=org, kind=ItemKind.DRAFT).exclude(state="trial").update(usage=usage)
+    JudgeSpend.objects.filter(org=org).delete()
+    JudgeSpend.objects.create(
+        org=org, criteria_version=criteria.active, judge=criteria.active.judge, day=timezone.now().date(), calls=1,
+        prompt_tokens=10, completion_tokens=10,
+    )  # fmt: skip
+    spend_cap_set(org=org, version=None, period="week", tokens=1500, cost_micros=None, actor=None)
+    page = admin_client.get(reverse("criteria_publish", args=[criteria.draft_version.pk]))
+    words = text(page)
+    assert "about 2 judge calls and 2000 tokens" in words
+    assert set(re.findall(r"(\d+) tokens", words)) == {"2000", "1000"}  # the estimate, and its basis per review
+    assert "About 2000 tokens would pass the per week spend cap of org: 20 of 1500 spent" in words
 
 
 def test_publishing_after_someone_else_published_is_refused_and_says_who(admin_client, org, criteria):
