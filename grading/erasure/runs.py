@@ -27,7 +27,14 @@ from django.db.models import BinaryField, CharField, Func, Q, QuerySet, Value
 from django.utils import timezone
 
 from grading.delivery import enqueue
-from grading.erasure.items import items_erase, items_to_lock, trials_naming, waiting_calls_erase, waiting_calls_of
+from grading.erasure.items import (
+    ErasedBatch,
+    items_erase,
+    items_to_lock,
+    trials_naming,
+    waiting_calls_erase,
+    waiting_calls_of,
+)
 from grading.models import (
     ApiKey,
     Conversation,
@@ -101,17 +108,24 @@ def erasure_request(
     return erasure
 
 
-def erasure_reach(*, org: Org, scope: str, target: str) -> dict[str, int]:
-    """What an erasure asked now would erase: items per kind, and OTLP model calls waiting for their other part
-    (the confirm step shows it). ItemNotFound for one item the org does not have."""
+def erasure_preview(*, org: Org, scope: str, target: str) -> dict[str, int]:
+    """What an erasure asked now would erase, in rows per kind of row as its tombstone counts them (the confirm step
+    shows it). The erasure's own steps run (its items, then its waiting calls, each step's reads, locks and
+    cascades) in a transaction rolled back at the end, so the preview cannot count otherwise than the erasure does;
+    the counters are not booked, so their rows are never locked. ItemNotFound for one item the org does not have."""
     if scope in (ErasureScope.CONVERSATION, ErasureScope.DRAFT):
         _item_check(org, scope, target)
     target = end_user_hash(target) if scope == ErasureScope.END_USER else target
-    asked = Erasure(org=org, scope=scope, kind="" if scope == ErasureScope.END_USER else scope, target=target)
-    reach = {kind: _matching(asked, kind).count() for kind in _kinds(asked)}
-    if scope != ErasureScope.DRAFT:
-        reach["waiting_call"] = _waiting_calls(asked).count()
-    return reach
+    counts: Counter = Counter()
+    with transaction.atomic():
+        kind = "" if scope == ErasureScope.END_USER else scope
+        asked = Erasure.objects.create(org=org, scope=scope, kind=kind, target=target, requested_at=timezone.now())
+        for kind in _kinds(asked):
+            candidates = list(_matching(asked, kind).order_by("pk").values_list("pk", flat=True))
+            counts += _items_erase(asked, kind, candidates).counts
+        counts += waiting_calls_erase(_waiting_calls(asked))
+        transaction.set_rollback(True)
+    return dict(sorted(counts.items()))
 
 
 def _item_check(org: Org, kind: str, external_id: str) -> None:
@@ -184,16 +198,7 @@ def erasure_batch(*, erasure_id: int, batch_size: int = BATCH_SIZE) -> Erasure |
             candidates = list(_matching(erasure, kind).order_by("pk").values_list("pk", flat=True)[:batch_size])
             if not candidates:
                 continue
-            trial_ids = trials_naming(org_id=erasure.org_id, kind=kind, item_ids=candidates)
-            model = _MODELS[kind]
-            items = list(
-                _matching(erasure, kind)
-                .filter(pk__in=candidates)
-                .only(*items_to_lock(model))
-                .order_by("pk")
-                .select_for_update()
-            )
-            batch = items_erase(org=erasure.org, kind=kind, items=items, erasure=erasure, trial_ids=trial_ids)
+            batch = _items_erase(erasure, kind, candidates)
             erasure.state = ErasureState.RUNNING
             erasure.cursor = max(candidates)
             erasure.erased = _added(erasure.erased, batch.counts, batch.filed)
@@ -210,6 +215,19 @@ def erasure_batch(*, erasure_id: int, batch_size: int = BATCH_SIZE) -> Erasure |
         erasure.state, erasure.finished_at = ErasureState.DONE, timezone.now()
         erasure.save(update_fields=["state", "finished_at"])
         return erasure
+
+
+def _items_erase(erasure: Erasure, kind: str, candidates: list[int]) -> ErasedBatch:
+    """Lock the trials naming the candidates, then those of them that still match (in id order), and erase them."""
+    trial_ids = trials_naming(org_id=erasure.org_id, kind=kind, item_ids=candidates)
+    items = list(
+        _matching(erasure, kind)
+        .filter(pk__in=candidates)
+        .only(*items_to_lock(_MODELS[kind]))
+        .order_by("pk")
+        .select_for_update()
+    )
+    return items_erase(org=erasure.org, kind=kind, items=items, erasure=erasure, trial_ids=trial_ids)
 
 
 def _kinds(erasure: Erasure) -> list[str]:

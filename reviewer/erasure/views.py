@@ -1,7 +1,7 @@
 """The erasure page (/erasure/): GET lists the admin's orgs' erasures (scope, target, who asked, when, state and
-counts: content-free tombstones) beside the form that asks for one; a POST shows what the erasure would take and
-asks to confirm it; the POST that confirms asks for it (grading/erasure/runs.py `erasure_request`, audited) and a
-worker erases in batches.
+counts: content-free tombstones) beside the form that asks for one; a POST shows what the erasure would take (its
+rows counted by a dry run of the erasure itself) and asks to confirm it; the POST that confirms asks for it
+(grading/erasure/runs.py `erasure_request`, audited) and a worker erases in batches.
 
 Only org admins; an org the person does not administer is a 404, an item the org does not have is a 400 naming it,
 and nothing is asked until the confirming POST.
@@ -14,7 +14,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
 from grading.core.schemas import identifier_checked
-from grading.erasure.runs import ItemNotFound, erasure_counts, erasure_reach, erasure_request
+from grading.erasure.runs import ItemNotFound, erasure_counts, erasure_preview, erasure_request
 from grading.models import Erasure, ErasureScope, Org
 from reviewer.access import role_required
 from reviewer.models import Role
@@ -49,13 +49,13 @@ def erasure(request: HttpRequest) -> HttpResponse:
 def _erasure_ask(request: HttpRequest, org_ids: list[int], form: ErasureForm, org: Org) -> HttpResponse:
     scope, target = form.cleaned_data["scope"], form.cleaned_data["target"]
     try:
-        reach = erasure_reach(org=org, scope=scope, target=target)
+        erases = erasure_preview(org=org, scope=scope, target=target)
     except ItemNotFound:
         form.add_error("target", f"{org.name} has no {ErasureScope(scope).label.removeprefix('one ')} {target!r}.")
         return _render(request, org_ids, form=form, status=400)
     if not form.cleaned_data["confirmed"]:
         confirm = {"org": org, "scope": scope, "scope_label": ErasureScope(scope).label, "target": target,
-                   "reach": reach}  # fmt: skip
+                   "erases": erases, "rows": sorted(erases.items())}  # fmt: skip
         return _render(request, org_ids, confirm=confirm)
     asked = erasure_request(org=org, scope=scope, target=target, requested_by=request.user)
     messages.success(request, f"Erasure {asked.pk} is asked for; a worker erases it in batches.")

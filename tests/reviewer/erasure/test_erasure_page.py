@@ -3,10 +3,11 @@ listed."""
 
 from django.utils import timezone
 
-from grading.erasure.runs import erasure_run
-from grading.models import AuditEvent, Erasure, ErasureScope
+from grading.erasure.runs import erasure_counts, erasure_run
+from grading.models import AuditEvent, Conversation, Decision, Erasure, ErasureScope
 from grading.models.otlp import PendingCall
 from reviewer.models import Role
+from reviewer.queue.services import claim_take, decision_create
 from tests.builders.people import make_person
 from tests.builders.queue_items import conversation_item
 
@@ -78,3 +79,24 @@ def test_the_event_of_each_item_erased_names_the_admin_who_asked(org, client):
 
     erased = AuditEvent.objects.get(action="item.erase")
     assert (erased.item_id, erased.actor, erased.api_key) == (conversation.pk, admin, None)
+
+
+def test_the_confirm_step_previews_the_rows_the_erasure_then_erases_and_erases_none_of_them(org, client, operator):
+    review = conversation_item(org, "cv-1")
+    claim_take(user=operator, review_id=review.pk)
+    checks = {"grounded": "pass", "complete": "pass", "usable": "pass"}
+    decision_create(user=operator, review_id=review.pk, fingerprint=review.fingerprint, checks=checks, note="ok")
+    client.force_login(make_person("admin", org, Role.ORG_ADMIN))
+    asked = {"org": org.pk, "scope": ErasureScope.CONVERSATION, "target": "cv-1"}
+
+    confirm = client.post("/erasure/", asked)
+
+    preview = confirm.context["confirm"]["erases"]
+    assert (preview["conversation"], preview["review"], preview["decision"]) == (1, 1, 1) and preview["message"] > 0
+    shown = confirm.content.decode().split('id="erasure-preview"')[1].split("</p>")[0]
+    assert f"<b>{preview['message']}</b> message" in shown and "<b>1</b> decision" in shown
+    assert Conversation.objects.filter(org=org, external_id="cv-1").exists() and Decision.objects.exists()
+    assert not Erasure.objects.exists() and not AuditEvent.objects.filter(action="item.erase").exists()
+    client.post("/erasure/", asked | {"confirmed": "on"})
+    erasure_run(erasure_id=Erasure.objects.get().pk)
+    assert erasure_counts(Erasure.objects.get()) == preview
