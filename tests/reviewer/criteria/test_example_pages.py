@@ -41,6 +41,7 @@ def test_an_admin_adds_a_decided_item_from_its_page_and_reads_it_escaped_in_the_
     editor = client.get(reverse("criteria_version", args=[version.pk])).content.decode()
     assert HOSTILE not in editor and "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;" in editor
     assert 'id="example-rows"' in editor and "Save explanation" in editor and "cv-1" in editor
+    assert f'<a href="{reverse("criteria_item", args=["conversation", review.conversation_id])}">cv-1</a>' in editor
     assert CriteriaExample.objects.get().added_by == criteria_admin
 
 
