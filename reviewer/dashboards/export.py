@@ -19,6 +19,7 @@ from django.db.models.fields.json import KeyTextTransform, KeyTransform
 from django.db.models.functions import Coalesce, JSONObject
 
 from grading.core.spreadsheets import csv_lines
+from grading.core.weeks import iso_week
 from grading.models import Answer, ItemKind, Label, Review, state_now
 from grading.reviews.blind import SEEN, blind_items
 from reviewer.dashboards.reads import ReviewFilter
@@ -46,6 +47,7 @@ _VALUES_AFTER = (
     "criteria_version__is_active", "conversation_id", "draft_id",
 )  # fmt: skip
 _STATE = _BEFORE.index("state")
+_WEEK = _BEFORE.index("week")
 
 
 def columns_for(checks: Sequence[str]) -> tuple[str, ...]:
@@ -136,6 +138,8 @@ def export_rows(
                 continue
             out = [row[0], row[1], row[2] if row[2] is not None else row[3], *row[4:-3]]
             out[_STATE] = state_now(out[_STATE], criteria_active=row[-3])  # as the review reads now
+            if out[_WEEK] is not None:  # named as the page names it (2026-W49), not by its Monday
+                out[_WEEK] = iso_week(out[_WEEK])
             if seen.verdicts:
                 for i in said:
                     out[i] = None
@@ -150,7 +154,7 @@ def export_rows(
 
 
 # Columns that need more than str() in a CSV cell (csv writes None as an empty cell): times, and JSON.
-_TIMES = ("week", "started_at", "finished_at", "decided_at", "routed_at", "due_at")
+_TIMES = ("started_at", "finished_at", "decided_at", "routed_at", "due_at")
 _JSON = ("judge", "confidences", "decision_checks", "labels", "answers")
 
 

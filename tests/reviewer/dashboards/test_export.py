@@ -15,6 +15,7 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from grading.conversations.grader import conversation_grade
+from grading.core.weeks import iso_week
 from grading.drafts.gate import draft_grade
 from grading.models import CriteriaVersion, Draft, ItemKind, Review, SlotsFor
 from grading.reviews.services import answer_record, decision_record
@@ -51,6 +52,7 @@ def test_the_csv_and_jsonl_exports_read_back_equal_to_the_reviews(org, fake_llm,
         assert line["check_grounded"] == grounded and row["check_grounded"] == (grounded or "")
         assert line["state"] == row["state"] and line["state"] in ("current", "waiting", "decided")
         assert line["finished_at"] == row["finished_at"] == review.finished_at.isoformat()
+        assert row["week"] == line["week"] == iso_week(review.week)  # as the page names it: 2026-W49
     decided = {line["item"]: line for line in lines if line["decision"]}
     assert set(decided) == {"c1", "c3", "c4"}
     assert decided["c4"]["decided_by"] == operator.username and decided["c4"]["decision_checks"]["grounded"] == "fail"
