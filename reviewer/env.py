@@ -143,6 +143,17 @@ def env_price(name: str) -> float | None:
     return env_float(name, 0.0, minimum=0.0)
 
 
+def env_currency(name: str, default: str) -> str:
+    """A currency's ISO 4217 code, three letters (`USD`, `eur`: read upper-cased); anything else is an error."""
+    value = os.environ.get(name)
+    if value is None or value.strip() == "":
+        return default
+    code = value.strip().upper()
+    if not re.fullmatch(r"[A-Z]{3}", code):
+        raise ImproperlyConfigured(f"{name}={value!r} is not a currency's three-letter code, like USD or EUR")
+    return code
+
+
 _SLUG = re.compile(r"[-a-zA-Z0-9_]+")
 
 

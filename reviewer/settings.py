@@ -16,6 +16,7 @@ from reviewer import embedded
 from reviewer.env import (
     env_bool,
     env_choice,
+    env_currency,
     env_float,
     env_group_roles,
     env_headers,
@@ -337,6 +338,9 @@ JUDGE_MAX_OUTPUT_TOKENS = env_int("JUDGE_MAX_OUTPUT_TOKENS", 1_024, minimum=64)
 # Per million prompt (input) and completion (output) tokens, in one currency; unset: spend is counted in tokens only.
 JUDGE_PRICE_INPUT_PER_MILLION = env_price("JUDGE_PRICE_INPUT_PER_MILLION")
 JUDGE_PRICE_OUTPUT_PER_MILLION = env_price("JUDGE_PRICE_OUTPUT_PER_MILLION")
+# The currency every judge's prices are in, named wherever a cost is shown; USD because the hosted judges price
+# their tokens in US dollars.
+SPEND_CURRENCY = env_currency("SPEND_CURRENCY", "USD")
 # Every judge a criteria version may name (CriteriaVersion.judge): `default`, the one above, and those of the JSON
 # file JUDGES_FILE names (reviewer/env.py `env_judges` says its form). JSON because the judges are a nested
 # document that environment variables carry badly, Python reads it strictly with no dependency, and its errors say

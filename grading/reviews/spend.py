@@ -14,6 +14,7 @@ its tokens and no cost, and a cost cap never stops it.
 
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
+from decimal import Decimal
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
@@ -31,6 +32,7 @@ from grading.reviews.sql import judge_spend_add, spend_caps_spent
 _JUDGED = frozenset({Route.PASS, Route.FAIL, Route.HUMAN})
 ESTIMATE_DAYS = 7  # the ledger's days a mean per call is read from, for the warnings before a trial or a publish
 SPEND_CAP = "spend_cap"  # why an item waits while a cap is reached
+MICROS = 1_000_000  # micros in one unit of the prices' currency: costs are kept as whole micros
 
 
 # --- prices and booking -------------------------------------------------------------------------------------------
@@ -80,6 +82,15 @@ def spend_book(*, org_id: int, version: CriteriaVersion, route: str, usage: dict
         completion=completion,
         cost=cost,
     )
+
+
+def money(micros: int) -> str:
+    """A cost kept in micros as people read it, in the prices' currency (settings.SPEND_CURRENCY): "1.23 USD"; a
+    figure under a cent keeps the digits that say it ("0.000375 USD": one judge call), none reads as 0.00."""
+    amount = Decimal(micros) / MICROS
+    under_a_cent = 0 < abs(amount) < Decimal("0.01")
+    figure = f"{amount:.6f}".rstrip("0") if under_a_cent else f"{amount:,.2f}"
+    return f"{figure} {settings.SPEND_CURRENCY}"
 
 
 def utc_day(moment: datetime) -> date:
@@ -154,10 +165,10 @@ class Blocked:
         return "org" if self.cap.criteria_version is None else str(self.cap.criteria_version)
 
     def describe(self) -> str:
-        unit = "tokens" if self.measure == "tokens" else "cost (micros)"
         return (
-            f"The {self.cap.get_period_display()} spend cap of {self.scope} is reached: {self.spent} of {self.limit} "
-            f"{unit}. Grading waits until the cap is raised or the period rolls over at "
+            f"The {self.cap.get_period_display()} spend cap of {self.scope} is reached: "
+            f"{_figures(self.measure, self.spent, self.limit)}. Grading waits until the cap is raised or the period "
+            "rolls over at "
             f"{self.resumes_at:%Y-%m-%d %H:%M} UTC."
         )
 
@@ -232,14 +243,21 @@ class CapWarning:
 
     def describe(self) -> str:
         scope = "org" if self.cap.criteria_version is None else str(self.cap.criteria_version)
-        unit = "tokens" if self.measure == "tokens" else "cost (micros)"
         if self.spent >= self.limit:
             period = self.cap.get_period_display()
-            return f"The {period} spend cap of {scope} is reached ({self.spent} of {self.limit} {unit})."
+            return f"The {period} spend cap of {scope} is reached ({_figures(self.measure, self.spent, self.limit)})."
+        more = f"{self.estimate} tokens" if self.measure == "tokens" else money(self.estimate or 0)
         return (
-            f"About {self.estimate} {unit} would pass the {self.cap.get_period_display()} spend cap of {scope}: "
-            f"{self.spent} of {self.limit} spent."
+            f"About {more} would pass the {self.cap.get_period_display()} spend cap of {scope}: "
+            f"{_figures(self.measure, self.spent, self.limit).removesuffix(' tokens')} spent."
         )
+
+
+def _figures(measure: str, spent: int, limit: int) -> str:
+    """Spent of the limit, as people read the measure: "300 of 250 tokens", "1.20 USD of 1.00 USD"."""
+    if measure == "tokens":
+        return f"{spent} of {limit} tokens"
+    return f"{money(spent)} of {money(limit)}"
 
 
 def spend_estimate(*, org_id: int, judge: str, calls: int, now: datetime | None = None) -> Estimate:

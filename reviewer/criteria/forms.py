@@ -16,7 +16,7 @@ from grading.criteria.trials import TRIAL_DEFAULT
 from grading.judge.backends import judge_names
 from grading.models import CriteriaVersion, ItemKind, SlotsFor, SpendPeriod, TrialSource
 from grading.models.criteria import MAX_SLOTS
-from grading.reviews.spend import CAP_MAX
+from grading.reviews.spend import CAP_MAX, MICROS
 from reviewer.criteria.check_forms import check_formset
 
 SEVERITY_CHOICES = [("fatal", "fatal: fails the draft"), ("fixable", "fixable: repaired automatically")]
@@ -433,11 +433,17 @@ class SpendCapForm(forms.Form):
     version = forms.IntegerField(required=False, label="criteria version", help_text="Empty: the whole org.")
     period = forms.ChoiceField(choices=SpendPeriod.choices)
     tokens = forms.IntegerField(required=False, min_value=0, max_value=CAP_MAX, label="tokens")
-    cost_micros = forms.IntegerField(required=False, min_value=0, max_value=CAP_MAX, label="cost (micros)")
+    # In money, to the micro (the ledger's unit): the page names the currency the judges' prices are in.
+    cost = forms.DecimalField(required=False, min_value=0, max_value=CAP_MAX // MICROS, decimal_places=6)
     remove = forms.BooleanField(required=False)
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["cost"].label = f"cost ({settings.SPEND_CURRENCY})"
 
     def clean(self) -> dict:
         data = super().clean()
+        data["cost_micros"] = int(data["cost"] * MICROS) if data.get("cost") is not None else None
         nothing = data.get("tokens") is None and data.get("cost_micros") is None
         if nothing and not data.get("remove") and not self.errors:  # a figure refused has its own message
             self.add_error("tokens", "Give a cap on tokens, on cost, or both (or remove the cap).")

@@ -9,6 +9,7 @@ from django.core.exceptions import ImproperlyConfigured
 from reviewer.env import (
     env_bool,
     env_choice,
+    env_currency,
     env_float,
     env_int,
     env_judges,
@@ -221,3 +222,14 @@ def test_the_process_refuses_to_start_with_a_bad_judges_file(tmp_path):
     )
     assert result.returncode != 0
     assert "judge 'cheap': model is required, as a non-empty string" in result.stderr
+
+
+def test_the_currency_is_a_three_letter_code_and_junk_is_refused(monkeypatch):
+    monkeypatch.delenv("TG_TEST_VAR", raising=False)
+    assert env_currency("TG_TEST_VAR", "USD") == "USD"
+    monkeypatch.setenv("TG_TEST_VAR", " eur ")
+    assert env_currency("TG_TEST_VAR", "USD") == "EUR"
+    for junk in ("euro", "€", "E1R"):
+        monkeypatch.setenv("TG_TEST_VAR", junk)
+        with pytest.raises(ImproperlyConfigured, match="TG_TEST_VAR"):
+            env_currency("TG_TEST_VAR", "USD")

@@ -6,6 +6,7 @@ field, and changes nothing. The change itself, its audit and the grading pass it
 grading/reviews/spend.py's (`spend_cap_set`).
 """
 
+from django.conf import settings
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
@@ -40,7 +41,8 @@ def _spend_cap_set(request: HttpRequest, org_ids: list[int], form: SpendCapForm,
             cost_micros=form.cleaned_data["cost_micros"], actor=request.user, remove=form.cleaned_data["remove"],
         )  # fmt: skip
     except SpendCapInvalid as invalid:
-        form.add_error(invalid.field if invalid.field in form.fields else None, str(invalid))
+        field = "cost" if invalid.field == "cost_micros" else invalid.field  # the form takes the cost in money
+        form.add_error(field if field in form.fields else None, str(invalid))
         return _render(request, org_ids, form=form, status=400)
     scope = "the whole org" if version is None else str(version)
     done = "removed" if form.cleaned_data["remove"] else "set"
@@ -55,5 +57,5 @@ def _render(
         (org, spend_overview(org_id=org.pk), CriteriaVersion.objects.filter(org=org).order_by("kind", "number"))
         for org in Org.objects.filter(pk__in=org_ids).order_by("slug")
     ]
-    context = {"orgs": orgs, "form": form, "periods": SpendPeriod.choices, **NAV}
+    context = {"orgs": orgs, "form": form, "periods": SpendPeriod.choices, "currency": settings.SPEND_CURRENCY, **NAV}
     return render(request, "reviewer/criteria/spend.html", context, status=status)

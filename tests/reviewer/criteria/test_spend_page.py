@@ -124,3 +124,21 @@ def test_an_item_with_no_review_says_on_its_page_that_it_waits_on_the_cap(admin_
 def test_the_criteria_page_links_the_spend_page(admin_client):
     html = admin_client.get(reverse("criteria")).content.decode()
     assert f'<a href="{reverse("criteria_spend")}">Judge spend and its caps</a>' in html
+
+
+def test_the_page_shows_cost_in_money_with_the_currency_named_and_takes_a_cap_in_money(admin_client, org, settings):
+    settings.SPEND_CURRENCY = "EUR"
+    version = criteria_active(org=org, kind=ItemKind.CONVERSATION)
+    JudgeSpend.objects.create(
+        org=org, criteria_version=version, judge=version.judge, day=timezone.now().date(), calls=3,
+        prompt_tokens=900, completion_tokens=100, cost_micros=1_234_500,
+    )  # fmt: skip
+    answer = admin_client.post(URL, {"org": org.pk, "version": "", "period": "day", "cost": "2.5"})
+    assert answer.status_code == 302 and SpendCap.objects.get(org=org).cost_micros == 2_500_000
+    page = admin_client.get(URL).content.decode()
+    assert "1.23 EUR" in page and "2.50 EUR" in page and "cost (EUR)" in page
+    assert "micros" not in page
+    for bad in ("-1", "lots", "0.0000001"):
+        refused = admin_client.post(URL, {"org": org.pk, "version": "", "period": "week", "cost": bad})
+        assert refused.status_code == 400 and "cost:" in refused.content.decode()
+    assert SpendCap.objects.count() == 1
