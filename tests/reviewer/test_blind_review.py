@@ -198,6 +198,7 @@ def _pages(world: BlindWorld) -> dict[str, list[tuple[str, dict]]]:
         "orgadmin_webhook": [(reverse("orgadmin_webhook"), {})],
         "orgadmin_retention": [(reverse("orgadmin_retention"), {})],
         "erasure": [(reverse("erasure"), {})],
+        "setup_targets": [(reverse("setup_targets"), {})],
     }  # fmt: skip
 
 

@@ -1,0 +1,35 @@
+"""Forms of the set-up pages. Each names the org it changes (a hidden field the view checks against the person's
+orgs); what a target may be is the service's to say (grading/management/service_targets.py and selectors.py), and
+its refusals land on the field concerned."""
+
+from django import forms
+
+from grading.management.selectors import POSITION_MAX, REASONS
+from grading.models import ItemKind
+
+MINUTES, HOURS = "minutes", "hours"
+EARLIER, LATER = "earlier", "later"
+
+
+class TargetForm(forms.Form):
+    """A new target: the items it picks (blank: any), within how long people decide them, and where it goes (ahead
+    of a target, or blank: after the last). The application is one of the org's, checked by the view."""
+
+    org = forms.IntegerField(widget=forms.HiddenInput)
+    kind = forms.ChoiceField(choices=[("", "any kind"), *ItemKind.choices], required=False)
+    application = forms.CharField(required=False, max_length=200)
+    reason = forms.ChoiceField(choices=[("", "any reason"), *((reason, reason) for reason in REASONS)], required=False)
+    within = forms.IntegerField(label="within")
+    unit = forms.ChoiceField(choices=[(MINUTES, "minutes"), (HOURS, "hours")])
+    ahead_of = forms.IntegerField(required=False, min_value=1, max_value=POSITION_MAX, label="place")
+
+
+class TargetAtForm(forms.Form):
+    """Names one of the org's targets by its position (the page's own buttons fill it)."""
+
+    org = forms.IntegerField()
+    position = forms.IntegerField(min_value=1, max_value=POSITION_MAX)
+
+
+class TargetMoveForm(TargetAtForm):
+    direction = forms.ChoiceField(choices=[(EARLIER, EARLIER), (LATER, LATER)])

@@ -1,0 +1,9 @@
+from django.urls import path
+
+from reviewer.setup import views
+
+urlpatterns = [
+    path("targets/", views.setup_targets, name="setup_targets"),
+    path("targets/move/", views.setup_target_move, name="setup_target_move"),
+    path("targets/remove/", views.setup_target_remove, name="setup_target_remove"),
+]
