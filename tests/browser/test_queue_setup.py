@@ -1,0 +1,51 @@
+"""A lead sets up the queue in Chromium: from the queue to the set-up page, a target for every item, then one for
+drafts ahead of it in one step, and the waiting draft's due time follows at once."""
+
+from datetime import timedelta
+
+import pytest
+
+from grading.models import AuditEvent, ServiceTarget
+from reviewer.models import Role
+from tests.builders.browser import signed_in_tab
+from tests.builders.people import make_person
+from tests.builders.queue_items import draft_item
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+
+def test_a_lead_adds_a_target_and_then_one_ahead_of_it_from_the_queue(browser, live_server, org):
+    waiting = draft_item(org, "waiting")
+    lee = make_person("lee", org, Role.LEAD)
+    tab = signed_in_tab(browser, live_server, lee, "/queue/")
+
+    tab.click("#queue-setup-link")
+    tab.wait_for_url("**/setup/targets/")
+    card = tab.locator(f"#org-{org.pk}")
+    card.locator("input[name=within]").fill("8")
+    card.locator("select[name=unit]").select_option("hours")
+    with tab.expect_navigation():
+        card.locator("button.primary").click()
+    assert "within 8 h" in tab.locator(".flash").inner_text()
+
+    card = tab.locator(f"#org-{org.pk}")
+    card.locator("select[name=kind]").select_option("draft")
+    card.locator("input[name=within]").fill("45")
+    card.locator("select[name=ahead_of]").select_option(
+        label="ahead of #1: any kind · any application · any reason  within 8 h"
+    )
+    with tab.expect_navigation():
+        card.locator("button.primary").click()
+
+    rows = tab.locator(f"#org-{org.pk} tr.target")
+    assert [rows.nth(i).get_attribute("data-position") for i in range(rows.count())] == ["1", "2"]
+    assert "draft · any application · any reason" in rows.nth(0).inner_text()
+    assert "45 min" in rows.nth(0).inner_text()
+    assert "8 h" in rows.nth(1).inner_text()
+    assert tab.console_errors == []
+    assert list(ServiceTarget.objects.order_by("position").values_list("kind", "minutes")) == [("draft", 45), ("", 480)]
+    waiting.refresh_from_db()
+    assert waiting.due_at == waiting.routed_at + timedelta(minutes=45)
+    assert set(AuditEvent.objects.filter(action__startswith="service_target.").values_list("actor_id", flat=True)) == {
+        lee.pk
+    }
