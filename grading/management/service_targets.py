@@ -1,8 +1,8 @@
 """Changes to an org's service-level targets (grading/reviews/targets.py), one form for `manage.py targets` and the
-set-up page (reviewer/setup/): add one last or at a free position, replace one in place, insert one ahead of
-another, move one ahead of or behind its neighbour, remove one. Each runs in one transaction with the org locked
-(`org_lock`), audits what it changed, and re-dates the org's waiting reviews, so no due time is ever read from targets
-that are gone. A refusal (`CommandError`, saying why) comes before anything is written."""
+set-up page (reviewer/setup/): add one last or at a free position, replace one in place (or only its duration),
+insert one ahead of another, move one ahead of or behind its neighbour, remove one. Each runs in one transaction
+with the org locked (`org_lock`), audits what it changed, and re-dates the org's waiting reviews, so no due time is
+ever read from targets that are gone. A refusal (`CommandError`, saying why) comes before anything is written."""
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.management.base import CommandError
@@ -71,6 +71,16 @@ def target_insert(*, org: Org, fields: dict, ahead_of: int, actor: AbstractBaseU
         for target in moving.order_by("-position"):
             _target_place(target, position=target.position + 1, actor=actor)
         return _target_create(org, position=ahead_of, fields=fields, actor=actor)
+
+
+def target_minutes_set(*, org: Org, position: int, minutes: int, actor: AbstractBaseUser | None = None) -> str:
+    """Give the target at `position` another duration, in place; what it picks stays."""
+    with transaction.atomic():
+        org_lock(org)
+        target = ServiceTarget.objects.select_related("org").filter(org=org, position=position).first()
+        if target is None:
+            raise CommandError(f"no target at position {position} in {org.slug}; nothing changed")
+        return _target_replace(target, fields={"minutes": minutes}, actor=actor)
 
 
 def target_move(*, org: Org, position: int, earlier: bool, actor: AbstractBaseUser | None = None) -> str:

@@ -33,3 +33,10 @@ class TargetAtForm(forms.Form):
 
 class TargetMoveForm(TargetAtForm):
     direction = forms.ChoiceField(choices=[(EARLIER, EARLIER), (LATER, LATER)])
+
+
+class TargetChangeForm(TargetAtForm):
+    """A target's new duration; what it picks stays (to pick other items, add a target and remove this one)."""
+
+    within = forms.IntegerField(label="within")
+    unit = forms.ChoiceField(choices=[(MINUTES, "minutes"), (HOURS, "hours")])

@@ -4,6 +4,7 @@ from reviewer.setup import views
 
 urlpatterns = [
     path("targets/", views.setup_targets, name="setup_targets"),
+    path("targets/change/", views.setup_target_change, name="setup_target_change"),
     path("targets/move/", views.setup_target_move, name="setup_target_move"),
     path("targets/remove/", views.setup_target_remove, name="setup_target_remove"),
 ]

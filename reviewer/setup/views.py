@@ -1,6 +1,7 @@
 """The queue's set-up pages (/setup/): an org's service-level targets, listed in the order they decide, added last or
-ahead of another, moved ahead of or behind a neighbour, removed. Org admins set up their orgs, and leads the orgs
-they lead whole (a lead of part of an org would change when the rest of it is due: a 403, as for anyone else).
+ahead of another, given another duration, moved ahead of or behind a neighbour, removed. Org admins set up their
+orgs, and leads the orgs they lead whole (a lead of part of an org would change when the rest of it is due: a 403,
+as for anyone else).
 
 Every change goes through the service `manage.py targets` uses (grading/management/service_targets.py), so it is
 refused, audited (with the person as actor) and re-dates the waiting items exactly as the command does. A bad form or
@@ -20,6 +21,7 @@ from grading.management.options import duration_text
 from grading.management.service_targets import (
     minutes_within,
     target_insert,
+    target_minutes_set,
     target_move,
     target_remove,
     target_set,
@@ -32,7 +34,7 @@ from reviewer.access import org_named, role_required, setup_org_ids
 from reviewer.models import Role
 from reviewer.pages import bad_request, org_form_page
 from reviewer.queue.reads import queue_applications
-from reviewer.setup.forms import EARLIER, HOURS, TargetAtForm, TargetForm, TargetMoveForm
+from reviewer.setup.forms import EARLIER, HOURS, TargetAtForm, TargetChangeForm, TargetForm, TargetMoveForm
 
 SETUP_ROLES = (Role.LEAD, Role.ORG_ADMIN)
 
@@ -70,11 +72,7 @@ def _target_add(request: HttpRequest, org_ids: list[int], form: TargetForm, org:
         )
     except CommandError as refusal:
         form.add_error("application", _said(refusal))
-    hours = data["unit"] == HOURS
-    try:
-        minutes = minutes_within(minutes=None if hours else data["within"], hours=data["within"] if hours else None)
-    except CommandError as refusal:
-        form.add_error("within", _said(refusal))
+    minutes = _minutes(form)
     if form.errors:
         return _render_targets(request, org_ids, form=form, status=400)
     fields |= {"minutes": minutes}
@@ -87,6 +85,38 @@ def _target_add(request: HttpRequest, org_ids: list[int], form: TargetForm, org:
     except CommandError as refusal:
         form.add_error("ahead_of", _said(refusal))
         return _render_targets(request, org_ids, form=form, status=409)
+    messages.success(request, outcome)
+    return _back(org)
+
+
+def _minutes(form: TargetForm | TargetChangeForm) -> int | None:
+    """The form's duration in minutes, checked by the service; None, with the refusal at the field, when refused."""
+    within, hours = form.cleaned_data["within"], form.cleaned_data["unit"] == HOURS
+    try:
+        return minutes_within(minutes=None if hours else within, hours=within if hours else None)
+    except CommandError as refusal:
+        form.add_error("within", _said(refusal))
+        return None
+
+
+@require_POST
+@role_required(*SETUP_ROLES)
+def setup_target_change(request: HttpRequest) -> HttpResponse:
+    """Gives a target another duration in place (as the command's `set --position N --replace` with what it picks)."""
+    org_ids = _org_ids(request)
+    form = TargetChangeForm(request.POST)
+    typed_well = form.is_valid()
+    if {"org", "position"} & set(form.errors):  # the page's own fields: only a hand-made request gets them wrong
+        return bad_request(form)
+    org = org_named(org_ids, form.cleaned_data["org"])
+    minutes = _minutes(form) if typed_well else None
+    if minutes is None:
+        return _render_targets(request, org_ids, form=form, status=400)
+    position = form.cleaned_data["position"]
+    try:
+        outcome = target_minutes_set(org=org, position=position, minutes=minutes, actor=request.user)
+    except CommandError as refusal:
+        return _render_targets(request, org_ids, refusal=_said(refusal), status=409)
     messages.success(request, outcome)
     return _back(org)
 
@@ -133,7 +163,7 @@ def _render_targets(
     request: HttpRequest,
     org_ids: list[int],
     *,
-    form: TargetForm | None = None,
+    form: TargetForm | TargetChangeForm | None = None,
     refusal: str = "",
     status: int = 200,
 ) -> HttpResponse:
@@ -146,7 +176,9 @@ def _render_targets(
             ],
             "applications": queue_applications([Reach(org.pk)]),
             # The form that did not pass, on its own org's card, with what was typed.
-            "form": form if form is not None and form.data.get("org") == str(org.pk) else None,
+            "form": form if isinstance(form, TargetForm) and form.data.get("org") == str(org.pk) else None,
+            # The change of a target's duration that did not pass, on its row.
+            "change": form if isinstance(form, TargetChangeForm) and form.data.get("org") == str(org.pk) else None,
         }
         for org in Org.objects.filter(pk__in=org_ids).order_by("slug")
     ]

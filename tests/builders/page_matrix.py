@@ -107,6 +107,7 @@ PAGES = {
     "invitation_accept": Policy("public", ("GET", "POST")),
     "erasure": Policy("roles", ("GET", "POST"), ORG_ADMIN),
     "setup_targets": Policy("roles", ("GET", "POST"), LEAD + ORG_ADMIN),
+    "setup_target_change": Policy("roles", ("POST",), LEAD + ORG_ADMIN),
     "setup_target_move": Policy("roles", ("POST",), LEAD + ORG_ADMIN),
     "setup_target_remove": Policy("roles", ("POST",), LEAD + ORG_ADMIN),
 }

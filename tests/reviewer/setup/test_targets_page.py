@@ -139,6 +139,7 @@ def test_it_answers_another_orgs_target_as_no_org_and_changes_nothing(client_for
     client = client_for(lead)
     assert add(client, other_org, within="30").status_code == 404
     assert client.post(reverse("setup_target_remove"), {"org": other_org.pk, "position": 1}).status_code == 404
+    assert change(client, other_org, position="1", within="5").status_code == 404
     moved = client.post(reverse("setup_target_move"), {"org": other_org.pk, "position": 1, "direction": "later"})
     assert moved.status_code == 404
     assert list(ServiceTarget.objects.values_list("pk", flat=True)) == [theirs.pk]
@@ -167,3 +168,49 @@ def test_it_answers_a_hand_made_move_with_a_plain_400(client_for, org, lead):
     assert response.status_code == 400
     assert "direction" in response.content.decode()
     assert rows(org) == [(1, "", "", "", 60)]
+
+
+def change(client, org, **fields):
+    return client.post(reverse("setup_target_change"), {"org": org.pk, "unit": "minutes", **fields})
+
+
+def test_it_gives_a_target_another_duration_in_place_and_re_dates_the_waiting_items(client_for, org, lead):
+    client = client_for(lead)
+    add(client, org, kind="draft", within="60")
+    kept = ServiceTarget.objects.get()
+    waiting = draft_item(org, "waiting")
+
+    assert change(client, org, position="1", within="2", unit="hours").status_code == 302
+
+    assert rows(org) == [(1, "draft", "", "", 120)]
+    assert ServiceTarget.objects.get().pk == kept.pk
+    waiting.refresh_from_db()
+    assert waiting.due_at == waiting.routed_at + timedelta(hours=2)
+    event = AuditEvent.objects.get(action="service_target.replace")
+    assert (event.actor_id, event.detail["minutes"], event.detail["was"]["minutes"]) == (lead.pk, 120, 60)
+
+
+@pytest.mark.parametrize(
+    ("within", "says"), [("0", "minutes must be from 1 to 525600"), ("soon", "Enter a whole number.")]
+)
+def test_it_refuses_a_bad_duration_at_the_top_and_on_the_targets_row(client_for, org, lead, within, says):
+    client = client_for(lead)
+    add(client, org, within="60")
+    before = list(AuditEvent.objects.values_list("pk", flat=True))
+
+    response = change(client, org, position="1", within=within)
+
+    assert response.status_code == 400
+    page = response.content.decode()
+    top = page[page.index('id="form-errors"') :]
+    assert says in top[: top.index("</div>")]
+    assert says in page[page.index('id="change-1-errors"') :][:200]
+    assert rows(org) == [(1, "", "", "", 60)]
+    assert list(AuditEvent.objects.values_list("pk", flat=True)) == before
+
+
+def test_it_refuses_to_change_a_target_that_is_gone(client_for, org, lead):
+    response = change(client_for(lead), org, position="3", within="30")
+    assert response.status_code == 409
+    assert "no target at position 3 in northwind; nothing changed" in response.content.decode()
+    assert not AuditEvent.objects.exists()
