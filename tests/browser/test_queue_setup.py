@@ -1,5 +1,5 @@
 """A lead sets up the queue in Chromium: from the queue to the set-up page, a target for every item, then one for
-drafts ahead of it in one step, and the waiting draft's due time follows at once."""
+drafts ahead of it in one step (the waiting draft's due time follows at once), then the first one's duration."""
 
 from datetime import timedelta
 
@@ -21,14 +21,14 @@ def test_a_lead_adds_a_target_and_then_one_ahead_of_it_from_the_queue(browser, l
 
     tab.click("#queue-setup-link")
     tab.wait_for_url("**/setup/targets/")
-    card = tab.locator(f"#org-{org.pk}")
+    card = tab.locator(f"#org-{org.pk} form.add-target")
     card.locator("input[name=within]").fill("8")
     card.locator("select[name=unit]").select_option("hours")
     with tab.expect_navigation():
         card.locator("button.primary").click()
     assert "within 8 h" in tab.locator(".flash").inner_text()
 
-    card = tab.locator(f"#org-{org.pk}")
+    card = tab.locator(f"#org-{org.pk} form.add-target")
     card.locator("select[name=kind]").select_option("draft")
     card.locator("input[name=within]").fill("45")
     card.locator("select[name=ahead_of]").select_option(
@@ -42,8 +42,15 @@ def test_a_lead_adds_a_target_and_then_one_ahead_of_it_from_the_queue(browser, l
     assert "draft · any application · any reason" in rows.nth(0).inner_text()
     assert "45 min" in rows.nth(0).inner_text()
     assert "8 h" in rows.nth(1).inner_text()
+
+    second = tab.locator(f"#target-{org.pk}-2 form.change-target")
+    second.locator("input[name=within]").fill("6")
+    second.locator("select[name=unit]").select_option("hours")
+    with tab.expect_navigation():
+        second.locator("button").click()
+    assert "6 h" in tab.locator(f"#target-{org.pk}-2").inner_text()
     assert tab.console_errors == []
-    assert list(ServiceTarget.objects.order_by("position").values_list("kind", "minutes")) == [("draft", 45), ("", 480)]
+    assert list(ServiceTarget.objects.order_by("position").values_list("kind", "minutes")) == [("draft", 45), ("", 360)]
     waiting.refresh_from_db()
     assert waiting.due_at == waiting.routed_at + timedelta(minutes=45)
     assert set(AuditEvent.objects.filter(action__startswith="service_target.").values_list("actor_id", flat=True)) == {
