@@ -1,6 +1,6 @@
 """`manage.py assign`: pools (named sets of an org's queue people) and assignment rules (which items a person or a
-pool may claim first; see reviewer/queue/assignments.py). Until the app has a page for them, the only way to manage
-them besides the Django shell."""
+pool may claim first; see reviewer/queue/assignments.py). Pools change through the service the set-up page uses
+(reviewer/setup/pools.py); rules only here and in the Django shell, until the app has a page for them."""
 
 from collections.abc import Callable
 
@@ -11,17 +11,13 @@ from django.db import transaction
 from django.db.models import Max
 
 from grading.management import selectors
-from grading.management.options import text_option
 from grading.management.orgs import org_from_option, org_lock
 from grading.models import ItemKind, Org
 from grading.models.audit import audit_record
 from grading.models.reach import Reach
-from reviewer.access import reaches_in
-from reviewer.models import Assignment, AssignmentRule, Pool
-from reviewer.queue.assignments import QUEUE_ROLES
+from reviewer.models import AssignmentRule, Pool
+from reviewer.setup.pools import listed, pool_line, pool_name, pool_remove, pool_set, queue_reaches
 
-# Read from the model, so the command refuses exactly what the column would.
-POOL_NAME_MAX = Pool._meta.get_field("name").max_length
 # Past this, `routed_at + hours` leaves the range of a datetime and every claim in the org would fail; a rule
 # meant to last longer than a year means "while it waits" (no --hours).
 HOURS_MAX = 24 * 365
@@ -61,12 +57,11 @@ class Command(BaseCommand):
             return
         the_org = org_from_option(org)
         if action == "pool":
-            name = _pool_name(options["name"])
+            name = pool_name(options["name"])
             members = _users(_usernames(options["members"]))
-            _queue_reaches(the_org, members)
-            self._pool_set(the_org, name, members)
+            self.stdout.write(pool_set(org=the_org, name=name, members=members))
         elif action == "pool-remove":
-            self._pool_remove(the_org, _pool_name(options["name"]))
+            self.stdout.write(pool_remove(org=the_org, name=pool_name(options["name"])))
         elif action == "rule":
             position = selectors.position_to_set(options, what="rule")
             fields = _rule_fields(the_org, options, warn=self.stderr.write)
@@ -79,51 +74,7 @@ class Command(BaseCommand):
     def _pools(self, org: Org | None) -> None:
         pools = Pool.objects.select_related("org").prefetch_related("members").order_by("org__slug", "name")
         for pool in pools.filter(org=org) if org else pools:
-            self.stdout.write(_pool_line(pool))
-
-    def _pool_set(self, org: Org, name: str, members: list[AbstractBaseUser]) -> None:
-        after = sorted(member.get_username() for member in members)
-        with transaction.atomic():
-            pool = Pool.objects.select_for_update().filter(org=org, name=name).first()
-            if pool is None:
-                pool = Pool.objects.create(org=org, name=name)
-                pool.members.set(members)
-                audit_record(action="pool.create", org=org, target=pool, detail={"name": name, "members": after})
-                self.stdout.write(f"created: {_pool_line(pool)}")
-                return
-            before = _usernames_of(pool)
-            if before == after:
-                self.stdout.write(f"unchanged: {_pool_line(pool)}")
-                return
-            pool.members.set(members)
-            audit_record(
-                action="pool.update",
-                org=org,
-                target=pool,
-                detail={"name": name, "before": {"members": before}, "after": {"members": after}},
-            )
-        self.stdout.write(f"updated: {_pool_line(pool)} (was {_members_text(before)})")
-
-    def _pool_remove(self, org: Org, name: str) -> None:
-        with transaction.atomic():
-            pool = Pool.objects.select_for_update().filter(org=org, name=name).first()
-            if pool is None:
-                raise CommandError(f"no pool {name!r} in {org.slug}; nothing removed")
-            # The database deletes these with the pool (on_delete CASCADE): counted first, so the trail says what went.
-            assignments = Assignment.objects.filter(pool=pool).count()
-            rules = AssignmentRule.objects.filter(pool=pool).count()
-            # Recorded first: once deleted, the pool has no pk left to name.
-            audit_record(
-                action="pool.delete",
-                org=org,
-                target=pool,
-                detail={"name": name, "members": _usernames_of(pool), "assignments": assignments, "rules": rules},
-            )
-            pool.delete()
-        self.stdout.write(
-            f"removed: {org.slug}  {name}, and with it {_count(assignments, 'assignment')} by hand"
-            f" and {_count(rules, 'assignment rule')} naming it"
-        )
+            self.stdout.write(pool_line(pool))
 
     # --- rules ----------------------------------------------------------------------------------------------
 
@@ -187,10 +138,6 @@ def _add_pool_arguments(parser: CommandParser) -> None:
 # --- validation: every refusal before anything is written ----------------------------------------------------
 
 
-def _pool_name(raw: str) -> str:
-    return text_option(raw, option="--name", empty="a pool needs a name", names="pool names", limit=POOL_NAME_MAX)
-
-
 def _usernames(raw: str) -> list[str]:
     names = [] if not raw.strip() else [name.strip() for name in raw.split(",")]
     if "" in names:
@@ -205,23 +152,10 @@ def _users(usernames: list[str]) -> list[AbstractBaseUser]:
     if missing:
         # Making people is the admin's job (passwords, e-mail); a typo here must not create a stranger.
         raise CommandError(
-            f"no user {_listed(missing)}: users must exist first "
+            f"no user {listed(missing)}: users must exist first "
             "(create one in the Django admin, or with `python manage.py createsuperuser`)"
         )
     return sorted(users, key=lambda user: user.get_username())
-
-
-def _queue_reaches(org: Org, users: list[AbstractBaseUser]) -> dict[int, Reach]:
-    """What each user's queue memberships (operator, lead) cover in the org; refused for anyone without one:
-    nobody else can claim a queue item, so nobody else can be assigned one."""
-    reaches = reaches_in(org.pk, *QUEUE_ROLES)
-    outsiders = sorted(user.get_username() for user in users if user.pk not in reaches)
-    if outsiders:
-        raise CommandError(
-            f"not operator or lead in {org.slug}: {_listed(outsiders)}; only people who can work the queue can be "
-            "assigned items (`python manage.py member add` gives them a role)"
-        )
-    return {user.pk: reaches[user.pk] for user in users}
 
 
 def _rule_fields(org: Org, options: dict, *, warn: Callable[[str], None]) -> dict:
@@ -234,7 +168,7 @@ def _rule_fields(org: Org, options: dict, *, warn: Callable[[str], None]) -> dic
     if options["pool"] is not None:
         return fields | {"pool": _pool(org, options["pool"]), "person": None}
     (person,) = _users([options["person"].strip()])
-    reach = _queue_reaches(org, [person])[person.pk]
+    reach = queue_reaches(org, [person])[person.pk]
     username = person.get_username()
     if not _covers_named(reach, kind, application):
         raise CommandError(
@@ -267,18 +201,6 @@ def _covers_named(reach: Reach, kind: str, application: str) -> bool:
     return not kind or kind in reach.kinds()
 
 
-def _usernames_of(pool: Pool) -> list[str]:
-    return sorted(member.get_username() for member in pool.members.all())
-
-
-def _pool_line(pool: Pool) -> str:
-    return f"{pool.org.slug}  {pool.name}  {_members_text(_usernames_of(pool))}"
-
-
-def _members_text(usernames: list[str]) -> str:
-    return _listed(usernames) or "no members"
-
-
 def _rule_dict(rule: AssignmentRule) -> dict:
     return selectors.as_dict(rule) | {
         "person": rule.person.get_username() if rule.person else None,
@@ -304,11 +226,3 @@ def _reach_text(reach: Reach) -> str:
         return "drafts only"
     named = "applications " + ", ".join(sorted(reach.applications))
     return f"{named} and drafts" if reach.drafts else named
-
-
-def _listed(names: list[str]) -> str:
-    return ", ".join(names)
-
-
-def _count(n: int, what: str) -> str:
-    return f"{n} {what}" if n == 1 else f"{n} {what}s"
