@@ -40,3 +40,21 @@ class TargetChangeForm(TargetAtForm):
 
     within = forms.IntegerField(label="within")
     unit = forms.ChoiceField(choices=[(MINUTES, "minutes"), (HOURS, "hours")])
+
+
+class PoolForm(forms.Form):
+    """A pool's name and members (the org's queue people by id, ticked on the page): a new name creates it, a known
+    one sets its members to exactly those ticked."""
+
+    org = forms.IntegerField(widget=forms.HiddenInput)
+    name = forms.CharField(required=False, max_length=1_000, strip=False)
+    members = forms.TypedMultipleChoiceField(coerce=int, required=False, choices=[])
+
+    def __init__(self, *args, people: list[tuple[int, str]] = (), **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["members"].choices = people
+
+
+class PoolRemoveForm(forms.Form):
+    org = forms.IntegerField()
+    name = forms.CharField(max_length=1_000, strip=False)

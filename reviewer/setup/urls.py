@@ -3,6 +3,8 @@ from django.urls import path
 from reviewer.setup import views
 
 urlpatterns = [
+    path("pools/", views.setup_pools, name="setup_pools"),
+    path("pools/remove/", views.setup_pool_remove, name="setup_pool_remove"),
     path("targets/", views.setup_targets, name="setup_targets"),
     path("targets/change/", views.setup_target_change, name="setup_target_change"),
     path("targets/move/", views.setup_target_move, name="setup_target_move"),

@@ -1,12 +1,13 @@
-"""The queue's set-up pages (/setup/): an org's service-level targets, listed in the order they decide, added last or
-ahead of another, given another duration, moved ahead of or behind a neighbour, removed. Org admins set up their
-orgs, and leads the orgs they lead whole (a lead of part of an org would change when the rest of it is due: a 403,
-as for anyone else).
+"""The queue's set-up pages (/setup/): an org's pools (who is in each), and its service-level targets, listed in the
+order they decide, added last or ahead of another, given another duration, moved ahead of or behind a neighbour,
+removed. Org admins set up their orgs, and leads the orgs they lead whole (a lead of part of an org would change
+when the rest of it is due: a 403, as for anyone else).
 
-Every change goes through the service `manage.py targets` uses (grading/management/service_targets.py), so it is
-refused, audited (with the person as actor) and re-dates the waiting items exactly as the command does. A bad form or
-a refused change is a 400 (or 409) that says what to correct, at the top and at the field, and changes nothing;
-another org's id is a 404."""
+Every change goes through the service its command uses (`manage.py targets`: grading/management/service_targets.py;
+`manage.py assign pool`: reviewer/setup/pools.py), so it is refused and audited (with the person as actor) exactly
+as the command's, and a target's re-dates the waiting items as the command's does. A bad form or a refused change
+is a 400 (or 409) that says what to correct, at the top and at the field, and changes nothing; another org's id is
+a 404."""
 
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
@@ -30,11 +31,22 @@ from grading.management.service_targets import (
 from grading.models import Org
 from grading.models.reach import Reach
 from grading.reviews.targets import targets_of
-from reviewer.access import org_named, role_required, setup_org_ids
-from reviewer.models import Role
+from reviewer.access import org_named, people_of, reaches_in, role_required, setup_org_ids
+from reviewer.models import Pool, Role
 from reviewer.pages import bad_request, org_form_page
+from reviewer.queue.assignments import QUEUE_ROLES
 from reviewer.queue.reads import queue_applications
-from reviewer.setup.forms import EARLIER, HOURS, TargetAtForm, TargetChangeForm, TargetForm, TargetMoveForm
+from reviewer.setup.forms import (
+    EARLIER,
+    HOURS,
+    PoolForm,
+    PoolRemoveForm,
+    TargetAtForm,
+    TargetChangeForm,
+    TargetForm,
+    TargetMoveForm,
+)
+from reviewer.setup.pools import pool_name, pool_remove, pool_set
 
 SETUP_ROLES = (Role.LEAD, Role.ORG_ADMIN)
 
@@ -191,3 +203,89 @@ def _render_targets(
         "nav_active": "setup_targets",
     }
     return render(request, "reviewer/setup/targets.html", context, status=status)
+
+
+# --- pools --------------------------------------------------------------------------------------------------------
+
+
+def _queue_people(org: Org) -> list[tuple[int, str]]:
+    """The org's operators and leads (id, username): the only people a pool may hold."""
+    reaches = reaches_in(org.pk, *QUEUE_ROLES)
+    people = people_of(org.pk).filter(pk__in=list(reaches))
+    return sorted(((person.pk, person.get_username()) for person in people), key=lambda pair: pair[1])
+
+
+def _org_posted(request: HttpRequest, org_ids: list[int]) -> Org | None:
+    """The org a set-up form names, checked against the person's (another org's is a 404); None when it names none."""
+    raw = request.POST.get("org", "")
+    return org_named(org_ids, int(raw)) if raw.isdigit() else None
+
+
+@require_http_methods(["GET", "POST"])
+@role_required(*SETUP_ROLES)
+def setup_pools(request: HttpRequest) -> HttpResponse:
+    """GET lists each org's pools and members; POST creates a pool, or sets an existing one's members to exactly
+    those ticked."""
+    org_ids = _org_ids(request)
+    if request.method == "GET":
+        return _render_pools(request, org_ids)
+    org = _org_posted(request, org_ids)
+    if org is None:
+        return HttpResponse("Bad request: org: a whole number is required.", status=400, content_type="text/plain")
+    form = PoolForm(request.POST, people=_queue_people(org))
+    name = None
+    if form.is_valid():
+        try:
+            name = pool_name(form.cleaned_data["name"])
+        except CommandError as refusal:
+            form.add_error("name", _said(refusal))
+    if form.errors:
+        return _render_pools(request, org_ids, form=form, status=400)
+    members = list(people_of(org.pk).filter(pk__in=form.cleaned_data["members"]))
+    try:
+        outcome = pool_set(org=org, name=name, members=members, actor=request.user)
+    except CommandError as refusal:  # a member's queue role revoked since the page was shown
+        form.add_error("members", _said(refusal))
+        return _render_pools(request, org_ids, form=form, status=409)
+    messages.success(request, outcome)
+    return redirect(f"{reverse('setup_pools')}#org-{org.pk}")
+
+
+@require_POST
+@role_required(*SETUP_ROLES)
+def setup_pool_remove(request: HttpRequest) -> HttpResponse:
+    """Deletes a pool, with the assignments and rules that name it (the answer says how many went)."""
+    org_ids = _org_ids(request)
+    form = PoolRemoveForm(request.POST)
+    if not form.is_valid():
+        return bad_request(form)
+    org = org_named(org_ids, form.cleaned_data["org"])
+    try:
+        outcome = pool_remove(org=org, name=form.cleaned_data["name"], actor=request.user)
+    except CommandError as refusal:
+        return _render_pools(request, org_ids, refusal=_said(refusal), status=409)
+    messages.success(request, outcome)
+    return redirect(f"{reverse('setup_pools')}#org-{org.pk}")
+
+
+def _render_pools(
+    request: HttpRequest, org_ids: list[int], *, form: PoolForm | None = None, refusal: str = "", status: int = 200
+) -> HttpResponse:
+    typed_org = form.data.get("org") if form is not None else None
+    ticked = {int(raw) for raw in form.data.getlist("members") if raw.isdigit()} if form is not None else set()
+    orgs = [
+        {
+            "org": org,
+            "pools": [
+                {"pool": pool, "member_ids": {member.pk for member in pool.members.all()}}
+                for pool in Pool.objects.filter(org=org).prefetch_related("members").order_by("name")
+            ],
+            "people": _queue_people(org),
+            "form": form if typed_org == str(org.pk) else None,
+            # What the form that did not pass had ticked, ticked again.
+            "ticked": ticked if typed_org == str(org.pk) else set(),
+        }
+        for org in Org.objects.filter(pk__in=org_ids).order_by("slug")
+    ]
+    context = {"orgs": orgs, "form": form, "refusal": refusal, "nav_active": "setup_targets"}
+    return render(request, "reviewer/setup/pools.html", context, status=status)

@@ -199,6 +199,7 @@ def _pages(world: BlindWorld) -> dict[str, list[tuple[str, dict]]]:
         "orgadmin_retention": [(reverse("orgadmin_retention"), {})],
         "erasure": [(reverse("erasure"), {})],
         "setup_targets": [(reverse("setup_targets"), {})],
+        "setup_pools": [(reverse("setup_pools"), {})],
     }  # fmt: skip
 
 
