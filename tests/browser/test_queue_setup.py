@@ -1,12 +1,13 @@
 """A lead sets up the queue in Chromium: from the queue to the set-up page, a target for every item, then one for
-drafts ahead of it in one step (the waiting draft's due time follows at once), then the first one's duration."""
+drafts ahead of it in one step (the waiting draft's due time follows at once), then the first one's duration; then
+a pool for the billing team."""
 
 from datetime import timedelta
 
 import pytest
 
 from grading.models import AuditEvent, ServiceTarget
-from reviewer.models import Role
+from reviewer.models import Pool, Role
 from tests.builders.browser import signed_in_tab
 from tests.builders.people import make_person
 from tests.builders.queue_items import draft_item
@@ -14,9 +15,10 @@ from tests.builders.queue_items import draft_item
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
-def test_a_lead_adds_a_target_and_then_one_ahead_of_it_from_the_queue(browser, live_server, org):
+def test_a_lead_adds_a_target_and_one_ahead_of_it_from_the_queue_and_then_a_pool(browser, live_server, org):
     waiting = draft_item(org, "waiting")
     lee = make_person("lee", org, Role.LEAD)
+    make_person("ann", org, Role.OPERATOR)
     tab = signed_in_tab(browser, live_server, lee, "/queue/")
 
     tab.click("#queue-setup-link")
@@ -49,6 +51,16 @@ def test_a_lead_adds_a_target_and_then_one_ahead_of_it_from_the_queue(browser, l
     with tab.expect_navigation():
         second.locator("button").click()
     assert "6 h" in tab.locator(f"#target-{org.pk}-2").inner_text()
+
+    tab.click("text=Pools")
+    tab.wait_for_url("**/setup/pools/")
+    new_pool = tab.locator(f"#org-{org.pk} form.add-pool")
+    new_pool.locator("input[name=name]").fill("billing")
+    new_pool.locator("label", has_text="ann").locator("input").check()
+    with tab.expect_navigation():
+        new_pool.locator("button.primary").click()
+    assert "created: northwind billing ann" in tab.locator(".flash").inner_text()
+    assert list(Pool.objects.get(org=org, name="billing").members.values_list("username", flat=True)) == ["ann"]
     assert tab.console_errors == []
     assert list(ServiceTarget.objects.order_by("position").values_list("kind", "minutes")) == [("draft", 45), ("", 360)]
     waiting.refresh_from_db()
