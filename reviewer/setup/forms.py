@@ -58,3 +58,16 @@ class PoolForm(forms.Form):
 class PoolRemoveForm(forms.Form):
     org = forms.IntegerField()
     name = forms.CharField(max_length=1_000, strip=False)
+
+
+class RuleForm(forms.Form):
+    """A new assignment rule (after the last): the items it picks (blank: any), who may claim them first (a person:
+    `person:ID`, or a pool: `pool:NAME`, from the page's list of the org's), and for how many hours once they wait
+    (blank: as long as they wait). The application is one of the org's, checked by the view."""
+
+    org = forms.IntegerField(widget=forms.HiddenInput)
+    kind = forms.ChoiceField(choices=[("", "any kind"), *ItemKind.choices], required=False)
+    application = forms.CharField(required=False, max_length=200)
+    reason = forms.ChoiceField(choices=[("", "any reason"), *((reason, reason) for reason in REASONS)], required=False)
+    assignee = forms.CharField(max_length=1_000, label="to")
+    hours = forms.IntegerField(required=False)

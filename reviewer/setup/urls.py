@@ -3,6 +3,8 @@ from django.urls import path
 from reviewer.setup import views
 
 urlpatterns = [
+    path("rules/", views.setup_rules, name="setup_rules"),
+    path("rules/remove/", views.setup_rule_remove, name="setup_rule_remove"),
     path("pools/", views.setup_pools, name="setup_pools"),
     path("pools/remove/", views.setup_pool_remove, name="setup_pool_remove"),
     path("targets/", views.setup_targets, name="setup_targets"),

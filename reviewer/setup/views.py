@@ -32,7 +32,7 @@ from grading.models import Org
 from grading.models.reach import Reach
 from grading.reviews.targets import targets_of
 from reviewer.access import org_named, people_of, reaches_in, role_required, setup_org_ids
-from reviewer.models import Pool, Role
+from reviewer.models import AssignmentRule, Pool, Role
 from reviewer.pages import bad_request, org_form_page
 from reviewer.queue.assignments import QUEUE_ROLES
 from reviewer.queue.reads import queue_applications
@@ -41,12 +41,14 @@ from reviewer.setup.forms import (
     HOURS,
     PoolForm,
     PoolRemoveForm,
+    RuleForm,
     TargetAtForm,
     TargetChangeForm,
     TargetForm,
     TargetMoveForm,
 )
 from reviewer.setup.pools import pool_name, pool_remove, pool_set
+from reviewer.setup.rules import rule_add, rule_fields, rule_remove, rule_text
 
 SETUP_ROLES = (Role.LEAD, Role.ORG_ADMIN)
 
@@ -72,11 +74,7 @@ def setup_targets(request: HttpRequest) -> HttpResponse:
 
 def _target_add(request: HttpRequest, org_ids: list[int], form: TargetForm, org: Org) -> HttpResponse:
     data = form.cleaned_data
-    application = data["application"].strip()
-    known = queue_applications([Reach(org.pk)])
-    if application and application not in known:
-        named = ", ".join(known) or "none yet"
-        form.add_error("application", f"{org.name} has no application named {application}; its applications: {named}.")
+    application = _application_known(form, org)
     fields, minutes = None, None
     try:
         fields = selectors.fields(
@@ -99,6 +97,17 @@ def _target_add(request: HttpRequest, org_ids: list[int], form: TargetForm, org:
         return _render_targets(request, org_ids, form=form, status=409)
     messages.success(request, outcome)
     return _back(org)
+
+
+def _application_known(form: TargetForm | RuleForm, org: Org) -> str:
+    """The form's application (blank: any), refused at the field unless the org has conversations of it: a typo would
+    make a target or rule that picks nothing."""
+    application = form.cleaned_data["application"].strip()
+    known = queue_applications([Reach(org.pk)])
+    if application and application not in known:
+        named = ", ".join(known) or "none yet"
+        form.add_error("application", f"{org.name} has no application named {application}; its applications: {named}.")
+    return application
 
 
 def _minutes(form: TargetForm | TargetChangeForm) -> int | None:
@@ -289,3 +298,110 @@ def _render_pools(
     ]
     context = {"orgs": orgs, "form": form, "refusal": refusal, "nav_active": "setup_targets"}
     return render(request, "reviewer/setup/pools.html", context, status=status)
+
+
+# --- assignment rules -----------------------------------------------------------------------------------------------
+
+
+def _assignees(org: Org) -> list[tuple[str, str]]:
+    """Whom a rule may name: the org's pools (`pool:NAME`), then its operators and leads (`person:ID`)."""
+    pools = Pool.objects.filter(org=org).order_by("name").values_list("name", flat=True)
+    return [(f"pool:{name}", f"pool {name}") for name in pools] + [
+        (f"person:{pk}", username) for pk, username in _queue_people(org)
+    ]
+
+
+@require_http_methods(["GET", "POST"])
+@role_required(*SETUP_ROLES)
+def setup_rules(request: HttpRequest) -> HttpResponse:
+    """GET lists each org's assignment rules in the order they decide; POST adds one after the last."""
+    return org_form_page(request, _org_ids(request), RuleForm, _render_rules, _rule_add)
+
+
+def _rule_add(request: HttpRequest, org_ids: list[int], form: RuleForm, org: Org) -> HttpResponse:
+    data = form.cleaned_data
+    application = _application_known(form, org)
+    kind, _, named = data["assignee"].partition(":")
+    person, pool = None, None
+    if kind == "person" and named.isdigit():
+        person = people_of(org.pk).filter(pk=int(named)).first()
+    elif kind == "pool":
+        pool = named
+    if person is None and pool is None:
+        form.add_error("assignee", "Choose a pool or a person of the org.")
+    warnings: list[str] = []
+    fields = None
+    if not form.errors:
+        try:
+            fields = rule_fields(
+                org,
+                selection={"kind": data["kind"], "application": application or None, "reason": data["reason"]},
+                hours=data["hours"],
+                person=person,
+                pool=pool,
+                warn=warnings.append,
+            )
+        except CommandError as refusal:
+            said = _said(refusal)
+            form.add_error(
+                "hours" if said.startswith("hours") else "application" if "drafts" in said else "assignee", said
+            )
+    if form.errors:
+        return _render_rules(request, org_ids, form=form, status=400)
+    outcome = rule_add(org=org, position=None, replace=False, fields=fields, actor=request.user)
+    messages.success(request, outcome)
+    for warning in warnings:
+        messages.warning(request, warning)
+    return redirect(f"{reverse('setup_rules')}#org-{org.pk}")
+
+
+def _rule_field_of(said: str) -> str:
+    """The field a refusal of `rule_fields` is about: it names hours, or a draft rule naming an application, or else
+    its assignee (no such pool; a person who cannot claim what the rule picks)."""
+    if said.startswith("hours"):
+        return "hours"
+    return "application" if said.startswith("drafts") else "assignee"
+
+
+@require_POST
+@role_required(*SETUP_ROLES)
+def setup_rule_remove(request: HttpRequest) -> HttpResponse:
+    org_ids = _org_ids(request)
+    form = TargetAtForm(request.POST)
+    if not form.is_valid():
+        return bad_request(form)
+    org = org_named(org_ids, form.cleaned_data["org"])
+    try:
+        outcome = rule_remove(org=org, position=form.cleaned_data["position"], actor=request.user)
+    except CommandError as refusal:
+        return _render_rules(request, org_ids, refusal=_said(refusal), status=409)
+    messages.success(request, outcome)
+    return redirect(f"{reverse('setup_rules')}#org-{org.pk}")
+
+
+def _render_rules(
+    request: HttpRequest, org_ids: list[int], *, form: RuleForm | None = None, refusal: str = "", status: int = 200
+) -> HttpResponse:
+    typed_org = form.data.get("org") if form is not None else None
+    orgs = [
+        {
+            "org": org,
+            "rules": [
+                {"rule": rule, "text": rule_text(rule)}
+                for rule in AssignmentRule.objects.filter(org=org).select_related("person", "pool").order_by("position")
+            ],
+            "applications": queue_applications([Reach(org.pk)]),
+            "assignees": _assignees(org),
+            "form": form if typed_org == str(org.pk) else None,
+        }
+        for org in Org.objects.filter(pk__in=org_ids).order_by("slug")
+    ]
+    context = {
+        "orgs": orgs,
+        "form": form,
+        "refusal": refusal,
+        "kinds": RuleForm.base_fields["kind"].choices,
+        "reasons": RuleForm.base_fields["reason"].choices,
+        "nav_active": "setup_targets",
+    }
+    return render(request, "reviewer/setup/rules.html", context, status=status)

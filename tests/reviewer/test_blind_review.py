@@ -200,6 +200,7 @@ def _pages(world: BlindWorld) -> dict[str, list[tuple[str, dict]]]:
         "erasure": [(reverse("erasure"), {})],
         "setup_targets": [(reverse("setup_targets"), {})],
         "setup_pools": [(reverse("setup_pools"), {})],
+        "setup_rules": [(reverse("setup_rules"), {})],
     }  # fmt: skip
 
 
