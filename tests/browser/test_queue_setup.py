@@ -1,6 +1,6 @@
 """A lead sets up the queue in Chromium: from the queue to the set-up page, a target for every item, then one for
 drafts ahead of it in one step (the waiting draft's due time follows at once), then the first one's duration; then
-a pool for the billing team."""
+a pool for the billing team and a rule that reserves the items no check could answer for it."""
 
 from datetime import timedelta
 
@@ -15,7 +15,7 @@ from tests.builders.queue_items import draft_item
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
-def test_a_lead_adds_a_target_and_one_ahead_of_it_from_the_queue_and_then_a_pool(browser, live_server, org):
+def test_a_lead_adds_a_target_and_one_ahead_of_it_from_the_queue_and_then_a_pool_with_a_rule(browser, live_server, org):
     waiting = draft_item(org, "waiting")
     lee = make_person("lee", org, Role.LEAD)
     make_person("ann", org, Role.OPERATOR)
@@ -61,6 +61,16 @@ def test_a_lead_adds_a_target_and_one_ahead_of_it_from_the_queue_and_then_a_pool
         new_pool.locator("button.primary").click()
     assert "created: northwind billing ann" in tab.locator(".flash").inner_text()
     assert list(Pool.objects.get(org=org, name="billing").members.values_list("username", flat=True)) == ["ann"]
+
+    tab.click("text=Assignment rules")
+    tab.wait_for_url("**/setup/rules/")
+    new_rule = tab.locator(f"#org-{org.pk} form.add-rule")
+    new_rule.locator("select[name=reason]").select_option("unknown_check")
+    new_rule.locator("select[name=assignee]").select_option(label="pool billing")
+    new_rule.locator("input[name=hours]").fill("4")
+    with tab.expect_navigation():
+        new_rule.locator("button.primary").click()
+    assert "unknown_check → pool billing for 4 h" in tab.locator(f"#rule-{org.pk}-1").inner_text()
     assert tab.console_errors == []
     assert list(ServiceTarget.objects.order_by("position").values_list("kind", "minutes")) == [("draft", 45), ("", 360)]
     waiting.refresh_from_db()
