@@ -82,7 +82,7 @@ def _escalation_create(org: Org, given: dict, *, actor: AbstractBaseUser | None)
 
 def _escalation_update(escalation: Escalation, given: dict, *, actor: AbstractBaseUser | None) -> str:
     """Changes the settings given and nothing else: `swept_until` stays, so no item is announced twice or skipped."""
-    was = _settings_dict(escalation)
+    was = settings_dict(escalation)
     _refuse_telling_nobody(was | given)
     changed = [name for name, value in given.items() if was[name] != value]
     if not changed:
@@ -95,7 +95,7 @@ def _escalation_update(escalation: Escalation, given: dict, *, actor: AbstractBa
         org=escalation.org,
         actor=actor,
         target=escalation,
-        detail={"before": was, "after": _settings_dict(escalation)},
+        detail={"before": was, "after": settings_dict(escalation)},
     )
     return f"updated: {escalation_line(escalation)} (was {settings_text(was)})"
 
@@ -143,17 +143,17 @@ def _refuse_telling_nobody(fields: dict) -> None:
 # --- how escalations read ---------------------------------------------------------------------------------------
 
 
-def _settings_dict(escalation: Escalation) -> dict:
+def settings_dict(escalation: Escalation) -> dict:
     return {name: getattr(escalation, name) for name in SETTINGS}
 
 
 def _created_dict(escalation: Escalation) -> dict:
-    return _settings_dict(escalation) | {"swept_until": escalation.swept_until.isoformat()}
+    return settings_dict(escalation) | {"swept_until": escalation.swept_until.isoformat()}
 
 
 def escalation_line(escalation: Escalation) -> str:
     return (
-        f"{escalation.org.slug}  {settings_text(_settings_dict(escalation))}"
+        f"{escalation.org.slug}  {settings_text(settings_dict(escalation))}"
         f"  · swept until {_utc(escalation.swept_until)}"
     )
 

@@ -71,3 +71,17 @@ class RuleForm(forms.Form):
     reason = forms.ChoiceField(choices=[("", "any reason"), *((reason, reason) for reason in REASONS)], required=False)
     assignee = forms.CharField(max_length=1_000, label="to")
     hours = forms.IntegerField(required=False)
+
+
+class EscalationForm(forms.Form):
+    """Whom the org's escalation mails and how long before the due time it warns (the webhook is set from the shell:
+    `manage.py escalation`). Unticked boxes are "no": the page always sends every setting."""
+
+    org = forms.IntegerField(widget=forms.HiddenInput)
+    warn_minutes = forms.IntegerField(label="warn")
+    to_assignees = forms.BooleanField(required=False)
+    to_leads = forms.BooleanField(required=False)
+
+
+class OrgForm(forms.Form):
+    org = forms.IntegerField()

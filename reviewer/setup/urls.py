@@ -3,6 +3,8 @@ from django.urls import path
 from reviewer.setup import views
 
 urlpatterns = [
+    path("escalation/", views.setup_escalation, name="setup_escalation"),
+    path("escalation/remove/", views.setup_escalation_remove, name="setup_escalation_remove"),
     path("rules/", views.setup_rules, name="setup_rules"),
     path("rules/remove/", views.setup_rule_remove, name="setup_rule_remove"),
     path("pools/", views.setup_pools, name="setup_pools"),

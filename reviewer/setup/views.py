@@ -1,13 +1,14 @@
-"""The queue's set-up pages (/setup/): an org's pools (who is in each), and its service-level targets, listed in the
-order they decide, added last or ahead of another, given another duration, moved ahead of or behind a neighbour,
-removed. Org admins set up their orgs, and leads the orgs they lead whole (a lead of part of an org would change
-when the rest of it is due: a 403, as for anyone else).
+"""The queue's set-up pages (/setup/): an org's escalation (whom it mails, when it warns), assignment rules (added
+last, removed), pools (who is in each), and service-level targets, listed in the order they decide, added last or
+ahead of another, given another duration, moved ahead of or behind a neighbour, removed. Org admins set up their
+orgs, and leads the orgs they lead whole (a lead of part of an org would change when the rest of it is due: a 403,
+as for anyone else).
 
 Every change goes through the service its command uses (`manage.py targets`: grading/management/service_targets.py;
-`manage.py assign pool`: reviewer/setup/pools.py), so it is refused and audited (with the person as actor) exactly
-as the command's, and a target's re-dates the waiting items as the command's does. A bad form or a refused change
-is a 400 (or 409) that says what to correct, at the top and at the field, and changes nothing; another org's id is
-a 404."""
+`manage.py assign`: reviewer/setup/pools.py and rules.py; `manage.py escalation`: reviewer/setup/escalations.py), so
+it is refused and audited (with the person as actor) exactly as the command's, and a target's re-dates the waiting
+items as the command's does. A bad form or a refused change is a 400 (or 409) that says what to correct, at the top
+and at the field, and changes nothing; another org's id is a 404."""
 
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
@@ -36,9 +37,19 @@ from reviewer.models import AssignmentRule, Pool, Role
 from reviewer.pages import bad_request, org_form_page
 from reviewer.queue.assignments import QUEUE_ROLES
 from reviewer.queue.reads import queue_applications
+from reviewer.setup.escalations import (
+    escalation_of,
+    escalation_remove,
+    escalation_set,
+    settings_dict,
+    settings_text,
+    warn_minutes_checked,
+)
 from reviewer.setup.forms import (
     EARLIER,
     HOURS,
+    EscalationForm,
+    OrgForm,
     PoolForm,
     PoolRemoveForm,
     RuleForm,
@@ -405,3 +416,73 @@ def _render_rules(
         "nav_active": "setup_targets",
     }
     return render(request, "reviewer/setup/rules.html", context, status=status)
+
+
+# --- escalation ---------------------------------------------------------------------------------------------------
+
+
+@require_http_methods(["GET", "POST"])
+@role_required(*SETUP_ROLES)
+def setup_escalation(request: HttpRequest) -> HttpResponse:
+    """GET shows each org's escalation; POST creates it or changes whom it mails and when it warns."""
+    return org_form_page(request, _org_ids(request), EscalationForm, _render_escalation, _escalation_set)
+
+
+def _escalation_set(request: HttpRequest, org_ids: list[int], form: EscalationForm, org: Org) -> HttpResponse:
+    data = form.cleaned_data
+    try:
+        given = {"warn_minutes": warn_minutes_checked(data["warn_minutes"])}
+    except CommandError as refusal:
+        form.add_error("warn_minutes", _said(refusal))
+        return _render_escalation(request, org_ids, form=form, status=400)
+    given |= {"to_assignees": data["to_assignees"], "to_leads": data["to_leads"]}
+    try:
+        outcome, warning = escalation_set(org=org, given=given, actor=request.user)
+    except CommandError as refusal:  # it would tell nobody
+        form.add_error(None, _said(refusal))
+        return _render_escalation(request, org_ids, form=form, status=400)
+    messages.success(request, outcome)
+    if warning:
+        messages.warning(request, warning)
+    return redirect(f"{reverse('setup_escalation')}#org-{org.pk}")
+
+
+@require_POST
+@role_required(*SETUP_ROLES)
+def setup_escalation_remove(request: HttpRequest) -> HttpResponse:
+    """Stops escalating: nobody is told any more."""
+    org_ids = _org_ids(request)
+    form = OrgForm(request.POST)
+    if not form.is_valid():
+        return bad_request(form)
+    org = org_named(org_ids, form.cleaned_data["org"])
+    try:
+        outcome = escalation_remove(org=org, actor=request.user)
+    except CommandError as refusal:
+        return _render_escalation(request, org_ids, refusal=_said(refusal), status=409)
+    messages.success(request, outcome)
+    return redirect(f"{reverse('setup_escalation')}#org-{org.pk}")
+
+
+def _render_escalation(
+    request: HttpRequest,
+    org_ids: list[int],
+    *,
+    form: EscalationForm | None = None,
+    refusal: str = "",
+    status: int = 200,
+) -> HttpResponse:
+    typed_org = form.data.get("org") if form is not None else None
+    orgs = []
+    for org in Org.objects.filter(pk__in=org_ids).order_by("slug"):
+        escalation = escalation_of(org)
+        orgs.append(
+            {
+                "org": org,
+                "escalation": escalation,
+                "text": settings_text(settings_dict(escalation)) if escalation else "",
+                "form": form if typed_org == str(org.pk) else None,
+            }
+        )
+    context = {"orgs": orgs, "form": form, "refusal": refusal, "nav_active": "setup_targets"}
+    return render(request, "reviewer/setup/escalation.html", context, status=status)

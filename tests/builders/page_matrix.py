@@ -114,6 +114,8 @@ PAGES = {
     "setup_pool_remove": Policy("roles", ("POST",), LEAD + ORG_ADMIN),
     "setup_rules": Policy("roles", ("GET", "POST"), LEAD + ORG_ADMIN),
     "setup_rule_remove": Policy("roles", ("POST",), LEAD + ORG_ADMIN),
+    "setup_escalation": Policy("roles", ("GET", "POST"), LEAD + ORG_ADMIN),
+    "setup_escalation_remove": Policy("roles", ("POST",), LEAD + ORG_ADMIN),
 }
 # The API outside its operations: the document, its docs page, and ninja's root.
 API_PUBLIC = {"api:openapi-json", "api:openapi-view", "api:api-root"}

@@ -201,6 +201,7 @@ def _pages(world: BlindWorld) -> dict[str, list[tuple[str, dict]]]:
         "setup_targets": [(reverse("setup_targets"), {})],
         "setup_pools": [(reverse("setup_pools"), {})],
         "setup_rules": [(reverse("setup_rules"), {})],
+        "setup_escalation": [(reverse("setup_escalation"), {})],
     }  # fmt: skip
 
 
