@@ -8,7 +8,7 @@ import pytest
 
 from grading.models import AuditEvent, ServiceTarget
 from reviewer.models import Pool, Role
-from tests.builders.browser import signed_in_tab
+from tests.builders.browser import sideways_scroll, signed_in_tab
 from tests.builders.people import make_person
 from tests.builders.queue_items import draft_item
 
@@ -71,6 +71,11 @@ def test_a_lead_adds_a_target_and_one_ahead_of_it_from_the_queue_and_then_a_pool
     with tab.expect_navigation():
         new_rule.locator("button.primary").click()
     assert "unknown_check → pool billing for 4 h" in tab.locator(f"#rule-{org.pk}-1").inner_text()
+
+    tab.set_viewport_size({"width": 390, "height": 800})  # a phone: each set-up page fits, tables scroll in their box
+    for page in ("targets", "pools", "rules", "escalation"):
+        tab.goto(f"/setup/{page}/")
+        assert sideways_scroll(tab) == 0, page
     assert tab.console_errors == []
     assert list(ServiceTarget.objects.order_by("position").values_list("kind", "minutes")) == [("draft", 45), ("", 360)]
     waiting.refresh_from_db()
