@@ -86,7 +86,7 @@ def setup_targets(request: HttpRequest) -> HttpResponse:
 def _target_add(request: HttpRequest, org_ids: list[int], form: TargetForm, org: Org) -> HttpResponse:
     data = form.cleaned_data
     application = _application_known(form, org)
-    fields, minutes = None, None
+    fields = None
     try:
         fields = selectors.fields(
             {"kind": data["kind"], "application": application or None, "reason": data["reason"]}, what="target"
