@@ -8,7 +8,7 @@ from typing import TypeVar
 from django.contrib.auth import get_user_model
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 from django.http import Http404, HttpRequest, HttpResponse
 
 from grading.models import Org
@@ -25,6 +25,17 @@ def orgs_for(user, *roles: Role) -> QuerySet[Org]:
         return Org.objects.none()
     held = Membership.objects.filter(user=user, role__in=roles).values("org_id")
     return Org.objects.filter(pk__in=held).order_by("slug")
+
+
+def setup_org_ids(user) -> list[int]:
+    """The orgs whose queue `user` sets up (reviewer/setup/): those they are an org admin of, or lead whole (a lead of
+    part of an org would change when the rest of it is due)."""
+    if not user.is_authenticated:
+        return []
+    held = Membership.objects.filter(user=user).filter(
+        Q(role=Role.ORG_ADMIN) | Q(role=Role.LEAD, applications__isnull=True)
+    )
+    return sorted(set(held.values_list("org_id", flat=True)))
 
 
 def people_of(org_id: int) -> QuerySet:

@@ -1,6 +1,6 @@
 from django.http import HttpRequest
 
-from reviewer.access import roles_of
+from reviewer.access import roles_of, setup_org_ids
 from reviewer.models import Role
 
 
@@ -14,7 +14,11 @@ def navigation(request: HttpRequest) -> dict:
         items.append(("criteria", "Criteria"))
     if roles:
         items.append(("dashboard", "Dashboard"))
+    # A lead of part of an org does not set up its queue (reviewer/setup/views.py): no link to a 403.
+    sets_up = bool(roles & {Role.LEAD, Role.ORG_ADMIN}) and bool(setup_org_ids(request.user))
+    if sets_up:
+        items.append(("setup_targets", "Set-up"))
     if Role.ORG_ADMIN in roles:
         items.append(("orgadmin_members", "Org"))
         items.append(("audit", "Audit"))
-    return {"nav_items": items, "user_roles": sorted(roles)}
+    return {"nav_items": items, "user_roles": sorted(roles), "sets_up_queue": sets_up}

@@ -15,6 +15,7 @@ urlpatterns = [
     path("audit/", include("reviewer.audit.urls")),
     path("org/", include("reviewer.orgadmin.urls")),
     path("erasure/", include("reviewer.erasure.urls")),
+    path("setup/", include("reviewer.setup.urls")),
     path("api/v1/", api.urls),
     path("admin/", admin.site.urls),
 ]

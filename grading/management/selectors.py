@@ -68,9 +68,9 @@ def fields(options: dict, *, what: str) -> dict:
     return {"kind": kind, "application": application, "reason": options["reason"]}
 
 
-def position_option(position: int) -> int:
+def position_option(position: int, *, option: str = "--position") -> int:
     if not 1 <= position <= POSITION_MAX:
-        raise CommandError(f"--position must be from 1 to {POSITION_MAX}")
+        raise CommandError(f"{option} must be from 1 to {POSITION_MAX}")
     return position
 
 

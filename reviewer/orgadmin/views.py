@@ -76,6 +76,7 @@ TABS = [
     ("orgadmin_webhook", "Webhook secret"),
     ("orgadmin_retention", "Retention"),
     ("erasure", "Erasure"),
+    ("setup_targets", "Queue set-up"),
 ]
 NAV = {"nav_active": "orgadmin_members", "tabs": TABS}
 

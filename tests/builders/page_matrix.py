@@ -106,6 +106,16 @@ PAGES = {
     "invitation_open": Policy("public"),
     "invitation_accept": Policy("public", ("GET", "POST")),
     "erasure": Policy("roles", ("GET", "POST"), ORG_ADMIN),
+    "setup_targets": Policy("roles", ("GET", "POST"), LEAD + ORG_ADMIN),
+    "setup_target_change": Policy("roles", ("POST",), LEAD + ORG_ADMIN),
+    "setup_target_move": Policy("roles", ("POST",), LEAD + ORG_ADMIN),
+    "setup_target_remove": Policy("roles", ("POST",), LEAD + ORG_ADMIN),
+    "setup_pools": Policy("roles", ("GET", "POST"), LEAD + ORG_ADMIN),
+    "setup_pool_remove": Policy("roles", ("POST",), LEAD + ORG_ADMIN),
+    "setup_rules": Policy("roles", ("GET", "POST"), LEAD + ORG_ADMIN),
+    "setup_rule_remove": Policy("roles", ("POST",), LEAD + ORG_ADMIN),
+    "setup_escalation": Policy("roles", ("GET", "POST"), LEAD + ORG_ADMIN),
+    "setup_escalation_remove": Policy("roles", ("POST",), LEAD + ORG_ADMIN),
 }
 # The API outside its operations: the document, its docs page, and ninja's root.
 API_PUBLIC = {"api:openapi-json", "api:openapi-view", "api:api-root"}

@@ -198,6 +198,10 @@ def _pages(world: BlindWorld) -> dict[str, list[tuple[str, dict]]]:
         "orgadmin_webhook": [(reverse("orgadmin_webhook"), {})],
         "orgadmin_retention": [(reverse("orgadmin_retention"), {})],
         "erasure": [(reverse("erasure"), {})],
+        "setup_targets": [(reverse("setup_targets"), {})],
+        "setup_pools": [(reverse("setup_pools"), {})],
+        "setup_rules": [(reverse("setup_rules"), {})],
+        "setup_escalation": [(reverse("setup_escalation"), {})],
     }  # fmt: skip
 
 

@@ -1,27 +1,18 @@
 """`manage.py assign`: pools (named sets of an org's queue people) and assignment rules (which items a person or a
-pool may claim first; see reviewer/queue/assignments.py). Until the app has a page for them, the only way to manage
-them besides the Django shell."""
-
-from collections.abc import Callable
+pool may claim first; see reviewer/queue/assignments.py). Pools and rules change through the services the set-up
+pages use (reviewer/setup/pools.py, reviewer/setup/rules.py)."""
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.management.base import BaseCommand, CommandError, CommandParser
-from django.db import transaction
-from django.db.models import Max
 
 from grading.management import selectors
-from grading.management.options import text_option
-from grading.management.orgs import org_from_option, org_lock
-from grading.models import ItemKind, Org
-from grading.models.audit import audit_record
-from grading.models.reach import Reach
-from reviewer.access import reaches_in
-from reviewer.models import Assignment, AssignmentRule, Pool
-from reviewer.queue.assignments import QUEUE_ROLES
+from grading.management.orgs import org_from_option
+from grading.models import Org
+from reviewer.models import AssignmentRule, Pool
+from reviewer.setup.pools import listed, pool_line, pool_name, pool_remove, pool_set
+from reviewer.setup.rules import rule_add, rule_fields, rule_line, rule_remove
 
-# Read from the model, so the command refuses exactly what the column would.
-POOL_NAME_MAX = Pool._meta.get_field("name").max_length
 # Past this, `routed_at + hours` leaves the range of a datetime and every claim in the org would fail; a rule
 # meant to last longer than a year means "while it waits" (no --hours).
 HOURS_MAX = 24 * 365
@@ -61,122 +52,39 @@ class Command(BaseCommand):
             return
         the_org = org_from_option(org)
         if action == "pool":
-            name = _pool_name(options["name"])
+            name = pool_name(options["name"])
             members = _users(_usernames(options["members"]))
-            _queue_reaches(the_org, members)
-            self._pool_set(the_org, name, members)
+            self.stdout.write(pool_set(org=the_org, name=name, members=members))
         elif action == "pool-remove":
-            self._pool_remove(the_org, _pool_name(options["name"]))
+            self.stdout.write(pool_remove(org=the_org, name=pool_name(options["name"])))
         elif action == "rule":
             position = selectors.position_to_set(options, what="rule")
-            fields = _rule_fields(the_org, options, warn=self.stderr.write)
-            self._rule_add(the_org, position=position, replace=options["replace"], fields=fields)
+            person = None if options["person"] is None else _users([options["person"].strip()])[0]
+            fields = rule_fields(
+                the_org,
+                selection=options,
+                hours=options["hours"],
+                person=person,
+                pool=options["pool"],
+                warn=self.stderr.write,
+            )
+            self.stdout.write(rule_add(org=the_org, position=position, replace=options["replace"], fields=fields))
         else:
-            self._rule_remove(the_org, selectors.position_option(options["position"]))
+            self.stdout.write(rule_remove(org=the_org, position=selectors.position_option(options["position"])))
 
     # --- pools ----------------------------------------------------------------------------------------------
 
     def _pools(self, org: Org | None) -> None:
         pools = Pool.objects.select_related("org").prefetch_related("members").order_by("org__slug", "name")
         for pool in pools.filter(org=org) if org else pools:
-            self.stdout.write(_pool_line(pool))
-
-    def _pool_set(self, org: Org, name: str, members: list[AbstractBaseUser]) -> None:
-        after = sorted(member.get_username() for member in members)
-        with transaction.atomic():
-            pool = Pool.objects.select_for_update().filter(org=org, name=name).first()
-            if pool is None:
-                pool = Pool.objects.create(org=org, name=name)
-                pool.members.set(members)
-                audit_record(action="pool.create", org=org, target=pool, detail={"name": name, "members": after})
-                self.stdout.write(f"created: {_pool_line(pool)}")
-                return
-            before = _usernames_of(pool)
-            if before == after:
-                self.stdout.write(f"unchanged: {_pool_line(pool)}")
-                return
-            pool.members.set(members)
-            audit_record(
-                action="pool.update",
-                org=org,
-                target=pool,
-                detail={"name": name, "before": {"members": before}, "after": {"members": after}},
-            )
-        self.stdout.write(f"updated: {_pool_line(pool)} (was {_members_text(before)})")
-
-    def _pool_remove(self, org: Org, name: str) -> None:
-        with transaction.atomic():
-            pool = Pool.objects.select_for_update().filter(org=org, name=name).first()
-            if pool is None:
-                raise CommandError(f"no pool {name!r} in {org.slug}; nothing removed")
-            # The database deletes these with the pool (on_delete CASCADE): counted first, so the trail says what went.
-            assignments = Assignment.objects.filter(pool=pool).count()
-            rules = AssignmentRule.objects.filter(pool=pool).count()
-            # Recorded first: once deleted, the pool has no pk left to name.
-            audit_record(
-                action="pool.delete",
-                org=org,
-                target=pool,
-                detail={"name": name, "members": _usernames_of(pool), "assignments": assignments, "rules": rules},
-            )
-            pool.delete()
-        self.stdout.write(
-            f"removed: {org.slug}  {name}, and with it {_count(assignments, 'assignment')} by hand"
-            f" and {_count(rules, 'assignment rule')} naming it"
-        )
+            self.stdout.write(pool_line(pool))
 
     # --- rules ----------------------------------------------------------------------------------------------
 
     def _rules(self, org: Org | None) -> None:
         rules = AssignmentRule.objects.select_related("org", "person", "pool").order_by("org__slug", "position")
         for rule in rules.filter(org=org) if org else rules:
-            self.stdout.write(_rule_line(rule))
-
-    def _rule_add(self, org: Org, *, position: int | None, replace: bool, fields: dict) -> None:
-        with transaction.atomic():
-            org_lock(org)
-            rules = AssignmentRule.objects.select_related("org", "person", "pool").filter(org=org)
-            if position is None:
-                last = rules.aggregate(last=Max("position"))["last"] or 0
-                position = selectors.next_position(org, last, what="assignment rule")
-            taken = rules.filter(position=position).first()
-            if taken is None:
-                rule = AssignmentRule.objects.create(org=org, position=position, **fields)
-                audit_record(action="assignment_rule.create", org=org, target=rule, detail=_rule_dict(rule))
-                self.stdout.write(f"added: {_rule_line(rule)}")
-                return
-            if not replace:
-                raise CommandError(
-                    f"position {position} in {org.slug} is taken by: {_rule_text(taken)}; "
-                    "add --replace to replace that rule, or leave out --position to add this one last"
-                )
-            was = _rule_dict(taken)
-            was_text = _rule_text(taken)
-            for field, value in fields.items():
-                setattr(taken, field, value)
-            if _rule_dict(taken) == was:
-                self.stdout.write(f"unchanged: {_rule_line(taken)}")
-                return
-            taken.save(update_fields=list(fields))
-            audit_record(
-                action="assignment_rule.replace", org=org, target=taken, detail=_rule_dict(taken) | {"was": was}
-            )
-        self.stdout.write(f"replaced: {_rule_line(taken)} (was {was_text})")
-
-    def _rule_remove(self, org: Org, position: int) -> None:
-        with transaction.atomic():
-            rule = (
-                AssignmentRule.objects.select_for_update(of=("self",))
-                .select_related("org", "person", "pool")
-                .filter(org=org, position=position)
-                .first()
-            )
-            if rule is None:
-                raise CommandError(f"no assignment rule at position {position} in {org.slug}; nothing removed")
-            # Recorded first: once deleted, the rule has no pk left to name.
-            audit_record(action="assignment_rule.delete", org=org, target=rule, detail=_rule_dict(rule))
-            rule.delete()
-        self.stdout.write(f"removed: {_rule_line(rule)}")
+            self.stdout.write(rule_line(rule))
 
 
 def _add_pool_arguments(parser: CommandParser) -> None:
@@ -185,10 +93,6 @@ def _add_pool_arguments(parser: CommandParser) -> None:
 
 
 # --- validation: every refusal before anything is written ----------------------------------------------------
-
-
-def _pool_name(raw: str) -> str:
-    return text_option(raw, option="--name", empty="a pool needs a name", names="pool names", limit=POOL_NAME_MAX)
 
 
 def _usernames(raw: str) -> list[str]:
@@ -205,110 +109,7 @@ def _users(usernames: list[str]) -> list[AbstractBaseUser]:
     if missing:
         # Making people is the admin's job (passwords, e-mail); a typo here must not create a stranger.
         raise CommandError(
-            f"no user {_listed(missing)}: users must exist first "
+            f"no user {listed(missing)}: users must exist first "
             "(create one in the Django admin, or with `python manage.py createsuperuser`)"
         )
     return sorted(users, key=lambda user: user.get_username())
-
-
-def _queue_reaches(org: Org, users: list[AbstractBaseUser]) -> dict[int, Reach]:
-    """What each user's queue memberships (operator, lead) cover in the org; refused for anyone without one:
-    nobody else can claim a queue item, so nobody else can be assigned one."""
-    reaches = reaches_in(org.pk, *QUEUE_ROLES)
-    outsiders = sorted(user.get_username() for user in users if user.pk not in reaches)
-    if outsiders:
-        raise CommandError(
-            f"not operator or lead in {org.slug}: {_listed(outsiders)}; only people who can work the queue can be "
-            "assigned items (`python manage.py member add` gives them a role)"
-        )
-    return {user.pk: reaches[user.pk] for user in users}
-
-
-def _rule_fields(org: Org, options: dict, *, warn: Callable[[str], None]) -> dict:
-    """The AssignmentRule fields `assign rule` describes, refused unless its assignee can claim what it names."""
-    selected = selectors.fields(options, what="rule")
-    kind, application, reason, hours = selected["kind"], selected["application"], selected["reason"], options["hours"]
-    if hours is not None and not 1 <= hours <= HOURS_MAX:
-        raise CommandError(f"--hours must be from 1 to {HOURS_MAX}; leave it out for as long as the item waits")
-    fields = selected | {"hours": hours}
-    if options["pool"] is not None:
-        return fields | {"pool": _pool(org, options["pool"]), "person": None}
-    (person,) = _users([options["person"].strip()])
-    reach = _queue_reaches(org, [person])[person.pk]
-    username = person.get_username()
-    if not _covers_named(reach, kind, application):
-        raise CommandError(
-            f"{username} cannot claim {selectors.matched_text(kind, application, reason)} in {org.slug}: "
-            f"their reach there is {_reach_text(reach)}"
-        )
-    # Allowed: a team lead may want the billing conversations of a person who covers only billing. But what
-    # they cannot claim stays reserved for them all the same (reservations do not read the assignee's reach).
-    if reach.limited and not application and kind != ItemKind.DRAFT:
-        how_long = "while they wait" if hours is None else f"for {hours} h"
-        warn(
-            f"warning: {username}'s reach in {org.slug} is {_reach_text(reach)}: they can claim only the items "
-            f"of this rule their reach covers, and the others it matches stay reserved for them {how_long}"
-        )
-    return fields | {"person": person, "pool": None}
-
-
-def _pool(org: Org, raw: str) -> Pool:
-    pool = Pool.objects.filter(org=org, name=raw.strip()).first()
-    if pool is None:
-        raise CommandError(f"no pool {raw!r} in {org.slug} (`assign pool` creates one)")
-    return pool
-
-
-def _covers_named(reach: Reach, kind: str, application: str) -> bool:
-    """Whether the reach covers the items of the kind and application the rule names (a rule naming an application
-    matches only conversations: drafts are filed under none)."""
-    if application:
-        return reach.covers(ItemKind.CONVERSATION, application)
-    return not kind or kind in reach.kinds()
-
-
-def _usernames_of(pool: Pool) -> list[str]:
-    return sorted(member.get_username() for member in pool.members.all())
-
-
-def _pool_line(pool: Pool) -> str:
-    return f"{pool.org.slug}  {pool.name}  {_members_text(_usernames_of(pool))}"
-
-
-def _members_text(usernames: list[str]) -> str:
-    return _listed(usernames) or "no members"
-
-
-def _rule_dict(rule: AssignmentRule) -> dict:
-    return selectors.as_dict(rule) | {
-        "person": rule.person.get_username() if rule.person else None,
-        "pool": rule.pool.name if rule.pool else None,
-        "hours": rule.hours,
-    }
-
-
-def _rule_line(rule: AssignmentRule) -> str:
-    return f"{rule.org.slug}  {rule.position}  {_rule_text(rule)}"
-
-
-def _rule_text(rule: AssignmentRule) -> str:
-    assignee = rule.person.get_username() if rule.person else f"pool {rule.pool.name}"
-    how_long = "while it waits" if rule.hours is None else f"for {rule.hours} h"
-    return f"{selectors.matched_text(rule.kind, rule.application, rule.reason)}  → {assignee}  {how_long}"
-
-
-def _reach_text(reach: Reach) -> str:
-    if not reach.limited:
-        return "the whole org"
-    if not reach.applications:
-        return "drafts only"
-    named = "applications " + ", ".join(sorted(reach.applications))
-    return f"{named} and drafts" if reach.drafts else named
-
-
-def _listed(names: list[str]) -> str:
-    return ", ".join(names)
-
-
-def _count(n: int, what: str) -> str:
-    return f"{n} {what}" if n == 1 else f"{n} {what}s"

@@ -233,3 +233,49 @@ def test_a_waiting_review_of_another_org_is_not_re_dated(org, other_org):
     theirs.refresh_from_db()
     assert theirs.due_at is None
     assert Review.objects.filter(org=org).count() == 0
+
+
+def test_ahead_of_inserts_a_target_before_another_moving_only_those_right_behind_it(org):
+    waiting = draft_item(org, "waiting")
+    target("--minutes", "600")
+    target("--minutes", "300")
+    target("--minutes", "100", "--position", "5")
+    output = target("--kind", "draft", "--minutes", "30", "--ahead-of", "1")
+    assert output == (
+        "created: northwind  1  draft · any application · any reason  within 30 min  (re-dated 1 waiting item)\n"
+    )
+    assert rows() == [
+        ("northwind", 1, "draft", "", "", 30),
+        ("northwind", 2, "", "", "", 600),
+        ("northwind", 3, "", "", "", 300),
+        ("northwind", 5, "", "", "", 100),
+    ]
+    waiting.refresh_from_db()
+    assert waiting.due_at == waiting.routed_at + timedelta(minutes=30)
+    moved = AuditEvent.objects.filter(action="service_target.move").order_by("pk")
+    assert [(event.detail["position"], event.detail["was_position"]) for event in moved] == [(3, 2), (2, 1)]
+    assert actions()[-1] == "service_target.create"
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["--ahead-of", "2"], "no target at position 2 in northwind; nothing added"),
+        (["--ahead-of", "0"], "--ahead-of must be from 1 to 2147483647"),
+        (["--ahead-of", "1", "--position", "3"], "--ahead-of places the target: leave out --position"),
+    ],
+)
+def test_a_refused_ahead_of_says_why_and_writes_nothing(org, args, says):
+    target("--minutes", "600")
+    with pytest.raises(CommandError, match=says):
+        target("--minutes", "30", *args)
+    assert rows() == [("northwind", 1, "", "", "", 600)]
+    assert actions() == ["service_target.create"]
+
+
+def test_ahead_of_a_run_reaching_the_largest_position_is_refused_and_writes_nothing(org):
+    target("--minutes", "600", "--position", str(2**31 - 1))
+    with pytest.raises(CommandError, match="reach position 2147483647: remove one of them, or add this one last"):
+        target("--minutes", "30", "--ahead-of", str(2**31 - 1))
+    assert rows() == [("northwind", 2**31 - 1, "", "", "", 600)]
+    assert actions() == ["service_target.create"]

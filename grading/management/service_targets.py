@@ -1,0 +1,201 @@
+"""Changes to an org's service-level targets (grading/reviews/targets.py), one form for `manage.py targets` and the
+set-up page (reviewer/setup/): add one last or at a free position, replace one in place (or only its duration),
+insert one ahead of another, move one ahead of or behind its neighbour, remove one. Each runs in one transaction
+with the org locked (`org_lock`), audits what it changed, and re-dates the org's waiting reviews, so no due time is
+ever read from targets that are gone. A refusal (`CommandError`, saying why) comes before anything is written."""
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.core.management.base import CommandError
+from django.db import transaction
+from django.db.models import Max
+
+from grading.management import selectors
+from grading.management.options import duration_text
+from grading.management.orgs import org_lock
+from grading.models import Org, ServiceTarget
+from grading.models.audit import audit_record
+from grading.reviews.targets import due_times_refresh
+
+# A target of more than a year is no service level anyone keeps; the cap also keeps `routed_at + minutes` far inside
+# the range of a datetime, where a refresh of every waiting review of the org would otherwise fail.
+MINUTES_MAX = 60 * 24 * 365
+HOURS_MAX = MINUTES_MAX // 60
+# No target stands here: the place a target passes through while two swap (positions are unique per org, checked
+# row by row, and a position is from 1).
+_PASSING = 0
+
+
+def target_set(
+    *, org: Org, fields: dict, position: int | None, replace: bool, actor: AbstractBaseUser | None = None
+) -> str:
+    """Add a target (`fields`: kind, application, reason, minutes) at `position`, or after the last when None; a
+    taken position is refused unless `replace`, which replaces that target in place (same row)."""
+    with transaction.atomic():
+        org_lock(org)
+        targets = ServiceTarget.objects.select_related("org").filter(org=org)
+        if position is None:
+            last = targets.aggregate(last=Max("position"))["last"] or 0
+            position = selectors.next_position(org, last, what="target")
+        taken = targets.filter(position=position).first()
+        if taken is None:
+            return _target_create(org, position=position, fields=fields, actor=actor)
+        if not replace:
+            raise CommandError(
+                f"position {position} in {org.slug} is taken by: {target_text(taken)}; "
+                "add --replace to replace that target, or leave out --position to add this one last"
+            )
+        return _target_replace(taken, fields=fields, actor=actor)
+
+
+def target_insert(*, org: Org, fields: dict, ahead_of: int, actor: AbstractBaseUser | None = None) -> str:
+    """Add a target at the position of the target at `ahead_of`, so that it decides before it: that target and those
+    right behind it without a free position between move one position back (a free position stops the shift, so the
+    targets further back keep theirs)."""
+    with transaction.atomic():
+        org_lock(org)
+        positions = set(ServiceTarget.objects.filter(org=org).values_list("position", flat=True))
+        if ahead_of not in positions:
+            raise CommandError(f"no target at position {ahead_of} in {org.slug}; nothing added")
+        run_end = ahead_of
+        while run_end + 1 in positions:
+            run_end += 1
+        if run_end >= selectors.POSITION_MAX:
+            raise CommandError(
+                f"the targets of {org.slug} from position {ahead_of} on reach position {selectors.POSITION_MAX}: "
+                "remove one of them, or add this one last"
+            )
+        moving = ServiceTarget.objects.select_related("org").filter(
+            org=org, position__gte=ahead_of, position__lte=run_end
+        )
+        # Back to front: each one's new position is free when it moves there.
+        for target in moving.order_by("-position"):
+            _target_place(target, position=target.position + 1, actor=actor)
+        return _target_create(org, position=ahead_of, fields=fields, actor=actor)
+
+
+def target_minutes_set(*, org: Org, position: int, minutes: int, actor: AbstractBaseUser | None = None) -> str:
+    """Give the target at `position` another duration, in place; what it picks stays."""
+    with transaction.atomic():
+        org_lock(org)
+        target = ServiceTarget.objects.select_related("org").filter(org=org, position=position).first()
+        if target is None:
+            raise CommandError(f"no target at position {position} in {org.slug}; nothing changed")
+        return _target_replace(target, fields={"minutes": minutes}, actor=actor)
+
+
+def target_move(*, org: Org, position: int, earlier: bool, actor: AbstractBaseUser | None = None) -> str:
+    """Swap the target at `position` with the one before it (`earlier`) or after it: which of the two an item that
+    both match takes its due time from."""
+    with transaction.atomic():
+        org_lock(org)
+        targets = ServiceTarget.objects.select_related("org").filter(org=org)
+        target = targets.filter(position=position).first()
+        if target is None:
+            raise CommandError(f"no target at position {position} in {org.slug}; nothing moved")
+        neighbours = (
+            targets.filter(position__lt=position).order_by("-position")
+            if earlier
+            else targets.filter(position__gt=position).order_by("position")
+        )
+        neighbour = neighbours.first()
+        if neighbour is None:
+            where = "first" if earlier else "last"
+            return f"unchanged: {target_line(target)} is the {where} target"
+        to = neighbour.position
+        _target_place(neighbour, position=_PASSING, actor=None)
+        _target_place(target, position=to, actor=actor)
+        _target_place(neighbour, position=position, actor=actor, was=to)
+        redated = due_times_refresh(org.pk)
+    return f"moved: {target_line(target)} (was at {position})  ({redated_text(redated)})"
+
+
+def target_remove(*, org: Org, position: int, actor: AbstractBaseUser | None = None) -> str:
+    with transaction.atomic():
+        org_lock(org)
+        target = ServiceTarget.objects.select_related("org").filter(org=org, position=position).first()
+        if target is None:
+            raise CommandError(f"no target at position {position} in {org.slug}; nothing removed")
+        # Recorded first: once deleted, the target has no pk left to name.
+        audit_record(action="service_target.delete", org=org, actor=actor, target=target, detail=target_dict(target))
+        target.delete()
+        redated = due_times_refresh(org.pk)
+    return f"removed: {target_line(target)}  ({redated_text(redated)})"
+
+
+def minutes_within(*, minutes: int | None, hours: int | None) -> int:
+    """The target's minutes, given in minutes or in hours (one of the two), within a year."""
+    if hours is not None:
+        if not 1 <= hours <= HOURS_MAX:
+            raise CommandError(f"--hours must be from 1 to {HOURS_MAX}")
+        return hours * 60
+    if minutes is None or not 1 <= minutes <= MINUTES_MAX:
+        raise CommandError(f"--minutes must be from 1 to {MINUTES_MAX}")
+    return minutes
+
+
+# --- writes: inside the caller's transaction, with the org locked ---------------------------------------------
+
+
+def _target_create(org: Org, *, position: int, fields: dict, actor: AbstractBaseUser | None) -> str:
+    target = ServiceTarget.objects.create(org=org, position=position, **fields)
+    audit_record(action="service_target.create", org=org, actor=actor, target=target, detail=target_dict(target))
+    redated = due_times_refresh(org.pk)
+    return f"created: {target_line(target)}  ({redated_text(redated)})"
+
+
+def _target_replace(target: ServiceTarget, *, fields: dict, actor: AbstractBaseUser | None) -> str:
+    """Replaces the target in place (same row, same position)."""
+    was = target_dict(target)
+    was_text = target_text(target)
+    for field, value in fields.items():
+        setattr(target, field, value)
+    if target_dict(target) == was:
+        return f"unchanged: {target_line(target)}"
+    target.save(update_fields=list(fields))
+    audit_record(
+        action="service_target.replace",
+        org=target.org,
+        actor=actor,
+        target=target,
+        detail=target_dict(target) | {"was": was},
+    )
+    redated = due_times_refresh(target.org_id)
+    return f"replaced: {target_line(target)} (was {was_text})  ({redated_text(redated)})"
+
+
+def _target_place(
+    target: ServiceTarget, *, position: int, actor: AbstractBaseUser | None, was: int | None = None
+) -> None:
+    """Moves the target to a free `position`, audited (`actor` None with `_PASSING`: a step nobody sees the end
+    of; `was`: where it stood before passing through there)."""
+    was = target.position if was is None else was
+    target.position = position
+    target.save(update_fields=["position"])
+    if position != _PASSING:
+        audit_record(
+            action="service_target.move",
+            org=target.org,
+            actor=actor,
+            target=target,
+            detail=target_dict(target) | {"was_position": was},
+        )
+
+
+# --- how targets are printed and audited ----------------------------------------------------------------------
+
+
+def target_dict(target: ServiceTarget) -> dict:
+    return selectors.as_dict(target) | {"minutes": target.minutes}
+
+
+def target_line(target: ServiceTarget) -> str:
+    return f"{target.org.slug}  {target.position}  {target_text(target)}"
+
+
+def target_text(target: ServiceTarget) -> str:
+    matched = selectors.matched_text(target.kind, target.application, target.reason)
+    return f"{matched}  within {duration_text(target.minutes)}"
+
+
+def redated_text(reviews: int) -> str:
+    return f"re-dated {reviews} waiting item" if reviews == 1 else f"re-dated {reviews} waiting items"

@@ -1,0 +1,106 @@
+"""Pools (named sets of an org's queue people that assignment rules and leads reserve items for), one form for
+`manage.py assign pool` / `pool-remove` and the set-up page (reviewer/setup/views.py): each change in one
+transaction, audited, and refused (`CommandError`, saying why) before anything is written."""
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.core.management.base import CommandError
+from django.db import transaction
+
+from grading.management.options import text_option
+from grading.models import Org
+from grading.models.audit import audit_record
+from grading.models.reach import Reach
+from reviewer.access import reaches_in
+from reviewer.models import Assignment, AssignmentRule, Pool
+from reviewer.queue.assignments import QUEUE_ROLES
+
+# Read from the model, so the command and the page refuse exactly what the column would.
+POOL_NAME_MAX = Pool._meta.get_field("name").max_length
+
+
+def pool_name(raw: str) -> str:
+    return text_option(raw, option="--name", empty="a pool needs a name", names="pool names", limit=POOL_NAME_MAX)
+
+
+def queue_reaches(org: Org, users: list[AbstractBaseUser]) -> dict[int, Reach]:
+    """What each user's queue memberships (operator, lead) cover in the org; refused for anyone without one:
+    nobody else can claim a queue item, so nobody else can be assigned one."""
+    reaches = reaches_in(org.pk, *QUEUE_ROLES)
+    outsiders = sorted(user.get_username() for user in users if user.pk not in reaches)
+    if outsiders:
+        raise CommandError(
+            f"not operator or lead in {org.slug}: {listed(outsiders)}; only people who can work the queue can be "
+            "assigned items (an org admin gives them a role: /org/ or `python manage.py member add`)"
+        )
+    return {user.pk: reaches[user.pk] for user in users}
+
+
+def pool_set(*, org: Org, name: str, members: list[AbstractBaseUser], actor: AbstractBaseUser | None = None) -> str:
+    """Create the pool `name` with `members`, or set an existing one's members to exactly those."""
+    queue_reaches(org, members)
+    after = sorted(member.get_username() for member in members)
+    with transaction.atomic():
+        pool = Pool.objects.select_for_update().filter(org=org, name=name).first()
+        if pool is None:
+            pool = Pool.objects.create(org=org, name=name)
+            pool.members.set(members)
+            audit_record(
+                action="pool.create", org=org, actor=actor, target=pool, detail={"name": name, "members": after}
+            )
+            return f"created: {pool_line(pool)}"
+        before = usernames_of(pool)
+        if before == after:
+            return f"unchanged: {pool_line(pool)}"
+        pool.members.set(members)
+        audit_record(
+            action="pool.update",
+            org=org,
+            actor=actor,
+            target=pool,
+            detail={"name": name, "before": {"members": before}, "after": {"members": after}},
+        )
+    return f"updated: {pool_line(pool)} (was {members_text(before)})"
+
+
+def pool_remove(*, org: Org, name: str, actor: AbstractBaseUser | None = None) -> str:
+    """Delete the pool, with the assignments and rules that name it."""
+    with transaction.atomic():
+        pool = Pool.objects.select_for_update().filter(org=org, name=name).first()
+        if pool is None:
+            raise CommandError(f"no pool {name!r} in {org.slug}; nothing removed")
+        # The database deletes these with the pool (on_delete CASCADE): counted first, so the trail says what went.
+        assignments = Assignment.objects.filter(pool=pool).count()
+        rules = AssignmentRule.objects.filter(pool=pool).count()
+        # Recorded first: once deleted, the pool has no pk left to name.
+        audit_record(
+            action="pool.delete",
+            org=org,
+            actor=actor,
+            target=pool,
+            detail={"name": name, "members": usernames_of(pool), "assignments": assignments, "rules": rules},
+        )
+        pool.delete()
+    return (
+        f"removed: {org.slug}  {name}, and with it {_count(assignments, 'assignment')} by hand"
+        f" and {_count(rules, 'assignment rule')} naming it"
+    )
+
+
+def usernames_of(pool: Pool) -> list[str]:
+    return sorted(member.get_username() for member in pool.members.all())
+
+
+def pool_line(pool: Pool) -> str:
+    return f"{pool.org.slug}  {pool.name}  {members_text(usernames_of(pool))}"
+
+
+def members_text(usernames: list[str]) -> str:
+    return listed(usernames) or "no members"
+
+
+def listed(names: list[str]) -> str:
+    return ", ".join(names)
+
+
+def _count(n: int, what: str) -> str:
+    return f"{n} {what}" if n == 1 else f"{n} {what}s"

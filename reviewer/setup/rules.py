@@ -1,0 +1,150 @@
+"""Assignment rules (which items a person or a pool may claim first; see reviewer/queue/assignments.py), one form
+for `manage.py assign rule` / `rule-remove` and the set-up page (reviewer/setup/views.py): each change in one
+transaction with the org locked, audited, and refused (`CommandError`, saying why) before anything is written."""
+
+from collections.abc import Callable
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.core.management.base import CommandError
+from django.db import transaction
+from django.db.models import Max
+
+from grading.management import selectors
+from grading.management.orgs import org_lock
+from grading.models import ItemKind, Org
+from grading.models.audit import audit_record
+from grading.models.reach import Reach
+from reviewer.models import AssignmentRule, Pool
+from reviewer.setup.pools import queue_reaches
+
+# Past this, `routed_at + hours` leaves the range of a datetime and every claim in the org would fail; a rule
+# meant to last longer than a year means "while it waits" (no hours).
+HOURS_MAX = 24 * 365
+
+
+def rule_add(
+    *, org: Org, position: int | None, replace: bool, fields: dict, actor: AbstractBaseUser | None = None
+) -> str:
+    """Add a rule at `position`, or after the last when None; a taken position is refused unless `replace`, which
+    replaces that rule in place (same row)."""
+    with transaction.atomic():
+        org_lock(org)
+        rules = AssignmentRule.objects.select_related("org", "person", "pool").filter(org=org)
+        if position is None:
+            last = rules.aggregate(last=Max("position"))["last"] or 0
+            position = selectors.next_position(org, last, what="assignment rule")
+        taken = rules.filter(position=position).first()
+        if taken is None:
+            rule = AssignmentRule.objects.create(org=org, position=position, **fields)
+            audit_record(action="assignment_rule.create", org=org, actor=actor, target=rule, detail=rule_dict(rule))
+            return f"added: {rule_line(rule)}"
+        if not replace:
+            raise CommandError(
+                f"position {position} in {org.slug} is taken by: {rule_text(taken)}; "
+                "add --replace to replace that rule, or leave out --position to add this one last"
+            )
+        was = rule_dict(taken)
+        was_text = rule_text(taken)
+        for field, value in fields.items():
+            setattr(taken, field, value)
+        if rule_dict(taken) == was:
+            return f"unchanged: {rule_line(taken)}"
+        taken.save(update_fields=list(fields))
+        audit_record(
+            action="assignment_rule.replace", org=org, actor=actor, target=taken, detail=rule_dict(taken) | {"was": was}
+        )
+    return f"replaced: {rule_line(taken)} (was {was_text})"
+
+
+def rule_remove(*, org: Org, position: int, actor: AbstractBaseUser | None = None) -> str:
+    with transaction.atomic():
+        rule = (
+            AssignmentRule.objects.select_for_update(of=("self",))
+            .select_related("org", "person", "pool")
+            .filter(org=org, position=position)
+            .first()
+        )
+        if rule is None:
+            raise CommandError(f"no assignment rule at position {position} in {org.slug}; nothing removed")
+        # Recorded first: once deleted, the rule has no pk left to name.
+        audit_record(action="assignment_rule.delete", org=org, actor=actor, target=rule, detail=rule_dict(rule))
+        rule.delete()
+    return f"removed: {rule_line(rule)}"
+
+
+def rule_fields(
+    org: Org,
+    *,
+    selection: dict,
+    hours: int | None,
+    person: AbstractBaseUser | None,
+    pool: str | None,
+    warn: Callable[[str], None],
+) -> dict:
+    """The AssignmentRule fields of a rule for `person` or the pool named `pool` (`selection`: the kind, application
+    and reason as `selectors.fields` reads them), refused unless its assignee can claim what it names."""
+    selected = selectors.fields(selection, what="rule")
+    kind, application, reason = selected["kind"], selected["application"], selected["reason"]
+    if hours is not None and not 1 <= hours <= HOURS_MAX:
+        raise CommandError(f"--hours must be from 1 to {HOURS_MAX}; leave it out for as long as the item waits")
+    fields = selected | {"hours": hours}
+    if pool is not None:
+        return fields | {"pool": _pool(org, pool), "person": None}
+    reach = queue_reaches(org, [person])[person.pk]
+    username = person.get_username()
+    if not _covers_named(reach, kind, application):
+        raise CommandError(
+            f"{username} cannot claim {selectors.matched_text(kind, application, reason)} in {org.slug}: "
+            f"their reach there is {reach_text(reach)}"
+        )
+    # Allowed: a team lead may want the billing conversations of a person who covers only billing. But what
+    # they cannot claim stays reserved for them all the same (reservations do not read the assignee's reach).
+    if reach.limited and not application and kind != ItemKind.DRAFT:
+        how_long = "while they wait" if hours is None else f"for {hours} h"
+        warn(
+            f"warning: {username}'s reach in {org.slug} is {reach_text(reach)}: they can claim only the items "
+            f"of this rule their reach covers, and the others it matches stay reserved for them {how_long}"
+        )
+    return fields | {"person": person, "pool": None}
+
+
+def _pool(org: Org, raw: str) -> Pool:
+    pool = Pool.objects.filter(org=org, name=raw.strip()).first()
+    if pool is None:
+        raise CommandError(f"no pool {raw!r} in {org.slug} (`assign pool` creates one)")
+    return pool
+
+
+def _covers_named(reach: Reach, kind: str, application: str) -> bool:
+    """Whether the reach covers the items of the kind and application the rule names (a rule naming an application
+    matches only conversations: drafts are filed under none)."""
+    if application:
+        return reach.covers(ItemKind.CONVERSATION, application)
+    return not kind or kind in reach.kinds()
+
+
+def rule_dict(rule: AssignmentRule) -> dict:
+    return selectors.as_dict(rule) | {
+        "person": rule.person.get_username() if rule.person else None,
+        "pool": rule.pool.name if rule.pool else None,
+        "hours": rule.hours,
+    }
+
+
+def rule_line(rule: AssignmentRule) -> str:
+    return f"{rule.org.slug}  {rule.position}  {rule_text(rule)}"
+
+
+def rule_text(rule: AssignmentRule) -> str:
+    assignee = rule.person.get_username() if rule.person else f"pool {rule.pool.name}"
+    how_long = "while it waits" if rule.hours is None else f"for {rule.hours} h"
+    return f"{selectors.matched_text(rule.kind, rule.application, rule.reason)}  → {assignee}  {how_long}"
+
+
+def reach_text(reach: Reach) -> str:
+    if not reach.limited:
+        return "the whole org"
+    if not reach.applications:
+        return "drafts only"
+    named = "applications " + ", ".join(sorted(reach.applications))
+    return f"{named} and drafts" if reach.drafts else named

@@ -1,0 +1,488 @@
+"""The queue's set-up pages (/setup/): an org's escalation (whom it mails, when it warns), assignment rules (added
+last, removed), pools (who is in each), and service-level targets, listed in the order they decide, added last or
+ahead of another, given another duration, moved ahead of or behind a neighbour, removed. Org admins set up their
+orgs, and leads the orgs they lead whole (a lead of part of an org would change when the rest of it is due: a 403,
+as for anyone else).
+
+Every change goes through the service its command uses (`manage.py targets`: grading/management/service_targets.py;
+`manage.py assign`: reviewer/setup/pools.py and rules.py; `manage.py escalation`: reviewer/setup/escalations.py), so
+it is refused and audited (with the person as actor) exactly as the command's, and a target's re-dates the waiting
+items as the command's does. A bad form or a refused change is a 400 (or 409) that says what to correct, at the top
+and at the field, and changes nothing; another org's id is a 404."""
+
+from django.contrib import messages
+from django.core.exceptions import PermissionDenied
+from django.core.management.base import CommandError
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_http_methods, require_POST
+
+from grading.management import selectors
+from grading.management.options import duration_text
+from grading.management.service_targets import (
+    minutes_within,
+    target_insert,
+    target_minutes_set,
+    target_move,
+    target_remove,
+    target_set,
+    target_text,
+)
+from grading.models import Org
+from grading.models.reach import Reach
+from grading.reviews.targets import targets_of
+from reviewer.access import org_named, people_of, reaches_in, role_required, setup_org_ids
+from reviewer.models import AssignmentRule, Pool, Role
+from reviewer.pages import bad_request, org_form_page
+from reviewer.queue.assignments import QUEUE_ROLES
+from reviewer.queue.reads import queue_applications
+from reviewer.setup.escalations import (
+    escalation_of,
+    escalation_remove,
+    escalation_set,
+    settings_dict,
+    settings_text,
+    warn_minutes_checked,
+)
+from reviewer.setup.forms import (
+    EARLIER,
+    HOURS,
+    EscalationForm,
+    OrgForm,
+    PoolForm,
+    PoolRemoveForm,
+    RuleForm,
+    TargetAtForm,
+    TargetChangeForm,
+    TargetForm,
+    TargetMoveForm,
+)
+from reviewer.setup.pools import pool_name, pool_remove, pool_set
+from reviewer.setup.rules import rule_add, rule_fields, rule_remove, rule_text
+
+SETUP_ROLES = (Role.LEAD, Role.ORG_ADMIN)
+
+
+def _org_ids(request: HttpRequest) -> list[int]:
+    org_ids = setup_org_ids(request.user)
+    if not org_ids:
+        raise PermissionDenied("A lead of part of an org does not set up its queue: ask an org admin.")
+    return org_ids
+
+
+def _said(refusal: CommandError) -> str:
+    """A service's refusal as a page says it: the options it names are the form's fields."""
+    return str(refusal).removeprefix("--")
+
+
+@require_http_methods(["GET", "POST"])
+@role_required(*SETUP_ROLES)
+def setup_targets(request: HttpRequest) -> HttpResponse:
+    """GET lists each org's targets in the order they decide; POST adds one, after the last or ahead of another."""
+    return org_form_page(request, _org_ids(request), TargetForm, _render_targets, _target_add)
+
+
+def _target_add(request: HttpRequest, org_ids: list[int], form: TargetForm, org: Org) -> HttpResponse:
+    data = form.cleaned_data
+    application = _application_known(form, org)
+    fields = None
+    try:
+        fields = selectors.fields(
+            {"kind": data["kind"], "application": application or None, "reason": data["reason"]}, what="target"
+        )
+    except CommandError as refusal:
+        form.add_error("application", _said(refusal))
+    minutes = _minutes(form)
+    if form.errors:
+        return _render_targets(request, org_ids, form=form, status=400)
+    fields |= {"minutes": minutes}
+    ahead_of = data["ahead_of"]
+    try:
+        if ahead_of is None:
+            outcome = target_set(org=org, fields=fields, position=None, replace=False, actor=request.user)
+        else:
+            outcome = target_insert(org=org, fields=fields, ahead_of=ahead_of, actor=request.user)
+    except CommandError as refusal:
+        form.add_error("ahead_of", _said(refusal))
+        return _render_targets(request, org_ids, form=form, status=409)
+    messages.success(request, outcome)
+    return _back(org)
+
+
+def _application_known(form: TargetForm | RuleForm, org: Org) -> str:
+    """The form's application (blank: any), refused at the field unless the org has conversations of it: a typo would
+    make a target or rule that picks nothing."""
+    application = form.cleaned_data["application"].strip()
+    known = queue_applications([Reach(org.pk)])
+    if application and application not in known:
+        named = ", ".join(known) or "none yet"
+        form.add_error("application", f"{org.name} has no application named {application}; its applications: {named}.")
+    return application
+
+
+def _minutes(form: TargetForm | TargetChangeForm) -> int | None:
+    """The form's duration in minutes, checked by the service; None, with the refusal at the field, when refused."""
+    within, hours = form.cleaned_data["within"], form.cleaned_data["unit"] == HOURS
+    try:
+        return minutes_within(minutes=None if hours else within, hours=within if hours else None)
+    except CommandError as refusal:
+        form.add_error("within", _said(refusal))
+        return None
+
+
+@require_POST
+@role_required(*SETUP_ROLES)
+def setup_target_change(request: HttpRequest) -> HttpResponse:
+    """Gives a target another duration in place (as the command's `set --position N --replace` with what it picks)."""
+    org_ids = _org_ids(request)
+    form = TargetChangeForm(request.POST)
+    typed_well = form.is_valid()
+    if {"org", "position"} & set(form.errors):  # the page's own fields: only a hand-made request gets them wrong
+        return bad_request(form)
+    org = org_named(org_ids, form.cleaned_data["org"])
+    minutes = _minutes(form) if typed_well else None
+    if minutes is None:
+        return _render_targets(request, org_ids, form=form, status=400)
+    position = form.cleaned_data["position"]
+    try:
+        outcome = target_minutes_set(org=org, position=position, minutes=minutes, actor=request.user)
+    except CommandError as refusal:
+        return _render_targets(request, org_ids, refusal=_said(refusal), status=409)
+    messages.success(request, outcome)
+    return _back(org)
+
+
+@require_POST
+@role_required(*SETUP_ROLES)
+def setup_target_move(request: HttpRequest) -> HttpResponse:
+    """Swaps a target with the one before or after it."""
+    org_ids = _org_ids(request)
+    form = TargetMoveForm(request.POST)
+    if not form.is_valid():
+        return bad_request(form)
+    org = org_named(org_ids, form.cleaned_data["org"])
+    earlier = form.cleaned_data["direction"] == EARLIER
+    try:
+        outcome = target_move(org=org, position=form.cleaned_data["position"], earlier=earlier, actor=request.user)
+    except CommandError as refusal:
+        return _render_targets(request, org_ids, refusal=_said(refusal), status=409)
+    messages.success(request, outcome)
+    return _back(org)
+
+
+@require_POST
+@role_required(*SETUP_ROLES)
+def setup_target_remove(request: HttpRequest) -> HttpResponse:
+    org_ids = _org_ids(request)
+    form = TargetAtForm(request.POST)
+    if not form.is_valid():
+        return bad_request(form)
+    org = org_named(org_ids, form.cleaned_data["org"])
+    try:
+        outcome = target_remove(org=org, position=form.cleaned_data["position"], actor=request.user)
+    except CommandError as refusal:
+        return _render_targets(request, org_ids, refusal=_said(refusal), status=409)
+    messages.success(request, outcome)
+    return _back(org)
+
+
+def _back(org: Org) -> HttpResponse:
+    return redirect(f"{reverse('setup_targets')}#org-{org.pk}")
+
+
+def _render_targets(
+    request: HttpRequest,
+    org_ids: list[int],
+    *,
+    form: TargetForm | TargetChangeForm | None = None,
+    refusal: str = "",
+    status: int = 200,
+) -> HttpResponse:
+    orgs = [
+        {
+            "org": org,
+            "targets": [
+                {"target": target, "text": target_text(target), "within": duration_text(target.minutes)}
+                for target in targets_of(org.pk)
+            ],
+            "applications": queue_applications([Reach(org.pk)]),
+            # The form that did not pass, on its own org's card, with what was typed.
+            "form": form if isinstance(form, TargetForm) and form.data.get("org") == str(org.pk) else None,
+            # The change of a target's duration that did not pass, on its row.
+            "change": form if isinstance(form, TargetChangeForm) and form.data.get("org") == str(org.pk) else None,
+        }
+        for org in Org.objects.filter(pk__in=org_ids).order_by("slug")
+    ]
+    context = {
+        "orgs": orgs,
+        "form": form,
+        "refusal": refusal,
+        "kinds": TargetForm.base_fields["kind"].choices,
+        "reasons": TargetForm.base_fields["reason"].choices,
+        "nav_active": "setup_targets",
+    }
+    return render(request, "reviewer/setup/targets.html", context, status=status)
+
+
+# --- pools --------------------------------------------------------------------------------------------------------
+
+
+def _queue_people(org: Org) -> list[tuple[int, str]]:
+    """The org's operators and leads (id, username): the only people a pool may hold."""
+    reaches = reaches_in(org.pk, *QUEUE_ROLES)
+    people = people_of(org.pk).filter(pk__in=list(reaches))
+    return sorted(((person.pk, person.get_username()) for person in people), key=lambda pair: pair[1])
+
+
+def _org_posted(request: HttpRequest, org_ids: list[int]) -> Org | None:
+    """The org a set-up form names, checked against the person's (another org's is a 404); None when it names none."""
+    raw = request.POST.get("org", "")
+    return org_named(org_ids, int(raw)) if raw.isdigit() else None
+
+
+@require_http_methods(["GET", "POST"])
+@role_required(*SETUP_ROLES)
+def setup_pools(request: HttpRequest) -> HttpResponse:
+    """GET lists each org's pools and members; POST creates a pool, or sets an existing one's members to exactly
+    those ticked."""
+    org_ids = _org_ids(request)
+    if request.method == "GET":
+        return _render_pools(request, org_ids)
+    org = _org_posted(request, org_ids)
+    if org is None:
+        return HttpResponse("Bad request: org: a whole number is required.", status=400, content_type="text/plain")
+    form = PoolForm(request.POST, people=_queue_people(org))
+    name = None
+    if form.is_valid():
+        try:
+            name = pool_name(form.cleaned_data["name"])
+        except CommandError as refusal:
+            form.add_error("name", _said(refusal))
+    if form.errors:
+        return _render_pools(request, org_ids, form=form, status=400)
+    members = list(people_of(org.pk).filter(pk__in=form.cleaned_data["members"]))
+    try:
+        outcome = pool_set(org=org, name=name, members=members, actor=request.user)
+    except CommandError as refusal:  # a member's queue role revoked since the page was shown
+        form.add_error("members", _said(refusal))
+        return _render_pools(request, org_ids, form=form, status=409)
+    messages.success(request, outcome)
+    return redirect(f"{reverse('setup_pools')}#org-{org.pk}")
+
+
+@require_POST
+@role_required(*SETUP_ROLES)
+def setup_pool_remove(request: HttpRequest) -> HttpResponse:
+    """Deletes a pool, with the assignments and rules that name it (the answer says how many went)."""
+    org_ids = _org_ids(request)
+    form = PoolRemoveForm(request.POST)
+    if not form.is_valid():
+        return bad_request(form)
+    org = org_named(org_ids, form.cleaned_data["org"])
+    try:
+        outcome = pool_remove(org=org, name=form.cleaned_data["name"], actor=request.user)
+    except CommandError as refusal:
+        return _render_pools(request, org_ids, refusal=_said(refusal), status=409)
+    messages.success(request, outcome)
+    return redirect(f"{reverse('setup_pools')}#org-{org.pk}")
+
+
+def _render_pools(
+    request: HttpRequest, org_ids: list[int], *, form: PoolForm | None = None, refusal: str = "", status: int = 200
+) -> HttpResponse:
+    typed_org = form.data.get("org") if form is not None else None
+    ticked = {int(raw) for raw in form.data.getlist("members") if raw.isdigit()} if form is not None else set()
+    orgs = [
+        {
+            "org": org,
+            "pools": [
+                {"pool": pool, "member_ids": {member.pk for member in pool.members.all()}}
+                for pool in Pool.objects.filter(org=org).prefetch_related("members").order_by("name")
+            ],
+            "people": _queue_people(org),
+            "form": form if typed_org == str(org.pk) else None,
+            # What the form that did not pass had ticked, ticked again.
+            "ticked": ticked if typed_org == str(org.pk) else set(),
+        }
+        for org in Org.objects.filter(pk__in=org_ids).order_by("slug")
+    ]
+    context = {"orgs": orgs, "form": form, "refusal": refusal, "nav_active": "setup_targets"}
+    return render(request, "reviewer/setup/pools.html", context, status=status)
+
+
+# --- assignment rules -----------------------------------------------------------------------------------------------
+
+
+def _assignees(org: Org) -> list[tuple[str, str]]:
+    """Whom a rule may name: the org's pools (`pool:NAME`), then its operators and leads (`person:ID`)."""
+    pools = Pool.objects.filter(org=org).order_by("name").values_list("name", flat=True)
+    return [(f"pool:{name}", f"pool {name}") for name in pools] + [
+        (f"person:{pk}", username) for pk, username in _queue_people(org)
+    ]
+
+
+@require_http_methods(["GET", "POST"])
+@role_required(*SETUP_ROLES)
+def setup_rules(request: HttpRequest) -> HttpResponse:
+    """GET lists each org's assignment rules in the order they decide; POST adds one after the last."""
+    return org_form_page(request, _org_ids(request), RuleForm, _render_rules, _rule_add)
+
+
+def _rule_add(request: HttpRequest, org_ids: list[int], form: RuleForm, org: Org) -> HttpResponse:
+    data = form.cleaned_data
+    application = _application_known(form, org)
+    kind, _, named = data["assignee"].partition(":")
+    person, pool = None, None
+    if kind == "person" and named.isdigit():
+        person = people_of(org.pk).filter(pk=int(named)).first()
+    elif kind == "pool":
+        pool = named
+    if person is None and pool is None:
+        form.add_error("assignee", "Choose a pool or a person of the org.")
+    warnings: list[str] = []
+    fields = None
+    if not form.errors:
+        try:
+            fields = rule_fields(
+                org,
+                selection={"kind": data["kind"], "application": application or None, "reason": data["reason"]},
+                hours=data["hours"],
+                person=person,
+                pool=pool,
+                warn=warnings.append,
+            )
+        except CommandError as refusal:
+            said = _said(refusal)
+            form.add_error(
+                "hours" if said.startswith("hours") else "application" if "drafts" in said else "assignee", said
+            )
+    if form.errors:
+        return _render_rules(request, org_ids, form=form, status=400)
+    outcome = rule_add(org=org, position=None, replace=False, fields=fields, actor=request.user)
+    messages.success(request, outcome)
+    for warning in warnings:
+        messages.warning(request, warning)
+    return redirect(f"{reverse('setup_rules')}#org-{org.pk}")
+
+
+def _rule_field_of(said: str) -> str:
+    """The field a refusal of `rule_fields` is about: it names hours, or a draft rule naming an application, or else
+    its assignee (no such pool; a person who cannot claim what the rule picks)."""
+    if said.startswith("hours"):
+        return "hours"
+    return "application" if said.startswith("drafts") else "assignee"
+
+
+@require_POST
+@role_required(*SETUP_ROLES)
+def setup_rule_remove(request: HttpRequest) -> HttpResponse:
+    org_ids = _org_ids(request)
+    form = TargetAtForm(request.POST)
+    if not form.is_valid():
+        return bad_request(form)
+    org = org_named(org_ids, form.cleaned_data["org"])
+    try:
+        outcome = rule_remove(org=org, position=form.cleaned_data["position"], actor=request.user)
+    except CommandError as refusal:
+        return _render_rules(request, org_ids, refusal=_said(refusal), status=409)
+    messages.success(request, outcome)
+    return redirect(f"{reverse('setup_rules')}#org-{org.pk}")
+
+
+def _render_rules(
+    request: HttpRequest, org_ids: list[int], *, form: RuleForm | None = None, refusal: str = "", status: int = 200
+) -> HttpResponse:
+    typed_org = form.data.get("org") if form is not None else None
+    orgs = [
+        {
+            "org": org,
+            "rules": [
+                {"rule": rule, "text": rule_text(rule)}
+                for rule in AssignmentRule.objects.filter(org=org).select_related("person", "pool").order_by("position")
+            ],
+            "applications": queue_applications([Reach(org.pk)]),
+            "assignees": _assignees(org),
+            "form": form if typed_org == str(org.pk) else None,
+        }
+        for org in Org.objects.filter(pk__in=org_ids).order_by("slug")
+    ]
+    context = {
+        "orgs": orgs,
+        "form": form,
+        "refusal": refusal,
+        "kinds": RuleForm.base_fields["kind"].choices,
+        "reasons": RuleForm.base_fields["reason"].choices,
+        "nav_active": "setup_targets",
+    }
+    return render(request, "reviewer/setup/rules.html", context, status=status)
+
+
+# --- escalation ---------------------------------------------------------------------------------------------------
+
+
+@require_http_methods(["GET", "POST"])
+@role_required(*SETUP_ROLES)
+def setup_escalation(request: HttpRequest) -> HttpResponse:
+    """GET shows each org's escalation; POST creates it or changes whom it mails and when it warns."""
+    return org_form_page(request, _org_ids(request), EscalationForm, _render_escalation, _escalation_set)
+
+
+def _escalation_set(request: HttpRequest, org_ids: list[int], form: EscalationForm, org: Org) -> HttpResponse:
+    data = form.cleaned_data
+    try:
+        given = {"warn_minutes": warn_minutes_checked(data["warn_minutes"])}
+    except CommandError as refusal:
+        form.add_error("warn_minutes", _said(refusal))
+        return _render_escalation(request, org_ids, form=form, status=400)
+    given |= {"to_assignees": data["to_assignees"], "to_leads": data["to_leads"]}
+    try:
+        outcome, warning = escalation_set(org=org, given=given, actor=request.user)
+    except CommandError as refusal:  # it would tell nobody
+        form.add_error(None, _said(refusal))
+        return _render_escalation(request, org_ids, form=form, status=400)
+    messages.success(request, outcome)
+    if warning:
+        messages.warning(request, warning)
+    return redirect(f"{reverse('setup_escalation')}#org-{org.pk}")
+
+
+@require_POST
+@role_required(*SETUP_ROLES)
+def setup_escalation_remove(request: HttpRequest) -> HttpResponse:
+    """Stops escalating: nobody is told any more."""
+    org_ids = _org_ids(request)
+    form = OrgForm(request.POST)
+    if not form.is_valid():
+        return bad_request(form)
+    org = org_named(org_ids, form.cleaned_data["org"])
+    try:
+        outcome = escalation_remove(org=org, actor=request.user)
+    except CommandError as refusal:
+        return _render_escalation(request, org_ids, refusal=_said(refusal), status=409)
+    messages.success(request, outcome)
+    return redirect(f"{reverse('setup_escalation')}#org-{org.pk}")
+
+
+def _render_escalation(
+    request: HttpRequest,
+    org_ids: list[int],
+    *,
+    form: EscalationForm | None = None,
+    refusal: str = "",
+    status: int = 200,
+) -> HttpResponse:
+    typed_org = form.data.get("org") if form is not None else None
+    orgs = []
+    for org in Org.objects.filter(pk__in=org_ids).order_by("slug"):
+        escalation = escalation_of(org)
+        orgs.append(
+            {
+                "org": org,
+                "escalation": escalation,
+                "text": settings_text(settings_dict(escalation)) if escalation else "",
+                "form": form if typed_org == str(org.pk) else None,
+            }
+        )
+    context = {"orgs": orgs, "form": form, "refusal": refusal, "nav_active": "setup_targets"}
+    return render(request, "reviewer/setup/escalation.html", context, status=status)
