@@ -354,9 +354,7 @@ def _rule_add(request: HttpRequest, org_ids: list[int], form: RuleForm, org: Org
             )
         except CommandError as refusal:
             said = _said(refusal)
-            form.add_error(
-                "hours" if said.startswith("hours") else "application" if "drafts" in said else "assignee", said
-            )
+            form.add_error(_rule_field_of(said), said)
     if form.errors:
         return _render_rules(request, org_ids, form=form, status=400)
     outcome = rule_add(org=org, position=None, replace=False, fields=fields, actor=request.user)
