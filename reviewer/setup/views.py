@@ -10,6 +10,9 @@ it is refused and audited (with the person as actor) exactly as the command's, a
 items as the command's does. A bad form or a refused change is a 400 (or 409) that says what to correct, at the top
 and at the field, and changes nothing; another org's id is a 404."""
 
+from collections.abc import Callable
+
+from django import forms
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
 from django.core.management.base import CommandError
@@ -74,6 +77,29 @@ def _org_ids(request: HttpRequest) -> list[int]:
 def _said(refusal: CommandError) -> str:
     """A service's refusal as a page says it: the options it names are the form's fields."""
     return str(refusal).removeprefix("--")
+
+
+def _removed(
+    request: HttpRequest,
+    form_class: type[forms.Form],
+    remove: Callable[[Org, dict], str],
+    rendered: Callable[..., HttpResponse],
+    *,
+    page: str,
+) -> HttpResponse:
+    """A removal posted from a set-up page: the org's, through its service (`remove` says what it did); a refusal
+    re-renders the page saying why (409), nothing written."""
+    org_ids = _org_ids(request)
+    form = form_class(request.POST)
+    if not form.is_valid():
+        return bad_request(form)
+    org = org_named(org_ids, form.cleaned_data["org"])
+    try:
+        outcome = remove(org, form.cleaned_data)
+    except CommandError as refusal:
+        return rendered(request, org_ids, refusal=_said(refusal), status=409)
+    messages.success(request, outcome)
+    return redirect(f"{reverse(page)}#org-{org.pk}")
 
 
 @require_http_methods(["GET", "POST"])
@@ -174,17 +200,13 @@ def setup_target_move(request: HttpRequest) -> HttpResponse:
 @require_POST
 @role_required(*SETUP_ROLES)
 def setup_target_remove(request: HttpRequest) -> HttpResponse:
-    org_ids = _org_ids(request)
-    form = TargetAtForm(request.POST)
-    if not form.is_valid():
-        return bad_request(form)
-    org = org_named(org_ids, form.cleaned_data["org"])
-    try:
-        outcome = target_remove(org=org, position=form.cleaned_data["position"], actor=request.user)
-    except CommandError as refusal:
-        return _render_targets(request, org_ids, refusal=_said(refusal), status=409)
-    messages.success(request, outcome)
-    return _back(org)
+    return _removed(
+        request,
+        TargetAtForm,
+        lambda org, data: target_remove(org=org, position=data["position"], actor=request.user),
+        _render_targets,
+        page="setup_targets",
+    )
 
 
 def _back(org: Org) -> HttpResponse:
@@ -275,17 +297,13 @@ def setup_pools(request: HttpRequest) -> HttpResponse:
 @role_required(*SETUP_ROLES)
 def setup_pool_remove(request: HttpRequest) -> HttpResponse:
     """Deletes a pool, with the assignments and rules that name it (the answer says how many went)."""
-    org_ids = _org_ids(request)
-    form = PoolRemoveForm(request.POST)
-    if not form.is_valid():
-        return bad_request(form)
-    org = org_named(org_ids, form.cleaned_data["org"])
-    try:
-        outcome = pool_remove(org=org, name=form.cleaned_data["name"], actor=request.user)
-    except CommandError as refusal:
-        return _render_pools(request, org_ids, refusal=_said(refusal), status=409)
-    messages.success(request, outcome)
-    return redirect(f"{reverse('setup_pools')}#org-{org.pk}")
+    return _removed(
+        request,
+        PoolRemoveForm,
+        lambda org, data: pool_remove(org=org, name=data["name"], actor=request.user),
+        _render_pools,
+        page="setup_pools",
+    )
 
 
 def _render_pools(
@@ -375,17 +393,13 @@ def _rule_field_of(said: str) -> str:
 @require_POST
 @role_required(*SETUP_ROLES)
 def setup_rule_remove(request: HttpRequest) -> HttpResponse:
-    org_ids = _org_ids(request)
-    form = TargetAtForm(request.POST)
-    if not form.is_valid():
-        return bad_request(form)
-    org = org_named(org_ids, form.cleaned_data["org"])
-    try:
-        outcome = rule_remove(org=org, position=form.cleaned_data["position"], actor=request.user)
-    except CommandError as refusal:
-        return _render_rules(request, org_ids, refusal=_said(refusal), status=409)
-    messages.success(request, outcome)
-    return redirect(f"{reverse('setup_rules')}#org-{org.pk}")
+    return _removed(
+        request,
+        TargetAtForm,
+        lambda org, data: rule_remove(org=org, position=data["position"], actor=request.user),
+        _render_rules,
+        page="setup_rules",
+    )
 
 
 def _render_rules(
@@ -449,17 +463,13 @@ def _escalation_set(request: HttpRequest, org_ids: list[int], form: EscalationFo
 @role_required(*SETUP_ROLES)
 def setup_escalation_remove(request: HttpRequest) -> HttpResponse:
     """Stops escalating: nobody is told any more."""
-    org_ids = _org_ids(request)
-    form = OrgForm(request.POST)
-    if not form.is_valid():
-        return bad_request(form)
-    org = org_named(org_ids, form.cleaned_data["org"])
-    try:
-        outcome = escalation_remove(org=org, actor=request.user)
-    except CommandError as refusal:
-        return _render_escalation(request, org_ids, refusal=_said(refusal), status=409)
-    messages.success(request, outcome)
-    return redirect(f"{reverse('setup_escalation')}#org-{org.pk}")
+    return _removed(
+        request,
+        OrgForm,
+        lambda org, data: escalation_remove(org=org, actor=request.user),
+        _render_escalation,
+        page="setup_escalation",
+    )
 
 
 def _render_escalation(
