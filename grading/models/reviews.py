@@ -402,6 +402,74 @@ class Label(models.Model):
         )
 
 
+class Correction(models.Model):
+    """What a person says the item should have been, kept beside their decision on a review (issue "fix and approve").
+
+    Two kinds. A draft's corrected body: a new revision of the draft with its own fingerprint, which goes through the
+    gate again (checks and judge, under the review's criteria version) and is approved only if its hard checks pass;
+    `original` is the body the review read, `regrade` the gate's review of the corrected revision. An expected reply:
+    the reply the agent should have given at one assistant message of a conversation, bound to the fingerprint of
+    the active path up to that message (`evidence_fingerprint`); `original` is that message's text.
+    Either way the correction names the evidence it corrects, so it stops speaking for the item when that moves on.
+    """
+
+    class Kind(models.TextChoices):
+        DRAFT_BODY = "draft_body", "corrected draft"
+        EXPECTED_REPLY = "expected_reply", "expected reply"
+
+    class State(models.TextChoices):
+        GRADING = "grading", "being graded"  # a corrected draft waits for the gate
+        APPROVED = "approved", "approved as corrected"
+        REFUSED = "refused", "refused: a hard check still fails"
+        KEPT = "kept", "kept"  # an expected reply: nothing to grade
+
+    org = models.ForeignKey(Org, on_delete=models.CASCADE, related_name="+")
+    kind = models.CharField(max_length=16, choices=Kind.choices)
+    review = models.ForeignKey(Review, on_delete=models.CASCADE, related_name="corrections")
+    draft = models.ForeignKey(Draft, null=True, blank=True, on_delete=models.CASCADE, related_name="corrections")
+    conversation = models.ForeignKey(
+        Conversation, null=True, blank=True, on_delete=models.CASCADE, related_name="corrections"
+    )
+    message_external_id = models.CharField(
+        max_length=200, blank=True, help_text="An expected reply: the assistant message it replaces."
+    )
+    evidence_fingerprint = models.CharField(
+        max_length=80, help_text="What was corrected: the draft's fingerprint, or the path's up to the message."
+    )
+    original = models.TextField(help_text="The text as the review read it: the draft's body, or the message's text.")
+    corrected = models.TextField(help_text="The person's text: the corrected body, or the expected reply.")
+    corrected_fingerprint = models.CharField(max_length=80, blank=True, help_text="A corrected draft's fingerprint.")
+    diff = models.TextField(blank=True, help_text="A unified diff from the original to the correction.")
+    regrade = models.ForeignKey(
+        Review,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        help_text="A corrected draft: the gate's review of the corrected revision.",
+    )
+    state = models.CharField(max_length=16, choices=State.choices)
+    author = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField()
+    settled_at = models.DateTimeField(
+        null=True, blank=True, help_text="When a corrected draft was approved or refused."
+    )
+
+    class Meta:
+        indexes = [models.Index(fields=["org", "created_at"], name="correction_org_created_at")]
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(conversation__isnull=True) ^ models.Q(draft__isnull=True),
+                name="correction_has_one_subject",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind} on review {self.review_id} by {self.author_id}"
+
+
 class WebhookDelivery(models.Model):
     """One try at telling a pipeline about a draft's verdict. Every try is logged, failed ones included."""
 
