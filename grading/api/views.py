@@ -201,6 +201,7 @@ class ConversationOut(Schema):
     not_scorable_reason: str | None
     active_path: list[str]
     branch_count: int
+    metadata: dict[str, str]  # what produced it (release, model, ...): shown and sliced by, never evidence
     review: ReviewOut | None
     waiting: dict | None = None  # no review counts and a spend cap holds its grading: {"reason": "spend_cap", ...}
 
@@ -258,6 +259,7 @@ def _conversation_body(conversation: Conversation, not_scorable_reason: str | No
         "not_scorable_reason": not_scorable_reason,
         "active_path": conversation.active_path_ids,  # the write keeps it equal to the path's ids
         "branch_count": conversation.branch_count,
+        "metadata": conversation.metadata,
         "review": review_out(review) if review else None,
         "waiting": _spend_waiting(conversation) if review is None and not_scorable_reason is None else None,
     }
