@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+from django.urls import reverse
 
 from grading.api.keys import api_key_create
 from grading.importers import ParsedConversation, parse_file
@@ -36,6 +37,14 @@ def test_items_keep_their_metadata_until_a_write_gives_another_map(org, client):
     assert call("get", f"/drafts/{draft.pk}").json()["metadata"] == {"prompt": "v7"}
     assert call("post", "/drafts", DRAFT).status_code == 202
     assert Draft.objects.get().metadata == {"prompt": "v7"}
+
+
+def test_the_item_page_shows_what_produced_the_item_escaped(client_for, operator, org):
+    review = conversation_item(org, "cv-1")
+    Conversation.objects.filter(pk=review.conversation_id).update(metadata={"release": "<b>2.4</b>"})
+    html = client_for(operator).get(reverse("review_detail", args=[review.pk])).content.decode()
+    assert "What produced it" in html
+    assert "<dt>release</dt><dd>&lt;b&gt;2.4&lt;/b&gt;</dd>" in html
 
 
 def test_a_change_of_metadata_leaves_the_evidence_and_the_review_as_they_were(org, client):
