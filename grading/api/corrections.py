@@ -6,6 +6,7 @@ from django.http import HttpRequest, StreamingHttpResponse
 from ninja import Query, Router
 from ninja.errors import ValidationError
 
+from grading.dashboard.correction_figures import correction_figures
 from grading.dashboard.corrections import (
     FORMATS,
     InvalidCorrectionFilter,
@@ -50,3 +51,20 @@ def get_corrections(
     response = StreamingHttpResponse(as_jsonl(rows), content_type="application/x-ndjson; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="corrections-{request.auth.org.slug}-{format}.jsonl"'
     return response
+
+
+@router.get("/corrections/figures", response=dict, summary="How often people correct, and their repairs beside ours")
+def get_correction_figures(
+    request: HttpRequest, since: str | None = Query(None, alias="from"), until: str | None = Query(None, alias="to"),
+    application: str | None = None,
+) -> dict:  # fmt: skip
+    """The dashboard's corrections panel (grading/dashboard/correction_figures.py) for the key's org: `choices`, per
+    kind, people's decisions of the weeks as corrected, approved, rejected, sent back or unknown, in total, per ISO
+    week and per check that failed, each with the share corrected; `repairs`, per finding code, the drafts Tollgate
+    repaired, those people corrected with the finding and those people fixed. `from` and `to` are ISO weeks
+    (default the last eight); `application` narrows the conversations."""
+    try:
+        scope = scope_for(request.auth.org, since=since, until=until, application=application)
+    except InvalidScope as exc:
+        raise _refused(exc.field, exc.message) from exc
+    return correction_figures(scope)

@@ -8,5 +8,7 @@ urlpatterns = [
     path("certified/", views.dashboard_certified, name="dashboard_certified"),
     path("regrade/", views.dashboard_regrade, name="dashboard_regrade"),
     path("export/", views.dashboard_export, name="dashboard_export"),
+    path("corrections/", corrections.corrections_figures, name="dashboard_corrections"),
+    path("corrections/items/", corrections.corrections_items, name="dashboard_corrections_items"),
     path("corrections/export/", corrections.corrections_export, name="dashboard_corrections_export"),
 ]

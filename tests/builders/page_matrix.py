@@ -90,6 +90,8 @@ PAGES = {
     "dashboard_regrade": Policy("roles", roles=EVERY_ROLE),
     "dashboard_certified": Policy("roles", roles=EVERY_ROLE),
     "dashboard_export": Policy("roles", roles=EVERY_ROLE, page=False),
+    "dashboard_corrections": Policy("roles", roles=EVERY_ROLE),
+    "dashboard_corrections_items": Policy("roles", roles=EVERY_ROLE),
     "dashboard_corrections_export": Policy("roles", roles=OPERATOR + CRITERIA_ADMIN, page=False),
     "audit": Policy("roles", roles=ORG_ADMIN),
     "audit_csv": Policy("roles", roles=ORG_ADMIN, page=False),
