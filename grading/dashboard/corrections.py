@@ -34,7 +34,7 @@ from django.db.models import Q, QuerySet
 from grading.core.evidence import EvidenceMessage, fingerprint
 from grading.core.weeks import in_weeks
 from grading.dashboard.figures import Scope
-from grading.models import Conversation, Correction, Decision, ItemKind, Review
+from grading.models import Correction, Decision, ItemKind, Review
 from grading.reviews.conversation_reads import conversation_path
 
 CHUNK = 500  # corrections per fetch: each carries two texts, a body's perhaps
@@ -183,10 +183,10 @@ def _chat_message(m: EvidenceMessage) -> dict:
     return out
 
 
-def correction_chat(correction: Correction, conversation: Conversation) -> dict | None:
-    """One row of the `chat` format, or None when the conversation no longer holds the path the reply answered (its
-    fingerprint up to and including the corrected message is not the one the correction is bound to)."""
-    path = conversation_path(conversation).path
+def correction_chat(correction: Correction, path: list[EvidenceMessage]) -> dict | None:
+    """One row of the `chat` format from the conversation's active `path`, or None when it no longer holds the path
+    the reply answered (its fingerprint up to and including the corrected message is not the one the correction is
+    bound to)."""
     at = next((n for n, m in enumerate(path) if m.id == correction.message_external_id), None)
     if at is None or fingerprint(path[: at + 1]) != correction.evidence_fingerprint:
         return None
@@ -208,6 +208,11 @@ def _item_id(correction: Correction) -> int:
     return correction.draft_id if correction.kind == Correction.Kind.DRAFT_BODY else correction.conversation_id
 
 
+# What the rows never read of the rows joined in: the item's own text (the correction holds the text it corrected)
+# and the reviews' largest columns.
+_UNREAD = ("draft__body", "review__memory_used", "review__repairs", "regrade__memory_used", "regrade__repairs")
+
+
 def export_corrections(corrections: QuerySet[Correction], *, f: CorrectionFilter, file_format: str) -> Iterator[dict]:
     """The rows of `file_format`, oldest correction first, `CHUNK` at a time through a server-side cursor, without
     the corrections of items waiting for people (one query per kind and chunk: the module's docstring)."""
@@ -218,11 +223,13 @@ def export_corrections(corrections: QuerySet[Correction], *, f: CorrectionFilter
             "author", "draft", "conversation", "review__criteria_version", "review__decision__decided_by",
             "regrade__decision__decided_by",
         )
+        .defer(*_UNREAD)
         .order_by("created_at", "pk")
         .iterator(chunk_size=CHUNK)
     )  # fmt: skip
     while chunk := list(itertools.islice(rows, CHUNK)):
         waiting = _waiting_items(chunk)
+        paths: dict[int, list[EvidenceMessage]] = {}  # a conversation's active path, read once for its replies
         for correction in chunk:
             if (correction.kind, _item_id(correction)) in waiting:
                 continue
@@ -231,7 +238,11 @@ def export_corrections(corrections: QuerySet[Correction], *, f: CorrectionFilter
                 continue
             if file_format == "jsonl":
                 yield correction_json(correction)
-            elif (row := correction_chat(correction, correction.conversation)) is not None:
+                continue
+            conversation = correction.conversation
+            if conversation.pk not in paths:
+                paths[conversation.pk] = conversation_path(conversation).path
+            if (row := correction_chat(correction, paths[conversation.pk])) is not None:
                 yield row
 
 

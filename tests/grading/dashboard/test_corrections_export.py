@@ -3,6 +3,7 @@ corrections in both formats, the dashboard's filters, no correction of an item p
 carried as data, and a bad filter refused naming its field."""
 
 import json
+import tracemalloc
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -10,13 +11,14 @@ from django.utils import timezone
 
 from grading.api.keys import api_key_create
 from grading.core.weeks import iso_week, monday
-from grading.models import Correction, Decision, ItemKind, Review, SlotsFor
+from grading.dashboard import corrections as corrections_export
+from grading.models import Correction, Decision, Draft, ItemKind, Review, SlotsFor
 from grading.reviews.services import answer_record
 from reviewer.models import Role
 from tests.builders.conversations import message, support_conversation, upsert
 from tests.builders.corrections import draft_correction, expected_reply, injection_texts
 from tests.builders.people import make_person
-from tests.builders.queue_items import conversation_item, draft_item, slots_ask
+from tests.builders.queue_items import bulk_draft_items, conversation_item, draft_item, slots_ask
 
 pytestmark = pytest.mark.django_db
 
@@ -172,7 +174,8 @@ def test_it_exports_no_correction_of_an_item_people_still_decide_until_it_is_dec
 
     assert _rows(client, key) == [] and _rows(client, key, format="chat") == []
 
-    answer_record(review_id=review.pk, person=bo, answered_at=at, outcome="fail", checks=verdicts, note="no timing")  # agreed: decided
+    # The answers agree: the item is decided.
+    answer_record(review_id=review.pk, person=bo, answered_at=at, outcome="fail", checks=verdicts, note="no timing")
 
     assert [row["id"] for row in _rows(client, key)] == [correction.pk]
 
@@ -214,3 +217,37 @@ def test_a_key_reads_its_own_orgs_corrections_only(client, org, other_org, key, 
     mine = draft_correction(draft_item(org, "d-mine"), author=operator, corrected="Ours.")
     assert [row["id"] for row in _rows(client, key)] == [mine.pk]
     assert theirs.pk != mine.pk
+
+
+def _peak_bytes(client, key) -> tuple[int, int]:
+    tracemalloc.start()
+    response = client.get("/api/v1/corrections", HTTP_AUTHORIZATION=f"Bearer {key.plaintext}")
+    rows = sum(chunk.count(b"\n") for chunk in response.streaming_content)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    return rows, peak
+
+
+def _corrections_of(org, operator, count: int) -> None:
+    reviews = bulk_draft_items(org, count)
+    Review.objects.update(state="current")  # graded again and passed: nobody owes them a decision
+    now = timezone.now()
+    Correction.objects.bulk_create(
+        Correction(
+            org=org, kind=Correction.Kind.DRAFT_BODY, review=review, draft_id=review.draft_id,
+            evidence_fingerprint=review.fingerprint, original="body", corrected="x" * 2000, state="grading",
+            author=operator, created_at=now,
+        )
+        for review in reviews
+    )  # fmt: skip
+
+
+def test_its_memory_stays_flat_as_the_rows_grow(client, org, key, operator, monkeypatch):
+    monkeypatch.setattr(corrections_export, "CHUNK", 50)
+    _corrections_of(org, operator, 100)
+    small_rows, small = _peak_bytes(client, key)
+    Draft.objects.all().delete()
+    _corrections_of(org, operator, 1000)
+    big_rows, big = _peak_bytes(client, key)
+    assert (small_rows, big_rows) == (100, 1000)
+    assert big < small * 1.5, (small, big)
