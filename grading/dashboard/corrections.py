@@ -80,10 +80,16 @@ def correction_filter_from(params: Mapping[str, str]) -> CorrectionFilter:
     author = params.get("author", "").strip()
     if author and not (author.isascii() and author.isdigit() and len(author) <= 18):
         raise InvalidCorrectionFilter("author", "must be a user id")
-    check = params.get("check", "").strip()
+    check = check_named(params.get("check", ""))
+    return CorrectionFilter(kind=kind, state=state, author=int(author) if author else None, check=check)
+
+
+def check_named(value: str) -> str:
+    """A check's key or a finding's code as a link names it (InvalidCorrectionFilter when it cannot be one)."""
+    check = value.strip()
     if check and not (len(check) <= CHECK_LENGTH and check.isascii() and check.replace("_", "").isalnum()):
         raise InvalidCorrectionFilter("check", "must be a check's key or a finding's code (letters, digits, _)")
-    return CorrectionFilter(kind=kind, state=state, author=int(author) if author else None, check=check)
+    return check
 
 
 def failed_checks(kind: str, *, findings: object, checks: object) -> list[str]:

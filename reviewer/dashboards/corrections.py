@@ -36,6 +36,7 @@ from grading.dashboard.corrections import (
     FORMATS,
     InvalidCorrectionFilter,
     as_jsonl,
+    check_named,
     correction_filter_from,
     corrections_behind,
     export_corrections,
@@ -122,6 +123,10 @@ _WHAT_WORDS = {
 }
 
 
+_CHOICE_NAMES = {CORRECTED: "corrected", APPROVED: "approved", REJECTED: "rejected", SENT_BACK: "sent back",
+                 UNKNOWN: "unknown"}  # fmt: skip
+
+
 def _scope_of(request: HttpRequest):
     org = reads.dashboard_org(request.user, request.GET.get("org"))
     if org is None:
@@ -181,7 +186,7 @@ def corrections_panel(figures: dict, links: _Links) -> dict:
                                   for name in REPAIR_COUNTS}}
         for row in figures["repairs"]
     ]  # fmt: skip
-    return {"kinds": kinds, "choices": CHOICES, "repairs": repairs}
+    return {"kinds": kinds, "choices": [_CHOICE_NAMES[choice] for choice in CHOICES], "repairs": repairs}
 
 
 def figures_url(org: Org, scope) -> str:
@@ -225,10 +230,7 @@ def _items_filter(params) -> tuple[str, str, str, str]:
     what = params.get("what", "")
     if what not in (*_WHAT, "decided"):
         raise InvalidCorrectionFilter("what", f"must be one of {', '.join((*_WHAT, 'decided'))}")
-    check = params.get("check", "").strip()
-    if check and not (len(check) <= 64 and check.isascii() and check.replace("_", "").isalnum()):
-        raise InvalidCorrectionFilter("check", "must be a check's key or a finding's code (letters, digits, _)")
-    return kind, week, what, check
+    return kind, week, what, check_named(params.get("check", ""))
 
 
 @require_GET
