@@ -74,6 +74,7 @@ def dashboard(request: HttpRequest) -> HttpResponse:
         "export_jsonl": links.export("jsonl"),
         "export_drafts_csv": links.export("csv", kind="draft"),
         "corrections_url": corrections.figures_url(org, scope),
+        "corrections_export": corrections.export_links(org, request.user, scope.as_query()),
         "nav_active": "dashboard",
     }
     return render(request, "reviewer/dashboards/index.html", context)
