@@ -8,8 +8,9 @@ page loads the panel apart. Each figure is a count over rows one function yields
 the list behind each number filters those same rows, so a number and its list cannot differ.
 
 1. Choices: each decision people made in the scope's weeks (by week of the decision) is one of `CHOICES`: corrected
-   (a draft approved as corrected, the decision on its corrected revision; or a conversation decided with an
-   expected reply written on its review), else approved, rejected, sent back or unknown by the decision's outcome.
+   (a draft approved as corrected, the decision on its corrected revision; or a review decided with a correction of
+   its own that the gate did not refuse, such as a conversation's expected reply), else approved, rejected, sent
+   back or unknown by the decision's outcome.
    Each is counted per ISO week and per check that failed on the review the person was deciding (for a corrected
    draft, the review of the body they corrected; `failed_checks`), "" when none failed. A draft correction the gate
    refused is no decision: the item is back in the queue, and its next decision is counted by its outcome.
@@ -90,15 +91,16 @@ def choice_rows(scope: Scope) -> Iterator[Counted]:
                 regrade_id__in=review_ids, state=Correction.State.APPROVED
             ).values_list("regrade_id", "review__findings", "review__checks")
         )
-        replied = set(
-            Correction.objects.filter(review_id__in=review_ids, kind=Correction.Kind.EXPECTED_REPLY).values_list(
-                "review_id", flat=True
-            )
+        # A correction on the decided review itself: an expected reply, or a corrected body the gate did not refuse.
+        corrected_on = set(
+            Correction.objects.filter(review_id__in=review_ids)
+            .exclude(state=Correction.State.REFUSED)
+            .values_list("review_id", flat=True)
         )
         for review_id, kind, outcome, decided_at, findings, checks in chunk:
             if review_id in approved:
                 findings, checks = approved[review_id]
-            corrected = review_id in approved or review_id in replied
+            corrected = review_id in approved or review_id in corrected_on
             choice = CORRECTED if corrected else _BY_OUTCOME.get(outcome, UNKNOWN)
             failed = tuple(failed_checks(kind, findings=findings, checks=checks)) or ("",)
             yield Counted(review_id, kind, monday(decided_at), choice, failed)

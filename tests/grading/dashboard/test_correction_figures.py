@@ -68,7 +68,7 @@ def _recount(org, scope) -> dict:
         if not scope.since <= week <= scope.until or not scope.covers(review.kind, review.application):
             continue
         approved = Correction.objects.filter(regrade=review, state="approved").select_related("review").first()
-        replied = Correction.objects.filter(review=review, kind="expected_reply").exists()
+        replied = Correction.objects.filter(review=review).exclude(state="refused").exists()
         read = approved.review if approved else review
         choice = "corrected" if approved or replied else {
             "approve": "approved", "pass": "approved", "reject": "rejected", "fail": "rejected",
@@ -161,3 +161,15 @@ def test_the_api_gives_the_same_figures(client, org, operator):
     assert response.json() == correction_figures(scope_for(org))
     bad = client.get("/api/v1/corrections/figures", {"from": "W1"}, HTTP_AUTHORIZATION=f"Bearer {key.plaintext}")
     assert bad.status_code == 400 and bad.json()["errors"][0]["field"] == "query.from"
+
+
+def test_a_decision_on_the_corrected_review_itself_counts_as_corrected_once(org, operator):
+    """Whichever review the decision is written on, the corrected one or its corrected revision, it counts once."""
+    review = draft_item(org, "d-1", findings=[LINKS])
+    draft_correction(review, author=operator, corrected="Fixed.", revise=False)
+    _decide(review, operator, "approve")
+
+    drafts = correction_figures(scope_for(org))["choices"]["draft"]
+
+    assert (drafts["total"]["decided"], drafts["total"]["corrected"], drafts["total"]["approved"]) == (1, 1, 0)
+    assert drafts["by_check"][0]["check"] == "internal_links_missing" and drafts["by_check"][0]["corrected"] == 1
