@@ -5,7 +5,8 @@ are every role's, as the dashboard is: they show counts and which items, never a
 
 A correction holds the item's text (the draft's body, the agent's message) and the person's, so its export is for
 the people who read items: operators and leads within their queue reach, criteria admins across the org. Anyone
-else of the org (a stakeholder, an org admin) gets a 403; another org is a 404, as an org that does not exist.
+with none of those roles (a stakeholder, an org admin) gets a 403, and an org where they hold none is a 404, as an
+org that does not exist.
 """
 
 from urllib.parse import urlencode
