@@ -16,6 +16,7 @@ from pydantic import BaseModel, model_validator
 
 from grading.api import health
 from grading.api.audit import router as audit_router
+from grading.api.corrections import router as corrections_router
 from grading.api.erasures import router as erasures_router
 from grading.api.keys import api_key_authenticate
 from grading.certify.reads import certification_json
@@ -69,6 +70,7 @@ api = TollgateApi(
 api.add_router("/otlp", otlp_router)
 api.add_router("/", audit_router)
 api.add_router("/", erasures_router)
+api.add_router("/", corrections_router)
 
 
 class WhoAmI(Schema):

@@ -8,6 +8,7 @@ from grading.models import AuditEvent, Conversation, Decision, Erasure, ErasureS
 from grading.models.otlp import PendingCall
 from reviewer.models import Role
 from reviewer.queue.services import claim_take, decision_create
+from tests.builders.corrections import expected_reply
 from tests.builders.people import make_person
 from tests.builders.queue_items import conversation_item
 
@@ -100,3 +101,13 @@ def test_the_confirm_step_previews_the_rows_the_erasure_then_erases_and_erases_n
     client.post("/erasure/", asked | {"confirmed": "on"})
     erasure_run(erasure_id=Erasure.objects.get().pk)
     assert erasure_counts(Erasure.objects.get()) == preview
+
+
+def test_the_confirm_step_counts_the_items_corrections(org, client, operator):
+    expected_reply(conversation_item(org, "cv-1"), author=operator, reply="What the agent should have said.")
+    client.force_login(make_person("admin", org, Role.ORG_ADMIN))
+
+    confirm = client.post("/erasure/", {"org": org.pk, "scope": ErasureScope.CONVERSATION, "target": "cv-1"})
+
+    shown = confirm.content.decode().split('id="erasure-preview"')[1].split("</p>")[0]
+    assert "<b>1</b> correction" in shown
