@@ -1,12 +1,12 @@
 """Pools (named sets of an org's queue people that assignment rules and leads reserve items for), one form for
 `manage.py assign pool` / `pool-remove` and the set-up page (reviewer/setup/views.py): each change in one
-transaction, audited, and refused (`CommandError`, saying why) before anything is written."""
+transaction, audited, and refused (`ChangeRefused`, saying why and naming what to correct) before anything is
+written."""
 
 from django.contrib.auth.models import AbstractBaseUser
-from django.core.management.base import CommandError
 from django.db import transaction
 
-from grading.management.options import text_option
+from grading.management.options import ChangeRefused, text_option
 from grading.models import Org
 from grading.models.audit import audit_record
 from grading.models.reach import Reach
@@ -22,15 +22,16 @@ def pool_name(raw: str) -> str:
     return text_option(raw, option="--name", empty="a pool needs a name", names="pool names", limit=POOL_NAME_MAX)
 
 
-def queue_reaches(org: Org, users: list[AbstractBaseUser]) -> dict[int, Reach]:
-    """What each user's queue memberships (operator, lead) cover in the org; refused for anyone without one:
-    nobody else can claim a queue item, so nobody else can be assigned one."""
+def queue_reaches(org: Org, users: list[AbstractBaseUser], *, field: str = "members") -> dict[int, Reach]:
+    """What each user's queue memberships (operator, lead) cover in the org; refused (at `field`, where the users
+    were named) for anyone without one: nobody else can claim a queue item, so nobody else can be assigned one."""
     reaches = reaches_in(org.pk, *QUEUE_ROLES)
     outsiders = sorted(user.get_username() for user in users if user.pk not in reaches)
     if outsiders:
-        raise CommandError(
+        raise ChangeRefused(
             f"not operator or lead in {org.slug}: {listed(outsiders)}; only people who can work the queue can be "
-            "assigned items (an org admin gives them a role: /org/ or `python manage.py member add`)"
+            "assigned items (an org admin gives them a role: /org/ or `python manage.py member add`)",
+            field=field,
         )
     return {user.pk: reaches[user.pk] for user in users}
 
@@ -67,7 +68,7 @@ def pool_remove(*, org: Org, name: str, actor: AbstractBaseUser | None = None) -
     with transaction.atomic():
         pool = Pool.objects.select_for_update().filter(org=org, name=name).first()
         if pool is None:
-            raise CommandError(f"no pool {name!r} in {org.slug}; nothing removed")
+            raise ChangeRefused(f"no pool {name!r} in {org.slug}; nothing removed", field="name")
         # The database deletes these with the pool (on_delete CASCADE): counted first, so the trail says what went.
         assignments = Assignment.objects.filter(pool=pool).count()
         rules = AssignmentRule.objects.filter(pool=pool).count()

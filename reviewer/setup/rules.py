@@ -1,15 +1,16 @@
 """Assignment rules (which items a person or a pool may claim first; see reviewer/queue/assignments.py), one form
 for `manage.py assign rule` / `rule-remove` and the set-up page (reviewer/setup/views.py): each change in one
-transaction with the org locked, audited, and refused (`CommandError`, saying why) before anything is written."""
+transaction with the org locked, audited, and refused (`ChangeRefused`, saying why and naming what to correct) before
+anything is written."""
 
 from collections.abc import Callable
 
 from django.contrib.auth.models import AbstractBaseUser
-from django.core.management.base import CommandError
 from django.db import transaction
 from django.db.models import Max
 
 from grading.management import selectors
+from grading.management.options import ChangeRefused
 from grading.management.orgs import org_lock
 from grading.models import ItemKind, Org
 from grading.models.audit import audit_record
@@ -39,9 +40,10 @@ def rule_add(
             audit_record(action="assignment_rule.create", org=org, actor=actor, target=rule, detail=rule_dict(rule))
             return f"added: {rule_line(rule)}"
         if not replace:
-            raise CommandError(
+            raise ChangeRefused(
                 f"position {position} in {org.slug} is taken by: {rule_text(taken)}; "
-                "add --replace to replace that rule, or leave out --position to add this one last"
+                "add --replace to replace that rule, or leave out --position to add this one last",
+                field="position",
             )
         was = rule_dict(taken)
         was_text = rule_text(taken)
@@ -65,7 +67,9 @@ def rule_remove(*, org: Org, position: int, actor: AbstractBaseUser | None = Non
             .first()
         )
         if rule is None:
-            raise CommandError(f"no assignment rule at position {position} in {org.slug}; nothing removed")
+            raise ChangeRefused(
+                f"no assignment rule at position {position} in {org.slug}; nothing removed", field="position"
+            )
         # Recorded first: once deleted, the rule has no pk left to name.
         audit_record(action="assignment_rule.delete", org=org, actor=actor, target=rule, detail=rule_dict(rule))
         rule.delete()
@@ -86,16 +90,19 @@ def rule_fields(
     selected = selectors.fields(selection, what="rule")
     kind, application, reason = selected["kind"], selected["application"], selected["reason"]
     if hours is not None and not 1 <= hours <= HOURS_MAX:
-        raise CommandError(f"--hours must be from 1 to {HOURS_MAX}; leave it out for as long as the item waits")
+        raise ChangeRefused(
+            f"--hours must be from 1 to {HOURS_MAX}; leave it out for as long as the item waits", field="hours"
+        )
     fields = selected | {"hours": hours}
     if pool is not None:
         return fields | {"pool": _pool(org, pool), "person": None}
-    reach = queue_reaches(org, [person])[person.pk]
+    reach = queue_reaches(org, [person], field="person")[person.pk]
     username = person.get_username()
     if not _covers_named(reach, kind, application):
-        raise CommandError(
+        raise ChangeRefused(
             f"{username} cannot claim {selectors.matched_text(kind, application, reason)} in {org.slug}: "
-            f"their reach there is {reach_text(reach)}"
+            f"their reach there is {reach_text(reach)}",
+            field="person",
         )
     # Allowed: a team lead may want the billing conversations of a person who covers only billing. But what
     # they cannot claim stays reserved for them all the same (reservations do not read the assignee's reach).
@@ -111,7 +118,7 @@ def rule_fields(
 def _pool(org: Org, raw: str) -> Pool:
     pool = Pool.objects.filter(org=org, name=raw.strip()).first()
     if pool is None:
-        raise CommandError(f"no pool {raw!r} in {org.slug} (`assign pool` creates one)")
+        raise ChangeRefused(f"no pool {raw!r} in {org.slug} (`assign pool` creates one)", field="pool")
     return pool
 
 

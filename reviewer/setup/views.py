@@ -15,14 +15,13 @@ from collections.abc import Callable
 from django import forms
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
-from django.core.management.base import CommandError
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
 from grading.management import selectors
-from grading.management.options import duration_text
+from grading.management.options import ChangeRefused, duration_text
 from grading.management.service_targets import (
     minutes_within,
     target_insert,
@@ -74,9 +73,16 @@ def _org_ids(request: HttpRequest) -> list[int]:
     return org_ids
 
 
-def _said(refusal: CommandError) -> str:
+def _said(refusal: ChangeRefused) -> str:
     """A service's refusal as a page says it: the options it names are the form's fields."""
     return str(refusal).removeprefix("--")
+
+
+def _refused_at(form: forms.Form, refusal: ChangeRefused, *, on_page: dict[str, str] | None = None) -> None:
+    """The refusal on the field it names (`on_page`: where this page shows a field the service calls otherwise), or
+    on the form as a whole when the page has no such field; the page lists it at the top too."""
+    field = (on_page or {}).get(refusal.field, refusal.field)
+    form.add_error(field if field in form.fields else None, _said(refusal))
 
 
 def _removed(
@@ -96,7 +102,7 @@ def _removed(
     org = org_named(org_ids, form.cleaned_data["org"])
     try:
         outcome = remove(org, form.cleaned_data)
-    except CommandError as refusal:
+    except ChangeRefused as refusal:
         return rendered(request, org_ids, refusal=_said(refusal), status=409)
     messages.success(request, outcome)
     return redirect(f"{reverse(page)}#org-{org.pk}")
@@ -117,8 +123,8 @@ def _target_add(request: HttpRequest, org_ids: list[int], form: TargetForm, org:
         fields = selectors.fields(
             {"kind": data["kind"], "application": application or None, "reason": data["reason"]}, what="target"
         )
-    except CommandError as refusal:
-        form.add_error("application", _said(refusal))
+    except ChangeRefused as refusal:
+        _refused_at(form, refusal)
     minutes = _minutes(form)
     if form.errors:
         return _render_targets(request, org_ids, form=form, status=400)
@@ -129,8 +135,8 @@ def _target_add(request: HttpRequest, org_ids: list[int], form: TargetForm, org:
             outcome = target_set(org=org, fields=fields, position=None, replace=False, actor=request.user)
         else:
             outcome = target_insert(org=org, fields=fields, ahead_of=ahead_of, actor=request.user)
-    except CommandError as refusal:
-        form.add_error("ahead_of", _said(refusal))
+    except ChangeRefused as refusal:
+        _refused_at(form, refusal, on_page=_TARGET_FIELDS)
         return _render_targets(request, org_ids, form=form, status=409)
     messages.success(request, outcome)
     return _back(org)
@@ -147,13 +153,18 @@ def _application_known(form: TargetForm | RuleForm, org: Org) -> str:
     return application
 
 
+# Where the targets page shows what the service names otherwise: a duration is typed in `within` (with its unit), a
+# new target's place in `ahead_of`.
+_TARGET_FIELDS = {"minutes": "within", "hours": "within", "position": "ahead_of"}
+
+
 def _minutes(form: TargetForm | TargetChangeForm) -> int | None:
     """The form's duration in minutes, checked by the service; None, with the refusal at the field, when refused."""
     within, hours = form.cleaned_data["within"], form.cleaned_data["unit"] == HOURS
     try:
         return minutes_within(minutes=None if hours else within, hours=within if hours else None)
-    except CommandError as refusal:
-        form.add_error("within", _said(refusal))
+    except ChangeRefused as refusal:
+        _refused_at(form, refusal, on_page=_TARGET_FIELDS)
         return None
 
 
@@ -173,7 +184,7 @@ def setup_target_change(request: HttpRequest) -> HttpResponse:
     position = form.cleaned_data["position"]
     try:
         outcome = target_minutes_set(org=org, position=position, minutes=minutes, actor=request.user)
-    except CommandError as refusal:
+    except ChangeRefused as refusal:
         return _render_targets(request, org_ids, refusal=_said(refusal), status=409)
     messages.success(request, outcome)
     return _back(org)
@@ -191,7 +202,7 @@ def setup_target_move(request: HttpRequest) -> HttpResponse:
     earlier = form.cleaned_data["direction"] == EARLIER
     try:
         outcome = target_move(org=org, position=form.cleaned_data["position"], earlier=earlier, actor=request.user)
-    except CommandError as refusal:
+    except ChangeRefused as refusal:
         return _render_targets(request, org_ids, refusal=_said(refusal), status=409)
     messages.success(request, outcome)
     return _back(org)
@@ -279,15 +290,15 @@ def setup_pools(request: HttpRequest) -> HttpResponse:
     if form.is_valid():
         try:
             name = pool_name(form.cleaned_data["name"])
-        except CommandError as refusal:
-            form.add_error("name", _said(refusal))
+        except ChangeRefused as refusal:
+            _refused_at(form, refusal)
     if form.errors:
         return _render_pools(request, org_ids, form=form, status=400)
     members = list(people_of(org.pk).filter(pk__in=form.cleaned_data["members"]))
     try:
         outcome = pool_set(org=org, name=name, members=members, actor=request.user)
-    except CommandError as refusal:  # a member's queue role revoked since the page was shown
-        form.add_error("members", _said(refusal))
+    except ChangeRefused as refusal:  # a member's queue role revoked since the page was shown
+        _refused_at(form, refusal)
         return _render_pools(request, org_ids, form=form, status=409)
     messages.success(request, outcome)
     return redirect(f"{reverse('setup_pools')}#org-{org.pk}")
@@ -347,6 +358,10 @@ def setup_rules(request: HttpRequest) -> HttpResponse:
     return org_form_page(request, _org_ids(request), RuleForm, _render_rules, _rule_add)
 
 
+# Where the rules page shows what the service names otherwise: one list of pools and people.
+_RULE_FIELDS = {"person": "assignee", "pool": "assignee"}
+
+
 def _rule_add(request: HttpRequest, org_ids: list[int], form: RuleForm, org: Org) -> HttpResponse:
     data = form.cleaned_data
     application = _application_known(form, org)
@@ -370,9 +385,8 @@ def _rule_add(request: HttpRequest, org_ids: list[int], form: RuleForm, org: Org
                 pool=pool,
                 warn=warnings.append,
             )
-        except CommandError as refusal:
-            said = _said(refusal)
-            form.add_error(_rule_field_of(said), said)
+        except ChangeRefused as refusal:
+            _refused_at(form, refusal, on_page=_RULE_FIELDS)
     if form.errors:
         return _render_rules(request, org_ids, form=form, status=400)
     outcome = rule_add(org=org, position=None, replace=False, fields=fields, actor=request.user)
@@ -380,14 +394,6 @@ def _rule_add(request: HttpRequest, org_ids: list[int], form: RuleForm, org: Org
     for warning in warnings:
         messages.warning(request, warning)
     return redirect(f"{reverse('setup_rules')}#org-{org.pk}")
-
-
-def _rule_field_of(said: str) -> str:
-    """The field a refusal of `rule_fields` is about: it names hours, or a draft rule naming an application, or else
-    its assignee (no such pool; a person who cannot claim what the rule picks)."""
-    if said.startswith("hours"):
-        return "hours"
-    return "application" if said.startswith("drafts") else "assignee"
 
 
 @require_POST
@@ -444,14 +450,14 @@ def _escalation_set(request: HttpRequest, org_ids: list[int], form: EscalationFo
     data = form.cleaned_data
     try:
         given = {"warn_minutes": warn_minutes_checked(data["warn_minutes"])}
-    except CommandError as refusal:
-        form.add_error("warn_minutes", _said(refusal))
+    except ChangeRefused as refusal:
+        _refused_at(form, refusal)
         return _render_escalation(request, org_ids, form=form, status=400)
     given |= {"to_assignees": data["to_assignees"], "to_leads": data["to_leads"]}
     try:
         outcome, warning = escalation_set(org=org, given=given, actor=request.user)
-    except CommandError as refusal:  # it would tell nobody
-        form.add_error(None, _said(refusal))
+    except ChangeRefused as refusal:  # it would tell nobody
+        _refused_at(form, refusal)
         return _render_escalation(request, org_ids, form=form, status=400)
     messages.success(request, outcome)
     if warning:

@@ -13,10 +13,6 @@ from reviewer.models import AssignmentRule, Pool
 from reviewer.setup.pools import listed, pool_line, pool_name, pool_remove, pool_set
 from reviewer.setup.rules import rule_add, rule_fields, rule_line, rule_remove
 
-# Past this, `routed_at + hours` leaves the range of a datetime and every claim in the org would fail; a rule
-# meant to last longer than a year means "while it waits" (no --hours).
-HOURS_MAX = 24 * 365
-
 
 class Command(BaseCommand):
     help = "Set, list or remove pools and assignment rules: who may claim an org's queue items first."

@@ -84,6 +84,8 @@ def test_it_warns_when_a_person_can_claim_only_part_of_what_the_rule_picks(clien
         ({"assignee": "someone"}, "assignee", "Choose a pool or a person of the org."),
         ({"assignee": "person:{sam}"}, "assignee", "not operator or lead in northwind: sam"),
         ({"assignee": "person:{pat}", "kind": "draft"}, "assignee", "pat cannot claim draft"),
+        # The refusal's words end "their reach there is drafts only": it is still about the person.
+        ({"assignee": "person:{dee}", "application": "billing"}, "assignee", "dee cannot claim any kind · billing"),
     ],
 )
 def test_it_refuses_a_bad_rule_at_the_top_and_at_its_field_writing_nothing(
@@ -92,7 +94,9 @@ def test_it_refuses_a_bad_rule_at_the_top_and_at_its_field_writing_nothing(
     sam = make_person("sam", org, Role.STAKEHOLDER)
     pat = make_person("pat")
     Membership.objects.create(user=pat, org=org, role=Role.OPERATOR, applications=["billing"], drafts=False)
-    fields = {name: value.format(sam=sam.pk, pat=pat.pk) for name, value in fields.items()}
+    dee = make_person("dee")
+    Membership.objects.create(user=dee, org=org, role=Role.OPERATOR, applications=[], drafts=True)
+    fields = {name: value.format(sam=sam.pk, pat=pat.pk, dee=dee.pk) for name, value in fields.items()}
 
     response = client_for(lead).post(PAGE, {"org": org.pk, **fields})
 
