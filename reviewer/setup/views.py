@@ -32,13 +32,12 @@ from grading.management.service_targets import (
     target_text,
 )
 from grading.models import Org
-from grading.models.reach import Reach
 from grading.reviews.targets import targets_of
 from reviewer.access import org_named, people_of, reaches_in, role_required, setup_org_ids
 from reviewer.models import AssignmentRule, Pool, Role
 from reviewer.pages import bad_request, org_form_page
 from reviewer.queue.assignments import QUEUE_ROLES
-from reviewer.queue.reads import queue_applications
+from reviewer.queue.reads import applications_known
 from reviewer.setup.escalations import (
     escalation_of,
     escalation_remove,
@@ -143,10 +142,10 @@ def _target_add(request: HttpRequest, org_ids: list[int], form: TargetForm, org:
 
 
 def _application_known(form: TargetForm | RuleForm, org: Org) -> str:
-    """The form's application (blank: any), refused at the field unless the org has conversations of it: a typo would
-    make a target or rule that picks nothing."""
+    """The form's application (blank: any), refused at the field unless the org knows it (`applications_known`, the
+    list its select offers): a typo would make a target or rule that picks nothing."""
     application = form.cleaned_data["application"].strip()
-    known = queue_applications([Reach(org.pk)])
+    known = applications_known(org)
     if application and application not in known:
         named = ", ".join(known) or "none yet"
         form.add_error("application", f"{org.name} has no application named {application}; its applications: {named}.")
@@ -239,7 +238,7 @@ def _render_targets(
                 {"target": target, "text": target_text(target), "within": duration_text(target.minutes)}
                 for target in targets_of(org.pk)
             ],
-            "applications": queue_applications([Reach(org.pk)]),
+            "applications": applications_known(org),
             # The form that did not pass, on its own org's card, with what was typed.
             "form": form if isinstance(form, TargetForm) and form.data.get("org") == str(org.pk) else None,
             # The change of a target's duration that did not pass, on its row.
@@ -419,7 +418,7 @@ def _render_rules(
                 {"rule": rule, "text": rule_text(rule)}
                 for rule in AssignmentRule.objects.filter(org=org).select_related("person", "pool").order_by("position")
             ],
-            "applications": queue_applications([Reach(org.pk)]),
+            "applications": applications_known(org),
             "assignees": _assignees(org),
             "form": form if typed_org == str(org.pk) else None,
         }
