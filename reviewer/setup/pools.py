@@ -1,12 +1,13 @@
 """Pools (named sets of an org's queue people that assignment rules and leads reserve items for), one form for
-`manage.py assign pool` / `pool-remove` and the set-up page (reviewer/setup/views.py): each change in one
-transaction, audited, and refused (`ChangeRefused`, saying why and naming what to correct) before anything is
+`manage.py assign pool` / `pool-rename` / `pool-remove` and the set-up page (reviewer/setup/views.py): each change
+in one transaction, audited, and refused (`ChangeRefused`, saying why and naming what to correct) before anything is
 written."""
 
 from django.contrib.auth.models import AbstractBaseUser
-from django.db import transaction
+from django.db import IntegrityError, transaction
 
 from grading.management.options import ChangeRefused, text_option
+from grading.management.orgs import org_lock
 from grading.models import Org
 from grading.models.audit import audit_record
 from grading.models.reach import Reach
@@ -18,8 +19,8 @@ from reviewer.queue.assignments import QUEUE_ROLES
 POOL_NAME_MAX = Pool._meta.get_field("name").max_length
 
 
-def pool_name(raw: str) -> str:
-    return text_option(raw, option="--name", empty="a pool needs a name", names="pool names", limit=POOL_NAME_MAX)
+def pool_name(raw: str, *, option: str = "--name") -> str:
+    return text_option(raw, option=option, empty="a pool needs a name", names="pool names", limit=POOL_NAME_MAX)
 
 
 def queue_reaches(org: Org, users: list[AbstractBaseUser], *, field: str = "members") -> dict[int, Reach]:
@@ -61,6 +62,35 @@ def pool_set(*, org: Org, name: str, members: list[AbstractBaseUser], actor: Abs
             detail={"name": name, "before": {"members": before}, "after": {"members": after}},
         )
     return f"updated: {pool_line(pool)} (was {members_text(before)})"
+
+
+def pool_rename(*, org: Org, name: str, to: str, actor: AbstractBaseUser | None = None) -> str:
+    """Give the pool `name` the name `to`: its members, and the assignments and rules that name it, stay with it
+    (they hold the pool, not its name)."""
+    with transaction.atomic():
+        org_lock(org)
+        pool = Pool.objects.select_for_update().select_related("org").filter(org=org, name=name).first()
+        if pool is None:
+            raise ChangeRefused(f"no pool {name!r} in {org.slug}; nothing renamed", field="name")
+        if to == name:
+            return f"unchanged: {pool_line(pool)}"
+        taken = ChangeRefused(f"{org.slug} has a pool {to!r} already: choose another name", field="to")
+        if Pool.objects.filter(org=org, name=to).exists():
+            raise taken
+        pool.name = to
+        try:
+            with transaction.atomic():
+                pool.save(update_fields=["name"])
+        except IntegrityError:  # created a moment ago by `pool_set`, which does not lock the org
+            raise taken from None
+        audit_record(
+            action="pool.rename",
+            org=org,
+            actor=actor,
+            target=pool,
+            detail={"before": {"name": name}, "after": {"name": to}},
+        )
+    return f"renamed: {pool_line(pool)} (was {name})"
 
 
 def pool_remove(*, org: Org, name: str, actor: AbstractBaseUser | None = None) -> str:

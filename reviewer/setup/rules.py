@@ -1,5 +1,6 @@
 """Assignment rules (which items a person or a pool may claim first; see reviewer/queue/assignments.py), one form
-for `manage.py assign rule` / `rule-remove` and the set-up page (reviewer/setup/views.py): each change in one
+for `manage.py assign rule` / `rule-move` / `rule-remove` and the set-up page (reviewer/setup/views.py): add one (last
+or at a position), replace one in place, move one ahead of or behind its neighbour, remove one. Each change in one
 transaction with the org locked, audited, and refused (`ChangeRefused`, saying why and naming what to correct) before
 anything is written."""
 
@@ -21,6 +22,9 @@ from reviewer.setup.pools import queue_reaches
 # Past this, `routed_at + hours` leaves the range of a datetime and every claim in the org would fail; a rule
 # meant to last longer than a year means "while it waits" (no hours).
 HOURS_MAX = 24 * 365
+# No rule stands here: the place a rule passes through while two swap (positions are unique per org, checked row by
+# row, and a position is from 1).
+_PASSING = 0
 
 
 def rule_add(
@@ -56,6 +60,42 @@ def rule_add(
             action="assignment_rule.replace", org=org, actor=actor, target=taken, detail=rule_dict(taken) | {"was": was}
         )
     return f"replaced: {rule_line(taken)} (was {was_text})"
+
+
+def rule_move(*, org: Org, position: int, earlier: bool, actor: AbstractBaseUser | None = None) -> str:
+    """Swap the rule at `position` with the one before it (`earlier`) or after it: which of the two decides an item
+    that both match. Audited per rule moved (`assignment_rule.move`, with where it was)."""
+    with transaction.atomic():
+        org_lock(org)
+        rules = AssignmentRule.objects.select_related("org", "person", "pool").filter(org=org)
+        rule = rules.filter(position=position).first()
+        if rule is None:
+            raise ChangeRefused(
+                f"no assignment rule at position {position} in {org.slug}; nothing moved", field="position"
+            )
+        neighbours = (
+            rules.filter(position__lt=position).order_by("-position")
+            if earlier
+            else rules.filter(position__gt=position).order_by("position")
+        )
+        neighbour = neighbours.first()
+        if neighbour is None:
+            return f"unchanged: {rule_line(rule)} is the {'first' if earlier else 'last'} rule"
+        to = neighbour.position
+        _rule_place(neighbour, _PASSING)
+        _rule_place(rule, to)
+        _rule_place(neighbour, position)
+        for moved, was in ((rule, position), (neighbour, to)):
+            audit_record(
+                action="assignment_rule.move", org=org, actor=actor, target=moved,
+                detail=rule_dict(moved) | {"was_position": was},
+            )  # fmt: skip
+    return f"moved: {rule_line(rule)} (was at {position})"
+
+
+def _rule_place(rule: AssignmentRule, position: int) -> None:
+    rule.position = position
+    rule.save(update_fields=["position"])
 
 
 def rule_remove(*, org: Org, position: int, actor: AbstractBaseUser | None = None) -> str:

@@ -1,5 +1,6 @@
 """The queue's set-up pages (/setup/): an org's escalation (whom it mails, when it warns), assignment rules (added
-last, removed), pools (who is in each), and service-level targets, listed in the order they decide, added last or
+last or in place of another, moved ahead of or behind a neighbour, removed), pools (who is in each, their names), and
+service-level targets, listed in the order they decide, added last or
 ahead of another, given another duration, moved ahead of or behind a neighbour, removed. Org admins set up their
 orgs, and leads the orgs they lead whole (a lead of part of an org would change when the rest of it is due: a 403,
 as for anyone else).
@@ -53,14 +54,15 @@ from reviewer.setup.forms import (
     OrgForm,
     PoolForm,
     PoolRemoveForm,
+    PoolRenameForm,
     RuleForm,
     TargetAtForm,
     TargetChangeForm,
     TargetForm,
     TargetMoveForm,
 )
-from reviewer.setup.pools import pool_name, pool_remove, pool_set
-from reviewer.setup.rules import rule_add, rule_fields, rule_remove, rule_text
+from reviewer.setup.pools import pool_name, pool_remove, pool_rename, pool_set
+from reviewer.setup.rules import rule_add, rule_fields, rule_move, rule_remove, rule_text
 
 SETUP_ROLES = (Role.LEAD, Role.ORG_ADMIN)
 
@@ -193,6 +195,14 @@ def setup_target_change(request: HttpRequest) -> HttpResponse:
 @role_required(*SETUP_ROLES)
 def setup_target_move(request: HttpRequest) -> HttpResponse:
     """Swaps a target with the one before or after it."""
+    return _moved(request, target_move, _render_targets, page="setup_targets")
+
+
+def _moved(
+    request: HttpRequest, move: Callable[..., str], rendered: Callable[..., HttpResponse], *, page: str
+) -> HttpResponse:
+    """A target or rule moved ahead of or behind its neighbour, from its row's buttons, through its service (`move`
+    says what it did); a refusal re-renders the page saying why (409), nothing written."""
     org_ids = _org_ids(request)
     form = TargetMoveForm(request.POST)
     if not form.is_valid():
@@ -200,11 +210,11 @@ def setup_target_move(request: HttpRequest) -> HttpResponse:
     org = org_named(org_ids, form.cleaned_data["org"])
     earlier = form.cleaned_data["direction"] == EARLIER
     try:
-        outcome = target_move(org=org, position=form.cleaned_data["position"], earlier=earlier, actor=request.user)
+        outcome = move(org=org, position=form.cleaned_data["position"], earlier=earlier, actor=request.user)
     except ChangeRefused as refusal:
-        return _render_targets(request, org_ids, refusal=_said(refusal), status=409)
+        return rendered(request, org_ids, refusal=_said(refusal), status=409)
     messages.success(request, outcome)
-    return _back(org)
+    return redirect(f"{reverse(page)}#org-{org.pk}")
 
 
 @require_POST
@@ -316,8 +326,41 @@ def setup_pool_remove(request: HttpRequest) -> HttpResponse:
     )
 
 
+@require_POST
+@role_required(*SETUP_ROLES)
+def setup_pool_rename(request: HttpRequest) -> HttpResponse:
+    """Gives a pool another name; its members, and the assignments and rules that name it, stay with it."""
+    org_ids = _org_ids(request)
+    form = PoolRenameForm(request.POST)
+    typed_well = form.is_valid()
+    if {"org", "name"} & set(form.errors):  # the page's own fields: only a hand-made request gets them wrong
+        return bad_request(form)
+    org = org_named(org_ids, form.cleaned_data["org"])
+    to = None
+    if typed_well:
+        try:
+            to = pool_name(form.cleaned_data["to"], option="--to")
+        except ChangeRefused as refusal:
+            _refused_at(form, refusal)
+    if form.errors:
+        return _render_pools(request, org_ids, rename=form, status=400)
+    try:
+        outcome = pool_rename(org=org, name=form.cleaned_data["name"], to=to, actor=request.user)
+    except ChangeRefused as refusal:  # the name taken, or the pool gone, since the page was shown
+        _refused_at(form, refusal)
+        return _render_pools(request, org_ids, rename=form, status=409)
+    messages.success(request, outcome)
+    return redirect(f"{reverse('setup_pools')}#org-{org.pk}")
+
+
 def _render_pools(
-    request: HttpRequest, org_ids: list[int], *, form: PoolForm | None = None, refusal: str = "", status: int = 200
+    request: HttpRequest,
+    org_ids: list[int],
+    *,
+    form: PoolForm | None = None,
+    rename: PoolRenameForm | None = None,
+    refusal: str = "",
+    status: int = 200,
 ) -> HttpResponse:
     typed_org = form.data.get("org") if form is not None else None
     ticked = {int(raw) for raw in form.data.getlist("members") if raw.isdigit()} if form is not None else set()
@@ -332,10 +375,12 @@ def _render_pools(
             "form": form if typed_org == str(org.pk) else None,
             # What the form that did not pass had ticked, ticked again.
             "ticked": ticked if typed_org == str(org.pk) else set(),
+            # The renaming that did not pass, on its pool's row.
+            "rename": rename if rename is not None and rename.data.get("org") == str(org.pk) else None,
         }
         for org in Org.objects.filter(pk__in=org_ids).order_by("slug")
     ]
-    context = {"orgs": orgs, "form": form, "refusal": refusal, "nav_active": "setup_targets"}
+    context = {"orgs": orgs, "form": form or rename, "refusal": refusal, "nav_active": "setup_targets"}
     return render(request, "reviewer/setup/pools.html", context, status=status)
 
 
@@ -358,7 +403,7 @@ def setup_rules(request: HttpRequest) -> HttpResponse:
 
 
 # Where the rules page shows what the service names otherwise: one list of pools and people.
-_RULE_FIELDS = {"person": "assignee", "pool": "assignee"}
+_RULE_FIELDS = {"person": "assignee", "pool": "assignee", "position": "replaces"}
 
 
 def _rule_add(request: HttpRequest, org_ids: list[int], form: RuleForm, org: Org) -> HttpResponse:
@@ -388,11 +433,24 @@ def _rule_add(request: HttpRequest, org_ids: list[int], form: RuleForm, org: Org
             _refused_at(form, refusal, on_page=_RULE_FIELDS)
     if form.errors:
         return _render_rules(request, org_ids, form=form, status=400)
-    outcome = rule_add(org=org, position=None, replace=False, fields=fields, actor=request.user)
+    # In place of a rule (as the command's `rule --position N --replace`), or after the last.
+    replaces = data["replaces"]
+    try:
+        outcome = rule_add(org=org, position=replaces, replace=replaces is not None, fields=fields, actor=request.user)
+    except ChangeRefused as refusal:  # no position left after the last
+        _refused_at(form, refusal, on_page=_RULE_FIELDS)
+        return _render_rules(request, org_ids, form=form, status=409)
     messages.success(request, outcome)
     for warning in warnings:
         messages.warning(request, warning)
     return redirect(f"{reverse('setup_rules')}#org-{org.pk}")
+
+
+@require_POST
+@role_required(*SETUP_ROLES)
+def setup_rule_move(request: HttpRequest) -> HttpResponse:
+    """Swaps a rule with the one before or after it: which of the two decides an item both match."""
+    return _moved(request, rule_move, _render_rules, page="setup_rules")
 
 
 @require_POST

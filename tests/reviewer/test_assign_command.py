@@ -357,3 +357,30 @@ def test_each_rule_write_leaves_an_audit_event_naming_the_rule(org, team):
         "hours": None,
     }
     assert [event.detail for event in events] == [as_dict, as_dict]
+
+
+def test_rule_move_swaps_a_rule_with_its_neighbour_as_the_page_does(org, team):
+    pool("billing", "ann")
+    rule("--pool", "billing", "--hours", "1")
+    rule("--person", "bob", "--hours", "2")
+    assert "moved: northwind  1  any kind · any application · any reason  → bob  for 2 h (was at 2)" in assign(
+        "rule-move", *IN_NORTHWIND, "--position", "2", "--earlier"
+    )
+    assert list(AssignmentRule.objects.order_by("position").values_list("hours", flat=True)) == [2, 1]
+    assert "is the last rule" in assign("rule-move", *IN_NORTHWIND, "--position", "2", "--later")
+    with pytest.raises(CommandError, match="no assignment rule at position 3 in northwind; nothing moved"):
+        assign("rule-move", *IN_NORTHWIND, "--position", "3", "--later")
+    assert actions()[-2:] == ["assignment_rule.move", "assignment_rule.move"]
+
+
+def test_pool_rename_gives_a_pool_another_name_keeping_its_members_and_rules(org, team):
+    pool("billing", "ann")
+    pool("support", "bob")
+    rule("--pool", "billing")
+    assert assign("pool-rename", *BILLING_POOL, "--to", "billing-emea") == (
+        "renamed: northwind  billing-emea  ann (was billing)\n"
+    )
+    assert AssignmentRule.objects.get().pool.name == "billing-emea"
+    with pytest.raises(CommandError, match="northwind has a pool 'support' already"):
+        assign("pool-rename", *IN_NORTHWIND, "--name", "billing-emea", "--to", "support")
+    assert actions()[-1] == "pool.rename"
