@@ -261,19 +261,6 @@ def criteria_changes(
 
 # --- checks -----------------------------------------------------------------------------------------------------------
 
-# The kind-wide rules of a check (grading/checks/definitions.py) are said of the check as a whole; the editor shows
-# each beside the field the admin changes to satisfy it. Keyed by how the message starts.
-_FIELD_OF_CHECK_MESSAGE = {
-    "a category check has two to eight categories": "categories",
-    "categories are distinct": "categories",
-    "only a category check has categories": "categories",
-    "the passing categories must be among": "passing",
-    "a required category check names": "passing",
-    "the lowest passing score": "pass_from",
-    "a required score check names": "pass_from",
-    "only a score check has": "pass_from",
-    "guidance for answers": "guidance",
-}
 _CHECK_PATH = re.compile(r"checks\.(\d+)")
 _RULE_PATH = re.compile(r"(checks\.\d+\.rules\.\d+)\.(?:phrases|pattern|tool_called|tools_answered)(\..+)?")
 _DRAFT_CHECKS = "A draft's checks are its sub-scores: score checks the judge answers beside its score."
@@ -311,9 +298,10 @@ def _check_errors(invalid: ValidationError) -> dict[str, list[str]]:
         loc = ".".join(str(part) for part in error["loc"]) or "checks"  # the set's own rules name no field
         path = _RULE_PATH.sub(lambda m: m.group(1) + (m.group(2) or ""), loc)
         message = _check_message(error)
-        if _CHECK_PATH.fullmatch(path):
-            field = next((f for start, f in _FIELD_OF_CHECK_MESSAGE.items() if message.startswith(start)), None)
-            path = f"{path}.{field}" if field else path
+        # A check's own rule is said of the check as a whole; the editor shows it beside the field it names.
+        field = getattr((error.get("ctx") or {}).get("error"), "field", None)
+        if _CHECK_PATH.fullmatch(path) and field:
+            path = f"{path}.{field}"
         if message not in errors.setdefault(path, []):
             errors[path].append(message)
     return errors
