@@ -206,14 +206,14 @@ def orgadmin_member_scope(request: HttpRequest, pk: int) -> HttpResponse:
     org_ids = reads.admin_org_ids(request.user)
     form = ReachForm(request.POST)
     if not form.is_valid():
-        return _render_members(request, org_ids, form=form, status=400)
+        return _render_members(request, org_ids, form=form, scoped=membership.pk, status=400)
     try:
         applications = form.reach_setting()["applications"]
         applications_checked(org=membership.org, role=Role(membership.role), applications=applications)
         membership, changed = membership_scope(membership=membership, actor=request.user, **form.reach_setting())
     except MembershipRefused as refused:
         form.add_error(refused.field if refused.field in form.fields else None, str(refused))
-        return _render_members(request, org_ids, form=form, status=400)
+        return _render_members(request, org_ids, form=form, scoped=membership.pk, status=400)
     named = f"{membership.user.get_username()} as {membership.get_role_display()}"
     messages.success(request, f"{named} now covers {_covers(membership)}." if changed else f"{named}: no change.")
     return redirect("orgadmin_members")
@@ -247,10 +247,13 @@ def _render_members(
     org_ids: list[int],
     *,
     form: forms.Form | None = None,
+    scoped: int | None = None,
     refusal: str = "",
     status: int = 200,
     **shown_once,
 ) -> HttpResponse:
+    """The members page; a form that did not pass is shown again where it was filled in, with what was chosen and
+    its errors at its fields: the add form on its org's card, a change of reach on its membership's row (`scoped`)."""
     # Each org's applications, for the selects a reach is chosen from.
     orgs = [
         (org, reads.members_of(org), reads.invitations_of(org), applications_known(org))
@@ -258,9 +261,14 @@ def _render_members(
     ]
     people = {member.person for _, members, _, _ in orgs for member in members}
     linkable = {person.pk for person in people if password_link_allowed(person, org_ids=org_ids)}
+    typed = {
+        "typed_org": form.data.get("org") if isinstance(form, MemberAddForm) else None,
+        "scoped": scoped,
+        "chosen": form.data.getlist("applications") if form is not None else [],
+    }
     context = {
         "orgs": orgs, "form": form, "refusal": refusal, "roles": Role.choices, "linkable": linkable,
-        **shown_once, **NAV,
+        **typed, **shown_once, **NAV,
     }  # fmt: skip
     return render(request, "reviewer/orgadmin/members.html", context, status=status)
 

@@ -357,10 +357,15 @@ def test_an_application_the_org_does_not_have_is_refused_at_the_field_and_change
     response = add(client, org, "dana", "stakeholder", reach="part", applications="biling")
     assert response.status_code == 400
     html = response.content.decode()
-    assert "Northwind has no application named biling; its applications: billing, support." in html
+    says = "Northwind has no application named biling; its applications: billing, support."
+    assert says in refusal_of(response)  # at the top
+    assert says in html[html.index('id="applications-errors"') :][:300]  # and at the field, with what was chosen
+    assert 'value="dana"' in html and '<option value="part" selected>' in html
     membership = Membership.objects.get(user=operator)
     refused = client.post(f"/org/members/{membership.pk}/scope/", {"reach": "part", "applications": "suport"})
-    assert refused.status_code == 400 and "no application named suport" in refused.content.decode()
+    assert refused.status_code == 400 and "no application named suport" in refusal_of(refused)
+    row = refused.content.decode().split(f'id="membership-{membership.pk}"')[1].split("</tr>")[0]
+    assert "no application named suport" in row[row.index('id="scope-errors"') :]
     assert list(Membership.objects.filter(user=operator).values_list("role", "applications")) == [("operator", None)]
     assert not AuditEvent.objects.filter(action__startswith="membership").exists()
 
