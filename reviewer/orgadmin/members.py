@@ -22,7 +22,7 @@ from reviewer.access import people_of
 from reviewer.models import Membership, Pool, Role
 from reviewer.oidc.backends import passwords_allowed
 from reviewer.queue.assignments import QUEUE_ROLES
-from reviewer.queue.reads import applications_known
+from reviewer.queue.reads import applications_unknown
 
 WHOLE_ORG_ROLES = (Role.CRITERIA_ADMIN, Role.ORG_ADMIN)
 # Read from the model, so a form refuses exactly what the column would.
@@ -163,14 +163,8 @@ def applications_checked(*, org: Org, role: Role, applications: list[str] | None
     of a whole-org role, which `reach_checked` refuses any application with its reason."""
     if not applications or role in WHOLE_ORG_ROLES:
         return applications
-    known = applications_known(org)
-    unknown = sorted(set(applications) - set(known))
-    if unknown:
-        raise MembershipRefused(
-            f"{org.name} has no application named {', '.join(unknown)}; its applications: "
-            f"{', '.join(known) or 'none yet'}. An application is known from its first conversation.",
-            "applications",
-        )
+    if refusal := applications_unknown(org, applications):
+        raise MembershipRefused(refusal, "applications")
     return applications
 
 

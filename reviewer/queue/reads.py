@@ -522,6 +522,19 @@ def applications_known(org: Org) -> list[str]:
     return sorted(named)
 
 
+def applications_unknown(org: Org, names: Sequence[str]) -> str:
+    """The refusal of the names among `names` the org does not know, with the list to choose from; "" when it knows
+    them all. Said alike by /org/, the set-up pages and the commands that scope a membership or a rule."""
+    known = applications_known(org)
+    unknown = sorted(set(names) - set(known))
+    if not unknown:
+        return ""
+    return (
+        f"{org.name} has no application named {', '.join(unknown)}; its applications: {', '.join(known) or 'none yet'}."
+        " An application is known from its first conversation."
+    )
+
+
 def queue_applications(reaches: Sequence[Reach]) -> list[str]:
     """The distinct applications of the orgs' conversations within reach, by a loose index scan over
     (org, application): one index probe per application instead of reading every conversation."""

@@ -17,6 +17,7 @@ from grading.models import ItemKind, Org
 from grading.models.audit import audit_record
 from grading.models.reach import Reach
 from reviewer.models import AssignmentRule, Pool
+from reviewer.queue.reads import applications_unknown
 from reviewer.setup.pools import queue_reaches
 
 # Past this, `routed_at + hours` leaves the range of a datetime and every claim in the org would fail; a rule
@@ -126,9 +127,12 @@ def rule_fields(
     warn: Callable[[str], None],
 ) -> dict:
     """The AssignmentRule fields of a rule for `person` or the pool named `pool` (`selection`: the kind, application
-    and reason as `selectors.fields` reads them), refused unless its assignee can claim what it names."""
+    and reason as `selectors.fields` reads them), refused unless the org knows the application it names (a typo would
+    make a rule that picks nothing) and its assignee can claim what it names."""
     selected = selectors.fields(selection, what="rule")
     kind, application, reason = selected["kind"], selected["application"], selected["reason"]
+    if application and (refusal := applications_unknown(org, [application])):
+        raise ChangeRefused(refusal, field="application")
     if hours is not None and not 1 <= hours <= HOURS_MAX:
         raise ChangeRefused(
             f"--hours must be from 1 to {HOURS_MAX}; leave it out for as long as the item waits", field="hours"

@@ -38,7 +38,7 @@ from reviewer.access import org_named, people_of, reaches_in, role_required, set
 from reviewer.models import AssignmentRule, Pool, Role
 from reviewer.pages import bad_request, org_form_page
 from reviewer.queue.assignments import QUEUE_ROLES
-from reviewer.queue.reads import applications_known
+from reviewer.queue.reads import applications_known, applications_unknown
 from reviewer.setup.escalations import (
     escalation_of,
     escalation_remove,
@@ -145,12 +145,12 @@ def _target_add(request: HttpRequest, org_ids: list[int], form: TargetForm, org:
 
 def _application_known(form: TargetForm | RuleForm, org: Org) -> str:
     """The form's application (blank: any), refused at the field unless the org knows it (`applications_known`, the
-    list its select offers): a typo would make a target or rule that picks nothing."""
+    list its select offers): a typo would make a target or rule that picks nothing. Asked here so the refusal comes
+    with the form's others in one round; `rule_fields` asks it again of a rule, for `manage.py assign rule` too (the
+    targets' command is grading's, which knows no memberships, and takes any name)."""
     application = form.cleaned_data["application"].strip()
-    known = applications_known(org)
-    if application and application not in known:
-        named = ", ".join(known) or "none yet"
-        form.add_error("application", f"{org.name} has no application named {application}; its applications: {named}.")
+    if application and (refusal := applications_unknown(org, [application])):
+        form.add_error("application", refusal)
     return application
 
 

@@ -9,6 +9,7 @@ from django.utils import timezone
 
 from grading.models import AuditEvent
 from reviewer.models import Assignment, AssignmentRule, Membership, Pool, Role
+from tests.builders.conversations import applications_of
 from tests.builders.people import make_person
 from tests.builders.queue_items import draft_item
 
@@ -279,11 +280,17 @@ def test_replace_at_a_free_position_adds_the_rule(org, team):
         (["--person", "riley"], "not operator or lead in northwind: riley"),
         (["--person", "mallory"], "not operator or lead in northwind: mallory"),
         (["--person", "cy", "--application", "support"], "cy cannot claim any kind · support · any reason"),
+        # A typo, refused as the set-up page refuses it, with the org's applications.
+        (
+            ["--person", "ann", "--application", "suport"],
+            "Northwind has no application named suport; its applications: billing, support.",
+        ),
         (["--person", "dee", "--kind", "conversation"], "their reach there is drafts only"),
         (["--person", "dee", "--application", "billing"], "dee cannot claim"),
     ],
 )
 def test_every_refused_rule_says_why_and_writes_nothing(org, other_org, team, args, says):
+    applications_of(org, "support")  # and billing, which cy's reach names
     pool("billing", "ann")
     Pool.objects.create(org=other_org, name="globex-pool")
     events = AuditEvent.objects.count()

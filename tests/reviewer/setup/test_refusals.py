@@ -13,6 +13,7 @@ from reviewer.models import Membership, Pool, Role
 from reviewer.setup.escalations import warn_minutes_checked, webhook_url_checked
 from reviewer.setup.pools import pool_name, pool_set
 from reviewer.setup.rules import rule_fields
+from tests.builders.conversations import applications_of
 from tests.builders.people import make_person
 
 pytestmark = pytest.mark.django_db
@@ -26,7 +27,8 @@ def refusal_of(change) -> ChangeRefused:
 
 @pytest.fixture
 def people(org):
-    """sam, a stakeholder; dee, an operator of the drafts only; and the pool billing."""
+    """sam, a stakeholder; dee, an operator of the drafts only; the pool billing; the application billing."""
+    applications_of(org, "billing")
     dee = make_person("dee")
     Membership.objects.create(user=dee, org=org, role=Role.OPERATOR, applications=[], drafts=True)
     Pool.objects.create(org=org, name="billing")
@@ -48,6 +50,7 @@ def a_rule(org, *, selection: dict | None = None, hours=None, person=None, pool=
         (lambda org, people: a_rule(org, selection={"application": "billing"}, person=people["dee"]), "person"),
         (lambda org, people: a_rule(org, selection={"kind": "draft", "application": "billing"}, pool="billing"),
          "application"),
+        (lambda org, people: a_rule(org, selection={"application": "biling"}, pool="billing"), "application"),
         (lambda org, people: lambda: selectors.fields({"kind": "", "application": " ", "reason": ""}, what="rule"),
          "application"),
         (lambda org, people: lambda: pool_name("  "), "name"),
