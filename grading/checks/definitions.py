@@ -39,6 +39,15 @@ RESERVED_KEYS = frozenset(
 )
 
 
+class CheckFieldInvalid(ValueError):
+    """A check's own rule broken, said of the check as a whole (its fields read together) and naming the field an
+    editor changes to satisfy it, so the editor shows it there (grading/reviews/versions.py: checks_validate)."""
+
+    def __init__(self, message: str, *, field: str) -> None:
+        super().__init__(message)
+        self.field = field
+
+
 class AnswerKind(StrEnum):
     VERDICT = "verdict"
     CATEGORY = "category"
@@ -152,26 +161,31 @@ class CheckDefinition(BaseModel):
     def _kind_fits(self) -> CheckDefinition:
         if self.kind == AnswerKind.CATEGORY:
             if not 2 <= len(self.categories) <= 8:
-                raise ValueError("a category check has two to eight categories")
+                raise CheckFieldInvalid("a category check has two to eight categories", field="categories")
             bad = [c for c in self.categories if not _CATEGORY.fullmatch(c) or c == UNKNOWN]
             if bad or len(set(self.categories)) != len(self.categories):
-                raise ValueError("categories are distinct lower-case keys (letters, digits, _), and not 'unknown'")
+                raise CheckFieldInvalid(
+                    "categories are distinct lower-case keys (letters, digits, _), and not 'unknown'",
+                    field="categories",
+                )
             if not set(self.passing) <= set(self.categories):
-                raise ValueError("the passing categories must be among the categories")
+                raise CheckFieldInvalid("the passing categories must be among the categories", field="passing")
             if self.required and not self.passing:
-                raise ValueError("a required category check names the categories that pass")
+                raise CheckFieldInvalid("a required category check names the categories that pass", field="passing")
         elif self.categories or self.passing:
-            raise ValueError("only a category check has categories")
+            raise CheckFieldInvalid("only a category check has categories", field="categories")
         if self.kind == AnswerKind.SCORE:
             if self.pass_from is not None and not 1 <= self.pass_from <= self.scale:
-                raise ValueError(f"the lowest passing score is 1 to {self.scale}")
+                raise CheckFieldInvalid(f"the lowest passing score is 1 to {self.scale}", field="pass_from")
             if self.required and self.pass_from is None:
-                raise ValueError("a required score check names its lowest passing score")
+                raise CheckFieldInvalid("a required score check names its lowest passing score", field="pass_from")
         elif self.pass_from is not None:
-            raise ValueError("only a score check has a lowest passing score")
+            raise CheckFieldInvalid("only a score check has a lowest passing score", field="pass_from")
         unexpected = set(self.guidance) - set(self.answers)
         if unexpected:
-            raise ValueError(f"guidance for answers the check does not have: {sorted(unexpected)}")
+            raise CheckFieldInvalid(
+                f"guidance for answers the check does not have: {sorted(unexpected)}", field="guidance"
+            )
         return self
 
     @property

@@ -1,9 +1,25 @@
-"""Checks and texts the management commands share: an option's text (stripped, not empty, within its column) and a
-duration as the listings print it."""
+"""Checks and texts the management commands share: the refusal that names what to correct, an option's text
+(stripped, not empty, within its column) and a duration as the listings print it."""
 
 from django.core.management.base import CommandError
 
 MINUTES_A_DAY = 60 * 24
+
+
+class ChangeRefused(CommandError):
+    """A change refused before anything is written, by a service a command and a set-up page share: the message says
+    why, and `field` names what to correct (the service's own word for it: the option without its dashes, or the
+    field of the row it writes), None for the change as a whole. A command prints the message; a page shows it at
+    its field."""
+
+    def __init__(self, message: str, *, field: str | None = None) -> None:
+        super().__init__(message)
+        self.field = field
+
+
+def option_field(option: str) -> str:
+    """`--warn-minutes` -> `warn_minutes`: the field an option's refusal names."""
+    return option.removeprefix("--").replace("-", "_")
 
 
 def text_option(raw: str, *, option: str, empty: str, names: str, limit: int) -> str:
@@ -11,9 +27,9 @@ def text_option(raw: str, *, option: str, empty: str, names: str, limit: int) ->
     column."""
     text = raw.strip()
     if not text:
-        raise CommandError(f"{option} is empty: {empty}")
+        raise ChangeRefused(f"{option} is empty: {empty}", field=option_field(option))
     if len(text) > limit:
-        raise CommandError(f"{names} are at most {limit} characters: {text[:40]!r}…")
+        raise ChangeRefused(f"{names} are at most {limit} characters: {text[:40]!r}…", field=option_field(option))
     return text
 
 

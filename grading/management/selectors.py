@@ -5,10 +5,10 @@ print and audit a selector."""
 
 from typing import Protocol
 
-from django.core.management.base import CommandError, CommandParser
+from django.core.management.base import CommandParser
 
 from grading.core.outcomes import HUMAN_REASONS
-from grading.management.options import text_option
+from grading.management.options import ChangeRefused, option_field, text_option
 from grading.models import ItemKind, Org
 from grading.reviews.targets import AUDIT, Selector
 
@@ -64,13 +64,15 @@ def fields(options: dict, *, what: str) -> dict:
     kind = options["kind"]
     application = application_option(options["application"])
     if kind == ItemKind.DRAFT and application:
-        raise CommandError(f"drafts are filed under no application: a draft {what} naming one would match nothing")
+        raise ChangeRefused(
+            f"drafts are filed under no application: a draft {what} naming one would match nothing", field="application"
+        )
     return {"kind": kind, "application": application, "reason": options["reason"]}
 
 
 def position_option(position: int, *, option: str = "--position") -> int:
     if not 1 <= position <= POSITION_MAX:
-        raise CommandError(f"{option} must be from 1 to {POSITION_MAX}")
+        raise ChangeRefused(f"{option} must be from 1 to {POSITION_MAX}", field=option_field(option))
     return position
 
 
@@ -78,7 +80,7 @@ def position_to_set(options: dict, *, what: str) -> int | None:
     """The position that adding or replacing a selector names; None for after the last."""
     if options["position"] is None:
         if options["replace"]:
-            raise CommandError(f"--replace needs --position: the {what} to replace")
+            raise ChangeRefused(f"--replace needs --position: the {what} to replace", field="position")
         return None
     return position_option(options["position"])
 
@@ -86,7 +88,9 @@ def position_to_set(options: dict, *, what: str) -> int | None:
 def next_position(org: Org, last: int, *, what: str) -> int:
     """The position after the org's last selector (`last`, 0 for none); refused past the column's largest value."""
     if last >= POSITION_MAX:
-        raise CommandError(f"the last {what} of {org.slug} is at position {POSITION_MAX}: give this one a --position")
+        raise ChangeRefused(
+            f"the last {what} of {org.slug} is at position {POSITION_MAX}: give this one a --position", field="position"
+        )
     return last + 1
 
 

@@ -2,15 +2,15 @@
 set-up page (reviewer/setup/): add one last or at a free position, replace one in place (or only its duration),
 insert one ahead of another, move one ahead of or behind its neighbour, remove one. Each runs in one transaction
 with the org locked (`org_lock`), audits what it changed, and re-dates the org's waiting reviews, so no due time is
-ever read from targets that are gone. A refusal (`CommandError`, saying why) comes before anything is written."""
+ever read from targets that are gone. A refusal (`ChangeRefused`, saying why and naming what to correct) comes before
+anything is written."""
 
 from django.contrib.auth.models import AbstractBaseUser
-from django.core.management.base import CommandError
 from django.db import transaction
 from django.db.models import Max
 
 from grading.management import selectors
-from grading.management.options import duration_text
+from grading.management.options import ChangeRefused, duration_text
 from grading.management.orgs import org_lock
 from grading.models import Org, ServiceTarget
 from grading.models.audit import audit_record
@@ -40,9 +40,10 @@ def target_set(
         if taken is None:
             return _target_create(org, position=position, fields=fields, actor=actor)
         if not replace:
-            raise CommandError(
+            raise ChangeRefused(
                 f"position {position} in {org.slug} is taken by: {target_text(taken)}; "
-                "add --replace to replace that target, or leave out --position to add this one last"
+                "add --replace to replace that target, or leave out --position to add this one last",
+                field="position",
             )
         return _target_replace(taken, fields=fields, actor=actor)
 
@@ -55,14 +56,15 @@ def target_insert(*, org: Org, fields: dict, ahead_of: int, actor: AbstractBaseU
         org_lock(org)
         positions = set(ServiceTarget.objects.filter(org=org).values_list("position", flat=True))
         if ahead_of not in positions:
-            raise CommandError(f"no target at position {ahead_of} in {org.slug}; nothing added")
+            raise ChangeRefused(f"no target at position {ahead_of} in {org.slug}; nothing added", field="ahead_of")
         run_end = ahead_of
         while run_end + 1 in positions:
             run_end += 1
         if run_end >= selectors.POSITION_MAX:
-            raise CommandError(
+            raise ChangeRefused(
                 f"the targets of {org.slug} from position {ahead_of} on reach position {selectors.POSITION_MAX}: "
-                "remove one of them, or add this one last"
+                "remove one of them, or add this one last",
+                field="ahead_of",
             )
         moving = ServiceTarget.objects.select_related("org").filter(
             org=org, position__gte=ahead_of, position__lte=run_end
@@ -79,7 +81,7 @@ def target_minutes_set(*, org: Org, position: int, minutes: int, actor: Abstract
         org_lock(org)
         target = ServiceTarget.objects.select_related("org").filter(org=org, position=position).first()
         if target is None:
-            raise CommandError(f"no target at position {position} in {org.slug}; nothing changed")
+            raise ChangeRefused(f"no target at position {position} in {org.slug}; nothing changed", field="position")
         return _target_replace(target, fields={"minutes": minutes}, actor=actor)
 
 
@@ -91,7 +93,7 @@ def target_move(*, org: Org, position: int, earlier: bool, actor: AbstractBaseUs
         targets = ServiceTarget.objects.select_related("org").filter(org=org)
         target = targets.filter(position=position).first()
         if target is None:
-            raise CommandError(f"no target at position {position} in {org.slug}; nothing moved")
+            raise ChangeRefused(f"no target at position {position} in {org.slug}; nothing moved", field="position")
         neighbours = (
             targets.filter(position__lt=position).order_by("-position")
             if earlier
@@ -114,7 +116,7 @@ def target_remove(*, org: Org, position: int, actor: AbstractBaseUser | None = N
         org_lock(org)
         target = ServiceTarget.objects.select_related("org").filter(org=org, position=position).first()
         if target is None:
-            raise CommandError(f"no target at position {position} in {org.slug}; nothing removed")
+            raise ChangeRefused(f"no target at position {position} in {org.slug}; nothing removed", field="position")
         # Recorded first: once deleted, the target has no pk left to name.
         audit_record(action="service_target.delete", org=org, actor=actor, target=target, detail=target_dict(target))
         target.delete()
@@ -126,10 +128,10 @@ def minutes_within(*, minutes: int | None, hours: int | None) -> int:
     """The target's minutes, given in minutes or in hours (one of the two), within a year."""
     if hours is not None:
         if not 1 <= hours <= HOURS_MAX:
-            raise CommandError(f"--hours must be from 1 to {HOURS_MAX}")
+            raise ChangeRefused(f"--hours must be from 1 to {HOURS_MAX}", field="hours")
         return hours * 60
     if minutes is None or not 1 <= minutes <= MINUTES_MAX:
-        raise CommandError(f"--minutes must be from 1 to {MINUTES_MAX}")
+        raise ChangeRefused(f"--minutes must be from 1 to {MINUTES_MAX}", field="minutes")
     return minutes
 
 

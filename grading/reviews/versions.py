@@ -182,10 +182,47 @@ def criteria_update(
     1. Lock the row. A published version is refused (CriteriaImmutable), whatever the caller read earlier.
     2. `revision` is the revision the editor started from: if someone saved since, refuse (CriteriaConflict, naming
        them and when) and keep their save. Without it (a script), no lock is checked.
-    3. Validate the rubric, the checks (`checks_validate`), the reviewer slots, the judge (a configured one) and,
-       for drafts, the rules document per field (CriteriaInvalid); store the rules and checks in their normalised
-       form, move the revision on and record who saved.
+    3. Validate the edit (`criteria_changes`: CriteriaInvalid naming every field that is wrong); store the rules and
+       checks in their normalised form, move the revision on and record who saved.
     """
+    with transaction.atomic():
+        locked = criteria_edit_lock(version=version, revision=revision)
+        changes = criteria_changes(
+            version=locked, rubric=rubric, rules=rules, checks=checks,
+            slots=slots, slots_for=slots_for, slots_share=slots_share, judge=judge,
+        )  # fmt: skip
+        detail: dict[str, object] = {"changed": sorted(f for f, v in changes.items() if getattr(locked, f) != v)}
+        if "judge" in detail["changed"]:
+            detail["judge"] = {"from": locked.judge, "to": judge}
+        for field, value in changes.items():
+            setattr(locked, field, value)
+        locked.revision += 1
+        locked.updated_at = timezone.now()
+        locked.updated_by = _person(actor)
+        locked.save(update_fields=[*changes, "revision", "updated_at", "updated_by"])
+        audit_record(
+            action="criteria.update", org=locked.org, actor=actor, target=locked,
+            detail={"revision": locked.revision, **detail},
+        )  # fmt: skip
+    return locked
+
+
+def criteria_changes(
+    *,
+    version: CriteriaVersion,
+    rubric: str | None = None,
+    rules: dict | None = None,
+    checks: dict | None = None,
+    slots: int | None = None,
+    slots_for: str | None = None,
+    slots_share: int | None = None,
+    judge: str | None = None,
+) -> dict[str, object]:
+    """The fields an edit of `version` sets (None: left as it is), in their stored form, or CriteriaInvalid naming
+    every field that is wrong at once: the rubric, the checks (`checks_validate`, and no check retired while its
+    worked examples are shown), the reviewer slots, the judge (a configured one) and, for drafts, the rules document
+    per field. Writes nothing: the editor asks it to show every error in one round with its own, and
+    `criteria_update` asks it again with the row locked."""
     errors: dict[str, list[str]] = {}
     changes: dict[str, object] = {}
     if rubric is not None:
@@ -207,6 +244,8 @@ def criteria_update(
             changes["checks"] = checks_validate(checks, kind=version.kind).model_dump(mode="json")
         except CriteriaInvalid as invalid:
             errors |= invalid.errors
+        else:
+            errors |= _retired_with_examples(version, changes["checks"])
     if slots is not None:
         if not 1 <= slots <= MAX_SLOTS or slots_for not in SlotsFor.values or not 0 <= (slots_share or 0) <= 100:
             errors["slots"] = [f"From 1 to {MAX_SLOTS} people, for the audit sample, every item or a share of 0-100%."]
@@ -215,43 +254,13 @@ def criteria_update(
         if judge not in settings.JUDGES:
             errors["judge"] = [f"No judge named {judge!r} is configured; choose one of {', '.join(judge_names())}."]
         changes["judge"] = judge
-    with transaction.atomic():
-        locked = criteria_edit_lock(version=version, revision=revision)
-        if "checks" in changes:
-            errors |= _retired_with_examples(locked, changes["checks"])
-        if errors:
-            raise CriteriaInvalid(errors)
-        detail: dict[str, object] = {"changed": sorted(f for f, v in changes.items() if getattr(locked, f) != v)}
-        if "judge" in detail["changed"]:
-            detail["judge"] = {"from": locked.judge, "to": judge}
-        for field, value in changes.items():
-            setattr(locked, field, value)
-        locked.revision += 1
-        locked.updated_at = timezone.now()
-        locked.updated_by = _person(actor)
-        locked.save(update_fields=[*changes, "revision", "updated_at", "updated_by"])
-        audit_record(
-            action="criteria.update", org=locked.org, actor=actor, target=locked,
-            detail={"revision": locked.revision, **detail},
-        )  # fmt: skip
-    return locked
+    if errors:
+        raise CriteriaInvalid(errors)
+    return changes
 
 
 # --- checks -----------------------------------------------------------------------------------------------------------
 
-# The kind-wide rules of a check (grading/checks/definitions.py) are said of the check as a whole; the editor shows
-# each beside the field the admin changes to satisfy it. Keyed by how the message starts.
-_FIELD_OF_CHECK_MESSAGE = {
-    "a category check has two to eight categories": "categories",
-    "categories are distinct": "categories",
-    "only a category check has categories": "categories",
-    "the passing categories must be among": "passing",
-    "a required category check names": "passing",
-    "the lowest passing score": "pass_from",
-    "a required score check names": "pass_from",
-    "only a score check has": "pass_from",
-    "guidance for answers": "guidance",
-}
 _CHECK_PATH = re.compile(r"checks\.(\d+)")
 _RULE_PATH = re.compile(r"(checks\.\d+\.rules\.\d+)\.(?:phrases|pattern|tool_called|tools_answered)(\..+)?")
 _DRAFT_CHECKS = "A draft's checks are its sub-scores: score checks the judge answers beside its score."
@@ -289,9 +298,10 @@ def _check_errors(invalid: ValidationError) -> dict[str, list[str]]:
         loc = ".".join(str(part) for part in error["loc"]) or "checks"  # the set's own rules name no field
         path = _RULE_PATH.sub(lambda m: m.group(1) + (m.group(2) or ""), loc)
         message = _check_message(error)
-        if _CHECK_PATH.fullmatch(path):
-            field = next((f for start, f in _FIELD_OF_CHECK_MESSAGE.items() if message.startswith(start)), None)
-            path = f"{path}.{field}" if field else path
+        # A check's own rule is said of the check as a whole; the editor shows it beside the field it names.
+        field = getattr((error.get("ctx") or {}).get("error"), "field", None)
+        if _CHECK_PATH.fullmatch(path) and field:
+            path = f"{path}.{field}"
         if message not in errors.setdefault(path, []):
             errors[path].append(message)
     return errors

@@ -4,8 +4,8 @@ JavaScript. A blank row adds a check or a rule; "retire" removes a check from th
 typed say the order.
 
 As for the rules document, the editor does not validate the checks itself: it builds the checks document from what
-was typed and hands it to `criteria_update` (`checks_validate`: the CheckSet's own validation), whose per-field
-errors are shown beside the field or row they name.
+was typed and hands it to `criteria_changes` (`checks_validate`: the CheckSet's own validation), whose per-field
+errors are shown beside the field or row they name, with the form's own in the same round.
 """
 
 import re
@@ -29,8 +29,12 @@ _GUIDANCE_START = re.compile(r"([a-z0-9_]{1,32}):[ \t]*(.*)")
 _SEPARATORS = re.compile(r"[\s,]+")
 
 
-def _lines(text: str) -> list[str]:
-    return [line.strip() for line in text.splitlines() if line.strip()]
+def _lines(text: str | None) -> list[str] | None:
+    return None if text is None else [line.strip() for line in text.splitlines() if line.strip()]
+
+
+def _stripped(text: str | None) -> str | None:
+    return None if text is None else text.strip()
 
 
 def guidance_text(guidance: dict[str, str], answers: tuple[str, ...]) -> str:
@@ -87,15 +91,18 @@ class RuleForm(forms.Form):
         return not self.cleaned_data.get("kind")
 
     def rule(self) -> dict:
-        """The rule as the checks document holds it: only the fields of its kind."""
+        """The rule as the checks document holds it: only the fields of its kind (a field the form refused holds
+        None, so the service reads nothing in its place)."""
         data = self.cleaned_data
-        rule = {"kind": data["kind"], "sets": data["sets"], "note": data["note"].strip()}
+        rule = {"kind": data["kind"], "sets": data.get("sets"), "note": _stripped(data.get("note"))}
         if data["kind"] == "phrases":
-            rule |= {"phrases": _lines(data["phrases"]), "scopes": data["scopes"]}
+            rule |= {"phrases": _lines(data.get("phrases")), "scopes": data.get("scopes")}
         elif data["kind"] == "pattern":
-            rule |= {"pattern": data["pattern"], "scopes": data["scopes"], "case_sensitive": data["case_sensitive"]}
+            rule |= {"pattern": data.get("pattern"), "scopes": data.get("scopes")}
+            rule["case_sensitive"] = data["case_sensitive"]
         elif data["kind"] == "tool_called":
-            rule |= {"tool": data["tool"].strip(), "must": data["must"] == "true"}
+            must = data.get("must")
+            rule |= {"tool": _stripped(data.get("tool")), "must": None if must is None else must == "true"}
         return rule
 
 
@@ -157,23 +164,24 @@ class CheckForm(forms.Form):
 
     def check(self) -> dict:
         """The check as the checks document holds it; a field the kind does not have is passed on only when typed,
-        so that the CheckSet says why it does not belong rather than the editor dropping it."""
+        so that the CheckSet says why it does not belong rather than the editor dropping it. A field the form
+        refused holds None: the service reads nothing in its place, and the form's error is the one shown."""
         data = self.cleaned_data
         check = {
-            "key": data["key"].strip(),
-            "name": data["name"].strip(),
-            "question": data["question"].strip(),
-            "kind": data["kind"],
+            "key": _stripped(data.get("key")),
+            "name": _stripped(data.get("name")),
+            "question": _stripped(data.get("question")),
+            "kind": data.get("kind"),
             "required": data["required"],
-            "guidance": data["guidance"],
-            "scale": data["scale"],
+            "guidance": data.get("guidance"),
+            "scale": data.get("scale"),
             "rules": [row.rule() for row in self.kept_rules()],
         }
-        if categories := _lines(data["categories"]):
+        if categories := _lines(data.get("categories")):
             check["categories"] = categories
-        if passing := [key for key in _SEPARATORS.split(data["passing"]) if key]:
+        if passing := [key for key in _SEPARATORS.split(data.get("passing") or "") if key]:
             check["passing"] = passing
-        if data["pass_from"] is not None:
+        if data.get("pass_from") is not None:
             check["pass_from"] = data["pass_from"]
         return check
 
@@ -250,9 +258,17 @@ def _field_error(form: forms.Form, rest: list[str], messages: list[str]) -> None
     row's own errors."""
     if rest and rest[0] in form.fields:
         detail = " ".join(rest[1:])
-        form.add_error(rest[0], [f"{detail}: {message}" if detail else message for message in messages])
+        service_error(form, rest[0], [f"{detail}: {message}" if detail else message for message in messages])
     else:
-        form.add_error(None, messages)
+        service_error(form, None, messages)
+
+
+def service_error(form: forms.Form, field: str | None, messages: list[str]) -> None:
+    """A service's error on `field` of `form` (None: the form's own), unless the form itself refused what was typed
+    there: the service then read no value in its place, and the form's error says what to correct."""
+    refused = form.__dict__.setdefault("_refused_as_typed", set(form.errors))  # before any of the service's
+    if field is None or field not in refused:
+        form.add_error(field, messages)
 
 
 CheckFormSet = forms.formset_factory(

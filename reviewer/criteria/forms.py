@@ -2,8 +2,9 @@
 small forms that ask for N, K and a confirmation, a worked example's, and a spend cap's.
 
 The editor does not validate the rules itself: it builds the rules document from what was typed and hands it to
-`criteria_update`, whose per-field errors (grading/checks/rules.py) are shown beside the field they concern. One
-validation, the one the service and the Django admin apply too.
+the service's validation (`criteria_changes`), whose per-field errors (grading/checks/rules.py) are shown beside the
+field they concern. One validation, the one the service and the Django admin apply too, run with the form's own
+checks of what was typed (numbers, choices), so that a refused save lists every error in one round.
 """
 
 from urllib.parse import urlsplit
@@ -17,7 +18,8 @@ from grading.judge.backends import judge_names
 from grading.models import CriteriaVersion, ItemKind, SlotsFor, SpendPeriod, TrialSource
 from grading.models.criteria import MAX_SLOTS
 from grading.reviews.spend import CAP_MAX, MICROS
-from reviewer.criteria.check_forms import check_formset
+from grading.reviews.versions import CriteriaInvalid, criteria_changes
+from reviewer.criteria.check_forms import check_formset, service_error
 
 SEVERITY_CHOICES = [("fatal", "fatal: fails the draft"), ("fixable", "fixable: repaired automatically")]
 PLACEMENT_CHOICES = [
@@ -32,9 +34,26 @@ def version_slots(version: CriteriaVersion) -> dict:
     return {"slots": version.slots, "slots_for": version.slots_for, "slots_share": version.slots_share}
 
 
-def _lines(text: str) -> list[str]:
-    """One entry per line; blank lines are spacing, not entries."""
-    return [line.strip() for line in text.splitlines() if line.strip()]
+def _lines(text: str | None) -> list[str] | None:
+    """One entry per line; blank lines are spacing, not entries. None (a field the form refused) stays None."""
+    return None if text is None else [line.strip() for line in text.splitlines() if line.strip()]
+
+
+def _stripped(text: str | None) -> str | None:
+    return None if text is None else text.strip()
+
+
+def _percent(percent: float | None) -> float | None:
+    return None if percent is None else round(percent / 100, 4)
+
+
+class _Typed(dict):
+    """A form's cleaned data where a field the form refused reads None: the document built from it holds None
+    there, which the service refuses at that field (the form's own error is the one shown) without reading a
+    value nobody typed."""
+
+    def __missing__(self, name: str) -> None:
+        return None
 
 
 class CharacterForm(forms.Form):
@@ -151,12 +170,38 @@ class CriteriaForm(forms.Form):
         return cls(initial=initial, version=version)
 
     def is_valid(self) -> bool:
-        valid = super().is_valid()
-        if self.checks is not None:
-            valid = self.checks.is_valid() & valid
-        if self.is_draft:
-            valid = self.characters.is_valid() & self.components.is_valid() & valid
-        return valid
+        """What was typed reads (the form's own fields and rows) and the service accepts the edit it makes: both
+        asked at once, so a refused save shows every error in one round, each at its field. Where the form refused
+        a field, the service reads nothing in its place (its checks of that field wait until it reads)."""
+        if not self.is_bound:
+            return False
+        if not hasattr(self, "_valid"):
+            typed_well = super().is_valid()
+            if self.checks is not None:
+                typed_well = self.checks.is_valid() & typed_well
+            if self.is_draft:
+                typed_well = self.characters.is_valid() & self.components.is_valid() & typed_well
+            self._valid = self._service_accepts() & typed_well
+        return self._valid
+
+    def _service_accepts(self) -> bool:
+        try:
+            criteria_changes(version=self.version, **self.edit())
+        except CriteriaInvalid as invalid:
+            self.add_service_errors(invalid.errors)
+            return False
+        return True
+
+    def edit(self) -> dict:
+        """The edit as `criteria_changes` and `criteria_update` take it."""
+        data = self.cleaned_data
+        return {
+            "rubric": data.get("rubric"),
+            "rules": self.rules_document(),
+            "checks": self.checks_document(),
+            **self.slots_setting(),
+            **self.judge_setting(),
+        }
 
     def error_summary(self) -> list[str]:
         """Every error the editor shows, each with where it is: the list at the top of the page, so a refused save
@@ -197,8 +242,9 @@ class CriteriaForm(forms.Form):
         return {"slots": data["slots"], "slots_for": slots_for, "slots_share": data.get("slots_share") or 0}
 
     def checks_document(self) -> dict | None:
-        """The checks document as typed, or None when the post did not include the checks."""
-        if self.checks is None:
+        """The checks document as typed, or None when the post did not include the checks (or a hand-made post
+        broke the rows' count, so that no document can be read from them)."""
+        if self.checks is None or not self.checks.management_form.is_valid():
             return None
         keep = self.version.check_set().judge_after_rule_fail
         return self.checks.document(judge_after_rule_fail=self.cleaned_data.get("judge_after_rule_fail", keep))
@@ -208,7 +254,7 @@ class CriteriaForm(forms.Form):
         error at `components.required.1` lands on the row the admin typed it in."""
         if not self.is_draft:
             return None
-        data = self.cleaned_data
+        data = _Typed(self.cleaned_data)
         self._character_rows = [f for f in self.characters.forms if not _dropped(f)]
         self._component_rows = [f for f in self.components.forms if not _dropped(f)]
         return {
@@ -219,16 +265,16 @@ class CriteriaForm(forms.Form):
                 "severity": data["banned_characters_severity"],
                 "characters": [
                     {
-                        "sequence": f.cleaned_data["sequence"],
-                        "name": f.cleaned_data["name"],
-                        "substitute": f.cleaned_data["substitute"],
+                        "sequence": f.cleaned_data.get("sequence"),
+                        "name": f.cleaned_data.get("name"),
+                        "substitute": f.cleaned_data.get("substitute"),
                     }
                     for f in self._character_rows
                 ],  # fmt: skip
             },
             "h2": {
                 "severity": "fatal",
-                "min_ratio": round(data["h2_min_percent"] / 100, 4),
+                "min_ratio": _percent(data["h2_min_percent"]),
                 "min_count": data["h2_min_count"],
                 "openings": _lines(data["h2_openings"]),
             },
@@ -242,9 +288,9 @@ class CriteriaForm(forms.Form):
                 "severity": data["components_severity"],
                 "required": [
                     {
-                        "name": f.cleaned_data["name"],
-                        "template": f.cleaned_data["template"].strip(),
-                        "placement": f.cleaned_data["placement"],
+                        "name": f.cleaned_data.get("name"),
+                        "template": _stripped(f.cleaned_data.get("template")),
+                        "placement": f.cleaned_data.get("placement"),
                     }
                     for f in self._component_rows
                 ],  # fmt: skip
@@ -276,7 +322,7 @@ class CriteriaForm(forms.Form):
                     self._formset_error(rows_name, path.removeprefix(prefix).lstrip("."), messages)
                     break
             else:
-                self.add_error(_field_for(path), messages)
+                service_error(self, _field_for(path), messages)
 
     def _formset_error(self, rows_name: str, rest: str, messages: list[str]) -> None:
         formset = getattr(self, rows_name)
@@ -284,7 +330,7 @@ class CriteriaForm(forms.Form):
         index, _, field = rest.partition(".")
         if index.isdigit() and int(index) < len(rows):
             row = rows[int(index)]
-            row.add_error(field if field in row.fields else None, messages)
+            service_error(row, field if field in row.fields else None, messages)
         else:
             formset.service_errors = [*getattr(formset, "service_errors", []), *messages]
 

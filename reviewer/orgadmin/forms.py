@@ -11,22 +11,29 @@ from reviewer.orgadmin.retention import KINDS, RETENTION_DAYS_MAX
 WHOLE, PART = "whole", "part"
 
 
+class ApplicationNames(forms.MultipleChoiceField):
+    """Application names chosen from a select of the org's known applications (`applications_known`). Which names
+    are known is the service's to say (`applications_checked`, which lists them in its refusal), not the choices'."""
+
+    def valid_value(self, value: str) -> bool:
+        return True
+
+
 class ReachForm(forms.Form):
     """What a membership covers: the whole org, or some applications' conversations and perhaps the drafts."""
 
     reach = forms.ChoiceField(choices=[(WHOLE, "the whole org"), (PART, "only part of it")])
-    applications = forms.CharField(required=False, max_length=2_000, help_text="Comma-separated application names.")
+    applications = ApplicationNames(required=False, help_text="The org's applications: choose one or more.")
     drafts = forms.BooleanField(required=False, label="drafts too")
 
     def clean_applications(self) -> list[str]:
-        raw = self.cleaned_data["applications"]
-        names = [name.strip() for name in raw.split(",")] if raw.strip() else []
+        names = [name.strip() for name in self.cleaned_data["applications"]]
         if "" in names:
-            raise forms.ValidationError("An application name is empty (two commas in a row?).")
+            raise forms.ValidationError("An application name is empty.")
         too_long = [name for name in names if len(name) > APPLICATION_NAME_MAX]
         if too_long:
             raise forms.ValidationError(f"Application names are at most {APPLICATION_NAME_MAX} characters.")
-        return names
+        return sorted(set(names))
 
     def reach_setting(self) -> dict:
         """The services' `applications` (None: the whole org) and `drafts`."""

@@ -22,6 +22,7 @@ from reviewer.access import people_of
 from reviewer.models import Membership, Pool, Role
 from reviewer.oidc.backends import passwords_allowed
 from reviewer.queue.assignments import QUEUE_ROLES
+from reviewer.queue.reads import applications_unknown
 
 WHOLE_ORG_ROLES = (Role.CRITERIA_ADMIN, Role.ORG_ADMIN)
 # Read from the model, so a form refuses exactly what the column would.
@@ -154,6 +155,17 @@ def reach_checked(role: Role, applications: list[str] | None, drafts: bool) -> d
     if not applications and not drafts:
         raise MembershipRefused("Name an application or include drafts: this membership would cover nothing.", "reach")
     return {"applications": sorted(set(applications)), "drafts": drafts}
+
+
+def applications_checked(*, org: Org, role: Role, applications: list[str] | None) -> list[str] | None:
+    """The applications a person names for a membership's reach (None: the whole org), refused unless the org knows
+    each (`applications_known`): what /org/ and `manage.py member` both ask, so a typo is refused alike. Not asked
+    of a whole-org role, which `reach_checked` refuses any application with its reason."""
+    if not applications or role in WHOLE_ORG_ROLES:
+        return applications
+    if refusal := applications_unknown(org, applications):
+        raise MembershipRefused(refusal, "applications")
+    return applications
 
 
 def _reach(membership: Membership) -> dict:

@@ -35,7 +35,6 @@ from grading.api.keys import IssuedApiKey, api_key_create, api_key_revoke
 from grading.delivery.signing import previous_secret_signs, webhook_secret_rotate
 from grading.models import ApiKey, Org
 from grading.models.audit import audit_record
-from grading.models.reach import Reach
 from reviewer.access import found, role_required
 from reviewer.dashboards.display import duration
 from reviewer.models import Invitation, Membership, Role
@@ -56,8 +55,8 @@ from reviewer.orgadmin.invitations import (
     link_valid_for,
 )
 from reviewer.orgadmin.members import (
-    WHOLE_ORG_ROLES,
     MembershipRefused,
+    applications_checked,
     membership_grant,
     membership_revoke,
     membership_scope,
@@ -68,7 +67,7 @@ from reviewer.orgadmin.members import (
 )
 from reviewer.orgadmin.retention import retention_policies, retention_set
 from reviewer.pages import org_form_page
-from reviewer.queue.reads import queue_applications
+from reviewer.queue.reads import applications_known
 
 TABS = [
     ("orgadmin_members", "Members"),
@@ -101,28 +100,10 @@ def orgadmin_members(request: HttpRequest) -> HttpResponse:
     return org_form_page(request, org_ids, MemberAddForm, _render_members, _member_add)
 
 
-def _unknown_applications(form: ReachForm, org: Org, role: str) -> bool:
-    """Whether the form names an application the org has no conversation of, as an error on the field: a typo would
-    give the person a reach that covers nothing (an operator's queue emptied by one wrong letter). A whole-org role
-    is refused a part of the org whatever its names, by the service, with the reason."""
-    names = form.reach_setting()["applications"] or []
-    if role in WHOLE_ORG_ROLES:
-        return False
-    known = queue_applications([Reach(org.pk)])
-    unknown = sorted(set(names) - set(known))
-    if unknown:
-        named = ", ".join(known) or "none yet"
-        form.add_error(
-            "applications", f"{org.name} has no application named {', '.join(unknown)}; its applications: {named}."
-        )
-    return bool(unknown)
-
-
 def _member_add(request: HttpRequest, org_ids: list[int], form: MemberAddForm, org: Org) -> HttpResponse:
     identifier, role = form.cleaned_data["person"], Role(form.cleaned_data["role"])
-    if _unknown_applications(form, org, role):
-        return _render_members(request, org_ids, form=form, status=400)
     try:
+        applications_checked(org=org, role=role, applications=form.reach_setting()["applications"])
         person = person_find(identifier, org=org)
         if person is not None:
             membership_grant(org=org, user=person, role=role, actor=request.user, **form.reach_setting())
@@ -224,13 +205,15 @@ def orgadmin_member_scope(request: HttpRequest, pk: int) -> HttpResponse:
     membership = _get_membership_for_admin(request, pk)
     org_ids = reads.admin_org_ids(request.user)
     form = ReachForm(request.POST)
-    if not form.is_valid() or _unknown_applications(form, membership.org, membership.role):
-        return _render_members(request, org_ids, form=form, status=400)
+    if not form.is_valid():
+        return _render_members(request, org_ids, form=form, scoped=membership.pk, status=400)
     try:
+        applications = form.reach_setting()["applications"]
+        applications_checked(org=membership.org, role=Role(membership.role), applications=applications)
         membership, changed = membership_scope(membership=membership, actor=request.user, **form.reach_setting())
     except MembershipRefused as refused:
         form.add_error(refused.field if refused.field in form.fields else None, str(refused))
-        return _render_members(request, org_ids, form=form, status=400)
+        return _render_members(request, org_ids, form=form, scoped=membership.pk, status=400)
     named = f"{membership.user.get_username()} as {membership.get_role_display()}"
     messages.success(request, f"{named} now covers {_covers(membership)}." if changed else f"{named}: no change.")
     return redirect("orgadmin_members")
@@ -264,16 +247,28 @@ def _render_members(
     org_ids: list[int],
     *,
     form: forms.Form | None = None,
+    scoped: int | None = None,
     refusal: str = "",
     status: int = 200,
     **shown_once,
 ) -> HttpResponse:
-    orgs = [(org, reads.members_of(org), reads.invitations_of(org)) for org in reads.admin_orgs(org_ids)]
-    people = {member.person for _, members, _ in orgs for member in members}
+    """The members page; a form that did not pass is shown again where it was filled in, with what was chosen and
+    its errors at its fields: the add form on its org's card, a change of reach on its membership's row (`scoped`)."""
+    # Each org's applications, for the selects a reach is chosen from.
+    orgs = [
+        (org, reads.members_of(org), reads.invitations_of(org), applications_known(org))
+        for org in reads.admin_orgs(org_ids)
+    ]
+    people = {member.person for _, members, _, _ in orgs for member in members}
     linkable = {person.pk for person in people if password_link_allowed(person, org_ids=org_ids)}
+    typed = {
+        "typed_org": form.data.get("org") if isinstance(form, MemberAddForm) else None,
+        "scoped": scoped,
+        "chosen": form.data.getlist("applications") if form is not None else [],
+    }
     context = {
         "orgs": orgs, "form": form, "refusal": refusal, "roles": Role.choices, "linkable": linkable,
-        **shown_once, **NAV,
+        **typed, **shown_once, **NAV,
     }  # fmt: skip
     return render(request, "reviewer/orgadmin/members.html", context, status=status)
 

@@ -20,12 +20,24 @@ from django.db.models.functions import Now
 from django.utils import timezone
 
 from grading.core.outcomes import HUMAN_REASONS
-from grading.models import Answer, Conversation, CriteriaVersion, Decision, ItemKind, Review, ReviewState, for_people
+from grading.models import (
+    Answer,
+    Conversation,
+    CriteriaVersion,
+    Decision,
+    ItemKind,
+    Org,
+    PendingCall,
+    Review,
+    ReviewState,
+    ServiceTarget,
+    for_people,
+)
 from grading.models.criteria import ANSWERED_CANNOT_ADJUDICATE, answers_stand, may_adjudicate
 from grading.models.reach import Reach, within
 from grading.reviews.reads import review_slots
 from reviewer.access import reaches_of
-from reviewer.models import Claim
+from reviewer.models import AssignmentRule, Claim, Invitation, Membership
 from reviewer.queue.assignments import QUEUE_ROLES, reserved_q
 
 PAGE_SIZE = 25  # a screenful: operators work from the top; j/k and paging reach the rest
@@ -490,6 +502,36 @@ def live_claims(reaches: Sequence[Reach], now: datetime) -> list[Claim]:
         Claim.objects.filter(within(reaches, "review__"), ended_at__isnull=True, expires_at__gt=now)
         .select_related("holder")
         .order_by("expires_at")
+    )
+
+
+def applications_known(org: Org) -> list[str]:
+    """Every application the org knows, sorted: its conversations' (and those of model calls whose conversation is
+    on its way), and those its service targets, assignment rules, memberships and invitations already name (drafts
+    and criteria versions name none). The one list a person chooses an application from, on the pages and in the
+    commands that scope a membership, a target or a rule: a name outside it is a typo, which would make a reach or a
+    selector that covers nothing (an operator's queue emptied by one wrong letter)."""
+    named = set(queue_applications([Reach(org.pk)]))
+    waiting = PendingCall.objects.filter(org=org, written_at=None, refused="")  # a written call's is a conversation's
+    for rows in (waiting, ServiceTarget.objects.filter(org=org), AssignmentRule.objects.filter(org=org)):
+        named.update(rows.exclude(application="").values_list("application", flat=True).distinct())
+    for model in (Membership, Invitation):
+        rows = model.objects.filter(org=org, applications__isnull=False)
+        for names in rows.values_list("applications", flat=True).distinct():
+            named.update(names)
+    return sorted(named)
+
+
+def applications_unknown(org: Org, names: Sequence[str]) -> str:
+    """The refusal of the names among `names` the org does not know, with the list to choose from; "" when it knows
+    them all. Said alike by /org/, the set-up pages and the commands that scope a membership or a rule."""
+    known = applications_known(org)
+    unknown = sorted(set(names) - set(known))
+    if not unknown:
+        return ""
+    return (
+        f"{org.name} has no application named {', '.join(unknown)}; its applications: {', '.join(known) or 'none yet'}."
+        " An application is known from its first conversation."
     )
 
 

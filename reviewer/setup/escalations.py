@@ -1,18 +1,17 @@
 """An org's escalation (whom to tell about queue items due soon or overdue, how long before the due time, which
 webhook; see reviewer/queue/escalation.py), one form for `manage.py escalation` and the set-up page
 (reviewer/setup/views.py): each change in one transaction with the org locked, audited, and refused
-(`CommandError`, saying why) before anything is written."""
+(`ChangeRefused`, saying why and naming what to correct) before anything is written."""
 
 from datetime import UTC, datetime
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import ValidationError
-from django.core.management.base import CommandError
 from django.db import transaction
 from django.utils import timezone
 
 from grading.core.outbound import url_refusal
-from grading.management.options import duration_text, text_option
+from grading.management.options import ChangeRefused, duration_text, text_option
 from grading.management.orgs import org_lock
 from grading.models import Org, ServiceTarget
 from grading.models.audit import audit_record
@@ -58,7 +57,7 @@ def escalation_remove(*, org: Org, actor: AbstractBaseUser | None = None) -> str
         org_lock(org)
         escalation = Escalation.objects.select_for_update().select_related("org").filter(org=org).first()
         if escalation is None:
-            raise CommandError(f"no escalation in {org.slug}; nothing removed")
+            raise ChangeRefused(f"no escalation in {org.slug}; nothing removed")
         # Recorded first: once deleted, the escalation has no pk left to name.
         audit_record(
             action="escalation.delete", org=org, actor=actor, target=escalation, detail=_created_dict(escalation)
@@ -108,7 +107,10 @@ def _escalation_update(escalation: Escalation, given: dict, *, actor: AbstractBa
 
 def warn_minutes_checked(minutes: int) -> int:
     if not 0 <= minutes <= WARN_MINUTES_MAX:
-        raise CommandError(f"--warn-minutes must be from 0 to {WARN_MINUTES_MAX} (a week); 0 warns only once overdue")
+        raise ChangeRefused(
+            f"--warn-minutes must be from 0 to {WARN_MINUTES_MAX} (a week); 0 warns only once overdue",
+            field="warn_minutes",
+        )
     return minutes
 
 
@@ -124,17 +126,19 @@ def webhook_url_checked(raw: str) -> str:
     # checked again when each webhook is sent, because what it resolves to can change.
     refusal = url_refusal(url)
     if refusal:
-        raise CommandError(f"webhooks cannot be sent to {url[:80]!r}: {refusal}")
+        raise ChangeRefused(f"webhooks cannot be sent to {url[:80]!r}: {refusal}", field="webhook")
     try:
         WEBHOOK_URL_FIELD.run_validators(url)  # what the column's form field (the admin) would accept
     except ValidationError as exc:
-        raise CommandError(f"webhooks cannot be sent to {url[:80]!r}: {' '.join(exc.messages)}") from None
+        raise ChangeRefused(
+            f"webhooks cannot be sent to {url[:80]!r}: {' '.join(exc.messages)}", field="webhook"
+        ) from None
     return url
 
 
 def _refuse_telling_nobody(fields: dict) -> None:
     if not (fields["to_assignees"] or fields["to_leads"] or fields["webhook_url"]):
-        raise CommandError(
+        raise ChangeRefused(
             "this escalation would tell nobody (no mail to assignees or leads, no webhook): keep --to-assignees or "
             "--to-leads, or give a --webhook; `escalation remove` stops escalating"
         )

@@ -25,7 +25,7 @@ class TargetForm(forms.Form):
 
 
 class TargetAtForm(forms.Form):
-    """Names one of the org's targets by its position (the page's own buttons fill it)."""
+    """Names one of the org's targets (or rules) by its position (the page's own buttons fill it)."""
 
     org = forms.IntegerField()
     position = forms.IntegerField(min_value=1, max_value=POSITION_MAX)
@@ -60,10 +60,17 @@ class PoolRemoveForm(forms.Form):
     name = forms.CharField(max_length=1_000, strip=False)
 
 
+class PoolRenameForm(PoolRemoveForm):
+    """A pool (by its name, from the page) and the name it takes."""
+
+    to = forms.CharField(required=False, max_length=1_000, strip=False, label="new name")
+
+
 class RuleForm(forms.Form):
-    """A new assignment rule (after the last): the items it picks (blank: any), who may claim them first (a person:
-    `person:ID`, or a pool: `pool:NAME`, from the page's list of the org's), and for how many hours once they wait
-    (blank: as long as they wait). The application is one of the org's, checked by the view."""
+    """An assignment rule, added after the last or in place of the rule at `replaces`: the items it picks (blank:
+    any), who may claim them first (a person: `person:ID`, or a pool: `pool:NAME`, from the page's list of the org's),
+    and for how many hours once they wait (blank: as long as they wait). The application is one of the org's, checked
+    by the view."""
 
     org = forms.IntegerField(widget=forms.HiddenInput)
     kind = forms.ChoiceField(choices=[("", "any kind"), *ItemKind.choices], required=False)
@@ -71,6 +78,7 @@ class RuleForm(forms.Form):
     reason = forms.ChoiceField(choices=[("", "any reason"), *((reason, reason) for reason in REASONS)], required=False)
     assignee = forms.CharField(max_length=1_000, label="to")
     hours = forms.IntegerField(required=False)
+    replaces = forms.IntegerField(required=False, min_value=1, max_value=POSITION_MAX, label="place")
 
 
 class EscalationForm(forms.Form):

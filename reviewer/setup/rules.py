@@ -1,25 +1,31 @@
 """Assignment rules (which items a person or a pool may claim first; see reviewer/queue/assignments.py), one form
-for `manage.py assign rule` / `rule-remove` and the set-up page (reviewer/setup/views.py): each change in one
-transaction with the org locked, audited, and refused (`CommandError`, saying why) before anything is written."""
+for `manage.py assign rule` / `rule-move` / `rule-remove` and the set-up page (reviewer/setup/views.py): add one (last
+or at a position), replace one in place, move one ahead of or behind its neighbour, remove one. Each change in one
+transaction with the org locked, audited, and refused (`ChangeRefused`, saying why and naming what to correct) before
+anything is written."""
 
 from collections.abc import Callable
 
 from django.contrib.auth.models import AbstractBaseUser
-from django.core.management.base import CommandError
 from django.db import transaction
 from django.db.models import Max
 
 from grading.management import selectors
+from grading.management.options import ChangeRefused
 from grading.management.orgs import org_lock
 from grading.models import ItemKind, Org
 from grading.models.audit import audit_record
 from grading.models.reach import Reach
 from reviewer.models import AssignmentRule, Pool
+from reviewer.queue.reads import applications_unknown
 from reviewer.setup.pools import queue_reaches
 
 # Past this, `routed_at + hours` leaves the range of a datetime and every claim in the org would fail; a rule
 # meant to last longer than a year means "while it waits" (no hours).
 HOURS_MAX = 24 * 365
+# No rule stands here: the place a rule passes through while two swap (positions are unique per org, checked row by
+# row, and a position is from 1).
+_PASSING = 0
 
 
 def rule_add(
@@ -39,9 +45,10 @@ def rule_add(
             audit_record(action="assignment_rule.create", org=org, actor=actor, target=rule, detail=rule_dict(rule))
             return f"added: {rule_line(rule)}"
         if not replace:
-            raise CommandError(
+            raise ChangeRefused(
                 f"position {position} in {org.slug} is taken by: {rule_text(taken)}; "
-                "add --replace to replace that rule, or leave out --position to add this one last"
+                "add --replace to replace that rule, or leave out --position to add this one last",
+                field="position",
             )
         was = rule_dict(taken)
         was_text = rule_text(taken)
@@ -56,6 +63,42 @@ def rule_add(
     return f"replaced: {rule_line(taken)} (was {was_text})"
 
 
+def rule_move(*, org: Org, position: int, earlier: bool, actor: AbstractBaseUser | None = None) -> str:
+    """Swap the rule at `position` with the one before it (`earlier`) or after it: which of the two decides an item
+    that both match. Audited per rule moved (`assignment_rule.move`, with where it was)."""
+    with transaction.atomic():
+        org_lock(org)
+        rules = AssignmentRule.objects.select_related("org", "person", "pool").filter(org=org)
+        rule = rules.filter(position=position).first()
+        if rule is None:
+            raise ChangeRefused(
+                f"no assignment rule at position {position} in {org.slug}; nothing moved", field="position"
+            )
+        neighbours = (
+            rules.filter(position__lt=position).order_by("-position")
+            if earlier
+            else rules.filter(position__gt=position).order_by("position")
+        )
+        neighbour = neighbours.first()
+        if neighbour is None:
+            return f"unchanged: {rule_line(rule)} is the {'first' if earlier else 'last'} rule"
+        to = neighbour.position
+        _rule_place(neighbour, _PASSING)
+        _rule_place(rule, to)
+        _rule_place(neighbour, position)
+        for moved, was in ((rule, position), (neighbour, to)):
+            audit_record(
+                action="assignment_rule.move", org=org, actor=actor, target=moved,
+                detail=rule_dict(moved) | {"was_position": was},
+            )  # fmt: skip
+    return f"moved: {rule_line(rule)} (was at {position})"
+
+
+def _rule_place(rule: AssignmentRule, position: int) -> None:
+    rule.position = position
+    rule.save(update_fields=["position"])
+
+
 def rule_remove(*, org: Org, position: int, actor: AbstractBaseUser | None = None) -> str:
     with transaction.atomic():
         rule = (
@@ -65,7 +108,9 @@ def rule_remove(*, org: Org, position: int, actor: AbstractBaseUser | None = Non
             .first()
         )
         if rule is None:
-            raise CommandError(f"no assignment rule at position {position} in {org.slug}; nothing removed")
+            raise ChangeRefused(
+                f"no assignment rule at position {position} in {org.slug}; nothing removed", field="position"
+            )
         # Recorded first: once deleted, the rule has no pk left to name.
         audit_record(action="assignment_rule.delete", org=org, actor=actor, target=rule, detail=rule_dict(rule))
         rule.delete()
@@ -82,20 +127,26 @@ def rule_fields(
     warn: Callable[[str], None],
 ) -> dict:
     """The AssignmentRule fields of a rule for `person` or the pool named `pool` (`selection`: the kind, application
-    and reason as `selectors.fields` reads them), refused unless its assignee can claim what it names."""
+    and reason as `selectors.fields` reads them), refused unless the org knows the application it names (a typo would
+    make a rule that picks nothing) and its assignee can claim what it names."""
     selected = selectors.fields(selection, what="rule")
     kind, application, reason = selected["kind"], selected["application"], selected["reason"]
+    if application and (refusal := applications_unknown(org, [application])):
+        raise ChangeRefused(refusal, field="application")
     if hours is not None and not 1 <= hours <= HOURS_MAX:
-        raise CommandError(f"--hours must be from 1 to {HOURS_MAX}; leave it out for as long as the item waits")
+        raise ChangeRefused(
+            f"--hours must be from 1 to {HOURS_MAX}; leave it out for as long as the item waits", field="hours"
+        )
     fields = selected | {"hours": hours}
     if pool is not None:
         return fields | {"pool": _pool(org, pool), "person": None}
-    reach = queue_reaches(org, [person])[person.pk]
+    reach = queue_reaches(org, [person], field="person")[person.pk]
     username = person.get_username()
     if not _covers_named(reach, kind, application):
-        raise CommandError(
+        raise ChangeRefused(
             f"{username} cannot claim {selectors.matched_text(kind, application, reason)} in {org.slug}: "
-            f"their reach there is {reach_text(reach)}"
+            f"their reach there is {reach_text(reach)}",
+            field="person",
         )
     # Allowed: a team lead may want the billing conversations of a person who covers only billing. But what
     # they cannot claim stays reserved for them all the same (reservations do not read the assignee's reach).
@@ -111,7 +162,7 @@ def rule_fields(
 def _pool(org: Org, raw: str) -> Pool:
     pool = Pool.objects.filter(org=org, name=raw.strip()).first()
     if pool is None:
-        raise CommandError(f"no pool {raw!r} in {org.slug} (`assign pool` creates one)")
+        raise ChangeRefused(f"no pool {raw!r} in {org.slug} (`assign pool` creates one)", field="pool")
     return pool
 
 

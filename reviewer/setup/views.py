@@ -1,5 +1,6 @@
 """The queue's set-up pages (/setup/): an org's escalation (whom it mails, when it warns), assignment rules (added
-last, removed), pools (who is in each), and service-level targets, listed in the order they decide, added last or
+last or in place of another, moved ahead of or behind a neighbour, removed), pools (who is in each, their names), and
+service-level targets, listed in the order they decide, added last or
 ahead of another, given another duration, moved ahead of or behind a neighbour, removed. Org admins set up their
 orgs, and leads the orgs they lead whole (a lead of part of an org would change when the rest of it is due: a 403,
 as for anyone else).
@@ -15,14 +16,13 @@ from collections.abc import Callable
 from django import forms
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
-from django.core.management.base import CommandError
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
 from grading.management import selectors
-from grading.management.options import duration_text
+from grading.management.options import ChangeRefused, duration_text
 from grading.management.service_targets import (
     minutes_within,
     target_insert,
@@ -33,13 +33,12 @@ from grading.management.service_targets import (
     target_text,
 )
 from grading.models import Org
-from grading.models.reach import Reach
 from grading.reviews.targets import targets_of
 from reviewer.access import org_named, people_of, reaches_in, role_required, setup_org_ids
 from reviewer.models import AssignmentRule, Pool, Role
 from reviewer.pages import bad_request, org_form_page
 from reviewer.queue.assignments import QUEUE_ROLES
-from reviewer.queue.reads import queue_applications
+from reviewer.queue.reads import applications_known, applications_unknown
 from reviewer.setup.escalations import (
     escalation_of,
     escalation_remove,
@@ -55,14 +54,15 @@ from reviewer.setup.forms import (
     OrgForm,
     PoolForm,
     PoolRemoveForm,
+    PoolRenameForm,
     RuleForm,
     TargetAtForm,
     TargetChangeForm,
     TargetForm,
     TargetMoveForm,
 )
-from reviewer.setup.pools import pool_name, pool_remove, pool_set
-from reviewer.setup.rules import rule_add, rule_fields, rule_remove, rule_text
+from reviewer.setup.pools import pool_name, pool_remove, pool_rename, pool_set
+from reviewer.setup.rules import rule_add, rule_fields, rule_move, rule_remove, rule_text
 
 SETUP_ROLES = (Role.LEAD, Role.ORG_ADMIN)
 
@@ -74,9 +74,16 @@ def _org_ids(request: HttpRequest) -> list[int]:
     return org_ids
 
 
-def _said(refusal: CommandError) -> str:
+def _said(refusal: ChangeRefused) -> str:
     """A service's refusal as a page says it: the options it names are the form's fields."""
     return str(refusal).removeprefix("--")
+
+
+def _refused_at(form: forms.Form, refusal: ChangeRefused, *, on_page: dict[str, str] | None = None) -> None:
+    """The refusal on the field it names (`on_page`: where this page shows a field the service calls otherwise), or
+    on the form as a whole when the page has no such field; the page lists it at the top too."""
+    field = (on_page or {}).get(refusal.field, refusal.field)
+    form.add_error(field if field in form.fields else None, _said(refusal))
 
 
 def _removed(
@@ -96,7 +103,7 @@ def _removed(
     org = org_named(org_ids, form.cleaned_data["org"])
     try:
         outcome = remove(org, form.cleaned_data)
-    except CommandError as refusal:
+    except ChangeRefused as refusal:
         return rendered(request, org_ids, refusal=_said(refusal), status=409)
     messages.success(request, outcome)
     return redirect(f"{reverse(page)}#org-{org.pk}")
@@ -117,8 +124,8 @@ def _target_add(request: HttpRequest, org_ids: list[int], form: TargetForm, org:
         fields = selectors.fields(
             {"kind": data["kind"], "application": application or None, "reason": data["reason"]}, what="target"
         )
-    except CommandError as refusal:
-        form.add_error("application", _said(refusal))
+    except ChangeRefused as refusal:
+        _refused_at(form, refusal)
     minutes = _minutes(form)
     if form.errors:
         return _render_targets(request, org_ids, form=form, status=400)
@@ -129,22 +136,27 @@ def _target_add(request: HttpRequest, org_ids: list[int], form: TargetForm, org:
             outcome = target_set(org=org, fields=fields, position=None, replace=False, actor=request.user)
         else:
             outcome = target_insert(org=org, fields=fields, ahead_of=ahead_of, actor=request.user)
-    except CommandError as refusal:
-        form.add_error("ahead_of", _said(refusal))
+    except ChangeRefused as refusal:
+        _refused_at(form, refusal, on_page=_TARGET_FIELDS)
         return _render_targets(request, org_ids, form=form, status=409)
     messages.success(request, outcome)
     return _back(org)
 
 
 def _application_known(form: TargetForm | RuleForm, org: Org) -> str:
-    """The form's application (blank: any), refused at the field unless the org has conversations of it: a typo would
-    make a target or rule that picks nothing."""
+    """The form's application (blank: any), refused at the field unless the org knows it (`applications_known`, the
+    list its select offers): a typo would make a target or rule that picks nothing. Asked here so the refusal comes
+    with the form's others in one round; `rule_fields` asks it again of a rule, for `manage.py assign rule` too (the
+    targets' command is grading's, which knows no memberships, and takes any name)."""
     application = form.cleaned_data["application"].strip()
-    known = queue_applications([Reach(org.pk)])
-    if application and application not in known:
-        named = ", ".join(known) or "none yet"
-        form.add_error("application", f"{org.name} has no application named {application}; its applications: {named}.")
+    if application and (refusal := applications_unknown(org, [application])):
+        form.add_error("application", refusal)
     return application
+
+
+# Where the targets page shows what the service names otherwise: a duration is typed in `within` (with its unit), a
+# new target's place in `ahead_of`.
+_TARGET_FIELDS = {"minutes": "within", "hours": "within", "position": "ahead_of"}
 
 
 def _minutes(form: TargetForm | TargetChangeForm) -> int | None:
@@ -152,8 +164,8 @@ def _minutes(form: TargetForm | TargetChangeForm) -> int | None:
     within, hours = form.cleaned_data["within"], form.cleaned_data["unit"] == HOURS
     try:
         return minutes_within(minutes=None if hours else within, hours=within if hours else None)
-    except CommandError as refusal:
-        form.add_error("within", _said(refusal))
+    except ChangeRefused as refusal:
+        _refused_at(form, refusal, on_page=_TARGET_FIELDS)
         return None
 
 
@@ -173,7 +185,7 @@ def setup_target_change(request: HttpRequest) -> HttpResponse:
     position = form.cleaned_data["position"]
     try:
         outcome = target_minutes_set(org=org, position=position, minutes=minutes, actor=request.user)
-    except CommandError as refusal:
+    except ChangeRefused as refusal:
         return _render_targets(request, org_ids, refusal=_said(refusal), status=409)
     messages.success(request, outcome)
     return _back(org)
@@ -183,6 +195,14 @@ def setup_target_change(request: HttpRequest) -> HttpResponse:
 @role_required(*SETUP_ROLES)
 def setup_target_move(request: HttpRequest) -> HttpResponse:
     """Swaps a target with the one before or after it."""
+    return _moved(request, target_move, _render_targets, page="setup_targets")
+
+
+def _moved(
+    request: HttpRequest, move: Callable[..., str], rendered: Callable[..., HttpResponse], *, page: str
+) -> HttpResponse:
+    """A target or rule moved ahead of or behind its neighbour, from its row's buttons, through its service (`move`
+    says what it did); a refusal re-renders the page saying why (409), nothing written."""
     org_ids = _org_ids(request)
     form = TargetMoveForm(request.POST)
     if not form.is_valid():
@@ -190,11 +210,11 @@ def setup_target_move(request: HttpRequest) -> HttpResponse:
     org = org_named(org_ids, form.cleaned_data["org"])
     earlier = form.cleaned_data["direction"] == EARLIER
     try:
-        outcome = target_move(org=org, position=form.cleaned_data["position"], earlier=earlier, actor=request.user)
-    except CommandError as refusal:
-        return _render_targets(request, org_ids, refusal=_said(refusal), status=409)
+        outcome = move(org=org, position=form.cleaned_data["position"], earlier=earlier, actor=request.user)
+    except ChangeRefused as refusal:
+        return rendered(request, org_ids, refusal=_said(refusal), status=409)
     messages.success(request, outcome)
-    return _back(org)
+    return redirect(f"{reverse(page)}#org-{org.pk}")
 
 
 @require_POST
@@ -228,7 +248,7 @@ def _render_targets(
                 {"target": target, "text": target_text(target), "within": duration_text(target.minutes)}
                 for target in targets_of(org.pk)
             ],
-            "applications": queue_applications([Reach(org.pk)]),
+            "applications": applications_known(org),
             # The form that did not pass, on its own org's card, with what was typed.
             "form": form if isinstance(form, TargetForm) and form.data.get("org") == str(org.pk) else None,
             # The change of a target's duration that did not pass, on its row.
@@ -279,15 +299,15 @@ def setup_pools(request: HttpRequest) -> HttpResponse:
     if form.is_valid():
         try:
             name = pool_name(form.cleaned_data["name"])
-        except CommandError as refusal:
-            form.add_error("name", _said(refusal))
+        except ChangeRefused as refusal:
+            _refused_at(form, refusal)
     if form.errors:
         return _render_pools(request, org_ids, form=form, status=400)
     members = list(people_of(org.pk).filter(pk__in=form.cleaned_data["members"]))
     try:
         outcome = pool_set(org=org, name=name, members=members, actor=request.user)
-    except CommandError as refusal:  # a member's queue role revoked since the page was shown
-        form.add_error("members", _said(refusal))
+    except ChangeRefused as refusal:  # a member's queue role revoked since the page was shown
+        _refused_at(form, refusal)
         return _render_pools(request, org_ids, form=form, status=409)
     messages.success(request, outcome)
     return redirect(f"{reverse('setup_pools')}#org-{org.pk}")
@@ -306,8 +326,41 @@ def setup_pool_remove(request: HttpRequest) -> HttpResponse:
     )
 
 
+@require_POST
+@role_required(*SETUP_ROLES)
+def setup_pool_rename(request: HttpRequest) -> HttpResponse:
+    """Gives a pool another name; its members, and the assignments and rules that name it, stay with it."""
+    org_ids = _org_ids(request)
+    form = PoolRenameForm(request.POST)
+    typed_well = form.is_valid()
+    if {"org", "name"} & set(form.errors):  # the page's own fields: only a hand-made request gets them wrong
+        return bad_request(form)
+    org = org_named(org_ids, form.cleaned_data["org"])
+    to = None
+    if typed_well:
+        try:
+            to = pool_name(form.cleaned_data["to"], option="--to")
+        except ChangeRefused as refusal:
+            _refused_at(form, refusal)
+    if form.errors:
+        return _render_pools(request, org_ids, rename=form, status=400)
+    try:
+        outcome = pool_rename(org=org, name=form.cleaned_data["name"], to=to, actor=request.user)
+    except ChangeRefused as refusal:  # the name taken, or the pool gone, since the page was shown
+        _refused_at(form, refusal)
+        return _render_pools(request, org_ids, rename=form, status=409)
+    messages.success(request, outcome)
+    return redirect(f"{reverse('setup_pools')}#org-{org.pk}")
+
+
 def _render_pools(
-    request: HttpRequest, org_ids: list[int], *, form: PoolForm | None = None, refusal: str = "", status: int = 200
+    request: HttpRequest,
+    org_ids: list[int],
+    *,
+    form: PoolForm | None = None,
+    rename: PoolRenameForm | None = None,
+    refusal: str = "",
+    status: int = 200,
 ) -> HttpResponse:
     typed_org = form.data.get("org") if form is not None else None
     ticked = {int(raw) for raw in form.data.getlist("members") if raw.isdigit()} if form is not None else set()
@@ -322,10 +375,12 @@ def _render_pools(
             "form": form if typed_org == str(org.pk) else None,
             # What the form that did not pass had ticked, ticked again.
             "ticked": ticked if typed_org == str(org.pk) else set(),
+            # The renaming that did not pass, on its pool's row.
+            "rename": rename if rename is not None and rename.data.get("org") == str(org.pk) else None,
         }
         for org in Org.objects.filter(pk__in=org_ids).order_by("slug")
     ]
-    context = {"orgs": orgs, "form": form, "refusal": refusal, "nav_active": "setup_targets"}
+    context = {"orgs": orgs, "form": form or rename, "refusal": refusal, "nav_active": "setup_targets"}
     return render(request, "reviewer/setup/pools.html", context, status=status)
 
 
@@ -345,6 +400,10 @@ def _assignees(org: Org) -> list[tuple[str, str]]:
 def setup_rules(request: HttpRequest) -> HttpResponse:
     """GET lists each org's assignment rules in the order they decide; POST adds one after the last."""
     return org_form_page(request, _org_ids(request), RuleForm, _render_rules, _rule_add)
+
+
+# Where the rules page shows what the service names otherwise: one list of pools and people.
+_RULE_FIELDS = {"person": "assignee", "pool": "assignee", "position": "replaces"}
 
 
 def _rule_add(request: HttpRequest, org_ids: list[int], form: RuleForm, org: Org) -> HttpResponse:
@@ -370,24 +429,28 @@ def _rule_add(request: HttpRequest, org_ids: list[int], form: RuleForm, org: Org
                 pool=pool,
                 warn=warnings.append,
             )
-        except CommandError as refusal:
-            said = _said(refusal)
-            form.add_error(_rule_field_of(said), said)
+        except ChangeRefused as refusal:
+            _refused_at(form, refusal, on_page=_RULE_FIELDS)
     if form.errors:
         return _render_rules(request, org_ids, form=form, status=400)
-    outcome = rule_add(org=org, position=None, replace=False, fields=fields, actor=request.user)
+    # In place of a rule (as the command's `rule --position N --replace`), or after the last.
+    replaces = data["replaces"]
+    try:
+        outcome = rule_add(org=org, position=replaces, replace=replaces is not None, fields=fields, actor=request.user)
+    except ChangeRefused as refusal:  # no position left after the last
+        _refused_at(form, refusal, on_page=_RULE_FIELDS)
+        return _render_rules(request, org_ids, form=form, status=409)
     messages.success(request, outcome)
     for warning in warnings:
         messages.warning(request, warning)
     return redirect(f"{reverse('setup_rules')}#org-{org.pk}")
 
 
-def _rule_field_of(said: str) -> str:
-    """The field a refusal of `rule_fields` is about: it names hours, or a draft rule naming an application, or else
-    its assignee (no such pool; a person who cannot claim what the rule picks)."""
-    if said.startswith("hours"):
-        return "hours"
-    return "application" if said.startswith("drafts") else "assignee"
+@require_POST
+@role_required(*SETUP_ROLES)
+def setup_rule_move(request: HttpRequest) -> HttpResponse:
+    """Swaps a rule with the one before or after it: which of the two decides an item both match."""
+    return _moved(request, rule_move, _render_rules, page="setup_rules")
 
 
 @require_POST
@@ -413,7 +476,7 @@ def _render_rules(
                 {"rule": rule, "text": rule_text(rule)}
                 for rule in AssignmentRule.objects.filter(org=org).select_related("person", "pool").order_by("position")
             ],
-            "applications": queue_applications([Reach(org.pk)]),
+            "applications": applications_known(org),
             "assignees": _assignees(org),
             "form": form if typed_org == str(org.pk) else None,
         }
@@ -444,14 +507,14 @@ def _escalation_set(request: HttpRequest, org_ids: list[int], form: EscalationFo
     data = form.cleaned_data
     try:
         given = {"warn_minutes": warn_minutes_checked(data["warn_minutes"])}
-    except CommandError as refusal:
-        form.add_error("warn_minutes", _said(refusal))
+    except ChangeRefused as refusal:
+        _refused_at(form, refusal)
         return _render_escalation(request, org_ids, form=form, status=400)
     given |= {"to_assignees": data["to_assignees"], "to_leads": data["to_leads"]}
     try:
         outcome, warning = escalation_set(org=org, given=given, actor=request.user)
-    except CommandError as refusal:  # it would tell nobody
-        form.add_error(None, _said(refusal))
+    except ChangeRefused as refusal:  # it would tell nobody
+        _refused_at(form, refusal)
         return _render_escalation(request, org_ids, form=form, status=400)
     messages.success(request, outcome)
     if warning:

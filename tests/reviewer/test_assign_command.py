@@ -9,6 +9,7 @@ from django.utils import timezone
 
 from grading.models import AuditEvent
 from reviewer.models import Assignment, AssignmentRule, Membership, Pool, Role
+from tests.builders.conversations import applications_of
 from tests.builders.people import make_person
 from tests.builders.queue_items import draft_item
 
@@ -279,11 +280,17 @@ def test_replace_at_a_free_position_adds_the_rule(org, team):
         (["--person", "riley"], "not operator or lead in northwind: riley"),
         (["--person", "mallory"], "not operator or lead in northwind: mallory"),
         (["--person", "cy", "--application", "support"], "cy cannot claim any kind · support · any reason"),
+        # A typo, refused as the set-up page refuses it, with the org's applications.
+        (
+            ["--person", "ann", "--application", "suport"],
+            "Northwind has no application named suport; its applications: billing, support.",
+        ),
         (["--person", "dee", "--kind", "conversation"], "their reach there is drafts only"),
         (["--person", "dee", "--application", "billing"], "dee cannot claim"),
     ],
 )
 def test_every_refused_rule_says_why_and_writes_nothing(org, other_org, team, args, says):
+    applications_of(org, "support")  # and billing, which cy's reach names
     pool("billing", "ann")
     Pool.objects.create(org=other_org, name="globex-pool")
     events = AuditEvent.objects.count()
@@ -357,3 +364,30 @@ def test_each_rule_write_leaves_an_audit_event_naming_the_rule(org, team):
         "hours": None,
     }
     assert [event.detail for event in events] == [as_dict, as_dict]
+
+
+def test_rule_move_swaps_a_rule_with_its_neighbour_as_the_page_does(org, team):
+    pool("billing", "ann")
+    rule("--pool", "billing", "--hours", "1")
+    rule("--person", "bob", "--hours", "2")
+    assert "moved: northwind  1  any kind · any application · any reason  → bob  for 2 h (was at 2)" in assign(
+        "rule-move", *IN_NORTHWIND, "--position", "2", "--earlier"
+    )
+    assert list(AssignmentRule.objects.order_by("position").values_list("hours", flat=True)) == [2, 1]
+    assert "is the last rule" in assign("rule-move", *IN_NORTHWIND, "--position", "2", "--later")
+    with pytest.raises(CommandError, match="no assignment rule at position 3 in northwind; nothing moved"):
+        assign("rule-move", *IN_NORTHWIND, "--position", "3", "--later")
+    assert actions()[-2:] == ["assignment_rule.move", "assignment_rule.move"]
+
+
+def test_pool_rename_gives_a_pool_another_name_keeping_its_members_and_rules(org, team):
+    pool("billing", "ann")
+    pool("support", "bob")
+    rule("--pool", "billing")
+    assert assign("pool-rename", *BILLING_POOL, "--to", "billing-emea") == (
+        "renamed: northwind  billing-emea  ann (was billing)\n"
+    )
+    assert AssignmentRule.objects.get().pool.name == "billing-emea"
+    with pytest.raises(CommandError, match="northwind has a pool 'support' already"):
+        assign("pool-rename", *IN_NORTHWIND, "--name", "billing-emea", "--to", "support")
+    assert actions()[-1] == "pool.rename"

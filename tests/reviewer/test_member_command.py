@@ -7,6 +7,7 @@ from django.core.management import CommandError, call_command
 
 from grading.models import AuditEvent
 from reviewer.models import Membership, Role
+from tests.builders.conversations import applications_of
 from tests.builders.people import make_person
 
 pytestmark = pytest.mark.django_db
@@ -26,6 +27,12 @@ def add(username: str, role: str, *more: str, org: str = "northwind") -> str:
     return member("add", "--org", org, "--user", username, "--role", role, *more)
 
 
+@pytest.fixture
+def known(org):
+    """Northwind's applications: billing and support-bot (a membership names only applications its org knows)."""
+    applications_of(org, "billing", "support-bot")
+
+
 def reach(username: str, role: Role) -> tuple[list[str] | None, bool]:
     membership = Membership.objects.get(user__username=username, role=role)
     return membership.applications, membership.drafts
@@ -36,7 +43,7 @@ def test_it_adds_a_whole_org_membership_without_applications(org, roleless):
     assert reach("riley", Role.OPERATOR) == (None, True)
 
 
-def test_it_adds_a_membership_limited_to_applications_with_drafts_unless_told_not_to(org, roleless):
+def test_it_adds_a_membership_limited_to_applications_with_drafts_unless_told_not_to(org, roleless, known):
     add("riley", "operator", "--applications", " support-bot, billing ,support-bot")
     assert reach("riley", Role.OPERATOR) == (["billing", "support-bot"], True)
     add("riley", "stakeholder", "--applications", "billing", "--no-drafts")
@@ -48,7 +55,7 @@ def test_an_empty_applications_list_with_drafts_means_drafts_only(org, roleless)
     assert reach("riley", Role.OPERATOR) == ([], True)
 
 
-def test_adding_again_changes_the_reach_of_that_membership_and_no_other(org, other_org, roleless):
+def test_adding_again_changes_the_reach_of_that_membership_and_no_other(org, other_org, roleless, known):
     add("riley", "operator")
     add("riley", "operator", org="globex")
     output = add("riley", "operator", "--applications", "billing", "--no-drafts")
@@ -89,7 +96,7 @@ def test_every_refused_add_says_why_and_writes_nothing(org, roleless, args, says
     assert not AuditEvent.objects.exists()
 
 
-def test_a_refused_change_leaves_the_membership_as_it_was(org, roleless):
+def test_a_refused_change_leaves_the_membership_as_it_was(org, roleless, known):
     add("riley", "operator", "--applications", "billing")
     events = AuditEvent.objects.count()
     with pytest.raises(CommandError, match="nothing"):
@@ -99,11 +106,14 @@ def test_a_refused_change_leaves_the_membership_as_it_was(org, roleless):
 
 
 def test_an_application_name_of_exactly_100_characters_is_allowed(org, roleless):
+    applications_of(org, "x" * 100)
     add("riley", "operator", "--applications", "x" * 100)
     assert reach("riley", Role.OPERATOR) == (["x" * 100], True)
 
 
-def test_list_shows_each_membership_with_what_it_covers_of_every_org_unless_one_is_named(org, other_org, roleless):
+def test_list_shows_each_membership_with_what_it_covers_of_every_org_unless_one_is_named(
+    org, other_org, roleless, known
+):
     make_person("dana", org, Role.OPERATOR, Role.CRITERIA_ADMIN)
     make_person("mallory", other_org, Role.OPERATOR)
     add("riley", "operator", "--applications", "support-bot,billing")
@@ -137,7 +147,7 @@ def test_removing_a_membership_that_does_not_exist_is_an_error_and_writes_nothin
     assert not AuditEvent.objects.exists()
 
 
-def test_each_add_change_and_remove_leaves_an_audit_event_naming_the_membership(org, roleless):
+def test_each_add_change_and_remove_leaves_an_audit_event_naming_the_membership(org, roleless, known):
     add("riley", "operator")
     membership = Membership.objects.get(user=roleless)
     add("riley", "operator", "--applications", "billing")
@@ -156,3 +166,11 @@ def test_each_add_change_and_remove_leaves_an_audit_event_naming_the_membership(
         "after": {"applications": ["billing"], "drafts": True},
     }
     assert deleted == {"user": "riley", "role": "operator", "applications": ["billing"], "drafts": True}
+
+
+def test_it_refuses_an_application_the_org_does_not_know_as_the_org_page_does(org, roleless, known):
+    with pytest.raises(CommandError) as refused:
+        add("riley", "operator", "--applications", "biling")
+    assert "Northwind has no application named biling; its applications: billing, support-bot." in str(refused.value)
+    assert not Membership.objects.filter(user=roleless).exists()
+    assert not AuditEvent.objects.exists()

@@ -116,16 +116,8 @@ def criteria_version(request: HttpRequest, pk: int) -> HttpResponse:
     if not form.is_valid():
         return _render_version(request, version, form, status=400)
     try:
-        saved = criteria_update(
-            version=version,
-            actor=request.user,
-            revision=form.cleaned_data["revision"],
-            rubric=form.cleaned_data["rubric"],
-            rules=form.rules_document(),
-            checks=form.checks_document(),
-            **form.slots_setting(),
-            **form.judge_setting(),
-        )
+        revision = form.cleaned_data["revision"]
+        saved = criteria_update(version=version, actor=request.user, revision=revision, **form.edit())
     except CriteriaImmutable as refused:  # published by someone else while this form was open
         version.refresh_from_db()
         return _render_version(request, version, None, refusal=str(refused), status=409)
@@ -142,7 +134,7 @@ def criteria_version(request: HttpRequest, pk: int) -> HttpResponse:
             "from theirs."
         )
         return _render_version(request, version, form, refusal=refusal, status=409)
-    except CriteriaInvalid as invalid:
+    except CriteriaInvalid as invalid:  # what the form could not know: worked examples added meanwhile
         form.add_service_errors(invalid.errors)
         return _render_version(request, version, form, status=400)
     messages.success(request, f"Saved {saved} (revision {saved.revision}).")

@@ -10,12 +10,8 @@ from grading.management import selectors
 from grading.management.orgs import org_from_option
 from grading.models import Org
 from reviewer.models import AssignmentRule, Pool
-from reviewer.setup.pools import listed, pool_line, pool_name, pool_remove, pool_set
-from reviewer.setup.rules import rule_add, rule_fields, rule_line, rule_remove
-
-# Past this, `routed_at + hours` leaves the range of a datetime and every claim in the org would fail; a rule
-# meant to last longer than a year means "while it waits" (no --hours).
-HOURS_MAX = 24 * 365
+from reviewer.setup.pools import listed, pool_line, pool_name, pool_remove, pool_rename, pool_set
+from reviewer.setup.rules import rule_add, rule_fields, rule_line, rule_move, rule_remove
 
 
 class Command(BaseCommand):
@@ -32,6 +28,9 @@ class Command(BaseCommand):
             "pool-remove", help="delete a pool, with the assignments and rules that name it"
         )
         _add_pool_arguments(pool_remove)
+        pool_rename = actions.add_parser("pool-rename", help="give a pool another name (its members, rules stay)")
+        _add_pool_arguments(pool_rename)
+        pool_rename.add_argument("--to", required=True, help="the pool's new name, unique in the org")
         pools = actions.add_parser("pools", help="list pools and their members, of every org unless --org")
         pools.add_argument("--org", help="org slug")
 
@@ -42,6 +41,12 @@ class Command(BaseCommand):
         assignee.add_argument("--pool", help="name of a pool of the org")
         rule.add_argument("--hours", type=int, help="for how long once the item waits (default: as long as it waits)")
         selectors.add_listing_and_removal(actions, listing="rules", removal="rule-remove", what="assignment rule")
+        rule_move = actions.add_parser("rule-move", help="swap a rule with the one before (--earlier) or after it")
+        rule_move.add_argument("--org", required=True, help="org slug")
+        rule_move.add_argument("--position", type=int, required=True)
+        direction = rule_move.add_mutually_exclusive_group(required=True)
+        direction.add_argument("--earlier", action="store_true")
+        direction.add_argument("--later", action="store_true")
 
     def handle(self, *args, action: str, org: str | None, **options) -> None:
         if action == "pools":
@@ -57,6 +62,9 @@ class Command(BaseCommand):
             self.stdout.write(pool_set(org=the_org, name=name, members=members))
         elif action == "pool-remove":
             self.stdout.write(pool_remove(org=the_org, name=pool_name(options["name"])))
+        elif action == "pool-rename":
+            name, to = pool_name(options["name"]), pool_name(options["to"], option="--to")
+            self.stdout.write(pool_rename(org=the_org, name=name, to=to))
         elif action == "rule":
             position = selectors.position_to_set(options, what="rule")
             person = None if options["person"] is None else _users([options["person"].strip()])[0]
@@ -69,6 +77,9 @@ class Command(BaseCommand):
                 warn=self.stderr.write,
             )
             self.stdout.write(rule_add(org=the_org, position=position, replace=options["replace"], fields=fields))
+        elif action == "rule-move":
+            position = selectors.position_option(options["position"])
+            self.stdout.write(rule_move(org=the_org, position=position, earlier=options["earlier"]))
         else:
             self.stdout.write(rule_remove(org=the_org, position=selectors.position_option(options["position"])))
 

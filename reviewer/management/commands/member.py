@@ -14,6 +14,7 @@ from reviewer.orgadmin.members import (
     WHOLE_ORG_ROLES,
     MembershipExists,
     MembershipRefused,
+    applications_checked,
     membership_grant,
     membership_revoke,
     membership_scope,
@@ -46,6 +47,10 @@ class Command(BaseCommand):
         role = Role(options["role"])
         if action == "add":
             applications = _applications(options["applications"], no_drafts=options["no_drafts"], role=role)
+            try:
+                applications_checked(org=the_org, role=role, applications=applications)
+            except MembershipRefused as refused:
+                raise CommandError(str(refused)) from refused
             self._add(the_org, user, role, applications=applications, drafts=not options["no_drafts"])
         else:
             self._remove(the_org, user, role)

@@ -80,6 +80,25 @@ def test_an_invalid_check_names_each_field_and_writes_nothing(org):
     assert CriteriaVersion.objects.get(pk=version.pk).check_set() == CONVERSATION_DEFAULTS
 
 
+@pytest.mark.parametrize(
+    ("changes", "field", "says"),
+    [
+        ({"passing": ["refund", "shipping"]}, "passing", "the passing categories must be among the categories"),
+        ({"passing": []}, "passing", "a required category check names the categories that pass"),
+        ({"categories": ["refund", "refund"]}, "categories", "categories are distinct lower-case keys"),
+        ({"kind": "verdict", "passing": []}, "categories", "only a category check has categories"),
+    ],
+)
+def test_a_checks_own_rule_is_named_at_the_field_it_asks_to_change(org, changes, field, says):
+    # Said of the check as a whole (its fields read together), each names its field itself: no message is parsed.
+    version = criteria_new_version(org=org, kind=ItemKind.CONVERSATION)
+    document = with_checks(version, INTENT | {"required": True} | changes)
+    with pytest.raises(CriteriaInvalid) as invalid:
+        criteria_update(version=version, checks=document)
+    ((path, messages),) = invalid.value.errors.items()
+    assert path == f"checks.3.{field}" and messages[0].startswith(says)
+
+
 def test_more_than_twelve_checks_or_a_key_used_twice_is_refused_for_the_set(org):
     version = criteria_new_version(org=org, kind=ItemKind.CONVERSATION)
     many = [CITES_POLICY | {"key": f"check_{n}", "rules": []} for n in range(10)]

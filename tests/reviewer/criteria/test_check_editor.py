@@ -318,3 +318,20 @@ def test_a_post_with_a_check_s_rules_cut_short_is_refused_saying_so(admin_client
 def test_the_preview_of_a_version_without_rules_says_the_judge_alone_answers(admin_client, version):
     response = admin_client.get(reverse("criteria_preview", args=[version.pk]), {"n": 20})
     assert "No check of v2 has a rule: the judge alone answers them" in text(response)
+
+
+def test_it_shows_a_rows_own_error_and_the_check_sets_in_one_round(admin_client, version):
+    # The new check's guidance cannot be read (the form's own check); another check's question is empty (the
+    # CheckSet's): both are shown at once, each on its row.
+    data = new_policy_check(version, **{"checks-3-guidance": "Each promise names its policy."})
+    data["checks-1-question"] = ""
+    response = admin_client.post(reverse("criteria_version", args=[version.pk]), data)
+    assert response.status_code == 400
+    rows = response.context["form"].checks.forms
+    assert rows[3].errors == {
+        "guidance": ["Start each answer's guidance with the answer and a colon, e.g. 'pass: ...'."]
+    }
+    assert rows[1].errors == {"question": ["may not be empty"]}
+    summary = text(response.content.decode().split('id="editor-errors"', 1)[1].split("</div>", 1)[0])
+    assert "Not saved: 2 things to fix" in summary
+    assert CriteriaVersion.objects.get(pk=version.pk).revision == version.revision

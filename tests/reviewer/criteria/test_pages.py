@@ -358,3 +358,31 @@ def test_the_publish_plan_says_how_many_peoples_decisions_stop_counting(admin_cl
     response = admin_client.get(reverse("criteria_publish", args=[version.pk]))
     assert response.context["plan"].decided == 1
     assert "1 of these reviews carry a person's decision: it stops counting" in text(response)
+
+
+def test_it_shows_the_forms_and_the_services_errors_in_one_round_each_at_its_field(admin_client, criteria):
+    version = criteria.draft_version
+    # "many" is no number (the form's own check); 11 is a number the rules document refuses (the service's).
+    data = editor_data(version) | {"h2_min_count": "many", "threshold": "11", "filler_phrases": ""}
+    response = admin_client.post(reverse("criteria_version", args=[version.pk]), data)
+    assert response.status_code == 400
+    form = response.context["form"]
+    assert form.errors == {
+        "h2_min_count": ["Enter a whole number."],
+        "threshold": ["must be at most 10"],
+        "filler_phrases": ["List at least one filler phrase: an empty list would switch this check off."],
+    }
+    html = response.content.decode()
+    summary = html.split('id="editor-errors"', 1)[1].split("</div>", 1)[0]
+    assert "Not saved: 3 things to fix" in summary
+    assert "h2 min count: Enter a whole number." in summary and "threshold: must be at most 10" in summary
+    beside = html[html.index('name="threshold"') : html.index('name="band"')]
+    assert "must be at most 10" in beside
+    version.refresh_from_db()
+    assert version.revision == 2
+
+
+def test_a_field_the_form_refused_gets_no_second_error_from_the_service(admin_client, criteria):
+    data = editor_data(criteria.draft_version) | {"threshold": "high", "band": "0.5"}
+    response = admin_client.post(reverse("criteria_version", args=[criteria.draft_version.pk]), data)
+    assert response.context["form"].errors == {"threshold": ["Enter a number."]}

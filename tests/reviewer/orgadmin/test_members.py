@@ -3,13 +3,14 @@ what a membership covers and revokes it; each change audited, bad input refused 
 last org admin kept. Another org's people are neither found nor shown (someone new is invited by address:
 test_invitations.py), and a set-password link dies with any change to the person's memberships."""
 
+import re
 from datetime import UTC, datetime
 
 import pytest
 from django.contrib.auth import get_user_model
 from django.core.management import CommandError, call_command
 
-from grading.models import AuditEvent
+from grading.models import AuditEvent, ServiceTarget
 from reviewer.models import Invitation, Membership, Pool, Role
 from reviewer.orgadmin.members import membership_scope
 from tests.builders.conversations import applications_of
@@ -81,7 +82,7 @@ def test_it_lists_the_orgs_people_with_their_roles_and_reach(client_for, org_adm
 def test_it_gives_a_member_another_role_limited_to_applications_audited(client_for, org_admin, operator, org):
     applications_of(org, "billing", "support")
     response = add(
-        client_for(org_admin), org, "dana", "stakeholder", reach="part", applications=" support, billing ,support"
+        client_for(org_admin), org, "dana", "stakeholder", reach="part", applications=["support", "billing", "support"]
     )
     assert response.status_code == 302
     membership = Membership.objects.get(user=operator, org=org, role=Role.STAKEHOLDER)
@@ -356,9 +357,37 @@ def test_an_application_the_org_does_not_have_is_refused_at_the_field_and_change
     response = add(client, org, "dana", "stakeholder", reach="part", applications="biling")
     assert response.status_code == 400
     html = response.content.decode()
-    assert "Northwind has no application named biling; its applications: billing, support." in html
+    says = "Northwind has no application named biling; its applications: billing, support."
+    assert says in refusal_of(response)  # at the top
+    assert says in html[html.index('id="applications-errors"') :][:300]  # and at the field, with what was chosen
+    assert 'value="dana"' in html and '<option value="part" selected>' in html
     membership = Membership.objects.get(user=operator)
     refused = client.post(f"/org/members/{membership.pk}/scope/", {"reach": "part", "applications": "suport"})
-    assert refused.status_code == 400 and "no application named suport" in refused.content.decode()
+    assert refused.status_code == 400 and "no application named suport" in refusal_of(refused)
+    row = refused.content.decode().split(f'id="membership-{membership.pk}"')[1].split("</tr>")[0]
+    assert "no application named suport" in row[row.index('id="scope-errors"') :]
     assert list(Membership.objects.filter(user=operator).values_list("role", "applications")) == [("operator", None)]
     assert not AuditEvent.objects.filter(action__startswith="membership").exists()
+
+
+def test_it_offers_the_orgs_known_applications_to_choose_from(client_for, org_admin, operator, org):
+    applications_of(org, "billing")
+    ServiceTarget.objects.create(org=org, position=1, application="returns", minutes=60)
+    page = client_for(org_admin).get("/org/").content.decode()
+    add_form = page[page.index('class="inline member-add"') :]
+    assert re.findall(r'<option value="([^"]*)">', add_form[add_form.index('name="applications"') :])[:2] == [
+        "billing",
+        "returns",
+    ]
+
+
+def test_it_scopes_a_person_to_an_application_the_org_names_before_its_first_conversation(
+    client_for, org_admin, operator, org
+):
+    # A lead set a target for the returns assistant, which has had no conversation yet; the member command could
+    # always scope someone to it, and now the page can too.
+    ServiceTarget.objects.create(org=org, position=1, application="returns", minutes=60)
+    response = add(client_for(org_admin), org, "dana", "stakeholder", reach="part", applications=["returns"])
+    assert response.status_code == 302
+    membership = Membership.objects.get(user=operator, role=Role.STAKEHOLDER)
+    assert (membership.applications, membership.drafts) == (["returns"], False)

@@ -112,3 +112,60 @@ def test_it_refuses_to_remove_a_pool_that_is_gone(client_for, org, lead):
     response = client_for(lead).post(reverse("setup_pool_remove"), {"org": org.pk, "name": "billing"})
     assert response.status_code == 409
     assert "no pool &#x27;billing&#x27; in northwind; nothing removed" in response.content.decode()
+
+
+# --- renaming -------------------------------------------------------------------------------------------------------
+
+RENAME = reverse("setup_pool_rename")
+
+
+def test_it_renames_a_pool_keeping_its_members_and_the_rules_naming_it_audited(client_for, org, lead, team):
+    pool = Pool.objects.create(org=org, name="billing")
+    pool.members.set([team["ann"]])
+    AssignmentRule.objects.create(org=org, position=1, pool=pool)
+    client = client_for(lead)
+
+    response = client.post(RENAME, {"org": org.pk, "name": "billing", "to": " billing-emea "})
+
+    assert response.status_code == 302
+    assert "renamed: northwind  billing-emea  ann (was billing)" in client.get(response.url).content.decode()
+    assert pools(org) == {"billing-emea": ["ann"]}
+    assert AssignmentRule.objects.get().pool_id == pool.pk
+    event = AuditEvent.objects.get()
+    assert (event.action, event.actor_id) == ("pool.rename", lead.pk)
+    assert event.detail == {"before": {"name": "billing"}, "after": {"name": "billing-emea"}}
+
+
+@pytest.mark.parametrize(
+    ("to", "status", "says"),
+    [
+        ("  ", 400, "to is empty: a pool needs a name"),
+        ("x" * 101, 400, "pool names are at most 100 characters"),
+        ("support", 409, "northwind has a pool &#x27;support&#x27; already: choose another name"),
+    ],
+)
+def test_it_refuses_a_bad_new_name_at_the_top_and_on_the_pools_row_writing_nothing(
+    client_for, org, lead, to, status, says
+):
+    Pool.objects.create(org=org, name="billing")
+    Pool.objects.create(org=org, name="support")
+    response = client_for(lead).post(RENAME, {"org": org.pk, "name": "billing", "to": to})
+    assert response.status_code == status
+    page = response.content.decode()
+    top = page[page.index('id="form-errors"') :]
+    assert says in top[: top.index("</div>")]
+    row = page[page.index('data-name="billing"') : page.index('data-name="support"')]
+    assert says in row[row.index('id="to-errors"') :]
+    assert pools(org) == {"billing": [], "support": []}
+    assert not AuditEvent.objects.exists()
+
+
+def test_it_refuses_to_rename_a_pool_that_is_gone_or_another_orgs(client_for, org, other_org, lead):
+    Pool.objects.create(org=other_org, name="theirs")
+    client = client_for(lead)
+    gone = client.post(RENAME, {"org": org.pk, "name": "billing", "to": "emea"})
+    assert gone.status_code == 409
+    assert "no pool &#x27;billing&#x27; in northwind; nothing renamed" in gone.content.decode()
+    assert client.post(RENAME, {"org": other_org.pk, "name": "theirs", "to": "mine"}).status_code == 404
+    assert pools(other_org) == {"theirs": []}
+    assert not AuditEvent.objects.exists()
