@@ -6,12 +6,14 @@ application and follows a number to its rows and the export; the org admin narro
 erasure and filters the audit trail. At every page: the page itself never scrolls sideways, no text is squeezed to a
 few characters a line, the page's main action can be tapped, and what the person came for is shown.
 
-What other walks hold is not asserted again here: the measures of the item pages and the dashboard at 390 px and
-200% zoom (test_narrow_windows), the keys each decision takes (test_keystrokes), the set-up pages in full
-(test_queue_setup). Set TOLLGATE_WALK_SHOTS to a directory to keep a screenshot of every page walked."""
+The operator's walk holds what the operator's day in test_queue_flow held (folded in here, now at both widths). What
+other walks hold is not asserted again: the measures of the item pages and the dashboard at 390 px and 200% zoom
+(test_narrow_windows), the keys each decision takes (test_keystrokes), the set-up pages in full (test_queue_setup).
+Set TOLLGATE_WALK_SHOTS to a directory to keep a screenshot of every page walked."""
 
 import json
 import os
+import re
 from datetime import timedelta
 from pathlib import Path
 
@@ -69,11 +71,11 @@ def filed(*reviews: Review) -> None:
 # --- the operator ---------------------------------------------------------------------------------
 
 
-def test_an_operator_claims_next_decides_with_the_keys_and_lands_on_the_next_item(
+def test_an_operator_claims_next_reads_the_evidence_decides_with_the_keys_and_lands_on_the_next_item(
     browser, live_server, org, operator, window
 ):
-    draft = draft_item(org, "how-to-cut-support-costs", minutes_ago=20)
-    conversation = conversation_item(org, "cv-7f3a91", minutes_ago=60)
+    draft = draft_item(org, "how-to-cut-support-costs")
+    conversation = conversation_item(org, "cv-7f3a91")
     filed(draft, conversation)
     tab = tab_for(browser, live_server, operator, "/queue/", window)
 
@@ -82,25 +84,36 @@ def test_an_operator_claims_next_decides_with_the_keys_and_lands_on_the_next_ite
     looks_right(tab, "operator-queue", window)
     in_reach(tab.locator("#claim-next-form button"))
 
-    tab.keyboard.press("n")  # drafts first
+    tab.keyboard.press("n")  # drafts first: a pipeline waits on them
     tab.wait_for_url(f"**/queue/items/{draft.pk}/")
+    assert "Score 6.7 against threshold 7.0" in tab.locator("main").inner_text()
+    assert tab.locator("mark.proof", has_text="Acme Logistics").is_visible()
+    assert tab.get_by_text("The opening warms up for a paragraph").is_visible()
     assert tab.locator(".verdicts").is_visible() and tab.locator(".article").is_visible()
+    assert "lease: 15 min left" in tab.locator("#lease").inner_text()
     looks_right(tab, "operator-draft", window)
     in_reach(tab.locator("#decide-form button[data-key=a]"))
 
     tab.keyboard.press("a")
-    tab.wait_for_url(f"**/queue/items/{conversation.pk}/")  # the next item, claimed
+    tab.wait_for_url(f"**/queue/items/{conversation.pk}/")  # the next item opens, claimed
     assert "Decided: approve on how-to-cut-support-costs" in tab.locator(".flash").inner_text()
+    assert "lease: 15 min left" in tab.locator("#lease").inner_text()
     assert tab.locator("#check-grounded .question").is_visible()  # each check's question beside its answer
-    assert tab.locator(".path .msg").first.is_visible()
     looks_right(tab, "operator-conversation", window)
-    in_reach(tab.locator("#decide-form button[type=submit]").last)
+    in_reach(tab.get_by_role("button", name=re.compile("^Decide")))
 
-    for key in "pfp":
+    tab.get_by_role("link", name="m4").first.click()  # a quoted evidence message scrolls to it in the path
+    assert tab.url.endswith("#msg-5")
+    assert tab.locator("#msg-5").is_visible()
+    assert tab.get_by_text("1 abandoned branch after m3").is_visible()
+    assert tab.locator("#decide-form input:checked").count() == 0  # nothing of the machine's to anchor on
+    for key in "pfp":  # a key per answer: each answers the next check, the last leads to the note
         tab.keyboard.press(key)
+    assert tab.evaluate("document.activeElement.name") == "note"
     tab.keyboard.type("Complete misses the refund's date.")
     tab.keyboard.press("Control+Enter")
     tab.wait_for_url("**/queue/")
+    assert "Nothing is waiting for a human." in tab.locator("#queue-list").inner_text()
     assert Decision.objects.get(review=conversation).checks == {
         "grounded": "pass",
         "complete": "fail",
