@@ -10,9 +10,11 @@ def sign_in(page, username: str, password: str) -> None:
     page.click("button[type=submit]")
 
 
-def signed_in_tab(browser, live_server, person, lands_on: str, *, javascript: bool = True):
-    """A tab of its own for `person`, signed in and landed on `lands_on`, collecting the console's errors."""
-    tab = browser.new_context(base_url=live_server.url, java_script_enabled=javascript).new_page()
+def signed_in_tab(browser, live_server, person, lands_on: str, *, javascript: bool = True, viewport=None):
+    """A tab of its own for `person`, signed in and landed on `lands_on`, collecting the console's errors; in a
+    window of `viewport` ({"width": .., "height": ..}) if given, else Playwright's 1280 by 720."""
+    context = browser.new_context(base_url=live_server.url, java_script_enabled=javascript, viewport=viewport)
+    tab = context.new_page()
     tab.console_errors = []
     tab.on("console", lambda message: message.type == "error" and tab.console_errors.append(message.text))
     sign_in(tab, person.username, PASSWORD)
