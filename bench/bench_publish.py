@@ -31,20 +31,22 @@ from grading.reviews.versions import criteria_active, criteria_new_version, crit
 
 _POPULATE = [
     """INSERT INTO grading_conversation (org_id, external_id, application, closed, started_at, last_activity_at,
-            fingerprint, active_path_ids, branch_count, message_count, updated_at)
+            fingerprint, active_path_ids, branch_count, message_count, updated_at, grading_task_id, end_user)
         SELECT %(org)s, 'c-' || g, 'app-' || (g %% 5), true, now() - interval '2 days', now() - interval '2 days',
-            'fp1:c-' || g, '["m1"]'::jsonb, 0, 1, now()
+            'fp1:c-' || g, '["m1"]'::jsonb, 0, 1, now(), '', ''
         FROM generate_series(1, %(n)s) g""",
-    """INSERT INTO grading_message (conversation_id, external_id, role, content, created_at, hidden, truncated)
-        SELECT c.id, 'm1', 'user', to_jsonb('Where is order ' || c.id || '?'::text), c.started_at, false, false
+    """INSERT INTO grading_message (conversation_id, external_id, role, content, created_at, hidden, truncated, twin)
+        SELECT c.id, 'm1', 'user', to_jsonb('Where is order ' || c.id || '?'::text), c.started_at, false, false, 0
         FROM grading_conversation c WHERE c.org_id = %(org)s AND c.id <= (SELECT min(id) FROM grading_conversation)
             + %(appended)s""",
     """INSERT INTO grading_review (org_id, kind, conversation_id, fingerprint, criteria_version_id, judge, judge_key,
             memory_snapshot, started_at, finished_at, stages, route, reason, detail, checks, sub_scores, findings,
-            judge_issues, memory_used, usage, state)
+            judge_issues, memory_used, usage, state, audit, criteria_fingerprint, confidences, confidence_source,
+            application)
         SELECT %(org)s, 'conversation', c.id, c.fingerprint, %(criteria)s, '{"backend": "bench"}'::jsonb, 'bench', '',
             now() - interval '1 day', now() - interval '1 day', 1, 'pass', '', '', '{}'::jsonb, '{}'::jsonb,
-            '[]'::jsonb, '[]'::jsonb, '{}'::jsonb, '{}'::jsonb, 'current'
+            '[]'::jsonb, '[]'::jsonb, '{}'::jsonb, '{}'::jsonb, 'current', false, '', '{}'::jsonb, '',
+            c.application
         FROM grading_conversation c WHERE c.org_id = %(org)s""",
 ]
 

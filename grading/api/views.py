@@ -16,6 +16,7 @@ from pydantic import BaseModel, model_validator
 
 from grading.api import health
 from grading.api.audit import router as audit_router
+from grading.api.corrections import router as corrections_router
 from grading.api.erasures import router as erasures_router
 from grading.api.keys import api_key_authenticate
 from grading.certify.reads import certification_json
@@ -69,6 +70,7 @@ api = TollgateApi(
 api.add_router("/otlp", otlp_router)
 api.add_router("/", audit_router)
 api.add_router("/", erasures_router)
+api.add_router("/", corrections_router)
 
 
 class WhoAmI(Schema):
@@ -201,6 +203,7 @@ class ConversationOut(Schema):
     not_scorable_reason: str | None
     active_path: list[str]
     branch_count: int
+    metadata: dict[str, str]  # what produced it (release, model, ...): shown and sliced by, never evidence
     review: ReviewOut | None
     waiting: dict | None = None  # no review counts and a spend cap holds its grading: {"reason": "spend_cap", ...}
 
@@ -258,6 +261,7 @@ def _conversation_body(conversation: Conversation, not_scorable_reason: str | No
         "not_scorable_reason": not_scorable_reason,
         "active_path": conversation.active_path_ids,  # the write keeps it equal to the path's ids
         "branch_count": conversation.branch_count,
+        "metadata": conversation.metadata,
         "review": review_out(review) if review else None,
         "waiting": _spend_waiting(conversation) if review is None and not_scorable_reason is None else None,
     }

@@ -44,6 +44,8 @@ def conversation_upsert(*, org: Org, payload: ConversationIn, now: datetime | No
         conversation.active_message_id = payload.active_message_id
         if payload.end_user is not None:
             conversation.end_user = payload.end_user
+        if payload.metadata is not None:
+            conversation.metadata = payload.metadata
         messages, reason = _merge_messages(conversation, payload.messages, now, before)
     return ConversationWrite(conversation, messages, created, reason)
 
@@ -67,6 +69,8 @@ def conversation_append(
             conversation.closed = payload.closed
         if payload.end_user is not None:
             conversation.end_user = payload.end_user
+        if payload.metadata is not None:
+            conversation.metadata = payload.metadata
         messages, reason = _merge_messages(conversation, payload.messages, now, before)
     return ConversationWrite(conversation, messages, not_scorable_reason=reason)
 

@@ -55,6 +55,16 @@ Url = Annotated[HttpUrl, UrlConstraints(max_length=1000)]
 EndUser = Annotated[Identifier, Field(max_length=200)]
 
 
+# What produced an item (a release, a prompt version, a model, an environment, a customer tier): a small map of names
+# to values, kept with the item and shown, never part of its evidence (a change re-grades nothing). Keys are names a
+# person filters by; values are matched, never read as text, so both are identifiers. Omitted: the item keeps its map;
+# given: it replaces the map whole.
+METADATA_KEYS_MAX = 20
+MetadataKey = Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[A-Za-z][A-Za-z0-9_.-]*$")]
+MetadataValue = Annotated[Identifier, Field(min_length=1, max_length=200)]
+Metadata = Annotated[dict[MetadataKey, MetadataValue], Field(max_length=METADATA_KEYS_MAX)]
+
+
 def _not_blank(value: str) -> str:
     if not value.strip():
         raise ValueError("must hold more than white space")
@@ -150,6 +160,7 @@ class ConversationIn(BaseModel):
     active_message_id: ExternalId | None = None
     messages: list[MessageIn] = Field(default_factory=list)
     end_user: EndUser | None = None
+    metadata: Metadata | None = None
 
 
 class MessagesIn(BaseModel):
@@ -161,6 +172,7 @@ class MessagesIn(BaseModel):
     active_message_id: ExternalId | None = None
     closed: bool | None = None
     end_user: EndUser | None = None
+    metadata: Metadata | None = None
 
 
 class FeedbackIn(BaseModel):
@@ -182,6 +194,7 @@ class DraftIn(BaseModel):
     callback_url: Url | None = None
     run_id: Annotated[Identifier, Field(max_length=200)] | None = None
     end_user: EndUser | None = None
+    metadata: Metadata | None = None
 
     @field_validator("source_urls", "callback_url")
     @classmethod

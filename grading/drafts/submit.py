@@ -26,6 +26,7 @@ def draft_save(*, org: Org, payload: DraftIn) -> Draft:
         "callback_url": str(payload.callback_url) if payload.callback_url else "",
         "run_id": payload.run_id or "",
         **({"end_user": payload.end_user} if payload.end_user is not None else {}),
+        **({"metadata": payload.metadata} if payload.metadata is not None else {}),
     }
     fields["fingerprint"] = draft_fingerprint(
         title=fields["title"], body=fields["body"], source_urls=fields["source_urls"]

@@ -6,7 +6,8 @@ waiting for their other part that would make or extend it), every review of it (
 on a review (decisions, people's answers, webhook deliveries and evaluation exports, and the people side's claims,
 assignments and notices, which the ORM's cascade takes: grading names no table of theirs), labels, the org learnings
 drawn from its decisions (with their embeddings) and their text wherever another draft's review quoted them, the worked
-examples quoting it (a published version's too: the judge stops reading them), and its place in criteria trials.
+examples quoting it (a published version's too: the judge stops reading them), its corrections (a corrected body or an
+expected reply: they hold its text), and its place in criteria trials.
 
 What stays: content-free tombstones. The erasure row counts what went; one audit event `item.erase` per item names
 it by id with counts only, and who asked (the person or the API key; the retention pass asks as the machine, and
@@ -31,6 +32,7 @@ from grading.models import (
     Answer,
     AuditEvent,
     Conversation,
+    Correction,
     CriteriaExample,
     CriteriaTrial,
     CriteriaVersion,
@@ -101,6 +103,8 @@ def items_erase(
     _examples_erase(org, kind, items, batch)
     _trials_rewrite(trial_ids, set(batch.items), set(review_ids))
     batch.counts.update(_deleted(MemoryItem.objects.filter(pk__in=learnings)))
+    # Named rather than left to the reviews' cascade: they hold the item's text and the person's.
+    batch.counts.update(_deleted(Correction.objects.filter(**{f"{subject}__in": batch.items})))
     batch.counts.update(_deleted(Answer.objects.filter(review_id__in=review_ids)))
     batch.counts.update(_deleted(Decision.objects.filter(review_id__in=review_ids)))
     batch.counts.update(_deleted(Review.objects.filter(pk__in=review_ids)))

@@ -317,15 +317,22 @@ def message(
 
 
 def conversation(
-    *, external_id: str, application: str | None, active_message_id: str | None, messages: list[dict[str, Any]]
+    *,
+    external_id: str,
+    application: str | None,
+    active_message_id: str | None,
+    messages: list[dict[str, Any]],
+    metadata: Any = None,
 ) -> dict[str, Any]:
-    """The canonical payload. Imports are historical exports, so they are closed: nothing is still in progress."""
+    """The canonical payload. Imports are historical exports, so they are closed: nothing is still in progress.
+    `metadata` is what the export says produced the conversation (a model), validated with the rest."""
     return {
         "external_id": external_id,
         "application": application,
         "closed": True,
         "active_message_id": active_message_id,
         "messages": messages,
+        **({"metadata": metadata} if metadata is not None else {}),
     }
 
 

@@ -27,6 +27,7 @@ Mapping decisions (the evidence contract depends on them):
   Other content types keep their text fields (`code`/`execution_output` `text`, browsing `result`, custom
   instructions); a content type with no text is kept whole as one dict part.
 - **Times.** `create_time` (epoch seconds) becomes ISO-8601 UTC.
+- **Metadata.** `default_model_slug` becomes the conversation's `model`.
 """
 
 from __future__ import annotations
@@ -92,6 +93,7 @@ def _parse_conversation(raw: Any) -> dict[str, Any]:
         application=None,
         active_message_id=_active_message_id(raw.get("current_node"), tree),
         messages=order_parents_first(messages),
+        metadata={"model": slug} if isinstance(slug := raw.get("default_model_slug"), str) and slug else None,
     )
 
 

@@ -1,7 +1,8 @@
 """OpenAI chat messages: a JSON array or JSONL of conversations.
 
 A conversation is either a bare list of chat messages or an object
-`{"external_id" | "id" | "conversation_id": ..., "application"?: ..., "active_message_id"?: ..., "messages": [...]}`.
+`{"external_id" | "id" | "conversation_id": ..., "application"?: ..., "active_message_id"?: ..., "metadata"?: {...},
+"messages": [...]}`.
 A top-level array whose items are all messages (objects with a `role` and no `messages`) is one conversation.
 
 Messages carry `role`, `content` (text, parts or null), `tool_calls`, `tool_call_id`, `name`, and optionally `id`,
@@ -82,6 +83,7 @@ def _parse_conversation(raw: Any) -> dict[str, Any]:
         application=optional_str(envelope.get("application"), "application"),
         active_message_id=active_message_id,
         messages=order_parents_first(messages),
+        metadata=envelope.get("metadata"),
     )
 
 

@@ -15,6 +15,7 @@ Mapping decisions:
   export), which is what "truncated by the source" means; a missing `done` (older exports) is not truncated.
 - **Times.** `timestamp` may be epoch seconds or milliseconds; both become ISO-8601 UTC.
 - No `name` is set: the assistant's `model` identifies the backend, not a participant, and must not reach the judge.
+  The chat's `models` become its metadata's `model` instead: kept with the conversation, never evidence.
 """
 
 from __future__ import annotations
@@ -82,7 +83,16 @@ def _parse_conversation(raw: Any) -> dict[str, Any]:
         application=None,
         active_message_id=active_message_id,
         messages=order_parents_first(messages),
+        metadata=_models_of(chat),
     )
+
+
+def _models_of(chat: dict[str, Any]) -> dict[str, str] | None:
+    """The chat's model as metadata (`models` lists the one or several a chat was held with: several are joined)."""
+    models = chat.get("models")
+    if isinstance(models, list) and models and all(isinstance(m, str) and m for m in models):
+        return {"model": ",".join(models)}
+    return None
 
 
 def _from_history(history: dict[str, Any]) -> tuple[list[dict[str, Any]], str | None]:

@@ -42,6 +42,9 @@ class Conversation(models.Model):
     end_user = models.CharField(
         max_length=200, blank=True, help_text="The pipeline's id of the person talking: what an erasure asks by."
     )
+    metadata = models.JSONField(
+        default=dict, blank=True, help_text="What produced it (release, model, ...): names to values; not evidence."
+    )
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
@@ -150,6 +153,9 @@ class Draft(models.Model):
     )
     end_user = models.CharField(
         max_length=200, blank=True, help_text="The pipeline's id of the person it concerns: what an erasure asks by."
+    )
+    metadata = models.JSONField(
+        default=dict, blank=True, help_text="What produced it (release, prompt, ...): names to values; not evidence."
     )
 
     class Meta:

@@ -49,6 +49,7 @@ class PendingCall(models.Model):
     ended_at = models.DateTimeField(null=True, blank=True)
     response_id = models.CharField(max_length=200, blank=True)
     end_user = models.CharField(max_length=200, blank=True, help_text="The span's `enduser.id`, else its resource's.")
+    metadata = models.JSONField(default=dict, blank=True, help_text="What the span names of what produced the call.")
     # What its log records (PendingEvent rows) add up to, kept as they are appended: nothing reads them back to
     # learn whether the call's reply is here or what the call holds.
     replied = models.BooleanField(default=False, help_text="A reply event (the last of a call's) is here.")

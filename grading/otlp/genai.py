@@ -34,8 +34,10 @@ from typing import Any
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
+from pydantic import TypeAdapter, ValidationError
 
 from grading.core.evidence import known_role
+from grading.core.schemas import MetadataKey, MetadataValue
 from grading.otlp import aisdk, openinference
 from grading.otlp.content import content_of
 from grading.otlp.wire import hex_id
@@ -96,6 +98,16 @@ class SpanOrigin:
     application: str
     where: str  # resourceSpans[r].scopeSpans[s].spans[n], for error messages
     end_user: str | None = None  # `enduser.id` of the span, else of its resource: the person the call was for
+    # What produced the call (`METADATA_ATTRIBUTES`), from its resource and then its own attributes: (key, value) pairs.
+    metadata: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True)
+class _About:
+    """Who and what a span's call is about, from the span's attributes over its resource's."""
+
+    end_user: str | None
+    metadata: tuple[tuple[str, str], ...]
 
 
 @dataclass(frozen=True)
@@ -143,15 +155,28 @@ def read_spans(request: ExportTraceServiceRequest) -> ReadSpans:
         application = resource.get("service.name")
         if not isinstance(application, str) or not application:
             application = UNKNOWN_SERVICE
-        end_user = _end_user(resource)
         for s, scope_spans in enumerate(resource_spans.scope_spans):
             for n, span in enumerate(scope_spans.spans):
                 read.span_count += 1
-                _read_span(span, application, f"resourceSpans[{r}].scopeSpans[{s}].spans[{n}]", read, end_user)
+                _read_span(span, application, f"resourceSpans[{r}].scopeSpans[{s}].spans[{n}]", read, resource)
     return read
 
 
 END_USER = "enduser.id"
+# The attributes that become an item's metadata (docs/opentelemetry.md), read from the resource and then the span,
+# the span's winning; besides these, any `tollgate.metadata.<key>` attribute becomes <key>.
+METADATA_ATTRIBUTES = {
+    "service.version": "release",
+    "deployment.environment": "environment",
+    "deployment.environment.name": "environment",
+    "gen_ai.request.model": "model",
+    "llm.model_name": "model",  # OpenInference
+    "ai.model.id": "model",  # the AI SDK
+    "gen_ai.system": "provider",
+    "gen_ai.provider.name": "provider",
+    "gen_ai.agent.name": "agent",
+}
+METADATA_PREFIX = "tollgate.metadata."
 
 
 def _end_user(attributes: dict[str, Any], default: str | None = None) -> str | None:
@@ -160,22 +185,49 @@ def _end_user(attributes: dict[str, Any], default: str | None = None) -> str | N
     return value if isinstance(value, str) and value else default
 
 
-def _read_span(span: Span, application: str, where: str, read: ReadSpans, end_user: str | None = None) -> None:
+def _metadata(*attribute_sets: dict[str, Any]) -> tuple[tuple[str, str], ...]:
+    """The metadata the attribute sets name, later sets winning. A value is taken as text (a version may be sent as a
+    number); a name or value outside the metadata rules is left out rather than refusing the spans: telemetry is not
+    lost over a label."""
+    found: dict[str, str] = {}
+    for attributes in attribute_sets:
+        for name, value in attributes.items():
+            key = METADATA_ATTRIBUTES.get(name)
+            if key is None and name.startswith(METADATA_PREFIX):
+                key = name.removeprefix(METADATA_PREFIX)
+            if key and isinstance(value, str | int | float) and not isinstance(value, bool):
+                found[key] = str(value)
+    return tuple((key, value) for key, value in found.items() if _metadata_allows(key, value))
+
+
+_METADATA_KEY, _METADATA_VALUE = TypeAdapter(MetadataKey), TypeAdapter(MetadataValue)
+
+
+def _metadata_allows(key: str, value: str) -> bool:
+    try:
+        _METADATA_KEY.validate_python(key)
+        _METADATA_VALUE.validate_python(value)
+    except ValidationError:
+        return False
+    return True
+
+
+def _read_span(span: Span, application: str, where: str, read: ReadSpans, resource: dict[str, Any]) -> None:
     if len(span.trace_id) != 16 or not any(span.trace_id):
         raise ContentError(f"{where}.traceId must be 16 bytes and not all zero")
     if len(span.span_id) != 8 or not any(span.span_id):
         raise ContentError(f"{where}.spanId must be 8 bytes and not all zero")
     attributes = attribute_values(span.attributes)
-    end_user = _end_user(attributes, end_user)
+    about = _About(_end_user(attributes, _end_user(resource)), _metadata(resource, attributes))
     for convention in (openinference, aisdk):
         if convention.applies(attributes):
-            _read_convention_span(convention, span, attributes, application, where, read, end_user)
+            _read_convention_span(convention, span, attributes, application, where, read, about)
             return
     operation = attributes.get("gen_ai.operation.name")
     if operation is not None and not isinstance(operation, str):
         read.ignored += 1  # not an operation the conventions define
         return
-    origin = _origin(span, attributes.get("gen_ai.conversation.id"), application, where, end_user)
+    origin = _origin(span, attributes.get("gen_ai.conversation.id"), application, where, about)
     if operation == TOOL_OPERATION:
         call_id = attributes.get("gen_ai.tool.call.id")
         if "gen_ai.tool.call.result" not in attributes or not isinstance(call_id, str) or not call_id:
@@ -219,11 +271,11 @@ def _read_convention_span(
     application: str,
     where: str,
     read: ReadSpans,
-    end_user: str | None,
+    about: _About,
 ) -> None:
     """A span of a convention read by a module of its own (grading/otlp/openinference.py, aisdk.py), which gives
     its messages in the OpenAI shape; they are validated here as every convention's are."""
-    origin = _origin(span, convention.conversation_id(attributes), application, where, end_user)
+    origin = _origin(span, convention.conversation_id(attributes), application, where, about)
     if (result := convention.tool_result(attributes)) is not None:
         call_id, content = result
         if not isinstance(call_id, str):
@@ -251,7 +303,7 @@ def _read_convention_span(
     read.calls.append(ModelCall(origin, inputs, outputs, response_id if isinstance(response_id, str) else None))
 
 
-def _origin(span: Span, conversation_id: Any, application: str, where: str, end_user: str | None) -> SpanOrigin:
+def _origin(span: Span, conversation_id: Any, application: str, where: str, about: _About) -> SpanOrigin:
     return SpanOrigin(
         trace_id=hex_id(span.trace_id),
         span_id=hex_id(span.span_id),
@@ -260,7 +312,8 @@ def _origin(span: Span, conversation_id: Any, application: str, where: str, end_
         conversation_id=conversation_id if isinstance(conversation_id, str) and conversation_id else None,
         application=application,
         where=where,
-        end_user=end_user,
+        end_user=about.end_user,
+        metadata=about.metadata,
     )
 
 

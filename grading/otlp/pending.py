@@ -69,6 +69,7 @@ SPAN_FIELDS = [
     "ended_at",
     "response_id",
     "end_user",
+    "metadata",
 ]
 EVENT_FIELDS = ["event_count", "stored_bytes", "replied"]
 REFUSED_FIELDS = ["refused", "end_user", "event_count", "stored_bytes", "replied"]
@@ -363,6 +364,7 @@ class _Arrival:
         row.started_at, row.ended_at = origin.started_at, origin.ended_at
         row.response_id = (call.response_id or "")[:200]
         row.end_user = (origin.end_user or "")[:200]
+        row.metadata = dict(origin.metadata)
         self.changed[row.pk] = SPAN_FIELDS
 
     def refuse(self, row: PendingCall, refusal: str) -> None:
@@ -468,6 +470,7 @@ def _call(row: PendingCall, events: list[tuple[str, dict]]) -> ModelCall | None:
         application=row.application,
         where=f"the log records of span {row.span_id}",
         end_user=row.end_user or None,
+        metadata=tuple(row.metadata.items()),
     )
     content = call_content(events, origin.where)  # None: a details event without messages
     inputs, outputs = content or ([], [])

@@ -15,7 +15,7 @@ nothing.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
@@ -25,7 +25,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from grading.conversations.ingest import conversation_append, conversation_limits_check, conversation_upsert
 from grading.core.errors import LimitExceeded
-from grading.core.schemas import ConversationIn, ExternalId, MessageIn, MessagesIn
+from grading.core.schemas import METADATA_KEYS_MAX, ConversationIn, ExternalId, MessageIn, MessagesIn
 from grading.models import Conversation, Message, Org
 from grading.models.otlp import SpanLink
 from grading.otlp.genai import ModelCall, ReadSpans, SpanOrigin, ToolResult, Turn
@@ -241,9 +241,11 @@ def _planned(org: Org, groups: Groups, *, lock: bool) -> tuple[list[_Plan], list
         conversation = stored.get(external_id)
         tree = _Tree(stored_messages[conversation.pk] if conversation else [])
         application = end_user = None
+        metadata = dict(conversation.metadata) if conversation else {}
         for item in groups[external_id]:
             application = application or item.origin.application
             end_user = end_user or item.origin.end_user
+            _metadata_merge(metadata, item.origin.metadata)
             if isinstance(item, ModelCall):
                 _lay_call(tree, item)
             elif not _attach_result(tree, item):
@@ -252,13 +254,21 @@ def _planned(org: Org, groups: Groups, *, lock: bool) -> tuple[list[_Plan], list
                     f"conversation {external_id!r} made tool call {item.call_id!r}"
                 )
         if tree.new:
-            payload = _validated(external_id, conversation, application, tree.new, end_user)
+            payload = _validated(external_id, conversation, application, tree.new, end_user, metadata)
             conversation_limits_check(
                 incoming=payload.messages,
                 total=len(stored_messages[conversation.pk] if conversation else []) + len(tree.new),
             )
             plans.append(_Plan(external_id, conversation, tree.new, payload))
     return plans, rejected
+
+
+def _metadata_merge(metadata: dict[str, str], named: Iterable[tuple[str, str]]) -> None:
+    """Lay a call's metadata over the conversation's: in call order, so the latest call's release is the
+    conversation's. A name beyond the map's limit is left out, as a bad value is (`genai._metadata`)."""
+    for key, value in named:
+        if key in metadata or len(metadata) < METADATA_KEYS_MAX:
+            metadata[key] = value
 
 
 def conversation_key(read: ReadSpans) -> Callable[[SpanOrigin], str]:
@@ -323,12 +333,19 @@ def _attach_result(tree: _Tree, result: ToolResult) -> bool:
 
 
 def _validated(
-    external_id: str, conversation: Conversation | None, application: str | None, new: list, end_user: str | None
+    external_id: str,
+    conversation: Conversation | None,
+    application: str | None,
+    new: list,
+    end_user: str | None,
+    metadata: dict[str, str],
 ) -> ConversationIn | MessagesIn:
     """The new messages as the JSON API's payload, validated as a posted one is (NUL, lone surrogates, sizes), with
-    the end user a span named (`enduser.id`)."""
+    the end user a span named (`enduser.id`) and the metadata the spans name over the stored."""
     messages = [message.model_dump() for message, _, _ in new]
     named = {"end_user": end_user} if end_user is not None else {}
+    if metadata != (conversation.metadata if conversation else {}):
+        named["metadata"] = metadata
     try:
         if conversation is None:
             return ConversationIn.model_validate(

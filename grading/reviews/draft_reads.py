@@ -8,7 +8,13 @@ from grading.reviews.spend import spend_waiting
 def draft_status(draft: Draft) -> dict:
     """The pipeline's view of a draft: the API answer and the webhook body."""
     review = current_review(draft)
-    status = {"id": draft.pk, "external_id": draft.external_id, "run_id": draft.run_id or None, "route": "pending"}
+    status = {
+        "id": draft.pk,
+        "external_id": draft.external_id,
+        "run_id": draft.run_id or None,
+        "metadata": draft.metadata,
+        "route": "pending",
+    }
     if review is None:
         blocked = spend_waiting(org_id=draft.org_id, kind=ItemKind.DRAFT)
         return status | {"score": None, "sub_scores": None, "checks": None, "findings": [], "judge_issues": [],

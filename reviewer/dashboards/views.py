@@ -17,7 +17,7 @@ from grading.models import ItemKind
 from grading.reviews.spend import spend_overview
 from reviewer.access import EVERY_ROLE, orgs_for, reaches_of, role_required
 from reviewer.criteria.reads import admin_org_ids, unpublished_versions
-from reviewer.dashboards import display, export, reads
+from reviewer.dashboards import corrections, display, export, reads
 from reviewer.dashboards.service import service_figures
 from reviewer.models import Role
 from reviewer.queue.assignments import QUEUE_ROLES, org_assignees
@@ -73,6 +73,8 @@ def dashboard(request: HttpRequest) -> HttpResponse:
         "export_csv": links.export("csv"),
         "export_jsonl": links.export("jsonl"),
         "export_drafts_csv": links.export("csv", kind="draft"),
+        "corrections_url": corrections.figures_url(org, scope),
+        "corrections_export": corrections.export_links(org, request.user, scope.as_query()),
         "nav_active": "dashboard",
     }
     return render(request, "reviewer/dashboards/index.html", context)

@@ -75,6 +75,12 @@ class ItemPage:
     # --- the item's standing, and the person's place on it (the actions partial) ---
 
     @cached_property
+    def metadata(self) -> dict[str, str]:
+        """What produced the item (release, model, ...): shown beside its identity, never part of it."""
+        item = self.review.conversation if self.review.conversation_id else self.review.draft
+        return item.metadata
+
+    @cached_property
     def still_counts(self) -> bool:
         return self.review.counts_now
 

@@ -5,6 +5,8 @@ from grading.api.views import api
 
 OPERATION_IDS = {
     "grading_api_audit_get_audit_events",
+    "grading_api_corrections_get_correction_figures",
+    "grading_api_corrections_get_corrections",
     "grading_api_erasures_get_erasure",
     "grading_api_erasures_post_erasure",
     "grading_api_get_conversation",

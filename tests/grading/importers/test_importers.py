@@ -44,6 +44,7 @@ class ContractPayload(BaseModel):
     closed: Literal[True]
     active_message_id: str | None
     messages: list[ContractMessage] = Field(min_length=1)
+    metadata: dict[str, str] | None = None
 
 
 def assert_meets_contract(payload: dict[str, Any]) -> None:

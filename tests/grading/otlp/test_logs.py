@@ -109,6 +109,7 @@ def test_spans_then_their_log_records_give_the_conversation_the_spans_alone_woul
     assert canonical(by_logs["messages"]) == canonical(by_spans["messages"])
     assert by_logs["active_path"][-1] == f"{span_id(4)}:out0"
     assert (by_logs["branch_count"], by_logs["scorable"]) == (1, by_spans["scorable"])
+    assert by_logs["metadata"] == {"provider": "openai"}  # the spans' gen_ai.system, kept while the calls waited
     assert PendingCall.objects.filter(written_at=None).count() == 0
 
 

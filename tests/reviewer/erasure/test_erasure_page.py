@@ -8,6 +8,7 @@ from grading.models import AuditEvent, Conversation, Decision, Erasure, ErasureS
 from grading.models.otlp import PendingCall
 from reviewer.models import Role
 from reviewer.queue.services import claim_take, decision_create
+from tests.builders.corrections import expected_reply
 from tests.builders.people import make_person
 from tests.builders.queue_items import conversation_item
 
@@ -120,3 +121,13 @@ def test_the_preview_and_the_tombstones_name_the_rows_in_words(org, client, oper
     erasure_run(erasure_id=Erasure.objects.get().pk)
     listed = client.get("/erasure/").content.decode().split('class="erasure-done"')[1].split("</tr>")[0]
     assert f"{messages} messages" in listed and "1 review" in listed
+
+
+def test_the_confirm_step_counts_the_items_corrections(org, client, operator):
+    expected_reply(conversation_item(org, "cv-1"), author=operator, reply="What the agent should have said.")
+    client.force_login(make_person("admin", org, Role.ORG_ADMIN))
+
+    confirm = client.post("/erasure/", {"org": org.pk, "scope": ErasureScope.CONVERSATION, "target": "cv-1"})
+
+    shown = confirm.content.decode().split('id="erasure-preview"')[1].split("</p>")[0]
+    assert "<b>1</b> correction" in shown
