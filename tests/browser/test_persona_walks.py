@@ -229,6 +229,7 @@ def test_a_stakeholder_reads_the_first_screen_in_words_opens_the_statistics_and_
     build_world(org, fake_llm, operator)
     tab = signed_in_tab(browser, live_server, stakeholder, "/dashboard/", viewport=WINDOWS[window])
     tab.goto(f"/dashboard/?org={org.slug}&from=2026-W46")
+    tab.wait_for_load_state("networkidle")  # the panels htmx swaps in once the page has loaded are on it too
 
     words = tab.locator("#in-words")
     assert words.bounding_box()["y"] < WINDOWS[window]["height"] / 2  # the words open the first screen
@@ -247,6 +248,7 @@ def test_a_stakeholder_reads_the_first_screen_in_words_opens_the_statistics_and_
     in_reach(tab.locator("#dashboard-filters button[type=submit]"))
     tab.locator("#dashboard-filters button[type=submit]").click()
     tab.wait_for_url("**application=billing**")
+    tab.wait_for_load_state("networkidle")
     assert "billing" in tab.locator("h1").inner_text()
     looks_right(tab, "stakeholder-billing", window)
 
