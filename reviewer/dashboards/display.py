@@ -488,8 +488,11 @@ def in_words(figures: dict, quality: dict, gate: dict, links: Links) -> dict:
         change = {
             "before": before["week"],
             "last": last["week"],
-            "quality_before": _percent(before["quality"]),
-            "quality_last": Linked(_percent(last["quality"]), links.reviews(last["week"], kind=kind, route="pass")),
+            # None where no conversation of the week had every check resolved: said in words, not as a dash.
+            "quality_before": None if before["quality"] is None else _percent(before["quality"]),
+            "quality_last": None
+            if last["quality"] is None
+            else Linked(_percent(last["quality"]), links.reviews(last["week"], kind=kind, route="pass")),
             "passed_before": gate_weeks[-2]["pass"] if len(gate_weeks) >= 2 else 0,
             "passed_last": gate_weeks[-1]["pass"] if gate_weeks else 0,
             "failed_before": gate_weeks[-2]["fail"] if len(gate_weeks) >= 2 else 0,

@@ -8,6 +8,7 @@ and nothing is asked until the confirming POST.
 """
 
 from django import forms
+from django.apps import apps
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
@@ -25,6 +26,31 @@ from reviewer.pages import org_form_page
 SHOWN = 100  # the newest erasures listed
 ASKED_SCOPES = [(scope.value, scope.label) for scope in (ErasureScope.CONVERSATION, ErasureScope.DRAFT,
                                                          ErasureScope.END_USER)]  # fmt: skip
+# The rows an erasure counts by model (grading/erasure/items.py), named as this page's reader says them where the
+# model's own name is not what they would say.
+ROW_WORDS = {
+    "memoryitem": ("org learning", "org learnings"),
+    "criteriaexample": ("worked example", "worked examples"),
+    "feedback": ("thumb", "thumbs"),
+    "claim": ("queue claim", "queue claims"),
+    "notice": ("escalation notice", "escalation notices"),
+    "pendingcall": ("waiting model call", "waiting model calls"),
+    "learning_quote": ("learning quoted in another review", "learnings quoted in other reviews"),
+}
+
+
+def rows_in_words(counts: dict[str, int]) -> list[tuple[int, str]]:
+    """Each kind of row an erasure takes or took, with its count, in words: "5 messages", "1 org learning"."""
+    return [(n, _row_words(name)[0 if n == 1 else 1]) for name, n in sorted(counts.items())]
+
+
+def _row_words(name: str) -> tuple[str, str]:
+    if name in ROW_WORDS:
+        return ROW_WORDS[name]
+    for model in apps.get_models():
+        if model._meta.model_name == name:
+            return str(model._meta.verbose_name), str(model._meta.verbose_name_plural)
+    return name, name
 
 
 class ErasureForm(forms.Form):
@@ -55,7 +81,7 @@ def _erasure_ask(request: HttpRequest, org_ids: list[int], form: ErasureForm, or
         return _render(request, org_ids, form=form, status=400)
     if not form.cleaned_data["confirmed"]:
         confirm = {"org": org, "scope": scope, "scope_label": ErasureScope(scope).label, "target": target,
-                   "erases": erases, "rows": sorted(erases.items())}  # fmt: skip
+                   "erases": erases, "rows": rows_in_words(erases)}  # fmt: skip
         return _render(request, org_ids, confirm=confirm)
     asked = erasure_request(org=org, scope=scope, target=target, requested_by=request.user)
     messages.success(request, f"Erasure {asked.pk} is asked for; a worker erases it in batches.")
@@ -72,7 +98,7 @@ def _render(
         .select_related("org", "requested_by", "api_key")
         .order_by("-requested_at", "-pk")[:SHOWN]
     )
-    rows = [{"erasure": e, "counts": sorted(erasure_counts(e).items())} for e in erasures]
+    rows = [{"erasure": e, "counts": rows_in_words(erasure_counts(e))} for e in erasures]
     context = {"orgs": orgs, "form": form, "confirm": confirm, "rows": rows, "scopes": ASKED_SCOPES,
                **NAV}  # fmt: skip
     return render(request, "reviewer/erasure/index.html", context, status=status)

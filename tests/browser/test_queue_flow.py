@@ -1,4 +1,5 @@
-"""The operator's day in Chromium: claim with the keyboard, read the evidence, decide, see refusals."""
+"""The operator in Chromium: refusals, the note a rejection asks for, the refresh, and the pages without JavaScript.
+Claiming with the keyboard, reading the evidence and deciding are the operator's walk in test_persona_walks."""
 
 import re
 
@@ -8,7 +9,7 @@ from grading.models import AuditEvent, Decision
 from reviewer.models import Claim
 from tests.builders.browser import sign_in
 from tests.builders.people import PASSWORD
-from tests.builders.queue_items import conversation_item, draft_item, resubmit
+from tests.builders.queue_items import draft_item, resubmit
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -16,43 +17,6 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 def open_queue(page, operator) -> None:
     sign_in(page, operator.username, PASSWORD)
     page.wait_for_url("**/queue/")
-
-
-def test_an_operator_claims_with_the_keyboard_reads_the_evidence_and_decides(page, operator, org):
-    draft = draft_item(org, "how-to-cut-support-costs")
-    conversation = conversation_item(org, "cv-7f3a91")
-    open_queue(page, operator)
-    assert page.locator("#queue-list tr[data-row]").count() == 2
-
-    page.keyboard.press("n")  # drafts first: a pipeline waits on them
-    page.wait_for_url(f"**/queue/items/{draft.pk}/")
-    assert "Score 6.7 against threshold 7.0" in page.locator("main").inner_text()
-    assert page.locator("mark.proof", has_text="Acme Logistics").is_visible()
-    assert page.get_by_text("The opening warms up for a paragraph").is_visible()
-    assert "lease: 15 min left" in page.locator("#lease").inner_text()
-    page.keyboard.press("a")
-    page.wait_for_url(f"**/queue/items/{conversation.pk}/")  # the next item opens, claimed
-    assert "Decided: approve on how-to-cut-support-costs" in page.locator(".flash").inner_text()
-    assert "lease: 15 min left" in page.locator("#lease").inner_text()
-
-    page.get_by_role("link", name="m4").first.click()  # a quoted evidence message scrolls to it in the path
-    assert page.url.endswith("#msg-5")
-    assert page.locator("#msg-5").is_visible()
-    assert page.get_by_text("1 abandoned branch after m3").is_visible()
-    assert page.locator("#decide-form input:checked").count() == 0  # nothing of the machine's to anchor on
-    for key in "ppp":  # a key per answer: each answers the next check, the last leads to the note
-        page.keyboard.press(key)
-    assert page.evaluate("document.activeElement.name") == "note"
-    page.keyboard.type("The tool result confirms the refund.")
-    page.keyboard.press("Control+Enter")
-    page.wait_for_url("**/queue/")
-    assert "Nothing is waiting for a human." in page.locator("#queue-list").inner_text()
-    assert Decision.objects.get(review=conversation).checks == {
-        "grounded": "pass",
-        "complete": "pass",
-        "usable": "pass",
-    }
-    assert page.console_errors == []
 
 
 def test_a_stale_item_is_refused_in_place_and_says_why(page, operator, org):

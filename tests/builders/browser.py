@@ -10,9 +10,11 @@ def sign_in(page, username: str, password: str) -> None:
     page.click("button[type=submit]")
 
 
-def signed_in_tab(browser, live_server, person, lands_on: str, *, javascript: bool = True):
-    """A tab of its own for `person`, signed in and landed on `lands_on`, collecting the console's errors."""
-    tab = browser.new_context(base_url=live_server.url, java_script_enabled=javascript).new_page()
+def signed_in_tab(browser, live_server, person, lands_on: str, *, javascript: bool = True, viewport=None):
+    """A tab of its own for `person`, signed in and landed on `lands_on`, collecting the console's errors; in a
+    window of `viewport` ({"width": .., "height": ..}) if given, else Playwright's 1280 by 720."""
+    context = browser.new_context(base_url=live_server.url, java_script_enabled=javascript, viewport=viewport)
+    tab = context.new_page()
     tab.console_errors = []
     tab.on("console", lambda message: message.type == "error" and tab.console_errors.append(message.text))
     sign_in(tab, person.username, PASSWORD)
@@ -28,3 +30,40 @@ def sideways_scroll(page) -> int:
 def widths(page, selector: str) -> list[float]:
     """The rendered widths of every element `selector` matches, in CSS pixels."""
     return page.eval_on_selector_all(selector, "els => els.map(el => el.getBoundingClientRect().width)")
+
+
+# Every text on the page that wraps, with the width its lines have, in characters of its own font: the box its
+# lines break in is the nearest ancestor that is not inline, and a character is the text's own mean advance.
+_WRAPPED_TEXTS = """() => {
+  const found = [];
+  const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+  for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+    const text = node.textContent.replace(/\\s+/g, " ").trim();
+    const parent = node.parentElement;
+    if (!text || !parent || parent.closest("script, style, svg, option, noscript")) continue;
+    const range = document.createRange();
+    range.selectNodeContents(node);
+    const rects = [...range.getClientRects()].filter(r => r.width > 0 && r.height > 0);
+    const lines = new Set(rects.map(r => Math.round(r.bottom))).size;
+    if (lines < 2) continue;
+    let box = parent;
+    while (box.parentElement && getComputedStyle(box).display.startsWith("inline")) box = box.parentElement;
+    const style = getComputedStyle(box);
+    const width = box.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
+    const advance = rects.reduce((sum, r) => sum + r.width, 0) / text.length;
+    const classes = typeof box.className === "string" ? box.className.trim().split(/\\s+/).filter(Boolean) : [];
+    const label = box.tagName.toLowerCase() + (box.id ? "#" + box.id : "") + classes.map(c => "." + c).join("");
+    found.push({text: text.slice(0, 60), box: label, characters: width / advance, lines});
+  }
+  return found;
+}"""
+
+
+def cramped_texts(page, characters: int = 8) -> list[str]:
+    """Texts that wrap in a box narrower than `characters` of their own font (a column squeezed to a word or a
+    letter a line), each as "box: text (n characters a line)"; [] when every wrapped text has room to be read."""
+    return [
+        f"{found['box']}: {found['text']!r} ({found['characters']:.0f} characters a line)"
+        for found in page.evaluate(_WRAPPED_TEXTS)
+        if found["characters"] < characters
+    ]

@@ -64,3 +64,19 @@ def test_the_application_filter_offers_the_orgs_applications_and_refuses_a_typo(
     response = client.get(reverse("dashboard"), {"org": org.slug, "application": "biling"})
     assert response.status_code == 400
     assert "application" in response.content.decode() and "biling" in response.content.decode()
+
+
+def test_a_week_with_nothing_resolved_is_said_in_words_not_as_a_dash(client_for, org, fake_llm, operator, stakeholder):
+    build_world(org, fake_llm, operator)  # conversations in 2026-W47 and W48 only
+    client = client_for(stakeholder)
+
+    def change(weeks: str) -> str:
+        start, end = weeks.split(" to ")
+        html = client.get(reverse("dashboard"), {"org": org.slug, "from": start, "to": end}).content.decode()
+        return re.sub(r"<[^>]+>", "", html.split('id="words-change">', 1)[1].split("</li>", 1)[0])
+
+    assert "in 2026-W48 quality was 50% (from 67%)" in change("2026-W47 to 2026-W48")
+    quiet = change("2026-W48 to 2026-W49")
+    assert "in 2026-W49 no conversation had every check resolved (quality was 50% in 2026-W48)" in quiet
+    assert "–" not in quiet
+    assert "in 2026-W47 quality was 67% (none had every check resolved in 2026-W46)" in change("2026-W46 to 2026-W47")

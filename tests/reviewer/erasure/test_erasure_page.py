@@ -103,6 +103,26 @@ def test_the_confirm_step_previews_the_rows_the_erasure_then_erases_and_erases_n
     assert erasure_counts(Erasure.objects.get()) == preview
 
 
+def test_the_preview_and_the_tombstones_name_the_rows_in_words(org, client, operator):
+    review = conversation_item(org, "cv-1")
+    claim_take(user=operator, review_id=review.pk)
+    checks = {"grounded": "pass", "complete": "pass", "usable": "pass"}
+    decision_create(user=operator, review_id=review.pk, fingerprint=review.fingerprint, checks=checks, note="ok")
+    client.force_login(make_person("admin", org, Role.ORG_ADMIN))
+    asked = {"org": org.pk, "scope": ErasureScope.CONVERSATION, "target": "cv-1"}
+
+    confirm = client.post("/erasure/", asked)
+
+    messages = confirm.context["confirm"]["erases"]["message"]
+    shown = confirm.content.decode().split('id="erasure-preview"')[1].split("</p>")[0]
+    assert f"<b>{messages}</b> messages" in shown and "<b>1</b> conversation ·" in shown
+    assert "<b>1</b> queue claim" in shown and "claims" not in shown
+    client.post("/erasure/", asked | {"confirmed": "on"})
+    erasure_run(erasure_id=Erasure.objects.get().pk)
+    listed = client.get("/erasure/").content.decode().split('class="erasure-done"')[1].split("</tr>")[0]
+    assert f"{messages} messages" in listed and "1 review" in listed
+
+
 def test_the_confirm_step_counts_the_items_corrections(org, client, operator):
     expected_reply(conversation_item(org, "cv-1"), author=operator, reply="What the agent should have said.")
     client.force_login(make_person("admin", org, Role.ORG_ADMIN))
