@@ -283,7 +283,7 @@ def test_an_org_admin_narrows_a_scope_previews_an_erasure_and_filters_the_audit_
     assert "whole org" in row.inner_text()
     looks_right(tab, "org-members", window)
     row.locator("select[name=reach]").select_option("part")
-    row.locator("input[name=applications]").fill("billing")
+    row.locator("select[name=applications]").select_option(["billing"])
     in_reach(row.get_by_role("button", name="Change"))
     row.get_by_role("button", name="Change").click()
     assert "billing" in tab.locator(f"#membership-{membership.pk}").inner_text()
