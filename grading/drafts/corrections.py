@@ -156,14 +156,14 @@ def correction_awaiting(draft: Draft) -> Correction | None:
     )
 
 
-def correction_route(outcome: ReviewOutcome, correction: Correction) -> ReviewOutcome:
+def correction_route(outcome: ReviewOutcome) -> ReviewOutcome:
     """A corrected revision goes to people, whatever the gate alone would say: a person's approval waits on it. An
     error stays one (the next pass grades it again). What the gate alone said is kept in the detail."""
     if outcome.route == Route.ERROR:
         return outcome
     alone = outcome.route + (f" ({outcome.reason})" if outcome.reason else "")
-    by = correction.author.get_username() if correction.author else "a former user"
-    detail = f"Corrected by {by} and approved as corrected; the gate alone would say {alone}."
+    # Shown to whoever decides the item next, blind review included: it names nobody and no person's verdict.
+    detail = f"This body is a person's correction, graded again; the gate alone would say {alone}."
     return replace(outcome, route=Route.HUMAN, reason=CORRECTED, detail=detail)
 
 

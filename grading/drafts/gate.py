@@ -118,7 +118,7 @@ def draft_grade(*, draft_id: int, judge: DraftJudge | None = None, ticket: str =
     outcome = certified_route(outcome, version=criteria, judge_key=identity.judge_key)
     correction = correction_awaiting(draft)
     if correction is not None:
-        outcome = correction_route(outcome, correction)
+        outcome = correction_route(outcome)
     return _draft_review_record(draft, identity, outcome, started_at=started_at, ticket=ticket, correction=correction)
 
 

@@ -25,7 +25,7 @@ ACTION_WORDS = {
     "answer.create": "answered",
     "answer.replace": "changed their answer",
     "decision.create": "decided",
-    "correction.create": "approved as corrected",
+    "correction.create": "corrected the body",
     "correction.approved": "correction approved: no hard check fails",
     "correction.refused": "correction refused: a hard check still fails",
     "assignment.create": "assigned",

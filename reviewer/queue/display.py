@@ -27,7 +27,7 @@ REASON_LABELS = {
     JUDGE_CONTRADICTION: "the judge contradicts itself",
     SPREAD: "the judge's spread straddles the threshold",
     BELOW_CERTIFIED: "the judge's confidence is under the certified threshold",
-    CORRECTED: "approved as corrected, and a hard check still fails",
+    CORRECTED: "a person's correction, and a hard check still fails",
 }
 
 

@@ -13,6 +13,7 @@ from grading.core.outcomes import CORRECTED
 from grading.drafts.gate import draft_grade
 from grading.models import AuditEvent, Correction, Decision, Draft, Review, ReviewState
 from grading.reviews.services import review_audit_mark
+from grading.reviews.versions import criteria_new_version, criteria_publish
 from reviewer.models import Claim, Role
 from reviewer.queue.services import claim_take
 from tests.builders.corrections import BROKEN_BODY, FATAL_BODY, FIXED_BODY, waiting_with_finding
@@ -134,7 +135,7 @@ def test_the_gate_grades_the_revision_and_the_approval_stands_over_a_judges_doub
     assert "measuring-deflection" in json.dumps(fake_llm.chat_requests()[0].body)
     assert regraded.criteria_version_id == review.criteria_version_id
     assert (regraded.route, regraded.reason, regraded.findings) == ("human", CORRECTED, [])
-    assert "the gate alone would say fail" in regraded.detail
+    assert "the gate alone would say fail" in regraded.detail and operator.username not in regraded.detail
     decision = Decision.objects.get(review=regraded)
     assert (decision.outcome, decision.decided_by, decision.basis) == ("approve", operator, Decision.Basis.ONE)
     assert Review.objects.get(pk=regraded.pk).state == ReviewState.DECIDED
@@ -160,7 +161,7 @@ def test_a_hard_check_still_failing_refuses_it_and_the_item_waits_again(client_f
     html = client_for(operator).get(reverse("review_detail", args=[review.pk])).content.decode()
     assert "A hard check still fails on the corrected revision (h2_not_question)" in html
     queue = client_for(operator).get(reverse("queue")).content.decode()
-    assert "approved as corrected, and a hard check still fails" in queue
+    assert "a person&#x27;s correction, and a hard check still fails" in queue
 
 
 def test_an_injection_the_judge_obeys_does_not_approve_a_body_a_hard_check_fails(client_for, operator, org, fake_llm):
@@ -290,3 +291,37 @@ def test_markup_in_a_correction_is_shown_as_text_everywhere(client_for, operator
     for html in (checked.content.decode(), page.content.decode()):
         assert "<script>alert(1)" not in html and "<img src=x" not in html
         assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+
+
+def test_criteria_published_before_the_gate_graded_it_refuse_the_approval(client_for, operator, org, fake_llm):
+    review = waiting_with_finding(org)
+    claim_take(user=operator, review_id=review.pk)
+    correct(client_for(operator), review, FIXED_BODY)
+    criteria_publish(version=criteria_new_version(org=org, kind="draft"))  # the approval was given under v1
+    regraded = regrade(review.draft, fake_llm, overall=9)
+    assert regraded.criteria_version_id != review.criteria_version_id and regraded.findings == []
+    assert Correction.objects.get().state == Correction.State.REFUSED and not Decision.objects.exists()
+    assert Review.objects.waiting().filter(pk=regraded.pk).exists()  # a person decides it under the new version
+    html = client_for(operator).get(reverse("review_detail", args=[review.pk])).content.decode()
+    assert "or the criteria changed since the approval" in html
+
+
+def test_while_places_are_open_the_adjudicators_correction_is_hidden_from_the_others(client_for, operator, org,
+                                                                                    fake_llm):  # fmt: skip
+    slots_ask(org, "draft", 2)
+    review = waiting_with_finding(org)
+    first, second = make_person("first", org, Role.OPERATOR), make_person("second", org, Role.OPERATOR)
+    item_answer(first, review, outcome="approve")
+    item_answer(second, review, outcome="reject", note="The link is missing.")
+    claim_take(user=operator, review_id=review.pk)
+    correct(client_for(operator), review, FATAL_BODY)
+    regraded = regrade(review.draft, fake_llm, overall=9)  # refused: it waits for two answers again
+    claim_take(user=first, review_id=regraded.pk)
+    theirs = client_for(first).get(reverse("review_detail", args=[regraded.pk])).content.decode()
+    assert 'id="corrections"' not in theirs and "corrected by" not in theirs.lower()
+    assert operator.username not in theirs.split('id="trail"')[0]  # not before the trail, which names the corrector
+    assert "approve_as_corrected" not in theirs  # the trail says who corrected the body, not what they decided
+    panel = client_for(first).get(reverse("review_corrections", args=[regraded.pk]), **HTMX).content.decode()
+    assert "corrected by" not in panel
+    own = client_for(operator).get(reverse("review_detail", args=[regraded.pk])).content.decode()
+    assert f"corrected by {operator.username}" in own  # a reader always sees their own
