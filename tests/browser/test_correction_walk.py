@@ -36,7 +36,7 @@ def test_an_operator_fixes_a_missing_link_and_the_pipeline_gets_the_corrected_bo
         tab.locator("#correction-findings", has_text="The checks pass on your edit").wait_for()
         assert not Correction.objects.exists()
 
-        tab.get_by_role("button", name="Approve as corrected").click()
+        tab.get_by_role("button", name="Correct and approve").click()
         tab.wait_for_url(f"**/queue/items/{review.pk}/")
         tab.locator("#corrections .correction[data-state=approved]").wait_for(timeout=60_000)
         assert "approved as corrected" in tab.locator("#corrections").inner_text()

@@ -62,7 +62,7 @@ def test_it_shows_the_holder_an_editor_with_the_findings_and_their_quoted_text(c
     assert [f["code"] for f in review.findings] == ["internal_links_missing"]
     claim_take(user=operator, review_id=review.pk)
     html = client_for(operator).get(reverse("review_detail", args=[review.pk])).content.decode()
-    assert 'id="correction-editor"' in html and "Approve as corrected" in html
+    assert 'id="correction-editor"' in html and "Correct and approve" in html
     assert "findings on the body as judged" in html and "internal_links_missing" in html
 
 
