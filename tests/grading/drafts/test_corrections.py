@@ -6,12 +6,14 @@ import hmac
 import json
 
 import pytest
+from django.db import connection
 from django.utils import timezone
 
 from grading.delivery.enqueue import HUMAN_DECISION, MACHINE_VERDICT
 from grading.drafts.corrections import correction_submit, draft_locked
 from grading.drafts.gate import draft_grade
-from grading.models import Correction, Decision
+from grading.erasure.runs import erasure_request, erasure_run
+from grading.models import Correction, Decision, Draft
 from grading.reviews.draft_reads import draft_status
 from grading.tasks import deliver_webhook
 from tests.builders.api_calls import api_caller
@@ -86,3 +88,13 @@ def test_a_resubmission_after_a_correction_makes_the_content_the_pipelines_again
     draft = save_draft(org, FIXED_BODY + "\nOne more line from the pipeline.\n")
     assert draft_status(draft)["correction"] is None
     assert Correction.objects.get().state == Correction.State.APPROVED  # the record of what happened stays
+
+
+def test_erasing_a_corrected_draft_takes_its_corrections_and_both_revisions_with_it(org, operator, fake_llm):
+    review = waiting_with_finding(org)
+    corrected(review, operator, FIXED_BODY, fake_llm)
+    erasure = erasure_request(org=org, scope="draft", target=review.draft.external_id)
+    erasure_run(erasure_id=erasure.pk)
+    with connection.cursor() as cursor:
+        cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")  # foreign keys checked now, as a worker's commit would
+    assert not Correction.objects.exists() and not Draft.objects.filter(pk=review.draft_id).exists()
