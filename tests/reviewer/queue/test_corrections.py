@@ -160,6 +160,8 @@ def test_a_hard_check_still_failing_refuses_it_and_the_item_waits_again(client_f
     assert Review.objects.waiting().filter(pk=regraded.pk).exists()
     html = client_for(operator).get(reverse("review_detail", args=[review.pk])).content.decode()
     assert "A hard check still fails on the corrected revision (h2_not_question)" in html
+    again = client_for(operator).get(reverse("review_detail", args=[regraded.pk])).content.decode()
+    assert "A correction a hard check still fails" in again and "the gate alone would say fail" in again
     queue = client_for(operator).get(reverse("queue")).content.decode()
     assert "a person&#x27;s correction, and a hard check still fails" in queue
 
