@@ -6,10 +6,13 @@ from grading.reviews.spend import spend_waiting
 
 
 def draft_status(draft: Draft) -> dict:
-    """The pipeline's view of a draft: the API answer and the webhook body."""
+    """The pipeline's view of a draft: the API answer and the webhook body, with a person's correction of it."""
+    return _review_status(draft) | {"correction": correction_of(draft)}
+
+
+def _review_status(draft: Draft) -> dict:
     review = current_review(draft)
-    status = {"id": draft.pk, "external_id": draft.external_id, "run_id": draft.run_id or None, "route": "pending",
-              "correction": correction_of(draft)}  # fmt: skip
+    status = {"id": draft.pk, "external_id": draft.external_id, "run_id": draft.run_id or None, "route": "pending"}
     if review is None:
         blocked = spend_waiting(org_id=draft.org_id, kind=ItemKind.DRAFT)
         return status | {"score": None, "sub_scores": None, "checks": None, "findings": [], "judge_issues": [],
