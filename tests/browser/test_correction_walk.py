@@ -8,7 +8,7 @@ import pytest
 
 from grading.models import Correction
 from tests.builders.browser import signed_in_tab
-from tests.builders.corrections import FIXED_BODY, waiting_with_finding
+from tests.builders.corrected_drafts import FIXED_BODY, waiting_with_finding
 from tests.builders.drafts import draft_reply
 from tests.builders.processes import wait_until
 from tests.fakes.webhook_receivers import Receiver

@@ -17,7 +17,7 @@ from grading.models import Correction, Decision, Draft
 from grading.reviews.draft_reads import draft_status
 from grading.tasks import deliver_webhook
 from tests.builders.api_calls import api_caller
-from tests.builders.corrections import FATAL_BODY, FIXED_BODY, waiting_with_finding
+from tests.builders.corrected_drafts import FATAL_BODY, FIXED_BODY, waiting_with_finding
 from tests.builders.drafts import draft_reply, llm_draft_judge, save_draft
 
 pytestmark = pytest.mark.django_db

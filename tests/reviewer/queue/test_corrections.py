@@ -16,7 +16,7 @@ from grading.reviews.services import review_audit_mark
 from grading.reviews.versions import criteria_new_version, criteria_publish
 from reviewer.models import Claim, Role
 from reviewer.queue.services import claim_take
-from tests.builders.corrections import BROKEN_BODY, FATAL_BODY, FIXED_BODY, waiting_with_finding
+from tests.builders.corrected_drafts import BROKEN_BODY, FATAL_BODY, FIXED_BODY, waiting_with_finding
 from tests.builders.drafts import draft_reply, llm_draft_judge
 from tests.builders.people import make_person
 from tests.builders.queue_items import item_answer, resubmit, slots_ask
