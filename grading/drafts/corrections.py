@@ -71,7 +71,8 @@ def correction_check(*, review: Review, body: str) -> list[Finding]:
     if refusal := correction_body_refusal(body):
         raise refusal
     rules = published_draft_rules(review.criteria_version)
-    facts = (review.memory_used or {}).get("facts") or [] if isinstance(review.memory_used, dict) else []
+    memory = review.memory_used if isinstance(review.memory_used, dict) else {}
+    facts = memory.get("facts") or []
     proof_terms = [term for fact in facts if isinstance(fact, dict) for term in fact.get("proof_terms") or []]
     try:
         with checks_budget(settings.CHECKS_CPU_BUDGET_SECONDS):
@@ -83,7 +84,7 @@ def correction_check(*, review: Review, body: str) -> list[Finding]:
 
 
 def correction_diff(*, slug: str, before: str, after: str) -> str:
-    """A unified diff from the draft's body to the corrected one, as `patch` applies it."""
+    """A unified diff from the draft's body to the corrected one, labelled `<slug>/original` and `<slug>/corrected`."""
     return "".join(
         difflib.unified_diff(
             before.splitlines(keepends=True),
@@ -104,8 +105,8 @@ def correction_submit(
 ) -> Correction:
     """Make `corrected` the draft's new revision, owed a grading, and record the correction. Inside the caller's
     transaction, with the draft's row locked (`draft_locked`) and `review` (the one `author` decided on, still
-    waiting) checked by the caller. Raises CorrectionRefused, writing nothing, for a body a pipeline could not send
-    and for one that changes nothing."""
+    waiting) checked by the caller. Raises CorrectionRefused for a body a pipeline could not send, one that changes
+    nothing and one an earlier review read; the caller's transaction then writes nothing."""
     if refusal := correction_body_refusal(corrected):
         raise refusal
     original, original_fingerprint = draft.body, draft.fingerprint
@@ -122,6 +123,11 @@ def correction_submit(
     revised = draft_submit(org=draft.org, payload=payload)
     if revised.fingerprint == original_fingerprint:
         raise CorrectionRefused("body: the corrected body is the draft's own: approve the draft instead.")
+    if Review.objects.counting().filter(draft_id=draft.pk, fingerprint=revised.fingerprint).exists():
+        # The resubmission's rule counts an earlier review of this content again, with no grading to settle on.
+        raise CorrectionRefused(
+            "body: the corrected body is an earlier revision of this draft, graded already: open its review instead."
+        )
     return Correction.objects.create(
         org_id=draft.org_id,
         kind=Correction.Kind.DRAFT_BODY,

@@ -17,7 +17,7 @@ from grading.reviews.versions import criteria_new_version, criteria_publish
 from reviewer.models import Claim, Role
 from reviewer.queue.services import claim_take
 from tests.builders.corrected_drafts import BROKEN_BODY, FATAL_BODY, FIXED_BODY, waiting_with_finding
-from tests.builders.drafts import draft_reply, llm_draft_judge
+from tests.builders.drafts import draft_reply, llm_draft_judge, save_draft, setup_org_memory
 from tests.builders.people import make_person
 from tests.builders.queue_items import item_answer, resubmit, slots_ask
 
@@ -327,3 +327,15 @@ def test_while_places_are_open_the_adjudicators_correction_is_hidden_from_the_ot
     assert "corrected by" not in panel
     own = client_for(operator).get(reverse("review_detail", args=[regraded.pk])).content.decode()
     assert f"corrected by {operator.username}" in own  # a reader always sees their own
+
+
+def test_a_body_an_earlier_review_read_is_refused_and_nothing_is_written(client_for, operator, org, fake_llm):
+    draft = save_draft(org, FIXED_BODY)
+    setup_org_memory(org)
+    first = regrade(draft, fake_llm, overall=9)  # the pipeline's first revision, graded
+    Review.objects.filter(pk=first.pk).update(state=ReviewState.SUPERSEDED)  # then it sent this one:
+    review = waiting_with_finding(org)
+    claim_take(user=operator, review_id=review.pk)
+    response = correct(client_for(operator), review, FIXED_BODY)
+    assert response.status_code == 400 and "an earlier revision of this draft" in response.content.decode()
+    assert_nothing_written(review, BROKEN_BODY)
