@@ -15,7 +15,10 @@ UNKNOWN_CHECK = "unknown_check"  # a conversation check came back unknown
 # The version has a certification target and the judge's confidence in an answer that decides the item stands below
 # its certified threshold, or no threshold is certified yet (grading/certify/routing.py).
 BELOW_CERTIFIED = "below_certified"
-HUMAN_REASONS = (BAND, UNKNOWN_CHECK, JUDGE_CONTRADICTION, SPREAD, BELOW_CERTIFIED)
+# A person approved the draft as they corrected it: the corrected revision waits for their approval to settle, which it
+# does when the gate finds no hard finding in it, and otherwise waits for people (grading/drafts/corrections.py).
+CORRECTED = "corrected"
+HUMAN_REASONS = (BAND, UNKNOWN_CHECK, JUDGE_CONTRADICTION, SPREAD, BELOW_CERTIFIED, CORRECTED)
 # Why a review is an error without a judge's answer: the checks of the draft ran past their CPU budget.
 CHECKS_BUDGET = "checks_budget"
 # ... or its criteria version names a judge not configured (settings.JUDGES): no judge was called. Each grading pass

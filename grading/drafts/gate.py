@@ -22,11 +22,12 @@ from grading.checks.rules import DraftRules
 from grading.core.evidence import Verdict, draft_fingerprint
 from grading.core.outcomes import BAND, CHECKS_BUDGET, JUDGE_CONTRADICTION, JUDGE_UNKNOWN, SPREAD, UNKNOWN_CHECK
 from grading.delivery import enqueue
+from grading.drafts.corrections import corrected_review_record, correction_awaiting, correction_route
 from grading.judge.backends import DraftJudge, DraftJudgement, DraftPrompt, UnknownJudge, draft_judge_named
 from grading.judge.client import JudgeError
 from grading.judge.confidence import confidence_source, kept_confidences, verdict_confidence
 from grading.judge.examples import PromptExample
-from grading.models import COUNTING_STATES, NO_JUDGE, CriteriaVersion, Draft, Label, Review, Route
+from grading.models import COUNTING_STATES, NO_JUDGE, Correction, CriteriaVersion, Draft, Label, Review, Route
 from grading.reviews.examples import version_examples, version_fingerprint
 from grading.reviews.memory import MemoryContext, related_articles, retrieve_memory
 from grading.reviews.services import (
@@ -91,7 +92,9 @@ def draft_grade(*, draft_id: int, judge: DraftJudge | None = None, ticket: str =
     3. Check the draft; patch fixable findings and check the repaired body again.
     4. Ask the judge about the body as it would be published (outside any transaction).
     5. Merge; under a version with a certification target, route by its certificate (grading/certify/routing.py).
-    6. Write the review as the draft's current one, and tell the pipeline after commit.
+       A revision a person approved as corrected goes to people (grading/drafts/corrections.py).
+    6. Write the review as the draft's current one (settling that correction with it), and tell the pipeline after
+       commit.
     """
     draft = subject_to_grade(Draft, draft_id)
     if draft is None:
@@ -113,16 +116,29 @@ def draft_grade(*, draft_id: int, judge: DraftJudge | None = None, ticket: str =
     started_at = timezone.now()
     outcome = draft_outcome(draft=draft, criteria=criteria, memory=memory, judge=judge)
     outcome = certified_route(outcome, version=criteria, judge_key=identity.judge_key)
-    return _draft_review_record(draft, identity, outcome, started_at=started_at, ticket=ticket)
+    correction = correction_awaiting(draft)
+    if correction is not None:
+        outcome = correction_route(outcome)
+    return _draft_review_record(draft, identity, outcome, started_at=started_at, ticket=ticket, correction=correction)
 
 
 def _draft_review_record(
-    draft: Draft, identity: ScoreIdentity, outcome: ReviewOutcome, *, started_at: datetime | None = None, ticket: str
+    draft: Draft,
+    identity: ScoreIdentity,
+    outcome: ReviewOutcome,
+    *,
+    started_at: datetime | None = None,
+    ticket: str,
+    correction: Correction | None = None,
 ) -> Review | None:
-    """Write the draft's review as its current one and tell the pipeline after commit (None: the draft was erased
-    while it was graded, and nothing is written or told)."""
+    """Write the draft's review as its current one (settling the `correction` it graded) and tell the pipeline after
+    commit (None: the draft was erased while it was graded, and nothing is written or told)."""
     started_at = started_at or timezone.now()
-    review = review_record(subject=draft, identity=identity, outcome=outcome, started_at=started_at, ticket=ticket)
+
+    def record() -> Review | None:
+        return review_record(subject=draft, identity=identity, outcome=outcome, started_at=started_at, ticket=ticket)
+
+    review = corrected_review_record(record, correction=correction)
     if review is not None and review.state in COUNTING_STATES and draft.callback_url:
         transaction.on_commit(lambda: enqueue.webhook_delivery(review_id=review.pk, event=enqueue.MACHINE_VERDICT))
     return review

@@ -28,6 +28,9 @@ from grading.reviews.reads import review_slots
 VERDICT_DETAIL = frozenset({"outcome", "checks", "verdict", "human_verdict"})
 ANSWER_DETAIL = VERDICT_DETAIL | {"note", "replaced"}
 ANSWER_ACTIONS = frozenset({"answer.create", "answer.replace"})
+# A person's approval of a draft as they corrected it (grading/drafts/corrections.py): what it says is hidden as an
+# answer's is while places are open, and as any verdict while an audit item waits.
+CORRECTION_ACTIONS = frozenset({"correction.create"})
 
 
 @dataclass(frozen=True)
@@ -45,6 +48,8 @@ class Blind:
         """An audit event's detail as the reader may see it: what it says someone answered or decided taken out."""
         if action in ANSWER_ACTIONS:
             hidden = ANSWER_DETAIL if self.hides_answer(person_id=actor_id, reader_id=reader_id) else frozenset()
+        elif action in CORRECTION_ACTIONS and self.hides_answer(person_id=actor_id, reader_id=reader_id):
+            hidden = VERDICT_DETAIL
         else:
             hidden = VERDICT_DETAIL if self.verdicts else frozenset()
         return {key: value for key, value in detail.items() if key not in hidden}

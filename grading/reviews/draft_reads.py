@@ -1,12 +1,16 @@
 """The pipeline's view of a draft: what the API answers and the webhook sends."""
 
-from grading.models import Decision, Draft, ItemKind, Review
+from grading.models import Correction, Decision, Draft, ItemKind, Review
 from grading.reviews.reads import current_review, review_confidence_json
 from grading.reviews.spend import spend_waiting
 
 
 def draft_status(draft: Draft) -> dict:
-    """The pipeline's view of a draft: the API answer and the webhook body."""
+    """The pipeline's view of a draft: the API answer and the webhook body, with a person's correction of it."""
+    return _review_status(draft) | {"correction": correction_of(draft)}
+
+
+def _review_status(draft: Draft) -> dict:
     review = current_review(draft)
     status = {
         "id": draft.pk,
@@ -65,4 +69,34 @@ def _decision_of(review: Review) -> dict | None:
         "note": decision.note,
         "by": decision.decided_by.get_username() if decision.decided_by else None,
         "at": decision.decided_at,
+    }
+
+
+def correction_of(draft: Draft) -> dict | None:
+    """The correction whose revision the draft holds now (a person's "approve as corrected"): the corrected body the
+    pipeline should publish, the diff from its own, who corrected it, and how the gate settled it (`grading`,
+    `approved`, or `refused` while a hard check still fails). None when no person corrected this content (a
+    resubmission after a correction makes it the pipeline's again)."""
+    correction = (
+        Correction.objects.filter(
+            draft_id=draft.pk, kind=Correction.Kind.DRAFT_BODY, corrected_fingerprint=draft.fingerprint
+        )
+        .select_related("author")
+        .order_by("-pk")
+        .first()
+    )
+    if correction is None:
+        return None
+    return {
+        "id": correction.pk,
+        "state": correction.state,
+        "original_fingerprint": correction.evidence_fingerprint,
+        "corrected_fingerprint": correction.corrected_fingerprint,
+        "body": correction.corrected,
+        "diff": correction.diff,
+        "by": correction.author.get_username() if correction.author else None,
+        "at": correction.created_at,
+        "settled_at": correction.settled_at,
+        "corrected_review": correction.review_id,
+        "regrade_review": correction.regrade_id,
     }

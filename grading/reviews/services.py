@@ -438,6 +438,18 @@ def decision_record(
     return decision
 
 
+def decision_as_corrected_record(
+    *, review_id: int, decided_by: AbstractBaseUser, decided_at: datetime, basis: str, note: str
+) -> Decision:
+    """Approve the gate's review of a corrected draft for the person who corrected it (grading/drafts/corrections.py
+    settles the correction so when no hard check fails). They decided before this review existed, on the authority
+    they had on the review they corrected (`basis`: the one person's, or the adjudicator's), so no answers are asked
+    of this one. Like `decision_record`, only a review still waiting, inside the caller's transaction."""
+    with transaction.atomic():
+        review, values = _waiting_review(review_id, outcome=Decision.Outcome.APPROVE, checks=None, note=note)
+        return _decision_write(review, values, basis=basis, note=note, decided_by=decided_by, decided_at=decided_at)
+
+
 def _waiting_review(review_id: int, *, outcome: str, checks: dict[str, str] | None, note: str) -> tuple[Review, dict]:
     """Lock the review and read what a person gave as a decision's values; refuse a shape that does not fit
     (InvalidDecision) and a review no longer waiting for a person (NotWaiting). Inside the caller's transaction."""

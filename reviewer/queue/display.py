@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from grading.checks.answers import answer_reads_as
 from grading.checks.definitions import AnswerKind
-from grading.core.outcomes import BAND, BELOW_CERTIFIED, JUDGE_CONTRADICTION, SPREAD, UNKNOWN_CHECK
+from grading.core.outcomes import BAND, BELOW_CERTIFIED, CORRECTED, JUDGE_CONTRADICTION, SPREAD, UNKNOWN_CHECK
 from grading.models import CriteriaVersion, ItemKind, Review, ReviewState
 from grading.models.criteria import answers_stand
 from grading.reviews.blind import blind_of
@@ -27,6 +27,7 @@ REASON_LABELS = {
     JUDGE_CONTRADICTION: "the judge contradicts itself",
     SPREAD: "the judge's spread straddles the threshold",
     BELOW_CERTIFIED: "the judge's confidence is under the certified threshold",
+    CORRECTED: "a person's correction, and a hard check still fails",
 }
 
 
@@ -46,6 +47,10 @@ def stale_reason(review: Review) -> str:
                 "The conversation changed since this review: its active path now has different messages "
                 "(new, edited, or another branch chosen). The new path will be graded again."
             )
+        corrected = review.corrections.select_related("author").order_by("pk").first()
+        if corrected is not None:
+            by = corrected.author.get_username() if corrected.author else "a former user"
+            return f"{by} approved it as corrected: the corrected revision goes through the gate again."
         return "The pipeline resubmitted the draft since this review; the new content will be graded again."
     return "This review no longer counts."
 

@@ -32,6 +32,7 @@ from reviewer.models import Pool, Role
 from reviewer.queue import reads, rendering
 from reviewer.queue.assignments import Reservation, assignable_people, assignments_of, reservation_of
 from reviewer.queue.conversation_evidence import ConversationEvidence, conversation_evidence
+from reviewer.queue.corrections import CorrectionPanel, correction_panel
 from reviewer.queue.display import due_of, stale_reason
 from reviewer.queue.forms import AssignForm, ConversationDecisionForm, DecisionForm, decision_form
 
@@ -265,6 +266,13 @@ class DraftItemPage(ItemPage):
     @cached_property
     def identity(self) -> list[IdentityRow]:
         return identity_rows(self.review)
+
+    @cached_property
+    def correction(self) -> CorrectionPanel | None:
+        """The draft's corrections, and its editor for the person deciding it (reviewer/queue/corrections.py)."""
+        body = draft_body_for_review(self.review)
+        return correction_panel(review=self.review, user=self.user, deciding=self.deciding, blind=self._blind,
+                                now=self.now, body=body, findings=self.findings)  # fmt: skip
 
 
 @dataclass(eq=False)

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from reviewer.queue import views
+from reviewer.queue import correction_views, views
 
 urlpatterns = [
     path("", views.queue, name="queue"),
@@ -15,4 +15,7 @@ urlpatterns = [
     path("items/<int:pk>/decide/", views.review_decide, name="review_decide"),
     path("items/<int:pk>/assign/", views.review_assign, name="review_assign"),
     path("items/<int:pk>/unassign/", views.review_unassign, name="review_unassign"),
+    path("items/<int:pk>/correction/check/", correction_views.review_correction_check, name="review_correction_check"),
+    path("items/<int:pk>/correction/", correction_views.review_correct, name="review_correct"),
+    path("items/<int:pk>/corrections/", correction_views.review_corrections, name="review_corrections"),
 ]

@@ -13,7 +13,9 @@
     window.htmx.config.responseHandling = [
       { code: "204", swap: false },
       { code: "[23]..", swap: true },
+      { code: "400", swap: true, error: false },
       { code: "409", swap: true, error: false },
+      { code: "413", swap: true, error: false },
       { code: "422", swap: true, error: false },
       { code: "[45]..", swap: false, error: true },
       { code: "...", swap: false }
@@ -176,6 +178,13 @@
     return true;
   }
 
+  function focusEditor() {
+    var body = document.querySelector("[data-correction-body]:not([readonly])");
+    if (!body) return false;
+    body.focus();
+    return true;
+  }
+
   function toggleKeys() {
     var dialog = document.getElementById("keys");
     if (!dialog) return;
@@ -193,6 +202,14 @@
   document.addEventListener("keydown", function (event) {
     if (event.defaultPrevented) return;
     if ((event.ctrlKey || event.metaKey) && event.key === "Enter") {
+      // In the draft's editor it checks the edit: it never decides on the draft as it was.
+      var editor = event.target.closest ? event.target.closest("[data-correction]") : null;
+      if (editor) {
+        var check = editor.querySelector("[data-correction-check]");
+        if (check) check.click();
+        event.preventDefault();
+        return;
+      }
       if (submitDecision()) event.preventDefault();
       return;
     }
@@ -213,6 +230,7 @@
       case "r": handled = press("r"); break;
       case "c": handled = press("c"); break;
       case "d": handled = press("d"); break;
+      case "e": handled = focusEditor(); break;
       case "s": handled = press("s"); break;
     }
     if (handled) event.preventDefault();
