@@ -25,6 +25,8 @@ ACTION_WORDS = {
     "answer.create": "answered",
     "answer.replace": "changed their answer",
     "decision.create": "decided",
+    "expected_reply.create": "wrote an expected reply",
+    "expected_reply.replace": "changed their expected reply",
     "assignment.create": "assigned",
     "assignment.replace": "reassigned",
     "assignment.delete": "unassigned",

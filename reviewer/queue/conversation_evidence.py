@@ -6,12 +6,16 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from grading.checks.answers import answer_reads_as
 from grading.checks.definitions import CheckDefinition, ConversationRule, ToolCalledRule, ToolsAnsweredRule
 from grading.core import evidence, evidence_text
 from grading.models import Feedback, Message, Review
 from grading.otlp.pending import awaited_content_note
+
+if TYPE_CHECKING:
+    from reviewer.queue.expected_replies import ReplyControl
 
 
 @dataclass
@@ -36,6 +40,7 @@ class ShownMessage:
     truncated: bool
     cited_by: list[str] = field(default_factory=list)
     feedback: str | None = None
+    reply_control: ReplyControl | None = None  # an assistant message of the path, to the person deciding the item
 
 
 @dataclass

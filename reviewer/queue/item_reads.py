@@ -33,6 +33,7 @@ from reviewer.queue import reads, rendering
 from reviewer.queue.assignments import Reservation, assignable_people, assignments_of, reservation_of
 from reviewer.queue.conversation_evidence import ConversationEvidence, conversation_evidence
 from reviewer.queue.display import due_of, stale_reason
+from reviewer.queue.expected_replies import ExpectedRepliesPart, expected_replies_part
 from reviewer.queue.forms import AssignForm, ConversationDecisionForm, DecisionForm, decision_form
 
 
@@ -271,6 +272,10 @@ class ConversationItemPage(ItemPage):
     @cached_property
     def evidence(self) -> ConversationEvidence:
         shown = conversation_evidence(self.review)
+        controls = self.expected_replies.controls  # "write the expected reply" under each assistant message
+        for entry in shown.path:
+            if entry.message is not None:
+                entry.message.reply_control = controls.get(entry.message.id)
         if not self.blind:
             return shown
         # The path as the user saw it, without the checks or the messages the judge cited.
@@ -282,6 +287,11 @@ class ConversationItemPage(ItemPage):
     @cached_property
     def identity(self) -> list[IdentityRow]:
         return identity_rows(self.review, messages_on_path=self.evidence.path_length)
+
+    @cached_property
+    def expected_replies(self) -> ExpectedRepliesPart:
+        """The expected replies the reader may see (blind as answers are), and the controls to write one."""
+        return expected_replies_part(self.review, user=self.user, deciding=self.deciding, blind=self._blind)
 
 
 # --- an item several people decide: the answers, blind until every place is answered --------------------------------
