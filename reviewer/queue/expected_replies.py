@@ -88,13 +88,13 @@ def expected_replies_part(
     review: Review, *, user: AbstractBaseUser, deciding: bool, blind: Blind
 ) -> ExpectedRepliesPart:
     conversation = review.conversation
-    points = present_reply_points(conversation)
+    writing = deciding and review.fingerprint == conversation.fingerprint
+    # The path is read again only where the page needs its reply points: to write, or to mark replies bound.
+    points = present_reply_points(conversation) if writing else None
     replies = expected_replies_of(conversation, reader_id=user.pk, points=points, blind=blind)
-    controls: dict[str, ReplyControl] = {}
-    if deciding and review.fingerprint == conversation.fingerprint:
-        mine = {r.message_id: r.expected for r in replies.shown if r.mine and r.review_id == review.pk}
-        controls = {
-            message_id: ReplyControl(message_id, point.path_fingerprint, mine.get(message_id, ""))
-            for message_id, point in points.items()
-        }
+    mine = {r.message_id: r.expected for r in replies.shown if r.mine and r.review_id == review.pk}
+    controls = {
+        message_id: ReplyControl(message_id, point.path_fingerprint, mine.get(message_id, ""))
+        for message_id, point in (points or {}).items()
+    }
     return ExpectedRepliesPart(replies=replies, controls=controls, writing=bool(controls))
