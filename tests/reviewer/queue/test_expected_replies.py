@@ -336,6 +336,21 @@ def test_it_makes_a_worked_example_with_the_expected_reply_as_its_explanation(cl
     assert not any(reads_as_structure(line) for line in prompt.splitlines())  # the reply stays data
 
 
+def test_it_shows_a_criteria_admin_the_reply_on_the_criteria_item_page_once_decided(client_for, criteria_admin, org):
+    review = conversation_item(org)
+    dana = make_person("dana", org, Role.OPERATOR)
+    expected_reply_write(dana, review, "m4", "DANA-EXPECTED")
+    criteria_new_version(org=org, kind=ItemKind.CONVERSATION)
+    client = client_for(criteria_admin)
+    url = reverse("criteria_item", kwargs={"kind": ItemKind.CONVERSATION, "pk": review.conversation_id})
+    assert "DANA-EXPECTED" not in client.get(url).content.decode()  # nobody else sees it before the decision
+
+    item_answer(dana, review, checks=NOT_COMPLETE, note="No date.")
+
+    html = client.get(url).content.decode()
+    assert "DANA-EXPECTED" in html and "Add as a worked example" in html
+
+
 def test_it_refuses_a_worked_example_of_a_reply_whose_path_moved_on(client_for, org):
     review = conversation_item(org)
     dana = make_person("dana", org, Role.OPERATOR, Role.CRITERIA_ADMIN)
