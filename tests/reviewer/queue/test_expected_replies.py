@@ -386,3 +386,22 @@ def test_it_refuses_a_worked_example_to_another_orgs_criteria_admin(client_for, 
     url = reverse("criteria_example_from_expected_reply")
     response = client_for(outsider).post(url, {"version": version.pk, "correction": kept.pk, "check": "complete"})
     assert response.status_code == 404 and not CriteriaExample.objects.exists()
+
+
+def test_it_refuses_a_worked_example_of_a_reply_still_hidden_from_the_admin(client_for, org):
+    slots_ask(org, ItemKind.CONVERSATION, 2)
+    review = conversation_item(org)
+    ann = make_person("ann", org, Role.OPERATOR)
+    kept = expected_reply_write(ann, review, "m4", "ANN-EXPECTED")
+    item_answer(ann, review, checks=NOT_COMPLETE, note="No date.")
+    version = criteria_new_version(org=org, kind=ItemKind.CONVERSATION)
+    casey = make_person("casey", org, Role.OPERATOR, Role.CRITERIA_ADMIN)
+
+    url = reverse("criteria_example_from_expected_reply")
+    response = client_for(casey).post(
+        url, {"version": version.pk, "correction": kept.pk, "check": "complete"}, follow=True
+    )
+
+    assert "stays hidden until the item's places are answered" in words(response)
+    assert "ANN-EXPECTED" not in words(response)
+    assert not CriteriaExample.objects.exists()
