@@ -93,6 +93,7 @@ class ConversationEvidence:
     feedback: list[tuple[ShownMessage | None, str, str]]  # (message, message id, up/down)
     not_scorable: str | None
     content_awaited: str | None  # why the conversation waits for a model call's messages, and since when
+    active_path: list[evidence.EvidenceMessage] = field(default_factory=list)  # as evidence; none when unreadable
 
 
 def conversation_evidence(review: Review) -> ConversationEvidence:
@@ -144,6 +145,7 @@ def conversation_evidence(review: Review) -> ConversationEvidence:
         feedback=[(shown.get(t.message_external_id), t.message_external_id, t.value) for t in feedback],
         not_scorable=evidence.REASON_TEXT.get(result.problem) if result.problem else None,
         content_awaited=awaited_content_note(conversation),
+        active_path=[] if result.problem else result.path,
     )
 
 

@@ -4,6 +4,7 @@ them. What an expected reply is bound to, and who may see it, is grading/convers
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -17,8 +18,9 @@ from grading.conversations.expected_replies import (
     ExpectedReplyRefused,
     expected_replies_of,
     expected_reply_keep,
-    present_reply_points,
+    reply_points,
 )
+from grading.core import evidence
 from grading.models import Correction, Review
 from grading.reviews.blind import Blind
 from reviewer.models import Claim
@@ -85,16 +87,22 @@ class ExpectedRepliesPart:
 
 
 def expected_replies_part(
-    review: Review, *, user: AbstractBaseUser, deciding: bool, blind: Blind
+    review: Review,
+    *,
+    user: AbstractBaseUser,
+    deciding: bool,
+    blind: Blind,
+    path: Sequence[evidence.EvidenceMessage],
 ) -> ExpectedRepliesPart:
+    """From the conversation's active `path` as the page read it (its reply points bind the controls and mark the
+    replies bound), so the page reads the messages once."""
     conversation = review.conversation
     writing = deciding and review.fingerprint == conversation.fingerprint
-    # The path is read again only where the page needs its reply points: to write, or to mark replies bound.
-    points = present_reply_points(conversation) if writing else None
+    points = reply_points(path)
     replies = expected_replies_of(conversation, reader_id=user.pk, points=points, blind=blind)
     mine = {r.message_id: r.expected for r in replies.shown if r.mine and r.review_id == review.pk}
     controls = {
         message_id: ReplyControl(message_id, point.path_fingerprint, mine.get(message_id, ""))
-        for message_id, point in (points or {}).items()
+        for message_id, point in (points if writing else {}).items()
     }
     return ExpectedRepliesPart(replies=replies, controls=controls, writing=bool(controls))

@@ -270,8 +270,13 @@ class ConversationItemPage(ItemPage):
     scale: ClassVar[None] = None  # a conversation has no score to place against a threshold
 
     @cached_property
+    def _read(self) -> ConversationEvidence:
+        """The conversation as read once for the page: its path shown, and the expected replies' reply points."""
+        return conversation_evidence(self.review)
+
+    @cached_property
     def evidence(self) -> ConversationEvidence:
-        shown = conversation_evidence(self.review)
+        shown = self._read
         controls = self.expected_replies.controls  # "write the expected reply" under each assistant message
         for entry in shown.path:
             if entry.message is not None:
@@ -291,7 +296,9 @@ class ConversationItemPage(ItemPage):
     @cached_property
     def expected_replies(self) -> ExpectedRepliesPart:
         """The expected replies the reader may see (blind as answers are), and the controls to write one."""
-        return expected_replies_part(self.review, user=self.user, deciding=self.deciding, blind=self._blind)
+        return expected_replies_part(
+            self.review, user=self.user, deciding=self.deciding, blind=self._blind, path=self._read.active_path
+        )
 
 
 # --- an item several people decide: the answers, blind until every place is answered --------------------------------
