@@ -13,6 +13,7 @@ from reviewer.queue.expected_replies import ExpectedReplyForm, expected_reply_cr
 from reviewer.queue.services import Refused
 from reviewer.queue.views import _get_review_for_user
 
+GIVEN_BACK_MAX_CHARS = 100_000  # a refused reply is given back to copy up to this length (5 times what is kept)
 # A refusal about what was sent is the form's fault (400); one about the item's state is a conflict (409).
 FORM_FIELDS = ("text", "message", "invalid")
 
@@ -49,5 +50,7 @@ def _refused(
 ) -> HttpResponse:
     """Nothing was written: say why, with what the person wrote to copy (it is theirs; nobody else sees this page)."""
     text = str(form.data.get("text", "")).replace("\x00", "")  # a NUL is what was refused: the rest is theirs
+    if len(text) > GIVEN_BACK_MAX_CHARS:  # a body no person typed: not sent back to the browser
+        text = ""
     context = {"review_id": review_id, "reason": reason, "text": text, "nav_active": "queue"}
     return render(request, "reviewer/queue/expected_reply_refused.html", context, status=status)

@@ -200,8 +200,9 @@ def test_it_refuses_an_expected_reply_on_a_message_that_is_not_the_agents(client
         ("   \r\n ", "Write the reply"),
         ("nul\x00inside", "Null characters are not allowed"),
         ("x" * (EXPECTED_REPLY_MAX_CHARS + 1), f"at most {EXPECTED_REPLY_MAX_CHARS:,} characters"),
+        ("x" * 5_000_000, "this one has 5,000,000"),
     ],
-    ids=["blank", "nul", "huge"],
+    ids=["blank", "nul", "too-long", "huge"],
 )
 def test_it_refuses_a_reply_that_cannot_be_kept_naming_the_field(client_for, operator, org, text, said):
     review = conversation_item(org)
@@ -209,7 +210,7 @@ def test_it_refuses_a_reply_that_cannot_be_kept_naming_the_field(client_for, ope
     response = client_for(operator).post(write_url(review), form(review, text=text))
     body = words(response)
     assert response.status_code == 400 and "text" in body and said in body
-    assert "\x00" not in body
+    assert "\x00" not in body and len(body) < 200_000  # what was typed comes back to copy; no 5 MB page
     assert_nothing_kept()
 
 
