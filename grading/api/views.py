@@ -18,6 +18,7 @@ from grading.api import health
 from grading.api.audit import router as audit_router
 from grading.api.corrections import router as corrections_router
 from grading.api.erasures import router as erasures_router
+from grading.api.expected_replies import ExpectedReplyOut, expected_replies_out
 from grading.api.keys import api_key_authenticate
 from grading.certify.reads import certification_json
 from grading.checks.rules import rules_as_text
@@ -219,6 +220,7 @@ class CanonicalMessage(Schema):
 
 class ConversationDetailOut(ConversationOut):
     messages: list[CanonicalMessage]
+    expected_replies: list[ExpectedReplyOut]  # people's, once blind review lets the org see them
 
 
 def review_out(review: Review) -> dict:
@@ -289,7 +291,9 @@ def get_conversation(request: HttpRequest, external_id: ConversationId) -> dict:
     conversation = Conversation.objects.filter(org=request.auth.org, external_id=external_id).first()
     if conversation is None:
         raise ConversationNotFound(external_id)
-    return conversation_out(conversation_state(conversation), with_messages=True)
+    return conversation_out(conversation_state(conversation), with_messages=True) | {
+        "expected_replies": expected_replies_out(conversation)
+    }
 
 
 class FeedbackOut(Schema):

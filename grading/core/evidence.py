@@ -174,6 +174,18 @@ def extend_digest(state: bytes, appended: Sequence[EvidenceMessage], *, path_was
     return _finish(hasher), hasher.serialize()
 
 
+def prefix_fingerprints(path: Sequence[EvidenceMessage]) -> list[str]:
+    """`fingerprint(path[: n + 1])` for each n: the fingerprint the conversation would have if the path ended at each
+    of its messages (what an expected reply at a message is bound to). One pass over the path, as `path_digest`."""
+    hasher = rehashes.PySha256()
+    hasher.update(b"[")
+    fingerprints = []
+    for index, m in enumerate(path):
+        hasher.update(b"," + _canonical_bytes(m) if index else _canonical_bytes(m))
+        fingerprints.append(_finish(hasher))
+    return fingerprints
+
+
 def _finish(hasher: rehashes.PySha256) -> str:
     closing = rehashes.PySha256.deserialize(hasher.serialize())
     closing.update(b"]")

@@ -24,10 +24,11 @@ from grading.models.criteria import answers_stand
 from grading.reviews.reads import review_slots
 
 # What an event's detail says that someone answered or decided: the verdicts (a decision's, an answer's, a label's,
-# a worked example's) and an answer's note and the answer it replaced.
+# a worked example's) and an answer's note and the answer it replaced; an expected reply is a person's answer too
+# (grading/conversations/expected_replies.py), and where it was written says where they found the agent wrong.
 VERDICT_DETAIL = frozenset({"outcome", "checks", "verdict", "human_verdict"})
-ANSWER_DETAIL = VERDICT_DETAIL | {"note", "replaced"}
-ANSWER_ACTIONS = frozenset({"answer.create", "answer.replace"})
+ANSWER_DETAIL = VERDICT_DETAIL | {"note", "replaced", "message", "path_fingerprint"}
+ANSWER_ACTIONS = frozenset({"answer.create", "answer.replace", "expected_reply.create", "expected_reply.replace"})
 # A person's approval of a draft as they corrected it (grading/drafts/corrections.py): what it says is hidden as an
 # answer's is while places are open, and as any verdict while an audit item waits.
 CORRECTION_ACTIONS = frozenset({"correction.create"})

@@ -122,8 +122,10 @@ def criteria_example_add(
     check: str,
     actor: AbstractBaseUser | None = None,
     revision: int | None = None,
+    explanation: str = "",
 ) -> CriteriaExample:
-    """Add `subject` to the version's examples of `check`, at the end.
+    """Add `subject` to the version's examples of `check`, at the end (with its `explanation`, when one comes with it:
+    an expected reply's, grading/conversations/expected_replies.py).
 
     1. The item must be of the version's org and kind, and `check` one the version asks (a draft's: pass_fail).
     2. Read its human verdict on its present evidence (decisions first, then labels); refuse without a verdict on
@@ -134,6 +136,12 @@ def criteria_example_add(
        revision on and audit, in one transaction.
     """
     kind = ItemKind.DRAFT if isinstance(subject, Draft) else ItemKind.CONVERSATION
+    explanation = explanation.replace("\r\n", "\n").strip()
+    if len(explanation) > EXPLANATION_MAX_CHARS:
+        raise ExampleRefused(
+            f"An explanation has at most {EXPLANATION_MAX_CHARS:,} characters; this one would have "
+            f"{len(explanation):,}. Nothing is cut to fit."
+        )
     if subject.org_id != version.org_id or kind != version.kind:
         raise ExampleRefused(f"{subject} is not a {version.kind} of this version's org.")
     checks = example_checks(version)
@@ -162,6 +170,7 @@ def criteria_example_add(
         fingerprint=human.fingerprint,
         evidence=quoted,
         note=human.note,
+        explanation=explanation,
         added_by=actor if actor is not None and actor.is_authenticated else None,
     )
     with transaction.atomic():

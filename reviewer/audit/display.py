@@ -28,6 +28,8 @@ ACTION_WORDS = {
     "correction.create": "corrected the body",
     "correction.approved": "correction approved: no hard check fails",
     "correction.refused": "correction refused: a hard check still fails",
+    "expected_reply.create": "wrote an expected reply",
+    "expected_reply.replace": "changed their expected reply",
     "assignment.create": "assigned",
     "assignment.replace": "reassigned",
     "assignment.delete": "unassigned",

@@ -465,6 +465,12 @@ class ExampleAddForm(forms.Form):
     check = forms.CharField(max_length=32)
 
 
+class ExampleFromExpectedReplyForm(forms.Form):
+    version = forms.IntegerField(min_value=1)
+    correction = forms.IntegerField(min_value=1)
+    check = forms.CharField(max_length=32)
+
+
 class ExampleExplainForm(forms.Form):
     revision = forms.IntegerField(min_value=1)
     explanation = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 3}))

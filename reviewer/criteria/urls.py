@@ -16,6 +16,11 @@ urlpatterns = [
     path("trials/<int:pk>/items.csv", versions.criteria_trial_csv, name="criteria_trial_csv"),
     path("items/<str:kind>/<int:pk>/", versions.criteria_item, name="criteria_item"),
     path("examples/add/", examples.criteria_example_add_view, name="criteria_example_add"),
+    path(
+        "examples/from-expected-reply/",
+        examples.criteria_example_from_expected_reply_view,
+        name="criteria_example_from_expected_reply",
+    ),
     path("examples/<int:pk>/explain/", examples.criteria_example_explain_view, name="criteria_example_explain"),
     path("examples/<int:pk>/remove/", examples.criteria_example_remove_view, name="criteria_example_remove"),
 ]

@@ -6,12 +6,16 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from grading.checks.answers import answer_reads_as
 from grading.checks.definitions import CheckDefinition, ConversationRule, ToolCalledRule, ToolsAnsweredRule
 from grading.core import evidence, evidence_text
 from grading.models import Feedback, Message, Review
 from grading.otlp.pending import awaited_content_note
+
+if TYPE_CHECKING:
+    from reviewer.queue.expected_replies import ReplyControl
 
 
 @dataclass
@@ -36,6 +40,7 @@ class ShownMessage:
     truncated: bool
     cited_by: list[str] = field(default_factory=list)
     feedback: str | None = None
+    reply_control: ReplyControl | None = None  # an assistant message of the path, to the person deciding the item
 
 
 @dataclass
@@ -88,6 +93,7 @@ class ConversationEvidence:
     feedback: list[tuple[ShownMessage | None, str, str]]  # (message, message id, up/down)
     not_scorable: str | None
     content_awaited: str | None  # why the conversation waits for a model call's messages, and since when
+    active_path: list[evidence.EvidenceMessage] = field(default_factory=list)  # as evidence; none when unreadable
 
 
 def conversation_evidence(review: Review) -> ConversationEvidence:
@@ -139,6 +145,7 @@ def conversation_evidence(review: Review) -> ConversationEvidence:
         feedback=[(shown.get(t.message_external_id), t.message_external_id, t.value) for t in feedback],
         not_scorable=evidence.REASON_TEXT.get(result.problem) if result.problem else None,
         content_awaited=awaited_content_note(conversation),
+        active_path=[] if result.problem else result.path,
     )
 
 

@@ -34,6 +34,7 @@ from reviewer.queue.assignments import Reservation, assignable_people, assignmen
 from reviewer.queue.conversation_evidence import ConversationEvidence, conversation_evidence
 from reviewer.queue.corrections import CorrectionPanel, correction_panel
 from reviewer.queue.display import due_of, stale_reason
+from reviewer.queue.expected_replies import ExpectedRepliesPart, expected_replies_part
 from reviewer.queue.forms import AssignForm, ConversationDecisionForm, DecisionForm, decision_form
 
 
@@ -283,8 +284,17 @@ class ConversationItemPage(ItemPage):
     scale: ClassVar[None] = None  # a conversation has no score to place against a threshold
 
     @cached_property
+    def _read(self) -> ConversationEvidence:
+        """The conversation as read once for the page: its path shown, and the expected replies' reply points."""
+        return conversation_evidence(self.review)
+
+    @cached_property
     def evidence(self) -> ConversationEvidence:
-        shown = conversation_evidence(self.review)
+        shown = self._read
+        controls = self.expected_replies.controls  # "write the expected reply" under each assistant message
+        for entry in shown.path:
+            if entry.message is not None:
+                entry.message.reply_control = controls.get(entry.message.id)
         if not self.blind:
             return shown
         # The path as the user saw it, without the checks or the messages the judge cited.
@@ -296,6 +306,13 @@ class ConversationItemPage(ItemPage):
     @cached_property
     def identity(self) -> list[IdentityRow]:
         return identity_rows(self.review, messages_on_path=self.evidence.path_length)
+
+    @cached_property
+    def expected_replies(self) -> ExpectedRepliesPart:
+        """The expected replies the reader may see (blind as answers are), and the controls to write one."""
+        return expected_replies_part(
+            self.review, user=self.user, deciding=self.deciding, blind=self._blind, path=self._read.active_path
+        )
 
 
 # --- an item several people decide: the answers, blind until every place is answered --------------------------------

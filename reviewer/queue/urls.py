@@ -1,6 +1,6 @@
 from django.urls import path
 
-from reviewer.queue import correction_views, views
+from reviewer.queue import correction_views, expected_reply_views, views
 
 urlpatterns = [
     path("", views.queue, name="queue"),
@@ -13,6 +13,11 @@ urlpatterns = [
     path("items/<int:pk>/decline/", views.review_decline, name="review_decline"),
     path("items/<int:pk>/heartbeat/", views.review_heartbeat, name="review_heartbeat"),
     path("items/<int:pk>/decide/", views.review_decide, name="review_decide"),
+    path(
+        "items/<int:pk>/expected-reply/",
+        expected_reply_views.review_expected_reply,
+        name="review_expected_reply",
+    ),
     path("items/<int:pk>/assign/", views.review_assign, name="review_assign"),
     path("items/<int:pk>/unassign/", views.review_unassign, name="review_unassign"),
     path("items/<int:pk>/correction/check/", correction_views.review_correction_check, name="review_correction_check"),

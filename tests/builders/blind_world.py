@@ -3,9 +3,10 @@ so a page that shows what it must not is caught by plain text (tests/reviewer/te
 
 Audit items are decided by two people (`SlotsFor.AUDIT`):
 - `open`: an audit conversation nobody answered;
-- `half`: an audit conversation ann answered twice (her answer and the one it replaced), a place still open;
-- `split`: an audit conversation ann and bo answered differently: it waits for its adjudication (the answers are
-  shown now, the machine's verdicts not yet);
+- `half`: an audit conversation ann answered twice (her answer and the one it replaced), a place still open, with
+  her expected reply at m4;
+- `split`: an audit conversation ann and bo answered differently: it waits for its adjudication (the answers and
+  ann's expected reply are shown now, the machine's verdicts not yet);
 - `agreed`: an audit conversation ann and bo answered alike: decided, nothing hidden any more;
 - `draft`: an audit draft nobody answered.
 """
@@ -18,6 +19,7 @@ from grading.reviews.versions import criteria_active
 from reviewer.models import Role
 from reviewer.queue.services import claim_take, decision_create
 from tests.builders.conversations import PATH_IDS
+from tests.builders.expected_replies import expected_reply_write
 from tests.builders.people import make_person
 from tests.builders.queue_items import conversation_item, draft_item
 
@@ -32,6 +34,10 @@ def machine_said(tag: str) -> str:
 
 def answer_note(person: str, tag: str) -> str:
     return f"{person.upper()}-NOTE-{tag.upper()}"
+
+
+def expected_reply(person: str, tag: str) -> str:
+    return f"{person.upper()}-EXPECTED-{tag.upper()}"
 
 
 REPLACED_NOTE = "ANN-EARLIER-NOTE-HALF"
@@ -86,8 +92,10 @@ def blind_world(org) -> BlindWorld:
     )  # fmt: skip
     reviews["draft"] = draft
     ann, bo = people["ann"], people["bo"]
+    expected_reply_write(ann, reviews["half"], "m4", expected_reply("ann", "half"))
     _answer(ann, reviews["half"], ALL_PASS, REPLACED_NOTE)
     _answer(ann, reviews["half"], ALL_PASS | {"usable": "fail"}, answer_note("ann", "half"))
+    expected_reply_write(ann, reviews["split"], "m4", expected_reply("ann", "split"))
     _answer(ann, reviews["split"], ALL_PASS, answer_note("ann", "split"))
     _answer(bo, reviews["split"], ALL_PASS | {"grounded": "fail"}, answer_note("bo", "split"))
     _answer(ann, reviews["agreed"], ALL_PASS, answer_note("ann", "agreed"))
@@ -95,6 +103,7 @@ def blind_world(org) -> BlindWorld:
     nobody: set[str] = set()
     hidden = {machine_said(tag): nobody for tag in ("open", "half", "split", "draft", "draft-finding")}
     hidden |= {f"reason-{tag}": nobody for tag in ("open", "half", "split", "draft")}
-    hidden |= {answer_note("ann", "half"): {"ann"}, REPLACED_NOTE: {"ann"}}
+    hidden |= {answer_note("ann", "half"): {"ann"}, REPLACED_NOTE: {"ann"}, expected_reply("ann", "half"): {"ann"}}
     shown = {machine_said("agreed"), "reason-agreed", answer_note("ann", "split"), answer_note("bo", "split")}
+    shown |= {expected_reply("ann", "split")}
     return BlindWorld(org=org, reviews=reviews, people=people, hidden=hidden, shown=shown)

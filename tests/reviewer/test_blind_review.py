@@ -236,5 +236,13 @@ def test_the_walk_every_page_partial_and_export_shows_nothing_blind_review_hides
         text = text_of(client.get("/api/v1/audit-events", query, HTTP_AUTHORIZATION=f"Bearer {key}"))
         assert not [planted for planted in world.hidden if planted in text], query
         seen |= {planted for planted in world.shown if planted in text}
+    # A conversation's read gives the pipeline its machine verdicts; what people wrote there is blind as anywhere.
+    people_wrote = {planted: allowed for planted, allowed in world.hidden.items() if "-EXPECTED-" in planted}
+    for review in world.reviews.values():
+        if review.conversation_id:
+            path = f"/api/v1/conversations/{review.conversation.external_id}"
+            text = text_of(client.get(path, HTTP_AUTHORIZATION=f"Bearer {key}"))
+            assert not [planted for planted in people_wrote if planted in text], path
+            seen |= {planted for planted in world.shown if planted in text}
     assert served == set(pages), f"pages no persona was served: {sorted(set(pages) - served)}"
     assert seen == world.shown, f"the walk never saw {sorted(world.shown - seen)}: it could not see a leak either"

@@ -17,7 +17,8 @@ from django.shortcuts import redirect
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
-from grading.models import CriteriaExample
+from grading.conversations.expected_replies import expected_reply_example_add
+from grading.models import Correction, CriteriaExample
 from grading.reviews.examples import (
     ExampleRefused,
     criteria_example_add,
@@ -27,7 +28,12 @@ from grading.reviews.examples import (
 from grading.reviews.versions import CriteriaConflict, CriteriaImmutable
 from reviewer.access import found, role_required
 from reviewer.criteria import reads
-from reviewer.criteria.forms import ExampleAddForm, ExampleExplainForm, ExampleRemoveForm
+from reviewer.criteria.forms import (
+    ExampleAddForm,
+    ExampleExplainForm,
+    ExampleFromExpectedReplyForm,
+    ExampleRemoveForm,
+)
 from reviewer.models import Role
 from reviewer.pages import bad_request
 
@@ -51,6 +57,32 @@ def criteria_example_add_view(request: HttpRequest) -> HttpResponse:
     def add() -> str:
         criteria_example_add(version=version, subject=item, check=data["check"], actor=request.user)
         return f"Added {item.external_id} ({data['check']}) to the examples of {version}."
+
+    return _to_examples(request, version.pk, add, refused="Not added")
+
+
+@require_POST
+@role_required(Role.CRITERIA_ADMIN)
+def criteria_example_from_expected_reply_view(request: HttpRequest) -> HttpResponse:
+    """Add the conversation of the expected reply named to the version named, on the check named, the expected reply
+    as the example's explanation (grading/conversations/expected_replies.py); back to the version's examples."""
+    form = ExampleFromExpectedReplyForm(request.POST)
+    if not form.is_valid():
+        return bad_request(form)
+    data = form.cleaned_data
+    org_ids = reads.admin_org_ids(request.user)
+    version = reads.version_for_admin(org_ids=org_ids, version_id=data["version"])
+    corrections = Correction.objects.filter(
+        pk=data["correction"], org_id__in=org_ids, kind=Correction.Kind.EXPECTED_REPLY
+    ).select_related("conversation")
+    correction = corrections.first()
+    if version is None or correction is None or correction.org_id != version.org_id:
+        raise Http404("No such version or expected reply.")
+
+    def add() -> str:
+        expected_reply_example_add(version=version, correction=correction, check=data["check"], actor=request.user)
+        external_id = correction.conversation.external_id
+        return f"Added {external_id} ({data['check']}) with its expected reply to the examples of {version}."
 
     return _to_examples(request, version.pk, add, refused="Not added")
 

@@ -15,6 +15,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from grading.certify.reads import certificate_panel
 from grading.checks.definitions import MAX_CHECKS
+from grading.conversations.expected_replies import expected_replies_of
 from grading.core.spreadsheets import csv_lines
 from grading.criteria.impact import criteria_diff, criteria_preview, criteria_publish_planned, publish_plan
 from grading.criteria.rule_preview import rules_preview
@@ -380,4 +381,6 @@ def criteria_item(request: HttpRequest, kind: str, pk: int) -> HttpResponse:
     }  # fmt: skip
     context["targets"] = None if blind else reads.example_targets(request.user, item)
     context["trail"] = trail_of(request.user, item)
+    if kind == ItemKind.CONVERSATION:  # blind as answers are, like the trail
+        context["expected_replies"] = expected_replies_of(item, reader_id=request.user.pk)
     return render(request, "reviewer/criteria/item.html", context)

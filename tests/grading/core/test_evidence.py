@@ -17,6 +17,7 @@ from grading.core.evidence import (
     canonical_message,
     fingerprint,
     not_scorable_reason,
+    prefix_fingerprints,
     unanswered_tool_call_ids,
 )
 from grading.core.evidence_text import (
@@ -638,6 +639,15 @@ def test_it_fingerprints_deterministically(tree):
     assert fingerprint(path) == fingerprint(path) == fingerprint(rebuilt)
     assert fingerprint(path).startswith("fp1:")
     assert len(fingerprint(path)) == len("fp1:") + 64
+
+
+@PROPERTY_SETTINGS
+@given(message_trees())
+def test_it_fingerprints_each_prefix_of_the_path_as_the_path_ending_there(tree):
+    messages, active = tree
+    path = active_path(messages, active).path
+
+    assert prefix_fingerprints(path) == [fingerprint(path[: n + 1]) for n in range(len(path))]
 
 
 @PROPERTY_SETTINGS

@@ -4,8 +4,10 @@ refused request writes nothing."""
 
 import pytest
 from django.urls import reverse
+from django.utils import timezone
 
-from grading.models import AuditEvent, CriteriaExample, CriteriaTrial, CriteriaVersion, SpendCap
+from grading.conversations.expected_replies import present_reply_points
+from grading.models import AuditEvent, Correction, CriteriaExample, CriteriaTrial, CriteriaVersion, Review, SpendCap
 from reviewer.models import Role
 from tests.builders.criteria import editor_data, graded_org
 from tests.builders.people import make_person
@@ -32,6 +34,13 @@ def criteria(org, fake_llm, criteria_admin):
         org=org, criteria_version=world.draft_version, draft=draft, external_id=draft.external_id,
         check_name="pass_fail", human_verdict="fail", source="decision", fingerprint=draft.fingerprint,
         evidence={"title": draft.title, "body": draft.body}, position=1,
+    )  # fmt: skip
+    point = present_reply_points(world.conversation)["m4"]
+    Correction.objects.create(
+        org=org, kind=Correction.Kind.EXPECTED_REPLY, review=Review.objects.get(conversation=world.conversation),
+        conversation=world.conversation, message_external_id="m4", evidence_fingerprint=point.path_fingerprint,
+        original=point.text, corrected="Refunded: 49.90 reaches your card in 3 to 5 days.",
+        state=Correction.State.KEPT, created_at=timezone.now(),
     )  # fmt: skip
     return world
 
@@ -75,6 +84,10 @@ def requests_for(c) -> dict[str, tuple[str, str, dict, dict]]:
             "post", reverse("criteria_example_explain", args=[example.pk]),
             {"revision": v.revision, "explanation": "Read it this way."}, {},
         ),
+        "add an example from an expected reply": (
+            "post", reverse("criteria_example_from_expected_reply"),
+            {"version": v.pk, "correction": Correction.objects.get().pk, "check": "grounded"}, {},
+        ),
         "remove an example": (
             "post", reverse("criteria_example_remove", args=[example.pk]), {"revision": v.revision}, {},
         ),
@@ -85,7 +98,8 @@ NAMES = [
     "index", "version page", "published version page", "diff", "preview form", "preview", "trial count", "trial page",
     "trial partial (htmx)", "trial items (CSV)", "publish plan", "draft item", "conversation item", "new version",
     "new version from an old one", "save", "start a trial", "publish", "set a certification target", "spend page",
-    "set a spend cap", "add an example", "explain an example", "remove an example",
+    "set a spend cap", "add an example", "explain an example", "add an example from an expected reply",
+    "remove an example",
 ]  # fmt: skip
 
 
