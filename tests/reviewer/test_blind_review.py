@@ -172,6 +172,7 @@ def _pages(world: BlindWorld) -> dict[str, list[tuple[str, dict]]]:
             for review in reviews.values()
             for headers in ({}, HTMX | {"HTTP_HX_TARGET": "actions"})
         ],
+        "review_corrections": [(reverse("review_corrections", args=[reviews["draft"].pk]), HTMX)],
         "criteria": [(reverse("criteria"), {})],
         "criteria_diff": [(reverse("criteria_diff"), {"data": {"old": version.pk, "new": version.pk}})],
         "criteria_spend": [(reverse("criteria_spend"), {})],
@@ -189,6 +190,14 @@ def _pages(world: BlindWorld) -> dict[str, list[tuple[str, dict]]]:
         "dashboard_reviews": [(reverse("dashboard_reviews"), {"data": at_org | f}) for f in lists],
         "dashboard_regrade": [(reverse("dashboard_regrade"), {"data": at_org})],
         "dashboard_certified": [(reverse("dashboard_certified"), {"data": at_org} | headers) for headers in ({}, HTMX)],
+        "dashboard_corrections": [(reverse("dashboard_corrections"), {"data": at_org} | headers)
+                                  for headers in ({}, HTMX)],
+        "dashboard_corrections_items": [(reverse("dashboard_corrections_items"),
+                                         {"data": at_org | {"kind": kind, "what": "decided"}})
+                                        for kind in ("draft", "conversation")],
+        "dashboard_corrections_export": [(reverse("dashboard_corrections_export"),
+                                          {"data": at_org | {"format": file_format}})
+                                         for file_format in ("jsonl", "chat")],
         "dashboard_export": [(reverse("dashboard_export"), {"data": at_org | f | {"format": file_format}})
                              for f in lists for file_format in ("csv", "jsonl")],
         "audit": [(reverse("audit"), {"data": at_org | f}) for f in ({}, {"action": "answer"})],
