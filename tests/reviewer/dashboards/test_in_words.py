@@ -47,6 +47,8 @@ def test_the_first_screen_says_the_figures_in_words_and_folds_the_statistics(
     assert f"the judge gives people's answer {times_in(judge['percent'])}" in text
     assert "Since 2026-W" in text
     assert len(re.findall(r'<a href="/dashboard/reviews/\?', words)) >= 6  # the numbers lead to what they count
+    card = re.sub(r"<[^>]+>", "", html.split('id="kpi-agreement"', 1)[1].split("</div></div>", 1)[0])
+    assert f"of {judge['n']} audited answers the judge gave people's" in card and "κ 0" not in card  # no bare κ
     # The statistics are still there, folded, each section with its plain reading.
     assert '<details class="stats" id="judge-against-people">' in html and "κ" in html
     assert '<details class="stats" id="people-against-people">' in html
