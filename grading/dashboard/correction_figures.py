@@ -94,7 +94,7 @@ def choice_rows(scope: Scope) -> Iterator[Counted]:
         # A correction on the decided review itself: an expected reply, or a corrected body the gate did not refuse.
         corrected_on = set(
             Correction.objects.filter(review_id__in=review_ids)
-            .exclude(state=Correction.State.REFUSED)
+            .exclude(state__in=(Correction.State.REFUSED, Correction.State.OVERTAKEN))
             .values_list("review_id", flat=True)
         )
         for review_id, kind, outcome, decided_at, findings, checks in chunk:

@@ -9,7 +9,10 @@ review:
 
 1. no hard finding remains (whatever the judge thought) and the criteria are the corrected review's: the person's
    approval stands, as a decision on the new review in their name (`decision_as_corrected_record`);
-2. otherwise the correction is refused, and the new review waits in the queue with its findings.
+2. a hard finding remains: the correction is refused, and the new review waits in the queue with its findings;
+3. other criteria were published in between: the correction is overtaken, and the new review waits likewise. So
+   is a correction whose revision the pipeline replaced before the gate graded it (`corrections_overtaken`, called
+   by the resubmission).
 
 What the pipeline is told of it is `draft_status` (grading/reviews/draft_reads.py): its `correction`.
 """
@@ -174,9 +177,9 @@ def correction_route(outcome: ReviewOutcome) -> ReviewOutcome:
 
 
 def correction_settle(*, review: Review) -> Correction | None:
-    """Settle the correction `review` graded, in the transaction that wrote it: approved (a decision in its author's
-    name) when no hard finding remains and the criteria are the corrected review's, else refused. None when the
-    review graded no correction waiting, or is an error (graded again later) or no longer waiting."""
+    """Settle the correction `review` graded, in the transaction that wrote it: overtaken when other criteria graded
+    it, approved (a decision in its author's name) when no hard finding remains, else refused. None when the review
+    graded no correction waiting, or is an error (graded again later) or no longer waiting."""
     correction = (
         Correction.objects.select_for_update(of=("self",))
         .select_related("review", "author")
@@ -195,7 +198,9 @@ def correction_settle(*, review: Review) -> Correction | None:
     hard = [finding for finding in review.findings if isinstance(finding, dict)]
     same_criteria = review.criteria_version_id == correction.review.criteria_version_id
     correction.regrade, correction.settled_at = review, now
-    if not hard and same_criteria and correction.author is not None:
+    if not same_criteria:
+        correction.state = Correction.State.OVERTAKEN
+    elif not hard and correction.author is not None:
         several = review_slots(correction.review) > 1
         basis = Decision.Basis.ADJUDICATED if several else Decision.Basis.ONE
         decision_as_corrected_record(

@@ -8,7 +8,8 @@ from grading.core.errors import LimitExceeded
 from grading.core.evidence import draft_fingerprint
 from grading.core.schemas import DraftIn
 from grading.delivery import enqueue
-from grading.models import Draft, ItemKind, Org
+from grading.models import Correction, Draft, ItemKind, Org
+from grading.models.audit import audit_record
 from grading.reviews.services import review_state_refresh
 
 
@@ -34,7 +35,21 @@ def draft_save(*, org: Org, payload: DraftIn) -> Draft:
     with transaction.atomic():
         draft, _ = Draft.objects.update_or_create(org=org, external_id=payload.external_id, defaults=fields)
         review_state_refresh(subject=draft)
+        _corrections_overtaken(draft)
     return draft
+
+
+def _corrections_overtaken(draft: Draft) -> None:
+    """A person's corrected revision the draft no longer holds can never be graded: its correction is overtaken
+    (grading/drafts/corrections.py), so it does not wait for the gate for ever."""
+    waiting = Correction.objects.filter(
+        draft_id=draft.pk, kind=Correction.Kind.DRAFT_BODY, state=Correction.State.GRADING
+    ).exclude(corrected_fingerprint=draft.fingerprint)
+    for correction in waiting.select_for_update():
+        correction.state, correction.settled_at = Correction.State.OVERTAKEN, timezone.now()
+        correction.save(update_fields=["state", "settled_at"])
+        audit_record(action="correction.overtaken", org=draft.org, actor=None, target=correction,
+                     detail={"correction": correction.pk, "fingerprint": draft.fingerprint}, item=draft)  # fmt: skip
 
 
 def draft_submit(*, org: Org, payload: DraftIn) -> Draft:

@@ -421,6 +421,9 @@ class Correction(models.Model):
         GRADING = "grading", "being graded"  # a corrected draft waits for the gate
         APPROVED = "approved", "approved as corrected"
         REFUSED = "refused", "refused: a hard check still fails"
+        # The draft moved on before the gate could settle it: the pipeline resubmitted, or other criteria were
+        # published. The approval was about a revision no longer graded as it asked.
+        OVERTAKEN = "overtaken", "overtaken: the draft or its criteria changed first"
         KEPT = "kept", "kept"  # an expected reply: nothing to grade
 
     org = models.ForeignKey(Org, on_delete=models.CASCADE, related_name="+")

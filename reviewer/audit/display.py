@@ -28,6 +28,7 @@ ACTION_WORDS = {
     "correction.create": "corrected the body",
     "correction.approved": "correction approved: no hard check fails",
     "correction.refused": "correction refused: a hard check still fails",
+    "correction.overtaken": "correction overtaken: the draft or its criteria changed first",
     "expected_reply.create": "wrote an expected reply",
     "expected_reply.replace": "changed their expected reply",
     "assignment.create": "assigned",

@@ -13,7 +13,7 @@ from grading.delivery.enqueue import HUMAN_DECISION, MACHINE_VERDICT
 from grading.drafts.corrections import correction_submit, draft_locked
 from grading.drafts.gate import draft_grade
 from grading.erasure.runs import erasure_request, erasure_run
-from grading.models import Correction, Decision, Draft
+from grading.models import AuditEvent, Correction, Decision, Draft
 from grading.reviews.draft_reads import draft_status
 from grading.tasks import deliver_webhook
 from tests.builders.api_calls import api_caller
@@ -88,6 +88,17 @@ def test_a_resubmission_after_a_correction_makes_the_content_the_pipelines_again
     draft = save_draft(org, FIXED_BODY + "\nOne more line from the pipeline.\n")
     assert draft_status(draft)["correction"] is None
     assert Correction.objects.get().state == Correction.State.APPROVED  # the record of what happened stays
+
+
+def test_a_resubmission_while_the_gate_grades_a_correction_overtakes_it_and_nothing_waits_for_it(org, operator):
+    review = waiting_with_finding(org)
+    draft = draft_locked(review.draft_id)
+    correction_submit(review=review, draft=draft, author=operator, corrected=FIXED_BODY, now=timezone.now())
+    draft = save_draft(org, FIXED_BODY + "\nThe pipeline's own next revision.\n")
+    correction = Correction.objects.get()
+    assert (correction.state, correction.regrade) == (Correction.State.OVERTAKEN, None)
+    assert correction.settled_at is not None and draft_status(draft)["correction"] is None
+    assert AuditEvent.objects.filter(action="correction.overtaken").count() == 1
 
 
 def test_erasing_a_corrected_draft_takes_its_corrections_and_both_revisions_with_it(org, operator, fake_llm):

@@ -295,17 +295,18 @@ def test_markup_in_a_correction_is_shown_as_text_everywhere(client_for, operator
         assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
 
 
-def test_criteria_published_before_the_gate_graded_it_refuse_the_approval(client_for, operator, org, fake_llm):
+def test_criteria_published_before_the_gate_graded_it_overtake_the_approval(client_for, operator, org, fake_llm):
     review = waiting_with_finding(org)
     claim_take(user=operator, review_id=review.pk)
     correct(client_for(operator), review, FIXED_BODY)
     criteria_publish(version=criteria_new_version(org=org, kind="draft"))  # the approval was given under v1
     regraded = regrade(review.draft, fake_llm, overall=9)
     assert regraded.criteria_version_id != review.criteria_version_id and regraded.findings == []
-    assert Correction.objects.get().state == Correction.State.REFUSED and not Decision.objects.exists()
+    assert Correction.objects.get().state == Correction.State.OVERTAKEN and not Decision.objects.exists()
     assert Review.objects.waiting().filter(pk=regraded.pk).exists()  # a person decides it under the new version
     html = client_for(operator).get(reverse("review_detail", args=[review.pk])).content.decode()
-    assert "or the criteria changed since the approval" in html
+    assert "Other criteria were published before the gate graded the corrected revision" in html
+    assert "A hard check still fails" not in html
 
 
 def test_while_places_are_open_the_adjudicators_correction_is_hidden_from_the_others(client_for, operator, org,
