@@ -28,13 +28,7 @@ from grading.reviews.reads import review_slots
 from reviewer.models import Claim
 from reviewer.queue.display import stale_reason
 from reviewer.queue.reads import operator_reaches, slots_now
-from reviewer.queue.services import (
-    Refused,
-    _claim_to_explain,
-    _locked_review,
-    _refuse_if_decided,
-    _why_not_holder,
-)
+from reviewer.queue.services import Refused, holder_claim, locked_review
 
 AUDIT_NOT_CORRECTED = "An audit-sample item is decided on what the pipeline sent: approve, reject or send it back."
 QUOTE_CHARS = 80  # of a finding's text, beside the editor
@@ -50,15 +44,12 @@ def correction_create(
     with transaction.atomic():
         draft_id = Review.objects.filter(pk=review_id, kind=ItemKind.DRAFT).values_list("draft_id", flat=True).first()
         draft = draft_locked(draft_id) if draft_id is not None else None
-        review = _locked_review(reaches, review_id)
+        review = locked_review(reaches, review_id)
         if draft is None or review.kind != ItemKind.DRAFT:
             raise Refused("not_found", "There is no such draft in your queue.")
         if draft.fingerprint != fingerprint:
             raise Refused("changed", moved_on(draft_id=draft.pk, fingerprint=fingerprint))
-        _refuse_if_decided(review)
-        claim = Claim.objects.filter(review=review, holder=user, ended_at__isnull=True).select_related("holder").first()
-        if claim is None or claim.expires_at <= now:
-            raise Refused(*_why_not_holder(claim or _claim_to_explain(review.pk, user), user, now))
+        claim = holder_claim(review, user, now)
         if not Review.objects.waiting().filter(pk=review.pk).exists() or review.fingerprint != fingerprint:
             raise Refused(
                 "changed", f"The item changed since you opened it; nothing was recorded. {stale_reason(review)}"

@@ -23,10 +23,9 @@ from grading.conversations.expected_replies import (
 from grading.core import evidence
 from grading.models import Correction, Review
 from grading.reviews.blind import Blind
-from reviewer.models import Claim
 from reviewer.queue.display import stale_reason
 from reviewer.queue.reads import operator_reaches
-from reviewer.queue.services import Refused, _claim_to_explain, _locked_review, _refuse_if_decided, _why_not_holder
+from reviewer.queue.services import Refused, holder_claim, locked_review
 
 
 class ExpectedReplyForm(forms.Form):
@@ -61,11 +60,8 @@ def expected_reply_create(
     page showed (`expected_reply_keep`). Returns it, and whether it replaced their earlier one there."""
     now = now or timezone.now()
     with transaction.atomic():
-        review = _locked_review(operator_reaches(user), review_id)
-        _refuse_if_decided(review)
-        claim = Claim.objects.filter(review=review, holder=user, ended_at__isnull=True).select_related("holder").first()
-        if claim is None or claim.expires_at <= now:
-            raise Refused(*_why_not_holder(claim or _claim_to_explain(review.pk, user), user, now))
+        review = locked_review(operator_reaches(user), review_id)
+        holder_claim(review, user, now)
         try:
             return expected_reply_keep(
                 review=review, author=user, message_id=message_id, path_fingerprint=path_fingerprint, text=text, at=now

@@ -11,7 +11,7 @@ from reviewer.access import role_required
 from reviewer.queue.assignments import QUEUE_ROLES
 from reviewer.queue.expected_replies import ExpectedReplyForm, expected_reply_create
 from reviewer.queue.services import Refused
-from reviewer.queue.views import _get_review_for_user
+from reviewer.queue.views import review_for_user
 
 GIVEN_BACK_MAX_CHARS = 100_000  # a refused reply is given back to copy up to this length (5 times what is kept)
 # A refusal about what was sent is the form's fault (400); one about the item's state is a conflict (409).
@@ -21,7 +21,7 @@ FORM_FIELDS = ("text", "message", "invalid")
 @require_POST
 @role_required(*QUEUE_ROLES)
 def review_expected_reply(request: HttpRequest, pk: int) -> HttpResponse:
-    review = _get_review_for_user(request, pk)
+    review = review_for_user(request, pk)
     form = ExpectedReplyForm(request.POST)
     if not form.is_valid():
         problems = "; ".join(f"{name}: {' '.join(errors)}" for name, errors in form.errors.items())

@@ -91,7 +91,7 @@ def claim_next(
             found = queue_first_free(lanes=lanes, filters=filters, user_id=user.pk, now=now, passed_over=passed_over)
             if found is None:
                 return None
-            review = _locked_review(reaches, found.pk)
+            review = locked_review(reaches, found.pk)
             waiting = Review.objects.waiting().filter(pk=found.pk).exists()
             reservation = reservation_of(review, now)
             if (
@@ -109,7 +109,7 @@ def claim_take(*, user: AbstractBaseUser, review_id: int, now: datetime | None =
     several people decide takes as many claims as it has places (`Slots.place_for` says who may take one)."""
     now = now or timezone.now()
     with transaction.atomic():
-        review = _locked_review(operator_reaches(user), review_id)
+        review = locked_review(operator_reaches(user), review_id)
         _refuse_unless_open(review)
         mine = Claim.objects.filter(review_id=review.pk, holder=user, ended_at__isnull=True).first()
         if mine is not None and mine.expires_at > now:
@@ -138,7 +138,7 @@ def claim_decline(*, user: AbstractBaseUser, review_id: int, reason: str, now: d
     if not reason:
         raise Refused("invalid", "Say why you decline the item: the reason is recorded.")
     with transaction.atomic():
-        review = _locked_review(operator_reaches(user), review_id)
+        review = locked_review(operator_reaches(user), review_id)
         claim = Claim.objects.filter(review_id=review.pk, ended_at__isnull=True, holder=user).first()
         if claim is None or claim.expires_at <= now:
             raise Refused(*_why_not_holder(claim or _claim_to_explain(review.pk, user), user, now))
@@ -172,7 +172,7 @@ def claim_release(*, user: AbstractBaseUser, review_id: int, now: datetime | Non
     """Give the item back to the queue. Releasing a lease that already ran out records its expiry."""
     now = now or timezone.now()
     with transaction.atomic():
-        review = _locked_review(operator_reaches(user), review_id)
+        review = locked_review(operator_reaches(user), review_id)
         claim = Claim.objects.filter(review_id=review.pk, ended_at__isnull=True, holder=user).first()
         if claim is None:
             raise Refused(*_why_not_holder(_claim_to_explain(review.pk, user), user, now))
@@ -186,7 +186,8 @@ def claim_release(*, user: AbstractBaseUser, review_id: int, now: datetime | Non
         )
 
 
-def _locked_review(reaches: Sequence[Reach], review_id: int) -> Review:
+def locked_review(reaches: Sequence[Reach], review_id: int) -> Review:
+    """The review, locked, when it is an item for people within `reaches`; else Refused ("not_found")."""
     review = (
         Review.objects.with_state()
         .select_for_update(of=("self",))
@@ -244,6 +245,16 @@ def _end_expired(claim: Claim, review: Review, now: datetime, *, noticed_by: Abs
 def _held_message(claim: Claim, now: datetime) -> str:
     minutes = max(1, int((claim.expires_at - now).total_seconds() // 60))
     return f"{claim.holder.get_username()} holds this item (lease ends in {minutes} min)."
+
+
+def holder_claim(review: Review, user: AbstractBaseUser, now: datetime) -> Claim:
+    """The live lease `user` holds on the locked `review`, before anything is written in their name on it (a
+    decision, a correction, an expected reply); Refused, saying why, when the item was decided or they hold none."""
+    _refuse_if_decided(review)
+    claim = Claim.objects.filter(review=review, holder=user, ended_at__isnull=True).select_related("holder").first()
+    if claim is None or claim.expires_at <= now:
+        raise Refused(*_why_not_holder(claim or _claim_to_explain(review.pk, user), user, now))
+    return claim
 
 
 def _claim_to_explain(
@@ -311,13 +322,10 @@ def decision_create(
     now = now or timezone.now()
     note = note.strip()
     with transaction.atomic():
-        review = _locked_review(operator_reaches(user), review_id)
+        review = locked_review(operator_reaches(user), review_id)
         if keep_as_learning and not note:
             raise Refused("invalid", "Write the note to keep it as an org learning.")
-        _refuse_if_decided(review)
-        claim = Claim.objects.filter(review=review, holder=user, ended_at__isnull=True).select_related("holder").first()
-        if claim is None or claim.expires_at <= now:
-            raise Refused(*_why_not_holder(claim or _claim_to_explain(review.pk, user), user, now))
+        claim = holder_claim(review, user, now)
         if fingerprint != review.fingerprint:
             raise Refused(
                 "changed", f"The item changed since you opened it; nothing was recorded. {stale_reason(review)}"

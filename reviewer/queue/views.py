@@ -109,7 +109,7 @@ def queue_preferences(request: HttpRequest) -> HttpResponse:
 # --- item pages -----------------------------------------------------------------------------------------------
 
 
-def _get_review_for_user(request: HttpRequest, pk: int) -> Review:
+def review_for_user(request: HttpRequest, pk: int) -> Review:
     """The review routed to humans, within the operator's reach; 404 otherwise (another org's or another
     application's item does not exist as far as this operator can tell)."""
     review = reads.review_for_operator(reaches=reads.operator_reaches(request.user), review_id=pk)
@@ -121,7 +121,7 @@ def _get_review_for_user(request: HttpRequest, pk: int) -> Review:
 @require_GET
 @role_required(*QUEUE_ROLES)
 def review_detail(request: HttpRequest, pk: int) -> HttpResponse:
-    review = _get_review_for_user(request, pk)
+    review = review_for_user(request, pk)
     return _render_item(request, review)
 
 
@@ -149,7 +149,7 @@ def _render_item(
 @require_POST
 @role_required(*QUEUE_ROLES)
 def review_claim(request: HttpRequest, pk: int) -> HttpResponse:
-    review = _get_review_for_user(request, pk)
+    review = review_for_user(request, pk)
     try:
         claim_take(user=request.user, review_id=review.pk)
     except Refused as refusal:
@@ -160,7 +160,7 @@ def review_claim(request: HttpRequest, pk: int) -> HttpResponse:
 @require_POST
 @role_required(*QUEUE_ROLES)
 def review_release(request: HttpRequest, pk: int) -> HttpResponse:
-    review = _get_review_for_user(request, pk)
+    review = review_for_user(request, pk)
     return _give_back(request, review, lambda: claim_release(user=request.user, review_id=review.pk),
                       "Released: the item is back in the queue.")  # fmt: skip
 
@@ -169,7 +169,7 @@ def review_release(request: HttpRequest, pk: int) -> HttpResponse:
 @role_required(*QUEUE_ROLES)
 def review_decline(request: HttpRequest, pk: int) -> HttpResponse:
     """Give the item back with a reason: its place returns to the queue, and the next claims pass it over for you."""
-    review = _get_review_for_user(request, pk)
+    review = review_for_user(request, pk)
     form = DeclineForm(request.POST)
 
     def decline() -> None:
@@ -195,7 +195,7 @@ def _give_back(request: HttpRequest, review: Review, act: Callable[[], object], 
 def review_heartbeat(request: HttpRequest, pk: int) -> HttpResponse:
     """Extend the lease while the page is open (htmx, every minute). Answers with the lease line, which says
     so when the lease is gone or the item changed; the decision form itself is left as the operator typed it."""
-    review = _get_review_for_user(request, pk)
+    review = review_for_user(request, pk)
     lease_message = ""
     try:
         claim_extend(user=request.user, review_id=review.pk)
@@ -209,7 +209,7 @@ def review_heartbeat(request: HttpRequest, pk: int) -> HttpResponse:
 @require_POST
 @role_required(*QUEUE_ROLES)
 def review_decide(request: HttpRequest, pk: int) -> HttpResponse:
-    review = _get_review_for_user(request, pk)
+    review = review_for_user(request, pk)
     form = decision_form(review, request.POST)
     if not form.is_valid():
         return _render_item(request, review, posted=form, status=422)
