@@ -9,8 +9,9 @@ from pathlib import Path
 
 from django.utils import timezone
 
-from grading.checks.repairs import unified_diff
 from grading.core.evidence import draft_fingerprint, fingerprint
+from grading.core.outcomes import CORRECTED
+from grading.drafts.corrections import APPROVED_AS_CORRECTED, correction_diff
 from grading.models import Correction, Decision, ItemKind, Review, ReviewState, Route
 from grading.reviews.conversation_reads import conversation_path
 
@@ -34,15 +35,16 @@ def draft_correction(
     """`author`'s corrected body of the draft `review` read. The draft holds the corrected revision, so the review
     read the evidence it had (stale) while the gate grades it (`revise=False`: the correction is written, the draft
     and its review are left as they were). With `regrade_findings` the gate has graded it: the corrected review is
-    superseded by the revision's, and the correction approved (no fatal finding left: decided approve by its
-    author) or refused (failed by the gate)."""
+    superseded by the revision's, which waits for people with the reason `corrected` (as `correction_route` sends
+    it), and the correction is approved (no finding left: decided approve by its author) or refused (it waits)."""
     draft = review.draft
     at = at or timezone.now()
     corrected_fingerprint = draft_fingerprint(title=draft.title, body=corrected, source_urls=draft.source_urls)
     correction = Correction.objects.create(
         org=review.org, kind=Correction.Kind.DRAFT_BODY, review=review, draft=draft,
         evidence_fingerprint=review.fingerprint, original=draft.body, corrected=corrected,
-        corrected_fingerprint=corrected_fingerprint, diff=unified_diff(draft.body, corrected),
+        corrected_fingerprint=corrected_fingerprint,
+        diff=correction_diff(slug=draft.slug, before=draft.body, after=corrected),
         state=Correction.State.GRADING, author=author, created_at=at,
     )  # fmt: skip
     if not revise:
@@ -53,18 +55,18 @@ def draft_correction(
     if regrade_findings is None:
         return correction
     Review.objects.filter(pk=review.pk).update(state=ReviewState.SUPERSEDED)
-    refused = any(finding.get("severity") == "fatal" for finding in regrade_findings)
+    refused = bool(regrade_findings)  # any finding left is a hard one (grading/drafts/corrections.py)
     regrade = Review.objects.create(
         org=review.org, kind=ItemKind.DRAFT, draft=draft, fingerprint=corrected_fingerprint,
         criteria_version=review.criteria_version, judge=review.judge, judge_key=review.judge_key,
         started_at=at, finished_at=at + timedelta(seconds=5), stages=1, week=review.week,
-        route=Route.FAIL if refused else Route.HUMAN, reason="finding" if refused else "band", score=7.4,
-        findings=regrade_findings, state=ReviewState.CURRENT if refused else ReviewState.DECIDED,
+        route=Route.HUMAN, reason=CORRECTED, score=7.4, findings=regrade_findings,
+        state=ReviewState.WAITING if refused else ReviewState.DECIDED,
     )  # fmt: skip
     if not refused:
         Decision.objects.create(
             org=review.org, review=regrade, outcome=Decision.Outcome.APPROVE, decided_by=author,
-            decided_at=at + timedelta(seconds=6), note="approved as corrected",
+            decided_at=at + timedelta(seconds=6), note=APPROVED_AS_CORRECTED,
         )  # fmt: skip
     correction.regrade = regrade
     correction.state = Correction.State.REFUSED if refused else Correction.State.APPROVED
