@@ -127,4 +127,8 @@ class Migration(migrations.Migration):
             model_name="monitorevaluation",
             index=models.Index(fields=["at"], name="monitor_evaluation_at"),
         ),
+        migrations.AddIndex(
+            model_name="review",
+            index=models.Index(fields=["org", "kind", "finished_at"], name="review_graded_window"),
+        ),
     ]
