@@ -359,3 +359,16 @@ def test_history_older_than_the_setting_is_deleted_by_the_run(org, settings):
     monitors_evaluate(deliver=lambda *_: None, now=now)
     assert MonitorEvaluation.objects.filter(monitor=watched).count() == 2
     assert watched.__class__.objects.get().state == MonitorState.NO_DATA
+
+
+def test_the_beat_evaluates_every_monitor_and_its_notices_go_to_the_webhooks_queue(org, settings):
+    from reviewer.celery import app
+
+    schedule = settings.CELERY_BEAT_SCHEDULE["monitors-evaluate"]
+    assert schedule["task"] == tasks.monitors_evaluate.name == "grading.tasks.monitors_evaluate"
+    assert app.amqp.router.route({}, tasks.monitor_notice.name)["queue"].name == "webhooks"
+    watched = monitor(org, min_n=0)  # tells no one: nothing is sent to the broker
+    graded(org, checks={"grounded": "pass"})
+    assert tasks.monitors_evaluate.apply().get() == 1
+    watched.refresh_from_db()
+    assert watched.state == OK and watched.evaluations.count() == 1
