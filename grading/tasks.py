@@ -7,6 +7,8 @@ connection, a failover): each review is written in one transaction, so a retry s
 and finds the reviews whose write did commit.
 """
 
+import logging
+
 from celery import shared_task
 from celery.signals import worker_process_shutdown, worker_shutdown
 from django.conf import settings
@@ -17,13 +19,17 @@ from grading.conversations.grader import conversation_grade
 from grading.criteria.trials import trial_item_grade
 from grading.delivery import enqueue
 from grading.drafts.gate import draft_grade
-from grading.drafts.webhooks import webhook_deliver
+from grading.drafts.webhooks import retry_delay, webhook_deliver
 from grading.erasure import runs as erasures
-from grading.models import GradingRun, ItemKind, Org, Review
+from grading.models import GradingRun, ItemKind, MonitorEvaluation, Org, Review
+from grading.monitors.evaluate import monitors_evaluate as monitors_evaluate_all
+from grading.monitors.notices import notice_send
 from grading.otlp.pending import pending_expire
 from grading.passes import planner
 from grading.reviews import inflight
 from grading.reviews.rollups import orgs_with_items, rollups_rebuild
+
+logger = logging.getLogger(__name__)
 
 
 @worker_shutdown.connect
@@ -128,3 +134,27 @@ def deliver_webhook(self, review_id: int, event: str, attempt: int = 1) -> bool:
     if tried.retry_in is None or attempt >= settings.WEBHOOK_MAX_ATTEMPTS:
         return tried.delivery is not None and tried.delivery.delivered
     raise self.retry(args=(review_id, event, attempt + 1), countdown=tried.retry_in)
+
+
+@shared_task(name=enqueue.MONITORS_EVALUATE)
+def monitors_evaluate() -> int:
+    """Every monitor evaluated (beat); a change of state sends its notices after its commit."""
+    return monitors_evaluate_all(deliver=enqueue.monitor_notices)
+
+
+@shared_task(name=enqueue.MONITOR_NOTICE, bind=True, max_retries=None)
+def monitor_notice(self, evaluation_id: int, channel: str, attempt: int = 1) -> bool:
+    """One try of one channel's notice of a monitor's change of state, on the `webhooks` queue; a try that may
+    succeed later (an SMTP or network error, 408, 425, 429, 5xx) is tried again up to WEBHOOK_MAX_ATTEMPTS."""
+    evaluation = MonitorEvaluation.objects.select_related("monitor__org").filter(pk=evaluation_id).first()
+    if evaluation is None:  # the monitor was deleted meanwhile
+        return False
+    sent = notice_send(evaluation, channel)
+    if not sent.failed:
+        return True
+    if sent.permanent or attempt >= settings.WEBHOOK_MAX_ATTEMPTS:
+        logger.error(
+            "monitor notice %s by %s given up after %s tries: %s", evaluation_id, channel, attempt, sent.failed
+        )
+        return False
+    raise self.retry(args=(evaluation_id, channel, attempt + 1), countdown=retry_delay(attempt))

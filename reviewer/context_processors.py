@@ -14,6 +14,7 @@ def navigation(request: HttpRequest) -> dict:
         items.append(("criteria", "Criteria"))
     if roles:
         items.append(("dashboard", "Dashboard"))
+        items.append(("monitors", "Monitors"))
     # A lead of part of an org does not set up its queue (reviewer/setup/views.py): no link to a 403.
     sets_up = bool(roles & {Role.LEAD, Role.ORG_ADMIN}) and bool(setup_org_ids(request.user))
     if sets_up:

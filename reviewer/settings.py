@@ -305,6 +305,7 @@ CELERY_TASK_ROUTES = {
     "grading.tasks.grade_*": {"queue": "judge"},
     "grading.tasks.deliver_webhook": {"queue": "webhooks"},
     "reviewer.tasks.escalation_*": {"queue": "webhooks"},
+    "grading.tasks.monitor_notice": {"queue": "webhooks"},
 }
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
@@ -320,6 +321,8 @@ CELERY_BEAT_SCHEDULE = {
     "certificates-refresh": {"task": "grading.tasks.certificates_refresh", "schedule": crontab(minute="*/10")},
     # Items newly due soon or overdue, told to whom each org's escalation names: reviewer/queue/escalation.py.
     "escalations-sweep": {"task": "reviewer.tasks.escalations_sweep", "schedule": crontab()},
+    # Every monitor's figure against its levels, and a notice on each change of state: grading/monitors/evaluate.py.
+    "monitors-evaluate": {"task": "grading.tasks.monitors_evaluate", "schedule": crontab(minute="*/5")},
     # Items past their org's retention period erased, and erasures a dead worker left unfinished resumed:
     # grading/erasure/runs.py.
     "retention-daily": {"task": "grading.tasks.retention_pass", "schedule": crontab(minute=25, hour=3)},
@@ -418,6 +421,9 @@ WEBHOOK_RETRY_BASE_SECONDS = env_float("WEBHOOK_RETRY_BASE_SECONDS", 10.0, minim
 WEBHOOK_RETRY_CAP_SECONDS = env_float("WEBHOOK_RETRY_CAP_SECONDS", 600.0, minimum=0)
 
 CLAIM_LEASE_MINUTES = env_int("CLAIM_LEASE_MINUTES", 15, minimum=1)
+
+# How long each monitor evaluation (its figure, n and state) is kept for the monitor's history.
+MONITOR_HISTORY_DAYS = env_int("MONITOR_HISTORY_DAYS", 30, minimum=1)
 
 # Escalation mails (service-level targets). Without EMAIL_HOST they are written to the worker's log instead.
 TOLLGATE_BASE_URL = env_url("TOLLGATE_BASE_URL", "http://127.0.0.1:8000")  # links in mails point here

@@ -16,6 +16,7 @@ urlpatterns = [
     path("org/", include("reviewer.orgadmin.urls")),
     path("erasure/", include("reviewer.erasure.urls")),
     path("setup/", include("reviewer.setup.urls")),
+    path("monitors/", include("reviewer.monitors.urls")),
     path("api/v1/", api.urls),
     path("admin/", admin.site.urls),
 ]

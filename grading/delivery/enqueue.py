@@ -38,6 +38,8 @@ REBUILD_ALL_ROLLUPS = "grading.tasks.rebuild_all_rollups"
 ERASURE_RUN = "grading.tasks.erasure_run"
 CERTIFICATES_REFRESH = "grading.tasks.certificates_refresh"
 WRITE_WHOLE_CALLS = "grading.otlp.tasks.write_whole_calls"
+MONITORS_EVALUATE = "grading.tasks.monitors_evaluate"
+MONITOR_NOTICE = "grading.tasks.monitor_notice"  # on the webhooks queue, as every notice to a receiver is
 
 _GRADING_TASKS = {ItemKind.CONVERSATION: GRADE_CONVERSATION, ItemKind.DRAFT: GRADE_DRAFT}
 
@@ -161,6 +163,18 @@ def otlp_whole_calls(*, org_id: int) -> None:
         _send(WRITE_WHOLE_CALLS, org_id)
     except BrokerUnavailable as exc:
         logger.warning("the broker did not take the writing of org %s's whole OTLP calls (%s)", org_id, exc)
+
+
+def monitor_notices(evaluation_id: int, channels: list[str]) -> None:
+    """A monitor's change of state told on each of its channels (grading/monitors/notices.py), one task each. A broker
+    that is down loses the notice (logged): the state and its history stand on the monitor's page."""
+    for channel in channels:
+        try:
+            _send(MONITOR_NOTICE, evaluation_id, channel)
+        except BrokerUnavailable as exc:
+            logger.warning(
+                "the broker did not take the %s notice of monitor evaluation %s (%s)", channel, evaluation_id, exc
+            )
 
 
 def _send(name: str, *args: object, task_id: str | None = None, patience: Patience = BRIEF) -> None:

@@ -25,6 +25,7 @@ from grading.models.items import (
     Message,
     MessageRole,
 )
+from grading.models.monitors import Direction, Monitor, MonitorEvaluation, MonitorFigure, MonitorState
 from grading.models.orgs import (
     ApiKey,
     AuditEvent,
@@ -86,6 +87,11 @@ __all__ = [
     "LIVE_STATES",
     "Label",
     "MemoryItem",
+    "Direction",
+    "Monitor",
+    "MonitorEvaluation",
+    "MonitorFigure",
+    "MonitorState",
     "Message",
     "MessageRole",
     "NO_JUDGE",

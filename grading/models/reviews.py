@@ -264,6 +264,8 @@ class Review(models.Model):
                 condition=models.Q(state=ReviewState.WAITING, due_at__isnull=False),
                 name="review_due",
             ),
+            # Monitors (grading/monitors/figures.py): the reviews of an org's kind graded in a rolling window.
+            models.Index(fields=["org", "kind", "finished_at"], name="review_graded_window"),
             # The dashboards' lists: the counting reviews of a version's weeks, newest first, read in index order.
             models.Index(
                 fields=["criteria_version", "week", "id"],

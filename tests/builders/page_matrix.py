@@ -15,6 +15,7 @@ from grading.models import CriteriaExample, CriteriaTrial, Erasure, ErasureScope
 from grading.reviews.versions import criteria_new_version
 from reviewer.access import EVERY_ROLE
 from reviewer.models import Invitation, Membership, Role
+from tests.builders.monitored import monitor
 from tests.builders.people import make_person
 from tests.builders.queue_items import conversation_item, draft_item
 
@@ -126,6 +127,13 @@ PAGES = {
     "setup_rule_remove": Policy("roles", ("POST",), LEAD + ORG_ADMIN),
     "setup_escalation": Policy("roles", ("GET", "POST"), LEAD + ORG_ADMIN),
     "setup_escalation_remove": Policy("roles", ("POST",), LEAD + ORG_ADMIN),
+    # Anyone with a role sees the monitors their reach covers; org admins and leads of a whole org set them up.
+    "monitors": Policy("roles", roles=EVERY_ROLE),
+    "monitor_detail": Policy("roles", roles=EVERY_ROLE),
+    "monitor_items": Policy("roles", roles=EVERY_ROLE),
+    "monitor_new": Policy("roles", ("GET", "POST"), LEAD + ORG_ADMIN),
+    "monitor_edit": Policy("roles", ("GET", "POST"), LEAD + ORG_ADMIN),
+    "monitor_remove": Policy("roles", ("POST",), LEAD + ORG_ADMIN),
 }
 # The API outside its operations: the document, its docs page, and ninja's root.
 API_PUBLIC = {"api:openapi-json", "api:openapi-view", "api:api-root"}
@@ -164,7 +172,12 @@ PARAMETERS = {
 UNOWNED = {"section", "kind", "uidb64", "token"}
 # What part of the org (kind, application) an object a parameter names is in, where memberships may be limited to
 # part of it: a limited person's id outside their reach is as unknown to them as another org's.
-IN_PART = {"review": ("draft", ""), "draft": ("draft", ""), "conversation": ("conversation", "billing")}
+IN_PART = {
+    "review": ("draft", ""),
+    "draft": ("draft", ""),
+    "conversation": ("conversation", "billing"),
+    "monitor": ("conversation", "billing"),  # a monitor of the billing application's conversations
+}
 # Where a parameter names something else on one route than PARAMETERS says (a criteria page's `pk`).
 ROUTE_PARAMETERS = {
     "criteria_version": {"pk": "criteria_version"},
@@ -183,6 +196,10 @@ ROUTE_PARAMETERS = {
     "orgadmin_invitation_send": {"pk": "invitation"},
     "orgadmin_invitation_cancel": {"pk": "invitation_to_cancel"},  # its own: cancelling it takes it away
     "orgadmin_key_revoke": {"pk": "api_key"},
+    "monitor_detail": {"pk": "monitor"},
+    "monitor_items": {"pk": "monitor"},
+    "monitor_edit": {"pk": "monitor"},
+    "monitor_remove": {"pk": "monitor"},
 }
 
 
@@ -253,6 +270,7 @@ def matrix_world(org, other_org, people: dict) -> dict:
             "api_key": api_key_create(org=owner, name=f"matrix-{suffix}").api_key.pk,
             "password_link_user": "MA",
             "password_link_token": "no-such-token",
+            "monitor": monitor(owner, "matrix", application="billing").pk,
             "erasure": Erasure.objects.create(
                 org=owner, scope=ErasureScope.DRAFT, kind=ItemKind.DRAFT, target="gone", requested_at=timezone.now()
             ).pk,

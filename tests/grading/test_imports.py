@@ -50,6 +50,7 @@ PACKAGES: list[tuple[str, str]] = [
     ("grading.dashboard", "the dashboard's figures, re-grade progress, labels, the audit sample"),
     ("grading.criteria", "what a criteria version would change, trials, trials scored against people"),
     ("grading.erasure", "erasure and retention in batches"),
+    ("grading.monitors", "monitors: a figure over a window against levels, evaluated, its changes told"),
     ("grading.otlp", "OpenTelemetry in: the receiver, and the otlp app's migrations"),
     ("grading.api", "the HTTP API"),
     ("grading.management", "manage.py commands"),

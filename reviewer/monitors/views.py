@@ -1,0 +1,219 @@
+"""The monitors' pages (/monitors/). Anyone with a role in an org sees the monitors their reach covers (a monitor of
+one application is within reach of a person limited to it; a monitor of every conversation is not), with state,
+history and the items behind each figure; org admins and leads of a whole org (as for the queue's set-up) create,
+change and remove them, through grading/monitors/services.py, audited with the person as actor. A bad form or a
+refused setting is a 400 naming the field, with nothing written; another org's monitor is a 404."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from django.contrib import messages
+from django.core.exceptions import PermissionDenied
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.utils import timezone
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from grading.models import Monitor, MonitorEvaluation, MonitorFigure, Org
+from grading.models.reach import Reach
+from grading.monitors.figures import figure_reviews
+from grading.monitors.notices import figure_text
+from grading.monitors.services import MonitorInvalid, monitor_create, monitor_delete, monitor_update, settings_of
+from grading.reviews.blind import reviews_blind
+from reviewer.access import EVERY_ROLE, found, org_named, orgs_for, reaches_of, role_required, setup_org_ids
+from reviewer.dashboards.display import item_url
+from reviewer.models import Role
+from reviewer.monitors.forms import MonitorForm, MonitorRemoveForm, shown_settings
+from reviewer.pages import bad_request
+from reviewer.queue.assignments import QUEUE_ROLES
+
+SETUP_ROLES = (Role.LEAD, Role.ORG_ADMIN)
+HISTORY_SHOWN = 100
+ITEMS_SHOWN = 200
+
+
+def _reaches(request: HttpRequest) -> dict[int, Reach]:
+    return reaches_of(request.user, *EVERY_ROLE)
+
+
+def _visible(monitor: Monitor, reaches: dict[int, Reach]) -> bool:
+    reach = reaches.get(monitor.org_id)
+    return reach is not None and reach.covers(monitor.kind, monitor.application)
+
+
+def _get_monitor_for_user(request: HttpRequest, pk: int) -> Monitor:
+    """The monitor, when one of the person's orgs has it and their reach covers its slice; else 404."""
+    monitor = Monitor.objects.select_related("org").filter(pk=pk).first()
+    if monitor is None or not _visible(monitor, _reaches(request)):
+        raise Http404("No such monitor.")
+    return monitor
+
+
+def _get_monitor_to_change(request: HttpRequest, pk: int) -> Monitor:
+    org_ids = _setup_org_ids(request)
+    return found(Monitor.objects.select_related("org").filter(pk=pk, org_id__in=org_ids).first(), "monitor")
+
+
+def _setup_org_ids(request: HttpRequest) -> list[int]:
+    org_ids = setup_org_ids(request.user)
+    if not org_ids:
+        raise PermissionDenied("A lead of part of an org does not set up its monitors: ask an org admin.")
+    return org_ids
+
+
+@require_GET
+@role_required(*EVERY_ROLE)
+def monitors(request: HttpRequest) -> HttpResponse:
+    reaches = _reaches(request)
+    mine = Monitor.objects.filter(org_id__in=list(reaches)).select_related("org").order_by("org__slug", "name")
+    rows = [monitor for monitor in mine if _visible(monitor, reaches)]
+    latest = _latest_evaluations(rows)
+    context = {
+        "rows": [(m, latest.get(m.pk), _figure_shown(m, latest.get(m.pk))) for m in rows],
+        "sets_up": bool(setup_org_ids(request.user)),
+        "nav_active": "monitors",
+    }
+    return render(request, "reviewer/monitors/index.html", context)
+
+
+def _latest_evaluations(rows: list[Monitor]) -> dict[int, MonitorEvaluation]:
+    evaluations = (
+        MonitorEvaluation.objects.filter(monitor__in=rows).order_by("monitor_id", "-at").distinct("monitor_id")
+    )
+    return {evaluation.monitor_id: evaluation for evaluation in evaluations}
+
+
+def _figure_shown(monitor: Monitor, evaluation: MonitorEvaluation | None) -> str:
+    return figure_text(monitor.figure, evaluation.value) if evaluation else ""
+
+
+@require_GET
+@role_required(*EVERY_ROLE)
+def monitor_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    monitor = _get_monitor_for_user(request, pk)
+    history = list(monitor.evaluations.order_by("-at")[:HISTORY_SHOWN])
+    context = {
+        "monitor": monitor,
+        "figure": MonitorFigure(monitor.figure).label,
+        "levels": {
+            name: figure_text(monitor.figure, getattr(monitor, name))
+            for name in ("warning_level", "alert_level", "margin")
+        },  # fmt: skip
+        "history": [(evaluation, figure_text(monitor.figure, evaluation.value)) for evaluation in history],
+        "changes": monitor.org_id in setup_org_ids(request.user),
+        "nav_active": "monitors",
+    }
+    return render(request, "reviewer/monitors/detail.html", context)
+
+
+@require_GET
+@role_required(*EVERY_ROLE)
+def monitor_items(request: HttpRequest, pk: int) -> HttpResponse:
+    """The reviews behind one evaluation's figure (`?evaluation=ID`; none: the figure now), newest first, as they
+    count now. Blind review holds: an item people decide blind is withheld (the list is picked by what the machine
+    said), and said so."""
+    monitor = _get_monitor_for_user(request, pk)
+    at: datetime = timezone.now()
+    evaluation_id = request.GET.get("evaluation", "")
+    evaluation = None
+    if evaluation_id:
+        if not evaluation_id.isdigit() or len(evaluation_id) > 18:
+            return HttpResponse("Bad request: evaluation must be an evaluation's id.", status=400,
+                                content_type="text/plain")  # fmt: skip
+        evaluation = found(monitor.evaluations.filter(pk=int(evaluation_id)).first(), "evaluation")
+        at = evaluation.at
+    reviews = list(
+        figure_reviews(monitor, at)
+        .select_related("conversation", "draft", "criteria_version")
+        .order_by("-finished_at", "-pk")[:ITEMS_SHOWN]
+    )
+    blind = reviews_blind(reviews)
+    shown = [review for review in reviews if not blind[review.pk].verdicts]
+    queue_reach = reaches_of(request.user, *QUEUE_ROLES).get(monitor.org_id)
+    criteria_admin = orgs_for(request.user, Role.CRITERIA_ADMIN).filter(pk=monitor.org_id).exists()
+    context = {
+        "monitor": monitor,
+        "evaluation": evaluation,
+        "at": at,
+        "rows": [
+            (review, item_url(review, queue_reach=queue_reach, criteria_admin=criteria_admin)) for review in shown
+        ],
+        "withheld": len(reviews) - len(shown),
+        "capped": len(reviews) == ITEMS_SHOWN,
+        "nav_active": "monitors",
+    }
+    return render(request, "reviewer/monitors/items.html", context)
+
+
+@require_http_methods(["GET", "POST"])
+@role_required(*SETUP_ROLES)
+def monitor_new(request: HttpRequest) -> HttpResponse:
+    org_ids = _setup_org_ids(request)
+    orgs = list(Org.objects.filter(pk__in=org_ids).order_by("slug"))
+    if request.method == "GET":
+        return _render_form(request, MonitorForm(initial={"org": orgs[0].pk}), orgs=orgs)
+    form = MonitorForm(request.POST)
+    if not form.is_valid():
+        return _render_form(request, form, orgs=orgs, status=400)
+    org = org_named(org_ids, form.cleaned_data["org"])
+    try:
+        monitor = monitor_create(org=org, given=form.settings(), actor=request.user)
+    except MonitorInvalid as refusal:
+        form.add_error(refusal.field, refusal.message)
+        return _render_form(request, form, orgs=orgs, status=400)
+    messages.success(
+        request, f"Monitor {monitor.name} created: the next evaluation (within five minutes) sets its state."
+    )
+    return redirect("monitor_detail", pk=monitor.pk)
+
+
+@require_http_methods(["GET", "POST"])
+@role_required(*SETUP_ROLES)
+def monitor_edit(request: HttpRequest, pk: int) -> HttpResponse:
+    monitor = _get_monitor_to_change(request, pk)
+    if request.method == "GET":
+        form = MonitorForm(initial=shown_settings(settings_of(monitor)) | {"org": monitor.org_id})
+        return _render_form(request, form, monitor=monitor)
+    form = MonitorForm(request.POST)
+    if not form.is_valid():
+        return _render_form(request, form, monitor=monitor, status=400)
+    try:
+        changed = monitor_update(monitor=monitor, given=form.settings(), actor=request.user)
+    except MonitorInvalid as refusal:
+        form.add_error(refusal.field, refusal.message)
+        return _render_form(request, form, monitor=monitor, status=400)
+    messages.success(request, f"Changed: {', '.join(changed)}." if changed else "Nothing changed.")
+    return redirect("monitor_detail", pk=monitor.pk)
+
+
+@require_POST
+@role_required(*SETUP_ROLES)
+def monitor_remove(request: HttpRequest, pk: int) -> HttpResponse:
+    monitor = _get_monitor_to_change(request, pk)
+    form = MonitorRemoveForm(request.POST)
+    if not form.is_valid() or form.cleaned_data["monitor"] != monitor.pk:
+        return (
+            bad_request(form)
+            if form.errors
+            else HttpResponse(
+                "Bad request: monitor: names another monitor than the one removed.",
+                status=400,
+                content_type="text/plain",
+            )
+        )
+    monitor_delete(monitor=monitor, actor=request.user)
+    messages.success(request, f"Monitor {monitor.name} removed, with its history.")
+    return redirect("monitors")
+
+
+def _render_form(
+    request: HttpRequest,
+    form: MonitorForm,
+    *,
+    orgs: list[Org] | None = None,
+    monitor: Monitor | None = None,
+    status: int = 200,
+) -> HttpResponse:
+    context = {"form": form, "orgs": orgs or [], "monitor": monitor, "nav_active": "monitors"}
+    return render(request, "reviewer/monitors/form.html", context, status=status)
