@@ -16,8 +16,11 @@ from django.utils import timezone
 
 from grading.api.keys import api_key_create
 from grading.models import CriteriaTrial, ItemKind, Review
+from grading.monitors.evaluate import monitor_evaluate
+from grading.monitors.services import WINDOW_HOURS_MAX
 from grading.reviews.versions import criteria_new_version
 from tests.builders.blind_world import REPLACED_NOTE, BlindWorld, answer_note, blind_world
+from tests.builders.monitored import monitor
 from tests.builders.page_matrix import PAGES, url_routes
 
 pytestmark = pytest.mark.django_db
@@ -160,6 +163,8 @@ def _pages(world: BlindWorld) -> dict[str, list[tuple[str, dict]]]:
         finished_at=timezone.now(),
     )  # fmt: skip
     at_org = {"org": org.slug}
+    watched = monitor(org, "blind-walk", figure="item_pass", check_key="", min_n=1, window_hours=WINDOW_HOURS_MAX)
+    monitor_evaluate(monitor_id=watched.pk, now=timezone.now(), deliver=lambda *_: None)
     lists = [{}, {"kind": "draft"}, {"kind": "any"}, {"route": "human"}, {"check": "complete", "verdict": "unknown"},
              {"set": "stale"}, {"decided": "1"}]  # fmt: skip
     items = [("conversation", reviews[tag].conversation_id) for tag in ("open", "half", "split", "agreed")]
@@ -207,6 +212,11 @@ def _pages(world: BlindWorld) -> dict[str, list[tuple[str, dict]]]:
         "orgadmin_webhook": [(reverse("orgadmin_webhook"), {})],
         "orgadmin_retention": [(reverse("orgadmin_retention"), {})],
         "erasure": [(reverse("erasure"), {})],
+        "monitors": [(reverse("monitors"), {})],
+        "monitor_new": [(reverse("monitor_new"), {})],
+        "monitor_detail": [(reverse("monitor_detail", args=[watched.pk]), {})],
+        "monitor_items": [(reverse("monitor_items", args=[watched.pk]), {})],
+        "monitor_edit": [(reverse("monitor_edit", args=[watched.pk]), {})],
         "setup_targets": [(reverse("setup_targets"), {})],
         "setup_pools": [(reverse("setup_pools"), {})],
         "setup_rules": [(reverse("setup_rules"), {})],
