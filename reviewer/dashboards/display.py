@@ -569,17 +569,14 @@ def _percent_1(value: float | None) -> str:
     return "–" if value is None else f"{value:.1%}"
 
 
-def item_url(review, *, queue_reach: Reach | None, criteria_admin: bool) -> str:
+def item_url(review, *, queue_reach: Reach | None) -> str:
     """Where a row of a review list leads its reader: the item's queue page, where people decide it (and a lead
-    assigns it), for a queue member whose reach covers it while it is for people; else, for a criteria admin, the
-    item's criteria page; "" when the reader has neither."""
+    assigns it), for a queue member whose reach covers it while it is for people; else the reader's page of it
+    (reviewer/dashboards/items.py), which anyone who may read the list may read."""
     queued = queue_reach is not None and for_people(route=review.route, audit=review.audit)
     if queued and queue_reach.covers(review.kind, review.application):
         return reverse("review_detail", args=[review.pk])
-    if criteria_admin:
-        item_id = review.draft_id if review.kind == ItemKind.DRAFT else review.conversation_id
-        return reverse("criteria_item", kwargs={"kind": review.kind, "pk": item_id})
-    return ""
+    return reverse("dashboard_item", args=[review.pk])
 
 
 def assignable(review, *, lead_reach: Reach | None) -> bool:

@@ -15,7 +15,7 @@ from grading.dashboard.regrade import org_regrade_progress
 from grading.figures.definitions import PASS_FAIL
 from grading.models import ItemKind
 from grading.reviews.spend import spend_overview
-from reviewer.access import EVERY_ROLE, orgs_for, reaches_of, role_required
+from reviewer.access import EVERY_ROLE, reaches_of, role_required
 from reviewer.criteria.reads import admin_org_ids, unpublished_versions
 from reviewer.dashboards import corrections, display, export, reads
 from reviewer.dashboards.service import service_figures
@@ -134,11 +134,10 @@ def dashboard_reviews(request: HttpRequest) -> HttpResponse:
     links = display.Links(org.slug, scope)
     queue_reach = reaches_of(request.user, *QUEUE_ROLES).get(org.pk)
     lead_reach = reaches_of(request.user, Role.LEAD).get(org.pk)
-    criteria_admin = orgs_for(request.user, Role.CRITERIA_ADMIN).filter(pk=org.pk).exists()
     rows = [
         (
             review,
-            display.item_url(review, queue_reach=queue_reach, criteria_admin=criteria_admin),
+            display.item_url(review, queue_reach=queue_reach),
             display.assignable(review, lead_reach=lead_reach),
         )
         for review in page.rows

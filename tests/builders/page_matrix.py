@@ -93,6 +93,7 @@ PAGES = {
     "criteria_example_remove": Policy("roles", ("POST",), CRITERIA_ADMIN),
     "dashboard": Policy("roles", roles=EVERY_ROLE),
     "dashboard_reviews": Policy("roles", roles=EVERY_ROLE),
+    "dashboard_item": Policy("roles", roles=EVERY_ROLE),
     "dashboard_regrade": Policy("roles", roles=EVERY_ROLE),
     "dashboard_certified": Policy("roles", roles=EVERY_ROLE),
     "dashboard_export": Policy("roles", roles=EVERY_ROLE, page=False),
