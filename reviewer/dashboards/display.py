@@ -572,7 +572,7 @@ def _percent_1(value: float | None) -> str:
 def item_url(review, *, queue_reach: Reach | None) -> str:
     """Where a row of a review list leads its reader: the item's queue page, where people decide it (and a lead
     assigns it), for a queue member whose reach covers it while it is for people; else the reader's page of it
-    (reviewer/dashboards/items.py), which anyone who may read the list may read."""
+    (`dashboard_item`), which anyone who may read the list may read."""
     queued = queue_reach is not None and for_people(route=review.route, audit=review.audit)
     if queued and queue_reach.covers(review.kind, review.application):
         return reverse("review_detail", args=[review.pk])

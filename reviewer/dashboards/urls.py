@@ -1,11 +1,11 @@
 from django.urls import path
 
-from reviewer.dashboards import corrections, items, views
+from reviewer.dashboards import corrections, views
 
 urlpatterns = [
     path("", views.dashboard, name="dashboard"),
     path("reviews/", views.dashboard_reviews, name="dashboard_reviews"),
-    path("items/<int:pk>/", items.dashboard_item, name="dashboard_item"),
+    path("items/<int:pk>/", views.dashboard_item, name="dashboard_item"),
     path("certified/", views.dashboard_certified, name="dashboard_certified"),
     path("regrade/", views.dashboard_regrade, name="dashboard_regrade"),
     path("export/", views.dashboard_export, name="dashboard_export"),

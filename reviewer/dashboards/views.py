@@ -1,5 +1,6 @@
 """The stakeholders' dashboard: quality with its unknowns, the gate's outcomes, the staleness audit, the
-judge against people on the blind audit sample, queue health; the reviews behind every number; the export.
+judge against people on the blind audit sample, queue health; the reviews behind every number, and a reader's page
+of each item; the export.
 
 Read only: every view is GET (anything else is 405), and each reads one org the person belongs to (any role).
 The figures are grading's (`dashboard_figures`, the same function the JSON API calls) over the rollups.
@@ -7,6 +8,7 @@ The figures are grading's (`dashboard_figures`, the same function the JSON API c
 
 from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import render
+from django.utils import timezone
 from django.views.decorators.http import require_GET
 
 from grading.dashboard.certified import certified_figures
@@ -15,13 +17,15 @@ from grading.dashboard.regrade import org_regrade_progress
 from grading.figures.definitions import PASS_FAIL
 from grading.models import ItemKind
 from grading.reviews.spend import spend_overview
-from reviewer.access import EVERY_ROLE, reaches_of, role_required
+from reviewer.access import EVERY_ROLE, found, reaches_of, role_required
 from reviewer.criteria.reads import admin_org_ids, unpublished_versions
 from reviewer.dashboards import corrections, display, export, reads
 from reviewer.dashboards.service import service_figures
 from reviewer.models import Role
 from reviewer.queue.assignments import QUEUE_ROLES, org_assignees
 from reviewer.queue.forms import AssignForm
+from reviewer.queue.item_reads import item_page
+from reviewer.queue.reads import review_for_reader
 
 
 def _org_and_scope(request: HttpRequest, orgs=None):
@@ -251,3 +255,19 @@ def dashboard_export(request: HttpRequest) -> HttpResponse:
     name = f"tollgate-{org.slug}-{review_filter.kind}-reviews-{scope.as_query()['from']}-{scope.as_query()['to']}"
     response["Content-Disposition"] = f'attachment; filename="{name}.{file_format}"'
     return response
+
+
+@require_GET
+@role_required(*EVERY_ROLE)
+def dashboard_item(request: HttpRequest, pk: int) -> HttpResponse:
+    """A reader's page of the item of review `pk`, where a list's row leads whoever does not decide it in the queue:
+    the queue's item page from the same read (reviewer/queue/item_reads.py, `reading`), blind review held there, in
+    a frame with no decision form, claim, lease or assignment. Within the reader's reach (any role); else a 404.
+    For htmx, the corrections part the page refreshes while the gate grades a corrected draft."""
+    reaches = list(reaches_of(request.user, *EVERY_ROLE).values())
+    review = found(review_for_reader(reaches=reaches, review_id=pk), "item among those you may read")
+    page = item_page(review, user=request.user, now=timezone.now(), reading=True)
+    template = page.template
+    if request.htmx and request.htmx.target == "corrections" and review.kind == ItemKind.DRAFT:
+        template = "reviewer/queue/_correction.html#corrections"
+    return render(request, template, {"page": page, "nav_active": "dashboard"})

@@ -1,7 +1,7 @@
 """The item page's data, from one read: `item_page` returns what an item page and its partials show one person at one
 moment, typed by the item's kind (`DraftItemPage`, `ConversationItemPage`). The views build no context of their own,
 and a refused decision re-renders from the same call, with the form as it was posted and the refusal. The same page,
-`reading`, is a reader's (the dashboard's lists lead to it, reviewer/dashboards/items.py): the evidence and what was
+`reading`, is a reader's (the dashboard's lists lead to it: `dashboard_item`): the evidence and what was
 said of it, in a frame of its own with no place on the item and nothing to act on it with.
 
 Each part of a page is read when the template first shows it (a cached property), so a partial reads only what it
