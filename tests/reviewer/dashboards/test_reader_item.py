@@ -132,3 +132,19 @@ def test_it_lets_a_criteria_admin_read_an_item_and_add_it_as_a_worked_example(
     criteria_new_version(org=org, kind=ItemKind.DRAFT)
     html = read(client_for(criteria_admin), review).content.decode()
     assert 'id="add-example"' in html and "Opens with filler." in html
+
+
+def test_it_opens_a_review_the_judge_could_not_give_a_verdict_on_and_says_why(client_for, org, stakeholder):
+    errored = conversation_item(org, "cv-errored")
+    Review.objects.filter(pk=errored.pk).update(
+        route=Route.ERROR, reason="judge_unknown", detail="No judge named 'strict' is configured.", checks={}
+    )
+    unscorable = draft_item(org)
+    Review.objects.filter(pk=unscorable.pk).update(
+        route=Route.NOT_SCORABLE, reason="empty", detail="The draft has no body.", score=None, sub_scores={}
+    )
+    reader = client_for(stakeholder)
+    html = read(reader, errored).content.decode()
+    assert "No verdict: the judge could not grade it (judge_unknown). No judge named" in html
+    assert "Please refund order 1182, it arrived broken." in html  # the evidence, whatever the judge did
+    assert "Not scorable, so no judge read it: The draft has no body." in read(reader, unscorable).content.decode()
