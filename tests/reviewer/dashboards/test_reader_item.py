@@ -148,3 +148,19 @@ def test_it_opens_a_review_the_judge_could_not_give_a_verdict_on_and_says_why(cl
     assert "No verdict: the judge could not grade it (judge_unknown). No judge named" in html
     assert "Please refund order 1182, it arrived broken." in html  # the evidence, whatever the judge did
     assert "Not scorable, so no judge read it: The draft has no body." in read(reader, unscorable).content.decode()
+
+
+def test_the_queue_page_leads_an_operator_to_the_readers_page_of_an_earlier_review_the_machine_decided(
+    client_for, org, operator
+):
+    earlier = draft_item(org, score=8.1)
+    Review.objects.filter(pk=earlier.pk).update(route=Route.PASS, reason="", state=ReviewState.SUPERSEDED)
+    waiting = Review.objects.create(
+        org=org, kind=ItemKind.DRAFT, draft=earlier.draft, fingerprint=earlier.fingerprint,
+        criteria_version=earlier.criteria_version, judge=earlier.judge, judge_key="judge-test",
+        started_at=timezone.now(), finished_at=timezone.now(), stages=1, route=Route.HUMAN, reason="band", score=6.7,
+        state=ReviewState.WAITING,
+    )  # fmt: skip
+    html = client_for(operator).get(reverse("review_detail", args=[waiting.pk])).content.decode()
+    assert f'<a href="{reverse("dashboard_item", args=[earlier.pk])}">read</a>' in html
+    assert client_for(operator).get(reverse("dashboard_item", args=[earlier.pk])).status_code == 200
