@@ -11,7 +11,10 @@ from grading.core.evidence import draft_fingerprint
 from grading.models import ItemKind, Review, ReviewState, Route
 from grading.reviews.versions import criteria_new_version
 from reviewer.models import Membership, Role
+from reviewer.queue.corrections import correction_create
+from reviewer.queue.services import claim_take
 from tests.builders.conversations import PATH_IDS, verdicts
+from tests.builders.corrected_drafts import FIXED_BODY, waiting_with_finding
 from tests.builders.people import make_person
 from tests.builders.queue_items import DRAFT_BODY, conversation_item, draft_item, item_answer, resubmit
 
@@ -164,3 +167,16 @@ def test_the_queue_page_leads_an_operator_to_the_readers_page_of_an_earlier_revi
     html = client_for(operator).get(reverse("review_detail", args=[waiting.pk])).content.decode()
     assert f'<a href="{reverse("dashboard_item", args=[earlier.pk])}">read</a>' in html
     assert client_for(operator).get(reverse("dashboard_item", args=[earlier.pk])).status_code == 200
+
+
+def test_a_correction_the_gate_is_grading_shows_on_the_readers_page_and_refreshes_from_it(
+    client_for, org, operator, stakeholder
+):
+    review = waiting_with_finding(org)
+    claim_take(user=operator, review_id=review.pk)
+    correction_create(user=operator, review_id=review.pk, fingerprint=review.fingerprint, body=FIXED_BODY)
+    reader, url = client_for(stakeholder), reverse("dashboard_item", args=[review.pk])
+    html = reader.get(url).content.decode()
+    assert f'hx-get="{url}"' in html and "the gate is grading it" in html and "corrected by dana" in html
+    part = reader.get(url, HTTP_HX_REQUEST="true", HTTP_HX_TARGET="corrections").content.decode().strip()
+    assert part.startswith('<div class="card corrections" id="corrections"') and "corrected by dana" in part
