@@ -4,10 +4,12 @@ its counters under each of them as under the whole cell: a slice's counters equa
 from collections import Counter
 
 import pytest
+from django.utils import timezone
 
 from grading.dashboard.figures import counters_for, dashboard_figures, scope_for
 from grading.models import Review
 from grading.reviews.rollups import live_counters, rollups_rebuild, slice_of, stored_counters
+from grading.reviews.services import decision_record
 from tests.builders.conversations import upsert
 from tests.builders.releases import build_releases
 from tests.builders.world import W48, conversation_payload
@@ -75,3 +77,12 @@ def test_changing_an_items_metadata_moves_no_review_and_no_counter(releases, org
     assert review.slice == {"release": "2.3", "environment": "prod"} and review.state == "current"
     assert stored_counters(org_ids=[org.pk]) == before
     assert rollups_rebuild(org_id=org.pk).drifted == 0  # the rebuild files it where the review was filed too
+
+
+def test_a_decision_on_a_sliced_review_books_its_slices_as_the_rebuild_counts_them(releases, org, operator):
+    waiting = Review.objects.waiting().filter(org=org, slice__contains={"release": "2.4"}).first()
+    asked = {check: "fail" for check in waiting.checks}
+    decision_record(review_id=waiting.pk, decided_by=operator, decided_at=timezone.now(), checks=asked, note="no")
+    assert stored_counters(org_ids=[org.pk]) == live_counters(org_ids=[org.pk])
+    decided = slice_of(stored_counters(org_ids=[org.pk]), "release=2.4")
+    assert sum(n for key, n in decided.items() if key[5] == "decision") == 1

@@ -102,3 +102,16 @@ def test_the_api_compares_for_the_keys_org_and_refuses_naming_the_parameter(clie
         "/api/v1/dashboard/quality", {"from": "2026-W48", "to": "2026-W48", "slice": "release=2.4"}, **auth
     )
     assert sliced.json()["quality"]["checks"]["grounded"] == {"pass": 4, "fail": 6, "unknown": 0}
+
+
+def test_a_hostile_value_is_shown_as_text_on_the_dashboard_and_the_comparison(client_for, stakeholder, org, fake_llm):
+    hostile = '<img src=x onerror="alert(1)">'
+    build_releases(org, fake_llm, plan=((hostile, "prod", "pass", "pass"), ("2.4", "prod", "fail", "pass")))
+    client = client_for(stakeholder)
+    page = client.get("/dashboard/?org=northwind&from=2026-W48&to=2026-W48").content.decode()
+    compared = client.get(
+        "/dashboard/compare/", {"org": "northwind", "from": "2026-W48", "to": "2026-W48", "dimension": "release",
+                                "a": hostile, "b": "2.4"}
+    ).content.decode()  # fmt: skip
+    for html in (page, compared):
+        assert hostile not in html and "&lt;img" in html
