@@ -24,7 +24,9 @@ from grading.figures.difference import INTERVAL_METHOD, TEST_METHOD, difference_
 from grading.models import ItemKind, Route
 from grading.reviews.rollups import slices_seen
 
-SIGNIFICANT = 0.05  # a difference whose test gives p below this is called one (and the interval then excludes 0)
+# A difference whose test gives p below this is marked as one. The interval is Newcombe's, the test the pooled z:
+# near the edge the two may disagree, so the page shows both rather than deriving one from the other.
+SIGNIFICANT = 0.05
 
 
 @dataclass(frozen=True)
