@@ -73,8 +73,9 @@ def seed_conversations(org: Org) -> None:
                 started = now - timedelta(weeks=week, days=slot, hours=app_index + 2)
                 external_id = f"{application[:4]}-w{week}-{slot}"
                 variant = (week + slot + app_index) % 7
-                if _release(week) == NEWER_RELEASE and variant == 0:
-                    variant = 2  # the newer release invents a figure where the older one read it: grounding drops
+                if _release(week) == NEWER_RELEASE and variant in (0, 1, 5):
+                    # The newer release invents a figure where the older one read it (or refused): grounding drops.
+                    variant = 2
                 payload = _conversation(rng, application, external_id, started, variant=variant)
                 payload["metadata"] = {"release": _release(week), "environment": "production", "model": "demo-agent"}
                 write = conversation_upsert(org=org, payload=ConversationIn.model_validate(payload))

@@ -52,7 +52,8 @@ def test_the_demo_fills_every_panel_of_the_dashboard(client_for):
     scope = scope_for(org)
     compared = comparison(scope, slices_checked(scope, dimension="release", a="2.3", b="2.4"))
     grounded = next(row for row in compared["rows"] if row["check"] == "grounded")
-    assert compared["a"]["reviews"] and compared["b"]["reviews"] and grounded["difference"] < 0
+    assert compared["a"]["reviews"] and compared["b"]["reviews"]
+    assert grounded["difference"] < 0 and grounded["significant"]
 
 
 def test_seeding_the_history_twice_changes_no_figure():
