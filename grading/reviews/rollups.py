@@ -1,6 +1,8 @@
 """The dashboards' figures kept as counters, so a page view reads a few thousand rows, never all reviews.
 
-A counter belongs to a cell (org, kind, criteria version, application, ISO week) and says one thing: how many
+A counter belongs to a cell (org, kind, criteria version, application, ISO week), whole or one dimension value's
+slice of it (the reviews filed under "release=2.4" when graded: each review books every counter in the whole cell
+and once more under each value it was filed under), and says one thing: how many
 counting reviews routed `pass`, how many said `unknown` on `grounded`, how many tokens a week's judging took, how
 many audit items a person and the machine agreed on. What one review contributes is defined once, in the table
 of grading/figures/definitions.py (`contributions`), read from the review alone (its stored state, its outcome, its
