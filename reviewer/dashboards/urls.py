@@ -1,6 +1,6 @@
 from django.urls import path
 
-from reviewer.dashboards import corrections, views
+from reviewer.dashboards import compare, corrections, views
 
 urlpatterns = [
     path("", views.dashboard, name="dashboard"),
@@ -11,4 +11,5 @@ urlpatterns = [
     path("corrections/", corrections.corrections_figures, name="dashboard_corrections"),
     path("corrections/items/", corrections.corrections_items, name="dashboard_corrections_items"),
     path("corrections/export/", corrections.corrections_export, name="dashboard_corrections_export"),
+    path("compare/", compare.dashboard_compare, name="dashboard_compare"),
 ]
