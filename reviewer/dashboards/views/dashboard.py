@@ -18,8 +18,9 @@ from grading.models import ItemKind
 from grading.reviews.spend import spend_overview
 from reviewer.access import EVERY_ROLE, orgs_for, reaches_of, role_required
 from reviewer.criteria.reads import admin_org_ids, unpublished_versions
-from reviewer.dashboards import corrections, display, export, reads
+from reviewer.dashboards import display, export, reads
 from reviewer.dashboards.service import service_figures
+from reviewer.dashboards.views import corrections
 from reviewer.models import Role
 from reviewer.queue.assignments import QUEUE_ROLES, org_assignees
 from reviewer.queue.forms import AssignForm

@@ -1,0 +1,2 @@
+"""The dashboard's pages, one module per part: the dashboard with its lists and exports (`dashboard`), the comparison
+of two slices (`compare`), and the corrections' panel, lists and exports (`corrections`)."""
