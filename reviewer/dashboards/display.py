@@ -45,6 +45,7 @@ class Links:
         self._org = urlencode({"org": org_slug})
         self._range = urlencode({"from": self.base["from"], "to": self.base["to"]})
         self._application = urlencode({"application": scope.application}) if scope.application else ""
+        self._slice = urlencode({"slice": scope.slice}) if scope.slice else ""
         self._reviews, self._export, self._page, self._certified = (
             reverse(n) for n in ("dashboard_reviews", "dashboard_export", "dashboard", "dashboard_certified")
         )
@@ -55,6 +56,8 @@ class Links:
             parts.append(urlencode({"application": application}))
         elif self._application:
             parts.append(self._application)
+        if self._slice:
+            parts.append(self._slice)
         if filters:
             parts.append(_encode(_filter_query(filters)))
         return mark_safe(self._reviews + "?" + "&".join(parts).replace("&", "&amp;"))  # noqa: S308 - urlencode output

@@ -217,6 +217,7 @@ def _pages(world: BlindWorld) -> dict[str, list[tuple[str, dict]]]:
         "dashboard_reviews": [(reverse("dashboard_reviews"), {"data": at_org | f}) for f in lists],
         "dashboard_regrade": [(reverse("dashboard_regrade"), {"data": at_org})],
         "dashboard_certified": [(reverse("dashboard_certified"), {"data": at_org} | headers) for headers in ({}, HTMX)],
+        "dashboard_compare": [(reverse("dashboard_compare"), {"data": at_org})],
         "dashboard_corrections": [(reverse("dashboard_corrections"), {"data": at_org} | headers)
                                   for headers in ({}, HTMX)],
         "dashboard_corrections_items": [(reverse("dashboard_corrections_items"),
@@ -233,6 +234,7 @@ def _pages(world: BlindWorld) -> dict[str, list[tuple[str, dict]]]:
         "orgadmin_keys": [(reverse("orgadmin_keys"), {})],
         "orgadmin_webhook": [(reverse("orgadmin_webhook"), {})],
         "orgadmin_retention": [(reverse("orgadmin_retention"), {})],
+        "orgadmin_dimensions": [(reverse("orgadmin_dimensions"), {})],
         "erasure": [(reverse("erasure"), {})],
         "monitors": [(reverse("monitors"), {})],
         "monitor_new": [(reverse("monitor_new"), {})],

@@ -12,15 +12,17 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET
 
 from grading.dashboard.certified import certified_figures
+from grading.dashboard.compare import dimension_values
 from grading.dashboard.figures import InvalidScope, Scope, counters_for, dashboard_figures
 from grading.dashboard.regrade import org_regrade_progress
-from grading.figures.definitions import PASS_FAIL
+from grading.figures.definitions import PASS_FAIL, slice_key
 from grading.models import ItemKind
 from grading.reviews.spend import spend_overview
 from reviewer.access import EVERY_ROLE, found, reaches_of, role_required
 from reviewer.criteria.reads import admin_org_ids, unpublished_versions
-from reviewer.dashboards import corrections, display, export, reads
+from reviewer.dashboards import display, export, reads
 from reviewer.dashboards.service import service_figures
+from reviewer.dashboards.views import corrections
 from reviewer.models import Role
 from reviewer.queue.assignments import QUEUE_ROLES, org_assignees
 from reviewer.queue.forms import AssignForm
@@ -33,6 +35,14 @@ def _org_and_scope(request: HttpRequest, orgs=None):
     if org is None:
         raise Http404("No such org among yours.")
     return org, reads.scope_from(org, request.GET, reads.reader_reach(request.user, org))
+
+
+def slice_choices(org) -> list[tuple[str, list[tuple[str, str]]]]:
+    """A select per dimension of the org's: its name, and each value seen as (the slice's key, the value)."""
+    return [
+        (name, [(slice_key(name, value), value) for value in values])
+        for name, values in dimension_values(org.pk, list(org.dimensions)).items()
+    ]
 
 
 def _bad_filter(request: HttpRequest, field: str, message: str) -> HttpResponse:
@@ -51,6 +61,7 @@ def dashboard(request: HttpRequest) -> HttpResponse:
     applications = reads.org_applications(org, scope.reach)
     if scope.application and scope.application not in applications:  # a typo would read as an all-zero page
         return _bad_filter(request, "application", f"{org.name} has no application named {scope.application!r}.")
+    dimensions = slice_choices(org)
     counters = counters_for(scope)  # one read of the scope's counters for every panel
     figures = dashboard_figures(scope, counters=counters)
     links = display.Links(org.slug, scope)
@@ -60,6 +71,7 @@ def dashboard(request: HttpRequest) -> HttpResponse:
         "orgs": orgs,
         "scope": scope,
         "applications": applications,
+        "dimensions": dimensions,
         "figures": figures,
         "quality": quality,
         "gate": gate,
@@ -226,6 +238,8 @@ def _describe(f: reads.ReviewFilter, scope: Scope) -> str:
         parts.append(f"{scope.as_query()['from']} to {scope.as_query()['to']}")
     if scope.application:
         parts.append(f"application {scope.application}")
+    if scope.slice:
+        parts.append(scope.slice.replace("=", " ", 1))
     return ", ".join(parts)
 
 
