@@ -292,6 +292,33 @@ def test_each_figure_equals_a_recount_of_its_reviews_on_its_slice(org, mixed):
             assert figure_reviews(watched, mixed).count() == got.n, settings
 
 
+def test_a_run_reads_every_figure_together_and_each_equals_its_recount(org, mixed, django_assert_max_num_queries):
+    reviews = list(type(org).objects.get(pk=org.pk).reviews.select_related("conversation", "draft", "decision")) + list(
+        type(org).objects.exclude(pk=org.pk).get().reviews.all()
+    )
+    extra = [  # slices sharing a scan with the figures' own: other applications, releases, checks and windows
+        {"figure": "check_pass", "check_key": "complete", "application": "returns"},
+        {"figure": "check_pass", "metadata_name": "release", "metadata_value": "2.3"},
+        {"figure": "unknown_share", "application": "billing", "metadata_name": "release", "metadata_value": "2.4"},
+        {"figure": "item_pass", "check_key": "", "kind": "draft", "metadata_name": "release", "metadata_value": "2.4"},
+        {"figure": "agreement", "application": "returns", "window_hours": 2},
+        {"figure": "overdue", "check_key": "", "application": "billing", "metadata_name": "release",
+         "metadata_value": "2.3"},
+    ]  # fmt: skip
+    watched = [
+        monitor(org, f"figure {number}", direction="below", **settings)
+        for number, settings in enumerate(FIGURES + extra)
+    ]
+    # The figures: one query per (kind, what the figure reads, window, metadata name), 11 here for 20 monitors;
+    # besides, the monitors listed, each one's own transaction (here a savepoint, its lock, its evaluation, its state,
+    # the release: 5 queries) and the history's pruning. One query per monitor's figure would be 20.
+    with django_assert_max_num_queries(11 + 1 + 5 * len(watched) + 1):
+        assert monitors_evaluate(deliver=lambda *_: None, now=mixed) == len(watched)
+    for row in watched:
+        evaluation = MonitorEvaluation.objects.get(monitor=row)
+        assert (evaluation.value, evaluation.n) == pytest.approx(recount(row, reviews, mixed)), settings_of(row)
+
+
 # --- settings -------------------------------------------------------------------------------------------------
 
 
