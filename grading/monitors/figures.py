@@ -1,5 +1,7 @@
-"""What each monitor figure counts: one query per monitor, over the reviews of its slice in its window, giving the
-figure and the n behind it; and the same selection as a list of reviews (the items behind the number).
+"""What each monitor figure counts, over the reviews of its slice in its window, giving the figure and the n behind
+it: one query for one monitor (`monitor_figure`), or for a run's monitors one query per window they share
+(`monitors_figures`, the same counts grouped by slice); and the same selection as a list of reviews (the items behind
+the number).
 
 The rolling window is hours, so the week-filed rollups cannot answer it: these read the reviews, through the
 indexes every monitor's filter leads with (org, and finished_at or due_at within the org's rows). Each figure:

@@ -13,8 +13,8 @@ from django.utils import timezone
 
 from grading import tasks
 from grading.models import AuditEvent, Direction, ItemKind, Monitor, MonitorEvaluation, MonitorState, Route
-from grading.monitors.evaluate import monitors_evaluate
-from grading.monitors.figures import figure_reviews, monitor_figure
+from grading.monitors.evaluate import monitor_evaluate, monitors_evaluate
+from grading.monitors.figures import figure_reviews, monitor_figure, monitors_figures
 from grading.monitors.services import MonitorInvalid, monitor_delete, monitor_update, settings_of
 from grading.monitors.states import Levels, state_next
 from tests.builders.monitored import MONITOR_DEFAULTS, graded, monitor
@@ -317,6 +317,18 @@ def test_a_run_reads_every_figure_together_and_each_equals_its_recount(org, mixe
     for row in watched:
         evaluation = MonitorEvaluation.objects.get(monitor=row)
         assert (evaluation.value, evaluation.n) == pytest.approx(recount(row, reviews, mixed)), settings_of(row)
+
+
+def test_a_monitor_changed_after_the_run_read_the_figures_is_evaluated_on_its_new_settings(org, mixed):
+    reviews = list(type(org).objects.get(pk=org.pk).reviews.select_related("conversation", "draft", "decision"))
+    watched = monitor(org, direction="below")
+    figures = monitors_figures([watched], mixed)  # the run reads, then someone narrows the monitor to a release
+    monitor_update(monitor=watched, given=settings_of(watched) | {"metadata_name": "release", "metadata_value": "2.3"})
+    evaluation = monitor_evaluate(monitor_id=watched.pk, now=mixed, deliver=lambda *_: None, figures=figures)
+    watched.refresh_from_db()
+    assert (evaluation.value, evaluation.n) == pytest.approx(recount(watched, reviews, mixed))
+    (stale,) = figures.values()
+    assert evaluation.n < stale.n  # the figure read for the old settings was not taken
 
 
 # --- settings -------------------------------------------------------------------------------------------------
