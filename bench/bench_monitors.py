@@ -12,12 +12,17 @@ any evaluation costs before its figure). Reported for each, as the median of BEN
 interleaved runs: wall time, CPU of this process and of its PostgreSQL backend, per run and per monitor; the
 evaluation's ratio to the baseline; and the share of a minute one run takes (the beat runs every five minutes, so
 anything under 1 leaves the schedule room).
+
+`phases()` offers the same two runs to `bench.compare` (the baseline and the evaluation, each one run of every
+monitor), over the same world at BENCH_MONITORS_REVIEWS and BENCH_MONITORS_COUNT.
 """
 
 import os
 import random
 import statistics
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import timedelta
 
 from django.db import transaction
@@ -77,6 +82,20 @@ def main() -> None:
     print(f"one run of {count:,} monitors takes {wall / 60:.2f} of a minute ({wall:.1f} s wall)")
     states = Monitor.objects.values_list("state", flat=True)
     print(f"states: {dict(sorted((s, list(states).count(s)) for s in set(states)))}; changes told: {len(told)}")
+
+
+@contextmanager
+def phases() -> Iterator[dict[str, Callable[[], None]]]:
+    """The world and its monitors set up once; a phase is one run of every monitor, evaluated or only locked."""
+    reviews = int(os.environ.get("BENCH_MONITORS_REVIEWS", "200000"))
+    count = int(os.environ.get("BENCH_MONITORS_COUNT", "1000"))
+    org = fresh_org()
+    _world(org, reviews)
+    _monitors(org, count)
+    yield {
+        f"baseline ({count:,} monitors locked)": _baseline,
+        f"evaluation ({count:,} monitors over {reviews:,} conversations)": _evaluation,
+    }
 
 
 def _timed(run) -> tuple[float, float, float]:

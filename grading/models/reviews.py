@@ -71,12 +71,17 @@ def _in_state(state: ReviewState) -> models.Q:
     return models.Q(state=state)
 
 
+def in_state_condition(*states: ReviewState) -> models.Q:
+    """The condition `in_state` filters on, for a count that reads some states among others (a filtered aggregate)."""
+    condition = models.Q(pk__in=[])
+    for state in states:
+        condition |= _in_state(state)
+    return condition
+
+
 class ReviewQuerySet(models.QuerySet):
     def in_state(self, *states: ReviewState) -> "ReviewQuerySet":
-        condition = models.Q(pk__in=[])
-        for state in states:
-            condition |= _in_state(state)
-        return self.filter(condition)
+        return self.filter(in_state_condition(*states))
 
     def counting(self) -> "ReviewQuerySet":
         """Reviews that count: the item's latest, of its present evidence, under the active criteria."""

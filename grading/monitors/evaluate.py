@@ -2,7 +2,8 @@
 
 For each monitor, in a transaction of its own with its row locked (a monitor another run holds is skipped, so two
 runs never evaluate one monitor at once):
-1. its figure and n at `now` (grading/monitors/figures.py: one query);
+1. its figure and n at `now` (grading/monitors/figures.py): read for every monitor of the run together before the
+   first transaction, one query per window shared (`monitors_figures`), not one per monitor;
 2. its next state (grading/monitors/states.py: no data below the minimum n, the levels, hysteresis);
 3. the evaluation written (the history), and the monitor's state with it;
 4. after commit, when the state changed, one notice per channel the monitor names (mail, signed webhook, chat), each
@@ -22,7 +23,7 @@ from django.db import DatabaseError, transaction
 from django.utils import timezone
 
 from grading.models import Monitor, MonitorEvaluation, MonitorState
-from grading.monitors.figures import monitor_figure
+from grading.monitors.figures import Figure, FigureKey, figure_key, monitor_figure, monitors_figures
 from grading.monitors.states import Levels, state_next
 
 logger = logging.getLogger(__name__)
@@ -61,23 +62,32 @@ def monitors_evaluate(*, deliver: Deliver, now: datetime | None = None, org_id: 
     monitors = Monitor.objects.order_by("pk")
     if org_id is not None:
         monitors = monitors.filter(org_id=org_id)
+    monitors = list(monitors)
+    try:
+        figures = monitors_figures(monitors, now)
+    except DatabaseError:  # each monitor then reads its own, so one bad read stops only its monitor
+        logger.exception("the monitors' figures could not be read together")
+        figures = {}
     evaluated = 0
-    for monitor_id in monitors.values_list("pk", flat=True):
+    for monitor_id in [monitor.pk for monitor in monitors]:
         try:
-            evaluated += monitor_evaluate(monitor_id=monitor_id, now=now, deliver=deliver) is not None
+            evaluated += monitor_evaluate(monitor_id=monitor_id, now=now, deliver=deliver, figures=figures) is not None
         except DatabaseError:  # one monitor's bad read must not stop the others
             logger.exception("monitor %s could not be evaluated", monitor_id)
     MonitorEvaluation.objects.filter(at__lt=now - timedelta(days=settings.MONITOR_HISTORY_DAYS)).delete()
     return evaluated
 
 
-def monitor_evaluate(*, monitor_id: int, now: datetime, deliver: Deliver) -> MonitorEvaluation | None:
-    """Steps 1 to 4 for one monitor; None when it is gone or another run holds it."""
+def monitor_evaluate(
+    *, monitor_id: int, now: datetime, deliver: Deliver, figures: dict[FigureKey, Figure] | None = None
+) -> MonitorEvaluation | None:
+    """Steps 1 to 4 for one monitor; None when it is gone or another run holds it. `figures`: the run's, read
+    together before (`monitors_figures`); a monitor whose settings changed since reads its own."""
     with transaction.atomic():
         monitor = Monitor.objects.select_for_update(skip_locked=True).filter(pk=monitor_id).first()
         if monitor is None:
             return None
-        figure = monitor_figure(monitor, now)
+        figure = (figures or {}).get(figure_key(monitor)) or monitor_figure(monitor, now)
         previous = monitor.state
         state = state_next(value=figure.value, n=figure.n, previous=previous, levels=levels_of(monitor))
         news = is_news(previous, state)

@@ -1,5 +1,7 @@
-"""What each monitor figure counts: one query per monitor, over the reviews of its slice in its window, giving the
-figure and the n behind it; and the same selection as a list of reviews (the items behind the number).
+"""What each monitor figure counts, over the reviews of its slice in its window, giving the figure and the n behind
+it: one query for one monitor (`monitor_figure`), or for a run's monitors one query per window they share
+(`monitors_figures`, the same counts grouped by slice); and the same selection as a list of reviews (the items behind
+the number).
 
 The rolling window is hours, so the week-filed rollups cannot answer it: these read the reviews, through the
 indexes every monitor's filter leads with (org, and finished_at or due_at within the org's rows). Each figure:
@@ -22,19 +24,26 @@ indexes every monitor's filter leads with (org, and finished_at or due_at within
 
 from __future__ import annotations
 
+from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from decimal import Decimal
 
-from django.db.models import BigIntegerField, Count, F, Q, QuerySet, Sum
+from django.db.models import Aggregate, BigIntegerField, Count, F, Q, QuerySet, Sum
 from django.db.models.fields.json import KeyTextTransform, KeyTransform
 from django.db.models.functions import Cast, Coalesce
 
-from grading.models import Decision, ItemKind, Monitor, MonitorFigure, Review, ReviewState, Route
+from grading.models import COUNTING_STATES, Decision, ItemKind, Monitor, MonitorFigure, Review, ReviewState, Route
+from grading.models.reviews import in_state_condition
 
 PASS, FAIL, UNKNOWN = "pass", "fail", "unknown"
 SCORED = (Route.PASS, Route.FAIL, Route.HUMAN)  # the machine gave a verdict (not an error, not unscorable)
 HUMAN_PASS = (Decision.Outcome.APPROVE, Decision.Outcome.PASS)
 HUMAN_FAIL = (Decision.Outcome.REJECT, Decision.Outcome.SEND_BACK, Decision.Outcome.FAIL)
+TOKENS = Coalesce(Cast(KeyTextTransform("prompt_tokens", "usage"), BigIntegerField()), 0) + Coalesce(
+    Cast(KeyTextTransform("completion_tokens", "usage"), BigIntegerField()), 0
+)
 
 
 @dataclass(frozen=True)
@@ -128,16 +137,162 @@ def monitor_figure(monitor: Monitor, at: datetime) -> Figure:
     """The monitor's figure at `at` and its n, in one query."""
     population, counted = _counted(monitor, at)
     if monitor.figure == MonitorFigure.SPEND:
-        tokens = Coalesce(Cast(KeyTextTransform("prompt_tokens", "usage"), BigIntegerField()), 0) + Coalesce(
-            Cast(KeyTextTransform("completion_tokens", "usage"), BigIntegerField()), 0
-        )
-        sums = population.aggregate(n=Count("pk"), total=Sum(tokens))
+        sums = population.aggregate(n=Count("pk"), total=Sum(TOKENS))
         return Figure(float(sums["total"] or 0) if sums["n"] else None, sums["n"])
     sums = population.aggregate(n=Count("pk"), hits=Count("pk", filter=counted))
     n = sums["n"]
     if monitor.figure == MonitorFigure.OVERDUE:
         return Figure(float(sums["hits"]), n)
     return Figure(sums["hits"] / n if n else None, n)
+
+
+# --- a run's figures: one scan per window shared ----------------------------------------------------------------
+
+# What a figure depends on: two monitors with the same key have the same figure at the same moment.
+FigureKey = tuple[int, str, str, str, int, str, str, str]
+# Figures over the reviews graded in the window; agreement reads those decided in it; overdue reads no window.
+GRADED = {
+    MonitorFigure.CHECK_PASS,
+    MonitorFigure.UNKNOWN_SHARE,
+    MonitorFigure.ITEM_PASS,
+    MonitorFigure.SPEND,
+    MonitorFigure.ERRORS,
+}
+
+
+def figure_key(monitor: Monitor) -> FigureKey:
+    return (
+        monitor.org_id,
+        monitor.figure,
+        monitor.kind,
+        monitor.check_key,
+        monitor.window_hours,
+        monitor.application,
+        monitor.metadata_name,
+        monitor.metadata_value,
+    )
+
+
+def monitors_figures(monitors: Iterable[Monitor], at: datetime) -> dict[FigureKey, Figure]:
+    """Every monitor's figure at `at`, equal to `monitor_figure`'s, by one query per (org, kind, what the figure
+    reads, window, metadata name) rather than one per monitor: the query counts each of its monitors' numerators and
+    populations as filtered aggregates, grouped by application and the metadata name's value, and each monitor sums
+    the groups of its slice. So a run costs as many scans of a window as there are windows, not monitors."""
+    scans: dict[tuple[int, str, str, int, str], list[Monitor]] = defaultdict(list)
+    for monitor in monitors:
+        reads = "graded" if monitor.figure in GRADED else monitor.figure
+        window = 0 if monitor.figure == MonitorFigure.OVERDUE else monitor.window_hours
+        scans[(monitor.org_id, monitor.kind, reads, window, monitor.metadata_name)].append(monitor)
+    figures: dict[FigureKey, Figure] = {}
+    for (_, _, reads, window, name), members in scans.items():
+        figures |= _scan(members, reads=reads, window_hours=window, metadata_name=name, at=at)
+    return figures
+
+
+def _scan(
+    members: list[Monitor], *, reads: str, window_hours: int, metadata_name: str, at: datetime
+) -> dict[FigureKey, Figure]:
+    first = members[0]
+    reviews = Review.objects.filter(org_id=first.org_id, kind=first.kind)
+    if reads == "graded":
+        start = at - timedelta(hours=window_hours)
+        reviews = reviews.filter(finished_at__gt=start, finished_at__lte=at).exclude(state=ReviewState.TRIAL)
+    elif reads == MonitorFigure.AGREEMENT:
+        reviews = reviews.counting().filter(
+            decision__decided_at__gt=at - timedelta(hours=window_hours), decision__decided_at__lte=at, route__in=SCORED
+        )
+    else:
+        reviews = reviews.waiting()
+    if all(monitor.application for monitor in members):
+        reviews = reviews.filter(application__in={monitor.application for monitor in members})
+    groups = ["application"]
+    if metadata_name:
+        item = "draft" if first.kind == ItemKind.DRAFT else "conversation"
+        sliced = Q()
+        for value in sorted({monitor.metadata_value for monitor in members}):
+            sliced |= Q(**{f"{item}__metadata__contains": {metadata_name: value}})
+        reviews = reviews.filter(sliced).annotate(sliced_value=KeyTextTransform(metadata_name, f"{item}__metadata"))
+        groups.append("sliced_value")
+    checks = sorted({monitor.check_key for monitor in members if monitor.check_key})
+    for number, check in enumerate(checks):
+        reviews = reviews.alias(**{f"v{number}": _check_verdict(check), f"h{number}": _human_check(check)})
+    columns: dict[str, Aggregate] = {}
+    for monitor in members:
+        columns |= _columns(monitor, check=checks.index(monitor.check_key) if monitor.check_key else None, at=at)
+    rows = list(reviews.values(*groups).annotate(**columns).order_by())
+    figures = {}
+    for monitor in members:
+        mine = [
+            row
+            for row in rows
+            if (not monitor.application or row["application"] == monitor.application)
+            and (not metadata_name or row["sliced_value"] == monitor.metadata_value)
+        ]
+        prefix = _prefix(monitor, checks.index(monitor.check_key) if monitor.check_key else None)
+        n = sum(row[f"{prefix}_n"] for row in mine)
+        hits = sum(row[f"{prefix}_hits"] or 0 for row in mine)
+        figures[figure_key(monitor)] = _figure(monitor.figure, n=n, hits=hits)
+    return figures
+
+
+def _prefix(monitor: Monitor, check: int | None) -> str:
+    """The name of a monitor's columns in its scan: its figure and the number of its check there."""
+    return f"{monitor.figure}_{'' if check is None else check}"
+
+
+def _columns(monitor: Monitor, *, check: int | None, at: datetime) -> dict[str, Aggregate]:
+    """A monitor's population (`_n`) and numerator (`_hits`, a sum for spend) as aggregates over its scan's rows:
+    `_counted`'s conditions, the scan's filters aside."""
+    prefix, figure = _prefix(monitor, check), monitor.figure
+    counting = in_state_condition(*COUNTING_STATES)
+    if figure == MonitorFigure.OVERDUE:
+        population, counted = Q(), Q(due_at__lte=at)
+    elif figure == MonitorFigure.SPEND:
+        population = Q(usage__has_key="prompt_tokens")
+        return {f"{prefix}_n": Count("pk", filter=population), f"{prefix}_hits": Sum(TOKENS, filter=population)}
+    elif figure == MonitorFigure.ERRORS:
+        population, counted = Q(), Q(route=Route.ERROR)
+    elif figure == MonitorFigure.CHECK_PASS:
+        population = counting & Q(route__in=SCORED, **{f"v{check}__in": (PASS, FAIL)})
+        counted = Q(**{f"v{check}": PASS})
+    elif figure == MonitorFigure.UNKNOWN_SHARE:
+        population = counting & Q(route__in=SCORED, **{f"v{check}__in": (PASS, FAIL, UNKNOWN)})
+        counted = Q(**{f"v{check}": UNKNOWN})
+    elif figure == MonitorFigure.ITEM_PASS:
+        undecided = Q(decision__isnull=True)
+        passed = Q(decision__outcome__in=HUMAN_PASS) | (undecided & Q(route=Route.PASS))
+        failed = Q(decision__outcome__in=HUMAN_FAIL) | (undecided & Q(route=Route.FAIL))
+        population, counted = counting & (passed | failed), passed
+    elif check is not None:  # agreement on a check
+        population = Q(**{f"v{check}__in": (PASS, FAIL), f"h{check}__in": (PASS, FAIL)})
+        counted = Q(**{f"v{check}": F(f"h{check}")})
+    else:  # agreement on the item
+        population, counted = _item_agreement(monitor.kind)
+    return {
+        f"{prefix}_n": Count("pk", filter=population) if population else Count("pk"),
+        f"{prefix}_hits": Count("pk", filter=population & counted),
+    }
+
+
+def _item_agreement(kind: str) -> tuple[Q, Q]:
+    """Of the decided reviews, those where the machine and people both gave a verdict, and those where they agree."""
+    machine_pass = Q(route=Route.PASS)
+    machine_fail = Q(route=Route.FAIL)
+    if kind == ItemKind.DRAFT:  # unsure: the judge's own lean, as the dashboard reads it
+        machine_pass |= Q(route=Route.HUMAN, judge_passed=True)
+        machine_fail |= Q(route=Route.HUMAN, judge_passed=False)
+    human_pass, human_fail = Q(decision__outcome__in=HUMAN_PASS), Q(decision__outcome__in=HUMAN_FAIL)
+    return (machine_pass | machine_fail) & (human_pass | human_fail), (machine_pass & human_pass) | (
+        machine_fail & human_fail
+    )
+
+
+def _figure(figure: str, *, n: int, hits: int | Decimal) -> Figure:
+    if figure == MonitorFigure.SPEND:
+        return Figure(float(hits) if n else None, n)
+    if figure == MonitorFigure.OVERDUE:
+        return Figure(float(hits), n)
+    return Figure(hits / n if n else None, n)
 
 
 def figure_reviews(monitor: Monitor, at: datetime) -> QuerySet[Review]:

@@ -13,8 +13,8 @@ from django.utils import timezone
 
 from grading import tasks
 from grading.models import AuditEvent, Direction, ItemKind, Monitor, MonitorEvaluation, MonitorState, Route
-from grading.monitors.evaluate import monitors_evaluate
-from grading.monitors.figures import figure_reviews, monitor_figure
+from grading.monitors.evaluate import monitor_evaluate, monitors_evaluate
+from grading.monitors.figures import figure_reviews, monitor_figure, monitors_figures
 from grading.monitors.services import MonitorInvalid, monitor_delete, monitor_update, settings_of
 from grading.monitors.states import Levels, state_next
 from tests.builders.monitored import MONITOR_DEFAULTS, graded, monitor
@@ -290,6 +290,45 @@ def test_each_figure_equals_a_recount_of_its_reviews_on_its_slice(org, mixed):
         assert got.n > 0, settings  # every case counts something: a recount of nothing proves little
         if watched.figure != "overdue":
             assert figure_reviews(watched, mixed).count() == got.n, settings
+
+
+def test_a_run_reads_every_figure_together_and_each_equals_its_recount(org, mixed, django_assert_max_num_queries):
+    reviews = list(type(org).objects.get(pk=org.pk).reviews.select_related("conversation", "draft", "decision")) + list(
+        type(org).objects.exclude(pk=org.pk).get().reviews.all()
+    )
+    extra = [  # slices sharing a scan with the figures' own: other applications, releases, checks and windows
+        {"figure": "check_pass", "check_key": "complete", "application": "returns"},
+        {"figure": "check_pass", "metadata_name": "release", "metadata_value": "2.3"},
+        {"figure": "unknown_share", "application": "billing", "metadata_name": "release", "metadata_value": "2.4"},
+        {"figure": "item_pass", "check_key": "", "kind": "draft", "metadata_name": "release", "metadata_value": "2.4"},
+        {"figure": "agreement", "application": "returns", "window_hours": 2},
+        {"figure": "overdue", "check_key": "", "application": "billing", "metadata_name": "release",
+         "metadata_value": "2.3"},
+    ]  # fmt: skip
+    watched = [
+        monitor(org, f"figure {number}", direction="below", **settings)
+        for number, settings in enumerate(FIGURES + extra)
+    ]
+    # The figures: one query per (kind, what the figure reads, window, metadata name), 11 here for 20 monitors;
+    # besides, the monitors listed, each one's own transaction (here a savepoint, its lock, its evaluation, its state,
+    # the release: 5 queries) and the history's pruning. One query per monitor's figure would be 20.
+    with django_assert_max_num_queries(11 + 1 + 5 * len(watched) + 1):
+        assert monitors_evaluate(deliver=lambda *_: None, now=mixed) == len(watched)
+    for row in watched:
+        evaluation = MonitorEvaluation.objects.get(monitor=row)
+        assert (evaluation.value, evaluation.n) == pytest.approx(recount(row, reviews, mixed)), settings_of(row)
+
+
+def test_a_monitor_changed_after_the_run_read_the_figures_is_evaluated_on_its_new_settings(org, mixed):
+    reviews = list(type(org).objects.get(pk=org.pk).reviews.select_related("conversation", "draft", "decision"))
+    watched = monitor(org, direction="below")
+    figures = monitors_figures([watched], mixed)  # the run reads, then someone narrows the monitor to a release
+    monitor_update(monitor=watched, given=settings_of(watched) | {"metadata_name": "release", "metadata_value": "2.3"})
+    evaluation = monitor_evaluate(monitor_id=watched.pk, now=mixed, deliver=lambda *_: None, figures=figures)
+    watched.refresh_from_db()
+    assert (evaluation.value, evaluation.n) == pytest.approx(recount(watched, reviews, mixed))
+    (stale,) = figures.values()
+    assert evaluation.n < stale.n  # the figure read for the old settings was not taken
 
 
 # --- settings -------------------------------------------------------------------------------------------------
