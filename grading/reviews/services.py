@@ -18,6 +18,7 @@ from django.utils import timezone
 
 from grading.checks.answers import answers_refusal, item_outcome
 from grading.checks.rules import DraftRules
+from grading.core.outcomes import SENT_BY_PERSON
 from grading.core.weeks import monday
 from grading.delivery import enqueue
 from grading.delivery.evaluations import evaluations_export_on_commit
@@ -25,6 +26,7 @@ from grading.models import (
     COUNTING_STATES,
     LIVE_STATES,
     Answer,
+    ApiKey,
     Conversation,
     CriteriaVersion,
     Decision,
@@ -35,6 +37,7 @@ from grading.models import (
     Route,
 )
 from grading.models import for_people as is_for_people
+from grading.models.audit import audit_record
 from grading.models.criteria import ANSWERED_CANNOT_ADJUDICATE, answers_stand, may_adjudicate
 from grading.reviews.reads import review_slots
 from grading.reviews.rollups import rollups_tracking
@@ -206,7 +209,7 @@ def review_record(
                 else:
                     if live is not None:
                         review_state_write(live, ReviewState.SUPERSEDED)
-                    for_people = is_for_people(route=outcome.route, audit=False)  # marked for audit later, if ever
+                    for_people = is_for_people(route=outcome.route, audit=False, sent="")  # marked or sent later
                     state = _stored_state(matches_item=matches, for_people=for_people, decided=False)
                 finished_at = timezone.now()
                 kind = ItemKind.DRAFT if field == "draft" else ItemKind.CONVERSATION
@@ -319,7 +322,7 @@ def review_state_refresh(*, subject: Conversation | Draft) -> None:
         if live is not None:
             _set_state(live, ReviewState.SUPERSEDED)
         live = earlier
-    for_people = is_for_people(route=live.route, audit=live.audit)
+    for_people = is_for_people(route=live.route, audit=live.audit, sent=live.sent)
     decided = for_people and Decision.objects.filter(review=live).exists()
     _set_state(live, _stored_state(matches_item=True, for_people=for_people, decided=decided))
 
@@ -362,6 +365,65 @@ def review_audit_mark(*, review_ids: list[int]) -> list[int]:
                 Review.objects.filter(pk=review.pk).update(routed_at=now, due_at=due_at)
             marked.append(review.pk)
     return marked
+
+
+class SendRefused(Exception):
+    """A send to people that cannot be: `field` names what to change, the message says why. Nothing was written."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message)
+        self.field = field
+
+
+SEND_REASON_MAX = 500  # characters: a sentence or two, shown in the item's trail
+
+
+def send_reason_clean(reason: str) -> str:
+    """The reason a person gives for sending items to people, stripped: refused when empty or too long."""
+    reason = reason.strip()
+    if not reason:
+        raise SendRefused("reason", "Say why you send it to review.")
+    if len(reason) > SEND_REASON_MAX:
+        raise SendRefused("reason", f"The reason is {len(reason)} characters long; at most {SEND_REASON_MAX}.")
+    return reason
+
+
+def review_send(
+    *, review_ids: list[int], reason: str, by: AbstractBaseUser | None = None, api_key: ApiKey | None = None
+) -> list[int]:
+    """A person (or an org's key, for one) sends counting reviews to people whatever the machine decided, with a
+    reason; return the ids newly sent.
+
+    Like the audit mark it changes who decides the item, never what the machine said: the route and its reason stay
+    as graded, `sent` says a person sent it, and the trail keeps who and why (a `review.send` event per review, naming
+    its item). Unlike the audit sample, a sent item is not blind (the sender chose it for what they saw) and its
+    decision is no part of the sample the judge is measured on. Reviews already for people (routed there, sampled or
+    sent before), that stopped counting, errors and items the machine could not score are left alone.
+    """
+    reason = send_reason_clean(reason)
+    sent = []
+    with transaction.atomic():
+        reviews = (
+            Review.objects.counting()
+            .select_for_update(of=("self",))
+            .filter(pk__in=list(review_ids), audit=False, sent="")
+            .exclude(route__in=[Route.ERROR, Route.NOT_SCORABLE, Route.HUMAN])
+            .select_related("org", "conversation", "draft")
+            .order_by("pk")
+        )
+        targets = {}
+        now = timezone.now()
+        for review in reviews:
+            with rollups_tracking([review.pk]):
+                review_state_write(review.pk, ReviewState.WAITING)
+            org_targets = targets.setdefault(review.org_id, targets_of(review.org_id))
+            due_at = due_time(org_targets, kind=review.kind, application=review.application, reason=review.reason,
+                              audit=False, routed_at=now)  # fmt: skip
+            Review.objects.filter(pk=review.pk).update(sent=SENT_BY_PERSON, routed_at=now, due_at=due_at)
+            audit_record(action="review.send", org=review.org, actor=by, api_key=api_key, item=review,
+                         detail={"reason": reason, "route": review.route})  # fmt: skip
+            sent.append(review.pk)
+    return sent
 
 
 def review_reinstate(*, review: Review) -> Review | None:

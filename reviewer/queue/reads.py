@@ -607,7 +607,9 @@ def review_for_operator(*, reaches: Sequence[Reach], review_id: int) -> Review |
         .select_related("org", "criteria_version", "conversation", "draft")
         .first()
     )
-    return review if review is not None and for_people(route=review.route, audit=review.audit) else None
+    return (
+        review if review is not None and for_people(route=review.route, audit=review.audit, sent=review.sent) else None
+    )
 
 
 def decision_of(review: Review) -> Decision | None:

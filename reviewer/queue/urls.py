@@ -1,6 +1,6 @@
 from django.urls import path
 
-from reviewer.queue import correction_views, expected_reply_views, views
+from reviewer.queue import correction_views, expected_reply_views, send_views, views
 
 urlpatterns = [
     path("", views.queue, name="queue"),
@@ -20,6 +20,7 @@ urlpatterns = [
     ),
     path("items/<int:pk>/assign/", views.review_assign, name="review_assign"),
     path("items/<int:pk>/unassign/", views.review_unassign, name="review_unassign"),
+    path("items/<int:pk>/send/", send_views.review_send_page, name="review_send"),
     path("items/<int:pk>/correction/check/", correction_views.review_correction_check, name="review_correction_check"),
     path("items/<int:pk>/correction/", correction_views.review_correct, name="review_correct"),
     path("items/<int:pk>/corrections/", correction_views.review_corrections, name="review_corrections"),
