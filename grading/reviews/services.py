@@ -421,7 +421,7 @@ def review_send(
                               audit=False, routed_at=now)  # fmt: skip
             Review.objects.filter(pk=review.pk).update(sent=SENT_BY_PERSON, routed_at=now, due_at=due_at)
             audit_record(action="review.send", org=review.org, actor=by, api_key=api_key, item=review,
-                         detail={"reason": reason, "route": review.route})  # fmt: skip
+                         detail={"reason": reason})  # fmt: skip
             sent.append(review.pk)
     return sent
 

@@ -23,7 +23,8 @@ from django.utils.safestring import SafeString
 
 from grading.checks.definitions import UNKNOWN, AnswerKind
 from grading.core.outcomes import BAND, BELOW_CERTIFIED, JUDGE_CONTRADICTION, SPREAD, UNKNOWN_CHECK
-from grading.models import Answer, Conversation, Decision, Draft, ItemKind, Review
+from grading.models import Answer, AuditEvent, Conversation, Decision, Draft, ItemKind, Review, Route
+from grading.models.audit import item_of
 from grading.reviews.blind import Blind, review_blind
 from reviewer.access import reaches_of
 from reviewer.audit.display import Trail, trail_of
@@ -195,7 +196,9 @@ class ItemPage:
     @cached_property
     def why(self) -> str:
         """Why the machine handed the item to a person (its verdict: hidden while blind)."""
-        return "" if self.blind else why_human(self.review)
+        if self.blind:
+            return ""
+        return why_sent(self.review) if self.review.sent else why_human(self.review)
 
     @cached_property
     def other_reviews(self) -> list[Review]:
@@ -519,6 +522,26 @@ def draft_scale(review: Review) -> Scale:
         threshold_value=threshold,
         band_value=band,
     )
+
+
+def why_sent(review: Review) -> str:
+    """Who sent the item to people and why, as the trail keeps it (`review_send`), and what the machine had decided."""
+    kind, item_id = item_of(review)
+    event = (
+        AuditEvent.objects.filter(org_id=review.org_id, action="review.send", item_kind=kind, item_id=item_id)
+        .select_related("actor", "api_key")
+        .order_by("-pk")
+        .first()
+    )
+    machine = f"The machine {'passed' if review.route == Route.PASS else 'failed'} it."
+    if event is None:  # the trail was pruned: the review still says a person sent it
+        return f"A person sent it to review. {machine}"
+    who = "a former user"
+    if event.actor is not None:
+        who = event.actor.get_username()
+    elif event.api_key is not None:
+        who = f"the API key {event.api_key.name}"
+    return f"Sent to review by {who}: {event.detail.get('reason', '')} {machine}"
 
 
 def why_human(review: Review) -> str:

@@ -11,8 +11,8 @@ from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_http_methods
 
-from grading.models import Review, Route, for_people
-from grading.models.reach import within
+from grading.models import Review, ReviewState, Route, for_people
+from grading.models.reach import Reach, within
 from grading.reviews.services import SEND_REASON_MAX, SendRefused, review_send
 from reviewer.access import reaches_of, role_required
 from reviewer.models import Role
@@ -23,6 +23,17 @@ PAGE = "reviewer/queue/send.html"
 
 class SendForm(forms.Form):
     reason = forms.CharField(max_length=SEND_REASON_MAX, widget=forms.Textarea(attrs={"rows": 3}))
+
+
+def sendable(review: Review, *, send_reach: Reach | None) -> bool:
+    """Whether a list offers to send this row's item to review: it counts and waits for nobody (`current`), the
+    machine graded it, and the reader's sender roles reach it (the page checks it all again)."""
+    return (
+        send_reach is not None
+        and review.state_now == ReviewState.CURRENT
+        and review.route in (Route.PASS, Route.FAIL)
+        and send_reach.covers(review.kind, review.application)
+    )
 
 
 def _get_review_for_sender(request: HttpRequest, pk: int) -> Review:

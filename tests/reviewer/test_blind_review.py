@@ -178,6 +178,7 @@ def _pages(world: BlindWorld) -> dict[str, list[tuple[str, dict]]]:
             for headers in ({}, HTMX | {"HTTP_HX_TARGET": "actions"})
         ],
         "review_corrections": [(reverse("review_corrections", args=[reviews["draft"].pk]), HTMX)],
+        "review_send": [(reverse("review_send", args=[review.pk]), {}) for review in reviews.values()],
         "criteria": [(reverse("criteria"), {})],
         "criteria_diff": [(reverse("criteria_diff"), {"data": {"old": version.pk, "new": version.pk}})],
         "criteria_spend": [(reverse("criteria_spend"), {})],

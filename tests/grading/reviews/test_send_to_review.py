@@ -50,7 +50,7 @@ def test_it_records_who_sent_the_item_and_why_in_its_trail(org):
 
     event = AuditEvent.objects.get(action="review.send")
     assert (event.actor, event.item_kind, event.item_id) == (lead, "draft", review.draft_id)
-    assert event.detail == {"reason": "Looks off-brand", "route": "pass"}
+    assert event.detail == {"reason": "Looks off-brand"}
 
 
 def test_it_books_the_counters_of_a_graded_conversation_it_sends(org, fake_llm):

@@ -6,8 +6,10 @@ import json
 import pytest
 from django.test import Client
 from django.urls import reverse
+from django.utils import timezone
 
 from grading.api.keys import api_key_create
+from grading.core.weeks import monday
 from grading.models import AuditEvent, Review, ReviewState
 from reviewer.models import Membership, Role
 from tests.builders.people import make_person
@@ -117,3 +119,26 @@ def test_operators_stakeholders_and_leads_outside_its_reach_cannot_send_an_item(
     assert client_for(stakeholder).get(_send_page(review)).status_code == 403
     assert client_for(elsewhere).post(_send_page(review), {"reason": "x"}).status_code == 404
     assert Review.objects.get(pk=review.pk).state == ReviewState.CURRENT
+
+
+def test_a_review_list_offers_to_send_the_items_nobody_looks_at_to_those_who_may(
+    org, criteria_admin, stakeholder, client_for
+):
+    passed = passed_draft_item(org, "passed", week=monday(timezone.now()))
+    routed = draft_item(org, "routed", week=monday(timezone.now()))
+    listed = {"org": org.slug, "kind": "draft"}
+
+    page = client_for(criteria_admin).get(reverse("dashboard_reviews"), listed).content.decode()
+    assert f'href="{_send_page(passed)}?next=' in page
+    assert _send_page(routed) not in page  # the machine sent it to people already
+    assert "send-link" not in client_for(stakeholder).get(reverse("dashboard_reviews"), listed).content.decode()
+
+
+def test_the_item_page_says_who_sent_it_and_why_and_the_operator_decides_it(org, operator, client_for):
+    lead = make_person("lee", org, Role.LEAD)
+    review = passed_draft_item(org)
+    client_for(lead).post(_send_page(review), {"reason": "Reads like a <b>sales</b> pitch"})
+
+    page = client_for(operator).get(reverse("review_detail", args=[review.pk])).content.decode()
+    assert "Sent to review by lee: Reads like a &lt;b&gt;sales&lt;/b&gt; pitch The machine passed it." in page
+    assert "sent to review" in page  # the trail's event
