@@ -172,7 +172,8 @@ class Review(models.Model):
         max_length=40,
         blank=True,
         default="",
-        help_text="Who sent it to people whatever the machine decided: person (the reason is in the audit trail).",
+        help_text="Who sent it to people whatever the machine decided: person (the reason is in the audit trail), or "
+        "the code of a routing rule of its criteria version (thumbs_down, metadata).",
     )
     # -- where the dashboards file it, as the item was when it was graded (set by review_record, never changed,
     # so the rollups can take back exactly what a review added; see grading/reviews/rollups.py)

@@ -17,6 +17,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from grading.checks.answers import answers_refusal, item_outcome
+from grading.checks.routing import routing_match
 from grading.checks.rules import DraftRules
 from grading.core.outcomes import SENT_BY_PERSON
 from grading.core.weeks import monday
@@ -31,6 +32,7 @@ from grading.models import (
     CriteriaVersion,
     Decision,
     Draft,
+    Feedback,
     ItemKind,
     Review,
     ReviewState,
@@ -203,13 +205,16 @@ def review_record(
             item, criteria_active, ticket_returned, live = filing_lock(subject, identity.criteria_version.pk, ticket)
             matches = identity.fingerprint == item["fingerprint"]
             fresh = matches and criteria_active
+            sent = ""  # a routing rule of the version that sends it to people whatever the machine decided
             with rollups_tracking([live]) as tracked:
                 if not fresh and live is not None and Review.objects.counting().filter(pk=live).exists():
                     state = ReviewState.SUPERSEDED
                 else:
                     if live is not None:
                         review_state_write(live, ReviewState.SUPERSEDED)
-                    for_people = is_for_people(route=outcome.route, audit=False, sent="")  # marked or sent later
+                    if fresh and outcome.route in (Route.PASS, Route.FAIL):
+                        sent = _rule_sending(identity.criteria_version, subject)
+                    for_people = is_for_people(route=outcome.route, audit=False, sent=sent)  # or marked later
                     state = _stored_state(matches_item=matches, for_people=for_people, decided=False)
                 finished_at = timezone.now()
                 kind = ItemKind.DRAFT if field == "draft" else ItemKind.CONVERSATION
@@ -231,6 +236,7 @@ def review_record(
                     state=state,
                     routed_at=routed_at,
                     due_at=due_at,
+                    sent=sent,
                     **filing,
                     **_columns(identity, outcome),
                 )
@@ -248,6 +254,22 @@ def review_record(
         # Erased while the judge read it: the ledger still books what the judge was paid (it names no item).
         _spend_book_alone(subject, identity, outcome)
         return None
+
+
+def _rule_sending(version: CriteriaVersion, subject: Conversation | Draft) -> str:
+    """The code of the version's first routing rule the item matches, "" for none (grading/checks/routing.py): its
+    metadata as it is now, and for a conversation a user's thumbs down on a message of its present path (the one the
+    review read: the caller asks only for a review of the item's present evidence). Reads nothing without rules."""
+    if not version.routing:
+        return ""
+    if isinstance(subject, Draft):
+        metadata = Draft.objects.filter(pk=subject.pk).values_list("metadata", flat=True).get()
+        return routing_match(version.routing, metadata=metadata, thumbs_down=False)
+    metadata, path = Conversation.objects.filter(pk=subject.pk).values_list("metadata", "active_path_ids").get()
+    thumbs_down = Feedback.objects.filter(
+        conversation_id=subject.pk, value=Feedback.Value.DOWN, message_external_id__in=path
+    ).exists()
+    return routing_match(version.routing, metadata=metadata, thumbs_down=thumbs_down)
 
 
 def _spend_book_alone(subject: Conversation | Draft, identity: ScoreIdentity, outcome: ReviewOutcome) -> None:

@@ -22,6 +22,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.utils.safestring import SafeString
 
 from grading.checks.definitions import UNKNOWN, AnswerKind
+from grading.checks.routing import METADATA, THUMBS_DOWN
 from grading.core.outcomes import BAND, BELOW_CERTIFIED, JUDGE_CONTRADICTION, SPREAD, UNKNOWN_CHECK
 from grading.models import Answer, AuditEvent, Conversation, Decision, Draft, ItemKind, Review, Route
 from grading.models.audit import item_of
@@ -524,8 +525,16 @@ def draft_scale(review: Review) -> Scale:
     )
 
 
+RULE_WORDS = {THUMBS_DOWN: "a user's thumbs is down on the conversation", METADATA: "its metadata matched"}
+
+
 def why_sent(review: Review) -> str:
-    """Who sent the item to people and why, as the trail keeps it (`review_send`), and what the machine had decided."""
+    """Which routing rule sent the item to people, or who sent it and why as the trail keeps it (`review_send`); and
+    what the machine had decided."""
+    machine = f"The machine {'passed' if review.route == Route.PASS else 'failed'} it."
+    if review.sent in RULE_WORDS:
+        version = review.criteria_version.number
+        return f"A routing rule of criteria v{version} sent it to people: {RULE_WORDS[review.sent]}. {machine}"
     kind, item_id = item_of(review)
     event = (
         AuditEvent.objects.filter(org_id=review.org_id, action="review.send", item_kind=kind, item_id=item_id)
@@ -533,7 +542,6 @@ def why_sent(review: Review) -> str:
         .order_by("-pk")
         .first()
     )
-    machine = f"The machine {'passed' if review.route == Route.PASS else 'failed'} it."
     if event is None:  # the trail was pruned: the review still says a person sent it
         return f"A person sent it to review. {machine}"
     who = "a former user"
