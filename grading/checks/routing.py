@@ -20,11 +20,12 @@ class RoutingInvalid(Exception):
         self.errors = errors
 
 
-def routing_validate(document: object) -> list[dict]:
+def routing_validate(document: object, *, drafts: bool) -> list[dict]:
     """The rules in their stored form (`{"when": "thumbs_down"}`, `{"when": "metadata", "match": {"tier":
-    "enterprise"}}`), in order; RoutingInvalid naming every wrong field at once."""
+    "enterprise"}}`), in order; RoutingInvalid naming every wrong field at once. A draft version's rules are metadata
+    rules: drafts carry no user's thumbs."""
     if not isinstance(document, list):
-        raise RoutingInvalid({"routing": ["A list of rules, each {\"when\": ...}."]})
+        raise RoutingInvalid({"routing": ['A list of rules, each {"when": ...}.']})
     if len(document) > MAX_RULES:
         raise RoutingInvalid({"routing": [f"At most {MAX_RULES} rules."]})
     errors: dict[str, list[str]] = {}
@@ -35,7 +36,9 @@ def routing_validate(document: object) -> list[dict]:
             errors[f"{field}.when"] = [f"One of {', '.join(KINDS)}."]
             continue
         if rule["when"] == THUMBS_DOWN:
-            if set(rule) != {"when"}:
+            if drafts:
+                errors[f"{field}.when"] = ["Drafts carry no user's thumbs: a draft version's rules match metadata."]
+            elif set(rule) != {"when"}:
                 errors[field] = ["A thumbs-down rule takes nothing but `when`."]
             rules.append({"when": THUMBS_DOWN})
             continue

@@ -260,7 +260,7 @@ def criteria_changes(
         changes["judge"] = judge
     if routing is not None:
         try:
-            changes["routing"] = routing_validate(routing)
+            changes["routing"] = routing_validate(routing, drafts=version.kind == ItemKind.DRAFT)
         except RoutingInvalid as invalid:
             errors |= invalid.errors
     if errors:

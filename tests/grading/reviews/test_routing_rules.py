@@ -44,7 +44,9 @@ def _graded(org, fake_llm, external_id: str = "c1", *, metadata: dict | None = N
 
 
 def test_it_matches_the_first_rule_an_item_meets_and_nothing_else():
-    rules = routing_validate([{"when": "metadata", "match": {"tier": "enterprise"}}, {"when": "thumbs_down"}])
+    rules = routing_validate(
+        [{"when": "metadata", "match": {"tier": "enterprise"}}, {"when": "thumbs_down"}], drafts=False
+    )
     assert routing_match(rules, metadata={"tier": "enterprise", "release": "2.4"}, thumbs_down=True) == METADATA
     assert routing_match(rules, metadata={"tier": "free"}, thumbs_down=True) == THUMBS_DOWN
     assert routing_match(rules, metadata={"tier": "free"}, thumbs_down=False) == ""
@@ -70,6 +72,16 @@ def test_a_version_refuses_bad_rules_naming_the_field_and_keeps_what_it_had(org,
     assert field in refused.value.errors
     version.refresh_from_db()
     assert version.routing == []
+
+
+@pytest.mark.django_db
+def test_a_draft_version_takes_metadata_rules_and_refuses_thumbs(org):
+    version = criteria_new_version(org=org, kind=ItemKind.DRAFT)
+    with pytest.raises(CriteriaInvalid) as refused:
+        criteria_update(version=version, routing=[{"when": "thumbs_down"}])
+    assert "routing.0.when" in refused.value.errors
+    rules = [{"when": "metadata", "match": {"release": "2.4"}}]
+    assert criteria_update(version=version, routing=rules).routing == rules
 
 
 @pytest.mark.django_db
