@@ -41,6 +41,7 @@ from grading.models import (
 from grading.models import for_people as is_for_people
 from grading.models.audit import audit_record
 from grading.models.criteria import ANSWERED_CANNOT_ADJUDICATE, answers_stand, may_adjudicate
+from grading.models.reviews import ReviewQuerySet
 from grading.reviews.reads import review_slots
 from grading.reviews.rollups import rollups_tracking
 from grading.reviews.spend import spend_book, utc_day
@@ -426,26 +427,51 @@ def review_send(
     sent = []
     with transaction.atomic():
         reviews = (
-            Review.objects.counting()
-            .select_for_update(of=("self",))
-            .filter(pk__in=list(review_ids), audit=False, sent="")
-            .exclude(route__in=[Route.ERROR, Route.NOT_SCORABLE, Route.HUMAN])
+            _sendable(Review.objects.filter(pk__in=list(review_ids)))
             .select_related("org", "conversation", "draft")
             .order_by("pk")
         )
         targets = {}
         now = timezone.now()
         for review in reviews:
-            with rollups_tracking([review.pk]):
-                review_state_write(review.pk, ReviewState.WAITING)
             org_targets = targets.setdefault(review.org_id, targets_of(review.org_id))
-            due_at = due_time(org_targets, kind=review.kind, application=review.application, reason=review.reason,
-                              audit=False, routed_at=now)  # fmt: skip
-            Review.objects.filter(pk=review.pk).update(sent=SENT_BY_PERSON, routed_at=now, due_at=due_at)
+            _send_write(review, sent=SENT_BY_PERSON, targets=org_targets, now=now)
             audit_record(action="review.send", org=review.org, actor=by, api_key=api_key, item=review,
                          detail={"reason": reason})  # fmt: skip
             sent.append(review.pk)
     return sent
+
+
+def _sendable(reviews: ReviewQuerySet) -> ReviewQuerySet:
+    """The counting reviews the machine decided alone and nobody sent to people yet, locked: what may be sent."""
+    return (
+        reviews.counting()
+        .select_for_update(of=("self",))
+        .filter(audit=False, sent="", route__in=[Route.PASS, Route.FAIL])
+    )
+
+
+def _send_write(review: Review, *, sent: str, targets: list, now: datetime) -> None:
+    """Send one locked, sendable review to people now: waiting, `sent` saying who sent it, due by the targets."""
+    with rollups_tracking([review.pk]):
+        review_state_write(review.pk, ReviewState.WAITING)
+    due_at = due_time(targets, kind=review.kind, application=review.application, reason=review.reason, audit=False,
+                      routed_at=now)  # fmt: skip
+    Review.objects.filter(pk=review.pk).update(sent=sent, routed_at=now, due_at=due_at)
+
+
+def review_rules_send(*, conversation: Conversation) -> Review | None:
+    """A user's thumbs came after the conversation was graded: send its counting review to people if a routing rule
+    of its version matches now, as `review_record` does at grading (the rule's code in `sent`); the review sent, or
+    None. In the caller's transaction, the conversation's row locked."""
+    review = _sendable(Review.objects.filter(conversation=conversation)).select_related("criteria_version").first()
+    if review is None or not review.criteria_version.routing:
+        return None
+    sent = _rule_sending(review.criteria_version, conversation)
+    if not sent:
+        return None
+    _send_write(review, sent=sent, targets=targets_of(review.org_id), now=timezone.now())
+    return review
 
 
 def review_reinstate(*, review: Review) -> Review | None:

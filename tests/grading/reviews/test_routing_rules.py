@@ -120,3 +120,19 @@ def test_a_metadata_match_sends_an_enterprise_conversation_to_people_and_no_othe
 def test_without_rules_a_thumbs_down_changes_nothing_of_the_route(org, fake_llm):
     review = _graded(org, fake_llm, "c-plain", thumbs="down")
     assert (review.state, review.sent) == (ReviewState.CURRENT, "")
+
+
+@pytest.mark.django_db
+def test_a_thumbs_down_after_grading_sends_the_counting_review_to_people_once(org, fake_llm):
+    _publish_routing(org, [{"when": "thumbs_down"}])
+    review = _graded(org, fake_llm, "c-late")
+    assert review.state == ReviewState.CURRENT
+
+    feedback_record(org=org, payload=FeedbackIn(conversation="c-late", message_id="m2", value="down"))
+    review.refresh_from_db()
+    assert (review.state, review.sent, review.route) == (ReviewState.WAITING, THUMBS_DOWN, Route.PASS)
+    routed_at = review.routed_at
+    feedback_record(org=org, payload=FeedbackIn(conversation="c-late", message_id="m1", value="down"))
+    review.refresh_from_db()
+    assert review.routed_at == routed_at  # sent once
+    assert stored_counters(org_ids=[org.pk]) == live_counters(org_ids=[org.pk])
