@@ -68,3 +68,10 @@ def routing_match(rules: list[dict], *, metadata: Mapping[str, str], thumbs_down
         if rule["when"] == METADATA and all(metadata.get(name) == value for name, value in rule["match"].items()):
             return METADATA
     return ""
+
+
+def routing_text(rule: dict) -> str:
+    """A rule in words, as the diff of two versions lists it."""
+    if rule["when"] == THUMBS_DOWN:
+        return "a user's thumbs down on the conversation"
+    return "metadata " + ", ".join(f"{name} = {value}" for name, value in rule["match"].items())

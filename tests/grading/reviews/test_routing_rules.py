@@ -10,6 +10,7 @@ from grading.checks.routing import METADATA, THUMBS_DOWN, routing_match, routing
 from grading.conversations.grader import conversation_grade
 from grading.conversations.ingest import feedback_record
 from grading.core.schemas import FeedbackIn
+from grading.criteria.impact import criteria_diff
 from grading.models import Conversation, ItemKind, Review, ReviewState, Route
 from grading.reviews.rollups import live_counters, stored_counters
 from grading.reviews.versions import (
@@ -136,3 +137,22 @@ def test_a_thumbs_down_after_grading_sends_the_counting_review_to_people_once(or
     review.refresh_from_db()
     assert review.routed_at == routed_at  # sent once
     assert stored_counters(org_ids=[org.pk]) == live_counters(org_ids=[org.pk])
+
+
+@pytest.mark.django_db
+def test_the_diff_of_two_versions_lists_the_routing_rules_added_and_removed_and_a_new_order(org):
+    old = criteria_new_version(org=org, kind=ItemKind.CONVERSATION)
+    old = criteria_update(
+        version=old, routing=[{"when": "thumbs_down"}, {"when": "metadata", "match": {"tier": "free"}}]
+    )
+    new = criteria_new_version(org=org, kind=ItemKind.CONVERSATION, source=old)
+    new = criteria_update(
+        version=new, routing=[{"when": "metadata", "match": {"tier": "enterprise"}}, {"when": "thumbs_down"}]
+    )
+    reordered = criteria_new_version(org=org, kind=ItemKind.CONVERSATION, source=old)
+    reordered = criteria_update(version=reordered, routing=list(reversed(old.routing)))
+
+    [change] = [c for c in criteria_diff(old=old, new=new).lists if c.label == "Routing rules"]
+    assert (change.added, change.removed) == (["metadata tier = enterprise"], ["metadata tier = free"])
+    [order] = [v for v in criteria_diff(old=old, new=reordered).values if v.label == "Order of the routing rules"]
+    assert order.new.startswith("metadata tier = free")
