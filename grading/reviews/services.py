@@ -17,7 +17,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from grading.checks.answers import answers_refusal, item_outcome
-from grading.checks.routing import routing_match
+from grading.checks.routing import routing_match, routing_salt
 from grading.checks.rules import DraftRules
 from grading.core.outcomes import SENT_BY_PERSON
 from grading.core.weeks import monday
@@ -263,14 +263,19 @@ def _rule_sending(version: CriteriaVersion, subject: Conversation | Draft) -> st
     review read: the caller asks only for a review of the item's present evidence). Reads nothing without rules."""
     if not version.routing:
         return ""
+    salt = routing_salt(subject.org_id)
     if isinstance(subject, Draft):
-        metadata = Draft.objects.filter(pk=subject.pk).values_list("metadata", flat=True).get()
-        return routing_match(version.routing, metadata=metadata, thumbs_down=False)
-    metadata, path = Conversation.objects.filter(pk=subject.pk).values_list("metadata", "active_path_ids").get()
+        metadata, external_id = Draft.objects.filter(pk=subject.pk).values_list("metadata", "external_id").get()
+        return routing_match(version.routing, metadata=metadata, thumbs_down=False, external_id=external_id, salt=salt)
+    metadata, path, external_id = (
+        Conversation.objects.filter(pk=subject.pk).values_list("metadata", "active_path_ids", "external_id").get()
+    )
     thumbs_down = Feedback.objects.filter(
         conversation_id=subject.pk, value=Feedback.Value.DOWN, message_external_id__in=path
     ).exists()
-    return routing_match(version.routing, metadata=metadata, thumbs_down=thumbs_down)
+    return routing_match(
+        version.routing, metadata=metadata, thumbs_down=thumbs_down, external_id=external_id, salt=salt
+    )
 
 
 def _spend_book_alone(subject: Conversation | Draft, identity: ScoreIdentity, outcome: ReviewOutcome) -> None:

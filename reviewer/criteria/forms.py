@@ -134,7 +134,8 @@ class CriteriaForm(forms.Form):
         required=False,
         label="Routing rules",
         widget=forms.Textarea(attrs={"rows": 3}),
-        help_text='[{"when": "thumbs_down"}, {"when": "metadata", "match": {"tier": "enterprise"}}]; [] for none.',
+        help_text='[{"when": "thumbs_down"}, {"when": "metadata", "match": {"tier": "enterprise"}}, '
+        '{"when": "sample", "percent": 10, "match": {"release": "2.4"}}]; [] for none.',
     )
 
     # Conversations: when a rule has already failed a required check, whether the judge is still asked.

@@ -22,7 +22,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.utils.safestring import SafeString
 
 from grading.checks.definitions import UNKNOWN, AnswerKind
-from grading.checks.routing import METADATA, THUMBS_DOWN
+from grading.checks.routing import METADATA, SAMPLE, THUMBS_DOWN
 from grading.core.outcomes import BAND, BELOW_CERTIFIED, JUDGE_CONTRADICTION, SPREAD, UNKNOWN_CHECK
 from grading.models import Answer, AuditEvent, Conversation, Decision, Draft, ItemKind, Review, Route
 from grading.models.audit import item_of
@@ -525,7 +525,11 @@ def draft_scale(review: Review) -> Scale:
     )
 
 
-RULE_WORDS = {THUMBS_DOWN: "a user's thumbs is down on the conversation", METADATA: "its metadata matched"}
+RULE_WORDS = {
+    THUMBS_DOWN: "a user's thumbs is down on the conversation",
+    METADATA: "its metadata matched",
+    SAMPLE: "it fell in the sample the rule takes of its slice",
+}
 
 
 def why_sent(review: Review) -> str:

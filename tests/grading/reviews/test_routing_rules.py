@@ -6,7 +6,15 @@ from datetime import UTC, datetime
 
 import pytest
 
-from grading.checks.routing import METADATA, THUMBS_DOWN, routing_match, routing_validate
+from grading.checks.routing import (
+    METADATA,
+    SAMPLE,
+    THUMBS_DOWN,
+    in_sample,
+    routing_match,
+    routing_validate,
+    sample_rank,
+)
 from grading.conversations.grader import conversation_grade
 from grading.conversations.ingest import feedback_record
 from grading.core.schemas import FeedbackIn
@@ -48,10 +56,35 @@ def test_it_matches_the_first_rule_an_item_meets_and_nothing_else():
     rules = routing_validate(
         [{"when": "metadata", "match": {"tier": "enterprise"}}, {"when": "thumbs_down"}], drafts=False
     )
-    assert routing_match(rules, metadata={"tier": "enterprise", "release": "2.4"}, thumbs_down=True) == METADATA
-    assert routing_match(rules, metadata={"tier": "free"}, thumbs_down=True) == THUMBS_DOWN
-    assert routing_match(rules, metadata={"tier": "free"}, thumbs_down=False) == ""
-    assert routing_match([], metadata={"tier": "enterprise"}, thumbs_down=True) == ""
+    item = {"external_id": "c1", "salt": "s"}
+    assert routing_match(rules, metadata={"tier": "enterprise", "release": "2.4"}, thumbs_down=True, **item) == METADATA
+    assert routing_match(rules, metadata={"tier": "free"}, thumbs_down=True, **item) == THUMBS_DOWN
+    assert routing_match(rules, metadata={"tier": "free"}, thumbs_down=False, **item) == ""
+    assert routing_match([], metadata={"tier": "enterprise"}, thumbs_down=True, **item) == ""
+
+
+def test_a_10_percent_sample_is_a_strict_subset_of_the_20_percent_one_by_the_fixed_hash_rule():
+    ids = [f"conversation-{n}" for n in range(2_000)]
+    ten = {i for i in ids if in_sample("salt:", i, percent=10)}
+    twenty = {i for i in ids if in_sample("salt:", i, percent=20)}
+    assert ten < twenty
+    assert 150 <= len(ten) <= 250 and 320 <= len(twenty) <= 480  # about a tenth and a fifth of 2,000
+    # The audit sample's rank: the items a rate picks are the ones with the smallest hashes.
+    assert max(sample_rank("salt:", i) for i in ten) < min(sample_rank("salt:", i) for i in set(ids) - ten)
+
+
+def test_a_sample_rule_sends_the_share_of_its_slice_the_hash_picks_and_nothing_outside_it():
+    rules = routing_validate([{"when": "sample", "percent": 30, "match": {"release": "2.4"}}], drafts=False)
+    for n in range(200):
+        external_id = f"c{n}"
+        picked = in_sample("s", external_id, percent=30)
+        in_slice = routing_match(
+            rules, metadata={"release": "2.4"}, thumbs_down=False, external_id=external_id, salt="s"
+        )
+        outside = routing_match(
+            rules, metadata={"release": "2.3"}, thumbs_down=False, external_id=external_id, salt="s"
+        )
+        assert (in_slice, outside) == (SAMPLE if picked else "", "")
 
 
 @pytest.mark.parametrize(
@@ -63,6 +96,12 @@ def test_it_matches_the_first_rule_an_item_meets_and_nothing_else():
         ([{"when": "metadata", "match": {"tier": ""}}], "routing.0.match"),
         ([{"when": "metadata", "match": {"tier": 3}}], "routing.0.match"),
         ([{"when": "thumbs_down", "match": {"tier": "x"}}], "routing.0"),
+        ([{"when": "sample"}], "routing.0.percent"),
+        ([{"when": "sample", "percent": 0}], "routing.0.percent"),
+        ([{"when": "sample", "percent": 101}], "routing.0.percent"),
+        ([{"when": "sample", "percent": "10"}], "routing.0.percent"),
+        ([{"when": "sample", "percent": 10, "match": {"tier": 1}}], "routing.0.match"),
+        ([{"when": "sample", "percent": 10, "salt": "mine"}], "routing.0"),
     ],
 )
 @pytest.mark.django_db
@@ -156,3 +195,12 @@ def test_the_diff_of_two_versions_lists_the_routing_rules_added_and_removed_and_
     assert (change.added, change.removed) == (["metadata tier = enterprise"], ["metadata tier = free"])
     [order] = [v for v in criteria_diff(old=old, new=reordered).values if v.label == "Order of the routing rules"]
     assert order.new.startswith("metadata tier = free")
+
+
+@pytest.mark.django_db
+def test_a_whole_slice_sample_sends_every_enterprise_conversation_and_names_the_sample(org, fake_llm):
+    _publish_routing(org, [{"when": "sample", "percent": 100, "match": {"tier": "enterprise"}}])
+    enterprise = _graded(org, fake_llm, "c-ent", metadata={"tier": "enterprise"})
+    free = _graded(org, fake_llm, "c-free", metadata={"tier": "free"})
+    assert (enterprise.state, enterprise.sent) == (ReviewState.WAITING, SAMPLE)
+    assert (free.state, free.sent) == (ReviewState.CURRENT, "")

@@ -29,7 +29,7 @@ def test_a_criteria_admin_saves_routing_rules_in_the_editor_and_they_are_audited
 
 @pytest.mark.parametrize(
     ("typed", "said"),
-    [('[{"when": "sometimes"}]', "One of thumbs_down, metadata."), ("[{", "Not JSON")],
+    [('[{"when": "sometimes"}]', "One of thumbs_down, metadata, sample."), ("[{", "Not JSON")],
 )
 def test_a_bad_rule_is_refused_beside_the_field_and_nothing_is_saved(client_for, criteria_admin, criteria, typed, said):
     version = criteria.draft_version
