@@ -278,14 +278,14 @@ def _bench_export(org, scope) -> None:
     )
 
 
-def _populate(org, total: int) -> dict[str, int]:
+def _populate(org, total: int, *, sliced: bool = False) -> dict[str, int]:
+    """The org's rows (see the module's docstring). `sliced`: each conversation carries a release and an environment
+    of 20 values each (`SLICES`), and its review is filed under both, as `review_record` files it when the org
+    slices by them (bench/bench_slices.py); otherwise items carry no metadata."""
     drafts = total * 15 // 100
     conversations = total * 60 // 100
     history = max(0, total - drafts - conversations)
-    operators = [
-        get_user_model().objects.create_user(username=f"bench-operator-{n}", password="unused-bench-password").pk
-        for n in range(ANSWERERS)
-    ]
+    operators = [get_user_model().objects.get_or_create(username=f"bench-operator-{n}")[0].pk for n in range(ANSWERERS)]
     version = criteria_active(org=org, kind=ItemKind.CONVERSATION)
     CriteriaVersion.objects.filter(pk=version.pk).update(checks=CHECK_SET.model_dump(mode="json"))
     params = {
@@ -297,6 +297,7 @@ def _populate(org, total: int) -> dict[str, int]:
         "history": history,
         "days": WEEKS * 7,
         "ops": operators,
+        "sliced": sliced,
     }
     with connection.cursor() as cursor:
         for statement in _POPULATE_SQL:
@@ -316,7 +317,11 @@ def _populate(org, total: int) -> dict[str, int]:
 _REVIEW_COLUMNS = """org_id, kind, conversation_id, draft_id, fingerprint, criteria_version_id, judge, judge_key,
     memory_snapshot, started_at, finished_at, stages, route, reason, detail, checks, score, judge_score, judge_passed,
     spread, sub_scores, findings, judge_issues, repairs, memory_used, usage, state, audit, application, week,
-    submitted_at, criteria_fingerprint, confidences, confidence_source"""
+    submitted_at, criteria_fingerprint, confidences, confidence_source, slice"""
+SLICES = 20  # values of each of the two dimensions, when sliced
+# A conversation's metadata by its number g: release r0..r19 by g, environment e0..e19 by g / 20 (every pair seen).
+_METADATA = f"""CASE WHEN %(sliced)s THEN jsonb_build_object('release', 'r' || (g %% {SLICES}),
+    'environment', 'e' || (g / {SLICES} %% {SLICES})) ELSE '{{}}'::jsonb END"""
 _JUDGE = """'{"backend": "openai", "model": "bench", "prompt_hash": "b3nch000", "temperature": 0}'::jsonb"""
 _CHECK = """jsonb_build_object('verdict', {v}, 'message_ids', '["m2"]'::jsonb, 'rationale', 'bench')"""
 # Conversation g: route by g % 10 (0-5 pass, 6-7 fail, 8-9 a person: 8 decided, 9 waiting); every 97th pass is in
@@ -354,12 +359,12 @@ _OWN_PEOPLE_CHECKS = "".join(
 )
 
 _POPULATE_SQL = [
-    """INSERT INTO grading_conversation (org_id, external_id, application, closed, started_at, last_activity_at,
-            fingerprint, active_path_ids, branch_count, message_count, updated_at, grading_task_id, end_user)
+    f"""INSERT INTO grading_conversation (org_id, external_id, application, closed, started_at, last_activity_at,
+            fingerprint, active_path_ids, branch_count, message_count, updated_at, grading_task_id, end_user, metadata)
         SELECT %(org)s, 'c-' || g, 'app-' || (g %% 5), true,
             now() - (g %% (%(days)s * 24)) * interval '1 hour' - interval '1 hour',
             now() - (g %% (%(days)s * 24)) * interval '1 hour' - interval '50 minutes',
-            'fp1:c-' || g, '["m1", "m2"]'::jsonb, 1, 2, now(), '', ''
+            'fp1:c-' || g, '["m1", "m2"]'::jsonb, 1, 2, now(), '', '', {_METADATA}
         FROM generate_series(1, %(conversations)s) g""",
     f"""INSERT INTO grading_review ({_REVIEW_COLUMNS})
         SELECT %(org)s, 'conversation', c.id, NULL, c.fingerprint, %(cc)s, {_JUDGE}, 'bench', '',
@@ -372,17 +377,17 @@ _POPULATE_SQL = [
             NULL, NULL, NULL, NULL, '{{}}'::jsonb, '[]'::jsonb, '[]'::jsonb, NULL, '{{}}'::jsonb,
             jsonb_build_object('prompt_tokens', 2000 + x.g %% 700, 'completion_tokens', 150, 'total_tokens', 2150),
             CASE WHEN x.g %% 10 = 9 THEN 'waiting' WHEN x.g %% 10 = 8 OR x.audit THEN 'decided' ELSE 'current' END,
-            x.audit, c.application, {monday_sql("c.started_at")}, c.last_activity_at, '', '{{}}'::jsonb, ''
+            x.audit, c.application, {monday_sql("c.started_at")}, c.last_activity_at, '', '{{}}'::jsonb, '', c.metadata
         FROM grading_conversation c
         CROSS JOIN LATERAL (SELECT substr(c.external_id, 3)::int AS g) n
         CROSS JOIN LATERAL (SELECT n.g, {_CONVERSATION_ROUTE.replace("g %%", "n.g %%")} AS route,
                             n.g %% 97 = 0 AND n.g %% 10 < 6 AS audit) x
         WHERE c.org_id = %(org)s""",
     """INSERT INTO grading_draft (org_id, external_id, title, slug, body, source_urls, run_id, callback_url,
-            fingerprint, created_at, updated_at, grading_task_id, end_user)
+            fingerprint, created_at, updated_at, grading_task_id, end_user, metadata)
         SELECT %(org)s, 'd-' || g, 'Draft ' || g, 'draft-' || g, 'body', '[]'::jsonb, '', '', 'fp1:d-' || g,
             now() - (g %% (%(days)s * 24)) * interval '1 hour' - interval '2 hours',
-            now() - (g %% (%(days)s * 24)) * interval '1 hour' - interval '2 hours', '', ''
+            now() - (g %% (%(days)s * 24)) * interval '1 hour' - interval '2 hours', '', '', '{}'::jsonb
         FROM generate_series(1, %(drafts)s) g""",
     # Draft g: 0-5 pass (every 7th repaired), 6-7 fail (a finding), 8 a person (every other one decided), 9 error.
     f"""INSERT INTO grading_review ({_REVIEW_COLUMNS})
@@ -401,7 +406,8 @@ _POPULATE_SQL = [
             '{{}}'::jsonb, '{{"prompt_tokens": 3000, "completion_tokens": 200, "total_tokens": 3200}}'::jsonb,
             CASE WHEN x.route = 'human' AND x.g %% 20 = 8 THEN 'decided' WHEN x.route = 'human' THEN 'waiting'
                  ELSE 'current' END,
-            false, '', {monday_sql("d.updated_at + interval '90 seconds'")}, d.updated_at, '', '{{}}'::jsonb, ''
+            false, '', {monday_sql("d.updated_at + interval '90 seconds'")}, d.updated_at, '', '{{}}'::jsonb, '',
+            '{{}}'::jsonb
         FROM grading_draft d
         CROSS JOIN LATERAL (SELECT substr(d.external_id, 3)::int AS g) n
         CROSS JOIN LATERAL (SELECT n.g, CASE WHEN n.g %% 10 < 6 THEN 'pass' WHEN n.g %% 10 < 8 THEN 'fail'
@@ -412,9 +418,10 @@ _POPULATE_SQL = [
         SELECT r.org_id, r.kind, r.conversation_id, NULL, 'fp1:old-' || h, r.criteria_version_id, r.judge,
             'old-' || h, '', r.started_at - interval '1 day', r.finished_at - interval '1 day', 1, 'pass', '', '',
             r.checks, NULL, NULL, NULL, NULL, '{{}}'::jsonb, '[]'::jsonb, '[]'::jsonb, NULL, '{{}}'::jsonb, r.usage,
-            'superseded', false, r.application, r.week, r.submitted_at, '', '{{}}'::jsonb, ''
+            'superseded', false, r.application, r.week, r.submitted_at, '', '{{}}'::jsonb, '', r.slice
         FROM generate_series(1, %(history)s) h
-        JOIN grading_review r ON r.id = (SELECT min(id) FROM grading_review) + (h %% %(conversations)s)""",
+        JOIN grading_review r ON r.id = (SELECT min(id) FROM grading_review WHERE org_id = %(org)s
+            AND kind = 'conversation') + (h %% %(conversations)s)""",
     f"""INSERT INTO grading_decision (org_id, review_id, basis, outcome, checks, note, decided_by_id, decided_at)
         SELECT r.org_id, r.id, 'one',
             CASE WHEN r.kind = 'draft' THEN 'approve' WHEN r.id %% 3 = 0 THEN 'fail' ELSE 'pass' END,

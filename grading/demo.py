@@ -21,6 +21,7 @@ from grading.conversations.grader import conversation_grade
 from grading.conversations.ingest import conversation_upsert, feedback_record
 from grading.core.evidence import Verdict
 from grading.core.schemas import ConversationIn, DraftIn, FeedbackIn
+from grading.dashboard.dimensions import org_dimensions_set
 from grading.dashboard.labels import LabelIn, label_record, labels_record
 from grading.dashboard.sampling import audit_sample_send
 from grading.drafts.gate import draft_grade
@@ -43,6 +44,8 @@ from grading.reviews.memory import article_upsert, memory_add
 from grading.reviews.versions import criteria_active
 
 APPLICATIONS = ("billing-assistant", "onboarding-bot", "docs-helper")
+OLDER_RELEASE, NEWER_RELEASE = "2.3", "2.4"
+DEMO_DIMENSIONS = ["release", "environment"]
 WEEKS = 8
 PER_WEEK = 4
 
@@ -53,7 +56,15 @@ _REQUESTS = {
 }
 
 
+def _release(week: int) -> str:
+    """The agent's release a conversation of `week` weeks ago ran: the newer one these last four weeks."""
+    return NEWER_RELEASE if week < WEEKS // 2 else OLDER_RELEASE
+
+
 def seed_conversations(org: Org) -> None:
+    """The conversations, each carrying the release that produced it; the org slices its figures by release and
+    environment (declared first, as an org admin would: a review is filed under them when it is graded)."""
+    org_dimensions_set(org=org, dimensions=DEMO_DIMENSIONS)
     rng = random.Random(7)
     now = timezone.now()
     for app_index, application in enumerate(APPLICATIONS):
@@ -61,7 +72,12 @@ def seed_conversations(org: Org) -> None:
             for slot in range(PER_WEEK):
                 started = now - timedelta(weeks=week, days=slot, hours=app_index + 2)
                 external_id = f"{application[:4]}-w{week}-{slot}"
-                payload = _conversation(rng, application, external_id, started, variant=(week + slot + app_index) % 7)
+                variant = (week + slot + app_index) % 7
+                if _release(week) == NEWER_RELEASE and variant in (0, 1, 5):
+                    # The newer release invents a figure where the older one read it (or refused): grounding drops.
+                    variant = 2
+                payload = _conversation(rng, application, external_id, started, variant=variant)
+                payload["metadata"] = {"release": _release(week), "environment": "production", "model": "demo-agent"}
                 write = conversation_upsert(org=org, payload=ConversationIn.model_validate(payload))
                 if slot == 0:
                     value = "up" if week % 2 else "down"

@@ -30,6 +30,7 @@ from grading.core.schemas import ArticleIn, ConversationId, ConversationIn, Draf
 from grading.core.spreadsheets import csv_lines
 from grading.criteria.scoring import trial_rows, trial_score
 from grading.dashboard.certified import CERTIFIED, certified_figures
+from grading.dashboard.compare import comparison, slices_checked
 from grading.dashboard.figures import SECTIONS, InvalidScope, dashboard_figures, scope_for
 from grading.dashboard.labels import LabelIn, LabelsRefused, labels_submit
 from grading.drafts.submit import draft_submit
@@ -452,9 +453,11 @@ def post_labels(request: HttpRequest, payload: LabelsIn) -> Status[LabelsOut]:
 # --- the dashboards' figures ---------------------------------------------------------------------------------
 
 
-def _figures(request: HttpRequest, sections, since: str | None, until: str | None, application: str | None) -> dict:
+def _figures(
+    request: HttpRequest, sections, since: str | None, until: str | None, application: str | None, slice: str | None
+) -> dict:
     try:
-        scope = scope_for(request.auth.org, since=since, until=until, application=application)
+        scope = scope_for(request.auth.org, since=since, until=until, application=application, slices=[slice or ""])
     except InvalidScope as exc:
         raise ValidationError([{"loc": ["query", exc.field], "msg": exc.message}]) from exc
     if sections == [CERTIFIED]:
@@ -465,23 +468,42 @@ def _figures(request: HttpRequest, sections, since: str | None, until: str | Non
 @api.get("/dashboard", response=dict, summary="Every figure of the dashboard, with the page's filters")
 def get_dashboard(
     request: HttpRequest, since: str | None = Query(None, alias="from"), until: str | None = Query(None, alias="to"),
-    application: str | None = None,
+    application: str | None = None, slice: str | None = None,
 ) -> dict:  # fmt: skip
     """The numbers the stakeholders' page shows, for the API key's org: `from` and `to` are ISO weeks
-    (`2026-W41`, default the last eight), `application` narrows the conversation figures. The quality rate with its
+    (`2026-W41`, default the last eight), `application` narrows the conversation figures, `slice` (`release=2.4`,
+    one of the org's dimensions) to the reviews filed under that value. The quality rate with its
     interval from the audit sample is the section `certified` (`/dashboard/certified`): read from every review rather
     than the counters, it is asked for apart, as the page loads it apart."""
-    return _figures(request, SECTIONS, since, until, application)
+    return _figures(request, SECTIONS, since, until, application, slice)
+
+
+@api.get("/dashboard/compare", response=dict, summary="Two slices of a dimension side by side, under one version")
+def get_dashboard_compare(
+    request: HttpRequest, dimension: str, a: str, b: str, since: str | None = Query(None, alias="from"),
+    until: str | None = Query(None, alias="to"), application: str | None = None, kind: str = ItemKind.CONVERSATION,
+) -> dict:  # fmt: skip
+    """The comparison page's figures (grading/dashboard/compare.py): `dimension` one of the org's, `a` and `b` two
+    of its values (`?dimension=release&a=2.3&b=2.4`); per check each side's pass rate with its unknowns and Wilson
+    interval, the difference b - a with Newcombe's hybrid score interval and a two-proportion z-test, the volume.
+    Registered before `/dashboard/{section}`, which would otherwise take `compare` for a section."""
+    try:
+        if kind not in ItemKind.values:
+            raise InvalidScope("kind", f"must be one of {', '.join(ItemKind.values)}")
+        scope = scope_for(request.auth.org, since=since, until=until, application=application)
+        return comparison(scope, slices_checked(scope, dimension=dimension, a=a, b=b), kind=kind)
+    except InvalidScope as exc:
+        raise ValidationError([{"loc": ["query", exc.field], "msg": exc.message}]) from exc
 
 
 @api.get("/dashboard/{section}", response=dict, summary="One section of the dashboard's figures")
 def get_dashboard_section(
     request: HttpRequest, section: str, since: str | None = Query(None, alias="from"),
-    until: str | None = Query(None, alias="to"), application: str | None = None,
+    until: str | None = Query(None, alias="to"), application: str | None = None, slice: str | None = None,
 ) -> dict:  # fmt: skip
     if section not in (*SECTIONS, CERTIFIED):
         raise NotFound(f"no dashboard section {section!r} (there are {', '.join((*SECTIONS, CERTIFIED))})")
-    return _figures(request, [section], since, until, application)
+    return _figures(request, [section], since, until, application, slice)
 
 
 # --- criteria trials -----------------------------------------------------------------------------------

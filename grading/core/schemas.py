@@ -60,8 +60,13 @@ EndUser = Annotated[Identifier, Field(max_length=200)]
 # person filters by; values are matched, never read as text, so both are identifiers. Omitted: the item keeps its map;
 # given: it replaces the map whole.
 METADATA_KEYS_MAX = 20
-MetadataKey = Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[A-Za-z][A-Za-z0-9_.-]*$")]
-MetadataValue = Annotated[Identifier, Field(min_length=1, max_length=200)]
+METADATA_NAME = r"^[A-Za-z][A-Za-z0-9_.-]*$"
+METADATA_VALUE_MAX = 200
+MetadataKey = Annotated[str, Field(min_length=1, max_length=64, pattern=METADATA_NAME)]
+MetadataValue = Annotated[Identifier, Field(min_length=1, max_length=METADATA_VALUE_MAX)]
+# The metadata names an org's figures are sliced by (`Org.dimensions`): a few, as each multiplies the counters a
+# review books (grading/reviews/rollups.py).
+DIMENSIONS_MAX = 3
 Metadata = Annotated[dict[MetadataKey, MetadataValue], Field(max_length=METADATA_KEYS_MAX)]
 
 

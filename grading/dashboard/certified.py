@@ -202,6 +202,8 @@ def _in_scope(scope: Scope, kind: str, active: CriteriaVersion | None) -> QueryS
         reviews = reviews.filter(scope.reach.rows())
     if kind == ItemKind.CONVERSATION and scope.application:
         reviews = reviews.filter(application=scope.application)
+    if scope.slice:
+        reviews = reviews.filter(slice__contains=scope.slice_filter)
     return reviews
 
 

@@ -18,18 +18,18 @@ from django.utils import timezone
 
 from grading.checks.definitions import AnswerKind, CheckDefinition, CheckSet
 from grading.core.outcomes import UNKNOWN_CHECK
-from grading.core.schemas import identifier_checked
+from grading.core.schemas import METADATA_VALUE_MAX, identifier_checked
 from grading.core.weeks import iso_week, monday, week_named, weeks_before
 from grading.dashboard.regrade import regrade_progress
 from grading.delivery.evaluations import evaluation_export_status
 from grading.figures.agreement import agreement_of
-from grading.figures.definitions import PASS_FAIL, VERDICTS, machine_categories, pattern_counts
+from grading.figures.definitions import PASS_FAIL, VERDICTS, machine_categories, pattern_counts, slice_key
 from grading.figures.expressions import OVER, WAIT_BUCKETS
 from grading.figures.raters import jackknife_interval, krippendorff_alpha, people_agreement, score_agreement
 from grading.models import CriteriaVersion, GradingRun, ItemKind, Org, Review, ReviewState, Route, state_now
 from grading.models.criteria import default_checks
 from grading.models.reach import Reach
-from grading.reviews.rollups import ERASED, Key, rollup_last_rebuild, scope_counters
+from grading.reviews.rollups import ERASED, Key, SlicedKey, rollup_last_rebuild, scope_counters, slice_of
 
 DEFAULT_WEEKS = 8
 MAX_WEEKS = 104
@@ -58,15 +58,17 @@ def parse_iso_week(text: str, field: str) -> date:
 
 @dataclass(frozen=True)
 class Scope:
-    """What the page and the API were asked for: an org, a range of ISO weeks, and optionally one application
-    (conversations only: drafts have none); for a person, only what their memberships reach (None: the whole org,
-    as for an org's API key). Every figure, even the whole-org ones (staleness, queue depth), stays within reach."""
+    """What the page and the API were asked for: an org, a range of ISO weeks, optionally one application
+    (conversations only: drafts have none) and one dimension value (a slice: the reviews filed under it); for a
+    person, only what their memberships reach (None: the whole org, as for an org's API key). Every figure, even
+    the whole-org ones (staleness, queue depth), stays within reach."""
 
     org: Org
     since: date  # a Monday
     until: date  # a Monday, included
     application: str = ""
     reach: Reach | None = None
+    slice: str = ""  # "release=2.4" (grading/figures/definitions.py `slice_key`); "" the whole
 
     def reaches(self, kind: str, application: str) -> bool:
         """Within the reader's reach (whatever application was asked for)."""
@@ -87,7 +89,15 @@ class Scope:
         query = {"from": iso_week(self.since), "to": iso_week(self.until)}
         if self.application:
             query["application"] = self.application
+        if self.slice:
+            query["slice"] = self.slice
         return query
+
+    @property
+    def slice_filter(self) -> dict[str, str]:
+        """The slice as a lookup on `Review.slice` (`slice__contains`): {} for the whole."""
+        name, _, value = self.slice.partition("=")
+        return {name: value} if self.slice else {}
 
 
 def scope_for(
@@ -97,10 +107,12 @@ def scope_for(
     until: str | None = None,
     application: str | None = None,
     reach: Reach | None = None,
+    slices: Sequence[str] = (),
     today=None,
 ) -> Scope:
     """The scope from the page's or the API's parameters: by default the last eight ISO weeks, this one included.
-    An application asked for must be within `reach`."""
+    An application asked for must be within `reach`; a slice ("release=2.4", each select of the page sending one,
+    most of them empty) must name one of the org's dimensions, and only one."""
     this_week = monday(today or timezone.now())
     end = parse_iso_week(until, "to") if until else this_week
     start = parse_iso_week(since, "from") if since else weeks_before(end, DEFAULT_WEEKS - 1)
@@ -117,7 +129,30 @@ def scope_for(
         raise InvalidScope("application", str(refused)) from None
     if application and reach is not None and not reach.covers(ItemKind.CONVERSATION, application):
         raise InvalidScope("application", "is not one of the applications you may see")
-    return Scope(org, start, end, application, reach)
+    return Scope(org, start, end, application, reach, slice_checked(org, slices))
+
+
+def slice_checked(org: Org, slices: Sequence[str]) -> str:
+    """The one slice asked for ("" for none) as `slice_key` writes it, or InvalidScope naming `slice`. One at a
+    time: the counters are kept per dimension value, not per combination of them."""
+    asked = [text.strip() for text in slices if text.strip()]
+    if len(asked) > 1:
+        raise InvalidScope("slice", "one dimension value at a time (the figures are kept per dimension value)")
+    if not asked:
+        return ""
+    name, equals, value = asked[0].partition("=")
+    if not equals or not value:
+        raise InvalidScope("slice", "must be a dimension and a value, as name=value")
+    if name not in org.dimensions:
+        named = ", ".join(org.dimensions) or "none"
+        raise InvalidScope("slice", f"{name!r} is not one of the org's dimensions ({named})")
+    try:
+        identifier_checked(value)
+    except ValueError as refused:
+        raise InvalidScope("slice", str(refused)) from None
+    if len(value) > METADATA_VALUE_MAX:
+        raise InvalidScope("slice", f"a value is at most {METADATA_VALUE_MAX} characters")
+    return slice_key(name, value)
 
 
 # --- reading the counters -------------------------------------------------------------------------------------
@@ -173,12 +208,16 @@ class Counters:
         )
 
 
-def counters_for(scope: Scope, rows: dict[Key, int] | None = None) -> Counters:
-    """The scope's counters from the rollup, or from `rows` (e.g. `live_counters`, to check the rollup)."""
+def counters_for(scope: Scope, rows: dict[SlicedKey, int] | None = None) -> Counters:
+    """The scope's counters (of its slice) from the rollup, or from `rows` (e.g. `live_counters`, to check the
+    rollup)."""
     active = {cv.kind: cv for cv in CriteriaVersion.objects.filter(org=scope.org, is_active=True)}
     if rows is None:
-        read = scope_counters(org_id=scope.org.pk, since=scope.since, until=scope.until, keep=scope.reaches)
+        read = scope_counters(
+            org_id=scope.org.pk, since=scope.since, until=scope.until, keep=scope.reaches, slice_key=scope.slice
+        )
         return Counters(scope, read.rows, active, read.states, read.last_write)
+    rows = slice_of(rows, scope.slice)
     states: Counter = Counter()
     for key, value in rows.items():
         if key[5] == "state" and scope.reaches(key[1], key[3]):
@@ -670,7 +709,7 @@ _BUILDERS = {
 
 
 def dashboard_figures(
-    scope: Scope, *, sections=SECTIONS, rows: dict[Key, int] | None = None, counters: Counters | None = None
+    scope: Scope, *, sections=SECTIONS, rows: dict[SlicedKey, int] | None = None, counters: Counters | None = None
 ) -> dict:
     """Every figure of the dashboard for `scope` (or only `sections`), JSON-ready; from `counters` when the caller
     read them already (the page reads its service-level figures from the same ones)."""
@@ -680,6 +719,7 @@ def dashboard_figures(
         "from": iso_week(scope.since),
         "to": iso_week(scope.until),
         "application": scope.application or None,
+        "slice": scope.slice or None,
         "weeks": [iso_week(week) for week in scope.weeks],
         "criteria": {kind: version.number for kind, version in counters.active.items()},
         "generated_at": timezone.now(),

@@ -338,6 +338,20 @@ METRICS = frozenset(figure.metric for figure in FIGURES)
 
 # --- where a review is filed ----------------------------------------------------------------------------------
 
+SLICE_LENGTH = 300  # a counter's slice: a dimension's name (64) and value (200), as name=value
+
+
+def slice_key(name: str, value: str) -> str:
+    """A slice's name on its counters and in links: "release=2.4" (a name holds no "=")."""
+    return f"{name}={value}"[:SLICE_LENGTH]
+
+
+def slice_keys(filed: object) -> list[str]:
+    """The slices a review (its `slice`: the item's dimension values when it was graded) adds to, besides the whole
+    cell: _SLICES_SQL in Python."""
+    pairs = filed.items() if isinstance(filed, dict) else ()
+    return [slice_key(name, value) for name, value in pairs if isinstance(value, str)]
+
 
 def review_row(review: Mapping[str, Any]) -> Row:
     """A review (the columns `rollups` reads: its own, and its conversation's application and start) as the
@@ -367,7 +381,7 @@ _ROW_SQL = f"""
         rv.state, {_COUNTING_RULE.sql()} AS {COUNTING.key}, rv.route, rv.reason, rv.checks, rv.findings, rv.sub_scores,
         rv.repairs, rv.usage, rv.judge_passed,
         rv.finished_at, COALESCE(rv.submitted_at, rv.started_at) AS submitted, rv.audit, rv.fingerprint,
-        rv.conversation_id, rv.draft_id, rv.routed_at, rv.due_at
+        rv.conversation_id, rv.draft_id, rv.routed_at, rv.due_at, rv.slice
     FROM grading_review rv WHERE rv.state <> {sql_literal(ReviewState.TRIAL)}"""  # noqa: S608 - constants of ours
 _DECIDED_SQL = """
     SELECT r.*, dc.outcome, dc.checks AS human_checks, dc.decided_at, COALESCE(dc.decided_by_id, 0) AS decided_by,
@@ -452,28 +466,35 @@ def _each_of(each: tuple[str, ...] | str) -> Callable[[Row], Iterable[str | None
     return lambda row: names
 
 
+# `slice_keys` in SQL: the whole cell (''), then each dimension value the review was filed under, as name=value.
+_SLICES_SQL = f"""CROSS JOIN LATERAL (SELECT '' AS slice UNION ALL
+    SELECT left(s.key || '=' || (s.value #>> '{{}}'), {SLICE_LENGTH}) FROM jsonb_each(
+        CASE WHEN jsonb_typeof(r.slice) = 'object' THEN r.slice ELSE '{{}}'::jsonb END) s
+    WHERE jsonb_typeof(s.value) = 'string') sliced"""  # noqa: S608 - constants of ours
+
+
 def _branch_sql(figure: Figure) -> str:
     amount = "count(*)" if isinstance(figure.amount, Lit) else f"sum({figure.amount.sql()})"
     cell = f"r.org_id, r.kind, r.criteria_id, r.application, {_WEEK_SQL[figure.week]}"
     return (
         f"SELECT {cell}, {sql_literal(figure.metric)},"
-        f" {_key_sql(figure.key1)}, {_key_sql(figure.key2)}, {amount}"
-        f" {_from_sql(figure)} WHERE {figure.when.sql()} GROUP BY 1, 2, 3, 4, 5, 7, 8"
+        f" {_key_sql(figure.key1)}, {_key_sql(figure.key2)}, sliced.slice, {amount}"
+        f" {_from_sql(figure)} {_SLICES_SQL} WHERE {figure.when.sql()} GROUP BY 1, 2, 3, 4, 5, 7, 8, 9"
     )
 
 
 def live_counters_sql(extra_branches: Sequence[str] = ()) -> str:
     """One statement computing every figure's counters for the orgs in the parameter `orgs` (plus the counters
-    of `extra_branches`, SELECTs of the same nine columns), as (cell, metric, key1, key2, value) rows."""
+    of `extra_branches`, SELECTs of the same ten columns), as (cell, metric, key1, key2, slice, value) rows."""
     branches = "\n    UNION ALL ".join([*map(_branch_sql, FIGURES), *extra_branches])
     return f"""
 WITH r AS MATERIALIZED ({_ROW_SQL} AND rv.org_id = ANY(%(orgs)s)
 ), d AS MATERIALIZED ({_DECIDED_SQL}
-), counters(org_id, kind, criteria_id, application, week, metric, key1, key2, value) AS (
+), counters(org_id, kind, criteria_id, application, week, metric, key1, key2, slice, value) AS (
     {branches}
 )
-SELECT org_id, kind, criteria_id, application, week, metric, key1, key2, sum(value)::bigint FROM counters
-GROUP BY 1, 2, 3, 4, 5, 6, 7, 8 HAVING sum(value) <> 0
+SELECT org_id, kind, criteria_id, application, week, metric, key1, key2, slice, sum(value)::bigint FROM counters
+GROUP BY 1, 2, 3, 4, 5, 6, 7, 8, 9 HAVING sum(value) <> 0
 """  # noqa: S608 - assembled from this module's constants; the orgs are a parameter
 
 
@@ -593,12 +614,14 @@ def contributions(
 ) -> Counter:
     """The counters one review (as `review_row` reads it) adds, with its decision (outcome, checks, decided_at,
     decided_by_id, basis; or None), its labels and its answers (several people's, `Answer`: person_id, outcome,
-    checks, slots)."""
+    checks, slots): each counter once for the whole cell and once for each dimension value the review was filed
+    under (`slice_keys`), so a slice's figures are read from counters as the whole's are."""
     out: Counter = Counter()
     if review["state"] == ReviewState.TRIAL:
         return out
     row = review_row(review)
     base = (row["org_id"], row["kind"], row["criteria_version_id"], row["application"])
+    slices = ("", *slice_keys(row["slice"]))
     weeks = {FILED: row["week"], SPENT: monday(row["finished_at"])}
     if decision is not None:
         weeks[DECIDED] = monday(decision["decided_at"])
@@ -610,7 +633,8 @@ def contributions(
                     row["each"] = name
                     if when(row):
                         keys = (str(key1(row))[:KEY_LENGTH], str(key2(row))[:KEY_LENGTH])
-                        out[(*base, weeks[week], metric, *keys)] += amount(row)
+                        for filed_under in slices:
+                            out[(*base, weeks[week], metric, *keys, filed_under)] += amount(row)
     return out
 
 

@@ -22,6 +22,9 @@ class Org(models.Model):
     # it keeps verifying while its operator moves to the new one.
     webhook_secret_previous = models.CharField(max_length=64, blank=True)
     webhook_secret_previous_until = models.DateTimeField(null=True, blank=True)
+    # The metadata names (an item's `metadata` keys) the figures are sliced by, at most DIMENSIONS_MAX: each review
+    # is filed under the item's values of these when it is graded (`Review.slice`). Set by an org admin.
+    dimensions = models.JSONField(default=list, blank=True, help_text="Metadata names the figures are sliced by.")
     created_at = models.DateTimeField(auto_now_add=True)
 
     def __str__(self) -> str:

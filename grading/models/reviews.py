@@ -184,6 +184,11 @@ class Review(models.Model):
     submitted_at = models.DateTimeField(
         null=True, blank=True, help_text="When the evidence it read arrived: the draft's save, the last message."
     )
+    slice = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="The item's values of the org's dimensions when graded: name -> value.",
+    )
     # -- when it was routed to people (graded so, or marked for the audit sample), and when they owe it a decision
     # (ServiceTarget; null: no target names it)
     routed_at = models.DateTimeField(null=True, blank=True)

@@ -1,6 +1,8 @@
 """The dashboards' figures kept as counters, so a page view reads a few thousand rows, never all reviews.
 
-A counter belongs to a cell (org, kind, criteria version, application, ISO week) and says one thing: how many
+A counter belongs to a cell (org, kind, criteria version, application, ISO week), whole or one dimension value's
+slice of it (the reviews filed under "release=2.4" when graded: each review books every counter in the whole cell
+and once more under each value it was filed under), and says one thing: how many
 counting reviews routed `pass`, how many said `unknown` on `grounded`, how many tokens a week's judging took, how
 many audit items a person and the machine agreed on. What one review contributes is defined once, in the table
 of grading/figures/definitions.py (`contributions`), read from the review alone (its stored state, its outcome, its
@@ -41,8 +43,11 @@ from grading.figures.expressions import sql_literal
 from grading.models import Conversation, Draft, ItemKind, Org, Rollup, RollupRebuild
 from grading.reviews.reads import staleness_audit
 
-# A counter's key: (org id, kind, criteria id, application, week, metric, key1, key2).
+# A counter's key: (org id, kind, criteria id, application, week, metric, key1, key2); as booked and rebuilt, with
+# its slice last ("" the whole cell, "release=2.4" the reviews filed under that value: a `SlicedKey`).
 Key = tuple[int, str, int, str, date, str, str, str]
+SlicedKey = tuple[int, str, int, str, date, str, str, str, str]
+WHOLE = ""  # the slice of the whole cell
 ERASED = "erased"  # the metric of items erased (`erased_cell`)
 
 
@@ -51,7 +56,7 @@ ERASED = "erased"  # the metric of items erased (`erased_cell`)
 _FIELDS = (
     "id", "org_id", "kind", "criteria_version_id", "state", "route", "reason", "checks", "findings", "sub_scores",
     "repairs", "usage", "judge_passed", "started_at", "finished_at", "submitted_at", "audit", "application", "week",
-    "fingerprint", "conversation_id", "draft_id", "routed_at", "due_at", "conversation__application",
+    "fingerprint", "conversation_id", "draft_id", "routed_at", "due_at", "slice", "conversation__application",
     "conversation__started_at",
 )  # fmt: skip
 
@@ -80,7 +85,7 @@ def _contributions_read(rows: Iterable[Sequence]) -> Counter:
     return total
 
 
-_JSON_FIELDS = ("checks", "findings", "sub_scores", "repairs", "usage")
+_JSON_FIELDS = ("checks", "findings", "sub_scores", "repairs", "usage", "slice")
 _DECISION_FIELDS = ("outcome", "checks", "decided_at", "decided_by_id", "basis")
 
 
@@ -156,11 +161,11 @@ def rollups_erasing(*, review_ids: Sequence[int], conversation_ids: Sequence[int
     return Counter({key: -value for key, value in taken.items()})
 
 
-def erased_cell(*, org_id: int, kind: str, application: str, week: date) -> Key:
+def erased_cell(*, org_id: int, kind: str, application: str, week: date) -> SlicedKey:
     """The counter of items erased, filed as the item was: a conversation by its application and the week it
     started, a draft (no application) by the week it was last submitted. The rebuild counts it from the erasures'
     tombstones (`Erasure.erased["filed"]`, written with the batch that books it)."""
-    return (org_id, kind, 0, application, week, ERASED, "", "")
+    return (org_id, kind, 0, application, week, ERASED, "", "", WHOLE)
 
 
 def rollups_book(delta: Counter) -> None:
@@ -176,7 +181,7 @@ def thumbs_of(*conversation_ids: int) -> Counter:
         return Counter()
     with connection.cursor() as cursor:
         cursor.execute(_THUMBS_OF_SQL, {"conversations": list(conversation_ids)})
-        return Counter({tuple(row[:8]): row[8] for row in cursor.fetchall()})
+        return Counter({tuple(row[:9]): row[9] for row in cursor.fetchall()})
 
 
 # One statement text whatever the number of counters, and one parameter for all of them: the counters go as one
@@ -189,16 +194,18 @@ _UPSERT = """
     WITH locked AS MATERIALIZED (
         SELECT pg_advisory_xact_lock_shared(%s, org_id) FROM unnest(%s::integer[]) AS org_id
     )
-    INSERT INTO grading_rollup (org_id, kind, criteria_id, application, week, metric, key1, key2, value, updated_at)
+    INSERT INTO grading_rollup (
+        org_id, kind, criteria_id, application, week, metric, key1, key2, slice, value, updated_at
+    )
     SELECT cell.*, %s FROM json_to_recordset(%s::json) AS cell(
         org_id bigint, kind text, criteria_id integer, application text, week date,
-        metric text, key1 text, key2 text, value bigint
+        metric text, key1 text, key2 text, slice text, value bigint
     )
     WHERE (SELECT count(*) FROM locked) > 0
     ON CONFLICT ON CONSTRAINT rollup_unique_cell_counter
     DO UPDATE SET value = grading_rollup.value + EXCLUDED.value, updated_at = EXCLUDED.updated_at
 """
-_CELL = ("org_id", "kind", "criteria_id", "application", "week", "metric", "key1", "key2", "value")
+_CELL = ("org_id", "kind", "criteria_id", "application", "week", "metric", "key1", "key2", "slice", "value")
 
 
 # Advisory lock class of the rollups: writers of an org hold it shared, its rebuild exclusive (see rollups_rebuild).
@@ -219,10 +226,11 @@ def _apply(delta: Counter) -> None:
 
 
 # Thumbs are no review's: filed by their conversation as it is now, in one form (SQL) for the upkeep (`thumbs_of`, a
-# conversation's) and the rebuild (an org's).
+# conversation's) and the rebuild (an org's); in the whole cell only (a slice is its reviews').
 def _thumbs_sql(where: str) -> str:
     return f"""SELECT c.org_id, {sql_literal(ItemKind.CONVERSATION)}, 0, c.application, {monday_sql("c.started_at")},
-        'thumbs', f.value, '', count(*) FROM grading_feedback f JOIN grading_conversation c ON c.id = f.conversation_id
+        'thumbs', f.value, '', {sql_literal(WHOLE)}, count(*)
+        FROM grading_feedback f JOIN grading_conversation c ON c.id = f.conversation_id
         WHERE {where} GROUP BY 1, 2, 3, 4, 5, 7"""  # noqa: S608 - constants of ours
 
 
@@ -231,31 +239,57 @@ _THUMBS_OF_SQL = _thumbs_sql("f.conversation_id = ANY(%(conversations)s)")
 # Erased items are nobody's review: counted from the erasures' tombstones, where each batch files what it erased as
 # [kind, application, week, items] in the transaction that books the counter (grading/erasure).
 _ERASED_SQL = f"""SELECT e.org_id, filed ->> 0, 0, filed ->> 1, (filed ->> 2)::date, {sql_literal(ERASED)}, '', '',
-        sum((filed ->> 3)::bigint) FROM grading_erasure e
+        {sql_literal(WHOLE)}, sum((filed ->> 3)::bigint) FROM grading_erasure e
         CROSS JOIN LATERAL jsonb_array_elements(COALESCE(e.erased -> 'filed', '[]'::jsonb)) filed
         WHERE e.org_id = ANY(%(orgs)s) GROUP BY 1, 2, 3, 4, 5"""  # noqa: S608 - constants of ours
 _LIVE_SQL = live_counters_sql([_THUMBS_SQL, _ERASED_SQL])
 
 
-def live_counters(*, org_ids: Sequence[int]) -> dict[Key, int]:
+def live_counters(*, org_ids: Sequence[int]) -> dict[SlicedKey, int]:
     """Every counter of these orgs, computed now from the raw tables (one statement): what the rollup must hold."""
     with connection.cursor() as cursor:
         cursor.execute(_LIVE_SQL, {"orgs": list(org_ids)})
-        return {tuple(row[:8]): row[8] for row in cursor.fetchall()}
+        return {tuple(row[:9]): row[9] for row in cursor.fetchall()}
 
 
-def stored_counters(*, org_ids: Sequence[int]) -> dict[Key, int]:
+def stored_counters(*, org_ids: Sequence[int]) -> dict[SlicedKey, int]:
     """Every counter the rollup holds for these orgs, as `live_counters` returns them."""
     rows = Rollup.objects.filter(org_id__in=list(org_ids)).exclude(value=0)
-    columns = ("org_id", "kind", "criteria_id", "application", "week", "metric", "key1", "key2", "value")
-    return {tuple(row[:8]): row[8] for row in rows.values_list(*columns)}
+    columns = ("org_id", "kind", "criteria_id", "application", "week", "metric", "key1", "key2", "slice", "value")
+    return {tuple(row[:9]): row[9] for row in rows.values_list(*columns)}
+
+
+def slice_of(counters: dict[SlicedKey, int], slice_key: str = WHOLE) -> dict[Key, int]:
+    """One slice's counters of `counters` (as `live_counters` returns them), keyed as a page reads them."""
+    return {key[:8]: value for key, value in counters.items() if key[8] == slice_key}
+
+
+# A slice's values, one index probe each (a loose index scan of rollup_org_slice_week): a page offers them in a select.
+_SLICES_SQL = """
+    WITH RECURSIVE seen(slice) AS (
+        (SELECT slice FROM grading_rollup WHERE org_id = %(org)s AND slice > '' ORDER BY slice LIMIT 1)
+        UNION ALL
+        SELECT (SELECT r.slice FROM grading_rollup r WHERE r.org_id = %(org)s AND r.slice > seen.slice
+            ORDER BY r.slice LIMIT 1)
+        FROM seen WHERE seen.slice IS NOT NULL
+    )
+    SELECT slice FROM seen WHERE slice IS NOT NULL
+"""
+
+
+def slices_seen(*, org_id: int) -> list[str]:
+    """Every slice the org's counters have been booked under ("release=2.4"), in order."""
+    with connection.cursor() as cursor:
+        cursor.execute(_SLICES_SQL, {"org": org_id})
+        return [row[0] for row in cursor.fetchall()]
 
 
 # The newest change is returned on one row only: a page reads thousands of counters and needs one timestamp.
 _SCOPE_SQL = """
     SELECT org_id, kind, criteria_id, application, week, metric, key1, key2, value,
         CASE WHEN row_number() OVER (ORDER BY updated_at DESC) = 1 THEN updated_at END
-    FROM grading_rollup WHERE org_id = %s AND value <> 0 AND (week BETWEEN %s AND %s OR metric = 'state')
+    FROM grading_rollup
+    WHERE org_id = %s AND slice = %s AND value <> 0 AND (week BETWEEN %s AND %s OR metric = 'state')
 """
 
 
@@ -267,17 +301,22 @@ class ScopeCounters:
 
 
 def scope_counters(
-    *, org_id: int, since: date, until: date, keep: Callable[[str, str], bool] | None = None
+    *,
+    org_id: int,
+    since: date,
+    until: date,
+    keep: Callable[[str, str], bool] | None = None,
+    slice_key: str = WHOLE,
 ) -> ScopeCounters:
-    """What a page view reads: one indexed range of the org's counters, plus its state counters of every week
-    (the staleness audit and the queue depth are whole-org figures) of the (kind, application) cells `keep` keeps
-    (every one by default). Read with one statement and no ORM: the page reads a few thousand rows and the
-    dashboard is meant to cost about what a trivial page costs."""
+    """What a page view reads: one indexed range of the org's counters of one slice (the whole cells by default),
+    plus its state counters of every week (the staleness audit and the queue depth are whole-org figures) of the
+    (kind, application) cells `keep` keeps (every one by default). Read with one statement and no ORM: the page
+    reads a few thousand rows and the dashboard is meant to cost about what a trivial page costs."""
     rows: dict[Key, int] = {}
     states: Counter = Counter()
     last_write = None
     with connection.cursor() as cursor:
-        cursor.execute(_SCOPE_SQL, [org_id, since, until])
+        cursor.execute(_SCOPE_SQL, [org_id, slice_key, since, until])
         for *key, value, updated_at in cursor.fetchall():
             if key[5] == "state" and (keep is None or keep(key[1], key[3])):
                 states[(key[1], key[2], key[6])] += value

@@ -8,6 +8,8 @@ A grader hands a review over as two typed objects: its `ScoreIdentity` (what was
 criteria) and its `ReviewOutcome` (what grading came to).
 """
 
+import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import lru_cache
@@ -219,7 +221,7 @@ def review_record(
                     state = _stored_state(matches_item=matches, for_people=for_people, decided=False)
                 finished_at = timezone.now()
                 kind = ItemKind.DRAFT if field == "draft" else ItemKind.CONVERSATION
-                filing = _filing(field, item, finished_at)
+                filing = _filing(field, item, finished_at, dimensions=subject.org.dimensions)
                 routed_at = due_at = None
                 if state == ReviewState.WAITING:  # routed to people now: when they owe a decision
                     routed_at = finished_at
@@ -289,15 +291,21 @@ def _spend_book(subject: Conversation | Draft, identity: ScoreIdentity, outcome:
                calls=outcome.stages, day=utc_day(at))  # fmt: skip
 
 
-def _filing(field: str, item: dict, finished_at: datetime) -> dict:
+def _filing(field: str, item: dict, finished_at: datetime, *, dimensions: Sequence[str]) -> dict:
     """Where the dashboards file a review: conversations by application and the ISO week they started, drafts by
-    the week of their verdict; and when the evidence it read arrived."""
+    the week of their verdict; under the item's values of the org's dimensions (its slice); and when the evidence
+    it read arrived."""
+    metadata = item["metadata"]  # read by plain SQL: jsonb arrives as text
+    metadata = json.loads(metadata) if isinstance(metadata, str) else metadata
+    metadata = metadata if isinstance(metadata, dict) else {}
+    filed_under = {"slice": {name: metadata[name] for name in dimensions if name in metadata}}
     if field == "draft":
-        return {"application": "", "week": monday(finished_at), "submitted_at": item["updated_at"]}
+        return {"application": "", "week": monday(finished_at), "submitted_at": item["updated_at"], **filed_under}
     return {
         "application": item["application"],
         "week": monday(item["started_at"]),
         "submitted_at": item["last_activity_at"],
+        **filed_under,
     }
 
 

@@ -226,8 +226,8 @@ def _filing_sql(model: type[Subject]) -> str:
 
 # The item's fields `filing_lock` reads: its fingerprint and what `review_record` files the review by.
 FILED_BY = {
-    Draft: ("fingerprint", "updated_at"),
-    Conversation: ("fingerprint", "application", "started_at", "last_activity_at"),
+    Draft: ("fingerprint", "updated_at", "metadata"),
+    Conversation: ("fingerprint", "application", "started_at", "last_activity_at", "metadata"),
 }
 # An item's ticket handed back: it is no longer owed a grading (grading/reviews/inflight.py).
 _TICKET_RETURNED = sql.SQL("queued_at = NULL, grading_task_id = ''")

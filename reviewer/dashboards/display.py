@@ -45,6 +45,7 @@ class Links:
         self._org = urlencode({"org": org_slug})
         self._range = urlencode({"from": self.base["from"], "to": self.base["to"]})
         self._application = urlencode({"application": scope.application}) if scope.application else ""
+        self._slice = urlencode({"slice": scope.slice}) if scope.slice else ""
         self._reviews, self._export, self._page, self._certified = (
             reverse(n) for n in ("dashboard_reviews", "dashboard_export", "dashboard", "dashboard_certified")
         )
@@ -55,6 +56,8 @@ class Links:
             parts.append(urlencode({"application": application}))
         elif self._application:
             parts.append(self._application)
+        if self._slice:
+            parts.append(self._slice)
         if filters:
             parts.append(_encode(_filter_query(filters)))
         return mark_safe(self._reviews + "?" + "&".join(parts).replace("&", "&amp;"))  # noqa: S308 - urlencode output
@@ -569,17 +572,14 @@ def _percent_1(value: float | None) -> str:
     return "–" if value is None else f"{value:.1%}"
 
 
-def item_url(review, *, queue_reach: Reach | None, criteria_admin: bool) -> str:
+def item_url(review, *, queue_reach: Reach | None) -> str:
     """Where a row of a review list leads its reader: the item's queue page, where people decide it (and a lead
-    assigns it), for a queue member whose reach covers it while it is for people; else, for a criteria admin, the
-    item's criteria page; "" when the reader has neither."""
+    assigns it), for a queue member whose reach covers it while it is for people; else the reader's page of it
+    (`dashboard_item`), which anyone who may read the list may read."""
     queued = queue_reach is not None and for_people(route=review.route, audit=review.audit, sent=review.sent)
     if queued and queue_reach.covers(review.kind, review.application):
         return reverse("review_detail", args=[review.pk])
-    if criteria_admin:
-        item_id = review.draft_id if review.kind == ItemKind.DRAFT else review.conversation_id
-        return reverse("criteria_item", kwargs={"kind": review.kind, "pk": item_id})
-    return ""
+    return reverse("dashboard_item", args=[review.pk])
 
 
 def assignable(review, *, lead_reach: Reach | None) -> bool:

@@ -192,7 +192,14 @@ def org_applications(org: Org, reach: Reach | None) -> list[str]:
 
 def scope_from(org: Org, params: QueryDict, reach: Reach) -> Scope:
     application = params.get("application")
-    return scope_for(org, since=params.get("from"), until=params.get("to"), application=application, reach=reach)
+    return scope_for(
+        org,
+        since=params.get("from"),
+        until=params.get("to"),
+        application=application,
+        reach=reach,
+        slices=params.getlist("slice"),
+    )
 
 
 def reviews_behind(org: Org, scope: Scope, f: ReviewFilter) -> QuerySet[Review]:
@@ -205,6 +212,8 @@ def reviews_behind(org: Org, scope: Scope, f: ReviewFilter) -> QuerySet[Review]:
         reviews = reviews.filter(kind=f.kind)
     if f.kind != ItemKind.DRAFT and scope.application:
         reviews = reviews.filter(Q(kind=ItemKind.DRAFT) | Q(application=scope.application))
+    if scope.slice:  # filed under the dimension value when graded, as its counters were booked
+        reviews = reviews.filter(slice__contains=scope.slice_filter)
     if f.set == "stale":
         reviews = reviews.in_state(ReviewState.STALE)
     elif f.set == "errors":

@@ -30,10 +30,12 @@ def _reach(scope: Scope, prefix: str = "") -> Q:
 
 
 def _application(scope: Scope, prefix: str = "") -> Q:
-    """The application asked for (conversations only: drafts have none), as the other figures read it."""
+    """The application asked for (conversations only: drafts have none) and the slice, as the other figures read
+    them."""
+    sliced = Q(**{f"{prefix}slice__contains": scope.slice_filter}) if scope.slice else Q()
     if not scope.application:
-        return Q()
-    return Q(**{f"{prefix}kind": "draft"}) | Q(**{f"{prefix}application": scope.application})
+        return sliced
+    return sliced & (Q(**{f"{prefix}kind": "draft"}) | Q(**{f"{prefix}application": scope.application}))
 
 
 def _by_week(c: Counters, metric: str) -> dict[tuple[date, str], int]:

@@ -1,14 +1,16 @@
 from django.urls import path
 
-from reviewer.dashboards import corrections, views
+from reviewer.dashboards.views import compare, corrections, dashboard
 
 urlpatterns = [
-    path("", views.dashboard, name="dashboard"),
-    path("reviews/", views.dashboard_reviews, name="dashboard_reviews"),
-    path("certified/", views.dashboard_certified, name="dashboard_certified"),
-    path("regrade/", views.dashboard_regrade, name="dashboard_regrade"),
-    path("export/", views.dashboard_export, name="dashboard_export"),
+    path("", dashboard.dashboard, name="dashboard"),
+    path("reviews/", dashboard.dashboard_reviews, name="dashboard_reviews"),
+    path("items/<int:pk>/", dashboard.dashboard_item, name="dashboard_item"),
+    path("certified/", dashboard.dashboard_certified, name="dashboard_certified"),
+    path("regrade/", dashboard.dashboard_regrade, name="dashboard_regrade"),
+    path("export/", dashboard.dashboard_export, name="dashboard_export"),
     path("corrections/", corrections.corrections_figures, name="dashboard_corrections"),
     path("corrections/items/", corrections.corrections_items, name="dashboard_corrections_items"),
     path("corrections/export/", corrections.corrections_export, name="dashboard_corrections_export"),
+    path("compare/", compare.dashboard_compare, name="dashboard_compare"),
 ]

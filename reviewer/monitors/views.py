@@ -21,7 +21,7 @@ from grading.monitors.figures import figure_reviews
 from grading.monitors.notices import figure_text
 from grading.monitors.services import MonitorInvalid, monitor_create, monitor_delete, monitor_update, settings_of
 from grading.reviews.blind import reviews_blind
-from reviewer.access import EVERY_ROLE, found, org_named, orgs_for, reaches_of, role_required, setup_org_ids
+from reviewer.access import EVERY_ROLE, found, org_named, reaches_of, role_required, setup_org_ids
 from reviewer.dashboards.display import item_url
 from reviewer.models import Role
 from reviewer.monitors.forms import MonitorForm, MonitorRemoveForm, shown_settings
@@ -131,14 +131,11 @@ def monitor_items(request: HttpRequest, pk: int) -> HttpResponse:
     blind = reviews_blind(reviews)
     shown = [review for review in reviews if not blind[review.pk].verdicts]
     queue_reach = reaches_of(request.user, *QUEUE_ROLES).get(monitor.org_id)
-    criteria_admin = orgs_for(request.user, Role.CRITERIA_ADMIN).filter(pk=monitor.org_id).exists()
     context = {
         "monitor": monitor,
         "evaluation": evaluation,
         "at": at,
-        "rows": [
-            (review, item_url(review, queue_reach=queue_reach, criteria_admin=criteria_admin)) for review in shown
-        ],
+        "rows": [(review, item_url(review, queue_reach=queue_reach)) for review in shown],
         "withheld": len(reviews) - len(shown),
         "capped": len(reviews) == ITEMS_SHOWN,
         "nav_active": "monitors",

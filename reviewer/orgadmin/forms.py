@@ -3,6 +3,7 @@ admin's orgs); what a change may be is the services' to say, and their refusals 
 
 from django import forms
 
+from grading.dashboard.dimensions import DimensionsRefused, dimensions_checked
 from grading.delivery.signing import OVERLAP_DEFAULT, OVERLAP_MAX
 from reviewer.models import Role
 from reviewer.orgadmin.members import APPLICATION_NAME_MAX
@@ -69,3 +70,16 @@ class RetentionForm(forms.Form):
     days = forms.IntegerField(
         required=False, min_value=1, max_value=RETENTION_DAYS_MAX, help_text="Empty: keep forever."
     )
+
+
+class DimensionsForm(forms.Form):
+    org = forms.IntegerField(widget=forms.HiddenInput)
+    dimensions = forms.CharField(
+        required=False, max_length=1_000, help_text="Metadata names, comma-separated (release, environment)."
+    )
+
+    def clean_dimensions(self) -> list[str]:
+        try:
+            return dimensions_checked(self.cleaned_data["dimensions"].split(","))
+        except DimensionsRefused as refused:
+            raise forms.ValidationError(str(refused)) from None

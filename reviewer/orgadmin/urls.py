@@ -13,6 +13,7 @@ urlpatterns = [
     path("keys/<int:pk>/revoke/", views.orgadmin_key_revoke, name="orgadmin_key_revoke"),
     path("webhook/", views.orgadmin_webhook, name="orgadmin_webhook"),
     path("retention/", views.orgadmin_retention, name="orgadmin_retention"),
+    path("dimensions/", views.orgadmin_dimensions, name="orgadmin_dimensions"),
     path("set-password/<uidb64>/<token>/", views.PasswordSetView.as_view(), name="orgadmin_password_set"),
     path("invitation/<token>/", views.invitation_open, name="invitation_open"),
     path("invitation/", views.invitation_accept, name="invitation_accept"),

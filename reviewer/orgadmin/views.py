@@ -32,6 +32,8 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from grading.api.keys import IssuedApiKey, api_key_create, api_key_revoke
+from grading.core.schemas import DIMENSIONS_MAX
+from grading.dashboard.dimensions import org_dimensions_set
 from grading.delivery.signing import previous_secret_signs, webhook_secret_rotate
 from grading.models import ApiKey, Org
 from grading.models.audit import audit_record
@@ -41,7 +43,14 @@ from reviewer.models import Invitation, Membership, Role
 from reviewer.oidc import provider
 from reviewer.oidc.backends import passwords_allowed
 from reviewer.orgadmin import reads
-from reviewer.orgadmin.forms import ApiKeyForm, MemberAddForm, ReachForm, RetentionForm, SecretRotateForm
+from reviewer.orgadmin.forms import (
+    ApiKeyForm,
+    DimensionsForm,
+    MemberAddForm,
+    ReachForm,
+    RetentionForm,
+    SecretRotateForm,
+)
 from reviewer.orgadmin.invitations import (
     LINK_SESSION_KEY,
     InvitationNotSent,
@@ -74,6 +83,7 @@ TABS = [
     ("orgadmin_keys", "API keys"),
     ("orgadmin_webhook", "Webhook secret"),
     ("orgadmin_retention", "Retention"),
+    ("orgadmin_dimensions", "Dimensions"),
     ("erasure", "Erasure"),
     ("setup_targets", "Queue set-up"),
 ]
@@ -389,6 +399,32 @@ def _render_retention(
 ) -> HttpResponse:
     orgs = [(org, retention_policies(org)) for org in reads.admin_orgs(org_ids)]
     return render(request, "reviewer/orgadmin/retention.html", {"orgs": orgs, "form": form, **NAV}, status=status)
+
+
+# --- dimensions: the metadata names the figures are sliced by -----------------------------------------------------
+
+
+@require_http_methods(["GET", "POST"])
+@role_required(Role.ORG_ADMIN)
+def orgadmin_dimensions(request: HttpRequest) -> HttpResponse:
+    """GET shows each org's dimensions; POST declares one org's (grading/dashboard/dimensions.py), audited."""
+    org_ids = reads.admin_org_ids(request.user)
+    return org_form_page(request, org_ids, DimensionsForm, _render_dimensions, _dimensions_set)
+
+
+def _dimensions_set(request: HttpRequest, org_ids: list[int], form: DimensionsForm, org: Org) -> HttpResponse:
+    dimensions = form.cleaned_data["dimensions"]
+    changed = org_dimensions_set(org=org, dimensions=dimensions, actor=request.user)
+    named = ", ".join(dimensions) or "nothing"
+    messages.success(request, f"{org.name}'s figures are sliced by {named} from now on." if changed else "No change.")
+    return redirect("orgadmin_dimensions")
+
+
+def _render_dimensions(
+    request: HttpRequest, org_ids: list[int], *, form: DimensionsForm | None = None, status: int = 200
+) -> HttpResponse:
+    context = {"orgs": reads.admin_orgs(org_ids), "form": form, "most": DIMENSIONS_MAX, **NAV}
+    return render(request, "reviewer/orgadmin/dimensions.html", context, status=status)
 
 
 # --- accepting an invitation --------------------------------------------------------------------------------------

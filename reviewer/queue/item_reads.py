@@ -1,6 +1,8 @@
 """The item page's data, from one read: `item_page` returns what an item page and its partials show one person at one
 moment, typed by the item's kind (`DraftItemPage`, `ConversationItemPage`). The views build no context of their own,
-and a refused decision re-renders from the same call, with the form as it was posted and the refusal.
+and a refused decision re-renders from the same call, with the form as it was posted and the refusal. The same page,
+`reading`, is a reader's (the dashboard's lists lead to it: `dashboard_item`): the evidence and what was
+said of it, in a frame of its own with no place on the item and nothing to act on it with.
 
 Each part of a page is read when the template first shows it (a cached property), so a partial reads only what it
 shows: the actions after a claim or a refused decision, the lease line of the heartbeat. What blind review hides from
@@ -23,8 +25,9 @@ from django.utils.safestring import SafeString
 
 from grading.checks.definitions import UNKNOWN, AnswerKind
 from grading.checks.routing import METADATA, SAMPLE, THUMBS_DOWN
+from grading.core.evidence import Verdict
 from grading.core.outcomes import BAND, BELOW_CERTIFIED, JUDGE_CONTRADICTION, SPREAD, UNKNOWN_CHECK
-from grading.models import Answer, AuditEvent, Conversation, Decision, Draft, ItemKind, Review, Route
+from grading.models import Answer, AuditEvent, Conversation, Decision, Draft, ItemKind, Review, Route, for_people
 from grading.models.audit import item_of
 from grading.reviews.blind import Blind, review_blind
 from reviewer.access import reaches_of
@@ -48,11 +51,13 @@ def item_page(
     posted: DecisionForm | None = None,
     refusal: str = "",
     lease_message: str = "",
+    reading: bool = False,
 ) -> DraftItemPage | ConversationItemPage:
     """The page of `review` (read within the person's reach: `reads.review_for_operator`) as `user` sees it at `now`:
-    with the decision form as `posted` and why it was not recorded (`refusal`), or the heartbeat's `lease_message`."""
+    with the decision form as `posted` and why it was not recorded (`refusal`), or the heartbeat's `lease_message`.
+    `reading`: a reader's page of any review they may read (`reads.review_for_reader`), with no form on it."""
     page = DraftItemPage if review.kind == ItemKind.DRAFT else ConversationItemPage
-    return page(review, user, now, posted=posted, refusal=refusal, lease_message=lease_message)
+    return page(review, user, now, posted=posted, refusal=refusal, lease_message=lease_message, reading=reading)
 
 
 @dataclass(frozen=True)
@@ -75,6 +80,17 @@ class ItemPage:
     posted: DecisionForm | None = None  # the decision form as it was posted, shown again with its errors
     refusal: str = ""  # why a claim or a decision was not recorded
     lease_message: str = ""  # why the heartbeat could not extend the lease
+    reading: bool = False  # a reader's page: no decision form, claim, lease or assignment, whatever their roles
+
+    @property
+    def frame(self) -> str:
+        """The page around the evidence (the kind's template extends it): the queue's, or a reader's."""
+        return "reviewer/dashboards/item.html" if self.reading else "reviewer/queue/item.html"
+
+    @property
+    def item_view(self) -> str:
+        """The URL name of an item page like this one: where its links to the item's other reviews go."""
+        return "dashboard_item" if self.reading else "review_detail"
 
     # --- the item's standing, and the person's place on it (the actions partial) ---
 
@@ -132,6 +148,8 @@ class ItemPage:
     @property
     def deciding(self) -> bool:
         """The decision form is shown: the person holds the live lease on a review that still waits."""
+        if self.reading:
+            return False
         return self.lease.live and self.lease.mine and self.still_counts and self.decision is None
 
     @cached_property
@@ -187,7 +205,7 @@ class ItemPage:
     def assign(self) -> Assigning | None:
         """For a lead whose reach covers the item, while it waits."""
         review = self.review
-        reach = reaches_of(self.user, Role.LEAD).get(review.org_id) if self._undecided else None
+        reach = reaches_of(self.user, Role.LEAD).get(review.org_id) if self._undecided and not self.reading else None
         if reach is None or not reach.covers(review.kind, review.application):
             return None
         pools = Pool.objects.filter(org_id=review.org_id).order_by("name")
@@ -195,11 +213,20 @@ class ItemPage:
         return Assigning(form, by_hand=review.pk in assignments_of([review.pk]))
 
     @cached_property
+    def for_people(self) -> bool:
+        """Routed to people, or picked by the audit sample; else the machine decided alone (only a reader's page
+        shows such a review: the queue holds none)."""
+        return for_people(route=self.review.route, audit=self.review.audit, sent=self.review.sent)
+
+    @cached_property
     def why(self) -> str:
-        """Why the machine handed the item to a person (its verdict: hidden while blind)."""
+        """Why the machine handed the item to a person, who or which rule sent it, or what the machine decided alone
+        (its verdict: hidden while blind)."""
         if self.blind:
             return ""
-        return why_sent(self.review) if self.review.sent else why_human(self.review)
+        if self.review.sent:
+            return why_sent(self.review)
+        return why_human(self.review) if self.for_people else why_machine(self.review)
 
     @cached_property
     def other_reviews(self) -> list[Review]:
@@ -591,6 +618,29 @@ def why_human(review: Review) -> str:
             f"{center + review.spread:.1f}, across the threshold {threshold:.1f}."
         )
     return review.detail or "The machine could not decide on its own."
+
+
+def why_machine(review: Review) -> str:
+    """What the machine made of an item it did not hand to a person, in a sentence."""
+    if review.route == Route.ERROR:
+        return f"No verdict: the judge could not grade it ({review.reason}). {review.detail}".strip()
+    if review.route == Route.NOT_SCORABLE:
+        return f"Not scorable, so no judge read it: {review.detail or review.reason}"
+    verdict = "passed" if review.route == Route.PASS else "failed"
+    if review.kind == ItemKind.CONVERSATION:
+        failed = [
+            check.name
+            for check in review.criteria_version.check_set().checks
+            if check.outcome(str((review.checks.get(check.key) or {}).get("verdict"))) == Verdict.FAIL
+        ]
+        named = f": {', '.join(failed)} failed" if failed and review.route == Route.FAIL else ""
+        return f"The machine {verdict} it without a person{named}."
+    findings = [str(f.get("code", "")) for f in review.findings if isinstance(f, dict)]
+    if findings and review.route == Route.FAIL:
+        return f"The gate failed it without a person: the hard findings ({', '.join(findings)}) veto the judge."
+    threshold = review.criteria_version.draft_rules().threshold
+    score = f"{review.score:.1f}" if review.score is not None else "no score"
+    return f"The gate {verdict} it without a person: score {score} against threshold {threshold:.1f}."
 
 
 def _below_certified(review: Review) -> str:

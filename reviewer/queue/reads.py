@@ -601,14 +601,25 @@ def lease_of(claim: Claim | None, user, now: datetime | None = None) -> Lease:
 def review_for_operator(*, reaches: Sequence[Reach], review_id: int) -> Review | None:
     """A review for people (routed to humans, or an audit item: `for_people`, decided for the row in hand) within
     the operator's reach, with its state and what the item page reads beside it."""
-    review = (
+    review = _review_within(reaches, review_id)
+    return (
+        review if review is not None and for_people(route=review.route, audit=review.audit, sent=review.sent) else None
+    )
+
+
+def review_for_reader(*, reaches: Sequence[Reach], review_id: int) -> Review | None:
+    """Any review the dashboard may list (no trial's: it never counts) within the reader's reach, with its state and
+    what the item page reads beside it."""
+    review = _review_within(reaches, review_id)
+    return review if review is not None and review.state != ReviewState.TRIAL else None
+
+
+def _review_within(reaches: Sequence[Reach], review_id: int) -> Review | None:
+    return (
         Review.objects.with_state()
         .filter(within(reaches), pk=review_id)
         .select_related("org", "criteria_version", "conversation", "draft")
         .first()
-    )
-    return (
-        review if review is not None and for_people(route=review.route, audit=review.audit, sent=review.sent) else None
     )
 
 

@@ -1,6 +1,6 @@
 """The pages on a phone (390 px wide) and on a desktop at 200% zoom (1280 px shown as 640): nothing pushes the page
-sideways, text keeps a readable measure, an item page shows its verdicts before the evidence, and the decision
-bar is one tap away."""
+sideways, text keeps a readable measure, an item page (the queue's and a reader's) shows its verdicts before the
+evidence, and the decision bar is one tap away."""
 
 import pytest
 from django.utils import timezone
@@ -60,6 +60,15 @@ def test_it_fits_the_queue_both_item_pages_and_the_dashboard_to_a_phone_and_to_2
                 operator_tab.locator(".verdicts").bounding_box()["y"]
                 < operator_tab.locator(".article").bounding_box()["y"]
             )
+
+            for review, text in ((draft, ".article p"), (conversation, ".msg .text")):  # a reader's item pages
+                stakeholder_tab.goto(f"/dashboard/items/{review.pk}/")
+                assert sideways_scroll(stakeholder_tab) == 0, f"reader's {review.kind} at {viewport['width']} px"
+                assert min(widths(stakeholder_tab, text)) > READABLE
+                assert (
+                    stakeholder_tab.locator(".verdicts").bounding_box()["y"]
+                    < stakeholder_tab.locator(".article, .path").bounding_box()["y"]
+                )
 
             stakeholder_tab.goto(dashboard)
             assert sideways_scroll(stakeholder_tab) == 0, f"dashboard at {viewport['width']} px"

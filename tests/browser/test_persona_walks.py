@@ -263,6 +263,12 @@ def test_a_stakeholder_reads_the_first_screen_in_words_opens_the_statistics_and_
     assert response.status == 200
     exported = [json.loads(line) for line in response.text().splitlines()]
     assert {row["review_id"] for row in exported} == {int(r.get_attribute("data-review")) for r in rows.all()}
+
+    rows.first.locator("a.item-link").click()  # a row to the item, read only
+    tab.wait_for_url("**/dashboard/items/**")
+    assert "Read only" in tab.locator("#read-only").inner_text()
+    assert tab.locator(".verdicts").is_visible() and tab.locator(".path .msg").count() >= 1
+    looks_right(tab, "stakeholder-item", window)
     assert tab.console_errors == []
 
 

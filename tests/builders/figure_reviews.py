@@ -90,6 +90,7 @@ class ReviewSpec:
     thumbs: list[str]
     answers: tuple[int, list[tuple[str, dict]]] = (2, [])  # the slots, and each person's outcome and checks
     due_after: timedelta | None = None  # a service-level target's due time after routing (routed when finished)
+    slice: Any = None  # the dimension values it was filed under (`Review.slice`); None: none
 
 
 DECIDERS = ("person", "former", "agreed")
@@ -140,6 +141,12 @@ reviews = st.builds(
         ),
     ),
     due_after=st.one_of(st.none(), gaps),
+    slice=st.one_of(
+        st.none(),
+        st.dictionaries(st.sampled_from(["release", "model"]), st.sampled_from(["2.3", "2.4", "a=b", "x" * 200])),
+        st.just({"release": 2}),  # not a value a review is filed under (only text is): left out in both forms
+        st.just([]),
+    ),
 )
 
 
@@ -178,6 +185,7 @@ def write_reviews(org: Org, specs: list[ReviewSpec], person) -> list[Review]:
             submitted_at=None if spec.submitted_before is None else spec.started_at - spec.submitted_before,
             routed_at=None if spec.due_after is None else finished,
             due_at=None if spec.due_after is None else finished + spec.due_after,
+            slice={} if spec.slice is None else spec.slice,
         )  # fmt: skip
         if spec.decision is not None:
             outcome, human_checks, after, who = spec.decision

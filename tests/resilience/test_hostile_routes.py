@@ -130,6 +130,20 @@ WORKING = {
     ("POST", "/api/v1/conversations/{external_id}/send-to-review"): {"body": {"reason": "A customer wrote in"}},
     ("POST", "/api/v1/drafts/{draft_id}/send-to-review"): {"body": {"reason": "A customer wrote in"}},
     ("GET", "/api/v1/queue/service"): {"query": {"application": "billing"}},
+    ("GET", "/api/v1/corrections"): {
+        "query": {
+            "from": "2026-W40",
+            "application": "billing",
+            "kind": "conversation",
+            "state": "kept",
+            "check": "grounded",
+            "format": "chat",
+        }
+    },  # fmt: skip
+    ("GET", "/api/v1/corrections/figures"): {"query": {"from": "2026-W40", "application": "billing"}},
+    ("GET", "/api/v1/dashboard/compare"): {
+        "query": {"dimension": "release", "a": "2.3", "b": "2.4", "application": "billing", "kind": "conversation"}
+    },
 }
 ROUTES = sorted(
     (method.upper(), path)
@@ -291,6 +305,8 @@ def world(org, client) -> World:
     """An org's key and what its routes find: a conversation and a draft waiting, ann (an operator) and the billing
     pool, a criteria trial and an erasure."""
     make_person("ann", org, Role.OPERATOR)
+    org.dimensions = ["release"]  # the comparison's dimension
+    org.save(update_fields=["dimensions"])
     Pool.objects.create(org=org, name="billing").members.add(make_person("bo", org, Role.OPERATOR))
     conversation = conversation_item(org, "cv-1").conversation
     draft = draft_item(org, "d-1").draft

@@ -19,7 +19,7 @@ from grading.models import CriteriaTrial, ItemKind, Review
 from grading.monitors.evaluate import monitor_evaluate
 from grading.monitors.services import WINDOW_HOURS_MAX
 from grading.reviews.versions import criteria_new_version
-from tests.builders.blind_world import REPLACED_NOTE, BlindWorld, answer_note, blind_world
+from tests.builders.blind_world import REPLACED_NOTE, BlindWorld, answer_note, blind_world, machine_said
 from tests.builders.monitored import monitor
 from tests.builders.page_matrix import PAGES, url_routes
 
@@ -146,6 +146,23 @@ def test_the_criteria_pages_list_an_item_people_decide_blind_without_what_the_ma
         assert b"blind-hidden" in counted.content
 
 
+def test_a_readers_page_of_an_item_people_decide_blind_shows_its_evidence_and_nothing_said_of_it(world):
+    reader = signed_in(world.people["sam"])
+
+    def page(tag: str) -> str:
+        return text_of(reader.get(reverse("dashboard_item", args=[world.reviews[tag].pk])))
+
+    for tag in ("open", "half", "split", "draft"):
+        shown = page(tag)
+        assert 'id="blind"' in shown and f"reason-{tag}" not in shown and machine_said(tag) not in shown, tag
+    half = page("half")
+    assert "Please refund order 1182, it arrived broken." in half  # the evidence itself
+    assert answer_note("ann", "half") not in half and REPLACED_NOTE not in half
+    assert machine_said("draft-finding") not in page("draft") and "<mark" not in page("draft")
+    agreed = page("agreed")  # decided: nothing is hidden any more
+    assert machine_said("agreed") in agreed and answer_note("bo", "agreed") in agreed
+
+
 # --- the walk -------------------------------------------------------------------------------------------------
 
 HTMX = {"HTTP_HX_REQUEST": "true"}
@@ -179,6 +196,11 @@ def _pages(world: BlindWorld) -> dict[str, list[tuple[str, dict]]]:
         ],
         "review_corrections": [(reverse("review_corrections", args=[reviews["draft"].pk]), HTMX)],
         "review_send": [(reverse("review_send", args=[review.pk]), {}) for review in reviews.values()],
+        "dashboard_item": [
+            (reverse("dashboard_item", args=[review.pk]), headers)
+            for review in reviews.values()
+            for headers in ({}, HTMX | {"HTTP_HX_TARGET": "corrections"})
+        ],
         "criteria": [(reverse("criteria"), {})],
         "criteria_diff": [(reverse("criteria_diff"), {"data": {"old": version.pk, "new": version.pk}})],
         "criteria_spend": [(reverse("criteria_spend"), {})],
@@ -196,6 +218,7 @@ def _pages(world: BlindWorld) -> dict[str, list[tuple[str, dict]]]:
         "dashboard_reviews": [(reverse("dashboard_reviews"), {"data": at_org | f}) for f in lists],
         "dashboard_regrade": [(reverse("dashboard_regrade"), {"data": at_org})],
         "dashboard_certified": [(reverse("dashboard_certified"), {"data": at_org} | headers) for headers in ({}, HTMX)],
+        "dashboard_compare": [(reverse("dashboard_compare"), {"data": at_org})],
         "dashboard_corrections": [(reverse("dashboard_corrections"), {"data": at_org} | headers)
                                   for headers in ({}, HTMX)],
         "dashboard_corrections_items": [(reverse("dashboard_corrections_items"),
@@ -212,6 +235,7 @@ def _pages(world: BlindWorld) -> dict[str, list[tuple[str, dict]]]:
         "orgadmin_keys": [(reverse("orgadmin_keys"), {})],
         "orgadmin_webhook": [(reverse("orgadmin_webhook"), {})],
         "orgadmin_retention": [(reverse("orgadmin_retention"), {})],
+        "orgadmin_dimensions": [(reverse("orgadmin_dimensions"), {})],
         "erasure": [(reverse("erasure"), {})],
         "monitors": [(reverse("monitors"), {})],
         "monitor_new": [(reverse("monitor_new"), {})],

@@ -1,11 +1,13 @@
-"""`manage.py org`: make an org, or list them. How a deployment gets its first org (and any other): then
-`manage.py member add --role org_admin` makes its first org admin, who runs the rest from the org pages."""
+"""`manage.py org`: make an org, list them, or declare an org's dimensions (the metadata names its figures are
+sliced by). How a deployment gets its first org (and any other): then `manage.py member add --role org_admin` makes
+its first org admin, who runs the rest from the org pages."""
 
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.core.validators import validate_slug
 from django.db import IntegrityError, transaction
 
+from grading.dashboard.dimensions import DimensionsRefused, org_dimensions_set
 from grading.management.orgs import require_migrated
 from grading.models import Org
 from grading.models.audit import audit_record
@@ -23,12 +25,19 @@ class Command(BaseCommand):
         add.add_argument("--slug", required=True, help="its short name in URLs and commands, e.g. acme")
         add.add_argument("--name", required=True, help="its name as pages show it, e.g. 'Acme Corp'")
         actions.add_parser("list", help="list the orgs")
+        dimensions = actions.add_parser("dimensions", help="show or declare the metadata names figures are sliced by")
+        dimensions.add_argument("--slug", required=True, help="the org's")
+        dimensions.add_argument("names", nargs="*", help="the names (at most three); none: show them")
+        dimensions.add_argument("--clear", action="store_true", help="slice by nothing from now on")
 
     def handle(self, *args, action: str, **options) -> None:
         require_migrated()
         if action == "list":
             for slug, name in Org.objects.order_by("slug").values_list("slug", "name"):
                 self.stdout.write(f"{slug}  {name}")
+            return
+        if action == "dimensions":
+            self._dimensions(options["slug"], options["names"], clear=options["clear"])
             return
         slug, name = options["slug"], options["name"].strip()
         try:
@@ -46,3 +55,15 @@ class Command(BaseCommand):
         except IntegrityError:  # the unique slug
             raise CommandError(f"an org with slug {slug!r} exists already") from None
         self.stdout.write(f"added: {org.slug}  {org.name}")
+
+    def _dimensions(self, slug: str, names: list[str], *, clear: bool) -> None:
+        org = Org.objects.filter(slug=slug).first()
+        if org is None:
+            raise CommandError(f"--slug {slug!r}: no such org")
+        if names or clear:
+            try:
+                changed = org_dimensions_set(org=org, dimensions=names)
+            except DimensionsRefused as refused:
+                raise CommandError(f"names: {refused}") from None
+            self.stdout.write("changed" if changed else "no change")
+        self.stdout.write(f"{org.slug} is sliced by: {', '.join(org.dimensions) or 'nothing'}")

@@ -13,6 +13,7 @@ OPERATION_IDS = {
     "grading_api_get_criteria",
     "grading_api_get_criteria_trial",
     "grading_api_get_dashboard",
+    "grading_api_get_dashboard_compare",
     "grading_api_get_dashboard_section",
     "grading_api_get_draft",
     "grading_api_get_health",

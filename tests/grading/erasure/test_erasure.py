@@ -137,6 +137,7 @@ def test_the_counters_equal_a_rebuild_after_an_erasure_and_count_the_items_erase
         edge_draft(), kind=ItemKind.CONVERSATION, application="support", checks={"grounded": {"verdict": "pass"}},
         findings=[], decision=("fail", {"grounded": "fail"}, timedelta(seconds=300), "person"),
         labels=[("grounded", "pass", True), ("grounded", "fail", True)], thumbs=["up", "down"], answers=(1, []),
+        slice={"release": "2.4"},  # and its slice's counters go with it
     )  # fmt: skip
     write_reviews(org, [edge_draft(), conversation_spec, edge_draft(), conversation_spec], operator)
     rollups_rebuild(org_id=org.pk)  # the counters of the reviews written straight to the tables

@@ -93,6 +93,6 @@ def test_the_hourly_rebuild_runs_on_a_worker_and_concurrent_graders_lose_no_coun
     assert rebuild.drifted == 0 and rebuild.mismatched == {ItemKind.CONVERSATION: 0, ItemKind.DRAFT: 0}
     wait_until(lambda: org.reviews.count() == 8, message="eight reviews")
     assert stored_counters(org_ids=[org.pk]) == live_counters(org_ids=[org.pk])
-    route = {key[6:]: value for key, value in stored_counters(org_ids=[org.pk]).items() if key[5] == "route"}
+    route = {key[6:8]: value for key, value in stored_counters(org_ids=[org.pk]).items() if key[5] == "route"}
     assert route == {("human", "unknown_check"): 8}
     assert rollups_rebuild(org_id=org.pk).drifted == 0

@@ -3,6 +3,7 @@
 import pytest
 from django.urls import reverse
 
+from grading.dashboard.compare import comparison, slices_checked
 from grading.dashboard.figures import dashboard_figures, scope_for
 from grading.reviews.rollups import live_counters, stored_counters
 from reviewer.demo import demo_seed
@@ -47,6 +48,12 @@ def test_the_demo_fills_every_panel_of_the_dashboard(client_for):
 
     page = client_for(make_person("a-stakeholder", org, Role.STAKEHOLDER)).get(reverse("dashboard"))
     assert page.status_code == 200 and "No pairs yet" not in page.content.decode()
+    # Its conversations carry two releases, and grounding is worse in the newer: the comparison shows it.
+    scope = scope_for(org)
+    compared = comparison(scope, slices_checked(scope, dimension="release", a="2.3", b="2.4"))
+    grounded = next(row for row in compared["rows"] if row["check"] == "grounded")
+    assert compared["a"]["reviews"] and compared["b"]["reviews"]
+    assert grounded["difference"] < 0 and grounded["significant"]
 
 
 def test_seeding_the_history_twice_changes_no_figure():

@@ -5,7 +5,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("grading", "0035_monitors"),
+        ("grading", "0036_slices"),
     ]
 
     operations = [

@@ -11,7 +11,7 @@ from reviewer.access import role_required
 from reviewer.queue.assignments import QUEUE_ROLES
 from reviewer.queue.expected_replies import ExpectedReplyForm, expected_reply_create
 from reviewer.queue.services import Refused
-from reviewer.queue.views import review_for_user
+from reviewer.queue.views.queue import review_for_user
 
 GIVEN_BACK_MAX_CHARS = 100_000  # a refused reply is given back to copy up to this length (5 times what is kept)
 # A refusal about what was sent is the form's fault (400); one about the item's state is a conflict (409).

@@ -1,5 +1,6 @@
 """The stakeholders' dashboard: quality with its unknowns, the gate's outcomes, the staleness audit, the
-judge against people on the blind audit sample, queue health; the reviews behind every number; the export.
+judge against people on the blind audit sample, queue health; the reviews behind every number, and a reader's page
+of each item; the export.
 
 Read only: every view is GET (anything else is 405), and each reads one org the person belongs to (any role).
 The figures are grading's (`dashboard_figures`, the same function the JSON API calls) over the rollups.
@@ -7,22 +8,27 @@ The figures are grading's (`dashboard_figures`, the same function the JSON API c
 
 from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import render
+from django.utils import timezone
 from django.views.decorators.http import require_GET
 
 from grading.dashboard.certified import certified_figures
+from grading.dashboard.compare import dimension_values
 from grading.dashboard.figures import InvalidScope, Scope, counters_for, dashboard_figures
 from grading.dashboard.regrade import org_regrade_progress
-from grading.figures.definitions import PASS_FAIL
+from grading.figures.definitions import PASS_FAIL, slice_key
 from grading.models import ItemKind
 from grading.reviews.spend import spend_overview
-from reviewer.access import EVERY_ROLE, orgs_for, reaches_of, role_required
+from reviewer.access import EVERY_ROLE, found, reaches_of, role_required
 from reviewer.criteria.reads import admin_org_ids, unpublished_versions
-from reviewer.dashboards import corrections, display, export, reads
+from reviewer.dashboards import display, export, reads
 from reviewer.dashboards.service import service_figures
+from reviewer.dashboards.views import corrections
 from reviewer.models import Role
 from reviewer.queue.assignments import QUEUE_ROLES, org_assignees
 from reviewer.queue.forms import AssignForm
-from reviewer.queue.send_views import SENDER_ROLES, sendable
+from reviewer.queue.item_reads import item_page
+from reviewer.queue.reads import review_for_reader
+from reviewer.queue.sending import SENDER_ROLES, sendable
 
 
 def _org_and_scope(request: HttpRequest, orgs=None):
@@ -30,6 +36,14 @@ def _org_and_scope(request: HttpRequest, orgs=None):
     if org is None:
         raise Http404("No such org among yours.")
     return org, reads.scope_from(org, request.GET, reads.reader_reach(request.user, org))
+
+
+def slice_choices(org) -> list[tuple[str, list[tuple[str, str]]]]:
+    """A select per dimension of the org's: its name, and each value seen as (the slice's key, the value)."""
+    return [
+        (name, [(slice_key(name, value), value) for value in values])
+        for name, values in dimension_values(org.pk, list(org.dimensions)).items()
+    ]
 
 
 def _bad_filter(request: HttpRequest, field: str, message: str) -> HttpResponse:
@@ -48,6 +62,7 @@ def dashboard(request: HttpRequest) -> HttpResponse:
     applications = reads.org_applications(org, scope.reach)
     if scope.application and scope.application not in applications:  # a typo would read as an all-zero page
         return _bad_filter(request, "application", f"{org.name} has no application named {scope.application!r}.")
+    dimensions = slice_choices(org)
     counters = counters_for(scope)  # one read of the scope's counters for every panel
     figures = dashboard_figures(scope, counters=counters)
     links = display.Links(org.slug, scope)
@@ -57,6 +72,7 @@ def dashboard(request: HttpRequest) -> HttpResponse:
         "orgs": orgs,
         "scope": scope,
         "applications": applications,
+        "dimensions": dimensions,
         "figures": figures,
         "quality": quality,
         "gate": gate,
@@ -136,11 +152,10 @@ def dashboard_reviews(request: HttpRequest) -> HttpResponse:
     queue_reach = reaches_of(request.user, *QUEUE_ROLES).get(org.pk)
     lead_reach = reaches_of(request.user, Role.LEAD).get(org.pk)
     send_reach = reaches_of(request.user, *SENDER_ROLES).get(org.pk)
-    criteria_admin = orgs_for(request.user, Role.CRITERIA_ADMIN).filter(pk=org.pk).exists()
     rows = [
         (
             review,
-            display.item_url(review, queue_reach=queue_reach, criteria_admin=criteria_admin),
+            display.item_url(review, queue_reach=queue_reach),
             display.assignable(review, lead_reach=lead_reach),
         )
         for review in page.rows
@@ -226,6 +241,8 @@ def _describe(f: reads.ReviewFilter, scope: Scope) -> str:
         parts.append(f"{scope.as_query()['from']} to {scope.as_query()['to']}")
     if scope.application:
         parts.append(f"application {scope.application}")
+    if scope.slice:
+        parts.append(scope.slice.replace("=", " ", 1))
     return ", ".join(parts)
 
 
@@ -255,3 +272,19 @@ def dashboard_export(request: HttpRequest) -> HttpResponse:
     name = f"tollgate-{org.slug}-{review_filter.kind}-reviews-{scope.as_query()['from']}-{scope.as_query()['to']}"
     response["Content-Disposition"] = f'attachment; filename="{name}.{file_format}"'
     return response
+
+
+@require_GET
+@role_required(*EVERY_ROLE)
+def dashboard_item(request: HttpRequest, pk: int) -> HttpResponse:
+    """A reader's page of the item of review `pk`, where a list's row leads whoever does not decide it in the queue:
+    the queue's item page from the same read (reviewer/queue/item_reads.py, `reading`), blind review held there, in
+    a frame with no decision form, claim, lease or assignment. Within the reader's reach (any role); else a 404.
+    For htmx, the corrections part the page refreshes while the gate grades a corrected draft."""
+    reaches = list(reaches_of(request.user, *EVERY_ROLE).values())
+    review = found(review_for_reader(reaches=reaches, review_id=pk), "item among those you may read")
+    page = item_page(review, user=request.user, now=timezone.now(), reading=True)
+    template = page.template
+    if request.htmx and request.htmx.target == "corrections" and review.kind == ItemKind.DRAFT:
+        template = "reviewer/queue/_correction.html#corrections"
+    return render(request, template, {"page": page, "nav_active": "dashboard"})

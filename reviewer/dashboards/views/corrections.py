@@ -260,9 +260,8 @@ def corrections_items(request: HttpRequest) -> HttpResponse:
     listed = [by_id[pk] for pk in shown_ids if pk in by_id]
     blind = reviews_blind(listed)
     queue_reach = reaches_of(request.user, *QUEUE_ROLES).get(org.pk)
-    criteria_admin = orgs_for(request.user, Role.CRITERIA_ADMIN).filter(pk=org.pk).exists()
     shown = [
-        (review, display.item_url(review, queue_reach=queue_reach, criteria_admin=criteria_admin))
+        (review, display.item_url(review, queue_reach=queue_reach))
         for review in listed
         if not blind[review.pk].verdicts
     ]

@@ -5,50 +5,22 @@ nothing the machine or anyone said of the item, so an audit item waiting blind s
 
 from django import forms
 from django.contrib import messages
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_http_methods
 
-from grading.models import Review, ReviewState, Route, for_people
-from grading.models.reach import Reach, within
+from grading.models import Review, Route, for_people
 from grading.reviews.services import SEND_REASON_MAX, SendRefused, review_send
-from reviewer.access import reaches_of, role_required
-from reviewer.models import Role
+from reviewer.access import role_required
+from reviewer.queue.sending import SENDER_ROLES, review_for_sender
 
-SENDER_ROLES = (Role.LEAD, Role.CRITERIA_ADMIN, Role.ORG_ADMIN)
 PAGE = "reviewer/queue/send.html"
 
 
 class SendForm(forms.Form):
     reason = forms.CharField(max_length=SEND_REASON_MAX, widget=forms.Textarea(attrs={"rows": 3}))
-
-
-def sendable(review: Review, *, send_reach: Reach | None) -> bool:
-    """Whether a list offers to send this row's item to review: it counts and waits for nobody (`current`), the
-    machine graded it, and the reader's sender roles reach it (the page checks it all again)."""
-    return (
-        send_reach is not None
-        and review.state_now == ReviewState.CURRENT
-        and review.route in (Route.PASS, Route.FAIL)
-        and send_reach.covers(review.kind, review.application)
-    )
-
-
-def _get_review_for_sender(request: HttpRequest, pk: int) -> Review:
-    """The review within the reach of the person's sender roles (a criteria or org admin's is the whole org); 404
-    otherwise, as another org's."""
-    reaches = list(reaches_of(request.user, *SENDER_ROLES).values())
-    review = (
-        Review.objects.with_state()
-        .filter(within(reaches), pk=pk)
-        .select_related("org", "criteria_version", "conversation", "draft")
-        .first()
-    )
-    if review is None:
-        raise Http404("No such item within your reach.")
-    return review
 
 
 def _back(request: HttpRequest) -> str:
@@ -73,7 +45,7 @@ def _why_not(review: Review) -> str:
 def review_send_page(request: HttpRequest, pk: int) -> HttpResponse:
     """GET: the form; POST: send, then back to the list. A missing or overlong reason is a 400 naming it, a review
     that cannot be sent a 409; neither writes anything."""
-    review = _get_review_for_sender(request, pk)
+    review = review_for_sender(request, pk)
     with_people = for_people(route=review.route, audit=review.audit, sent=review.sent)
     form = SendForm(request.POST if request.method == "POST" else None)
     status, refusal = 200, _why_not(review)
