@@ -16,7 +16,7 @@ from grading.core.schemas import ConversationIn, FeedbackIn, MessageIn, Messages
 from grading.models import Conversation, Feedback, Message, Org
 from grading.reviews.conversation_reads import quiet_period
 from grading.reviews.rollups import rollups_thumbs_refresh, thumbs_of
-from grading.reviews.services import review_state_refresh
+from grading.reviews.services import review_rules_send, review_state_refresh
 
 
 @dataclass(frozen=True)
@@ -378,4 +378,6 @@ def feedback_record(*, org: Org, payload: FeedbackIn) -> Feedback:
             conversation=conversation, message_external_id=payload.message_id, defaults={"value": payload.value}
         )
         rollups_thumbs_refresh(conversation_id=conversation.pk, before=before)
+        if payload.value == Feedback.Value.DOWN:  # a thumbs-down rule of its version may send it to people now
+            review_rules_send(conversation=conversation)
     return feedback

@@ -19,6 +19,11 @@ BELOW_CERTIFIED = "below_certified"
 # does when the gate finds no hard finding in it, and otherwise waits for people (grading/drafts/corrections.py).
 CORRECTED = "corrected"
 HUMAN_REASONS = (BAND, UNKNOWN_CHECK, JUDGE_CONTRADICTION, SPREAD, BELOW_CERTIFIED, CORRECTED)
+# Who sent an item to people beyond the machine's route and the audit sample (Review.sent): a person, from a list, the
+# item's page or the API, with a reason the audit trail keeps (`review.send`). The machine's route and reason stay as
+# it decided them: what it said is still compared with what people say. A criteria version's routing rules send with
+# their own codes (grading/checks/routing.py).
+SENT_BY_PERSON = "person"
 # Why a review is an error without a judge's answer: the checks of the draft ran past their CPU budget.
 CHECKS_BUDGET = "checks_budget"
 # ... or its criteria version names a judge not configured (settings.JUDGES): no judge was called. Each grading pass

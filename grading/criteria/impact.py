@@ -26,6 +26,7 @@ from grading.checks.definitions import (
     PhrasesRule,
     ToolCalledRule,
 )
+from grading.checks.routing import routing_text
 from grading.checks.rules import DraftRules
 from grading.drafts.gate import merge_verdict
 from grading.models import (
@@ -229,6 +230,13 @@ def criteria_diff(*, old: CriteriaVersion, new: CriteriaVersion) -> CriteriaDiff
         for label, value in _VALUES:
             if value(old_rules) != value(new_rules):
                 values.append(ValueChange(label, value(old_rules), value(new_rules)))
+    rules_before, rules_after = [routing_text(r) for r in old.routing], [routing_text(r) for r in new.routing]
+    added = [r for r in rules_after if r not in rules_before]
+    removed = [r for r in rules_before if r not in rules_after]
+    if added or removed:
+        lists.append(ListChange("Routing rules", added, removed))
+    elif rules_before != rules_after:  # the first rule that matches names itself: their order is part of them
+        values.append(ValueChange("Order of the routing rules", "; ".join(rules_before), "; ".join(rules_after)))
     check_lists, check_values = _checks_diff(old.check_set(), new.check_set())
     return CriteriaDiff(old, new, list(_rubric_rows(old.rubric, new.rubric)), lists, values, check_lists, check_values)
 

@@ -1,13 +1,13 @@
 """The review cycle's audit sample: the fixed-rule sample goes to people as audit items whatever
 the machine decided, so the judge is measured on items it did not choose."""
 
-import hashlib
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 
 from django.db import transaction
 from django.utils import timezone
 
+from grading.checks.routing import sample_rank
 from grading.core.weeks import monday, week_start
 from grading.models import ItemKind, Org, Review, Route
 from grading.models.audit import audit_record
@@ -29,7 +29,7 @@ def _sample_since(now: datetime, weeks: int) -> datetime:
 def _smallest_hashes(rows, *, per_week: int, salt: str) -> list[SampleCell]:
     cells: dict[tuple[str, date], list[tuple[str, str, int]]] = {}
     for application, at, external_id, review_id in rows:
-        rank = hashlib.sha256((salt + external_id).encode()).hexdigest()
+        rank = sample_rank(salt, external_id)
         cells.setdefault((application, monday(at)), []).append((rank, external_id, review_id))
     sample = []
     for (application, week), ranked in sorted(cells.items()):

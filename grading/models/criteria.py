@@ -87,6 +87,9 @@ class CriteriaVersion(models.Model):
     # fixed bands route. Routing, not what is asked: not part of the criteria the reviews' identity names.
     certify_agreement = models.FloatField(null=True, blank=True, help_text="1-alpha, e.g. 0.90; null: none.")
     certify_confidence = models.FloatField(null=True, blank=True, help_text="1-delta, e.g. 0.90.")
+    # Which items go to people whatever the machine decided (grading/checks/routing.py): routing, not what is asked,
+    # so not part of the criteria the reviews' identity names; frozen with the version when it is published.
+    routing = models.JSONField(default=list, blank=True, help_text="[{when: thumbs_down} | {when: metadata, match}]")
     judge = models.CharField(
         max_length=40,
         default="default",

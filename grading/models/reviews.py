@@ -57,10 +57,11 @@ def state_now(stored: str, *, criteria_active: bool) -> str:
     return stored
 
 
-def for_people(*, route: str, audit: bool) -> bool:
-    """Whether a person may be asked about a review: routed to people by the machine, or picked by the audit
-    sample whatever the machine decided. Asked of the row in hand: every reader looks a review up by its id."""
-    return route == Route.HUMAN or audit
+def for_people(*, route: str, audit: bool, sent: str) -> bool:
+    """Whether a person may be asked about a review: routed to people by the machine, picked by the audit sample or
+    sent by a person (`Review.sent`) whatever the machine decided. Asked of the row in hand: every reader looks a
+    review up by its id."""
+    return route == Route.HUMAN or audit or bool(sent)
 
 
 def _in_state(state: ReviewState) -> models.Q:
@@ -171,6 +172,13 @@ class Review(models.Model):
     audit = models.BooleanField(
         default=False,
         help_text="Picked by the fixed-rule sample: waits for a person whatever the machine decided (blind).",
+    )
+    sent = models.CharField(
+        max_length=40,
+        blank=True,
+        default="",
+        help_text="Who sent it to people whatever the machine decided: person (the reason is in the audit trail), or "
+        "the code of a routing rule of its criteria version (thumbs_down, metadata).",
     )
     # -- where the dashboards file it, as the item was when it was graded (set by review_record, never changed,
     # so the rollups can take back exactly what a review added; see grading/reviews/rollups.py)

@@ -19,7 +19,9 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from grading.checks.answers import answers_refusal, item_outcome
+from grading.checks.routing import routing_match, routing_salt
 from grading.checks.rules import DraftRules
+from grading.core.outcomes import SENT_BY_PERSON
 from grading.core.weeks import monday
 from grading.delivery import enqueue
 from grading.delivery.evaluations import evaluations_export_on_commit
@@ -27,17 +29,21 @@ from grading.models import (
     COUNTING_STATES,
     LIVE_STATES,
     Answer,
+    ApiKey,
     Conversation,
     CriteriaVersion,
     Decision,
     Draft,
+    Feedback,
     ItemKind,
     Review,
     ReviewState,
     Route,
 )
 from grading.models import for_people as is_for_people
+from grading.models.audit import audit_record
 from grading.models.criteria import ANSWERED_CANNOT_ADJUDICATE, answers_stand, may_adjudicate
+from grading.models.reviews import ReviewQuerySet
 from grading.reviews.reads import review_slots
 from grading.reviews.rollups import rollups_tracking
 from grading.reviews.spend import spend_book, utc_day
@@ -202,13 +208,16 @@ def review_record(
             item, criteria_active, ticket_returned, live = filing_lock(subject, identity.criteria_version.pk, ticket)
             matches = identity.fingerprint == item["fingerprint"]
             fresh = matches and criteria_active
+            sent = ""  # a routing rule of the version that sends it to people whatever the machine decided
             with rollups_tracking([live]) as tracked:
                 if not fresh and live is not None and Review.objects.counting().filter(pk=live).exists():
                     state = ReviewState.SUPERSEDED
                 else:
                     if live is not None:
                         review_state_write(live, ReviewState.SUPERSEDED)
-                    for_people = is_for_people(route=outcome.route, audit=False)  # marked for audit later, if ever
+                    if fresh and outcome.route in (Route.PASS, Route.FAIL):
+                        sent = _rule_sending(identity.criteria_version, subject)
+                    for_people = is_for_people(route=outcome.route, audit=False, sent=sent)  # or marked later
                     state = _stored_state(matches_item=matches, for_people=for_people, decided=False)
                 finished_at = timezone.now()
                 kind = ItemKind.DRAFT if field == "draft" else ItemKind.CONVERSATION
@@ -230,6 +239,7 @@ def review_record(
                     state=state,
                     routed_at=routed_at,
                     due_at=due_at,
+                    sent=sent,
                     **filing,
                     **_columns(identity, outcome),
                 )
@@ -247,6 +257,27 @@ def review_record(
         # Erased while the judge read it: the ledger still books what the judge was paid (it names no item).
         _spend_book_alone(subject, identity, outcome)
         return None
+
+
+def _rule_sending(version: CriteriaVersion, subject: Conversation | Draft) -> str:
+    """The code of the version's first routing rule the item matches, "" for none (grading/checks/routing.py): its
+    metadata as it is now, and for a conversation a user's thumbs down on a message of its present path (the one the
+    review read: the caller asks only for a review of the item's present evidence). Reads nothing without rules."""
+    if not version.routing:
+        return ""
+    salt = routing_salt(subject.org_id)
+    if isinstance(subject, Draft):
+        metadata, external_id = Draft.objects.filter(pk=subject.pk).values_list("metadata", "external_id").get()
+        return routing_match(version.routing, metadata=metadata, thumbs_down=False, external_id=external_id, salt=salt)
+    metadata, path, external_id = (
+        Conversation.objects.filter(pk=subject.pk).values_list("metadata", "active_path_ids", "external_id").get()
+    )
+    thumbs_down = Feedback.objects.filter(
+        conversation_id=subject.pk, value=Feedback.Value.DOWN, message_external_id__in=path
+    ).exists()
+    return routing_match(
+        version.routing, metadata=metadata, thumbs_down=thumbs_down, external_id=external_id, salt=salt
+    )
 
 
 def _spend_book_alone(subject: Conversation | Draft, identity: ScoreIdentity, outcome: ReviewOutcome) -> None:
@@ -327,7 +358,7 @@ def review_state_refresh(*, subject: Conversation | Draft) -> None:
         if live is not None:
             _set_state(live, ReviewState.SUPERSEDED)
         live = earlier
-    for_people = is_for_people(route=live.route, audit=live.audit)
+    for_people = is_for_people(route=live.route, audit=live.audit, sent=live.sent)
     decided = for_people and Decision.objects.filter(review=live).exists()
     _set_state(live, _stored_state(matches_item=True, for_people=for_people, decided=decided))
 
@@ -370,6 +401,90 @@ def review_audit_mark(*, review_ids: list[int]) -> list[int]:
                 Review.objects.filter(pk=review.pk).update(routed_at=now, due_at=due_at)
             marked.append(review.pk)
     return marked
+
+
+class SendRefused(Exception):
+    """A send to people that cannot be: `field` names what to change, the message says why. Nothing was written."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message)
+        self.field = field
+
+
+SEND_REASON_MAX = 500  # characters: a sentence or two, shown in the item's trail
+
+
+def send_reason_clean(reason: str) -> str:
+    """The reason a person gives for sending items to people, stripped: refused when empty or too long."""
+    reason = reason.strip()
+    if not reason:
+        raise SendRefused("reason", "Say why you send it to review.")
+    if len(reason) > SEND_REASON_MAX:
+        raise SendRefused("reason", f"The reason is {len(reason)} characters long; at most {SEND_REASON_MAX}.")
+    return reason
+
+
+def review_send(
+    *, review_ids: list[int], reason: str, by: AbstractBaseUser | None = None, api_key: ApiKey | None = None
+) -> list[int]:
+    """A person (or an org's key, for one) sends counting reviews to people whatever the machine decided, with a
+    reason; return the ids newly sent.
+
+    Like the audit mark it changes who decides the item, never what the machine said: the route and its reason stay
+    as graded, `sent` says a person sent it, and the trail keeps who and why (a `review.send` event per review, naming
+    its item). Unlike the audit sample, a sent item is not blind (the sender chose it for what they saw) and its
+    decision is no part of the sample the judge is measured on. Reviews already for people (routed there, sampled or
+    sent before), that stopped counting, errors and items the machine could not score are left alone.
+    """
+    reason = send_reason_clean(reason)
+    sent = []
+    with transaction.atomic():
+        reviews = (
+            _sendable(Review.objects.filter(pk__in=list(review_ids)))
+            .select_related("org", "conversation", "draft")
+            .order_by("pk")
+        )
+        targets = {}
+        now = timezone.now()
+        for review in reviews:
+            org_targets = targets.setdefault(review.org_id, targets_of(review.org_id))
+            _send_write(review, sent=SENT_BY_PERSON, targets=org_targets, now=now)
+            audit_record(action="review.send", org=review.org, actor=by, api_key=api_key, item=review,
+                         detail={"reason": reason})  # fmt: skip
+            sent.append(review.pk)
+    return sent
+
+
+def _sendable(reviews: ReviewQuerySet) -> ReviewQuerySet:
+    """The counting reviews the machine decided alone and nobody sent to people yet, locked: what may be sent."""
+    return (
+        reviews.counting()
+        .select_for_update(of=("self",))
+        .filter(audit=False, sent="", route__in=[Route.PASS, Route.FAIL])
+    )
+
+
+def _send_write(review: Review, *, sent: str, targets: list, now: datetime) -> None:
+    """Send one locked, sendable review to people now: waiting, `sent` saying who sent it, due by the targets."""
+    with rollups_tracking([review.pk]):
+        review_state_write(review.pk, ReviewState.WAITING)
+    due_at = due_time(targets, kind=review.kind, application=review.application, reason=review.reason, audit=False,
+                      routed_at=now)  # fmt: skip
+    Review.objects.filter(pk=review.pk).update(sent=sent, routed_at=now, due_at=due_at)
+
+
+def review_rules_send(*, conversation: Conversation) -> Review | None:
+    """A user's thumbs came after the conversation was graded: send its counting review to people if a routing rule
+    of its version matches now, as `review_record` does at grading (the rule's code in `sent`); the review sent, or
+    None. In the caller's transaction, the conversation's row locked."""
+    review = _sendable(Review.objects.filter(conversation=conversation)).select_related("criteria_version").first()
+    if review is None or not review.criteria_version.routing:
+        return None
+    sent = _rule_sending(review.criteria_version, conversation)
+    if not sent:
+        return None
+    _send_write(review, sent=sent, targets=targets_of(review.org_id), now=timezone.now())
+    return review
 
 
 def review_reinstate(*, review: Review) -> Review | None:

@@ -15,6 +15,7 @@ from django.utils import timezone
 from pydantic import ValidationError
 
 from grading.checks.definitions import MAX_CHECKS, AnswerKind, CheckSet
+from grading.checks.routing import RoutingInvalid, routing_validate
 from grading.checks.rules import RulesInvalid, default_rules, rules_validate
 from grading.judge.backends import judge_entry, judge_names
 from grading.models import (
@@ -128,6 +129,7 @@ def criteria_new_version(
                     slots=source.slots,
                     slots_for=source.slots_for,
                     slots_share=source.slots_share,
+                    routing=source.routing,
                     judge=source.judge,
                     based_on=source,
                     author=_person(author),
@@ -176,6 +178,7 @@ def criteria_update(
     slots_for: str | None = None,
     slots_share: int | None = None,
     judge: str | None = None,
+    routing: list | None = None,
 ) -> CriteriaVersion:
     """Save an edit of an unpublished version, audited with the fields it changed.
 
@@ -189,7 +192,7 @@ def criteria_update(
         locked = criteria_edit_lock(version=version, revision=revision)
         changes = criteria_changes(
             version=locked, rubric=rubric, rules=rules, checks=checks,
-            slots=slots, slots_for=slots_for, slots_share=slots_share, judge=judge,
+            slots=slots, slots_for=slots_for, slots_share=slots_share, judge=judge, routing=routing,
         )  # fmt: skip
         detail: dict[str, object] = {"changed": sorted(f for f, v in changes.items() if getattr(locked, f) != v)}
         if "judge" in detail["changed"]:
@@ -217,6 +220,7 @@ def criteria_changes(
     slots_for: str | None = None,
     slots_share: int | None = None,
     judge: str | None = None,
+    routing: object = None,
 ) -> dict[str, object]:
     """The fields an edit of `version` sets (None: left as it is), in their stored form, or CriteriaInvalid naming
     every field that is wrong at once: the rubric, the checks (`checks_validate`, and no check retired while its
@@ -254,6 +258,11 @@ def criteria_changes(
         if judge not in settings.JUDGES:
             errors["judge"] = [f"No judge named {judge!r} is configured; choose one of {', '.join(judge_names())}."]
         changes["judge"] = judge
+    if routing is not None:
+        try:
+            changes["routing"] = routing_validate(routing, drafts=version.kind == ItemKind.DRAFT)
+        except RoutingInvalid as invalid:
+            errors |= invalid.errors
     if errors:
         raise CriteriaInvalid(errors)
     return changes

@@ -62,6 +62,7 @@ ACTION_WORDS = {
     "spend.cap_set": "spend cap set",
     "spend.cap_removed": "spend cap removed",
     "sample.audit": "audit sample drawn",
+    "review.send": "sent to review",
     "pool.create": "pool created",
     "pool.update": "pool changed",
     "pool.delete": "pool removed",

@@ -7,6 +7,7 @@ field they concern. One validation, the one the service and the Django admin app
 checks of what was typed (numbers, choices), so that a refused save lists every error in one round.
 """
 
+import json
 from urllib.parse import urlsplit
 
 from django import forms
@@ -82,6 +83,7 @@ ComponentFormSet = forms.formset_factory(ComponentForm, extra=1, can_delete=True
 # Where each path of the rules document is edited: a field of the form, or a formset (rows by index).
 _FIELD_OF_PATH = {
     "rubric": "rubric",
+    "routing": "routing",
     "slots": "slots",
     "judge": "judge",
     "rules.banned_words": "banned_words",
@@ -126,6 +128,16 @@ class CriteriaForm(forms.Form):
         error_messages={"invalid_choice": "No judge named %(value)s is configured: choose one of the list."},
     )
 
+    # Which items go to people whatever the machine decided (grading/checks/routing.py), as the JSON list the
+    # service stores; left out of a post (a script editing the rubric), the version's rules stay as they are.
+    routing = forms.CharField(
+        required=False,
+        label="Routing rules",
+        widget=forms.Textarea(attrs={"rows": 3}),
+        help_text='[{"when": "thumbs_down"}, {"when": "metadata", "match": {"tier": "enterprise"}}, '
+        '{"when": "sample", "percent": 10, "match": {"release": "2.4"}}]; [] for none.',
+    )
+
     # Conversations: when a rule has already failed a required check, whether the judge is still asked.
     judge_after_rule_fail = forms.BooleanField(
         required=False, label="Ask the judge even when a rule has already failed a required check"
@@ -164,6 +176,7 @@ class CriteriaForm(forms.Form):
     def for_version(cls, version: CriteriaVersion) -> "CriteriaForm":
         initial = {"revision": version.revision, "rubric": version.rubric, "judge": version.judge}
         initial |= version_slots(version)
+        initial["routing"] = json.dumps(version.routing)
         initial["judge_after_rule_fail"] = version.check_set().judge_after_rule_fail
         if version.kind == ItemKind.DRAFT:
             initial |= _draft_initial(version)
@@ -201,7 +214,22 @@ class CriteriaForm(forms.Form):
             "checks": self.checks_document(),
             **self.slots_setting(),
             **self.judge_setting(),
+            **self.routing_setting(),
         }
+
+    def clean_routing(self) -> list | None:
+        """The rules as a JSON list (their checks are the service's); None when the post leaves them out."""
+        if "routing" not in self.data:
+            return None
+        text = self.cleaned_data["routing"].strip()
+        try:
+            return json.loads(text) if text else []
+        except json.JSONDecodeError as bad:
+            raise forms.ValidationError(f"Not JSON ({bad.msg}, at character {bad.pos}).") from None
+
+    def routing_setting(self) -> dict:
+        routing = self.cleaned_data.get("routing")
+        return {} if routing is None else {"routing": routing}
 
     def error_summary(self) -> list[str]:
         """Every error the editor shows, each with where it is: the list at the top of the page, so a refused save

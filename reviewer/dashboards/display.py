@@ -576,7 +576,7 @@ def item_url(review, *, queue_reach: Reach | None) -> str:
     """Where a row of a review list leads its reader: the item's queue page, where people decide it (and a lead
     assigns it), for a queue member whose reach covers it while it is for people; else the reader's page of it
     (`dashboard_item`), which anyone who may read the list may read."""
-    queued = queue_reach is not None and for_people(route=review.route, audit=review.audit)
+    queued = queue_reach is not None and for_people(route=review.route, audit=review.audit, sent=review.sent)
     if queued and queue_reach.covers(review.kind, review.application):
         return reverse("review_detail", args=[review.pk])
     return reverse("dashboard_item", args=[review.pk])
@@ -586,7 +586,7 @@ def assignable(review, *, lead_reach: Reach | None) -> bool:
     """Whether a lead may assign this row's item from the list: it waits for people, undecided, within their reach."""
     return (
         lead_reach is not None
-        and for_people(route=review.route, audit=review.audit)
+        and for_people(route=review.route, audit=review.audit, sent=review.sent)
         and review.state_now == ReviewState.WAITING
         and lead_reach.covers(review.kind, review.application)
     )

@@ -1,6 +1,7 @@
-"""Assignment over the API (`/api/v1/conversations/{id}/assignment`, `/api/v1/drafts/{id}/assignment`): an org's
-key reads, sets or clears who may claim the item's waiting review first, as a lead does from the item page, and
-every change is audited under the key."""
+"""The queue over the API. Assignment (`/api/v1/conversations/{id}/assignment`, `/api/v1/drafts/{id}/assignment`): an
+org's key reads, sets or clears who may claim the item's waiting review first, as a lead does from the item page.
+Sending to review (`.../send-to-review`): an org's key sends the item's counting review to people whatever the
+machine decided, with a reason, as a lead does from a list. Every change is audited under the key."""
 
 from datetime import datetime
 
@@ -12,7 +13,8 @@ from ninja.errors import HttpError, ValidationError
 from grading.core.schemas import ConversationId, Identifier, ZonedTime
 from grading.core.weeks import iso_week
 from grading.dashboard.figures import InvalidScope, scope_for
-from grading.models import Conversation, Draft, Review, for_people
+from grading.models import Conversation, Draft, Review, Route, for_people
+from grading.reviews.services import SendRefused, review_send
 from reviewer.access import people_of
 from reviewer.dashboards.service import service_figures
 from reviewer.models import Pool
@@ -34,13 +36,40 @@ class AssignmentOut(Schema):
     by_rule: int | None  # the rule's position when a rule reserves it; null when assigned by hand
 
 
+class SendIn(Schema):
+    reason: str  # why people should look at it: kept in the item's trail
+
+
+class SentOut(Schema):
+    review: int  # the item's counting review, now with people
+    state: str  # waiting, or decided when people decided it already
+    sent_now: bool  # false: it was with people already (routed there by the machine, sampled, or sent before)
+
+
+def _send(request: HttpRequest, item: Conversation | Draft | None, payload: SendIn) -> dict:
+    """Send the item's counting review to people: 404 when the org has no such item, 409 when nothing of it counts
+    or the machine could not grade it, 400 naming `reason` when the reason is empty or too long."""
+    if item is None:
+        raise HttpError(404, "no such item")
+    field = "conversation" if isinstance(item, Conversation) else "draft"
+    review = Review.objects.counting().filter(**{field: item}).order_by("-pk").first()
+    if review is None or review.route in (Route.ERROR, Route.NOT_SCORABLE):
+        raise HttpError(409, "nothing of this item is graded as it stands now (new, changed since, or not scorable)")
+    try:
+        sent = review_send(review_ids=[review.pk], reason=payload.reason, api_key=request.auth)
+    except SendRefused as refused:
+        raise ValidationError([{"loc": ["body", "payload", refused.field], "msg": str(refused)}]) from None
+    review.refresh_from_db(fields=["state"])
+    return {"review": review.pk, "state": review.state, "sent_now": review.pk in sent}
+
+
 def _waiting_review(request: HttpRequest, item: Conversation | Draft | None) -> Review:
     """The item's review waiting for people: 404 when the org has no such item, 409 when nothing of it waits."""
     if item is None:
         raise HttpError(404, "no such item")
     field = "conversation" if isinstance(item, Conversation) else "draft"
     review = Review.objects.waiting().filter(**{field: item}).order_by("-pk").first()
-    if review is None or not for_people(route=review.route, audit=review.audit):
+    if review is None or not for_people(route=review.route, audit=review.audit, sent=review.sent):
         raise HttpError(409, "nothing of this item waits in the queue (decided, passed or failed, or changed since)")
     return review
 
@@ -111,6 +140,16 @@ def put_draft_assignment(request: HttpRequest, draft_id: int, payload: Assignmen
 @router.delete("/drafts/{draft_id}/assignment", response=AssignmentOut, summary="Unassign its queue item")
 def delete_draft_assignment(request: HttpRequest, draft_id: int) -> dict:
     return _unassign(request, _waiting_review(request, _draft(request, draft_id)))
+
+
+@router.post("/conversations/{external_id}/send-to-review", response=SentOut, summary="Send it to people")
+def post_conversation_send(request: HttpRequest, external_id: ConversationId, payload: SendIn) -> dict:
+    return _send(request, _conversation(request, external_id), payload)
+
+
+@router.post("/drafts/{draft_id}/send-to-review", response=SentOut, summary="Send it to people")
+def post_draft_send(request: HttpRequest, draft_id: int, payload: SendIn) -> dict:
+    return _send(request, _draft(request, draft_id), payload)
 
 
 @router.get("/queue/service", response=dict, summary="The queue's service-level figures, as the dashboard shows them")

@@ -151,7 +151,7 @@ def assignment_set(
         review = Review.objects.select_for_update(of=("self",)).filter(pk=review_id).first()
         if (
             review is None
-            or not for_people(route=review.route, audit=review.audit)
+            or not for_people(route=review.route, audit=review.audit, sent=review.sent)
             or not Review.objects.waiting().filter(pk=review_id).exists()
         ):
             raise InvalidAssignment("Only an item waiting in the queue can be assigned.")

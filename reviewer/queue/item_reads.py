@@ -24,9 +24,11 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.utils.safestring import SafeString
 
 from grading.checks.definitions import UNKNOWN, AnswerKind
+from grading.checks.routing import METADATA, SAMPLE, THUMBS_DOWN
 from grading.core.evidence import Verdict
 from grading.core.outcomes import BAND, BELOW_CERTIFIED, JUDGE_CONTRADICTION, SPREAD, UNKNOWN_CHECK
-from grading.models import Answer, Conversation, Decision, Draft, ItemKind, Review, Route, for_people
+from grading.models import Answer, AuditEvent, Conversation, Decision, Draft, ItemKind, Review, Route, for_people
+from grading.models.audit import item_of
 from grading.reviews.blind import Blind, review_blind
 from reviewer.access import reaches_of
 from reviewer.audit.display import Trail, trail_of
@@ -214,13 +216,16 @@ class ItemPage:
     def for_people(self) -> bool:
         """Routed to people, or picked by the audit sample; else the machine decided alone (only a reader's page
         shows such a review: the queue holds none)."""
-        return for_people(route=self.review.route, audit=self.review.audit)
+        return for_people(route=self.review.route, audit=self.review.audit, sent=self.review.sent)
 
     @cached_property
     def why(self) -> str:
-        """Why the machine handed the item to a person, or what it decided alone (its verdict: hidden while blind)."""
+        """Why the machine handed the item to a person, who or which rule sent it, or what the machine decided alone
+        (its verdict: hidden while blind)."""
         if self.blind:
             return ""
+        if self.review.sent:
+            return why_sent(self.review)
         return why_human(self.review) if self.for_people else why_machine(self.review)
 
     @cached_property
@@ -545,6 +550,37 @@ def draft_scale(review: Review) -> Scale:
         threshold_value=threshold,
         band_value=band,
     )
+
+
+RULE_WORDS = {
+    THUMBS_DOWN: "a user's thumbs is down on the conversation",
+    METADATA: "its metadata matched",
+    SAMPLE: "it fell in the sample the rule takes of its slice",
+}
+
+
+def why_sent(review: Review) -> str:
+    """Which routing rule sent the item to people, or who sent it and why as the trail keeps it (`review_send`); and
+    what the machine had decided."""
+    machine = f"The machine {'passed' if review.route == Route.PASS else 'failed'} it."
+    if review.sent in RULE_WORDS:
+        version = review.criteria_version.number
+        return f"A routing rule of criteria v{version} sent it to people: {RULE_WORDS[review.sent]}. {machine}"
+    kind, item_id = item_of(review)
+    event = (
+        AuditEvent.objects.filter(org_id=review.org_id, action="review.send", item_kind=kind, item_id=item_id)
+        .select_related("actor", "api_key")
+        .order_by("-pk")
+        .first()
+    )
+    if event is None:  # the trail was pruned: the review still says a person sent it
+        return f"A person sent it to review. {machine}"
+    who = "a former user"
+    if event.actor is not None:
+        who = event.actor.get_username()
+    elif event.api_key is not None:
+        who = f"the API key {event.api_key.name}"
+    return f"Sent to review by {who}: {event.detail.get('reason', '')} {machine}"
 
 
 def why_human(review: Review) -> str:

@@ -602,7 +602,9 @@ def review_for_operator(*, reaches: Sequence[Reach], review_id: int) -> Review |
     """A review for people (routed to humans, or an audit item: `for_people`, decided for the row in hand) within
     the operator's reach, with its state and what the item page reads beside it."""
     review = _review_within(reaches, review_id)
-    return review if review is not None and for_people(route=review.route, audit=review.audit) else None
+    return (
+        review if review is not None and for_people(route=review.route, audit=review.audit, sent=review.sent) else None
+    )
 
 
 def review_for_reader(*, reaches: Sequence[Reach], review_id: int) -> Review | None:

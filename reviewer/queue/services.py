@@ -195,7 +195,7 @@ def locked_review(reaches: Sequence[Reach], review_id: int) -> Review:
         .filter(within(reaches), pk=review_id)
         .first()
     )
-    if review is None or not for_people(route=review.route, audit=review.audit):
+    if review is None or not for_people(route=review.route, audit=review.audit, sent=review.sent):
         raise Refused("not_found", "There is no such item in your queue.")
     return review
 

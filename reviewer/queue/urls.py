@@ -1,6 +1,6 @@
 from django.urls import path
 
-from reviewer.queue.views import corrections, expected_replies, queue
+from reviewer.queue.views import corrections, expected_replies, queue, send
 
 urlpatterns = [
     path("", queue.queue, name="queue"),
@@ -16,6 +16,7 @@ urlpatterns = [
     path("items/<int:pk>/expected-reply/", expected_replies.review_expected_reply, name="review_expected_reply"),
     path("items/<int:pk>/assign/", queue.review_assign, name="review_assign"),
     path("items/<int:pk>/unassign/", queue.review_unassign, name="review_unassign"),
+    path("items/<int:pk>/send/", send.review_send_page, name="review_send"),
     path("items/<int:pk>/correction/check/", corrections.review_correction_check, name="review_correction_check"),
     path("items/<int:pk>/correction/", corrections.review_correct, name="review_correct"),
     path("items/<int:pk>/corrections/", corrections.review_corrections, name="review_corrections"),

@@ -75,6 +75,8 @@ PAGES = {
     "review_expected_reply": Policy("roles", ("POST",), OPERATOR),
     "review_assign": Policy("roles", ("POST",), LEAD),
     "review_unassign": Policy("roles", ("POST",), LEAD),
+    # Sending an item to people whatever the machine decided: leads within their reach, criteria and org admins.
+    "review_send": Policy("roles", ("GET", "POST"), LEAD + CRITERIA_ADMIN + ORG_ADMIN),
     "criteria": Policy("roles", roles=CRITERIA_ADMIN),
     "criteria_new": Policy("roles", ("POST",), CRITERIA_ADMIN),
     "criteria_diff": Policy("roles", roles=CRITERIA_ADMIN),
@@ -145,6 +147,8 @@ API_PUBLIC = {"api:openapi-json", "api:openapi-view", "api:api-root"}
 SAMPLE_BODIES = {
     "/api/v1/conversations/{external_id}/assignment": {"pool": "no-such-pool"},
     "/api/v1/drafts/{draft_id}/assignment": {"pool": "no-such-pool"},
+    "/api/v1/conversations/{external_id}/send-to-review": {"reason": "the matrix asks"},
+    "/api/v1/drafts/{draft_id}/send-to-review": {"reason": "the matrix asks"},
     "/api/v1/conversations/{external_id}/messages": {
         "messages": [{"id": "m-matrix", "parent_id": "m4", "role": "user", "content": "One more question."}]
     },

@@ -85,6 +85,14 @@ def draft_item(
     )
 
 
+def passed_draft_item(org, slug: str = "passed-draft", **review_fields) -> Review:
+    """A draft the machine passed alone: its current review waits for nobody (what a person may send to review)."""
+    review = draft_item(org, slug, reason="", score=8.4, judge_passed=True, **review_fields)
+    Review.objects.filter(pk=review.pk).update(route=Route.PASS, state=ReviewState.CURRENT, routed_at=None)
+    review.refresh_from_db()
+    return review
+
+
 def conversation_item(
     org,
     external_id: str = "cv-1",

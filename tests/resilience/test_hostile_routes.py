@@ -127,6 +127,8 @@ WORKING = {
         "body": {"pool": "billing", "until": "2999-01-01T09:00:00+05:30"}
     },
     ("DELETE", "/api/v1/drafts/{draft_id}/assignment"): {},
+    ("POST", "/api/v1/conversations/{external_id}/send-to-review"): {"body": {"reason": "A customer wrote in"}},
+    ("POST", "/api/v1/drafts/{draft_id}/send-to-review"): {"body": {"reason": "A customer wrote in"}},
     ("GET", "/api/v1/queue/service"): {"query": {"application": "billing"}},
     ("GET", "/api/v1/corrections"): {
         "query": {

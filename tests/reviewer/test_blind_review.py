@@ -195,6 +195,7 @@ def _pages(world: BlindWorld) -> dict[str, list[tuple[str, dict]]]:
             for headers in ({}, HTMX | {"HTTP_HX_TARGET": "actions"})
         ],
         "review_corrections": [(reverse("review_corrections", args=[reviews["draft"].pk]), HTMX)],
+        "review_send": [(reverse("review_send", args=[review.pk]), {}) for review in reviews.values()],
         "dashboard_item": [
             (reverse("dashboard_item", args=[review.pk]), headers)
             for review in reviews.values()

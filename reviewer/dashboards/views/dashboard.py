@@ -28,6 +28,7 @@ from reviewer.queue.assignments import QUEUE_ROLES, org_assignees
 from reviewer.queue.forms import AssignForm
 from reviewer.queue.item_reads import item_page
 from reviewer.queue.reads import review_for_reader
+from reviewer.queue.sending import SENDER_ROLES, sendable
 
 
 def _org_and_scope(request: HttpRequest, orgs=None):
@@ -150,6 +151,7 @@ def dashboard_reviews(request: HttpRequest) -> HttpResponse:
     links = display.Links(org.slug, scope)
     queue_reach = reaches_of(request.user, *QUEUE_ROLES).get(org.pk)
     lead_reach = reaches_of(request.user, Role.LEAD).get(org.pk)
+    send_reach = reaches_of(request.user, *SENDER_ROLES).get(org.pk)
     rows = [
         (
             review,
@@ -172,6 +174,7 @@ def dashboard_reviews(request: HttpRequest) -> HttpResponse:
         "page": page,
         "rows": rows,
         "assign_form": AssignForm(people=people, pools=pools) if people or pools else None,
+        "sendable": {review.pk for review in page.rows if sendable(review, send_reach=send_reach)},
         "next_url": next_url,
         "back_url": links.page(),
         "export_csv": links.export("csv", **_filter_fields(review_filter)),

@@ -34,6 +34,8 @@ OPERATION_IDS = {
     "reviewer_queue_api_get_conversation_assignment",
     "reviewer_queue_api_get_draft_assignment",
     "reviewer_queue_api_get_queue_service",
+    "reviewer_queue_api_post_conversation_send",
+    "reviewer_queue_api_post_draft_send",
     "reviewer_queue_api_put_conversation_assignment",
     "reviewer_queue_api_put_draft_assignment",
 }
