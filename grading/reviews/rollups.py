@@ -21,6 +21,12 @@ that table), compared in
 one snapshot with what is stored, the difference booked. It is also the independent check (the benchmark and the
 tests compare both). Thumbs are filed by their conversation's present application and week, which a source may
 change without any review changing; the rebuild puts such thumbs right.
+
+The counters' statements are plain SQL, all of them here (the rebuild's GROUP BY is generated in
+grading/figures/definitions.py from the same table): each runs on every grading write or every page view, where the
+ORM's composition of the query and its model instances cost several times the statement itself (bench/README.md,
+bench_dashboard and bench_slices), and some have no ORM form at all (the upsert in key order, the loose index scan
+of a slice's values). Every value is a parameter.
 """
 
 from __future__ import annotations
@@ -264,7 +270,7 @@ def slice_of(counters: dict[SlicedKey, int], slice_key: str = WHOLE) -> dict[Key
     return {key[:8]: value for key, value in counters.items() if key[8] == slice_key}
 
 
-# A slice's values, one index probe each (a loose index scan of rollup_org_slice_week): a page offers them in a select.
+# A slice's values, one index probe each (rollup_org_slice_week): a page offers them in a select.
 _SLICES_SQL = """
     WITH RECURSIVE seen(slice) AS (
         (SELECT slice FROM grading_rollup WHERE org_id = %(org)s AND slice > '' ORDER BY slice LIMIT 1)
