@@ -4,7 +4,11 @@ files. Each rule kind has its code, which the routed review keeps (`Review.sent`
 
 A sample rule picks a share of a slice by the fixed hash rule the audit sample uses (`sample_rank`): an item is in a
 p% sample when its rank falls in the lowest p% of the hash space, so a lower rate picks a strict subset of a higher
-one and nothing about the item but its id decides (the sampled figures stay unbiased)."""
+one and nothing about the item but its id decides (the sampled figures stay unbiased).
+
+Judge sampling is the same rule turned on spend: a version may have its judge grade only a share of a slice
+(`judge_sample_validate`). It ranks items with the same salt, so a routing sample of 10% of a slice falls inside a
+judge sample of 20% of it: every item the sample sends to people was judged."""
 
 import hashlib
 from collections.abc import Mapping
@@ -120,6 +124,49 @@ def routing_match(
         if rule["when"] == SAMPLE and in_slice and in_sample(salt, external_id, percent=rule["percent"]):
             return SAMPLE
     return ""
+
+
+def judge_sample_validate(document: object, *, drafts: bool) -> list[dict]:
+    """The judge's share per slice in its stored form (`[{"percent": 20, "match": {"release": "2.4"}}]`; an item of no
+    listed slice is always graded), or RoutingInvalid naming every wrong field at once under `judge_sample`. Drafts
+    refuse any: a draft is a gate that a pipeline waits on, so every draft gets its verdict."""
+    if not isinstance(document, list):
+        raise RoutingInvalid({"judge_sample": ['A list of shares, each {"percent": ..., "match": {...}}.']})
+    if document and drafts:
+        raise RoutingInvalid({"judge_sample": ["A draft is a gate a pipeline waits on: every draft is graded."]})
+    if len(document) > MAX_RULES:
+        raise RoutingInvalid({"judge_sample": [f"At most {MAX_RULES} shares."]})
+    errors: dict[str, list[str]] = {}
+    shares = []
+    for n, share in enumerate(document):
+        field = f"judge_sample.{n}"
+        if not isinstance(share, Mapping) or not set(share) <= {"percent", "match"}:
+            errors[field] = ["A share takes `percent` and, for a slice, `match`."]
+            continue
+        percent, match = share.get("percent"), share.get("match", {})
+        if isinstance(percent, bool) or not isinstance(percent, int | float) or not 0 < percent < 100:
+            errors[f"{field}.percent"] = ["The share of the slice the judge grades: above 0, below 100 (%)."]
+        elif not _match_valid(match, at_least=0):
+            errors[f"{field}.match"] = [_MATCH_RULE]
+        else:
+            shares.append({"percent": percent, "match": dict(sorted(match.items()))})
+    if errors:
+        raise RoutingInvalid(errors)
+    return shares
+
+
+def judge_sampled(shares: list[dict], *, metadata: Mapping[str, str], external_id: str, salt: str) -> bool:
+    """Whether the judge grades the item: the first share whose slice holds it decides; no share: always."""
+    for share in shares:
+        if all(metadata.get(name) == value for name, value in share["match"].items()):
+            return in_sample(salt, external_id, percent=share["percent"])
+    return True
+
+
+def judge_sample_text(share: dict) -> str:
+    """A share in words, as the version page and the diff of two versions list it."""
+    slice_words = ", ".join(f"{name} = {value}" for name, value in share["match"].items())
+    return f"{share['percent']:g}% of {'metadata ' + slice_words if slice_words else 'every conversation'}"
 
 
 def routing_text(rule: dict) -> str:

@@ -13,6 +13,7 @@ from grading.checks.answers import machine_outcome
 from grading.checks.budget import ChecksOverBudget, checks_budget
 from grading.checks.conversation_rules import RuledCheck, lowered, rule_failed_required, rules_run
 from grading.checks.definitions import UNKNOWN, CheckSet
+from grading.checks.routing import judge_sampled, routing_salt
 from grading.core import evidence, evidence_text
 from grading.core.evidence import Verdict
 from grading.core.outcomes import CHECKS_BUDGET, JUDGE_UNKNOWN, UNKNOWN_CHECK
@@ -57,7 +58,8 @@ def conversation_grade(
     2. The judge is the criteria version's (unless the caller passes one); a version naming a judge no longer
        configured gets an error review (`judge_unknown`, no judge call) that the next pass tries again.
        Skip the judge when a review of this exact identity exists (errors excepted: they are retried).
-    3. Not scorable: record why, with no judge call. A spend cap of the org or the version is reached
+    3. Not scorable, or outside the share of its slice the version's judge grades (judge sampling,
+       grading/checks/routing.py): record why, with no judge call. A spend cap of the org or the version is reached
        (grading/reviews/spend.py): write nothing and return None, so the task hands the ticket back and the item
        waits for the next pass. Otherwise judge each stage, outside any transaction.
     4. Under a version with a certification target, route by its certificate (grading/certify/routing.py).
@@ -75,12 +77,20 @@ def conversation_grade(
         identity = path_identity(state, criteria, None)
         outcome = judge_unknown_outcome(unknown)
         return review_record(subject=conversation, identity=identity, outcome=outcome, started_at=now, ticket=ticket)
-    identity = path_identity(state, criteria, judge)
+    sampled = judge_sampled(
+        criteria.judge_sample,
+        metadata=conversation.metadata,
+        external_id=conversation.external_id,
+        salt=routing_salt(conversation.org_id),
+    )
+    identity = path_identity(state, criteria, judge, sampled=sampled)
     existing = earlier_review(subject=conversation, identity=identity)
     if existing is not None:
         return existing if existing.state in COUNTING_STATES else review_reinstate(review=existing)
     if state.not_scorable_reason:
         outcome = not_scorable_outcome(state.not_scorable_reason)
+    elif not sampled:
+        outcome = not_scorable_outcome(evidence.NotScorable.OUTSIDE_JUDGE_SAMPLE)
     elif spend_blocked(conversation.org_id, criteria) is not None:
         return None  # no judge call past a spend cap: the item stays owed, waiting with the reason spend_cap
     else:
@@ -94,12 +104,14 @@ def path_identity(
     criteria: CriteriaVersion,
     judge: ConversationJudge | None,
     examples: tuple[PromptExample, ...] | None = None,
+    *,
+    sampled: bool = True,
 ) -> ScoreIdentity:
-    """The score identity of a review of the active path under `criteria` (no judge when it is not scorable, or
-    when `judge` is None: the version's judge is not configured)."""
+    """The score identity of a review of the active path under `criteria` (no judge when it is not scorable or not
+    `sampled` for the judge, or when `judge` is None: the version's judge is not configured)."""
     if judge is None:
         judge_json, judge_key = NO_JUDGE_IDENTITY | {"name": criteria.judge}, NO_JUDGE
-    elif state.not_scorable_reason:
+    elif state.not_scorable_reason or not sampled:
         judge_json, judge_key = NO_JUDGE_IDENTITY, NO_JUDGE
     else:
         judge_json, judge_key = judge.identity.as_json(), judge.identity.key

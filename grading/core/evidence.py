@@ -62,8 +62,9 @@ class NotScorable(StrEnum):
     TOOL_CALL_WITHOUT_RESULT = "tool_call_without_result"
     TRUNCATED_BY_SOURCE = "truncated_by_source"
     CONTENT_AWAITED = "content_awaited"
-    # Decided when grading, not by `not_scorable_reason`: it depends on the judge, not on the record.
+    # Decided when grading, not by `not_scorable_reason`: they depend on the judge or the version, not on the record.
     TOO_LONG_FOR_JUDGE = "too_long_for_judge"
+    OUTSIDE_JUDGE_SAMPLE = "outside_judge_sample"
 
 
 REASON_TEXT: dict[NotScorable, str] = {
@@ -90,6 +91,10 @@ REASON_TEXT: dict[NotScorable, str] = {
     NotScorable.TOO_LONG_FOR_JUDGE: (
         "A message on the active path is longer than the judge's context window on its own, and evidence is never "
         "cut to fit. A judge with a larger context can grade it."
+    ),
+    NotScorable.OUTSIDE_JUDGE_SAMPLE: (
+        "The criteria version has its judge grade only a share of this conversation's slice, to hold spend, and this "
+        "conversation is outside that share: no judge was asked. The figures say the share they cover."
     ),
 }
 

@@ -26,7 +26,7 @@ from grading.checks.definitions import (
     PhrasesRule,
     ToolCalledRule,
 )
-from grading.checks.routing import routing_text
+from grading.checks.routing import judge_sample_text, routing_text
 from grading.checks.rules import DraftRules
 from grading.drafts.gate import merge_verdict
 from grading.models import (
@@ -237,6 +237,11 @@ def criteria_diff(*, old: CriteriaVersion, new: CriteriaVersion) -> CriteriaDiff
         lists.append(ListChange("Routing rules", added, removed))
     elif rules_before != rules_after:  # the first rule that matches names itself: their order is part of them
         values.append(ValueChange("Order of the routing rules", "; ".join(rules_before), "; ".join(rules_after)))
+    shares_before = [judge_sample_text(share) for share in old.judge_sample]
+    shares_after = [judge_sample_text(share) for share in new.judge_sample]
+    if shares_before != shares_after:
+        values.append(ValueChange("Judge sampling", "; ".join(shares_before) or "every conversation",
+                                  "; ".join(shares_after) or "every conversation"))  # fmt: skip
     check_lists, check_values = _checks_diff(old.check_set(), new.check_set())
     return CriteriaDiff(old, new, list(_rubric_rows(old.rubric, new.rubric)), lists, values, check_lists, check_values)
 

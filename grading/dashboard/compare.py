@@ -17,7 +17,15 @@ from dataclasses import dataclass, replace
 from grading.core.outcomes import UNKNOWN_CHECK
 from grading.core.schemas import METADATA_VALUE_MAX, identifier_checked
 from grading.core.weeks import iso_week
-from grading.dashboard.figures import Counters, InvalidScope, Scope, counters_for
+from grading.dashboard.figures import (
+    NOT_SAMPLED,
+    Counters,
+    InvalidScope,
+    Scope,
+    counters_for,
+    judged_share,
+    route_counted_as,
+)
 from grading.figures.agreement import wilson_interval
 from grading.figures.definitions import PASS_FAIL, slice_key
 from grading.figures.difference import INTERVAL_METHOD, TEST_METHOD, difference_of
@@ -98,9 +106,16 @@ def _counts(c: Counters, kind: str) -> Counter:
         if route == Route.HUMAN and (kind == ItemKind.DRAFT or reason == UNKNOWN_CHECK):
             counts[f"{PASS_FAIL}:unknown"] += n
         counts["reviews"] += n
+        counts[NOT_SAMPLED] += n if route_counted_as(route, reason) == NOT_SAMPLED else 0
     for (*_, check, answer), n in c.pick(kind, "check"):
         counts[f"{check}:{answer}"] += n
     return counts
+
+
+def _volume(value: str, key: str, counts: Counter) -> dict:
+    """A side's value and how many reviews it holds, with the share of them the judge was asked about."""
+    share = judged_share(graded=counts["reviews"], not_sampled=counts[NOT_SAMPLED])
+    return {"value": value, "slice": key, "reviews": counts["reviews"], **share}
 
 
 def _row(key: str, name: str, question: str, a: Counter, b: Counter) -> dict:
@@ -143,8 +158,7 @@ def comparison(scope: Scope, slices: Slices, *, kind: str = ItemKind.CONVERSATIO
         "kind": kind,
         "criteria_version": active.number if active is not None else None,
         "dimension": slices.dimension,
-        "a": {"value": slices.a, "slice": slices.key("a"), "reviews": counts["a"]["reviews"]},
-        "b": {"value": slices.b, "slice": slices.key("b"), "reviews": counts["b"]["reviews"]},
+        **{side: _volume(getattr(slices, side), slices.key(side), counts[side]) for side in ("a", "b")},
         "rows": rows,
         "methods": {
             "rate": "passed / (passed + failed), unknowns beside it; Wilson 95% interval",

@@ -17,6 +17,7 @@ from django.contrib.auth import get_user_model
 from django.utils import timezone
 
 from grading.checks.definitions import AnswerKind, CheckDefinition, CheckSet
+from grading.core.evidence import NotScorable
 from grading.core.outcomes import UNKNOWN_CHECK
 from grading.core.schemas import METADATA_VALUE_MAX, identifier_checked
 from grading.core.weeks import iso_week, monday, week_named, weeks_before
@@ -246,12 +247,32 @@ def _median_bucket(histogram: Counter) -> int | None:
     return -1
 
 
+NOT_SAMPLED = "not_sampled"  # outside the share of its slice the version's judge grades (judge sampling)
+GRADED = ("pass", "fail", "unknown", "human_other", "not_scorable", "error", NOT_SAMPLED)
+
+
+def route_counted_as(route: str, reason: str) -> str:
+    """What a conversation's review counts as in the quality figures: its route, with people's items split into the
+    unknowns (a required check was unknown) and the rest, and the judge's sample apart from the not scorable."""
+    if route == Route.HUMAN:
+        return "unknown" if reason == UNKNOWN_CHECK else "human_other"
+    if route == Route.NOT_SCORABLE and reason == NotScorable.OUTSIDE_JUDGE_SAMPLE:
+        return NOT_SAMPLED
+    return route
+
+
+def judged_share(*, graded: int, not_sampled: int) -> dict:
+    """The share of the graded items the judge was asked about, which every judged figure covers: under a version
+    that samples its judge (grading/checks/routing.py) the rest are counted but not scored."""
+    return {NOT_SAMPLED: not_sampled, "judged_share": _ratio(graded - not_sampled, graded)}
+
+
 def quality_figures(c: Counters) -> dict:
     kind = ItemKind.CONVERSATION
     weeks = {week: Counter() for week in c.scope.weeks}
     apps: dict[str, Counter] = defaultdict(Counter)
     for (_, _, _, application, week, _, route, reason), n in c.pick(kind, "route"):
-        name = route if route != "human" else ("unknown" if reason == UNKNOWN_CHECK else "human_other")
+        name = route_counted_as(route, reason)
         weeks[week][name] += n
         apps[application][name] += n
     for (_, _, _, application, _, _, check, verdict), n in c.pick(kind, "check"):
@@ -271,6 +292,7 @@ def quality_figures(c: Counters) -> dict:
             "human_other": counts["human_other"],
             "not_scorable": counts["not_scorable"],
             "errors": counts["error"],
+            **judged_share(graded=sum(counts[name] for name in GRADED), not_sampled=counts[NOT_SAMPLED]),
         }
 
     total = sum(apps.values(), Counter())

@@ -90,6 +90,10 @@ class CriteriaVersion(models.Model):
     # Which items go to people whatever the machine decided (grading/checks/routing.py): routing, not what is asked,
     # so not part of the criteria the reviews' identity names; frozen with the version when it is published.
     routing = models.JSONField(default=list, blank=True, help_text="[{when: thumbs_down} | {when: metadata, match}]")
+    # Judge sampling: the share of each slice the judge grades, to hold spend (grading/checks/routing.py); an item
+    # outside it gets a not-scorable review naming why and no judge call. Part of what the version is: published
+    # with it, so a new share is a new version and the items are graded again under it.
+    judge_sample = models.JSONField(default=list, blank=True, help_text="[{percent, match}]; [] grades every item")
     judge = models.CharField(
         max_length=40,
         default="default",

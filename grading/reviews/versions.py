@@ -15,7 +15,7 @@ from django.utils import timezone
 from pydantic import ValidationError
 
 from grading.checks.definitions import MAX_CHECKS, AnswerKind, CheckSet
-from grading.checks.routing import RoutingInvalid, routing_validate
+from grading.checks.routing import RoutingInvalid, judge_sample_validate, routing_validate
 from grading.checks.rules import RulesInvalid, default_rules, rules_validate
 from grading.judge.backends import judge_entry, judge_names
 from grading.models import (
@@ -130,6 +130,7 @@ def criteria_new_version(
                     slots_for=source.slots_for,
                     slots_share=source.slots_share,
                     routing=source.routing,
+                    judge_sample=source.judge_sample,
                     judge=source.judge,
                     based_on=source,
                     author=_person(author),
@@ -179,6 +180,7 @@ def criteria_update(
     slots_share: int | None = None,
     judge: str | None = None,
     routing: list | None = None,
+    judge_sample: list | None = None,
 ) -> CriteriaVersion:
     """Save an edit of an unpublished version, audited with the fields it changed.
 
@@ -193,6 +195,7 @@ def criteria_update(
         changes = criteria_changes(
             version=locked, rubric=rubric, rules=rules, checks=checks,
             slots=slots, slots_for=slots_for, slots_share=slots_share, judge=judge, routing=routing,
+            judge_sample=judge_sample,
         )  # fmt: skip
         detail: dict[str, object] = {"changed": sorted(f for f, v in changes.items() if getattr(locked, f) != v)}
         if "judge" in detail["changed"]:
@@ -221,12 +224,13 @@ def criteria_changes(
     slots_share: int | None = None,
     judge: str | None = None,
     routing: object = None,
+    judge_sample: object = None,
 ) -> dict[str, object]:
     """The fields an edit of `version` sets (None: left as it is), in their stored form, or CriteriaInvalid naming
     every field that is wrong at once: the rubric, the checks (`checks_validate`, and no check retired while its
-    worked examples are shown), the reviewer slots, the judge (a configured one) and, for drafts, the rules document
-    per field. Writes nothing: the editor asks it to show every error in one round with its own, and
-    `criteria_update` asks it again with the row locked."""
+    worked examples are shown), the reviewer slots, the judge (a configured one), the routing rules, the judge's
+    sample and, for drafts, the rules document per field. Writes nothing: the editor asks it to show every error in
+    one round with its own, and `criteria_update` asks it again with the row locked."""
     errors: dict[str, list[str]] = {}
     changes: dict[str, object] = {}
     if rubric is not None:
@@ -261,6 +265,11 @@ def criteria_changes(
     if routing is not None:
         try:
             changes["routing"] = routing_validate(routing, drafts=version.kind == ItemKind.DRAFT)
+        except RoutingInvalid as invalid:
+            errors |= invalid.errors
+    if judge_sample is not None:
+        try:
+            changes["judge_sample"] = judge_sample_validate(judge_sample, drafts=version.kind == ItemKind.DRAFT)
         except RoutingInvalid as invalid:
             errors |= invalid.errors
     if errors:

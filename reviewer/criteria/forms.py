@@ -84,6 +84,7 @@ ComponentFormSet = forms.formset_factory(ComponentForm, extra=1, can_delete=True
 _FIELD_OF_PATH = {
     "rubric": "rubric",
     "routing": "routing",
+    "judge_sample": "judge_sample",
     "slots": "slots",
     "judge": "judge",
     "rules.banned_words": "banned_words",
@@ -138,6 +139,15 @@ class CriteriaForm(forms.Form):
         '{"when": "sample", "percent": 10, "match": {"release": "2.4"}}]; [] for none.',
     )
 
+    # Conversations: the share of each slice the judge grades (grading/checks/routing.py), as the JSON list the
+    # service stores; left out of a post, the version's shares stay as they are.
+    judge_sample = forms.CharField(
+        required=False,
+        label="Judge sampling",
+        widget=forms.Textarea(attrs={"rows": 2}),
+        help_text='[{"percent": 20, "match": {"release": "2.4"}}, {"percent": 50}]; [] to grade every conversation.',
+    )
+
     # Conversations: when a rule has already failed a required check, whether the judge is still asked.
     judge_after_rule_fail = forms.BooleanField(
         required=False, label="Ask the judge even when a rule has already failed a required check"
@@ -159,6 +169,7 @@ class CriteriaForm(forms.Form):
         if not self.is_draft:
             return
         del self.fields["judge_after_rule_fail"]  # rules read conversations only
+        del self.fields["judge_sample"]  # a draft is a gate a pipeline waits on: every draft is graded
         self.fields |= _draft_fields()
         rules = version.draft_rules()
         self.characters = CharacterFormSet(
@@ -177,6 +188,7 @@ class CriteriaForm(forms.Form):
         initial = {"revision": version.revision, "rubric": version.rubric, "judge": version.judge}
         initial |= version_slots(version)
         initial["routing"] = json.dumps(version.routing)
+        initial["judge_sample"] = json.dumps(version.judge_sample)
         initial["judge_after_rule_fail"] = version.check_set().judge_after_rule_fail
         if version.kind == ItemKind.DRAFT:
             initial |= _draft_initial(version)
@@ -214,22 +226,29 @@ class CriteriaForm(forms.Form):
             "checks": self.checks_document(),
             **self.slots_setting(),
             **self.judge_setting(),
-            **self.routing_setting(),
+            **self.json_setting("routing"),
+            **self.json_setting("judge_sample"),
         }
 
     def clean_routing(self) -> list | None:
-        """The rules as a JSON list (their checks are the service's); None when the post leaves them out."""
-        if "routing" not in self.data:
+        return self._json_list("routing")
+
+    def clean_judge_sample(self) -> list | None:
+        return self._json_list("judge_sample")
+
+    def _json_list(self, name: str) -> list | None:
+        """A field typed as a JSON list (its checks are the service's); None when the post leaves it out."""
+        if name not in self.data:
             return None
-        text = self.cleaned_data["routing"].strip()
+        text = self.cleaned_data[name].strip()
         try:
             return json.loads(text) if text else []
         except json.JSONDecodeError as bad:
             raise forms.ValidationError(f"Not JSON ({bad.msg}, at character {bad.pos}).") from None
 
-    def routing_setting(self) -> dict:
-        routing = self.cleaned_data.get("routing")
-        return {} if routing is None else {"routing": routing}
+    def json_setting(self, name: str) -> dict:
+        value = self.cleaned_data.get(name)
+        return {} if value is None else {name: value}
 
     def error_summary(self) -> list[str]:
         """Every error the editor shows, each with where it is: the list at the top of the page, so a refused save

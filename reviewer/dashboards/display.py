@@ -142,6 +142,7 @@ def quality_panel(figures: dict, links: Links) -> dict:
         return {
             **row,
             "quality_label": _percent(row["quality"]),
+            "judged_label": _percent(row["judged_share"]),
             "passed_link": links.reviews(week, application, kind=kind, route="pass"),
             "resolved_link": links.reviews(week, application, kind=kind, route="pass,fail"),
             "unknown_link": links.reviews(week, application, kind=kind, route="human", reason="unknown_check"),

@@ -104,6 +104,7 @@ def dashboard_compare(request: HttpRequest) -> HttpResponse:
             }
             for row in compared["rows"]
         ]
+        context["judged_labels"] = {side: _percent(compared[side]["judged_share"]) for side in ("a", "b")}
         context["volume_urls"] = {side: links[side].reviews(kind=kind) for side in ("a", "b")}
         context["page_urls"] = {side: links[side].page() for side in ("a", "b")}
     return render(request, "reviewer/dashboards/compare.html", context)

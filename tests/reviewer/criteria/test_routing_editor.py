@@ -1,10 +1,11 @@
-"""A criteria admin edits an unpublished version's routing rules in the editor, beside its judge; a bad rule is
-refused at the field with nothing saved; a published version shows its rules."""
+"""A criteria admin edits an unpublished version's routing rules and its judge's sample in the editor, beside its
+judge; a bad rule is refused at the field with nothing saved; a published version shows its rules."""
 
 import pytest
 from django.urls import reverse
 
-from grading.models import CriteriaVersion
+from grading.models import AuditEvent, CriteriaVersion, ItemKind
+from grading.reviews.versions import criteria_new_version
 from tests.builders.criteria import editor_data, graded_org
 
 pytestmark = pytest.mark.django_db
@@ -39,3 +40,24 @@ def test_a_bad_rule_is_refused_beside_the_field_and_nothing_is_saved(client_for,
     assert said in " ".join(response.context["form"].errors["routing"])
     saved = CriteriaVersion.objects.get(pk=version.pk)
     assert (saved.routing, saved.rubric, saved.revision) == ([], version.rubric, version.revision)
+
+
+def test_a_criteria_admin_sets_the_judges_share_of_a_slice_on_a_conversation_version(
+    org, client_for, criteria_admin, criteria
+):
+    version = criteria_new_version(org=org, kind=ItemKind.CONVERSATION)
+    url = reverse("criteria_version", args=[version.pk])
+    share = '[{"percent": 20, "match": {"release": "2.4"}}]'
+    client = client_for(criteria_admin)
+
+    refused = client.post(url, editor_data(version, judge_sample='[{"percent": 100}]'))
+    assert refused.status_code == 400
+    assert "below 100" in " ".join(refused.context["form"].errors["judge_sample"])
+    assert client.post(url, editor_data(version, judge_sample=share)).status_code == 302
+
+    assert CriteriaVersion.objects.get(pk=version.pk).judge_sample == [{"percent": 20, "match": {"release": "2.4"}}]
+    event = AuditEvent.objects.filter(action="criteria.update").latest("pk")
+    assert "judge_sample" in event.detail["changed"]
+    assert "judge_sample" not in client.get(reverse("criteria_version", args=[criteria.draft_version.pk])).context[
+        "form"
+    ].fields
