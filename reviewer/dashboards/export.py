@@ -1,6 +1,6 @@
-"""The export of reviews: each with its whole score identity, its state, the decision and who made it,
-every label about the evidence it read (each labeller's verdict per check) and the answers of the people the queue
-asked to decide it, the judge's confidence in each answer and the certificate it was routed under (so the quality
+"""The export of reviews: each with its whole score identity, the dimension values it was filed under (`slice`), its
+state, the decision and who made it, every label about the evidence it read (each labeller's verdict per check) and
+the answers of the people the queue asked to decide it, the judge's confidence in each answer and the certificate it was routed under (so the quality
 rate's interval, grading/dashboard/certified.py, can be worked out from the export too); filtered like the page, as
 blind review lets the reader see them (`export_rows`). Streamed as CSV or JSONL from a server-side cursor, so a
 million reviews cost the memory of one chunk. The CSV is written by `grading.core.spreadsheets`, safe to open in a
@@ -27,7 +27,7 @@ from reviewer.dashboards.reads import ReviewFilter
 CHUNK = 2000  # rows per fetch from the server-side cursor
 
 # The columns before and after the checks' (one column per check: `check_<key>`, the answer as stored).
-_BEFORE = ("review_id", "kind", "item", "application", "week", "state", "route", "reason", "score")
+_BEFORE = ("review_id", "kind", "item", "application", "week", "slice", "state", "route", "reason", "score")
 _AFTER = (
     "fingerprint", "criteria_kind", "criteria_version", "judge", "judge_key", "memory_snapshot", "started_at",
     "finished_at", "stages", "prompt_tokens", "completion_tokens", "audit", "confidences", "certificate",
@@ -35,8 +35,8 @@ _AFTER = (
     "answers",
 )  # fmt: skip
 _VALUES_BEFORE = (
-    "pk", "kind", "conversation__external_id", "draft__external_id", "application", "week", "state", "route",
-    "reason", "score",
+    "pk", "kind", "conversation__external_id", "draft__external_id", "application", "week", "slice", "state",
+    "route", "reason", "score",
 )  # fmt: skip
 _VALUES_AFTER = (
     "fingerprint", "criteria_version__kind",
@@ -155,7 +155,7 @@ def export_rows(
 
 # Columns that need more than str() in a CSV cell (csv writes None as an empty cell): times, and JSON.
 _TIMES = ("started_at", "finished_at", "decided_at", "routed_at", "due_at")
-_JSON = ("judge", "confidences", "decision_checks", "labels", "answers")
+_JSON = ("slice", "judge", "confidences", "decision_checks", "labels", "answers")
 
 
 def _csv_row(row: tuple, times: Sequence[int], json_cells: Sequence[int]) -> list:

@@ -216,6 +216,7 @@ class QueuePage:
     next_cursor: int | None
     previous_cursor: int | None
     applications: list[str]
+    slices: list[str]  # the dimension values reviews within reach were filed under ("release=2.4")
     criteria_versions: list[CriteriaVersion]
     refreshed_at: datetime
 
@@ -286,6 +287,7 @@ def queue_page(
         next_cursor=rows[-1].review_id if rows and has_more_after else None,
         previous_cursor=rows[0].review_id if rows and has_more_before else None,
         applications=reads.queue_applications(reaches),
+        slices=reads.queue_slices(reaches),
         criteria_versions=versions,
         refreshed_at=now,
     )

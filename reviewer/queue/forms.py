@@ -23,6 +23,7 @@ class QueueFilterForm(forms.Form):
     criteria = forms.IntegerField(required=False, min_value=1)
     overdue = forms.BooleanField(required=False, label="overdue only")
     mine = forms.BooleanField(required=False, label="assigned to me")
+    slice = forms.CharField(max_length=220, required=False)  # "release=2.4"
     after = forms.IntegerField(required=False, min_value=1)
     before = forms.IntegerField(required=False, min_value=1)
 
@@ -35,11 +36,18 @@ class QueueFilterForm(forms.Form):
             criteria_version=data.get("criteria"),
             overdue=data.get("overdue") or False,
             mine=data.get("mine") or False,
+            slice=_slice(data.get("slice") or ""),
         )
 
     def cursor(self) -> tuple[int | None, int | None]:
         data = self.cleaned_data if self.is_valid() else {}
         return data.get("after"), data.get("before")
+
+
+def _slice(text: str) -> str:
+    """A dimension value as `name=value`, or "" (no filter) for anything else."""
+    name, equals, value = text.strip().partition("=")
+    return f"{name}={value}" if name and equals and value else ""
 
 
 class _DecisionForm(forms.Form):

@@ -36,6 +36,7 @@ from grading.models import (
 from grading.models.criteria import ANSWERED_CANNOT_ADJUDICATE, answers_stand, may_adjudicate
 from grading.models.reach import Reach, within
 from grading.reviews.reads import review_slots
+from grading.reviews.rollups import slices_seen
 from reviewer.access import reaches_of
 from reviewer.models import AssignmentRule, Claim, Invitation, Membership
 from reviewer.queue.assignments import QUEUE_ROLES, reserved_q
@@ -77,6 +78,7 @@ class QueueFilters:
     criteria_version: int | None = None
     overdue: bool = False  # only items past their due time (`Review.objects.overdue`'s reading of overdue)
     mine: bool = False  # only items assigned to the reader, by hand or by a rule (`reserved_q`)
+    slice: str = ""  # "release=2.4": only items filed under that dimension value when graded (`Review.slice`)
 
     def as_query(self, **extra: Any) -> dict[str, Any]:
         params = {
@@ -86,12 +88,16 @@ class QueueFilters:
             "criteria": self.criteria_version or "",
             "overdue": "1" if self.overdue else "",
             "mine": "1" if self.mine else "",
+            "slice": self.slice,
         }
         return {key: value for key, value in (params | extra).items() if value not in ("", None)}
 
     @property
     def active(self) -> bool:
-        return bool(self.kind or self.application or self.reason or self.criteria_version or self.overdue or self.mine)
+        return bool(
+            self.kind or self.application or self.reason or self.criteria_version or self.overdue or self.mine
+            or self.slice
+        )  # fmt: skip
 
     @property
     def kinds(self) -> list[str]:
@@ -130,6 +136,11 @@ class Lane:
         if self.application is not None:
             # The application the review was filed under when it was written (the dashboards file it there too).
             reviews = reviews.filter(application=self.application)
+        if filters.slice:
+            # Filtered within the lane's index range, not by an index of its own: a queue holds what waits for
+            # people, and a page stops at its size.
+            name, _, value = filters.slice.partition("=")
+            reviews = reviews.filter(slice__contains={name: value})
         if filters.reason:
             # An audit item's reason is the machine's: it is none of the queue's business until the item is decided
             # (blind review, grading/reviews/blind.py), so no reason names one.
@@ -533,6 +544,15 @@ def applications_unknown(org: Org, names: Sequence[str]) -> str:
         f"{org.name} has no application named {', '.join(unknown)}; its applications: {', '.join(known) or 'none yet'}."
         " An application is known from its first conversation."
     )
+
+
+def queue_slices(reaches: Sequence[Reach]) -> list[str]:
+    """The dimension values ("release=2.4") the orgs within reach have filed reviews under, in order: what the queue's
+    slice filter offers."""
+    seen = set()
+    for reach in reaches:
+        seen.update(slices_seen(org_id=reach.org_id))
+    return sorted(seen)
 
 
 def queue_applications(reaches: Sequence[Reach]) -> list[str]:

@@ -26,6 +26,7 @@ from tests.builders.conversations import llm_judge, upsert, verdicts_reply
 from tests.builders.drafts import CLEAN_BODY, draft_reply, llm_draft_judge, save_draft, setup_org_memory
 from tests.builders.people import make_person
 from tests.builders.queue_items import bulk_draft_items, draft_item
+from tests.builders.releases import build_releases
 from tests.builders.world import MONDAY, build_world, conversation_payload, world_scope
 
 pytestmark = pytest.mark.django_db
@@ -181,3 +182,31 @@ def test_it_carries_each_persons_answer_once_every_place_is_answered_and_none_wh
     rows = {row["item"]: row for row in csv.DictReader(io.StringIO(text))}
     assert json.loads(rows["d-split"]["answers"]) == lines["d-split"]["answers"]
     assert rows["d-open"]["answers"] == ""
+
+
+def test_each_row_carries_the_dimension_values_it_was_filed_under_and_a_slice_filters_the_rows(
+    org, fake_llm, client_for, stakeholder
+):
+    releases = build_releases(org, fake_llm)
+    client = client_for(stakeholder)
+    query = {"from": "2026-W48", "to": "2026-W48", "format": "jsonl"}
+
+    def exported(**more) -> dict[int, dict]:
+        response = client.get(reverse("dashboard_export"), {"org": org.slug, **query, **more})
+        lines = b"".join(response.streaming_content).decode().splitlines()
+        return {row["review_id"]: row["slice"] for row in map(json.loads, lines)}
+
+    assert exported() == {review.pk: review.slice for review in releases.reviews}
+    newer = exported(slice="release=2.4")
+    assert newer == {review.pk: review.slice for review in releases.reviews if review.slice["release"] == "2.4"}
+    assert newer and all(filed["environment"] in ("prod", "staging") for filed in newer.values())
+    [row] = list(
+        csv.DictReader(
+            io.StringIO(
+                _get(
+                    client, org, format="csv", **{"from": "2026-W48", "to": "2026-W48", "slice": "environment=staging"}
+                )
+            )
+        )
+    )[:1]
+    assert json.loads(row["slice"])["environment"] == "staging"

@@ -10,7 +10,7 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from grading.core.outcomes import HUMAN_REASONS
-from grading.models import Decision, ItemKind, Review
+from grading.models import Decision, ItemKind, Review, ReviewState
 from grading.reviews.versions import criteria_active
 from reviewer.models import Claim, Membership
 from reviewer.queue.display import queue_page
@@ -27,6 +27,7 @@ from tests.builders.queue_items import (
     draft_item,
     resubmit,
 )
+from tests.builders.releases import build_releases
 
 HTMX_LIST = {"HTTP_HX_REQUEST": "true", "HTTP_HX_TARGET": "queue-list"}
 
@@ -419,3 +420,23 @@ def test_the_operator_reads_a_message_in_the_words_the_judge_read(client_for, op
     html = client_for(operator).get(reverse("review_detail", args=[review.pk])).content.decode()
     assert "[refusal] I can&#x27;t share that card." in html
     assert "[refusal] I can't share that card." in judged
+
+
+def test_it_filters_by_a_dimension_value_and_claims_next_within_it(client_for, operator, org, fake_llm):
+    releases = build_releases(org, fake_llm)
+    waiting = [r for r in releases.reviews if r.state == ReviewState.WAITING]
+    by_release = {value: {r.pk for r in waiting if r.slice["release"] == value} for value in ("2.3", "2.4")}
+    assert by_release["2.3"] and by_release["2.4"]  # the plan leaves items of both for people
+    client = client_for(operator)
+
+    def listed(**query) -> set[int]:
+        return {row.review_id for row in client.get(reverse("queue"), query).context["page"].rows}
+
+    assert listed(slice="release=2.4") == by_release["2.4"]
+    assert listed(slice="release=2.3", kind="conversation") == by_release["2.3"]
+    assert listed(slice="release") == listed()  # a stale or hand-typed value that is no slice: no filter
+    html = client.get(reverse("queue")).content.decode()
+    assert '<option value="release=2.3">' in html and '<option value="environment=prod">' in html
+
+    claimed = client.post(reverse("queue_claim_next"), {"slice": "release=2.4"})
+    assert int(claimed.url.rstrip("/").rsplit("/", 1)[-1]) in by_release["2.4"]
