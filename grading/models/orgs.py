@@ -1,9 +1,13 @@
 """Orgs, their API keys and their audit trail."""
 
 import secrets
+from typing import TYPE_CHECKING
 
 from django.conf import settings
 from django.db import models
+
+if TYPE_CHECKING:
+    from grading.models.reach import Reach
 
 
 def new_webhook_secret() -> str:
@@ -46,6 +50,19 @@ class ApiKey(models.Model):
 
     def __str__(self) -> str:
         return f"{self.org.slug}/{self.name} ({self.prefix}…)"
+
+    # What the API asks of whoever calls it (a key, or a person's token: grading/api/keys.py `Caller`).
+    @property
+    def person(self) -> None:
+        """An org's key names no person: routes that record a person's act refuse it."""
+        return None
+
+    @property
+    def reach(self) -> "Reach":
+        """An org's key reads its whole org."""
+        from grading.models.reach import Reach  # reach.py imports the models package this module is part of
+
+        return Reach(self.org_id)
 
 
 class AuditEvent(models.Model):
