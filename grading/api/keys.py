@@ -69,8 +69,8 @@ def api_key_authenticate(plaintext: str) -> ApiKey | None:
 
 class Caller(Protocol):
     """Whoever an API request authenticated as: an org's key (`ApiKey`), or a person's token (the people side's,
-    reviewer/tokens/). Every route reads its org from here; a route that reads items keeps to `reach`, and one that
-    records a person's act (a decision) asks for `person`, which a key has none of."""
+    reviewer/tokens/). Every route reads its org from here; a route that reads items keeps to `caller_reach`, and one
+    that records a person's act (a decision) asks for `person`, which a key has none of."""
 
     org: Org
     org_id: int
@@ -79,8 +79,7 @@ class Caller(Protocol):
     @property
     def person(self) -> AbstractBaseUser | None: ...
 
-    @property
-    def reach(self) -> Reach: ...
+    # A person's caller also has `reach`, what their memberships of the org cover: read it with `caller_reach`.
 
 
 # Other credentials the API takes in the same `Authorization: Bearer` header, tried in turn when no org key matches:
@@ -105,3 +104,8 @@ def caller_authenticate(request: HttpRequest, token: str) -> Caller | None:
         if caller is not None:
             return caller
     return None
+
+
+def caller_reach(caller: Caller) -> Reach:
+    """What the caller may read of its org: an org's key, all of it; a person, what their memberships cover."""
+    return Reach(caller.org_id) if isinstance(caller, ApiKey) else caller.reach

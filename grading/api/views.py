@@ -19,7 +19,7 @@ from grading.api.audit import router as audit_router
 from grading.api.corrections import router as corrections_router
 from grading.api.erasures import router as erasures_router
 from grading.api.expected_replies import ExpectedReplyOut, expected_replies_out
-from grading.api.keys import Caller, caller_authenticate
+from grading.api.keys import Caller, caller_authenticate, caller_reach
 from grading.certify.reads import certification_json
 from grading.checks.rules import rules_as_text
 from grading.conversations.ingest import ConversationWrite, conversation_append, conversation_upsert, feedback_record
@@ -467,7 +467,7 @@ def _figures(
             since=since,
             until=until,
             application=application,
-            reach=request.auth.reach,
+            reach=caller_reach(request.auth),
             slices=[slice or ""],
         )
     except InvalidScope as exc:
@@ -502,7 +502,8 @@ def get_dashboard_compare(
     try:
         if kind not in ItemKind.values:
             raise InvalidScope("kind", f"must be one of {', '.join(ItemKind.values)}")
-        scope = scope_for(request.auth.org, since=since, until=until, application=application, reach=request.auth.reach)
+        reach = caller_reach(request.auth)
+        scope = scope_for(request.auth.org, since=since, until=until, application=application, reach=reach)
         return comparison(scope, slices_checked(scope, dimension=dimension, a=a, b=b), kind=kind)
     except InvalidScope as exc:
         raise ValidationError([{"loc": ["query", exc.field], "msg": exc.message}]) from exc

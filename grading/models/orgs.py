@@ -1,13 +1,9 @@
 """Orgs, their API keys and their audit trail."""
 
 import secrets
-from typing import TYPE_CHECKING
 
 from django.conf import settings
 from django.db import models
-
-if TYPE_CHECKING:
-    from grading.models.reach import Reach
 
 
 def new_webhook_secret() -> str:
@@ -56,13 +52,6 @@ class ApiKey(models.Model):
     def person(self) -> None:
         """An org's key names no person: routes that record a person's act refuse it."""
         return None
-
-    @property
-    def reach(self) -> "Reach":
-        """An org's key reads its whole org."""
-        from grading.models.reach import Reach  # reach.py imports the models package this module is part of
-
-        return Reach(self.org_id)
 
 
 class AuditEvent(models.Model):

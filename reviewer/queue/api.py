@@ -18,6 +18,7 @@ from ninja import Query, Router, Schema, Status
 from ninja.errors import HttpError, ValidationError
 
 from grading.api.errors import AUTH_ERRORS, ConflictOut, ErrorOut, FieldErrorsOut
+from grading.api.keys import caller_reach
 from grading.core.schemas import ConversationId, Identifier, ZonedTime
 from grading.core.weeks import iso_week
 from grading.dashboard.figures import InvalidScope, scope_for
@@ -112,7 +113,7 @@ def _reach(request: HttpRequest, roles: tuple[Role, ...]) -> Reach:
     """An org key's whole org, or what the person's memberships of `roles` in the token's org cover."""
     person = request.auth.person
     if person is None:
-        return request.auth.reach
+        return caller_reach(request.auth)
     return reaches_of(person, *roles).get(request.auth.org_id) or Reach(request.auth.org_id, frozenset(), False)
 
 
@@ -202,7 +203,8 @@ def get_queue_service(
     """Share decided within target per week, time to decision against target, overdue now by application and
     reason, and workload per person, over the org's whole reach (an org key reads the whole org)."""
     try:
-        scope = scope_for(request.auth.org, since=since, until=until, application=application, reach=request.auth.reach)
+        reach = caller_reach(request.auth)
+        scope = scope_for(request.auth.org, since=since, until=until, application=application, reach=reach)
     except InvalidScope as exc:  # answered as the dashboard's own API answers it
         raise ValidationError([{"loc": ["query", exc.field], "msg": exc.message}]) from exc
     return {"org": request.auth.org.slug, "from": iso_week(scope.since), "to": iso_week(scope.until),
