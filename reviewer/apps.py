@@ -8,10 +8,14 @@ class ReviewerConfig(AppConfig):
         # The people side's part of the one API (assignment, the queue's service figures): added here, once Django
         # is set up, so the API and its OpenAPI document hold it however the process started; grading's views never
         # import the people side.
+        from grading.api.keys import token_authenticator_add
         from grading.api.views import api
         from reviewer.queue.api import router
+        from reviewer.tokens.callers import person_authenticate
 
         api.add_router("/", router)
+        # A person's token is taken wherever an org key is (reviewer/tokens/), as the same kind of caller.
+        token_authenticator_add(person_authenticate)
 
         # OIDC_GROUP_ROLES names roles, which settings cannot check: the models are not loaded yet there.
         from reviewer.oidc.people import group_rules_check

@@ -279,3 +279,25 @@ class Preferences(models.Model):
 
     def __str__(self) -> str:
         return f"preferences of user {self.user_id}"
+
+
+class PersonalToken(models.Model):
+    """A person's credential for the API, in one org of theirs (reviewer/tokens/): it acts as the person, with the
+    roles and reach their memberships of that org give at each request, so a role taken away is gone from the token
+    at once and a membership removed leaves it refused. Stored as a SHA-256, like an org's API key."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="personal_tokens")
+    org = models.ForeignKey(Org, on_delete=models.CASCADE, related_name="+")
+    name = models.CharField(max_length=100)
+    prefix = models.CharField(max_length=16, help_text="The first characters of the token, to recognise it by.")
+    token_hash = models.CharField(max_length=64, unique=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    expires_at = models.DateTimeField(null=True, blank=True, help_text="Empty: until revoked.")
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+    revoked_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+
+    def __str__(self) -> str:
+        return f"{self.user}/{self.name} ({self.prefix}…)"

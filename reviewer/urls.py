@@ -17,6 +17,7 @@ urlpatterns = [
     path("erasure/", include("reviewer.erasure.urls")),
     path("setup/", include("reviewer.setup.urls")),
     path("monitors/", include("reviewer.monitors.urls")),
+    path("account/", include("reviewer.tokens.urls")),
     path("api/v1/", api.urls),
     path("admin/", admin.site.urls),
 ]

@@ -2,14 +2,18 @@
 
 import hashlib
 import secrets
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
+from typing import Protocol
 
 from django.contrib.auth.models import AbstractBaseUser
+from django.http import HttpRequest
 from django.utils import timezone
 
 from grading.models import ApiKey, Org
 from grading.models.audit import audit_record
+from grading.models.reach import Reach
 
 API_KEY_PREFIX = "tg_"
 # Recording every use would turn each API call into a write on one hot row; a minute is precise enough.
@@ -61,3 +65,47 @@ def api_key_authenticate(plaintext: str) -> ApiKey | None:
         ApiKey.objects.filter(pk=api_key.pk).update(last_used_at=now)
         api_key.last_used_at = now
     return api_key
+
+
+class Caller(Protocol):
+    """Whoever an API request authenticated as: an org's key (`ApiKey`), or a person's token (the people side's,
+    reviewer/tokens/). Every route reads its org from here; a route that reads items keeps to `caller_reach`, and one
+    that records a person's act (a decision) asks for `person`, which a key has none of."""
+
+    org: Org
+    org_id: int
+    name: str
+
+    @property
+    def person(self) -> AbstractBaseUser | None: ...
+
+    # A person's caller also has `reach`, what their memberships of the org cover: read it with `caller_reach`.
+
+
+# Other credentials the API takes in the same `Authorization: Bearer` header, tried in turn when no org key matches:
+# the people side registers a person's token here (reviewer/apps.py), since grading never imports it. Each answers
+# a Caller, None when the token is none of its own, or raises an HttpError (a 403 that says why) to refuse it.
+TokenAuthenticator = Callable[[HttpRequest, str], Caller | None]
+_token_authenticators: list[TokenAuthenticator] = []
+
+
+def token_authenticator_add(authenticator: TokenAuthenticator) -> None:
+    if authenticator not in _token_authenticators:
+        _token_authenticators.append(authenticator)
+
+
+def caller_authenticate(request: HttpRequest, token: str) -> Caller | None:
+    """The org key or the other credential `token` is; None (a 401) when it is none that is live."""
+    api_key = api_key_authenticate(token)
+    if api_key is not None:
+        return api_key
+    for authenticator in _token_authenticators:
+        caller = authenticator(request, token)
+        if caller is not None:
+            return caller
+    return None
+
+
+def caller_reach(caller: Caller) -> Reach:
+    """What the caller may read of its org: an org's key, all of it; a person, what their memberships cover."""
+    return Reach(caller.org_id) if isinstance(caller, ApiKey) else caller.reach

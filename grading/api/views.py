@@ -19,7 +19,7 @@ from grading.api.audit import router as audit_router
 from grading.api.corrections import router as corrections_router
 from grading.api.erasures import router as erasures_router
 from grading.api.expected_replies import ExpectedReplyOut, expected_replies_out
-from grading.api.keys import api_key_authenticate
+from grading.api.keys import Caller, caller_authenticate, caller_reach
 from grading.certify.reads import certification_json
 from grading.checks.rules import rules_as_text
 from grading.conversations.ingest import ConversationWrite, conversation_append, conversation_upsert, feedback_record
@@ -34,7 +34,7 @@ from grading.dashboard.compare import comparison, slices_checked
 from grading.dashboard.figures import SECTIONS, InvalidScope, dashboard_figures, scope_for
 from grading.dashboard.labels import LabelIn, LabelsRefused, labels_submit
 from grading.drafts.submit import draft_submit
-from grading.models import ApiKey, Article, Conversation, CriteriaTrial, CriteriaVersion, Draft, ItemKind, Review
+from grading.models import Article, Conversation, CriteriaTrial, CriteriaVersion, Draft, ItemKind, Review
 from grading.otlp.views import router as otlp_router
 from grading.reviews.conversation_reads import ConversationState, conversation_state
 from grading.reviews.draft_reads import draft_status
@@ -45,10 +45,11 @@ from grading.reviews.versions import criteria_active
 
 
 class OrgApiKey(HttpBearer):
-    """`Authorization: Bearer <org API key>`; `request.auth` becomes the ApiKey, and through it the org."""
+    """`Authorization: Bearer <org API key>` or a person's token; `request.auth` becomes the Caller (the ApiKey, or
+    the person in one org of theirs), and through it the org."""
 
-    def authenticate(self, request: HttpRequest, token: str) -> ApiKey | None:
-        return api_key_authenticate(token)
+    def authenticate(self, request: HttpRequest, token: str) -> Caller | None:
+        return caller_authenticate(request, token)
 
 
 class TollgateApi(NinjaAPI):
@@ -77,12 +78,16 @@ api.add_router("/", corrections_router)
 
 class WhoAmI(Schema):
     org: str
-    key_name: str
+    key_name: str  # the org key's name, or the personal token's
+    person: str | None = None  # the username a personal token acts as; null for an org's key
 
 
-@api.get("/whoami", response=WhoAmI, summary="The org and key name this API key belongs to")
+@api.get("/whoami", response=WhoAmI, summary="The org and key (or person and token) this credential belongs to")
 def whoami(request: HttpRequest) -> WhoAmI:
-    return WhoAmI(org=request.auth.org.slug, key_name=request.auth.name)
+    person = request.auth.person
+    return WhoAmI(
+        org=request.auth.org.slug, key_name=request.auth.name, person=person.get_username() if person else None
+    )
 
 
 class ServiceStatus(Schema):
@@ -457,7 +462,14 @@ def _figures(
     request: HttpRequest, sections, since: str | None, until: str | None, application: str | None, slice: str | None
 ) -> dict:
     try:
-        scope = scope_for(request.auth.org, since=since, until=until, application=application, slices=[slice or ""])
+        scope = scope_for(
+            request.auth.org,
+            since=since,
+            until=until,
+            application=application,
+            reach=caller_reach(request.auth),
+            slices=[slice or ""],
+        )
     except InvalidScope as exc:
         raise ValidationError([{"loc": ["query", exc.field], "msg": exc.message}]) from exc
     if sections == [CERTIFIED]:
@@ -490,7 +502,8 @@ def get_dashboard_compare(
     try:
         if kind not in ItemKind.values:
             raise InvalidScope("kind", f"must be one of {', '.join(ItemKind.values)}")
-        scope = scope_for(request.auth.org, since=since, until=until, application=application)
+        reach = caller_reach(request.auth)
+        scope = scope_for(request.auth.org, since=since, until=until, application=application, reach=reach)
         return comparison(scope, slices_checked(scope, dimension=dimension, a=a, b=b), kind=kind)
     except InvalidScope as exc:
         raise ValidationError([{"loc": ["query", exc.field], "msg": exc.message}]) from exc

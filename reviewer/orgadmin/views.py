@@ -39,7 +39,7 @@ from grading.models import ApiKey, Org
 from grading.models.audit import audit_record
 from reviewer.access import found, role_required
 from reviewer.dashboards.display import duration
-from reviewer.models import Invitation, Membership, Role
+from reviewer.models import Invitation, Membership, PersonalToken, Role
 from reviewer.oidc import provider
 from reviewer.oidc.backends import passwords_allowed
 from reviewer.orgadmin import reads
@@ -77,10 +77,12 @@ from reviewer.orgadmin.members import (
 from reviewer.orgadmin.retention import retention_policies, retention_set
 from reviewer.pages import org_form_page
 from reviewer.queue.reads import applications_known
+from reviewer.tokens.services import token_revoke
 
 TABS = [
     ("orgadmin_members", "Members"),
     ("orgadmin_keys", "API keys"),
+    ("orgadmin_tokens", "Personal tokens"),
     ("orgadmin_webhook", "Webhook secret"),
     ("orgadmin_retention", "Retention"),
     ("orgadmin_dimensions", "Dimensions"),
@@ -347,6 +349,30 @@ def _render_keys(
     orgs = [(org, reads.api_keys_of(org)) for org in reads.admin_orgs(org_ids)]
     context = {"orgs": orgs, "form": form, "issued": issued, **NAV}
     return render(request, "reviewer/orgadmin/keys.html", context, status=status)
+
+
+# --- personal tokens ----------------------------------------------------------------------------------------------
+
+
+@require_GET
+@role_required(Role.ORG_ADMIN)
+def orgadmin_tokens(request: HttpRequest) -> HttpResponse:
+    """The personal tokens made in each of the admin's orgs: who, which, made, last used, expiry (never the token)."""
+    org_ids = reads.admin_org_ids(request.user)
+    tokens = PersonalToken.objects.filter(org_id__in=org_ids).select_related("org", "user", "revoked_by")
+    by_org = [(org, [t for t in tokens if t.org_id == org.pk]) for org in reads.admin_orgs(org_ids)]
+    context = {"orgs": by_org, "now": timezone.now(), **NAV}
+    return render(request, "reviewer/orgadmin/tokens.html", context)
+
+
+@require_POST
+@role_required(Role.ORG_ADMIN)
+def orgadmin_token_revoke(request: HttpRequest, pk: int) -> HttpResponse:
+    tokens = PersonalToken.objects.filter(org_id__in=reads.admin_org_ids(request.user), pk=pk)
+    token = found(tokens.select_related("org", "user").first(), "token")
+    token_revoke(token=token, actor=request.user)
+    messages.success(request, f"{token.user.get_username()}'s token {token.name} is revoked: the API refuses it now.")
+    return redirect("orgadmin_tokens")
 
 
 # --- the webhook signing secret -----------------------------------------------------------------------------------

@@ -229,15 +229,16 @@ def queue_page(
     before: int | None = None,
     now: datetime | None = None,
     page_size: int = reads.PAGE_SIZE,
+    org_id: int | None = None,
 ) -> QueuePage:
     """One page of the queue, oldest first within priority, with counts per reason and who holds what.
 
     Only what the person's operator memberships reach. A cursor names a review (the last of the previous page, or
     the first of the next); one out of reach is ignored. The number of queries does not depend on the number of
-    items.
+    items. `org_id`: that org's alone (a personal token's, over the API).
     """
     now = now or timezone.now()
-    reaches = reads.operator_reaches(user)
+    reaches = reads.operator_reaches(user, org_id=org_id)
     key_after, key_before = reads.cursor_key(reaches, after), reads.cursor_key(reaches, before)
     if key_before is not None:
         key_after = None

@@ -64,10 +64,10 @@ def _sort(key: Key) -> tuple:
     return (priority, due is None, due or finished, finished, pk)
 
 
-def operator_reaches(user) -> list[Reach]:
+def operator_reaches(user, *, org_id: int | None = None) -> list[Reach]:
     """What `user`'s operator and lead memberships cover, per org: the only items the queue reads, shows or
-    claims."""
-    return list(reaches_of(user, *QUEUE_ROLES).values())
+    claims. `org_id`: of that org alone (a personal token acts in one org of its person's)."""
+    return [reach for reach in reaches_of(user, *QUEUE_ROLES).values() if org_id in (None, reach.org_id)]
 
 
 @dataclass(frozen=True)

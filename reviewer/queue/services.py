@@ -6,6 +6,9 @@ committed before the lock was granted. So an item several people decide never ge
 places. The constraints (one open claim per person and review, one answer per person and review, one decision
 per review) make a double hold, a double answer or a double decision impossible even if that reasoning were
 wrong.
+
+Every service reads the person's reach (`operator_reaches`); `org_id` narrows it to one org of theirs, as a personal
+token acting in that org does over the API (reviewer/queue/api.py): the pages pass none.
 """
 
 from __future__ import annotations
@@ -70,6 +73,7 @@ def claim_next(
     user: AbstractBaseUser,
     filters: QueueFilters = NO_FILTERS,
     now: datetime | None = None,
+    org_id: int | None = None,
 ) -> Claim | None:
     """Claim the first item of the queue (within `filters` and the person's reach) this person may claim, in the
     order the page lists it: drafts first, then the soonest due, then the oldest. An item reserved for them is theirs
@@ -83,7 +87,7 @@ def claim_next(
     3. Close expired claims on it (recording each expiry) and open ours.
     """
     now = now or timezone.now()
-    reaches = operator_reaches(user)
+    reaches = operator_reaches(user, org_id=org_id)
     lanes = queue_lanes(queue_versions(reaches), reaches, filters, user_id=user.pk, now=now)
     with transaction.atomic():  # the row lock lasts until the claim is written
         passed_over: list[int] = []
@@ -104,12 +108,14 @@ def claim_next(
             return _open_claim(review, user, now, via="next")
 
 
-def claim_take(*, user: AbstractBaseUser, review_id: int, now: datetime | None = None) -> Claim:
+def claim_take(
+    *, user: AbstractBaseUser, review_id: int, now: datetime | None = None, org_id: int | None = None
+) -> Claim:
     """Claim one particular item ("claim this"). Claiming an item you already hold renews your lease; an item
     several people decide takes as many claims as it has places (`Slots.place_for` says who may take one)."""
     now = now or timezone.now()
     with transaction.atomic():
-        review = locked_review(operator_reaches(user), review_id)
+        review = locked_review(operator_reaches(user, org_id=org_id), review_id)
         _refuse_unless_open(review)
         mine = Claim.objects.filter(review_id=review.pk, holder=user, ended_at__isnull=True).first()
         if mine is not None and mine.expires_at > now:
@@ -130,7 +136,9 @@ def claim_take(*, user: AbstractBaseUser, review_id: int, now: datetime | None =
         return _open_claim(review, user, now, via="this")
 
 
-def claim_decline(*, user: AbstractBaseUser, review_id: int, reason: str, now: datetime | None = None) -> None:
+def claim_decline(
+    *, user: AbstractBaseUser, review_id: int, reason: str, now: datetime | None = None, org_id: int | None = None
+) -> None:
     """Give a claimed item back with a reason: the place returns to the queue at once, the decline is recorded (and
     never counts as an answer), and the next claims pass the item over for this person."""
     now = now or timezone.now()
@@ -138,7 +146,7 @@ def claim_decline(*, user: AbstractBaseUser, review_id: int, reason: str, now: d
     if not reason:
         raise Refused("invalid", "Say why you decline the item: the reason is recorded.")
     with transaction.atomic():
-        review = locked_review(operator_reaches(user), review_id)
+        review = locked_review(operator_reaches(user, org_id=org_id), review_id)
         claim = Claim.objects.filter(review_id=review.pk, ended_at__isnull=True, holder=user).first()
         if claim is None or claim.expires_at <= now:
             raise Refused(*_why_not_holder(claim or _claim_to_explain(review.pk, user), user, now))
@@ -154,11 +162,13 @@ def claim_decline(*, user: AbstractBaseUser, review_id: int, reason: str, now: d
         )
 
 
-def claim_extend(*, user: AbstractBaseUser, review_id: int, now: datetime | None = None) -> Claim:
+def claim_extend(
+    *, user: AbstractBaseUser, review_id: int, now: datetime | None = None, org_id: int | None = None
+) -> Claim:
     """The heartbeat: push the lease end forward while the holder has the item open. A conditional UPDATE, so
     an expired or lost lease is never revived (the operator claims again instead)."""
     now = now or timezone.now()
-    reaches = operator_reaches(user)
+    reaches = operator_reaches(user, org_id=org_id)
     extended = Claim.objects.filter(
         within(reaches, "review__"), review_id=review_id, holder=user, ended_at__isnull=True, expires_at__gt=now
     ).update(expires_at=now + lease_length())
@@ -168,11 +178,13 @@ def claim_extend(*, user: AbstractBaseUser, review_id: int, now: datetime | None
     return claim
 
 
-def claim_release(*, user: AbstractBaseUser, review_id: int, now: datetime | None = None) -> None:
+def claim_release(
+    *, user: AbstractBaseUser, review_id: int, now: datetime | None = None, org_id: int | None = None
+) -> None:
     """Give the item back to the queue. Releasing a lease that already ran out records its expiry."""
     now = now or timezone.now()
     with transaction.atomic():
-        review = locked_review(operator_reaches(user), review_id)
+        review = locked_review(operator_reaches(user, org_id=org_id), review_id)
         claim = Claim.objects.filter(review_id=review.pk, ended_at__isnull=True, holder=user).first()
         if claim is None:
             raise Refused(*_why_not_holder(_claim_to_explain(review.pk, user), user, now))
@@ -307,6 +319,7 @@ def decision_create(
     note: str = "",
     keep_as_learning: bool = False,
     now: datetime | None = None,
+    org_id: int | None = None,
 ) -> DecisionResult:
     """Record what the operator decided on the review they were shown, or refuse and write nothing.
 
@@ -322,7 +335,7 @@ def decision_create(
     now = now or timezone.now()
     note = note.strip()
     with transaction.atomic():
-        review = locked_review(operator_reaches(user), review_id)
+        review = locked_review(operator_reaches(user, org_id=org_id), review_id)
         if keep_as_learning and not note:
             raise Refused("invalid", "Write the note to keep it as an org learning.")
         claim = holder_claim(review, user, now)

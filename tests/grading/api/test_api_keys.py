@@ -36,7 +36,7 @@ def test_a_valid_key_gets_200_and_its_last_used_time_moves(client, issued):
     assert issued.api_key.last_used_at is None
     response = client.get("/api/v1/whoami", **bearer(issued.plaintext))
     assert response.status_code == 200
-    assert response.json() == {"org": "northwind", "key_name": "writer pipeline"}
+    assert response.json() == {"org": "northwind", "key_name": "writer pipeline", "person": None}
     issued.api_key.refresh_from_db()
     assert issued.api_key.last_used_at is not None
 

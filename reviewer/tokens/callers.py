@@ -1,0 +1,67 @@
+"""A personal token as the API's caller: the person, in the token's org, with the roles and reach their memberships
+give now (read at each request, so a role taken away is gone from the token at once), let through only to the
+operations `routes.PERSON_ROUTES` opens to one of those roles. Registered with grading's API in reviewer/apps.py."""
+
+import re
+from dataclasses import dataclass
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.http import HttpRequest
+from ninja.errors import HttpError
+
+from grading.models import Org
+from grading.models.reach import Reach
+from reviewer.access import EVERY_ROLE, reaches_of
+from reviewer.models import Membership, PersonalToken, Role
+from reviewer.tokens.routes import ORG_KEY_ONLY, PERSON_ROUTES
+from reviewer.tokens.services import token_authenticate
+
+
+@dataclass(frozen=True)
+class PersonCaller:
+    """grading/api/keys.py `Caller`, for a person: what `request.auth` is under a personal token."""
+
+    token: PersonalToken
+    person: AbstractBaseUser
+    org: Org
+    roles: frozenset[str]
+    reach: Reach  # what all their memberships of the org cover
+
+    @property
+    def org_id(self) -> int:
+        return self.org.pk
+
+    @property
+    def name(self) -> str:
+        return self.token.name
+
+
+_PARAMETER = re.compile(r"<(?:\w+:)?(\w+)>")
+
+
+def operation_of(request: HttpRequest) -> str:
+    """The operation asked for, as the OpenAPI document names it: `POST /api/v1/queue/items/{review_id}/claim`."""
+    route = _PARAMETER.sub(r"{\1}", request.resolver_match.route)
+    return f"{request.method} /{route}"
+
+
+def person_authenticate(request: HttpRequest, plaintext: str) -> PersonCaller | None:
+    """The person a live token acts as; None (401) for an unknown, revoked or expired token; a 403 saying why when
+    its person is no longer a member of its org, or has no role the operation takes."""
+    token = token_authenticate(plaintext)
+    if token is None:
+        return None
+    roles = frozenset(Membership.objects.filter(user=token.user, org=token.org).values_list("role", flat=True))
+    if not roles:
+        raise HttpError(403, f"{token.user.get_username()} is no longer a member of {token.org.name}: revoke the token")
+    operation = operation_of(request)
+    allowed = PERSON_ROUTES.get(operation)
+    if allowed is None:
+        why = ORG_KEY_ONLY.get(operation, "not open to personal tokens")
+        raise HttpError(403, f"{operation} takes the org's API key ({why})")
+    if not roles & allowed:
+        needed = ", ".join(sorted(Role(role).label for role in allowed))
+        held = ", ".join(sorted(Role(role).label for role in roles))
+        raise HttpError(403, f"your roles in {token.org.name} ({held}) do not include this: it takes {needed}")
+    reach = reaches_of(token.user, *EVERY_ROLE)[token.org.pk]
+    return PersonCaller(token=token, person=token.user, org=token.org, roles=roles, reach=reach)

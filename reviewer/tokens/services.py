@@ -1,0 +1,107 @@
+"""Personal access tokens: made by their person in one org of theirs, shown once, stored as a SHA-256 (as an org's
+API key is, grading/api/keys.py), revoked by the person or by an admin of the org; both audited with who did it."""
+
+import hashlib
+import secrets
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
+from django.utils import timezone
+
+from grading.models import Org
+from grading.models.audit import audit_record
+from reviewer.models import Membership, PersonalToken
+
+# Distinct from an org key's `tg_`, so logs, people and secret scanners can tell a person's credential at sight.
+TOKEN_PREFIX = "tg_pat_"  # noqa: S105 - a prefix, not a secret
+# As for API keys: a write per request on one row would cost more than a minute's precision is worth.
+_LAST_USED_RESOLUTION = timedelta(seconds=60)
+
+
+class TokenRefused(Exception):
+    """A token that cannot be made as asked; `field` names what to correct. Nothing was written."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message)
+        self.field = field
+        self.message = message
+
+
+@dataclass(frozen=True)
+class IssuedToken:
+    token: PersonalToken
+    plaintext: str  # shown once, never stored
+
+
+def _hash_token(plaintext: str) -> str:
+    return hashlib.sha256(plaintext.encode()).hexdigest()
+
+
+def token_create(*, user: AbstractBaseUser, org: Org, name: str, expires_at: datetime | None = None) -> IssuedToken:
+    """A new token of `user` in `org`, which must be one of their orgs (any role: the token has the roles they have
+    at each request)."""
+    name = name.strip()
+    if not name:
+        raise TokenRefused("name", "Name the token after what uses it (e.g. ci, my-laptop).")
+    if not Membership.objects.filter(user=user, org=org).exists():
+        raise TokenRefused("org", "You are not a member of that org.")
+    if expires_at is not None and expires_at <= timezone.now():
+        raise TokenRefused("expires", "The expiry must be in the future.")
+    plaintext = TOKEN_PREFIX + secrets.token_urlsafe(32)
+    with transaction.atomic():
+        token = PersonalToken.objects.create(
+            user=user,
+            org=org,
+            name=name,
+            prefix=plaintext[:12],
+            token_hash=_hash_token(plaintext),
+            expires_at=expires_at,
+        )
+        audit_record(
+            action="personal_token.create",
+            org=org,
+            actor=user,
+            target=token,
+            detail={"name": name, "expires_at": expires_at.isoformat() if expires_at else None},
+        )
+    return IssuedToken(token=token, plaintext=plaintext)
+
+
+def token_revoke(*, token: PersonalToken, actor: AbstractBaseUser) -> bool:
+    """Revoke the token at once (the person's own act, or an admin's of its org); False when it was revoked already.
+    A conditional UPDATE, so two revokes record one event."""
+    with transaction.atomic():
+        revoked = PersonalToken.objects.filter(pk=token.pk, revoked_at__isnull=True).update(
+            revoked_at=timezone.now(), revoked_by=actor
+        )
+        if revoked:
+            audit_record(
+                action="personal_token.revoke",
+                org=token.org,
+                actor=actor,
+                target=token,
+                detail={"name": token.name, "person": token.user.get_username()},
+            )
+    return bool(revoked)
+
+
+def token_authenticate(plaintext: str, *, now: datetime | None = None) -> PersonalToken | None:
+    """The live token matching `plaintext` (not revoked, not expired, its person's account active), with its
+    last-used time moved; None otherwise. Found by its SHA-256 through the unique index: see `api_key_authenticate`
+    for why that lookup tells a caller nothing by its timing."""
+    if not plaintext.startswith(TOKEN_PREFIX):
+        return None
+    now = now or timezone.now()
+    token = (
+        PersonalToken.objects.select_related("org", "user")
+        .filter(token_hash=_hash_token(plaintext), revoked_at=None)
+        .first()
+    )
+    if token is None or (token.expires_at is not None and token.expires_at <= now) or not token.user.is_active:
+        return None
+    if token.last_used_at is None or now - token.last_used_at >= _LAST_USED_RESOLUTION:
+        PersonalToken.objects.filter(pk=token.pk).update(last_used_at=now)
+        token.last_used_at = now
+    return token
