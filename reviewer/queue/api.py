@@ -9,6 +9,7 @@ refused with a 403 that says so, since a decision names who made it), through th
 (reviewer/queue/services.py), in the token's org and the person's reach there."""
 
 from datetime import datetime
+from typing import Annotated
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.http import HttpRequest
@@ -19,7 +20,7 @@ from ninja.errors import HttpError, ValidationError
 
 from grading.api.errors import AUTH_ERRORS, ConflictOut, ErrorOut, FieldErrorsOut
 from grading.api.keys import caller_reach
-from grading.core.schemas import ConversationId, Identifier, ZonedTime
+from grading.core.schemas import ConversationId, Identifier, Storable, ZonedTime
 from grading.core.weeks import iso_week
 from grading.dashboard.figures import InvalidScope, scope_for
 from grading.models import Conversation, Draft, ItemKind, Review, Route, for_people
@@ -280,6 +281,7 @@ class QueueFiltersIn(Schema):
     criteria: int | None = None  # a criteria version's id
     overdue: bool = False
     mine: bool = False  # only items assigned to you
+    slice: str = ""  # a dimension value, as name=value (release=2.4)
 
 
 def _filters(asked: QueueFiltersIn) -> QueueFilters:
@@ -293,6 +295,7 @@ def _filters(asked: QueueFiltersIn) -> QueueFilters:
             "criteria": asked.criteria or "",
             "overdue": asked.overdue,
             "mine": asked.mine,
+            "slice": asked.slice,
         }
     )
     if not form.is_valid():
@@ -411,7 +414,9 @@ def post_release(request: HttpRequest, review_id: int) -> Status:
 
 
 class DeclineIn(Schema):
-    reason: str  # why you give it back: recorded; claim next passes the item over for you from then on
+    reason: Annotated[
+        str, Storable
+    ]  # why you give it back: recorded; claim next passes the item over for you from then on
 
 
 @router.post(
@@ -432,10 +437,10 @@ def post_decline(request: HttpRequest, review_id: int, payload: DeclineIn) -> St
 
 
 class DecisionIn(Schema):
-    fingerprint: str  # the claim's: what you read
-    outcome: str = ""  # a draft: approve, reject or send_back (reject and send_back need a note)
-    checks: dict[str, str] = {}  # a conversation: an answer to every check of its version, by key
-    note: str = ""  # why; a conversation's decision needs one
+    fingerprint: Annotated[str, Storable]  # the claim's: what you read
+    outcome: Annotated[str, Storable] = ""  # a draft: approve, reject or send_back (reject and send_back need a note)
+    checks: Annotated[dict[str, str], Storable] = {}  # a conversation: an answer to every check of its version, by key
+    note: Annotated[str, Storable] = ""  # why; a conversation's decision needs one
     keep_as_learning: bool = False  # keep the note as an org learning (a decision's, not one answer of several)
 
 

@@ -15,6 +15,7 @@ from grading.models import CriteriaExample, CriteriaTrial, Erasure, ErasureScope
 from grading.reviews.versions import criteria_new_version
 from reviewer.access import EVERY_ROLE
 from reviewer.models import Invitation, Membership, Role
+from reviewer.tokens.services import token_create
 from tests.builders.monitored import monitor
 from tests.builders.people import make_person
 from tests.builders.queue_items import conversation_item, draft_item
@@ -37,7 +38,8 @@ LIMITED = {"drafts_only": ([], True), "other_application": (["elsewhere"], False
 
 @dataclass(frozen=True)
 class Policy:
-    """Who may use a URL: `kind` is public, home, logout, roles, admin, api_public or api_key."""
+    """Who may use a URL: `kind` is public, home, logout, account (a person's own), roles, admin, api_public or
+    api_key."""
 
     kind: str
     methods: tuple[str, ...] = ("GET",)
@@ -116,6 +118,11 @@ PAGES = {
     "orgadmin_webhook": Policy("roles", ("GET", "POST"), ORG_ADMIN),
     "orgadmin_retention": Policy("roles", ("GET", "POST"), ORG_ADMIN),
     "orgadmin_dimensions": Policy("roles", ("GET", "POST"), ORG_ADMIN),
+    "orgadmin_tokens": Policy("roles", ("GET",), ORG_ADMIN),
+    "orgadmin_token_revoke": Policy("roles", ("POST",), ORG_ADMIN),
+    # A person's own tokens: anyone signed in, whatever their roles; another person's token is unknown to them.
+    "account_tokens": Policy("account", ("GET", "POST")),
+    "account_token_revoke": Policy("account", ("POST",)),
     "orgadmin_password_set": Policy("public", ("GET", "POST")),
     "invitation_open": Policy("public"),
     "invitation_accept": Policy("public", ("GET", "POST")),
@@ -149,16 +156,22 @@ SAMPLE_BODIES = {
     "/api/v1/drafts/{draft_id}/assignment": {"pool": "no-such-pool"},
     "/api/v1/conversations/{external_id}/send-to-review": {"reason": "the matrix asks"},
     "/api/v1/drafts/{draft_id}/send-to-review": {"reason": "the matrix asks"},
+    "/api/v1/queue/items/{review_id}/decline": {"reason": "the matrix asks"},
+    "/api/v1/queue/items/{review_id}/decision": {"fingerprint": "not-what-was-read", "outcome": "approve"},
     "/api/v1/conversations/{external_id}/messages": {
         "messages": [{"id": "m-matrix", "parent_id": "m4", "role": "user", "content": "One more question."}]
     },
 }
+# A person's work (reviewer/queue/api.py): an org key is refused with 403, and the matrix sends the operators'
+# personal tokens where it sends the org keys elsewhere.
+PERSONS_WORK = ("/api/v1/queue", "/api/v1/queue/claim-next", "/api/v1/queue/items/")
 # Operations whose answer may be a 5xx by design.
 API_ALSO_FINE = {"/api/v1/health": (503,)}  # no worker answers in this test: "unhealthy" is the truthful answer
 
 # What each URL parameter names, so the matrix can ask for this org's object and another org's.
 PARAMETERS = {
     "pk": "review",
+    "review_id": "review",
     "draft_id": "draft",
     "external_id": "conversation",
     "trial_id": "criteria_trial",
@@ -203,6 +216,8 @@ ROUTE_PARAMETERS = {
     "orgadmin_invitation_send": {"pk": "invitation"},
     "orgadmin_invitation_cancel": {"pk": "invitation_to_cancel"},  # its own: cancelling it takes it away
     "orgadmin_key_revoke": {"pk": "api_key"},
+    "orgadmin_token_revoke": {"pk": "personal_token"},
+    "account_token_revoke": {"pk": "personal_token"},
     "monitor_detail": {"pk": "monitor"},
     "monitor_items": {"pk": "monitor"},
     "monitor_edit": {"pk": "monitor"},
@@ -250,6 +265,9 @@ def matrix_world(org, other_org, people: dict) -> dict:
             check_name="pass_fail", human_verdict="fail", source="decision", fingerprint=review.fingerprint,
             evidence={"title": review.draft.title, "body": review.draft.body}, position=1,
         )  # fmt: skip
+        membership = Membership.objects.create(
+            user=make_person(f"member-{suffix}"), org=owner, role=Role.STAKEHOLDER
+        ).pk
         objects[suffix] = {
             "review": review.pk,
             "criteria_version": version.pk,
@@ -262,9 +280,7 @@ def matrix_world(org, other_org, people: dict) -> dict:
             "conversation": conversation_review.conversation.external_id,
             "admin": "1",
             "admin_app": "auth",
-            "membership": Membership.objects.create(
-                user=make_person(f"member-{suffix}"), org=owner, role=Role.STAKEHOLDER
-            ).pk,
+            "membership": membership,
             "membership_to_revoke": Membership.objects.create(
                 user=make_person(f"leaver-{suffix}"), org=owner, role=Role.STAKEHOLDER
             ).pk,
@@ -275,6 +291,10 @@ def matrix_world(org, other_org, people: dict) -> dict:
                 org=owner, email=f"not-after-all-{suffix}@example.com", role="operator"
             ).pk,
             "api_key": api_key_create(org=owner, name=f"matrix-{suffix}").api_key.pk,
+            # A member's token (no persona's own): an org admin of its org revokes it, nobody else knows it.
+            "personal_token": token_create(
+                user=Membership.objects.get(pk=membership).user, org=owner, name=f"matrix-{suffix}"
+            ).token.pk,
             "password_link_user": "MA",
             "password_link_token": "no-such-token",
             "monitor": monitor(owner, "matrix", application="billing").pk,

@@ -41,6 +41,7 @@ from tests.builders.page_matrix import (
     PAGES,
     PARAMETERS,
     PERSONAS,
+    PERSONS_WORK,
     SAMPLE_BODIES,
     UNOWNED,
     Policy,
@@ -50,6 +51,7 @@ from tests.builders.page_matrix import (
     path_for,
     url_routes,
 )
+from tests.builders.tokens import token_of
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -140,6 +142,17 @@ def _page_expectation(policy: Policy, method: str, user, object_org, has_object:
             if response.status_code == 405:
                 return method not in policy.methods
             return response.status_code == 302 and response["Location"].startswith("/login/")
+
+        return check
+    if policy.kind == "account":
+
+        def check(response) -> bool:
+            """a person's own page: theirs whatever their roles; another person's token does not exist for them"""
+            if method not in policy.methods:
+                return response.status_code == 405
+            if has_object:
+                return response.status_code == 404
+            return response.status_code not in (401, 403, 404, 405) and response.status_code < 500
 
         return check
     if policy.kind in ("home", "logout"):
@@ -237,8 +250,11 @@ def test_every_api_operation_answers_each_credential_as_its_policy_says_for_both
     other_key = api_key_create(org=other_org, name="theirs").plaintext
     revoked = api_key_create(org=org, name="old")
     api_key_revoke(api_key=revoked.api_key)
+    tokens = {"own": token_of(world["people"]["operator"], org), "other": token_of(
+        world["people"]["other_org_operator"], other_org)}  # fmt: skip
     failures = []
     for path, method, operation in api_operations(client):
+        persons_work = path in PERSONS_WORK or path.startswith(PERSONS_WORK[-1])
         parameters = re.findall(r"\{(\w+)\}", path)
         unknown = [name for name in parameters if name not in PARAMETERS]
         assert not unknown, f"{path}: the matrix has no sample for {unknown}; add what it names to PARAMETERS"
@@ -253,15 +269,15 @@ def test_every_api_operation_answers_each_credential_as_its_policy_says_for_both
                 "no key": None,
                 "a session and no key": None,
                 "a revoked key": revoked.plaintext,
-                "this org's key": own_key,
-                "another org's key": other_key,
+                "this org's key": tokens["own"] if persons_work else own_key,
+                "another org's key": tokens["other"] if persons_work else other_key,
             }
             for credential, key in bearer.items():
                 caller = world["client_as"]("operator") if credential == "a session and no key" else Client()
                 headers = {"HTTP_AUTHORIZATION": f"Bearer {key}"} if key else {}
                 sent = body if method in ("POST", "PUT") else ""
                 response = caller.generic(method, concrete, sent, content_type="application/json", **headers)
-                owner = "own" if credential == "this org's key" else "other" if key == other_key else None
+                owner = {"this org's key": "own", "another org's key": "other"}.get(credential)
                 status = response.status_code
                 if owner is None:
                     ok = status == 401
@@ -271,6 +287,12 @@ def test_every_api_operation_answers_each_credential_as_its_policy_says_for_both
                     ok = status not in (401, 403, 404, 405) and (status < 500 or status in API_ALSO_FINE.get(path, ()))
                 if not ok:
                     failures.append(f"{method} {concrete} with {credential}: {status}")
+            if persons_work:  # an org key cannot do a person's work
+                headers = {"HTTP_AUTHORIZATION": f"Bearer {own_key}"}
+                sent = body if method in ("POST", "PUT") else ""
+                response = Client().generic(method, concrete, sent, content_type="application/json", **headers)
+                if (status := response.status_code) != 403:
+                    failures.append(f"{method} {concrete} with the org's key: {status}")
     assert failures == [], "\n".join(failures)
 
 

@@ -236,6 +236,8 @@ def _pages(world: BlindWorld) -> dict[str, list[tuple[str, dict]]]:
         "orgadmin_webhook": [(reverse("orgadmin_webhook"), {})],
         "orgadmin_retention": [(reverse("orgadmin_retention"), {})],
         "orgadmin_dimensions": [(reverse("orgadmin_dimensions"), {})],
+        "orgadmin_tokens": [(reverse("orgadmin_tokens"), {})],
+        "account_tokens": [(reverse("account_tokens"), {})],
         "erasure": [(reverse("erasure"), {})],
         "monitors": [(reverse("monitors"), {})],
         "monitor_new": [(reverse("monitor_new"), {})],
@@ -256,7 +258,9 @@ def _get(client: Client, url: str, options: dict):
 
 def test_the_walk_every_page_partial_and_export_shows_nothing_blind_review_hides(client, world):
     pages = _pages(world)
-    signed_in_pages = {name for name, policy in PAGES.items() if "GET" in policy.methods and policy.kind == "roles"}
+    signed_in_pages = {
+        name for name, policy in PAGES.items() if "GET" in policy.methods and policy.kind in ("roles", "account")
+    }
     assert signed_in_pages <= set(pages), f"pages the walk does not open: {sorted(signed_in_pages - set(pages))}"
     assert {route.name for route in url_routes()} >= set(pages)
 
