@@ -54,6 +54,14 @@ from grading.models.reviews import (
     for_people,
     state_now,
 )
+from grading.models.sets import (
+    RegressionItem,
+    RegressionRun,
+    RegressionRunItem,
+    RegressionSet,
+    RunState,
+    SetSource,
+)
 from grading.models.runs import (
     GradingRun,
     Rollup,
@@ -99,10 +107,16 @@ __all__ = [
     "PendingCall",
     "PendingEvent",
     "RetentionPolicy",
+    "RegressionItem",
+    "RegressionRun",
+    "RegressionRunItem",
+    "RegressionSet",
     "Review",
     "ReviewQuerySet",
     "ReviewState",
     "Rollup",
+    "RunState",
+    "SetSource",
     "RollupRebuild",
     "Route",
     "ServiceTarget",
