@@ -54,6 +54,11 @@ from grading.models.reviews import (
     for_people,
     state_now,
 )
+from grading.models.runs import (
+    GradingRun,
+    Rollup,
+    RollupRebuild,
+)
 from grading.models.sets import (
     RegressionItem,
     RegressionRun,
@@ -61,11 +66,6 @@ from grading.models.sets import (
     RegressionSet,
     RunState,
     SetSource,
-)
-from grading.models.runs import (
-    GradingRun,
-    Rollup,
-    RollupRebuild,
 )
 
 __all__ = [

@@ -4,13 +4,15 @@ Which items: those a filter selects (an application, a range of ISO weeks of the
 metadata) or those named by external id. Where their expected answers come from, one source per set:
 
 - `decisions`: the item's decision on its present evidence (grading/reviews/human.py, the trials' reading): each
-  check's answer, and the whole item's verdict from the outcome (approved passes; rejected or sent back fails).
+  check's answer, and the whole item's verdict from the outcome (a draft approved passes, rejected or sent back
+  fails; a conversation's outcome is its answers summarised as a route would be).
 - `labels`: the answer every label of a check gives on the present evidence (labels split on a check give none),
   and the whole item's verdict from a `pass_fail` label when there is one.
 - `corrections`: what a person said the item should have been. A corrected draft approved: its present body (the
   corrected revision), expected to pass. An expected reply: the active path up to the corrected message with the
   reply in the agent's place, expected to pass as a whole; it says nothing of each check, so it expects none.
-  A correction whose evidence the item has moved on from speaks for nothing the item holds, and is skipped.
+  A correction whose evidence the item has moved on from speaks for nothing the item holds, and is skipped; so is
+  one of an item still waiting for people, as the corrections' export leaves it out.
 
 An item with no expected answer from the source is skipped and counted (`RegressionSet.skipped`). What is copied
 is the evidence the expected answer was given on, frozen: a later edit of the item changes nothing in the set.
@@ -37,6 +39,7 @@ from grading.models import (
     Org,
     RegressionItem,
     RegressionSet,
+    Review,
     SetSource,
 )
 from grading.models.audit import audit_record
@@ -182,7 +185,7 @@ def _copies(
         checks = {check: answer for check, answer in verdict.checks.items() if check != PASS_FAIL}
         whole = verdict.checks.get(PASS_FAIL, "")
         if verdict.review_id in outcomes:
-            whole = "pass" if outcomes[verdict.review_id] == Decision.Outcome.APPROVE else "fail"
+            whole = _whole(kind, outcomes[verdict.review_id])
         evidence, print_ = _evidence(item)
         if print_ != verdict.fingerprint:  # the item moved on between the two reads: its verdict is on other evidence
             continue
@@ -190,10 +193,22 @@ def _copies(
     return copies
 
 
+def _whole(kind: str, outcome: str) -> str:
+    """A decision's verdict on the whole item: a draft approved passes (rejected or sent back fails); a conversation's
+    outcome is its checks' answers summarised as a route (pass, fail or unknown)."""
+    if kind == ItemKind.DRAFT:
+        return "pass" if outcome == Decision.Outcome.APPROVE else "fail"
+    return outcome
+
+
 def _corrected(kind: str, items: list[Conversation | Draft]) -> list[tuple[Conversation | Draft, Expected]]:
     wanted = Correction.State.APPROVED if kind == ItemKind.DRAFT else Correction.State.KEPT
+    ids = [item.pk for item in items]
+    # As the corrections' export reads them (grading/dashboard/corrections.py): not while the item waits for people,
+    # whose answer it is not yet (and whom blind review keeps from it).
+    waiting = Review.objects.waiting().filter(id_in(f"{kind}_id", ids)).values(kind)
     latest: dict[int, Correction] = {}
-    corrections = Correction.objects.filter(id_in(f"{kind}_id", [item.pk for item in items]), state=wanted)
+    corrections = Correction.objects.filter(id_in(f"{kind}_id", ids), state=wanted).exclude(**{f"{kind}__in": waiting})
     for correction in corrections.order_by("created_at", "pk"):
         latest[getattr(correction, f"{kind}_id")] = correction
     copies = []
