@@ -25,7 +25,7 @@ from grading.core.weeks import week_named
 from grading.models import CriteriaVersion, ItemKind, RegressionRun, RegressionSet, SetSource
 from grading.models.audit import audit_record
 from grading.reviews.spend import SpendCapPassed
-from grading.sets.build import MAX_ITEMS, NAME_PATTERN, SetFilter, SetRefused, set_build
+from grading.sets.build import MAX_ITEMS, NAME_PATTERN, SetFilter, SetRefused, built_from, set_build
 from grading.sets.runs import run_json, set_run_start
 
 router = Router(tags=["sets"])
@@ -138,6 +138,10 @@ def _set_out(regression_set: RegressionSet) -> dict:
     }
 
 
+def _built_from(payload: SetIn, item_filter: SetFilter | None) -> dict:
+    return built_from(SetSource(payload.source), item_filter, payload.ids)
+
+
 def _week(field: str, text: str | None):
     if text is None:
         return None
@@ -147,9 +151,13 @@ def _week(field: str, text: str | None):
         raise _refused(f"filter.{field}", str(exc)) from None
 
 
-@router.post("/sets", response={201: SetDetailOut}, summary="Build a regression set from a filter or from ids")
+@router.post(
+    "/sets", response={201: SetDetailOut, 200: SetDetailOut}, summary="Build a regression set from a filter or from ids"
+)
 def post_set(request: HttpRequest, payload: SetIn) -> Status[SetDetailOut]:
-    """Copies the items with their expected answers from `source`; an item with none is skipped and counted."""
+    """Copies the items with their expected answers from `source`; an item with none is skipped and counted. Asking
+    again for a set the org already has under that name, of the same kind and built the same way, answers it as it
+    is (200), so a retried request builds nothing twice; another set under a taken name is refused."""
     item_filter = None
     if payload.filter is not None:
         item_filter = SetFilter(
@@ -158,6 +166,11 @@ def post_set(request: HttpRequest, payload: SetIn) -> Status[SetDetailOut]:
             until=_week("until", payload.filter.until),
             dimensions=payload.filter.dimensions,
         )
+    same = RegressionSet.objects.filter(
+        org=request.auth.org, name=payload.name, kind=payload.kind, built_from=_built_from(payload, item_filter)
+    ).first()
+    if same is not None:
+        return Status(200, _set_detail(same))
     try:
         regression_set = set_build(
             org=request.auth.org,
@@ -179,7 +192,7 @@ def get_sets(request: HttpRequest) -> list[dict]:
 
 
 @router.get("/sets/{name}", response=SetDetailOut, summary="A regression set: its items and counts")
-def get_set(request: HttpRequest, name: str) -> dict:
+def get_set(request: HttpRequest, name: SetName) -> dict:
     return _set_detail(_set_of(request, name))
 
 
@@ -191,9 +204,12 @@ def _set_detail(regression_set: RegressionSet) -> dict:
 
 
 @router.delete("/sets/{name}", response={204: None}, summary="Delete a regression set and its runs")
-def delete_set(request: HttpRequest, name: str) -> Status[None]:
+def delete_set(request: HttpRequest, name: SetName) -> Status[None]:
+    """Deleting a set the org does not have (already deleted) answers 204 too: a retried delete is not an error."""
     with transaction.atomic():
-        regression_set = _set_of(request, name)
+        regression_set = RegressionSet.objects.filter(org=request.auth.org, name=name).first()
+        if regression_set is None:
+            return Status(204, None)
         audit_record(
             action="set.delete",
             org=request.auth.org,
@@ -206,7 +222,7 @@ def delete_set(request: HttpRequest, name: str) -> Status[None]:
 
 
 @router.post("/sets/{name}/runs", response={202: RunOut}, summary="Run a criteria version over a regression set")
-def post_run(request: HttpRequest, name: str, payload: RunIn) -> Status[RunOut]:
+def post_run(request: HttpRequest, name: SetName, payload: RunIn) -> Status[RunOut]:
     """Accepted at once; the judge workers grade the items. `GET /sets/{name}/runs/{id}` reads it, running or done."""
     regression_set = _set_of(request, name)
     version = CriteriaVersion.objects.filter(
@@ -226,7 +242,7 @@ def post_run(request: HttpRequest, name: str, payload: RunIn) -> Status[RunOut]:
 
 
 @router.get("/sets/{name}/runs/{run_id}", response=RunOut, summary="A run of a regression set: state and figures")
-def get_run(request: HttpRequest, name: str, run_id: int) -> dict:
+def get_run(request: HttpRequest, name: SetName, run_id: int) -> dict:
     regression_set = _set_of(request, name)
     run = (
         RegressionRun.objects.filter(regression_set=regression_set, pk=run_id)

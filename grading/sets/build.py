@@ -95,14 +95,14 @@ def set_build(
     taken, the items are more than MAX_ITEMS or an id names no item of the org."""
     items = _items(org, kind, item_filter, external_ids)
     copies = _copies(org, kind, source, items)
-    built_from = {"source": source, **_described(item_filter, external_ids)}
+    described = built_from(source, item_filter, external_ids)
     try:
         with transaction.atomic():
             regression_set = RegressionSet.objects.create(
                 org=org,
                 name=name,
                 kind=kind,
-                built_from=built_from,
+                built_from=described,
                 skipped=len(items) - len(copies),
                 created_by=actor if actor is not None and actor.is_authenticated else None,
                 created_by_key=api_key,
@@ -130,7 +130,7 @@ def set_build(
                 actor=actor,
                 api_key=api_key,
                 target=regression_set,
-                detail={"name": name, "items": len(copies), "skipped": regression_set.skipped, **built_from},
+                detail={"name": name, "items": len(copies), "skipped": regression_set.skipped, **described},
             )
     except IntegrityError as exc:  # regression_set_name_once: another build took the name first
         raise SetRefused("name", f"the org already has a set named {name!r}") from exc
@@ -255,11 +255,13 @@ def _message_json(message: EvidenceMessage) -> dict:
     return as_json
 
 
-def _described(item_filter: SetFilter | None, external_ids: Sequence[str] | None) -> dict:
+def built_from(source: str, item_filter: SetFilter | None, external_ids: Sequence[str] | None) -> dict:
+    """How a set is built, as it keeps it (`RegressionSet.built_from`): its source, and its ids or its filter."""
     if external_ids is not None:
-        return {"ids": list(dict.fromkeys(external_ids))}
+        return {"source": source, "ids": list(dict.fromkeys(external_ids))}
     item_filter = item_filter or SetFilter()
     return {
+        "source": source,
         "application": item_filter.application,
         "since": item_filter.since.isoformat() if item_filter.since else None,
         "until": item_filter.until.isoformat() if item_filter.until else None,
