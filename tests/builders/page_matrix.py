@@ -81,6 +81,7 @@ PAGES = {
     "criteria_new": Policy("roles", ("POST",), CRITERIA_ADMIN),
     "criteria_diff": Policy("roles", roles=CRITERIA_ADMIN),
     "criteria_spend": Policy("roles", ("GET", "POST"), CRITERIA_ADMIN),
+    "criteria_sets": Policy("roles", ("GET",), CRITERIA_ADMIN),
     "criteria_version": Policy("roles", ("GET", "POST"), CRITERIA_ADMIN),
     "criteria_certify_target": Policy("roles", ("POST",), CRITERIA_ADMIN),
     "criteria_preview": Policy("roles", roles=CRITERIA_ADMIN),
