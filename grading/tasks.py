@@ -28,6 +28,7 @@ from grading.otlp.pending import pending_expire
 from grading.passes import planner
 from grading.reviews import inflight
 from grading.reviews.rollups import orgs_with_items, rollups_rebuild
+from grading.sets.runs import set_run_batch
 
 logger = logging.getLogger(__name__)
 
@@ -108,6 +109,11 @@ def certificates_refresh(org_id: int | None = None) -> int:
 def grade_criteria_trial_item(trial_id: int, index: int) -> int | None:
     review = trial_item_grade(trial_id=trial_id, index=index)
     return review.pk if review else None
+
+
+@shared_task(name=enqueue.GRADE_SET_RUN, **_GRADING_RETRIES)
+def grade_set_run_items(run_id: int, item_ids: list[int]) -> int:
+    return set_run_batch(run_id=run_id, item_ids=item_ids)
 
 
 @shared_task(name=enqueue.ERASURE_RUN, **_GRADING_RETRIES)

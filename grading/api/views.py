@@ -20,6 +20,7 @@ from grading.api.corrections import router as corrections_router
 from grading.api.erasures import router as erasures_router
 from grading.api.expected_replies import ExpectedReplyOut, expected_replies_out
 from grading.api.keys import Caller, caller_authenticate, caller_reach
+from grading.api.sets import router as sets_router
 from grading.certify.reads import certification_json
 from grading.checks.rules import rules_as_text
 from grading.conversations.ingest import ConversationWrite, conversation_append, conversation_upsert, feedback_record
@@ -74,6 +75,7 @@ api.add_router("/otlp", otlp_router)
 api.add_router("/", audit_router)
 api.add_router("/", erasures_router)
 api.add_router("/", corrections_router)
+api.add_router("/", sets_router)
 
 
 class WhoAmI(Schema):

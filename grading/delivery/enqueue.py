@@ -29,6 +29,7 @@ logger = logging.getLogger(__name__)
 GRADE_CONVERSATION = "grading.tasks.grade_conversation"
 GRADE_DRAFT = "grading.tasks.grade_draft"
 GRADE_CRITERIA_TRIAL = "grading.tasks.grade_criteria_trial_item"  # on the judge queue, as grade_* are
+GRADE_SET_RUN = "grading.tasks.grade_set_run_items"  # on the judge queue, as grade_* are
 GRADING_PASS = "grading.tasks.grading_pass"  # noqa: S105 - a task name
 GRADING_RECOVER = "grading.tasks.grading_recover"
 DELIVER_WEBHOOK = "grading.tasks.deliver_webhook"
@@ -121,6 +122,12 @@ def grading_pass_now() -> None:
 def criteria_trial(*, trial_id: int, items: int) -> None:
     for index in range(items):
         _send(GRADE_CRITERIA_TRIAL, trial_id, index)
+
+
+def set_run(*, run_id: int, batches: list[list[int]]) -> None:
+    """A regression set's run, one task per batch of its items (grading/sets/runs.py)."""
+    for item_ids in batches:
+        _send(GRADE_SET_RUN, run_id, item_ids)
 
 
 # What a draft's pipeline is told by webhook (grading/drafts/webhooks.py), its X-Tollgate-Event: the machine's verdict,

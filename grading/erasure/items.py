@@ -7,7 +7,8 @@ on a review (decisions, people's answers, webhook deliveries and evaluation expo
 assignments and notices, which the ORM's cascade takes: grading names no table of theirs), labels, the org learnings
 drawn from its decisions (with their embeddings) and their text wherever another draft's review quoted them, the worked
 examples quoting it (a published version's too: the judge stops reading them), its corrections (a corrected body or an
-expected reply: they hold its text), and its place in criteria trials.
+expected reply: they hold its text), its place in criteria trials, and its copies in regression sets with what their
+runs said of them (grading/sets/erasure.py: a copy of erased text is still the text).
 
 What stays: content-free tombstones. The erasure row counts what went; one audit event `item.erase` per item names
 it by id with counts only, and who asked (the person or the API key; the retention pass asks as the machine, and
@@ -49,6 +50,7 @@ from grading.models import (
 from grading.models.audit import audit_event
 from grading.models.otlp import PendingCall, SpanLink
 from grading.reviews.rollups import erased_cell, rollups_erasing
+from grading.sets.erasure import set_copies_erase
 
 # Audit details known to hold no content: ids, verdicts, times, names of people and pools. Everything else in an
 # erased item's earlier events (a decline's reason, a replaced answer's note, whatever a later event adds) is dropped.
@@ -102,6 +104,8 @@ def items_erase(
     _quotes_erase(org, learnings, batch)
     _examples_erase(org, kind, items, batch)
     _trials_rewrite(trial_ids, set(batch.items), set(review_ids))
+    # Named like `_deleted`'s counts: the erasure's report says how many copies in sets went.
+    batch.counts["regressionitem"] += set_copies_erase(org_id=org.pk, kind=kind, item_ids=batch.items)
     batch.counts.update(_deleted(MemoryItem.objects.filter(pk__in=learnings)))
     # Named rather than left to the reviews' cascade: they hold the item's text and the person's.
     batch.counts.update(_deleted(Correction.objects.filter(**{f"{subject}__in": batch.items})))

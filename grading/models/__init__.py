@@ -59,6 +59,14 @@ from grading.models.runs import (
     Rollup,
     RollupRebuild,
 )
+from grading.models.sets import (
+    RegressionItem,
+    RegressionRun,
+    RegressionRunItem,
+    RegressionSet,
+    RunState,
+    SetSource,
+)
 
 __all__ = [
     "Certificate",
@@ -99,10 +107,16 @@ __all__ = [
     "PendingCall",
     "PendingEvent",
     "RetentionPolicy",
+    "RegressionItem",
+    "RegressionRun",
+    "RegressionRunItem",
+    "RegressionSet",
     "Review",
     "ReviewQuerySet",
     "ReviewState",
     "Rollup",
+    "RunState",
+    "SetSource",
     "RollupRebuild",
     "Route",
     "ServiceTarget",

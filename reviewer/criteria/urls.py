@@ -1,12 +1,13 @@
 from django.urls import path
 
-from reviewer.criteria.views import certify, examples, spend, versions
+from reviewer.criteria.views import certify, examples, sets, spend, versions
 
 urlpatterns = [
     path("", versions.criteria, name="criteria"),
     path("new/", versions.criteria_new, name="criteria_new"),
     path("diff/", versions.criteria_diff_view, name="criteria_diff"),
     path("spend/", spend.criteria_spend, name="criteria_spend"),
+    path("sets/", sets.criteria_sets, name="criteria_sets"),
     path("<int:pk>/", versions.criteria_version, name="criteria_version"),
     path("<int:pk>/preview/", versions.criteria_preview_view, name="criteria_preview"),
     path("<int:pk>/trial/", versions.criteria_trial, name="criteria_trial"),

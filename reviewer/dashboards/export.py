@@ -1,10 +1,10 @@
 """The export of reviews: each with its whole score identity, the dimension values it was filed under (`slice`), its
 state, the decision and who made it, every label about the evidence it read (each labeller's verdict per check) and
-the answers of the people the queue asked to decide it, the judge's confidence in each answer and the certificate it was routed under (so the quality
-rate's interval, grading/dashboard/certified.py, can be worked out from the export too); filtered like the page, as
-blind review lets the reader see them (`export_rows`). Streamed as CSV or JSONL from a server-side cursor, so a
-million reviews cost the memory of one chunk. The CSV is written by `grading.core.spreadsheets`, safe to open in a
-spreadsheet."""
+the answers of the people the queue asked to decide it, the judge's confidence in each answer and the certificate it
+was routed under (so the quality rate's interval, grading/dashboard/certified.py, can be worked out from the export
+too); filtered like the page, as blind review lets the reader see them (`export_rows`). Streamed as CSV or JSONL from
+a server-side cursor, so a million reviews cost the memory of one chunk. The CSV is written by
+`grading.core.spreadsheets`, safe to open in a spreadsheet."""
 
 from __future__ import annotations
 

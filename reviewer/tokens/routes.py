@@ -32,6 +32,12 @@ PERSON_ROUTES: dict[str, frozenset[Role]] = {
     "DELETE /api/v1/drafts/{draft_id}/assignment": frozenset({Role.LEAD}),
     "POST /api/v1/conversations/{external_id}/send-to-review": frozenset(SENDER_ROLES),
     "POST /api/v1/drafts/{draft_id}/send-to-review": frozenset(SENDER_ROLES),
+    # Regression sets: a criteria admin's, as on the sets page (which shows no item's expected answers either).
+    "POST /api/v1/sets": frozenset({Role.CRITERIA_ADMIN}),
+    "GET /api/v1/sets": frozenset({Role.CRITERIA_ADMIN}),
+    "DELETE /api/v1/sets/{name}": frozenset({Role.CRITERIA_ADMIN}),
+    "POST /api/v1/sets/{name}/runs": frozenset({Role.CRITERIA_ADMIN}),
+    "GET /api/v1/sets/{name}/runs/{run_id}": frozenset({Role.CRITERIA_ADMIN}),
     # The queue: a person's work, which an org key cannot do (reviewer/queue/api.py).
     "GET /api/v1/queue": QUEUE,
     "POST /api/v1/queue/claim-next": QUEUE,
@@ -60,6 +66,8 @@ ORG_KEY_ONLY: dict[str, str] = {
     "POST /api/v1/labels": "not yet for a person: labels are recorded under the key that sent them (source, audit)",
     "POST /api/v1/erasures": "not yet for a person: an erasure is recorded under the key that asked for it",
     "GET /api/v1/erasures/{erasure_id}": "not yet for a person: with the erasures it reads",
+    "GET /api/v1/sets/{name}": "not yet for a person: it lists each item's expected answers, people's verdicts that "
+    "blind review keeps from other people while places are open",
     "GET /api/v1/corrections": "not yet for a person: the export reads the whole org, not a person's reach",
     "GET /api/v1/corrections/figures": "not yet for a person: the figures read the whole org, not a person's reach",
 }

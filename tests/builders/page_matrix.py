@@ -12,7 +12,9 @@ from django.utils import timezone
 
 from grading.api.keys import api_key_create
 from grading.models import CriteriaExample, CriteriaTrial, Erasure, ErasureScope, ItemKind
-from grading.reviews.versions import criteria_new_version
+from grading.reviews.versions import criteria_active, criteria_new_version
+from grading.sets.build import set_build
+from grading.sets.runs import set_run_start
 from reviewer.access import EVERY_ROLE
 from reviewer.models import Invitation, Membership, Role
 from reviewer.tokens.services import token_create
@@ -83,6 +85,7 @@ PAGES = {
     "criteria_new": Policy("roles", ("POST",), CRITERIA_ADMIN),
     "criteria_diff": Policy("roles", roles=CRITERIA_ADMIN),
     "criteria_spend": Policy("roles", ("GET", "POST"), CRITERIA_ADMIN),
+    "criteria_sets": Policy("roles", ("GET",), CRITERIA_ADMIN),
     "criteria_version": Policy("roles", ("GET", "POST"), CRITERIA_ADMIN),
     "criteria_certify_target": Policy("roles", ("POST",), CRITERIA_ADMIN),
     "criteria_preview": Policy("roles", roles=CRITERIA_ADMIN),
@@ -157,6 +160,7 @@ SAMPLE_BODIES = {
     "/api/v1/conversations/{external_id}/send-to-review": {"reason": "the matrix asks"},
     "/api/v1/drafts/{draft_id}/send-to-review": {"reason": "the matrix asks"},
     "/api/v1/queue/items/{review_id}/decline": {"reason": "the matrix asks"},
+    "/api/v1/sets/{name}/runs": {"version": 999999},
     "/api/v1/queue/items/{review_id}/decision": {"fingerprint": "not-what-was-read", "outcome": "approve"},
     "/api/v1/conversations/{external_id}/messages": {
         "messages": [{"id": "m-matrix", "parent_id": "m4", "role": "user", "content": "One more question."}]
@@ -165,6 +169,9 @@ SAMPLE_BODIES = {
 # A person's work (reviewer/queue/api.py): an org key is refused with 403, and the matrix sends the operators'
 # personal tokens where it sends the org keys elsewhere.
 PERSONS_WORK = ("/api/v1/queue", "/api/v1/queue/claim-next", "/api/v1/queue/items/")
+# Deletes that answer 204 for what the org does not have, as for a retried delete: another org's object is as
+# absent to the key as a deleted one (its owner keeps it).
+IDEMPOTENT_DELETES = {"/api/v1/sets/{name}"}
 # Operations whose answer may be a 5xx by design.
 API_ALSO_FINE = {"/api/v1/health": (503,)}  # no worker answers in this test: "unhealthy" is the truthful answer
 
@@ -172,6 +179,8 @@ API_ALSO_FINE = {"/api/v1/health": (503,)}  # no worker answers in this test: "u
 PARAMETERS = {
     "pk": "review",
     "review_id": "review",
+    "name": "regression_set",
+    "run_id": "regression_run",
     "draft_id": "draft",
     "external_id": "conversation",
     "trial_id": "criteria_trial",
@@ -268,6 +277,9 @@ def matrix_world(org, other_org, people: dict) -> dict:
         membership = Membership.objects.create(
             user=make_person(f"member-{suffix}"), org=owner, role=Role.STAKEHOLDER
         ).pk
+        regression_set = set_build(
+            org=owner, name=f"set-{suffix}", kind="conversation", source="decisions", external_ids=[f"cv-{suffix}"]
+        )
         objects[suffix] = {
             "review": review.pk,
             "criteria_version": version.pk,
@@ -298,6 +310,10 @@ def matrix_world(org, other_org, people: dict) -> dict:
             "password_link_user": "MA",
             "password_link_token": "no-such-token",
             "monitor": monitor(owner, "matrix", application="billing").pk,
+            "regression_set": regression_set.name,
+            "regression_run": set_run_start(
+                regression_set=regression_set, version=criteria_active(org=owner, kind=ItemKind.CONVERSATION)
+            ).pk,
             "erasure": Erasure.objects.create(
                 org=owner, scope=ErasureScope.DRAFT, kind=ItemKind.DRAFT, target="gone", requested_at=timezone.now()
             ).pk,

@@ -49,6 +49,7 @@ PACKAGES: list[tuple[str, str]] = [
     ("grading.drafts", "drafts taken in, graded by the gate, their pipelines told"),
     ("grading.dashboard", "the dashboard's figures, re-grade progress, labels, the audit sample"),
     ("grading.criteria", "what a criteria version would change, trials, trials scored against people"),
+    ("grading.sets", "regression sets: frozen items with expected answers, and runs of a version over them"),
     ("grading.erasure", "erasure and retention in batches"),
     ("grading.monitors", "monitors: a figure over a window against levels, evaluated, its changes told"),
     ("grading.otlp", "OpenTelemetry in: the receiver, and the otlp app's migrations"),

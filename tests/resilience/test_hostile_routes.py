@@ -28,7 +28,9 @@ from hypothesis import strategies as st
 from grading.api.keys import api_key_create
 from grading.api.views import api
 from grading.models import CriteriaTrial, Erasure, ErasureScope, ItemKind, Org, Review
-from grading.reviews.versions import criteria_new_version
+from grading.reviews.versions import criteria_active, criteria_new_version
+from grading.sets.build import set_build
+from grading.sets.runs import set_run_start
 from reviewer.models import Claim, Pool, Role
 from reviewer.queue.services import claim_take
 from tests.builders.api_calls import database_snapshot
@@ -145,6 +147,14 @@ WORKING = {
         }
     },  # fmt: skip
     ("GET", "/api/v1/corrections/figures"): {"query": {"from": "2026-W40", "application": "billing"}},
+    ("POST", "/api/v1/sets"): {
+        "body": {"name": "refunds", "kind": "conversation", "source": "decisions", "ids": ["cv-1"]}
+    },
+    ("GET", "/api/v1/sets"): {},
+    ("GET", "/api/v1/sets/{name}"): {},
+    ("DELETE", "/api/v1/sets/{name}"): {},
+    ("POST", "/api/v1/sets/{name}/runs"): {"body": {"version": 1, "min_agreement": 0.9}},
+    ("GET", "/api/v1/sets/{name}/runs/{run_id}"): {},
     ("GET", "/api/v1/dashboard/compare"): {
         "query": {"dimension": "release", "a": "2.3", "b": "2.4", "application": "billing", "kind": "conversation"}
     },
@@ -291,7 +301,8 @@ class World:
     org: Org
     ann: AbstractBaseUser  # an operator, whose token does a person's work
     tokens: dict  # persona -> a personal token
-    given_back: set = dataclass_field(default_factory=set)  # items ann held and decided or gave back: requests naming them
+    # Items ann held and then decided or gave back: a request naming one is sent to the item she holds now.
+    given_back: set = dataclass_field(default_factory=set)
 
     def working(self, method: str, path: str) -> Request:
         request = WORKING[(method, path)]
@@ -348,7 +359,7 @@ class World:
 @pytest.fixture
 def world(org, client) -> World:
     """An org's key and what its routes find: a conversation and a draft waiting, ann (an operator) and the billing
-    pool, a criteria trial and an erasure."""
+    pool, a criteria trial, an erasure, a regression set with a run, and a draft ann holds."""
     ann = make_person("ann", org, Role.OPERATOR)
     org.dimensions = ["release"]  # the comparison's dimension
     org.save(update_fields=["dimensions"])
@@ -362,9 +373,12 @@ def world(org, client) -> World:
     erasure = Erasure.objects.create(
         org=org, scope=ErasureScope.DRAFT, kind=ItemKind.DRAFT, target="gone", requested_at=timezone.now()
     )
+    regression_set = set_build(org=org, name="refunds", kind="conversation", source="decisions", external_ids=["cv-1"])
+    run = set_run_start(regression_set=regression_set, version=criteria_active(org=org, kind=ItemKind.CONVERSATION))
     held = draft_item(org, "d-held")
     ids = {"external_id": conversation.external_id, "draft_id": draft.pk, "trial_id": trial.pk,
-           "erasure_id": erasure.pk, "section": "quality", "kind": "conversation", "review_id": held.pk}  # fmt: skip
+           "erasure_id": erasure.pk, "section": "quality", "kind": "conversation", "name": regression_set.name,
+           "run_id": run.pk, "review_id": held.pk}  # fmt: skip
     tokens = {"ann": token_of(ann, org)}
     return World(client, api_key_create(org=org, name="hostile").plaintext, ids, org, ann, tokens)
 

@@ -37,6 +37,7 @@ from reviewer.models import Membership, Role
 from tests.builders.page_matrix import (
     API_ALSO_FINE,
     API_PUBLIC,
+    IDEMPOTENT_DELETES,
     LIMITED,
     PAGES,
     PARAMETERS,
@@ -253,7 +254,8 @@ def test_every_api_operation_answers_each_credential_as_its_policy_says_for_both
     tokens = {"own": token_of(world["people"]["operator"], org), "other": token_of(
         world["people"]["other_org_operator"], other_org)}  # fmt: skip
     failures = []
-    for path, method, operation in api_operations(client):
+    # Deletes last: a delete with this org's key takes the object the other operations name.
+    for path, method, operation in sorted(api_operations(client), key=lambda operation: operation[1] == "DELETE"):
         persons_work = path in PERSONS_WORK or path.startswith(PERSONS_WORK[-1])
         parameters = re.findall(r"\{(\w+)\}", path)
         unknown = [name for name in parameters if name not in PARAMETERS]
@@ -282,7 +284,7 @@ def test_every_api_operation_answers_each_credential_as_its_policy_says_for_both
                 if owner is None:
                     ok = status == 401
                 elif owned and owner != suffix:
-                    ok = status == 404
+                    ok = status == (204 if method == "DELETE" and path in IDEMPOTENT_DELETES else 404)
                 else:
                     ok = status not in (401, 403, 404, 405) and (status < 500 or status in API_ALSO_FINE.get(path, ()))
                 if not ok:

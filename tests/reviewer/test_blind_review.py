@@ -204,6 +204,7 @@ def _pages(world: BlindWorld) -> dict[str, list[tuple[str, dict]]]:
         "criteria": [(reverse("criteria"), {})],
         "criteria_diff": [(reverse("criteria_diff"), {"data": {"old": version.pk, "new": version.pk}})],
         "criteria_spend": [(reverse("criteria_spend"), {})],
+        "criteria_sets": [(reverse("criteria_sets"), {})],
         "criteria_version": [(reverse("criteria_version", args=[v.pk]), {}) for v in (version, draft_version)],
         "criteria_preview": [(reverse("criteria_preview", args=[draft_version.pk]), {"data": {"n": 50}})],
         "criteria_trial": [(reverse("criteria_trial", args=[v.pk]), {"data": {"k": 20, "source": "current"}})

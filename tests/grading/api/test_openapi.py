@@ -25,6 +25,12 @@ OPERATION_IDS = {
     "grading_api_post_labels",
     "grading_api_post_memory",
     "grading_api_post_messages",
+    "grading_api_sets_delete_set",
+    "grading_api_sets_get_run",
+    "grading_api_sets_get_set",
+    "grading_api_sets_get_sets",
+    "grading_api_sets_post_run",
+    "grading_api_sets_post_set",
     "grading_api_whoami",
     "grading_api_writer_rules",
     "grading_otlp_views_post_logs",
@@ -60,3 +66,9 @@ def test_a_reviews_schema_declares_its_confidences_and_certificate():
     assert {"confidences", "confidence_source", "certificate"} <= set(review)
     assert review["confidences"]["additionalProperties"]["type"] == "number"
     assert set(schemas["CertificateOut"]["properties"]) == {"id", "computed_at", "agreement", "confidence"}
+
+
+def test_a_set_runs_json_is_documented_for_the_cli():
+    schemas = api.get_openapi_schema()["components"]["schemas"]
+    run = schemas["RunOut"]["properties"]
+    assert {"state", "checks", "overall", "passed", "changed", "changed_count", "min_agreement"} <= set(run)

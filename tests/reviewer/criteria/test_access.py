@@ -75,6 +75,7 @@ def requests_for(c) -> dict[str, tuple[str, str, dict, dict]]:
             "post", reverse("criteria_certify_target", args=[active.pk]), {"agreement": 90, "confidence": 90}, {},
         ),
         "spend page": ("get", reverse("criteria_spend"), {}, {}),
+        "regression sets page": ("get", reverse("criteria_sets"), {}, {}),
         "set a spend cap": ("post", reverse("criteria_spend"), cap, {}),
         "add an example": (
             "post", reverse("criteria_example_add"),
@@ -98,8 +99,8 @@ NAMES = [
     "index", "version page", "published version page", "diff", "preview form", "preview", "trial count", "trial page",
     "trial partial (htmx)", "trial items (CSV)", "publish plan", "draft item", "conversation item", "new version",
     "new version from an old one", "save", "start a trial", "publish", "set a certification target", "spend page",
-    "set a spend cap", "add an example", "explain an example", "add an example from an expected reply",
-    "remove an example",
+    "regression sets page", "set a spend cap", "add an example", "explain an example",
+    "add an example from an expected reply", "remove an example",
 ]  # fmt: skip
 
 
@@ -146,7 +147,8 @@ def test_only_the_orgs_criteria_admins_get_in(request, client, criteria, name):
             assert response.status_code == 302 and response["Location"].startswith(reverse("login"))
         elif persona == "other_org_criteria_admin":
             # Their own criteria page opens (with their org only, below); nothing of this org exists for them.
-            assert response.status_code == (200 if name in ("index", "spend page") else 404), persona
+            opens = name in ("index", "spend page", "regression sets page")
+            assert response.status_code == (200 if opens else 404), persona
         else:
             assert response.status_code == 403, persona
         assert written(criteria) == before, persona

@@ -58,6 +58,7 @@ def test_a_criteria_admin_sets_the_judges_share_of_a_slice_on_a_conversation_ver
     assert CriteriaVersion.objects.get(pk=version.pk).judge_sample == [{"percent": 20, "match": {"release": "2.4"}}]
     event = AuditEvent.objects.filter(action="criteria.update").latest("pk")
     assert "judge_sample" in event.detail["changed"]
-    assert "judge_sample" not in client.get(reverse("criteria_version", args=[criteria.draft_version.pk])).context[
-        "form"
-    ].fields
+    assert (
+        "judge_sample"
+        not in client.get(reverse("criteria_version", args=[criteria.draft_version.pk])).context["form"].fields
+    )
