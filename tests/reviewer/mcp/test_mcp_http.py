@@ -1,6 +1,7 @@
 """The MCP server over streamable HTTP at /mcp, driven by the `mcp` SDK's own client against the live test server."""
 
 import asyncio
+import json
 
 import httpx
 import httpx2
@@ -131,3 +132,21 @@ def test_it_names_the_field_a_tool_call_gets_wrong(live_server, org, other_org):
     assert week.is_error and "week: " in week.content[0].text
     assert since.is_error and "from" in since.content[0].text
     assert slug.is_error and "slug" in slug.content[0].text
+
+
+def test_it_answers_hostile_bodies_without_a_server_error(live_server, org, other_org):
+    world = agent_world(org, other_org)
+    call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call"}
+    bodies = [
+        b"", b"not json", b"[]", b"{}", b'{"jsonrpc": "2.0"}', b"\xff\xfe", b'{"jsonrpc": "2.0", "id": 1}',
+        json.dumps(call | {"params": {"name": "no_such_tool", "arguments": {}}}).encode(),
+        json.dumps(call | {"params": {"name": "read_verdict", "arguments": {"draft": "x" * 10_000}}}).encode(),
+        json.dumps(call | {"params": {"name": "search_items", "arguments": {"text": "\x00", "offset": -1}}}).encode(),
+        json.dumps(call | {"params": {"name": "list_queue", "arguments": {"after": 2**70}}}).encode(),
+    ]  # fmt: skip
+    headers = {"Authorization": f"Bearer {world.token}", "Content-Type": "application/json",
+               "Accept": "application/json, text/event-stream"}  # fmt: skip
+    for body in bodies:
+        response = httpx.post(f"{live_server.url}/mcp", content=body, headers=headers)
+        assert response.status_code < 500, (body[:60], response.status_code, response.text[:200])
+    assert httpx.get(f"{live_server.url}/mcp", headers=headers).status_code == 405
