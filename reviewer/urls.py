@@ -3,6 +3,7 @@ from django.urls import include, path
 
 from grading.api.views import api
 from reviewer import views
+from reviewer.mcp.views import mcp_endpoint
 
 urlpatterns = [
     path("", views.home, name="home"),
@@ -19,5 +20,6 @@ urlpatterns = [
     path("monitors/", include("reviewer.monitors.urls")),
     path("account/", include("reviewer.tokens.urls")),
     path("api/v1/", api.urls),
+    path("mcp", mcp_endpoint, name="mcp"),
     path("admin/", admin.site.urls),
 ]

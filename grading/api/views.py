@@ -35,7 +35,8 @@ from grading.dashboard.compare import comparison, slices_checked
 from grading.dashboard.figures import SECTIONS, InvalidScope, dashboard_figures, scope_for
 from grading.dashboard.labels import LabelIn, LabelsRefused, labels_submit
 from grading.drafts.submit import draft_submit
-from grading.models import Article, Conversation, CriteriaTrial, CriteriaVersion, Draft, ItemKind, Review
+from grading.models import Article, Conversation, CriteriaTrial, CriteriaVersion, Draft, ItemKind, Org, Review
+from grading.models.reach import Reach
 from grading.otlp.views import router as otlp_router
 from grading.reviews.conversation_reads import ConversationState, conversation_state
 from grading.reviews.draft_reads import draft_status
@@ -296,7 +297,12 @@ def post_messages(request: HttpRequest, external_id: ConversationId, payload: Me
 
 @api.get("/conversations/{external_id}", response=ConversationDetailOut, summary="A conversation's evidence and review")
 def get_conversation(request: HttpRequest, external_id: ConversationId) -> dict:
-    conversation = Conversation.objects.filter(org=request.auth.org, external_id=external_id).first()
+    return conversation_detail(org=request.auth.org, external_id=external_id)
+
+
+def conversation_detail(*, org: Org, external_id: str) -> dict:
+    """A conversation's evidence and review as the API answers it (the MCP server answers the same)."""
+    conversation = Conversation.objects.filter(org=org, external_id=external_id).first()
     if conversation is None:
         raise ConversationNotFound(external_id)
     return conversation_out(conversation_state(conversation), with_messages=True) | {
@@ -336,7 +342,11 @@ def post_draft(request: HttpRequest, payload: DraftIn) -> Status[DraftAccepted]:
 
 @api.get("/drafts/{draft_id}", response=dict, url_name="get_draft", summary="A draft's verdict, findings and identity")
 def get_draft(request: HttpRequest, draft_id: int) -> dict:
-    draft = Draft.objects.filter(org=request.auth.org, pk=draft_id).first()
+    return draft_detail(org=request.auth.org, draft_id=draft_id)
+
+
+def draft_detail(*, org: Org, draft_id: int) -> dict:
+    draft = Draft.objects.filter(org=org, pk=draft_id).first()
     if draft is None:
         raise NotFound(f"no draft {draft_id}")
     return draft_status(draft)
@@ -361,12 +371,17 @@ def get_criteria(request: HttpRequest, kind: str, number: int | None = None) -> 
     per answer, whether required, categories or scale and what passes, rules) and whether the judge is still asked
     once a rule has failed a required check. Labels, answers and exports name checks by these keys. `certification`:
     the target the machine decides alone under, and the latest certificate for it (null: none)."""
+    return criteria_out(org=request.auth.org, kind=kind, number=number)
+
+
+def criteria_out(*, org: Org, kind: str, number: int | None) -> dict:
+    """What `GET /criteria/{kind}` answers: the active version of `kind`, or version `number`."""
     if kind not in ItemKind.values:
         raise NotFound(f"no criteria of kind {kind!r}: draft or conversation")
     if number is None:
-        version = criteria_active(org=request.auth.org, kind=kind)
+        version = criteria_active(org=org, kind=kind)
     else:
-        version = CriteriaVersion.objects.filter(org=request.auth.org, kind=kind, number=number).first()
+        version = CriteriaVersion.objects.filter(org=org, kind=kind, number=number).first()
         if version is None:
             raise NotFound(f"no {kind} criteria version {number}")
     return {
@@ -464,16 +479,21 @@ def _figures(
     request: HttpRequest, sections, since: str | None, until: str | None, application: str | None, slice: str | None
 ) -> dict:
     try:
-        scope = scope_for(
-            request.auth.org,
-            since=since,
-            until=until,
-            application=application,
+        return figures_out(
+            org=request.auth.org, sections=sections, since=since, until=until, application=application, slice=slice,
             reach=caller_reach(request.auth),
-            slices=[slice or ""],
-        )
+        )  # fmt: skip
     except InvalidScope as exc:
         raise ValidationError([{"loc": ["query", exc.field], "msg": exc.message}]) from exc
+
+
+def figures_out(
+    *, org: Org, sections: list[str], since: str | None, until: str | None, application: str | None,
+    slice: str | None, reach: Reach | None = None,
+) -> dict:  # fmt: skip
+    """What `GET /dashboard` (and `/dashboard/{section}`) answers, within `reach` (None: the whole org);
+    InvalidScope names a bad filter."""
+    scope = scope_for(org, since=since, until=until, application=application, reach=reach, slices=[slice or ""])
     if sections == [CERTIFIED]:
         return dashboard_figures(scope, sections=[]) | {CERTIFIED: certified_figures(scope)}
     return dashboard_figures(scope, sections=sections)

@@ -40,8 +40,8 @@ LIMITED = {"drafts_only": ([], True), "other_application": (["elsewhere"], False
 
 @dataclass(frozen=True)
 class Policy:
-    """Who may use a URL: `kind` is public, home, logout, account (a person's own), roles, admin, api_public or
-    api_key."""
+    """Who may use a URL: `kind` is public, home, logout, account (a person's own), roles, admin, api_public,
+    api_key, or token (a bearer token on each request, never a session: the MCP endpoint)."""
 
     kind: str
     methods: tuple[str, ...] = ("GET",)
@@ -149,6 +149,7 @@ PAGES = {
     "monitor_new": Policy("roles", ("GET", "POST"), LEAD + ORG_ADMIN),
     "monitor_edit": Policy("roles", ("GET", "POST"), LEAD + ORG_ADMIN),
     "monitor_remove": Policy("roles", ("POST",), LEAD + ORG_ADMIN),
+    "mcp": Policy("token", ("POST",), page=False),  # its tools: tests/reviewer/mcp/
 }
 # The API outside its operations: the document, its docs page, and ninja's root.
 API_PUBLIC = {"api:openapi-json", "api:openapi-view", "api:api-root"}

@@ -1,0 +1,26 @@
+"""`manage.py mcp`: the MCP server over stdio, for a coding agent on the same machine as Tollgate's database (the
+agent's MCP client starts this command and speaks JSON-RPC on its stdin and stdout). It acts as the token in
+TOLLGATE_TOKEN, checked once at start: a bad token ends it at once with a message on stderr, before a client
+could mistake it for a server with nothing to show. It lives on the people side because the queue does."""
+
+import os
+
+import anyio
+from django.core.management.base import BaseCommand, CommandError
+
+from reviewer.mcp.principal import acting_as, mcp_principal
+from reviewer.mcp.server import server
+
+
+class Command(BaseCommand):
+    help = "Serve Tollgate's MCP tools on stdin and stdout, as the token in TOLLGATE_TOKEN."
+
+    def handle(self, *args, **options) -> None:
+        token = os.environ.get("TOLLGATE_TOKEN", "")
+        if not token:
+            raise CommandError("TOLLGATE_TOKEN is not set: give the org API key (tg_...) this server acts as")
+        principal = mcp_principal(token)
+        if principal is None:
+            raise CommandError("TOLLGATE_TOKEN is not a live Tollgate token (unknown or revoked)")
+        with acting_as(principal):
+            anyio.run(server.run_stdio_async)

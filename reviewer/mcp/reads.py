@@ -1,0 +1,152 @@
+"""The MCP server's two reads with no API twin to answer for them: finding items, and the queue in due order.
+Both are bounded (a page of at most MAX_PAGE rows, at most MAX_OFFSET rows deep) and read only within the caller's
+reach."""
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.db.models import Exists, F, OuterRef, Q, QuerySet, Subquery, TextField
+from django.db.models.functions import Cast
+from django.utils import timezone
+
+from grading.core.weeks import in_weeks, week_named
+from grading.models import Conversation, Draft, ItemKind, Message, Review, Route
+from grading.models.reach import Reach
+from reviewer.queue.reads import NO_FILTERS, QueueFilters, cursor_key, queue_lanes, queue_rows, queue_versions
+
+MAX_PAGE = 50
+MAX_OFFSET = 1000  # a search is a question, not an export: the export reads every item
+VERDICTS = (*Route.values, "pending")  # pending: nothing counts for the item yet (new, changed, or being graded)
+
+
+class InvalidSearch(ValueError):
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(f"{field}: {message}")
+        self.field = field
+        self.message = message
+
+
+@dataclass(frozen=True)
+class ItemSearch:
+    text: str = ""  # in a conversation's id or messages, a draft's id, title or body; any case
+    kind: str = ""  # "" both
+    application: str = ""  # conversations filed under it (drafts have none)
+    verdict: str = ""  # the route of the review that counts now, or "pending"
+    week: str = ""  # ISO week of the item's last activity, like 2026-W41
+
+    def checked(self) -> "ItemSearch":
+        if self.kind not in ("", *ItemKind.values):
+            raise InvalidSearch("kind", f"must be one of {', '.join(ItemKind.values)}")
+        if self.verdict not in ("", *VERDICTS):
+            raise InvalidSearch("verdict", f"must be one of {', '.join(VERDICTS)}")
+        if self.week:
+            try:
+                week_named(self.week)
+            except ValueError as exc:
+                raise InvalidSearch("week", str(exc)) from None
+        if len(self.text) > 200:
+            raise InvalidSearch("text", "at most 200 characters")
+        return self
+
+
+def _verdict_of(field: str) -> Subquery:
+    return Subquery(Review.objects.counting().filter(**{field: OuterRef("pk")}).order_by("-pk").values("route")[:1])
+
+
+def _narrowed(items: QuerySet, search: ItemSearch, *, at: str) -> QuerySet:
+    if search.week:
+        week = week_named(search.week)
+        items = items.filter(in_weeks(at, since=week, until=week))
+    if search.verdict == "pending":
+        items = items.filter(verdict__isnull=True)
+    elif search.verdict:
+        items = items.filter(verdict=search.verdict)
+    return items
+
+
+def _conversations(reach: Reach, search: ItemSearch) -> QuerySet[Conversation]:
+    items = Conversation.objects.filter(org_id=reach.org_id).annotate(
+        verdict=_verdict_of("conversation"), activity=F("last_activity_at")
+    )
+    if reach.limited:
+        items = items.filter(application__in=sorted(reach.applications))
+    if search.application:
+        items = items.filter(application=search.application)
+    if search.text:
+        said = Message.objects.annotate(said=Cast("content", TextField())).filter(
+            conversation=OuterRef("pk"), said__icontains=search.text
+        )
+        items = items.filter(Q(external_id__icontains=search.text) | Exists(said))
+    return _narrowed(items, search, at="last_activity_at")
+
+
+def _drafts(reach: Reach, search: ItemSearch) -> QuerySet[Draft]:
+    items = Draft.objects.filter(org_id=reach.org_id).annotate(verdict=_verdict_of("draft"), activity=F("updated_at"))
+    if search.text:
+        text = search.text
+        items = items.filter(Q(external_id__icontains=text) | Q(title__icontains=text) | Q(body__icontains=text))
+    return _narrowed(items, search, at="updated_at")
+
+
+def item_search(*, reach: Reach, search: ItemSearch, offset: int, limit: int) -> dict:
+    """Items matching `search`, latest activity first: `offset` and `limit` page through them."""
+    search = search.checked()
+    if not 0 <= offset <= MAX_OFFSET:
+        raise InvalidSearch("offset", f"must be from 0 to {MAX_OFFSET}")
+    if not 1 <= limit <= MAX_PAGE:
+        raise InvalidSearch("limit", f"must be from 1 to {MAX_PAGE}")
+    kinds = [search.kind] if search.kind else list(ItemKind.values)
+    if search.application:
+        kinds = [kind for kind in kinds if kind == ItemKind.CONVERSATION]
+    if not reach.covers(ItemKind.DRAFT, ""):
+        kinds = [kind for kind in kinds if kind != ItemKind.DRAFT]
+    rows: list[dict] = []
+    wanted = offset + limit + 1  # one more tells whether a next page exists
+    if ItemKind.CONVERSATION in kinds:
+        for c in _conversations(reach, search).order_by("-last_activity_at", "-pk")[:wanted]:
+            rows.append({"kind": ItemKind.CONVERSATION, "external_id": c.external_id, "application": c.application,
+                         "verdict": c.verdict or "pending", "last_activity_at": c.activity})  # fmt: skip
+    if ItemKind.DRAFT in kinds:
+        for d in _drafts(reach, search).order_by("-updated_at", "-pk")[:wanted]:
+            rows.append({"kind": ItemKind.DRAFT, "id": d.pk, "external_id": d.external_id, "title": d.title,
+                         "verdict": d.verdict or "pending", "last_activity_at": d.activity})  # fmt: skip
+    rows.sort(key=lambda row: row["last_activity_at"], reverse=True)
+    page = rows[offset : offset + limit]
+    more = len(rows) > offset + limit
+    return {"items": page, "offset": offset, "next_offset": offset + limit if more else None}
+
+
+def queue_list(*, reach: Reach, kind: str, application: str, after: int | None, limit: int) -> dict:
+    """What waits for people within `reach`, in the queue's order (drafts first, then soonest due, then oldest):
+    the order the queue page shows. `after` is the last review id of the page before."""
+    if kind not in ("", *ItemKind.values):
+        raise InvalidSearch("kind", f"must be one of {', '.join(ItemKind.values)}")
+    if not 1 <= limit <= MAX_PAGE:
+        raise InvalidSearch("limit", f"must be from 1 to {MAX_PAGE}")
+    filters = QueueFilters(kind=kind, application=application) if kind or application else NO_FILTERS
+    reaches = [reach]
+    key = cursor_key(reaches, after)
+    if after is not None and key is None:
+        raise InvalidSearch("after", f"no review {after} in this org's queue")
+    lanes = queue_lanes(queue_versions(reaches), reaches, filters)
+    reviews = queue_rows(lanes=lanes, filters=filters, after=key, limit=limit + 1)
+    now = timezone.now()
+    rows = [_queue_row(review, now) for review in reviews[:limit]]
+    return {"waiting": rows, "next_after": rows[-1]["review"] if len(reviews) > limit else None}
+
+
+def _queue_row(review: Review, now: datetime) -> dict:
+    is_draft = review.kind == ItemKind.DRAFT
+    return {
+        "review": review.pk,
+        "kind": review.kind,
+        "item": review.draft_id if is_draft else review.conversation.external_id,
+        "title": review.draft.title if is_draft else None,
+        "application": review.application or None,
+        # An audit item's reason is the machine's, none of a reader's business until it is decided (blind review).
+        "reason": None if review.audit else review.reason,
+        "criteria_version": review.criteria_version.number,
+        "waiting_since": review.finished_at,
+        "due_at": review.due_at,
+        "overdue": review.due_at is not None and review.due_at < now,
+    }
