@@ -17,6 +17,7 @@ from pydantic import BaseModel, model_validator
 from grading.api import health
 from grading.api.audit import router as audit_router
 from grading.api.corrections import router as corrections_router
+from grading.api.criteria import router as criteria_router
 from grading.api.erasures import router as erasures_router
 from grading.api.expected_replies import ExpectedReplyOut, expected_replies_out
 from grading.api.keys import api_key_authenticate
@@ -73,6 +74,7 @@ api.add_router("/otlp", otlp_router)
 api.add_router("/", audit_router)
 api.add_router("/", erasures_router)
 api.add_router("/", corrections_router)
+api.add_router("/", criteria_router)
 
 
 class WhoAmI(Schema):

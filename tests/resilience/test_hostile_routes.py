@@ -14,11 +14,12 @@ Every slot meets each edge value of its kind once (the sweep), then random ones 
 """
 
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass
 from urllib.parse import quote
 
 import pytest
-from django.test import Client
+from django.test import Client, override_settings
 from django.utils import timezone
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
@@ -144,6 +145,19 @@ WORKING = {
     ("GET", "/api/v1/dashboard/compare"): {
         "query": {"dimension": "release", "a": "2.3", "b": "2.4", "application": "billing", "kind": "conversation"}
     },
+    # The world's unpublished conversation version; a trial from labels nobody gave is empty, so done at once.
+    ("GET", "/api/v1/criteria/{kind}/versions"): {},
+    ("POST", "/api/v1/criteria/{kind}/versions"): {"body": {}},
+    ("GET", "/api/v1/criteria/versions/{version_id}"): {},
+    ("PATCH", "/api/v1/criteria/versions/{version_id}"): {"body": {"rubric": "grounded: every claim has support."}},
+    ("GET", "/api/v1/criteria/versions/{version_id}/preview"): {"query": {"n": "20"}},
+    ("GET", "/api/v1/criteria/versions/{version_id}/trial-count"): {"query": {"k": "1", "source": "labels"}},
+    ("GET", "/api/v1/criteria/versions/{version_id}/trials"): {},
+    ("POST", "/api/v1/criteria/versions/{version_id}/trials"): {
+        "body": {"k": 1, "source": "labels", "counted_calls": 0}
+    },
+    ("GET", "/api/v1/criteria/versions/{version_id}/publish-plan"): {},
+    ("POST", "/api/v1/criteria/versions/{version_id}/publish"): {"body": {"replaces": 1, "regrade_now": False}},
 }
 ROUTES = sorted(
     (method.upper(), path)
@@ -301,9 +315,10 @@ class World:
 
 
 @pytest.fixture
-def world(org, client) -> World:
+def world(org, client) -> Iterator[World]:
     """An org's key and what its routes find: a conversation and a draft waiting, ann (an operator) and the billing
-    pool, a criteria trial and an erasure."""
+    pool, a criteria trial, an unpublished conversation version and an erasure. A trial starts for every request to
+    start one that is accepted: the org's hourly limit of trials would refuse the working request after ten."""
     make_person("ann", org, Role.OPERATOR)
     org.dimensions = ["release"]  # the comparison's dimension
     org.save(update_fields=["dimensions"])
@@ -317,9 +332,12 @@ def world(org, client) -> World:
     erasure = Erasure.objects.create(
         org=org, scope=ErasureScope.DRAFT, kind=ItemKind.DRAFT, target="gone", requested_at=timezone.now()
     )
+    unpublished = criteria_new_version(org=org, kind=ItemKind.CONVERSATION)
     ids = {"external_id": conversation.external_id, "draft_id": draft.pk, "trial_id": trial.pk,
-           "erasure_id": erasure.pk, "section": "quality", "kind": "conversation"}  # fmt: skip
-    return World(client, api_key_create(org=org, name="hostile").plaintext, ids)
+           "erasure_id": erasure.pk, "section": "quality", "kind": "conversation",
+           "version_id": unpublished.pk}  # fmt: skip
+    with override_settings(CRITERIA_TRIALS_PER_ORG_PER_HOUR=10_000):
+        yield World(client, api_key_create(org=org, name="hostile").plaintext, ids)
 
 
 # --- the tests ---------------------------------------------------------------------------------------------------
