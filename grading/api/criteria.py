@@ -37,6 +37,7 @@ from grading.criteria.trials import (
     TrialsPerHourReached,
     criteria_trial_start,
     trial_count,
+    trial_results,
 )
 from grading.judge.backends import UnknownJudge
 from grading.models import CriteriaTrial, CriteriaVersion, ItemKind, Review, TrialSource
@@ -523,6 +524,33 @@ def post_criteria_trial(request: HttpRequest, version_id: int, payload: TrialSta
     except TrialsPerHourReached as refused:
         raise HttpError(429, str(refused)) from None
     return Status(202, trial_out(trial))
+
+
+def _review_summary(review: Review | None) -> dict | None:
+    if review is None:
+        return None
+    return {"route": review.route, "reason": review.reason, "score": review.score,
+            "criteria_version": review.criteria_version.number}  # fmt: skip
+
+
+def trial_results_out(trial: CriteriaTrial) -> list[dict]:
+    """A trial compared with the current reviews (not scored against people), as its page lists it: per sample
+    item, its current review and its trial review, or why it has none; both hidden while people decide it blind."""
+    results = trial_results(trial)
+    blind = _blind([current for _, current, _, _ in results])
+    rows = []
+    for item, current, review, why in results:
+        hidden = current is not None and current.pk in blind
+        rows.append(
+            {
+                "item": item.external_id if item is not None else None,  # null: gone
+                "current": None if hidden else _review_summary(current),
+                "trial": None if hidden else _review_summary(review),
+                "missing": why,  # why the trial review is null for good ("" while it waits for the judge)
+                "hidden": BLIND if hidden else "",
+            }
+        )
+    return rows
 
 
 @router.get(

@@ -108,6 +108,8 @@ def test_it_clones_edits_trials_and_publishes_a_version_each_write_audited_under
         trial_item_grade(trial_id=trial["id"], index=index, draft_judge=llm_draft_judge(fake_llm))
     figures = api("GET", f"/criteria/trials/{trial['id']}").json()
     assert (figures["finished"], figures["graded"], figures["judge_calls"]) == (True, 2, 2)
+    results = {row["item"]: (row["current"]["route"], row["trial"]["route"]) for row in figures["results"]}
+    assert results == {"clean": ("pass", "pass"), "gizmo": ("pass", "fail")}
     assert [t["id"] for t in api("GET", f"/criteria/versions/{v2['id']}/trials").json()] == [trial["id"]]
     [trial_event] = _events("criteria.trial", key)
     assert trial_event.detail["trial"] == trial["id"]
