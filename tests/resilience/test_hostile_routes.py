@@ -158,6 +158,9 @@ WORKING = {
     },
     ("GET", "/api/v1/criteria/versions/{version_id}/publish-plan"): {},
     ("POST", "/api/v1/criteria/versions/{version_id}/publish"): {"body": {"replaces": 1, "regrade_now": False}},
+    ("GET", "/api/v1/setup/targets"): {},
+    ("GET", "/api/v1/setup/pools"): {},
+    ("GET", "/api/v1/setup/rules"): {},
 }
 ROUTES = sorted(
     (method.upper(), path)

@@ -48,6 +48,9 @@ OPERATION_IDS = {
     "reviewer_queue_api_post_draft_send",
     "reviewer_queue_api_put_conversation_assignment",
     "reviewer_queue_api_put_draft_assignment",
+    "reviewer_setup_api_get_setup_pools",
+    "reviewer_setup_api_get_setup_rules",
+    "reviewer_setup_api_get_setup_targets",
 }
 
 
