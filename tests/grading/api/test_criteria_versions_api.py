@@ -201,3 +201,17 @@ def test_the_published_version_grades_new_items(api, org, graded, fake_llm):
     assert "gizmo" in {finding["subject"] for finding in review.findings}
     shown = api("GET", f"/drafts/{new.pk}").json()
     assert (shown["route"], shown["identity"]["criteria_version"]) == ("fail", 2)
+
+
+def test_a_version_whose_judge_is_no_longer_configured_is_neither_trialled_nor_published(api, org):
+    version = criteria_new_version(org=org, kind=ItemKind.DRAFT)
+    CriteriaVersion.objects.filter(pk=version.pk).update(judge="removed")  # taken out of JUDGES_FILE since
+
+    count = api("GET", f"/criteria/versions/{version.pk}/trial-count")
+    plan = api("GET", f"/criteria/versions/{version.pk}/publish-plan").json()
+    published = api("POST", f"/criteria/versions/{version.pk}/publish", {"replaces": 1})
+
+    assert count.status_code == 409 and "removed" in count.json()["detail"]
+    assert plan["judge_configured"] is False
+    assert published.status_code == 409 and "removed" in published.json()["detail"]
+    assert CriteriaVersion.objects.get(pk=version.pk).published_at is None
