@@ -17,6 +17,8 @@ from pydantic import BaseModel, model_validator
 from grading.api import health
 from grading.api.audit import router as audit_router
 from grading.api.corrections import router as corrections_router
+from grading.api.criteria import router as criteria_router
+from grading.api.criteria import trial_results_out
 from grading.api.erasures import router as erasures_router
 from grading.api.expected_replies import ExpectedReplyOut, expected_replies_out
 from grading.api.keys import Caller, caller_authenticate, caller_reach
@@ -29,7 +31,7 @@ from grading.core.evidence import canonical_message
 from grading.core.request_json import InvalidJsonBody, RequestJsonParser
 from grading.core.schemas import ArticleIn, ConversationId, ConversationIn, DraftIn, FeedbackIn, MemoryIn, MessagesIn
 from grading.core.spreadsheets import csv_lines
-from grading.criteria.scoring import trial_rows, trial_score
+from grading.criteria.scoring import is_scored, trial_rows, trial_score
 from grading.dashboard.certified import CERTIFIED, certified_figures
 from grading.dashboard.compare import comparison, slices_checked
 from grading.dashboard.figures import SECTIONS, InvalidScope, dashboard_figures, scope_for
@@ -77,6 +79,7 @@ api.add_router("/", audit_router)
 api.add_router("/", erasures_router)
 api.add_router("/", corrections_router)
 api.add_router("/", sets_router)
+api.add_router("/", criteria_router)
 
 
 class WhoAmI(Schema):
@@ -548,7 +551,8 @@ def get_dashboard_section(
 def get_criteria_trial(request: HttpRequest, trial_id: int, format: str = "json"):
     """The trial result page's figures: per check, the trial version's and the active version's agreement with
     people on the same items (the dashboard's agreement shape), the verdicts that changed, the judge calls and
-    tokens. `?format=csv` gives the trial's items, one row each."""
+    tokens; a trial compared with the current reviews lists each item's current and trial review as `results`.
+    `?format=csv` gives the trial's items, one row each."""
     trial = CriteriaTrial.objects.select_related("criteria_version").filter(org=request.auth.org, pk=trial_id).first()
     if trial is None:
         raise NotFound(f"no trial {trial_id}")
@@ -559,7 +563,9 @@ def get_criteria_trial(request: HttpRequest, trial_id: int, format: str = "json"
         response = HttpResponse("".join(csv_lines(trial_rows(score))), content_type="text/csv; charset=utf-8")
         response["Content-Disposition"] = f'attachment; filename="trial-{trial.pk}.csv"'
         return response
-    return score.as_json()
+    if is_scored(trial):
+        return score.as_json()
+    return score.as_json() | {"results": trial_results_out(trial)}
 
 
 # --- judge spend ---------------------------------------------------------------------------------------------

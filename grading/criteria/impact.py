@@ -30,6 +30,7 @@ from grading.checks.routing import judge_sample_text, routing_text
 from grading.checks.rules import DraftRules
 from grading.drafts.gate import merge_verdict
 from grading.models import (
+    ApiKey,
     Conversation,
     CriteriaVersion,
     Draft,
@@ -623,10 +624,15 @@ def _token_basis(org_id: int, kind: str) -> TokenBasis | None:
 
 
 def criteria_publish_planned(
-    *, version: CriteriaVersion, actor: AbstractBaseUser, plan_active_id: int | None, regrade_now: bool
+    *,
+    version: CriteriaVersion,
+    actor: AbstractBaseUser | None = None,
+    api_key: ApiKey | None = None,
+    plan_active_id: int | None,
+    regrade_now: bool,
 ) -> tuple[CriteriaVersion, PassResult | None]:
     """Publish `version` as planned: refused if another version was published after the plan was read
     (CriteriaConflict). With `regrade_now`, a grading pass runs right after the publication's commit instead of at
     the next hourly one: it plans and enqueues (after its own commit), and the judge calls happen in the workers."""
-    published = criteria_publish(version=version, actor=actor, expected_active_id=plan_active_id)
+    published = criteria_publish(version=version, actor=actor, api_key=api_key, expected_active_id=plan_active_id)
     return published, grading_pass(trigger=GradingRun.Trigger.MANUAL) if regrade_now else None

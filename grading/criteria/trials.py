@@ -35,6 +35,7 @@ from grading.judge.backends import (
     judge_named,
 )
 from grading.models import (
+    ApiKey,
     Conversation,
     CriteriaTrial,
     CriteriaVersion,
@@ -194,6 +195,7 @@ def criteria_trial_start(
     size: int,
     counted_calls: int,
     actor: AbstractBaseUser | None = None,
+    api_key: ApiKey | None = None,
     judge: ConversationJudge | None = None,
     source: str = TrialSource.CURRENT,
 ) -> CriteriaTrial:
@@ -246,6 +248,7 @@ def criteria_trial_start(
             action="criteria.trial",
             org=version.org,
             actor=actor,
+            api_key=api_key,
             target=version,
             detail={"trial": trial.pk, "items": len(count.items), "judge_calls": count.judge_calls, "source": source},
         )

@@ -20,6 +20,7 @@ from grading.checks.rules import RulesInvalid, default_rules, rules_validate
 from grading.judge.backends import judge_entry, judge_names
 from grading.models import (
     LIVE_STATES,
+    ApiKey,
     AuditEvent,
     CriteriaExample,
     CriteriaVersion,
@@ -106,11 +107,16 @@ def criteria_active(*, org: Org, kind: str) -> CriteriaVersion:
 
 
 def criteria_new_version(
-    *, org: Org, kind: str, author: AbstractBaseUser | None = None, source: CriteriaVersion | None = None
+    *,
+    org: Org,
+    kind: str,
+    author: AbstractBaseUser | None = None,
+    source: CriteriaVersion | None = None,
+    api_key: ApiKey | None = None,
 ) -> CriteriaVersion:
     """A new unpublished version, cloned from `source` (any version of the same org and kind: rolling back is
-    moving forward to a copy of an old one) or else from the active one. Numbers only grow; two admins creating
-    at once get consecutive numbers."""
+    moving forward to a copy of an old one) or else from the active one, audited with what it was cloned from.
+    Numbers only grow; two admins creating at once get consecutive numbers."""
     active = criteria_active(org=org, kind=kind)
     source = source or active
     if (source.org_id, source.kind) != (org.pk, kind):
@@ -136,6 +142,10 @@ def criteria_new_version(
                     author=_person(author),
                 )
                 _examples_copy(source=source, version=version)
+                audit_record(
+                    action="criteria.create", org=org, actor=author, api_key=api_key, target=version,
+                    detail={"kind": kind, "number": version.number, "based_on": source.number},
+                )  # fmt: skip
                 return version
         except IntegrityError:  # the number was taken meanwhile: take the next one
             continue
@@ -181,6 +191,7 @@ def criteria_update(
     judge: str | None = None,
     routing: list | None = None,
     judge_sample: list | None = None,
+    api_key: ApiKey | None = None,
 ) -> CriteriaVersion:
     """Save an edit of an unpublished version, audited with the fields it changed.
 
@@ -207,7 +218,7 @@ def criteria_update(
         locked.updated_by = _person(actor)
         locked.save(update_fields=[*changes, "revision", "updated_at", "updated_by"])
         audit_record(
-            action="criteria.update", org=locked.org, actor=actor, target=locked,
+            action="criteria.update", org=locked.org, actor=actor, api_key=api_key, target=locked,
             detail={"revision": locked.revision, **detail},
         )  # fmt: skip
     return locked
@@ -240,9 +251,9 @@ def criteria_changes(
         elif len(rubric) > RUBRIC_MAX_CHARS:
             errors["rubric"] = [f"At most {RUBRIC_MAX_CHARS:,} characters: the rubric goes into every judge call."]
         changes["rubric"] = rubric
-    if rules is not None:
-        if version.kind != ItemKind.DRAFT:
-            raise ValueError("conversation criteria have a rubric and no rules document")
+    if rules is not None and version.kind != ItemKind.DRAFT:
+        errors["rules"] = ["A conversation version has no rules document: its rules are its checks' rules."]
+    elif rules is not None:
         try:
             changes["rules"] = rules_validate(rules).model_dump(mode="json")
         except RulesInvalid as invalid:
@@ -255,6 +266,7 @@ def criteria_changes(
         else:
             errors |= _retired_with_examples(version, changes["checks"])
     if slots is not None:
+        slots_for = version.slots_for if slots_for is None else slots_for  # given alone, the count keeps its "for"
         if not 1 <= slots <= MAX_SLOTS or slots_for not in SlotsFor.values or not 0 <= (slots_share or 0) <= 100:
             errors["slots"] = [f"From 1 to {MAX_SLOTS} people, for the audit sample, every item or a share of 0-100%."]
         changes |= {"slots": slots, "slots_for": slots_for, "slots_share": slots_share or 0}
@@ -386,7 +398,11 @@ def criteria_edit_lock(*, version: CriteriaVersion, revision: int | None) -> Cri
 
 
 def criteria_publish(
-    *, version: CriteriaVersion, actor: AbstractBaseUser | None = None, expected_active_id: int | None = None
+    *,
+    version: CriteriaVersion,
+    actor: AbstractBaseUser | None = None,
+    expected_active_id: int | None = None,
+    api_key: ApiKey | None = None,
 ) -> CriteriaVersion:
     """Make `version` immutable and active, with one AuditEvent. Every counting review of its kind stops counting
     in the same commit: a review's state reads its criteria version's `is_active` (ReviewState).
@@ -428,6 +444,7 @@ def criteria_publish(
             action="criteria.publish",
             org=locked.org,
             actor=actor,
+            api_key=api_key,
             target=locked,
             detail={
                 "kind": locked.kind,

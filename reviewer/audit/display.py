@@ -56,6 +56,7 @@ ACTION_WORDS = {
     "api_key.revoke": "API key revoked",
     "webhook_secret.rotate": "webhook secret rotated",
     "retention.set": "retention set",
+    "criteria.create": "criteria version created",
     "criteria.update": "criteria edited",
     "criteria.publish": "criteria published",
     "criteria.trial": "criteria trial started",

@@ -166,6 +166,9 @@ SAMPLE_BODIES = {
     "/api/v1/conversations/{external_id}/messages": {
         "messages": [{"id": "m-matrix", "parent_id": "m4", "role": "user", "content": "One more question."}]
     },
+    "/api/v1/criteria/versions/{version_id}": {"rubric": "The matrix asks."},
+    "/api/v1/criteria/versions/{version_id}/trials": {"k": 1, "counted_calls": 1},
+    "/api/v1/criteria/versions/{version_id}/publish": {"replaces": 1},
 }
 # A person's work (reviewer/queue/api.py): an org key is refused with 403, and the matrix sends the operators'
 # personal tokens where it sends the org keys elsewhere.
@@ -185,6 +188,7 @@ PARAMETERS = {
     "draft_id": "draft",
     "external_id": "conversation",
     "trial_id": "criteria_trial",
+    "version_id": "criteria_version",
     "erasure_id": "erasure",
     # The admin's: no persona here is staff, so any value meets the same login page.
     "object_id": "admin",

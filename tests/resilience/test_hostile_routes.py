@@ -14,13 +14,14 @@ Every slot meets each edge value of its kind once (the sweep), then random ones 
 """
 
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from dataclasses import field as dataclass_field
 from urllib.parse import quote
 
 import pytest
 from django.contrib.auth.base_user import AbstractBaseUser
-from django.test import Client
+from django.test import Client, override_settings
 from django.utils import timezone
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
@@ -169,6 +170,22 @@ WORKING = {
         "as": "ann",
         "claimed": True,
     },
+    # The world's unpublished conversation version; a trial from labels nobody gave is empty, so done at once.
+    ("GET", "/api/v1/criteria/{kind}/versions"): {},
+    ("POST", "/api/v1/criteria/{kind}/versions"): {"body": {}},
+    ("GET", "/api/v1/criteria/versions/{version_id}"): {},
+    ("PATCH", "/api/v1/criteria/versions/{version_id}"): {"body": {"rubric": "grounded: every claim has support."}},
+    ("GET", "/api/v1/criteria/versions/{version_id}/preview"): {"query": {"n": "20"}},
+    ("GET", "/api/v1/criteria/versions/{version_id}/trial-count"): {"query": {"k": "1", "source": "labels"}},
+    ("GET", "/api/v1/criteria/versions/{version_id}/trials"): {},
+    ("POST", "/api/v1/criteria/versions/{version_id}/trials"): {
+        "body": {"k": 1, "source": "labels", "counted_calls": 0}
+    },
+    ("GET", "/api/v1/criteria/versions/{version_id}/publish-plan"): {},
+    ("POST", "/api/v1/criteria/versions/{version_id}/publish"): {"body": {"replaces": 1, "regrade_now": False}},
+    ("GET", "/api/v1/setup/targets"): {},
+    ("GET", "/api/v1/setup/pools"): {},
+    ("GET", "/api/v1/setup/rules"): {},
 }
 ROUTES = sorted(
     (method.upper(), path)
@@ -357,9 +374,11 @@ class World:
 
 
 @pytest.fixture
-def world(org, client) -> World:
+def world(org, client) -> Iterator[World]:
     """An org's key and what its routes find: a conversation and a draft waiting, ann (an operator) and the billing
-    pool, a criteria trial, an erasure, a regression set with a run, and a draft ann holds."""
+    pool, a criteria trial, an unpublished conversation version, an erasure, a regression set with a run, and a draft
+    ann holds. A trial starts for every request to start one that is accepted: the org's hourly limit of trials would
+    refuse the working request after ten."""
     ann = make_person("ann", org, Role.OPERATOR)
     org.dimensions = ["release"]  # the comparison's dimension
     org.save(update_fields=["dimensions"])
@@ -376,11 +395,13 @@ def world(org, client) -> World:
     regression_set = set_build(org=org, name="refunds", kind="conversation", source="decisions", external_ids=["cv-1"])
     run = set_run_start(regression_set=regression_set, version=criteria_active(org=org, kind=ItemKind.CONVERSATION))
     held = draft_item(org, "d-held")
+    unpublished = criteria_new_version(org=org, kind=ItemKind.CONVERSATION)
     ids = {"external_id": conversation.external_id, "draft_id": draft.pk, "trial_id": trial.pk,
            "erasure_id": erasure.pk, "section": "quality", "kind": "conversation", "name": regression_set.name,
-           "run_id": run.pk, "review_id": held.pk}  # fmt: skip
+           "run_id": run.pk, "review_id": held.pk, "version_id": unpublished.pk}  # fmt: skip
     tokens = {"ann": token_of(ann, org)}
-    return World(client, api_key_create(org=org, name="hostile").plaintext, ids, org, ann, tokens)
+    with override_settings(CRITERIA_TRIALS_PER_ORG_PER_HOUR=10_000):
+        yield World(client, api_key_create(org=org, name="hostile").plaintext, ids, org, ann, tokens)
 
 
 # --- the tests ---------------------------------------------------------------------------------------------------

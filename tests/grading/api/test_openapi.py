@@ -7,6 +7,16 @@ OPERATION_IDS = {
     "grading_api_audit_get_audit_events",
     "grading_api_corrections_get_correction_figures",
     "grading_api_corrections_get_corrections",
+    "grading_api_criteria_get_criteria_preview",
+    "grading_api_criteria_get_criteria_publish_plan",
+    "grading_api_criteria_get_criteria_trial_count",
+    "grading_api_criteria_get_criteria_trials",
+    "grading_api_criteria_get_criteria_version",
+    "grading_api_criteria_get_criteria_versions",
+    "grading_api_criteria_patch_criteria_version",
+    "grading_api_criteria_post_criteria_publish",
+    "grading_api_criteria_post_criteria_trial",
+    "grading_api_criteria_post_criteria_version",
     "grading_api_erasures_get_erasure",
     "grading_api_erasures_post_erasure",
     "grading_api_get_conversation",
@@ -50,6 +60,9 @@ OPERATION_IDS = {
     "reviewer_queue_api_post_draft_send",
     "reviewer_queue_api_put_conversation_assignment",
     "reviewer_queue_api_put_draft_assignment",
+    "reviewer_setup_api_get_setup_pools",
+    "reviewer_setup_api_get_setup_rules",
+    "reviewer_setup_api_get_setup_targets",
 }
 
 
