@@ -39,6 +39,11 @@ PERSON_ROUTES: dict[str, frozenset[Role]] = {
     "GET /api/v1/criteria/versions/{version_id}/trial-count": frozenset({Role.CRITERIA_ADMIN}),
     "GET /api/v1/criteria/versions/{version_id}/trials": frozenset({Role.CRITERIA_ADMIN}),
     "GET /api/v1/criteria/versions/{version_id}/publish-plan": frozenset({Role.CRITERIA_ADMIN}),
+    # ... and written as on them, each write audited with the person.
+    "POST /api/v1/criteria/{kind}/versions": frozenset({Role.CRITERIA_ADMIN}),
+    "PATCH /api/v1/criteria/versions/{version_id}": frozenset({Role.CRITERIA_ADMIN}),
+    "POST /api/v1/criteria/versions/{version_id}/trials": frozenset({Role.CRITERIA_ADMIN}),
+    "POST /api/v1/criteria/versions/{version_id}/publish": frozenset({Role.CRITERIA_ADMIN}),
     # Regression sets: a criteria admin's, as on the sets page (which shows no item's expected answers either).
     "POST /api/v1/sets": frozenset({Role.CRITERIA_ADMIN}),
     "GET /api/v1/sets": frozenset({Role.CRITERIA_ADMIN}),
@@ -59,7 +64,6 @@ _BLIND = (
     "not yet for a person: the answer shows the machine's verdict, which blind review hides from people while an "
     "audit item waits; a person reads items through the queue"
 )
-_KEY_AS_ACTOR = "not yet for a person: the criteria writes record the org key as their actor (grading/api/criteria.py)"
 _WHOLE_ORG_LEAD = "not yet for a person: the set-up pages take an org admin or a whole org's lead, not a role alone"
 ORG_KEY_ONLY: dict[str, str] = {
     "POST /api/v1/conversations": _PIPELINE,
@@ -75,10 +79,6 @@ ORG_KEY_ONLY: dict[str, str] = {
     "POST /api/v1/labels": "not yet for a person: labels are recorded under the key that sent them (source, audit)",
     "POST /api/v1/erasures": "not yet for a person: an erasure is recorded under the key that asked for it",
     "GET /api/v1/erasures/{erasure_id}": "not yet for a person: with the erasures it reads",
-    "POST /api/v1/criteria/{kind}/versions": _KEY_AS_ACTOR,
-    "PATCH /api/v1/criteria/versions/{version_id}": _KEY_AS_ACTOR,
-    "POST /api/v1/criteria/versions/{version_id}/trials": _KEY_AS_ACTOR,
-    "POST /api/v1/criteria/versions/{version_id}/publish": _KEY_AS_ACTOR,
     "GET /api/v1/setup/targets": _WHOLE_ORG_LEAD,
     "GET /api/v1/setup/pools": _WHOLE_ORG_LEAD,
     "GET /api/v1/setup/rules": _WHOLE_ORG_LEAD,

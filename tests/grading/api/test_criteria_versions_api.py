@@ -12,6 +12,7 @@ from grading.models import AuditEvent, CriteriaVersion, Draft, ItemKind, Review
 from grading.reviews.versions import criteria_active, criteria_new_version, criteria_publish
 from tests.builders.criteria import GIZMO_BODY, with_banned_word
 from tests.builders.drafts import draft_reply, llm_draft_judge, save_draft, setup_org_memory
+from tests.builders.tokens import token_of
 
 pytestmark = pytest.mark.django_db
 
@@ -215,3 +216,23 @@ def test_a_version_whose_judge_is_no_longer_configured_is_neither_trialled_nor_p
     assert plan["judge_configured"] is False
     assert published.status_code == 409 and "removed" in published.json()["detail"]
     assert CriteriaVersion.objects.get(pk=version.pk).published_at is None
+
+
+def test_a_criteria_admins_token_clones_and_edits_as_the_person_and_an_operators_token_is_refused(
+    client, org, criteria_admin, operator
+):
+    admin = Api(client, token_of(criteria_admin, org))
+    created = admin("POST", "/criteria/conversation/versions", {})
+    assert created.status_code == 201, created.content
+    version = created.json()["id"]
+    assert admin("PATCH", f"/criteria/versions/{version}", {"rubric": "grounded: say where."}).status_code == 200
+
+    events = AuditEvent.objects.filter(action__in=("criteria.create", "criteria.update"), object_id=str(version))
+    assert {(event.action, event.actor_id, event.api_key_id) for event in events} == {
+        ("criteria.create", criteria_admin.pk, None),
+        ("criteria.update", criteria_admin.pk, None),
+    }
+    assert CriteriaVersion.objects.get(pk=version).author == criteria_admin
+    refused = Api(client, token_of(operator, org))("PATCH", f"/criteria/versions/{version}", {"rubric": "x"})
+    assert refused.status_code == 403
+    assert CriteriaVersion.objects.get(pk=version).rubric == "grounded: say where."
