@@ -11,7 +11,16 @@ from django.utils import timezone
 
 from grading.checks.answers import answer_reads_as
 from grading.checks.definitions import AnswerKind
-from grading.core.outcomes import BAND, BELOW_CERTIFIED, CORRECTED, JUDGE_CONTRADICTION, SPREAD, UNKNOWN_CHECK
+from grading.checks.routing import METADATA, SAMPLE, THUMBS_DOWN
+from grading.core.outcomes import (
+    BAND,
+    BELOW_CERTIFIED,
+    CORRECTED,
+    JUDGE_CONTRADICTION,
+    SENT_BY_PERSON,
+    SPREAD,
+    UNKNOWN_CHECK,
+)
 from grading.models import CriteriaVersion, ItemKind, Review, ReviewState
 from grading.models.criteria import answers_stand
 from grading.reviews.blind import blind_of
@@ -29,6 +38,22 @@ REASON_LABELS = {
     BELOW_CERTIFIED: "the judge's confidence is under the certified threshold",
     CORRECTED: "a person's correction, and a hard check still fails",
 }
+
+
+# Who or which routing rule sent an item the machine had decided alone (`Review.sent`): what its row says instead of
+# the machine's reason, which was no doubt.
+SENT_LABELS = {
+    SENT_BY_PERSON: "sent to review by a person",
+    THUMBS_DOWN: "sent: a user's thumbs down",
+    METADATA: "sent: its metadata matched a routing rule",
+    SAMPLE: "sent: in a routing rule's sample",
+}
+
+
+def _reason_label(review: Review) -> str:
+    if review.sent:
+        return SENT_LABELS.get(review.sent, "sent to review")
+    return REASON_LABELS.get(review.reason, review.reason or "human")
 
 
 def stale_reason(review: Review) -> str:
@@ -135,7 +160,7 @@ def queue_row(
         blind=blind,
         title=title,
         context=context,
-        reason_label="audit sample" if blind else REASON_LABELS.get(review.reason, review.reason or "human"),
+        reason_label="audit sample" if blind else _reason_label(review),
         summary=summary,
         checks=checks,
         criteria_label=f"{review.kind} v{review.criteria_version.number}",

@@ -190,6 +190,7 @@ _ROW_COLUMNS = (
     "application",
     "reason",
     "audit",
+    "sent",
     "state",
     "score",
     "judge_passed",

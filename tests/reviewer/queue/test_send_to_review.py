@@ -92,6 +92,9 @@ def test_a_lead_sends_a_passed_draft_from_its_page_and_goes_back_to_the_list(org
     assert (review.state, review.sent) == (ReviewState.WAITING, "person")
     assert AuditEvent.objects.get(action="review.send").actor == lead
     assert b'id="with-people"' in client.get(_send_page(review)).content
+    # In the queue its row says a person sent it: the machine, which passed it, had no doubt to name.
+    [row] = [row for row in client.get(reverse("queue")).context["page"].rows if row.review_id == review.pk]
+    assert row.reason_label == "sent to review by a person"
 
 
 def test_the_page_refuses_a_missing_reason_with_a_400_naming_it_and_writes_nothing(org, criteria_admin, client_for):
