@@ -36,6 +36,7 @@ from reviewer.queue.forms import (
     DecisionForm,
     DeclineForm,
     QueueFilterForm,
+    decided,
     decision_form,
 )
 from reviewer.queue.reads import PAGE_SIZE, QueueFilters, operator_reaches, review_for_operator
@@ -467,16 +468,7 @@ def post_decision(request: HttpRequest, review_id: int, payload: DecisionIn) -> 
         return Status(404, {"detail": "There is no such item in your queue."})
     form = _decision_form_for(review, payload)
     try:
-        result = decision_create(
-            user=person,
-            review_id=review.pk,
-            fingerprint=form.cleaned_data["fingerprint"],
-            outcome=form.cleaned_data.get("outcome", ""),
-            checks=form.verdicts() if isinstance(form, ConversationDecisionForm) else None,
-            note=form.cleaned_data.get("note") or "",
-            keep_as_learning=form.cleaned_data.get("keep_as_learning", False),
-            org_id=request.auth.org_id,
-        )
+        result = decision_create(user=person, review_id=review.pk, **decided(form), org_id=request.auth.org_id)
     except Refused as refusal:
         return _refused(refusal)
     decision = result.decision

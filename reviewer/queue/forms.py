@@ -172,6 +172,18 @@ def decision_form(review: Review, data=None, *, start_from: dict[str, str] | Non
     )
 
 
+def decided(form: DecisionForm) -> dict:
+    """A valid decision form's decision as `decision_create` takes it, whoever sent it (the page or the API)."""
+    data = form.cleaned_data
+    return {
+        "fingerprint": data["fingerprint"],
+        "outcome": data.get("outcome", ""),
+        "checks": form.verdicts() if isinstance(form, ConversationDecisionForm) else None,
+        "note": data.get("note") or "",
+        "keep_as_learning": data.get("keep_as_learning", False),
+    }
+
+
 class DeclineForm(forms.Form):
     reason = forms.CharField(
         max_length=2_000,

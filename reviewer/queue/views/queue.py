@@ -29,10 +29,10 @@ from reviewer.queue.assignments import (
 )
 from reviewer.queue.forms import (
     AssignForm,
-    ConversationDecisionForm,
     DecisionForm,
     DeclineForm,
     QueueFilterForm,
+    decided,
     decision_form,
 )
 from reviewer.queue.item_reads import item_page
@@ -214,15 +214,7 @@ def review_decide(request: HttpRequest, pk: int) -> HttpResponse:
     if not form.is_valid():
         return _render_item(request, review, posted=form, status=422)
     try:
-        result = decision_create(
-            user=request.user,
-            review_id=review.pk,
-            fingerprint=form.cleaned_data["fingerprint"],
-            outcome=form.cleaned_data.get("outcome", ""),
-            checks=form.verdicts() if isinstance(form, ConversationDecisionForm) else None,
-            note=form.cleaned_data.get("note") or "",
-            keep_as_learning=form.cleaned_data.get("keep_as_learning", False),
-        )
+        result = decision_create(user=request.user, review_id=review.pk, **decided(form))
     except Refused as refusal:
         return _refused(request, review, refusal, posted=form)
     decision = result.decision
