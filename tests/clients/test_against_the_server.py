@@ -29,6 +29,9 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 MARGINAL = "Marginal drafts say so here."  # the fake judge contradicts itself on a draft holding this: people decide
 BANNED = "leverage"  # a banned word: a finding the gate fails, with its position
+# The em dash before it is repaired (a banned character with a substitute): the finding's offset is into the repaired
+# body, and the command maps it back to the file.
+FAILING_BODY = CLEAN_BODY.replace("Start with", f"Now \u2014 to {BANNED} them \u2014 start with")
 
 
 def judge_by_body(fake_llm: FakeLLM) -> None:
@@ -73,13 +76,13 @@ def test_the_async_client_waits_for_a_failing_verdict_with_its_findings(live_ser
 
     async def submit():
         async with AsyncTollgate(live_server.url, key) as client:
-            body = CLEAN_BODY.replace("Start with", f"To {BANNED} them, start with")
-            return await client.submit_draft(**submission("run-1/b", body), wait=True, timeout=60)
+            return await client.submit_draft(**submission("run-1/b", FAILING_BODY), wait=True, timeout=60)
 
     status = asyncio.run(submit())
     assert status.route == "fail"
     (finding,) = status.findings
     assert finding.subject == BANNED and finding.spans
+    assert "\u2014" not in status.repairs["body"]
 
 
 def test_a_refused_draft_raises_with_the_servers_field_errors(tollgate):
@@ -93,7 +96,7 @@ def _folder(tmp_path: Path, *names: str) -> Path:
     folder.mkdir(exist_ok=True)
     bodies = {
         "pass.md": CLEAN_BODY,
-        "fail.md": CLEAN_BODY.replace("Start with", f"To {BANNED} them, start with"),
+        "fail.md": FAILING_BODY,
         "marginal.md": CLEAN_BODY.replace("Review them every month.", f"Review them every month. {MARGINAL}"),
     }
     for name in names:
