@@ -14,6 +14,7 @@ phase alone for the direct side; the command's own CPU per draft; the ratio of t
 BENCH_GATE_DRAFTS (default 1000) scales it.
 """
 
+import logging
 import os
 import shutil
 import subprocess
@@ -33,6 +34,7 @@ from tests.fakes.openai_server import FakeLLM
 
 
 def main() -> None:
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # a line per request would be the bench's own load
     count = int(os.environ.get("BENCH_GATE_DRAFTS", "1000"))
     latency = float(os.environ.get("BENCH_GATE_JUDGE_SECONDS", "0"))
     command = shutil.which("tollgate", path=str(Path(sys.executable).parent))
