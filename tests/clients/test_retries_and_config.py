@@ -2,11 +2,16 @@
 server's detail, and finds its URL and token in arguments, the environment and the config file, in that order."""
 
 import asyncio
+import json
+from functools import partial
+from io import StringIO
 
 import pytest
-from tollgate_client import AsyncTollgate, ConfigurationError, Retries, Tollgate, Unavailable
+from tollgate_client import AsyncTollgate, ConfigurationError, Polling, Retries, Tollgate, Unavailable, WaitTimeout
+from tollgate_client.cli import main
 from tollgate_client.config import resolve
 
+from tests.builders.processes import free_port
 from tests.fakes.refusing_server import RefusingServer
 
 ME = {"org": "northwind", "key_name": "ci"}
@@ -81,3 +86,33 @@ def test_a_missing_profile_or_token_is_a_clear_error(tmp_path):
         resolve(profile="prod", environ={"TOLLGATE_CONFIG": str(config)})
     with pytest.raises(ConfigurationError, match="no Tollgate token: .*TOLLGATE_TOKEN"):
         resolve(environ={"TOLLGATE_CONFIG": str(config)})
+
+
+def test_a_wait_gives_up_after_its_timeout_and_names_the_draft():
+    waits: list[float] = []
+    pending = {"id": 7, "external_id": "run-1/a", "route": "pending"}
+    with RefusingServer((200, {}, pending)) as server:
+        client = Tollgate(server.url, "t", polling=Polling(timeout=2), sleep=waits.append)
+        with pytest.raises(WaitTimeout) as late:
+            client.wait_for_draft(7)
+    assert late.value.draft_id == 7
+    assert waits[:3] == [0.25, 0.375, 0.5625]  # growing by half
+    assert sum(waits) == pytest.approx(2)  # the last pause cut short at the timeout
+
+
+def test_the_command_exits_3_when_tollgate_cannot_be_reached_and_4_on_a_usage_error():
+    unhurried = partial(Tollgate, sleep=lambda _: None)
+    err = StringIO()
+    url = f"http://127.0.0.1:{free_port()}"
+    assert main(["whoami", "--url", url, "--token", "t"], stdout=StringIO(), stderr=err, client=unhurried) == 3
+    assert err.getvalue().startswith("tollgate: could not reach Tollgate for /whoami after 5 attempt(s)")
+    assert main(["gate", "--url", url, "--token", "t"], stdout=StringIO(), stderr=StringIO()) == 4
+
+
+def test_the_command_takes_its_profile_from_the_config_file_it_is_given(tmp_path):
+    out = StringIO()
+    with RefusingServer((200, {}, ME)) as server:
+        config = tmp_path / "tollgate.toml"
+        config.write_text(f'[ci]\nurl = "{server.url}"\ntoken = "t"\n')
+        code = main(["--json", "whoami", "--config", str(config), "--profile", "ci"], stdout=out, stderr=StringIO())
+    assert (code, json.loads(out.getvalue())) == (0, ME)

@@ -6,7 +6,6 @@ error, a draft graded `error` or `not_scorable`, a wait that timed out, a bad co
 
 import argparse
 import json
-import os
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, is_dataclass
@@ -112,9 +111,8 @@ def main(
         return int(exc.code or 0)
     options = vars(args)
     try:
-        if options.get("config"):
-            os.environ.setdefault("TOLLGATE_CONFIG", options["config"])
-        with client(options.get("url"), options.get("token"), profile=options.get("profile")) as tollgate:
+        connection = {"profile": options.get("profile"), "config": options.get("config")}
+        with client(options.get("url"), options.get("token"), **connection) as tollgate:
             return args.run(tollgate, args, _Output(out, err, as_json=bool(options.get("json"))))
     except ApiError as exc:
         err.write(f"tollgate: {exc.status}: {_printable(exc.detail)}\n")

@@ -8,6 +8,7 @@ with Tollgate() as tollgate:  # TOLLGATE_URL and TOLLGATE_TOKEN, or ~/.config/to
 """
 
 import asyncio
+import contextlib
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Mapping
 from typing import Any
@@ -37,10 +38,11 @@ class _Settings:
         base_url: str | None,
         token: str | None,
         profile: str | None,
+        config: str | None,
         retries: Retries | None,
         polling: Polling | None,
     ):
-        settings = resolve(base_url=base_url, token=token, profile=profile)
+        settings = resolve(base_url=base_url, token=token, profile=profile, config=config)
         self.base_url, self.token = settings.base_url, settings.token
         self.retries = retries or Retries()
         self.polling = polling or Polling()
@@ -62,13 +64,14 @@ class Tollgate:
         token: str | None = None,
         *,
         profile: str | None = None,
+        config: str | None = None,
         retries: Retries | None = None,
         polling: Polling | None = None,
         timeout: httpx.Timeout | float = DEFAULT_TIMEOUT,
         sleep: Callable[[float], None] = time.sleep,
         http: httpx.Client | None = None,
     ):
-        self._settings = _Settings(base_url, token, profile, retries, polling)
+        self._settings = _Settings(base_url, token, profile, config, retries, polling)
         self.base_url = self._settings.base_url
         self._http = http or httpx.Client(timeout=timeout)
         self._sleep = sleep
@@ -245,13 +248,14 @@ class AsyncTollgate:
         token: str | None = None,
         *,
         profile: str | None = None,
+        config: str | None = None,
         retries: Retries | None = None,
         polling: Polling | None = None,
         timeout: httpx.Timeout | float = DEFAULT_TIMEOUT,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         http: httpx.AsyncClient | None = None,
     ):
-        self._settings = _Settings(base_url, token, profile, retries, polling)
+        self._settings = _Settings(base_url, token, profile, config, retries, polling)
         self.base_url = self._settings.base_url
         self._http = http or httpx.AsyncClient(timeout=timeout)
         self._sleep = sleep
@@ -345,8 +349,9 @@ class AsyncTollgate:
     # --- the driver ---------------------------------------------------------------------------------------------------
 
     async def _run(self, operation: Operation) -> Any:
-        async for value in self._drive(operation, emitting=False):
-            return value
+        async with contextlib.aclosing(self._drive(operation, emitting=False)) as values:
+            async for value in values:
+                return value
         return None
 
     def _iterate(self, operation: Operation) -> AsyncIterator[Any]:
