@@ -6,10 +6,11 @@ workers' grading is the same on both sides and what differs is the client:
 - the API directly: one httpx client (keep-alive) posts every draft, then reads each pending draft's status in rounds
   with a fixed 0.2 s pause between rounds, until all are graded (the least a pipeline can do);
 - the command: the installed `tollgate gate FOLDER` (a subprocess, as CI runs it) over the same drafts as files, to
-  its exit code.
-Each side submits its own copy of the drafts (the text differs by a tag) so both are graded afresh rather than
+  its exit code: with `--concurrency 1` (one submission at a time, as the direct side sends them) and with its
+  default of 4 in flight.
+Each run submits its own copy of the drafts (the text differs by a tag) so both are graded afresh rather than
 handed the other's reviews. Reported per side: drafts/s from the first request to the last verdict, and the submit
-phase alone for the direct side; the command's own CPU per draft; the ratio of the command's rate to the API's.
+phase alone for the direct side; the command's own CPU per draft; the ratio of each command run's rate to the API's.
 
 BENCH_GATE_DRAFTS (default 1000) scales it.
 """
@@ -50,17 +51,22 @@ def main() -> None:
         direct = _direct(servers.base_url, key, count)
         graded = Review.objects.filter(org=org).count()
         with tempfile.TemporaryDirectory() as folder:
-            _write_files(Path(folder), count)
-            gate_seconds, gate_cpu, code = _gate(command, servers.base_url, key, folder)
+            gated = {}
+            for concurrency in (1, 4):  # one at a time as the direct side sends, then the command's default
+                tag = f"gate{concurrency}"
+                _write_files(Path(folder) / tag, count, tag)
+                gated[concurrency] = _gate(command, servers.base_url, key, str(Path(folder) / tag), concurrency)
         graded_by_gate = Review.objects.filter(org=org).count() - graded
-    gate_rate = count / gate_seconds
+    direct_rate = count / direct["total"]
     print(f"{count:,} drafts, the judge answering in {latency * 1000:.0f} ms, gunicorn (2 workers), 1 Celery worker "
           f"(2 processes), load average {os.getloadavg()[0]:.2f}")  # fmt: skip
-    print(f"  the API directly: {direct['total']:.1f} s = {count / direct['total']:,.1f} drafts/s to the last verdict "
+    print(f"  the API directly:  {direct['total']:.1f} s = {direct_rate:,.1f} drafts/s to the last verdict "
           f"(submitting alone: {direct['submit']:.1f} s = {count / direct['submit']:,.0f} drafts/s)")  # fmt: skip
-    print(f"  tollgate gate:    {gate_seconds:.1f} s = {gate_rate:,.1f} drafts/s to its exit code ({code}); "
-          f"{gate_cpu / count * 1000:.1f} ms of its CPU per draft; {graded_by_gate:,} reviews written")  # fmt: skip
-    print(f"  ratio (gate / API): {gate_rate / (count / direct['total']):.2f}")
+    for concurrency, (seconds, cpu, code) in gated.items():
+        print(f"  tollgate gate --concurrency {concurrency}: {seconds:.1f} s = {count / seconds:,.1f} drafts/s to its "
+              f"exit code ({code}), {cpu / count * 1000:.1f} ms of its CPU per draft; ratio to the API's rate: "
+              f"{count / seconds / direct_rate:.2f}")  # fmt: skip
+    print(f"  reviews the command's drafts got: {graded_by_gate:,} (of {2 * count:,})")
 
 
 def _judged(latency: float):
@@ -95,17 +101,19 @@ def _direct(base_url: str, key: str, count: int) -> dict[str, float]:
         return {"submit": submitted - started, "total": time.perf_counter() - started}
 
 
-def _write_files(folder: Path, count: int) -> None:
+def _write_files(folder: Path, count: int, tag: str) -> None:
+    folder.mkdir()
     for i in range(count):
         front = f"---\ntitle: Cutting support costs\nslug: cutting-support-costs\nsource_urls: [{SOURCE}]\n---\n"
-        (folder / f"draft-{i:04}.md").write_text(front + _body("gate", i))
+        (folder / f"draft-{i:04}.md").write_text(front + _body(tag, i))
 
 
-def _gate(command: str, base_url: str, key: str, folder: str) -> tuple[float, float, int]:
+def _gate(command: str, base_url: str, key: str, folder: str, concurrency: int) -> tuple[float, float, int]:
     """Wall seconds, the command's CPU seconds (its rusage, reaped by wait4) and its exit code."""
     env = os.environ | {"TOLLGATE_URL": base_url, "TOLLGATE_TOKEN": key}
     started = time.perf_counter()
-    process = subprocess.Popen([command, "gate", folder, "--timeout", "3600"], env=env, stdout=subprocess.DEVNULL)
+    gate = [command, "gate", folder, "--timeout", "3600", "--concurrency", str(concurrency)]
+    process = subprocess.Popen(gate, env=env, stdout=subprocess.DEVNULL)
     _, status, usage = os.wait4(process.pid, 0)
     seconds = time.perf_counter() - started
     process.returncode = os.waitstatus_to_exitcode(status)

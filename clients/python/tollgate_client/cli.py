@@ -8,6 +8,7 @@ import argparse
 import json
 import sys
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, is_dataclass
 from datetime import date, datetime
 from pathlib import Path
@@ -46,6 +47,7 @@ def _parser() -> argparse.ArgumentParser:
     gate.add_argument("--run-id", default=None, help="the pipeline run the drafts belong to")
     gate.add_argument("--id-prefix", default="", help="prefixed to each file's path to make its draft's id")
     gate.add_argument("--source-url", action="append", default=[], help="a source URL every draft may cite")
+    gate.add_argument("--concurrency", type=_positive, default=4, help="submissions in flight at once (4)")
     gate.set_defaults(run=_gate)
 
     conversations = commands.add_parser("conversations", parents=[common], help="import and read conversations")
@@ -92,6 +94,13 @@ def _parser() -> argparse.ArgumentParser:
     whoami = commands.add_parser("whoami", parents=[common], help="the org and key the token belongs to")
     whoami.set_defaults(run=_whoami)
     return parser
+
+
+def _positive(value: str) -> int:
+    number = int(value)
+    if number < 1:
+        raise argparse.ArgumentTypeError("must be 1 or more")
+    return number
 
 
 def main(
@@ -177,18 +186,18 @@ def _gate(tollgate: Tollgate, args: argparse.Namespace, output: _Output) -> int:
     ]
     if not files:
         raise DraftFileError("no draft files (.md, .markdown, .mdx, .txt) under " + " ".join(args.paths))
+
+    def submit(file: DraftFile) -> tuple[int, DraftFile]:
+        accepted = tollgate.submit_draft(title=file.title, body=file.body, external_id=file.external_id,
+                                         slug=file.slug, source_urls=file.source_urls, run_id=args.run_id)  # fmt: skip
+        return accepted.id, file
+
     by_id: dict[int, DraftFile] = {}
-    with output.progress("submitted", len(files)) as progress:
-        for file in files:
-            accepted = tollgate.submit_draft(
-                title=file.title,
-                body=file.body,
-                external_id=file.external_id,
-                slug=file.slug,
-                source_urls=file.source_urls,
-                run_id=args.run_id,
-            )
-            by_id[accepted.id] = file
+    # A few requests in flight: a submission is one short write each, and a folder of drafts is sent in a fraction
+    # of the time one at a time takes (the server's 429s, if it has had enough, are retried as it says).
+    with ThreadPoolExecutor(max_workers=args.concurrency) as pool, output.progress("submitted", len(files)) as progress:
+        for draft_id, file in pool.map(submit, files):
+            by_id[draft_id] = file
             progress.advance()
     verdicts: dict[int, DraftStatus] = {}
     with output.progress("graded", len(files)) as progress:
