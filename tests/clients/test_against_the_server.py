@@ -16,6 +16,8 @@ from tollgate_client.cli import main
 from tollgate_client.models import DraftStatus
 
 from grading.api.keys import api_key_create
+from grading.importers import ParseFailure, parse_file
+from grading.models import Conversation
 from grading.passes.planner import grading_pass
 from tests.builders.audit_events import events_at
 from tests.builders.conversations import PATH_IDS, support_conversation, verdicts_reply
@@ -164,6 +166,32 @@ def test_it_imports_conversations_and_reads_their_review(tmp_path, tollgate, liv
     grading_pass()
     review = wait_until(lambda: tollgate.review("cv-1"), message="the worker's review of cv-1")
     assert (review.route, review.identity.criteria_version) == ("pass", 1)
+    out = StringIO()
+    assert main(["conversations", "show", "cv-1", "--url", live_server.url, "--token", key], stdout=out) == 0
+    assert out.getvalue().splitlines()[:2] == ["cv-1: 4 messages on the path", "route pass, state current"]
+
+
+def test_it_imports_an_export_format_through_tollgates_own_importers(live_server, key, org):
+    fixture = Path(__file__).resolve().parents[1] / "fixtures" / "imports" / "openwebui-branches.json"
+    results = parse_file("openwebui", fixture)
+    (bad,) = [r for r in results if isinstance(r, ParseFailure)]
+    out, err = StringIO(), StringIO()
+
+    command = ["conversations", "import", str(fixture), "--format", "openwebui", "--json"]
+    assert main([*command, "--url", live_server.url, "--token", key], stdout=out, stderr=err) == 1
+
+    lines = [json.loads(line) for line in out.getvalue().splitlines()]
+    stored = dict(Conversation.objects.filter(org=org).values_list("external_id", "fingerprint"))
+    assert {line["external_id"]: line["fingerprint"] for line in lines} == stored
+    assert set(stored) == {r.payload["external_id"] for r in results if not isinstance(r, ParseFailure)}
+    assert err.getvalue().startswith(f"{bad.external_id}: not imported: {bad.reason}\n")
+
+
+def test_the_command_shows_the_active_criteria(live_server, key):
+    out = StringIO()
+    assert main(["criteria", "show", "draft", "--json", "--url", live_server.url, "--token", key], stdout=out) == 0
+    version = json.loads(out.getvalue())
+    assert (version["kind"], version["criteria_version"], version["active"]) == ("draft", 1, True)
 
 
 def test_it_exports_corrections_and_pages_through_the_audit_trail(tmp_path, tollgate, live_server, key, org, operator):

@@ -293,8 +293,7 @@ def _import(tollgate: Tollgate, args: argparse.Namespace, output: _Output) -> in
     application = args.application or args.format
     failures = 0
     with output.progress("conversations", len(parsed)) as progress:
-        for index, payload, problem in parsed:
-            name = str(payload.get("external_id") if payload else None) or f"#{index}"
+        for name, payload, problem in parsed:
             if problem is None:
                 body = dict(payload)
                 body["application"] = body.get("application") or application
@@ -319,9 +318,10 @@ def _import(tollgate: Tollgate, args: argparse.Namespace, output: _Output) -> in
     return FAILED if failures else OK
 
 
-def _conversations_in(path: Path, file_format: str) -> list[tuple[int, dict | None, str | None]]:
-    """(index, the API body, why not) per conversation in the file. The export formats are read by Tollgate's own
-    importers (grading/importers), which the command finds where it is installed beside the server."""
+def _conversations_in(path: Path, file_format: str) -> list[tuple[str, dict | None, str | None]]:
+    """(its name, the API body, why not) per conversation in the file; the name is its id, else `#` and its index.
+    The export formats are read by Tollgate's own importers (grading/importers), which the command finds where it is
+    installed beside the server."""
     if file_format != "api":
         try:
             from grading.importers import ImportFormatError, ParseFailure, parse_file
@@ -335,7 +335,9 @@ def _conversations_in(path: Path, file_format: str) -> list[tuple[int, dict | No
         except (ImportFormatError, OSError) as exc:
             raise TollgateError(f"{path}: {exc}") from exc
         return [
-            (r.index, None, r.reason) if isinstance(r, ParseFailure) else (i, r.payload, None)
+            (r.external_id or f"#{r.index}", None, r.reason)
+            if isinstance(r, ParseFailure)
+            else (_name(r.payload, i), r.payload, None)
             for i, r in enumerate(results)
         ]
     try:
@@ -359,11 +361,16 @@ def _conversations_in(path: Path, file_format: str) -> list[tuple[int, dict | No
                 except json.JSONDecodeError as exc:
                     lines.append(f"line {number} is not JSON: {exc.msg}")
     return [
-        (i, item, None)
+        (_name(item, i), item, None)
         if isinstance(item, dict)
-        else (i, None, str(item) if isinstance(item, str) else "not a JSON object")
+        else (f"#{i}", None, str(item) if isinstance(item, str) else "not a JSON object")
         for i, item in enumerate(lines)
     ]
+
+
+def _name(payload: dict, index: int) -> str:
+    external_id = payload.get("external_id")
+    return str(external_id) if external_id else f"#{index}"
 
 
 def _conversation(tollgate: Tollgate, args: argparse.Namespace, output: _Output) -> int:
