@@ -107,8 +107,13 @@ def _folder(tmp_path: Path, *names: str) -> Path:
     return folder
 
 
-def _gate(live_server, key, *args: str) -> tuple[int, str]:
-    out, err = StringIO(), StringIO()
+class Terminal(StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def _gate(live_server, key, *args: str, stderr: StringIO | None = None) -> tuple[int, str]:
+    out, err = StringIO(), stderr or StringIO()
     code = main(["gate", "--url", live_server.url, "--token", key, "--timeout", "60", *args], stdout=out, stderr=err)
     return code, out.getvalue()
 
@@ -123,15 +128,21 @@ def test_gate_exits_1_on_a_failing_draft_and_points_at_the_finding(
     line = text[: text.index(BANNED)].count("\n") + 1
     col = text.index(BANNED) - text.rindex("\n", 0, text.index(BANNED))
 
-    code, out = _gate(live_server, key, "drafts")
+    terminal, pipe = Terminal(), StringIO()
+    code, out = _gate(live_server, key, "drafts", stderr=terminal)
     assert code == 1
+    assert (
+        "3/3 submitted" in terminal.getvalue()
+        and "\r[##############################] 3/3 graded" in terminal.getvalue()
+    )
     lines = out.splitlines()
     assert [x for x in lines if x.startswith("drafts/fail.md:")][0].startswith(f"drafts/fail.md:{line}:{col}: ")
     assert "drafts/pass.md: passed, score 8" in lines
     assert any(x.startswith("drafts/marginal.md: need a person") for x in lines)
 
-    code, out = _gate(live_server, key, "--format", "github", "drafts")
+    code, out = _gate(live_server, key, "--format", "github", "drafts", stderr=pipe)
     assert code == 1
+    assert pipe.getvalue() == "tollgate: 3 draft(s): 1 failed, 1 need a person, 1 passed\n"  # no progress in a pipe
     assert f"::error file=drafts/fail.md,line={line},col={col},title=Tollgate::" in out
     assert "::warning file=drafts/marginal.md,title=Tollgate::need a person" in out
 

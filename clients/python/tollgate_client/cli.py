@@ -251,7 +251,7 @@ def _gate_result(file: DraftFile, status: DraftStatus) -> dict[str, Any]:
 
 
 def _print_result(result: dict[str, Any], output: _Output, *, github: bool) -> None:
-    path, route = result["file"], result["route"]
+    path, route = _printable(result["file"]), result["route"]
     level = {FAIL: "error", HUMAN: "warning"}.get(route, "error")
     for finding in result["findings"]:
         message = f"{finding['message']} [{finding['code']}]"
