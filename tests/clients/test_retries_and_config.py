@@ -106,7 +106,9 @@ def test_the_command_exits_3_when_tollgate_cannot_be_reached_and_4_on_a_usage_er
     url = f"http://127.0.0.1:{free_port()}"
     assert main(["whoami", "--url", url, "--token", "t"], stdout=StringIO(), stderr=err, client=unhurried) == 3
     assert err.getvalue().startswith("tollgate: could not reach Tollgate for /whoami after 5 attempt(s)")
-    assert main(["gate", "--url", url, "--token", "t"], stdout=StringIO(), stderr=StringIO()) == 4
+    err = StringIO()
+    assert main(["gate", "--url", url, "--token", "t"], stdout=StringIO(), stderr=err) == 4
+    assert "tollgate gate: error: the following arguments are required: PATH" in err.getvalue()
 
 
 def test_the_command_takes_its_profile_from_the_config_file_it_is_given(tmp_path):

@@ -5,6 +5,7 @@ was not imported; 2 `gate`: a draft needs a person and none failed; 3 Tollgate c
 error, a draft graded `error` or `not_scorable`, a wait that timed out, a bad configuration); 4 a usage error."""
 
 import argparse
+import contextlib
 import json
 import sys
 from collections.abc import Callable, Iterator, Sequence
@@ -113,11 +114,10 @@ def main(
     """Run one command; return its exit code (the console script exits with it)."""
     out, err = stdout or sys.stdout, stderr or sys.stderr
     try:
-        args = _parser().parse_args(argv)
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):  # --help and usage errors
+            args = _parser().parse_args(argv)
     except SystemExit as exc:
-        if argv is None and stdout is None:
-            raise
-        return int(exc.code or 0)
+        return exc.code if isinstance(exc.code, int) else USAGE
     options = vars(args)
     try:
         connection = {"profile": options.get("profile"), "config": options.get("config")}
