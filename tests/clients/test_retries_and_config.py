@@ -7,7 +7,16 @@ from functools import partial
 from io import StringIO
 
 import pytest
-from tollgate_client import AsyncTollgate, ConfigurationError, Polling, Retries, Tollgate, Unavailable, WaitTimeout
+from tollgate_client import (
+    ApiError,
+    AsyncTollgate,
+    ConfigurationError,
+    Polling,
+    Retries,
+    Tollgate,
+    Unavailable,
+    WaitTimeout,
+)
 from tollgate_client.cli import main
 from tollgate_client.config import resolve
 
@@ -118,3 +127,11 @@ def test_the_command_takes_its_profile_from_the_config_file_it_is_given(tmp_path
         config.write_text(f'[ci]\nurl = "{server.url}"\ntoken = "t"\n')
         code = main(["--json", "whoami", "--config", str(config), "--profile", "ci"], stdout=out, stderr=StringIO())
     assert (code, json.loads(out.getvalue())) == (0, ME)
+
+
+def test_an_answer_that_is_not_json_is_an_api_error_naming_the_url():
+    not_tollgate = r"not JSON \(text/html\): is http://127.0.0.1:\d+/api/v1/whoami Tollgate"
+    with RefusingServer((200, {"Content-Type": "text/html"}, b"<html>")) as server:
+        client = Tollgate(server.url, "t")
+        with pytest.raises(ApiError, match=not_tollgate):
+            client.whoami()

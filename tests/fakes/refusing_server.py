@@ -29,7 +29,7 @@ class RefusingServer:
             def _answer(self) -> None:
                 fake.requests.append((self.command, self.path))
                 status, headers, body = fake.answers[min(len(fake.requests), len(fake.answers)) - 1]
-                data = json.dumps(body).encode()
+                data = body if isinstance(body, bytes) else json.dumps(body).encode()  # bytes: sent as they are
                 self.send_response(status)
                 for name, value in {"Content-Type": "application/json", **headers}.items():
                     self.send_header(name, value)

@@ -16,7 +16,7 @@ from urllib.parse import quote
 
 import httpx
 
-from tollgate_client.errors import TransportError, Unavailable, WaitTimeout, api_error
+from tollgate_client.errors import ApiError, TransportError, Unavailable, WaitTimeout, api_error
 from tollgate_client.models import (
     AuditEventsPage,
     Conversation,
@@ -168,7 +168,11 @@ def answer_of(response: httpx.Response, attempts: int) -> Any:
         raise error
     if not response.content:
         return None
-    return response.json()
+    try:
+        return response.json()
+    except ValueError:  # a proxy's page, say: the server at that URL is not Tollgate's API
+        kind = response.headers.get("Content-Type", "no content type")
+        raise ApiError(response.status_code, f"the answer is not JSON ({kind}): is {response.url} Tollgate?") from None
 
 
 def transport_failed(exc: httpx.TransportError, call: Call | Stream, attempts: int) -> TransportError:
