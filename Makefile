@@ -13,7 +13,7 @@ $(VENV)/.runtime: requirements.txt | $(VENV)/bin/python
 	$(PY) -m pip install --quiet -r requirements.txt
 	touch $@
 
-$(VENV)/.dev: requirements.txt requirements-dev.txt | $(VENV)/bin/python
+$(VENV)/.dev: requirements.txt requirements-dev.txt clients/python/pyproject.toml | $(VENV)/bin/python
 	$(PY) -m pip install --quiet -r requirements-dev.txt
 	touch $(VENV)/.runtime $@
 
