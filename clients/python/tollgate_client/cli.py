@@ -92,7 +92,7 @@ def _parser() -> argparse.ArgumentParser:
     service.add_argument("--to", dest="until", default=None, help="an ISO week")
     service.set_defaults(run=_queue_service)
 
-    whoami = commands.add_parser("whoami", parents=[common], help="the org and key the token belongs to")
+    whoami = commands.add_parser("whoami", parents=[common], help="the org and key (or person) the token belongs to")
     whoami.set_defaults(run=_whoami)
     return parser
 
@@ -452,7 +452,8 @@ def _whoami(tollgate: Tollgate, args: argparse.Namespace, output: _Output) -> in
     if output.as_json:
         output.json(asdict(me))
     else:
-        output.line(f"{me.key_name} in {me.org} at {tollgate.base_url}")
+        who = f"{me.person} (token {me.key_name})" if me.person else me.key_name
+        output.line(f"{who} in {me.org} at {tollgate.base_url}")
     return OK
 
 

@@ -47,7 +47,8 @@ def _converted(hint: Any, value: Any) -> Any:
 class WhoAmI:
     SCHEMA: ClassVar[str] = "WhoAmI"
     org: str
-    key_name: str
+    key_name: str  # the org key's name, or the personal token's
+    person: str | None = None  # the username a personal token acts as; None for an org's key
 
 
 # --- drafts -------------------------------------------------------------------------------------------------------
