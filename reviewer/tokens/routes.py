@@ -22,6 +22,8 @@ PERSON_ROUTES: dict[str, frozenset[Role]] = {
     "GET /api/v1/dashboard/{section}": EVERYONE,
     "GET /api/v1/dashboard/compare": EVERYONE,
     "GET /api/v1/queue/service": EVERYONE,
+    # The dashboard's export, within the person's reach and blind review, as the export on the page.
+    "GET /api/v1/reviews/export": EVERYONE,
     "GET /api/v1/audit-events": frozenset({Role.ORG_ADMIN}),
     # A lead assigns, within the lead's reach; those who send to review on the pages send here.
     "GET /api/v1/conversations/{external_id}/assignment": frozenset({Role.LEAD}),

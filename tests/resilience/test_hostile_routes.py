@@ -148,6 +148,17 @@ WORKING = {
         }
     },  # fmt: skip
     ("GET", "/api/v1/corrections/figures"): {"query": {"from": "2026-W40", "application": "billing"}},
+    ("GET", "/api/v1/reviews/export"): {
+        "query": {
+            "format": "jsonl",
+            "from": "2026-W40",
+            "application": "billing",
+            "kind": "any",
+            "route": "human",
+            "repaired": "false",
+            "slice": "release=2.4",
+        }
+    },  # fmt: skip
     ("POST", "/api/v1/sets"): {
         "body": {"name": "refunds", "kind": "conversation", "source": "decisions", "ids": ["cv-1"]}
     },

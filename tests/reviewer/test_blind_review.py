@@ -22,6 +22,7 @@ from grading.reviews.versions import criteria_new_version
 from tests.builders.blind_world import REPLACED_NOTE, BlindWorld, answer_note, blind_world, machine_said
 from tests.builders.monitored import monitor
 from tests.builders.page_matrix import PAGES, url_routes
+from tests.builders.tokens import token_of
 
 pytestmark = pytest.mark.django_db
 
@@ -110,6 +111,26 @@ def test_the_dashboards_lists_and_exports_say_nothing_the_machine_said_of_an_ite
         reader.get(reverse("dashboard_export"), {"org": world.org.slug, "format": "jsonl", "route": "human"})
     ).splitlines():
         assert json.loads(line)["item"] in ("cv-agreed",)  # picked by the machine's route: the blind ones withheld
+
+
+def test_the_reviews_export_over_the_api_is_the_pages_for_the_person_and_for_a_key_shows_no_open_answer(client, world):
+    ann = world.people["ann"]
+    query = {"format": "jsonl"}
+    page = text_of(signed_in(ann).get(reverse("dashboard_export"), {"org": world.org.slug, **query}))
+    token = token_of(ann, world.org)
+    over_api = text_of(client.get("/api/v1/reviews/export", query, HTTP_AUTHORIZATION=f"Bearer {token}"))
+    assert over_api == page and answer_note("ann", "half") in page  # her own answer, as on the page
+
+    key = api_key_create(org=world.org, name="export reader").plaintext
+    by_key = text_of(client.get("/api/v1/reviews/export", query, HTTP_AUTHORIZATION=f"Bearer {key}"))
+    rows = {row["item"]: row for row in map(json.loads, by_key.splitlines())}
+    assert answer_note("ann", "half") not in by_key and rows["cv-half"]["answers"] is None  # a place is open
+    for tag in ("open", "half", "split"):
+        assert (rows[f"cv-{tag}"]["route"], rows[f"cv-{tag}"]["reason"]) == (None, None), tag
+        assert machine_said(tag) not in by_key
+    assert rows["cv-agreed"]["route"] == "human"
+    refused = client.get("/api/v1/reviews/export", {"check": "nope"}, HTTP_AUTHORIZATION=f"Bearer {key}")
+    assert refused.status_code == 400 and [e["field"] for e in refused.json()["errors"]] == ["query.check"]
 
 
 def test_an_audit_items_row_in_the_queue_is_coloured_by_nothing_the_machine_said(world):

@@ -45,6 +45,7 @@ OPERATION_IDS = {
     "grading_api_writer_rules",
     "grading_otlp_views_post_logs",
     "grading_otlp_views_post_traces",
+    "reviewer_dashboards_api_get_reviews_export",
     "reviewer_queue_api_delete_conversation_assignment",
     "reviewer_queue_api_delete_draft_assignment",
     "reviewer_queue_api_get_conversation_assignment",

@@ -28,7 +28,7 @@ PARITY = {
     "assign many at once": NOT_YET + "one request per item does it",
     "dashboard figures": "GET /api/v1/dashboard",
     "dashboard compare": "GET /api/v1/dashboard/compare",
-    "exports: the dashboard's lists (CSV, JSONL)": NOT_YET + "the lists' exports are pages only",
+    "exports: the dashboard's lists (CSV, JSONL)": "GET /api/v1/reviews/export",
     "exports: corrections": "GET /api/v1/corrections",
     "labels": "POST /api/v1/labels",
     "audit trail": "GET /api/v1/audit-events",
