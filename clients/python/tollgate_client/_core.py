@@ -19,10 +19,22 @@ import httpx
 from tollgate_client.errors import ApiError, TransportError, Unavailable, WaitTimeout, api_error
 from tollgate_client.models import (
     AuditEventsPage,
+    Claim,
+    ClaimNext,
     Conversation,
     ConversationDetail,
+    DecisionResult,
     DraftAccepted,
     DraftStatus,
+    Published,
+    PublishPlan,
+    QueuePage,
+    RegressionRun,
+    RegressionSet,
+    Trial,
+    TrialCount,
+    Version,
+    VersionSummary,
     WhoAmI,
     from_json,
 )
@@ -323,6 +335,131 @@ def writer_rules() -> Operation:
 
 def queue_service(filters: Mapping[str, Any]) -> Operation:
     return (yield Call("GET", "/queue/service", params=filters))
+
+
+def reviews_export(filters: Mapping[str, Any], *, file_format: str) -> Operation:
+    """The dashboard's export: JSON objects (jsonl) or CSV lines, the header first (csv)."""
+    yield Stream("/reviews/export", params={**filters, "format": file_format}, parse_json=file_format == "jsonl")
+
+
+# --- criteria versions ------------------------------------------------------------------------------------------------
+
+
+def criteria_versions(kind: str) -> Operation:
+    answer = yield Call("GET", f"/criteria/{_segment(kind)}/versions")
+    return [from_json(VersionSummary, version) for version in answer]
+
+
+def criteria_version(version_id: int) -> Operation:
+    return from_json(Version, (yield Call("GET", f"/criteria/versions/{int(version_id)}")))
+
+
+def criteria_clone(kind: str, source: int | None) -> Operation:
+    body = {"source": source} if source is not None else {}
+    return from_json(Version, (yield Call("POST", f"/criteria/{_segment(kind)}/versions", json=body)))
+
+
+def criteria_edit(version_id: int, fields: Mapping[str, Any], *, revision: int | None) -> Operation:
+    """Replace the fields given, whole. Without `revision`, the version's own now is sent: the edit is refused
+    (409) only when someone saves between that read and this write."""
+    if revision is None:
+        revision = (yield from criteria_version(version_id)).revision
+    body = {**fields, "revision": revision}
+    return from_json(Version, (yield Call("PATCH", f"/criteria/versions/{int(version_id)}", json=body)))
+
+
+def trial_count(version_id: int, *, k: int, source: str) -> Operation:
+    answer = yield Call("GET", f"/criteria/versions/{int(version_id)}/trial-count", params={"k": k, "source": source})
+    return from_json(TrialCount, answer)
+
+
+def trial_start(version_id: int, *, k: int, source: str) -> Operation:
+    """Count the sample's judge calls, then start the trial with that count (refused if the sample changed)."""
+    count: TrialCount = yield from trial_count(version_id, k=k, source=source)
+    body = {"k": k, "source": source, "counted_calls": count.judge_calls}
+    return from_json(Trial, (yield Call("POST", f"/criteria/versions/{int(version_id)}/trials", json=body)))
+
+
+def trial_figures(trial_id: int) -> Operation:
+    return (yield Call("GET", f"/criteria/trials/{int(trial_id)}"))
+
+
+def wait_for_trial(version_id: int, trial_id: int, *, polling: Polling) -> Operation:
+    """The trial once every item is graded, then its figures: (Trial, figures)."""
+    for pause in (*polling.pauses(), None):
+        answer = yield Call("GET", f"/criteria/versions/{int(version_id)}/trials")
+        trial = next((from_json(Trial, t) for t in answer if t["id"] == trial_id), None)
+        if trial is not None and trial.finished_at is not None:
+            return trial, (yield from trial_figures(trial_id))
+        if pause is None:
+            break
+        yield Pause(pause)
+    raise WaitTimeout(f"trial {trial_id} did not finish within {polling.timeout:g} s")
+
+
+def publish_plan(version_id: int) -> Operation:
+    return from_json(PublishPlan, (yield Call("GET", f"/criteria/versions/{int(version_id)}/publish-plan")))
+
+
+def publish(version_id: int, *, replaces: int, regrade_now: bool) -> Operation:
+    body = {"replaces": replaces, "regrade_now": regrade_now}
+    return from_json(Published, (yield Call("POST", f"/criteria/versions/{int(version_id)}/publish", json=body)))
+
+
+# --- the queue --------------------------------------------------------------------------------------------------------
+
+
+def queue(filters: Mapping[str, Any], *, after: int | None, limit: int) -> Operation:
+    return from_json(QueuePage, (yield Call("GET", "/queue", params={**filters, "after": after, "limit": limit})))
+
+
+def claim_next(filters: Mapping[str, Any]) -> Operation:
+    return from_json(ClaimNext, (yield Call("POST", "/queue/claim-next", params=filters))).claimed
+
+
+def claim(review_id: int) -> Operation:
+    return from_json(Claim, (yield Call("POST", f"/queue/items/{int(review_id)}/claim")))
+
+
+def decide(review_id: int, body: dict[str, Any], *, fingerprint: str | None) -> Operation:
+    """Decide (or answer) the item. Without `fingerprint`, the item is claimed again first (renewing a lease
+    you hold) and decided on the evidence that claim names."""
+    if fingerprint is None:
+        fingerprint = (yield from claim(review_id)).fingerprint
+    answer = yield Call("POST", f"/queue/items/{int(review_id)}/decision", json={**body, "fingerprint": fingerprint})
+    return from_json(DecisionResult, answer)
+
+
+# --- regression sets --------------------------------------------------------------------------------------------------
+
+
+def sets() -> Operation:
+    return [from_json(RegressionSet, s) for s in (yield Call("GET", "/sets"))]
+
+
+def set_create(body: dict[str, Any]) -> Operation:
+    return from_json(RegressionSet, (yield Call("POST", "/sets", json=body)))
+
+
+def set_run_start(name: str, *, version: int, min_agreement: float | None) -> Operation:
+    body = {"version": version} | ({"min_agreement": min_agreement} if min_agreement is not None else {})
+    return from_json(RegressionRun, (yield Call("POST", f"/sets/{_segment(name)}/runs", json=body)))
+
+
+def set_run(name: str, run_id: int) -> Operation:
+    return from_json(RegressionRun, (yield Call("GET", f"/sets/{_segment(name)}/runs/{int(run_id)}")))
+
+
+def wait_for_run(name: str, run_id: int, *, polling: Polling) -> Operation:
+    """The run once every item is graded (`state` done)."""
+    for pause in (*polling.pauses(), None):
+        run: RegressionRun = yield from set_run(name, run_id)
+        if run.state == "done":
+            return run
+        if pause is None:
+            break
+        yield Pause(pause)
+    raise WaitTimeout(f"run {run_id} of set {name!r} did not finish within {polling.timeout:g} s")
 
 
 def _segment(value: str) -> str:

@@ -21,15 +21,27 @@ from tollgate_client.config import resolve
 from tollgate_client.models import (
     AuditEvent,
     AuditEventsPage,
+    Claim,
     Conversation,
     ConversationDetail,
+    DecisionResult,
     DraftStatus,
+    Published,
+    PublishPlan,
+    QueuePage,
+    RegressionRun,
+    RegressionSet,
     Review,
+    Trial,
+    TrialCount,
+    Version,
+    VersionSummary,
     WhoAmI,
 )
 
 DEFAULT_TIMEOUT = httpx.Timeout(30.0, connect=10.0)
 AUDIT_PAGE_SIZE = 200
+QUEUE_PAGE_SIZE = 50
 
 
 class _Settings:
@@ -171,6 +183,75 @@ class Tollgate:
 
     def queue_service(self, **filters: Any) -> dict[str, Any]:
         return self._run(_core.queue_service(_weeks(filters)))
+
+    def export_reviews(self, *, format: str = "jsonl", **filters: Any) -> Iterator[Any]:
+        """The dashboard's reviews export, streamed: one dict a review (jsonl) or CSV lines, the header first (csv).
+        Filters as the page's links name them (`since`/`until` for `from`/`to`, `slice` a list)."""
+        return self._iterate(_core.reviews_export(_weeks(filters), file_format=format))
+
+    def criteria_versions(self, kind: str) -> list[VersionSummary]:
+        return self._run(_core.criteria_versions(kind))
+
+    def criteria_version(self, version_id: int) -> Version:
+        return self._run(_core.criteria_version(version_id))
+
+    def criteria_clone(self, kind: str, *, source: int | None = None) -> Version:
+        """A new unpublished version cloned from `source` (a version's id) or the active one."""
+        return self._run(_core.criteria_clone(kind, source))
+
+    def criteria_edit(self, version_id: int, *, revision: int | None = None, **fields: Any) -> Version:
+        """Replace the given fields (rubric, rules, checks, routing, judge, slots...) of an unpublished version."""
+        return self._run(_core.criteria_edit(version_id, fields, revision=revision))
+
+    def trial_count(self, version_id: int, *, k: int, source: str) -> TrialCount:
+        return self._run(_core.trial_count(version_id, k=k, source=source))
+
+    def trial_start(self, version_id: int, *, k: int, source: str) -> Trial:
+        return self._run(_core.trial_start(version_id, k=k, source=source))
+
+    def wait_for_trial(self, version_id: int, trial_id: int, *, timeout: float | None = None) -> tuple[Trial, dict]:
+        """The finished trial and its figures (GET /criteria/trials/{id})."""
+        return self._run(_core.wait_for_trial(version_id, trial_id, polling=self._settings.polled(timeout)))
+
+    def publish_plan(self, version_id: int) -> PublishPlan:
+        return self._run(_core.publish_plan(version_id))
+
+    def publish(self, version_id: int, *, replaces: int, regrade_now: bool = False) -> Published:
+        """Publish as planned: `replaces` is the plan's active version's number."""
+        return self._run(_core.publish(version_id, replaces=replaces, regrade_now=regrade_now))
+
+    def queue(self, *, after: int | None = None, limit: int = QUEUE_PAGE_SIZE, **filters: Any) -> QueuePage:
+        return self._run(_core.queue(filters, after=after, limit=limit))
+
+    def claim_next(self, **filters: Any) -> Claim | None:
+        return self._run(_core.claim_next(filters))
+
+    def claim(self, review_id: int) -> Claim:
+        return self._run(_core.claim(review_id))
+
+    def decide(
+        self, review_id: int, *, outcome: str = "", checks: Mapping[str, str] | None = None, note: str = "",
+        fingerprint: str | None = None, keep_as_learning: bool = False,
+    ) -> DecisionResult:  # fmt: skip
+        """A draft's `outcome` or a conversation's `checks`, with a note; see `_core.decide` for `fingerprint`."""
+        body = _decision(outcome, checks, note, keep_as_learning)
+        return self._run(_core.decide(review_id, body, fingerprint=fingerprint))
+
+    def sets(self) -> list[RegressionSet]:
+        return self._run(_core.sets())
+
+    def set_create(self, **body: Any) -> RegressionSet:
+        """The body of POST /api/v1/sets: name, kind, source, and filter or ids."""
+        return self._run(_core.set_create(body))
+
+    def set_run_start(self, name: str, *, version: int, min_agreement: float | None = None) -> RegressionRun:
+        return self._run(_core.set_run_start(name, version=version, min_agreement=min_agreement))
+
+    def set_run(self, name: str, run_id: int) -> RegressionRun:
+        return self._run(_core.set_run(name, run_id))
+
+    def wait_for_run(self, name: str, run_id: int, *, timeout: float | None = None) -> RegressionRun:
+        return self._run(_core.wait_for_run(name, run_id, polling=self._settings.polled(timeout)))
 
     # --- the driver ---------------------------------------------------------------------------------------------------
 
@@ -346,6 +427,69 @@ class AsyncTollgate:
     async def queue_service(self, **filters: Any) -> dict[str, Any]:
         return await self._run(_core.queue_service(_weeks(filters)))
 
+    def export_reviews(self, *, format: str = "jsonl", **filters: Any) -> AsyncIterator[Any]:
+        return self._iterate(_core.reviews_export(_weeks(filters), file_format=format))
+
+    async def criteria_versions(self, kind: str) -> list[VersionSummary]:
+        return await self._run(_core.criteria_versions(kind))
+
+    async def criteria_version(self, version_id: int) -> Version:
+        return await self._run(_core.criteria_version(version_id))
+
+    async def criteria_clone(self, kind: str, *, source: int | None = None) -> Version:
+        return await self._run(_core.criteria_clone(kind, source))
+
+    async def criteria_edit(self, version_id: int, *, revision: int | None = None, **fields: Any) -> Version:
+        return await self._run(_core.criteria_edit(version_id, fields, revision=revision))
+
+    async def trial_count(self, version_id: int, *, k: int, source: str) -> TrialCount:
+        return await self._run(_core.trial_count(version_id, k=k, source=source))
+
+    async def trial_start(self, version_id: int, *, k: int, source: str) -> Trial:
+        return await self._run(_core.trial_start(version_id, k=k, source=source))
+
+    async def wait_for_trial(
+        self, version_id: int, trial_id: int, *, timeout: float | None = None
+    ) -> tuple[Trial, dict]:
+        return await self._run(_core.wait_for_trial(version_id, trial_id, polling=self._settings.polled(timeout)))
+
+    async def publish_plan(self, version_id: int) -> PublishPlan:
+        return await self._run(_core.publish_plan(version_id))
+
+    async def publish(self, version_id: int, *, replaces: int, regrade_now: bool = False) -> Published:
+        return await self._run(_core.publish(version_id, replaces=replaces, regrade_now=regrade_now))
+
+    async def queue(self, *, after: int | None = None, limit: int = QUEUE_PAGE_SIZE, **filters: Any) -> QueuePage:
+        return await self._run(_core.queue(filters, after=after, limit=limit))
+
+    async def claim_next(self, **filters: Any) -> Claim | None:
+        return await self._run(_core.claim_next(filters))
+
+    async def claim(self, review_id: int) -> Claim:
+        return await self._run(_core.claim(review_id))
+
+    async def decide(
+        self, review_id: int, *, outcome: str = "", checks: Mapping[str, str] | None = None, note: str = "",
+        fingerprint: str | None = None, keep_as_learning: bool = False,
+    ) -> DecisionResult:  # fmt: skip
+        body = _decision(outcome, checks, note, keep_as_learning)
+        return await self._run(_core.decide(review_id, body, fingerprint=fingerprint))
+
+    async def sets(self) -> list[RegressionSet]:
+        return await self._run(_core.sets())
+
+    async def set_create(self, **body: Any) -> RegressionSet:
+        return await self._run(_core.set_create(body))
+
+    async def set_run_start(self, name: str, *, version: int, min_agreement: float | None = None) -> RegressionRun:
+        return await self._run(_core.set_run_start(name, version=version, min_agreement=min_agreement))
+
+    async def set_run(self, name: str, run_id: int) -> RegressionRun:
+        return await self._run(_core.set_run(name, run_id))
+
+    async def wait_for_run(self, name: str, run_id: int, *, timeout: float | None = None) -> RegressionRun:
+        return await self._run(_core.wait_for_run(name, run_id, polling=self._settings.polled(timeout)))
+
     # --- the driver ---------------------------------------------------------------------------------------------------
 
     async def _run(self, operation: Operation) -> Any:
@@ -414,6 +558,10 @@ class AsyncTollgate:
                 if pause is None:
                     raise _core.transport_failed(exc, stream, attempt) from exc
             await self._sleep(pause)
+
+
+def _decision(outcome: str, checks: Mapping[str, str] | None, note: str, keep_as_learning: bool) -> dict[str, Any]:
+    return {"outcome": outcome, "checks": dict(checks or {}), "note": note, "keep_as_learning": keep_as_learning}
 
 
 def _weeks(filters: dict[str, Any]) -> dict[str, Any]:

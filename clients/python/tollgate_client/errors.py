@@ -58,9 +58,10 @@ class TransportError(TollgateError):
 
 
 class WaitTimeout(TollgateError):
-    """A verdict did not come within the wait's timeout; the item is still being graded (`draft_id`)."""
+    """A verdict (a draft's, a trial's, a regression run's) did not come within the wait's timeout; the work goes on
+    (`draft_id`: the draft's, when it was a draft)."""
 
-    def __init__(self, message: str, *, draft_id: int):
+    def __init__(self, message: str, *, draft_id: int | None = None):
         self.draft_id = draft_id
         super().__init__(message)
 

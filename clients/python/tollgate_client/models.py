@@ -228,6 +228,258 @@ class AuditEventsPage:
     next: str | None
 
 
+# --- criteria versions, trials, publishing --------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class VersionRef:
+    SCHEMA: ClassVar[str] = "VersionRef"
+    id: int
+    number: int
+
+
+@dataclass(frozen=True)
+class VersionSummary:
+    SCHEMA: ClassVar[str] = "VersionSummaryOut"
+    id: int
+    kind: str
+    number: int
+    state: str
+    created_at: datetime
+    published_at: datetime | None
+    based_on: VersionRef | None
+    author: str | None
+    revision: int
+    judge: str
+    checks: list[str]
+
+
+@dataclass(frozen=True)
+class Version(VersionSummary):
+    """A version with everything it asks: what `criteria edit` changes."""
+
+    SCHEMA: ClassVar[str] = "VersionOut"
+    updated_at: datetime | None
+    updated_by: str | None
+    rubric: str
+    rules: dict[str, Any] | None
+    threshold: float | None
+    band: float | None
+    check_set: dict[str, Any]
+    judge_configured: bool
+    routing: list[Any]
+    slots: int
+    slots_for: str
+    slots_share: int
+    examples: int
+    certification: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class TrialItem:
+    SCHEMA: ClassVar[str] = "TrialItemOut"
+    kind: str
+    id: int
+    external_id: str
+    judge_calls: int
+
+
+@dataclass(frozen=True)
+class CapWarning:
+    SCHEMA: ClassVar[str] = "CapWarningOut"
+    scope: str
+    period: str
+    measure: str
+    spent: int
+    estimate: int | None
+    limit: int
+    message: str
+
+
+@dataclass(frozen=True)
+class Spend:
+    SCHEMA: ClassVar[str] = "SpendOut"
+    judge_calls: int
+    tokens: int | None
+    cost_micros: int | None
+    warnings: list[CapWarning]
+
+
+@dataclass(frozen=True)
+class TrialCount:
+    SCHEMA: ClassVar[str] = "TrialCountOut"
+    version: VersionRef
+    k: int
+    source: str
+    items: list[TrialItem]
+    judge_calls: int
+    spend: Spend
+
+
+@dataclass(frozen=True)
+class Trial:
+    SCHEMA: ClassVar[str] = "TrialOut"
+    id: int
+    version: VersionRef
+    source: str
+    items: int
+    judge_calls: int
+    graded: int
+    requested_at: datetime
+    finished_at: datetime | None
+
+
+@dataclass(frozen=True)
+class StaleGroup:
+    SCHEMA: ClassVar[str] = "StaleGroupOut"
+    application: str
+    reviews: int
+    judge_calls: int
+
+
+@dataclass(frozen=True)
+class PublishPlan:
+    SCHEMA: ClassVar[str] = "PlanOut"
+    version: VersionRef
+    replaces: VersionRef | None
+    made_at: datetime
+    judge: str
+    judge_configured: bool
+    judge_changes: bool
+    stale: int
+    groups: list[StaleGroup]
+    decided: int
+    items: int
+    waiting: int
+    judge_calls: int
+    tokens: int | None
+    spend: Spend
+    pass_cap: int
+    next_pass_takes_at_least: int
+    next_pass_takes_at_most: int
+    passes: int
+
+
+@dataclass(frozen=True)
+class Published:
+    SCHEMA: ClassVar[str] = "PublishedOut"
+    version: Version
+    published_now: bool
+    replaced: VersionRef | None
+    grading_pass: dict[str, Any] | None
+
+
+# --- the queue (a person's token) --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class QueueRow:
+    SCHEMA: ClassVar[str] = "QueueRowOut"
+    review: int
+    kind: str
+    title: str
+    context: str
+    blind: bool
+    reason: str
+    reason_label: str
+    summary: str
+    checks: list[list[str]]
+    criteria: str
+    waiting: str
+    due: str
+    overdue: bool
+    mine: bool
+    held_by: str
+    places: str
+    assigned: str
+    not_claimable: str
+    page_url: str
+
+
+@dataclass(frozen=True)
+class QueuePage:
+    SCHEMA: ClassVar[str] = "QueuePageOut"
+    items: list[QueueRow]
+    total: int
+    total_label: str
+    next: int | None
+
+
+@dataclass(frozen=True)
+class CheckAsked:
+    SCHEMA: ClassVar[str] = "CheckAskedOut"
+    key: str
+    name: str
+    question: str
+    answers: list[str]
+
+
+@dataclass(frozen=True)
+class Claim:
+    SCHEMA: ClassVar[str] = "ClaimOut"
+    review: int
+    kind: str
+    title: str
+    fingerprint: str
+    expires_at: datetime
+    outcomes: list[str]
+    checks: list[CheckAsked]
+    page_url: str
+
+
+@dataclass(frozen=True)
+class ClaimNext:
+    SCHEMA: ClassVar[str] = "ClaimNextOut"
+    claimed: Claim | None
+
+
+@dataclass(frozen=True)
+class DecisionResult:
+    SCHEMA: ClassVar[str] = "DecisionOut"
+    review: int
+    answered: bool
+    decided: bool
+    outcome: str | None
+    learning_error: str | None
+
+
+# --- regression sets ------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RegressionSet:
+    SCHEMA: ClassVar[str] = "SetOut"
+    name: str
+    kind: str
+    built_from: dict[str, Any]
+    items: int
+    skipped: int
+    erased: int
+    created_at: datetime
+    last_run: dict[str, Any] | None
+
+
+@dataclass(frozen=True)
+class RegressionRun:
+    SCHEMA: ClassVar[str] = "RunOut"
+    id: int
+    set: str
+    criteria_version: int
+    min_agreement: float | None
+    state: str
+    started_at: datetime
+    finished_at: datetime | None
+    items: int
+    graded: int
+    errors: int
+    held_by_spend_cap: int
+    checks: dict[str, dict[str, Any]]
+    overall: dict[str, Any]
+    passed: bool | None  # None while running, or without a min_agreement
+    changed_count: int
+    changed: list[dict[str, Any]]
+
+
 MODELS_WITH_SCHEMAS: tuple[type, ...] = (
     WhoAmI,
     DraftAccepted,
@@ -242,4 +494,23 @@ MODELS_WITH_SCHEMAS: tuple[type, ...] = (
     AuditItem,
     AuditEvent,
     AuditEventsPage,
+    VersionRef,
+    VersionSummary,
+    Version,
+    TrialItem,
+    CapWarning,
+    Spend,
+    TrialCount,
+    Trial,
+    StaleGroup,
+    PublishPlan,
+    Published,
+    QueueRow,
+    QueuePage,
+    CheckAsked,
+    Claim,
+    ClaimNext,
+    DecisionResult,
+    RegressionSet,
+    RegressionRun,
 )
