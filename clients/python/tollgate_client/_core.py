@@ -52,11 +52,14 @@ class Call:
 
 @dataclass(frozen=True)
 class Stream:
-    """A GET answered with lines (JSONL or CSV), emitted one by one as they arrive; JSON lines parsed."""
+    """A GET answered with lines (JSONL or CSV), emitted one by one as they arrive; JSON lines parsed. With `text`,
+    the answer's text as it arrives, in chunks, untouched: a CSV cell may hold line breaks (a note's), which
+    splitting into lines would lose."""
 
     path: str
     params: Mapping[str, Any] | None = None
     parse_json: bool = True
+    text: bool = False
 
 
 @dataclass(frozen=True)
@@ -338,8 +341,9 @@ def queue_service(filters: Mapping[str, Any]) -> Operation:
 
 
 def reviews_export(filters: Mapping[str, Any], *, file_format: str) -> Operation:
-    """The dashboard's export: JSON objects (jsonl) or CSV lines, the header first (csv)."""
-    yield Stream("/reviews/export", params={**filters, "format": file_format}, parse_json=file_format == "jsonl")
+    """The dashboard's export: JSON objects (jsonl), or the CSV's text in chunks as it arrives (csv)."""
+    jsonl = file_format == "jsonl"
+    yield Stream("/reviews/export", params={**filters, "format": file_format}, parse_json=jsonl, text=not jsonl)
 
 
 # --- criteria versions ------------------------------------------------------------------------------------------------

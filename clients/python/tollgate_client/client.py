@@ -185,7 +185,7 @@ class Tollgate:
         return self._run(_core.queue_service(_weeks(filters)))
 
     def export_reviews(self, *, format: str = "jsonl", **filters: Any) -> Iterator[Any]:
-        """The dashboard's reviews export, streamed: one dict a review (jsonl) or CSV lines, the header first (csv).
+        """The dashboard's reviews export, streamed: one dict a review (jsonl), or the CSV's text in chunks (csv).
         Filters as the page's links name them (`since`/`until` for `from`/`to`, `slice` a list)."""
         return self._iterate(_core.reviews_export(_weeks(filters), file_format=format))
 
@@ -309,6 +309,9 @@ class Tollgate:
                         if response.status_code >= 400:
                             response.read()
                             _core.answer_of(response, attempt)
+                        if stream.text:
+                            yield from response.iter_text()
+                            return
                         for line in response.iter_lines():
                             if line:
                                 yield _core.line_of(line, stream.parse_json)
@@ -549,6 +552,10 @@ class AsyncTollgate:
                         if response.status_code >= 400:
                             await response.aread()
                             _core.answer_of(response, attempt)
+                        if stream.text:
+                            async for chunk in response.aiter_text():
+                                yield chunk
+                            return
                         async for line in response.aiter_lines():
                             if line:
                                 yield _core.line_of(line, stream.parse_json)
