@@ -11,20 +11,27 @@ from pathlib import Path
 
 import httpx
 import pytest
+from django.db.models import DateField
+from django.db.models.functions import TruncWeek
+from django.test import Client
+from django.urls import reverse
 from tollgate_client import AsyncTollgate, InvalidRequest, Tollgate
 from tollgate_client.cli import main
 from tollgate_client.models import DraftStatus
 
 from grading.api.keys import api_key_create
 from grading.importers import ParseFailure, parse_file
-from grading.models import Conversation
+from grading.models import Conversation, Review
 from grading.passes.planner import grading_pass
 from tests.builders.audit_events import events_at
 from tests.builders.conversations import PATH_IDS, support_conversation, verdicts_reply
 from tests.builders.corrections import draft_correction
 from tests.builders.drafts import CLEAN_BODY, SOURCE, draft_reply, setup_org_memory
+from tests.builders.judges import configure_judges, judge_config
 from tests.builders.processes import wait_until
 from tests.builders.queue_items import draft_item
+from tests.builders.scored_trials import decide, graded_conversations, judge_per_item
+from tests.builders.tokens import token_of
 from tests.fakes.openai_server import FakeLLM
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -34,6 +41,10 @@ BANNED = "leverage"  # a banned word: a finding the gate fails, with its positio
 # The em dash before it is repaired (a banned character with a substitute): the finding's offset is into the repaired
 # body, and the command maps it back to the file.
 FAILING_BODY = CLEAN_BODY.replace("Start with", f"Now \u2014 to {BANNED} them \u2014 start with")
+
+
+SET_PASS = {"grounded": "pass", "complete": "pass", "usable": "pass"}
+SET_PEOPLE = {0: SET_PASS, 1: {**SET_PASS, "grounded": "fail"}, 2: {**SET_PASS, "complete": "fail"}, 3: SET_PASS}
 
 
 def judge_by_body(fake_llm: FakeLLM) -> None:
@@ -220,3 +231,113 @@ def test_it_exports_corrections_and_pages_through_the_audit_trail(tmp_path, toll
     assert len(events) == 5 and len({event.id for event in events}) == 5
     csv = list(tollgate.export_audit_csv(action="test.paged"))
     assert len(csv) == 6  # the header and the five
+
+
+# --- the reviews export, criteria versions, the queue and regression sets from the command ------------------------
+
+
+def _command(live_server, token: str, *args: str, stdin=None) -> tuple[int, str, str]:
+    out, err = StringIO(), StringIO()
+    code = main([*args, "--url", live_server.url, "--token", token], stdout=out, stderr=err, stdin=stdin or StringIO())
+    return code, out.getvalue(), err.getvalue()
+
+
+def test_export_reviews_writes_what_the_pages_export_gives_the_same_person(tmp_path, live_server, key, org, operator):
+    for n in range(3):
+        draft_item(org, f"d-{n}")
+    Review.objects.update(week=TruncWeek("finished_at", output_field=DateField()))  # counted in this week
+    page = Client()
+    page.force_login(operator)
+    query = {"org": org.slug, "kind": "draft", "format": "csv"}
+    expected = b"".join(page.get(reverse("dashboard_export"), query).streaming_content).decode()
+    assert expected.count("\n") == 4  # the header and three reviews
+
+    token = token_of(operator, org)
+    code, _, err = _command(live_server, token, "export", "reviews", "--kind", "draft", "-o", str(tmp_path / "r.csv"))
+    assert code == 0, err
+    assert (tmp_path / "r.csv").read_bytes().decode() == expected  # byte for byte, its CRLF line ends too
+
+    code, out, _ = _command(live_server, key, "export", "reviews", "--kind", "draft", "--json", "--route", "fail")
+    assert code == 0 and out == ""  # none of the three failed
+    code, _, err = _command(live_server, key, "export", "reviews", "--check", "nope")
+    assert code == 4 and "  query.check: must be one of" in err
+
+
+def test_a_criteria_admin_clones_edits_and_publishes_a_version_from_the_command(
+    tmp_path, live_server, org, criteria_admin, settings, fake_llm
+):
+    configure_judges(settings, default=judge_config(fake_llm))
+    token = token_of(criteria_admin, org)
+    code, out, err = _command(live_server, token, "criteria", "clone", "conversation", "--json")
+    assert code == 0, err
+    clone = json.loads(out)
+    assert (clone["number"], clone["state"], clone["based_on"]["number"]) == (2, "draft", 1)
+
+    (tmp_path / "rubric.md").write_text("grounded: every claim has support in the sources.\n")
+    (tmp_path / "checks.json").write_text(json.dumps({"checks": [{"key": "Not A Key"}]}))
+    version_id = str(clone["id"])
+    code, out, err = _command(
+        live_server, token, "criteria", "edit", version_id, "--rubric-file", str(tmp_path / "rubric.md")
+    )
+    assert code == 0, err
+    code, _, err = _command(
+        live_server, token, "criteria", "edit", version_id, "--checks-file", str(tmp_path / "checks.json")
+    )
+    assert code == 4 and err.startswith("tollgate: 400: ") and "\n  checks" in err  # each field on its own line
+
+    class Terminal(StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    code, out, err = _command(live_server, token, "criteria", "publish", version_id, stdin=Terminal("n\n"))
+    assert code == 5 and out.startswith("publish v2 (judge ") and "in place of v1:" in out
+    code, out, err = _command(live_server, token, "criteria", "publish", version_id, "--yes")
+    assert (code, out.splitlines()[-1]) == (0, "published v2, replacing v1"), err
+    code, out, _ = _command(live_server, token, "criteria", "versions", "conversation")
+    assert [line.split(" ")[1:4] for line in out.splitlines()] == [["conversation", "v2", "published,"],
+                                                                   ["conversation", "v1", "retired,"]]  # fmt: skip
+
+
+def test_an_operator_lists_claims_and_decides_from_the_command_and_the_org_key_is_told_why_not(
+    live_server, key, org, operator
+):
+    review = draft_item(org, "d-queue")
+    token = token_of(operator, org)
+    code, out, err = _command(live_server, token, "queue", "list", "--json")
+    assert code == 0, err
+    assert [item["review"] for item in json.loads(out)["items"]] == [review.pk]
+    code, out, err = _command(live_server, token, "queue", "claim-next", "--kind", "draft")
+    assert code == 0 and out.startswith(f"claimed {review.pk}: draft "), err
+    code, out, err = _command(
+        live_server, token, "queue", "decide", str(review.pk), "--outcome", "approve", "--note", "Reads well"
+    )
+    assert (code, out) == (0, f"{review.pk}: decided, approve\n"), err
+
+    code, _, err = _command(live_server, key, "queue", "list")
+    assert code == 3 and err.startswith("tollgate: 403: the queue's work is a person's: call it with a personal token")
+
+
+def test_a_sets_run_under_its_bar_exits_1_and_at_its_bar_0(
+    live_server, key, org, operator, settings, fake_llm, celery_worker
+):
+    configure_judges(settings, default=judge_config(fake_llm))
+    conversations = graded_conversations(org, fake_llm, {n: SET_PASS for n in range(4)})
+    for n, checks in SET_PEOPLE.items():
+        decide(conversations[n], operator, checks)
+    code, out, err = _command(live_server, key, "sets", "create", "refunds", "--from-decisions")
+    assert (code, out) == (0, "refunds: conversation, 4 item(s), 0 skipped (no expected answer from decisions)\n"), err
+    # The judge passes every check now: people failed one check on each of two items, so 12 of 16 answers agree.
+    fake_llm.set_default(judge_per_item({n: SET_PASS for n in range(4)}))
+
+    code, out, err = _command(live_server, key, "sets", "run", "refunds", "--version", "1", "--min-agreement", "0.9")
+    assert code == 1, err
+    lines = out.splitlines()
+    assert lines[0].endswith(": done, 4/4 graded, 0 error(s)")
+    table = {line.split()[0]: line.split()[1:3] for line in lines[2:7]}
+    assert table == {"grounded": ["4", "3"], "complete": ["4", "3"], "usable": ["4", "4"], "pass_fail": ["4", "2"],
+                     "overall": ["16", "12"]}  # fmt: skip
+    assert "changed: cv-1 grounded: expected fail, answered pass" in lines
+    assert lines[-1] == "agreement 75.0% is under the bar 90.0%"
+
+    code, out, err = _command(live_server, key, "sets", "run", "refunds", "--version", "1", "--min-agreement", "0.75")
+    assert (code, out.splitlines()[-1]) == (0, "agreement 75.0% holds the bar 75.0%"), err
