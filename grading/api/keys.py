@@ -5,7 +5,7 @@ import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Protocol
+from typing import Any, Protocol
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.http import HttpRequest
@@ -104,6 +104,14 @@ def caller_authenticate(request: HttpRequest, token: str) -> Caller | None:
         if caller is not None:
             return caller
     return None
+
+
+def caller_acting(caller: Caller) -> dict[str, Any]:
+    """Who a write is by, as the services and `audit_record` take it: the person of a personal token (`actor`),
+    else the org's key (`api_key`). A service must never be handed the caller itself as a key: a person's caller is
+    no ApiKey row."""
+    person = caller.person
+    return {"actor": person} if person is not None else {"api_key": caller}
 
 
 def caller_reach(caller: Caller) -> Reach:

@@ -19,6 +19,7 @@ from ninja import Router, Schema, Status
 from ninja.errors import ValidationError
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 
+from grading.api.keys import caller_acting
 from grading.core.errors import NotFound
 from grading.core.schemas import ExternalId
 from grading.core.weeks import week_named
@@ -179,7 +180,7 @@ def post_set(request: HttpRequest, payload: SetIn) -> Status[SetDetailOut]:
             source=SetSource(payload.source),
             item_filter=item_filter,
             external_ids=payload.ids,
-            api_key=request.auth,
+            **caller_acting(request.auth),
         )
     except SetRefused as exc:
         raise _refused(exc.field, exc.message) from None
@@ -213,7 +214,7 @@ def delete_set(request: HttpRequest, name: SetName) -> Status[None]:
         audit_record(
             action="set.delete",
             org=request.auth.org,
-            api_key=request.auth,
+            **caller_acting(request.auth),
             target=regression_set,
             detail={"name": name, "items": regression_set.items.count()},
         )
@@ -232,7 +233,10 @@ def post_run(request: HttpRequest, name: SetName, payload: RunIn) -> Status[RunO
         raise _refused("version", f"the org has no {regression_set.kind} criteria version {payload.version}")
     try:
         run = set_run_start(
-            regression_set=regression_set, version=version, min_agreement=payload.min_agreement, api_key=request.auth
+            regression_set=regression_set,
+            version=version,
+            min_agreement=payload.min_agreement,
+            **caller_acting(request.auth),
         )
     except SetRefused as exc:
         raise _refused(exc.field, exc.message) from None
