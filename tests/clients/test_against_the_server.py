@@ -257,6 +257,12 @@ def test_export_reviews_writes_what_the_pages_export_gives_the_same_person(tmp_p
     assert code == 0, err
     assert (tmp_path / "r.csv").read_bytes().decode() == expected  # byte for byte, its CRLF line ends too
 
+    async def export_async() -> str:
+        async with AsyncTollgate(live_server.url, token) as client:
+            return "".join([chunk async for chunk in client.export_reviews(format="csv", kind="draft")])
+
+    assert asyncio.run(export_async()) == expected
+
     code, out, _ = _command(live_server, key, "export", "reviews", "--kind", "draft", "--json", "--route", "fail")
     assert code == 0 and out == ""  # none of the three failed
     code, _, err = _command(live_server, key, "export", "reviews", "--check", "nope")
@@ -285,9 +291,13 @@ def test_a_criteria_admin_clones_edits_and_publishes_a_version_from_the_command(
     )
     assert code == 4 and err.startswith("tollgate: 400: ") and "\n  checks" in err  # each field on its own line
 
-    class Terminal(StringIO):
-        def isatty(self) -> bool:
-            return True
+    # A trial from labels nobody gave is empty: done at once.
+    code, out, err = _command(live_server, token, "criteria", "trial", version_id, "--source", "labels", "--wait")
+    assert (
+        code == 0
+        and out.startswith("trial ")
+        and ": 0 item(s) from labels, 0 judge call(s), 0 graded, finished\n" in out
+    ), err
 
     code, out, err = _command(live_server, token, "criteria", "publish", version_id, stdin=Terminal("n\n"))
     assert code == 5 and out.startswith("publish v2 (judge ") and "in place of v1:" in out
