@@ -23,7 +23,7 @@ from tollgate_client.config import resolve
 from tests.builders.processes import free_port
 from tests.fakes.refusing_server import RefusingServer
 
-ME = {"org": "northwind", "key_name": "ci"}
+ME = {"org": "northwind", "key_name": "ci", "person": None}  # an org key's answer: no person
 
 
 def test_it_retries_a_429_after_the_servers_retry_after_and_returns_the_answer():
