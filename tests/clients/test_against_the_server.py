@@ -29,7 +29,7 @@ from tests.builders.corrections import draft_correction
 from tests.builders.drafts import CLEAN_BODY, SOURCE, draft_reply, setup_org_memory
 from tests.builders.judges import configure_judges, judge_config
 from tests.builders.processes import wait_until
-from tests.builders.queue_items import draft_item
+from tests.builders.queue_items import conversation_item, draft_item
 from tests.builders.scored_trials import decide, graded_conversations, judge_per_item
 from tests.builders.tokens import token_of
 from tests.fakes.openai_server import FakeLLM
@@ -236,8 +236,8 @@ def test_it_exports_corrections_and_pages_through_the_audit_trail(tmp_path, toll
 # --- the reviews export, criteria versions, the queue and regression sets from the command ------------------------
 
 
-def _command(live_server, token: str, *args: str, stdin=None) -> tuple[int, str, str]:
-    out, err = StringIO(), StringIO()
+def _command(live_server, token: str, *args: str, stdin=None, stderr=None) -> tuple[int, str, str]:
+    out, err = StringIO(), stderr or StringIO()
     code = main([*args, "--url", live_server.url, "--token", token], stdout=out, stderr=err, stdin=stdin or StringIO())
     return code, out.getvalue(), err.getvalue()
 
@@ -253,8 +253,12 @@ def test_export_reviews_writes_what_the_pages_export_gives_the_same_person(tmp_p
     assert expected.count("\n") == 4  # the header and three reviews
 
     token = token_of(operator, org)
-    code, _, err = _command(live_server, token, "export", "reviews", "--kind", "draft", "-o", str(tmp_path / "r.csv"))
+    terminal = Terminal()
+    code, _, err = _command(
+        live_server, token, "export", "reviews", "--kind", "draft", "-o", str(tmp_path / "r.csv"), stderr=terminal
+    )
     assert code == 0, err
+    assert "\r4 lines" in err and err.endswith(f"tollgate: 4 line(s) written to {tmp_path / 'r.csv'}\n")
     assert (tmp_path / "r.csv").read_bytes().decode() == expected  # byte for byte, its CRLF line ends too
 
     async def export_async() -> str:
@@ -322,6 +326,9 @@ def test_an_operator_lists_claims_and_decides_from_the_command_and_the_org_key_i
         live_server, token, "queue", "decide", str(review.pk), "--outcome", "approve", "--note", "Reads well"
     )
     assert (code, out) == (0, f"{review.pk}: decided, approve\n"), err
+    conversation = conversation_item(org, "cv-queue")
+    code, out, err = _command(live_server, token, "queue", "decide", str(conversation.pk), "--check", "nope=pass")
+    assert code == 4 and "\n  checks.nope: is not a check this item's criteria version asks\n" in err, err
 
     code, _, err = _command(live_server, key, "queue", "list")
     assert code == 3 and err.startswith("tollgate: 403: the queue's work is a person's: call it with a personal token")
