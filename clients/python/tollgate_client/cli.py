@@ -595,7 +595,8 @@ def _criteria_versions(tollgate: Tollgate, args: argparse.Namespace, output: _Ou
     versions = tollgate.criteria_versions(args.kind)
     if output.as_json:
         output.json([asdict(version) for version in versions])
-    for version in [] if output.as_json else versions:
+        return OK
+    for version in versions:
         output.line(_printable(_version_line(version)))
     return OK
 
