@@ -11,7 +11,7 @@ from django.core.management import CommandError, call_command
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
-from tests.builders.agents import agent_world, result_data
+from tests.builders.agents import TOOLS, agent_world, result_data
 from tests.builders.processes import REPO_ROOT, database_url
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -47,7 +47,7 @@ def test_it_serves_every_tool_and_the_criteria_to_a_local_agent(org, other_org):
             }  # fmt: skip
 
     answers = asyncio.run(session())
-    assert answers["tools"] == {"search_items", "read_verdict", "read_dashboard", "list_queue", "submit_draft"}
+    assert answers["tools"] == TOOLS
     assert [item["id"] for item in result_data(answers["search"])["data"]["items"]] == [world.queued_draft_id]
     assert result_data(answers["verdict"])["data"]["external_id"] == world.hostile_id
     assert answers["theirs"].is_error
