@@ -23,7 +23,7 @@ from grading.api.keys import Caller
 from grading.core.errors import NotFound
 from grading.core.schemas import ExternalId
 from grading.core.weeks import week_named
-from grading.models import ApiKey, CriteriaVersion, ItemKind, Org, RegressionRun, RegressionSet, SetSource
+from grading.models import CriteriaVersion, ItemKind, Org, RegressionRun, RegressionSet, SetSource
 from grading.models.audit import audit_record
 from grading.reviews.spend import SpendCapPassed
 from grading.sets.build import MAX_ITEMS, NAME_PATTERN, SetFilter, SetRefused, built_from, set_build
@@ -118,6 +118,12 @@ class RunOut(Schema):
     changed: list[dict]
 
 
+def _acting(caller: Caller) -> dict:
+    """Who a set's build, run or delete is recorded under: a personal token's person, or the org's key."""
+    person = caller.person
+    return {"actor": person} if person is not None else {"api_key": caller}
+
+
 def _set_named(org: Org, name: str) -> RegressionSet:
     regression_set = RegressionSet.objects.filter(org=org, name=name).first()
     if regression_set is None:
@@ -180,7 +186,7 @@ def post_set(request: HttpRequest, payload: SetIn) -> Status[SetDetailOut]:
             source=SetSource(payload.source),
             item_filter=item_filter,
             external_ids=payload.ids,
-            api_key=request.auth,
+            **_acting(request.auth),
         )
     except SetRefused as exc:
         raise _refused(exc.field, exc.message) from None
@@ -214,8 +220,8 @@ def delete_set(request: HttpRequest, name: SetName) -> Status[None]:
         audit_record(
             action="set.delete",
             org=request.auth.org,
-            api_key=request.auth,
             target=regression_set,
+            **_acting(request.auth),
             detail={"name": name, "items": regression_set.items.count()},
         )
         regression_set.delete()
@@ -245,8 +251,7 @@ def run_started(*, caller: Caller, name: str, payload: RunIn) -> dict:
         regression_set=regression_set,
         version=version,
         min_agreement=payload.min_agreement,
-        actor=caller.person,
-        api_key=caller if isinstance(caller, ApiKey) else None,
+        **_acting(caller),
     )
     return run_json(run)
 
