@@ -118,6 +118,11 @@ class RunOut(Schema):
     changed: list[dict]
 
 
+def _run_out(run: RegressionRun) -> dict:
+    """The run as the API answers it, its times as the API writes them: the MCP server answers the same."""
+    return RunOut.model_validate(run_json(run)).model_dump()
+
+
 def _acting(caller: Caller) -> dict:
     """Who a set's build, run or delete is recorded under: a personal token's person, or the org's key."""
     person = caller.person
@@ -253,7 +258,7 @@ def run_started(*, caller: Caller, name: str, payload: RunIn) -> dict:
         min_agreement=payload.min_agreement,
         **_acting(caller),
     )
-    return run_json(run)
+    return _run_out(run)
 
 
 @router.get("/sets/{name}/runs/{run_id}", response=RunOut, summary="A run of a regression set: state and figures")
@@ -272,4 +277,4 @@ def run_read(*, org: Org, name: str, run_id: int) -> dict:
     )
     if run is None:
         raise NotFound(f"set {name!r} has no run {run_id}")
-    return run_json(run)
+    return _run_out(run)
