@@ -3,16 +3,20 @@ sees through the tools what they may see on the pages (their reach, blind review
 a token that no longer stands for a member is refused."""
 
 import asyncio
+import json
 
 import httpx
 import httpx2
 import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
+from mcp.server.mcpserver.exceptions import ToolError
 
 from grading.api.keys import api_key_create
 from grading.models import Draft, RegressionRun
 from grading.sets.build import set_build
+from reviewer.mcp.principal import acting_as, mcp_principal
+from reviewer.mcp.server import list_queue, read_dashboard
 from reviewer.models import Membership, PersonalToken, Role
 from reviewer.tokens.services import token_revoke
 from tests.builders.agents import TOOLS, result_data
@@ -182,3 +186,15 @@ def test_a_revoked_token_and_a_person_who_left_the_org_are_refused(live_server, 
     assert post(revoked).status_code == 401
     refused = post(lous)
     assert refused.status_code == 403 and "no longer a member" in refused.json()["detail"]
+
+
+def test_each_call_reads_the_persons_roles_afresh_as_the_stdio_server_does(org, operator):
+    token = token_of(operator, org)
+    with acting_as(lambda: mcp_principal(token)):  # what `manage.py mcp` serves its calls under
+        assert json.loads(list_queue())["data"]["waiting"] == []
+        Membership.objects.filter(user=operator).update(role=Role.STAKEHOLDER)
+        with pytest.raises(ToolError, match="it takes lead, operator"):
+            list_queue()
+        token_revoke(token=PersonalToken.objects.get(user=operator), actor=operator)
+        with pytest.raises(ToolError, match="no longer live"):
+            read_dashboard()
