@@ -178,7 +178,7 @@ def verdict_detail(*, reach: Reach, blinded: bool, conversation: str | None, dra
     (`blinded`), what the machine said of a blind item (route, reason, checks, scores, findings, confidences,
     a decision or correction) is null while it waits, and `blind` says so."""
     if conversation is not None:
-        item = Conversation.objects.filter(org_id=reach.org_id, external_id=conversation).first()
+        item = Conversation.objects.filter(org_id=reach.org_id, external_id=conversation).select_related("org").first()
         if item is None or not reach.covers(ItemKind.CONVERSATION, item.application):
             raise ConversationNotFound(conversation)
         detail = conversation_detail(org=item.org, external_id=conversation)
