@@ -6,8 +6,9 @@ import json
 import pytest
 
 from grading.api.keys import api_key_create
-from grading.models import RegressionRun, RegressionSet
+from grading.models import AuditEvent, RegressionRun, RegressionSet
 from tests.builders.queue_items import conversation_item
+from tests.builders.tokens import token_of
 
 pytestmark = pytest.mark.django_db
 
@@ -79,3 +80,19 @@ def test_a_run_under_a_version_the_org_lacks_is_a_400_naming_version(client, key
     assert response.status_code == 400 and response.json()["errors"][0]["field"] == "version"
     assert call(client, mine, "POST", "/sets/refunds/runs", {"version": 1, "min_agreement": 2}).status_code == 400
     assert not RegressionRun.objects.exists()
+
+
+def test_a_criteria_admins_token_builds_runs_and_deletes_a_set_under_their_name(client, org, criteria_admin):
+    conversation_item(org, "cv-1")
+    token = token_of(criteria_admin, org)
+    assert call(client, token, "POST", "/sets", BODY).status_code == 201
+    run = call(client, token, "POST", "/sets/refunds/runs", {"version": 1})
+    assert run.status_code == 202, run.content
+    assert call(client, token, "GET", f"/sets/refunds/runs/{run.json()['id']}").json()["state"] == "done"
+    assert RegressionRun.objects.get().started_by == criteria_admin
+    assert RegressionSet.objects.get().created_by == criteria_admin
+    assert call(client, token, "DELETE", "/sets/refunds").status_code == 204
+    events = AuditEvent.objects.filter(action__startswith="set.").order_by("pk")
+    assert [(e.action, e.actor, e.api_key) for e in events] == [
+        ("set.build", criteria_admin, None), ("set.run", criteria_admin, None), ("set.delete", criteria_admin, None)
+    ]  # fmt: skip

@@ -11,11 +11,9 @@ from mcp.client.streamable_http import streamable_http_client
 
 from grading.api.keys import api_key_create, api_key_revoke
 from reviewer.mcp.bounded import MAX_TEXT
-from tests.builders.agents import HOSTILE, agent_world, result_data
+from tests.builders.agents import HOSTILE, TOOLS, agent_world, result_data
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-TOOLS = {"search_items", "read_verdict", "read_dashboard", "list_queue", "submit_draft"}
 
 
 def _session(live_server, token: str, work):
