@@ -2,7 +2,6 @@
 sees through the tools what they may see on the pages (their reach, blind review, the tools their roles open), and
 a token that no longer stands for a member is refused."""
 
-import asyncio
 import json
 
 import httpx
@@ -21,6 +20,7 @@ from reviewer.models import Membership, PersonalToken, Role
 from reviewer.tokens.services import token_revoke
 from tests.builders.agents import TOOLS, result_data
 from tests.builders.blind_world import blind_world, machine_said
+from tests.builders.event_loops import run_apart
 from tests.builders.people import make_person
 from tests.builders.queue_items import conversation_item
 from tests.builders.tokens import token_of
@@ -40,7 +40,7 @@ def _session(live_server, token: str, work):
         ):
             return await work(client)
 
-    return asyncio.run(session())
+    return run_apart(session())
 
 
 def _refusal(result) -> str:

@@ -1,7 +1,6 @@
 """The MCP server over stdio (`manage.py mcp`), driven by the `mcp` SDK's own client: one server process for the
 module, so everything it is asked is asked in one test."""
 
-import asyncio
 import os
 import sys
 
@@ -13,6 +12,7 @@ from mcp.client.stdio import StdioServerParameters
 
 from reviewer.models import Membership, Role
 from tests.builders.agents import TOOLS, agent_world, result_data
+from tests.builders.event_loops import run_apart
 from tests.builders.people import make_person
 from tests.builders.processes import REPO_ROOT, database_url
 from tests.builders.tokens import token_of
@@ -49,7 +49,7 @@ def test_it_serves_every_tool_and_the_criteria_to_a_local_agent(org, other_org):
                 "version": await client.read_resource("tollgate://criteria/conversation/1"),
             }  # fmt: skip
 
-    answers = asyncio.run(session())
+    answers = run_apart(session())
     assert answers["tools"] == TOOLS
     assert [item["id"] for item in result_data(answers["search"])["data"]["items"]] == [world.queued_draft_id]
     assert result_data(answers["verdict"])["data"]["external_id"] == world.hostile_id
