@@ -19,11 +19,11 @@ from ninja import Router, Schema, Status
 from ninja.errors import ValidationError
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 
-from grading.api.keys import caller_acting
+from grading.api.keys import Caller, caller_acting
 from grading.core.errors import NotFound
 from grading.core.schemas import ExternalId
 from grading.core.weeks import week_named
-from grading.models import CriteriaVersion, ItemKind, RegressionRun, RegressionSet, SetSource
+from grading.models import CriteriaVersion, ItemKind, Org, RegressionRun, RegressionSet, SetSource
 from grading.models.audit import audit_record
 from grading.reviews.spend import SpendCapPassed
 from grading.sets.build import MAX_ITEMS, NAME_PATTERN, SetFilter, SetRefused, built_from, set_build
@@ -118,8 +118,13 @@ class RunOut(Schema):
     changed: list[dict]
 
 
-def _set_of(request: HttpRequest, name: str) -> RegressionSet:
-    regression_set = RegressionSet.objects.filter(org=request.auth.org, name=name).first()
+def _run_out(run: RegressionRun) -> dict:
+    """The run as the API answers it, its times as the API writes them: the MCP server answers the same."""
+    return RunOut.model_validate(run_json(run)).model_dump()
+
+
+def _set_named(org: Org, name: str) -> RegressionSet:
+    regression_set = RegressionSet.objects.filter(org=org, name=name).first()
     if regression_set is None:
         raise NotFound(f"no set named {name!r}")
     return regression_set
@@ -194,7 +199,7 @@ def get_sets(request: HttpRequest) -> list[dict]:
 
 @router.get("/sets/{name}", response=SetDetailOut, summary="A regression set: its items and counts")
 def get_set(request: HttpRequest, name: SetName) -> dict:
-    return _set_detail(_set_of(request, name))
+    return _set_detail(_set_named(request.auth.org, name))
 
 
 def _set_detail(regression_set: RegressionSet) -> dict:
@@ -214,8 +219,8 @@ def delete_set(request: HttpRequest, name: SetName) -> Status[None]:
         audit_record(
             action="set.delete",
             org=request.auth.org,
-            **caller_acting(request.auth),
             target=regression_set,
+            **caller_acting(request.auth),
             detail={"name": name, "items": regression_set.items.count()},
         )
         regression_set.delete()
@@ -225,29 +230,40 @@ def delete_set(request: HttpRequest, name: SetName) -> Status[None]:
 @router.post("/sets/{name}/runs", response={202: RunOut}, summary="Run a criteria version over a regression set")
 def post_run(request: HttpRequest, name: SetName, payload: RunIn) -> Status[RunOut]:
     """Accepted at once; the judge workers grade the items. `GET /sets/{name}/runs/{id}` reads it, running or done."""
-    regression_set = _set_of(request, name)
-    version = CriteriaVersion.objects.filter(
-        org=request.auth.org, kind=regression_set.kind, number=payload.version
-    ).first()
-    if version is None:
-        raise _refused("version", f"the org has no {regression_set.kind} criteria version {payload.version}")
     try:
-        run = set_run_start(
-            regression_set=regression_set,
-            version=version,
-            min_agreement=payload.min_agreement,
-            **caller_acting(request.auth),
-        )
+        return Status(202, run_started(caller=request.auth, name=name, payload=payload))
     except SetRefused as exc:
         raise _refused(exc.field, exc.message) from None
     except SpendCapPassed as exc:
         raise _refused("version", str(exc)) from None
-    return Status(202, run_json(run))
+
+
+def run_started(*, caller: Caller, name: str, payload: RunIn) -> dict:
+    """Start a run of the caller's org's set `name` (a RunOut): what `POST /sets/{name}/runs` answers, and the MCP
+    server's `run_regression_set`. The run and its audit name the caller: a person's token, its person; an org key,
+    the key. Raises NotFound for no such set, SetRefused naming the field, SpendCapPassed; starts nothing then."""
+    regression_set = _set_named(caller.org, name)
+    version = CriteriaVersion.objects.filter(org=caller.org, kind=regression_set.kind, number=payload.version).first()
+    if version is None:
+        raise SetRefused("version", f"the org has no {regression_set.kind} criteria version {payload.version}")
+    run = set_run_start(
+        regression_set=regression_set,
+        version=version,
+        min_agreement=payload.min_agreement,
+        **caller_acting(caller),
+    )
+    return _run_out(run)
 
 
 @router.get("/sets/{name}/runs/{run_id}", response=RunOut, summary="A run of a regression set: state and figures")
 def get_run(request: HttpRequest, name: SetName, run_id: int) -> dict:
-    regression_set = _set_of(request, name)
+    return run_read(org=request.auth.org, name=name, run_id=run_id)
+
+
+def run_read(*, org: Org, name: str, run_id: int) -> dict:
+    """A run of the org's set `name` (a RunOut), running or done: what `GET /sets/{name}/runs/{run_id}` answers, and
+    the MCP server's `read_regression_run`. Raises NotFound for no such set or run."""
+    regression_set = _set_named(org, name)
     run = (
         RegressionRun.objects.filter(regression_set=regression_set, pk=run_id)
         .select_related("criteria_version", "regression_set")
@@ -255,4 +271,4 @@ def get_run(request: HttpRequest, name: SetName, run_id: int) -> dict:
     )
     if run is None:
         raise NotFound(f"set {name!r} has no run {run_id}")
-    return run_json(run)
+    return _run_out(run)

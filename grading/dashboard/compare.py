@@ -30,6 +30,7 @@ from grading.figures.agreement import wilson_interval
 from grading.figures.definitions import PASS_FAIL, slice_key
 from grading.figures.difference import INTERVAL_METHOD, TEST_METHOD, difference_of
 from grading.models import ItemKind, Route
+from grading.models.reach import Reach
 from grading.reviews.rollups import slices_seen
 
 # A difference whose test gives p below this is marked as one. The interval is Newcombe's, the test the pooled z:
@@ -72,10 +73,11 @@ def slices_checked(scope: Scope, *, dimension: str | None, a: str | None, b: str
     return Slices(dimension, values["a"], values["b"])
 
 
-def dimension_values(org_id: int, dimensions: list[str]) -> dict[str, list[str]]:
-    """Each of the org's dimensions with the values its counters were booked under: what a select offers."""
+def dimension_values(reach: Reach, dimensions: list[str]) -> dict[str, list[str]]:
+    """Each of the org's dimensions with the values its counters within `reach` were booked under: what a select
+    offers the reader."""
     seen: dict[str, list[str]] = {name: [] for name in dimensions}
-    for key in slices_seen(org_id=org_id):
+    for key in slices_seen(reach=reach):
         name, _, value = key.partition("=")
         if name in seen:
             seen[name].append(value)

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from django.db.models import Count
+from django.db.models import Count, Exists, OuterRef
 
 from grading.models import Answer, ItemKind, Review, ReviewState, state_now
 from grading.models.criteria import answers_stand
@@ -83,6 +83,13 @@ def blind_items(kind: str, item_ids: Iterable[int]) -> dict[int, Blind]:
     )
     found = {getattr(review, field): blind_of(review, answered=answered.get(review.pk, 0)) for review in waiting}
     return {item_id: blind for item_id, blind in found.items() if blind != SEEN}
+
+
+def verdicts_hidden(item: str) -> Exists:
+    """`Blind.verdicts` in SQL, for a query of items whose reviews name them by `item` (`conversation`, `draft`):
+    whether the machine's verdicts of the item are hidden from people now. A search must ask it in its query, since
+    matching the item by its verdict would tell that verdict."""
+    return Exists(Review.objects.waiting().filter(audit=True, **{item: OuterRef("pk")}))
 
 
 def item_blind(kind: str, item_id: int) -> Blind:

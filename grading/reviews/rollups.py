@@ -47,6 +47,7 @@ from grading.core.weeks import monday_sql
 from grading.figures.definitions import contributions, live_counters_sql
 from grading.figures.expressions import sql_literal
 from grading.models import Conversation, Draft, ItemKind, Org, Rollup, RollupRebuild
+from grading.models.reach import Reach
 from grading.reviews.reads import staleness_audit
 
 # A counter's key: (org id, kind, criteria id, application, week, metric, key1, key2); as booked and rebuilt, with
@@ -270,23 +271,34 @@ def slice_of(counters: dict[SlicedKey, int], slice_key: str = WHOLE) -> dict[Key
     return {key[:8]: value for key, value in counters.items() if key[8] == slice_key}
 
 
-# A slice's values, one index probe each (rollup_org_slice_week): a page offers them in a select.
-_SLICES_SQL = """
+# A slice's values, one index probe each (rollup_org_slice_week): a page offers them in a select. Within a reach
+# limited to some applications (and perhaps the drafts), a probe passes over the counters outside it: a value booked
+# only outside is no name the reader may learn.
+_SLICE_WITHIN = """(%(whole)s OR (r.kind = 'conversation' AND r.application = ANY(%(apps)s))
+    OR (r.kind = 'draft' AND %(drafts)s))"""
+_SLICES_SQL = f"""
     WITH RECURSIVE seen(slice) AS (
-        (SELECT slice FROM grading_rollup WHERE org_id = %(org)s AND slice > '' ORDER BY slice LIMIT 1)
+        (SELECT r.slice FROM grading_rollup r WHERE r.org_id = %(org)s AND r.slice > '' AND {_SLICE_WITHIN}
+            ORDER BY r.slice LIMIT 1)
         UNION ALL
         SELECT (SELECT r.slice FROM grading_rollup r WHERE r.org_id = %(org)s AND r.slice > seen.slice
-            ORDER BY r.slice LIMIT 1)
+            AND {_SLICE_WITHIN} ORDER BY r.slice LIMIT 1)
         FROM seen WHERE seen.slice IS NOT NULL
     )
     SELECT slice FROM seen WHERE slice IS NOT NULL
-"""
+"""  # noqa: S608 - no value is formatted in: the condition is ours, the values parameters
 
 
-def slices_seen(*, org_id: int) -> list[str]:
-    """Every slice the org's counters have been booked under ("release=2.4"), in order."""
+def slices_seen(*, reach: Reach) -> list[str]:
+    """Every slice the counters within `reach` have been booked under ("release=2.4"), in order."""
+    parameters = {
+        "org": reach.org_id,
+        "whole": not reach.limited,
+        "apps": sorted(reach.applications or ()),
+        "drafts": reach.drafts,
+    }
     with connection.cursor() as cursor:
-        cursor.execute(_SLICES_SQL, {"org": org_id})
+        cursor.execute(_SLICES_SQL, parameters)
         return [row[0] for row in cursor.fetchall()]
 
 

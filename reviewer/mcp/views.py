@@ -15,7 +15,7 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
-from reviewer.mcp.principal import acting_as, mcp_principal
+from reviewer.mcp.principal import NotAuthenticated, acting_as, mcp_principal
 from reviewer.mcp.server import server
 
 
@@ -31,7 +31,10 @@ def mcp_endpoint(request: HttpRequest) -> HttpResponse:
     if request.method != "POST":
         return _refused(405, "POST a JSON-RPC message: this server keeps no stream open", Allow="POST")
     scheme, _, token = request.headers.get("Authorization", "").partition(" ")
-    principal = mcp_principal(token) if scheme.lower() == "bearer" and token else None
+    try:
+        principal = mcp_principal(token) if scheme.lower() == "bearer" and token else None
+    except NotAuthenticated as exc:  # a live token whose person left the org: as the API answers it
+        return _refused(403, str(exc))
     if principal is None:
         return _refused(401, "an Authorization: Bearer <Tollgate token> header is needed", **{
             "WWW-Authenticate": 'Bearer realm="tollgate"'})  # fmt: skip
@@ -39,7 +42,7 @@ def mcp_endpoint(request: HttpRequest) -> HttpResponse:
         body = request.body
     except RequestDataTooBig:
         return _refused(413, "the request body is over MAX_REQUEST_BYTES")
-    with acting_as(principal):
+    with acting_as(lambda: principal):  # the request is one call: its principal is the one read now
         status, headers, answer = anyio.run(_answered, _scope(request), body)
     response = HttpResponse(answer, status=status)
     for name, value in headers:

@@ -552,7 +552,7 @@ def queue_slices(reaches: Sequence[Reach]) -> list[str]:
     slice filter offers."""
     seen = set()
     for reach in reaches:
-        seen.update(slices_seen(org_id=reach.org_id))
+        seen.update(slices_seen(reach=reach))
     return sorted(seen)
 
 

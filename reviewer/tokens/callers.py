@@ -45,23 +45,48 @@ def operation_of(request: HttpRequest) -> str:
     return f"{request.method} /{route}"
 
 
-def person_authenticate(request: HttpRequest, plaintext: str) -> PersonCaller | None:
-    """The person a live token acts as; None (401) for an unknown, revoked or expired token; a 403 saying why when
-    its person is no longer a member of its org, or has no role the operation takes."""
+class NoLongerMember(Exception):
+    """A live token whose person holds no role in its org any more: refused, with what to do about it."""
+
+
+def person_caller(plaintext: str) -> PersonCaller | None:
+    """The person a live token acts as, with the roles and reach their memberships of its org give now (read at each
+    call: a role taken away is gone from the token at once); None for an unknown, revoked or expired token. Raises
+    NoLongerMember when its person left the org. The API's authentication and the MCP server's both start here; what
+    each lets the caller do is their own."""
     token = token_authenticate(plaintext)
     if token is None:
         return None
     roles = frozenset(Membership.objects.filter(user=token.user, org=token.org).values_list("role", flat=True))
     if not roles:
-        raise HttpError(403, f"{token.user.get_username()} is no longer a member of {token.org.name}: revoke the token")
-    operation = operation_of(request)
+        raise NoLongerMember(f"{token.user.get_username()} is no longer a member of {token.org.name}: revoke the token")
+    reach = reaches_of(token.user, *EVERY_ROLE)[token.org.pk]
+    return PersonCaller(token=token, person=token.user, org=token.org, roles=roles, reach=reach)
+
+
+def operation_refusal(caller: PersonCaller, operation: str) -> str | None:
+    """Why `caller` may not call `operation` (named as the OpenAPI document names it), or None when one of their
+    roles opens it (`routes.PERSON_ROUTES`)."""
     allowed = PERSON_ROUTES.get(operation)
     if allowed is None:
         why = ORG_KEY_ONLY.get(operation, "not open to personal tokens")
-        raise HttpError(403, f"{operation} takes the org's API key ({why})")
-    if not roles & allowed:
+        return f"{operation} takes the org's API key ({why})"
+    if not caller.roles & allowed:
         needed = ", ".join(sorted(Role(role).label for role in allowed))
-        held = ", ".join(sorted(Role(role).label for role in roles))
-        raise HttpError(403, f"your roles in {token.org.name} ({held}) do not include this: it takes {needed}")
-    reach = reaches_of(token.user, *EVERY_ROLE)[token.org.pk]
-    return PersonCaller(token=token, person=token.user, org=token.org, roles=roles, reach=reach)
+        held = ", ".join(sorted(Role(role).label for role in caller.roles))
+        return f"your roles in {caller.org.name} ({held}) do not include this: it takes {needed}"
+    return None
+
+
+def person_authenticate(request: HttpRequest, plaintext: str) -> PersonCaller | None:
+    """The person a live token acts as; None (401) for an unknown, revoked or expired token; a 403 saying why when
+    its person is no longer a member of its org, or has no role the operation takes."""
+    try:
+        caller = person_caller(plaintext)
+    except NoLongerMember as exc:
+        raise HttpError(403, str(exc)) from None
+    if caller is None:
+        return None
+    if refusal := operation_refusal(caller, operation_of(request)):
+        raise HttpError(403, refusal)
+    return caller

@@ -9,6 +9,10 @@ from grading.models import Org
 from tests.builders.conversations import support_conversation, upsert
 from tests.builders.queue_items import conversation_item, draft_item
 
+# Every tool the server offers, to any token (a person's refuses what their roles do not open, naming them).
+TOOLS = {"search_items", "read_verdict", "read_dashboard", "list_queue", "submit_draft", "run_regression_set",
+         "read_regression_run"}  # fmt: skip
+
 # Text an agent's user could write to steer whoever reads the record: markup that closes a tool result and opens
 # a system turn, a judge prompt's message header, an invisible character, and enough of it to be cut.
 HOSTILE = (

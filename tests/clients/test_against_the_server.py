@@ -1,7 +1,6 @@
 """The client and the `tollgate` command against the running test server (real HTTP, a real worker, the fake judge):
 submit and wait, gate a folder with exit codes and annotations, import, export, the audit trail's pages."""
 
-import asyncio
 import json
 import subprocess
 import sys
@@ -27,6 +26,7 @@ from tests.builders.audit_events import events_at
 from tests.builders.conversations import PATH_IDS, support_conversation, verdicts_reply
 from tests.builders.corrections import draft_correction
 from tests.builders.drafts import CLEAN_BODY, SOURCE, draft_reply, setup_org_memory
+from tests.builders.event_loops import run_apart
 from tests.builders.judges import configure_judges, judge_config
 from tests.builders.processes import wait_until
 from tests.builders.queue_items import conversation_item, draft_item
@@ -91,7 +91,7 @@ def test_the_async_client_waits_for_a_failing_verdict_with_its_findings(live_ser
         async with AsyncTollgate(live_server.url, key) as client:
             return await client.submit_draft(**submission("run-1/b", FAILING_BODY), wait=True, timeout=60)
 
-    status = asyncio.run(submit())
+    status = run_apart(submit())
     assert status.route == "fail"
     (finding,) = status.findings
     assert finding.subject == BANNED and finding.spans
@@ -265,7 +265,7 @@ def test_export_reviews_writes_what_the_pages_export_gives_the_same_person(tmp_p
         async with AsyncTollgate(live_server.url, token) as client:
             return "".join([chunk async for chunk in client.export_reviews(format="csv", kind="draft")])
 
-    assert asyncio.run(export_async()) == expected
+    assert run_apart(export_async()) == expected
 
     code, out, _ = _command(live_server, key, "export", "reviews", "--kind", "draft", "--json", "--route", "fail")
     assert code == 0 and out == ""  # none of the three failed

@@ -1,7 +1,6 @@
 """The client without a Tollgate: it retries a refused request as the server's Retry-After says, gives up with the
 server's detail, and finds its URL and token in arguments, the environment and the config file, in that order."""
 
-import asyncio
 import json
 from functools import partial
 from io import StringIO
@@ -20,10 +19,11 @@ from tollgate_client import (
 from tollgate_client.cli import main
 from tollgate_client.config import resolve
 
+from tests.builders.event_loops import run_apart
 from tests.builders.processes import free_port
 from tests.fakes.refusing_server import RefusingServer
 
-ME = {"org": "northwind", "key_name": "ci", "person": None}  # an org key's answer: no person
+ME = {"org": "northwind", "key_name": "ci", "person": None}  # as an org key's whoami answers
 
 
 def test_it_retries_a_429_after_the_servers_retry_after_and_returns_the_answer():
@@ -65,7 +65,7 @@ def test_the_async_client_retries_as_the_blocking_one_does():
             return await client.whoami()
 
     with RefusingServer((429, {"Retry-After": "2"}, {}), (200, {}, ME)) as server:
-        me = asyncio.run(whoami(server.url))
+        me = run_apart(whoami(server.url))
     assert (me.org, waits) == ("northwind", [2.0])
 
 

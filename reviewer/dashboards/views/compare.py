@@ -14,6 +14,7 @@ from grading.dashboard.compare import comparison, dimension_values, slices_check
 from grading.dashboard.figures import InvalidScope
 from grading.figures.definitions import PASS_FAIL
 from grading.models import ItemKind
+from grading.models.reach import Reach
 from reviewer.access import EVERY_ROLE, role_required
 from reviewer.dashboards import reads
 from reviewer.dashboards.display import Links
@@ -82,7 +83,7 @@ def dashboard_compare(request: HttpRequest) -> HttpResponse:
         "scope": scope,
         "kind": kind,
         "kinds": ItemKind.values,
-        "dimensions": dimension_values(org.pk, list(org.dimensions)),
+        "dimensions": dimension_values(scope.reach or Reach(org.pk), list(org.dimensions)),
         "slices": slices,
         "back_url": Links(org.slug, scope).page(),
         "nav_active": "dashboard",

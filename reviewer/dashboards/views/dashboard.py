@@ -17,6 +17,7 @@ from grading.dashboard.figures import InvalidScope, Scope, counters_for, dashboa
 from grading.dashboard.regrade import org_regrade_progress
 from grading.figures.definitions import PASS_FAIL, slice_key
 from grading.models import ItemKind
+from grading.models.reach import Reach
 from grading.reviews.spend import spend_overview
 from reviewer.access import EVERY_ROLE, found, reaches_of, role_required
 from reviewer.criteria.reads import admin_org_ids, unpublished_versions
@@ -38,11 +39,12 @@ def _org_and_scope(request: HttpRequest, orgs=None):
     return org, reads.scope_from(org, request.GET, reads.reader_reach(request.user, org))
 
 
-def slice_choices(org) -> list[tuple[str, list[tuple[str, str]]]]:
-    """A select per dimension of the org's: its name, and each value seen as (the slice's key, the value)."""
+def slice_choices(org, reach: Reach) -> list[tuple[str, list[tuple[str, str]]]]:
+    """A select per dimension of the org's: its name, and each value seen within the reader's reach as (the slice's
+    key, the value)."""
     return [
         (name, [(slice_key(name, value), value) for value in values])
-        for name, values in dimension_values(org.pk, list(org.dimensions)).items()
+        for name, values in dimension_values(reach, list(org.dimensions)).items()
     ]
 
 
@@ -62,7 +64,7 @@ def dashboard(request: HttpRequest) -> HttpResponse:
     applications = reads.org_applications(org, scope.reach)
     if scope.application and scope.application not in applications:  # a typo would read as an all-zero page
         return _bad_filter(request, "application", f"{org.name} has no application named {scope.application!r}.")
-    dimensions = slice_choices(org)
+    dimensions = slice_choices(org, scope.reach or Reach(org.pk))
     counters = counters_for(scope)  # one read of the scope's counters for every panel
     figures = dashboard_figures(scope, counters=counters)
     links = display.Links(org.slug, scope)

@@ -418,6 +418,7 @@ def test_it_explains_every_reason():
         "truncated_by_source",
         "content_awaited",
         "too_long_for_judge",
+        "outside_judge_sample",
     }
 
 

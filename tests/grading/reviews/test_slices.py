@@ -4,13 +4,17 @@ its counters under each of them as under the whole cell: a slice's counters equa
 from collections import Counter
 
 import pytest
+from django.urls import reverse
 from django.utils import timezone
 
 from grading.dashboard.figures import counters_for, dashboard_figures, scope_for
 from grading.models import Review
-from grading.reviews.rollups import live_counters, rollups_rebuild, slice_of, stored_counters
+from grading.models.reach import Reach
+from grading.reviews.rollups import live_counters, rollups_rebuild, slice_of, slices_seen, stored_counters
 from grading.reviews.services import decision_record
+from reviewer.models import Membership, Role
 from tests.builders.conversations import upsert
+from tests.builders.people import make_person
 from tests.builders.releases import build_releases
 from tests.builders.world import W48, conversation_payload
 
@@ -86,3 +90,17 @@ def test_a_decision_on_a_sliced_review_books_its_slices_as_the_rebuild_counts_th
     assert stored_counters(org_ids=[org.pk]) == live_counters(org_ids=[org.pk])
     decided = slice_of(stored_counters(org_ids=[org.pk]), "release=2.4")
     assert sum(n for key, n in decided.items() if key[5] == "decision") == 1
+
+
+def test_a_reader_limited_to_other_applications_is_offered_no_value_booked_only_outside_their_reach(
+    releases, org, client_for
+):
+    whole = slices_seen(reach=Reach(org.pk))
+    assert "release=2.4" in whole and "environment=staging" in whole
+    assert slices_seen(reach=Reach(org.pk, applications=frozenset({"onboarding"}), drafts=True)) == []
+    assert slices_seen(reach=Reach(org.pk, applications=frozenset({"billing"}), drafts=False)) == whole
+
+    elsewhere = make_person("elsewhere")
+    Membership.objects.create(user=elsewhere, org=org, role=Role.STAKEHOLDER, applications=["onboarding"])
+    page = client_for(elsewhere).get(reverse("dashboard"), {"org": org.slug})
+    assert page.status_code == 200 and b"release=2.4" not in page.content

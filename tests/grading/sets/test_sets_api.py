@@ -82,15 +82,17 @@ def test_a_run_under_a_version_the_org_lacks_is_a_400_naming_version(client, key
     assert not RegressionRun.objects.exists()
 
 
-def test_a_criteria_admins_token_builds_runs_and_deletes_a_set_audited_under_the_person(
-    client, keys, org, criteria_admin
-):
+def test_a_criteria_admins_token_builds_runs_and_deletes_a_set_under_their_name(client, org, criteria_admin):
+    conversation_item(org, "cv-1")
     token = token_of(criteria_admin, org)
     assert call(client, token, "POST", "/sets", BODY).status_code == 201
-    assert call(client, token, "POST", "/sets/refunds/runs", {"version": 1}).status_code == 202
+    run = call(client, token, "POST", "/sets/refunds/runs", {"version": 1})
+    assert run.status_code == 202, run.content
+    assert call(client, token, "GET", f"/sets/refunds/runs/{run.json()['id']}").json()["state"] == "done"
+    assert RegressionRun.objects.get().started_by == criteria_admin
+    assert RegressionSet.objects.get().created_by == criteria_admin
     assert call(client, token, "DELETE", "/sets/refunds").status_code == 204
     events = AuditEvent.objects.filter(action__startswith="set.").order_by("pk")
-    assert [(e.action, e.actor_id, e.api_key_id) for e in events] == [
-        ("set.build", criteria_admin.pk, None), ("set.run", criteria_admin.pk, None),
-        ("set.delete", criteria_admin.pk, None),
+    assert [(e.action, e.actor, e.api_key) for e in events] == [
+        ("set.build", criteria_admin, None), ("set.run", criteria_admin, None), ("set.delete", criteria_admin, None)
     ]  # fmt: skip

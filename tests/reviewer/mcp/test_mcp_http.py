@@ -1,6 +1,5 @@
 """The MCP server over streamable HTTP at /mcp, driven by the `mcp` SDK's own client against the live test server."""
 
-import asyncio
 import json
 
 import httpx
@@ -11,11 +10,10 @@ from mcp.client.streamable_http import streamable_http_client
 
 from grading.api.keys import api_key_create, api_key_revoke
 from reviewer.mcp.bounded import MAX_TEXT
-from tests.builders.agents import HOSTILE, agent_world, result_data
+from tests.builders.agents import HOSTILE, TOOLS, agent_world, result_data
+from tests.builders.event_loops import run_apart
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-TOOLS = {"search_items", "read_verdict", "read_dashboard", "list_queue", "submit_draft"}
 
 
 def _session(live_server, token: str, work):
@@ -28,7 +26,7 @@ def _session(live_server, token: str, work):
         ):
             return await work(client)
 
-    return asyncio.run(session())
+    return run_apart(session())
 
 
 def test_it_lists_the_tools_and_answers_each_for_the_tokens_org(live_server, org, other_org):

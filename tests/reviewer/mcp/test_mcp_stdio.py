@@ -1,7 +1,6 @@
 """The MCP server over stdio (`manage.py mcp`), driven by the `mcp` SDK's own client: one server process for the
 module, so everything it is asked is asked in one test."""
 
-import asyncio
 import os
 import sys
 
@@ -11,8 +10,12 @@ from django.core.management import CommandError, call_command
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
-from tests.builders.agents import agent_world, result_data
+from reviewer.models import Membership, Role
+from tests.builders.agents import TOOLS, agent_world, result_data
+from tests.builders.event_loops import run_apart
+from tests.builders.people import make_person
 from tests.builders.processes import REPO_ROOT, database_url
+from tests.builders.tokens import token_of
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -46,8 +49,8 @@ def test_it_serves_every_tool_and_the_criteria_to_a_local_agent(org, other_org):
                 "version": await client.read_resource("tollgate://criteria/conversation/1"),
             }  # fmt: skip
 
-    answers = asyncio.run(session())
-    assert answers["tools"] == {"search_items", "read_verdict", "read_dashboard", "list_queue", "submit_draft"}
+    answers = run_apart(session())
+    assert answers["tools"] == TOOLS
     assert [item["id"] for item in result_data(answers["search"])["data"]["items"]] == [world.queued_draft_id]
     assert result_data(answers["verdict"])["data"]["external_id"] == world.hostile_id
     assert answers["theirs"].is_error
@@ -62,7 +65,11 @@ def test_it_serves_every_tool_and_the_criteria_to_a_local_agent(org, other_org):
 
 
 def test_it_will_not_start_without_a_live_token(org, monkeypatch):
-    for token, complaint in (("", "is not set"), ("tg_unknown", "not a live Tollgate token")):
+    left = make_person("lou", org, Role.OPERATOR)
+    lous = token_of(left, org)
+    Membership.objects.filter(user=left).delete()
+    for token, complaint in (("", "is not set"), ("tg_unknown", "not a live Tollgate token"),
+                             (lous, "lou is no longer a member")):  # fmt: skip
         monkeypatch.setenv("TOLLGATE_TOKEN", token)
         with pytest.raises(CommandError, match=complaint):
             call_command("mcp")
