@@ -210,3 +210,16 @@ def test_each_row_carries_the_dimension_values_it_was_filed_under_and_a_slice_fi
         )
     )[:1]
     assert json.loads(row["slice"])["environment"] == "staging"
+
+
+def test_kind_any_exports_the_counting_reviews_of_both_kinds(org, fake_llm, operator, client_for, stakeholder):
+    build_world(org, fake_llm, operator)
+    client = client_for(stakeholder)
+    both = [json.loads(line) for line in _get(client, org, format="jsonl", kind="any").splitlines()]
+    each = [
+        json.loads(line)
+        for kind in ItemKind.values
+        for line in _get(client, org, format="jsonl", kind=kind).splitlines()
+    ]
+    assert {line["kind"] for line in both} == {"conversation", "draft"}
+    assert sorted(line["review_id"] for line in both) == sorted(line["review_id"] for line in each)
