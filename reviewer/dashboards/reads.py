@@ -226,9 +226,13 @@ def reviews_behind(org: Org, scope: Scope, f: ReviewFilter) -> QuerySet[Review]:
         reviews = reviews.filter(decided_in_scope)
         if f.operator is not None:
             reviews = reviews.filter(counted_in("decided_by", str(f.operator)))
-    else:
-        active = CriteriaVersion.objects.filter(org=org, kind=f.kind, is_active=True).first()
-        reviews = reviews.counting().filter(criteria_version=active, week__gte=scope.since, week__lte=scope.until)
+    else:  # what counts: reviews under the active version of their kind (of each kind, for "any")
+        kinds = ItemKind.values if f.kind == "any" else [f.kind]
+        # The ids as values, not a subquery: one kind's is then `= id`, the plan the counting index was made for.
+        active = list(
+            CriteriaVersion.objects.filter(org=org, kind__in=kinds, is_active=True).values_list("pk", flat=True)
+        )
+        reviews = reviews.counting().filter(criteria_version__in=active, week__gte=scope.since, week__lte=scope.until)
     if f.route:
         reviews = reviews.filter(route__in=f.route.split(","))
     if f.reason:
