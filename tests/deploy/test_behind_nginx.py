@@ -112,7 +112,11 @@ def test_a_pipeline_reaches_the_api_and_the_otlp_receiver_and_an_oversized_body_
     pipeline = deployment.browser(DANA)
     assert pipeline.request("GET", "/api/v1/whoami").status == 401
     whoami = pipeline.request("GET", "/api/v1/whoami", headers={"Authorization": f"Bearer {key}"})
-    assert whoami.status == 200 and json.loads(whoami.body) == {"org": org.slug, "key_name": "support agent", "person": None}
+    assert whoami.status == 200 and json.loads(whoami.body) == {
+        "org": org.slug,
+        "key_name": "support agent",
+        "person": None,
+    }
 
     # JavaScript's exporters send their body chunked: nginx reads it whole and hands gunicorn its length.
     body = OTLP_EXPORT.read_bytes()

@@ -22,7 +22,11 @@ def test_a_key_is_shown_once_works_against_the_api_and_is_refused_after_revocati
     assert plaintext.startswith(key.prefix) and key.created_by == org_admin
 
     api = {"HTTP_AUTHORIZATION": f"Bearer {plaintext}"}
-    assert client.get("/api/v1/whoami", **api).json() == {"org": "northwind", "key_name": "support-pipeline", "person": None}
+    assert client.get("/api/v1/whoami", **api).json() == {
+        "org": "northwind",
+        "key_name": "support-pipeline",
+        "person": None,
+    }
     page = admin.get("/org/keys/").content.decode()
     assert plaintext not in page  # never again
     assert key.prefix in page and "never" not in page.split(f'id="api-key-{key.pk}"')[1].split("</tr>")[0]
