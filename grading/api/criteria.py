@@ -16,6 +16,7 @@ from ninja import Field, Router, Schema, Status
 from ninja.errors import HttpError, ValidationError
 from pydantic import ConfigDict
 
+from grading.api.keys import caller_acting
 from grading.certify.reads import certification_json
 from grading.core.errors import NotFound
 from grading.core.schemas import Identifier, Storable
@@ -78,10 +79,9 @@ CONFLICT = {409: Refused}
 
 
 def _actor(request: HttpRequest) -> dict[str, Any]:
-    """Who a write is by, as the services take it: the person of a personal token (a criteria admin: the token's
-    table lets no other role through), else the org key."""
-    person = request.auth.person
-    return {"actor": person} if person is not None else {"api_key": request.auth}
+    """Who a write is by (`caller_acting`): the person of a personal token (a criteria admin: the token's table lets
+    no other role through), else the org key."""
+    return caller_acting(request.auth)
 
 
 def _version(request: HttpRequest, version_id: int) -> CriteriaVersion:

@@ -109,3 +109,10 @@ def caller_authenticate(request: HttpRequest, token: str) -> Caller | None:
 def caller_reach(caller: Caller) -> Reach:
     """What the caller may read of its org: an org's key, all of it; a person, what their memberships cover."""
     return Reach(caller.org_id) if isinstance(caller, ApiKey) else caller.reach
+
+
+def caller_acting(caller: Caller) -> dict:
+    """Who a write is audited under, as the services take it: a personal token's person (`actor`), or the org's key
+    (`api_key`)."""
+    person = caller.person
+    return {"actor": person} if person is not None else {"api_key": caller}

@@ -19,7 +19,7 @@ from ninja import Router, Schema, Status
 from ninja.errors import ValidationError
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 
-from grading.api.keys import Caller
+from grading.api.keys import Caller, caller_acting
 from grading.core.errors import NotFound
 from grading.core.schemas import ExternalId
 from grading.core.weeks import week_named
@@ -123,12 +123,6 @@ def _run_out(run: RegressionRun) -> dict:
     return RunOut.model_validate(run_json(run)).model_dump()
 
 
-def _acting(caller: Caller) -> dict:
-    """Who a set's build, run or delete is recorded under: a personal token's person, or the org's key."""
-    person = caller.person
-    return {"actor": person} if person is not None else {"api_key": caller}
-
-
 def _set_named(org: Org, name: str) -> RegressionSet:
     regression_set = RegressionSet.objects.filter(org=org, name=name).first()
     if regression_set is None:
@@ -191,7 +185,7 @@ def post_set(request: HttpRequest, payload: SetIn) -> Status[SetDetailOut]:
             source=SetSource(payload.source),
             item_filter=item_filter,
             external_ids=payload.ids,
-            **_acting(request.auth),
+            **caller_acting(request.auth),
         )
     except SetRefused as exc:
         raise _refused(exc.field, exc.message) from None
@@ -226,7 +220,7 @@ def delete_set(request: HttpRequest, name: SetName) -> Status[None]:
             action="set.delete",
             org=request.auth.org,
             target=regression_set,
-            **_acting(request.auth),
+            **caller_acting(request.auth),
             detail={"name": name, "items": regression_set.items.count()},
         )
         regression_set.delete()
@@ -256,7 +250,7 @@ def run_started(*, caller: Caller, name: str, payload: RunIn) -> dict:
         regression_set=regression_set,
         version=version,
         min_agreement=payload.min_agreement,
-        **_acting(caller),
+        **caller_acting(caller),
     )
     return _run_out(run)
 
