@@ -13,15 +13,16 @@ a refusal.
 Targets and rules are addressed by their position (1 decides first); each write answers the whole list in its new
 order, since an insert or a move shifts positions. Pools are addressed by name."""
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from django.http import HttpRequest
-from ninja import Router, Schema, Status
+from ninja import Path, Router, Schema, Status
 from ninja.errors import HttpError, ValidationError
 from pydantic import Field
 
 from grading.api.errors import ConflictOut, ErrorOut
 from grading.api.keys import caller_acting
+from grading.core.schemas import Identifier
 from grading.management import selectors
 from grading.management.options import ChangeRefused
 from grading.management.service_targets import (
@@ -44,7 +45,8 @@ router = Router(tags=["setup"])
 
 Kind = Literal[ItemKind.CONVERSATION.value, ItemKind.DRAFT.value]
 Reason = Literal[selectors.REASONS]
-Position = Field(ge=1, le=selectors.POSITION_MAX)
+Position = Annotated[int, Path(ge=1, le=selectors.POSITION_MAX)]  # 1 decides first
+Name = Annotated[Identifier, Field(max_length=1_000)]
 MISSING = {404: ErrorOut}
 CONFLICT = {409: ConflictOut}
 
@@ -74,7 +76,7 @@ class RuleOut(Schema):
 
 class TargetIn(Schema):
     kind: Kind | None = None  # null: any kind (and so for application and reason)
-    application: str | None = None  # one of the org's applications (conversations only)
+    application: Name | None = None  # one of the org's applications (conversations only)
     reason: Reason | None = None  # a routing reason, or audit for the audit sample
     minutes: int  # people decide within this long of the item's routing to them
     ahead_of: int | None = Field(default=None, ge=1, le=selectors.POSITION_MAX)  # null: after the last
@@ -89,19 +91,19 @@ class MoveIn(Schema):
 
 
 class PoolIn(Schema):
-    members: list[str]  # usernames of the org's operators and leads: exactly the pool's members afterwards
+    members: list[Name]  # usernames of the org's operators and leads: exactly the pool's members afterwards
 
 
 class PoolRenameIn(Schema):
-    name: str  # the pool's new name; its members, assignments and rules stay with it
+    name: Name  # the pool's new name; its members, assignments and rules stay with it
 
 
 class RuleIn(Schema):
     kind: Kind | None = None  # null: any kind (and so for application and reason)
-    application: str | None = None
+    application: Name | None = None
     reason: Reason | None = None
-    person: str | None = None  # a username: who may claim the items first, or
-    pool: str | None = None  # a pool's name
+    person: Name | None = None  # a username: who may claim the items first, or
+    pool: Name | None = None  # a pool's name
     hours: int | None = None  # reserved for this long after routing; null: for as long as it waits
 
 
@@ -209,7 +211,7 @@ def post_setup_target(request: HttpRequest, payload: TargetIn) -> Status[list[Ta
     response={200: list[TargetOut], **MISSING, **CONFLICT},
     summary="Give a service-level target another duration",
 )
-def patch_setup_target(request: HttpRequest, position: int, payload: MinutesIn) -> list[dict]:
+def patch_setup_target(request: HttpRequest, position: Position, payload: MinutesIn) -> list[dict]:
     org = _setup_org(request)
     refusals = _Refusals()
     try:
@@ -230,7 +232,7 @@ def patch_setup_target(request: HttpRequest, position: int, payload: MinutesIn) 
     response={200: list[TargetOut], **MISSING, **CONFLICT},
     summary="Swap a service-level target with the one before or after it",
 )
-def post_setup_target_move(request: HttpRequest, position: int, payload: MoveIn) -> list[dict]:
+def post_setup_target_move(request: HttpRequest, position: Position, payload: MoveIn) -> list[dict]:
     org = _setup_org(request)
     _target_at(org, position)
     earlier = payload.direction == "earlier"
@@ -246,7 +248,7 @@ def post_setup_target_move(request: HttpRequest, position: int, payload: MoveIn)
     response={200: list[TargetOut], **MISSING, **CONFLICT},
     summary="Remove a service-level target",
 )
-def delete_setup_target(request: HttpRequest, position: int) -> list[dict]:
+def delete_setup_target(request: HttpRequest, position: Position) -> list[dict]:
     org = _setup_org(request)
     _target_at(org, position)
     try:
@@ -278,18 +280,19 @@ def get_setup_pools(request: HttpRequest) -> list[dict]:
 
 
 @router.put(
-    "/setup/pools/{name}",
+    "/setup/pools/{pool}",
     response={200: PoolOut, **CONFLICT},
     summary="Create a pool, or set an existing one's members to exactly these",
 )
-def put_setup_pool(request: HttpRequest, name: str, payload: PoolIn) -> dict:
+def put_setup_pool(request: HttpRequest, pool: Name, payload: PoolIn) -> dict:
     """As the pools page's form: members are the org's operators and leads, named by username."""
     org = _setup_org(request)
     refusals = _Refusals()
+    name = None
     try:
-        name = pool_name(name)
+        name = pool_name(pool)
     except ChangeRefused as refusal:
-        refusals.refused(refusal)
+        refusals.add("pool", _said(refusal))
     wanted = sorted(set(payload.members))
     members = list(people_of(org.pk).filter(username__in=wanted))
     unknown = sorted(set(wanted) - {member.get_username() for member in members})
@@ -308,34 +311,34 @@ def put_setup_pool(request: HttpRequest, name: str, payload: PoolIn) -> dict:
     return _pool_out(org, name)
 
 
-@router.patch("/setup/pools/{name}", response={200: PoolOut, **MISSING, **CONFLICT}, summary="Give a pool another name")
-def patch_setup_pool(request: HttpRequest, name: str, payload: PoolRenameIn) -> dict:
+@router.patch("/setup/pools/{pool}", response={200: PoolOut, **MISSING, **CONFLICT}, summary="Give a pool another name")
+def patch_setup_pool(request: HttpRequest, pool: Name, payload: PoolRenameIn) -> dict:
     """Its members, and the assignments and rules that name it, stay with it. 409 when the name is taken."""
     org = _setup_org(request)
+    _pool_named(org, pool)
     refusals = _Refusals()
     try:
         to = pool_name(payload.name, option="--name")
     except ChangeRefused as refusal:
         refusals.refused(refusal)
     refusals.raise_any()
-    _pool_named(org, name)
     try:
-        pool_rename(org=org, name=name, to=to, **caller_acting(request.auth))
+        pool_rename(org=org, name=pool, to=to, **caller_acting(request.auth))
     except ChangeRefused as refusal:
         raise _conflict(refusal) from None
     return _pool_out(org, to)
 
 
 @router.delete(
-    "/setup/pools/{name}",
+    "/setup/pools/{pool}",
     response={204: None, **MISSING, **CONFLICT},
     summary="Delete a pool, with the assignments and rules that name it",
 )
-def delete_setup_pool(request: HttpRequest, name: str) -> Status[None]:
+def delete_setup_pool(request: HttpRequest, pool: Name) -> Status[None]:
     org = _setup_org(request)
-    _pool_named(org, name)
+    _pool_named(org, pool)
     try:
-        pool_remove(org=org, name=name, **caller_acting(request.auth))
+        pool_remove(org=org, name=pool, **caller_acting(request.auth))
     except ChangeRefused as refusal:
         raise _conflict(refusal) from None
     return Status(204, None)
@@ -409,12 +412,8 @@ def post_setup_rule(request: HttpRequest, payload: RuleIn) -> Status[list[RuleOu
     response={200: list[RuleOut], **CONFLICT},
     summary="Put an assignment rule at a position, in place of the one there",
 )
-def put_setup_rule(request: HttpRequest, position: int, payload: RuleIn) -> list[dict]:
+def put_setup_rule(request: HttpRequest, position: Position, payload: RuleIn) -> list[dict]:
     org = _setup_org(request)
-    refusals = _Refusals()
-    if not 1 <= position <= selectors.POSITION_MAX:
-        refusals.add("position", f"position must be from 1 to {selectors.POSITION_MAX}")
-    refusals.raise_any()
     fields = _rule_fields(org, payload)
     try:
         rule_add(org=org, position=position, replace=True, fields=fields, **caller_acting(request.auth))
@@ -428,7 +427,7 @@ def put_setup_rule(request: HttpRequest, position: int, payload: RuleIn) -> list
     response={200: list[RuleOut], **MISSING, **CONFLICT},
     summary="Swap an assignment rule with the one before or after it",
 )
-def post_setup_rule_move(request: HttpRequest, position: int, payload: MoveIn) -> list[dict]:
+def post_setup_rule_move(request: HttpRequest, position: Position, payload: MoveIn) -> list[dict]:
     org = _setup_org(request)
     _rule_at(org, position)
     earlier = payload.direction == "earlier"
@@ -444,7 +443,7 @@ def post_setup_rule_move(request: HttpRequest, position: int, payload: MoveIn) -
     response={200: list[RuleOut], **MISSING, **CONFLICT},
     summary="Remove an assignment rule",
 )
-def delete_setup_rule(request: HttpRequest, position: int) -> list[dict]:
+def delete_setup_rule(request: HttpRequest, position: Position) -> list[dict]:
     org = _setup_org(request)
     _rule_at(org, position)
     try:

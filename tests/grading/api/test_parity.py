@@ -48,7 +48,7 @@ PARITY = {
     "service targets: set": "POST /api/v1/setup/targets",
     "service targets, pools and rules: read": "GET /api/v1/setup/targets",
     "service figures": "GET /api/v1/queue/service",
-    "pools and assignment rules: set": "PUT /api/v1/setup/pools/{name}",
+    "pools and assignment rules: set": "PUT /api/v1/setup/pools/{pool}",
     "erasure": "POST /api/v1/erasures",
     "personal tokens: make, revoke": NOT_YET + "a person's own page only: a token never makes another",
     "org admin: members, keys, webhook secret, retention": NOT_YET + "kept to the pages",
