@@ -68,7 +68,7 @@ def put_spend_cap(request: HttpRequest, payload: CapIn) -> dict:
     try:
         spend_cap_set(
             org=org, version=version, period=payload.period, tokens=payload.tokens,
-            cost_micros=payload.cost_micros, **{"actor": None} | caller_acting(request.auth),
+            cost_micros=payload.cost_micros, **caller_acting(request.auth),
         )  # fmt: skip
     except SpendCapInvalid as invalid:
         raise _refused(invalid) from None
@@ -83,6 +83,6 @@ def delete_spend_cap(request: HttpRequest, scope: Query[CapScope]) -> Status[Non
     version = _version(org, scope.criteria_version)
     spend_cap_set(
         org=org, version=version, period=scope.period, tokens=None, cost_micros=None, remove=True,
-        **{"actor": None} | caller_acting(request.auth),
+        **caller_acting(request.auth),
     )  # fmt: skip
     return Status(204, None)

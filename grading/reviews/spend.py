@@ -407,13 +407,14 @@ def spend_cap_set(
     period: str,
     tokens: int | None,
     cost_micros: int | None,
-    actor: AbstractBaseUser | None,
+    actor: AbstractBaseUser | None = None,
     api_key: ApiKey | None = None,
     remove: bool = False,
 ) -> SpendCap | None:
     """Set (or, with `remove`, remove) the org's cap for `period`, or `version`'s; audited with the old and the new
-    limits, in one transaction. A cap raised or removed lets grading start again at once: a grading pass is sent
-    after the commit (the hourly one would take the waiting items too, up to an hour later).
+    limits (under `actor`, the person, or `api_key`, the org's key), in one transaction. A cap raised or removed lets
+    grading start again at once: a grading pass is sent after the commit (the hourly one would take the waiting items
+    too, up to an hour later).
     """
     if period not in SpendPeriod.values:
         raise SpendCapInvalid("period", "Choose per day or per week.")

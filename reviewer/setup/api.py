@@ -20,7 +20,7 @@ from ninja import Path, Router, Schema, Status
 from ninja.errors import HttpError, ValidationError
 from pydantic import Field
 
-from grading.api.errors import ConflictOut, ErrorOut
+from grading.api.errors import ErrorOut
 from grading.api.keys import caller_acting
 from grading.core.schemas import Identifier
 from grading.management import selectors
@@ -48,7 +48,7 @@ Reason = Literal[selectors.REASONS]
 Position = Annotated[int, Path(ge=1, le=selectors.POSITION_MAX)]  # 1 decides first
 Name = Annotated[Identifier, Field(max_length=1_000)]
 MISSING = {404: ErrorOut}
-CONFLICT = {409: ConflictOut}
+CONFLICT = {409: ErrorOut}  # why, in words; nothing was written
 
 
 class TargetOut(Schema):
@@ -129,8 +129,8 @@ class _Refusals:
     def add(self, field: str | None, message: str) -> None:
         self.errors.append({"loc": ["body", field or "body"], "msg": message})
 
-    def refused(self, refusal: ChangeRefused, *, fields: dict[str, str] | None = None) -> None:
-        self.add((fields or {}).get(refusal.field, refusal.field), _said(refusal))
+    def refused(self, refusal: ChangeRefused) -> None:
+        self.add(refusal.field, _said(refusal))
 
     def raise_any(self) -> None:
         if self.errors:
