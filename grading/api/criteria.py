@@ -79,8 +79,8 @@ CONFLICT = {409: Refused}
 
 
 def _actor(request: HttpRequest) -> dict[str, Any]:
-    """Who a write is by, as the services take it: the person of a personal token (a criteria admin: the token's
-    table lets no other role through), else the org key."""
+    """Who a write is by (`caller_acting`): the person of a personal token (a criteria admin: the token's table lets
+    no other role through), else the org key."""
     return caller_acting(request.auth)
 
 

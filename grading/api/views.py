@@ -1,6 +1,7 @@
 """The pipelines' HTTP API under /api/v1/ (django-ninja: typed endpoints and an OpenAPI document)."""
 
 from datetime import datetime
+from http.client import responses as HTTP_RESPONSES
 from typing import Any
 
 from django.conf import settings
@@ -10,6 +11,7 @@ from django.http import HttpRequest, HttpResponse
 from django.urls import reverse
 from ninja import NinjaAPI, Query, Schema, Status
 from ninja.errors import HttpError, ValidationError
+from ninja.openapi.schema import OpenAPISchema
 from ninja.operation import Operation
 from ninja.security import HttpBearer
 from pydantic import BaseModel, model_validator
@@ -20,9 +22,11 @@ from grading.api.corrections import router as corrections_router
 from grading.api.criteria import router as criteria_router
 from grading.api.criteria import trial_results_out
 from grading.api.erasures import router as erasures_router
+from grading.api.errors import AUTH_ERRORS, FieldErrorsOut
 from grading.api.expected_replies import ExpectedReplyOut, expected_replies_out
 from grading.api.keys import Caller, caller_authenticate, caller_reach
 from grading.api.sets import router as sets_router
+from grading.api.spend_caps import router as spend_caps_router
 from grading.certify.reads import certification_json
 from grading.checks.rules import rules_as_text
 from grading.conversations.ingest import ConversationWrite, conversation_append, conversation_upsert, feedback_record
@@ -56,7 +60,32 @@ class OrgApiKey(HttpBearer):
         return caller_authenticate(request, token)
 
 
+class _Document(OpenAPISchema):
+    """The OpenAPI document, each operation declaring the refusals every route can answer besides its own: 401 (no
+    live credential) and 403 (a personal token's role or reach does not take it) wherever a credential is asked, and
+    400 naming the fields wherever a body or parameters are read."""
+
+    def responses(self, operation: Operation) -> dict[int, dict]:
+        declared = super().responses(operation)
+        shared: dict[int, type[Schema]] = dict(AUTH_ERRORS) if operation.auth_callbacks else {}
+        if operation.models:
+            shared[400] = FieldErrorsOut
+        for status, model in shared.items():
+            if status not in declared:
+                schema = self._create_schema_from_model(model, by_alias=operation.by_alias, mode="serialization")[0]
+                declared[status] = {
+                    "description": HTTP_RESPONSES[status],
+                    "content": {self.api.renderer.media_type: {"schema": schema}},
+                }
+        return declared
+
+
 class TollgateApi(NinjaAPI):
+    def get_openapi_schema(self, *, path_prefix: str | None = None, path_params: dict | None = None) -> _Document:
+        if path_prefix is None:
+            path_prefix = self.get_root_path(path_params or {})
+        return _Document(self, path_prefix)
+
     def get_openapi_operation_id(self, operation: Operation) -> str:
         """The operation ids clients generate code from, kept as they were before the views left `grading/api.py`:
         ninja derives them from the view's module, which is no part of the API."""
@@ -80,6 +109,7 @@ api.add_router("/", erasures_router)
 api.add_router("/", corrections_router)
 api.add_router("/", sets_router)
 api.add_router("/", criteria_router)
+api.add_router("/", spend_caps_router)
 
 
 class WhoAmI(Schema):

@@ -12,7 +12,7 @@ from django.db.models import Max
 from grading.management import selectors
 from grading.management.options import ChangeRefused, duration_text
 from grading.management.orgs import org_lock
-from grading.models import Org, ServiceTarget
+from grading.models import ApiKey, Org, ServiceTarget
 from grading.models.audit import audit_record
 from grading.reviews.targets import due_times_refresh
 
@@ -26,7 +26,13 @@ _PASSING = 0
 
 
 def target_set(
-    *, org: Org, fields: dict, position: int | None, replace: bool, actor: AbstractBaseUser | None = None
+    *,
+    org: Org,
+    fields: dict,
+    position: int | None,
+    replace: bool,
+    actor: AbstractBaseUser | None = None,
+    api_key: ApiKey | None = None,
 ) -> str:
     """Add a target (`fields`: kind, application, reason, minutes) at `position`, or after the last when None; a
     taken position is refused unless `replace`, which replaces that target in place (same row)."""
@@ -38,17 +44,19 @@ def target_set(
             position = selectors.next_position(org, last, what="target")
         taken = targets.filter(position=position).first()
         if taken is None:
-            return _target_create(org, position=position, fields=fields, actor=actor)
+            return _target_create(org, position=position, fields=fields, acting=_acting(actor, api_key))
         if not replace:
             raise ChangeRefused(
                 f"position {position} in {org.slug} is taken by: {target_text(taken)}; "
                 "add --replace to replace that target, or leave out --position to add this one last",
                 field="position",
             )
-        return _target_replace(taken, fields=fields, actor=actor)
+        return _target_replace(taken, fields=fields, acting=_acting(actor, api_key))
 
 
-def target_insert(*, org: Org, fields: dict, ahead_of: int, actor: AbstractBaseUser | None = None) -> str:
+def target_insert(
+    *, org: Org, fields: dict, ahead_of: int, actor: AbstractBaseUser | None = None, api_key: ApiKey | None = None
+) -> str:
     """Add a target at the position of the target at `ahead_of`, so that it decides before it: that target and those
     right behind it without a free position between move one position back (a free position stops the shift, so the
     targets further back keep theirs)."""
@@ -71,21 +79,25 @@ def target_insert(*, org: Org, fields: dict, ahead_of: int, actor: AbstractBaseU
         )
         # Back to front: each one's new position is free when it moves there.
         for target in moving.order_by("-position"):
-            _target_place(target, position=target.position + 1, actor=actor)
-        return _target_create(org, position=ahead_of, fields=fields, actor=actor)
+            _target_place(target, position=target.position + 1, acting=_acting(actor, api_key))
+        return _target_create(org, position=ahead_of, fields=fields, acting=_acting(actor, api_key))
 
 
-def target_minutes_set(*, org: Org, position: int, minutes: int, actor: AbstractBaseUser | None = None) -> str:
+def target_minutes_set(
+    *, org: Org, position: int, minutes: int, actor: AbstractBaseUser | None = None, api_key: ApiKey | None = None
+) -> str:
     """Give the target at `position` another duration, in place; what it picks stays."""
     with transaction.atomic():
         org_lock(org)
         target = ServiceTarget.objects.select_related("org").filter(org=org, position=position).first()
         if target is None:
             raise ChangeRefused(f"no target at position {position} in {org.slug}; nothing changed", field="position")
-        return _target_replace(target, fields={"minutes": minutes}, actor=actor)
+        return _target_replace(target, fields={"minutes": minutes}, acting=_acting(actor, api_key))
 
 
-def target_move(*, org: Org, position: int, earlier: bool, actor: AbstractBaseUser | None = None) -> str:
+def target_move(
+    *, org: Org, position: int, earlier: bool, actor: AbstractBaseUser | None = None, api_key: ApiKey | None = None
+) -> str:
     """Swap the target at `position` with the one before it (`earlier`) or after it: which of the two an item that
     both match takes its due time from."""
     with transaction.atomic():
@@ -104,21 +116,29 @@ def target_move(*, org: Org, position: int, earlier: bool, actor: AbstractBaseUs
             where = "first" if earlier else "last"
             return f"unchanged: {target_line(target)} is the {where} target"
         to = neighbour.position
-        _target_place(neighbour, position=_PASSING, actor=None)
-        _target_place(target, position=to, actor=actor)
-        _target_place(neighbour, position=position, actor=actor, was=to)
+        _target_place(neighbour, position=_PASSING, acting={})
+        _target_place(target, position=to, acting=_acting(actor, api_key))
+        _target_place(neighbour, position=position, acting=_acting(actor, api_key), was=to)
         redated = due_times_refresh(org.pk)
     return f"moved: {target_line(target)} (was at {position})  ({redated_text(redated)})"
 
 
-def target_remove(*, org: Org, position: int, actor: AbstractBaseUser | None = None) -> str:
+def target_remove(
+    *, org: Org, position: int, actor: AbstractBaseUser | None = None, api_key: ApiKey | None = None
+) -> str:
     with transaction.atomic():
         org_lock(org)
         target = ServiceTarget.objects.select_related("org").filter(org=org, position=position).first()
         if target is None:
             raise ChangeRefused(f"no target at position {position} in {org.slug}; nothing removed", field="position")
         # Recorded first: once deleted, the target has no pk left to name.
-        audit_record(action="service_target.delete", org=org, actor=actor, target=target, detail=target_dict(target))
+        audit_record(
+            action="service_target.delete",
+            org=org,
+            **_acting(actor, api_key),
+            target=target,
+            detail=target_dict(target),
+        )
         target.delete()
         redated = due_times_refresh(org.pk)
     return f"removed: {target_line(target)}  ({redated_text(redated)})"
@@ -138,14 +158,19 @@ def minutes_within(*, minutes: int | None, hours: int | None) -> int:
 # --- writes: inside the caller's transaction, with the org locked ---------------------------------------------
 
 
-def _target_create(org: Org, *, position: int, fields: dict, actor: AbstractBaseUser | None) -> str:
+def _acting(actor: AbstractBaseUser | None, api_key: ApiKey | None) -> dict:
+    """Who a change is audited under: the person (page, command, a personal token) or the org's key (the API)."""
+    return {"actor": actor, "api_key": api_key}
+
+
+def _target_create(org: Org, *, position: int, fields: dict, acting: dict) -> str:
     target = ServiceTarget.objects.create(org=org, position=position, **fields)
-    audit_record(action="service_target.create", org=org, actor=actor, target=target, detail=target_dict(target))
+    audit_record(action="service_target.create", org=org, **acting, target=target, detail=target_dict(target))
     redated = due_times_refresh(org.pk)
     return f"created: {target_line(target)}  ({redated_text(redated)})"
 
 
-def _target_replace(target: ServiceTarget, *, fields: dict, actor: AbstractBaseUser | None) -> str:
+def _target_replace(target: ServiceTarget, *, fields: dict, acting: dict) -> str:
     """Replaces the target in place (same row, same position)."""
     was = target_dict(target)
     was_text = target_text(target)
@@ -157,7 +182,7 @@ def _target_replace(target: ServiceTarget, *, fields: dict, actor: AbstractBaseU
     audit_record(
         action="service_target.replace",
         org=target.org,
-        actor=actor,
+        **acting,
         target=target,
         detail=target_dict(target) | {"was": was},
     )
@@ -165,11 +190,9 @@ def _target_replace(target: ServiceTarget, *, fields: dict, actor: AbstractBaseU
     return f"replaced: {target_line(target)} (was {was_text})  ({redated_text(redated)})"
 
 
-def _target_place(
-    target: ServiceTarget, *, position: int, actor: AbstractBaseUser | None, was: int | None = None
-) -> None:
-    """Moves the target to a free `position`, audited (`actor` None with `_PASSING`: a step nobody sees the end
-    of; `was`: where it stood before passing through there)."""
+def _target_place(target: ServiceTarget, *, position: int, acting: dict, was: int | None = None) -> None:
+    """Moves the target to a free `position`, audited (`acting`: who, as `_acting` says; none with `_PASSING`: a
+    step nobody sees the end of; `was`: where it stood before passing through there)."""
     was = target.position if was is None else was
     target.position = position
     target.save(update_fields=["position"])
@@ -177,7 +200,7 @@ def _target_place(
         audit_record(
             action="service_target.move",
             org=target.org,
-            actor=actor,
+            **acting,
             target=target,
             detail=target_dict(target) | {"was_position": was},
         )

@@ -24,7 +24,7 @@ from django.utils import timezone
 
 from grading.core.weeks import monday
 from grading.delivery import enqueue
-from grading.models import CriteriaVersion, JudgeSpend, Org, Route, SpendCap, SpendPeriod
+from grading.models import ApiKey, CriteriaVersion, JudgeSpend, Org, Route, SpendCap, SpendPeriod
 from grading.models.audit import audit_record
 from grading.reviews.sql import judge_spend_add, spend_caps_spent
 
@@ -407,12 +407,14 @@ def spend_cap_set(
     period: str,
     tokens: int | None,
     cost_micros: int | None,
-    actor: AbstractBaseUser | None,
+    actor: AbstractBaseUser | None = None,
+    api_key: ApiKey | None = None,
     remove: bool = False,
 ) -> SpendCap | None:
     """Set (or, with `remove`, remove) the org's cap for `period`, or `version`'s; audited with the old and the new
-    limits, in one transaction. A cap raised or removed lets grading start again at once: a grading pass is sent
-    after the commit (the hourly one would take the waiting items too, up to an hour later).
+    limits (under `actor`, the person, or `api_key`, the org's key), in one transaction. A cap raised or removed lets
+    grading start again at once: a grading pass is sent after the commit (the hourly one would take the waiting items
+    too, up to an hour later).
     """
     if period not in SpendPeriod.values:
         raise SpendCapInvalid("period", "Choose per day or per week.")
@@ -442,6 +444,7 @@ def spend_cap_set(
             action="spend.cap_removed" if remove else "spend.cap_set",
             org=org,
             actor=actor,
+            api_key=api_key,
             target=version,
             detail={
                 "scope": "org" if version is None else str(version),

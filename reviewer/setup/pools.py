@@ -8,7 +8,7 @@ from django.db import IntegrityError, transaction
 
 from grading.management.options import ChangeRefused, text_option
 from grading.management.orgs import org_lock
-from grading.models import Org
+from grading.models import ApiKey, Org
 from grading.models.audit import audit_record
 from grading.models.reach import Reach
 from reviewer.access import reaches_in
@@ -37,7 +37,14 @@ def queue_reaches(org: Org, users: list[AbstractBaseUser], *, field: str = "memb
     return {user.pk: reaches[user.pk] for user in users}
 
 
-def pool_set(*, org: Org, name: str, members: list[AbstractBaseUser], actor: AbstractBaseUser | None = None) -> str:
+def pool_set(
+    *,
+    org: Org,
+    name: str,
+    members: list[AbstractBaseUser],
+    actor: AbstractBaseUser | None = None,
+    api_key: ApiKey | None = None,
+) -> str:
     """Create the pool `name` with `members`, or set an existing one's members to exactly those."""
     queue_reaches(org, members)
     after = sorted(member.get_username() for member in members)
@@ -47,7 +54,12 @@ def pool_set(*, org: Org, name: str, members: list[AbstractBaseUser], actor: Abs
             pool = Pool.objects.create(org=org, name=name)
             pool.members.set(members)
             audit_record(
-                action="pool.create", org=org, actor=actor, target=pool, detail={"name": name, "members": after}
+                action="pool.create",
+                org=org,
+                actor=actor,
+                api_key=api_key,
+                target=pool,
+                detail={"name": name, "members": after},
             )
             return f"created: {pool_line(pool)}"
         before = usernames_of(pool)
@@ -58,13 +70,16 @@ def pool_set(*, org: Org, name: str, members: list[AbstractBaseUser], actor: Abs
             action="pool.update",
             org=org,
             actor=actor,
+            api_key=api_key,
             target=pool,
             detail={"name": name, "before": {"members": before}, "after": {"members": after}},
         )
     return f"updated: {pool_line(pool)} (was {members_text(before)})"
 
 
-def pool_rename(*, org: Org, name: str, to: str, actor: AbstractBaseUser | None = None) -> str:
+def pool_rename(
+    *, org: Org, name: str, to: str, actor: AbstractBaseUser | None = None, api_key: ApiKey | None = None
+) -> str:
     """Give the pool `name` the name `to`: its members, and the assignments and rules that name it, stay with it
     (they hold the pool, not its name)."""
     with transaction.atomic():
@@ -87,13 +102,14 @@ def pool_rename(*, org: Org, name: str, to: str, actor: AbstractBaseUser | None 
             action="pool.rename",
             org=org,
             actor=actor,
+            api_key=api_key,
             target=pool,
             detail={"before": {"name": name}, "after": {"name": to}},
         )
     return f"renamed: {pool_line(pool)} (was {name})"
 
 
-def pool_remove(*, org: Org, name: str, actor: AbstractBaseUser | None = None) -> str:
+def pool_remove(*, org: Org, name: str, actor: AbstractBaseUser | None = None, api_key: ApiKey | None = None) -> str:
     """Delete the pool, with the assignments and rules that name it."""
     with transaction.atomic():
         pool = Pool.objects.select_for_update().filter(org=org, name=name).first()
@@ -107,6 +123,7 @@ def pool_remove(*, org: Org, name: str, actor: AbstractBaseUser | None = None) -
             action="pool.delete",
             org=org,
             actor=actor,
+            api_key=api_key,
             target=pool,
             detail={"name": name, "members": usernames_of(pool), "assignments": assignments, "rules": rules},
         )

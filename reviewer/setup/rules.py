@@ -13,7 +13,7 @@ from django.db.models import Max
 from grading.management import selectors
 from grading.management.options import ChangeRefused
 from grading.management.orgs import org_lock
-from grading.models import ItemKind, Org
+from grading.models import ApiKey, ItemKind, Org
 from grading.models.audit import audit_record
 from grading.models.reach import Reach
 from reviewer.models import AssignmentRule, Pool
@@ -29,7 +29,13 @@ _PASSING = 0
 
 
 def rule_add(
-    *, org: Org, position: int | None, replace: bool, fields: dict, actor: AbstractBaseUser | None = None
+    *,
+    org: Org,
+    position: int | None,
+    replace: bool,
+    fields: dict,
+    actor: AbstractBaseUser | None = None,
+    api_key: ApiKey | None = None,
 ) -> str:
     """Add a rule at `position`, or after the last when None; a taken position is refused unless `replace`, which
     replaces that rule in place (same row)."""
@@ -42,7 +48,14 @@ def rule_add(
         taken = rules.filter(position=position).first()
         if taken is None:
             rule = AssignmentRule.objects.create(org=org, position=position, **fields)
-            audit_record(action="assignment_rule.create", org=org, actor=actor, target=rule, detail=rule_dict(rule))
+            audit_record(
+                action="assignment_rule.create",
+                org=org,
+                actor=actor,
+                api_key=api_key,
+                target=rule,
+                detail=rule_dict(rule),
+            )
             return f"added: {rule_line(rule)}"
         if not replace:
             raise ChangeRefused(
@@ -58,12 +71,19 @@ def rule_add(
             return f"unchanged: {rule_line(taken)}"
         taken.save(update_fields=list(fields))
         audit_record(
-            action="assignment_rule.replace", org=org, actor=actor, target=taken, detail=rule_dict(taken) | {"was": was}
+            action="assignment_rule.replace",
+            org=org,
+            actor=actor,
+            api_key=api_key,
+            target=taken,
+            detail=rule_dict(taken) | {"was": was},
         )
     return f"replaced: {rule_line(taken)} (was {was_text})"
 
 
-def rule_move(*, org: Org, position: int, earlier: bool, actor: AbstractBaseUser | None = None) -> str:
+def rule_move(
+    *, org: Org, position: int, earlier: bool, actor: AbstractBaseUser | None = None, api_key: ApiKey | None = None
+) -> str:
     """Swap the rule at `position` with the one before it (`earlier`) or after it: which of the two decides an item
     that both match. Audited per rule moved (`assignment_rule.move`, with where it was)."""
     with transaction.atomic():
@@ -88,7 +108,7 @@ def rule_move(*, org: Org, position: int, earlier: bool, actor: AbstractBaseUser
         _rule_place(neighbour, position)
         for moved, was in ((rule, position), (neighbour, to)):
             audit_record(
-                action="assignment_rule.move", org=org, actor=actor, target=moved,
+                action="assignment_rule.move", org=org, actor=actor, api_key=api_key, target=moved,
                 detail=rule_dict(moved) | {"was_position": was},
             )  # fmt: skip
     return f"moved: {rule_line(rule)} (was at {position})"
@@ -99,7 +119,9 @@ def _rule_place(rule: AssignmentRule, position: int) -> None:
     rule.save(update_fields=["position"])
 
 
-def rule_remove(*, org: Org, position: int, actor: AbstractBaseUser | None = None) -> str:
+def rule_remove(
+    *, org: Org, position: int, actor: AbstractBaseUser | None = None, api_key: ApiKey | None = None
+) -> str:
     with transaction.atomic():
         rule = (
             AssignmentRule.objects.select_for_update(of=("self",))
@@ -112,7 +134,9 @@ def rule_remove(*, org: Org, position: int, actor: AbstractBaseUser | None = Non
                 f"no assignment rule at position {position} in {org.slug}; nothing removed", field="position"
             )
         # Recorded first: once deleted, the rule has no pk left to name.
-        audit_record(action="assignment_rule.delete", org=org, actor=actor, target=rule, detail=rule_dict(rule))
+        audit_record(
+            action="assignment_rule.delete", org=org, actor=actor, api_key=api_key, target=rule, detail=rule_dict(rule)
+        )
         rule.delete()
     return f"removed: {rule_line(rule)}"
 

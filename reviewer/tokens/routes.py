@@ -9,6 +9,7 @@ from reviewer.queue.sending import SENDER_ROLES
 
 EVERYONE = frozenset(Role)
 QUEUE = frozenset(QUEUE_ROLES)
+SETUP = frozenset({Role.ORG_ADMIN, Role.LEAD})
 
 PERSON_ROUTES: dict[str, frozenset[Role]] = {
     "GET /api/v1/whoami": EVERYONE,
@@ -59,6 +60,26 @@ PERSON_ROUTES: dict[str, frozenset[Role]] = {
     "POST /api/v1/queue/items/{review_id}/release": QUEUE,
     "POST /api/v1/queue/items/{review_id}/decline": QUEUE,
     "POST /api/v1/queue/items/{review_id}/decision": QUEUE,
+    # The set-up pages' lists and changes: an org admin's, or a lead's of the whole org. The table cannot say "of
+    # the whole org", so it lets leads through and reviewer/setup/api.py `_setup_org` refuses (403) a lead of part
+    # of the org, as the pages do (`setup_org_ids`).
+    "GET /api/v1/setup/targets": SETUP,
+    "POST /api/v1/setup/targets": SETUP,
+    "PATCH /api/v1/setup/targets/{position}": SETUP,
+    "DELETE /api/v1/setup/targets/{position}": SETUP,
+    "POST /api/v1/setup/targets/{position}/move": SETUP,
+    "GET /api/v1/setup/pools": SETUP,
+    "PUT /api/v1/setup/pools/{pool}": SETUP,
+    "PATCH /api/v1/setup/pools/{pool}": SETUP,
+    "DELETE /api/v1/setup/pools/{pool}": SETUP,
+    "GET /api/v1/setup/rules": SETUP,
+    "POST /api/v1/setup/rules": SETUP,
+    "PUT /api/v1/setup/rules/{position}": SETUP,
+    "DELETE /api/v1/setup/rules/{position}": SETUP,
+    "POST /api/v1/setup/rules/{position}/move": SETUP,
+    # Spend caps: a criteria admin's, as on the spend page.
+    "PUT /api/v1/spend/caps": frozenset({Role.CRITERIA_ADMIN}),
+    "DELETE /api/v1/spend/caps": frozenset({Role.CRITERIA_ADMIN}),
 }
 
 _PIPELINE = "a pipeline's write of what its application produced: no page does it, and it names no person"
@@ -66,7 +87,6 @@ _BLIND = (
     "not yet for a person: the answer shows the machine's verdict, which blind review hides from people while an "
     "audit item waits; a person reads items through the queue"
 )
-_WHOLE_ORG_LEAD = "not yet for a person: the set-up pages take an org admin or a whole org's lead, not a role alone"
 ORG_KEY_ONLY: dict[str, str] = {
     "POST /api/v1/conversations": _PIPELINE,
     "POST /api/v1/conversations/{external_id}/messages": _PIPELINE,
@@ -81,9 +101,6 @@ ORG_KEY_ONLY: dict[str, str] = {
     "POST /api/v1/labels": "not yet for a person: labels are recorded under the key that sent them (source, audit)",
     "POST /api/v1/erasures": "not yet for a person: an erasure is recorded under the key that asked for it",
     "GET /api/v1/erasures/{erasure_id}": "not yet for a person: with the erasures it reads",
-    "GET /api/v1/setup/targets": _WHOLE_ORG_LEAD,
-    "GET /api/v1/setup/pools": _WHOLE_ORG_LEAD,
-    "GET /api/v1/setup/rules": _WHOLE_ORG_LEAD,
     "GET /api/v1/sets/{name}": "not yet for a person: it lists each item's expected answers, people's verdicts that "
     "blind review keeps from other people while places are open",
     "GET /api/v1/corrections": "not yet for a person: the export reads the whole org, not a person's reach",

@@ -11,12 +11,12 @@ from django.urls import URLPattern, URLResolver, get_resolver, reverse
 from django.utils import timezone
 
 from grading.api.keys import api_key_create
-from grading.models import CriteriaExample, CriteriaTrial, Erasure, ErasureScope, ItemKind
+from grading.models import CriteriaExample, CriteriaTrial, Erasure, ErasureScope, ItemKind, ServiceTarget
 from grading.reviews.versions import criteria_active, criteria_new_version
 from grading.sets.build import set_build
 from grading.sets.runs import set_run_start
 from reviewer.access import EVERY_ROLE
-from reviewer.models import Invitation, Membership, Role
+from reviewer.models import AssignmentRule, Invitation, Membership, Pool, Role
 from reviewer.tokens.services import token_create
 from tests.builders.monitored import monitor
 from tests.builders.people import make_person
@@ -169,6 +169,8 @@ SAMPLE_BODIES = {
     "/api/v1/criteria/versions/{version_id}": {"rubric": "The matrix asks."},
     "/api/v1/criteria/versions/{version_id}/trials": {"k": 1, "counted_calls": 1},
     "/api/v1/criteria/versions/{version_id}/publish": {"replaces": 1},
+    # A pool's PUT and PATCH share the path: members nobody has, and an empty new name, are refused.
+    "/api/v1/setup/pools/{pool}": {"members": ["no-such-person"], "name": ""},
 }
 # A person's work (reviewer/queue/api.py): an org key is refused with 403, and the matrix sends the operators'
 # personal tokens where it sends the org keys elsewhere.
@@ -176,6 +178,8 @@ PERSONS_WORK = ("/api/v1/queue", "/api/v1/queue/claim-next", "/api/v1/queue/item
 # Deletes that answer 204 for what the org does not have, as for a retried delete: another org's object is as
 # absent to the key as a deleted one (its owner keeps it).
 IDEMPOTENT_DELETES = {"/api/v1/sets/{name}"}
+# PUTs that create what the org does not have: another org's name is a free one here (its owner keeps its own).
+UPSERTS = {("PUT", "/api/v1/setup/pools/{pool}")}
 # Operations whose answer may be a 5xx by design.
 API_ALSO_FINE = {"/api/v1/health": (503,)}  # no worker answers in this test: "unhealthy" is the truthful answer
 
@@ -190,6 +194,7 @@ PARAMETERS = {
     "trial_id": "criteria_trial",
     "version_id": "criteria_version",
     "erasure_id": "erasure",
+    "pool": "pool",
     # The admin's: no persona here is staff, so any value meets the same login page.
     "object_id": "admin",
     "content_type_id": "admin",
@@ -198,12 +203,13 @@ PARAMETERS = {
     # Not an org's object: the same value for every org, so another org's key gets its own org's answer.
     "section": "dashboard_section",
     "kind": "draft_kind",
+    "position": "setup_position",  # a place in the org's list of targets or rules, each org's own
     # A set-password link's (and an invitation link's token): a link nobody was given, the same for every org.
     "uidb64": "password_link_user",
     "token": "password_link_token",
 }
 # Parameters no org owns (the matrix asks for them once, not as another org's id).
-UNOWNED = {"section", "kind", "uidb64", "token"}
+UNOWNED = {"section", "kind", "uidb64", "token", "position"}
 # What part of the org (kind, application) an object a parameter names is in, where memberships may be limited to
 # part of it: a limited person's id outside their reach is as unknown to them as another org's.
 IN_PART = {
@@ -322,7 +328,15 @@ def matrix_world(org, other_org, people: dict) -> dict:
             "erasure": Erasure.objects.create(
                 org=owner, scope=ErasureScope.DRAFT, kind=ItemKind.DRAFT, target="gone", requested_at=timezone.now()
             ).pk,
+            "pool": Pool.objects.create(org=owner, name=f"pool-{suffix}").name,
+            # A target and a rule at 1 that pick nothing the matrix sends.
+            "setup_position": ServiceTarget.objects.create(
+                org=owner, position=1, application="no-such-application", minutes=60
+            ).position,
         }
+        AssignmentRule.objects.create(  # for a pool of its own: deleting the other takes its rules with it
+            org=owner, position=1, application="no-such-application", pool=Pool.objects.create(org=owner, name="ruled")
+        )
 
     signed_in: dict[str, dict] = {}
 

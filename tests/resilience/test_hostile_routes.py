@@ -28,11 +28,11 @@ from hypothesis import strategies as st
 
 from grading.api.keys import api_key_create
 from grading.api.views import api
-from grading.models import CriteriaTrial, Erasure, ErasureScope, ItemKind, Org, Review
+from grading.models import CriteriaTrial, Erasure, ErasureScope, ItemKind, Org, Review, ServiceTarget
 from grading.reviews.versions import criteria_active, criteria_new_version
 from grading.sets.build import set_build
 from grading.sets.runs import set_run_start
-from reviewer.models import Claim, Pool, Role
+from reviewer.models import AssignmentRule, Claim, Pool, Role
 from reviewer.queue.services import claim_take
 from tests.builders.api_calls import database_snapshot
 from tests.builders.conversations import message, support_conversation
@@ -197,6 +197,22 @@ WORKING = {
     ("GET", "/api/v1/setup/targets"): {},
     ("GET", "/api/v1/setup/pools"): {},
     ("GET", "/api/v1/setup/rules"): {},
+    # The world's targets and rules at 1 and 2 (audit conversations, for the billing pool: none of its items), and
+    # its pool "refunds" (back before each request that names it); a rename to its own name, a move and a
+    # replacement work again.
+    ("POST", "/api/v1/setup/targets"): {"body": {"kind": "conversation", "reason": "audit", "minutes": 60}},
+    ("PATCH", "/api/v1/setup/targets/{position}"): {"body": {"minutes": 90}},
+    ("POST", "/api/v1/setup/targets/{position}/move"): {"body": {"direction": "later"}},
+    ("DELETE", "/api/v1/setup/targets/{position}"): {},
+    ("PUT", "/api/v1/setup/pools/{pool}"): {"body": {"members": ["bo"]}, "restores": "refunds"},
+    ("PATCH", "/api/v1/setup/pools/{pool}"): {"body": {"name": "refunds"}, "restores": "refunds"},
+    ("DELETE", "/api/v1/setup/pools/{pool}"): {"restores": "refunds"},
+    ("POST", "/api/v1/setup/rules"): {"body": {"kind": "conversation", "reason": "audit", "pool": "billing"}},
+    ("PUT", "/api/v1/setup/rules/{position}"): {"body": {"kind": "conversation", "reason": "audit", "pool": "billing"}},
+    ("POST", "/api/v1/setup/rules/{position}/move"): {"body": {"direction": "later"}},
+    ("DELETE", "/api/v1/setup/rules/{position}"): {},
+    ("PUT", "/api/v1/spend/caps"): {"body": {"period": "day", "tokens": 10**12}},
+    ("DELETE", "/api/v1/spend/caps"): {"query": {"period": "day"}},
 }
 ROUTES = sorted(
     (method.upper(), path)
@@ -343,7 +359,10 @@ class World:
 
     def prepare(self, request: Request) -> Request:
         """Before a request that needs ann holding the item: she holds it (a claim taken or renewed), or, once it
-        was decided or given back, a new item she holds, which the request names in place of the old one."""
+        was decided or given back, a new item she holds, which the request names in place of the old one. And
+        the pool a request names is there again after a rename or delete took it away."""
+        if (pool := WORKING[(request.method, request.path)].get("restores")) is not None:
+            Pool.objects.get_or_create(org=self.org, name=pool)
         if not WORKING[(request.method, request.path)].get("claimed"):
             return request
         held = self.ids["review_id"]
@@ -410,6 +429,12 @@ def world(org, client) -> Iterator[World]:
     ids = {"external_id": conversation.external_id, "draft_id": draft.pk, "trial_id": trial.pk,
            "erasure_id": erasure.pk, "section": "quality", "kind": "conversation", "name": regression_set.name,
            "run_id": run.pk, "review_id": held.pk, "version_id": unpublished.pk}  # fmt: skip
+    ids["position"] = 1  # of the targets and the rules set up here
+    billing = Pool.objects.get(org=org, name="billing")
+    ids["pool"] = Pool.objects.create(org=org, name="refunds").name
+    for position in (1, 2):
+        ServiceTarget.objects.create(org=org, position=position, kind="conversation", reason="audit", minutes=60)
+        AssignmentRule.objects.create(org=org, position=position, kind="conversation", reason="audit", pool=billing)
     tokens = {"ann": token_of(ann, org)}
     with override_settings(CRITERIA_TRIALS_PER_ORG_PER_HOUR=10_000):
         yield World(client, api_key_create(org=org, name="hostile").plaintext, ids, org, ann, tokens)

@@ -64,6 +64,19 @@ OPERATION_IDS = {
     "reviewer_setup_api_get_setup_pools",
     "reviewer_setup_api_get_setup_rules",
     "reviewer_setup_api_get_setup_targets",
+    "reviewer_setup_api_post_setup_target",
+    "reviewer_setup_api_patch_setup_target",
+    "reviewer_setup_api_delete_setup_target",
+    "reviewer_setup_api_post_setup_target_move",
+    "reviewer_setup_api_put_setup_pool",
+    "reviewer_setup_api_patch_setup_pool",
+    "reviewer_setup_api_delete_setup_pool",
+    "reviewer_setup_api_post_setup_rule",
+    "reviewer_setup_api_put_setup_rule",
+    "reviewer_setup_api_delete_setup_rule",
+    "reviewer_setup_api_post_setup_rule_move",
+    "grading_api_spend_caps_put_spend_cap",
+    "grading_api_spend_caps_delete_spend_cap",
 }
 
 

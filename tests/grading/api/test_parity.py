@@ -44,11 +44,11 @@ PARITY = {
     "criteria: the diff of two versions": NOT_YET + "a page only",
     "regression sets: build, run, read a run": "POST /api/v1/sets/{name}/runs",
     "spend: read": "GET /api/v1/spend",
-    "spend caps: set": NOT_YET + "the set-up pages' services have no endpoint yet",
-    "service targets: set": NOT_YET + "the set-up pages' services have no endpoint yet",
+    "spend caps: set": "PUT /api/v1/spend/caps",
+    "service targets: set": "POST /api/v1/setup/targets",
     "service targets, pools and rules: read": "GET /api/v1/setup/targets",
     "service figures": "GET /api/v1/queue/service",
-    "pools and assignment rules: set": NOT_YET + "the set-up pages' services have no endpoint yet",
+    "pools and assignment rules: set": "PUT /api/v1/setup/pools/{pool}",
     "erasure": "POST /api/v1/erasures",
     "personal tokens: make, revoke": NOT_YET + "a person's own page only: a token never makes another",
     "org admin: members, keys, webhook secret, retention": NOT_YET + "kept to the pages",
@@ -75,3 +75,12 @@ def test_the_new_operations_describe_their_errors():
         assert {"200", "401", "403"} <= {str(code) for code in responses}, operation
         if "{review_id}" in path:
             assert {"404", "409"} <= {str(code) for code in responses}, operation
+
+
+def test_every_operation_declares_the_refusals_any_caller_can_get():
+    for path, methods in DOCUMENT["paths"].items():
+        for method, operation in methods.items():
+            responses = {str(code) for code in operation["responses"]}
+            assert {"401", "403"} <= responses, f"{method.upper()} {path}"
+            if operation.get("parameters") or operation.get("requestBody"):
+                assert "400" in responses, f"{method.upper()} {path}"
