@@ -28,9 +28,10 @@ import json
 import os
 import statistics
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from itertools import count
 
 from django.conf import settings
 from django.db import connection, transaction
@@ -161,6 +162,44 @@ def main() -> None:
         )
         assert mismatched == 0
     _one_request()
+
+
+@contextmanager
+def phases() -> Iterator[dict[str, Callable[[], None]]]:
+    """For `bench.compare`: the same BENCH_OTLP_CONVERSATIONS conversations of BENCH_OTLP_TURNS turns, each phase
+    into an org of its own: posted whole to the JSON API, and as an instrumented agent's spans in the GenAI
+    conventions (batches of SPANS_PER_BATCH in time order)."""
+    conversations = int(os.environ.get("BENCH_OTLP_CONVERSATIONS", "200"))
+    turns = int(os.environ.get("BENCH_OTLP_TURNS", "5"))
+    fresh_org()
+    exchanges = [_exchange(i, turns) for i in range(conversations)]
+    messages = sum(len(exchange["messages"]) for exchange in exchanges)
+    posts = [
+        json.dumps({"external_id": exchange["id"], "application": "bench", "messages": exchange["messages"]})
+        for exchange in exchanges
+    ]
+    spans = sorted((s for exchange in exchanges for s in exchange["spans"]), key=lambda s: s.start_time_unix_nano)
+    batches = [
+        _request(spans[i : i + SPANS_PER_BATCH]).SerializeToString() for i in range(0, len(spans), SPANS_PER_BATCH)
+    ]
+    orgs = count()
+
+    def json_api() -> None:
+        client = _client(Org.objects.create(name="JSON", slug=f"bench-json-{next(orgs)}"))
+        for post in posts:
+            response = client.post("/api/v1/conversations", post, content_type="application/json")
+            assert response.status_code == 201, response.content[:300]
+
+    def otlp() -> None:
+        client = _client(Org.objects.create(name="OTLP", slug=f"bench-otlp-{next(orgs)}"))
+        for body in batches:
+            response = client.post("/api/v1/otlp/v1/traces", body, content_type="application/x-protobuf")
+            assert response.status_code == 200 and not response.content, response.content[:300]
+
+    yield {
+        f"JSON API ({conversations} conversations, {messages:,} messages)": json_api,
+        f"OTLP, GenAI spans ({len(spans):,} spans in {len(batches)} requests)": otlp,
+    }
 
 
 @dataclass
