@@ -3,7 +3,7 @@ recomputes the evidence (active path, fingerprint) and the review state in the s
 
 import base64
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from datetime import datetime
 
 from django.conf import settings
@@ -18,6 +18,7 @@ from grading.models import Conversation, Feedback, Message, Org
 from grading.reviews.conversation_reads import quiet_period
 from grading.reviews.rollups import rollups_thumbs_refresh, thumbs_of
 from grading.reviews.services import review_rules_send, review_state_refresh, review_states_refresh
+from grading.reviews.sql import conversations_save
 
 
 @dataclass(frozen=True)
@@ -133,10 +134,7 @@ def conversations_write(
         Message.objects.bulk_update([row for merge in written for row in merge.edited], list(_MESSAGE_FIELDS))
         saved = [merge for (stored, _), merge in zip(writes, merges, strict=True) if stored and merge and merge.saved]
         if saved:
-            for merge in saved:
-                merge.conversation.updated_at = timezone.now()  # what save() sets (auto_now); bulk_update does not
-            fields = sorted({name for merge in saved for name in merge.saved} | {"updated_at"})
-            Conversation.objects.bulk_update([merge.conversation for merge in saved], fields)
+            conversations_save([merge.conversation for merge in saved])
             review_states_refresh(subjects=[merge.conversation for merge in saved])
         results = []
         for (stored, payload), merge in zip(writes, merges, strict=True):
@@ -207,7 +205,7 @@ class _Write:
     replaced: list[Message]  # stored twins to delete
     messages: list[EvidenceMessage] | None  # as ConversationWrite.messages
     reason: ev.NotScorable | None
-    saved: list[str] = field(default_factory=list)  # the conversation's fields that changed: its row is saved
+    saved: bool  # a column of the conversation changed: its row is saved
 
 
 def _merge_write(write: _Write) -> None:
@@ -399,10 +397,10 @@ def _recompute_evidence(
     now: datetime,
     before: tuple,
     appended: bool = False,
-) -> tuple[ev.NotScorable | None, list[str]]:
+) -> tuple[ev.NotScorable | None, bool]:
     """The one place that sets the conversation's evidence columns (fingerprint, active path, branch count, message
-    count, activity times and `evidence_state`). Returns the scorability, and the conversation's fields that
-    changed (the row is saved, and its reviews' states refreshed, when there are any).
+    count, activity times and `evidence_state`). Returns the scorability, and whether any of the conversation's
+    columns changed (then the row is saved and its reviews' states refreshed).
 
     `messages` is every message of the conversation, or with `appended` only the new ones, which extend the
     active path (`_continuation`): the stored state then carries the fingerprint forward in O(appended).
@@ -414,11 +412,7 @@ def _recompute_evidence(
     if changed:
         # A closed (e.g. imported) conversation was last active at its last message; an open one, now.
         conversation.last_activity_at = read.newest if conversation.closed and read.newest else now
-    saved = [
-        column.name
-        for column, old, new in zip(conversation._meta.concrete_fields, before, _columns(conversation), strict=True)
-        if old != new
-    ]
+    saved = _columns(conversation) != before
     facts = replace(read.facts, waiting_on_tools=bool(read.open_calls))
     reason = ev.scorability(
         facts,
