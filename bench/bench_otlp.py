@@ -22,6 +22,9 @@ commit: the locks a transaction takes are held that long). Then the same without
 BENCH_OTLP_UNBOUNDED new conversations and twice as many, which shows that the cost per conversation no longer grows
 with the request (it did: a cached generic plan found each conversation through the org_id index, reading every
 conversation the org had), and how soon a request over the spans limit is refused.
+
+`phases()` offers the JSON API and the GenAI spans to `bench.compare`, and with BENCH_OTLP_STORED writes what each
+way stores, so that two commits can be shown to store the same.
 """
 
 import json
