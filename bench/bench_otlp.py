@@ -175,7 +175,8 @@ def main() -> None:
 def phases() -> Iterator[dict[str, Callable[[], None]]]:
     """For `bench.compare`: the same BENCH_OTLP_CONVERSATIONS conversations of BENCH_OTLP_TURNS turns, each phase
     into an org of its own: posted whole to the JSON API, and as an instrumented agent's spans in the GenAI
-    conventions (batches of SPANS_PER_BATCH in time order). With BENCH_OTLP_STORED=<file>, what those write is
+    conventions (batches of SPANS_PER_BATCH in time order), and with the messages as log records (each batch of bare
+    spans followed by their records, as in `main`). With BENCH_OTLP_STORED=<file>, what those write is
     written to the file first (`_stored_check`), so that two sides' files can be compared."""
     conversations = int(os.environ.get("BENCH_OTLP_CONVERSATIONS", "200"))
     turns = int(os.environ.get("BENCH_OTLP_TURNS", "5"))
@@ -190,6 +191,11 @@ def phases() -> Iterator[dict[str, Callable[[], None]]]:
     batches = [
         _request(spans[i : i + SPANS_PER_BATCH]).SerializeToString() for i in range(0, len(spans), SPANS_PER_BATCH)
     ]
+    as_logs = []
+    for i in range(0, len(spans), SPANS_PER_BATCH):
+        bare, records = _as_log_records(spans[i : i + SPANS_PER_BATCH])
+        as_logs += [("traces", _request(bare)), ("logs", _logs_request(records))]
+    logs_bodies = [(signal, request.SerializeToString()) for signal, request in as_logs]
     orgs = count()
     if path := os.environ.get("BENCH_OTLP_STORED"):
         with open(path, "w") as out:
@@ -207,9 +213,16 @@ def phases() -> Iterator[dict[str, Callable[[], None]]]:
             response = client.post("/api/v1/otlp/v1/traces", body, content_type="application/x-protobuf")
             assert response.status_code == 200 and not response.content, response.content[:300]
 
+    def otlp_logs() -> None:
+        client = _client(Org.objects.create(name="OTLP logs", slug=f"bench-otlp-logs-{next(orgs)}"))
+        for signal, body in logs_bodies:
+            response = client.post(f"/api/v1/otlp/v1/{signal}", body, content_type="application/x-protobuf")
+            assert response.status_code == 200, response.content[:300]
+
     yield {
         f"JSON API ({conversations} conversations, {messages:,} messages)": json_api,
         f"OTLP, GenAI spans ({len(spans):,} spans in {len(batches)} requests)": otlp,
+        f"OTLP, messages as log records ({len(logs_bodies)} requests)": otlp_logs,
     }
 
 
