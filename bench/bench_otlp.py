@@ -22,19 +22,25 @@ commit: the locks a transaction takes are held that long). Then the same without
 BENCH_OTLP_UNBOUNDED new conversations and twice as many, which shows that the cost per conversation no longer grows
 with the request (it did: a cached generic plan found each conversation through the org_id index, reading every
 conversation the org had), and how soon a request over the spans limit is refused.
+
+`phases()` offers the JSON API and the GenAI spans to `bench.compare`, and with BENCH_OTLP_STORED writes what each
+way stores, so that two commits can be shown to store the same.
 """
 
 import json
 import os
 import statistics
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from itertools import count
 
 from django.conf import settings
 from django.db import connection, transaction
 from django.test import Client
+from django.utils import timezone
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
@@ -43,7 +49,9 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
 from bench.common import backend_cpu, fresh_org
 from grading.api.keys import api_key_create
-from grading.models import Conversation, Message, Org
+from grading.models import LIVE_STATES, Conversation, ItemKind, Message, Org, Review, ReviewState, Route
+from grading.models.otlp import SpanLink
+from grading.reviews.versions import criteria_active
 
 SPANS_PER_BATCH = 64
 T0_NS = 1_793_000_000_000_000_000
@@ -161,6 +169,192 @@ def main() -> None:
         )
         assert mismatched == 0
     _one_request()
+
+
+@contextmanager
+def phases() -> Iterator[dict[str, Callable[[], None]]]:
+    """For `bench.compare`: the same BENCH_OTLP_CONVERSATIONS conversations of BENCH_OTLP_TURNS turns, each phase
+    into an org of its own: posted whole to the JSON API, and as an instrumented agent's spans in the GenAI
+    conventions (batches of SPANS_PER_BATCH in time order), and with the messages as log records (each batch of bare
+    spans followed by their records, as in `main`). With BENCH_OTLP_STORED=<file>, what those write is
+    written to the file first (`_stored_check`), so that two sides' files can be compared."""
+    conversations = int(os.environ.get("BENCH_OTLP_CONVERSATIONS", "200"))
+    turns = int(os.environ.get("BENCH_OTLP_TURNS", "5"))
+    fresh_org()
+    exchanges = [_exchange(i, turns) for i in range(conversations)]
+    messages = sum(len(exchange["messages"]) for exchange in exchanges)
+    posts = [
+        json.dumps({"external_id": exchange["id"], "application": "bench", "messages": exchange["messages"]})
+        for exchange in exchanges
+    ]
+    spans = sorted((s for exchange in exchanges for s in exchange["spans"]), key=lambda s: s.start_time_unix_nano)
+    batches = [
+        _request(spans[i : i + SPANS_PER_BATCH]).SerializeToString() for i in range(0, len(spans), SPANS_PER_BATCH)
+    ]
+    as_logs = []
+    for i in range(0, len(spans), SPANS_PER_BATCH):
+        bare, records = _as_log_records(spans[i : i + SPANS_PER_BATCH])
+        as_logs += [("traces", _request(bare)), ("logs", _logs_request(records))]
+    logs_bodies = [(signal, request.SerializeToString()) for signal, request in as_logs]
+    orgs = count()
+    if path := os.environ.get("BENCH_OTLP_STORED"):
+        with open(path, "w") as out:
+            json.dump(_stored_check(exchanges, batches), out, indent=1, sort_keys=True)
+
+    def json_api() -> None:
+        client = _client(Org.objects.create(name="JSON", slug=f"bench-json-{next(orgs)}"))
+        for post in posts:
+            response = client.post("/api/v1/conversations", post, content_type="application/json")
+            assert response.status_code == 201, response.content[:300]
+
+    def otlp() -> None:
+        client = _client(Org.objects.create(name="OTLP", slug=f"bench-otlp-{next(orgs)}"))
+        for body in batches:
+            response = client.post("/api/v1/otlp/v1/traces", body, content_type="application/x-protobuf")
+            assert response.status_code == 200 and not response.content, response.content[:300]
+
+    def otlp_logs() -> None:
+        client = _client(Org.objects.create(name="OTLP logs", slug=f"bench-otlp-logs-{next(orgs)}"))
+        for signal, body in logs_bodies:
+            response = client.post(f"/api/v1/otlp/v1/{signal}", body, content_type="application/x-protobuf")
+            assert response.status_code == 200, response.content[:300]
+
+    yield {
+        f"JSON API ({conversations} conversations, {messages:,} messages)": json_api,
+        f"OTLP, GenAI spans ({len(spans):,} spans in {len(batches)} requests)": otlp,
+        f"OTLP, messages as log records ({len(logs_bodies)} requests)": otlp_logs,
+    }
+
+
+def _stored_check(exchanges: list[dict], batches: list[bytes]) -> dict:
+    """What ingestion stores, each way, for comparing two commits: the conversations posted whole to the JSON API,
+    appended per model call, and sent as spans; the last two reviewed halfway (every third review waiting for
+    people, the rest passed), so that the appends after it move the reviews' states, and again at the end, before
+    the second half is sent again (which changes nothing)."""
+    stored = {}
+    whole = Org.objects.create(name="Stored JSON", slug="stored-json")
+    client = _client(whole)
+    for exchange in exchanges:
+        body = {"external_id": exchange["id"], "application": "bench", "messages": exchange["messages"]}
+        response = client.post("/api/v1/conversations", json.dumps(body), content_type="application/json")
+        assert response.status_code == 201, response.content[:300]
+    stored["json"] = _stored(whole)
+
+    per_call = Org.objects.create(name="Stored per call", slug="stored-per-call")
+    client = _client(per_call)
+    steps = max(len(exchange["steps"]) for exchange in exchanges)
+    for step in range(steps):
+        if step == steps // 2:
+            _reviewed(per_call)
+        for exchange in exchanges:
+            if step >= len(exchange["steps"]):
+                continue
+            if step == 0:
+                body = {"external_id": exchange["id"], "application": "bench", "messages": exchange["steps"][0]}
+                response = client.post("/api/v1/conversations", json.dumps(body), content_type="application/json")
+            else:
+                response = client.post(
+                    f"/api/v1/conversations/{exchange['id']}/messages",
+                    json.dumps({"messages": exchange["steps"][step]}),
+                    content_type="application/json",
+                )
+            assert response.status_code in (200, 201), response.content[:300]
+    stored["json per call, states before the second review"] = _states(per_call)
+    _reviewed(per_call)
+    for exchange in exchanges:
+        body = json.dumps({"messages": exchange["steps"][-1]})
+        url = f"/api/v1/conversations/{exchange['id']}/messages"
+        response = client.post(url, body, content_type="application/json")
+        assert response.status_code == 200, response.content[:300]
+    stored["json per call"] = _stored(per_call)
+
+    spans = Org.objects.create(name="Stored spans", slug="stored-spans")
+    client = _client(spans)
+    half = len(batches) // 2
+    for number, body in enumerate([*batches, *batches[half:]]):
+        if number == len(batches):
+            stored["otlp spans, states before the second review"] = _states(spans)
+        if number in (half, len(batches)):
+            _reviewed(spans)
+        response = client.post("/api/v1/otlp/v1/traces", body, content_type="application/x-protobuf")
+        assert response.status_code == 200 and not response.content, response.content[:300]
+    stored["otlp spans"] = _stored(spans)
+    return stored
+
+
+def _reviewed(org: Org) -> None:
+    """A live review of each of the org's conversations, reading its evidence as it stands (the one before it
+    superseded)."""
+    version = criteria_active(org=org, kind=ItemKind.CONVERSATION)
+    Review.objects.filter(org=org, state__in=LIVE_STATES).update(state=ReviewState.SUPERSEDED)
+    finished = timezone.now()
+    for number, conversation in enumerate(Conversation.objects.filter(org=org).order_by("external_id")):
+        waits = number % 3 == 0
+        Review.objects.create(
+            org=org,
+            kind=ItemKind.CONVERSATION,
+            conversation=conversation,
+            application=conversation.application,
+            fingerprint=conversation.fingerprint,
+            criteria_version=version,
+            judge={"backend": "openai", "model": "bench"},
+            judge_key="bench",
+            started_at=finished - timedelta(seconds=5),
+            finished_at=finished,
+            routed_at=finished,
+            stages=1,
+            route=Route.HUMAN if waits else Route.PASS,
+            reason="unknown_check" if waits else "",
+            checks={},
+            usage={},
+            state=ReviewState.WAITING if waits else ReviewState.CURRENT,
+        )
+
+
+def _states(org: Org) -> list:
+    return list(Review.objects.filter(org=org).order_by("pk").values_list("conversation__external_id", "state"))
+
+
+def _stored(org: Org) -> dict:
+    """The org's conversations, messages, span links and reviews' states, by external id; a time of this run (the
+    JSON API's times of receipt, the last activity) as "now"."""
+    recent = timezone.now() - timedelta(hours=1)
+
+    def plain(row: dict) -> dict:
+        return {name: _plain(value, recent) for name, value in row.items()}
+
+    conversations = {}
+    for conversation in Conversation.objects.filter(org=org).order_by("external_id").values():
+        key = conversation["external_id"]
+        conversations[key] = plain({k: v for k, v in conversation.items() if k not in ("id", "org_id", "updated_at")})
+        messages = Message.objects.filter(conversation_id=conversation["id"]).order_by("external_id", "twin")
+        conversations[key]["messages"] = [
+            plain({k: v for k, v in message.items() if k not in ("id", "conversation_id")})
+            for message in messages.values()
+        ]
+        links = SpanLink.objects.filter(conversation_id=conversation["id"]).order_by("message_external_id")
+        conversations[key]["span links"] = list(
+            links.values_list("message_external_id", "trace_id", "span_id", "response_id")
+        )
+        reviews = Review.objects.filter(conversation_id=conversation["id"]).order_by("pk")
+        conversations[key]["reviews"] = list(reviews.values_list("fingerprint", "state"))
+    return conversations
+
+
+def _plain(value: object, recent: datetime) -> object:
+    """A stored value as JSON, a time of this run (a datetime, or one written out in `evidence_state`) as "now"."""
+    if isinstance(value, str) and len(value) >= 19 and value[4] == "-" and value[10] == "T":
+        try:
+            value = datetime.fromisoformat(value)
+        except ValueError:
+            return value
+    if isinstance(value, datetime):
+        return "now" if value > recent else value.isoformat()
+    if isinstance(value, dict):
+        return {key: _plain(item, recent) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(item, recent) for item in value]
+    return value
 
 
 @dataclass

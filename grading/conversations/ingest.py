@@ -2,6 +2,7 @@
 recomputes the evidence (active path, fingerprint) and the review state in the same transaction."""
 
 import base64
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 
@@ -16,7 +17,8 @@ from grading.core.schemas import ConversationIn, FeedbackIn, MessageIn, Messages
 from grading.models import Conversation, Feedback, Message, Org
 from grading.reviews.conversation_reads import quiet_period
 from grading.reviews.rollups import rollups_thumbs_refresh, thumbs_of
-from grading.reviews.services import review_rules_send, review_state_refresh
+from grading.reviews.services import review_rules_send, review_state_refresh, review_states_refresh
+from grading.reviews.sql import conversations_save
 
 
 @dataclass(frozen=True)
@@ -39,15 +41,20 @@ def conversation_upsert(*, org: Org, payload: ConversationIn, now: datetime | No
         if created:
             conversation = _create_conversation(org, payload, now)
         before = _columns(conversation)
-        conversation.application = payload.application
-        conversation.closed = payload.closed
-        conversation.active_message_id = payload.active_message_id
-        if payload.end_user is not None:
-            conversation.end_user = payload.end_user
-        if payload.metadata is not None:
-            conversation.metadata = payload.metadata
-        messages, reason = _merge_messages(conversation, payload.messages, now, before)
-    return ConversationWrite(conversation, messages, created, reason)
+        _upsert_fields(conversation, payload)
+        merge = _merge_messages(conversation, payload.messages, now, before)
+        _merge_write(merge)
+    return ConversationWrite(conversation, merge.messages, created, merge.reason)
+
+
+def _upsert_fields(conversation: Conversation, payload: ConversationIn) -> None:
+    conversation.application = payload.application
+    conversation.closed = payload.closed
+    conversation.active_message_id = payload.active_message_id
+    if payload.end_user is not None:
+        conversation.end_user = payload.end_user
+    if payload.metadata is not None:
+        conversation.metadata = payload.metadata
 
 
 def conversation_append(
@@ -64,15 +71,90 @@ def conversation_append(
         if conversation is None:
             raise ConversationNotFound(external_id)
         before = _columns(conversation)
-        conversation.active_message_id = payload.active_message_id
-        if payload.closed is not None:
-            conversation.closed = payload.closed
-        if payload.end_user is not None:
-            conversation.end_user = payload.end_user
-        if payload.metadata is not None:
-            conversation.metadata = payload.metadata
-        messages, reason = _merge_messages(conversation, payload.messages, now, before)
-    return ConversationWrite(conversation, messages, not_scorable_reason=reason)
+        _append_fields(conversation, payload)
+        merge = _merge_messages(conversation, payload.messages, now, before)
+        _merge_write(merge)
+    return ConversationWrite(conversation, merge.messages, not_scorable_reason=merge.reason)
+
+
+def _append_fields(conversation: Conversation, payload: MessagesIn) -> None:
+    conversation.active_message_id = payload.active_message_id
+    if payload.closed is not None:
+        conversation.closed = payload.closed
+    if payload.end_user is not None:
+        conversation.end_user = payload.end_user
+    if payload.metadata is not None:
+        conversation.metadata = payload.metadata
+
+
+@dataclass(frozen=True)
+class StoredConversation:
+    """A conversation the caller locked in its transaction, with every message it holds (twins included)."""
+
+    conversation: Conversation
+    messages: list[Message]
+
+
+def conversations_write(
+    *,
+    org: Org,
+    writes: Sequence[tuple[StoredConversation | None, ConversationIn | MessagesIn]],
+    now: datetime | None = None,
+) -> list[ConversationWrite]:
+    """What `conversation_upsert` writes for each new conversation (None, with its ConversationIn) and
+    `conversation_append` for each stored one, in one transaction, with one statement per kind of write for them
+    all (the conversations created, the messages inserted, the conversations updated, which of them have reviews)
+    instead of a round of statements per conversation: the OTLP receiver writes a request's conversations so. The
+    stored ones are locked by the caller and their messages read, so nothing is read again. When another writer
+    created one of the new conversations meanwhile, each new one is written by `conversation_upsert`, which merges
+    into the other's. Returns the writes in the order given."""
+    now = now or timezone.now()
+    with transaction.atomic():
+        merges: list[_Write | None] = []
+        for stored, payload in writes:
+            if stored is None:
+                assert isinstance(payload, ConversationIn)
+                conversation = _new_conversation(org, payload, now)
+                before = _columns(conversation)
+                _upsert_fields(conversation, payload)
+                merges.append(_merge_messages(conversation, payload.messages, now, before, stored=[]))
+            else:
+                assert isinstance(payload, MessagesIn)
+                conversation = stored.conversation
+                before = _columns(conversation)
+                _append_fields(conversation, payload)
+                merges.append(_merge_messages(conversation, payload.messages, now, before, stored=stored.messages))
+        created = [merge.conversation for (stored, _), merge in zip(writes, merges, strict=True) if stored is None]
+        if created and not _inserted(created):  # each new one merged by conversation_upsert, below
+            merges = [None if stored is None else merge for (stored, _), merge in zip(writes, merges, strict=True)]
+        written = [merge for merge in merges if merge is not None]
+        if replaced := [row.pk for merge in written for row in merge.replaced]:
+            Message.objects.filter(pk__in=replaced).delete()
+        Message.objects.bulk_create([row for merge in written for row in merge.new])
+        Message.objects.bulk_update([row for merge in written for row in merge.edited], list(_MESSAGE_FIELDS))
+        saved = [merge for (stored, _), merge in zip(writes, merges, strict=True) if stored and merge and merge.saved]
+        if saved:
+            conversations_save([merge.conversation for merge in saved])
+            review_states_refresh(subjects=[merge.conversation for merge in saved])
+        results = []
+        for (stored, payload), merge in zip(writes, merges, strict=True):
+            if merge is None:
+                assert isinstance(payload, ConversationIn)
+                results.append(conversation_upsert(org=org, payload=payload, now=now))
+            else:
+                results.append(ConversationWrite(merge.conversation, merge.messages, stored is None, merge.reason))
+    return results
+
+
+def _inserted(conversations: list[Conversation]) -> bool:
+    """Insert new conversations with their evidence; False, inserting none, when another writer took an external
+    id first."""
+    try:
+        with transaction.atomic():  # a savepoint: a concurrent first upsert may win an insert
+            Conversation.objects.bulk_create(conversations)
+    except IntegrityError:
+        return False
+    return True
 
 
 def _locked_conversation(org: Org, external_id: str) -> Conversation | None:
@@ -90,16 +172,22 @@ def _conversation(org: Org, external_id: str, *, lock: bool = False) -> Conversa
 def _create_conversation(org: Org, payload: ConversationIn, now: datetime) -> Conversation:
     try:
         with transaction.atomic():  # a savepoint: a concurrent first upsert may win the insert
-            return Conversation.objects.create(
-                org=org,
-                external_id=payload.external_id,
-                application=payload.application,
-                started_at=now,
-                last_activity_at=now,
-                fingerprint=fingerprint([]),
-            )
+            conversation = _new_conversation(org, payload, now)
+            conversation.save(force_insert=True)
+            return conversation
     except IntegrityError:
         return _locked_conversation(org, payload.external_id)
+
+
+def _new_conversation(org: Org, payload: ConversationIn, now: datetime) -> Conversation:
+    return Conversation(
+        org=org,
+        external_id=payload.external_id,
+        application=payload.application,
+        started_at=now,
+        last_activity_at=now,
+        fingerprint=fingerprint([]),
+    )
 
 
 def _columns(conversation: Conversation) -> tuple:
@@ -107,10 +195,41 @@ def _columns(conversation: Conversation) -> tuple:
     return tuple(getattr(conversation, field.attname) for field in conversation._meta.concrete_fields)
 
 
+@dataclass(frozen=True)
+class _Write:
+    """What a merge writes for one conversation, worked out in memory (`_merge_write` writes it)."""
+
+    conversation: Conversation
+    new: list[Message]  # to insert
+    edited: list[Message]  # to update
+    replaced: list[Message]  # stored twins to delete
+    messages: list[EvidenceMessage] | None  # as ConversationWrite.messages
+    reason: ev.NotScorable | None
+    saved: bool  # a column of the conversation changed: its row is saved
+
+
+def _merge_write(write: _Write) -> None:
+    """One conversation's merge written, then its row and its reviews' states when its columns changed."""
+    if write.replaced:
+        Message.objects.filter(pk__in=[row.pk for row in write.replaced]).delete()
+    Message.objects.bulk_create(write.new)
+    Message.objects.bulk_update(write.edited, list(_MESSAGE_FIELDS))
+    if write.saved:
+        write.conversation.save()
+        review_state_refresh(subject=write.conversation)
+
+
 def _merge_messages(
-    conversation: Conversation, incoming: list[MessageIn], now: datetime, before: tuple
-) -> tuple[list[EvidenceMessage] | None, ev.NotScorable | None]:
-    """Insert new ids, update changed ones (an edit), keep repeats of an id as twins, then recompute the evidence.
+    conversation: Conversation,
+    incoming: list[MessageIn],
+    now: datetime,
+    before: tuple,
+    *,
+    stored: list[Message] | None = None,
+) -> _Write:
+    """Insert new ids, update changed ones (an edit), keep repeats of an id as twins, then recompute the evidence:
+    what to write, worked out in memory from `stored` (every message the conversation holds) when the caller read
+    them, else from what this reads.
 
     1. An append that continues the active path (new ids, each the child of the one before, the first a child
        of the active leaf, which stays the active leaf) reads no earlier message: `_recompute_evidence` extends
@@ -124,19 +243,18 @@ def _merge_messages(
     4. Enforce the size limits before anything is written (the caller's transaction rolls back otherwise).
     5. Recompute the active path, fingerprint, branch count and activity times from the merged set.
     """
-    if (appended := _continuation(conversation, incoming, now)) is not None:
+    if (appended := _continuation(conversation, incoming, now, stored)) is not None:
         conversation_limits_check(incoming=incoming, total=conversation.message_count + len(appended))
-        Message.objects.bulk_create(appended)
-        return None, _recompute_evidence(conversation, appended, changed=True, now=now, before=before, appended=True)
-    merge = _merged(conversation, list(conversation.messages.all()) if conversation.pk else [], incoming, now)
+        reason, saved = _recompute_evidence(conversation, appended, changed=True, now=now, before=before, appended=True)
+        return _Write(conversation, appended, [], [], None, reason, saved)
+    if stored is None:
+        stored = list(conversation.messages.all()) if conversation.pk else []
+    merge = _merged(conversation, stored, incoming, now)
     conversation_limits_check(incoming=incoming, total=len(merge.merged))
-    if merge.replaced:
-        Message.objects.filter(pk__in=[row.pk for row in merge.replaced]).delete()
-    Message.objects.bulk_create(merge.new)
-    Message.objects.bulk_update(merge.edited, list(_MESSAGE_FIELDS))
     changed = bool(merge.new or merge.edited or merge.replaced)
-    reason = _recompute_evidence(conversation, merge.merged, changed=changed, now=now, before=before)
-    return [m.as_evidence() for m in merge.merged], reason
+    reason, saved = _recompute_evidence(conversation, merge.merged, changed=changed, now=now, before=before)
+    messages = [m.as_evidence() for m in merge.merged]
+    return _Write(conversation, merge.new, merge.edited, merge.replaced, messages, reason, saved)
 
 
 @dataclass(frozen=True)
@@ -190,9 +308,12 @@ def _differs(row: Message, fields: dict) -> bool:
     return any(getattr(row, name) != value for name, value in fields.items() if name != "created_at")
 
 
-def _continuation(conversation: Conversation, incoming: list[MessageIn], now: datetime) -> list[Message] | None:
+def _continuation(
+    conversation: Conversation, incoming: list[MessageIn], now: datetime, stored: list[Message] | None
+) -> list[Message] | None:
     """The incoming messages as new rows when they only extend the active path and its leaf stays active, else
-    None. Reads one indexed query (are any of these ids known?), never the earlier messages."""
+    None. Reads one indexed query (are any of these ids known?), never the earlier messages; nothing when the
+    caller read the `stored` messages."""
     state = conversation.evidence_state
     if not conversation.pk or not incoming or not state or not state.get("end_is_leaf"):
         return None
@@ -213,7 +334,12 @@ def _continuation(conversation: Conversation, incoming: list[MessageIn], now: da
             return None
     elif conversation.active_message_id != leaf.id:
         return None
-    if conversation.messages.filter(external_id__in=[m.id for m in incoming]).exists():
+    ids = [m.id for m in incoming]
+    if stored is not None:
+        known = not {row.external_id for row in stored}.isdisjoint(ids)
+    else:
+        known = conversation.messages.filter(external_id__in=ids).exists()
+    if known:
         return None  # an edit of a known id: the general merge handles it
     return rows
 
@@ -271,9 +397,10 @@ def _recompute_evidence(
     now: datetime,
     before: tuple,
     appended: bool = False,
-) -> ev.NotScorable | None:
+) -> tuple[ev.NotScorable | None, bool]:
     """The one place that sets the conversation's evidence columns (fingerprint, active path, branch count, message
-    count, activity times and `evidence_state`), and saves the row if any changed. Returns the scorability.
+    count, activity times and `evidence_state`). Returns the scorability, and whether any of the conversation's
+    columns changed (then the row is saved and its reviews' states refreshed).
 
     `messages` is every message of the conversation, or with `appended` only the new ones, which extend the
     active path (`_continuation`): the stored state then carries the fingerprint forward in O(appended).
@@ -285,11 +412,9 @@ def _recompute_evidence(
     if changed:
         # A closed (e.g. imported) conversation was last active at its last message; an open one, now.
         conversation.last_activity_at = read.newest if conversation.closed and read.newest else now
-    if _columns(conversation) != before:
-        conversation.save()
-        review_state_refresh(subject=conversation)
+    saved = _columns(conversation) != before
     facts = replace(read.facts, waiting_on_tools=bool(read.open_calls))
-    return ev.scorability(
+    reason = ev.scorability(
         facts,
         closed=conversation.closed,
         last_activity=conversation.last_activity_at,
@@ -297,6 +422,7 @@ def _recompute_evidence(
         quiet_period=quiet_period(),
         content_awaited=conversation.content_awaited_since is not None,
     )
+    return reason, saved
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ from django.conf import settings
 from django.db import transaction
 from pydantic import TypeAdapter, ValidationError
 
-from grading.conversations.ingest import conversation_append, conversation_limits_check, conversation_upsert
+from grading.conversations.ingest import StoredConversation, conversation_limits_check, conversations_write
 from grading.core.errors import LimitExceeded
 from grading.core.schemas import METADATA_KEYS_MAX, ConversationIn, ExternalId, MessageIn, MessagesIn
 from grading.models import Conversation, Message, Org
@@ -179,9 +179,9 @@ def traces_ingest(*, org: Org, groups: Groups, rejected: list[str]) -> IngestRes
        sizes, messages per conversation). A refusal here writes nothing.
     3. Write CONVERSATIONS_PER_TRANSACTION conversations per transaction, in external id order (so two requests
        lock in one order and cannot deadlock): lock the ones that exist, plan them again on what is stored now
-       (another request may have written since step 2), and write each through `conversation_upsert` (new) or
-       `conversation_append` (existing), recording the span of every new message. No conversation's lock is held
-       for more than one transaction.
+       (another request may have written since step 2), and write them through `conversations_write`, as
+       `conversation_upsert` (new) or `conversation_append` (existing) would each, from the messages the plan read,
+       recording the span of every new message. No conversation's lock is held for more than one transaction.
 
     A limit that another writer's messages push a conversation over between steps 2 and 3 refuses the request with
     the earlier transactions committed; sending the request again writes only what is missing (message ids come
@@ -195,12 +195,9 @@ def traces_ingest(*, org: Org, groups: Groups, rejected: list[str]) -> IngestRes
             batch = {key: groups[key] for key in external_ids[start : start + CONVERSATIONS_PER_TRANSACTION]}
             plans, unanswered = _planned(org, batch, lock=True)
             rejected += unanswered
+            writes = conversations_write(org=org, writes=[(plan.stored, plan.payload) for plan in plans])
             links = []
-            for plan in plans:
-                if plan.conversation is None:
-                    write = conversation_upsert(org=org, payload=plan.payload)
-                else:
-                    write = conversation_append(org=org, external_id=plan.external_id, payload=plan.payload)
+            for plan, write in zip(plans, writes, strict=True):
                 links += [
                     SpanLink(
                         conversation=write.conversation,
@@ -220,7 +217,7 @@ def traces_ingest(*, org: Org, groups: Groups, rejected: list[str]) -> IngestRes
 @dataclass(frozen=True)
 class _Plan:
     external_id: str
-    conversation: Conversation | None  # None: new
+    stored: StoredConversation | None  # None: new
     new: list[tuple[MessageIn, SpanOrigin, str | None]]
     payload: ConversationIn | MessagesIn
 
@@ -259,7 +256,8 @@ def _planned(org: Org, groups: Groups, *, lock: bool) -> tuple[list[_Plan], list
                 incoming=payload.messages,
                 total=len(stored_messages[conversation.pk] if conversation else []) + len(tree.new),
             )
-            plans.append(_Plan(external_id, conversation, tree.new, payload))
+            stored_as = StoredConversation(conversation, stored_messages[conversation.pk]) if conversation else None
+            plans.append(_Plan(external_id, stored_as, tree.new, payload))
     return plans, rejected
 
 

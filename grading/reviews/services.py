@@ -363,6 +363,22 @@ def review_state_refresh(*, subject: Conversation | Draft) -> None:
     _set_state(live, _stored_state(matches_item=True, for_people=for_people, decided=decided))
 
 
+def review_states_refresh(*, subjects: Sequence[Conversation]) -> None:
+    """`review_state_refresh` for several conversations written in one transaction, their rows locked: one
+    statement finds which of them have reviews at all, and only those are refreshed (one without a review has
+    nothing to keep true, and none can be written while its row is locked)."""
+    if not subjects:
+        return
+    reviewed = set(
+        Review.objects.filter(conversation_id__in=[subject.pk for subject in subjects])
+        .values_list("conversation_id", flat=True)
+        .distinct()
+    )
+    for subject in subjects:
+        if subject.pk in reviewed:
+            review_state_refresh(subject=subject)
+
+
 def _set_state(review: Review, state: ReviewState) -> None:
     """Change a review's stored state, booking what that changes in the rollups."""
     if review.state != state:

@@ -1,8 +1,9 @@
 """The grading write path's plain SQL, all of it: the statements a grading sends for every item (the subject and its
 messages read, the identity check, the filing lock, the review's INSERT, a state change, the ticket handed back)
 and the planner's tickets, the judge spend booked with a review, the spend caps read before every judge call, and
-the due times a change of service-level targets writes. Nothing else in grading or reviewer sends these, or builds
-model instances from rows.
+the due times a change of service-level targets writes; and the conversations a transaction of an OTLP request
+appends to, saved together (`conversations_save`). Nothing else in grading or reviewer sends these, or builds model
+instances from rows.
 
 Why plain SQL: composing these statements with the ORM, and its save(), cost several times their own CPU, most of a
 grading worker's database time; and `bulk_update`, one CASE branch per row, is quadratic in the number of tickets a
@@ -267,6 +268,35 @@ def review_state_write(review_id: int, state: ReviewState, *, audit: bool = Fals
 
 
 _STATE_WRITE = _sql("UPDATE {review} SET state = %s, audit = audit OR %s WHERE id = %s", review=_REVIEW)
+
+
+# --- conversations written together (grading/conversations/ingest.py `conversations_write`) ----------------------
+
+
+def conversations_save(conversations: Sequence[Conversation]) -> None:
+    """What `save()` writes for each of `conversations` (every column, `updated_at` now), in one statement whatever
+    their number: the OTLP receiver's appends of a transaction. `bulk_update`, one CASE branch per row and column,
+    cost as much CPU a row as a save()."""
+    values = [
+        [field.get_db_prep_save(field.pre_save(conversation, False), connection) for conversation in conversations]
+        for field in _SAVED
+    ]
+    with connection.cursor() as cursor:
+        cursor.execute(_CONVERSATIONS_SAVE, [[conversation.pk for conversation in conversations], *values])
+
+
+_SAVED = [field for field in Conversation._meta.concrete_fields if not field.primary_key]
+_CONVERSATIONS_SAVE = _sql(
+    "UPDATE {conversation} AS c SET {assignments} FROM unnest({arrays}) AS v(id, {columns}) WHERE c.id = v.id",
+    conversation=Conversation._meta.db_table,
+    assignments=sql.SQL(", ").join(
+        sql.SQL("{column} = v.{column}").format(column=_name(field.column)) for field in _SAVED
+    ),
+    arrays=sql.SQL(", ").join(
+        [sql.SQL("%s::bigint[]")] + [sql.SQL("%s::" + field.cast_db_type(connection) + "[]") for field in _SAVED]
+    ),
+    columns=_columns(_SAVED),
+)
 
 
 # --- an item's ticket: the grading it is owed (grading/reviews/inflight.py) --------------------------------------
