@@ -2,9 +2,7 @@
 
 import json
 from collections.abc import Callable
-from functools import cache
 
-from django.db import connection
 from django.test import Client
 
 from grading.api.keys import api_key_create
@@ -34,24 +32,3 @@ def row_counts() -> dict[str, int]:
 def error_fields(response) -> list[str]:
     """The fields a 400 names."""
     return [problem["field"] for problem in response.json()["errors"]]
-
-
-@cache
-def _snapshot_sql(tables: tuple[str, ...]) -> str:
-    # Per table, its row count and the sum of its rows' 64-bit hashes (in any order: no sort), all in one round trip.
-    # A key's last use is not a write a request owes: any authenticated call may move it (grading/api/keys.py).
-    row = "hashtextextended((to_jsonb(r) - 'last_used_at')::text, 0)"
-    quote = connection.ops.quote_name
-    return " UNION ALL ".join(
-        f"SELECT '{table}', count(*), sum({row}) FROM {quote(table)} r"  # noqa: S608 - our table names
-        for table in tables
-    )
-
-
-def database_snapshot() -> dict[str, tuple[int, int]]:
-    """Every table's rows, digested: equal before and after a refused request, or it inserted, changed or deleted
-    something (row counts alone miss an update, or a delete with an insert)."""
-    tables = tuple(sorted(t for t in connection.introspection.table_names() if t != "django_migrations"))
-    with connection.cursor() as cursor:
-        cursor.execute(_snapshot_sql(tables))
-        return {table: (count, digest) for table, count, digest in cursor.fetchall()}

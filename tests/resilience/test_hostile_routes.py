@@ -34,8 +34,8 @@ from grading.sets.build import set_build
 from grading.sets.runs import set_run_start
 from reviewer.models import AssignmentRule, Claim, Pool, Role
 from reviewer.queue.services import claim_take
-from tests.builders.api_calls import database_snapshot
 from tests.builders.conversations import message, support_conversation
+from tests.builders.database import database_snapshot
 from tests.builders.drafts import CLEAN_BODY, SOURCE
 from tests.builders.hostile_values import (
     EDGE_NUMBERS,

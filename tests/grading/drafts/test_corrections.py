@@ -6,7 +6,6 @@ import hmac
 import json
 
 import pytest
-from django.db import connection
 from django.utils import timezone
 
 from grading.delivery.enqueue import HUMAN_DECISION, MACHINE_VERDICT
@@ -18,6 +17,7 @@ from grading.reviews.draft_reads import draft_status
 from grading.tasks import deliver_webhook
 from tests.builders.api_calls import api_caller
 from tests.builders.corrected_drafts import FATAL_BODY, FIXED_BODY, waiting_with_finding
+from tests.builders.database import foreign_keys_checked_now
 from tests.builders.drafts import draft_reply, llm_draft_judge, save_draft
 
 pytestmark = pytest.mark.django_db
@@ -106,6 +106,5 @@ def test_erasing_a_corrected_draft_takes_its_corrections_and_both_revisions_with
     corrected(review, operator, FIXED_BODY, fake_llm)
     erasure = erasure_request(org=org, scope="draft", target=review.draft.external_id)
     erasure_run(erasure_id=erasure.pk)
-    with connection.cursor() as cursor:
-        cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")  # foreign keys checked now, as a worker's commit would
+    foreign_keys_checked_now()
     assert not Correction.objects.exists() and not Draft.objects.filter(pk=review.draft_id).exists()

@@ -13,7 +13,6 @@ import json
 import time
 
 import pytest
-from django.db import connection
 
 from grading.api.keys import api_key_create
 from grading.delivery.enqueue import MACHINE_VERDICT
@@ -23,6 +22,7 @@ from grading.erasure.runs import erasure_request, erasure_run
 from grading.judge.backends import HeuristicDraftJudge
 from grading.models import Draft, WebhookDelivery
 from grading.tasks import deliver_webhook
+from tests.builders.database import foreign_keys_checked_now
 from tests.builders.drafts import CLEAN_BODY, SOURCE, save_draft, setup_org_memory
 from tests.builders.processes import wait_until
 from tests.fakes.webhook_receivers import DribblingReceiver
@@ -319,10 +319,7 @@ def test_a_draft_erased_while_its_webhook_was_on_the_way_leaves_no_log_and_no_er
     review = graded_review(org, hook.url)
     erasure = erasure_request(org=org, scope="draft", target=review.draft.external_id)
     erasure_run(erasure_id=erasure.pk)  # the try below holds the review read before the erasure
-    # Foreign keys are checked when a transaction commits; the test's own transaction never does, so check now,
-    # as the try's own transaction would on commit in a worker.
-    with connection.cursor() as cursor:
-        cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
+    foreign_keys_checked_now()  # as the try's own transaction would on commit in a worker
 
     tried = webhook_deliver(review=review, event=MACHINE_VERDICT, attempt=1)
 

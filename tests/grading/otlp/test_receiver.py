@@ -17,6 +17,7 @@ from grading.api.keys import api_key_create
 from grading.models import Conversation, Message
 from grading.models.otlp import SpanLink
 from grading.otlp.receiver import CONVERSATIONS_PER_TRANSACTION
+from tests.builders.database import table_analysed
 from tests.builders.otlp_spans import (
     TRACE,
     as_otlp_json,
@@ -555,8 +556,8 @@ def test_it_finds_a_conversation_by_its_external_id_in_one_index_probe_even_in_a
         Conversation(org=org, external_id=f"c-{n}", application="billing", started_at=now, last_activity_at=now)
         for n in range(300)
     )
+    table_analysed(Conversation._meta.db_table)
     with connection.cursor() as cursor:
-        cursor.execute("ANALYZE grading_conversation")
         cursor.execute("SET LOCAL enable_seqscan = off")
         cursor.execute(
             "EXPLAIN (GENERIC_PLAN) SELECT id FROM grading_conversation WHERE org_id = $1 AND external_id = $2 "
