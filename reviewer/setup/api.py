@@ -15,13 +15,14 @@ order, since an insert or a move shifts positions. Pools are addressed by name."
 
 from typing import Annotated, Literal
 
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponse
 from ninja import Path, Router, Schema, Status
 from ninja.errors import HttpError, ValidationError
 from pydantic import Field
 
 from grading.api.errors import ErrorOut
 from grading.api.keys import caller_acting
+from grading.api.views import api
 from grading.core.schemas import Identifier
 from grading.management import selectors
 from grading.management.options import ChangeRefused
@@ -137,8 +138,10 @@ class _Refusals:
             raise ValidationError(self.errors)
 
 
-def _conflict(refusal: ChangeRefused) -> HttpError:
-    return HttpError(409, _said(refusal))
+def change_refused(request: HttpRequest, refusal: ChangeRefused) -> HttpResponse:
+    """A set-up service's refusal that no route read as a field's (a change the org's set-up cannot take): a 409
+    with its words, nothing written. Registered with the API once, in reviewer/apps.py."""
+    return api.create_response(request, {"detail": _said(refusal)}, status=409)
 
 
 def _selection(org: Org, refusals: _Refusals, payload: TargetIn | RuleIn, *, what: str) -> dict | None:
@@ -196,13 +199,10 @@ def post_setup_target(request: HttpRequest, payload: TargetIn) -> Status[list[Ta
     fields = selection | {"minutes": minutes}
     if payload.ahead_of is not None:
         _target_at(org, payload.ahead_of)
-    try:
-        if payload.ahead_of is None:
-            target_set(org=org, fields=fields, position=None, replace=False, **caller_acting(request.auth))
-        else:
-            target_insert(org=org, fields=fields, ahead_of=payload.ahead_of, **caller_acting(request.auth))
-    except ChangeRefused as refusal:
-        raise _conflict(refusal) from None
+    if payload.ahead_of is None:
+        target_set(org=org, fields=fields, position=None, replace=False, **caller_acting(request.auth))
+    else:
+        target_insert(org=org, fields=fields, ahead_of=payload.ahead_of, **caller_acting(request.auth))
     return Status(201, _targets_out(org))
 
 
@@ -220,10 +220,7 @@ def patch_setup_target(request: HttpRequest, position: Position, payload: Minute
         refusals.refused(refusal)
     refusals.raise_any()
     _target_at(org, position)
-    try:
-        target_minutes_set(org=org, position=position, minutes=minutes, **caller_acting(request.auth))
-    except ChangeRefused as refusal:
-        raise _conflict(refusal) from None
+    target_minutes_set(org=org, position=position, minutes=minutes, **caller_acting(request.auth))
     return _targets_out(org)
 
 
@@ -236,10 +233,7 @@ def post_setup_target_move(request: HttpRequest, position: Position, payload: Mo
     org = _setup_org(request)
     _target_at(org, position)
     earlier = payload.direction == "earlier"
-    try:
-        target_move(org=org, position=position, earlier=earlier, **caller_acting(request.auth))
-    except ChangeRefused as refusal:
-        raise _conflict(refusal) from None
+    target_move(org=org, position=position, earlier=earlier, **caller_acting(request.auth))
     return _targets_out(org)
 
 
@@ -251,10 +245,7 @@ def post_setup_target_move(request: HttpRequest, position: Position, payload: Mo
 def delete_setup_target(request: HttpRequest, position: Position) -> list[dict]:
     org = _setup_org(request)
     _target_at(org, position)
-    try:
-        target_remove(org=org, position=position, **caller_acting(request.auth))
-    except ChangeRefused as refusal:
-        raise _conflict(refusal) from None
+    target_remove(org=org, position=position, **caller_acting(request.auth))
     return _targets_out(org)
 
 
@@ -304,10 +295,7 @@ def put_setup_pool(request: HttpRequest, pool: Name, payload: PoolIn) -> dict:
         except ChangeRefused as refusal:
             refusals.refused(refusal)
     refusals.raise_any()
-    try:
-        pool_set(org=org, name=name, members=members, **caller_acting(request.auth))
-    except ChangeRefused as refusal:
-        raise _conflict(refusal) from None
+    pool_set(org=org, name=name, members=members, **caller_acting(request.auth))
     return _pool_out(org, name)
 
 
@@ -322,10 +310,7 @@ def patch_setup_pool(request: HttpRequest, pool: Name, payload: PoolRenameIn) ->
     except ChangeRefused as refusal:
         refusals.refused(refusal)
     refusals.raise_any()
-    try:
-        pool_rename(org=org, name=pool, to=to, **caller_acting(request.auth))
-    except ChangeRefused as refusal:
-        raise _conflict(refusal) from None
+    pool_rename(org=org, name=pool, to=to, **caller_acting(request.auth))
     return _pool_out(org, to)
 
 
@@ -337,10 +322,7 @@ def patch_setup_pool(request: HttpRequest, pool: Name, payload: PoolRenameIn) ->
 def delete_setup_pool(request: HttpRequest, pool: Name) -> Status[None]:
     org = _setup_org(request)
     _pool_named(org, pool)
-    try:
-        pool_remove(org=org, name=pool, **caller_acting(request.auth))
-    except ChangeRefused as refusal:
-        raise _conflict(refusal) from None
+    pool_remove(org=org, name=pool, **caller_acting(request.auth))
     return Status(204, None)
 
 
@@ -400,10 +382,8 @@ def get_setup_rules(request: HttpRequest) -> list[dict]:
 def post_setup_rule(request: HttpRequest, payload: RuleIn) -> Status[list[RuleOut]]:
     org = _setup_org(request)
     fields = _rule_fields(org, payload)
-    try:
-        rule_add(org=org, position=None, replace=False, fields=fields, **caller_acting(request.auth))
-    except ChangeRefused as refusal:  # no position left after the last
-        raise _conflict(refusal) from None
+    # Refused (409) when no position is left after the last.
+    rule_add(org=org, position=None, replace=False, fields=fields, **caller_acting(request.auth))
     return Status(201, _rules_out(org))
 
 
@@ -415,10 +395,7 @@ def post_setup_rule(request: HttpRequest, payload: RuleIn) -> Status[list[RuleOu
 def put_setup_rule(request: HttpRequest, position: Position, payload: RuleIn) -> list[dict]:
     org = _setup_org(request)
     fields = _rule_fields(org, payload)
-    try:
-        rule_add(org=org, position=position, replace=True, fields=fields, **caller_acting(request.auth))
-    except ChangeRefused as refusal:
-        raise _conflict(refusal) from None
+    rule_add(org=org, position=position, replace=True, fields=fields, **caller_acting(request.auth))
     return _rules_out(org)
 
 
@@ -431,10 +408,7 @@ def post_setup_rule_move(request: HttpRequest, position: Position, payload: Move
     org = _setup_org(request)
     _rule_at(org, position)
     earlier = payload.direction == "earlier"
-    try:
-        rule_move(org=org, position=position, earlier=earlier, **caller_acting(request.auth))
-    except ChangeRefused as refusal:
-        raise _conflict(refusal) from None
+    rule_move(org=org, position=position, earlier=earlier, **caller_acting(request.auth))
     return _rules_out(org)
 
 
@@ -446,8 +420,5 @@ def post_setup_rule_move(request: HttpRequest, position: Position, payload: Move
 def delete_setup_rule(request: HttpRequest, position: Position) -> list[dict]:
     org = _setup_org(request)
     _rule_at(org, position)
-    try:
-        rule_remove(org=org, position=position, **caller_acting(request.auth))
-    except ChangeRefused as refusal:
-        raise _conflict(refusal) from None
+    rule_remove(org=org, position=position, **caller_acting(request.auth))
     return _rules_out(org)
