@@ -130,6 +130,14 @@ def test_a_refused_change_names_every_wrong_field_and_writes_nothing(client, org
     assert not ServiceTarget.objects.filter(org=org).exists()
     assert list(Pool.objects.filter(org=org).values_list("name", flat=True)) == ["billing"]
 
+    # A change the set-up cannot take (a name already taken) is a 409 in the service's words, writing nothing.
+    Pool.objects.create(org=org, name="refunds")
+    taken = token_api(client, key, "PATCH", "/setup/pools/refunds", {"name": "billing"})
+    assert taken.status_code == 409
+    assert taken.json() == {"detail": f"{org.slug} has a pool 'billing' already: choose another name"}
+    assert sorted(Pool.objects.filter(org=org).values_list("name", flat=True)) == ["billing", "refunds"]
+    assert _audited(org) == before
+
 
 def test_another_org_s_targets_rules_pools_and_people_are_not_there(client, org, other_org):
     theirs = make_person("their-op", other_org, Role.OPERATOR)
