@@ -18,6 +18,7 @@ from grading.models.reach import Reach
 from reviewer.access import EVERY_ROLE, role_required
 from reviewer.dashboards import reads
 from reviewer.dashboards.display import Links
+from reviewer.dashboards.views import bad_filter
 
 
 def _percent(value: float | None) -> str:
@@ -75,8 +76,7 @@ def dashboard_compare(request: HttpRequest) -> HttpResponse:
         asked = {name: request.GET.get(name) for name in ("dimension", "a", "b")}
         slices = slices_checked(scope, **asked) if any(asked.values()) else None
     except InvalidScope as exc:
-        context = {"field": exc.field, "message": exc.message, "nav_active": "dashboard"}
-        return render(request, "reviewer/dashboards/bad_filter.html", context, status=400)
+        return bad_filter(request, exc.field, exc.message)
     context = {
         "org": org,
         "orgs": orgs,

@@ -49,6 +49,7 @@ from grading.reviews.blind import reviews_blind
 from reviewer.access import EVERY_ROLE, org_asked, orgs_for, reaches_of, role_required
 from reviewer.dashboards import display, reads
 from reviewer.dashboards.display import Linked
+from reviewer.dashboards.views import bad_filter
 from reviewer.models import Role
 from reviewer.queue.assignments import QUEUE_ROLES
 
@@ -60,11 +61,6 @@ def text_reach(user, org: Org) -> Reach | None:
     """What of `org` the person may export corrections of (the union of their item-reading memberships); None when
     they read no items there."""
     return reaches_of(user, *ITEM_READERS).get(org.pk)
-
-
-def _bad_filter(request: HttpRequest, field: str, message: str) -> HttpResponse:
-    context = {"field": field, "message": message, "nav_active": "dashboard"}
-    return render(request, "reviewer/dashboards/bad_filter.html", context, status=400)
 
 
 @require_GET
@@ -83,12 +79,12 @@ def corrections_export(request: HttpRequest) -> HttpResponse:
         )  # fmt: skip
         correction_filter = correction_filter_from(request.GET)
     except (InvalidScope, InvalidCorrectionFilter) as exc:
-        return _bad_filter(request, exc.field, exc.message)
+        return bad_filter(request, exc.field, exc.message)
     file_format = request.GET.get("format", "jsonl")
     if file_format not in FORMATS:
-        return _bad_filter(request, "format", f"must be {' or '.join(FORMATS)}")
+        return bad_filter(request, "format", f"must be {' or '.join(FORMATS)}")
     if file_format == "chat" and correction_filter.kind == ItemKind.DRAFT:
-        return _bad_filter(request, "format", "chat holds the expected replies of conversations, not drafts")
+        return bad_filter(request, "format", "chat holds the expected replies of conversations, not drafts")
     corrections = corrections_behind(scope, correction_filter)
     rows = export_corrections(corrections, f=correction_filter, file_format=file_format)
     response = StreamingHttpResponse(as_jsonl(rows), content_type="application/x-ndjson; charset=utf-8")
@@ -203,7 +199,7 @@ def corrections_figures(request: HttpRequest) -> HttpResponse:
     try:
         org, scope = _scope_of(request)
     except InvalidScope as exc:
-        return _bad_filter(request, exc.field, exc.message)
+        return bad_filter(request, exc.field, exc.message)
     links = _Links(org, scope)
     context = {
         "org": org,
@@ -243,7 +239,7 @@ def corrections_items(request: HttpRequest) -> HttpResponse:
         org, scope = _scope_of(request)
         kind, week, what, check = _items_filter(request.GET)
     except (InvalidScope, InvalidCorrectionFilter) as exc:
-        return _bad_filter(request, exc.field, exc.message)
+        return bad_filter(request, exc.field, exc.message)
     rows = repair_rows(scope) if what in REPAIR_COUNTS else choice_rows(scope)
     wanted = ("" if check == "none" else check) if check else None
     review_ids = [

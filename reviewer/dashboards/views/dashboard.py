@@ -16,14 +16,14 @@ from grading.dashboard.compare import dimension_values
 from grading.dashboard.figures import InvalidScope, Scope, counters_for, dashboard_figures
 from grading.dashboard.regrade import org_regrade_progress
 from grading.figures.definitions import PASS_FAIL, slice_key
-from grading.models import ItemKind
+from grading.models import ItemKind, Org
 from grading.models.reach import Reach
 from grading.reviews.spend import spend_overview
 from reviewer.access import EVERY_ROLE, found, reaches_of, role_required
 from reviewer.criteria.reads import admin_org_ids, unpublished_versions
 from reviewer.dashboards import display, export, reads
 from reviewer.dashboards.service import service_figures
-from reviewer.dashboards.views import corrections
+from reviewer.dashboards.views import bad_filter, corrections
 from reviewer.models import Role
 from reviewer.queue.assignments import QUEUE_ROLES, org_assignees
 from reviewer.queue.forms import AssignForm
@@ -39,6 +39,13 @@ def _org_and_scope(request: HttpRequest, orgs=None):
     return org, reads.scope_from(org, request.GET, reads.reader_reach(request.user, org))
 
 
+def _reviews_asked(request: HttpRequest) -> tuple[Org, Scope, reads.ReviewFilter]:
+    """The org, scope and filter of the reviews behind a number, from the query: the list shows them and the export
+    writes them, so the two read them alike."""
+    org, scope = _org_and_scope(request)
+    return org, scope, reads.filter_from(request.GET, org)
+
+
 def slice_choices(org, reach: Reach) -> list[tuple[str, list[tuple[str, str]]]]:
     """A select per dimension of the org's: its name, and each value seen within the reader's reach as (the slice's
     key, the value)."""
@@ -48,11 +55,6 @@ def slice_choices(org, reach: Reach) -> list[tuple[str, list[tuple[str, str]]]]:
     ]
 
 
-def _bad_filter(request: HttpRequest, field: str, message: str) -> HttpResponse:
-    context = {"field": field, "message": message, "nav_active": "dashboard"}
-    return render(request, "reviewer/dashboards/bad_filter.html", context, status=400)
-
-
 @require_GET
 @role_required(*EVERY_ROLE)
 def dashboard(request: HttpRequest) -> HttpResponse:
@@ -60,10 +62,10 @@ def dashboard(request: HttpRequest) -> HttpResponse:
     try:
         org, scope = _org_and_scope(request, orgs)
     except InvalidScope as exc:
-        return _bad_filter(request, exc.field, exc.message)
+        return bad_filter(request, exc.field, exc.message)
     applications = reads.org_applications(org, scope.reach)
     if scope.application and scope.application not in applications:  # a typo would read as an all-zero page
-        return _bad_filter(request, "application", f"{org.name} has no application named {scope.application!r}.")
+        return bad_filter(request, "application", f"{org.name} has no application named {scope.application!r}.")
     dimensions = slice_choices(org, scope.reach or Reach(org.pk))
     counters = counters_for(scope)  # one read of the scope's counters for every panel
     figures = dashboard_figures(scope, counters=counters)
@@ -108,7 +110,7 @@ def dashboard_certified(request: HttpRequest) -> HttpResponse:
     try:
         org, scope = _org_and_scope(request)
     except InvalidScope as exc:
-        return _bad_filter(request, exc.field, exc.message)
+        return bad_filter(request, exc.field, exc.message)
     context = {
         "org": org,
         "scope": scope,
@@ -129,7 +131,7 @@ def dashboard_regrade(request: HttpRequest) -> HttpResponse:
         raise Http404("No such org among yours.")
     kind = request.GET.get("kind", "")
     if kind and kind not in ItemKind.values:
-        return _bad_filter(request, "kind", f"must be one of {', '.join(ItemKind.values)}")
+        return bad_filter(request, "kind", f"must be one of {', '.join(ItemKind.values)}")
     reach = reads.reader_reach(request.user, org)
     progress = [p.as_json() for p in org_regrade_progress(org, reach) if not kind or p.kind == kind]
     panel = display.regrade_panel(progress, org_slug=org.slug, kind=kind)
@@ -141,13 +143,12 @@ def dashboard_regrade(request: HttpRequest) -> HttpResponse:
 def dashboard_reviews(request: HttpRequest) -> HttpResponse:
     """The reviews behind one number, newest first, a page at a time."""
     try:
-        org, scope = _org_and_scope(request)
-        review_filter = reads.filter_from(request.GET, org)
+        org, scope, review_filter = _reviews_asked(request)
     except (InvalidScope, reads.InvalidFilter) as exc:
-        return _bad_filter(request, exc.field, exc.message)
+        return bad_filter(request, exc.field, exc.message)
     after = request.GET.get("after", "")
     if after and not after.isdigit():
-        return _bad_filter(request, "after", "must be a review id")
+        return bad_filter(request, "after", "must be a review id")
     reviews = reads.reviews_behind(org, scope, review_filter)
     page = reads.review_page(reviews, f=review_filter, after=int(after) if after else None)
     links = display.Links(org.slug, scope)
@@ -254,13 +255,12 @@ def dashboard_export(request: HttpRequest) -> HttpResponse:
     """The reviews the page (or a number) shows, with their whole identity and decisions, as CSV or JSONL,
     streamed: the response starts at once and memory stays flat however many rows there are."""
     try:
-        org, scope = _org_and_scope(request)
-        review_filter = reads.filter_from(request.GET, org)
+        org, scope, review_filter = _reviews_asked(request)
     except (InvalidScope, reads.InvalidFilter) as exc:
-        return _bad_filter(request, exc.field, exc.message)
+        return bad_filter(request, exc.field, exc.message)
     file_format = request.GET.get("format", "csv")
     if file_format not in ("csv", "jsonl"):
-        return _bad_filter(request, "format", "must be csv or jsonl")
+        return bad_filter(request, "format", "must be csv or jsonl")
     reviews = reads.reviews_behind(org, scope, review_filter)
     checks = reads.checks_asked(org, review_filter.kind)
     rows = export.export_rows(reviews, f=review_filter, reader_id=request.user.pk, checks=checks)
