@@ -1,13 +1,15 @@
-"""API keys: issued once in plaintext, stored as a SHA-256, found through the unique index."""
+"""API keys: issued once in plaintext, stored as a SHA-256, found through the unique index. The people side's
+credentials (personal tokens, invitation links) are stored and used by the same rules (`secret_hash`, `use_record`)."""
 
 import hashlib
 import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any, Protocol
 
 from django.contrib.auth.models import AbstractBaseUser
+from django.db import models
 from django.http import HttpRequest
 from django.utils import timezone
 
@@ -26,8 +28,17 @@ class IssuedApiKey:
     plaintext: str  # shown once, never stored
 
 
-def _hash_key(plaintext: str) -> str:
+def secret_hash(plaintext: str) -> str:
+    """What a bearer secret is stored as: its SHA-256, so the table holds nothing a caller could present."""
     return hashlib.sha256(plaintext.encode()).hexdigest()
+
+
+def use_record(credential: models.Model, *, now: datetime) -> None:
+    """Move a credential's `last_used_at` to `now`, at most once a minute (`_LAST_USED_RESOLUTION`)."""
+    last_used_at = credential.last_used_at
+    if last_used_at is None or now - last_used_at >= _LAST_USED_RESOLUTION:
+        type(credential)._default_manager.filter(pk=credential.pk).update(last_used_at=now)
+        credential.last_used_at = now
 
 
 def api_key_create(*, org: Org, name: str, created_by: AbstractBaseUser | None = None) -> IssuedApiKey:
@@ -36,7 +47,7 @@ def api_key_create(*, org: Org, name: str, created_by: AbstractBaseUser | None =
         org=org,
         name=name,
         prefix=plaintext[:10],
-        key_hash=_hash_key(plaintext),
+        key_hash=secret_hash(plaintext),
         created_by=created_by if created_by is not None and created_by.is_authenticated else None,
     )
     audit_record(action="api_key.create", org=org, actor=created_by, target=api_key, detail={"name": name})
@@ -57,13 +68,10 @@ def api_key_authenticate(plaintext: str) -> ApiKey | None:
     one without a SHA-256 preimage, so how long the lookup takes tells nothing about any key."""
     if not plaintext.startswith(API_KEY_PREFIX):
         return None
-    api_key = ApiKey.objects.select_related("org").filter(key_hash=_hash_key(plaintext), revoked_at=None).first()
+    api_key = ApiKey.objects.select_related("org").filter(key_hash=secret_hash(plaintext), revoked_at=None).first()
     if api_key is None:
         return None
-    now = timezone.now()
-    if api_key.last_used_at is None or now - api_key.last_used_at >= _LAST_USED_RESOLUTION:
-        ApiKey.objects.filter(pk=api_key.pk).update(last_used_at=now)
-        api_key.last_used_at = now
+    use_record(api_key, now=timezone.now())
     return api_key
 
 

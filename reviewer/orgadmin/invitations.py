@@ -15,7 +15,6 @@ Each change is audited in its own transaction: `invitation.create`, `invitation.
 """
 
 import contextlib
-import hashlib
 import secrets
 import smtplib
 from datetime import timedelta
@@ -28,6 +27,7 @@ from django.db import IntegrityError, transaction
 from django.urls import reverse
 from django.utils import timezone
 
+from grading.api.keys import secret_hash
 from grading.models import Org
 from grading.models.audit import audit_record
 from reviewer.dashboards.display import duration
@@ -88,7 +88,7 @@ def invitation_send(*, invitation: Invitation, actor: AbstractBaseUser | None = 
     secret = secrets.token_urlsafe(32)
     with transaction.atomic():
         sent = Invitation.objects.filter(pk=invitation.pk).update(
-            link_digest=_digest(secret), link_sent_at=timezone.now()
+            link_digest=secret_hash(secret), link_sent_at=timezone.now()
         )
         if not sent:
             raise MembershipRefused("That invitation was accepted or cancelled meanwhile.")
@@ -138,7 +138,7 @@ def invitation_by_link(secret: str) -> Invitation | None:
         return None
     fresh_since = timezone.now() - link_valid_for()
     invitations = Invitation.objects.select_related("org", "invited_by")
-    return invitations.filter(link_digest=_digest(secret), link_sent_at__gt=fresh_since).first()
+    return invitations.filter(link_digest=secret_hash(secret), link_sent_at__gt=fresh_since).first()
 
 
 def invitation_locked(secret: str) -> Invitation | None:
@@ -214,7 +214,3 @@ def _audit(action: str, invitation: Invitation, *, actor: AbstractBaseUser | Non
         target=invitation,
         detail={"email": invitation.email, "role": invitation.role} | detail,
     )
-
-
-def _digest(secret: str) -> str:
-    return hashlib.sha256(secret.encode()).hexdigest()

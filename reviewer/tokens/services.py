@@ -1,23 +1,21 @@
 """Personal access tokens: made by their person in one org of theirs, shown once, stored as a SHA-256 (as an org's
 API key is, grading/api/keys.py), revoked by the person or by an admin of the org; both audited with who did it."""
 
-import hashlib
 import secrets
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.utils import timezone
 
+from grading.api.keys import secret_hash, use_record
 from grading.models import Org
 from grading.models.audit import audit_record
 from reviewer.models import Membership, PersonalToken
 
 # Distinct from an org key's `tg_`, so logs, people and secret scanners can tell a person's credential at sight.
 TOKEN_PREFIX = "tg_pat_"  # noqa: S105 - a prefix, not a secret
-# As for API keys: a write per request on one row would cost more than a minute's precision is worth.
-_LAST_USED_RESOLUTION = timedelta(seconds=60)
 
 
 class TokenRefused(Exception):
@@ -33,10 +31,6 @@ class TokenRefused(Exception):
 class IssuedToken:
     token: PersonalToken
     plaintext: str  # shown once, never stored
-
-
-def _hash_token(plaintext: str) -> str:
-    return hashlib.sha256(plaintext.encode()).hexdigest()
 
 
 def token_create(*, user: AbstractBaseUser, org: Org, name: str, expires_at: datetime | None = None) -> IssuedToken:
@@ -56,7 +50,7 @@ def token_create(*, user: AbstractBaseUser, org: Org, name: str, expires_at: dat
             org=org,
             name=name,
             prefix=plaintext[:12],
-            token_hash=_hash_token(plaintext),
+            token_hash=secret_hash(plaintext),
             expires_at=expires_at,
         )
         audit_record(
@@ -96,12 +90,10 @@ def token_authenticate(plaintext: str, *, now: datetime | None = None) -> Person
     now = now or timezone.now()
     token = (
         PersonalToken.objects.select_related("org", "user")
-        .filter(token_hash=_hash_token(plaintext), revoked_at=None)
+        .filter(token_hash=secret_hash(plaintext), revoked_at=None)
         .first()
     )
     if token is None or (token.expires_at is not None and token.expires_at <= now) or not token.user.is_active:
         return None
-    if token.last_used_at is None or now - token.last_used_at >= _LAST_USED_RESOLUTION:
-        PersonalToken.objects.filter(pk=token.pk).update(last_used_at=now)
-        token.last_used_at = now
+    use_record(token, now=now)
     return token
