@@ -1,15 +1,19 @@
 """What the commands for positioned selectors share (service-level targets, assignment rules; see
 grading/reviews/targets.py): their options (the items a selector matches by kind, application and reason, and its
-position among the org's, where lower positions decide first), the checks of those options, and how the commands
-print and audit a selector."""
+position among the org's, where lower positions decide first), the checks of those options, the writes both kinds
+make alike (find one at a position, replace one in place, swap one with its neighbour), and how the commands print
+and audit a selector."""
 
-from typing import Protocol
+from collections.abc import Callable
+from typing import Protocol, TypeVar
 
 from django.core.management.base import CommandParser
+from django.db.models import QuerySet
 
 from grading.core.outcomes import HUMAN_REASONS
 from grading.management.options import ChangeRefused, option_field, text_option
 from grading.models import ItemKind, Org
+from grading.models.audit import audit_record
 from grading.reviews.targets import AUDIT, Selector
 
 APPLICATION_NAME_MAX = 100  # the application columns' length (conversations, reviews, targets, rules)
@@ -19,6 +23,15 @@ REASONS = (*HUMAN_REASONS, AUDIT)  # what --reason may name: why items went to p
 
 class Positioned(Selector, Protocol):
     position: int
+    org: Org
+
+    def save(self, *, update_fields: list[str]) -> None: ...
+
+
+Row = TypeVar("Row", bound=Positioned)
+# No selector stands here: the place one passes through while two swap (positions are unique per org, checked row by
+# row, and a position is from 1).
+_PASSING = 0
 
 
 # --- arguments ----------------------------------------------------------------------------------------------------
@@ -92,6 +105,63 @@ def next_position(org: Org, last: int, *, what: str) -> int:
             f"the last {what} of {org.slug} is at position {POSITION_MAX}: give this one a --position", field="position"
         )
     return last + 1
+
+
+# --- writes: inside the caller's transaction, with the org locked ---------------------------------------------------
+
+
+def at_position(rows: QuerySet[Row], org: Org, position: int, *, what: str, nothing: str) -> Row:
+    """The org's selector at `position` among `rows`, refused when there is none ("nothing `nothing`")."""
+    row = rows.filter(position=position).first()
+    if row is None:
+        raise ChangeRefused(f"no {what} at position {position} in {org.slug}; nothing {nothing}", field="position")
+    return row
+
+
+def replace_in_place(
+    row: Row, *, fields: dict, described: Callable[[Row], dict], action: str, acting: dict
+) -> dict | None:
+    """Give the selector `fields` in place (same row, same position), audited as `action` with what it was
+    (`described`, as its kind audits it; `acting`: who). What it was; None when that changes nothing (nothing
+    written)."""
+    was = described(row)
+    for field, value in fields.items():
+        setattr(row, field, value)
+    if described(row) == was:
+        return None
+    row.save(update_fields=list(fields))
+    audit_record(action=action, org=row.org, **acting, target=row, detail=described(row) | {"was": was})
+    return was
+
+
+def swap_with_neighbour(
+    row: Row, rows: QuerySet[Row], *, earlier: bool, described: Callable[[Row], dict], action: str, acting: dict
+) -> Row | None:
+    """Swap the selector with the one before it among `rows` (`earlier`) or after it, each move audited as `action`
+    with where it stood; the neighbour, or None when there is none (nothing written)."""
+    position = row.position
+    neighbours = (
+        rows.filter(position__lt=position).order_by("-position")
+        if earlier
+        else rows.filter(position__gt=position).order_by("position")
+    )
+    neighbour = neighbours.first()
+    if neighbour is None:
+        return None
+    to = neighbour.position
+    _place(neighbour, _PASSING)
+    _place(row, to)
+    _place(neighbour, position)
+    for moved, was in ((row, position), (neighbour, to)):
+        audit_record(
+            action=action, org=row.org, **acting, target=moved, detail=described(moved) | {"was_position": was}
+        )
+    return neighbour
+
+
+def _place(row: Positioned, position: int) -> None:
+    row.position = position
+    row.save(update_fields=["position"])
 
 
 # --- how the commands print and audit them ------------------------------------------------------------------------

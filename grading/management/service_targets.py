@@ -20,9 +20,6 @@ from grading.reviews.targets import due_times_refresh
 # the range of a datetime, where a refresh of every waiting review of the org would otherwise fail.
 MINUTES_MAX = 60 * 24 * 365
 HOURS_MAX = MINUTES_MAX // 60
-# No target stands here: the place a target passes through while two swap (positions are unique per org, checked
-# row by row, and a position is from 1).
-_PASSING = 0
 
 
 def target_set(
@@ -89,9 +86,8 @@ def target_minutes_set(
     """Give the target at `position` another duration, in place; what it picks stays."""
     with transaction.atomic():
         org_lock(org)
-        target = ServiceTarget.objects.select_related("org").filter(org=org, position=position).first()
-        if target is None:
-            raise ChangeRefused(f"no target at position {position} in {org.slug}; nothing changed", field="position")
+        targets = ServiceTarget.objects.select_related("org").filter(org=org)
+        target = selectors.at_position(targets, org, position, what="target", nothing="changed")
         return _target_replace(target, fields={"minutes": minutes}, acting=_acting(actor, api_key))
 
 
@@ -103,22 +99,18 @@ def target_move(
     with transaction.atomic():
         org_lock(org)
         targets = ServiceTarget.objects.select_related("org").filter(org=org)
-        target = targets.filter(position=position).first()
-        if target is None:
-            raise ChangeRefused(f"no target at position {position} in {org.slug}; nothing moved", field="position")
-        neighbours = (
-            targets.filter(position__lt=position).order_by("-position")
-            if earlier
-            else targets.filter(position__gt=position).order_by("position")
+        target = selectors.at_position(targets, org, position, what="target", nothing="moved")
+        neighbour = selectors.swap_with_neighbour(
+            target,
+            targets,
+            earlier=earlier,
+            described=target_dict,
+            action="service_target.move",
+            acting=_acting(actor, api_key),
         )
-        neighbour = neighbours.first()
         if neighbour is None:
             where = "first" if earlier else "last"
             return f"unchanged: {target_line(target)} is the {where} target"
-        to = neighbour.position
-        _target_place(neighbour, position=_PASSING, acting={})
-        _target_place(target, position=to, acting=_acting(actor, api_key))
-        _target_place(neighbour, position=position, acting=_acting(actor, api_key), was=to)
         redated = due_times_refresh(org.pk)
     return f"moved: {target_line(target)} (was at {position})  ({redated_text(redated)})"
 
@@ -128,9 +120,8 @@ def target_remove(
 ) -> str:
     with transaction.atomic():
         org_lock(org)
-        target = ServiceTarget.objects.select_related("org").filter(org=org, position=position).first()
-        if target is None:
-            raise ChangeRefused(f"no target at position {position} in {org.slug}; nothing removed", field="position")
+        targets = ServiceTarget.objects.select_related("org").filter(org=org)
+        target = selectors.at_position(targets, org, position, what="target", nothing="removed")
         # Recorded first: once deleted, the target has no pk left to name.
         audit_record(
             action="service_target.delete",
@@ -172,38 +163,28 @@ def _target_create(org: Org, *, position: int, fields: dict, acting: dict) -> st
 
 def _target_replace(target: ServiceTarget, *, fields: dict, acting: dict) -> str:
     """Replaces the target in place (same row, same position)."""
-    was = target_dict(target)
     was_text = target_text(target)
-    for field, value in fields.items():
-        setattr(target, field, value)
-    if target_dict(target) == was:
-        return f"unchanged: {target_line(target)}"
-    target.save(update_fields=list(fields))
-    audit_record(
-        action="service_target.replace",
-        org=target.org,
-        **acting,
-        target=target,
-        detail=target_dict(target) | {"was": was},
+    was = selectors.replace_in_place(
+        target, fields=fields, described=target_dict, action="service_target.replace", acting=acting
     )
+    if was is None:
+        return f"unchanged: {target_line(target)}"
     redated = due_times_refresh(target.org_id)
     return f"replaced: {target_line(target)} (was {was_text})  ({redated_text(redated)})"
 
 
-def _target_place(target: ServiceTarget, *, position: int, acting: dict, was: int | None = None) -> None:
-    """Moves the target to a free `position`, audited (`acting`: who, as `_acting` says; none with `_PASSING`: a
-    step nobody sees the end of; `was`: where it stood before passing through there)."""
-    was = target.position if was is None else was
+def _target_place(target: ServiceTarget, *, position: int, acting: dict) -> None:
+    """Moves the target to a free `position`, audited (`acting`: who, as `_acting` says)."""
+    was = target.position
     target.position = position
     target.save(update_fields=["position"])
-    if position != _PASSING:
-        audit_record(
-            action="service_target.move",
-            org=target.org,
-            **acting,
-            target=target,
-            detail=target_dict(target) | {"was_position": was},
-        )
+    audit_record(
+        action="service_target.move",
+        org=target.org,
+        **acting,
+        target=target,
+        detail=target_dict(target) | {"was_position": was},
+    )
 
 
 # --- how targets are printed and audited ----------------------------------------------------------------------

@@ -23,9 +23,6 @@ from reviewer.setup.pools import queue_reaches
 # Past this, `routed_at + hours` leaves the range of a datetime and every claim in the org would fail; a rule
 # meant to last longer than a year means "while it waits" (no hours).
 HOURS_MAX = 24 * 365
-# No rule stands here: the place a rule passes through while two swap (positions are unique per org, checked row by
-# row, and a position is from 1).
-_PASSING = 0
 
 
 def rule_add(
@@ -63,21 +60,16 @@ def rule_add(
                 "add --replace to replace that rule, or leave out --position to add this one last",
                 field="position",
             )
-        was = rule_dict(taken)
         was_text = rule_text(taken)
-        for field, value in fields.items():
-            setattr(taken, field, value)
-        if rule_dict(taken) == was:
-            return f"unchanged: {rule_line(taken)}"
-        taken.save(update_fields=list(fields))
-        audit_record(
+        was = selectors.replace_in_place(
+            taken,
+            fields=fields,
+            described=rule_dict,
             action="assignment_rule.replace",
-            org=org,
-            actor=actor,
-            api_key=api_key,
-            target=taken,
-            detail=rule_dict(taken) | {"was": was},
+            acting={"actor": actor, "api_key": api_key},
         )
+        if was is None:
+            return f"unchanged: {rule_line(taken)}"
     return f"replaced: {rule_line(taken)} (was {was_text})"
 
 
@@ -89,50 +81,26 @@ def rule_move(
     with transaction.atomic():
         org_lock(org)
         rules = AssignmentRule.objects.select_related("org", "person", "pool").filter(org=org)
-        rule = rules.filter(position=position).first()
-        if rule is None:
-            raise ChangeRefused(
-                f"no assignment rule at position {position} in {org.slug}; nothing moved", field="position"
-            )
-        neighbours = (
-            rules.filter(position__lt=position).order_by("-position")
-            if earlier
-            else rules.filter(position__gt=position).order_by("position")
+        rule = selectors.at_position(rules, org, position, what="assignment rule", nothing="moved")
+        neighbour = selectors.swap_with_neighbour(
+            rule,
+            rules,
+            earlier=earlier,
+            described=rule_dict,
+            action="assignment_rule.move",
+            acting={"actor": actor, "api_key": api_key},
         )
-        neighbour = neighbours.first()
         if neighbour is None:
             return f"unchanged: {rule_line(rule)} is the {'first' if earlier else 'last'} rule"
-        to = neighbour.position
-        _rule_place(neighbour, _PASSING)
-        _rule_place(rule, to)
-        _rule_place(neighbour, position)
-        for moved, was in ((rule, position), (neighbour, to)):
-            audit_record(
-                action="assignment_rule.move", org=org, actor=actor, api_key=api_key, target=moved,
-                detail=rule_dict(moved) | {"was_position": was},
-            )  # fmt: skip
     return f"moved: {rule_line(rule)} (was at {position})"
-
-
-def _rule_place(rule: AssignmentRule, position: int) -> None:
-    rule.position = position
-    rule.save(update_fields=["position"])
 
 
 def rule_remove(
     *, org: Org, position: int, actor: AbstractBaseUser | None = None, api_key: ApiKey | None = None
 ) -> str:
     with transaction.atomic():
-        rule = (
-            AssignmentRule.objects.select_for_update(of=("self",))
-            .select_related("org", "person", "pool")
-            .filter(org=org, position=position)
-            .first()
-        )
-        if rule is None:
-            raise ChangeRefused(
-                f"no assignment rule at position {position} in {org.slug}; nothing removed", field="position"
-            )
+        rules = AssignmentRule.objects.select_for_update(of=("self",)).select_related("org", "person", "pool")
+        rule = selectors.at_position(rules.filter(org=org), org, position, what="assignment rule", nothing="removed")
         # Recorded first: once deleted, the rule has no pk left to name.
         audit_record(
             action="assignment_rule.delete", org=org, actor=actor, api_key=api_key, target=rule, detail=rule_dict(rule)
