@@ -28,7 +28,7 @@ from grading.reviews.reads import review_slots
 from reviewer.models import Claim
 from reviewer.queue.display import stale_reason
 from reviewer.queue.reads import operator_reaches, slots_now
-from reviewer.queue.services import Refused, holder_claim, locked_review
+from reviewer.queue.services import Refused, claim_end, holder_claim, locked_review
 
 AUDIT_NOT_CORRECTED = "An audit-sample item is decided on what the pipeline sent: approve, reject or send it back."
 QUOTE_CHARS = 80  # of a finding's text, beside the editor
@@ -61,8 +61,7 @@ def correction_create(
             correction = correction_submit(review=review, draft=draft, author=user, corrected=body, now=now)
         except CorrectionRefused as refused:
             raise Refused("too_large" if refused.too_large else "invalid", refused.message) from None
-        claim.ended_at, claim.end = now, Claim.End.DECIDED
-        claim.save(update_fields=["ended_at", "end"])
+        claim_end(claim, end=Claim.End.DECIDED, now=now)
         audit_record(
             action="correction.create",
             org=review.org,

@@ -150,8 +150,7 @@ def claim_decline(
         claim = Claim.objects.filter(review_id=review.pk, ended_at__isnull=True, holder=user).first()
         if claim is None or claim.expires_at <= now:
             raise Refused(*_why_not_holder(claim or _claim_to_explain(review.pk, user), user, now))
-        claim.ended_at, claim.end, claim.reason = now, Claim.End.DECLINED, reason
-        claim.save(update_fields=["ended_at", "end", "reason"])
+        claim_end(claim, end=Claim.End.DECLINED, now=now, reason=reason)
         audit_record(
             action="claim.decline",
             org=review.org,
@@ -191,8 +190,7 @@ def claim_release(
         if claim.expires_at <= now:
             _end_expired(claim, review, now, noticed_by=user)
             return
-        claim.ended_at, claim.end = now, Claim.End.RELEASED
-        claim.save(update_fields=["ended_at", "end"])
+        claim_end(claim, end=Claim.End.RELEASED, now=now)
         audit_record(
             action="claim.release", org=review.org, actor=user, target=claim, detail={"review": review.pk}, item=review
         )
@@ -235,10 +233,20 @@ def _open_claim(review: Review, user: AbstractBaseUser, now: datetime, *, via: s
     return claim
 
 
+def claim_end(claim: Claim, *, end: Claim.End, now: datetime, reason: str | None = None) -> None:
+    """Close a lease at `now`, saying how it ended (decided, answered, released, expired, or declined with the
+    person's `reason`); the caller audits it as its act."""
+    claim.ended_at, claim.end = now, end
+    ended = ["ended_at", "end"]
+    if reason is not None:
+        claim.reason = reason
+        ended.append("reason")
+    claim.save(update_fields=ended)
+
+
 def _end_expired(claim: Claim, review: Review, now: datetime, *, noticed_by: AbstractBaseUser) -> None:
     """Close a lease that ran out. It stopped counting at `expires_at`; this only records that it ended."""
-    claim.ended_at, claim.end = now, Claim.End.EXPIRED
-    claim.save(update_fields=["ended_at", "end"])
+    claim_end(claim, end=Claim.End.EXPIRED, now=now)
     audit_record(
         action="claim.expire",
         org=claim.org,
@@ -368,8 +376,7 @@ def decision_create(
             raise Refused(
                 "changed", f"The item changed since you opened it; nothing was recorded. {stale_reason(review)}"
             ) from None
-        claim.ended_at, claim.end = now, Claim.End.ANSWERED if answering else Claim.End.DECIDED
-        claim.save(update_fields=["ended_at", "end"])
+        claim_end(claim, end=Claim.End.ANSWERED if answering else Claim.End.DECIDED, now=now)
         if answering:
             _audit_answer(review, claim, answered)
         if decision is not None:
