@@ -5,14 +5,16 @@ make alike (find one at a position, replace one in place, swap one with its neig
 and audit a selector."""
 
 from collections.abc import Callable
-from typing import Protocol, TypeVar
+from dataclasses import dataclass
+from typing import Any, Protocol, TypeVar
 
+from django.contrib.auth.models import AbstractBaseUser
 from django.core.management.base import CommandParser
 from django.db.models import QuerySet
 
 from grading.core.outcomes import HUMAN_REASONS
 from grading.management.options import ChangeRefused, option_field, text_option
-from grading.models import ItemKind, Org
+from grading.models import ApiKey, ItemKind, Org
 from grading.models.audit import audit_record
 from grading.reviews.targets import AUDIT, Selector
 
@@ -32,6 +34,15 @@ Row = TypeVar("Row", bound=Positioned)
 # No selector stands here: the place one passes through while two swap (positions are unique per org, checked row by
 # row, and a position is from 1).
 _PASSING = 0
+
+
+@dataclass(frozen=True)
+class Kind:
+    """What tells one kind of positioned selector from the other in the writes they share."""
+
+    what: str  # its name in refusals: "target", "assignment rule"
+    described: Callable[[Any], dict]  # what the audit trail keeps of one (`as_dict` and its own fields)
+    audited_as: str  # the prefix of its audit actions: `<audited_as>.replace`, `<audited_as>.move`
 
 
 # --- arguments ----------------------------------------------------------------------------------------------------
@@ -110,35 +121,41 @@ def next_position(org: Org, last: int, *, what: str) -> int:
 # --- writes: inside the caller's transaction, with the org locked ---------------------------------------------------
 
 
-def at_position(rows: QuerySet[Row], org: Org, position: int, *, what: str, nothing: str) -> Row:
+def acting(actor: AbstractBaseUser | None, api_key: ApiKey | None) -> dict:
+    """Who a change is audited under: the person (page, command, a personal token) or the org's key (the API)."""
+    return {"actor": actor, "api_key": api_key}
+
+
+def at_position(rows: QuerySet[Row], org: Org, position: int, *, kind: Kind, nothing: str) -> Row:
     """The org's selector at `position` among `rows`, refused when there is none ("nothing `nothing`")."""
     row = rows.filter(position=position).first()
     if row is None:
-        raise ChangeRefused(f"no {what} at position {position} in {org.slug}; nothing {nothing}", field="position")
+        raise ChangeRefused(f"no {kind.what} at position {position} in {org.slug}; nothing {nothing}", field="position")
     return row
 
 
-def replace_in_place(
-    row: Row, *, fields: dict, described: Callable[[Row], dict], action: str, acting: dict
-) -> dict | None:
-    """Give the selector `fields` in place (same row, same position), audited as `action` with what it was
-    (`described`, as its kind audits it; `acting`: who). What it was; None when that changes nothing (nothing
-    written)."""
-    was = described(row)
+def replace_in_place(row: Row, *, fields: dict, kind: Kind, acting: dict) -> dict | None:
+    """Give the selector `fields` in place (same row, same position), audited with what it was (`acting`: who). What
+    it was; None when that changes nothing (nothing written)."""
+    was = kind.described(row)
     for field, value in fields.items():
         setattr(row, field, value)
-    if described(row) == was:
+    if kind.described(row) == was:
         return None
     row.save(update_fields=list(fields))
-    audit_record(action=action, org=row.org, **acting, target=row, detail=described(row) | {"was": was})
+    audit_record(
+        action=f"{kind.audited_as}.replace",
+        org=row.org,
+        **acting,
+        target=row,
+        detail=kind.described(row) | {"was": was},
+    )
     return was
 
 
-def swap_with_neighbour(
-    row: Row, rows: QuerySet[Row], *, earlier: bool, described: Callable[[Row], dict], action: str, acting: dict
-) -> Row | None:
-    """Swap the selector with the one before it among `rows` (`earlier`) or after it, each move audited as `action`
-    with where it stood; the neighbour, or None when there is none (nothing written)."""
+def swap_with_neighbour(row: Row, rows: QuerySet[Row], *, earlier: bool, kind: Kind, acting: dict) -> Row | None:
+    """Swap the selector with the one before it among `rows` (`earlier`) or after it, each move audited with where it
+    stood; the neighbour, or None when there is none (nothing written)."""
     position = row.position
     neighbours = (
         rows.filter(position__lt=position).order_by("-position")
@@ -154,7 +171,11 @@ def swap_with_neighbour(
     _place(neighbour, position)
     for moved, was in ((row, position), (neighbour, to)):
         audit_record(
-            action=action, org=row.org, **acting, target=moved, detail=described(moved) | {"was_position": was}
+            action=f"{kind.audited_as}.move",
+            org=row.org,
+            **acting,
+            target=moved,
+            detail=kind.described(moved) | {"was_position": was},
         )
     return neighbour
 

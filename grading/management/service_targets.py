@@ -41,14 +41,14 @@ def target_set(
             position = selectors.next_position(org, last, what="target")
         taken = targets.filter(position=position).first()
         if taken is None:
-            return _target_create(org, position=position, fields=fields, acting=_acting(actor, api_key))
+            return _target_create(org, position=position, fields=fields, acting=selectors.acting(actor, api_key))
         if not replace:
             raise ChangeRefused(
                 f"position {position} in {org.slug} is taken by: {target_text(taken)}; "
                 "add --replace to replace that target, or leave out --position to add this one last",
                 field="position",
             )
-        return _target_replace(taken, fields=fields, acting=_acting(actor, api_key))
+        return _target_replace(taken, fields=fields, acting=selectors.acting(actor, api_key))
 
 
 def target_insert(
@@ -76,8 +76,8 @@ def target_insert(
         )
         # Back to front: each one's new position is free when it moves there.
         for target in moving.order_by("-position"):
-            _target_place(target, position=target.position + 1, acting=_acting(actor, api_key))
-        return _target_create(org, position=ahead_of, fields=fields, acting=_acting(actor, api_key))
+            _target_place(target, position=target.position + 1, acting=selectors.acting(actor, api_key))
+        return _target_create(org, position=ahead_of, fields=fields, acting=selectors.acting(actor, api_key))
 
 
 def target_minutes_set(
@@ -87,8 +87,8 @@ def target_minutes_set(
     with transaction.atomic():
         org_lock(org)
         targets = ServiceTarget.objects.select_related("org").filter(org=org)
-        target = selectors.at_position(targets, org, position, what="target", nothing="changed")
-        return _target_replace(target, fields={"minutes": minutes}, acting=_acting(actor, api_key))
+        target = selectors.at_position(targets, org, position, kind=TARGETS, nothing="changed")
+        return _target_replace(target, fields={"minutes": minutes}, acting=selectors.acting(actor, api_key))
 
 
 def target_move(
@@ -99,15 +99,9 @@ def target_move(
     with transaction.atomic():
         org_lock(org)
         targets = ServiceTarget.objects.select_related("org").filter(org=org)
-        target = selectors.at_position(targets, org, position, what="target", nothing="moved")
-        neighbour = selectors.swap_with_neighbour(
-            target,
-            targets,
-            earlier=earlier,
-            described=target_dict,
-            action="service_target.move",
-            acting=_acting(actor, api_key),
-        )
+        target = selectors.at_position(targets, org, position, kind=TARGETS, nothing="moved")
+        acting = selectors.acting(actor, api_key)
+        neighbour = selectors.swap_with_neighbour(target, targets, earlier=earlier, kind=TARGETS, acting=acting)
         if neighbour is None:
             where = "first" if earlier else "last"
             return f"unchanged: {target_line(target)} is the {where} target"
@@ -121,12 +115,12 @@ def target_remove(
     with transaction.atomic():
         org_lock(org)
         targets = ServiceTarget.objects.select_related("org").filter(org=org)
-        target = selectors.at_position(targets, org, position, what="target", nothing="removed")
+        target = selectors.at_position(targets, org, position, kind=TARGETS, nothing="removed")
         # Recorded first: once deleted, the target has no pk left to name.
         audit_record(
             action="service_target.delete",
             org=org,
-            **_acting(actor, api_key),
+            **selectors.acting(actor, api_key),
             target=target,
             detail=target_dict(target),
         )
@@ -149,11 +143,6 @@ def minutes_within(*, minutes: int | None, hours: int | None) -> int:
 # --- writes: inside the caller's transaction, with the org locked ---------------------------------------------
 
 
-def _acting(actor: AbstractBaseUser | None, api_key: ApiKey | None) -> dict:
-    """Who a change is audited under: the person (page, command, a personal token) or the org's key (the API)."""
-    return {"actor": actor, "api_key": api_key}
-
-
 def _target_create(org: Org, *, position: int, fields: dict, acting: dict) -> str:
     target = ServiceTarget.objects.create(org=org, position=position, **fields)
     audit_record(action="service_target.create", org=org, **acting, target=target, detail=target_dict(target))
@@ -164,9 +153,7 @@ def _target_create(org: Org, *, position: int, fields: dict, acting: dict) -> st
 def _target_replace(target: ServiceTarget, *, fields: dict, acting: dict) -> str:
     """Replaces the target in place (same row, same position)."""
     was_text = target_text(target)
-    was = selectors.replace_in_place(
-        target, fields=fields, described=target_dict, action="service_target.replace", acting=acting
-    )
+    was = selectors.replace_in_place(target, fields=fields, kind=TARGETS, acting=acting)
     if was is None:
         return f"unchanged: {target_line(target)}"
     redated = due_times_refresh(target.org_id)
@@ -174,7 +161,7 @@ def _target_replace(target: ServiceTarget, *, fields: dict, acting: dict) -> str
 
 
 def _target_place(target: ServiceTarget, *, position: int, acting: dict) -> None:
-    """Moves the target to a free `position`, audited (`acting`: who, as `_acting` says)."""
+    """Moves the target to a free `position`, audited (`acting`: who, as `selectors.acting` says)."""
     was = target.position
     target.position = position
     target.save(update_fields=["position"])
@@ -192,6 +179,9 @@ def _target_place(target: ServiceTarget, *, position: int, acting: dict) -> None
 
 def target_dict(target: ServiceTarget) -> dict:
     return selectors.as_dict(target) | {"minutes": target.minutes}
+
+
+TARGETS = selectors.Kind(what="target", described=target_dict, audited_as="service_target")
 
 
 def target_line(target: ServiceTarget) -> str:

@@ -61,13 +61,8 @@ def rule_add(
                 field="position",
             )
         was_text = rule_text(taken)
-        was = selectors.replace_in_place(
-            taken,
-            fields=fields,
-            described=rule_dict,
-            action="assignment_rule.replace",
-            acting={"actor": actor, "api_key": api_key},
-        )
+        acting = selectors.acting(actor, api_key)
+        was = selectors.replace_in_place(taken, fields=fields, kind=RULES, acting=acting)
         if was is None:
             return f"unchanged: {rule_line(taken)}"
     return f"replaced: {rule_line(taken)} (was {was_text})"
@@ -81,15 +76,9 @@ def rule_move(
     with transaction.atomic():
         org_lock(org)
         rules = AssignmentRule.objects.select_related("org", "person", "pool").filter(org=org)
-        rule = selectors.at_position(rules, org, position, what="assignment rule", nothing="moved")
-        neighbour = selectors.swap_with_neighbour(
-            rule,
-            rules,
-            earlier=earlier,
-            described=rule_dict,
-            action="assignment_rule.move",
-            acting={"actor": actor, "api_key": api_key},
-        )
+        rule = selectors.at_position(rules, org, position, kind=RULES, nothing="moved")
+        acting = selectors.acting(actor, api_key)
+        neighbour = selectors.swap_with_neighbour(rule, rules, earlier=earlier, kind=RULES, acting=acting)
         if neighbour is None:
             return f"unchanged: {rule_line(rule)} is the {'first' if earlier else 'last'} rule"
     return f"moved: {rule_line(rule)} (was at {position})"
@@ -100,7 +89,7 @@ def rule_remove(
 ) -> str:
     with transaction.atomic():
         rules = AssignmentRule.objects.select_for_update(of=("self",)).select_related("org", "person", "pool")
-        rule = selectors.at_position(rules.filter(org=org), org, position, what="assignment rule", nothing="removed")
+        rule = selectors.at_position(rules.filter(org=org), org, position, kind=RULES, nothing="removed")
         # Recorded first: once deleted, the rule has no pk left to name.
         audit_record(
             action="assignment_rule.delete", org=org, actor=actor, api_key=api_key, target=rule, detail=rule_dict(rule)
@@ -172,6 +161,9 @@ def rule_dict(rule: AssignmentRule) -> dict:
         "pool": rule.pool.name if rule.pool else None,
         "hours": rule.hours,
     }
+
+
+RULES = selectors.Kind(what="assignment rule", described=rule_dict, audited_as="assignment_rule")
 
 
 def rule_line(rule: AssignmentRule) -> str:
