@@ -94,18 +94,23 @@
       var note = button.form && button.form.querySelector("[data-note]");
       if (note && !note.value.trim()) {
         pendingOutcome = button;
-        note.setCustomValidity("Write a note first: it is required to " + button.textContent.trim().split(/\s/)[0].toLowerCase() + ".");
-        note.reportValidity();
+        refuseAtNote(note, "Write a note first: it is required to " + button.textContent.trim().split(/\s/)[0].toLowerCase() + ".");
         note.focus();
-        note.addEventListener("input", function clear() {
-          note.setCustomValidity("");
-          note.removeEventListener("input", clear);
-        });
         return true;
       }
     }
     button.click();
     return true;
+  }
+
+  // Says on the note why the key did nothing (the browser's own bubble), until the person types in it.
+  function refuseAtNote(note, message) {
+    note.setCustomValidity(message);
+    note.reportValidity();
+    note.addEventListener("input", function clear() {
+      note.setCustomValidity("");
+      note.removeEventListener("input", clear);
+    });
   }
 
   // The check an answer key answers: the one holding the focus, else the first still unanswered.
@@ -166,12 +171,7 @@
       if (form.querySelector("[data-check]") || !note || !note.value.trim()) button = primary;
     }
     if (!button) {
-      note.setCustomValidity("Choose first: r to reject or s to send back with this note (a approves).");
-      note.reportValidity();
-      note.addEventListener("input", function clear() {
-        note.setCustomValidity("");
-        note.removeEventListener("input", clear);
-      });
+      refuseAtNote(note, "Choose first: r to reject or s to send back with this note (a approves).");
       return true;
     }
     button.click();
