@@ -16,6 +16,10 @@ class ChangeRefused(CommandError):
         super().__init__(message)
         self.field = field
 
+    def said(self) -> str:
+        """The refusal as a page or the API says it, where the options it names are fields: without their dashes."""
+        return str(self).removeprefix("--")
+
 
 def option_field(option: str) -> str:
     """`--warn-minutes` -> `warn_minutes`: the field an option's refusal names."""

@@ -117,10 +117,6 @@ def _setup_org(request: HttpRequest) -> Org:
     return request.auth.org
 
 
-def _said(refusal: ChangeRefused) -> str:
-    return str(refusal).removeprefix("--")
-
-
 class _Refusals:
     """The refusals of a body's fields, gathered so that a 400 names every wrong field at once."""
 
@@ -131,7 +127,7 @@ class _Refusals:
         self.errors.append({"loc": ["body", field or "body"], "msg": message})
 
     def refused(self, refusal: ChangeRefused) -> None:
-        self.add(refusal.field, _said(refusal))
+        self.add(refusal.field, refusal.said())
 
     def raise_any(self) -> None:
         if self.errors:
@@ -141,7 +137,7 @@ class _Refusals:
 def change_refused(request: HttpRequest, refusal: ChangeRefused) -> HttpResponse:
     """A set-up service's refusal that no route read as a field's (a change the org's set-up cannot take): a 409
     with its words, nothing written. Registered with the API once, in reviewer/apps.py."""
-    return api.create_response(request, {"detail": _said(refusal)}, status=409)
+    return api.create_response(request, {"detail": refusal.said()}, status=409)
 
 
 def _selection(org: Org, refusals: _Refusals, payload: TargetIn | RuleIn, *, what: str) -> dict | None:
@@ -283,7 +279,7 @@ def put_setup_pool(request: HttpRequest, pool: Name, payload: PoolIn) -> dict:
     try:
         name = pool_name(pool)
     except ChangeRefused as refusal:
-        refusals.add("pool", _said(refusal))
+        refusals.add("pool", refusal.said())
     wanted = sorted(set(payload.members))
     members = list(people_of(org.pk).filter(username__in=wanted))
     unknown = sorted(set(wanted) - {member.get_username() for member in members})
@@ -365,7 +361,7 @@ def _rule_fields(org: Org, payload: RuleIn) -> dict:
     try:
         return rule_fields(org, selection=raw, hours=payload.hours, person=person, pool=payload.pool, warn=_unheard)
     except ChangeRefused as refusal:
-        raise ValidationError([{"loc": ["body", refusal.field or "body"], "msg": _said(refusal)}]) from None
+        raise ValidationError([{"loc": ["body", refusal.field or "body"], "msg": refusal.said()}]) from None
 
 
 def _unheard(warning: str) -> None:

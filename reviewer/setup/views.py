@@ -74,16 +74,11 @@ def _org_ids(request: HttpRequest) -> list[int]:
     return org_ids
 
 
-def _said(refusal: ChangeRefused) -> str:
-    """A service's refusal as a page says it: the options it names are the form's fields."""
-    return str(refusal).removeprefix("--")
-
-
 def _refused_at(form: forms.Form, refusal: ChangeRefused, *, on_page: dict[str, str] | None = None) -> None:
     """The refusal on the field it names (`on_page`: where this page shows a field the service calls otherwise), or
     on the form as a whole when the page has no such field; the page lists it at the top too."""
     field = (on_page or {}).get(refusal.field, refusal.field)
-    form.add_error(field if field in form.fields else None, _said(refusal))
+    form.add_error(field if field in form.fields else None, refusal.said())
 
 
 def _removed(
@@ -104,7 +99,7 @@ def _removed(
     try:
         outcome = remove(org, form.cleaned_data)
     except ChangeRefused as refusal:
-        return rendered(request, org_ids, refusal=_said(refusal), status=409)
+        return rendered(request, org_ids, refusal=refusal.said(), status=409)
     messages.success(request, outcome)
     return redirect(f"{reverse(page)}#org-{org.pk}")
 
@@ -186,7 +181,7 @@ def setup_target_change(request: HttpRequest) -> HttpResponse:
     try:
         outcome = target_minutes_set(org=org, position=position, minutes=minutes, actor=request.user)
     except ChangeRefused as refusal:
-        return _render_targets(request, org_ids, refusal=_said(refusal), status=409)
+        return _render_targets(request, org_ids, refusal=refusal.said(), status=409)
     messages.success(request, outcome)
     return _back(org)
 
@@ -212,7 +207,7 @@ def _moved(
     try:
         outcome = move(org=org, position=form.cleaned_data["position"], earlier=earlier, actor=request.user)
     except ChangeRefused as refusal:
-        return rendered(request, org_ids, refusal=_said(refusal), status=409)
+        return rendered(request, org_ids, refusal=refusal.said(), status=409)
     messages.success(request, outcome)
     return redirect(f"{reverse(page)}#org-{org.pk}")
 
