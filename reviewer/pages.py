@@ -1,5 +1,6 @@
 """What the people-side pages share besides who may see them (reviewer/access.py): the round trip of a page whose
-form changes one of the person's orgs, and the plain answer to a form no page of ours sends wrong."""
+form changes one of the person's orgs, a service's refusal shown at the form's field, and the plain answer to a form
+no page of ours sends wrong."""
 
 from collections.abc import Callable
 from typing import Any
@@ -28,6 +29,12 @@ def org_form_page(
     if not form.is_valid():
         return page(request, org_ids, form=form, status=400)
     return change(request, org_ids, form, org_named(org_ids, form.cleaned_data["org"]))
+
+
+def refused_at(form: forms.Form, field: str | None, message: str) -> None:
+    """A service's refusal on the field it names (`field`, in the form's words), or on the form as a whole when the
+    form has no such field; the page shows it at the top too."""
+    form.add_error(field if field in form.fields else None, message)
 
 
 def bad_request(form: forms.Form) -> HttpResponse:

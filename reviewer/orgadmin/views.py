@@ -75,7 +75,7 @@ from reviewer.orgadmin.members import (
     person_find,
 )
 from reviewer.orgadmin.retention import retention_policies, retention_set
-from reviewer.pages import org_form_page
+from reviewer.pages import org_form_page, refused_at
 from reviewer.queue.reads import applications_known
 from reviewer.tokens.services import token_revoke
 
@@ -123,7 +123,7 @@ def _member_add(request: HttpRequest, org_ids: list[int], form: MemberAddForm, o
             return redirect("orgadmin_members")
         _invite(request, org, identifier, role, form.reach_setting())
     except MembershipRefused as refused:
-        form.add_error(refused.field if refused.field in form.fields else None, str(refused))
+        refused_at(form, refused.field, str(refused))
         return _render_members(request, org_ids, form=form, status=400)
     return redirect("orgadmin_members")
 
@@ -224,7 +224,7 @@ def orgadmin_member_scope(request: HttpRequest, pk: int) -> HttpResponse:
         applications_checked(org=membership.org, role=Role(membership.role), applications=applications)
         membership, changed = membership_scope(membership=membership, actor=request.user, **form.reach_setting())
     except MembershipRefused as refused:
-        form.add_error(refused.field if refused.field in form.fields else None, str(refused))
+        refused_at(form, refused.field, str(refused))
         return _render_members(request, org_ids, form=form, scoped=membership.pk, status=400)
     named = f"{membership.user.get_username()} as {membership.get_role_display()}"
     messages.success(request, f"{named} now covers {_covers(membership)}." if changed else f"{named}: no change.")

@@ -36,7 +36,7 @@ from grading.models import Org
 from grading.reviews.targets import targets_of
 from reviewer.access import org_named, people_of, reaches_in, role_required, setup_org_ids
 from reviewer.models import AssignmentRule, Pool, Role
-from reviewer.pages import bad_request, org_form_page
+from reviewer.pages import bad_request, org_form_page, refused_at
 from reviewer.queue.assignments import QUEUE_ROLES
 from reviewer.queue.reads import applications_known, applications_unknown
 from reviewer.setup.escalations import (
@@ -77,8 +77,7 @@ def _org_ids(request: HttpRequest) -> list[int]:
 def _refused_at(form: forms.Form, refusal: ChangeRefused, *, on_page: dict[str, str] | None = None) -> None:
     """The refusal on the field it names (`on_page`: where this page shows a field the service calls otherwise), or
     on the form as a whole when the page has no such field; the page lists it at the top too."""
-    field = (on_page or {}).get(refusal.field, refusal.field)
-    form.add_error(field if field in form.fields else None, refusal.said())
+    refused_at(form, (on_page or {}).get(refusal.field, refusal.field), refusal.said())
 
 
 def _removed(

@@ -14,7 +14,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 from grading.models import Org
 from reviewer.access import EVERY_ROLE, found, orgs_for
 from reviewer.models import PersonalToken
-from reviewer.pages import org_form_page
+from reviewer.pages import org_form_page, refused_at
 from reviewer.tokens.forms import TokenForm
 from reviewer.tokens.services import IssuedToken, TokenRefused, token_create, token_revoke
 
@@ -33,7 +33,7 @@ def _create(request: HttpRequest, org_ids: list[int], form: TokenForm, org: Org)
     try:
         issued = token_create(user=request.user, org=org, name=form.cleaned_data["name"], expires_at=expires_at)
     except TokenRefused as refused:
-        form.add_error(refused.field if refused.field in form.fields else None, refused.message)
+        refused_at(form, refused.field, refused.message)
         return _render(request, org_ids, form=form, status=400)
     return _render(request, org_ids, issued=issued)
 

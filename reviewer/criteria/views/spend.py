@@ -18,7 +18,7 @@ from reviewer.access import found, role_required
 from reviewer.criteria import reads
 from reviewer.criteria.forms import SpendCapForm
 from reviewer.models import Role
-from reviewer.pages import org_form_page
+from reviewer.pages import org_form_page, refused_at
 
 NAV = {"nav_active": "criteria"}
 
@@ -42,7 +42,7 @@ def _spend_cap_set(request: HttpRequest, org_ids: list[int], form: SpendCapForm,
         )  # fmt: skip
     except SpendCapInvalid as invalid:
         field = "cost" if invalid.field == "cost_micros" else invalid.field  # the form takes the cost in money
-        form.add_error(field if field in form.fields else None, str(invalid))
+        refused_at(form, field, str(invalid))
         return _render(request, org_ids, form=form, status=400)
     scope = "the whole org" if version is None else str(version)
     done = "removed" if form.cleaned_data["remove"] else "set"
