@@ -143,13 +143,7 @@ def replace_in_place(row: Row, *, fields: dict, kind: Kind, acting: dict) -> dic
     if kind.described(row) == was:
         return None
     row.save(update_fields=list(fields))
-    audit_record(
-        action=f"{kind.audited_as}.replace",
-        org=row.org,
-        **acting,
-        target=row,
-        detail=kind.described(row) | {"was": was},
-    )
+    _audit(row, "replace", kind=kind, acting=acting, was=was)
     return was
 
 
@@ -169,15 +163,23 @@ def swap_with_neighbour(row: Row, rows: QuerySet[Row], *, earlier: bool, kind: K
     _place(neighbour, _PASSING)
     _place(row, to)
     _place(neighbour, position)
-    for moved, was in ((row, position), (neighbour, to)):
-        audit_record(
-            action=f"{kind.audited_as}.move",
-            org=row.org,
-            **acting,
-            target=moved,
-            detail=kind.described(moved) | {"was_position": was},
-        )
+    _audit(row, "move", kind=kind, acting=acting, was_position=position)
+    _audit(neighbour, "move", kind=kind, acting=acting, was_position=to)
     return neighbour
+
+
+def move_to(row: Positioned, position: int, *, kind: Kind, acting: dict) -> None:
+    """Move the selector to a free `position`, audited with where it stood."""
+    was = row.position
+    _place(row, position)
+    _audit(row, "move", kind=kind, acting=acting, was_position=was)
+
+
+def _audit(row: Positioned, verb: str, *, kind: Kind, acting: dict, **was: object) -> None:
+    """A change to the selector, in the trail as `<kind>.<verb>`: the selector as it is now, and what it was."""
+    audit_record(
+        action=f"{kind.audited_as}.{verb}", org=row.org, **acting, target=row, detail=kind.described(row) | was
+    )
 
 
 def _place(row: Positioned, position: int) -> None:

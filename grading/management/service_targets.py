@@ -76,7 +76,7 @@ def target_insert(
         )
         # Back to front: each one's new position is free when it moves there.
         for target in moving.order_by("-position"):
-            _target_place(target, position=target.position + 1, acting=selectors.acting(actor, api_key))
+            selectors.move_to(target, target.position + 1, kind=TARGETS, acting=selectors.acting(actor, api_key))
         return _target_create(org, position=ahead_of, fields=fields, acting=selectors.acting(actor, api_key))
 
 
@@ -158,20 +158,6 @@ def _target_replace(target: ServiceTarget, *, fields: dict, acting: dict) -> str
         return f"unchanged: {target_line(target)}"
     redated = due_times_refresh(target.org_id)
     return f"replaced: {target_line(target)} (was {was_text})  ({redated_text(redated)})"
-
-
-def _target_place(target: ServiceTarget, *, position: int, acting: dict) -> None:
-    """Moves the target to a free `position`, audited (`acting`: who, as `selectors.acting` says)."""
-    was = target.position
-    target.position = position
-    target.save(update_fields=["position"])
-    audit_record(
-        action="service_target.move",
-        org=target.org,
-        **acting,
-        target=target,
-        detail=target_dict(target) | {"was_position": was},
-    )
 
 
 # --- how targets are printed and audited ----------------------------------------------------------------------
