@@ -7,7 +7,7 @@ anything is written."""
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
-from django.db.models import Max
+from django.db.models import Max, QuerySet
 
 from grading.management import selectors
 from grading.management.options import ChangeRefused, duration_text
@@ -85,9 +85,7 @@ def target_minutes_set(
 ) -> str:
     """Give the target at `position` another duration, in place; what it picks stays."""
     with transaction.atomic():
-        org_lock(org)
-        targets = ServiceTarget.objects.select_related("org").filter(org=org)
-        target = selectors.at_position(targets, org, position, kind=TARGETS, nothing="changed")
+        _, target = _locked_at(org, position, nothing="changed")
         return _target_replace(target, fields={"minutes": minutes}, acting=selectors.acting(actor, api_key))
 
 
@@ -97,9 +95,7 @@ def target_move(
     """Swap the target at `position` with the one before it (`earlier`) or after it: which of the two an item that
     both match takes its due time from."""
     with transaction.atomic():
-        org_lock(org)
-        targets = ServiceTarget.objects.select_related("org").filter(org=org)
-        target = selectors.at_position(targets, org, position, kind=TARGETS, nothing="moved")
+        targets, target = _locked_at(org, position, nothing="moved")
         acting = selectors.acting(actor, api_key)
         neighbour = selectors.swap_with_neighbour(target, targets, earlier=earlier, kind=TARGETS, acting=acting)
         if neighbour is None:
@@ -113,9 +109,7 @@ def target_remove(
     *, org: Org, position: int, actor: AbstractBaseUser | None = None, api_key: ApiKey | None = None
 ) -> str:
     with transaction.atomic():
-        org_lock(org)
-        targets = ServiceTarget.objects.select_related("org").filter(org=org)
-        target = selectors.at_position(targets, org, position, kind=TARGETS, nothing="removed")
+        _, target = _locked_at(org, position, nothing="removed")
         # Recorded first: once deleted, the target has no pk left to name.
         audit_record(
             action="service_target.delete",
@@ -141,6 +135,13 @@ def minutes_within(*, minutes: int | None, hours: int | None) -> int:
 
 
 # --- writes: inside the caller's transaction, with the org locked ---------------------------------------------
+
+
+def _locked_at(org: Org, position: int, *, nothing: str) -> tuple[QuerySet[ServiceTarget], ServiceTarget]:
+    """The org's targets and the one at `position`, with the org locked; refused when there is none."""
+    org_lock(org)
+    targets = ServiceTarget.objects.select_related("org").filter(org=org)
+    return targets, selectors.at_position(targets, org, position, kind=TARGETS, nothing=nothing)
 
 
 def _target_create(org: Org, *, position: int, fields: dict, acting: dict) -> str:
