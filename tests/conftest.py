@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -41,12 +42,45 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     """The real-judge tests run when asked (`--realjudge`). Their model server holds a core for minutes under the
     suite's load (94 s quiet, up to 315 s), and inside `make test` one of its two workers waited on it; `.ci/run`
     runs them after `make test`, as `make test-realjudge`, and fails as for any other test."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is not None)
     if config.getoption("realjudge"):
         return
     step = pytest.mark.skip(reason="the real-judge tests run on their own: make test-realjudge (pytest --realjudge)")
     for item in items:
         if item.get_closest_marker("realjudge"):
             item.add_marker(step)
+
+
+# --- the quick loop's time, from the whole suite's run ------------------------------------------------
+
+
+class QuickLoopClock:
+    """How long `pytest -m "not slow"` takes, read off a run of the whole suite without running it twice: the
+    slow tests are collected last (a stable sort, the same on every xdist worker, which hands tests out in
+    collection order), so the quick loop is done when its last test's report arrives. A worker that reaches the
+    slow tests first runs them beside the other's last quick ones, so the figure errs long, never short."""
+
+    def __init__(self) -> None:
+        self.began = time.monotonic()
+        self.quick_tests = 0
+        self.quick_done = self.began
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.when == "teardown" and "slow" not in report.keywords:
+            self.quick_tests += 1
+            self.quick_done = time.monotonic()
+
+    def pytest_terminal_summary(self, terminalreporter) -> None:
+        if self.quick_tests:
+            terminalreporter.write_line(
+                f"the quick loop (-m 'not slow'): {self.quick_tests} tests done "
+                f"{self.quick_done - self.began:.1f} s after the session began"
+            )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if not hasattr(config, "workerinput"):  # the xdist controller, or a run without xdist
+        config.pluginmanager.register(QuickLoopClock(), "quick-loop-clock")
 
 
 # --- the suite's own PostgreSQL -------------------------------------------------------------------
