@@ -450,7 +450,7 @@ _ITEMS = """
 _REVIEW_COLUMNS = """org_id, kind, conversation_id, draft_id, fingerprint, criteria_version_id, judge, judge_key,
     memory_snapshot, started_at, finished_at, stages, route, reason, detail, checks, score, judge_score,
     judge_passed, spread, sub_scores, findings, judge_issues, repairs, memory_used, usage, state, application, audit,
-    criteria_fingerprint, confidences, confidence_source"""
+    criteria_fingerprint, confidences, confidence_source, slice, sent"""
 _JUDGE = """'{"backend": "openai", "model": "bench", "prompt_hash": "b3nch000", "temperature": 0}'::jsonb"""
 _CHECKS = """'{"grounded": {"verdict": "pass", "message_ids": ["m2"], "rationale": "supported by m2"},
     "complete": {"verdict": "unknown", "message_ids": ["m5"], "rationale": "the follow-up is open"},
@@ -465,14 +465,15 @@ _BODY = "## How do you cut support costs?\n\nRoute repeat questions to docs and 
 
 _POPULATE_SQL = [
     f"""INSERT INTO grading_draft (org_id, external_id, title, slug, body, source_urls, run_id, callback_url,
-            fingerprint, created_at, updated_at, grading_task_id, end_user)
+            fingerprint, created_at, updated_at, grading_task_id, end_user, metadata)
         SELECT %(org)s, grp || '-' || n, 'Draft ' || grp || n, 'draft-' || grp || '-' || n, '{_BODY}', '[]'::jsonb,
-            '', '', 'fp1:' || grp || '-' || n, now(), now(), '', ''
+            '', '', 'fp1:' || grp || '-' || n, now(), now(), '', '', '{{}}'::jsonb
         FROM ({_ITEMS}) items WHERE n %% 2 = 0""",
     f"""INSERT INTO grading_conversation (org_id, external_id, application, closed, started_at, last_activity_at,
-            fingerprint, active_path_ids, branch_count, message_count, updated_at, grading_task_id, end_user)
+            fingerprint, active_path_ids, branch_count, message_count, updated_at, grading_task_id, end_user, metadata)
         SELECT %(org)s, grp || '-' || n, 'app-' || (n %% 5), true, now() - interval '40 days',
-            now() - interval '39 days', 'fp1:' || grp || '-' || n, '[]'::jsonb, 1, %(messages)s, now(), '', ''
+            now() - interval '39 days', 'fp1:' || grp || '-' || n, '[]'::jsonb, 1, %(messages)s, now(), '', '',
+            '{{}}'::jsonb
         FROM ({_ITEMS}) items WHERE n %% 2 = 1""",
     """INSERT INTO grading_message (conversation_id, external_id, parent_external_id, role, content, created_at,
             hidden, truncated, twin)
@@ -493,7 +494,7 @@ _POPULATE_SQL = [
             '[{{"issue": "The opening warms up", "fix": "Answer first."}}]'::jsonb, NULL, {_MEMORY},
             '{{"prompt_tokens": 3000, "completion_tokens": 200}}'::jsonb,
             CASE left(d.external_id, 1) WHEN 'o' THEN 'waiting' WHEN 'd' THEN 'decided' ELSE 'current' END, '', false,
-            '', '{{}}'::jsonb, ''
+            '', '{{}}'::jsonb, '', '{{}}'::jsonb, ''
         FROM grading_draft d WHERE d.org_id = %(org)s""",
     f"""INSERT INTO grading_review ({_REVIEW_COLUMNS})
         SELECT %(org)s, 'conversation', c.id, NULL, c.fingerprint, %(cc)s, {_JUDGE}, 'bench', '',
@@ -503,14 +504,15 @@ _POPULATE_SQL = [
             '', {_CHECKS}, NULL, NULL, NULL, NULL, '{{}}'::jsonb, '[]'::jsonb, '[]'::jsonb, NULL, '{{}}'::jsonb,
             '{{"prompt_tokens": 3000, "completion_tokens": 200}}'::jsonb,
             CASE left(c.external_id, 1) WHEN 'o' THEN 'waiting' WHEN 'd' THEN 'decided' ELSE 'current' END,
-            c.application, false, '', '{{}}'::jsonb, ''
+            c.application, false, '', '{{}}'::jsonb, '', '{{}}'::jsonb, ''
         FROM grading_conversation c WHERE c.org_id = %(org)s""",
     # Superseded history, spread over every item: older, not current, each of its own identity.
     f"""INSERT INTO grading_review ({_REVIEW_COLUMNS})
         SELECT r.org_id, r.kind, r.conversation_id, r.draft_id, 'fp1:old-' || h, r.criteria_version_id, r.judge,
             'old-' || h, r.memory_snapshot, r.started_at - interval '1 day', r.finished_at - interval '1 day', 1,
             'pass', '', '', r.checks, r.score, r.judge_score, r.judge_passed, r.spread, r.sub_scores, r.findings,
-            r.judge_issues, r.repairs, r.memory_used, r.usage, 'superseded', r.application, false, '', '{{}}'::jsonb, ''
+            r.judge_issues, r.repairs, r.memory_used, r.usage, 'superseded', r.application, false, '',
+            '{{}}'::jsonb, '', '{{}}'::jsonb, ''
         FROM generate_series(1, %(history)s) h
         JOIN LATERAL (SELECT * FROM grading_review WHERE org_id = %(org)s AND state <> 'superseded'
                       AND id = (SELECT min(id) FROM grading_review) + (h %% (%(open)s + %(decided)s + %(passed)s))) r
