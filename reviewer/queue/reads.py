@@ -355,7 +355,8 @@ def queue_first_free(
     passed_over: Sequence[int],
 ) -> Review | None:
     """The first item with a place for this person, in queue order (the page's: `ORDER`, priority by priority), its
-    row locked FOR UPDATE; a row another claimer has locked is skipped (SKIP LOCKED). Run inside the claim's
+    row locked FOR UPDATE and read afresh with its state, org and item (as `services.locked_review` reads one); a row
+    another claimer has locked is skipped (SKIP LOCKED). Run inside the claim's
     transaction. The rows it passes are the ones the page marks as not this person's to claim
     (reviewer/queue/display.py `not_claimable`): the SQL form of that rule, held equal to it by
     tests/reviewer/queue/test_claim_next_order.py.
@@ -409,8 +410,8 @@ def _first_with_a_place(rows: QuerySet[Review], lane: Lane, user_id: int, now: d
         for review in batch:
             review.criteria_version = lane.version  # the lane's: read once, not per row
             slots = Slots(review_slots(review), tuple(review.answered_by), tuple(review.holders))
-            if slots.place_for(user_id) is None and _locked(review.pk):
-                return review
+            if slots.place_for(user_id) is None and (locked := _locked(review.pk)) is not None:
+                return locked
         if len(batch) < SCAN_BATCH:
             return None
         after = key_of(priority, batch[-1])
@@ -425,9 +426,11 @@ def _holders_in_order(now: datetime) -> QuerySet[Claim]:
     return live.order_by("pk").values("holder_id")
 
 
-def _locked(review_id: int) -> bool:
-    """Lock the review's row unless another transaction holds it locked (then False: someone is claiming it)."""
-    return Review.objects.filter(pk=review_id).select_for_update(skip_locked=True).values_list("pk").exists()
+def _locked(review_id: int) -> Review | None:
+    """The review with what a claim reads of it (`Review.objects.with_state()`, its org and item), its row locked;
+    None when another transaction holds it locked (someone is claiming it)."""
+    locked = Review.objects.with_state().select_for_update(of=("self",), skip_locked=True)
+    return locked.select_related("org", "conversation", "draft").filter(pk=review_id).first()
 
 
 @dataclass(frozen=True)
