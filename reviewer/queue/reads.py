@@ -15,7 +15,7 @@ from typing import Any
 
 from django.contrib.postgres.expressions import ArraySubquery
 from django.db import connection, transaction
-from django.db.models import Count, Exists, F, OuterRef, Q, QuerySet
+from django.db.models import Exists, F, OuterRef, Q, QuerySet
 from django.db.models.functions import Now
 from django.utils import timezone
 
@@ -223,30 +223,29 @@ def queue_rows(
 ) -> list[Review]:
     """Up to `limit` reviews in queue order (reversed when paging backwards) after or before a cursor.
 
-    Each lane is read in index order up to `limit` (every lane, so the number of queries does not depend on the
-    data); lanes of one priority (several orgs or applications) are merged by key, priorities follow each other.
+    Each lane is read in index order up to `limit`, every lane in one query (a UNION ALL of the lanes' ranges), so
+    the number of queries depends neither on the data nor on the lanes; the lanes' rows are merged by key, priority
+    by priority.
     """
     backwards = before is not None
     order = BACKWARDS if backwards else ORDER
-    by_priority: dict[int, list[Lane]] = {}
+    ranges = []
     for lane in lanes:
-        by_priority.setdefault(PRIORITIES[lane.version.kind], []).append(lane)
-    picked: list[tuple[Key, Review]] = []
-    for priority in sorted(by_priority, reverse=backwards):
+        priority = PRIORITIES[lane.version.kind]
         if (after and priority < after[0]) or (before and priority > before[0]):
             continue
-        found = []
-        for lane in by_priority[priority]:
-            reviews = lane.reviews(filters)
-            if after and priority == after[0]:
-                reviews = reviews.filter(_beyond(after, "gt"))
-            if before and priority == before[0]:
-                reviews = reviews.filter(_beyond(before, "lt"))
-            rows = reviews.select_related("criteria_version", "draft", "conversation").only(*_ROW_COLUMNS)
-            found += [(key_of(priority, r), r) for r in rows.order_by(*order)[:limit]]
-        found.sort(key=lambda pair: _sort(pair[0]), reverse=backwards)
-        picked += found[: limit - len(picked)]
-    return [review for _, review in picked]
+        reviews = lane.reviews(filters)
+        if after and priority == after[0]:
+            reviews = reviews.filter(_beyond(after, "gt"))
+        if before and priority == before[0]:
+            reviews = reviews.filter(_beyond(before, "lt"))
+        rows = reviews.select_related("criteria_version", "draft", "conversation").only(*_ROW_COLUMNS)
+        ranges.append(rows.order_by(*order)[:limit])
+    if not ranges:
+        return []
+    found = [(key_of(PRIORITIES[review.kind], review), review) for review in ranges[0].union(*ranges[1:], all=True)]
+    found.sort(key=lambda pair: _sort(pair[0]), reverse=backwards)
+    return [review for _, review in found[:limit]]
 
 
 def _beyond(key: Key, op: str) -> Q:
@@ -471,8 +470,9 @@ class Slots:
         return None
 
 
-def slots_on(reviews: Sequence[Review], now: datetime) -> dict[int, Slots]:
-    """`Slots` of each of these reviews (read with their criteria version), by review id, in two queries."""
+def slots_on(reviews: Sequence[Review], now: datetime, *, live: Sequence[Claim] | None = None) -> dict[int, Slots]:
+    """`Slots` of each of these reviews (read with their criteria version), by review id, in two queries; in one
+    when the caller has read the live claims on them already (`live`: `live_claims` of a reach covering them)."""
     ids = [review.pk for review in reviews]
     answered_by: dict[int, list[int]] = {pk: [] for pk in ids}
     for review_id, person_id in (
@@ -480,9 +480,11 @@ def slots_on(reviews: Sequence[Review], now: datetime) -> dict[int, Slots]:
     ):
         answered_by[review_id].append(person_id)
     holders: dict[int, list[int]] = {pk: [] for pk in ids}
-    live = Claim.objects.filter(review_id__in=ids, ended_at__isnull=True, expires_at__gt=now)
-    for review_id, holder_id in live.order_by("pk").values_list("review_id", "holder_id"):
-        holders[review_id].append(holder_id)
+    if live is None:
+        live = Claim.objects.filter(review_id__in=ids, ended_at__isnull=True, expires_at__gt=now).order_by("pk")
+    for claim in sorted(live, key=lambda claim: claim.pk):
+        if claim.review_id in holders:
+            holders[claim.review_id].append(claim.holder_id)
     return {
         review.pk: Slots(review_slots(review), tuple(answered_by[review.pk]), tuple(holders[review.pk]))
         for review in reviews
@@ -504,12 +506,6 @@ def declined_by(user_id: int, review_ids: Sequence[int]) -> set[int]:
     """Which of these reviews this person declined: claim next never hands them one of those again."""
     declined = Claim.objects.filter(review_id__in=list(review_ids), holder_id=user_id, end=Claim.End.DECLINED)
     return set(declined.values_list("review_id", flat=True))
-
-
-def answers_given(review_ids: Sequence[int]) -> dict[int, int]:
-    """How many people answered each of these reviews (items several people decide), in one query."""
-    counts = Answer.objects.filter(review_id__in=list(review_ids)).values("review_id").annotate(n=Count("pk"))
-    return {row["review_id"]: row["n"] for row in counts}
 
 
 def live_claims(reaches: Sequence[Reach], now: datetime) -> list[Claim]:
