@@ -147,18 +147,33 @@ def main() -> None:
 
 @contextmanager
 def phases() -> Iterator[dict[str, Callable[[], None]]]:
-    """For `bench.compare`: the items populated once at a tenth of `main`'s scale (unless the variables say), then
-    each page of the first table and claim next, `PHASE_REQUESTS` requests a phase."""
+    """For `bench.compare`: the items populated once at a tenth of `main`'s scale (unless the variables say), dated by
+    the targets and reserved by the pools' rules and assignments as in `main`'s third table (due order, every
+    membership of the pools scoped), then each page of the first table, the queue pages of a pool member and of an
+    operator reaching three applications and the drafts, and claim next of a whole-org operator and of the pool
+    member, `PHASE_REQUESTS` requests a phase."""
     org = fresh_org()
     _populate(org, int(os.environ.get("BENCH_QUEUE_ITEMS", "10000")),
               int(os.environ.get("BENCH_QUEUE_REVIEWS", "100000")))  # fmt: skip
     user, client = _operator(org)
+    _, teams = _targets_and_teams(org, yardstick=False)
+    member, member_client = teams["member"]
+    _, limited_client = _limited_operator(org, *LIMITED[1][1:])
     with override_settings(ROOT_URLCONF=__name__):
         clear_url_caches()
         try:
             named = {f"{name} ({PHASE_REQUESTS} requests)": partial(_requests, client, url, extra)
                      for name, url, extra in _pages(user, org)}  # fmt: skip
-            yield named | {f"claim next ({PHASE_REQUESTS} claims, rolled back)": partial(_claims, user)}
+            yield named | {
+                f"queue page, pool member, scoped ({PHASE_REQUESTS} requests)": partial(
+                    _requests, member_client, "/queue/", {}
+                ),
+                f"queue page, {LIMITED[1][0]} ({PHASE_REQUESTS} requests)": partial(
+                    _requests, limited_client, "/queue/", {}
+                ),
+                f"claim next ({PHASE_REQUESTS} claims, rolled back)": partial(_claims, user),
+                f"claim next, pool member ({PHASE_REQUESTS} claims, rolled back)": partial(_claims, member),
+            }
         finally:
             clear_url_caches()
 
@@ -224,15 +239,18 @@ def _due_times_in_one_update(org_id: int) -> int:
     return Review.objects.filter(org_id=org_id, state="waiting").update(due_at=due)
 
 
-def _targets_and_teams(org) -> tuple[dict, dict]:
-    """Targets for both kinds (every waiting item dated: `due_times_refresh` timed, and the CASE UPDATE beside it);
-    20 pools of 5 operators whose memberships each reach two applications and the drafts; a rule per pool (its
-    application, for four hours); and every tenth waiting item assigned by hand to a pool."""
+def _targets_and_teams(org, *, yardstick: bool = True) -> tuple[dict, dict]:
+    """Targets for both kinds (every waiting item dated: `due_times_refresh` timed, and the CASE UPDATE beside it
+    unless not `yardstick`); 20 pools of 5 operators whose memberships each reach two applications and the drafts; a
+    rule per pool (its application, for four hours); and every tenth waiting item assigned by hand to a pool."""
     Review.objects.filter(org=org, state="waiting").update(routed_at=F("finished_at"))  # as the migration does
     ServiceTarget.objects.create(org=org, position=1, kind=ItemKind.DRAFT, minutes=60)
     ServiceTarget.objects.create(org=org, position=2, kind=ItemKind.CONVERSATION, minutes=24 * 60)
     dated: dict[str, tuple[float, float, float, int]] = {}
-    for _ in range(3):  # alternately, each on a table the other has just rewritten; the fastest of each kept
+    if not yardstick:
+        with transaction.atomic():
+            due_times_refresh(org.pk)
+    for _ in range(3 if yardstick else 0):  # alternately, each on a table the other has just rewritten; fastest kept
         for name, write in (("one UPDATE with a CASE per target", lambda: _due_times_in_one_update(org.pk)),
                             ("due_times_refresh", lambda: due_times_refresh(org.pk))):  # fmt: skip
             with transaction.atomic():
