@@ -17,6 +17,7 @@ from datetime import UTC, datetime, timedelta
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.postgres.expressions import ArraySubquery
 from django.db import transaction
 from django.db.models import BooleanField, Case, ExpressionWrapper, OuterRef, Q, Subquery, Value, When
 from django.db.models.functions import Coalesce
@@ -61,17 +62,22 @@ def reservation_of(review: Review, now: datetime) -> Reservation | None:
 
 
 def reservations_of(reviews: Sequence[Review], now: datetime) -> dict[int, Reservation]:
-    """`reservation_of` for many reviews (a queue page's rows) in three queries: the assignments by hand, the
-    orgs' rules, and the members of the pools they name."""
-    by_hand = assignments_of([review.pk for review in reviews])
+    """`reservation_of` for many reviews (a queue page's rows) in two queries: the assignments by hand and the orgs'
+    rules, each read with the members of the pool it names."""
+    members = ArraySubquery(Pool.members.through.objects.filter(pool_id=OuterRef("pool_id")).values("user_id"))
+    by_hand = {
+        assignment.review_id: assignment
+        for assignment in Assignment.objects.filter(review_id__in=[review.pk for review in reviews])
+        .select_related("person", "pool")
+        .annotate(members=members)
+    }
     org_ids = {review.org_id for review in reviews}
     rules = list(
-        AssignmentRule.objects.filter(org_id__in=org_ids).select_related("person", "pool").order_by("position")
+        AssignmentRule.objects.filter(org_id__in=org_ids)
+        .select_related("person", "pool")
+        .annotate(members=members)
+        .order_by("position")
     )
-    pool_ids = {a.pool_id for a in by_hand.values() if a.pool_id} | {r.pool_id for r in rules if r.pool_id}
-    members: dict[int, set[int]] = {pool_id: set() for pool_id in pool_ids}
-    for pool_id, user_id in Pool.members.through.objects.filter(pool_id__in=pool_ids).values_list("pool_id", "user_id"):
-        members[pool_id].add(user_id)
     reservations = {}
     for review in reviews:
         assignment = by_hand.get(review.pk)
@@ -87,7 +93,7 @@ def reservations_of(reviews: Sequence[Review], now: datetime) -> dict[int, Reser
         if assignee.person_id is not None:
             people, named = frozenset({assignee.person_id}), assignee.person.get_username()
         else:
-            people, named = frozenset(members[assignee.pool_id]), f"pool {assignee.pool.name}"
+            people, named = frozenset(assignee.members), f"pool {assignee.pool.name}"
         reservations[review.pk] = Reservation(people, named, until, position)
     return reservations
 

@@ -289,13 +289,12 @@ def queue_page(
         reviews.reverse()
     has_more_after, has_more_before = (True, more) if key_before is not None else (more, key_after is not None)
 
-    claims = reads.live_claims(reaches, now)
+    claims, declined = reads.claims_shown(reaches, now, user_id=user.pk, review_ids=[review.pk for review in reviews])
     claims_by_review: dict[int, list[Claim]] = {}
     for claim in claims:
         claims_by_review.setdefault(claim.review_id, []).append(claim)
     reservations = reservations_of(reviews, now)
     slots = reads.slots_on(reviews, now, live=claims)
-    declined = reads.declined_by(user.pk, [review.pk for review in reviews])
     rows = [
         queue_row(
             review,

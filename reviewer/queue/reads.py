@@ -15,8 +15,9 @@ from typing import Any
 
 from django.contrib.postgres.expressions import ArraySubquery
 from django.db import connection, transaction
-from django.db.models import Exists, F, OuterRef, Q, QuerySet
+from django.db.models import Exists, F, OuterRef, Q, QuerySet, Value
 from django.db.models.functions import Now
+from django.db.models.query import EmptyQuerySet
 from django.utils import timezone
 
 from grading.core.outcomes import HUMAN_REASONS
@@ -223,9 +224,9 @@ def queue_rows(
 ) -> list[Review]:
     """Up to `limit` reviews in queue order (reversed when paging backwards) after or before a cursor.
 
-    Each lane is read in index order up to `limit`, every lane in one query (a UNION ALL of the lanes' ranges), so
-    the number of queries depends neither on the data nor on the lanes; the lanes' rows are merged by key, priority
-    by priority.
+    Each lane is read in index order up to `limit`, every lane in one query (a UNION ALL of the lanes' ranges) that
+    merges them in queue order, priority by priority, and keeps the first `limit`: the number of queries depends
+    neither on the data nor on the lanes, and only the rows shown become model instances.
     """
     backwards = before is not None
     order = BACKWARDS if backwards else ORDER
@@ -235,17 +236,18 @@ def queue_rows(
         if (after and priority < after[0]) or (before and priority > before[0]):
             continue
         reviews = lane.reviews(filters)
+        if isinstance(reviews, EmptyQuerySet):
+            continue
         if after and priority == after[0]:
             reviews = reviews.filter(_beyond(after, "gt"))
         if before and priority == before[0]:
             reviews = reviews.filter(_beyond(before, "lt"))
         rows = reviews.select_related("criteria_version", "draft", "conversation").only(*_ROW_COLUMNS)
-        ranges.append(rows.order_by(*order)[:limit])
-    if not ranges:
-        return []
-    found = [(key_of(PRIORITIES[review.kind], review), review) for review in ranges[0].union(*ranges[1:], all=True)]
-    found.sort(key=lambda pair: _sort(pair[0]), reverse=backwards)
-    return [review for _, review in found[:limit]]
+        ranges.append(rows.annotate(priority=Value(priority)).order_by(*order)[:limit])
+    if len(ranges) < 2:
+        return list(ranges[0]) if ranges else []
+    merged = ranges[0].union(*ranges[1:], all=True).order_by("-priority" if backwards else "priority", *order)
+    return list(merged[:limit])
 
 
 def _beyond(key: Key, op: str) -> Q:
@@ -472,7 +474,7 @@ class Slots:
 
 def slots_on(reviews: Sequence[Review], now: datetime, *, live: Sequence[Claim] | None = None) -> dict[int, Slots]:
     """`Slots` of each of these reviews (read with their criteria version), by review id, in two queries; in one
-    when the caller has read the live claims on them already (`live`: `live_claims` of a reach covering them)."""
+    when the caller has read the live claims on them already (`live`: `claims_shown`' of a reach covering them)."""
     ids = [review.pk for review in reviews]
     answered_by: dict[int, list[int]] = {pk: [] for pk in ids}
     for review_id, person_id in (
@@ -502,18 +504,19 @@ def cursor_key(reaches: Sequence[Reach], review_id: int | None) -> Key | None:
     return (PRIORITIES[row[0]], row[1], row[2], review_id) if row else None
 
 
-def declined_by(user_id: int, review_ids: Sequence[int]) -> set[int]:
-    """Which of these reviews this person declined: claim next never hands them one of those again."""
-    declined = Claim.objects.filter(review_id__in=list(review_ids), holder_id=user_id, end=Claim.End.DECLINED)
-    return set(declined.values_list("review_id", flat=True))
-
-
-def live_claims(reaches: Sequence[Reach], now: datetime) -> list[Claim]:
-    return list(
-        Claim.objects.filter(within(reaches, "review__"), ended_at__isnull=True, expires_at__gt=now)
-        .select_related("holder")
+def claims_shown(
+    reaches: Sequence[Reach], now: datetime, *, user_id: int, review_ids: Sequence[int]
+) -> tuple[list[Claim], set[int]]:
+    """What the queue page says of claims, in one query: the live claims within reach (soonest to expire first), and
+    which of `review_ids` this person declined (claim next never hands them one of those again)."""
+    live = Q(ended_at__isnull=True, expires_at__gt=now)
+    declined = Q(review_id__in=list(review_ids), holder_id=user_id, end=Claim.End.DECLINED)
+    claims = list(
+        Claim.objects.filter(within(reaches, "review__")).filter(live | declined).select_related("holder")
         .order_by("expires_at")
-    )
+    )  # fmt: skip
+    declined_ids = {claim.review_id for claim in claims if claim.end == Claim.End.DECLINED}  # a decline has ended
+    return [claim for claim in claims if claim.end != Claim.End.DECLINED], declined_ids
 
 
 def applications_known(org: Org) -> list[str]:
