@@ -32,14 +32,18 @@ is the longest of five runs).
 BENCH_QUEUE_ITEMS (open items, default 100000) and BENCH_QUEUE_REVIEWS (all reviews, default 1000000) scale it.
 
 `phases()` offers the first table's pages and claim next to `bench.compare` (a commit against another), at a tenth of
-that scale unless the two variables say otherwise: each phase `PHASE_REQUESTS` requests, claims rolled back.
+that scale unless the two variables say otherwise: each phase `PHASE_REQUESTS` requests, claims rolled back. With
+BENCH_QUEUE_SHOWN=<file> it first writes what the queue shows its operators and what claim next hands them (`_shown`):
+two commits' files are equal (but for the reservations' clock times) when a change left what people see alone.
 """
 
+import json
 import os
 import statistics
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import asdict
 from datetime import timedelta
 from functools import partial
 
@@ -158,7 +162,10 @@ def phases() -> Iterator[dict[str, Callable[[], None]]]:
     user, client = _operator(org)
     _, teams = _targets_and_teams(org, yardstick=False)
     member, member_client = teams["member"]
-    _, limited_client = _limited_operator(org, *LIMITED[1][1:])
+    limited, limited_client = _limited_operator(org, *LIMITED[1][1:])
+    if shown := os.environ.get("BENCH_QUEUE_SHOWN"):
+        with open(shown, "w") as out:
+            json.dump(_shown([user, member, limited]), out, indent=1, default=str, sort_keys=True)
     with override_settings(ROOT_URLCONF=__name__):
         clear_url_caches()
         try:
@@ -176,6 +183,34 @@ def phases() -> Iterator[dict[str, Callable[[], None]]]:
             }
         finally:
             clear_url_caches()
+
+
+def _shown(users) -> dict:
+    """What the queue shows each of `users` and whom claim next hands which item (rolled back), at a moment fixed by
+    the data (two hours after the last review): every filter's first page, the next and back again, as plain data.
+    Two commits' files are equal when the queue shows the same (`BENCH_QUEUE_SHOWN`), but for the clock times a
+    reservation ends at ("until 15:00"), which follow each side's set-up time."""
+    now = Review.objects.order_by("-finished_at").values_list("finished_at", flat=True)[0] + timedelta(hours=2)
+    shown = {}
+    for user in users:
+        for name, filters in (("all", QueueFilters()), ("assigned to me", QueueFilters(mine=True)),
+                              ("app-2", QueueFilters(kind=ItemKind.CONVERSATION, application="app-2")),
+                              ("overdue", QueueFilters(overdue=True))):  # fmt: skip
+            pages = [queue_page(user=user, filters=filters, now=now)]
+            if pages[0].next_cursor:
+                pages.append(queue_page(user=user, filters=filters, after=pages[0].next_cursor, now=now))
+                pages.append(queue_page(user=user, filters=filters, before=pages[1].previous_cursor, now=now))
+            shown[f"{user.username}, {name}"] = [
+                {"rows": [asdict(row) for row in page.rows], "counts": [asdict(count) for count in page.counts],
+                 "total": page.total_label, "oldest": page.oldest, "next": page.next_cursor,
+                 "previous": page.previous_cursor, "applications": page.applications, "slices": page.slices}
+                for page in pages
+            ]  # fmt: skip
+            with transaction.atomic():
+                claim = claim_next(user=user, filters=filters, now=now)
+                shown[f"{user.username}, {name}, claim next"] = claim and claim.review_id
+                transaction.set_rollback(True)
+    return shown
 
 
 def _operator(org):
