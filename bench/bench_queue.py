@@ -32,14 +32,18 @@ is the longest of five runs).
 BENCH_QUEUE_ITEMS (open items, default 100000) and BENCH_QUEUE_REVIEWS (all reviews, default 1000000) scale it.
 
 `phases()` offers the first table's pages and claim next to `bench.compare` (a commit against another), at a tenth of
-that scale unless the two variables say otherwise: each phase `PHASE_REQUESTS` requests, claims rolled back.
+that scale unless the two variables say otherwise: each phase `PHASE_REQUESTS` requests, claims rolled back. With
+BENCH_QUEUE_SHOWN=<file> it first writes what the queue shows its operators and what claim next hands them (`_shown`):
+two commits' files are equal (but for the reservations' clock times) when a change left what people see alone.
 """
 
+import json
 import os
 import statistics
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import asdict
 from datetime import timedelta
 from functools import partial
 
@@ -147,20 +151,66 @@ def main() -> None:
 
 @contextmanager
 def phases() -> Iterator[dict[str, Callable[[], None]]]:
-    """For `bench.compare`: the items populated once at a tenth of `main`'s scale (unless the variables say), then
-    each page of the first table and claim next, `PHASE_REQUESTS` requests a phase."""
+    """For `bench.compare`: the items populated once at a tenth of `main`'s scale (unless the variables say), dated by
+    the targets and reserved by the pools' rules and assignments as in `main`'s third table (due order, every
+    membership of the pools scoped), then each page of the first table, the queue pages of a pool member and of an
+    operator reaching three applications and the drafts, and claim next of a whole-org operator and of the pool
+    member, `PHASE_REQUESTS` requests a phase."""
     org = fresh_org()
     _populate(org, int(os.environ.get("BENCH_QUEUE_ITEMS", "10000")),
               int(os.environ.get("BENCH_QUEUE_REVIEWS", "100000")))  # fmt: skip
     user, client = _operator(org)
+    _, teams = _targets_and_teams(org, yardstick=False)
+    member, member_client = teams["member"]
+    limited, limited_client = _limited_operator(org, *LIMITED[1][1:])
+    if shown := os.environ.get("BENCH_QUEUE_SHOWN"):
+        with open(shown, "w") as out:
+            json.dump(_shown([user, member, limited]), out, indent=1, default=str, sort_keys=True)
     with override_settings(ROOT_URLCONF=__name__):
         clear_url_caches()
         try:
             named = {f"{name} ({PHASE_REQUESTS} requests)": partial(_requests, client, url, extra)
                      for name, url, extra in _pages(user, org)}  # fmt: skip
-            yield named | {f"claim next ({PHASE_REQUESTS} claims, rolled back)": partial(_claims, user)}
+            yield named | {
+                f"queue page, pool member, scoped ({PHASE_REQUESTS} requests)": partial(
+                    _requests, member_client, "/queue/", {}
+                ),
+                f"queue page, {LIMITED[1][0]} ({PHASE_REQUESTS} requests)": partial(
+                    _requests, limited_client, "/queue/", {}
+                ),
+                f"claim next ({PHASE_REQUESTS} claims, rolled back)": partial(_claims, user),
+                f"claim next, pool member ({PHASE_REQUESTS} claims, rolled back)": partial(_claims, member),
+            }
         finally:
             clear_url_caches()
+
+
+def _shown(users) -> dict:
+    """What the queue shows each of `users` and whom claim next hands which item (rolled back), at a moment fixed by
+    the data (two hours after the last review): every filter's first page, the next and back again, as plain data.
+    Two commits' files are equal when the queue shows the same (`BENCH_QUEUE_SHOWN`), but for the clock times a
+    reservation ends at ("until 15:00"), which follow each side's set-up time."""
+    now = Review.objects.order_by("-finished_at").values_list("finished_at", flat=True)[0] + timedelta(hours=2)
+    shown = {}
+    for user in users:
+        for name, filters in (("all", QueueFilters()), ("assigned to me", QueueFilters(mine=True)),
+                              ("app-2", QueueFilters(kind=ItemKind.CONVERSATION, application="app-2")),
+                              ("overdue", QueueFilters(overdue=True))):  # fmt: skip
+            pages = [queue_page(user=user, filters=filters, now=now)]
+            if pages[0].next_cursor:
+                pages.append(queue_page(user=user, filters=filters, after=pages[0].next_cursor, now=now))
+                pages.append(queue_page(user=user, filters=filters, before=pages[1].previous_cursor, now=now))
+            shown[f"{user.username}, {name}"] = [
+                {"rows": [asdict(row) for row in page.rows], "counts": [asdict(count) for count in page.counts],
+                 "total": page.total_label, "oldest": page.oldest, "next": page.next_cursor,
+                 "previous": page.previous_cursor, "applications": page.applications, "slices": page.slices}
+                for page in pages
+            ]  # fmt: skip
+            with transaction.atomic():
+                claim = claim_next(user=user, filters=filters, now=now)
+                shown[f"{user.username}, {name}, claim next"] = claim and claim.review_id
+                transaction.set_rollback(True)
+    return shown
 
 
 def _operator(org):
@@ -224,15 +274,18 @@ def _due_times_in_one_update(org_id: int) -> int:
     return Review.objects.filter(org_id=org_id, state="waiting").update(due_at=due)
 
 
-def _targets_and_teams(org) -> tuple[dict, dict]:
-    """Targets for both kinds (every waiting item dated: `due_times_refresh` timed, and the CASE UPDATE beside it);
-    20 pools of 5 operators whose memberships each reach two applications and the drafts; a rule per pool (its
-    application, for four hours); and every tenth waiting item assigned by hand to a pool."""
+def _targets_and_teams(org, *, yardstick: bool = True) -> tuple[dict, dict]:
+    """Targets for both kinds (every waiting item dated: `due_times_refresh` timed, and the CASE UPDATE beside it
+    unless not `yardstick`); 20 pools of 5 operators whose memberships each reach two applications and the drafts; a
+    rule per pool (its application, for four hours); and every tenth waiting item assigned by hand to a pool."""
     Review.objects.filter(org=org, state="waiting").update(routed_at=F("finished_at"))  # as the migration does
     ServiceTarget.objects.create(org=org, position=1, kind=ItemKind.DRAFT, minutes=60)
     ServiceTarget.objects.create(org=org, position=2, kind=ItemKind.CONVERSATION, minutes=24 * 60)
     dated: dict[str, tuple[float, float, float, int]] = {}
-    for _ in range(3):  # alternately, each on a table the other has just rewritten; the fastest of each kept
+    if not yardstick:
+        with transaction.atomic():
+            due_times_refresh(org.pk)
+    for _ in range(3 if yardstick else 0):  # alternately, each on a table the other has just rewritten; fastest kept
         for name, write in (("one UPDATE with a CASE per target", lambda: _due_times_in_one_update(org.pk)),
                             ("due_times_refresh", lambda: due_times_refresh(org.pk))):  # fmt: skip
             with transaction.atomic():
@@ -450,7 +503,7 @@ _ITEMS = """
 _REVIEW_COLUMNS = """org_id, kind, conversation_id, draft_id, fingerprint, criteria_version_id, judge, judge_key,
     memory_snapshot, started_at, finished_at, stages, route, reason, detail, checks, score, judge_score,
     judge_passed, spread, sub_scores, findings, judge_issues, repairs, memory_used, usage, state, application, audit,
-    criteria_fingerprint, confidences, confidence_source"""
+    criteria_fingerprint, confidences, confidence_source, slice, sent"""
 _JUDGE = """'{"backend": "openai", "model": "bench", "prompt_hash": "b3nch000", "temperature": 0}'::jsonb"""
 _CHECKS = """'{"grounded": {"verdict": "pass", "message_ids": ["m2"], "rationale": "supported by m2"},
     "complete": {"verdict": "unknown", "message_ids": ["m5"], "rationale": "the follow-up is open"},
@@ -465,14 +518,15 @@ _BODY = "## How do you cut support costs?\n\nRoute repeat questions to docs and 
 
 _POPULATE_SQL = [
     f"""INSERT INTO grading_draft (org_id, external_id, title, slug, body, source_urls, run_id, callback_url,
-            fingerprint, created_at, updated_at, grading_task_id, end_user)
+            fingerprint, created_at, updated_at, grading_task_id, end_user, metadata)
         SELECT %(org)s, grp || '-' || n, 'Draft ' || grp || n, 'draft-' || grp || '-' || n, '{_BODY}', '[]'::jsonb,
-            '', '', 'fp1:' || grp || '-' || n, now(), now(), '', ''
+            '', '', 'fp1:' || grp || '-' || n, now(), now(), '', '', '{{}}'::jsonb
         FROM ({_ITEMS}) items WHERE n %% 2 = 0""",
     f"""INSERT INTO grading_conversation (org_id, external_id, application, closed, started_at, last_activity_at,
-            fingerprint, active_path_ids, branch_count, message_count, updated_at, grading_task_id, end_user)
+            fingerprint, active_path_ids, branch_count, message_count, updated_at, grading_task_id, end_user, metadata)
         SELECT %(org)s, grp || '-' || n, 'app-' || (n %% 5), true, now() - interval '40 days',
-            now() - interval '39 days', 'fp1:' || grp || '-' || n, '[]'::jsonb, 1, %(messages)s, now(), '', ''
+            now() - interval '39 days', 'fp1:' || grp || '-' || n, '[]'::jsonb, 1, %(messages)s, now(), '', '',
+            '{{}}'::jsonb
         FROM ({_ITEMS}) items WHERE n %% 2 = 1""",
     """INSERT INTO grading_message (conversation_id, external_id, parent_external_id, role, content, created_at,
             hidden, truncated, twin)
@@ -493,7 +547,7 @@ _POPULATE_SQL = [
             '[{{"issue": "The opening warms up", "fix": "Answer first."}}]'::jsonb, NULL, {_MEMORY},
             '{{"prompt_tokens": 3000, "completion_tokens": 200}}'::jsonb,
             CASE left(d.external_id, 1) WHEN 'o' THEN 'waiting' WHEN 'd' THEN 'decided' ELSE 'current' END, '', false,
-            '', '{{}}'::jsonb, ''
+            '', '{{}}'::jsonb, '', '{{}}'::jsonb, ''
         FROM grading_draft d WHERE d.org_id = %(org)s""",
     f"""INSERT INTO grading_review ({_REVIEW_COLUMNS})
         SELECT %(org)s, 'conversation', c.id, NULL, c.fingerprint, %(cc)s, {_JUDGE}, 'bench', '',
@@ -503,14 +557,15 @@ _POPULATE_SQL = [
             '', {_CHECKS}, NULL, NULL, NULL, NULL, '{{}}'::jsonb, '[]'::jsonb, '[]'::jsonb, NULL, '{{}}'::jsonb,
             '{{"prompt_tokens": 3000, "completion_tokens": 200}}'::jsonb,
             CASE left(c.external_id, 1) WHEN 'o' THEN 'waiting' WHEN 'd' THEN 'decided' ELSE 'current' END,
-            c.application, false, '', '{{}}'::jsonb, ''
+            c.application, false, '', '{{}}'::jsonb, '', '{{}}'::jsonb, ''
         FROM grading_conversation c WHERE c.org_id = %(org)s""",
     # Superseded history, spread over every item: older, not current, each of its own identity.
     f"""INSERT INTO grading_review ({_REVIEW_COLUMNS})
         SELECT r.org_id, r.kind, r.conversation_id, r.draft_id, 'fp1:old-' || h, r.criteria_version_id, r.judge,
             'old-' || h, r.memory_snapshot, r.started_at - interval '1 day', r.finished_at - interval '1 day', 1,
             'pass', '', '', r.checks, r.score, r.judge_score, r.judge_passed, r.spread, r.sub_scores, r.findings,
-            r.judge_issues, r.repairs, r.memory_used, r.usage, 'superseded', r.application, false, '', '{{}}'::jsonb, ''
+            r.judge_issues, r.repairs, r.memory_used, r.usage, 'superseded', r.application, false, '',
+            '{{}}'::jsonb, '', '{{}}'::jsonb, ''
         FROM generate_series(1, %(history)s) h
         JOIN LATERAL (SELECT * FROM grading_review WHERE org_id = %(org)s AND state <> 'superseded'
                       AND id = (SELECT min(id) FROM grading_review) + (h %% (%(open)s + %(decided)s + %(passed)s))) r

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from functools import cached_property
 
 from django.urls import reverse
 from django.utils import timezone
@@ -23,6 +24,7 @@ from grading.core.outcomes import (
 )
 from grading.models import CriteriaVersion, ItemKind, Review, ReviewState
 from grading.models.criteria import answers_stand
+from grading.models.reach import Reach
 from grading.reviews.blind import blind_of
 from grading.reviews.reads import review_slots
 from reviewer.models import Claim
@@ -240,10 +242,20 @@ class QueuePage:
     my_claims: list[Claim]
     next_cursor: int | None
     previous_cursor: int | None
-    applications: list[str]
-    slices: list[str]  # the dimension values reviews within reach were filed under ("release=2.4")
     criteria_versions: list[CriteriaVersion]
     refreshed_at: datetime
+    reaches: Sequence[Reach]
+
+    # What the filters offer, read when the page shows them: htmx's refresh of the list (every 15 s on every open
+    # queue) shows none.
+    @cached_property
+    def applications(self) -> list[str]:
+        return reads.queue_applications(self.reaches)
+
+    @cached_property
+    def slices(self) -> list[str]:
+        """The dimension values reviews within reach were filed under ("release=2.4")."""
+        return reads.queue_slices(self.reaches)
 
 
 def queue_page(
@@ -277,19 +289,17 @@ def queue_page(
         reviews.reverse()
     has_more_after, has_more_before = (True, more) if key_before is not None else (more, key_after is not None)
 
-    claims = reads.live_claims(reaches, now)
+    claims, declined = reads.claims_shown(reaches, now, user_id=user.pk, review_ids=[review.pk for review in reviews])
     claims_by_review: dict[int, list[Claim]] = {}
     for claim in claims:
         claims_by_review.setdefault(claim.review_id, []).append(claim)
-    answered = reads.answers_given([review.pk for review in reviews])
     reservations = reservations_of(reviews, now)
-    slots = reads.slots_on(reviews, now)
-    declined = reads.declined_by(user.pk, [review.pk for review in reviews])
+    slots = reads.slots_on(reviews, now, live=claims)
     rows = [
         queue_row(
             review,
             claims=claims_by_review.get(review.pk, []),
-            answered=answered.get(review.pk, 0),
+            answered=len(slots[review.pk].answered_by),
             user=user,
             now=now,
             reservation=reservations.get(review.pk),
@@ -312,8 +322,7 @@ def queue_page(
         my_claims=[claim for claim in claims if claim.holder_id == user.pk],
         next_cursor=rows[-1].review_id if rows and has_more_after else None,
         previous_cursor=rows[0].review_id if rows and has_more_before else None,
-        applications=reads.queue_applications(reaches),
-        slices=reads.queue_slices(reaches),
         criteria_versions=versions,
         refreshed_at=now,
+        reaches=reaches,
     )

@@ -15,8 +15,9 @@ from typing import Any
 
 from django.contrib.postgres.expressions import ArraySubquery
 from django.db import connection, transaction
-from django.db.models import Count, Exists, F, OuterRef, Q, QuerySet
+from django.db.models import Exists, F, OuterRef, Q, QuerySet, Value
 from django.db.models.functions import Now
+from django.db.models.query import EmptyQuerySet
 from django.utils import timezone
 
 from grading.core.outcomes import HUMAN_REASONS
@@ -223,30 +224,30 @@ def queue_rows(
 ) -> list[Review]:
     """Up to `limit` reviews in queue order (reversed when paging backwards) after or before a cursor.
 
-    Each lane is read in index order up to `limit` (every lane, so the number of queries does not depend on the
-    data); lanes of one priority (several orgs or applications) are merged by key, priorities follow each other.
+    Each lane is read in index order up to `limit`, every lane in one query (a UNION ALL of the lanes' ranges) that
+    merges them in queue order, priority by priority, and keeps the first `limit`: the number of queries depends
+    neither on the data nor on the lanes, and only the rows shown become model instances.
     """
     backwards = before is not None
     order = BACKWARDS if backwards else ORDER
-    by_priority: dict[int, list[Lane]] = {}
+    ranges = []
     for lane in lanes:
-        by_priority.setdefault(PRIORITIES[lane.version.kind], []).append(lane)
-    picked: list[tuple[Key, Review]] = []
-    for priority in sorted(by_priority, reverse=backwards):
+        priority = PRIORITIES[lane.version.kind]
         if (after and priority < after[0]) or (before and priority > before[0]):
             continue
-        found = []
-        for lane in by_priority[priority]:
-            reviews = lane.reviews(filters)
-            if after and priority == after[0]:
-                reviews = reviews.filter(_beyond(after, "gt"))
-            if before and priority == before[0]:
-                reviews = reviews.filter(_beyond(before, "lt"))
-            rows = reviews.select_related("criteria_version", "draft", "conversation").only(*_ROW_COLUMNS)
-            found += [(key_of(priority, r), r) for r in rows.order_by(*order)[:limit]]
-        found.sort(key=lambda pair: _sort(pair[0]), reverse=backwards)
-        picked += found[: limit - len(picked)]
-    return [review for _, review in picked]
+        reviews = lane.reviews(filters)
+        if isinstance(reviews, EmptyQuerySet):
+            continue
+        if after and priority == after[0]:
+            reviews = reviews.filter(_beyond(after, "gt"))
+        if before and priority == before[0]:
+            reviews = reviews.filter(_beyond(before, "lt"))
+        rows = reviews.select_related("criteria_version", "draft", "conversation").only(*_ROW_COLUMNS)
+        ranges.append(rows.annotate(priority=Value(priority)).order_by(*order)[:limit])
+    if len(ranges) < 2:
+        return list(ranges[0]) if ranges else []
+    merged = ranges[0].union(*ranges[1:], all=True).order_by("-priority" if backwards else "priority", *order)
+    return list(merged[:limit])
 
 
 def _beyond(key: Key, op: str) -> Q:
@@ -355,7 +356,8 @@ def queue_first_free(
     passed_over: Sequence[int],
 ) -> Review | None:
     """The first item with a place for this person, in queue order (the page's: `ORDER`, priority by priority), its
-    row locked FOR UPDATE; a row another claimer has locked is skipped (SKIP LOCKED). Run inside the claim's
+    row locked FOR UPDATE and read afresh with its state, org and item (as `services.locked_review` reads one); a row
+    another claimer has locked is skipped (SKIP LOCKED). Run inside the claim's
     transaction. The rows it passes are the ones the page marks as not this person's to claim
     (reviewer/queue/display.py `not_claimable`): the SQL form of that rule, held equal to it by
     tests/reviewer/queue/test_claim_next_order.py.
@@ -409,8 +411,8 @@ def _first_with_a_place(rows: QuerySet[Review], lane: Lane, user_id: int, now: d
         for review in batch:
             review.criteria_version = lane.version  # the lane's: read once, not per row
             slots = Slots(review_slots(review), tuple(review.answered_by), tuple(review.holders))
-            if slots.place_for(user_id) is None and _locked(review.pk):
-                return review
+            if slots.place_for(user_id) is None and (locked := _locked(review.pk)) is not None:
+                return locked
         if len(batch) < SCAN_BATCH:
             return None
         after = key_of(priority, batch[-1])
@@ -425,9 +427,11 @@ def _holders_in_order(now: datetime) -> QuerySet[Claim]:
     return live.order_by("pk").values("holder_id")
 
 
-def _locked(review_id: int) -> bool:
-    """Lock the review's row unless another transaction holds it locked (then False: someone is claiming it)."""
-    return Review.objects.filter(pk=review_id).select_for_update(skip_locked=True).values_list("pk").exists()
+def _locked(review_id: int) -> Review | None:
+    """The review with what a claim reads of it (`Review.objects.with_state()`, its org and item), its row locked;
+    None when another transaction holds it locked (someone is claiming it)."""
+    locked = Review.objects.with_state().select_for_update(of=("self",), skip_locked=True)
+    return locked.select_related("org", "conversation", "draft").filter(pk=review_id).first()
 
 
 @dataclass(frozen=True)
@@ -468,8 +472,9 @@ class Slots:
         return None
 
 
-def slots_on(reviews: Sequence[Review], now: datetime) -> dict[int, Slots]:
-    """`Slots` of each of these reviews (read with their criteria version), by review id, in two queries."""
+def slots_on(reviews: Sequence[Review], now: datetime, *, live: Sequence[Claim] | None = None) -> dict[int, Slots]:
+    """`Slots` of each of these reviews (read with their criteria version), by review id, in two queries; in one
+    when the caller has read the live claims on them already (`live`: `claims_shown`' of a reach covering them)."""
     ids = [review.pk for review in reviews]
     answered_by: dict[int, list[int]] = {pk: [] for pk in ids}
     for review_id, person_id in (
@@ -477,9 +482,11 @@ def slots_on(reviews: Sequence[Review], now: datetime) -> dict[int, Slots]:
     ):
         answered_by[review_id].append(person_id)
     holders: dict[int, list[int]] = {pk: [] for pk in ids}
-    live = Claim.objects.filter(review_id__in=ids, ended_at__isnull=True, expires_at__gt=now)
-    for review_id, holder_id in live.order_by("pk").values_list("review_id", "holder_id"):
-        holders[review_id].append(holder_id)
+    if live is None:
+        live = Claim.objects.filter(review_id__in=ids, ended_at__isnull=True, expires_at__gt=now).order_by("pk")
+    for claim in sorted(live, key=lambda claim: claim.pk):
+        if claim.review_id in holders:
+            holders[claim.review_id].append(claim.holder_id)
     return {
         review.pk: Slots(review_slots(review), tuple(answered_by[review.pk]), tuple(holders[review.pk]))
         for review in reviews
@@ -497,24 +504,19 @@ def cursor_key(reaches: Sequence[Reach], review_id: int | None) -> Key | None:
     return (PRIORITIES[row[0]], row[1], row[2], review_id) if row else None
 
 
-def declined_by(user_id: int, review_ids: Sequence[int]) -> set[int]:
-    """Which of these reviews this person declined: claim next never hands them one of those again."""
-    declined = Claim.objects.filter(review_id__in=list(review_ids), holder_id=user_id, end=Claim.End.DECLINED)
-    return set(declined.values_list("review_id", flat=True))
-
-
-def answers_given(review_ids: Sequence[int]) -> dict[int, int]:
-    """How many people answered each of these reviews (items several people decide), in one query."""
-    counts = Answer.objects.filter(review_id__in=list(review_ids)).values("review_id").annotate(n=Count("pk"))
-    return {row["review_id"]: row["n"] for row in counts}
-
-
-def live_claims(reaches: Sequence[Reach], now: datetime) -> list[Claim]:
-    return list(
-        Claim.objects.filter(within(reaches, "review__"), ended_at__isnull=True, expires_at__gt=now)
-        .select_related("holder")
+def claims_shown(
+    reaches: Sequence[Reach], now: datetime, *, user_id: int, review_ids: Sequence[int]
+) -> tuple[list[Claim], set[int]]:
+    """What the queue page says of claims, in one query: the live claims within reach (soonest to expire first), and
+    which of `review_ids` this person declined (claim next never hands them one of those again)."""
+    live = Q(ended_at__isnull=True, expires_at__gt=now)
+    declined = Q(review_id__in=list(review_ids), holder_id=user_id, end=Claim.End.DECLINED)
+    claims = list(
+        Claim.objects.filter(within(reaches, "review__")).filter(live | declined).select_related("holder")
         .order_by("expires_at")
-    )
+    )  # fmt: skip
+    declined_ids = {claim.review_id for claim in claims if claim.end == Claim.End.DECLINED}  # a decline has ended
+    return [claim for claim in claims if claim.end != Claim.End.DECLINED], declined_ids
 
 
 def applications_known(org: Org) -> list[str]:

@@ -23,7 +23,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.utils import timezone
 
-from grading.models import Answer, Decision, Review, for_people
+from grading.models import Answer, Decision, Review, ReviewState, for_people
 from grading.models.audit import audit_record
 from grading.models.reach import Reach, within
 from grading.reviews.memory import decision_learning_keep
@@ -92,18 +92,16 @@ def claim_next(
     with transaction.atomic():  # the row lock lasts until the claim is written
         passed_over: list[int] = []
         while True:
-            found = queue_first_free(lanes=lanes, filters=filters, user_id=user.pk, now=now, passed_over=passed_over)
-            if found is None:
+            review = queue_first_free(lanes=lanes, filters=filters, user_id=user.pk, now=now, passed_over=passed_over)
+            if review is None:
                 return None
-            review = locked_review(reaches, found.pk)
-            waiting = Review.objects.waiting().filter(pk=found.pk).exists()
             reservation = reservation_of(review, now)
             if (
-                not waiting
+                not _waiting(review)
                 or slots_now(review, now).place_for(user.pk) is not None
                 or (reservation is not None and not reservation.allows(user.pk))
             ):
-                passed_over.append(found.pk)
+                passed_over.append(review.pk)
                 continue
             return _open_claim(review, user, now, via="next")
 
@@ -210,9 +208,15 @@ def locked_review(reaches: Sequence[Reach], review_id: int) -> Review:
     return review
 
 
+def _waiting(review: Review) -> bool:
+    """Whether the review, read under its row lock with its state (`with_state`), waits for people now: `waiting()`
+    for the row in hand, without a query of its own."""
+    return review.state_now == ReviewState.WAITING
+
+
 def _refuse_unless_open(review: Review) -> None:
     _refuse_if_decided(review)
-    if not Review.objects.waiting().filter(pk=review.pk).exists():
+    if not _waiting(review):
         raise Refused("changed", f"The item changed since it was queued, so it left the queue. {stale_reason(review)}")
 
 
@@ -224,7 +228,7 @@ def _open_claim(review: Review, user: AbstractBaseUser, now: datetime, *, via: s
     )
     audit_record(
         action="claim.create",
-        org=claim.org,
+        org=review.org,
         actor=user,
         target=claim,
         detail={"review": review.pk, "via": via, "expires_at": claim.expires_at.isoformat()},

@@ -70,7 +70,7 @@ def queue(request: HttpRequest) -> HttpResponse:
         "reason_urls": [(count, _queue_url(replace(filters, reason=count.reason))) for count in page.counts],
         "all_reasons_url": _queue_url(replace(filters, reason="")),
         "nav_active": "queue",
-        "preferences": preferences_of(request.user),
+        "preferences": lambda: preferences_of(request.user),  # read by the whole page only, not htmx's refresh
     }
     template = "reviewer/queue/queue.html"
     if request.htmx and request.htmx.target == "queue-list":
