@@ -200,7 +200,10 @@ class Counters:
         if not active_only:
             return rows
         wanted = self.active.get(kind)
-        return [] if wanted is None else [(key, value) for key, value in rows if key[2] == wanted.pk]
+        if wanted is None:
+            return []
+        wanted_id = wanted.pk
+        return [(key, value) for key, value in rows if key[2] == wanted_id]
 
     def _within_scope(self) -> dict[tuple[str, str], list[tuple[Key, int]]]:
         """The rows by (kind, metric), those of the cells outside the scope left out (asked once per cell)."""
