@@ -25,8 +25,10 @@ import statistics
 import time
 import tracemalloc
 from collections import Counter
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from datetime import timedelta
+from datetime import datetime, timedelta
+from functools import partial
 
 from django.contrib.auth import get_user_model
 from django.core.serializers.json import DjangoJSONEncoder
@@ -42,6 +44,7 @@ from bench.common import backend_cpu, fresh_org
 from grading.api.keys import api_key_create
 from grading.checks.definitions import AnswerKind, CheckDefinition, CheckSet
 from grading.core.weeks import monday, monday_sql
+from grading.dashboard.certified import certified_figures
 from grading.dashboard.figures import dashboard_figures, iso_week, scope_for
 from grading.models import COUNTING_STATES, CriteriaVersion, ItemKind, Review, state_now
 from grading.models.criteria import default_checks
@@ -113,27 +116,12 @@ def main() -> None:
     )
     _bench_counting(org)
 
-    user = get_user_model().objects.create_user(username="bench-stakeholder", password="unused-bench-password")
-    Membership.objects.create(user=user, org=org, role=Role.STAKEHOLDER)
-    client = Client(SERVER_NAME="localhost")
-    client.force_login(user)
-    key = api_key_create(org=org, name="bench").plaintext
-    this_week = monday(timezone.now())
-    half_year = {"from": iso_week(this_week - timedelta(weeks=WEEKS - 1)), "to": iso_week(this_week)}
-    query = "&".join(f"{k}={v}" for k, v in half_year.items())
+    client, key = _stakeholder(org)
+    half_year = _half_year()
     with override_settings(ROOT_URLCONF=__name__):
         clear_url_caches()
         try:
-            pages = [
-                ("trivial view (layout only)", "/bench/trivial/", {}),
-                ("dashboard page, last 8 weeks", "/dashboard/", {}),
-                (f"dashboard page, {WEEKS} weeks", f"/dashboard/?{query}", {}),
-                (f"JSON /api/v1/dashboard, {WEEKS} weeks", f"/api/v1/dashboard?{query}",
-                 {"HTTP_AUTHORIZATION": f"Bearer {key}"}),
-                ("reviews behind a number (1 week)", f"/dashboard/reviews/?from={iso_week(this_week)}&to="
-                 f"{iso_week(this_week)}&route=pass", {}),
-            ]  # fmt: skip
-            results = [(name, *_measure(client, url, extra)) for name, url, extra in pages]
+            results = [(name, *_measure(client, url, extra)) for name, url, extra in _pages(key)]
         finally:
             clear_url_caches()
     baseline = results[0][1]
@@ -166,6 +154,83 @@ def main() -> None:
             + (f"; Cohen's kappa for {len(pairs)} pairs of people, n {pairs[0]['n']:,} each" if pairs else "")
         )
     _bench_export(org, scope)
+
+
+PHASE_REQUESTS = 10
+
+
+@contextmanager
+def phases() -> Iterator[dict[str, Callable[[], None]]]:
+    """For `bench.compare`: the org populated once at `BENCH_DASHBOARD_REVIEWS` (1,000,000 by default) and its
+    counters rebuilt, then each request of `main`'s table but the list, `PHASE_REQUESTS` requests a phase, and the
+    certified panel over 26 weeks (one request: it reads every review of its scope). With
+    `BENCH_DASHBOARD_FIGURES=<directory>`, each side first writes what the dashboard's JSON answers (8 and 26 weeks)
+    and the certified panel's figures to `<directory>/<its database>.json`, to compare the two sides' files."""
+    org = fresh_org()
+    _populate(org, int(os.environ.get("BENCH_DASHBOARD_REVIEWS", "1000000")))
+    rollups_rebuild(org_id=org.pk)
+    client, key = _stakeholder(org)
+    if directory := os.environ.get("BENCH_DASHBOARD_FIGURES"):
+        _figures_written(org, os.path.join(directory, f"{connection.settings_dict['NAME']}.json"))
+    with override_settings(ROOT_URLCONF=__name__):
+        clear_url_caches()
+        try:
+            named = {f"{name} ({PHASE_REQUESTS} requests)": partial(_requests, client, url, extra, PHASE_REQUESTS)
+                     for name, url, extra in _pages(key) if "behind" not in name}  # fmt: skip
+            certified = f"/dashboard/certified/?{_query(_half_year())}"
+            yield named | {f"certified panel, {WEEKS} weeks (1 request)": partial(_requests, client, certified, {}, 1)}
+        finally:
+            clear_url_caches()
+
+
+def _stakeholder(org) -> tuple[Client, str]:
+    """A signed-in stakeholder's client and an API key of the org."""
+    user = get_user_model().objects.create_user(username="bench-stakeholder", password="unused-bench-password")
+    Membership.objects.create(user=user, org=org, role=Role.STAKEHOLDER)
+    client = Client(SERVER_NAME="localhost")
+    client.force_login(user)
+    return client, api_key_create(org=org, name="bench").plaintext
+
+
+def _half_year() -> dict[str, str]:
+    this_week = monday(timezone.now())
+    return {"from": iso_week(this_week - timedelta(weeks=WEEKS - 1)), "to": iso_week(this_week)}
+
+
+def _query(weeks: dict[str, str]) -> str:
+    return "&".join(f"{k}={v}" for k, v in weeks.items())
+
+
+def _pages(key: str) -> list[tuple[str, str, dict]]:
+    """The requests measured: name, URL and the request's extra headers."""
+    this_week, query = iso_week(monday(timezone.now())), _query(_half_year())
+    return [
+        ("trivial view (layout only)", "/bench/trivial/", {}),
+        ("dashboard page, last 8 weeks", "/dashboard/", {}),
+        (f"dashboard page, {WEEKS} weeks", f"/dashboard/?{query}", {}),
+        (f"JSON /api/v1/dashboard, {WEEKS} weeks", f"/api/v1/dashboard?{query}",
+         {"HTTP_AUTHORIZATION": f"Bearer {key}"}),
+        ("reviews behind a number (1 week)", f"/dashboard/reviews/?from={this_week}&to={this_week}&route=pass", {}),
+    ]  # fmt: skip
+
+
+def _requests(client: Client, url: str, extra: dict, count: int) -> None:
+    for _ in range(count):
+        assert client.get(url, **extra).status_code == 200, url
+
+
+def _figures_written(org, path: str) -> None:
+    """What the dashboard's JSON holds for the last 8 and 26 weeks, less what ticks between reads and when the
+    rebuild ran, and the certified panel's figures over 26 weeks, as one file."""
+    half_year = _half_year()
+    scopes = {"8 weeks": scope_for(org), f"{WEEKS} weeks": scope_for(org, since=half_year["from"],
+                                                                     until=half_year["to"])}  # fmt: skip
+    figures = {name: json.loads(_comparable(dashboard_figures(scope))) for name, scope in scopes.items()}
+    for written in figures.values():
+        written["staleness"].pop("mismatched_checked_at")  # when this side's rebuild ran
+    figures["certified"] = certified_figures(scopes[f"{WEEKS} weeks"])
+    with open(path, "w") as out:
+        json.dump(figures, out, cls=DjangoJSONEncoder, sort_keys=True, indent=1)
 
 
 def _bench_counting(org) -> None:
@@ -278,6 +343,14 @@ def _bench_export(org, scope) -> None:
     )
 
 
+def _now() -> datetime:
+    """What the rows are dated back from: the hour begun (`BENCH_DASHBOARD_NOW`, an ISO time, fixes it), so two
+    processes populating a minute apart (bench.compare's sides) write the same rows."""
+    if fixed := os.environ.get("BENCH_DASHBOARD_NOW"):
+        return datetime.fromisoformat(fixed)
+    return timezone.now().replace(minute=0, second=0, microsecond=0)
+
+
 def _populate(org, total: int, *, sliced: bool = False) -> dict[str, int]:
     """The org's rows (see the module's docstring). `sliced`: each conversation carries a release and an environment
     of 20 values each (`SLICES`), and its review is filed under both, as `review_record` files it when the org
@@ -298,6 +371,7 @@ def _populate(org, total: int, *, sliced: bool = False) -> dict[str, int]:
         "days": WEEKS * 7,
         "ops": operators,
         "sliced": sliced,
+        "now": _now(),
     }
     with connection.cursor() as cursor:
         for statement in _POPULATE_SQL:
@@ -317,7 +391,7 @@ def _populate(org, total: int, *, sliced: bool = False) -> dict[str, int]:
 _REVIEW_COLUMNS = """org_id, kind, conversation_id, draft_id, fingerprint, criteria_version_id, judge, judge_key,
     memory_snapshot, started_at, finished_at, stages, route, reason, detail, checks, score, judge_score, judge_passed,
     spread, sub_scores, findings, judge_issues, repairs, memory_used, usage, state, audit, application, week,
-    submitted_at, criteria_fingerprint, confidences, confidence_source, slice"""
+    submitted_at, criteria_fingerprint, confidences, confidence_source, slice, sent"""
 SLICES = 20  # values of each of the two dimensions, when sliced
 # A conversation's metadata by its number g: release r0..r19 by g, environment e0..e19 by g / 20 (every pair seen).
 _METADATA = f"""CASE WHEN %(sliced)s THEN jsonb_build_object('release', 'r' || (g %% {SLICES}),
@@ -362,9 +436,9 @@ _POPULATE_SQL = [
     f"""INSERT INTO grading_conversation (org_id, external_id, application, closed, started_at, last_activity_at,
             fingerprint, active_path_ids, branch_count, message_count, updated_at, grading_task_id, end_user, metadata)
         SELECT %(org)s, 'c-' || g, 'app-' || (g %% 5), true,
-            now() - (g %% (%(days)s * 24)) * interval '1 hour' - interval '1 hour',
-            now() - (g %% (%(days)s * 24)) * interval '1 hour' - interval '50 minutes',
-            'fp1:c-' || g, '["m1", "m2"]'::jsonb, 1, 2, now(), '', '', {_METADATA}
+            %(now)s - (g %% (%(days)s * 24)) * interval '1 hour' - interval '1 hour',
+            %(now)s - (g %% (%(days)s * 24)) * interval '1 hour' - interval '50 minutes',
+            'fp1:c-' || g, '["m1", "m2"]'::jsonb, 1, 2, %(now)s, '', '', {_METADATA}
         FROM generate_series(1, %(conversations)s) g""",
     f"""INSERT INTO grading_review ({_REVIEW_COLUMNS})
         SELECT %(org)s, 'conversation', c.id, NULL, c.fingerprint, %(cc)s, {_JUDGE}, 'bench', '',
@@ -377,7 +451,8 @@ _POPULATE_SQL = [
             NULL, NULL, NULL, NULL, '{{}}'::jsonb, '[]'::jsonb, '[]'::jsonb, NULL, '{{}}'::jsonb,
             jsonb_build_object('prompt_tokens', 2000 + x.g %% 700, 'completion_tokens', 150, 'total_tokens', 2150),
             CASE WHEN x.g %% 10 = 9 THEN 'waiting' WHEN x.g %% 10 = 8 OR x.audit THEN 'decided' ELSE 'current' END,
-            x.audit, c.application, {monday_sql("c.started_at")}, c.last_activity_at, '', '{{}}'::jsonb, '', c.metadata
+            x.audit, c.application, {monday_sql("c.started_at")}, c.last_activity_at, '', '{{}}'::jsonb, '', c.metadata,
+            ''
         FROM grading_conversation c
         CROSS JOIN LATERAL (SELECT substr(c.external_id, 3)::int AS g) n
         CROSS JOIN LATERAL (SELECT n.g, {_CONVERSATION_ROUTE.replace("g %%", "n.g %%")} AS route,
@@ -386,8 +461,8 @@ _POPULATE_SQL = [
     """INSERT INTO grading_draft (org_id, external_id, title, slug, body, source_urls, run_id, callback_url,
             fingerprint, created_at, updated_at, grading_task_id, end_user, metadata)
         SELECT %(org)s, 'd-' || g, 'Draft ' || g, 'draft-' || g, 'body', '[]'::jsonb, '', '', 'fp1:d-' || g,
-            now() - (g %% (%(days)s * 24)) * interval '1 hour' - interval '2 hours',
-            now() - (g %% (%(days)s * 24)) * interval '1 hour' - interval '2 hours', '', '', '{}'::jsonb
+            %(now)s - (g %% (%(days)s * 24)) * interval '1 hour' - interval '2 hours',
+            %(now)s - (g %% (%(days)s * 24)) * interval '1 hour' - interval '2 hours', '', '', '{}'::jsonb
         FROM generate_series(1, %(drafts)s) g""",
     # Draft g: 0-5 pass (every 7th repaired), 6-7 fail (a finding), 8 a person (every other one decided), 9 error.
     f"""INSERT INTO grading_review ({_REVIEW_COLUMNS})
@@ -407,7 +482,7 @@ _POPULATE_SQL = [
             CASE WHEN x.route = 'human' AND x.g %% 20 = 8 THEN 'decided' WHEN x.route = 'human' THEN 'waiting'
                  ELSE 'current' END,
             false, '', {monday_sql("d.updated_at + interval '90 seconds'")}, d.updated_at, '', '{{}}'::jsonb, '',
-            '{{}}'::jsonb
+            '{{}}'::jsonb, ''
         FROM grading_draft d
         CROSS JOIN LATERAL (SELECT substr(d.external_id, 3)::int AS g) n
         CROSS JOIN LATERAL (SELECT n.g, CASE WHEN n.g %% 10 < 6 THEN 'pass' WHEN n.g %% 10 < 8 THEN 'fail'
@@ -418,7 +493,7 @@ _POPULATE_SQL = [
         SELECT r.org_id, r.kind, r.conversation_id, NULL, 'fp1:old-' || h, r.criteria_version_id, r.judge,
             'old-' || h, '', r.started_at - interval '1 day', r.finished_at - interval '1 day', 1, 'pass', '', '',
             r.checks, NULL, NULL, NULL, NULL, '{{}}'::jsonb, '[]'::jsonb, '[]'::jsonb, NULL, '{{}}'::jsonb, r.usage,
-            'superseded', false, r.application, r.week, r.submitted_at, '', '{{}}'::jsonb, '', r.slice
+            'superseded', false, r.application, r.week, r.submitted_at, '', '{{}}'::jsonb, '', r.slice, ''
         FROM generate_series(1, %(history)s) h
         JOIN grading_review r ON r.id = (SELECT min(id) FROM grading_review WHERE org_id = %(org)s
             AND kind = 'conversation') + (h %% %(conversations)s)""",
@@ -447,10 +522,10 @@ _POPULATE_SQL = [
             source, labelled_at, created_at)
         SELECT c.org_id, 'conversation', c.id, NULL, c.fingerprint, 'grounded',
             CASE WHEN (c.id + who) %% 7 = 0 THEN 'unknown' WHEN c.id %% 4 = 0 THEN 'fail' ELSE 'pass' END,
-            (ARRAY['qa', 'ann', 'bo'])[who], 'file:bench.csv', now(), now()
+            (ARRAY['qa', 'ann', 'bo'])[who], 'file:bench.csv', %(now)s, %(now)s
         FROM grading_conversation c CROSS JOIN generate_series(1, 3) who
         WHERE c.org_id = %(org)s AND c.id %% 3 <> 0""",
     """INSERT INTO grading_feedback (conversation_id, message_external_id, value, created_at)
-        SELECT c.id, 'm2', CASE WHEN c.id %% 10 = 0 THEN 'up' ELSE 'down' END, now()
+        SELECT c.id, 'm2', CASE WHEN c.id %% 10 = 0 THEN 'up' ELSE 'down' END, %(now)s
         FROM grading_conversation c WHERE c.org_id = %(org)s AND c.id %% 10 IN (0, 3)""",
 ]

@@ -99,9 +99,10 @@ def kind_quality(scope: Scope, kind: str) -> KindQuality:
     checks = active.check_set() if active is not None and kind == ItemKind.CONVERSATION else None
     people = _audit_passes(scope, kind, checks)
     cells: dict[tuple[str, date], _Cell] = defaultdict(_Cell)
-    for row in _rows(reviews.exclude(route__in=(Route.NOT_SCORABLE, Route.ERROR)), kind, checks):
+    required = required_outcomes(checks)
+    for row in _rows(reviews.exclude(route__in=(Route.NOT_SCORABLE, Route.ERROR)), kind, required):
         cell = cells[(row["application"] if kind == ItemKind.CONVERSATION else "", row["week"])]
-        p = pass_probability(kind, row, checks)
+        p = pass_probability(kind, row, required)
         passed = people.get(row["item"])
         if passed is not None and passed[0] == row["fingerprint"]:
             cell.people.append(1.0 if passed[1] else 0.0)
@@ -162,11 +163,22 @@ def _interval(reached: list[_Cell]) -> QualityInterval | None:
     )
 
 
-def pass_probability(kind: str, row: dict, checks: CheckSet | None) -> float:
+Outcomes = list[tuple[str, dict[str, Verdict]]]
+
+
+def required_outcomes(checks: CheckSet | None) -> Outcomes:
+    """Each required check's key, with what each of its answers reads as (`CheckDefinition.outcome`): asked once per
+    check and answer, not once per item."""
+    required = [check for check in checks.checks if check.required] if checks is not None else []
+    return [(check.key, {answer: check.outcome(answer) for answer in check.answers}) for check in required]
+
+
+def pass_probability(kind: str, row: dict, required: Outcomes) -> float:
     """The judge's probability that the item passes. A draft: its confidence in its own verdict (`pass_fail`), turned
-    toward a pass. A conversation: the product over the required checks of each one's probability of passing (its
-    confidence when its answer passes, one less it when it fails; 0.5 for an unknown). An answer without a
-    confidence (no logprobs, or a rule's) counts as sure: 1 or 0 from what the machine said."""
+    toward a pass. A conversation: the product over the required checks (`required_outcomes`) of each one's
+    probability of passing (its confidence when its answer passes, one less it when it fails; 0.5 for an unknown or
+    an answer the check does not have). An answer without a confidence (no logprobs, or a rule's) counts as sure: 1
+    or 0 from what the machine said."""
     confidences = row["confidences"] or {}
     if kind == ItemKind.DRAFT:
         passed = row["judge_passed"]
@@ -178,14 +190,12 @@ def pass_probability(kind: str, row: dict, checks: CheckSet | None) -> float:
         sure = 1.0 if confidence is None else float(confidence)
         return sure if passed else 1.0 - sure
     probability = 1.0
-    for check in checks.checks if checks is not None else ():
-        if not check.required:
-            continue
-        outcome = check.outcome(row["answers"].get(check.key) or UNKNOWN)
+    for key, outcomes in required:
+        outcome = outcomes.get(row["answers"].get(key) or UNKNOWN, Verdict.UNKNOWN)
         if outcome == Verdict.UNKNOWN:
             probability *= 0.5
             continue
-        confidence = confidences.get(check.key)
+        confidence = confidences.get(key)
         sure = 1.0 if confidence is None else float(confidence)
         probability *= sure if outcome == Verdict.PASS else 1.0 - sure
     return probability
@@ -207,14 +217,20 @@ def _in_scope(scope: Scope, kind: str, active: CriteriaVersion | None) -> QueryS
     return reviews
 
 
-def _rows(reviews: QuerySet[Review], kind: str, checks: CheckSet | None):
-    """What the prediction reads of each review: its confidences and, for a conversation, the required checks'
-    answers only, extracted by the database (a review's whole checks hold rationales)."""
-    required = [check.key for check in checks.checks if check.required] if checks is not None else []
-    answers = {f"answer_{key}": KeyTextTransform("verdict", KeyTransform(key, "checks")) for key in required}
-    columns = ("fingerprint", "judge_passed", "route", "confidences", "application", "week")
-    for row in reviews.values(*columns, item=F(f"{kind}_id"), **answers).iterator(chunk_size=5000):
-        row["answers"] = {key: row.pop(f"answer_{key}") for key in required}
+def _rows(reviews: QuerySet[Review], kind: str, required: Outcomes):
+    """What the prediction reads of each review, extracted by the database: for a conversation the required checks'
+    answers (a review's whole checks hold rationales), and the confidences the prediction reads (those checks', or a
+    draft's in its verdict) rather than every one as JSON."""
+    keys = [key for key, _ in required]
+    answers = {f"answer_{key}": KeyTextTransform("verdict", KeyTransform(key, "checks")) for key in keys}
+    said = keys if kind == ItemKind.CONVERSATION else [Label.PASS_FAIL]
+    confidences = {f"confidence_{key}": KeyTextTransform(key, "confidences") for key in said}
+    columns = ("fingerprint", "judge_passed", "route", "application", "week")
+    for row in reviews.values(*columns, item=F(f"{kind}_id"), **answers, **confidences).iterator(chunk_size=5000):
+        row["answers"] = {key: row.pop(f"answer_{key}") for key in keys}
+        row["confidences"] = {
+            key: confidence for key in said if (confidence := row.pop(f"confidence_{key}")) is not None
+        }
         yield row
 
 

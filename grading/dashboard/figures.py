@@ -159,16 +159,25 @@ def slice_checked(org: Org, slices: Sequence[str]) -> str:
 # --- reading the counters -------------------------------------------------------------------------------------
 
 
+# The metrics whose figures are read week by week (the trends, the tokens, the time to a decision, the decisions per
+# person and week, and the service panel's share within target: reviewer/dashboards/service.py); every other
+# metric's counters are read summed over the scope's weeks (`scope_counters`).
+BY_WEEK = frozenset({
+    "route", "repaired_pass", "judged", "tokens", "decided_by", "decision_wait", "decision_wait_s", "decided_due",
+    "decided_due_s",
+})  # fmt: skip
+
+
 @dataclass
 class Counters:
     """The counters of one scope, with a few lookups the figures need."""
 
     scope: Scope
-    rows: dict[Key, int]
+    rows: dict[Key, int]  # the scope's weeks only; a metric outside BY_WEEK may be summed over them (week None)
     active: dict[str, CriteriaVersion]
     states: dict[tuple[str, int, str], int]  # (kind, criteria id, state) -> count, over every week
     last_write: datetime | None  # the newest change among the counters read (None: not read from the rollup)
-    _by: dict = field(default_factory=dict)
+    _by: dict | None = None
     _asked: dict = field(default_factory=dict)
 
     def asked(self, kind: str) -> CheckSet:
@@ -185,21 +194,28 @@ class Counters:
 
     def pick(self, kind: str, metric: str, *, active_only: bool = True) -> list[tuple[Key, int]]:
         """Counters of one metric within the scope: the active version's (or any version's), this application's."""
-        if not self._by:
-            for key, value in self.rows.items():
-                self._by.setdefault((key[1], key[5]), []).append((key, value))
+        if self._by is None:
+            self._by = self._within_scope()
+        rows = self._by.get((kind, metric), [])
+        if not active_only:
+            return rows
         wanted = self.active.get(kind)
-        out = []
-        for key, value in self._by.get((kind, metric), []):
-            _, _, criteria, application, week, _, _, _ = key
-            if not (self.scope.since <= week <= self.scope.until):
-                continue
-            if active_only and (wanted is None or criteria != wanted.pk):
-                continue
-            if not self.scope.covers(kind, application):
-                continue
-            out.append((key, value))
-        return out
+        if wanted is None:
+            return []
+        wanted_id = wanted.pk
+        return [(key, value) for key, value in rows if key[2] == wanted_id]
+
+    def _within_scope(self) -> dict[tuple[str, str], list[tuple[Key, int]]]:
+        """The rows by (kind, metric), those of the cells outside the scope left out (asked once per cell)."""
+        by: dict[tuple[str, str], list[tuple[Key, int]]] = {}
+        covered: dict[tuple[str, str], bool] = {}
+        for key, value in self.rows.items():
+            cell = (key[1], key[3])
+            if cell not in covered:
+                covered[cell] = self.scope.covers(*cell)
+            if covered[cell]:
+                by.setdefault((key[1], key[5]), []).append((key, value))
+        return by
 
     def total(self, kind: str, metric: str, key1: str | None = None, key2: str | None = None, **kw) -> int:
         return sum(
@@ -215,7 +231,12 @@ def counters_for(scope: Scope, rows: dict[SlicedKey, int] | None = None) -> Coun
     active = {cv.kind: cv for cv in CriteriaVersion.objects.filter(org=scope.org, is_active=True)}
     if rows is None:
         read = scope_counters(
-            org_id=scope.org.pk, since=scope.since, until=scope.until, keep=scope.reaches, slice_key=scope.slice
+            org_id=scope.org.pk,
+            since=scope.since,
+            until=scope.until,
+            keep=scope.reaches,
+            slice_key=scope.slice,
+            by_week=BY_WEEK,
         )
         return Counters(scope, read.rows, active, read.states, read.last_write)
     rows = slice_of(rows, scope.slice)

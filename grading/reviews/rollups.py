@@ -34,7 +34,7 @@ from __future__ import annotations
 import json
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import date, datetime
@@ -51,8 +51,9 @@ from grading.models.reach import Reach
 from grading.reviews.reads import staleness_audit
 
 # A counter's key: (org id, kind, criteria id, application, week, metric, key1, key2); as booked and rebuilt, with
-# its slice last ("" the whole cell, "release=2.4" the reviews filed under that value: a `SlicedKey`).
-Key = tuple[int, str, int, str, date, str, str, str]
+# its slice last ("" the whole cell, "release=2.4" the reviews filed under that value: a `SlicedKey`). As a page
+# reads it (`scope_counters`), a week of None: summed over the weeks read.
+Key = tuple[int, str, int, str, date | None, str, str, str]
 SlicedKey = tuple[int, str, int, str, date, str, str, str, str]
 WHOLE = ""  # the slice of the whole cell
 ERASED = "erased"  # the metric of items erased (`erased_cell`)
@@ -302,18 +303,23 @@ def slices_seen(*, reach: Reach) -> list[str]:
         return [row[0] for row in cursor.fetchall()]
 
 
-# The newest change is returned on one row only: a page reads thousands of counters and needs one timestamp.
+# A page's read: the scope's counters summed over its weeks in the database, except the metrics read week by week
+# (`by_week`), and the state counters of every week summed likewise. The newest change is returned on one row only:
+# a page needs one timestamp, and reading one per row cost more than the rest of the row.
 _SCOPE_SQL = """
-    SELECT org_id, kind, criteria_id, application, week, metric, key1, key2, value,
-        CASE WHEN row_number() OVER (ORDER BY updated_at DESC) = 1 THEN updated_at END
+    SELECT org_id, kind, criteria_id, application, CASE WHEN metric = ANY(%(by_week)s) THEN week END, metric, key1,
+        key2, sum(value)::bigint,
+        CASE WHEN row_number() OVER (ORDER BY max(updated_at) DESC) = 1 THEN max(updated_at) END
     FROM grading_rollup
-    WHERE org_id = %s AND slice = %s AND value <> 0 AND (week BETWEEN %s AND %s OR metric = 'state')
+    WHERE org_id = %(org)s AND slice = %(slice)s AND value <> 0
+        AND (week BETWEEN %(since)s AND %(until)s OR metric = 'state')
+    GROUP BY org_id, kind, criteria_id, application, 5, metric, key1, key2
 """
 
 
 @dataclass(frozen=True)
 class ScopeCounters:
-    rows: dict[Key, int]  # every counter of the weeks asked for
+    rows: dict[Key, int]  # every counter of the weeks asked for; week None: summed over those weeks
     states: dict[tuple[str, int, str], int]  # (kind, criteria id, stored state) -> reviews, over every week
     last_write: datetime | None  # the newest change among the counters read: how fresh these figures are
 
@@ -325,23 +331,28 @@ def scope_counters(
     until: date,
     keep: Callable[[str, str], bool] | None = None,
     slice_key: str = WHOLE,
+    by_week: Collection[str] = (),
 ) -> ScopeCounters:
-    """What a page view reads: one indexed range of the org's counters of one slice (the whole cells by default),
-    plus its state counters of every week (the staleness audit and the queue depth are whole-org figures) of the
-    (kind, application) cells `keep` keeps (every one by default). Read with one statement and no ORM: the page
-    reads a few thousand rows and the dashboard is meant to cost about what a trivial page costs."""
+    """What a page view reads: the org's counters of one slice (the whole cells by default) in the weeks asked for,
+    each summed over those weeks (its week None) unless its metric is one of `by_week`, plus its state counters of
+    every week (the staleness audit and the queue depth are whole-org figures) of the (kind, application) cells
+    `keep` keeps (every one by default). One statement, no ORM, and the sums taken by the database: a page reads
+    the few thousand counters its figures are made of, not one per week of each, and the dashboard is meant to cost
+    about what a trivial page costs."""
     rows: dict[Key, int] = {}
     states: Counter = Counter()
     last_write = None
+    parameters = {"org": org_id, "slice": slice_key, "since": since, "until": until, "by_week": sorted(by_week)}
     with connection.cursor() as cursor:
-        cursor.execute(_SCOPE_SQL, [org_id, slice_key, since, until])
+        cursor.execute(_SCOPE_SQL, parameters)
         for *key, value, updated_at in cursor.fetchall():
-            if key[5] == "state" and (keep is None or keep(key[1], key[3])):
-                states[(key[1], key[2], key[6])] += value
-            if since <= key[4] <= until:
-                rows[tuple(key)] = value
             if updated_at is not None:
                 last_write = updated_at
+            if key[5] == "state":
+                if keep is None or keep(key[1], key[3]):
+                    states[(key[1], key[2], key[6])] += value
+            else:
+                rows[tuple(key)] = value
     return ScopeCounters(rows, dict(states), last_write)
 
 

@@ -46,14 +46,16 @@ class Links:
         self._range = urlencode({"from": self.base["from"], "to": self.base["to"]})
         self._application = urlencode({"application": scope.application}) if scope.application else ""
         self._slice = urlencode({"slice": scope.slice}) if scope.slice else ""
+        self._weeks: dict[str, str] = {}
+        self._applications: dict[str, str] = {}
         self._reviews, self._export, self._page, self._certified = (
             reverse(n) for n in ("dashboard_reviews", "dashboard_export", "dashboard", "dashboard_certified")
         )
 
     def reviews(self, week: str | None = None, application: str | None = None, **filters) -> str:
-        parts = [self._org, urlencode({"from": week, "to": week}) if week else self._range]
+        parts = [self._org, self._week(week) if week else self._range]
         if application is not None:
-            parts.append(urlencode({"application": application}))
+            parts.append(self._application_of(application))
         elif self._application:
             parts.append(self._application)
         if self._slice:
@@ -61,6 +63,17 @@ class Links:
         if filters:
             parts.append(_encode(_filter_query(filters)))
         return mark_safe(self._reviews + "?" + "&".join(parts).replace("&", "&amp;"))  # noqa: S308 - urlencode output
+
+    def _week(self, week: str) -> str:
+        """A week's range, encoded once per week (a page links each week's numbers many times)."""
+        if week not in self._weeks:
+            self._weeks[week] = urlencode({"from": week, "to": week})
+        return self._weeks[week]
+
+    def _application_of(self, application: str) -> str:
+        if application not in self._applications:
+            self._applications[application] = urlencode({"application": application})
+        return self._applications[application]
 
     def export(self, file_format: str, **filters) -> str:
         query = urlencode(self.base | _filter_query(filters) | {"format": file_format})

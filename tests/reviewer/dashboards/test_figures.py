@@ -34,6 +34,22 @@ def test_the_rollup_kept_by_the_writes_equals_a_live_group_by_over_the_raw_table
     assert stored_counters(org_ids=[org.pk]) == live_counters(org_ids=[org.pk])
 
 
+def test_it_shows_the_same_figures_from_the_counters_summed_over_the_weeks_as_from_each_weeks_counters(world, org):
+    """A page reads most counters summed over its weeks by the database; the same counters read week by week (as
+    stored, one per cell and week) must give every figure alike."""
+    scope = world_scope(org)
+    summed = dashboard_figures(scope)
+    week_by_week = dashboard_figures(scope, rows=stored_counters(org_ids=[org.pk]))
+    assert len(summed["weeks"]) > 1
+    for section in ("quality", "gate", "agreement"):
+        assert summed[section] == week_by_week[section], section
+    for queue in (summed["queue"], week_by_week["queue"]):
+        queue.pop("oldest_wait_seconds")  # each read's own clock
+    assert summed["queue"] == week_by_week["queue"]
+    assert summed["staleness"]["stale"] == week_by_week["staleness"]["stale"]
+    assert summed["staleness"]["tokens"] == week_by_week["staleness"]["tokens"]
+
+
 def test_quality_counts_passes_over_resolved_with_unknowns_beside_by_application_and_iso_week(world, org):
     figures = dashboard_figures(world_scope(org))["quality"]
     expected = expected_quality(org, figures_weeks := [row["week"] for row in figures["by_week"]])
