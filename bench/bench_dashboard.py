@@ -317,7 +317,7 @@ def _populate(org, total: int, *, sliced: bool = False) -> dict[str, int]:
 _REVIEW_COLUMNS = """org_id, kind, conversation_id, draft_id, fingerprint, criteria_version_id, judge, judge_key,
     memory_snapshot, started_at, finished_at, stages, route, reason, detail, checks, score, judge_score, judge_passed,
     spread, sub_scores, findings, judge_issues, repairs, memory_used, usage, state, audit, application, week,
-    submitted_at, criteria_fingerprint, confidences, confidence_source, slice"""
+    submitted_at, criteria_fingerprint, confidences, confidence_source, slice, sent"""
 SLICES = 20  # values of each of the two dimensions, when sliced
 # A conversation's metadata by its number g: release r0..r19 by g, environment e0..e19 by g / 20 (every pair seen).
 _METADATA = f"""CASE WHEN %(sliced)s THEN jsonb_build_object('release', 'r' || (g %% {SLICES}),
@@ -377,7 +377,8 @@ _POPULATE_SQL = [
             NULL, NULL, NULL, NULL, '{{}}'::jsonb, '[]'::jsonb, '[]'::jsonb, NULL, '{{}}'::jsonb,
             jsonb_build_object('prompt_tokens', 2000 + x.g %% 700, 'completion_tokens', 150, 'total_tokens', 2150),
             CASE WHEN x.g %% 10 = 9 THEN 'waiting' WHEN x.g %% 10 = 8 OR x.audit THEN 'decided' ELSE 'current' END,
-            x.audit, c.application, {monday_sql("c.started_at")}, c.last_activity_at, '', '{{}}'::jsonb, '', c.metadata
+            x.audit, c.application, {monday_sql("c.started_at")}, c.last_activity_at, '', '{{}}'::jsonb, '', c.metadata,
+            ''
         FROM grading_conversation c
         CROSS JOIN LATERAL (SELECT substr(c.external_id, 3)::int AS g) n
         CROSS JOIN LATERAL (SELECT n.g, {_CONVERSATION_ROUTE.replace("g %%", "n.g %%")} AS route,
@@ -407,7 +408,7 @@ _POPULATE_SQL = [
             CASE WHEN x.route = 'human' AND x.g %% 20 = 8 THEN 'decided' WHEN x.route = 'human' THEN 'waiting'
                  ELSE 'current' END,
             false, '', {monday_sql("d.updated_at + interval '90 seconds'")}, d.updated_at, '', '{{}}'::jsonb, '',
-            '{{}}'::jsonb
+            '{{}}'::jsonb, ''
         FROM grading_draft d
         CROSS JOIN LATERAL (SELECT substr(d.external_id, 3)::int AS g) n
         CROSS JOIN LATERAL (SELECT n.g, CASE WHEN n.g %% 10 < 6 THEN 'pass' WHEN n.g %% 10 < 8 THEN 'fail'
@@ -418,7 +419,7 @@ _POPULATE_SQL = [
         SELECT r.org_id, r.kind, r.conversation_id, NULL, 'fp1:old-' || h, r.criteria_version_id, r.judge,
             'old-' || h, '', r.started_at - interval '1 day', r.finished_at - interval '1 day', 1, 'pass', '', '',
             r.checks, NULL, NULL, NULL, NULL, '{{}}'::jsonb, '[]'::jsonb, '[]'::jsonb, NULL, '{{}}'::jsonb, r.usage,
-            'superseded', false, r.application, r.week, r.submitted_at, '', '{{}}'::jsonb, '', r.slice
+            'superseded', false, r.application, r.week, r.submitted_at, '', '{{}}'::jsonb, '', r.slice, ''
         FROM generate_series(1, %(history)s) h
         JOIN grading_review r ON r.id = (SELECT min(id) FROM grading_review WHERE org_id = %(org)s
             AND kind = 'conversation') + (h %% %(conversations)s)""",
