@@ -2,9 +2,11 @@
 grading pass on a worker, and equal to a live GROUP BY over the raw tables throughout."""
 
 from datetime import UTC, date, datetime, timedelta
+from io import StringIO
 from zoneinfo import ZoneInfo
 
 import pytest
+from django.core.management import call_command
 from django.db import connection, transaction
 from django.db.models import F
 from django.utils import timezone
@@ -167,3 +169,17 @@ def test_the_hourly_rebuild_recounts_every_week_once_its_last_full_one_is_a_day_
     assert rollups_rebuild(org_id=org.pk, incremental=True).weeks is not None
     RollupRebuild.objects.filter(pk=first.pk).update(rebuilt_at=F("rebuilt_at") - FULL_REBUILD_EVERY)
     assert rollups_rebuild(org_id=org.pk, incremental=True).weeks is None
+
+
+@pytest.mark.django_db
+def test_the_rebuild_command_recounts_every_week_and_says_how_many_counters_it_put_right(org, fake_llm):
+    _graded(org, fake_llm, "c1", W47)
+    rollups_rebuild(org_id=org.pk, incremental=True)
+    Rollup.objects.filter(org=org, metric="route", week=W47).update(value=999)
+    out = StringIO()
+
+    call_command("rollups_rebuild", org=org.slug, stdout=out)
+
+    assert out.getvalue().endswith("; 1 of them put right\n")
+    assert RollupRebuild.objects.filter(org=org).latest("rebuilt_at").weeks is None
+    assert stored_counters(org_ids=[org.pk]) == live_counters(org_ids=[org.pk])
