@@ -384,6 +384,10 @@ _WEEKS_WRITTEN_SQL = f"""
         >= %(since)s
     ORDER BY 1
 """  # noqa: S608 - constants of ours
+# The snapshot's oldest transaction it did not see, and the next transaction id (64 bits each).
+_SNAPSHOT_SQL = (
+    "SELECT pg_snapshot_xmin(s)::text::bigint, pg_snapshot_xmax(s)::text::bigint FROM pg_current_snapshot() s"
+)
 # How often the hourly rebuild recounts every week: what no write books (a counter changed by hand, a row written
 # past the upkeep) is put right by the next full rebuild.
 FULL_REBUILD_EVERY = timedelta(days=1)
@@ -432,8 +436,10 @@ def rollups_rebuild(*, org_id: int, incremental: bool = False) -> RollupRebuild:
                 cursor.execute("SELECT pg_advisory_xact_lock(%s, %s)", [_LOCK_CLASS, org_id])
             else:
                 cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
-            cursor.execute("SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint")
-            (unseen_from,) = cursor.fetchone()
+            cursor.execute(_SNAPSHOT_SQL)
+            unseen_from, newest = cursor.fetchone()
+        if since is not None and since > newest:
+            since = None  # another cluster's transaction ids (a restored backup): only a full rebuild can tell
         weeks = None if since is None else _weeks_written(org_id=org_id, since=since)
         fresh = live_counters(org_ids=[org_id], weeks=weeks)
         stored = stored_counters(org_ids=[org_id], weeks=weeks)

@@ -172,6 +172,16 @@ def test_the_hourly_rebuild_recounts_every_week_once_its_last_full_one_is_a_day_
 
 
 @pytest.mark.django_db
+def test_a_rebuild_whose_last_mark_is_another_clusters_transaction_id_recounts_every_week(org, fake_llm):
+    """A backup restored into a new cluster starts its transaction ids again: the last rebuild's mark lies ahead of
+    every write, which an incremental rebuild would take for nothing written since."""
+    _graded(org, fake_llm, "c1", W47)
+    rollups_rebuild(org_id=org.pk)
+    RollupRebuild.objects.update(unseen_from=2**62)
+    assert rollups_rebuild(org_id=org.pk, incremental=True).weeks is None
+
+
+@pytest.mark.django_db
 def test_the_rebuild_command_recounts_every_week_and_says_how_many_counters_it_put_right(org, fake_llm):
     _graded(org, fake_llm, "c1", W47)
     rollups_rebuild(org_id=org.pk, incremental=True)
