@@ -15,7 +15,8 @@ times cannot show a change smaller than that. Here both sides run side by side i
    is stated only when the two interquartile ranges do not overlap; otherwise "no difference claimed".
 
 A benchmark opts in with a module-level `phases()`, a context manager (`contextlib.contextmanager`) that sets up its
-data, yields a dict of named callables (each one run of a phase, measured whole), and tears down after. Run as
+data, yields a dict of named callables (each one run of a phase, measured whole; or a pair of callables, the first
+run untimed before each run of the second), and tears down after. Run as
 `python -m bench.compare --base main~20 --head main certified` (`make bench-compare BASE=main~20 HEAD=main
 BENCH=certified`); `--setting NAME=VALUE` sets an environment variable on the head side only, so one commit against
 itself under two settings is a comparison too.
@@ -120,7 +121,11 @@ def serve(bench: str) -> None:
     with module.phases() as phases:
         answers.write(json.dumps({"phases": list(phases)}) + "\n")
         for line in sys.stdin:
-            answers.write(json.dumps(_measured(phases[json.loads(line)["phase"]])) + "\n")
+            phase = phases[json.loads(line)["phase"]]
+            prepare, run = phase if isinstance(phase, tuple) else (None, phase)
+            if prepare is not None:
+                prepare()  # untimed: what the phase needs done before each run (writes a rebuild then reads)
+            answers.write(json.dumps(_measured(run)) + "\n")
 
 
 def _measured(run: Callable[[], object]) -> dict[str, float]:

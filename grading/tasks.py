@@ -97,7 +97,7 @@ def rebuild_all_rollups() -> int:
 def rebuild_rollups(org_id: int) -> int | None:
     if not Org.objects.filter(pk=org_id).exists():
         return None
-    return rollups_rebuild(org_id=org_id).drifted
+    return rollups_rebuild(org_id=org_id, incremental=True).drifted
 
 
 @shared_task(name=enqueue.CERTIFICATES_REFRESH)

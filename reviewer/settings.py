@@ -314,7 +314,8 @@ CELERY_BEAT_SCHEDULE = {
     # Sends again the grading tasks that were lost (a broker restart, a dead worker, a failed send): see
     # grading/reviews/inflight.py. Cheap when nothing is lost, so a waiting pipeline hears within minutes, not an hour.
     "grading-recover": {"task": "grading.tasks.grading_recover", "schedule": crontab()},
-    # The dashboards' counters from the reviews, to put right what no review write sees: grading/reviews/rollups.py.
+    # The dashboards' counters from the reviews, to put right what no review write sees (the weeks written since the
+    # last run; every week once a day): grading/reviews/rollups.py.
     "rollups-rebuild-hourly": {"task": "grading.tasks.rebuild_all_rollups", "schedule": crontab(minute=35)},
     # Certificates computed again from people's newest verdicts (grading/certify/services.py); a label import and a
     # changed target ask at once.

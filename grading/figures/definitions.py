@@ -371,12 +371,13 @@ def review_row(review: Mapping[str, Any]) -> Row:
 
 # The same, in SQL: the columns of `r` that every figure's SQL reads (`rv` a review, the conversation looked up).
 _CONVERSATION = "(SELECT c.{} FROM grading_conversation c WHERE c.id = rv.conversation_id)"
+_FILED_WEEK = f"""COALESCE(rv.week, CASE WHEN rv.kind = {sql_literal(ItemKind.DRAFT)}
+            THEN {monday_sql("rv.finished_at")} ELSE {monday_sql(_CONVERSATION.format("started_at"))} END)"""
 _ROW_SQL = f"""
     SELECT rv.id, rv.org_id, rv.kind, rv.criteria_version_id AS criteria_id,
         CASE WHEN rv.kind = {sql_literal(ItemKind.DRAFT)} THEN ''
             ELSE COALESCE(NULLIF(rv.application, ''), {_CONVERSATION.format("application")}, '') END AS application,
-        COALESCE(rv.week, CASE WHEN rv.kind = {sql_literal(ItemKind.DRAFT)} THEN {monday_sql("rv.finished_at")}
-            ELSE {monday_sql(_CONVERSATION.format("started_at"))} END) AS week,
+        {_FILED_WEEK} AS week,
         {monday_sql("rv.finished_at")} AS spent_week,
         rv.state, {_COUNTING_RULE.sql()} AS {COUNTING.key}, rv.route, rv.reason, rv.checks, rv.findings, rv.sub_scores,
         rv.repairs, rv.usage, rv.judge_passed,
@@ -483,14 +484,30 @@ def _branch_sql(figure: Figure) -> str:
     )
 
 
-def live_counters_sql(extra_branches: Sequence[str] = ()) -> str:
+# The reviews that add to some counter of a week in the parameter `weeks` (a date[]): filed, judged or decided in
+# one of them (_WEEK_SQL's three weeks).
+_IN_WEEKS_SQL = f"""
+    AND ({_FILED_WEEK} = ANY(%(weeks)s) OR {monday_sql("rv.finished_at")} = ANY(%(weeks)s)
+        OR rv.id IN (SELECT dc.review_id FROM grading_decision dc
+            WHERE dc.org_id = ANY(%(orgs)s) AND {monday_sql("dc.decided_at")} = ANY(%(weeks)s)))"""  # noqa: S608 - constants
+
+
+_COUNTER_COLUMNS = "org_id, kind, criteria_id, application, week, metric, key1, key2, slice, value"
+
+
+def live_counters_sql(extra_branches: Sequence[str] = (), *, weeks: bool = False) -> str:
     """One statement computing every figure's counters for the orgs in the parameter `orgs` (plus the counters
-    of `extra_branches`, SELECTs of the same ten columns), as (cell, metric, key1, key2, slice, value) rows."""
-    branches = "\n    UNION ALL ".join([*map(_branch_sql, FIGURES), *extra_branches])
+    of `extra_branches`, SELECTs of the same ten columns), as (cell, metric, key1, key2, slice, value) rows.
+    `weeks`: the figures' counters of the weeks in the parameter `weeks` only (a date[]), read from the reviews
+    that add to them alone (`extra_branches` are counted whole): an incremental rebuild's recount."""
+    reviewed = "\n    UNION ALL ".join(map(_branch_sql, FIGURES))
+    if weeks:
+        reviewed = f"SELECT * FROM ({reviewed}) reviewed({_COUNTER_COLUMNS}) WHERE reviewed.week = ANY(%(weeks)s)"  # noqa: S608
+    branches = "\n    UNION ALL ".join([reviewed, *extra_branches])
     return f"""
-WITH r AS MATERIALIZED ({_ROW_SQL} AND rv.org_id = ANY(%(orgs)s)
+WITH r AS MATERIALIZED ({_ROW_SQL} AND rv.org_id = ANY(%(orgs)s){_IN_WEEKS_SQL if weeks else ""}
 ), d AS MATERIALIZED ({_DECIDED_SQL}
-), counters(org_id, kind, criteria_id, application, week, metric, key1, key2, slice, value) AS (
+), counters({_COUNTER_COLUMNS}) AS (
     {branches}
 )
 SELECT org_id, kind, criteria_id, application, week, metric, key1, key2, slice, sum(value)::bigint FROM counters

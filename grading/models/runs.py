@@ -74,14 +74,24 @@ class Rollup(models.Model):
 
 
 class RollupRebuild(models.Model):
-    """A full rebuild of an org's rollups from the reviews (hourly, by the beat), with what it found."""
+    """A rebuild of an org's rollups from the reviews (hourly, by the beat), with what it found: of every week, or
+    of the weeks booked since the rebuild before (grading/reviews/rollups.py)."""
 
     org = models.ForeignKey(Org, on_delete=models.CASCADE, related_name="+")
     rebuilt_at = models.DateTimeField()
     seconds = models.FloatField()
-    rows = models.PositiveIntegerField()
+    rows = models.PositiveIntegerField(help_text="Counters recounted.")
     drifted = models.PositiveIntegerField(help_text="Counters the incremental upkeep had wrong (0 unless a bug).")
     mismatched = models.JSONField(default=dict, help_text="Per kind: counting reviews whose fingerprint differs.")
+    weeks = models.JSONField(
+        null=True, blank=True, help_text="The weeks recounted (their Mondays); null: every week (a full rebuild)."
+    )
+    unseen_from = models.BigIntegerField(
+        null=True,
+        blank=True,
+        help_text="The oldest transaction its snapshot did not see (64-bit id): the next rebuild recounts the weeks "
+        "of every counter written from it on.",
+    )
 
     class Meta:
         indexes = [models.Index(fields=["org", "-rebuilt_at"], name="rollup_rebuild_latest")]

@@ -17,10 +17,12 @@ order, so two writers cannot deadlock on them.
 
 Every hour the beat rebuilds every org's counters from the reviews (`rollups_rebuild`, one task per org on a
 worker): the same figures computed by one GROUP BY over the raw tables (`live_counters`, its SQL generated from
-that table), compared in
-one snapshot with what is stored, the difference booked. It is also the independent check (the benchmark and the
-tests compare both). Thumbs are filed by their conversation's present application and week, which a source may
-change without any review changing; the rebuild puts such thumbs right.
+that table), compared in one snapshot with what is stored, the difference booked. It is also the independent check
+(the benchmark and the tests compare both). The hourly one recounts only the weeks whose counters were booked since
+the last rebuild (every counter is filed under a week, and each write books every week it changes), so it scales
+with what changed, not with history; once a day it recounts every week, for what no write booked (a counter or a
+review changed by hand). Thumbs are filed by their conversation's present application and week, which a source may
+change without any review changing: every rebuild recounts them whole and puts them right.
 
 The counters' statements are plain SQL, all of them here (the rebuild's GROUP BY is generated in
 grading/figures/definitions.py from the same table): each runs on every grading write or every page view, where the
@@ -37,10 +39,10 @@ from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import date, datetime
+from datetime import date, datetime, timedelta
 
 from django.db import connection, transaction
-from django.db.models import Exists, OuterRef
+from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
 
 from grading.core.weeks import monday_sql
@@ -57,6 +59,7 @@ Key = tuple[int, str, int, str, date | None, str, str, str]
 SlicedKey = tuple[int, str, int, str, date, str, str, str, str]
 WHOLE = ""  # the slice of the whole cell
 ERASED = "erased"  # the metric of items erased (`erased_cell`)
+THUMBS = "thumbs"  # the metric of the thumbs on conversations (`thumbs_of`)
 
 
 # --- what one review contributes (grading/figures/definitions.py says what, once) -------------------------------
@@ -237,7 +240,7 @@ def _apply(delta: Counter) -> None:
 # conversation's) and the rebuild (an org's); in the whole cell only (a slice is its reviews').
 def _thumbs_sql(where: str) -> str:
     return f"""SELECT c.org_id, {sql_literal(ItemKind.CONVERSATION)}, 0, c.application, {monday_sql("c.started_at")},
-        'thumbs', f.value, '', {sql_literal(WHOLE)}, count(*)
+        {sql_literal(THUMBS)}, f.value, '', {sql_literal(WHOLE)}, count(*)
         FROM grading_feedback f JOIN grading_conversation c ON c.id = f.conversation_id
         WHERE {where} GROUP BY 1, 2, 3, 4, 5, 7"""  # noqa: S608 - constants of ours
 
@@ -251,18 +254,27 @@ _ERASED_SQL = f"""SELECT e.org_id, filed ->> 0, 0, filed ->> 1, (filed ->> 2)::d
         CROSS JOIN LATERAL jsonb_array_elements(COALESCE(e.erased -> 'filed', '[]'::jsonb)) filed
         WHERE e.org_id = ANY(%(orgs)s) GROUP BY 1, 2, 3, 4, 5"""  # noqa: S608 - constants of ours
 _LIVE_SQL = live_counters_sql([_THUMBS_SQL, _ERASED_SQL])
+_LIVE_WEEKS_SQL = live_counters_sql([_THUMBS_SQL, _ERASED_SQL], weeks=True)
+_UNREVIEWED_SQL = f"{_THUMBS_SQL}\nUNION ALL {_ERASED_SQL}"  # no review's counters: a recount of no week
+# Counted whole by every recount, whatever weeks it recounts: no review books them, so no week is marked by them
+# (a conversation's start moves its thumbs from a week nothing wrote to).
+_UNREVIEWED = (THUMBS, ERASED)
 
 
-def live_counters(*, org_ids: Sequence[int]) -> dict[SlicedKey, int]:
-    """Every counter of these orgs, computed now from the raw tables (one statement): what the rollup must hold."""
+def live_counters(*, org_ids: Sequence[int], weeks: Sequence[date] | None = None) -> dict[SlicedKey, int]:
+    """Every counter of these orgs, computed now from the raw tables (one statement): what the rollup must hold.
+    `weeks`: the reviews' counters of those weeks only (the thumbs and the erased items of every week)."""
+    sql = _LIVE_SQL if weeks is None else _LIVE_WEEKS_SQL if weeks else _UNREVIEWED_SQL
     with connection.cursor() as cursor:
-        cursor.execute(_LIVE_SQL, {"orgs": list(org_ids)})
+        cursor.execute(sql, {"orgs": list(org_ids), "weeks": list(weeks or ())})
         return {tuple(row[:9]): row[9] for row in cursor.fetchall()}
 
 
-def stored_counters(*, org_ids: Sequence[int]) -> dict[SlicedKey, int]:
-    """Every counter the rollup holds for these orgs, as `live_counters` returns them."""
+def stored_counters(*, org_ids: Sequence[int], weeks: Sequence[date] | None = None) -> dict[SlicedKey, int]:
+    """Every counter the rollup holds for these orgs (of these `weeks`), as `live_counters` returns them."""
     rows = Rollup.objects.filter(org_id__in=list(org_ids)).exclude(value=0)
+    if weeks is not None:
+        rows = rows.filter(Q(week__in=list(weeks)) | Q(metric__in=_UNREVIEWED))
     columns = ("org_id", "kind", "criteria_id", "application", "week", "metric", "key1", "key2", "slice", "value")
     return {tuple(row[:9]): row[9] for row in rows.values_list(*columns)}
 
@@ -368,9 +380,51 @@ def orgs_with_items() -> list[int]:
     return list(Org.objects.filter(with_items).values_list("pk", flat=True))
 
 
-def rollups_rebuild(*, org_id: int) -> RollupRebuild:
+# A counter written by a transaction the last rebuild's snapshot did not see, by its row's xmin (its writer's 32-bit
+# transaction id) widened to 64 bits against the newest id (the ids wrap around every 2**32): a write at or after
+# `unseen_from` (the snapshot's xmin, the oldest transaction it did not see), which is every such writer and its
+# subtransactions (a savepoint's rows carry the subtransaction's id, which a snapshot does not list), and perhaps a
+# few it saw. Every write that changes what a review contributes books its cells here, and every counter is filed
+# under a week, so these are the weeks whose counters may have changed since.
+_WEEKS_WRITTEN_SQL = f"""
+    WITH newest AS (SELECT pg_snapshot_xmax(pg_current_snapshot())::text::bigint AS xid),
+    written AS (SELECT r.week, r.xmin::text::bigint AS low FROM grading_rollup r
+        WHERE r.org_id = %(org)s AND r.metric NOT IN ({", ".join(map(sql_literal, _UNREVIEWED))}))
+    SELECT DISTINCT written.week FROM written CROSS JOIN newest
+    WHERE ((newest.xid >> 32) - (written.low >= (newest.xid & 4294967295))::int) * 4294967296 + written.low
+        >= %(since)s
+    ORDER BY 1
+"""  # noqa: S608 - constants of ours
+# The snapshot's oldest transaction it did not see, and the next transaction id (64 bits each).
+_SNAPSHOT_SQL = (
+    "SELECT pg_snapshot_xmin(s)::text::bigint, pg_snapshot_xmax(s)::text::bigint FROM pg_current_snapshot() s"
+)
+# How often the hourly rebuild recounts every week: what no write books (a counter changed by hand, a row written
+# past the upkeep) is put right by the next full rebuild.
+FULL_REBUILD_EVERY = timedelta(days=1)
+
+
+def _weeks_written(*, org_id: int, since: int) -> list[date]:
+    with connection.cursor() as cursor:
+        cursor.execute(_WEEKS_WRITTEN_SQL, {"org": org_id, "since": since})
+        return [row[0] for row in cursor.fetchall()]
+
+
+def _unseen_since(org_id: int) -> int | None:
+    """Where an incremental rebuild of the org starts: the last rebuild's `unseen_from`, while a full rebuild is less
+    than FULL_REBUILD_EVERY old; None: it is time for a full one."""
+    rebuilds = RollupRebuild.objects.filter(org_id=org_id).order_by("-rebuilt_at")
+    last_full = rebuilds.filter(weeks__isnull=True).values_list("rebuilt_at", flat=True).first()
+    if last_full is None or last_full <= timezone.now() - FULL_REBUILD_EVERY:
+        return None
+    return rebuilds.filter(unseen_from__isnull=False).values_list("unseen_from", flat=True).first()
+
+
+def rollups_rebuild(*, org_id: int, incremental: bool = False) -> RollupRebuild:
     """Recompute an org's counters from the reviews, book the difference from what is stored (the drift: zero
-    unless something changed a review's contribution without booking it), and record it.
+    unless something changed a review's contribution without booking it), and record it. `incremental` (the
+    hourly beat's): recount only the weeks whose counters were booked since the last rebuild, unless it is time
+    for a full one (FULL_REBUILD_EVERY); the thumbs and erased items are recounted whole either way.
 
     1. Count from the raw tables and read the stored counters in one snapshot (REPEATABLE READ). Every writer
        changes its reviews and books their counters in one transaction, so a snapshot sees both or neither: the
@@ -378,11 +432,14 @@ def rollups_rebuild(*, org_id: int) -> RollupRebuild:
        Called inside a transaction that already began (the demo's seed, a test), the snapshot cannot be chosen:
        the org's writers are held off instead (each holds the org's advisory lock shared while it books; this
        takes it exclusive until it commits).
-    2. Book the difference as increments: they commute with the writers' own.
-    3. Record the staleness audit's mismatch count (a join over every counting review: done here, hourly, not
-       per page view).
+    2. An incremental rebuild first reads, in that snapshot, the weeks of the counters written since the last
+       rebuild's snapshot (_WEEKS_WRITTEN_SQL), and recounts and compares those weeks alone.
+    3. Book the difference as increments: they commute with the writers' own.
+    4. Record the staleness audit's mismatch count (a join over every counting review: done here, hourly, not
+       per page view), and where the snapshot stood, for the next incremental rebuild.
     """
     started = time.perf_counter()
+    since = _unseen_since(org_id) if incremental else None
     nested = connection.in_atomic_block
     with transaction.atomic():
         with connection.cursor() as cursor:
@@ -390,8 +447,13 @@ def rollups_rebuild(*, org_id: int) -> RollupRebuild:
                 cursor.execute("SELECT pg_advisory_xact_lock(%s, %s)", [_LOCK_CLASS, org_id])
             else:
                 cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
-        fresh = live_counters(org_ids=[org_id])
-        stored = stored_counters(org_ids=[org_id])
+            cursor.execute(_SNAPSHOT_SQL)
+            unseen_from, newest = cursor.fetchone()
+        if since is not None and since > newest:
+            since = None  # another cluster's transaction ids (a restored backup): only a full rebuild can tell
+        weeks = None if since is None else _weeks_written(org_id=org_id, since=since)
+        fresh = live_counters(org_ids=[org_id], weeks=weeks)
+        stored = stored_counters(org_ids=[org_id], weeks=weeks)
         audit = staleness_audit(Org.objects.get(pk=org_id))
     drift = Counter(fresh)
     drift.subtract(stored)
@@ -404,4 +466,6 @@ def rollups_rebuild(*, org_id: int) -> RollupRebuild:
             rows=len(fresh),
             drifted=sum(1 for value in drift.values() if value),
             mismatched=dict(audit.mismatched),
+            weeks=None if weeks is None else [week.isoformat() for week in weeks],
+            unseen_from=unseen_from,
         )

@@ -1,20 +1,30 @@
 """The rollups behind the dashboards: booked by the grading writes in their own transaction, rebuilt by every
 grading pass on a worker, and equal to a live GROUP BY over the raw tables throughout."""
 
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
+from io import StringIO
 from zoneinfo import ZoneInfo
 
 import pytest
+from django.core.management import call_command
 from django.db import connection, transaction
+from django.db.models import F
+from django.utils import timezone
 
 from grading.conversations.grader import conversation_grade
 from grading.conversations.ingest import conversation_append, feedback_record
 from grading.core.schemas import FeedbackIn
 from grading.core.weeks import monday
 from grading.figures.expressions import wait_bucket
-from grading.models import Feedback, ItemKind, RollupRebuild
+from grading.models import Feedback, ItemKind, Review, Rollup, RollupRebuild
 from grading.passes.planner import grading_pass
-from grading.reviews.rollups import live_counters, rollups_rebuild, rollups_tracking, stored_counters
+from grading.reviews.rollups import (
+    FULL_REBUILD_EVERY,
+    live_counters,
+    rollups_rebuild,
+    rollups_tracking,
+    stored_counters,
+)
 from grading.tasks import rebuild_all_rollups
 from tests.builders.conversations import llm_judge, upsert, verdicts_reply
 from tests.builders.processes import wait_until
@@ -96,3 +106,90 @@ def test_the_hourly_rebuild_runs_on_a_worker_and_concurrent_graders_lose_no_coun
     route = {key[6:8]: value for key, value in stored_counters(org_ids=[org.pk]).items() if key[5] == "route"}
     assert route == {("human", "unknown_check"): 8}
     assert rollups_rebuild(org_id=org.pk).drifted == 0
+
+
+W47, W48 = date(2026, 11, 16), date(2026, 11, 23)  # the ISO weeks the conversations below started in
+
+
+def _graded(org, fake_llm, external_id: str, week: date) -> Review:
+    conversation = upsert(org, conversation_payload(external_id, "billing", week))
+    fake_llm.script(verdicts_reply(["m1", "m2"]))
+    return conversation_grade(conversation_id=conversation.conversation.pk, judge=llm_judge(fake_llm))
+
+
+def _weeks_but(counters: dict, week: date) -> dict:
+    return {key: value for key, value in counters.items() if key[4] != week}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_incremental_rebuild_recounts_the_weeks_booked_since_the_last_and_leaves_them_as_a_full_one_would(
+    org, fake_llm
+):
+    _graded(org, fake_llm, "c1", W47)
+    _graded(org, fake_llm, "c2", W48)
+    assert rollups_rebuild(org_id=org.pk, incremental=True).weeks is None  # none before it: a full one
+    _graded(org, fake_llm, "c3", W48)  # booked in W48 and in this week (what the judging cost)
+    Rollup.objects.filter(org=org, metric="route", week=W48).update(value=999)  # a counter of W48 put wrong
+
+    rebuild = rollups_rebuild(org_id=org.pk, incremental=True)
+
+    assert rebuild.weeks == sorted([W48.isoformat(), monday(timezone.now()).isoformat()])
+    assert rebuild.drifted == Rollup.objects.filter(org=org, metric="route", week=W48).exclude(value=0).count()
+    assert stored_counters(org_ids=[org.pk]) == live_counters(org_ids=[org.pk])  # as a full rebuild leaves them
+    # The next one recounts the counters the last one put right (written after its snapshot), then nothing.
+    again = rollups_rebuild(org_id=org.pk, incremental=True)
+    assert (again.weeks, again.drifted) == ([W48.isoformat()], 0)
+    quiet = rollups_rebuild(org_id=org.pk, incremental=True)
+    assert (quiet.weeks, quiet.drifted, quiet.mismatched) == ([], 0, rebuild.mismatched)
+    assert stored_counters(org_ids=[org.pk]) == live_counters(org_ids=[org.pk])
+
+
+@pytest.mark.django_db(transaction=True)
+def test_what_no_write_booked_in_a_week_nobody_wrote_to_waits_for_the_full_rebuild(org, fake_llm):
+    first = _graded(org, fake_llm, "c1", W47)
+    _graded(org, fake_llm, "c2", W48)
+    rollups_rebuild(org_id=org.pk)
+    Review.objects.filter(pk=first.pk).update(route="fail" if first.route == "pass" else "pass")  # nothing booked
+
+    incremental = rollups_rebuild(org_id=org.pk, incremental=True)
+
+    assert (incremental.weeks, incremental.drifted) == ([], 0)
+    assert stored_counters(org_ids=[org.pk]) != live_counters(org_ids=[org.pk])
+    assert _weeks_but(stored_counters(org_ids=[org.pk]), W47) == _weeks_but(live_counters(org_ids=[org.pk]), W47)
+    full = rollups_rebuild(org_id=org.pk)
+    assert full.weeks is None and full.drifted > 0
+    assert stored_counters(org_ids=[org.pk]) == live_counters(org_ids=[org.pk])
+
+
+@pytest.mark.django_db
+def test_the_hourly_rebuild_recounts_every_week_once_its_last_full_one_is_a_day_old(org, fake_llm):
+    _graded(org, fake_llm, "c1", W47)
+    first = rollups_rebuild(org_id=org.pk, incremental=True)
+    assert first.weeks is None
+    assert rollups_rebuild(org_id=org.pk, incremental=True).weeks is not None
+    RollupRebuild.objects.filter(pk=first.pk).update(rebuilt_at=F("rebuilt_at") - FULL_REBUILD_EVERY)
+    assert rollups_rebuild(org_id=org.pk, incremental=True).weeks is None
+
+
+@pytest.mark.django_db
+def test_a_rebuild_whose_last_mark_is_another_clusters_transaction_id_recounts_every_week(org, fake_llm):
+    """A backup restored into a new cluster starts its transaction ids again: the last rebuild's mark lies ahead of
+    every write, which an incremental rebuild would take for nothing written since."""
+    _graded(org, fake_llm, "c1", W47)
+    rollups_rebuild(org_id=org.pk)
+    RollupRebuild.objects.update(unseen_from=2**62)
+    assert rollups_rebuild(org_id=org.pk, incremental=True).weeks is None
+
+
+@pytest.mark.django_db
+def test_the_rebuild_command_recounts_every_week_and_says_how_many_counters_it_put_right(org, fake_llm):
+    _graded(org, fake_llm, "c1", W47)
+    rollups_rebuild(org_id=org.pk, incremental=True)
+    Rollup.objects.filter(org=org, metric="route", week=W47).update(value=999)
+    out = StringIO()
+
+    call_command("rollups_rebuild", org=org.slug, stdout=out)
+
+    assert out.getvalue().endswith("; 1 of them put right\n")
+    assert RollupRebuild.objects.filter(org=org).latest("rebuilt_at").weeks is None
+    assert stored_counters(org_ids=[org.pk]) == live_counters(org_ids=[org.pk])
