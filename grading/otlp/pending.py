@@ -60,8 +60,9 @@ from grading.otlp.receiver import (
     traces_check,
     traces_ingest,
 )
+from grading.reviews.sql import pending_calls_save
 
-SPAN_FIELDS = [
+SPAN_FIELDS = (
     "span_seen_at",
     "conversation_external_id",
     "application",
@@ -70,9 +71,9 @@ SPAN_FIELDS = [
     "response_id",
     "end_user",
     "metadata",
-]
-EVENT_FIELDS = ["event_count", "stored_bytes", "replied"]
-REFUSED_FIELDS = ["refused", "end_user", "event_count", "stored_bytes", "replied"]
+)
+EVENT_FIELDS = ("event_count", "stored_bytes", "replied")
+REFUSED_FIELDS = ("refused", "end_user", "event_count", "stored_bytes", "replied")
 # A request gives up at most this many of its org's expired calls, so its own time stays bounded; the daily pass
 # takes the rest, EXPIRY_BATCH a transaction.
 EXPIRED_PER_REQUEST = 1_000
@@ -290,7 +291,7 @@ class _Arrival:
             self.records[(event.trace_id, event.span_id)].setdefault(_event_key(event), event)
         self.rejected: list[str] = []  # one a span or record
         self.refused: dict[int, PendingCall] = {}
-        self.changed: dict[int, list[str]] = {}  # row -> the fields this request changed
+        self.changed: dict[int, tuple[str, ...]] = {}  # row -> the fields this request changed
         self.counted: set[Key] = set()  # the calls the store counts as waiting
         self.admitted: set[Key] = set()  # of those, the ones this request adds: their records' room is taken
 
@@ -413,9 +414,12 @@ class _Arrival:
 
     def write(self, rows: dict[Key, PendingCall]) -> None:
         PendingEvent.objects.filter(call_id__in=list(self.refused)).delete()
-        for row in rows.values():  # a statement a row: bulk_update's one CASE over all rows costs their square
+        alike: dict[tuple[str, ...], list[PendingCall]] = defaultdict(list)
+        for row in rows.values():
             if fields := self.changed.get(row.pk):
-                PendingCall.objects.filter(pk=row.pk).update(**{name: getattr(row, name) for name in fields})
+                alike[fields].append(row)
+        for fields, changed in alike.items():  # one statement for each kind of change
+            pending_calls_save(changed, fields)
 
     def _reject(self, key: Key, why: str) -> None:
         self.rejected.extend([f"model call span {key[1]}: {why}"] * self.parts[key])
