@@ -39,6 +39,8 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
+from decimal import Decimal
+from typing import Any
 
 from django.conf import settings
 from django.db import transaction
@@ -216,6 +218,7 @@ def _arrived(
     4. Take the calls now whole (span and reply here) and check them as the receiver will write them: in a spans
        request all at once, so that a refusal keeps nothing of the request (as for spans carrying their messages);
        in a logs request, a conversation apart, and the calls of a conversation refused by a limit are refused.
+       The records that complete a call taken now are not kept: the receiver writes them into its conversation.
     """
     arrival = _Arrival(org, now, spans, events)
     if not arrival.parts:
@@ -292,6 +295,7 @@ class _Arrival:
         self.rejected: list[str] = []  # one a span or record
         self.refused: dict[int, PendingCall] = {}
         self.changed: dict[int, tuple[str, ...]] = {}  # row -> the fields this request changed
+        self.appended: dict[int, list[PendingEvent]] = {}  # row -> its new records, kept by `write`
         self.counted: set[Key] = set()  # the calls the store counts as waiting
         self.admitted: set[Key] = set()  # of those, the ones this request adds: their records' room is taken
 
@@ -326,7 +330,6 @@ class _Arrival:
             call__in=list(rows.values()), key__in=[k for key in rows for k in self.records[key]]
         )
         kept = set(kept.values_list("call_id", "key"))
-        appended: list[PendingEvent] = []
         for key, row in rows.items():
             if row.written_at is not None:
                 continue  # a resent part: its call is written
@@ -348,14 +351,13 @@ class _Arrival:
                     self.store.release(row, added if key in self.admitted else 0)
                 self.refuse(row, refusal)
                 continue
-            appended += [
+            self.appended[row.pk] = [
                 PendingEvent(call=row, name=e.name, values=e.values, time=e.time, key=k) for k, e in new.items()
             ]
             row.event_count += len(new)
             row.stored_bytes += added
             row.replied = replied
             self.changed[row.pk] = EVENT_FIELDS
-        PendingEvent.objects.bulk_create(appended)
 
     def _span_add(self, row: PendingCall, call: AwaitedCall, conversation: str) -> None:
         origin = call.origin
@@ -374,6 +376,7 @@ class _Arrival:
         row.refused = refusal[:500]
         row.end_user, row.event_count, row.stored_bytes, row.replied = "", 0, 0, False
         self.refused[row.pk] = row
+        self.appended.pop(row.pk, None)
         self.changed[row.pk] = REFUSED_FIELDS
         self._reject((row.trace_id, row.span_id), f"refused, {refusal}")
 
@@ -394,7 +397,7 @@ class _Arrival:
             taken = set(sorted({row.conversation_external_id for row in whole})[:most])
             left = [row.pk for row in whole if row.conversation_external_id not in taken]
             whole = [row for row in whole if row.conversation_external_id in taken]
-        calls, refusals = _calls(whole)
+        calls, refusals = _calls(whole, self.appended)
         bare = [row for row in whole if row.pk not in calls and row.pk not in refusals]
         for row in bare:  # still awaited: its conversation is no more complete than before
             self.rejected.append(
@@ -410,10 +413,18 @@ class _Arrival:
         for pk, refusal in refusals.items():
             calls.pop(pk, None)
             self.refuse(by_pk[pk], refusal)
+        for pk in calls:
+            # Written by the receiver after this transaction: the records this request brought go straight into
+            # the conversation, as a span's own messages do, and are not kept. Until `_written` settles the row it
+            # stands as before them, so a request that fails in between leaves the call waiting for them (the
+            # exporter's retry brings them), never whole without its records.
+            if self.appended.pop(pk, None) is not None:
+                del self.changed[pk]
         return _Taken(calls, groups, [row.pk for row in bare], left)
 
     def write(self, rows: dict[Key, PendingCall]) -> None:
         PendingEvent.objects.filter(call_id__in=list(self.refused)).delete()
+        PendingEvent.objects.bulk_create([event for events in self.appended.values() for event in events])
         alike: dict[tuple[str, ...], list[PendingCall]] = defaultdict(list)
         for row in rows.values():
             if fields := self.changed.get(row.pk):
@@ -443,14 +454,20 @@ def _unwritable(kept: int, new: Iterable[ContentEvent]) -> str | None:
     return None
 
 
-def _calls(rows: list[PendingCall]) -> tuple[dict[int, ModelCall], dict[int, str]]:
-    """The calls of rows holding both parts, read from their records (only now, once each), by row; and the rows
-    whose records do not make a call, with why. A call whose records carry no message content (capture is off) is
-    neither."""
+def _calls(
+    rows: list[PendingCall], appended: dict[int, list[PendingEvent]]
+) -> tuple[dict[int, ModelCall], dict[int, str]]:
+    """The calls of rows holding both parts, read from their records (those kept, read only now, once each, then
+    those `appended` by this request), by row; and the rows whose records do not make a call, with why. A call
+    whose records carry no message content (capture is off) is neither."""
     events: dict[int, list[tuple[str, dict]]] = defaultdict(list)
-    stored = PendingEvent.objects.filter(call_id__in=[row.pk for row in rows]).order_by("call_id", "pk")
-    for call_id, name, values in stored.values_list("call_id", "name", "values"):
-        events[call_id].append((name, values))
+    earlier = [row.pk for row in rows if row.event_count > len(appended.get(row.pk, ()))]
+    if earlier:
+        stored = PendingEvent.objects.filter(call_id__in=earlier).order_by("call_id", "pk")
+        for call_id, name, values in stored.values_list("call_id", "name", "values"):
+            events[call_id].append((name, values))
+    for row in rows:
+        events[row.pk] += [(event.name, _as_kept(event.values)) for event in appended.get(row.pk, ())]
     calls, refusals = {}, {}
     for row in rows:
         try:
@@ -461,6 +478,23 @@ def _calls(rows: list[PendingCall]) -> tuple[dict[int, ModelCall], dict[int, str
         if call is not None:
             calls[row.pk] = call
     return calls, refusals
+
+
+def _as_kept(value: Any) -> Any:
+    """A record's fields as a kept one reads back from PostgreSQL's jsonb: its objects' fields shortest name first
+    (then by their bytes), a number written with an exponent of ten upwards as the whole number, no negative zero.
+    So a call reads the same whether its records waited or completed it, and its messages (tool arguments as
+    compact JSON, in the order of their fields) with it."""
+    if isinstance(value, dict):
+        return {key: _as_kept(value[key]) for key in sorted(value, key=lambda key: (len(key.encode()), key.encode()))}
+    if isinstance(value, list):
+        return [_as_kept(item) for item in value]
+    if isinstance(value, float):
+        if value == 0:
+            return 0.0
+        if "e+" in (written := repr(value)):
+            return int(Decimal(written))
+    return value
 
 
 def _call(row: PendingCall, events: list[tuple[str, dict]]) -> ModelCall | None:
@@ -537,7 +571,7 @@ def _written(org_id: int, now: datetime, *, done: list[int], conversations: set[
     content; the conversations' marks follow what still waits."""
     with transaction.atomic():
         written = PendingCall.objects.filter(pk__in=done)
-        written.update(written_at=now, end_user="", event_count=0, stored_bytes=0)
+        written.update(written_at=now, end_user="", event_count=0, stored_bytes=0, replied=True)
         PendingEvent.objects.filter(call_id__in=done).delete()
         _marks_refresh(org_id, conversations)
 
