@@ -44,7 +44,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Case, Count, DateTimeField, Min, QuerySet, Sum, Value, When
+from django.db.models import Count, OuterRef, QuerySet, Subquery, Sum
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
@@ -317,11 +317,16 @@ class _Arrival:
                 self.counted.add(key)
                 self.admitted.add(key)
             wanted.append(key)  # a call that can never be written is kept refused, taking no room
-        PendingCall.objects.bulk_create(
-            [PendingCall(org=self.org, trace_id=trace, span_id=span) for trace, span in wanted], ignore_conflicts=True
-        )
-        rows = {(row.trace_id, row.span_id): row for row in mine.select_for_update().order_by("trace_id", "span_id")}
-        return {key: rows[key] for key in wanted if key in rows}
+        missing = [key for key in wanted if key not in known]
+        while True:  # a known row that went (expired) before it was locked is inserted again, as a new one is
+            PendingCall.objects.bulk_create(
+                [PendingCall(org=self.org, trace_id=trace, span_id=span) for trace, span in missing],
+                ignore_conflicts=True,
+            )
+            locked = mine.select_for_update().order_by("trace_id", "span_id")
+            rows = {(row.trace_id, row.span_id): row for row in locked}
+            if not (missing := [key for key in wanted if key not in rows]):
+                return {key: rows[key] for key in wanted}
 
     def add(self, rows: dict[Key, PendingCall]) -> None:
         """Step 3: each row's parts added, its new records appended (those already kept are resends), or the call
@@ -606,19 +611,15 @@ def _marks_refresh(org_id: int, external_ids: set[str]) -> None:
         .order_by("external_id")
         .values_list("pk")
     )
-    since = dict(
+    earliest = (
         _awaited(org_id)
-        .filter(conversation_external_id__in=external_ids)
-        .values("conversation_external_id")
-        .annotate(since=Min("span_seen_at"))
-        .values_list("conversation_external_id", "since")
+        .filter(conversation_external_id=OuterRef("external_id"))
+        .order_by("span_seen_at")
+        .values("span_seen_at")[:1]
     )
-    marks = Case(
-        *(When(external_id=key, then=Value(at)) for key, at in since.items()),
-        default=Value(None),
-        output_field=DateTimeField(),
+    Conversation.objects.filter(org_id=org_id, external_id__in=external_ids).update(
+        content_awaited_since=Subquery(earliest)
     )
-    Conversation.objects.filter(org_id=org_id, external_id__in=external_ids).update(content_awaited_since=marks)
 
 
 def _waiting(org: Org) -> QuerySet[PendingCall]:
