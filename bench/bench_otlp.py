@@ -23,8 +23,9 @@ BENCH_OTLP_UNBOUNDED new conversations and twice as many, which shows that the c
 with the request (it did: a cached generic plan found each conversation through the org_id index, reading every
 conversation the org had), and how soon a request over the spans limit is refused.
 
-`phases()` offers the JSON API and the GenAI spans to `bench.compare`, and with BENCH_OTLP_STORED writes what each
-way stores, so that two commits can be shown to store the same.
+`phases()` offers the JSON API, the GenAI spans and the messages as log records to `bench.compare`, and with
+BENCH_OTLP_STORED writes what each way stores (the log records' waiting calls too), so that two commits can be shown
+to store the same.
 """
 
 import json
