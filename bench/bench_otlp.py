@@ -23,8 +23,9 @@ BENCH_OTLP_UNBOUNDED new conversations and twice as many, which shows that the c
 with the request (it did: a cached generic plan found each conversation through the org_id index, reading every
 conversation the org had), and how soon a request over the spans limit is refused.
 
-`phases()` offers the JSON API and the GenAI spans to `bench.compare`, and with BENCH_OTLP_STORED writes what each
-way stores, so that two commits can be shown to store the same.
+`phases()` offers the JSON API, the GenAI spans and the messages as log records to `bench.compare`, and with
+BENCH_OTLP_STORED writes what each way stores (the log records' waiting calls too), so that two commits can be shown
+to store the same.
 """
 
 import json
@@ -39,6 +40,7 @@ from itertools import count
 
 from django.conf import settings
 from django.db import connection, transaction
+from django.db.models import Count
 from django.test import Client
 from django.utils import timezone
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
@@ -50,7 +52,7 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Span
 from bench.common import backend_cpu, fresh_org
 from grading.api.keys import api_key_create
 from grading.models import LIVE_STATES, Conversation, ItemKind, Message, Org, Review, ReviewState, Route
-from grading.models.otlp import SpanLink
+from grading.models.otlp import PendingCall, PendingEvent, SpanLink
 from grading.reviews.versions import criteria_active
 
 SPANS_PER_BATCH = 64
@@ -199,7 +201,7 @@ def phases() -> Iterator[dict[str, Callable[[], None]]]:
     orgs = count()
     if path := os.environ.get("BENCH_OTLP_STORED"):
         with open(path, "w") as out:
-            json.dump(_stored_check(exchanges, batches), out, indent=1, sort_keys=True)
+            json.dump(_stored_check(exchanges, batches, logs_bodies), out, indent=1, sort_keys=True)
 
     def json_api() -> None:
         client = _client(Org.objects.create(name="JSON", slug=f"bench-json-{next(orgs)}"))
@@ -226,11 +228,13 @@ def phases() -> Iterator[dict[str, Callable[[], None]]]:
     }
 
 
-def _stored_check(exchanges: list[dict], batches: list[bytes]) -> dict:
+def _stored_check(exchanges: list[dict], batches: list[bytes], logs_bodies: list[tuple[str, bytes]]) -> dict:
     """What ingestion stores, each way, for comparing two commits: the conversations posted whole to the JSON API,
-    appended per model call, and sent as spans; the last two reviewed halfway (every third review waiting for
-    people, the rest passed), so that the appends after it move the reviews' states, and again at the end, before
-    the second half is sent again (which changes nothing)."""
+    appended per model call, sent as spans, and as bare spans and log records; the last three reviewed halfway
+    (every third review waiting for people, the rest passed), so that the appends after it move the reviews' states,
+    and again at the end, before the second half is sent again (which changes nothing). The log records are
+    reviewed halfway between a batch's spans and their records, with the waiting calls as they stand then, and the
+    calls' rows are kept too (`_calls`)."""
     stored = {}
     whole = Org.objects.create(name="Stored JSON", slug="stored-json")
     client = _client(whole)
@@ -279,6 +283,20 @@ def _stored_check(exchanges: list[dict], batches: list[bytes]) -> dict:
         response = client.post("/api/v1/otlp/v1/traces", body, content_type="application/x-protobuf")
         assert response.status_code == 200 and not response.content, response.content[:300]
     stored["otlp spans"] = _stored(spans)
+
+    logs = Org.objects.create(name="Stored logs", slug="stored-logs")
+    client = _client(logs)
+    half = len(logs_bodies) // 2 | 1  # after a batch's spans, before their records: its calls wait
+    for number, (signal, body) in enumerate([*logs_bodies, *logs_bodies[half:]]):
+        if number == half:
+            stored["otlp log records, halfway"] = _stored(logs) | {"calls": _calls(logs)}
+        if number == len(logs_bodies):
+            stored["otlp log records, states before the second review"] = _states(logs)
+        if number in (half, len(logs_bodies)):
+            _reviewed(logs)
+        response = client.post(f"/api/v1/otlp/v1/{signal}", body, content_type="application/x-protobuf")
+        assert response.status_code == 200, response.content[:300]
+    stored["otlp log records"] = _stored(logs) | {"calls": _calls(logs)}
     return stored
 
 
@@ -339,6 +357,21 @@ def _stored(org: Org) -> dict:
         reviews = Review.objects.filter(conversation_id=conversation["id"]).order_by("pk")
         conversations[key]["reviews"] = list(reviews.values_list("fingerprint", "state"))
     return conversations
+
+
+def _calls(org: Org) -> list:
+    """The org's model calls that waited for their other part (PendingCall), by span, with their records' count
+    (PendingEvent); a time of this run as "now"."""
+    recent = timezone.now() - timedelta(hours=1)
+    calls = PendingCall.objects.filter(org=org).order_by("trace_id", "span_id")
+    records = dict(
+        PendingEvent.objects.filter(call__org=org).values("call_id").annotate(n=Count("pk")).values_list("call_id", "n")
+    )
+    return [
+        {name: _plain(value, recent) for name, value in call.items() if name not in ("id", "org_id")}
+        | {"records": records.get(call["id"], 0)}
+        for call in calls.values()
+    ]
 
 
 def _plain(value: object, recent: datetime) -> object:

@@ -109,7 +109,9 @@ def conversations_write(
     created one of the new conversations meanwhile, each new one is written by `conversation_upsert`, which merges
     into the other's. Returns the writes in the order given."""
     now = now or timezone.now()
-    with transaction.atomic():
+    # Within the caller's transaction, no savepoint of its own (two round trips a call): nothing here is retried
+    # on a failure, which rolls the whole transaction back. `_inserted` keeps its savepoint, which is.
+    with transaction.atomic(savepoint=False):
         merges: list[_Write | None] = []
         for stored, payload in writes:
             if stored is None:

@@ -39,10 +39,12 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
+from decimal import Decimal
+from typing import Any
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Case, Count, DateTimeField, Min, QuerySet, Sum, Value, When
+from django.db.models import Count, OuterRef, QuerySet, Subquery, Sum
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
@@ -60,8 +62,9 @@ from grading.otlp.receiver import (
     traces_check,
     traces_ingest,
 )
+from grading.reviews.sql import pending_calls_save
 
-SPAN_FIELDS = [
+SPAN_FIELDS = (
     "span_seen_at",
     "conversation_external_id",
     "application",
@@ -70,9 +73,9 @@ SPAN_FIELDS = [
     "response_id",
     "end_user",
     "metadata",
-]
-EVENT_FIELDS = ["event_count", "stored_bytes", "replied"]
-REFUSED_FIELDS = ["refused", "end_user", "event_count", "stored_bytes", "replied"]
+)
+EVENT_FIELDS = ("event_count", "stored_bytes", "replied")
+REFUSED_FIELDS = ("refused", "end_user", "event_count", "stored_bytes", "replied")
 # A request gives up at most this many of its org's expired calls, so its own time stays bounded; the daily pass
 # takes the rest, EXPIRY_BATCH a transaction.
 EXPIRED_PER_REQUEST = 1_000
@@ -215,6 +218,7 @@ def _arrived(
     4. Take the calls now whole (span and reply here) and check them as the receiver will write them: in a spans
        request all at once, so that a refusal keeps nothing of the request (as for spans carrying their messages);
        in a logs request, a conversation apart, and the calls of a conversation refused by a limit are refused.
+       The records that complete a call taken now are not kept: the receiver writes them into its conversation.
     """
     arrival = _Arrival(org, now, spans, events)
     if not arrival.parts:
@@ -290,7 +294,8 @@ class _Arrival:
             self.records[(event.trace_id, event.span_id)].setdefault(_event_key(event), event)
         self.rejected: list[str] = []  # one a span or record
         self.refused: dict[int, PendingCall] = {}
-        self.changed: dict[int, list[str]] = {}  # row -> the fields this request changed
+        self.changed: dict[int, tuple[str, ...]] = {}  # row -> the fields this request changed
+        self.appended: dict[int, list[PendingEvent]] = {}  # row -> its new records, kept by `write`
         self.counted: set[Key] = set()  # the calls the store counts as waiting
         self.admitted: set[Key] = set()  # of those, the ones this request adds: their records' room is taken
 
@@ -312,11 +317,16 @@ class _Arrival:
                 self.counted.add(key)
                 self.admitted.add(key)
             wanted.append(key)  # a call that can never be written is kept refused, taking no room
-        PendingCall.objects.bulk_create(
-            [PendingCall(org=self.org, trace_id=trace, span_id=span) for trace, span in wanted], ignore_conflicts=True
-        )
-        rows = {(row.trace_id, row.span_id): row for row in mine.select_for_update().order_by("trace_id", "span_id")}
-        return {key: rows[key] for key in wanted if key in rows}
+        missing = [key for key in wanted if key not in known]
+        while True:  # a known row that went (expired) before it was locked is inserted again, as a new one is
+            PendingCall.objects.bulk_create(
+                [PendingCall(org=self.org, trace_id=trace, span_id=span) for trace, span in missing],
+                ignore_conflicts=True,
+            )
+            locked = mine.select_for_update().order_by("trace_id", "span_id")
+            rows = {(row.trace_id, row.span_id): row for row in locked}
+            if not (missing := [key for key in wanted if key not in rows]):
+                return {key: rows[key] for key in wanted}
 
     def add(self, rows: dict[Key, PendingCall]) -> None:
         """Step 3: each row's parts added, its new records appended (those already kept are resends), or the call
@@ -325,7 +335,6 @@ class _Arrival:
             call__in=list(rows.values()), key__in=[k for key in rows for k in self.records[key]]
         )
         kept = set(kept.values_list("call_id", "key"))
-        appended: list[PendingEvent] = []
         for key, row in rows.items():
             if row.written_at is not None:
                 continue  # a resent part: its call is written
@@ -347,14 +356,13 @@ class _Arrival:
                     self.store.release(row, added if key in self.admitted else 0)
                 self.refuse(row, refusal)
                 continue
-            appended += [
+            self.appended[row.pk] = [
                 PendingEvent(call=row, name=e.name, values=e.values, time=e.time, key=k) for k, e in new.items()
             ]
             row.event_count += len(new)
             row.stored_bytes += added
             row.replied = replied
             self.changed[row.pk] = EVENT_FIELDS
-        PendingEvent.objects.bulk_create(appended)
 
     def _span_add(self, row: PendingCall, call: AwaitedCall, conversation: str) -> None:
         origin = call.origin
@@ -373,6 +381,7 @@ class _Arrival:
         row.refused = refusal[:500]
         row.end_user, row.event_count, row.stored_bytes, row.replied = "", 0, 0, False
         self.refused[row.pk] = row
+        self.appended.pop(row.pk, None)
         self.changed[row.pk] = REFUSED_FIELDS
         self._reject((row.trace_id, row.span_id), f"refused, {refusal}")
 
@@ -393,7 +402,7 @@ class _Arrival:
             taken = set(sorted({row.conversation_external_id for row in whole})[:most])
             left = [row.pk for row in whole if row.conversation_external_id not in taken]
             whole = [row for row in whole if row.conversation_external_id in taken]
-        calls, refusals = _calls(whole)
+        calls, refusals = _calls(whole, self.appended)
         bare = [row for row in whole if row.pk not in calls and row.pk not in refusals]
         for row in bare:  # still awaited: its conversation is no more complete than before
             self.rejected.append(
@@ -409,13 +418,24 @@ class _Arrival:
         for pk, refusal in refusals.items():
             calls.pop(pk, None)
             self.refuse(by_pk[pk], refusal)
+        for pk in calls:
+            # Written by the receiver after this transaction: the records this request brought go straight into
+            # the conversation, as a span's own messages do, and are not kept. Until `_written` settles the row it
+            # stands as before them, so a request that fails in between leaves the call waiting for them (the
+            # exporter's retry brings them), never whole without its records.
+            if self.appended.pop(pk, None) is not None:
+                del self.changed[pk]
         return _Taken(calls, groups, [row.pk for row in bare], left)
 
     def write(self, rows: dict[Key, PendingCall]) -> None:
         PendingEvent.objects.filter(call_id__in=list(self.refused)).delete()
-        for row in rows.values():  # a statement a row: bulk_update's one CASE over all rows costs their square
+        PendingEvent.objects.bulk_create([event for events in self.appended.values() for event in events])
+        alike: dict[tuple[str, ...], list[PendingCall]] = defaultdict(list)
+        for row in rows.values():
             if fields := self.changed.get(row.pk):
-                PendingCall.objects.filter(pk=row.pk).update(**{name: getattr(row, name) for name in fields})
+                alike[fields].append(row)
+        for fields, changed in alike.items():  # one statement for each kind of change
+            pending_calls_save(changed, fields)
 
     def _reject(self, key: Key, why: str) -> None:
         self.rejected.extend([f"model call span {key[1]}: {why}"] * self.parts[key])
@@ -439,14 +459,20 @@ def _unwritable(kept: int, new: Iterable[ContentEvent]) -> str | None:
     return None
 
 
-def _calls(rows: list[PendingCall]) -> tuple[dict[int, ModelCall], dict[int, str]]:
-    """The calls of rows holding both parts, read from their records (only now, once each), by row; and the rows
-    whose records do not make a call, with why. A call whose records carry no message content (capture is off) is
-    neither."""
+def _calls(
+    rows: list[PendingCall], appended: dict[int, list[PendingEvent]]
+) -> tuple[dict[int, ModelCall], dict[int, str]]:
+    """The calls of rows holding both parts, read from their records (those kept, read only now, once each, then
+    those `appended` by this request), by row; and the rows whose records do not make a call, with why. A call
+    whose records carry no message content (capture is off) is neither."""
     events: dict[int, list[tuple[str, dict]]] = defaultdict(list)
-    stored = PendingEvent.objects.filter(call_id__in=[row.pk for row in rows]).order_by("call_id", "pk")
-    for call_id, name, values in stored.values_list("call_id", "name", "values"):
-        events[call_id].append((name, values))
+    earlier = [row.pk for row in rows if row.event_count > len(appended.get(row.pk, ()))]
+    if earlier:
+        stored = PendingEvent.objects.filter(call_id__in=earlier).order_by("call_id", "pk")
+        for call_id, name, values in stored.values_list("call_id", "name", "values"):
+            events[call_id].append((name, values))
+    for row in rows:
+        events[row.pk] += [(event.name, _as_kept(event.values)) for event in appended.get(row.pk, ())]
     calls, refusals = {}, {}
     for row in rows:
         try:
@@ -457,6 +483,23 @@ def _calls(rows: list[PendingCall]) -> tuple[dict[int, ModelCall], dict[int, str
         if call is not None:
             calls[row.pk] = call
     return calls, refusals
+
+
+def _as_kept(value: Any) -> Any:
+    """A record's fields as a kept one reads back from PostgreSQL's jsonb: its objects' fields shortest name first
+    (then by their bytes), a number written with an exponent of ten upwards as the whole number, no negative zero.
+    So a call reads the same whether its records waited or completed it, and its messages (tool arguments as
+    compact JSON, in the order of their fields) with it."""
+    if isinstance(value, dict):
+        return {key: _as_kept(value[key]) for key in sorted(value, key=lambda key: (len(key.encode()), key.encode()))}
+    if isinstance(value, list):
+        return [_as_kept(item) for item in value]
+    if isinstance(value, float):
+        if value == 0:
+            return 0.0
+        if "e+" in (written := repr(value)):
+            return int(Decimal(written))
+    return value
 
 
 def _call(row: PendingCall, events: list[tuple[str, dict]]) -> ModelCall | None:
@@ -533,7 +576,7 @@ def _written(org_id: int, now: datetime, *, done: list[int], conversations: set[
     content; the conversations' marks follow what still waits."""
     with transaction.atomic():
         written = PendingCall.objects.filter(pk__in=done)
-        written.update(written_at=now, end_user="", event_count=0, stored_bytes=0)
+        written.update(written_at=now, end_user="", event_count=0, stored_bytes=0, replied=True)
         PendingEvent.objects.filter(call_id__in=done).delete()
         _marks_refresh(org_id, conversations)
 
@@ -568,19 +611,15 @@ def _marks_refresh(org_id: int, external_ids: set[str]) -> None:
         .order_by("external_id")
         .values_list("pk")
     )
-    since = dict(
+    earliest = (
         _awaited(org_id)
-        .filter(conversation_external_id__in=external_ids)
-        .values("conversation_external_id")
-        .annotate(since=Min("span_seen_at"))
-        .values_list("conversation_external_id", "since")
+        .filter(conversation_external_id=OuterRef("external_id"))
+        .order_by("span_seen_at")
+        .values("span_seen_at")[:1]
     )
-    marks = Case(
-        *(When(external_id=key, then=Value(at)) for key, at in since.items()),
-        default=Value(None),
-        output_field=DateTimeField(),
+    Conversation.objects.filter(org_id=org_id, external_id__in=external_ids).update(
+        content_awaited_since=Subquery(earliest)
     )
-    Conversation.objects.filter(org_id=org_id, external_id__in=external_ids).update(content_awaited_since=marks)
 
 
 def _waiting(org: Org) -> QuerySet[PendingCall]:

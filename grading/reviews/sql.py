@@ -2,8 +2,8 @@
 messages read, the identity check, the filing lock, the review's INSERT, a state change, the ticket handed back)
 and the planner's tickets, the judge spend booked with a review, the spend caps read before every judge call, and
 the due times a change of service-level targets writes; and the conversations a transaction of an OTLP request
-appends to, saved together (`conversations_save`). Nothing else in grading or reviewer sends these, or builds model
-instances from rows.
+appends to, saved together (`conversations_save`), as are the waiting model calls a request changes alike
+(`pending_calls_save`). Nothing else in grading or reviewer sends these, or builds model instances from rows.
 
 Why plain SQL: composing these statements with the ORM, and its save(), cost several times their own CPU, most of a
 grading worker's database time; and `bulk_update`, one CASE branch per row, is quadratic in the number of tickets a
@@ -38,6 +38,7 @@ from grading.models import (
     Route,
     SpendCap,
 )
+from grading.models.otlp import PendingCall
 from grading.reviews.rollups import Tracked
 
 Subject = TypeVar("Subject", Conversation, Draft)
@@ -270,33 +271,50 @@ def review_state_write(review_id: int, state: ReviewState, *, audit: bool = Fals
 _STATE_WRITE = _sql("UPDATE {review} SET state = %s, audit = audit OR %s WHERE id = %s", review=_REVIEW)
 
 
-# --- conversations written together (grading/conversations/ingest.py `conversations_write`) ----------------------
+# --- rows an OTLP request writes together (grading/conversations/ingest.py `conversations_write`, otlp/pending.py) --
 
 
 def conversations_save(conversations: Sequence[Conversation]) -> None:
     """What `save()` writes for each of `conversations` (every column, `updated_at` now), in one statement whatever
     their number: the OTLP receiver's appends of a transaction. `bulk_update`, one CASE branch per row and column,
     cost as much CPU a row as a save()."""
-    values = [
-        [field.get_db_prep_save(field.pre_save(conversation, False), connection) for conversation in conversations]
-        for field in _SAVED
-    ]
+    _rows_save(Conversation, _CONVERSATION_SAVED, conversations)
+
+
+def pending_calls_save(calls: Sequence[PendingCall], fields: Sequence[str]) -> None:
+    """The named `fields` of each of `calls`, locked by the caller, in one statement whatever their number: the
+    waiting OTLP model calls a request changed alike (grading/otlp/pending.py). An UPDATE a row, composed by the
+    ORM, was the largest share of joining a request's calls to those waiting."""
+    _rows_save(PendingCall, tuple(fields), calls)
+
+
+def _rows_save(model: type[Model], names: tuple[str, ...], rows: Sequence[Model]) -> None:
+    if not rows:
+        return
+    fields = [model._meta.get_field(name) for name in names]
+    values = [[field.get_db_prep_save(field.pre_save(row, False), connection) for row in rows] for field in fields]
     with connection.cursor() as cursor:
-        cursor.execute(_CONVERSATIONS_SAVE, [[conversation.pk for conversation in conversations], *values])
+        cursor.execute(_save_sql(model, names), [[row.pk for row in rows], *values])
 
 
-_SAVED = [field for field in Conversation._meta.concrete_fields if not field.primary_key]
-_CONVERSATIONS_SAVE = _sql(
-    "UPDATE {conversation} AS c SET {assignments} FROM unnest({arrays}) AS v(id, {columns}) WHERE c.id = v.id",
-    conversation=Conversation._meta.db_table,
-    assignments=sql.SQL(", ").join(
-        sql.SQL("{column} = v.{column}").format(column=_name(field.column)) for field in _SAVED
-    ),
-    arrays=sql.SQL(", ").join(
-        [sql.SQL("%s::bigint[]")] + [sql.SQL("%s::" + field.cast_db_type(connection) + "[]") for field in _SAVED]
-    ),
-    columns=_columns(_SAVED),
-)
+@cache
+def _save_sql(model: type[Model], names: tuple[str, ...]) -> str:
+    """UPDATE of the named fields of many rows from one array a column (composed once per model and fields)."""
+    fields = [model._meta.get_field(name) for name in names]
+    return _sql(
+        "UPDATE {table} AS t SET {assignments} FROM unnest({arrays}) AS v(id, {columns}) WHERE t.id = v.id",
+        table=model._meta.db_table,
+        assignments=sql.SQL(", ").join(
+            sql.SQL("{column} = v.{column}").format(column=_name(field.column)) for field in fields
+        ),
+        arrays=sql.SQL(", ").join(
+            [sql.SQL("%s::bigint[]")] + [sql.SQL("%s::" + field.cast_db_type(connection) + "[]") for field in fields]
+        ),
+        columns=_columns(fields),
+    )
+
+
+_CONVERSATION_SAVED = tuple(field.name for field in Conversation._meta.concrete_fields if not field.primary_key)
 
 
 # --- an item's ticket: the grading it is owed (grading/reviews/inflight.py) --------------------------------------

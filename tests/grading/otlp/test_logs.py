@@ -15,8 +15,9 @@ from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsSer
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
 
 from grading.api.keys import api_key_create
+from grading.core.errors import LimitExceeded
 from grading.models import Conversation, Message
-from grading.models.otlp import PendingCall
+from grading.models.otlp import PendingCall, PendingEvent
 from reviewer.celery import app
 from tests.builders.otlp_spans import (
     as_otlp_json,
@@ -131,6 +132,30 @@ def test_log_records_before_their_spans_give_the_same_evidence_as_after(post, co
     assert logs_first["messages"] == spans_first["messages"]
 
 
+def test_a_calls_records_give_the_same_messages_whichever_came_first_whatever_their_fields_order(post, conversation_of):
+    # Tool arguments as structure are kept as compact JSON, in the order of their fields: records that waited were
+    # kept by PostgreSQL (jsonb orders the fields its own way and writes 1.5e16 as 15000000000000000), so the
+    # records that complete a call must read as if they had been kept too.
+    arguments = {"order_id": 1182, "carrier": "DHL", "weight": 1.5e16, "volume": -0.0, "ratio": 1.25e-7}
+    call = {"id": "call_1", "type": "function", "function": {"name": "order_status", "arguments": arguments}}
+    by_order = {}
+    for first, trace in (("spans", "7a" * 16), ("logs", "7b" * 16)):
+        span = bare_chat_span(1, conversation=f"{first}-first", trace=trace)
+        records = [
+            log_record(1, "gen_ai.user.message", {"content": "Where is order 1182?"}, trace=trace),
+            log_record(1, "gen_ai.choice", {"index": 0, "finish_reason": "tool_calls",
+                                             "message": {"role": "assistant", "tool_calls": [call]}}, trace=trace),
+        ]  # fmt: skip
+        parts = [("traces", export_request(span)), ("logs", logs_request(*records))]
+        for signal, request in parts if first == "spans" else parts[::-1]:
+            assert post(signal, request.SerializeToString()).status_code == 200
+        by_order[first] = conversation_of(f"{first}-first")
+    assert by_order["spans"]["messages"] == by_order["logs"]["messages"]
+    assert by_order["spans"]["fingerprint"] == by_order["logs"]["fingerprint"]
+    [reply] = [message for message in by_order["logs"]["messages"] if message["role"] == "assistant"]
+    assert json.loads(reply["tool_calls"][0]["function"]["arguments"])["order_id"] == 1182
+
+
 def test_a_conversation_is_not_scorable_while_a_calls_messages_are_awaited(post, conversation_of, settings):
     settings.CONVERSATION_QUIET_MINUTES = 0
     spans, records = two_turns_in_log_records()
@@ -161,6 +186,31 @@ def test_a_resent_span_after_its_call_was_written_waits_for_nothing(post, conver
     assert not again.HasField("partial_success")
     assert conversation_of("conv-otlp") == before
     assert Conversation.objects.get(external_id="conv-otlp").content_awaited_since is None
+
+
+def test_a_logs_request_failing_after_the_join_leaves_its_calls_waiting_and_their_resend_writes_them(
+    post, conversation_of, monkeypatch
+):
+    """The records that complete a call go straight into its conversation: a request that fails before writing it
+    (here a limit another writer reached in between) leaves the call waiting for them, never whole without them."""
+    spans, records = two_turns_in_log_records()
+    first_call = [record for record in records if record.span_id == records[0].span_id]
+    send_spans(post, spans[:1])
+
+    def refused(**_) -> None:
+        raise LimitExceeded("MAX_MESSAGES_PER_CONVERSATION", 1, "another writer filled the conversation")
+
+    with monkeypatch.context() as patched:
+        patched.setattr("grading.otlp.pending.traces_ingest", refused)
+        assert post("logs", logs_request(*first_call).SerializeToString()).status_code == 413
+    [(_, _, span_seen_at, events, stored_bytes, replied, refused_why)] = kept()
+    assert span_seen_at is not None and (events, stored_bytes, replied, refused_why) == (0, 0, False, "")
+    assert not PendingEvent.objects.exists()
+    assert not Conversation.objects.filter(external_id="conv-otlp").exists()
+
+    send_logs(post, first_call)  # the exporter's retry
+    assert [m["role"] for m in conversation_of("conv-otlp")["messages"]] == ["system", "user", "assistant"]
+    assert PendingCall.objects.get().written_at is not None
 
 
 def test_a_resent_batch_of_a_calls_first_records_adds_no_message_twice(post, conversation_of):
