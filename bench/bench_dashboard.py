@@ -16,6 +16,10 @@ BENCH_DASHBOARD_REVIEWS (default 1000000) scales it. BENCH_DASHBOARD_CHECKS=12 g
 twelve checks (issue 39: today's three, five verdicts of its own, two categories and two scores), answered on every
 review and by every decision and answer, against today's three (the default): run both and read each page against
 the trivial view of its own run.
+
+`phases()`, for `bench.compare`, offers the export as the page and the API stream it, at BENCH_DASHBOARD_REVIEWS or
+50,000 reviews: the conversations people decide (five answers each), those the machine passed or failed (none), and
+every conversation as JSONL.
 """
 
 import json
@@ -25,8 +29,10 @@ import statistics
 import time
 import tracemalloc
 from collections import Counter
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import timedelta
+from functools import partial
 
 from django.contrib.auth import get_user_model
 from django.core.serializers.json import DjangoJSONEncoder
@@ -166,6 +172,41 @@ def main() -> None:
             + (f"; Cohen's kappa for {len(pairs)} pairs of people, n {pairs[0]['n']:,} each" if pairs else "")
         )
     _bench_export(org, scope)
+
+
+@contextmanager
+def phases() -> Iterator[dict[str, Callable[[], None]]]:
+    """For `bench.compare`: the org populated once (at a twentieth of `main`'s scale unless BENCH_DASHBOARD_REVIEWS
+    says), then a phase is one export streamed whole, as the page and the API stream it."""
+    org = fresh_org()
+    _populate(org, int(os.environ.get("BENCH_DASHBOARD_REVIEWS", "50000")))
+    this_week = monday(timezone.now())
+    scope = scope_for(org, since=iso_week(this_week - timedelta(weeks=WEEKS - 1)), until=iso_week(this_week))
+    exports = {
+        "export CSV, conversations people decide (five answers each)": ("csv", "human"),
+        "export CSV, conversations passed or failed (no answers)": ("csv", "pass,fail"),
+        "export JSONL, every conversation": ("jsonl", ""),
+    }
+    named = {}
+    for name, (file_format, route) in exports.items():
+        f = reads.ReviewFilter(kind=ItemKind.CONVERSATION, route=route or "")
+        rows = sum(1 for _ in _export_lines(org, scope, f, file_format)) - (file_format == "csv")
+        named[f"{name}: {rows:,} rows"] = partial(_export_lines_consumed, org, scope, f, file_format)
+    yield named
+
+
+def _export_lines(org, scope, f: reads.ReviewFilter, file_format: str) -> Iterator[str]:
+    """The lines of an export as the page's view and the API stream them (no reader: an org key)."""
+    reviews = reads.reviews_behind(org, scope, f)
+    checks = reads.checks_asked(org, f.kind)
+    columns = export.columns_for(checks)
+    rows = export.export_rows(reviews, f=f, reader_id=None, checks=checks)
+    return export.as_csv(rows, columns) if file_format == "csv" else export.as_jsonl(rows, columns)
+
+
+def _export_lines_consumed(org, scope, f: reads.ReviewFilter, file_format: str) -> None:
+    for _ in _export_lines(org, scope, f, file_format):
+        pass
 
 
 def _bench_counting(org) -> None:
@@ -317,7 +358,7 @@ def _populate(org, total: int, *, sliced: bool = False) -> dict[str, int]:
 _REVIEW_COLUMNS = """org_id, kind, conversation_id, draft_id, fingerprint, criteria_version_id, judge, judge_key,
     memory_snapshot, started_at, finished_at, stages, route, reason, detail, checks, score, judge_score, judge_passed,
     spread, sub_scores, findings, judge_issues, repairs, memory_used, usage, state, audit, application, week,
-    submitted_at, criteria_fingerprint, confidences, confidence_source, slice"""
+    submitted_at, criteria_fingerprint, confidences, confidence_source, slice, sent"""
 SLICES = 20  # values of each of the two dimensions, when sliced
 # A conversation's metadata by its number g: release r0..r19 by g, environment e0..e19 by g / 20 (every pair seen).
 _METADATA = f"""CASE WHEN %(sliced)s THEN jsonb_build_object('release', 'r' || (g %% {SLICES}),
@@ -377,7 +418,7 @@ _POPULATE_SQL = [
             NULL, NULL, NULL, NULL, '{{}}'::jsonb, '[]'::jsonb, '[]'::jsonb, NULL, '{{}}'::jsonb,
             jsonb_build_object('prompt_tokens', 2000 + x.g %% 700, 'completion_tokens', 150, 'total_tokens', 2150),
             CASE WHEN x.g %% 10 = 9 THEN 'waiting' WHEN x.g %% 10 = 8 OR x.audit THEN 'decided' ELSE 'current' END,
-            x.audit, c.application, {monday_sql("c.started_at")}, c.last_activity_at, '', '{{}}'::jsonb, '', c.metadata
+            x.audit, c.application, {monday_sql("c.started_at")}, c.last_activity_at, '', '{{}}'::jsonb, '', c.metadata, ''
         FROM grading_conversation c
         CROSS JOIN LATERAL (SELECT substr(c.external_id, 3)::int AS g) n
         CROSS JOIN LATERAL (SELECT n.g, {_CONVERSATION_ROUTE.replace("g %%", "n.g %%")} AS route,
@@ -407,7 +448,7 @@ _POPULATE_SQL = [
             CASE WHEN x.route = 'human' AND x.g %% 20 = 8 THEN 'decided' WHEN x.route = 'human' THEN 'waiting'
                  ELSE 'current' END,
             false, '', {monday_sql("d.updated_at + interval '90 seconds'")}, d.updated_at, '', '{{}}'::jsonb, '',
-            '{{}}'::jsonb
+            '{{}}'::jsonb, ''
         FROM grading_draft d
         CROSS JOIN LATERAL (SELECT substr(d.external_id, 3)::int AS g) n
         CROSS JOIN LATERAL (SELECT n.g, CASE WHEN n.g %% 10 < 6 THEN 'pass' WHEN n.g %% 10 < 8 THEN 'fail'
@@ -418,7 +459,7 @@ _POPULATE_SQL = [
         SELECT r.org_id, r.kind, r.conversation_id, NULL, 'fp1:old-' || h, r.criteria_version_id, r.judge,
             'old-' || h, '', r.started_at - interval '1 day', r.finished_at - interval '1 day', 1, 'pass', '', '',
             r.checks, NULL, NULL, NULL, NULL, '{{}}'::jsonb, '[]'::jsonb, '[]'::jsonb, NULL, '{{}}'::jsonb, r.usage,
-            'superseded', false, r.application, r.week, r.submitted_at, '', '{{}}'::jsonb, '', r.slice
+            'superseded', false, r.application, r.week, r.submitted_at, '', '{{}}'::jsonb, '', r.slice, ''
         FROM generate_series(1, %(history)s) h
         JOIN grading_review r ON r.id = (SELECT min(id) FROM grading_review WHERE org_id = %(org)s
             AND kind = 'conversation') + (h %% %(conversations)s)""",
