@@ -186,6 +186,10 @@ _TIMES = ("started_at", "finished_at", "decided_at", "routed_at", "due_at")
 _JSON = ("slice", "judge", "confidences", "decision_checks", "labels", "answers")
 
 
+# One encoder each, made once: json.dumps with options makes a new one for every value.
+_CSV_JSON = json.JSONEncoder(sort_keys=True, ensure_ascii=False).encode
+
+
 def _csv_row(row: tuple, times: Sequence[int], json_cells: Sequence[int]) -> list:
     cells = list(row)
     for i in times:
@@ -193,7 +197,7 @@ def _csv_row(row: tuple, times: Sequence[int], json_cells: Sequence[int]) -> lis
             cells[i] = cells[i].isoformat()
     for i in json_cells:
         if cells[i] is not None:
-            cells[i] = json.dumps(cells[i], sort_keys=True, ensure_ascii=False)
+            cells[i] = _CSV_JSON(cells[i])
     return cells
 
 
@@ -209,6 +213,9 @@ def _iso(value: object) -> str:
     raise TypeError(f"{type(value).__name__} is not JSON")
 
 
+_JSONL = json.JSONEncoder(ensure_ascii=False, default=_iso).encode
+
+
 def as_jsonl(rows: Iterable[tuple], columns: Sequence[str]) -> Iterator[str]:
     for row in rows:
-        yield json.dumps(dict(zip(columns, row, strict=True)), ensure_ascii=False, default=_iso) + "\n"
+        yield _JSONL(dict(zip(columns, row, strict=True))) + "\n"
