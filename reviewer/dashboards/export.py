@@ -22,7 +22,6 @@ from grading.core.spreadsheets import csv_lines
 from grading.core.weeks import iso_week
 from grading.models import Answer, ItemKind, Label, Review, state_now
 from grading.reviews.blind import SEEN, blind_items
-from grading.reviews.human import id_in
 from reviewer.dashboards.reads import ReviewFilter
 
 CHUNK = 2000  # rows per fetch from the server-side cursor
@@ -46,7 +45,7 @@ _VALUES_AFTER = (
     "prompt_tokens_text", "completion_tokens_text", "audit", "confidences_text", "certificate_id", "decision__outcome",
     "decision_checks_text", "decision__note",
     "decision__decided_by__username", "decision__decided_at", "routed_at", "due_at", "labels_text",
-    "criteria_version__is_active", "conversation_id", "draft_id",
+    "answers_text", "answered_by", "criteria_version__is_active", "conversation_id", "draft_id",
 )  # fmt: skip
 _STATE = _BEFORE.index("state")
 _WEEK = _BEFORE.index("week")
@@ -90,30 +89,30 @@ def _answer_of(key: str) -> Coalesce:
     return Coalesce(KeyTextTransform("verdict", KeyTransform(key, "checks")), KeyTextTransform(key, "sub_scores"))
 
 
-def _answers_of(review_ids: Sequence[int]) -> dict[int, tuple[list[dict], list[int]]]:
-    """The answers people gave on these reviews, each review's in the order given, in one query that hands back one
-    JSON list per review (decoded once, not answer by answer) and, in the same order, who gave each (for blind
-    review)."""
-    order = ("answered_at", "pk")
-    answers = (
-        Answer.objects.filter(id_in("review_id", review_ids))
-        .values("review_id")
-        .annotate(
-            answers=JSONBAgg(
-                JSONObject(
-                    person="person__username",
-                    outcome="outcome",
-                    checks="checks",
-                    note="note",
-                    answered_at="answered_at",
-                ),
-                order_by=order,
+# The answers people gave on the review, in the order given, as one JSON list, and who gave each in the same order
+# (for blind review): read with the row, each review's answers by the index on their review, since a chunk's answers
+# read apart by their reviews' ids made PostgreSQL scan every answer of the table (bench/README.md).
+_ANSWER_ORDER = ("answered_at", "pk")
+_ANSWERS = Subquery(
+    Answer.objects.filter(review_id=OuterRef("pk"))
+    .values("review_id")
+    .annotate(
+        answers=JSONBAgg(
+            JSONObject(
+                person="person__username", outcome="outcome", checks="checks", note="note", answered_at="answered_at"
             ),
-            people=ArrayAgg("person_id", order_by=order),
+            order_by=_ANSWER_ORDER,
         )
-        .values_list("review_id", "answers", "people")
     )
-    return {review_id: (given, people) for review_id, given, people in answers}
+    .values("answers")
+)
+_ANSWERED_BY = Subquery(
+    Answer.objects.filter(review_id=OuterRef("pk"))
+    .values("review_id")
+    .annotate(people=ArrayAgg("person_id", order_by=_ANSWER_ORDER))
+    .values("people")
+)
+_ANSWERS_READ = {"answers_text": Cast(_ANSWERS, TextField()), "answered_by": _ANSWERED_BY}
 
 
 class _Decoded(dict):
@@ -132,8 +131,8 @@ def export_rows(
     reviews: QuerySet[Review], *, f: ReviewFilter, reader_id: int | None, checks: Sequence[str]
 ) -> Iterator[tuple]:
     """One tuple per review in `columns_for(checks)` order, oldest first, read `CHUNK` rows at a time through a
-    server-side cursor; blind review's rule (grading/reviews/blind.py) and the answers of each chunk's reviews in
-    two more queries.
+    server-side cursor, each with its labels and people's answers; blind review's rule (grading/reviews/blind.py) for
+    each chunk's items in one more query.
 
     Blind review: a review of an item people decide blind is exported without what the machine or labellers said
     of it (withheld altogether when `f` picked it by what the machine said), and with only `reader_id`'s own
@@ -145,20 +144,20 @@ def export_rows(
                                                 "decision_checks", "labels")]  # fmt: skip
     answers_of = {f"check_{key}": _answer_of(key) for key in checks}
     values = (*_VALUES_BEFORE, *answers_of, *_VALUES_AFTER)
-    rows = reviews.annotate(**_JSON_READ, **answers_of).order_by("pk").values_list(*values).iterator(chunk_size=CHUNK)
+    rows = reviews.annotate(**_JSON_READ, **_ANSWERS_READ, **answers_of).order_by("pk").values_list(*values)
+    rows = rows.iterator(chunk_size=CHUNK)
     while chunk := list(itertools.islice(rows, CHUNK)):
         blind = {
             kind: blind_items(kind, {row[-1] if kind == ItemKind.DRAFT else row[-2] for row in chunk if row[1] == kind})
             for kind in ItemKind.values
         }
-        answers = _answers_of([row[0] for row in chunk])
         decoded = _Decoded()
         weeks: dict[date, str] = {}
         for row in chunk:
             seen = blind[row[1]].get(row[-1] if row[1] == ItemKind.DRAFT else row[-2], SEEN)
             if seen.verdicts and f.reads_machine:
                 continue
-            out = [row[0], row[1], row[2] if row[2] is not None else row[3], *row[4:-3]]
+            out = [row[0], row[1], row[2] if row[2] is not None else row[3], *row[4:-5]]
             for i in json_at:
                 if out[i] is not None:
                     out[i] = decoded[out[i]]
@@ -169,15 +168,13 @@ def export_rows(
             if seen.verdicts:
                 for i in said:
                     out[i] = None
-            given = None
-            if row[0] in answers:
-                given, people = answers[row[0]]
-                if seen.answers:
-                    given = [
-                        answer
-                        for answer, person_id in zip(given, people, strict=True)
-                        if not seen.hides_answer(person_id=person_id, reader_id=reader_id)
-                    ]
+            given = None if row[-5] is None else json.loads(row[-5])
+            if given is not None and seen.answers:
+                given = [
+                    answer
+                    for answer, person_id in zip(given, row[-4], strict=True)
+                    if not seen.hides_answer(person_id=person_id, reader_id=reader_id)
+                ]
             yield (*out, given or None)
 
 
