@@ -16,6 +16,10 @@ BENCH_DASHBOARD_REVIEWS (default 1000000) scales it. BENCH_DASHBOARD_CHECKS=12 g
 twelve checks (issue 39: today's three, five verdicts of its own, two categories and two scores), answered on every
 review and by every decision and answer, against today's three (the default): run both and read each page against
 the trivial view of its own run.
+
+`phases()`, for `bench.compare`, offers the export as the page and the API stream it, at BENCH_DASHBOARD_REVIEWS or
+50,000 reviews: the conversations people decide (five answers each), those the machine passed or failed (none), and
+every conversation as JSONL.
 """
 
 import json
@@ -163,7 +167,8 @@ PHASE_REQUESTS = 10
 def phases() -> Iterator[dict[str, Callable[[], None]]]:
     """For `bench.compare`: the org populated once at `BENCH_DASHBOARD_REVIEWS` (1,000,000 by default) and its
     counters rebuilt, then each request of `main`'s table but the list, `PHASE_REQUESTS` requests a phase, and the
-    certified panel over 26 weeks (one request: it reads every review of its scope). With
+    certified panel over 26 weeks (one request: it reads every review of its scope), and the export streamed whole
+    three ways (`--phase export` alone, at a smaller BENCH_DASHBOARD_REVIEWS, keeps a run short). With
     `BENCH_DASHBOARD_FIGURES=<directory>`, each side first writes what the dashboard's JSON answers (8 and 26 weeks)
     and the certified panel's figures to `<directory>/<its database>.json`, to compare the two sides' files."""
     org = fresh_org()
@@ -178,7 +183,8 @@ def phases() -> Iterator[dict[str, Callable[[], None]]]:
             named = {f"{name} ({PHASE_REQUESTS} requests)": partial(_requests, client, url, extra, PHASE_REQUESTS)
                      for name, url, extra in _pages(key) if "behind" not in name}  # fmt: skip
             certified = f"/dashboard/certified/?{_query(_half_year())}"
-            yield named | {f"certified panel, {WEEKS} weeks (1 request)": partial(_requests, client, certified, {}, 1)}
+            named[f"certified panel, {WEEKS} weeks (1 request)"] = partial(_requests, client, certified, {}, 1)
+            yield named | _export_phases(org)
         finally:
             clear_url_caches()
 
@@ -231,6 +237,37 @@ def _figures_written(org, path: str) -> None:
     figures["certified"] = certified_figures(scopes[f"{WEEKS} weeks"])
     with open(path, "w") as out:
         json.dump(figures, out, cls=DjangoJSONEncoder, sort_keys=True, indent=1)
+
+
+def _export_phases(org) -> dict[str, Callable[[], None]]:
+    """The export streamed whole, as the page and the API stream it: named with its rows, for a rate per row."""
+    this_week = monday(timezone.now())
+    scope = scope_for(org, since=iso_week(this_week - timedelta(weeks=WEEKS - 1)), until=iso_week(this_week))
+    exports = {
+        "export CSV, conversations people decide (five answers each)": ("csv", "human"),
+        "export CSV, conversations passed or failed (no answers)": ("csv", "pass,fail"),
+        "export JSONL, every conversation": ("jsonl", ""),
+    }
+    named = {}
+    for name, (file_format, route) in exports.items():
+        f = reads.ReviewFilter(kind=ItemKind.CONVERSATION, route=route or "")
+        rows = sum(1 for _ in _export_lines(org, scope, f, file_format)) - (file_format == "csv")
+        named[f"{name}: {rows:,} rows"] = partial(_export_lines_consumed, org, scope, f, file_format)
+    return named
+
+
+def _export_lines(org, scope, f: reads.ReviewFilter, file_format: str) -> Iterator[str]:
+    """The lines of an export as the page's view and the API stream them (no reader: an org key)."""
+    reviews = reads.reviews_behind(org, scope, f)
+    checks = reads.checks_asked(org, f.kind)
+    columns = export.columns_for(checks)
+    rows = export.export_rows(reviews, f=f, reader_id=None, checks=checks)
+    return export.as_csv(rows, columns) if file_format == "csv" else export.as_jsonl(rows, columns)
+
+
+def _export_lines_consumed(org, scope, f: reads.ReviewFilter, file_format: str) -> None:
+    for _ in _export_lines(org, scope, f, file_format):
+        pass
 
 
 def _bench_counting(org) -> None:

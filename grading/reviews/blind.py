@@ -17,10 +17,12 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from django.db.models import Count, Exists, OuterRef
+from django.db.models import Count, Exists, OuterRef, Subquery
+from django.db.models.functions import Coalesce
 
 from grading.models import Answer, ItemKind, Review, ReviewState, state_now
 from grading.models.criteria import answers_stand
+from grading.reviews.human import id_in
 from grading.reviews.reads import review_slots
 
 # What an event's detail says that someone answered or decided: the verdicts (a decision's, an answer's, a label's,
@@ -68,21 +70,30 @@ def blind_of(live: Review | None, *, answered: int) -> Blind:
 
 
 def blind_items(kind: str, item_ids: Iterable[int]) -> dict[int, Blind]:
-    """The rule for many items of one kind at once (a page, a chunk of an export), in two queries: an item absent
-    from the answer is seen whole."""
+    """The rule for many items of one kind at once (a page, a chunk of an export), in one query: an item absent from
+    the answer is seen whole. It reads of each waiting review only what the rule does, with its answers counted
+    beside it, and the ids go as one array."""
     item_ids = set(item_ids)
     if not item_ids:
         return {}
     field = "draft_id" if kind == ItemKind.DRAFT else "conversation_id"
-    waiting = list(Review.objects.waiting().filter(**{f"{field}__in": item_ids}).select_related("criteria_version"))
-    answered = dict(
-        Answer.objects.filter(review_id__in=[review.pk for review in waiting])
-        .values("review_id")
-        .annotate(n=Count("pk"))
-        .values_list("review_id", "n")
+    waiting = (
+        Review.objects.waiting()
+        .filter(id_in(field, item_ids))
+        .select_related("criteria_version")
+        .only(field, "state", "audit", *(f"criteria_version__{name}" for name in _SLOTS_RULE))
+        .annotate(answered=_ANSWERED)
     )
-    found = {getattr(review, field): blind_of(review, answered=answered.get(review.pk, 0)) for review in waiting}
+    found = {getattr(review, field): blind_of(review, answered=review.answered) for review in waiting}
     return {item_id: blind for item_id, blind in found.items() if blind != SEEN}
+
+
+# What `blind_of` reads of a review's criteria version: whether it is active and how many people decide its reviews.
+_SLOTS_RULE = ("is_active", "slots", "slots_for", "slots_share")
+_ANSWERED = Coalesce(
+    Subquery(Answer.objects.filter(review_id=OuterRef("pk")).values("review_id").annotate(n=Count("pk")).values("n")),
+    0,
+)
 
 
 def verdicts_hidden(item: str) -> Exists:
