@@ -11,7 +11,7 @@ import gc
 import logging
 
 from celery import shared_task
-from celery.signals import worker_process_init, worker_process_shutdown, worker_ready, worker_shutdown
+from celery.signals import worker_process_shutdown, worker_ready, worker_shutdown
 from django.conf import settings
 from django.db import InterfaceError, OperationalError
 
@@ -42,11 +42,11 @@ def _close_lock_session(**_) -> None:
 
 
 @worker_ready.connect
-@worker_process_init.connect
 def _freeze_startup_heap(**_) -> None:
     # What a worker imported and built before its first task lives as long as the process: kept out of the cyclic
     # collector's reach, a full collection no longer walks all of it whenever a grading thread allocates (decoding
     # a judge's reply, building rows).
+    gc.collect()  # garbage frozen would never be collected
     gc.freeze()
 
 
