@@ -21,6 +21,14 @@ scale it;
 BENCH_THROUGHPUT_THREADS is a comma-separated list of thread counts (default 32): one process at each, and two
 processes at the largest. BENCH_THROUGHPUT_PROFILE=1 records a py-spy profile (--gil: the samples are the time a
 thread holds the GIL) of the first worker of each threaded layout and prints where its CPU went (needs py-spy).
+
+Two checkouts compared (`bench.compare` cannot: what it measures is its own process and backend, and the CPU here is
+the workers' and every backend's): BENCH_THROUGHPUT_BASE=<a checkout of the code before> runs only the two-process
+layout, BENCH_THROUGHPUT_ROUNDS times (default 5) with workers started from that checkout and as many from this one,
+the order alternating from round to round, on the same data, judge and servers; and prints per side the median
+[interquartile range] (least-most) of reviews/s, the workers' CPU ms a review and the rest's (PostgreSQL alone
+beside it), with a verdict only where the interquartile ranges do not overlap (`bench.compare.verdict`). The
+checkout's schema must be this one's: the data is set up once, by this checkout.
 """
 
 from __future__ import annotations
@@ -63,6 +71,7 @@ class Layout:
     processes: int
     pool: str  # prefork | threads
     concurrency: int  # per process
+    checkout: Path = REPO_ROOT  # the code the workers run
 
     @property
     def in_flight(self) -> int:
@@ -114,6 +123,10 @@ def main() -> None:
     _populate(org, conversations, drafts)
     total = conversations + drafts
 
+    if base := os.environ.get("BENCH_THROUGHPUT_BASE"):
+        _compare(Path(base).resolve(), rounds=int(os.environ.get("BENCH_THROUGHPUT_ROUNDS", "5")), org=org,
+                 check_count=check_counts[0], threads=threads[-1], latency=latency, items=total)  # fmt: skip
+        return
     results = []
     with FakeLLM(keep_alive=True, record=False) as judge:
         judge.set_default(_responder(latency))
@@ -162,6 +175,59 @@ def main() -> None:
             print(f"{'':<33}where the first worker's CPU went (py-spy --gil), ms/review:")
             for category, share in result.profile:
                 print(f"{'':<35}{share * worker:5.1f}  {category}")
+
+
+def _compare(base: Path, *, rounds: int, org, check_count: int, threads: int, latency: float, items: int) -> None:
+    """The two-process layout, from the `base` checkout and from this one, `rounds` times each (module docstring)."""
+    from bench.compare import spread_of, verdict
+
+    sides = {"base": base, "head": REPO_ROOT}
+
+    def figures(result: Result) -> dict[str, float]:
+        grading = result.grading
+        per_review = 1000 / grading.reviews
+        return {
+            "reviews/s": grading.reviews / grading.at,
+            "workers' CPU ms/review": grading.worker_cpu * per_review,
+            "PostgreSQL CPU ms/review": grading.other_cpu.get("PostgreSQL", 0.0) * per_review,
+            "everything else's CPU ms/review": sum(grading.other_cpu.values()) * per_review,
+            "workers and PostgreSQL, CPU ms/review": (grading.worker_cpu + grading.other_cpu.get("PostgreSQL", 0.0))
+            * per_review,
+        }
+
+    results: dict[str, list[Result]] = {side: [] for side in sides}
+    with FakeLLM(keep_alive=True, record=False) as judge:
+        judge.set_default(_responder(latency))
+        _ask_checks(org, check_count)
+        for round_number in range(rounds + 1):  # the first round warms up and is dropped
+            for side in sides if round_number % 2 == 0 else reversed(sides):
+                layout = Layout(f"{side}: threads -c {threads}, 2 processes", 2, "threads", threads, sides[side])
+                result = _run(layout, judge, latency, items)
+                if round_number:
+                    results[side].append(result)
+                said = ", ".join(f"{name} {value:.1f}" for name, value in figures(result).items())
+                print(f"round {round_number or 'warm-up'}: {layout.name}: {said} (load {result.load:.1f})", flush=True)
+
+    print(f"\n{rounds} rounds, sides alternating; base {base}, head {REPO_ROOT}; loads "
+          + ", ".join(f"{r.load:.1f}" for side in sides for r in results[side]))  # fmt: skip
+    for metric in figures(results["head"][0]):
+        spreads = {side: spread_of([figures(r)[metric] for r in results[side]]) for side in sides}
+        # verdict() reads a smaller figure as faster: here the CPU figures are lower or higher, the rate is the
+        # other way round.
+        said = verdict(spreads["base"], spreads["head"])
+        said = {"head faster": "head lower", "head slower": "head higher"}.get(said, said)
+        if metric == "reviews/s":
+            said = {"head lower": "head slower", "head higher": "head faster"}.get(said, said)
+        cells = [f"{s.median:.1f} [{s.low:.1f}-{s.high:.1f}] ({s.least:.1f}-{s.most:.1f})" for s in spreads.values()]
+        print(f"{metric:<40} base {cells[0]:<32} head {cells[1]:<32} "
+              f"{spreads['head'].median / spreads['base'].median:.3f}x  {said}")  # fmt: skip
+    for side in sides:
+        for result in results[side][:1]:
+            if result.profile:
+                worker = result.grading.worker_cpu / result.grading.reviews * 1000
+                print(f"{side}: where the first worker's CPU went in its first round (py-spy --gil), ms/review:")
+                for category, share in result.profile:
+                    print(f"    {share * worker:5.1f}  {category}")
 
 
 def _responder(latency: float):
@@ -324,7 +390,8 @@ def _profile(layout: Layout, pid: int) -> tuple[subprocess.Popen | None, Path | 
     py_spy = shutil.which("py-spy", path=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")
     if os.environ.get("BENCH_THROUGHPUT_PROFILE") != "1" or layout.pool != "threads" or py_spy is None:
         return None, None
-    out = Path(settings.DATA_DIR) / f"bench-profile-{layout.concurrency}t-{layout.processes}p.txt"
+    side = "" if layout.checkout == REPO_ROOT else "-base"
+    out = Path(settings.DATA_DIR) / f"bench-profile-{layout.concurrency}t-{layout.processes}p{side}.txt"
     command = [
         py_spy,
         "record",
@@ -409,7 +476,7 @@ def _start_worker(layout: Layout, judge: FakeLLM, n: int) -> tuple[subprocess.Po
         "-P", layout.pool, "-c", str(layout.concurrency), "-n", name, "-l", "warning",
     ]  # fmt: skip
     with open(log_path, "w") as log:
-        worker = subprocess.Popen(command, cwd=REPO_ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+        worker = subprocess.Popen(command, cwd=layout.checkout, env=env, stdout=log, stderr=subprocess.STDOUT)
     deadline = time.monotonic() + 60
     while not app.control.ping(destination=[name], timeout=0.5):
         if worker.poll() is not None or time.monotonic() > deadline:

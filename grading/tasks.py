@@ -7,10 +7,11 @@ connection, a failover): each review is written in one transaction, so a retry s
 and finds the reviews whose write did commit.
 """
 
+import gc
 import logging
 
 from celery import shared_task
-from celery.signals import worker_process_shutdown, worker_shutdown
+from celery.signals import worker_process_shutdown, worker_ready, worker_shutdown
 from django.conf import settings
 from django.db import InterfaceError, OperationalError
 
@@ -38,6 +39,15 @@ logger = logging.getLogger(__name__)
 def _close_lock_session(**_) -> None:
     # The process's grading locks end with it anyway; closing says so at once instead of at the socket's timeout.
     inflight.lock_session_close()
+
+
+@worker_ready.connect
+def _freeze_startup_heap(**_) -> None:
+    # What a worker imported and built before its first task lives as long as the process: kept out of the cyclic
+    # collector's reach, a full collection no longer walks all of it whenever a grading thread allocates (decoding
+    # a judge's reply, building rows).
+    gc.collect()  # garbage frozen would never be collected
+    gc.freeze()
 
 
 _DATABASE_TROUBLE = (OperationalError, InterfaceError)

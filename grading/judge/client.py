@@ -32,7 +32,7 @@ from datetime import UTC, datetime
 from typing import Any, Generic, Literal, TypeVar
 
 import openai
-from openai.types.chat import ChatCompletion
+import pydantic_core
 from pydantic import BaseModel, ValidationError
 
 T = TypeVar("T", bound=BaseModel)
@@ -135,6 +135,18 @@ class ServerProfile:
     source: str  # where context_tokens came from: "llama.cpp /props", "ollama /api/show", ... or "" when unknown
 
 
+@dataclass(frozen=True)
+class _Reply:
+    """What the client reads of a chat completion: its first choice, the usage and the model that answered."""
+
+    content: str | None
+    refusal: str | None
+    finish_reason: str | None
+    usage: Usage
+    token_logprobs: list[TokenLogprob] | None
+    model: str | None
+
+
 class BrokenBody(Exception):
     """A 2xx whose body is not what the endpoint answers (proxy error pages, truncated bodies): transient."""
 
@@ -226,19 +238,19 @@ class ChatJudgeClient:
         for _ in range(2):
             reply, sent, mode = self._send(system=system, user=user, schema=schema, max_tokens=max_tokens)
             attempts += sent
-            usage += _usage_of(reply)
+            usage += reply.usage
             try:
                 parsed, raw_text = _parse_output(reply, schema)
             except _Malformed as exc:
                 problem = str(exc)
-                if reply.choices[0].finish_reason == "length":
+                if reply.finish_reason == "length":
                     max_tokens *= 2
                 continue
             return Completion(
                 parsed=parsed,
                 raw_text=raw_text,
                 usage=usage,
-                token_logprobs=_token_logprobs(reply) if self.want_logprobs else None,
+                token_logprobs=reply.token_logprobs if self.want_logprobs else None,
                 attempts=attempts,
                 mode=mode,
                 served_model=reply.model or None,
@@ -247,7 +259,7 @@ class ChatJudgeClient:
 
     def _send(
         self, *, system: str, user: str, schema: type[BaseModel], max_tokens: int
-    ) -> tuple[ChatCompletion, int, ResponseMode]:
+    ) -> tuple[_Reply, int, ResponseMode]:
         """One logical request: the reply, how many HTTP requests it took, and the mode that answered."""
         attempts = 0
         retries = 0
@@ -266,9 +278,7 @@ class ChatJudgeClient:
                     raise exceeded from exc
                 retries = self._retry.backoff_or_raise(exc, retries, attempts)
 
-    def _post(
-        self, *, system: str, user: str, schema: type[BaseModel], mode: ResponseMode, max_tokens: int
-    ) -> ChatCompletion:
+    def _post(self, *, system: str, user: str, schema: type[BaseModel], mode: ResponseMode, max_tokens: int) -> _Reply:
         # Deliberately no tools/functions parameters: the judge cannot act, only answer.
         extra: dict[str, Any] = {}
         if self.want_logprobs:
@@ -281,18 +291,11 @@ class ChatJudgeClient:
             "response_format": _response_format(schema, mode),
             **extra,
         }
-        try:
-            # The SDK's generic POST: the body is already plain JSON, so the typed create() would only spend
-            # CPU transforming it. `cast_to=object` hands the reply back as decoded JSON (or, with a non-JSON
-            # content type, as text) for `_chat_completion` to read.
-            data = self._sdk.post("/chat/completions", body=body, cast_to=object, options={"timeout": self.timeout})
-        except json.JSONDecodeError as exc:
-            # The SDK trusts a JSON content-type and lets the decode error escape.
-            raise BrokenBody(f"reply body is not JSON ({exc.msg})") from exc
-        reply = _chat_completion(data)
-        if reply is None or not getattr(reply, "choices", None):
-            raise BrokenBody("reply body is not a chat completion")
-        return reply
+        # The SDK's generic POST: the body is already plain JSON, so the typed create() would only spend CPU
+        # transforming it; `cast_to=bytes` hands back the body as it came, whatever its content type, for
+        # `_chat_completion` to read.
+        raw = self._sdk.post("/chat/completions", body=body, cast_to=bytes, options={"timeout": self.timeout})
+        return _chat_completion(raw)
 
     def server_profile(self) -> ServerProfile:
         """Ask the server, once for this client, which model it serves and how many tokens one request may hold.
@@ -475,37 +478,53 @@ def _describe(exc: Exception) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
-def _chat_completion(data: object) -> ChatCompletion | None:
-    """The reply as a ChatCompletion, or None when it is not a JSON object.
+def _chat_completion(raw: bytes) -> _Reply:
+    """The reply read from its body: parsed by pydantic-core's compiled parser, then only what the client uses read
+    from it, by hand. Not validated whole as the SDK's ChatCompletion: with log-probabilities a reply holds two
+    objects and a list per token (each token's bytes too), and building those cost several times the parse.
 
-    Validated by pydantic-core (compiled) when it fits the type, as every server's well-formed reply does; the
-    SDK instead constructs its models field by field in Python, which with log-probabilities (two objects and a
-    list per token) cost as much again as the rest of the reply. A reply that does not fit is constructed
-    leniently, as the SDK would, so an unusual server is read exactly as before.
+    Read leniently, as the SDK reads a reply: a field of the wrong type counts as absent. A body that is not JSON, or
+    whose first choice is not an object, is a BrokenBody (transient); log-probabilities that do not read whole are
+    none at all, since a token missing would shift every position after it.
     """
-    if isinstance(data, str):  # a non-JSON content type: the SDK read the body as JSON anyway when it was
-        try:
-            data = json.loads(data)
-        except ValueError:
-            return None
-    if not isinstance(data, dict):
-        return None
     try:
-        return ChatCompletion.model_validate(data)
-    except ValidationError:
-        return ChatCompletion.construct(**data)
+        data = pydantic_core.from_json(raw)
+    except ValueError as exc:
+        raise BrokenBody(f"reply body is not JSON ({exc})") from exc
+    choices = data.get("choices") if isinstance(data, dict) else None
+    choice = choices[0] if isinstance(choices, list) and choices else None
+    if not isinstance(choice, dict):
+        raise BrokenBody("reply body is not a chat completion")
+    message = _object(choice.get("message"))
+    return _Reply(
+        content=_text(message.get("content")),
+        refusal=_text(message.get("refusal")),
+        finish_reason=_text(choice.get("finish_reason")),
+        usage=_usage_of(_object(data.get("usage"))),
+        token_logprobs=_token_logprobs(_object(choice.get("logprobs")).get("content")),
+        model=_text(data.get("model")),
+    )
 
 
-def _usage_of(reply: ChatCompletion) -> Usage:
+def _object(value: object) -> dict:
+    return value if isinstance(value, dict) else {}
+
+
+def _text(value: object) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _count(value: object) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def _usage_of(usage: dict) -> Usage:
     # Some OpenAI-compatible servers omit usage; zero is honest about what we were told.
-    if reply.usage is None:
-        return ZERO_USAGE
-    details = reply.usage.prompt_tokens_details
     return Usage(
-        prompt_tokens=reply.usage.prompt_tokens or 0,
-        completion_tokens=reply.usage.completion_tokens or 0,
-        total_tokens=reply.usage.total_tokens or 0,
-        cached_tokens=(details.cached_tokens or 0) if details is not None else 0,
+        prompt_tokens=_count(usage.get("prompt_tokens")),
+        completion_tokens=_count(usage.get("completion_tokens")),
+        total_tokens=_count(usage.get("total_tokens")),
+        cached_tokens=_count(_object(usage.get("prompt_tokens_details")).get("cached_tokens")),
     )
 
 
@@ -513,23 +532,21 @@ def _usage_of(reply: ChatCompletion) -> Usage:
 _FENCED = re.compile(r"\A\s*```[A-Za-z0-9_-]*[ \t]*\r?\n(.*?)\r?\n?```\s*\Z", re.DOTALL)
 
 
-def _parse_output(reply: ChatCompletion, schema: type[T]) -> tuple[T, str]:
-    choice = reply.choices[0]
-    message = choice.message
-    if getattr(message, "refusal", None):
-        raise _Malformed(f"model refused: {message.refusal}")
-    if choice.finish_reason == "length":
+def _parse_output(reply: _Reply, schema: type[T]) -> tuple[T, str]:
+    if reply.refusal:
+        raise _Malformed(f"model refused: {reply.refusal}")
+    if reply.finish_reason == "length":
         # Whatever was written before the cut is not the judge's whole answer, even if it happens to parse.
         raise _Malformed("cut off by its token limit (finish_reason=length)")
-    text = message.content or ""
+    text = reply.content or ""
     if not text.strip():
-        raise _Malformed(f"empty content (finish_reason={choice.finish_reason})")
+        raise _Malformed(f"empty content (finish_reason={reply.finish_reason})")
     if fenced := _FENCED.match(text):
         text = fenced.group(1)
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise _Malformed(f"invalid JSON: {exc.msg} at char {exc.pos} (finish_reason={choice.finish_reason})") from None
+        raise _Malformed(f"invalid JSON: {exc.msg} at char {exc.pos} (finish_reason={reply.finish_reason})") from None
     try:
         return schema.model_validate(data), text
     except ValidationError as exc:
@@ -539,15 +556,20 @@ def _parse_output(reply: ChatCompletion, schema: type[T]) -> tuple[T, str]:
         raise _Malformed(f"does not match {schema.__name__}: {problems}") from None
 
 
-def _token_logprobs(reply: ChatCompletion) -> list[TokenLogprob] | None:
-    logprobs = reply.choices[0].logprobs
-    if logprobs is None or not logprobs.content:
+def _token_logprobs(entries: object) -> list[TokenLogprob] | None:
+    if not isinstance(entries, list) or not entries:
         return None
-    return [
-        TokenLogprob(
-            token=entry.token,
-            logprob=entry.logprob,
-            top_logprobs={alt.token: alt.logprob for alt in entry.top_logprobs or ()},
-        )
-        for entry in logprobs.content
-    ]
+    try:
+        tokens = [
+            TokenLogprob(
+                token=entry["token"],
+                logprob=float(entry["logprob"]),
+                top_logprobs={alt["token"]: float(alt["logprob"]) for alt in entry.get("top_logprobs") or ()},
+            )
+            for entry in entries
+        ]
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return None
+    if not all(isinstance(t.token, str) and all(isinstance(k, str) for k in t.top_logprobs) for t in tokens):
+        return None
+    return tokens

@@ -47,7 +47,13 @@ from grading.models.reviews import ReviewQuerySet
 from grading.reviews.reads import review_slots
 from grading.reviews.rollups import rollups_tracking
 from grading.reviews.spend import spend_book, utc_day
-from grading.reviews.sql import filing_lock, review_id_with_identity, review_insert, review_state_write
+from grading.reviews.sql import (
+    filing_lock,
+    review_id_with_identity,
+    review_insert,
+    review_state_write,
+    statements_pipelined,
+)
 from grading.reviews.targets import due_time, targets_of
 from grading.reviews.versions import criteria_active
 
@@ -201,7 +207,8 @@ def review_record(
     """
     field = _subject_field(subject)
     try:
-        with transaction.atomic():
+        # Pipelined: the counters' and the ledger's upserts, last, go out with the COMMIT (statements_pipelined).
+        with statements_pipelined(), transaction.atomic():
             # Only what the review is filed by and the live review's id are needed: reading whole rows (a
             # draft's body, a conversation's evidence state, thirty columns of review) would be most of this
             # block's CPU.

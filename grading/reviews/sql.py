@@ -15,7 +15,8 @@ get_db_prep_save). What a review's state should be is decided by the record's wr
 the only caller of `review_insert` and `review_state_write`.
 """
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from datetime import date, datetime
 from functools import cache
 from typing import Any, TypeVar
@@ -179,6 +180,20 @@ def _as_python(fields: Sequence[Field], row: Sequence) -> list:
 
 
 # --- a review's stored state ------------------------------------------------------------------------------------
+
+
+@contextmanager
+def statements_pipelined() -> Iterator[None]:
+    """Send the block's statements without waiting for each one's answer where none is read (psycopg's pipeline
+    mode): a statement whose rows are fetched still waits for them, the others go out with the next that does, or
+    with the COMMIT. For a review's transaction: its last statements book the org's counters and spend ledger, rows
+    every grading of the org writes, and their locks are held until the COMMIT. Sent with it, they are held for as
+    long as PostgreSQL takes to run them, not for the grading thread's wait, under a worker's other threads, to
+    send each next one. An error in a statement sent ahead is raised at the next wait (the COMMIT at the latest),
+    and the transaction is rolled back as before."""
+    connection.ensure_connection()
+    with connection.connection.pipeline():
+        yield
 
 
 def filing_lock(subject: Conversation | Draft, criteria_id: int, ticket: str) -> tuple[dict, bool, bool, int | None]:
