@@ -273,30 +273,31 @@ def _populate(org: Org, items: int, total_reviews: int) -> None:
 _REVIEW_COLUMNS = """org_id, kind, conversation_id, draft_id, fingerprint, criteria_version_id, judge, judge_key,
     memory_snapshot, started_at, finished_at, stages, route, reason, detail, checks, score, judge_score, judge_passed,
     spread, sub_scores, findings, judge_issues, repairs, memory_used, usage, state, audit, criteria_fingerprint,
-    confidences, confidence_source, application"""
+    confidences, confidence_source, application, slice, sent"""
 _USAGE = """'{"prompt_tokens": 3000, "completion_tokens": 200, "total_tokens": 3200}'::jsonb"""
 _POPULATE_SQL = [
     """INSERT INTO grading_draft (org_id, external_id, title, slug, body, source_urls, run_id, callback_url,
-            fingerprint, created_at, updated_at, grading_task_id, end_user)
+            fingerprint, created_at, updated_at, grading_task_id, end_user, metadata)
         SELECT %(org)s, 'd-' || g, 'Draft ' || g, 'draft-' || g, 'A body.', '[]'::jsonb, '', '', 'fp1:d-' || g,
-            now() - interval '30 days', now() - g * interval '1 second', '', ''
+            now() - interval '30 days', now() - g * interval '1 second', '', '', '{}'::jsonb
         FROM generate_series(1, %(half)s) g""",
     """INSERT INTO grading_conversation (org_id, external_id, application, closed, started_at, last_activity_at,
-            fingerprint, active_path_ids, branch_count, message_count, updated_at, grading_task_id, end_user)
+            fingerprint, active_path_ids, branch_count, message_count, updated_at, grading_task_id, end_user, metadata)
         SELECT %(org)s, 'c-' || g, 'app-' || (g %% %(apps)s), true, now() - interval '40 days',
-            now() - interval '39 days' + g * interval '1 second', 'fp1:c-' || g, '[]'::jsonb, 1, 6, now(), '', ''
+            now() - interval '39 days' + g * interval '1 second', 'fp1:c-' || g, '[]'::jsonb, 1, 6, now(), '', '',
+            '{}'::jsonb
         FROM generate_series(1, %(half)s) g""",
     f"""INSERT INTO grading_review ({_REVIEW_COLUMNS})
         SELECT %(org)s, 'draft', NULL, d.id, d.fingerprint, %(dc)s, '{{}}'::jsonb, 'bench', 'mem1:bench', now(), now(),
             1, CASE WHEN d.id %% 4 = 0 THEN 'fail' ELSE 'pass' END, '', '', '{{}}'::jsonb, 7.5, 7.5, true, NULL,
             '{{}}'::jsonb, '[]'::jsonb, '[]'::jsonb, NULL, '{{}}'::jsonb, {_USAGE}, 'current', false, '',
-            '{{}}'::jsonb, '', ''
+            '{{}}'::jsonb, '', '', '{{}}'::jsonb, ''
         FROM grading_draft d WHERE d.org_id = %(org)s""",
     f"""INSERT INTO grading_review ({_REVIEW_COLUMNS})
         SELECT %(org)s, 'conversation', c.id, NULL, c.fingerprint, %(cc)s, '{{}}'::jsonb, 'bench', '', now(), now(),
             1 + (c.id %% 3 = 0)::int, CASE WHEN c.id %% 5 = 0 THEN 'fail' ELSE 'pass' END, '', '', '{{}}'::jsonb,
             NULL, NULL, NULL, NULL, '{{}}'::jsonb, '[]'::jsonb, '[]'::jsonb, NULL, '{{}}'::jsonb, {_USAGE}, 'current',
-            false, '', '{{}}'::jsonb, '', c.application
+            false, '', '{{}}'::jsonb, '', c.application, '{{}}'::jsonb, ''
         FROM grading_conversation c WHERE c.org_id = %(org)s""",
     # Superseded history: older reviews of other evidence, spread over every item.
     f"""INSERT INTO grading_review ({_REVIEW_COLUMNS})
@@ -304,7 +305,7 @@ _POPULATE_SQL = [
             'old-' || h, r.memory_snapshot, r.started_at - interval '1 day', r.finished_at - interval '1 day',
             r.stages, r.route, '', '', r.checks, r.score, r.judge_score, r.judge_passed, r.spread, r.sub_scores,
             r.findings, r.judge_issues, r.repairs, r.memory_used, r.usage, 'superseded', false, '', '{{}}'::jsonb, '',
-            r.application
+            r.application, r.slice, ''
         FROM generate_series(1, %(history)s) h
         JOIN grading_review r
           ON r.id = (SELECT min(id) FROM grading_review WHERE org_id = %(org)s) + (h %% %(items)s)""",

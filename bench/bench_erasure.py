@@ -182,10 +182,10 @@ def _populate(org, items: int) -> None:
 _STARTED = "(now() - interval '60 days' - (n %% 70) * interval '1 day')"
 _POPULATE_SQL = [
     f"""INSERT INTO grading_conversation (org_id, external_id, application, closed, started_at, last_activity_at,
-            fingerprint, active_path_ids, branch_count, message_count, grading_task_id, end_user, updated_at)
+            fingerprint, active_path_ids, branch_count, message_count, grading_task_id, end_user, updated_at, metadata)
         SELECT %(org)s, grp || '-' || n, 'app-' || (n %% 5), true, {_STARTED},
             CASE grp WHEN 'old' THEN {_STARTED} + interval '1 hour' ELSE now() END,
-            'fp:' || grp || n, '["m1", "m2", "m3", "m4"]'::jsonb, 1, %(messages)s, '', '', now()
+            'fp:' || grp || n, '["m1", "m2", "m3", "m4"]'::jsonb, 1, %(messages)s, '', '', now(), '{{}}'::jsonb
         FROM (SELECT 'old' AS grp, g AS n FROM generate_series(1, %(old)s) g
               UNION ALL SELECT 'live', g FROM generate_series(1, %(live)s) g) items""",
     """INSERT INTO grading_message (conversation_id, external_id, parent_external_id, role, content, hidden, truncated,
@@ -198,7 +198,7 @@ _POPULATE_SQL = [
     """INSERT INTO grading_review (org_id, kind, conversation_id, fingerprint, criteria_version_id, judge, judge_key,
             memory_snapshot, criteria_fingerprint, started_at, finished_at, stages, route, reason, detail, checks,
             sub_scores, findings, judge_issues, memory_used, usage, state, audit, application, week, submitted_at,
-            routed_at, confidences, confidence_source)
+            routed_at, confidences, confidence_source, slice, sent)
         SELECT c.org_id, 'conversation', c.id, c.fingerprint, %(cc)s, '{"backend": "bench"}'::jsonb, 'bench', '',
             '', c.last_activity_at, c.last_activity_at + interval '5 seconds', 1,
             CASE WHEN c.external_id LIKE 'live%%' OR c.id %% 10 IN (1, 2) THEN 'human'
@@ -209,7 +209,7 @@ _POPULATE_SQL = [
             CASE WHEN c.external_id LIKE 'live%%' OR c.id %% 10 IN (1, 2) THEN 'waiting'
                  WHEN c.id %% 10 = 3 THEN 'decided' ELSE 'current' END,
             false, c.application, date_trunc('week', c.started_at)::date, c.last_activity_at,
-            c.last_activity_at + interval '5 seconds', '{}', ''
+            c.last_activity_at + interval '5 seconds', '{}', '', '{}', ''
         FROM grading_conversation c WHERE c.org_id = %(org)s""",
     """INSERT INTO grading_decision (org_id, review_id, basis, outcome, checks, note, decided_by_id, decided_at)
         SELECT r.org_id, r.id, 'one', 'pass',
