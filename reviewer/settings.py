@@ -61,7 +61,7 @@ def database_from_url(url: str) -> dict:
     if not name:
         raise ImproperlyConfigured("DATABASE_URL names no database (postgresql://host/NAME)")
     return {
-        "ENGINE": "django.db.backends.postgresql",
+        "ENGINE": "reviewer.postgresql",  # Django's, with a pool that survives a failover
         "NAME": name,
         "USER": unquote(parts.username or ""),
         "PASSWORD": unquote(parts.password or ""),

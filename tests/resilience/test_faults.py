@@ -9,7 +9,6 @@ import os
 import signal
 import threading
 import uuid
-from collections.abc import Iterator
 from urllib.parse import urlsplit
 
 import psutil
@@ -182,17 +181,8 @@ def grading_lock_holder(kind: str, item_id: int) -> int | None:
     return row and row[0]
 
 
-@pytest.fixture
-def own_pool_renewed() -> Iterator[None]:
-    """A failover ends this test process's idle pooled connections too. psycopg_pool's health check waits 0, 1, 2,
-    4, 8, 16 s between the dead connections it takes in turn, so with six dead the next test's first query gave up
-    after 30 s ("couldn't get a connection", seen three times in CI): the pool is made anew after the test."""
-    yield
-    connection.close_pool()
-
-
 def test_a_database_failover_while_the_judge_thinks_loses_no_answer_and_leaves_one_whole_review(
-    celery_worker, fake_llm, org, own_pool_renewed
+    celery_worker, fake_llm, org
 ):
     """Every connection of the workers drops while the judge thinks, as in a failover: the pooled connection the
     grader handed back and the process's lock session. The pool's health check replaces the dead connection
