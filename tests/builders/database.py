@@ -19,6 +19,13 @@ def table_analysed(table: str) -> None:
         cursor.execute(f"ANALYZE {connection.ops.quote_name(table)}")
 
 
+def backends_terminated(pids: list[int]) -> int:
+    """End these PostgreSQL backends, as a failover ends a process's connections; how many were ended."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(pg_terminate_backend(pid)) FROM unnest(%s::int[]) AS pid", [pids])
+        return cursor.fetchone()[0]
+
+
 @cache
 def _snapshot_sql(tables: tuple[str, ...]) -> str:
     # Per table, its row count and the sum of its rows' 64-bit hashes (in any order: no sort), all in one round trip.

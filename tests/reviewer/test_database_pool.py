@@ -4,6 +4,8 @@ after going through the dead ones one by one until the pool's timeout (reviewer/
 import pytest
 from django.db import connection
 
+from tests.builders.database import backends_terminated
+
 
 @pytest.mark.django_db
 def test_a_pool_whose_idle_connections_all_died_hands_out_a_live_one():
@@ -12,9 +14,7 @@ def test_a_pool_whose_idle_connections_all_died_hands_out_a_live_one():
     backends = [conn.info.backend_pid for conn in taken]
     for conn in taken:
         pool.putconn(conn)
-    with connection.cursor() as cursor:  # a failover, as these connections see it
-        cursor.execute("SELECT count(pg_terminate_backend(pid)) FROM unnest(%s::int[]) AS pid", [backends])
-        assert cursor.fetchone() == (len(backends),)
+    assert backends_terminated(backends) == len(backends)  # a failover, as these connections see it
 
     conn = pool.getconn()  # before: six dead in turn outlasted the pool's 30 s timeout (PoolTimeout)
     try:
