@@ -38,10 +38,19 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
+# A test that starts a process or a server of its own (Chromium, a Celery worker, a live HTTP server) takes
+# seconds, whatever it asserts: it is slow by the fixtures it uses, without a mark to forget.
+STARTS_PROCESSES = {"browser", "celery_worker", "live_server"}
+
+
+@pytest.hookimpl(tryfirst=True)  # before `-m` deselects by the marks
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """The real-judge tests run when asked (`--realjudge`). Their model server holds a core for minutes under the
     suite's load (94 s quiet, up to 315 s), and inside `make test` one of its two workers waited on it; `.ci/run`
     runs them after `make test`, as `make test-realjudge`, and fails as for any other test."""
+    for item in items:
+        if STARTS_PROCESSES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.slow)
     items.sort(key=lambda item: item.get_closest_marker("slow") is not None)
     if config.getoption("realjudge"):
         return

@@ -8,7 +8,10 @@ import io
 import re
 import tokenize
 from collections.abc import Iterator
+from functools import cache
 from pathlib import Path
+
+import pytest
 
 from tests.builders.processes import REPO_ROOT
 
@@ -85,6 +88,7 @@ def _read_by_make_and_shell() -> set[str]:
     return found
 
 
+@cache  # parsed once for both directions of the check: it reads every module of the tree
 def _read_in_code() -> dict[str, set[str]]:
     """Every variable read, with where. The tests call the env helpers with made-up names to test the helpers, so
     there only their reads of os.environ count."""
@@ -103,12 +107,14 @@ def _rows() -> list[str]:
     return _ROW.findall(CONFIGURATION.read_text())
 
 
+@pytest.mark.slow
 def test_it_documents_every_environment_variable_the_code_reads():
     documented = set(_rows())
     missing = {name: sorted(where) for name, where in _read_in_code().items() if name not in documented}
     assert not missing, f"read by the code but not in docs/configuration.md: {missing}"
 
 
+@pytest.mark.slow
 def test_it_documents_no_variable_the_code_does_not_read():
     read = _read_in_code()
     assert not [name for name in _rows() if name not in read], "in docs/configuration.md but read by no code"
@@ -235,6 +241,7 @@ def cited_elsewhere(source: str, *, folder: Path) -> list[str]:
     return missing
 
 
+@pytest.mark.slow
 def test_it_cites_no_document_the_repository_does_not_hold():
     cited = {}
     for path in _python_files(*CITING_DIRS):

@@ -41,6 +41,7 @@ def dana(org):
     return person
 
 
+@pytest.mark.slow
 def test_the_documented_settings_pass_the_deploy_check(tmp_path):
     env = deployment_environment(tmp_path, https_port=443, static_root=tmp_path / "static")
     checked = finished(manage("check", "--deploy", "--fail-level", "WARNING", env=env))
@@ -48,6 +49,7 @@ def test_the_documented_settings_pass_the_deploy_check(tmp_path):
     assert "System check identified no issues (0 silenced)" in checked.stdout
 
 
+@pytest.mark.slow
 @committed
 def test_a_person_signs_in_over_tls_from_the_trusted_origin_and_downloads_a_streamed_export(deployment, org, dana):
     review = draft_item(org, week=monday(timezone.now()))

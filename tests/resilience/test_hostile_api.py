@@ -303,6 +303,7 @@ def chain(length: int, *, cycle: bool = False) -> dict:
     }
 
 
+@pytest.mark.slow
 def test_a_hundred_thousand_deep_chain_is_over_the_default_limit_and_writes_nothing(client):
     api = fresh_api(client)
     before = row_counts()
@@ -311,6 +312,7 @@ def test_a_hundred_thousand_deep_chain_is_over_the_default_limit_and_writes_noth
     assert row_counts() == before
 
 
+@pytest.mark.slow
 def test_a_hundred_thousand_deep_chain_under_a_raised_limit_is_stored_read_and_appended(client, settings):
     settings.MAX_MESSAGES_PER_CONVERSATION = 100_001
     api = fresh_api(client)

@@ -175,6 +175,7 @@ def test_a_hostile_export_file_imports_what_it_can_names_what_it_cannot_and_writ
     check()
 
 
+@pytest.mark.slow
 def test_an_import_reaches_the_conversations_after_a_hundred_thousand_deep_one_and_a_ten_megabyte_one(org, tmp_path):
     deep = [
         {"id": f"m{i}", "parent_id": f"m{i - 1}" if i else None, "role": "user", "content": "ok"}

@@ -448,6 +448,7 @@ def test_every_route_of_the_document_has_a_request_that_works():
     assert sorted(WORKING) == ROUTES
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("method", "path"), ROUTES, ids=ROUTE_IDS)
 def test_each_slot_meets_each_edge_value_without_a_5xx_and_a_refusal_writes_nothing(world, method, path):
     working = world.working(method, path)
@@ -458,6 +459,7 @@ def test_each_slot_meets_each_edge_value_without_a_5xx_and_a_refusal_writes_noth
             world.check(working.with_value(slot, value), working)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("method", "path"), ROUTES, ids=ROUTE_IDS)
 @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
 @given(data=st.data())

@@ -90,6 +90,7 @@ def test_every_url_is_classified():
     assert unclassified == []
 
 
+@pytest.mark.slow
 def test_every_page_answers_each_persona_as_its_policy_says_for_both_orgs(world):
     failures = []
     for route in url_routes():
@@ -309,6 +310,7 @@ def test_every_api_operation_answers_each_credential_as_its_policy_says_for_both
 # --- CSRF ------------------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_every_post_is_refused_without_a_csrf_token_htmx_or_not_and_accepted_with_one(world):
     failures = []
     posts = [

@@ -278,6 +278,7 @@ def _get(client: Client, url: str, options: dict):
     return client.get(url, options.pop("data", {}), **options)
 
 
+@pytest.mark.slow
 def test_the_walk_every_page_partial_and_export_shows_nothing_blind_review_hides(client, world):
     pages = _pages(world)
     signed_in_pages = {

@@ -58,6 +58,7 @@ def post_chunked(port: int, key: str, body: bytes) -> http.client.HTTPResponse:
     return connection.getresponse()
 
 
+@pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
 def test_gunicorn_reads_a_chunked_export_whole_and_refuses_one_over_the_limit(gunicorn, org):
     key = api_key_create(org=org, name="ai sdk agent").plaintext

@@ -19,6 +19,7 @@ from reviewer.queue.display import queue_page
 pytestmark = pytest.mark.django_db
 
 
+@pytest.mark.slow
 def test_the_demo_conversations_land_on_every_route_and_leave_nothing_stale():
     org = demo_seed()
     for conversation_id in grading_pass().enqueued_ids:
@@ -41,6 +42,7 @@ def test_the_demo_conversations_land_on_every_route_and_leave_nothing_stale():
     assert all(row.due.startswith(("due in", "overdue")) for row in rows)
 
 
+@pytest.mark.slow
 def test_seeding_twice_changes_nothing():
     demo_seed()
     before = list(Conversation.objects.order_by("pk").values_list("fingerprint", "updated_at")), Message.objects.count()
@@ -49,6 +51,7 @@ def test_seeding_twice_changes_nothing():
     assert after == before
 
 
+@pytest.mark.slow
 def test_the_demo_drafts_land_on_every_route_of_the_gate():
     org = demo_seed()
     # The seed graded every draft; the one whose judge timed out is graded again by the next pass.
@@ -68,6 +71,7 @@ def test_the_demo_drafts_land_on_every_route_of_the_gate():
     assert reviews["repaired-but-still-failing"].repairs
 
 
+@pytest.mark.slow
 def test_the_demo_opens_with_where_who_the_key_and_the_judge_and_names_its_seeded_failure(caplog, settings):
     settings.JUDGES = settings.JUDGES | {"default": settings.JUDGES["default"] | {"base_url": ""}}
     with caplog.at_level(logging.WARNING):

@@ -97,11 +97,13 @@ def test_it_refuses_a_junk_debug_value_naming_it():
     assert "DEBUG='flase' is not a boolean" in result.stderr
 
 
+@pytest.mark.slow
 def test_it_passes_the_deploy_check_under_production_settings():
     result = _manage("check", "--deploy", "--fail-level", "WARNING", env=PRODUCTION_ENV)
     assert result.returncode == 0, result.stderr + result.stdout
 
 
+@pytest.mark.slow
 def test_statements_are_bound_on_the_server_unless_a_pooler_needs_them_bound_on_the_client():
     def binding(env: dict[str, str]) -> list[str]:
         show = "from django.conf import settings; o = settings.DATABASES['default']['OPTIONS'];"

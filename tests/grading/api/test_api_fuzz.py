@@ -40,6 +40,7 @@ def keep_the_test_connection():
         signal.connect(close_old_connections)
 
 
+@pytest.mark.slow
 @pytest.mark.django_db
 @schema.parametrize()
 @settings(max_examples=30, deadline=None, suppress_health_check=list(HealthCheck))

@@ -29,6 +29,7 @@ parts = st.lists(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(message_trees(), st.integers(0, 400))
 def test_extending_a_digest_equals_fingerprinting_the_whole_path(tree, cut):

@@ -630,6 +630,7 @@ def test_it_returns_a_path_or_a_named_reason_for_any_tree(tree, closed, age):
     assert abandoned_message_ids(messages, path) == {m.id for m in messages} - {m.id for m in path}
 
 
+@pytest.mark.slow
 @PROPERTY_SETTINGS
 @given(message_trees())
 def test_it_fingerprints_deterministically(tree):
@@ -642,6 +643,7 @@ def test_it_fingerprints_deterministically(tree):
     assert len(fingerprint(path)) == len("fp1:") + 64
 
 
+@pytest.mark.slow
 @PROPERTY_SETTINGS
 @given(message_trees())
 def test_it_fingerprints_each_prefix_of_the_path_as_the_path_ending_there(tree):
@@ -651,6 +653,7 @@ def test_it_fingerprints_each_prefix_of_the_path_as_the_path_ending_there(tree):
     assert prefix_fingerprints(path) == [fingerprint(path[: n + 1]) for n in range(len(path))]
 
 
+@pytest.mark.slow
 @PROPERTY_SETTINGS
 @given(message_trees(), st.integers(1, 3_000))
 def test_it_stages_every_path_message_exactly_once_in_order(tree, budget):

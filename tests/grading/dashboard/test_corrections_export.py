@@ -242,6 +242,7 @@ def _corrections_of(org, operator, count: int) -> None:
     )  # fmt: skip
 
 
+@pytest.mark.slow
 def test_its_memory_stays_flat_as_the_rows_grow(client, org, key, operator, monkeypatch):
     monkeypatch.setattr(corrections_export, "CHUNK", 50)
     _corrections_of(org, operator, 100)

@@ -728,6 +728,7 @@ def test_it_never_raises_anything_but_import_format_error_on_junk_text(fmt, text
     ),
     as_jsonl=st.booleans(),
 )
+@pytest.mark.slow
 def test_it_parses_or_reports_every_nearly_valid_conversation(case, as_jsonl):
     fmt, conversations = case
     text = "\n".join(json.dumps(c) for c in conversations) if as_jsonl else json.dumps(conversations)

@@ -198,6 +198,7 @@ def _settings_value(name: str, env: dict[str, str]) -> subprocess.CompletedProce
     )
 
 
+@pytest.mark.slow
 def test_the_standard_otlp_variables_configure_the_export():
     env = {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4318/", "OTEL_EXPORTER_OTLP_HEADERS": "api-key=s%20ecret"}
     endpoint = _settings_value("OTLP_EVALUATIONS_ENDPOINT", env)

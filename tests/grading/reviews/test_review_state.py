@@ -237,6 +237,7 @@ class ReviewStateMachine(RuleBasedStateMachine):
             assert audit.mismatched[kind] == 0
 
 
+@pytest.mark.slow
 def test_every_reader_reports_what_the_rows_say(fake_llm):
     ReviewStateMachine.fake_llm = fake_llm
     ReviewStateMachine.TestCase.settings = settings(

@@ -13,6 +13,7 @@ def versions(org, kind):
     return list(CriteriaVersion.objects.filter(org=org, kind=kind).order_by("number"))
 
 
+@pytest.mark.slow
 def test_the_demo_seeds_an_older_conversation_version_a_certified_active_one_and_an_unpublished_draft_version():
     org = demo_seed()
     old, active, _ = versions(org, ItemKind.CONVERSATION)
@@ -61,6 +62,7 @@ def test_the_demo_s_draft_version_holds_a_decided_draft_as_an_example_and_the_or
     assert (cap.criteria_version, cap.period, cap.tokens) == (None, "day", DEMO_DAY_CAP_TOKENS)
 
 
+@pytest.mark.slow
 def test_seeding_twice_adds_no_version_example_or_cap():
     org = demo_seed()
     fields = ("kind", "number", "rules", "checks", "rubric", "revision")

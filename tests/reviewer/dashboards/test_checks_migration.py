@@ -53,6 +53,7 @@ def _migrate(targets) -> None:
     executor.migrate(targets)
 
 
+@pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
 def test_it_reads_every_figure_and_export_of_the_demo_the_same_before_and_after_the_migration():
     org = demo_seed()

@@ -56,6 +56,7 @@ def test_the_demo_fills_every_panel_of_the_dashboard(client_for):
     assert grounded["difference"] < 0 and grounded["significant"]
 
 
+@pytest.mark.slow
 def test_seeding_the_history_twice_changes_no_figure():
     org = demo_seed()
     before = stored_counters(org_ids=[org.pk])

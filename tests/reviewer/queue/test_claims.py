@@ -155,6 +155,7 @@ def test_claim_next_from_the_page_opens_the_item_or_says_nothing_is_left(client_
     assert "Nothing left to claim" in response.content.decode()
 
 
+@pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
 def test_twenty_concurrent_claimers_take_every_item_exactly_once(org):
     """20 threads, each with its own database connection, claim until nothing is left over 300 items.
