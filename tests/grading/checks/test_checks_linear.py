@@ -19,6 +19,8 @@ from grading.checks.checks import check_draft
 from grading.checks.rules import default_rules, rules_validate
 from tests.builders.hostile_drafts import HOSTILE
 
+pytestmark = pytest.mark.slow  # each family measures the checks at two sizes over three rounds: seconds apiece
+
 N = 5_000
 GROWTH = 4  # inputs of n and 4n: linear work grows 4 times, quadratic 16; the test allows 8
 URL = "https://example.com/a"
