@@ -20,10 +20,9 @@ from dataclasses import dataclass
 from django.db.models import Count, Exists, OuterRef, Subquery
 from django.db.models.functions import Coalesce
 
-from grading.models import Answer, ItemKind, Review, ReviewState, state_now
+from grading.models import Answer, CriteriaVersion, ItemKind, Review, ReviewState, state_now
 from grading.models.criteria import answers_stand
 from grading.reviews.human import id_in
-from grading.reviews.reads import review_slots
 
 # What an event's detail says that someone answered or decided: the verdicts (a decision's, an answer's, a label's,
 # a worked example's) and an answer's note and the answer it replaced; an expected reply is a person's answer too
@@ -64,15 +63,24 @@ SEEN = Blind()
 def blind_of(live: Review | None, *, answered: int) -> Blind:
     """The rule for an item whose live review is `live` (read with its criteria version; None: the item has none),
     answered by `answered` people."""
-    if live is None or state_now(live.state, criteria_active=live.criteria_version.is_active) != ReviewState.WAITING:
+    if live is None:
         return SEEN
-    return Blind(verdicts=live.audit, answers=not answers_stand(slots=review_slots(live), answered=answered))
+    return _blind(live.state, live.criteria_version, review_id=live.pk, audit=live.audit, answered=answered)
+
+
+def _blind(state: str, version: CriteriaVersion, *, review_id: int, audit: bool, answered: int) -> Blind:
+    """The rule for an item whose live review (`review_id`, graded under `version`) is stored as `state`."""
+    if state_now(state, criteria_active=version.is_active) != ReviewState.WAITING:
+        return SEEN
+    slots = version.slots_of(review_id=review_id, audit=audit)  # `review_slots`, for a row read as values
+    return Blind(verdicts=audit, answers=not answers_stand(slots=slots, answered=answered))
 
 
 def blind_items(kind: str, item_ids: Iterable[int]) -> dict[int, Blind]:
     """The rule for many items of one kind at once (a page, a chunk of an export), in one query: an item absent from
     the answer is seen whole. It reads of each waiting review only what the rule does, with its answers counted
-    beside it, and the ids go as one array."""
+    beside it, as values rather than model instances (an export asks it of every chunk of 2,000 rows), and the ids
+    go as one array."""
     item_ids = set(item_ids)
     if not item_ids:
         return {}
@@ -80,11 +88,15 @@ def blind_items(kind: str, item_ids: Iterable[int]) -> dict[int, Blind]:
     waiting = (
         Review.objects.waiting()
         .filter(id_in(field, item_ids))
-        .select_related("criteria_version")
-        .only(field, "state", "audit", *(f"criteria_version__{name}" for name in _SLOTS_RULE))
         .annotate(answered=_ANSWERED)
+        .values_list(field, "pk", "state", "audit", "answered", *(f"criteria_version__{name}" for name in _SLOTS_RULE))
     )
-    found = {getattr(review, field): blind_of(review, answered=review.answered) for review in waiting}
+    versions: dict[tuple, CriteriaVersion] = {}  # what the rule reads of each version, as one (unsaved) instance
+    found = {}
+    for item_id, review_id, state, audit, answered, *rule in waiting:
+        if (rule := tuple(rule)) not in versions:
+            versions[rule] = CriteriaVersion(**dict(zip(_SLOTS_RULE, rule, strict=True)))
+        found[item_id] = _blind(state, versions[rule], review_id=review_id, audit=audit, answered=answered)
     return {item_id: blind for item_id, blind in found.items() if blind != SEEN}
 
 

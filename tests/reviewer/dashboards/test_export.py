@@ -17,7 +17,7 @@ from django.urls import reverse
 from grading.conversations.grader import conversation_grade
 from grading.core.weeks import iso_week
 from grading.drafts.gate import draft_grade
-from grading.models import CriteriaVersion, Draft, ItemKind, Review, SlotsFor
+from grading.models import Answer, CriteriaVersion, Draft, ItemKind, Review, SlotsFor
 from grading.reviews.services import answer_record, decision_record
 from grading.reviews.versions import criteria_active
 from reviewer.dashboards import export
@@ -224,3 +224,47 @@ def test_kind_any_exports_the_counting_reviews_of_both_kinds(org, fake_llm, oper
     ]
     assert {line["kind"] for line in both} == {"conversation", "draft"}
     assert sorted(line["review_id"] for line in both) == sorted(line["review_id"] for line in each)
+
+
+def test_it_writes_each_time_and_answer_as_python_writes_them_whatever_their_fractions_and_text(
+    org, client_for, stakeholder
+):
+    """Times and answers come from the database as text and are composed for each format: a time reads as its
+    isoformat() (fractions of a second with trailing zeros, or none), the answers as json.dumps writes them (sorted
+    keys in the CSV), notes with line breaks, quotes, escapes and characters beyond ASCII, and checks of any value."""
+    criteria_active(org=org, kind=ItemKind.DRAFT)
+    CriteriaVersion.objects.filter(org=org, kind=ItemKind.DRAFT, is_active=True).update(
+        slots=2, slots_for=SlotsFor.AUDIT
+    )
+    review = draft_item(org, "d-odd", audit=True)
+    ann, bo = (make_person(name, org, Role.OPERATOR) for name in ("ann", "bo"))
+    notes = {ann: 'line\nbreak "quoted" \\ café \x01 \u2028 😀', bo: "=1+1"}
+    for second, (person, note) in enumerate(notes.items()):
+        at = datetime(2026, 11, 24, 9, 0, second, tzinfo=UTC)
+        answer_record(review_id=review.pk, person=person, answered_at=at, outcome="approve", note=note)
+    odd_checks = {"writing": 4, "aeo": 0.00001, "nested": {"b": True, "a": None}}
+    Answer.objects.filter(review=review, person=ann).update(checks=odd_checks)
+    Review.objects.filter(pk=review.pk).update(
+        week=TruncWeek("finished_at", output_field=DateField()),
+        started_at=datetime(2026, 11, 24, 8, 59, 58, 120000, tzinfo=UTC),
+        finished_at=datetime(2026, 11, 24, 8, 59, 59, 1, tzinfo=UTC),
+        routed_at=datetime(2026, 11, 24, 9, tzinfo=UTC),
+    )
+    review.refresh_from_db()
+    client = client_for(stakeholder)
+
+    [line] = _get(client, org, format="jsonl", kind="draft").removesuffix("\n").split("\n")  # U+2028 is no line end
+    [row] = csv.DictReader(io.StringIO(_get(client, org, format="csv", kind="draft")))
+    answers = [
+        {"note": notes[ann], "checks": {"aeo": 0.00001, "nested": {"a": None, "b": True}, "writing": 4},
+         "person": "ann", "outcome": "approve", "answered_at": "2026-11-24T09:00:00+00:00"},
+        {"note": notes[bo], "checks": {}, "person": "bo", "outcome": "approve",
+         "answered_at": "2026-11-24T09:00:01+00:00"},
+    ]  # fmt: skip
+    assert '"answers": ' + json.dumps(answers, ensure_ascii=False) + "}" in line  # in the order jsonb keeps keys
+    assert row["answers"] == json.dumps(answers, sort_keys=True, ensure_ascii=False)
+    exported = json.loads(line)
+    for name in ("started_at", "finished_at", "routed_at"):
+        assert row[name] == exported[name] == getattr(review, name).isoformat()
+    assert row["due_at"] == "" and exported["due_at"] is None
+    assert exported["decided_at"] == row["decided_at"] == review.decision.decided_at.isoformat()
