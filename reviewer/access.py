@@ -1,14 +1,14 @@
 """Who may see what. Every view asks here (never only the template), so an htmx request for a
 partial meets the same checks as the full page."""
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from functools import wraps
 from typing import TypeVar
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
-from django.db.models import Q, QuerySet
+from django.db.models import QuerySet
 from django.http import Http404, HttpRequest, HttpResponse
 
 from grading.models import Org
@@ -32,10 +32,23 @@ def setup_org_ids(user) -> list[int]:
     part of an org would change when the rest of it is due)."""
     if not user.is_authenticated:
         return []
-    held = Membership.objects.filter(user=user).filter(
-        Q(role=Role.ORG_ADMIN) | Q(role=Role.LEAD, applications__isnull=True)
-    )
-    return sorted(set(held.values_list("org_id", flat=True)))
+    return setup_orgs_of(Membership.objects.filter(user=user))
+
+
+def setup_orgs_of(memberships: Iterable[Membership]) -> list[int]:
+    """`setup_org_ids` from one person's memberships in hand."""
+    whole = [m for m in memberships if m.role == Role.ORG_ADMIN or (m.role == Role.LEAD and m.applications is None)]
+    return sorted({membership.org_id for membership in whole})
+
+
+def memberships_of(request: HttpRequest) -> list[Membership]:
+    """The signed-in person's memberships, read once per request: the role check, the reach of the queue and the
+    navigation read the same rows. (The views that change memberships redirect; the next request reads afresh.)"""
+    if not request.user.is_authenticated:
+        return []
+    if not hasattr(request, "_memberships"):
+        request._memberships = list(Membership.objects.filter(user=request.user).order_by("pk"))
+    return request._memberships
 
 
 def people_of(org_id: int) -> QuerySet:
@@ -69,20 +82,25 @@ def reaches_of(user, *roles: Role) -> dict[int, Reach]:
     """Per org (by id), what `user`'s memberships of `roles` cover."""
     if not user.is_authenticated:
         return {}
-    memberships = Membership.objects.filter(user=user, role__in=roles)
-    return {org_id: reach for (_, org_id), reach in _reaches(memberships).items()}
+    return reaches_from(Membership.objects.filter(user=user, role__in=roles).order_by("pk"))
+
+
+def reaches_from(memberships: Iterable[Membership], *roles: Role) -> dict[int, Reach]:
+    """`reaches_of` from one person's memberships in hand (`memberships_of`), those of `roles` (all when none)."""
+    held = [membership for membership in memberships if not roles or membership.role in roles]
+    return {org_id: reach for (_, org_id), reach in _reaches(held).items()}
 
 
 def reaches_in(org_id: int, *roles: Role) -> dict[int, Reach]:
     """Per person (by user id), what their memberships of `roles` in the org cover."""
-    memberships = Membership.objects.filter(org_id=org_id, role__in=roles)
+    memberships = Membership.objects.filter(org_id=org_id, role__in=roles).order_by("pk")
     return {user_id: reach for (user_id, _), reach in _reaches(memberships).items()}
 
 
-def _reaches(memberships: QuerySet[Membership]) -> dict[tuple[int, int], Reach]:
-    """Per (user id, org id), the union of what the memberships cover."""
+def _reaches(memberships: Iterable[Membership]) -> dict[tuple[int, int], Reach]:
+    """Per (user id, org id), the union of what the memberships cover (read in the order they were made)."""
     reaches: dict[tuple[int, int], Reach] = {}
-    for membership in memberships.order_by("pk"):
+    for membership in memberships:
         reach = Reach(
             membership.org_id,
             None if membership.applications is None else frozenset(membership.applications),
@@ -112,7 +130,7 @@ def role_required(*roles: Role) -> Callable:
         @login_required
         @wraps(view)
         def guarded(request: HttpRequest, *args, **kwargs) -> HttpResponse:
-            if not Membership.objects.filter(user=request.user, role__in=roles).exists():
+            if not any(membership.role in roles for membership in memberships_of(request)):
                 raise PermissionDenied("Your role does not include this page.")
             return view(request, *args, **kwargs)
 

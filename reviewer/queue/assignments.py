@@ -19,7 +19,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
 from django.contrib.postgres.expressions import ArraySubquery
 from django.db import transaction
-from django.db.models import BooleanField, Case, ExpressionWrapper, OuterRef, Q, Subquery, Value, When
+from django.db.models import BooleanField, Case, ExpressionWrapper, F, OuterRef, Q, Subquery, Value, When
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
@@ -63,19 +63,21 @@ def reservation_of(review: Review, now: datetime) -> Reservation | None:
 
 def reservations_of(reviews: Sequence[Review], now: datetime) -> dict[int, Reservation]:
     """`reservation_of` for many reviews (a queue page's rows) in two queries: the assignments by hand and the orgs'
-    rules, each read with the members of the pool it names."""
+    rules, each read with whom it names and the members of the pool it names (not as instances of either: a queue
+    page reads this on every refresh)."""
     members = ArraySubquery(Pool.members.through.objects.filter(pool_id=OuterRef("pool_id")).values("user_id"))
+    names = {"person_name": F(f"person__{get_user_model().USERNAME_FIELD}"), "pool_name": F("pool__name")}
     by_hand = {
         assignment.review_id: assignment
         for assignment in Assignment.objects.filter(review_id__in=[review.pk for review in reviews])
-        .select_related("person", "pool")
-        .annotate(members=members)
+        .only("review_id", "person_id", "pool_id", "until")
+        .annotate(members=members, **names)
     }
     org_ids = {review.org_id for review in reviews}
     rules = list(
         AssignmentRule.objects.filter(org_id__in=org_ids)
-        .select_related("person", "pool")
-        .annotate(members=members)
+        .only("org_id", "position", "kind", "application", "reason", "person_id", "pool_id", "hours")
+        .annotate(members=members, **names)
         .order_by("position")
     )
     reservations = {}
@@ -91,9 +93,9 @@ def reservations_of(reviews: Sequence[Review], now: datetime) -> dict[int, Reser
         if until is not None and until <= now:
             continue
         if assignee.person_id is not None:
-            people, named = frozenset({assignee.person_id}), assignee.person.get_username()
+            people, named = frozenset({assignee.person_id}), assignee.person_name
         else:
-            people, named = frozenset(assignee.members), f"pool {assignee.pool.name}"
+            people, named = frozenset(assignee.members), f"pool {assignee.pool_name}"
         reservations[review.pk] = Reservation(people, named, until, position)
     return reservations
 

@@ -11,7 +11,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from grading.checks.answers import answer_reads_as
-from grading.checks.definitions import AnswerKind
+from grading.checks.definitions import AnswerKind, CheckSet
 from grading.checks.routing import METADATA, SAMPLE, THUMBS_DOWN
 from grading.core.outcomes import (
     BAND,
@@ -129,8 +129,12 @@ def queue_row(
     reservation: Reservation | None = None,
     slots: reads.Slots | None = None,
     declined: bool = False,
+    check_set: CheckSet | None = None,
 ) -> QueueRow:
+    """`check_set`: the review's criteria version's (`CriteriaVersion.check_set`), when the caller has read it for
+    every row of the version."""
     checks: list[tuple[str, str, str]] = []
+    asked = (check_set or review.criteria_version.check_set()).checks
     blind = blind_of(review, answered=answered).verdicts  # the row in hand is the item's live review
     if blind:  # the list must not show what the item page hides
         summary = "verdict hidden until you decide"
@@ -140,12 +144,12 @@ def queue_row(
         summary = f"score {review.score:.1f} of 10" if review.score is not None else "no score"
         if review.reason == JUDGE_CONTRADICTION and review.judge_passed is not None:
             summary += f", but the judge said {'pass' if review.judge_passed else 'fail'}"
-        for check in review.criteria_version.check_set().checks:
+        for check in asked:
             if check.kind == AnswerKind.SCORE and review.sub_scores and check.key in review.sub_scores:
                 checks.append((check.name, f"{review.sub_scores[check.key]} of {check.scale}", ""))
         title, context = review.draft.slug, review.draft.title
     else:
-        for check in review.criteria_version.check_set().checks:
+        for check in asked:
             answer = str((review.checks.get(check.key) or {}).get("verdict", "unknown"))
             checks.append((check.name, answer, answer_reads_as(check, answer)))
         summary, title, context = "", review.conversation.external_id, review.conversation.application
@@ -246,6 +250,12 @@ class QueuePage:
     refreshed_at: datetime
     reaches: Sequence[Reach]
 
+    @property
+    def shown(self) -> list[dict]:
+        """The rows as the template reads them, each one's fields as a dict: the template engine tries a name as a
+        key before it tries it as an attribute, so a dict spares it a failed lookup per field (bench/README.md)."""
+        return [vars(row) for row in self.rows]
+
     # What the filters offer, read when the page shows them: htmx's refresh of the list (every 15 s on every open
     # queue) shows none.
     @cached_property
@@ -267,15 +277,18 @@ def queue_page(
     now: datetime | None = None,
     page_size: int = reads.PAGE_SIZE,
     org_id: int | None = None,
+    reaches: Sequence[Reach] | None = None,
 ) -> QueuePage:
     """One page of the queue, oldest first within priority, with counts per reason and who holds what.
 
     Only what the person's operator memberships reach. A cursor names a review (the last of the previous page, or
     the first of the next); one out of reach is ignored. The number of queries does not depend on the number of
-    items. `org_id`: that org's alone (a personal token's, over the API).
+    items. `org_id`: that org's alone (a personal token's, over the API). `reaches`: the person's operator reaches
+    when the caller has read them already (`reads.operator_reaches`).
     """
     now = now or timezone.now()
-    reaches = reads.operator_reaches(user, org_id=org_id)
+    if reaches is None:
+        reaches = reads.operator_reaches(user, org_id=org_id)
     key_after, key_before = reads.cursor_key(reaches, after), reads.cursor_key(reaches, before)
     if key_before is not None:
         key_after = None
@@ -295,6 +308,7 @@ def queue_page(
         claims_by_review.setdefault(claim.review_id, []).append(claim)
     reservations = reservations_of(reviews, now)
     slots = reads.slots_on(reviews, now, live=claims)
+    check_sets = {version.pk: version.check_set() for version in versions}
     rows = [
         queue_row(
             review,
@@ -305,6 +319,7 @@ def queue_page(
             reservation=reservations.get(review.pk),
             slots=slots[review.pk],
             declined=review.pk in declined,
+            check_set=check_sets.get(review.criteria_version_id),
         )
         for review in reviews
     ]

@@ -11,11 +11,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from functools import cache
 from typing import Any
 
 from django.contrib.postgres.expressions import ArraySubquery
-from django.db import connection, transaction
-from django.db.models import Exists, F, OuterRef, Q, QuerySet, Value
+from django.db import connection
+from django.db.models import BooleanField, Exists, F, Field, Model, OuterRef, Q, QuerySet, Value
 from django.db.models.functions import Now
 from django.db.models.query import EmptyQuerySet
 from django.utils import timezone
@@ -26,6 +27,7 @@ from grading.models import (
     Conversation,
     CriteriaVersion,
     Decision,
+    Draft,
     ItemKind,
     Org,
     PendingCall,
@@ -38,7 +40,7 @@ from grading.models.criteria import ANSWERED_CANNOT_ADJUDICATE, answers_stand, m
 from grading.models.reach import Reach, within
 from grading.reviews.reads import review_slots
 from grading.reviews.rollups import slices_seen
-from reviewer.access import reaches_of
+from reviewer.access import reaches_from, reaches_of
 from reviewer.models import AssignmentRule, Claim, Invitation, Membership
 from reviewer.queue.assignments import QUEUE_ROLES, reserved_q
 
@@ -65,10 +67,14 @@ def _sort(key: Key) -> tuple:
     return (priority, due is None, due or finished, finished, pk)
 
 
-def operator_reaches(user, *, org_id: int | None = None) -> list[Reach]:
+def operator_reaches(
+    user, *, org_id: int | None = None, memberships: Sequence[Membership] | None = None
+) -> list[Reach]:
     """What `user`'s operator and lead memberships cover, per org: the only items the queue reads, shows or
-    claims. `org_id`: of that org alone (a personal token acts in one org of its person's)."""
-    return [reach for reach in reaches_of(user, *QUEUE_ROLES).values() if org_id in (None, reach.org_id)]
+    claims. `org_id`: of that org alone (a personal token acts in one org of its person's). `memberships`: all of
+    the person's, when the caller has read them (a request's, `access.memberships_of`)."""
+    reaches = reaches_of(user, *QUEUE_ROLES) if memberships is None else reaches_from(memberships, *QUEUE_ROLES)
+    return [reach for reach in reaches.values() if org_id in (None, reach.org_id)]
 
 
 @dataclass(frozen=True)
@@ -184,34 +190,41 @@ def queue_lanes(
     return lanes
 
 
-_ROW_COLUMNS = (
-    "id",
-    "org_id",
-    "kind",
-    "application",
-    "reason",
-    "audit",
-    "sent",
-    "state",
-    "score",
-    "judge_passed",
-    "sub_scores",
-    "checks",
-    "finished_at",
-    "routed_at",
-    "due_at",
-    "criteria_version__number",
-    "criteria_version__kind",
-    "criteria_version__checks",
-    "criteria_version__is_active",
-    "criteria_version__slots",
-    "criteria_version__slots_for",
-    "criteria_version__slots_share",
-    "draft__slug",
-    "draft__title",
-    "conversation__external_id",
-    "conversation__application",
-)
+# What a queue row shows of a review and of its item; its criteria version is its lane's (`Lane.version`).
+_ROW_COLUMNS = {
+    Review: ("id", "org_id", "kind", "application", "reason", "audit", "sent", "state", "score", "judge_passed",
+             "sub_scores", "checks", "finished_at", "routed_at", "due_at", "criteria_version_id", "draft_id",
+             "conversation_id"),
+    Draft: ("id", "slug", "title"),
+    Conversation: ("id", "external_id", "application"),
+}  # fmt: skip
+
+
+@cache
+def _row_fields(model: type[Model]) -> list[Field]:
+    """The fields of `_ROW_COLUMNS[model]` in the model's own order, the order `Model.from_db` reads values in."""
+    return [field for field in model._meta.concrete_fields if field.attname in _ROW_COLUMNS[model]]
+
+
+@cache
+def _row_attnames(model: type[Model]) -> list[str]:
+    return [field.attname for field in _row_fields(model)]
+
+
+@cache
+def _row_converters(model: type[Model]) -> list[tuple[int, Field, list]]:
+    """Per field of `_row_fields(model)` the ORM converts (JSON decoded): its place, the field and its converters."""
+    fields = enumerate(_row_fields(model))
+    return [(n, field, converters) for n, field in fields if (converters := field.get_db_converters(connection))]
+
+
+def _instance(model: type[Model], values: Sequence[Any]) -> Model:
+    """An instance from its row's columns (`_row_fields`), converted as the ORM converts them."""
+    values = list(values)
+    for n, field, converters in _row_converters(model):
+        for convert in converters:
+            values[n] = convert(values[n], field, connection)
+    return model.from_db(connection.alias, _row_attnames(model), values)
 
 
 def queue_rows(
@@ -222,16 +235,20 @@ def queue_rows(
     before: Key | None = None,
     limit: int,
 ) -> list[Review]:
-    """Up to `limit` reviews in queue order (reversed when paging backwards) after or before a cursor.
+    """Up to `limit` reviews in queue order (reversed when paging backwards) after or before a cursor, each with its
+    item and its lane's criteria version.
 
-    Each lane is read in index order up to `limit`, every lane in one query (a UNION ALL of the lanes' ranges) that
-    merges them in queue order, priority by priority, and keeps the first `limit`: the number of queries depends
-    neither on the data nor on the lanes, and only the rows shown become model instances.
+    Each lane is read in index order up to `limit` (its range as `Lane.reviews` says it, composed by the ORM as ids
+    alone), every lane in one query (a UNION ALL of the lanes' ranges) that merges them in queue order, priority by
+    priority, keeps the first `limit` and reads what the rows show of them and their items: the number of queries
+    depends neither on the data nor on the lanes, and only the rows shown become model instances. The SELECT around
+    the ranges is written out because composing it with the ORM (a join per lane) cost more CPU than the rest of the
+    read (bench/README.md, bench_queue).
     """
     backwards = before is not None
     order = BACKWARDS if backwards else ORDER
-    ranges = []
-    for lane in lanes:
+    ranges, params = [], []
+    for number, lane in enumerate(lanes):
         priority = PRIORITIES[lane.version.kind]
         if (after and priority < after[0]) or (before and priority > before[0]):
             continue
@@ -242,12 +259,42 @@ def queue_rows(
             reviews = reviews.filter(_beyond(after, "gt"))
         if before and priority == before[0]:
             reviews = reviews.filter(_beyond(before, "lt"))
-        rows = reviews.select_related("criteria_version", "draft", "conversation").only(*_ROW_COLUMNS)
-        ranges.append(rows.annotate(priority=Value(priority)).order_by(*order)[:limit])
-    if len(ranges) < 2:
-        return list(ranges[0]) if ranges else []
-    merged = ranges[0].union(*ranges[1:], all=True).order_by("-priority" if backwards else "priority", *order)
-    return list(merged[:limit])
+        sql, lane_params = reviews.order_by(*order).values_list("pk")[:limit].query.sql_with_params()
+        ranges.append(f"SELECT %s::int AS lane, %s::int AS priority, picked.id FROM ({sql}) picked(id)")  # noqa: S608
+        params += [number, priority, *lane_params]
+    if not ranges:
+        return []
+    direction = "DESC" if backwards else "ASC"
+    columns = ", ".join(
+        f"{alias}.{field.column}"
+        for alias, model in (("r", Review), ("d", Draft), ("c", Conversation))
+        for field in _row_fields(model)
+    )
+    sql = f"""
+        SELECT lanes.lane, {columns}
+        FROM ({" UNION ALL ".join(f"({range_})" for range_ in ranges)}) lanes
+        JOIN {Review._meta.db_table} r ON r.id = lanes.id
+        LEFT JOIN {Draft._meta.db_table} d ON d.id = r.draft_id
+        LEFT JOIN {Conversation._meta.db_table} c ON c.id = r.conversation_id
+        ORDER BY lanes.priority {direction}, r.due_at {direction} NULLS {"FIRST" if backwards else "LAST"},
+            r.finished_at {direction}, r.id {direction}
+        LIMIT %s
+    """  # noqa: S608 - table and column names are the models'; every value is a parameter
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [*params, limit])
+        rows = cursor.fetchall()
+    widths = [len(_row_fields(model)) for model in (Review, Draft, Conversation)]
+    reviews = []
+    for lane, *values in rows:
+        review = _instance(Review, values[: widths[0]])
+        item = values[widths[0] : widths[0] + widths[1]] if review.draft_id else values[widths[0] + widths[1] :]
+        review.criteria_version = lanes[lane].version
+        if review.draft_id:
+            Review.draft.field.set_cached_value(review, _instance(Draft, item))
+        else:
+            Review.conversation.field.set_cached_value(review, _instance(Conversation, item))
+        reviews.append(review)
+    return reviews
 
 
 def _beyond(key: Key, op: str) -> Q:
@@ -306,9 +353,7 @@ def queue_stats(*, lanes: Sequence[Lane]) -> QueueStats:
                 [n for n, _ in picked], [lane.version.pk for _, lane in picked],
                 [lane.application for _, lane in picked],
             ]  # fmt: skip
-    with transaction.atomic(), connection.cursor() as cursor:
-        # Each range is walked in index order to the cap; a bitmap scan would gather a whole range first.
-        cursor.execute("SET LOCAL enable_bitmapscan = off")
+    with connection.cursor() as cursor:
         cursor.execute(" UNION ALL ".join(selects), params)
         rows = cursor.fetchall()
     counts = dict.fromkeys([*HUMAN_REASONS, ""], 0)
@@ -472,21 +517,27 @@ class Slots:
         return None
 
 
+_NOT_A_CLAIM, _A_CLAIM = Value(False, BooleanField()), Value(True, BooleanField())
+
+
 def slots_on(reviews: Sequence[Review], now: datetime, *, live: Sequence[Claim] | None = None) -> dict[int, Slots]:
-    """`Slots` of each of these reviews (read with their criteria version), by review id, in two queries; in one
-    when the caller has read the live claims on them already (`live`: `claims_shown`' of a reach covering them)."""
+    """`Slots` of each of these reviews (read with their criteria version), by review id, in one query: who answered
+    and who holds a live claim on each, or only who answered when the caller has read the live claims on them
+    already (`live`: `claims_shown`' of a reach covering them)."""
     ids = [review.pk for review in reviews]
     answered_by: dict[int, list[int]] = {pk: [] for pk in ids}
-    for review_id, person_id in (
-        Answer.objects.filter(review_id__in=ids).order_by("pk").values_list("review_id", "person_id")
-    ):
-        answered_by[review_id].append(person_id)
     holders: dict[int, list[int]] = {pk: [] for pk in ids}
+    # Each row: (id, review, person, whether a claim); answers, then claims, each in the order they were made.
+    answers = Answer.objects.filter(review_id__in=ids).values_list("pk", "review_id", "person_id", _NOT_A_CLAIM)
     if live is None:
-        live = Claim.objects.filter(review_id__in=ids, ended_at__isnull=True, expires_at__gt=now).order_by("pk")
-    for claim in sorted(live, key=lambda claim: claim.pk):
-        if claim.review_id in holders:
-            holders[claim.review_id].append(claim.holder_id)
+        claims = Claim.objects.filter(review_id__in=ids, ended_at__isnull=True, expires_at__gt=now)
+        answers = answers.union(claims.values_list("pk", "review_id", "holder_id", _A_CLAIM), all=True)
+    else:
+        for claim in sorted(live, key=lambda claim: claim.pk):
+            if claim.review_id in holders:
+                holders[claim.review_id].append(claim.holder_id)
+    for _, review_id, person_id, holds in sorted(answers, key=lambda row: (row[3], row[0])):
+        (holders if holds else answered_by)[review_id].append(person_id)
     return {
         review.pk: Slots(review_slots(review), tuple(answered_by[review.pk]), tuple(holders[review.pk]))
         for review in reviews

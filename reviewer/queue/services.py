@@ -74,6 +74,7 @@ def claim_next(
     filters: QueueFilters = NO_FILTERS,
     now: datetime | None = None,
     org_id: int | None = None,
+    reaches: Sequence[Reach] | None = None,
 ) -> Claim | None:
     """Claim the first item of the queue (within `filters` and the person's reach) this person may claim, in the
     order the page lists it: drafts first, then the soonest due, then the oldest. An item reserved for them is theirs
@@ -85,9 +86,12 @@ def claim_next(
     2. The scan's snapshot may predate a claim or an answer committed meanwhile; after the lock, look again
        (`Slots.place_for`). If the place was taken (or the item decided) in between, remember it and go on.
     3. Close expired claims on it (recording each expiry) and open ours.
+
+    `reaches`: the person's operator reaches when the caller has read them already (`operator_reaches`).
     """
     now = now or timezone.now()
-    reaches = operator_reaches(user, org_id=org_id)
+    if reaches is None:
+        reaches = operator_reaches(user, org_id=org_id)
     lanes = queue_lanes(queue_versions(reaches), reaches, filters, user_id=user.pk, now=now)
     with transaction.atomic():  # the row lock lasts until the claim is written
         passed_over: list[int] = []

@@ -29,9 +29,16 @@ def _marker(char: str) -> str:
     return f"⟨U+{ord(char):04X}⟩"
 
 
+def _plain_ascii(text: str) -> bool:
+    """No character of `text` is hidden: of ASCII, only the control characters are (the ones not printable)."""
+    return text.isascii() and text.isprintable()
+
+
 @register.filter
 def untrusted(value: object) -> SafeString:
     text = "" if value is None else str(value)
+    if _plain_ascii(text):  # nearly every id and title: nothing to look at character by character
+        return mark_safe(f'<bdi class="untrusted">{escape(text)}</bdi>')  # noqa: S308 - escaped
     pieces: list[str] = []
     run: list[str] = []
     for char in text:
@@ -49,4 +56,6 @@ def untrusted(value: object) -> SafeString:
 @register.filter
 def untrusted_plain(value: object) -> str:
     text = "" if value is None else str(value)
+    if _plain_ascii(text):
+        return text
     return "".join(_marker(char) if _hidden(char) else char for char in text)

@@ -16,7 +16,7 @@ from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
 from grading.models import ItemKind, Review
-from reviewer.access import reaches_of, role_required
+from reviewer.access import memberships_of, reaches_of, role_required
 from reviewer.models import Pool, Role
 from reviewer.queue import display, reads
 from reviewer.queue.assignments import (
@@ -58,7 +58,8 @@ def queue(request: HttpRequest) -> HttpResponse:
     form = QueueFilterForm(request.GET)
     filters = form.filters()
     after, before = form.cursor()
-    page = display.queue_page(user=request.user, filters=filters, after=after, before=before)
+    reaches = reads.operator_reaches(request.user, memberships=memberships_of(request))
+    page = display.queue_page(user=request.user, filters=filters, after=after, before=before, reaches=reaches)
     context = {
         "page": page,
         "filters": filters,
@@ -88,7 +89,8 @@ def _queue_url(filters: reads.QueueFilters, **cursor) -> str:
 def queue_claim_next(request: HttpRequest) -> HttpResponse:
     """Claim the next free item (within the filters the queue shows) and open it."""
     filters = QueueFilterForm(request.POST).filters()
-    claim = claim_next(user=request.user, filters=filters)
+    reaches = reads.operator_reaches(request.user, memberships=memberships_of(request))
+    claim = claim_next(user=request.user, filters=filters, reaches=reaches)
     if claim is None:
         messages.info(request, NOTHING_TO_CLAIM)
         return redirect(_queue_url(filters))

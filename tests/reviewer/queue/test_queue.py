@@ -1,5 +1,6 @@
 """The queue page and the item pages: who may see them, what they list, filters, paging, partials and SQL counts."""
 
+import re
 from collections import Counter
 from dataclasses import replace
 
@@ -150,6 +151,33 @@ def test_htmx_asks_for_the_list_alone(client_for, operator, org):
     html = response.content.decode()
     assert html.lstrip().startswith('<div id="queue-list"')
     assert "listed-draft" in html and "<html" not in html
+
+
+def test_the_page_and_the_htmx_list_show_the_rows_the_queue_reads_in_its_order(client_for, operator, org):
+    conversation_item(org, "cv-old", application="support", minutes_ago=500)
+    conversation_item(org, "cv-new", application="billing", minutes_ago=5)
+    draft_item(org, "new-draft", minutes_ago=5)
+    held = draft_item(org, "old-draft", minutes_ago=50)
+    claim_take(user=make_person("sam-op", org, "operator"), review_id=held.pk)
+    expected = [(row.review_id, row.title, row.held_by) for row in queue_page(user=operator).rows]
+    assert [title for _, title, _ in expected] == ["old-draft", "new-draft", "cv-old", "cv-new"]
+    client = client_for(operator)
+    for html in (
+        client.get(reverse("queue")).content.decode(),
+        client.get(reverse("queue"), **HTMX_LIST).content.decode(),
+    ):
+        shown = re.findall(
+            r'<tr data-row="(\d+)".*?<bdi class="untrusted">(.*?)</bdi>.*?data-label="held by">([^<]*)', html, re.S
+        )
+        assert [(int(pk), title, held_by) for pk, title, held_by in shown] == expected
+
+
+def test_a_queue_page_reads_the_persons_memberships_once(client_for, operator, org):
+    draft_item(org, "a-draft")
+    client = client_for(operator)
+    with CaptureQueriesContext(connection) as queries:
+        assert client.get(reverse("queue")).status_code == 200
+    assert sum('FROM "reviewer_membership"' in query["sql"] for query in queries.captured_queries) == 1
 
 
 def test_the_queue_shows_who_holds_what(client_for, operator, org):
