@@ -477,7 +477,9 @@ def _start_worker(layout: Layout, judge: FakeLLM, n: int) -> tuple[subprocess.Po
     ]  # fmt: skip
     with open(log_path, "w") as log:
         worker = subprocess.Popen(command, cwd=layout.checkout, env=env, stdout=log, stderr=subprocess.STDOUT)
-    deadline = time.monotonic() + 60
+    # A worker imports the whole project before it answers: over a minute when other people's work loads the cores
+    # (a load average of 26 on 2 cores stopped a comparison after four runs).
+    deadline = time.monotonic() + 240
     while not app.control.ping(destination=[name], timeout=0.5):
         if worker.poll() is not None or time.monotonic() > deadline:
             raise RuntimeError(f"the bench worker did not start:\n{log_path.read_text()}")

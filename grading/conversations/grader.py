@@ -70,7 +70,7 @@ def conversation_grade(
         return None
     criteria = criteria_of(conversation)
     now = now or timezone.now()
-    state = conversation_path(conversation, now=now)
+    state = conversation_path(conversation, conversation.evidence_messages, now=now)
     try:
         judge = judge or judge_named(criteria.judge)
     except UnknownJudge as unknown:
@@ -91,7 +91,7 @@ def conversation_grade(
         outcome = not_scorable_outcome(state.not_scorable_reason)
     elif not sampled:
         outcome = not_scorable_outcome(evidence.NotScorable.OUTSIDE_JUDGE_SAMPLE)
-    elif spend_blocked(conversation.org_id, criteria) is not None:
+    elif spend_blocked(conversation.org_id, criteria, caps=conversation.spend_caps) is not None:
         return None  # no judge call past a spend cap: the item stays owed, waiting with the reason spend_cap
     else:
         outcome = path_outcome(state.path, criteria, judge)

@@ -25,12 +25,16 @@ import functools
 import json
 import random
 import re
+import ssl
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Generic, Literal, TypeVar
+from itertools import chain
+from operator import attrgetter
+from typing import Any, Generic, Literal, NamedTuple, TypeVar
 
+import httpx2
 import openai
 import pydantic_core
 from pydantic import BaseModel, ValidationError
@@ -101,9 +105,9 @@ class Usage:
 ZERO_USAGE = Usage(0, 0, 0)
 
 
-@dataclass(frozen=True)
-class TokenLogprob:
-    """One generated token; ``logprob`` and ``top_logprobs`` values are natural logs, as sent by the API."""
+class TokenLogprob(NamedTuple):
+    """One generated token; ``logprob`` and ``top_logprobs`` values are natural logs, as sent by the API. A named
+    tuple: a reply holds one per token, and a frozen dataclass's construction cost twice as much CPU."""
 
     token: str
     logprob: float
@@ -210,8 +214,15 @@ class ChatJudgeClient:
         self.top_logprobs = top_logprobs
         # Bounds the verdict: a judge that rambles is cut off, and a cut-off reply is never read as a score.
         self.max_output_tokens = max_output_tokens
-        # The SDK's own retries are off so that exactly one policy (ours) decides what is worth retrying.
-        self._sdk = openai.OpenAI(base_url=base_url, api_key=api_key, timeout=timeout, max_retries=0)
+        # The SDK's own retries are off so that exactly one policy (ours) decides what is worth retrying. Its HTTP
+        # client, of the SDK's own kind and defaults (connection limits, redirects), is kept: the chat completions
+        # go straight through it (`_post`).
+        self._http = openai.DefaultHttpxClient(timeout=timeout)
+        self._sdk = openai.OpenAI(
+            base_url=base_url, api_key=api_key, timeout=timeout, max_retries=0, http_client=self._http
+        )
+        self._completions_url = self._sdk.base_url.join("chat/completions")
+        self._headers = _sdk_headers(self._sdk, timeout)
         self._retry = RetryPolicy(max_retries, backoff_base, backoff_cap, sleep)
         # Switched once, for the client's lifetime, when the server turns json_schema down.
         self._mode: ResponseMode = response_mode
@@ -291,11 +302,20 @@ class ChatJudgeClient:
             "response_format": _response_format(schema, mode),
             **extra,
         }
-        # The SDK's generic POST: the body is already plain JSON, so the typed create() would only spend CPU
-        # transforming it; `cast_to=bytes` hands back the body as it came, whatever its content type, for
-        # `_chat_completion` to read.
-        raw = self._sdk.post("/chat/completions", body=body, cast_to=bytes, options={"timeout": self.timeout})
-        return _chat_completion(raw)
+        # What the SDK's post sends (its headers, its JSON encoding), built here: its request building per call (the
+        # options copied and merged, the headers composed and validated) cost as much CPU as the HTTP exchange.
+        # Failures are raised as the SDK raises them, so the retry policy reads them alike.
+        content = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
+        request = self._http.build_request("POST", self._completions_url, content=content, headers=self._headers)
+        try:
+            response = self._http.send(request)
+        except httpx2.TimeoutException as exc:
+            raise openai.APITimeoutError(request=request) from exc
+        except (httpx2.RequestError, ssl.SSLError) as exc:
+            raise openai.APIConnectionError(request=request) from exc
+        if response.is_error:
+            raise self._sdk._make_status_error_from_response(response)
+        return _chat_completion(response.content)
 
     def server_profile(self) -> ServerProfile:
         """Ask the server, once for this client, which model it serves and how many tokens one request may hold.
@@ -339,6 +359,16 @@ class ChatJudgeClient:
             return self._sdk.post(path, body=body, cast_to=object, options={"timeout": min(self.timeout, 5.0)})
         except (openai.OpenAIError, json.JSONDecodeError):
             return None
+
+
+def _sdk_headers(sdk: openai.OpenAI, timeout: float) -> dict[str, str]:
+    """The headers the SDK sends with a request of ours: its defaults (the client's platform, none it omits), its
+    authorisation, no retry of its own taken and the read timeout."""
+    headers = {**sdk.auth_headers, **sdk.default_headers}
+    return {name: value for name, value in headers.items() if isinstance(value, str)} | {
+        "x-stainless-retry-count": "0",
+        "x-stainless-read-timeout": str(float(timeout)),
+    }
 
 
 def _positive_int(value: object) -> bool:
@@ -562,14 +592,18 @@ def _token_logprobs(entries: object) -> list[TokenLogprob] | None:
     try:
         tokens = [
             TokenLogprob(
-                token=entry["token"],
-                logprob=float(entry["logprob"]),
-                top_logprobs={alt["token"]: float(alt["logprob"]) for alt in entry.get("top_logprobs") or ()},
+                entry["token"],
+                float(entry["logprob"]),
+                {alt["token"]: float(alt["logprob"]) for alt in entry.get("top_logprobs") or ()},
             )
             for entry in entries
         ]
+        # Every token and alternative a string, or TypeError: asked of str.join, not of each one in Python.
+        "".join(map(_TOKEN, tokens))
+        "".join(chain.from_iterable(map(_ALTERNATIVES, tokens)))
     except (KeyError, TypeError, ValueError, AttributeError):
         return None
-    if not all(isinstance(t.token, str) and all(isinstance(k, str) for k in t.top_logprobs) for t in tokens):
-        return None
     return tokens
+
+
+_TOKEN, _ALTERNATIVES = attrgetter("token"), attrgetter("top_logprobs")

@@ -195,15 +195,19 @@ def _reached(cap: SpendCap, spent: Spent, now: datetime) -> Blocked | None:
     return None
 
 
-def spend_blocked(org_id: int, version: CriteriaVersion | None, *, now: datetime | None = None) -> Blocked | None:
+def spend_blocked(
+    org_id: int, version: CriteriaVersion | None, *, now: datetime | None = None, caps: list[tuple] | None = None
+) -> Blocked | None:
     """The first cap of the org or of `version` that is reached now (UTC day, ISO week), or None: a judge call for
-    an item graded under `version` may start only when None. One statement, caps and spend together."""
+    an item graded under `version` may start only when None. One statement, caps and spend together; none when the
+    grader read them with its item (`caps`: a conversation's `spend_caps`, `subject_to_grade`) a moment before."""
     now = now or timezone.now()
-    today = utc_day(now)
-    rows = spend_caps_spent(
-        org_id=org_id, version_id=version.pk if version else None, today=today, week_start=monday(today)
-    )
-    for cap_id, version_id, period, tokens, cost, calls, spent_tokens, spent_cost in rows:
+    if caps is None:
+        today = utc_day(now)
+        caps = spend_caps_spent(
+            org_id=org_id, version_id=version.pk if version else None, today=today, week_start=monday(today)
+        )
+    for cap_id, version_id, period, tokens, cost, calls, spent_tokens, spent_cost in caps:
         cap = SpendCap(
             pk=cap_id, org_id=org_id, criteria_version_id=version_id, period=period, tokens=tokens, cost_micros=cost
         )

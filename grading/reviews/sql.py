@@ -15,17 +15,20 @@ get_db_prep_save). What a review's state should be is decided by the record's wr
 the only caller of `review_insert` and `review_state_write`.
 """
 
+import json
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from datetime import date, datetime
+from datetime import UTC, date, datetime
 from functools import cache
 from typing import Any, TypeVar
 
 from django.db import connection
 from django.db.models import Field, Model
+from django.utils import timezone
 from psycopg import sql
 
 from grading.core import evidence
+from grading.core.weeks import monday
 from grading.models import (
     LIVE_STATES,
     Conversation,
@@ -88,41 +91,104 @@ def subject_to_grade(model: type[Subject], pk: int) -> Subject | None:
     """The item a grader is about to grade, with its org, the pk and revision of its org's active criteria version of
     its kind (`active_criteria_id`, `active_criteria_revision`: an erasure moves a published version's revision on
     when it takes one of its examples) and whether a finished review (not an error, not a trial) read its evidence
-    as stored (`evidence_reviewed`), in one read; None when it is gone."""
+    as stored (`evidence_reviewed`), in one read; None when it is gone.
+
+    A conversation comes with the other two reads its grader starts with: its messages as evidence
+    (`evidence_messages`, as `conversation_messages` gives them) and the spend caps of its org and of its active
+    version, each with what it counts today (`spend_caps`, as `spend_caps_spent` gives them; None when no version is
+    active). A draft's grader reads its memory before the caps, so reads them itself."""
+    params: dict[str, Any] = {
+        "pk": pk,
+        "kind": model._meta.model_name,
+        "error": Route.ERROR,
+        "trial": ReviewState.TRIAL,
+    }
+    if model is Conversation:
+        today = timezone.now().astimezone(UTC).date()
+        params |= {"today": today, "week_start": monday(today)}
+    return _subject_read(model, params)
+
+
+def _subject_read(model: type[Subject], params: dict[str, Any]) -> Subject | None:
     with connection.cursor() as cursor:
-        cursor.execute(_SUBJECT_SQL[model], [model._meta.model_name, Route.ERROR, ReviewState.TRIAL, pk])
+        cursor.execute(_SUBJECT_SQL[model], params)
         row = cursor.fetchone()
     if row is None:
         return None
     width = len(model._meta.concrete_fields)
     subject = _instance(model, row[:width])
-    subject.org = _instance(Org, row[width:-2])
-    active, subject.evidence_reviewed = row[-2:]
+    org_end = width + len(Org._meta.concrete_fields)
+    subject.org = _instance(Org, row[width:org_end])
+    active, subject.evidence_reviewed, *read_with = row[org_end:]
     subject.active_criteria_id, subject.active_criteria_revision = active or (None, None)
+    if model is Conversation:
+        caps, *messages = read_with
+        # None without an active version: the grader's criteria_active then makes one, whose caps `spend_blocked`
+        # reads itself.
+        subject.spend_caps = [tuple(cap) for cap in _json(caps or "[]")] if active else None
+        subject.evidence_messages = _evidence(messages)
     return subject
 
 
+def _json(value: str | list) -> list:
+    # json arrives as text (Django's loaders leave JSON to the fields that read it).
+    return json.loads(value) if isinstance(value, str) else value
+
+
+def _evidence(columns: Sequence[list | None]) -> list[evidence.EvidenceMessage]:
+    """Messages read as one array a column (`_subject_sql`), each converted as `conversation_messages` does."""
+    if columns[0] is None:  # no message
+        return []
+    return [evidence.EvidenceMessage(*_as_python(_EVIDENCE_FIELDS, row)) for row in zip(*columns, strict=True)]
+
+
 def _subject_sql(model: type[Subject]) -> str:
+    read_with = join = sql.SQL("")
+    if model is Conversation:
+        # The caps with their spend, and the messages: each column an array over the same rows (the aggregates of
+        # one query read its rows in one order), as `_evidence` reads them.
+        read_with = sql.SQL(
+            ", (SELECT json_agg(json_build_array({caps_columns}) ORDER BY {caps_order}) FROM ({caps}) caps), {arrays}"
+        ).format(
+            caps_columns=sql.SQL(_CAPS_COLUMNS.format(cap="caps")),
+            caps_order=sql.SQL(_CAPS_ORDER.format(cap="caps")),
+            caps=sql.SQL(_caps_spent_sql(org="i.org_id", version="active.id")),
+            arrays=sql.SQL(", ").join(sql.SQL(f"m.a{n}") for n in range(len(_EVIDENCE_FIELDS))),
+        )
+        join = sql.SQL("LEFT JOIN LATERAL (SELECT {aggregates} FROM {message} WHERE {conversation} = i.id) m ON true")
+        join = join.format(
+            aggregates=sql.SQL(", ").join(
+                sql.SQL("array_agg({column}) AS {alias}").format(column=_name(field.column), alias=_name(f"a{n}"))
+                for n, field in enumerate(_EVIDENCE_FIELDS)
+            ),
+            message=_name(Message._meta.db_table),
+            conversation=_name(_column(Message, "conversation")),
+        )
     return _sql(
         """
         SELECT {item_columns}, {org_columns},
-            (SELECT ARRAY[v.id, v.revision] FROM {criteria} v
-             WHERE v.org_id = i.org_id AND v.kind = %s AND v.is_active LIMIT 1),
+            CASE WHEN active.id IS NOT NULL THEN ARRAY[active.id, active.revision] END,
             EXISTS (SELECT FROM {review} r WHERE r.{subject} = i.id
-                    AND r.fingerprint = i.fingerprint AND r.route <> %s AND r.state <> %s)
-        FROM {item} i JOIN {org} o ON o.id = i.org_id WHERE i.id = %s
+                    AND r.fingerprint = i.fingerprint AND r.route <> %(error)s AND r.state <> %(trial)s)
+            {read_with}
+        FROM {item} i JOIN {org} o ON o.id = i.org_id
+        LEFT JOIN LATERAL (
+            SELECT v.id, v.revision FROM {criteria} v
+            WHERE v.org_id = i.org_id AND v.kind = %(kind)s AND v.is_active LIMIT 1
+        ) active ON true
+        {join}
+        WHERE i.id = %(pk)s
         """,
         item_columns=_columns(model._meta.concrete_fields, "i"),
         org_columns=_columns(Org._meta.concrete_fields, "o"),
-        criteria=CriteriaVersion._meta.db_table,
         review=_REVIEW,
         subject=_subject_column(model),
+        read_with=read_with,
         item=model._meta.db_table,
         org=Org._meta.db_table,
+        criteria=CriteriaVersion._meta.db_table,
+        join=join,
     )
-
-
-_SUBJECT_SQL = {model: _subject_sql(model) for model in _SUBJECTS}
 
 
 def review_id_with_identity(subject: Conversation | Draft, match: dict[str, Any]) -> int | None:
@@ -404,22 +470,36 @@ def spend_caps_spent(*, org_id: int, version_id: int | None, today: date, week_s
         return cursor.fetchall()
 
 
-_SPEND_CAPS_SPENT = _sql(
-    """
-    SELECT c.id, c.criteria_version_id, c.period, c.tokens, c.cost_micros, COALESCE(SUM(s.calls), 0),
-           COALESCE(SUM(s.prompt_tokens + s.completion_tokens), 0), COALESCE(SUM(s.cost_micros), 0)
-    FROM {cap} c
-    LEFT JOIN {spend} s
-      ON s.org_id = c.org_id
-     AND (c.criteria_version_id IS NULL OR s.criteria_version_id = c.criteria_version_id)
-     AND s.day >= CASE WHEN c.period = 'day' THEN %(today)s ELSE %(week_start)s END
-    WHERE c.org_id = %(org)s AND (c.criteria_version_id IS NULL OR c.criteria_version_id = %(version)s)
-    GROUP BY c.id
-    ORDER BY c.criteria_version_id IS NOT NULL, c.period <> 'day', c.id
-    """,
-    cap=SpendCap._meta.db_table,
-    spend=JudgeSpend._meta.db_table,
+def _caps_spent_sql(*, org: str, version: str) -> str:
+    """The caps of the org `org` and of the version `version` (SQL expressions), each with what it counts since
+    %(today)s or %(week_start)s: `spend_caps_spent`'s columns (`_CAPS_COLUMNS`), in no order (`_CAPS_ORDER`)."""
+    return _sql(
+        """
+        SELECT c.id, c.criteria_version_id, c.period, c.tokens, c.cost_micros, COALESCE(SUM(s.calls), 0) AS calls,
+               COALESCE(SUM(s.prompt_tokens + s.completion_tokens), 0) AS spent_tokens,
+               COALESCE(SUM(s.cost_micros), 0) AS spent_cost
+        FROM {cap} c
+        LEFT JOIN {spend} s
+          ON s.org_id = c.org_id
+         AND (c.criteria_version_id IS NULL OR s.criteria_version_id = c.criteria_version_id)
+         AND s.day >= CASE WHEN c.period = 'day' THEN %(today)s ELSE %(week_start)s END
+        WHERE c.org_id = {org} AND (c.criteria_version_id IS NULL OR c.criteria_version_id = {version})
+        GROUP BY c.id
+        """,
+        cap=SpendCap._meta.db_table,
+        spend=JudgeSpend._meta.db_table,
+        org=sql.SQL(org),
+        version=sql.SQL(version),
+    )
+
+
+_CAPS_COLUMNS = (
+    "{cap}.id, {cap}.criteria_version_id, {cap}.period, {cap}.tokens, {cap}.cost_micros, {cap}.calls, "
+    "{cap}.spent_tokens, {cap}.spent_cost"
 )
+# Org caps first, days before weeks.
+_CAPS_ORDER = "{cap}.criteria_version_id IS NOT NULL, {cap}.period <> 'day', {cap}.id"
+_SPEND_CAPS_SPENT = f"{_caps_spent_sql(org='%(org)s', version='%(version)s')} ORDER BY {_CAPS_ORDER.format(cap='c')}"
 
 
 def due_times_write(*, org_id: int, review_ids: Sequence[int], due_at: Sequence[datetime | None]) -> int:
@@ -434,3 +514,7 @@ _DUE_TIMES_WRITE = _sql(
     WHERE r.id = d.id AND r.org_id = %s AND r.state = %s""",
     review=_REVIEW,
 )
+
+
+# Last: it embeds the messages' columns and the caps' statement, defined above.
+_SUBJECT_SQL = {model: _subject_sql(model) for model in _SUBJECTS}

@@ -20,9 +20,13 @@ def table_analysed(table: str) -> None:
 
 
 def backends_terminated(pids: list[int]) -> int:
-    """End these PostgreSQL backends, as a failover ends a process's connections; how many were ended."""
+    """End these PostgreSQL backends, as a failover ends a process's connections, and wait until they have ended (up
+    to 5 s each); how many were ended. Not only signalled: a connection's client sees the end once the backend has
+    sent its last message, as it would after a failover."""
     with connection.cursor() as cursor:
-        cursor.execute("SELECT count(pg_terminate_backend(pid)) FROM unnest(%s::int[]) AS pid", [pids])
+        cursor.execute(
+            "SELECT count(*) FILTER (WHERE pg_terminate_backend(pid, 5000)) FROM unnest(%s::int[]) AS pid", [pids]
+        )
         return cursor.fetchone()[0]
 
 

@@ -22,3 +22,24 @@ def test_a_pool_whose_idle_connections_all_died_hands_out_a_live_one():
         assert conn.info.backend_pid not in backends
     finally:
         pool.putconn(conn)
+
+
+@pytest.mark.django_db
+def test_a_connection_handed_out_a_moment_ago_is_handed_out_again_without_a_round_trip():
+    pool = connection.pool
+    conn = pool.getconn()
+    backend = conn.info.backend_pid
+    conn.execute("SELECT 'the last statement it ran'")
+    pool.putconn(conn)
+
+    taken = []
+    try:
+        while not taken or taken[-1].info.backend_pid != backend:  # the pool hands out its idle ones in turn
+            taken.append(pool.getconn())
+    finally:
+        for conn in taken:
+            pool.putconn(conn)
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT query FROM pg_stat_activity WHERE pid = %s", [backend])
+        assert cursor.fetchone() == ("SELECT 'the last statement it ran'",)  # before: '', the pool's check

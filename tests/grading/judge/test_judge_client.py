@@ -8,6 +8,7 @@ import math
 from collections.abc import Callable, Iterator
 from typing import Any
 
+import openai
 import pytest
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -25,6 +26,7 @@ from grading.judge.scores import find_field_token, weighted_score
 from tests.builders.logprobs import tokens
 from tests.fakes.openai_server import (
     FakeLLM,
+    Reply,
     broken_body_reply,
     error_reply,
     hang_reply,
@@ -123,6 +125,21 @@ def test_it_sends_temperature_zero_the_model_and_no_tools(llm: FakeLLM, make_cli
         assert request.headers["authorization"] == "Bearer test-key"
         # The SDK's own retries stay off: every retry is ours and visible here.
         assert request.headers["x-stainless-retry-count"] == "0"
+
+
+def test_it_speaks_to_the_server_as_the_openai_sdk_does(llm: FakeLLM, make_client: Callable[..., ChatJudgeClient]):
+    llm.script(json_reply(GOOD_VERDICT), json_reply(GOOD_VERDICT))
+    client = make_client(want_logprobs=True)
+
+    judge(client)
+    sent = llm.chat_requests()[0].body
+    sdk = openai.OpenAI(base_url=llm.base_url, api_key="test-key", timeout=2.0, max_retries=0)
+    sdk.chat.completions.create(**sent)
+
+    ours, theirs = llm.chat_requests()
+    assert ours.path == theirs.path
+    assert ours.body == theirs.body
+    assert ours.headers == theirs.headers
 
 
 def test_it_falls_back_to_json_object_when_json_schema_is_unsupported(
@@ -362,6 +379,25 @@ def test_it_weights_the_score_by_its_logprobs(llm: FakeLLM, make_client: Callabl
     mean, spread = weighted_score(completion.token_logprobs, field="overall")
     assert mean == pytest.approx(7.2)
     assert spread == pytest.approx(0.6)
+
+
+@pytest.mark.parametrize("broken", ["token", "alternative"])
+def test_log_probabilities_that_do_not_read_whole_are_none_at_all(
+    llm: FakeLLM, make_client: Callable[..., ChatJudgeClient], broken: str
+):
+    content = json.dumps(GOOD_VERDICT)
+    entries = [{"token": content, "logprob": -0.1, "top_logprobs": [{"token": content, "logprob": -0.1}]}] * 3
+    if broken == "token":
+        entries[1] = {"token": 7, "logprob": -0.1, "top_logprobs": []}
+    else:
+        entries[1] = entries[1] | {"top_logprobs": [{"token": 7, "logprob": -0.1}]}
+    body = {"choices": [{"message": {"content": content}, "finish_reason": "stop", "logprobs": {"content": entries}}]}
+    llm.script(Reply(raw_body=json.dumps(body).encode()))
+
+    completion = judge(make_client(want_logprobs=True))
+
+    assert completion.parsed.overall == 7
+    assert completion.token_logprobs is None
 
 
 def test_it_does_not_ask_for_logprobs_unless_configured(llm: FakeLLM, make_client: Callable[..., ChatJudgeClient]):

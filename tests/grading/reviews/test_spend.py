@@ -6,9 +6,11 @@ from datetime import timedelta
 
 import pytest
 from django.db.models import F
+from django.utils import timezone
 
 from grading.api.keys import api_key_create
 from grading.conversations.grader import conversation_grade
+from grading.core.weeks import monday
 from grading.criteria.scoring import trial_score
 from grading.criteria.trials import (
     HELD_BY_SPEND_CAP,
@@ -26,7 +28,9 @@ from grading.reviews.spend import (
     spend_blocked,
     spend_cap_set,
     spend_estimate,
+    utc_day,
 )
+from grading.reviews.sql import conversation_messages, spend_caps_spent, subject_to_grade
 from grading.reviews.versions import criteria_active, criteria_new_version
 from tests.builders.conversations import PATH_IDS, llm_judge, support_conversation, upsert, verdicts_reply
 
@@ -238,3 +242,24 @@ def test_a_trial_item_held_by_a_cap_makes_no_call_and_the_trial_still_ends(org, 
     assert trial_score(trial).items[1].left_out.startswith("held back by a spend cap")
     assert trial_results(trial)[1][3].startswith("held back by a spend cap")  # what the trial page says of it
     assert JudgeSpend.objects.get(criteria_version=version).calls == 1  # trials book their spend too
+
+
+def test_a_grader_reads_its_conversation_messages_and_caps_in_one_read_as_the_reads_apart_give_them(
+    org, fake_llm, criteria_admin
+):
+    graded, waiting = conversations(org, 2)
+    version = criteria_active(org=org, kind=ItemKind.CONVERSATION)
+    run_tasks(fake_llm, [graded])  # spend booked today
+    spend_cap_set(org=org, version=version, period="week", tokens=PER_CALL * 9, cost_micros=None, actor=criteria_admin)
+    spend_cap_set(org=org, version=None, period="week", tokens=None, cost_micros=10**9, actor=criteria_admin)
+    spend_cap_set(org=org, version=None, period="day", tokens=PER_CALL * 5, cost_micros=None, actor=criteria_admin)
+    other = criteria_new_version(org=org, kind=ItemKind.CONVERSATION)  # its cap is not this version's
+    spend_cap_set(org=org, version=other, period="day", tokens=PER_CALL, cost_micros=None, actor=criteria_admin)
+    today = utc_day(timezone.now())
+
+    read = subject_to_grade(Conversation, waiting)
+
+    apart = spend_caps_spent(org_id=org.pk, version_id=version.pk, today=today, week_start=monday(today))
+    assert [period for _, _, period, *_ in apart] == ["day", "week", "week"]  # org caps first, days before weeks
+    assert read.spend_caps == apart
+    assert read.evidence_messages == conversation_messages(waiting)
