@@ -19,7 +19,7 @@ from grading.conversations.expected_replies import expected_replies_of
 from grading.core.spreadsheets import csv_lines
 from grading.criteria.impact import criteria_diff, criteria_preview, criteria_publish_planned, publish_plan
 from grading.criteria.rule_preview import rules_preview
-from grading.criteria.scoring import is_scored, trial_rows, trial_score
+from grading.criteria.scoring import is_scored, trial_figures, trial_rows, trial_score
 from grading.criteria.trials import (
     TrialCount,
     TrialCountChanged,
@@ -282,7 +282,7 @@ def criteria_trial_detail(request: HttpRequest, pk: int) -> HttpResponse:
     """A trial's items beside their current reviews. While it runs, htmx polls the `#trial-results` partial."""
     trial = _get_trial_for_user(request, pk)
     graded = sum(1 for review_id in trial.review_ids if review_id is not None)
-    score = trial_score(trial) if is_scored(trial) else None
+    score = trial_figures(trial, items=TRIAL_ROWS_SHOWN, changed=TRIAL_ROWS_SHOWN) if is_scored(trial) else None
     results = None if score else trial_results(trial)
     context = {
         "trial": trial,
@@ -292,8 +292,8 @@ def criteria_trial_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "checks": scored_checks(score) if score else [],
         "coverage": trial_coverage(score) if score else None,
         # The lists' first rows; the rest are in the API's CSV (a page of thousands of rows is read by no one).
-        "changed": score.changed[:TRIAL_ROWS_SHOWN] if score else [],
-        "scored_items": score.items[:TRIAL_ROWS_SHOWN] if score else [],
+        "changed": score.changed if score else [],
+        "scored_items": score.items if score else [],
         "rows_shown": TRIAL_ROWS_SHOWN,
         "results": results,
         "blind_reviews": _blind_reviews(current for _, current, _, _ in results or ()),
