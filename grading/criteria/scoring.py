@@ -54,7 +54,7 @@ from grading.models import (
     TrialFigures,
     TrialSource,
 )
-from grading.reviews.human import HumanVerdict, human_verdicts, id_among, id_in
+from grading.reviews.human import HumanVerdict, human_verdicts, id_among, id_array, id_in
 
 TOWARD, AWAY, ASIDE = "toward", "away", "aside"  # a changed verdict moved to people's, off it, or between others
 EXAMPLE = "an example of this version: a version is not scored on its own examples"
@@ -392,14 +392,15 @@ def _compare(
 FIGURES_FORM = 1
 
 
-def trial_figures(trial: CriteriaTrial, *, items: int = 0, changed: int | None = None) -> TrialScore:
-    """`trial_score`'s figures, with the first `items` of the trial's items as scored and the first `changed` of its
-    changed verdicts (None: every one). A finished scored trial's are counted once and stored (`TrialFigures`) with
-    the key of what they were counted from (`_inputs`: the rows `trial_score` reads for the trial's own items, its
-    versions and the trial itself). They are read back only while that key stands, so a read never shows figures a
-    recount would not; otherwise they are counted again, and stored. Nothing is written on the grading path."""
+def trial_figures(trial: CriteriaTrial, *, items: range = range(0), changed: range | None = None) -> TrialScore:
+    """`trial_score`'s figures, with the trial's items at the positions `items` as scored (a page of them) and its
+    changed verdicts at the positions `changed` (None: every one). A finished scored trial's are counted once and
+    stored (`TrialFigures`) with the key of what they were counted from (`_inputs`: the rows `trial_score` reads
+    for the trial's own items, its versions and the trial itself). They are read back only while that key stands,
+    so a read never shows figures a recount would not; otherwise they are counted again, and stored. Nothing is
+    written on the grading path."""
     if trial.finished_at is None or not is_scored(trial):  # its figures still move as it runs: counted each time
-        return _first(trial_score(trial), items, changed)
+        return _page(trial_score(trial), items, changed)
     inputs = _inputs(trial)
     found = (
         CriteriaTrial.objects.filter(pk=trial.pk)
@@ -407,7 +408,7 @@ def trial_figures(trial: CriteriaTrial, *, items: int = 0, changed: int | None =
             **inputs,
             stored_key=_stored_field(trial, "key"),
             figures=_stored_field(trial, "figures"),
-            first_changed=_stored_field(trial, _first_changed(changed)),
+            first_changed=_stored_field(trial, _changed_page(changed)),
             changed_total=_stored_field(trial, JsonArrayLength("changed")),
         )
         .values_list(*inputs, "stored_key", "figures", "first_changed", "changed_total")
@@ -426,7 +427,7 @@ def trial_figures(trial: CriteriaTrial, *, items: int = 0, changed: int | None =
         unique_fields=["trial"],
         update_fields=["key", "figures", "changed"],
     )
-    return _first(score, items, changed)
+    return _page(score, items, changed)
 
 
 class JsonArrayLength(Func):
@@ -457,7 +458,7 @@ def _inputs(trial: CriteriaTrial) -> dict[str, Subquery]:
     version = trial.criteria_version
     field = version.kind  # the reviews' and labels' foreign key to the item
     model = Draft if version.kind == ItemKind.DRAFT else Conversation
-    sample = trial.sample
+    sample = id_array(trial.sample)
     read = {
         "trial": CriteriaTrial.objects.filter(pk=trial.pk),
         "versions": CriteriaVersion.objects.filter(
@@ -478,21 +479,28 @@ def _stored_field(trial: CriteriaTrial, field: str | Func | F) -> Subquery:
     return Subquery(TrialFigures.objects.filter(trial_id=trial.pk).values(value=value))
 
 
-def _first_changed(changed: int | None) -> Func | F:
-    """The first `changed` of the stored changed verdicts, sliced by the database (a page shows a few of thousands)."""
+def _changed_page(changed: range | None) -> Func | F:
+    """The stored changed verdicts at the positions `changed`, sliced by the database (a page shows a few of
+    thousands)."""
     if changed is None:
         return F("changed")
-    return Func(F("changed"), Value(f"$[0 to {changed - 1}]" if changed else "$[0 to -1]"),
-                function="jsonb_path_query_array", output_field=JSONField())  # fmt: skip
+    path = f"$[{changed.start} to {changed.stop - 1}]" if changed else "$[0 to -1]"
+    return Func(F("changed"), Value(path), function="jsonb_path_query_array", output_field=JSONField())
 
 
 def _key(written: tuple[str, ...]) -> str:
     return ";".join((str(FIGURES_FORM), *written))
 
 
-def _first(score: TrialScore, items: int, changed: int | None) -> TrialScore:
+def _within(positions: range, length: int) -> range:
+    return range(min(positions.start, length), min(positions.stop, length))
+
+
+def _page(score: TrialScore, items: range, changed: range | None) -> TrialScore:
     return replace(
-        score, items=score.items[:items], changed=score.changed if changed is None else score.changed[:changed]
+        score,
+        items=score.items[items.start : items.stop],
+        changed=score.changed if changed is None else score.changed[changed.start : changed.stop],
     )
 
 
@@ -535,7 +543,7 @@ def _changed_json(change: ChangedVerdict) -> list:
             change.direction]  # fmt: skip
 
 
-def _restored(trial: CriteriaTrial, figures: dict, changed: list, changed_total: int, items: int) -> TrialScore:
+def _restored(trial: CriteriaTrial, figures: dict, changed: list, changed_total: int, items: range) -> TrialScore:
     active_id = figures["active_version"]
     active_version = CriteriaVersion.objects.filter(pk=active_id).first() if active_id is not None else None
     coverage = figures["coverage"]
@@ -557,7 +565,7 @@ def _restored(trial: CriteriaTrial, figures: dict, changed: list, changed_total:
         ],
         dropped=figures["dropped"],
         changed=[ChangedVerdict(*row) for row in changed],
-        items=_scored_items(trial, checks, asked_before, range(min(items, len(trial.sample))))[0] if items else [],
+        items=_scored_items(trial, checks, asked_before, _within(items, len(trial.sample)))[0] if items else [],
         examples_left_out=figures["examples_left_out"],
         judge_calls=figures["judge_calls"],
         prompt_tokens=figures["prompt_tokens"],

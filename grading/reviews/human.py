@@ -77,11 +77,16 @@ class _InUnnested(Func):
     output_field = BooleanField()
 
 
-def id_among(column: str, ids: Iterable[int]) -> Func:
-    """`id_in`'s filter as a semi-join: for a query that reads every row of thousands of ids and is planned anew
-    each time (a trial's inputs, grading/criteria/scoring.py)."""
+def id_array(ids: Iterable[int]) -> Cast:
+    """`ids` as one array literal cast in SQL (see `id_in`), built once for the several filters of one query."""
     literal = "{" + ",".join(str(int(i)) for i in ids) + "}"
-    return _InUnnested(F(column), Cast(Value(literal), output_field=ArrayField(BigIntegerField())))
+    return Cast(Value(literal), output_field=ArrayField(BigIntegerField()))
+
+
+def id_among(column: str, ids: Cast) -> Func:
+    """`id_in`'s filter as a semi-join, on an `id_array`: for a query that reads every row of thousands of ids and
+    is planned anew each time (a trial's inputs, grading/criteria/scoring.py)."""
+    return _InUnnested(F(column), ids)
 
 
 def human_verdict_of(subject: Draft | Conversation) -> HumanVerdict | None:

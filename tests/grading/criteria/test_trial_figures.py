@@ -9,32 +9,18 @@ from django.urls import reverse
 
 from grading.api.keys import api_key_create
 from grading.criteria.scoring import trial_figures, trial_score
-from grading.criteria.trials import criteria_trial_start, trial_count, trial_item_grade
 from grading.models import CriteriaTrial, Decision, Review, TrialFigures, TrialSource
 from grading.reviews.examples import criteria_example_add
 from grading.reviews.versions import criteria_new_version
 from reviewer.criteria.display import percent
-from tests.builders.conversations import llm_judge, support_conversation, upsert
-from tests.builders.scored_trials import ORDER, decide, graded_conversations, judge_per_item, label
+from tests.builders.conversations import support_conversation, upsert
+from tests.builders.scored_trials import ORDER, decide, graded_conversations, label, scored_trial
 
 pytestmark = pytest.mark.django_db
 
 PASS = {"grounded": "pass", "complete": "pass", "usable": "pass"}
 ACTIVE = {0: PASS, 1: PASS, 2: {**PASS, "complete": "fail"}, 3: PASS}
 TRIAL = {0: PASS, 1: {**PASS, "grounded": "fail"}, 2: PASS, 3: {**PASS, "complete": "fail"}}
-
-
-def scored_trial(version, fake_llm, source: str, actor) -> CriteriaTrial:
-    judge = llm_judge(fake_llm)
-    count = trial_count(version=version, size=200, judge=judge, source=source)
-    trial = criteria_trial_start(
-        version=version, size=200, counted_calls=count.judge_calls, judge=judge, source=source, actor=actor
-    )
-    fake_llm.set_default(judge_per_item(TRIAL))
-    for index in range(len(trial.sample)):
-        trial_item_grade(trial_id=trial.pk, index=index, conversation_judge=judge)
-    trial.refresh_from_db()
-    return trial
 
 
 def read(trial: CriteriaTrial) -> dict:
@@ -58,7 +44,7 @@ def test_it_counts_a_labelled_trials_figures_once_and_shows_a_label_evidence_or_
     for conversation in conversations.values():
         label(org, conversation, "ann", **PASS)
     version = criteria_new_version(org=org, kind="conversation", author=criteria_admin)
-    trial = scored_trial(version, fake_llm, TrialSource.LABELS, criteria_admin)
+    trial = scored_trial(version, fake_llm, TrialSource.LABELS, criteria_admin, TRIAL)
 
     first = read(trial)
     assert TrialFigures.objects.filter(trial=trial).exists()
@@ -90,7 +76,7 @@ def test_it_shows_a_decision_or_audit_mark_changed_after_the_count_on_the_next_r
     for conversation in conversations.values():
         decide(conversation, criteria_admin, PASS)
     version = criteria_new_version(org=org, kind="conversation", author=criteria_admin)
-    trial = scored_trial(version, fake_llm, source, criteria_admin)
+    trial = scored_trial(version, fake_llm, source, criteria_admin, TRIAL)
     assert read(trial)["checks"]["grounded"]["trial"]["agreed"] == 3
     assert shown_percent(client_for(criteria_admin), trial, "grounded") == percent(0.75)
     decided = Review.objects.counting().get(conversation=conversations[1])
