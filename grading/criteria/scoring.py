@@ -29,8 +29,9 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, replace
 
-from django.db.models import CharField, F, Func, IntegerField, JSONField, Q, Subquery, Value
+from django.db.models import BooleanField, CharField, F, Func, IntegerField, JSONField, OuterRef, Q, Subquery, Value
 from django.db.models.fields.json import KeyTextTransform, KeyTransform
+from django.db.models.functions import Concat
 
 from grading.certify.calibration import calibration_point, certified_keys
 from grading.certify.services import Target, certified_checks
@@ -46,7 +47,6 @@ from grading.models import (
     CriteriaExample,
     CriteriaTrial,
     CriteriaVersion,
-    Decision,
     Draft,
     ItemKind,
     Label,
@@ -54,7 +54,7 @@ from grading.models import (
     TrialFigures,
     TrialSource,
 )
-from grading.reviews.human import HumanVerdict, human_verdicts, id_among, id_array, id_in
+from grading.reviews.human import HumanVerdict, human_verdicts, id_in
 
 TOWARD, AWAY, ASIDE = "toward", "away", "aside"  # a changed verdict moved to people's, off it, or between others
 EXAMPLE = "an example of this version: a version is not scored on its own examples"
@@ -436,41 +436,60 @@ class JsonArrayLength(Func):
 
 
 class _RowsWritten(Func):
-    """Of the rows its query finds: how many, and the sum of their `xmin` (the transaction that last wrote each
-    row, PostgreSQL's own column): a row added, removed or changed by any writer, in any column, moves it. Not an
-    aggregate to Django, so the subquery gets no GROUP BY and answers one row."""
+    """Of the rows its query finds (of its table, or of the table `relation` joins to it): how many, and the sum of
+    their `xmin` (the transaction that last wrote each row, PostgreSQL's own column): a row added, removed or
+    changed by any writer, in any column, moves it. Not an aggregate to Django, so the subquery gets no GROUP BY and
+    answers one row."""
 
     output_field = CharField()
 
-    def __init__(self) -> None:
-        super().__init__()
+    def __init__(self, relation: str | None = None) -> None:
+        super().__init__(*([F(f"{relation}__id")] if relation else []))
 
     def as_sql(self, compiler, connection, **extra_context):
-        table = compiler.quote_name_unless_alias(compiler.query.get_initial_alias())
-        return f"count(*) || ':' || coalesce(sum({table}.xmin::text::bigint), 0)", []
+        if self.source_expressions:  # the joined table's rows: those the join found
+            table = compiler.quote_name_unless_alias(self.source_expressions[0].alias)
+            rows = f"count({table}.id)"
+        else:
+            table, rows = compiler.quote_name_unless_alias(compiler.query.get_initial_alias()), "count(*)"
+        return f"{rows} || ':' || coalesce(sum({table}.xmin::text::bigint), 0)", []
+
+
+class _InTrialSample(Func):
+    """`column` is one of the outer trial's items (its `sample`, read by PostgreSQL from the trial's row): no
+    literal of thousands of ids to build here and to parse there."""
+
+    arg_joiner = " IN (SELECT jsonb_array_elements_text("
+    template = "%(expressions)s)::bigint)"
+    output_field = BooleanField()
 
 
 def _inputs(trial: CriteriaTrial) -> dict[str, Subquery]:
-    """What `trial_score` reads, as one written-rows figure per table (`_RowsWritten`), each over exactly the rows
-    it reads for this trial (found by their indexes): the trial (its items and reviews), its version and the active
-    one, the version's examples, the items (their evidence), every review of them (the trial's, the counting ones,
-    their states and audit marks), the decisions on those reviews and the items' labels."""
+    """What `trial_score` reads, as written-rows figures (`_RowsWritten`), each over exactly the rows it reads for
+    this trial (found by their indexes), for a query of the trial's row: the trial (its items and reviews), its
+    version and the active one, the version's examples, the items (their evidence), every review of them (the
+    trial's, the counting ones, their states and audit marks) with the decisions on them, and the items' labels."""
     version = trial.criteria_version
     field = version.kind  # the reviews' and labels' foreign key to the item
     model = Draft if version.kind == ItemKind.DRAFT else Conversation
-    sample = id_array(trial.sample)
+
+    def of_items(column: str) -> _InTrialSample:
+        return _InTrialSample(F(column), OuterRef("sample"))
+
     read = {
-        "trial": CriteriaTrial.objects.filter(pk=trial.pk),
+        "trial": CriteriaTrial.objects.filter(pk=trial.pk).values(written=_RowsWritten()),
         "versions": CriteriaVersion.objects.filter(
             Q(pk=version.pk) | Q(org_id=trial.org_id, kind=version.kind, is_active=True)
+        ).values(written=_RowsWritten()),
+        "examples": CriteriaExample.objects.filter(criteria_version_id=version.pk).values(written=_RowsWritten()),
+        "items": model.objects.filter(of_items("pk")).values(written=_RowsWritten()),
+        # One pass over the items' reviews, with the decision on each (a decision has one review).
+        "reviews": Review.objects.filter(of_items(f"{field}_id")).values(
+            written=Concat(_RowsWritten(), Value(";"), _RowsWritten("decision"), output_field=CharField())
         ),
-        "examples": CriteriaExample.objects.filter(criteria_version_id=version.pk),
-        "items": model.objects.filter(id_among("pk", sample)),
-        "reviews": Review.objects.filter(id_among(f"{field}_id", sample)),
-        "decisions": Decision.objects.filter(id_among(f"review__{field}_id", sample)),
-        "labels": Label.objects.filter(id_among(f"{field}_id", sample)),
+        "labels": Label.objects.filter(of_items(f"{field}_id")).values(written=_RowsWritten()),
     }
-    return {f"inputs_{name}": Subquery(rows.order_by().values(written=_RowsWritten())) for name, rows in read.items()}
+    return {f"inputs_{name}": Subquery(rows.order_by()) for name, rows in read.items()}
 
 
 def _stored_field(trial: CriteriaTrial, field: str | Func | F) -> Subquery:

@@ -68,27 +68,6 @@ def id_in(column: str, ids: Iterable[int]) -> Func:
     return _InArray(F(column), Cast(Value(literal), output_field=ArrayField(BigIntegerField())))
 
 
-class _InUnnested(Func):
-    """`column IN (SELECT unnest(array))`: a semi-join the planner sizes from the array's length, where
-    `= ANY(array)` has it estimate each id of the literal one by one (milliseconds of planning at 10,000 ids)."""
-
-    arg_joiner = " IN (SELECT unnest("
-    template = "%(expressions)s))"
-    output_field = BooleanField()
-
-
-def id_array(ids: Iterable[int]) -> Cast:
-    """`ids` as one array literal cast in SQL (see `id_in`), built once for the several filters of one query."""
-    literal = "{" + ",".join(str(int(i)) for i in ids) + "}"
-    return Cast(Value(literal), output_field=ArrayField(BigIntegerField()))
-
-
-def id_among(column: str, ids: Cast) -> Func:
-    """`id_in`'s filter as a semi-join, on an `id_array`: for a query that reads every row of thousands of ids and
-    is planned anew each time (a trial's inputs, grading/criteria/scoring.py)."""
-    return _InUnnested(F(column), ids)
-
-
 def human_verdict_of(subject: Draft | Conversation) -> HumanVerdict | None:
     """The item's human verdict on its present evidence: its decision if it has one, else its labels'."""
     kind = ItemKind.DRAFT if isinstance(subject, Draft) else ItemKind.CONVERSATION
