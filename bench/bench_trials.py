@@ -13,12 +13,21 @@ middleware, sign-in, role check and layout, measured in the same run.
 
 BENCH_TRIALS_ITEMS (default 200), BENCH_TRIALS_THREADS (default 32), BENCH_TRIALS_LATENCY (default 0.2) and
 BENCH_TRIALS_PAGE_ITEMS (default 10000) scale it.
+
+`phases()` offers (b) to `bench.compare`: the trivial view and the result page, `PHASE_REQUESTS` requests a phase.
+Before the phases, each side asserts the trial's JSON over the API equals `trial_score` counting it again, and
+writes it to BENCH_TRIALS_FIGURES when set (give each side its own file with `--base-setting` and `--setting`, and
+compare the two: the figures equal before and after).
 """
 
+import json
 import os
 import statistics
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import timedelta
+from functools import partial
 
 import psutil
 from django.contrib.auth import get_user_model
@@ -32,6 +41,8 @@ from django.utils import timezone
 
 from bench.bench_throughput import Layout, _cpu, _populate, _responder, _start_worker, _stop_stale_workers
 from bench.common import fresh_org, purge_queues
+from grading.api.keys import api_key_create
+from grading.criteria.scoring import trial_score
 from grading.criteria.trials import criteria_trial_start, trial_count
 from grading.models import Conversation, CriteriaTrial, Decision, ItemKind, Review, ReviewState, TrialSource
 from grading.passes.planner import grading_pass
@@ -44,6 +55,7 @@ from tests.fakes.openai_server import FakeLLM
 
 RUNS = 15
 WARMUP = 3
+PHASE_REQUESTS = 5
 PASS = {
     name: {"verdict": "pass", "message_ids": ["m4"], "rationale": "ok"} for name in ("grounded", "complete", "usable")
 }
@@ -120,7 +132,75 @@ def _trial_through_the_worker(org, admin, items: int, threads: int, latency: flo
     )
 
 
+@contextmanager
+def phases() -> Iterator[dict[str, Callable[[], None]]]:
+    """For `bench.compare`: (b)'s trial set up once, its figures checked, then the trivial view and the result page."""
+    items = int(os.environ.get("BENCH_TRIALS_PAGE_ITEMS", "10000"))
+    org = fresh_org()
+    criteria_active(org=org, kind=ItemKind.CONVERSATION)
+    admin = get_user_model().objects.create_user(username="bench-admin", password="unused-bench-password")
+    Membership.objects.create(user=admin, org=org, role=Role.CRITERIA_ADMIN)
+    trial = _finished_trial(org, admin, items)
+    _figures_checked(org, trial)
+    client = Client(SERVER_NAME="localhost")
+    client.force_login(admin)
+    with override_settings(ROOT_URLCONF=__name__):
+        clear_url_caches()
+        try:
+            yield {
+                f"{name} ({PHASE_REQUESTS} requests)": partial(_requests, client, url)
+                for name, url in _pages(trial, items)
+            }
+        finally:
+            clear_url_caches()
+
+
+def _requests(client: Client, url: str) -> None:
+    for _ in range(PHASE_REQUESTS):
+        assert client.get(url).status_code == 200, url
+
+
+def _pages(trial: CriteriaTrial, items: int) -> list[tuple[str, str]]:
+    return [
+        ("trivial view (layout only)", "/bench/trivial/"),
+        (f"trial result page, {items:,} items", reverse("criteria_trial_detail", args=[trial.pk])),
+    ]
+
+
+def _figures_checked(org, trial: CriteriaTrial) -> None:
+    """The trial's JSON over the API (read twice: counted, then as read back) equals a recount by `trial_score`."""
+    key = api_key_create(org=org, name="bench").plaintext
+    client = Client(SERVER_NAME="localhost")
+    url = f"/api/v1/criteria/trials/{trial.pk}"
+    answers = [client.get(url, HTTP_AUTHORIZATION=f"Bearer {key}").json() for _ in range(2)]
+    recount = json.loads(json.dumps(trial_score(trial).as_json()))
+    assert answers[0] == answers[1] == recount, "the trial's figures differ from a recount"
+    if path_out := os.environ.get("BENCH_TRIALS_FIGURES"):
+        with open(path_out, "w") as out:
+            json.dump({k: v for k, v in recount.items() if k != "id"}, out, sort_keys=True)
+
+
 def _result_page(org, admin, items: int) -> None:
+    """A finished trial of `items` conversations, each decided, graded under the active version and the trial's."""
+    trial = _finished_trial(org, admin, items)
+    client = Client(SERVER_NAME="localhost")
+    client.force_login(admin)
+    with override_settings(ROOT_URLCONF=__name__):
+        clear_url_caches()
+        try:
+            results = [(name, *_measure(client, url)) for name, url in _pages(trial, items)]
+        finally:
+            clear_url_caches()
+    baseline, cpu_baseline = results[0][1], results[0][2]
+    print(f"(b) {'page':<36} {'median ms':>10} {'vs trivial':>11} {'cpu ms':>8} {'cpu vs trivial':>15} {'queries':>8}")
+    for name, median, cpu, queries in results:
+        print(
+            f"    {name:<36} {median:>10.1f} {median / baseline:>10.1f}x {cpu:>8.1f} {cpu / cpu_baseline:>14.1f}x "
+            f"{queries:>8}"
+        )
+
+
+def _finished_trial(org, admin, items: int) -> CriteriaTrial:
     """A finished trial of `items` conversations, each decided, graded under the active version and the trial's."""
     active = criteria_active(org=org, kind=ItemKind.CONVERSATION)
     version = criteria_new_version(org=org, kind=ItemKind.CONVERSATION, author=admin)
@@ -168,25 +248,7 @@ def _result_page(org, admin, items: int) -> None:
     )  # fmt: skip
     with connection.cursor() as cursor:
         cursor.execute("VACUUM ANALYZE grading_review, grading_conversation, grading_decision")
-    client = Client(SERVER_NAME="localhost")
-    client.force_login(admin)
-    with override_settings(ROOT_URLCONF=__name__):
-        clear_url_caches()
-        try:
-            pages = [
-                ("trivial view (layout only)", "/bench/trivial/"),
-                (f"trial result page, {items:,} items", reverse("criteria_trial_detail", args=[trial.pk])),
-            ]
-            results = [(name, *_measure(client, url)) for name, url in pages]
-        finally:
-            clear_url_caches()
-    baseline, cpu_baseline = results[0][1], results[0][2]
-    print(f"(b) {'page':<36} {'median ms':>10} {'vs trivial':>11} {'cpu ms':>8} {'cpu vs trivial':>15} {'queries':>8}")
-    for name, median, cpu, queries in results:
-        print(
-            f"    {name:<36} {median:>10.1f} {median / baseline:>10.1f}x {cpu:>8.1f} {cpu / cpu_baseline:>14.1f}x "
-            f"{queries:>8}"
-        )
+    return trial
 
 
 def _measure(client: Client, url: str) -> tuple[float, float, int]:

@@ -35,7 +35,7 @@ from grading.core.evidence import canonical_message
 from grading.core.request_json import InvalidJsonBody, RequestJsonParser
 from grading.core.schemas import ArticleIn, ConversationId, ConversationIn, DraftIn, FeedbackIn, MemoryIn, MessagesIn
 from grading.core.spreadsheets import csv_lines
-from grading.criteria.scoring import is_scored, trial_rows, trial_score
+from grading.criteria.scoring import is_scored, trial_figures, trial_rows, trial_score
 from grading.dashboard.certified import CERTIFIED, certified_figures
 from grading.dashboard.compare import comparison, slices_checked
 from grading.dashboard.figures import SECTIONS, InvalidScope, dashboard_figures, scope_for
@@ -588,11 +588,12 @@ def get_criteria_trial(request: HttpRequest, trial_id: int, format: str = "json"
         raise NotFound(f"no trial {trial_id}")
     if format not in ("json", "csv"):
         raise ValidationError([{"loc": ["query", "format"], "msg": "must be json or csv"}])
-    score = trial_score(trial)
     if format == "csv":
-        response = HttpResponse("".join(csv_lines(trial_rows(score))), content_type="text/csv; charset=utf-8")
+        rows = csv_lines(trial_rows(trial_score(trial)))
+        response = HttpResponse("".join(rows), content_type="text/csv; charset=utf-8")
         response["Content-Disposition"] = f'attachment; filename="trial-{trial.pk}.csv"'
         return response
+    score = trial_figures(trial)
     if is_scored(trial):
         return score.as_json()
     return score.as_json() | {"results": trial_results_out(trial)}

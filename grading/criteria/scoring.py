@@ -27,9 +27,11 @@ sent to people, the hard ones, and a threshold calibrated on them says nothing a
 
 from collections import Counter
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 
+from django.db.models import BooleanField, CharField, F, Func, IntegerField, JSONField, OuterRef, Q, Subquery, Value
 from django.db.models.fields.json import KeyTextTransform, KeyTransform
+from django.db.models.functions import Concat
 
 from grading.certify.calibration import calibration_point, certified_keys
 from grading.certify.services import Target, certified_checks
@@ -40,10 +42,22 @@ from grading.figures.agreement import Agreement, agreement_of
 from grading.figures.definitions import PASS_FAIL, SCORED, answers_of, checks_of, machine_verdict
 from grading.figures.expressions import Lit
 from grading.figures.raters import ScoreAgreement, score_agreement
-from grading.models import Conversation, CriteriaTrial, CriteriaVersion, Draft, ItemKind, Review, TrialSource
+from grading.models import (
+    Conversation,
+    CriteriaExample,
+    CriteriaTrial,
+    CriteriaVersion,
+    Draft,
+    ItemKind,
+    Label,
+    Review,
+    TrialFigures,
+    TrialSource,
+)
 from grading.reviews.human import HumanVerdict, human_verdicts, id_in
 
 TOWARD, AWAY, ASIDE = "toward", "away", "aside"  # a changed verdict moved to people's, off it, or between others
+EXAMPLE = "an example of this version: a version is not scored on its own examples"
 NOT_ASKED = "the active version does not ask this check: the trial's version adds it"
 # The target a trial's coverage is read at when its version has none: 90% agreement, with 90% confidence.
 DEFAULT_TARGET = Target(alpha=0.1, delta=0.1)
@@ -126,11 +140,9 @@ class TrialScore:
     judge_calls: int
     prompt_tokens: int
     completion_tokens: int
+    compared: int  # items compared, of every item (`items` may hold the first few only)
+    changed_total: int  # verdicts that changed, of every item (`changed` may hold the first few only)
     coverage: TrialCoverage | None = None  # None: not scored, or against every decision (a biased sample)
-
-    @property
-    def compared(self) -> int:
-        return sum(1 for item in self.items if not item.left_out)
 
     def as_json(self) -> dict:
         version = self.trial.criteria_version
@@ -173,33 +185,70 @@ class TrialScore:
 
 
 def trial_score(trial: CriteriaTrial) -> TrialScore:
-    """The trial's figures against people (see the module's docstring). For a running trial, over the items
-    graded so far."""
+    """The trial's figures against people (see the module's docstring), with every item as scored. For a running
+    trial, over the items graded so far."""
+    version = trial.criteria_version
+    kind = version.kind
+    active_version = CriteriaVersion.objects.filter(org_id=trial.org_id, kind=kind, is_active=True).first()
+    checks = checks_of(kind, version)
+    asked_before = checks_of(kind, active_version) if active_version is not None else ()
+    calibrated = _calibrated(version) if trial.source in UNBIASED_SOURCES else None
+    items, trial_reviews = _scored_items(trial, checks, asked_before, range(len(trial.sample)), calibrated)
+    examples_left_out = sum(1 for item in items if item.left_out == EXAMPLE)
+    asked = {
+        check: (answers_of(kind, version, check), _scale(version, check), check in asked_before or check == PASS_FAIL)
+        for check in checks
+    }
+    scored, changed = _compare(items, asked)
+    return TrialScore(
+        trial=trial,
+        active_version=active_version,
+        checks=scored,
+        dropped=[check for check in asked_before if check not in checks],
+        changed=changed,
+        items=items,
+        examples_left_out=examples_left_out,
+        judge_calls=trial.judge_calls_made,
+        prompt_tokens=sum(_tokens(row["prompt_tokens"]) for row in trial_reviews),
+        completion_tokens=sum(_tokens(row["completion_tokens"]) for row in trial_reviews),
+        compared=sum(1 for item in items if not item.left_out),
+        changed_total=len(changed),
+        coverage=calibrated.coverage() if calibrated is not None else None,
+    )
+
+
+def _scored_items(
+    trial: CriteriaTrial,
+    checks: tuple[str, ...],
+    asked_before: tuple[str, ...],
+    positions: range,
+    calibrated: "_Calibrated | None" = None,
+) -> tuple[list[ScoredItem], list[dict]]:
+    """The trial's items at `positions` (in sample order) as scored, and the trial reviews read for them; each
+    compared item's calibration points go to `calibrated`."""
     version = trial.criteria_version
     kind = version.kind
     field = kind  # the review's foreign key to its item
     model = Draft if kind == ItemKind.DRAFT else Conversation
-    active_version = CriteriaVersion.objects.filter(org_id=trial.org_id, kind=kind, is_active=True).first()
-    checks = checks_of(kind, version)
-    asked_before = checks_of(kind, active_version) if active_version is not None else ()
+    sample, review_ids = (
+        trial.sample[positions.start : positions.stop],
+        trial.review_ids[positions.start : positions.stop],
+    )
     read = (*checks, *(check for check in asked_before if check not in checks))
-    subjects = dict(model.objects.filter(id_in("pk", trial.sample)).values_list("pk", "external_id"))
-    trial_reviews = _verdict_rows(Review.objects.filter(id_in("pk", (r for r in trial.review_ids if r))), read)
+    subjects = dict(model.objects.filter(id_in("pk", sample)).values_list("pk", "external_id"))
+    trial_reviews = _verdict_rows(Review.objects.filter(id_in("pk", (r for r in review_ids if r))), read)
     active_reviews = {
         row["item_id"]: row
-        for row in _verdict_rows(Review.objects.counting().filter(id_in(f"{field}_id", trial.sample)), read, field)
+        for row in _verdict_rows(Review.objects.counting().filter(id_in(f"{field}_id", sample)), read, field)
     }
     humans = (
-        human_verdicts(org_id=trial.org_id, kind=kind, source=trial.source, item_ids=trial.sample)
-        if is_scored(trial)
-        else {}
+        human_verdicts(org_id=trial.org_id, kind=kind, source=trial.source, item_ids=sample) if is_scored(trial) else {}
     )
-    examples = set(version.examples.filter(**{f"{field}__isnull": False}).values_list(f"{field}_id", flat=True))
+    examples = set(version.examples.filter(id_in(f"{field}_id", sample)).values_list(f"{field}_id", flat=True))
     by_review = {row["id"]: row for row in trial_reviews}
     verdicts = {check: machine_verdict(Lit(check)).fn for check in checks}  # compiled once: a trial holds thousands
-    calibrated = _calibrated(version) if trial.source in UNBIASED_SOURCES else None
     items = []
-    for index, (item_id, review_id) in enumerate(zip(trial.sample, trial.review_ids, strict=True)):
+    for index, item_id, review_id in zip(positions, sample, review_ids, strict=True):
         human = humans.get(item_id)
         mine = by_review.get(review_id) if review_id else None
         theirs = active_reviews.get(item_id)
@@ -220,24 +269,7 @@ def trial_score(trial: CriteriaTrial) -> TrialScore:
         )
         if calibrated is not None and not items[-1].left_out:
             calibrated.add(mine, human)
-    asked = {
-        check: (answers_of(kind, version, check), _scale(version, check), check in asked_before or check == PASS_FAIL)
-        for check in checks
-    }
-    scored, changed = _compare(items, asked)
-    return TrialScore(
-        trial=trial,
-        active_version=active_version,
-        checks=scored,
-        dropped=[check for check in asked_before if check not in checks],
-        changed=changed,
-        items=items,
-        examples_left_out=sum(1 for item in items if item.item_id in examples),
-        judge_calls=trial.judge_calls_made,
-        prompt_tokens=sum(_tokens(row["prompt_tokens"]) for row in trial_reviews),
-        completion_tokens=sum(_tokens(row["completion_tokens"]) for row in trial_reviews),
-        coverage=calibrated.coverage() if calibrated is not None else None,
-    )
+    return items, trial_reviews
 
 
 class _Calibrated:
@@ -301,7 +333,7 @@ def _left_out(
     item_id: int, human: HumanVerdict | None, trial_row: dict | None, examples: set[int], review_id: int | None
 ) -> str:
     if item_id in examples:
-        return "an example of this version: a version is not scored on its own examples"
+        return EXAMPLE
     if review_id == HELD_BY_SPEND_CAP:
         return "held back by a spend cap: no judge call was made"
     if human is None:
@@ -353,6 +385,249 @@ def _compare(
             )
         )
     return scored, changed
+
+
+# The form of the stored figures and of the rule that counts them: a new one makes every stored figure stale, so
+# change it with anything above that changes what a trial's figures say.
+FIGURES_FORM = 1
+
+
+def trial_figures(trial: CriteriaTrial, *, items: range = range(0), changed: range | None = None) -> TrialScore:
+    """`trial_score`'s figures, with the trial's items at the positions `items` as scored (a page of them) and its
+    changed verdicts at the positions `changed` (None: every one). A finished scored trial's are counted once and
+    stored (`TrialFigures`) with the key of what they were counted from (`_inputs`: the rows `trial_score` reads
+    for the trial's own items, its versions and the trial itself). They are read back only while that key stands,
+    so a read never shows figures a recount would not; otherwise they are counted again, and stored. Nothing is
+    written on the grading path."""
+    if trial.finished_at is None or not is_scored(trial):  # its figures still move as it runs: counted each time
+        return _page(trial_score(trial), items, changed)
+    inputs = _inputs(trial)
+    found = (
+        CriteriaTrial.objects.filter(pk=trial.pk)
+        .annotate(
+            **inputs,
+            stored_key=_stored_field(trial, "key"),
+            figures=_stored_field(trial, "figures"),
+            first_changed=_stored_field(trial, _changed_page(changed)),
+            changed_total=_stored_field(trial, JsonArrayLength("changed")),
+        )
+        .values_list(*inputs, "stored_key", "figures", "first_changed", "changed_total")
+        .get()
+    )
+    # The key is read in the same statement as the figures, before any recount: a write committed after it moves
+    # the key on, and the next read counts again.
+    key = _key(found[: len(inputs)])
+    stored_key, figures, first_changed, changed_total = found[len(inputs) :]
+    if stored_key == key:
+        return _restored(trial, figures, first_changed, changed_total, items)
+    score = trial_score(trial)
+    TrialFigures.objects.bulk_create(
+        [TrialFigures(trial=trial, key=key, figures=_stored(score), changed=[_changed_json(c) for c in score.changed])],
+        update_conflicts=True,
+        unique_fields=["trial"],
+        update_fields=["key", "figures", "changed"],
+    )
+    return _page(score, items, changed)
+
+
+class JsonArrayLength(Func):
+    function = "jsonb_array_length"
+    output_field = IntegerField()
+
+
+class _RowsWritten(Func):
+    """Of the rows its query finds (of its table, or of the table `relation` joins to it): how many, and the sum of
+    their `xmin` (the transaction that last wrote each row, PostgreSQL's own column): a row added, removed or
+    changed by any writer, in any column, moves it. Not an aggregate to Django, so the subquery gets no GROUP BY and
+    answers one row."""
+
+    output_field = CharField()
+
+    def __init__(self, relation: str | None = None) -> None:
+        super().__init__(*([F(f"{relation}__id")] if relation else []))
+
+    def as_sql(self, compiler, connection, **extra_context):
+        if self.source_expressions:  # the joined table's rows: those the join found
+            table = compiler.quote_name_unless_alias(self.source_expressions[0].alias)
+            rows = f"count({table}.id)"
+        else:
+            table, rows = compiler.quote_name_unless_alias(compiler.query.get_initial_alias()), "count(*)"
+        return f"{rows} || ':' || coalesce(sum({table}.xmin::text::bigint), 0)", []
+
+
+class _InTrialSample(Func):
+    """`column` is one of the outer trial's items (its `sample`, read by PostgreSQL from the trial's row): no
+    literal of thousands of ids to build here and to parse there."""
+
+    arg_joiner = " IN (SELECT jsonb_array_elements_text("
+    template = "%(expressions)s)::bigint)"
+    output_field = BooleanField()
+
+
+def _inputs(trial: CriteriaTrial) -> dict[str, Subquery]:
+    """What `trial_score` reads, as written-rows figures (`_RowsWritten`), each over exactly the rows it reads for
+    this trial (found by their indexes), for a query of the trial's row: the trial (its items and reviews), its
+    version and the active one, the version's examples, the items (their evidence), every review of them (the
+    trial's, the counting ones, their states and audit marks) with the decisions on them, and the items' labels."""
+    version = trial.criteria_version
+    field = version.kind  # the reviews' and labels' foreign key to the item
+    model = Draft if version.kind == ItemKind.DRAFT else Conversation
+
+    def of_items(column: str) -> _InTrialSample:
+        return _InTrialSample(F(column), OuterRef("sample"))
+
+    read = {
+        "trial": CriteriaTrial.objects.filter(pk=trial.pk).values(written=_RowsWritten()),
+        "versions": CriteriaVersion.objects.filter(
+            Q(pk=version.pk) | Q(org_id=trial.org_id, kind=version.kind, is_active=True)
+        ).values(written=_RowsWritten()),
+        "examples": CriteriaExample.objects.filter(criteria_version_id=version.pk).values(written=_RowsWritten()),
+        "items": model.objects.filter(of_items("pk")).values(written=_RowsWritten()),
+        # One pass over the items' reviews, with the decision on each (a decision has one review).
+        "reviews": Review.objects.filter(of_items(f"{field}_id")).values(
+            written=Concat(_RowsWritten(), Value(";"), _RowsWritten("decision"), output_field=CharField())
+        ),
+        "labels": Label.objects.filter(of_items(f"{field}_id")).values(written=_RowsWritten()),
+    }
+    return {f"inputs_{name}": Subquery(rows.order_by()) for name, rows in read.items()}
+
+
+def _stored_field(trial: CriteriaTrial, field: str | Func | F) -> Subquery:
+    """A column (or an expression of the columns) of the trial's stored figures; NULL when none are stored."""
+    value = F(field) if isinstance(field, str) else field
+    return Subquery(TrialFigures.objects.filter(trial_id=trial.pk).values(value=value))
+
+
+def _changed_page(changed: range | None) -> Func | F:
+    """The stored changed verdicts at the positions `changed`, sliced by the database (a page shows a few of
+    thousands)."""
+    if changed is None:
+        return F("changed")
+    path = f"$[{changed.start} to {changed.stop - 1}]" if changed else "$[0 to -1]"
+    return Func(F("changed"), Value(path), function="jsonb_path_query_array", output_field=JSONField())
+
+
+def _key(written: tuple[str, ...]) -> str:
+    return ";".join((str(FIGURES_FORM), *written))
+
+
+def _within(positions: range, length: int) -> range:
+    return range(min(positions.start, length), min(positions.stop, length))
+
+
+def _page(score: TrialScore, items: range, changed: range | None) -> TrialScore:
+    return replace(
+        score,
+        items=score.items[items.start : items.stop],
+        changed=score.changed if changed is None else score.changed[changed.start : changed.stop],
+    )
+
+
+def _stored(score: TrialScore) -> dict:
+    """The figures as stored: every number exactly as counted (JSON keeps a float's shortest repr)."""
+    coverage = score.coverage
+    return {
+        "active_version": score.active_version.pk if score.active_version else None,
+        "checks": [
+            {
+                "check": s.check,
+                "trial": asdict(s.trial),
+                "active": asdict(s.active),
+                "added": s.added,
+                "trial_scores": asdict(s.trial_scores) if s.trial_scores else None,
+                "active_scores": asdict(s.active_scores) if s.active_scores else None,
+            }
+            for s in score.checks
+        ],
+        "dropped": score.dropped,
+        "examples_left_out": score.examples_left_out,
+        "judge_calls": score.judge_calls,
+        "prompt_tokens": score.prompt_tokens,
+        "completion_tokens": score.completion_tokens,
+        "compared": score.compared,
+        "coverage": None
+        if coverage is None
+        else {
+            "alpha": coverage.target.alpha,
+            "delta": coverage.target.delta,
+            "own_target": coverage.own_target,
+            "labels": coverage.labels,
+            "checks": {key: asdict(certificate) for key, certificate in coverage.checks.items()},
+        },
+    }
+
+
+def _changed_json(change: ChangedVerdict) -> list:
+    return [change.item_id, change.external_id, change.check, change.active, change.trial, change.human,
+            change.direction]  # fmt: skip
+
+
+def _restored(trial: CriteriaTrial, figures: dict, changed: list, changed_total: int, items: range) -> TrialScore:
+    active_id = figures["active_version"]
+    active_version = CriteriaVersion.objects.filter(pk=active_id).first() if active_id is not None else None
+    coverage = figures["coverage"]
+    checks = checks_of(trial.criteria_version.kind, trial.criteria_version)
+    asked_before = checks_of(trial.criteria_version.kind, active_version) if active_version is not None else ()
+    return TrialScore(
+        trial=trial,
+        active_version=active_version,
+        checks=[
+            ScoredCheck(
+                check=s["check"],
+                trial=_agreement(s["trial"]),
+                active=_agreement(s["active"]),
+                added=s["added"],
+                trial_scores=_score_agreement(s["trial_scores"]),
+                active_scores=_score_agreement(s["active_scores"]),
+            )
+            for s in figures["checks"]
+        ],
+        dropped=figures["dropped"],
+        changed=[ChangedVerdict(*row) for row in changed],
+        items=_scored_items(trial, checks, asked_before, _within(items, len(trial.sample)))[0] if items else [],
+        examples_left_out=figures["examples_left_out"],
+        judge_calls=figures["judge_calls"],
+        prompt_tokens=figures["prompt_tokens"],
+        completion_tokens=figures["completion_tokens"],
+        compared=figures["compared"],
+        changed_total=changed_total,
+        coverage=None
+        if coverage is None
+        else TrialCoverage(
+            target=Target(alpha=coverage["alpha"], delta=coverage["delta"]),
+            own_target=coverage["own_target"],
+            labels=coverage["labels"],
+            checks={key: CheckCertificate(**certificate) for key, certificate in coverage["checks"].items()},
+        ),
+    )
+
+
+def _pair(value: list | None) -> tuple | None:
+    return tuple(value) if value is not None else None
+
+
+def _agreement(stored: dict) -> Agreement:
+    return Agreement(
+        **stored
+        | {
+            "categories": tuple(stored["categories"]),
+            "table": tuple(tuple(row) for row in stored["table"]),
+            "percent_interval": _pair(stored["percent_interval"]),
+            "kappa_interval": _pair(stored["kappa_interval"]),
+        }
+    )
+
+
+def _score_agreement(stored: dict | None) -> ScoreAgreement | None:
+    if stored is None:
+        return None
+    return ScoreAgreement(
+        **stored
+        | {
+            "weighted_kappa_interval": _pair(stored["weighted_kappa_interval"]),
+            "alpha_interval": _pair(stored["alpha_interval"]),
+        }
+    )
 
 
 def trial_rows(score: TrialScore) -> Iterator[list[object]]:

@@ -13,6 +13,7 @@ from grading.models.criteria import (
     SlotsFor,
     SpendCap,
     SpendPeriod,
+    TrialFigures,
     TrialSource,
 )
 from grading.models.items import (
@@ -124,6 +125,7 @@ __all__ = [
     "SpanLink",
     "SpendCap",
     "SpendPeriod",
+    "TrialFigures",
     "TrialSource",
     "WebhookDelivery",
     "for_people",

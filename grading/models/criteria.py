@@ -306,3 +306,17 @@ class CriteriaTrial(models.Model):
 
     def __str__(self) -> str:
         return f"trial of {self.criteria_version} on {len(self.sample)} items"
+
+
+class TrialFigures(models.Model):
+    """A finished scored trial's figures as grading/criteria/scoring.py counted them, and the key of what they were
+    counted from (`key`: the form of the rule and the rows the count read, `_inputs`, read before the count). Read
+    only while the key still stands; counted again otherwise."""
+
+    trial = models.OneToOneField(CriteriaTrial, primary_key=True, on_delete=models.CASCADE, related_name="+")
+    key = models.TextField()
+    figures = models.JSONField(help_text="Everything but the changed verdicts (scoring.py `_stored`).")
+    changed = models.JSONField(default=list, help_text="The verdicts that changed, in the trial's order.")
+
+    def __str__(self) -> str:
+        return f"figures of trial {self.trial_id} at {self.key}"

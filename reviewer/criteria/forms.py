@@ -495,6 +495,13 @@ class TrialForm(forms.Form):
         return k
 
 
+class TrialRowsForm(forms.Form):
+    """Which page of a scored trial's items and of its changed verdicts its page shows (1 when not given)."""
+
+    page = forms.IntegerField(min_value=1, required=False)
+    changed_page = forms.IntegerField(min_value=1, required=False)
+
+
 class TrialStartForm(TrialForm):
     counted_calls = forms.IntegerField(min_value=0, widget=forms.HiddenInput)
 

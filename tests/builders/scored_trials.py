@@ -6,8 +6,9 @@ from collections.abc import Callable, Mapping
 from django.utils import timezone
 
 from grading.conversations.grader import conversation_grade
+from grading.criteria.trials import criteria_trial_start, trial_count, trial_item_grade
 from grading.dashboard.labels import LabelIn, label_record
-from grading.models import Conversation, Org, Review
+from grading.models import Conversation, CriteriaTrial, CriteriaVersion, Org, Review
 from grading.reviews.services import decision_record, review_audit_mark
 from tests.builders.conversations import PATH_IDS, llm_judge, support_conversation, upsert, verdicts_reply
 from tests.fakes.openai_server import FakeLLM, Reply
@@ -61,3 +62,19 @@ def label(org: Org, conversation: Conversation, labeller: str, **checks: str) ->
             label=LabelIn(item=conversation.external_id, check=check, verdict=verdict, labeller=labeller),
             source="api",
         )
+
+
+def scored_trial(
+    version: CriteriaVersion, fake_llm: FakeLLM, source: str, actor, verdicts: Mapping[int, Mapping[str, str]]
+) -> CriteriaTrial:
+    """A finished trial of `version` from `source`, conversation n judged `verdicts[n]` by the trial's judge."""
+    judge = llm_judge(fake_llm)
+    count = trial_count(version=version, size=200, judge=judge, source=source)
+    trial = criteria_trial_start(
+        version=version, size=200, counted_calls=count.judge_calls, judge=judge, source=source, actor=actor
+    )
+    fake_llm.set_default(judge_per_item(verdicts))
+    for index in range(len(trial.sample)):
+        trial_item_grade(trial_id=trial.pk, index=index, conversation_judge=judge)
+    trial.refresh_from_db()
+    return trial

@@ -19,7 +19,7 @@ from grading.conversations.expected_replies import expected_replies_of
 from grading.core.spreadsheets import csv_lines
 from grading.criteria.impact import criteria_diff, criteria_preview, criteria_publish_planned, publish_plan
 from grading.criteria.rule_preview import rules_preview
-from grading.criteria.scoring import is_scored, trial_rows, trial_score
+from grading.criteria.scoring import is_scored, trial_figures, trial_rows, trial_score
 from grading.criteria.trials import (
     TrialCount,
     TrialCountChanged,
@@ -53,6 +53,7 @@ from reviewer.criteria.forms import (
     PreviewForm,
     PublishForm,
     TrialForm,
+    TrialRowsForm,
     TrialStartForm,
 )
 from reviewer.dashboards.display import duration, regrade_panel
@@ -273,7 +274,10 @@ def _render_trial_count(
     return render(request, "reviewer/criteria/trial.html", context, status=status)
 
 
-TRIAL_ROWS_SHOWN = 200
+# A scored trial's items and its changed verdicts are shown a page of this many rows at a time (`?page=`,
+# `?changed_page=`), with the figures over every item; the API's CSV holds every row. Rendering the rows was most of
+# the page's time at 10,000 items (bench/README.md, bench_trials).
+TRIAL_ROWS_SHOWN = 50
 
 
 @require_GET
@@ -281,8 +285,12 @@ TRIAL_ROWS_SHOWN = 200
 def criteria_trial_detail(request: HttpRequest, pk: int) -> HttpResponse:
     """A trial's items beside their current reviews. While it runs, htmx polls the `#trial-results` partial."""
     trial = _get_trial_for_user(request, pk)
+    rows = TrialRowsForm(request.GET)
+    if not rows.is_valid():
+        return bad_request(rows)
+    page, changed_page = rows.cleaned_data["page"] or 1, rows.cleaned_data["changed_page"] or 1
     graded = sum(1 for review_id in trial.review_ids if review_id is not None)
-    score = trial_score(trial) if is_scored(trial) else None
+    score = trial_figures(trial, items=_rows_of(page), changed=_rows_of(changed_page)) if is_scored(trial) else None
     results = None if score else trial_results(trial)
     context = {
         "trial": trial,
@@ -291,10 +299,11 @@ def criteria_trial_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "score": score,
         "checks": scored_checks(score) if score else [],
         "coverage": trial_coverage(score) if score else None,
-        # The lists' first rows; the rest are in the API's CSV (a page of thousands of rows is read by no one).
-        "changed": score.changed[:TRIAL_ROWS_SHOWN] if score else [],
-        "scored_items": score.items[:TRIAL_ROWS_SHOWN] if score else [],
-        "rows_shown": TRIAL_ROWS_SHOWN,
+        # A page of each list; every row is in the API's CSV.
+        "changed": score.changed if score else [],
+        "scored_items": score.items if score else [],
+        "items_pages": _pages(page, len(trial.sample), "page", changed_page) if score else None,
+        "changed_pages": _pages(changed_page, score.changed_total, "changed_page", page) if score else None,
         "results": results,
         "blind_reviews": _blind_reviews(current for _, current, _, _ in results or ()),
         "graded": graded,
@@ -305,6 +314,27 @@ def criteria_trial_detail(request: HttpRequest, pk: int) -> HttpResponse:
     if request.htmx and request.htmx.target == "trial-results":
         template += "#trial-results"
     return render(request, template, context)
+
+
+def _rows_of(page: int) -> range:
+    return range((page - 1) * TRIAL_ROWS_SHOWN, page * TRIAL_ROWS_SHOWN)
+
+
+def _pages(page: int, total: int, name: str, other_page: int) -> dict:
+    """One list's page: which rows of how many it shows, and the query strings of the pages before and after (the
+    other list's page kept)."""
+    other = "changed_page" if name == "page" else "page"
+    last = max(1, -(-total // TRIAL_ROWS_SHOWN))
+
+    def query(number: int) -> str:
+        return f"?{name}={number}&{other}={other_page}"
+
+    rows = _rows_of(page)
+    return {
+        "page": page, "last": last, "total": total, "first_row": rows.start + 1,
+        "last_row": min(rows.stop, total), "previous": query(page - 1) if page > 1 else None,
+        "next": query(page + 1) if page < last else None,
+    }  # fmt: skip
 
 
 def _blind_reviews(reviews: Iterable[Review | None]) -> set[int]:

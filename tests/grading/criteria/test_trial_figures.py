@@ -1,0 +1,91 @@
+"""A finished scored trial's figures are counted once and read back while what they were counted from stands: a
+verdict from any source, an item's evidence or the version changing after the count shows on the next read, and the
+figures read back equal a recount on the page and over the API."""
+
+import re
+
+import pytest
+from django.urls import reverse
+
+from grading.api.keys import api_key_create
+from grading.criteria.scoring import trial_figures, trial_score
+from grading.models import CriteriaTrial, Decision, Review, TrialFigures, TrialSource
+from grading.reviews.examples import criteria_example_add
+from grading.reviews.versions import criteria_new_version
+from reviewer.criteria.display import percent
+from tests.builders.conversations import support_conversation, upsert
+from tests.builders.scored_trials import ORDER, decide, graded_conversations, label, scored_trial
+
+pytestmark = pytest.mark.django_db
+
+PASS = {"grounded": "pass", "complete": "pass", "usable": "pass"}
+ACTIVE = {0: PASS, 1: PASS, 2: {**PASS, "complete": "fail"}, 3: PASS}
+TRIAL = {0: PASS, 1: {**PASS, "grounded": "fail"}, 2: PASS, 3: {**PASS, "complete": "fail"}}
+
+
+def read(trial: CriteriaTrial) -> dict:
+    """The figures as a reader gets them, asserted equal to a recount from the rows."""
+    trial = CriteriaTrial.objects.select_related("criteria_version").get(pk=trial.pk)
+    stored = trial_figures(trial).as_json()
+    assert stored == trial_score(trial).as_json()
+    return stored
+
+
+def shown_percent(client, trial: CriteriaTrial, check: str) -> str:
+    page = client.get(reverse("criteria_trial_detail", args=[trial.pk])).content.decode()
+    row = re.search(rf'<tr data-check="{check}" data-side="trial">(.*?)</tr>', page, re.S).group(1)
+    return dict(re.findall(r'data-figure="(\w+)">([^<]*)<', row))["percent"]
+
+
+def test_it_counts_a_labelled_trials_figures_once_and_shows_a_label_evidence_or_example_changed_since_on_the_next_read(
+    org, fake_llm, criteria_admin, client, client_for
+):
+    conversations = graded_conversations(org, fake_llm, ACTIVE)
+    for conversation in conversations.values():
+        label(org, conversation, "ann", **PASS)
+    version = criteria_new_version(org=org, kind="conversation", author=criteria_admin)
+    trial = scored_trial(version, fake_llm, TrialSource.LABELS, criteria_admin, TRIAL)
+
+    first = read(trial)
+    assert TrialFigures.objects.filter(trial=trial).exists()
+    assert (first["compared"], first["checks"]["grounded"]["trial"]["agreed"]) == (4, 3)
+    key = api_key_create(org=org, name="pipeline").plaintext
+    assert client.get(f"/api/v1/criteria/trials/{trial.pk}", HTTP_AUTHORIZATION=f"Bearer {key}").json() == first
+    assert shown_percent(client_for(criteria_admin), trial, "grounded") == percent(0.75)
+
+    label(org, conversations[1], "ann", grounded="fail")  # a person changed her verdict after the count
+    relabelled = read(trial)
+    assert relabelled["checks"]["grounded"]["trial"]["agreed"] == 4
+    assert client.get(f"/api/v1/criteria/trials/{trial.pk}", HTTP_AUTHORIZATION=f"Bearer {key}").json() == relabelled
+    assert shown_percent(client_for(criteria_admin), trial, "grounded") == percent(1.0)
+
+    moved = support_conversation("cv-2")  # its evidence moved on: ann's labels no longer speak about it
+    moved["messages"][0]["content"] = f"Please refund order {ORDER + 2}, it arrived broken. And the other one."
+    upsert(org, moved)
+    assert read(trial)["compared"] == 3
+
+    criteria_example_add(version=version, subject=conversations[0], check="grounded")  # the version changed
+    assert read(trial)["examples_left_out"] == 1
+
+
+@pytest.mark.parametrize("source", [TrialSource.DECISIONS, TrialSource.AUDIT])
+def test_it_shows_a_decision_or_audit_mark_changed_after_the_count_on_the_next_read(
+    org, fake_llm, criteria_admin, client_for, source
+):
+    conversations = graded_conversations(org, fake_llm, ACTIVE)
+    for conversation in conversations.values():
+        decide(conversation, criteria_admin, PASS)
+    version = criteria_new_version(org=org, kind="conversation", author=criteria_admin)
+    trial = scored_trial(version, fake_llm, source, criteria_admin, TRIAL)
+    assert read(trial)["checks"]["grounded"]["trial"]["agreed"] == 3
+    assert shown_percent(client_for(criteria_admin), trial, "grounded") == percent(0.75)
+    decided = Review.objects.counting().get(conversation=conversations[1])
+
+    # Written by no service of the grading path (a correction made in the database): the key reads the rows, not
+    # the writers, so whoever changes a decision's answers or a review's audit mark moves it.
+    Decision.objects.filter(review=decided).update(checks={**PASS, "grounded": "fail"})
+    assert read(trial)["checks"]["grounded"]["trial"]["agreed"] == 4
+    assert shown_percent(client_for(criteria_admin), trial, "grounded") == percent(1.0)
+
+    Review.objects.filter(pk=decided.pk).update(audit=False)
+    assert read(trial)["compared"] == (4 if source == TrialSource.DECISIONS else 3)
