@@ -51,13 +51,20 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if STARTS_PROCESSES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.slow)
-    items.sort(key=lambda item: item.get_closest_marker("slow") is not None)
     if config.getoption("realjudge"):
         return
     step = pytest.mark.skip(reason="the real-judge tests run on their own: make test-realjudge (pytest --realjudge)")
     for item in items:
         if item.get_closest_marker("realjudge"):
             item.add_marker(step)
+
+
+@pytest.hookimpl(trylast=True, specname="pytest_collection_modifyitems")
+def pytest_collection_modifyitems_slow_last(items: list[pytest.Item]) -> None:
+    """The slow tests run after the others (`QuickLoopClock`): sorted last of all, since pytest-django sorts the
+    tests by their kind of database access first, and a stable sort keeps its order within the quick and the
+    slow."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is not None)
 
 
 # --- the quick loop's time, from the whole suite's run ------------------------------------------------

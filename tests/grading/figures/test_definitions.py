@@ -84,7 +84,7 @@ def test_the_rebuilds_sql_counts_what_the_python_form_counts(org, specs):
         # An incremental rebuild's recount of a week: that week's counters, from the reviews filed, judged or
         # decided in it, and every week's thumbs and erased items.
         weeks = sorted({key[4] for key in sql})
-        for week in {weeks[0], weeks[-1]}:
+        for week in {*weeks[:1], *weeks[-1:]}:  # none when the example counts nowhere (a review superseded)
             of_week = {key: value for key, value in sql.items() if key[4] == week or key[5] in (THUMBS, ERASED)}
             assert live_counters(org_ids=[org.pk], weeks=[week]) == of_week
 
