@@ -87,6 +87,19 @@ class Links:
         """The quality rate with its interval from the audit sample, for the page's scope (loaded apart)."""
         return mark_safe(self._certified + "?" + urlencode(self.base).replace("&", "&amp;"))  # noqa: S308 - urlencode output
 
+    def statistics(self, of: str) -> str:
+        """One of the statistics sections (`STATISTICS`) for the page's scope, loaded when it is opened."""
+        query = urlencode(self.base | {"of": of})
+        return mark_safe(reverse("dashboard_statistics") + "?" + query.replace("&", "&amp;"))  # noqa: S308 - urlencode output
+
+    @property
+    def judge_statistics(self) -> str:
+        return self.statistics("judge")
+
+    @property
+    def people_statistics(self) -> str:
+        return self.statistics("people")
+
 
 _FILTER_NAMES = frozenset(ReviewFilter.__dataclass_fields__)
 _PLAIN = re.compile(r"[A-Za-z0-9_.\-]*")
@@ -413,9 +426,10 @@ def confusion_table(agreement: dict, links: Links, *, kind: str, sample: str, ch
     return mark_safe(f'<table class="confusion"><tr><th></th>{head}</tr>{"".join(rows)}</table>')  # noqa: S308 - see above
 
 
-def headline_agreement(figures: dict) -> dict:
-    """The card at the top: the audit sample's conversation checks, pooled."""
-    pooled = figures["agreement"][ItemKind.CONVERSATION]["samples"]["audit"]["checks"]["all_checks"]
+def headline_agreement(agreement: dict) -> dict:
+    """The card at the top: the audit sample's conversation checks, pooled (`agreement`: `agreement_headline`'s, or
+    every figure's)."""
+    pooled = agreement[ItemKind.CONVERSATION]["samples"]["audit"]["checks"]["all_checks"]
     return {
         "percent": _percent(pooled["percent"]),
         "kappa": _coefficient(pooled["kappa"]),
@@ -492,10 +506,11 @@ def people_agreed(checks: dict) -> tuple[float | None, int]:
     return sum(p["unanimous"] for p in answered) / sum(p["items"] for p in answered), max(p["items"] for p in answered)
 
 
-def in_words(figures: dict, quality: dict, gate: dict, links: Links) -> dict:
+def in_words(figures: dict, quality: dict, gate: dict, links: Links, *, agreement: dict) -> dict:
     """What a stakeholder reads first, in sentences with the number behind each one click away: quality with its
     unknowns, the gate's outcomes, what changed from the range's week before last to its last week, and agreement
-    (the judge with people on the audit sample; people with each other on the items several of them answered)."""
+    (the judge with people on the audit sample; people with each other on the items several of them answered:
+    `agreement_headline`'s)."""
     kind = ItemKind.CONVERSATION
     weeks = figures["quality"]["by_week"]
     gate_weeks = figures["gate"]["by_week"]
@@ -515,8 +530,8 @@ def in_words(figures: dict, quality: dict, gate: dict, links: Links) -> dict:
             "failed_before": gate_weeks[-2]["fail"] if len(gate_weeks) >= 2 else 0,
             "failed_last": gate_weeks[-1]["fail"] if gate_weeks else 0,
         }
-    judge = figures["agreement"][kind]["samples"]["audit"]["checks"]["all_checks"]
-    share, items = people_agreed(figures["agreement"][kind]["people"]["audit"]["checks"])
+    judge = agreement[kind]["samples"]["audit"]["checks"]["all_checks"]
+    share, items = people_agreed(agreement[kind]["people"]["audit"]["checks"])
     return {
         "quality": quality["total"],
         "gate": gate["total"],
