@@ -11,7 +11,7 @@ from urllib.parse import urlencode
 from django.contrib.auth import get_user_model
 from django.urls import reverse
 from django.utils.html import escape
-from django.utils.safestring import mark_safe
+from django.utils.safestring import SafeString, mark_safe
 
 from grading.dashboard.figures import GROUP_LABELS, Scope
 from grading.figures.definitions import PASS_FAIL
@@ -99,6 +99,18 @@ class Links:
     @property
     def people_statistics(self) -> str:
         return self.statistics("people")
+
+
+def _a(number: Linked) -> str:
+    """A linked number as the template writes `<a href="{{ n.url }}">{{ n }}</a>`."""
+    return f'<a href="{number.url}">{number.value}</a>'
+
+
+def _rows(rows: list[str]) -> SafeString:
+    """A table's rows drawn here rather than by the template: a page over 26 weeks has hundreds of their cells,
+    which the template's variables cost several times more to print. Each value in them is a number, a week, a
+    label of this module's or a `Links` URL, or escaped where it is a name."""
+    return mark_safe("".join(rows))  # noqa: S308 - see above
 
 
 _FILTER_NAMES = frozenset(ReviewFilter.__dataclass_fields__)
@@ -197,7 +209,14 @@ def quality_panel(figures: dict, links: Links) -> dict:
                    for v in c["answers"]]}
         for c in q["asked"]
     ]  # fmt: skip
-    return {"total": linked(q["total"]), "weeks": weeks, "applications": applications, "trend": trend,
+    week_rows = _rows([
+        f'<tr><td>{row["week"]}</td><td>{row["quality_label"]}</td><td><a href="{row["passed_link"]}">{row["passed"]}'
+        f'</a> / <a href="{row["resolved_link"]}">{row["resolved"]}</a></td><td class="unknown"><a href="'
+        f'{row["unknown_link"]}">{row["unknown"]}</a></td></tr>'
+        for row in weeks
+    ])  # fmt: skip
+    return {"total": linked(q["total"]), "weeks": weeks, "week_rows": week_rows, "applications": applications,
+            "trend": trend,
             "checks": checks, "criteria_version": q["criteria_version"], "erased": q["erased"],
             "earlier": earlier_panel(q["earlier_versions"])}  # fmt: skip
 
@@ -216,6 +235,9 @@ def earlier_panel(versions: list[dict]) -> list[dict]:
         }
         for v in versions
     ]
+
+
+GATE_COLUMNS = ("pass", "fail", "human", "error", "repaired_pass")
 
 
 def gate_panel(figures: dict, links: Links) -> dict:
@@ -237,6 +259,12 @@ def gate_panel(figures: dict, links: Links) -> dict:
         "total": total,
         "erased": g["erased"],
         "weeks": weeks,
+        "week_rows": _rows(
+            [
+                f"<tr><td>{w['week']}</td>" + "".join(f"<td>{_a(w[part])}</td>" for part in GATE_COLUMNS) + "</tr>"
+                for w in weeks
+            ]
+        ),  # fmt: skip
         "chart": charts.gate_bars(g["by_week"], url=lambda week, part: links.reviews(week, kind=kind, route=part)),
         "findings": [Linked(f, links.reviews(kind=kind, finding=f["code"])) for f in g["findings"][:10]],
         "sub_scores": g["sub_scores"],
@@ -440,23 +468,35 @@ def headline_agreement(agreement: dict) -> dict:
 
 def queue_panel(figures: dict, links: Links) -> dict:
     q = figures["queue"]
+    operators = [
+        Linked(row, links.reviews(row["week"], kind="any", operator=row["operator_id"]))
+        for row in q["decisions_by_operator"]
+    ]
+    weeks = [
+        {
+            **w,
+            "mean": duration(w["mean_seconds"]),
+            "median": median_label(w["median_at_most_seconds"]),
+            "link": links.reviews(w["week"], kind="any", decided=True),
+        }
+        for w in q["time_to_decision_by_week"]
+    ]
     return {
         **q,
         "oldest": duration(q["oldest_wait_seconds"]),
-        "operators": [
-            Linked(row, links.reviews(row["week"], kind="any", operator=row["operator_id"]))
-            for row in q["decisions_by_operator"]
-        ],
-        "weeks": [
-            {
-                **w,
-                "mean": duration(w["mean_seconds"]),
-                "median": median_label(w["median_at_most_seconds"]),
-                "link": links.reviews(w["week"], kind="any", decided=True),
-            }
-            for w in q["time_to_decision_by_week"]
-        ],  # fmt: skip
-    }
+        "operators": operators,
+        "operator_rows": _rows([
+            f'<tr><td>{row.value["week"]}</td><td>{escape(row.value["operator"])}</td><td><a href="{row.url}">'
+            f'{row.value["decisions"]}</a></td></tr>'
+            for row in operators
+        ]),
+        "weeks": weeks,
+        "week_rows": _rows([
+            f'<tr><td>{w["week"]}</td><td><a href="{w["link"]}">{w["decisions"]}</a></td><td>{escape(w["median"])}'
+            f'</td><td>{escape(w["mean"])}</td></tr>'
+            for w in weeks
+        ]),
+    }  # fmt: skip
 
 
 def service_panel(service: dict, links: Links) -> dict:
