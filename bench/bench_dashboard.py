@@ -243,7 +243,7 @@ def _cards(html: str) -> dict[str, str]:
     cards = {}
     for (start, name), (end, _) in zip(starts, starts[1:], strict=False):
         block = html[start:end]
-        for stop in ("</details>", "\n<h2", "{% endblock"):
+        for stop in ("</details>", "\n<details", "\n<h2", "\n\n"):
             block = block.split(stop, 1)[0]
         cards[name] = _UNSTEADY.sub("", block).strip()
     return cards
@@ -256,12 +256,11 @@ _UNSTEADY = re.compile(r"[A-Za-z0-9]{64}|\d{4}-\d{2}-\d{2} \d{2}:\d{2}")
 def _page_cards(client: Client) -> dict[str, str]:
     """What each card of the dashboard page over 26 weeks shows, with its statistics sections' cards wherever they
     are loaded from: two commits' pages are compared card by card."""
-    html = "".join(
-        client.get(url, **extra).content.decode()
-        for name, url, extra in _pages("")
-        if name.startswith((f"dashboard page, {WEEKS}", "statistics"))
-    )
-    return _cards(html)
+    cards = {}
+    for name, url, extra in _pages(""):
+        if name.startswith((f"dashboard page, {WEEKS}", "statistics")):
+            cards |= _cards(client.get(url, **extra).content.decode())
+    return cards
 
 
 def _requests(client: Client, url: str, extra: dict, count: int) -> None:
