@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from urllib.parse import urlencode
 
 from django.contrib.auth import get_user_model
+from django.template.defaultfilters import floatformat
 from django.urls import reverse
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
@@ -48,6 +49,7 @@ class Links:
         self._slice = urlencode({"slice": scope.slice}) if scope.slice else ""
         self._weeks: dict[str, str] = {}
         self._applications: dict[str, str] = {}
+        self._filters: dict[tuple, str] = {}  # each set of filters encoded once: most recur week after week
         self._reviews, self._export, self._page, self._certified = (
             reverse(n) for n in ("dashboard_reviews", "dashboard_export", "dashboard", "dashboard_certified")
         )
@@ -61,7 +63,10 @@ class Links:
         if self._slice:
             parts.append(self._slice)
         if filters:
-            parts.append(_encode(_filter_query(filters)))
+            asked = tuple(filters.items())
+            if asked not in self._filters:
+                self._filters[asked] = _encode(_filter_query(filters))
+            parts.append(self._filters[asked])
         return mark_safe(self._reviews + "?" + "&".join(parts).replace("&", "&amp;"))  # noqa: S308 - urlencode output
 
     def _week(self, week: str) -> str:
@@ -311,7 +316,17 @@ def staleness_panel(figures: dict, links: Links) -> dict:
         "mismatched_total": sum((s["mismatched"] or {}).values()),
         "errors": errors,
         "errors_total": sum(e.value["n"] for e in errors),
-    }
+        "token_rows": _rows([
+            f"<tr><td>{w['week']}</td><td>{w['judged_reviews']}</td><td>{w['prompt']}</td><td>{w['completion']}</td>"
+            f"<td>{_whole(w['per_review'])}</td></tr>"
+            for w in s["tokens"]["by_week"]
+        ]),
+    }  # fmt: skip
+
+
+def _whole(value: float | None, unit: str = "") -> str:
+    """A number as the template's `floatformat:0` writes it (rounded half up), with its unit; "–" for none."""
+    return "–" if value is None else f"{floatformat(value, 0)}{unit}"
 
 
 def agreement_panel(figures: dict, links: Links) -> list[dict]:
@@ -501,13 +516,20 @@ def queue_panel(figures: dict, links: Links) -> dict:
 
 def service_panel(service: dict, links: Links) -> dict:
     """The service-level figures (reviewer/dashboards/service.py), each count leading to its items."""
+    weeks = [
+        {**w, "on_time": Linked(w["within_target"], links.reviews(w["week"], kind="any", due="on_time")),
+         "late": Linked(w["decided"] - w["within_target"], links.reviews(w["week"], kind="any", due="late"))}
+        for w in service["weeks"]
+    ]  # fmt: skip
     return {
         **service,
-        "weeks": [
-            {**w, "on_time": Linked(w["within_target"], links.reviews(w["week"], kind="any", due="on_time")),
-             "late": Linked(w["decided"] - w["within_target"], links.reviews(w["week"], kind="any", due="late"))}
-            for w in service["weeks"]
-        ],
+        "weeks": weeks,
+        "week_rows": _rows([
+            f"<tr><td>{w['week']}</td><td>{_a(w['on_time'])}</td><td>{_a(w['late'])}</td><td>"
+            + (f"{round(w['within_target'] / w['decided'] * 100)}% ({w['decided']})" if w["share"] is not None else "–")
+            + f"</td><td>{_whole(w['mean_minutes'], ' min')}</td><td>{_whole(w['target_minutes'], ' min')}</td></tr>"
+            for w in weeks
+        ]),
         "overdue_now": [
             Linked(row, links.reviews(None, application=row["application"], kind=row["kind"], reason=row["reason"],
                                       due="overdue"))
