@@ -62,6 +62,13 @@ def test_the_first_screen_says_the_figures_in_words_and_folds_the_statistics(
         assert "κ" in client_for(stakeholder).get(url).content.decode()
 
 
+def test_a_statistics_section_refuses_what_it_cannot_read_and_names_the_field(client_for, org, stakeholder):
+    client = client_for(stakeholder)
+    for query, field in (({"of": "kappa"}, "of"), ({"of": "judge", "from": "2026-W99"}, "from")):
+        response = client.get(reverse("dashboard_statistics"), {"org": org.slug, **query}, HTTP_HX_REQUEST="true")
+        assert response.status_code == 400 and f"<b>{field}</b>" in response.content.decode()
+
+
 def test_the_application_filter_offers_the_orgs_applications_and_refuses_a_typo(
     client_for, org, fake_llm, operator, stakeholder
 ):
