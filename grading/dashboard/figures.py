@@ -8,7 +8,7 @@ the quality number, never inside it; weeks are ISO weeks (Monday to Sunday, UTC)
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 
@@ -225,9 +225,9 @@ class Counters:
         )
 
 
-def counters_for(scope: Scope, rows: dict[SlicedKey, int] | None = None) -> Counters:
+def counters_for(scope: Scope, rows: dict[SlicedKey, int] | None = None, *, metrics: Collection[str] = ()) -> Counters:
     """The scope's counters (of its slice) from the rollup, or from `rows` (e.g. `live_counters`, to check the
-    rollup)."""
+    rollup); from the rollup, only those of `metrics` when some are named (`AGREEMENT_METRICS`)."""
     active = {cv.kind: cv for cv in CriteriaVersion.objects.filter(org=scope.org, is_active=True)}
     if rows is None:
         read = scope_counters(
@@ -237,6 +237,7 @@ def counters_for(scope: Scope, rows: dict[SlicedKey, int] | None = None) -> Coun
             keep=scope.reaches,
             slice_key=scope.slice,
             by_week=BY_WEEK,
+            metrics=metrics,
         )
         return Counters(scope, read.rows, active, read.states, read.last_write)
     rows = slice_of(rows, scope.slice)
@@ -605,6 +606,11 @@ PEOPLE_SAMPLES = {
     "unsure": PeopleCounters("people_unsure", "people_split_unsure", "agree_people_unsure", "people_pair_unsure"),
     "label": PeopleCounters("people_label", "people_split", "agree_people"),
 }
+# The counters `agreement_figures` reads: a request for its figures alone reads no other.
+AGREEMENT_METRICS = frozenset(
+    [f"agree_{group}" for group in GROUPS]
+    + [name for people in PEOPLE_SAMPLES.values() for name in (people.patterns, people.judge, people.pairs) if name]
+)
 PEOPLE_LABELS = {
     "audit": "answers in the queue on the audit sample, several people per item",
     "unsure": "answers in the queue on items the machine was unsure about, several people per item",

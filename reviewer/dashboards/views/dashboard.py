@@ -14,6 +14,7 @@ from django.views.decorators.http import require_GET
 from grading.dashboard.certified import certified_figures
 from grading.dashboard.compare import dimension_values
 from grading.dashboard.figures import (
+    AGREEMENT_METRICS,
     SECTIONS,
     InvalidScope,
     Scope,
@@ -158,7 +159,7 @@ def dashboard_statistics(request: HttpRequest) -> HttpResponse:
         "scope": scope,
         "of": of,
         "title": title,
-        "blocks": panel({"agreement": agreement_figures(counters_for(scope))}, links),
+        "blocks": panel({"agreement": agreement_figures(counters_for(scope, metrics=AGREEMENT_METRICS))}, links),
         "back_url": links.page(),
         "nav_active": "dashboard",
     }
