@@ -24,6 +24,7 @@ every conversation as JSONL.
 
 import json
 import os
+import re
 import resource
 import statistics
 import time
@@ -41,7 +42,7 @@ from django.http import HttpRequest, HttpResponse
 from django.template import RequestContext, Template
 from django.test import Client
 from django.test.utils import override_settings
-from django.urls import clear_url_caches, path
+from django.urls import NoReverseMatch, clear_url_caches, path, reverse
 from django.utils import timezone
 
 from bench.common import backend_cpu, fresh_org
@@ -175,16 +176,19 @@ def phases() -> Iterator[dict[str, Callable[[], None]]]:
     _populate(org, int(os.environ.get("BENCH_DASHBOARD_REVIEWS", "1000000")))
     rollups_rebuild(org_id=org.pk)
     client, key = _stakeholder(org)
-    if directory := os.environ.get("BENCH_DASHBOARD_FIGURES"):
-        _figures_written(org, os.path.join(directory, f"{connection.settings_dict['NAME']}.json"))
     with override_settings(ROOT_URLCONF=__name__):
         clear_url_caches()
         try:
+            if directory := os.environ.get("BENCH_DASHBOARD_FIGURES"):
+                path = os.path.join(directory, f"{connection.settings_dict['NAME']}.json")
+                _figures_written(org, path, _page_cards(client))
             named = {f"{name} ({PHASE_REQUESTS} requests)": partial(_requests, client, url, extra, PHASE_REQUESTS)
                      for name, url, extra in _pages(key) if "behind" not in name}  # fmt: skip
             certified = f"/dashboard/certified/?{_query(_half_year())}"
             named[f"certified panel, {WEEKS} weeks (1 request)"] = partial(_requests, client, certified, {}, 1)
-            yield named | _export_phases(org)
+            # Naming the export's phases streams three whole exports first (minutes at 1,000,000 reviews): a run of
+            # the pages alone leaves them out (BENCH_DASHBOARD_EXPORT=0).
+            yield named | (_export_phases(org) if os.environ.get("BENCH_DASHBOARD_EXPORT") != "0" else {})
         finally:
             clear_url_caches()
 
@@ -217,7 +221,48 @@ def _pages(key: str) -> list[tuple[str, str, dict]]:
         (f"JSON /api/v1/dashboard, {WEEKS} weeks", f"/api/v1/dashboard?{query}",
          {"HTTP_AUTHORIZATION": f"Bearer {key}"}),
         ("reviews behind a number (1 week)", f"/dashboard/reviews/?from={this_week}&to={this_week}&route=pass", {}),
+    ] + [
+        (f"statistics {of}, {WEEKS} weeks", f"/dashboard/statistics/?{query}&of={of}", {"HTTP_HX_REQUEST": "true"})
+        for of in _statistics_sections()
     ]  # fmt: skip
+
+
+def _statistics_sections() -> list[str]:
+    """The page's statistics sections loaded when opened (none before 2431fa3: the page held them)."""
+    try:
+        reverse("dashboard_statistics")
+    except NoReverseMatch:
+        return []
+    return ["judge", "people"]
+
+
+# Each card of the page (and of its statistics sections) from its id to the next card or the end of its section.
+_CARD = re.compile(r'<(?:div|table) class="card[^"]*" id="([^"]+)"')
+
+
+def _cards(html: str) -> dict[str, str]:
+    starts = [(m.start(), m.group(1)) for m in _CARD.finditer(html)] + [(len(html), "")]
+    cards = {}
+    for (start, name), (end, _) in zip(starts, starts[1:], strict=False):
+        block = html[start:end]
+        for stop in ("</details>", "\n<details", "\n<h2", "\n\n"):
+            block = block.split(stop, 1)[0]
+        cards[name] = _UNSTEADY.sub("", block).strip()
+    return cards
+
+
+# What differs between two sides' pages whatever their code: the CSRF token, and the times of each side's rebuild.
+_UNSTEADY = re.compile(r"[A-Za-z0-9]{64}|\d{4}-\d{2}-\d{2} \d{2}:\d{2}")
+
+
+def _page_cards(client: Client) -> dict[str, str]:
+    """What each card of the dashboard page over 26 weeks shows, with its statistics sections' cards wherever they
+    are loaded from: two commits' pages are compared card by card."""
+    cards = {}
+    for name, url, extra in _pages(""):
+        if name.startswith((f"dashboard page, {WEEKS}", "statistics")):
+            cards |= _cards(client.get(url, **extra).content.decode())
+    return cards
 
 
 def _requests(client: Client, url: str, extra: dict, count: int) -> None:
@@ -225,9 +270,9 @@ def _requests(client: Client, url: str, extra: dict, count: int) -> None:
         assert client.get(url, **extra).status_code == 200, url
 
 
-def _figures_written(org, path: str) -> None:
+def _figures_written(org, path: str, cards: dict[str, str]) -> None:
     """What the dashboard's JSON holds for the last 8 and 26 weeks, less what ticks between reads and when the
-    rebuild ran, and the certified panel's figures over 26 weeks, as one file."""
+    rebuild ran, the certified panel's figures over 26 weeks and the page's `cards`, as one file."""
     half_year = _half_year()
     scopes = {"8 weeks": scope_for(org), f"{WEEKS} weeks": scope_for(org, since=half_year["from"],
                                                                      until=half_year["to"])}  # fmt: skip
@@ -235,6 +280,7 @@ def _figures_written(org, path: str) -> None:
     for written in figures.values():
         written["staleness"].pop("mismatched_checked_at")  # when this side's rebuild ran
     figures["certified"] = certified_figures(scopes[f"{WEEKS} weeks"])
+    figures["cards"] = cards
     with open(path, "w") as out:
         json.dump(figures, out, cls=DjangoJSONEncoder, sort_keys=True, indent=1)
 

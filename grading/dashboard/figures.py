@@ -8,7 +8,7 @@ the quality number, never inside it; weeks are ISO weeks (Monday to Sunday, UTC)
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 
@@ -225,9 +225,9 @@ class Counters:
         )
 
 
-def counters_for(scope: Scope, rows: dict[SlicedKey, int] | None = None) -> Counters:
+def counters_for(scope: Scope, rows: dict[SlicedKey, int] | None = None, *, metrics: Collection[str] = ()) -> Counters:
     """The scope's counters (of its slice) from the rollup, or from `rows` (e.g. `live_counters`, to check the
-    rollup)."""
+    rollup); from the rollup, only those of `metrics` when some are named (`AGREEMENT_METRICS`)."""
     active = {cv.kind: cv for cv in CriteriaVersion.objects.filter(org=scope.org, is_active=True)}
     if rows is None:
         read = scope_counters(
@@ -237,6 +237,7 @@ def counters_for(scope: Scope, rows: dict[SlicedKey, int] | None = None) -> Coun
             keep=scope.reaches,
             slice_key=scope.slice,
             by_week=BY_WEEK,
+            metrics=metrics,
         )
         return Counters(scope, read.rows, active, read.states, read.last_write)
     rows = slice_of(rows, scope.slice)
@@ -520,16 +521,19 @@ def staleness_figures(c: Counters) -> dict:
     }
 
 
-def agreement_figures(c: Counters) -> dict:
+AGREEMENT_KINDS = (ItemKind.CONVERSATION, ItemKind.DRAFT)
+
+
+def agreement_figures(c: Counters, *, kinds: Sequence[str] = AGREEMENT_KINDS, samples: Sequence[str] = GROUPS) -> dict:
     """Per kind (under its active criteria version), per sample, per check the version asks: the confusion table
     over the check's answers and its figures (nominal kappa; for a score check, weighted kappa and ordinal alpha
-    beside them)."""
+    beside them); of `kinds` and `samples` only when asked (`agreement_headline`)."""
     out = {}
-    for kind in (ItemKind.CONVERSATION, ItemKind.DRAFT):
+    for kind in kinds:
         asked = c.asked(kind).checks if kind == ItemKind.CONVERSATION else []
         answers = {check.key: check.answers for check in asked} | {PASS_FAIL: machine_categories(kind)}
         groups = {}
-        for group in GROUPS:
+        for group in samples:
             pairs: dict[str, Counter] = defaultdict(Counter)
             for (_, _, _, _, _, _, check, pair), n in c.pick(kind, f"agree_{group}"):
                 machine, _, human = pair.partition(">")
@@ -548,9 +552,16 @@ def agreement_figures(c: Counters) -> dict:
             "criteria_version": c.active[kind].number if kind in c.active else None,
             "asked": [check_described(check) for check in asked],
             "samples": groups,
-            "people": people_figures(c, kind, answers, asked),
+            "people": people_figures(c, kind, answers, asked, samples=[s for s in PEOPLE_SAMPLES if s in samples]),
         }
     return out
+
+
+def agreement_headline(c: Counters) -> dict:
+    """The agreement the page's first screen says in words: conversations on the audit sample, the judge against
+    people and people with each other, as `agreement_figures` has them. The statistics of every sample are
+    `agreement_figures`' whole, which the page reads only when their section is opened."""
+    return agreement_figures(c, kinds=(ItemKind.CONVERSATION,), samples=("audit",))
 
 
 def _score_scale(asked: Sequence[CheckDefinition], check: str) -> int | None:
@@ -595,6 +606,11 @@ PEOPLE_SAMPLES = {
     "unsure": PeopleCounters("people_unsure", "people_split_unsure", "agree_people_unsure", "people_pair_unsure"),
     "label": PeopleCounters("people_label", "people_split", "agree_people"),
 }
+# The counters `agreement_figures` reads: a request for its figures alone reads no other.
+AGREEMENT_METRICS = frozenset(
+    [f"agree_{group}" for group in GROUPS]
+    + [name for people in PEOPLE_SAMPLES.values() for name in (people.patterns, people.judge, people.pairs) if name]
+)
 PEOPLE_LABELS = {
     "audit": "answers in the queue on the audit sample, several people per item",
     "unsure": "answers in the queue on items the machine was unsure about, several people per item",
@@ -603,13 +619,19 @@ PEOPLE_LABELS = {
 
 
 def people_figures(
-    c: Counters, kind: str, answers: dict[str, Sequence[str]], asked: Sequence[CheckDefinition] = ()
+    c: Counters,
+    kind: str,
+    answers: dict[str, Sequence[str]],
+    asked: Sequence[CheckDefinition] = (),
+    *,
+    samples: Sequence[str] = tuple(PEOPLE_SAMPLES),
 ) -> dict:
     """How far people agree with each other, per sample and check (`answers`: each check with its answers), on the
     items several people answered (the ceiling the judge's agreement with people is read against;
     grading/figures/raters.py). A score check adds ordinal alpha over the answers that are scores."""
     out = {}
-    for sample, counters in PEOPLE_SAMPLES.items():
+    for sample in samples:
+        counters = PEOPLE_SAMPLES[sample]
         patterns: dict[str, Counter] = defaultdict(Counter)
         for (_, _, _, _, _, _, check, pattern), n in c.pick(kind, counters.patterns):
             patterns[check][pattern] += n

@@ -325,6 +325,7 @@ _SCOPE_SQL = """
     FROM grading_rollup
     WHERE org_id = %(org)s AND slice = %(slice)s AND value <> 0
         AND (week BETWEEN %(since)s AND %(until)s OR metric = 'state')
+        AND (%(every)s OR metric = ANY(%(metrics)s))
     GROUP BY org_id, kind, criteria_id, application, 5, metric, key1, key2
 """
 
@@ -344,17 +345,19 @@ def scope_counters(
     keep: Callable[[str, str], bool] | None = None,
     slice_key: str = WHOLE,
     by_week: Collection[str] = (),
+    metrics: Collection[str] = (),
 ) -> ScopeCounters:
     """What a page view reads: the org's counters of one slice (the whole cells by default) in the weeks asked for,
     each summed over those weeks (its week None) unless its metric is one of `by_week`, plus its state counters of
     every week (the staleness audit and the queue depth are whole-org figures) of the (kind, application) cells
-    `keep` keeps (every one by default). One statement, no ORM, and the sums taken by the database: a page reads
-    the few thousand counters its figures are made of, not one per week of each, and the dashboard is meant to cost
-    about what a trivial page costs."""
+    `keep` keeps (every one by default); only the counters of `metrics` when some are named. One statement, no
+    ORM, and the sums taken by the database: a page reads the few thousand counters its figures are made of, not
+    one per week of each, and the dashboard is meant to cost about what a trivial page costs."""
     rows: dict[Key, int] = {}
     states: Counter = Counter()
     last_write = None
-    parameters = {"org": org_id, "slice": slice_key, "since": since, "until": until, "by_week": sorted(by_week)}
+    parameters = {"org": org_id, "slice": slice_key, "since": since, "until": until, "by_week": sorted(by_week),
+                  "every": not metrics, "metrics": sorted(metrics)}  # fmt: skip
     with connection.cursor() as cursor:
         cursor.execute(_SCOPE_SQL, parameters)
         for *key, value, updated_at in cursor.fetchall():

@@ -9,9 +9,10 @@ from dataclasses import dataclass
 from urllib.parse import urlencode
 
 from django.contrib.auth import get_user_model
+from django.template.defaultfilters import floatformat
 from django.urls import reverse
 from django.utils.html import escape
-from django.utils.safestring import mark_safe
+from django.utils.safestring import SafeString, mark_safe
 
 from grading.dashboard.figures import GROUP_LABELS, Scope
 from grading.figures.definitions import PASS_FAIL
@@ -48,6 +49,7 @@ class Links:
         self._slice = urlencode({"slice": scope.slice}) if scope.slice else ""
         self._weeks: dict[str, str] = {}
         self._applications: dict[str, str] = {}
+        self._filters: dict[tuple, str] = {}  # each set of filters encoded once: most recur week after week
         self._reviews, self._export, self._page, self._certified = (
             reverse(n) for n in ("dashboard_reviews", "dashboard_export", "dashboard", "dashboard_certified")
         )
@@ -61,7 +63,10 @@ class Links:
         if self._slice:
             parts.append(self._slice)
         if filters:
-            parts.append(_encode(_filter_query(filters)))
+            asked = tuple(filters.items())
+            if asked not in self._filters:
+                self._filters[asked] = _encode(_filter_query(filters))
+            parts.append(self._filters[asked])
         return mark_safe(self._reviews + "?" + "&".join(parts).replace("&", "&amp;"))  # noqa: S308 - urlencode output
 
     def _week(self, week: str) -> str:
@@ -86,6 +91,31 @@ class Links:
     def certified(self) -> str:
         """The quality rate with its interval from the audit sample, for the page's scope (loaded apart)."""
         return mark_safe(self._certified + "?" + urlencode(self.base).replace("&", "&amp;"))  # noqa: S308 - urlencode output
+
+    def statistics(self, of: str) -> str:
+        """One of the statistics sections (`STATISTICS`) for the page's scope, loaded when it is opened."""
+        query = urlencode(self.base | {"of": of})
+        return mark_safe(reverse("dashboard_statistics") + "?" + query.replace("&", "&amp;"))  # noqa: S308 - urlencode output
+
+    @property
+    def judge_statistics(self) -> str:
+        return self.statistics("judge")
+
+    @property
+    def people_statistics(self) -> str:
+        return self.statistics("people")
+
+
+def _a(number: Linked) -> str:
+    """A linked number as the template writes `<a href="{{ n.url }}">{{ n }}</a>`."""
+    return f'<a href="{number.url}">{number.value}</a>'
+
+
+def _rows(rows: list[str]) -> SafeString:
+    """A table's rows drawn here rather than by the template: a page over 26 weeks has hundreds of their cells,
+    which the template's variables cost several times more to print. Each value in them is a number, a week, a
+    label of this module's or a `Links` URL, or escaped where it is a name."""
+    return mark_safe("".join(rows))  # noqa: S308 - see above
 
 
 _FILTER_NAMES = frozenset(ReviewFilter.__dataclass_fields__)
@@ -184,7 +214,14 @@ def quality_panel(figures: dict, links: Links) -> dict:
                    for v in c["answers"]]}
         for c in q["asked"]
     ]  # fmt: skip
-    return {"total": linked(q["total"]), "weeks": weeks, "applications": applications, "trend": trend,
+    week_rows = _rows([
+        f'<tr><td>{row["week"]}</td><td>{row["quality_label"]}</td><td><a href="{row["passed_link"]}">{row["passed"]}'
+        f'</a> / <a href="{row["resolved_link"]}">{row["resolved"]}</a></td><td class="unknown"><a href="'
+        f'{row["unknown_link"]}">{row["unknown"]}</a></td></tr>'
+        for row in weeks
+    ])  # fmt: skip
+    return {"total": linked(q["total"]), "weeks": weeks, "week_rows": week_rows, "applications": applications,
+            "trend": trend,
             "checks": checks, "criteria_version": q["criteria_version"], "erased": q["erased"],
             "earlier": earlier_panel(q["earlier_versions"])}  # fmt: skip
 
@@ -203,6 +240,9 @@ def earlier_panel(versions: list[dict]) -> list[dict]:
         }
         for v in versions
     ]
+
+
+GATE_COLUMNS = ("pass", "fail", "human", "error", "repaired_pass")
 
 
 def gate_panel(figures: dict, links: Links) -> dict:
@@ -224,6 +264,12 @@ def gate_panel(figures: dict, links: Links) -> dict:
         "total": total,
         "erased": g["erased"],
         "weeks": weeks,
+        "week_rows": _rows(
+            [
+                f"<tr><td>{w['week']}</td>" + "".join(f"<td>{_a(w[part])}</td>" for part in GATE_COLUMNS) + "</tr>"
+                for w in weeks
+            ]
+        ),  # fmt: skip
         "chart": charts.gate_bars(g["by_week"], url=lambda week, part: links.reviews(week, kind=kind, route=part)),
         "findings": [Linked(f, links.reviews(kind=kind, finding=f["code"])) for f in g["findings"][:10]],
         "sub_scores": g["sub_scores"],
@@ -270,7 +316,17 @@ def staleness_panel(figures: dict, links: Links) -> dict:
         "mismatched_total": sum((s["mismatched"] or {}).values()),
         "errors": errors,
         "errors_total": sum(e.value["n"] for e in errors),
-    }
+        "token_rows": _rows([
+            f"<tr><td>{w['week']}</td><td>{w['judged_reviews']}</td><td>{w['prompt']}</td><td>{w['completion']}</td>"
+            f"<td>{_whole(w['per_review'])}</td></tr>"
+            for w in s["tokens"]["by_week"]
+        ]),
+    }  # fmt: skip
+
+
+def _whole(value: float | None, unit: str = "") -> str:
+    """A number as the template's `floatformat:0` writes it (rounded half up), with its unit; "–" for none."""
+    return "–" if value is None else f"{floatformat(value, 0)}{unit}"
 
 
 def agreement_panel(figures: dict, links: Links) -> list[dict]:
@@ -413,9 +469,10 @@ def confusion_table(agreement: dict, links: Links, *, kind: str, sample: str, ch
     return mark_safe(f'<table class="confusion"><tr><th></th>{head}</tr>{"".join(rows)}</table>')  # noqa: S308 - see above
 
 
-def headline_agreement(figures: dict) -> dict:
-    """The card at the top: the audit sample's conversation checks, pooled."""
-    pooled = figures["agreement"][ItemKind.CONVERSATION]["samples"]["audit"]["checks"]["all_checks"]
+def headline_agreement(agreement: dict) -> dict:
+    """The card at the top: the audit sample's conversation checks, pooled (`agreement`: `agreement_headline`'s, or
+    every figure's)."""
+    pooled = agreement[ItemKind.CONVERSATION]["samples"]["audit"]["checks"]["all_checks"]
     return {
         "percent": _percent(pooled["percent"]),
         "kappa": _coefficient(pooled["kappa"]),
@@ -426,34 +483,53 @@ def headline_agreement(figures: dict) -> dict:
 
 def queue_panel(figures: dict, links: Links) -> dict:
     q = figures["queue"]
+    operators = [
+        Linked(row, links.reviews(row["week"], kind="any", operator=row["operator_id"]))
+        for row in q["decisions_by_operator"]
+    ]
+    weeks = [
+        {
+            **w,
+            "mean": duration(w["mean_seconds"]),
+            "median": median_label(w["median_at_most_seconds"]),
+            "link": links.reviews(w["week"], kind="any", decided=True),
+        }
+        for w in q["time_to_decision_by_week"]
+    ]
     return {
         **q,
         "oldest": duration(q["oldest_wait_seconds"]),
-        "operators": [
-            Linked(row, links.reviews(row["week"], kind="any", operator=row["operator_id"]))
-            for row in q["decisions_by_operator"]
-        ],
-        "weeks": [
-            {
-                **w,
-                "mean": duration(w["mean_seconds"]),
-                "median": median_label(w["median_at_most_seconds"]),
-                "link": links.reviews(w["week"], kind="any", decided=True),
-            }
-            for w in q["time_to_decision_by_week"]
-        ],  # fmt: skip
-    }
+        "operators": operators,
+        "operator_rows": _rows([
+            f'<tr><td>{row.value["week"]}</td><td>{escape(row.value["operator"])}</td><td><a href="{row.url}">'
+            f'{row.value["decisions"]}</a></td></tr>'
+            for row in operators
+        ]),
+        "weeks": weeks,
+        "week_rows": _rows([
+            f'<tr><td>{w["week"]}</td><td><a href="{w["link"]}">{w["decisions"]}</a></td><td>{escape(w["median"])}'
+            f'</td><td>{escape(w["mean"])}</td></tr>'
+            for w in weeks
+        ]),
+    }  # fmt: skip
 
 
 def service_panel(service: dict, links: Links) -> dict:
     """The service-level figures (reviewer/dashboards/service.py), each count leading to its items."""
+    weeks = [
+        {**w, "on_time": Linked(w["within_target"], links.reviews(w["week"], kind="any", due="on_time")),
+         "late": Linked(w["decided"] - w["within_target"], links.reviews(w["week"], kind="any", due="late"))}
+        for w in service["weeks"]
+    ]  # fmt: skip
     return {
         **service,
-        "weeks": [
-            {**w, "on_time": Linked(w["within_target"], links.reviews(w["week"], kind="any", due="on_time")),
-             "late": Linked(w["decided"] - w["within_target"], links.reviews(w["week"], kind="any", due="late"))}
-            for w in service["weeks"]
-        ],
+        "weeks": weeks,
+        "week_rows": _rows([
+            f"<tr><td>{w['week']}</td><td>{_a(w['on_time'])}</td><td>{_a(w['late'])}</td><td>"
+            + (f"{round(w['within_target'] / w['decided'] * 100)}% ({w['decided']})" if w["share"] is not None else "–")
+            + f"</td><td>{_whole(w['mean_minutes'], ' min')}</td><td>{_whole(w['target_minutes'], ' min')}</td></tr>"
+            for w in weeks
+        ]),
         "overdue_now": [
             Linked(row, links.reviews(None, application=row["application"], kind=row["kind"], reason=row["reason"],
                                       due="overdue"))
@@ -492,10 +568,11 @@ def people_agreed(checks: dict) -> tuple[float | None, int]:
     return sum(p["unanimous"] for p in answered) / sum(p["items"] for p in answered), max(p["items"] for p in answered)
 
 
-def in_words(figures: dict, quality: dict, gate: dict, links: Links) -> dict:
+def in_words(figures: dict, quality: dict, gate: dict, links: Links, *, agreement: dict) -> dict:
     """What a stakeholder reads first, in sentences with the number behind each one click away: quality with its
     unknowns, the gate's outcomes, what changed from the range's week before last to its last week, and agreement
-    (the judge with people on the audit sample; people with each other on the items several of them answered)."""
+    (the judge with people on the audit sample; people with each other on the items several of them answered:
+    `agreement_headline`'s)."""
     kind = ItemKind.CONVERSATION
     weeks = figures["quality"]["by_week"]
     gate_weeks = figures["gate"]["by_week"]
@@ -515,8 +592,8 @@ def in_words(figures: dict, quality: dict, gate: dict, links: Links) -> dict:
             "failed_before": gate_weeks[-2]["fail"] if len(gate_weeks) >= 2 else 0,
             "failed_last": gate_weeks[-1]["fail"] if gate_weeks else 0,
         }
-    judge = figures["agreement"][kind]["samples"]["audit"]["checks"]["all_checks"]
-    share, items = people_agreed(figures["agreement"][kind]["people"]["audit"]["checks"])
+    judge = agreement[kind]["samples"]["audit"]["checks"]["all_checks"]
+    share, items = people_agreed(agreement[kind]["people"]["audit"]["checks"])
     return {
         "quality": quality["total"],
         "gate": gate["total"],

@@ -240,8 +240,8 @@ def test_a_stakeholder_reads_the_first_screen_in_words_opens_the_statistics_and_
 
     statistics = tab.locator("#judge-against-people")
     assert not statistics.locator("table").first.is_visible()  # the statistics wait under their section
-    statistics.locator("> summary").click()
-    assert statistics.locator("table").first.is_visible()
+    statistics.locator("> summary").click()  # loads them (htmx) as it opens
+    statistics.locator("table").first.wait_for()  # visible
     looks_right(tab, "stakeholder-statistics-open", window)
 
     tab.locator("#dashboard-filters select[name=application]").select_option("billing")

@@ -13,7 +13,16 @@ from django.views.decorators.http import require_GET
 
 from grading.dashboard.certified import certified_figures
 from grading.dashboard.compare import dimension_values
-from grading.dashboard.figures import InvalidScope, Scope, counters_for, dashboard_figures
+from grading.dashboard.figures import (
+    AGREEMENT_METRICS,
+    SECTIONS,
+    InvalidScope,
+    Scope,
+    agreement_figures,
+    agreement_headline,
+    counters_for,
+    dashboard_figures,
+)
 from grading.dashboard.regrade import org_regrade_progress
 from grading.figures.definitions import PASS_FAIL, slice_key
 from grading.models import ItemKind, Org
@@ -68,7 +77,10 @@ def dashboard(request: HttpRequest) -> HttpResponse:
         return bad_filter(request, "application", f"{org.name} has no application named {scope.application!r}.")
     dimensions = slice_choices(org, scope.reach or Reach(org.pk))
     counters = counters_for(scope)  # one read of the scope's counters for every panel
-    figures = dashboard_figures(scope, counters=counters)
+    # The statistics of agreement wait folded under their sections, each loaded when opened (`dashboard_statistics`):
+    # the first screen says in words only what the audit sample's conversations give.
+    figures = dashboard_figures(scope, counters=counters, sections=[s for s in SECTIONS if s != "agreement"])
+    agreement = agreement_headline(counters)
     links = display.Links(org.slug, scope)
     quality, gate = display.quality_panel(figures, links), display.gate_panel(figures, links)
     context = {
@@ -80,12 +92,10 @@ def dashboard(request: HttpRequest) -> HttpResponse:
         "figures": figures,
         "quality": quality,
         "gate": gate,
-        "in_words": display.in_words(figures, quality, gate, links),
+        "in_words": display.in_words(figures, quality, gate, links, agreement=agreement),
         "staleness": display.staleness_panel(figures, links),
         "regrade": display.regrade_panel(figures["staleness"]["regrade"], org_slug=org.slug),
-        "agreement": display.agreement_panel(figures, links),
-        "people": display.people_panel(figures, links),
-        "headline": display.headline_agreement(figures),
+        "headline": display.headline_agreement(agreement),
         "queue": display.queue_panel(figures, links),
         "service": display.service_panel(service_figures(scope, counters=counters), links),
         # Spend against the caps is the org's as a whole: shown to readers of the whole org only.
@@ -119,6 +129,41 @@ def dashboard_certified(request: HttpRequest) -> HttpResponse:
         "nav_active": "dashboard",
     }
     template = "_certified.html" if request.htmx else "certified.html"
+    return render(request, f"reviewer/dashboards/{template}", context)
+
+
+# The page's statistics sections, each loaded when opened: the judge against people, people against people.
+STATISTICS = {
+    "judge": ("Judge against people", display.agreement_panel),
+    "people": ("People against people", display.people_panel),
+}
+
+
+@require_GET
+@role_required(*EVERY_ROLE)
+def dashboard_statistics(request: HttpRequest) -> HttpResponse:
+    """One statistics section of the page (`of`: judge or people) for the page's scope: κ, α, their intervals and
+    the confusion tables of every sample and kind. The page folds them and loads one when it is opened (htmx);
+    followed as a plain link, without JavaScript, it is a page of its own."""
+    try:
+        org, scope = _org_and_scope(request)
+    except InvalidScope as exc:
+        return bad_filter(request, exc.field, exc.message)
+    of = request.GET.get("of", "")
+    if of not in STATISTICS:
+        return bad_filter(request, "of", f"must be one of {', '.join(STATISTICS)}")
+    title, panel = STATISTICS[of]
+    links = display.Links(org.slug, scope)
+    context = {
+        "org": org,
+        "scope": scope,
+        "of": of,
+        "title": title,
+        "blocks": panel({"agreement": agreement_figures(counters_for(scope, metrics=AGREEMENT_METRICS))}, links),
+        "back_url": links.page(),
+        "nav_active": "dashboard",
+    }
+    template = "_statistics.html" if request.htmx else "statistics.html"
     return render(request, f"reviewer/dashboards/{template}", context)
 
 

@@ -4,6 +4,7 @@ statistics stay, folded under their sections with a plain reading each; the appl
 applications and refuses one the org does not have; no link answers a signed-in reader with "Unauthorized"."""
 
 import re
+from html import unescape
 
 import pytest
 from django.urls import reverse
@@ -49,9 +50,23 @@ def test_the_first_screen_says_the_figures_in_words_and_folds_the_statistics(
     assert len(re.findall(r'<a href="/dashboard/reviews/\?', words)) >= 6  # the numbers lead to what they count
     card = re.sub(r"<[^>]+>", "", html.split('id="kpi-agreement"', 1)[1].split("</div></div>", 1)[0])
     assert f"of {judge['n']} audited answers the judge gave people's" in card and "κ 0" not in card  # no bare κ
-    # The statistics are still there, folded, each section with its plain reading.
-    assert '<details class="stats" id="judge-against-people">' in html and "κ" in html
-    assert '<details class="stats" id="people-against-people">' in html
+    # The statistics are still there, folded, each section with its plain reading, loaded when it is opened (a
+    # page of its own without JavaScript).
+    for section, of in (("judge-against-people", "judge"), ("people-against-people", "people")):
+        folded = re.search(f'<details class="stats" id="{section}" hx-get="([^"]+)" hx-trigger="toggle once"', html)
+        assert folded and f'<a href="{folded.group(1)}">open them on a page of their own</a>' in html
+        url = unescape(folded.group(1))
+        assert f"of={of}" in url and "from=2026-W46" in url
+        statistics = client_for(stakeholder).get(url, HTTP_HX_REQUEST="true").content.decode()
+        assert '<div class="card agreement' in statistics and "<html" not in statistics
+        assert "κ" in client_for(stakeholder).get(url).content.decode()
+
+
+def test_a_statistics_section_refuses_what_it_cannot_read_and_names_the_field(client_for, org, stakeholder):
+    client = client_for(stakeholder)
+    for query, field in (({"of": "kappa"}, "of"), ({"of": "judge", "from": "2026-W99"}, "from")):
+        response = client.get(reverse("dashboard_statistics"), {"org": org.slug, **query}, HTTP_HX_REQUEST="true")
+        assert response.status_code == 400 and f"<b>{field}</b>" in response.content.decode()
 
 
 def test_the_application_filter_offers_the_orgs_applications_and_refuses_a_typo(

@@ -41,12 +41,18 @@ def _links(html: str, element_id: str) -> dict[str, str]:
     return {unescape(text.strip()): unescape(url) for url, text in re.findall(r'<a href="([^"]+)">([^<]+)</a>', block)}
 
 
+def _statistics(client, org, scope_query: dict, of: str) -> str:
+    """A statistics section of the dashboard (judge or people), as the page loads it when it is opened."""
+    query = {"org": org.slug, **scope_query, "of": of}
+    return client.get(reverse("dashboard_statistics"), query, HTTP_HX_REQUEST="true").content.decode()
+
+
 def test_a_confusion_cell_lists_the_items_the_machine_and_the_person_disagreed_on(
     org, fake_llm, operator, client_for, stakeholder
 ):
     world = build_world(org, fake_llm, operator)
     client = client_for(stakeholder)
-    html = client.get(reverse("dashboard"), {"org": org.slug, **world_scope(org).as_query()}).content.decode()
+    html = _statistics(client, org, world_scope(org).as_query(), "judge")
     block = html[html.index('id="agreement-conversation-audit"') :]
     block = block[: block.index("</table>\n  </table>") if "</table>\n  </table>" in block else block.index("</div>")]
     cells = re.findall(r'<td class="disagree"><a href="([^"]+)">(\d+)</a>', block)
@@ -157,7 +163,7 @@ def test_people_against_people_counts_the_items_several_labellers_labelled_and_l
     assert stored_counters(org_ids=[org.pk]) == live_counters(org_ids=[org.pk])
 
     client = client_for(stakeholder)
-    html = client.get(reverse("dashboard"), {"org": org.slug, **scope.as_query()}).content.decode()
+    html = _statistics(client, org, scope.as_query(), "people")
     links = _links(html, "people-conversation-label")
     assert _listed(client, links["1"]) == {reviews["c2"].pk}  # split on: the disagreement first
     assert _listed(client, links["3"]) == {review.pk for review in reviews.values()}
@@ -213,7 +219,7 @@ def test_people_against_people_counts_the_queues_answers_once_every_place_is_ans
     assert stored_counters(org_ids=[org.pk]) == live_counters(org_ids=[org.pk])
 
     client = client_for(stakeholder)
-    html = client.get(reverse("dashboard"), {"org": org.slug, **scope.as_query()}).content.decode()
+    html = _statistics(client, org, scope.as_query(), "people")
     links = _links(html, "people-conversation-audit")
     assert "check=grounded" in links["1"] and _listed(client, links["1"]) == {reviews["c2"].pk}
     assert _listed(client, links["2"]) == {reviews["c1"].pk, reviews["c2"].pk}
