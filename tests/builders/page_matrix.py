@@ -103,6 +103,7 @@ PAGES = {
     "dashboard_item": Policy("roles", roles=EVERY_ROLE),
     "dashboard_regrade": Policy("roles", roles=EVERY_ROLE),
     "dashboard_certified": Policy("roles", roles=EVERY_ROLE),
+    "dashboard_statistics": Policy("roles", roles=EVERY_ROLE),
     "dashboard_export": Policy("roles", roles=EVERY_ROLE, page=False),
     "dashboard_corrections": Policy("roles", roles=EVERY_ROLE),
     "dashboard_corrections_items": Policy("roles", roles=EVERY_ROLE),

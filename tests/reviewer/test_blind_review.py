@@ -240,6 +240,8 @@ def _pages(world: BlindWorld) -> dict[str, list[tuple[str, dict]]]:
         "dashboard_reviews": [(reverse("dashboard_reviews"), {"data": at_org | f}) for f in lists],
         "dashboard_regrade": [(reverse("dashboard_regrade"), {"data": at_org})],
         "dashboard_certified": [(reverse("dashboard_certified"), {"data": at_org} | headers) for headers in ({}, HTMX)],
+        "dashboard_statistics": [(reverse("dashboard_statistics"), {"data": at_org | {"of": of}} | headers)
+                                 for of in ("judge", "people") for headers in ({}, HTMX)],
         "dashboard_compare": [(reverse("dashboard_compare"), {"data": at_org})],
         "dashboard_corrections": [(reverse("dashboard_corrections"), {"data": at_org} | headers)
                                   for headers in ({}, HTMX)],
