@@ -15,7 +15,7 @@ from django.urls import reverse
 from grading.api.keys import api_key_create
 from grading.checks.definitions import CONVERSATION_DEFAULTS
 from grading.criteria.scoring import trial_score
-from grading.criteria.trials import criteria_trial_start, trial_count, trial_item_grade
+from grading.criteria.trials import trial_count
 from grading.figures.agreement import agreement_of
 from grading.models import (
     Conversation,
@@ -35,7 +35,7 @@ from reviewer.criteria.display import coefficient, percent
 from reviewer.models import Role
 from tests.builders.conversations import llm_judge, support_conversation, upsert
 from tests.builders.people import make_person
-from tests.builders.scored_trials import ORDER, decide, graded_conversations, judge_per_item, label
+from tests.builders.scored_trials import ORDER, decide, graded_conversations, label, scored_trial
 
 CHECKS = CONVERSATION_DEFAULTS.keys  # what a version asks that names no checks of its own
 
@@ -94,16 +94,7 @@ def ranked(conversations) -> list[Conversation]:
 
 def run_trial(version, fake_llm, source: str, actor) -> CriteriaTrial:
     fake_llm.reset()
-    judge = llm_judge(fake_llm)
-    count = trial_count(version=version, size=200, judge=judge, source=source)
-    trial = criteria_trial_start(
-        version=version, size=200, counted_calls=count.judge_calls, judge=judge, source=source, actor=actor
-    )
-    fake_llm.set_default(judge_per_item(TRIAL))
-    for index in range(len(trial.sample)):
-        trial_item_grade(trial_id=trial.pk, index=index, conversation_judge=judge)
-    trial.refresh_from_db()
-    return trial
+    return scored_trial(version, fake_llm, source, actor, TRIAL)
 
 
 def recomputed(trial: CriteriaTrial, source: str) -> dict:
