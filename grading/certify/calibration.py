@@ -19,8 +19,9 @@ from django.db.models import F
 from grading.certify.thresholds import CalibrationPoint
 from grading.checks.definitions import UNKNOWN, CheckSet
 from grading.core.evidence import Verdict
+from grading.core.sql_expressions import id_in
 from grading.models import CriteriaVersion, ItemKind, Label, Review, Route
-from grading.reviews.human import AUDIT, LABELS, HumanVerdict, human_verdicts, id_in
+from grading.reviews.human import AUDIT, LABELS, HumanVerdict, human_verdicts
 
 
 @dataclass(frozen=True)

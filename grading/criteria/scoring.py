@@ -29,7 +29,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, replace
 
-from django.db.models import BooleanField, CharField, F, Func, IntegerField, JSONField, OuterRef, Q, Subquery, Value
+from django.db.models import CharField, F, Func, OuterRef, Q, Subquery, Value
 from django.db.models.fields.json import KeyTextTransform, KeyTransform
 from django.db.models.functions import Concat
 
@@ -37,6 +37,7 @@ from grading.certify.calibration import calibration_point, certified_keys
 from grading.certify.services import Target, certified_checks
 from grading.certify.thresholds import CalibrationPoint, CheckCertificate
 from grading.checks.definitions import AnswerKind
+from grading.core.sql_expressions import InJsonIds, JsonArrayLength, RowsWritten, id_in, json_array_slice
 from grading.criteria.trials import HELD_BY_SPEND_CAP
 from grading.figures.agreement import Agreement, agreement_of
 from grading.figures.definitions import PASS_FAIL, SCORED, answers_of, checks_of, machine_verdict
@@ -54,7 +55,7 @@ from grading.models import (
     TrialFigures,
     TrialSource,
 )
-from grading.reviews.human import HumanVerdict, human_verdicts, id_in
+from grading.reviews.human import HumanVerdict, human_verdicts
 
 TOWARD, AWAY, ASIDE = "toward", "away", "aside"  # a changed verdict moved to people's, off it, or between others
 EXAMPLE = "an example of this version: a version is not scored on its own examples"
@@ -408,7 +409,7 @@ def trial_figures(trial: CriteriaTrial, *, items: range = range(0), changed: ran
             **inputs,
             stored_key=_stored_field(trial, "key"),
             figures=_stored_field(trial, "figures"),
-            first_changed=_stored_field(trial, _changed_page(changed)),
+            first_changed=_stored_field(trial, "changed" if changed is None else json_array_slice("changed", changed)),
             changed_total=_stored_field(trial, JsonArrayLength("changed")),
         )
         .values_list(*inputs, "stored_key", "figures", "first_changed", "changed_total")
@@ -430,42 +431,8 @@ def trial_figures(trial: CriteriaTrial, *, items: range = range(0), changed: ran
     return _page(score, items, changed)
 
 
-class JsonArrayLength(Func):
-    function = "jsonb_array_length"
-    output_field = IntegerField()
-
-
-class _RowsWritten(Func):
-    """Of the rows its query finds (of its table, or of the table `relation` joins to it): how many, and the sum of
-    their `xmin` (the transaction that last wrote each row, PostgreSQL's own column): a row added, removed or
-    changed by any writer, in any column, moves it. Not an aggregate to Django, so the subquery gets no GROUP BY and
-    answers one row."""
-
-    output_field = CharField()
-
-    def __init__(self, relation: str | None = None) -> None:
-        super().__init__(*([F(f"{relation}__id")] if relation else []))
-
-    def as_sql(self, compiler, connection, **extra_context):
-        if self.source_expressions:  # the joined table's rows: those the join found
-            table = compiler.quote_name_unless_alias(self.source_expressions[0].alias)
-            rows = f"count({table}.id)"
-        else:
-            table, rows = compiler.quote_name_unless_alias(compiler.query.get_initial_alias()), "count(*)"
-        return f"{rows} || ':' || coalesce(sum({table}.xmin::text::bigint), 0)", []
-
-
-class _InTrialSample(Func):
-    """`column` is one of the outer trial's items (its `sample`, read by PostgreSQL from the trial's row): no
-    literal of thousands of ids to build here and to parse there."""
-
-    arg_joiner = " IN (SELECT jsonb_array_elements_text("
-    template = "%(expressions)s)::bigint)"
-    output_field = BooleanField()
-
-
 def _inputs(trial: CriteriaTrial) -> dict[str, Subquery]:
-    """What `trial_score` reads, as written-rows figures (`_RowsWritten`), each over exactly the rows it reads for
+    """What `trial_score` reads, as written-rows figures (`RowsWritten`), each over exactly the rows it reads for
     this trial (found by their indexes), for a query of the trial's row: the trial (its items and reviews), its
     version and the active one, the version's examples, the items (their evidence), every review of them (the
     trial's, the counting ones, their states and audit marks) with the decisions on them, and the items' labels."""
@@ -473,21 +440,21 @@ def _inputs(trial: CriteriaTrial) -> dict[str, Subquery]:
     field = version.kind  # the reviews' and labels' foreign key to the item
     model = Draft if version.kind == ItemKind.DRAFT else Conversation
 
-    def of_items(column: str) -> _InTrialSample:
-        return _InTrialSample(F(column), OuterRef("sample"))
+    def of_items(column: str) -> InJsonIds:
+        return InJsonIds(F(column), OuterRef("sample"))
 
     read = {
-        "trial": CriteriaTrial.objects.filter(pk=trial.pk).values(written=_RowsWritten()),
+        "trial": CriteriaTrial.objects.filter(pk=trial.pk).values(written=RowsWritten()),
         "versions": CriteriaVersion.objects.filter(
             Q(pk=version.pk) | Q(org_id=trial.org_id, kind=version.kind, is_active=True)
-        ).values(written=_RowsWritten()),
-        "examples": CriteriaExample.objects.filter(criteria_version_id=version.pk).values(written=_RowsWritten()),
-        "items": model.objects.filter(of_items("pk")).values(written=_RowsWritten()),
+        ).values(written=RowsWritten()),
+        "examples": CriteriaExample.objects.filter(criteria_version_id=version.pk).values(written=RowsWritten()),
+        "items": model.objects.filter(of_items("pk")).values(written=RowsWritten()),
         # One pass over the items' reviews, with the decision on each (a decision has one review).
         "reviews": Review.objects.filter(of_items(f"{field}_id")).values(
-            written=Concat(_RowsWritten(), Value(";"), _RowsWritten("decision"), output_field=CharField())
+            written=Concat(RowsWritten(), Value(";"), RowsWritten("decision"), output_field=CharField())
         ),
-        "labels": Label.objects.filter(of_items(f"{field}_id")).values(written=_RowsWritten()),
+        "labels": Label.objects.filter(of_items(f"{field}_id")).values(written=RowsWritten()),
     }
     return {f"inputs_{name}": Subquery(rows.order_by()) for name, rows in read.items()}
 
@@ -496,15 +463,6 @@ def _stored_field(trial: CriteriaTrial, field: str | Func | F) -> Subquery:
     """A column (or an expression of the columns) of the trial's stored figures; NULL when none are stored."""
     value = F(field) if isinstance(field, str) else field
     return Subquery(TrialFigures.objects.filter(trial_id=trial.pk).values(value=value))
-
-
-def _changed_page(changed: range | None) -> Func | F:
-    """The stored changed verdicts at the positions `changed`, sliced by the database (a page shows a few of
-    thousands)."""
-    if changed is None:
-        return F("changed")
-    path = f"$[{changed.start} to {changed.stop - 1}]" if changed else "$[0 to -1]"
-    return Func(F("changed"), Value(path), function="jsonb_path_query_array", output_field=JSONField())
 
 
 def _key(written: tuple[str, ...]) -> str:

@@ -20,9 +20,9 @@ from dataclasses import dataclass
 from django.db.models import Count, Exists, OuterRef, Subquery
 from django.db.models.functions import Coalesce
 
+from grading.core.sql_expressions import id_in
 from grading.models import Answer, CriteriaVersion, ItemKind, Review, ReviewState, state_now
 from grading.models.criteria import answers_stand
-from grading.reviews.human import id_in
 
 # What an event's detail says that someone answered or decided: the verdicts (a decision's, an answer's, a label's,
 # a worked example's) and an answer's note and the answer it replaced; an expected reply is a person's answer too

@@ -16,10 +16,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
-from django.contrib.postgres.fields import ArrayField
-from django.db.models import BigIntegerField, BooleanField, F, Func, Value
-from django.db.models.functions import Cast
+from django.db.models import F
 
+from grading.core.sql_expressions import id_in
 from grading.figures.definitions import answer_verdicts, labels_verdict
 from grading.models import Conversation, Decision, Draft, ItemKind, Label
 
@@ -50,22 +49,6 @@ def human_verdicts(
     if source == LABELS:
         return _label_verdicts(org_id, kind, ids)
     return _decision_verdicts(org_id, kind, ids, audit_only=source == AUDIT)
-
-
-class _InArray(Func):
-    """`column = ANY(array)`: one parameter whatever the ids' number."""
-
-    arg_joiner = " = ANY("
-    template = "%(expressions)s)"
-    output_field = BooleanField()
-
-
-def id_in(column: str, ids: Iterable[int]) -> Func:
-    """A filter: `column` is one of `ids`, sent as one array parameter. A trial's thousands of ids as
-    `IN (%s, %s, ...)` cost more to compose and send than the query takes to run; as an array of Python ints, each
-    id still went through Django's and psycopg's adaptation one by one, so they go as one array literal cast in SQL."""
-    literal = "{" + ",".join(str(int(i)) for i in ids) + "}"
-    return _InArray(F(column), Cast(Value(literal), output_field=ArrayField(BigIntegerField())))
 
 
 def human_verdict_of(subject: Draft | Conversation) -> HumanVerdict | None:

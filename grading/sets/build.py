@@ -27,6 +27,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import QuerySet
 
 from grading.core.evidence import EvidenceMessage, fingerprint
+from grading.core.sql_expressions import id_in
 from grading.core.weeks import FIRST_WEEK, LAST_WEEK, in_weeks
 from grading.figures.definitions import PASS_FAIL
 from grading.models import (
@@ -44,7 +45,7 @@ from grading.models import (
 )
 from grading.models.audit import audit_record
 from grading.reviews.conversation_reads import conversation_path
-from grading.reviews.human import DECISIONS, LABELS, human_verdicts, id_in
+from grading.reviews.human import DECISIONS, LABELS, human_verdicts
 
 MAX_ITEMS = 10_000  # a set is graded in full on every run: each item is at least one paid judge call
 NAME_PATTERN = r"^[a-z0-9][a-z0-9._-]{0,63}$"  # a name the CLI and a URL path carry as they are
