@@ -23,7 +23,7 @@ from grading.models import Org
 from reviewer.models import Role
 from tests.builders.judges import configure_judges, judge_config
 from tests.builders.people import make_person
-from tests.builders.processes import REPO_ROOT, database_url, wait_for_worker, workers_idle
+from tests.builders.processes import REPO_ROOT, database_url, wait_for_worker, workers_settled
 from tests.fakes.openai_server import FakeLLM
 from tests.fakes.smtp_server import SmtpServer
 
@@ -244,22 +244,33 @@ def _judges_file(directory: Path, second: FakeLLM) -> Path:
 # --- a real Celery worker -------------------------------------------------------------------------
 
 
+_WORKERS = pytest.StashKey[str]()  # the session's grading worker, once a test has started it
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None):
     """Before a test's fixtures go (a transactional test's flush truncates every table), the session's workers
-    finish what the test left them: a task still writing while the flush truncates its tables deadlocks the two
-    (seen: a webhook try ending as its slow receiver closed with the test), and the next test finds rows left."""
-    node = getattr(item, "funcargs", {}).get("celery_worker")
-    if node:
+    finish what the test left them and drop what it left for later: a task still writing while the flush truncates
+    its tables deadlocks the two (seen: a webhook try ending as its slow receiver closed with the test), a retry
+    run in the next test takes the reply that test scripted on the shared fake judge (seen: "no scripted reply"),
+    and the next test finds rows left. A transactional test commits, so its tasks reach the workers whether or not
+    it asked for them."""
+    node = item.session.stash.get(_WORKERS, None)
+    if node and ("celery_worker" in getattr(item, "funcargs", {}) or _transactional(item)):
         from reviewer.celery import app
 
-        workers_idle(app, [node, f"webhooks-{node}"])
+        workers_settled(app, [node, f"webhooks-{node}"])
     return (yield)
+
+
+def _transactional(item: pytest.Item) -> bool:
+    marker = item.get_closest_marker("django_db")
+    return bool(marker and marker.kwargs.get("transaction", marker.args[0] if marker.args else False))
 
 
 @pytest.fixture(scope="session")
 def celery_worker(
-    django_db_setup, django_db_blocker, fake_llm_server, second_llm_server, tmp_path_factory
+    request, django_db_setup, django_db_blocker, fake_llm_server, second_llm_server, tmp_path_factory
 ) -> Iterator[str]:
     """Real `celery worker` processes on the test database and Redis, laid out as in production: one for
     grading (`judge`, `default`), whose name is yielded, and one with threads for `webhooks`. The default judge is
@@ -298,6 +309,7 @@ def celery_worker(
             started[node] = worker, log_path
         for node, (worker, log_path) in started.items():
             wait_for_worker(app, node, worker, log_path)
+        request.session.stash[_WORKERS] = name
         yield name
     finally:
         for worker, _ in started.values():

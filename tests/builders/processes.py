@@ -72,6 +72,20 @@ def workers_idle(app, nodes: list[str], *, timeout: float = 60.0) -> None:
     wait_until(idle, timeout=timeout, interval=0.2, message=f"{', '.join(nodes)} to finish their tasks")
 
 
+def workers_settled(app, nodes: list[str]) -> None:
+    """End a test's work on the session's workers: wait for the tasks they are running, then drop what would run
+    later (prefetched, waiting out a retry's countdown, still queued). Left alone, such a task runs in a later test
+    and takes a reply that test scripted on the shared fake judge."""
+    workers_idle(app, nodes)
+    inspect = app.control.inspect(destination=nodes, timeout=2.0)
+    waiting = [task["id"] for tasks in (inspect.reserved() or {}).values() for task in tasks]
+    waiting += [entry["request"]["id"] for entries in (inspect.scheduled() or {}).values() for entry in entries]
+    if waiting:
+        app.control.revoke(waiting, destination=nodes)
+    app.control.purge()
+    workers_idle(app, nodes)  # a task that started between the look and the revoke
+
+
 def broker() -> redis.Redis:
     return redis.Redis.from_url(settings.REDIS_URL)
 

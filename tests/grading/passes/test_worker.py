@@ -16,7 +16,7 @@ from grading.tasks import grade_conversation
 from reviewer.queue.services import claim_take, decision_create
 from tests.builders.conversations import PATH_IDS, support_conversation, upsert, verdicts_reply
 from tests.builders.drafts import CLEAN_BODY, SOURCE, draft_reply, llm_draft_judge, save_draft, setup_org_memory
-from tests.builders.processes import wait_until
+from tests.builders.processes import wait_until, workers_settled
 from tests.fakes.canary_tasks import canary_write
 from tests.fakes.webhook_receivers import DribblingReceiver, Receiver
 
@@ -36,6 +36,22 @@ def test_a_task_sent_after_commit_runs_in_the_worker_and_its_write_is_visible(ce
         message="the worker's audit event",
     )
     assert event.detail["pid"] != os.getpid()
+
+
+def test_what_a_test_leaves_for_later_never_runs_in_the_next_one(celery_worker, org):
+    from reviewer.celery import app
+
+    nodes = [celery_worker, f"webhooks-{celery_worker}"]
+    later = canary_write.apply_async((org.pk, "later"), countdown=60)
+    wait_until(lambda: later.id in _scheduled(app, nodes), message="the worker holding the task for its countdown")
+    workers_settled(app, nodes)
+    revoked = app.control.inspect(destination=nodes, timeout=2.0).revoked() or {}
+    assert later.id in revoked[celery_worker]
+
+
+def _scheduled(app, nodes: list[str]) -> set[str]:
+    scheduled = app.control.inspect(destination=nodes, timeout=2.0).scheduled() or {}
+    return {entry["request"]["id"] for entries in scheduled.values() for entry in entries}
 
 
 def test_health_reports_database_redis_and_live_workers(client, celery_worker, org):
