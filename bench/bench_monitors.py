@@ -14,7 +14,11 @@ evaluation's ratio to the baseline; and the share of a minute one run takes (the
 anything under 1 leaves the schedule room).
 
 `phases()` offers the same two runs to `bench.compare` (the baseline and the evaluation, each one run of every
-monitor), over the same world at BENCH_MONITORS_REVIEWS and BENCH_MONITORS_COUNT.
+monitor), over the same world at BENCH_MONITORS_REVIEWS and BENCH_MONITORS_COUNT, and the monitors' pages as a
+stakeholder reads them, each `PAGE_REQUESTS` requests beside the trivial view's (every middleware, a signed-in
+person, the site's layout around one word): the list of every monitor, one monitor's page and the items behind its
+figure. The pages are read with the history the beat leaves at steady state: an evaluation every five minutes for
+MONITOR_HISTORY_DAYS (BENCH_MONITORS_HISTORY_DAYS, default 30), 8,640 a monitor.
 """
 
 import os
@@ -24,8 +28,13 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import timedelta
+from functools import partial
 
-from django.db import transaction
+from django.contrib.auth import get_user_model
+from django.db import connection, transaction
+from django.test import Client
+from django.test.utils import override_settings
+from django.urls import clear_url_caches
 from django.utils import timezone
 
 from bench.common import backend_cpu, fresh_org
@@ -43,6 +52,7 @@ from grading.models import (
 from grading.monitors.evaluate import monitors_evaluate
 from grading.monitors.services import monitor_create
 from grading.reviews.versions import criteria_active
+from reviewer.models import Membership, Role
 
 APPLICATIONS = [f"app{n}" for n in range(5)]
 RELEASES = [f"2.{n}" for n in range(20)]
@@ -86,16 +96,61 @@ def main() -> None:
 
 @contextmanager
 def phases() -> Iterator[dict[str, Callable[[], None]]]:
-    """The world and its monitors set up once; a phase is one run of every monitor, evaluated or only locked."""
+    """The world, its monitors and their history set up once; a phase is one run of every monitor (evaluated or only
+    locked), or `PAGE_REQUESTS` requests of a page."""
     reviews = int(os.environ.get("BENCH_MONITORS_REVIEWS", "200000"))
     count = int(os.environ.get("BENCH_MONITORS_COUNT", "1000"))
+    days = int(os.environ.get("BENCH_MONITORS_HISTORY_DAYS", "30"))
     org = fresh_org()
     _world(org, reviews)
     _monitors(org, count)
-    yield {
-        f"baseline ({count:,} monitors locked)": _baseline,
-        f"evaluation ({count:,} monitors over {reviews:,} conversations)": _evaluation,
+    _history(org, days)
+    client = _stakeholder(org)
+    monitor = Monitor.objects.filter(org=org, figure="check_pass", metadata_name="").order_by("pk").first()
+    pages = {
+        "trivial view (layout only)": "/bench/trivial/",
+        f"monitors page ({count:,} monitors, {days} days of history)": "/monitors/",
+        "a monitor's page": f"/monitors/{monitor.pk}/",
+        "the items behind its figure now": f"/monitors/{monitor.pk}/items/",
     }
+    with override_settings(ROOT_URLCONF="bench.bench_dashboard"):
+        clear_url_caches()
+        try:
+            yield {
+                f"baseline ({count:,} monitors locked)": _baseline,
+                f"evaluation ({count:,} monitors over {reviews:,} conversations)": _evaluation,
+            } | {f"{name} ({PAGE_REQUESTS} requests)": partial(_requests, client, url) for name, url in pages.items()}
+        finally:
+            clear_url_caches()
+
+
+PAGE_REQUESTS = 10
+
+
+def _requests(client: Client, url: str) -> None:
+    for _ in range(PAGE_REQUESTS):
+        assert client.get(url).status_code == 200, url
+
+
+def _stakeholder(org) -> Client:
+    user = get_user_model().objects.create_user(username="bench-stakeholder", password="unused-bench-password")
+    Membership.objects.create(user=user, org=org, role=Role.STAKEHOLDER)
+    client = Client(SERVER_NAME="localhost")
+    client.force_login(user)
+    return client
+
+
+def _history(org, days: int) -> None:
+    """What the beat leaves: an evaluation of every monitor every five minutes over `days`, the latest a minute ago
+    (the evaluation phase's own are removed after each run, so the history stays this size)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "INSERT INTO grading_monitorevaluation (monitor_id, at, value, n, state, previous, changed) "
+            "SELECT m.id, now() - make_interval(mins => 1 + 5 * s), (m.id * 7 + s) % 100 / 100.0, 20 + s % 50, "
+            "'ok', 'ok', false FROM grading_monitor m CROSS JOIN generate_series(0, %s) s WHERE m.org_id = %s",
+            [days * 24 * 12 - 1, org.pk],
+        )
+        cursor.execute("ANALYZE grading_monitorevaluation")
 
 
 def _timed(run) -> tuple[float, float, float]:
@@ -111,8 +166,9 @@ def _baseline() -> None:
 
 
 def _evaluation() -> None:
+    started = timezone.now()
     monitors_evaluate(deliver=lambda *_: None)
-    MonitorEvaluation.objects.all().delete()  # each run writes as many again: the table stays one run's size
+    MonitorEvaluation.objects.filter(at__gte=started).delete()  # the run's own: the history stays its size
 
 
 def _world(org, reviews: int) -> None:
