@@ -146,7 +146,7 @@ def _history(org, days: int) -> None:
     with connection.cursor() as cursor:
         cursor.execute(
             "INSERT INTO grading_monitorevaluation (monitor_id, at, value, n, state, previous, changed) "
-            "SELECT m.id, now() - make_interval(mins => 1 + 5 * s), (m.id * 7 + s) % 100 / 100.0, 20 + s % 50, "
+            "SELECT m.id, now() - make_interval(mins => 1 + 5 * s), (m.id * 7 + s) %% 100 / 100.0, 20 + s %% 50, "
             "'ok', 'ok', false FROM grading_monitor m CROSS JOIN generate_series(0, %s) s WHERE m.org_id = %s",
             [days * 24 * 12 - 1, org.pk],
         )
