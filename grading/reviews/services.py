@@ -599,11 +599,13 @@ def decision_as_corrected_record(
 def _waiting_review(review_id: int, *, outcome: str, checks: dict[str, str] | None, note: str) -> tuple[Review, dict]:
     """Lock the review and read what a person gave as a decision's values; refuse a shape that does not fit
     (InvalidDecision) and a review no longer waiting for a person (NotWaiting). Inside the caller's transaction."""
-    review = Review.objects.select_for_update().select_related("criteria_version").filter(pk=review_id).first()
+    # The statement locks the criteria version's row as well as the review's (no `of`), so what both say holds until
+    # commit: whether the review waits is decided from the row in hand (`state_now`), with no second query.
+    review = Review.objects.with_state().select_for_update().filter(pk=review_id).first()
     if review is None:
         raise NotWaiting(review_id)
     values = _decision_values(review, outcome=outcome, checks=checks or {}, note=note)
-    if not Review.objects.waiting().filter(pk=review_id).exists():
+    if review.state_now != ReviewState.WAITING:
         raise NotWaiting(review_id)
     return review, values
 

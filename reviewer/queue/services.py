@@ -336,6 +336,7 @@ def decision_create(
     keep_as_learning: bool = False,
     now: datetime | None = None,
     org_id: int | None = None,
+    reaches: Sequence[Reach] | None = None,
 ) -> DecisionResult:
     """Record what the operator decided on the review they were shown, or refuse and write nothing.
 
@@ -347,11 +348,15 @@ def decision_create(
        adjudication once every answer is in and they differ.
     3. End the claim and record the audit event (grading tells a draft's pipeline of the decision, on commit).
     4. After commit, turn the note into an org learning if asked (an embedding call: never inside the lock).
+
+    `reaches`: the person's operator reaches when the caller has read them already (`operator_reaches`).
     """
     now = now or timezone.now()
     note = note.strip()
+    if reaches is None:
+        reaches = operator_reaches(user, org_id=org_id)
     with transaction.atomic():
-        review = locked_review(operator_reaches(user, org_id=org_id), review_id)
+        review = locked_review(reaches, review_id)
         if keep_as_learning and not note:
             raise Refused("invalid", "Write the note to keep it as an org learning.")
         claim = holder_claim(review, user, now)

@@ -16,6 +16,7 @@ from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
 from grading.models import ItemKind, Review
+from grading.models.reach import Reach
 from reviewer.access import memberships_of, reaches_of, role_required
 from reviewer.models import Pool, Role
 from reviewer.queue import display, reads
@@ -114,10 +115,15 @@ def queue_preferences(request: HttpRequest) -> HttpResponse:
 def review_for_user(request: HttpRequest, pk: int) -> Review:
     """The review routed to humans, within the operator's reach; 404 otherwise (another org's or another
     application's item does not exist as far as this operator can tell)."""
-    review = reads.review_for_operator(reaches=reads.operator_reaches(request.user), review_id=pk)
+    review = reads.review_for_operator(reaches=_operator_reaches(request), review_id=pk)
     if review is None:
         raise Http404("No such item in your queue.")
     return review
+
+
+def _operator_reaches(request: HttpRequest) -> list[Reach]:
+    """The operator's reach, from the memberships the request read once (`role_required` read them first)."""
+    return reads.operator_reaches(request.user, memberships=memberships_of(request))
 
 
 @require_GET
@@ -216,7 +222,9 @@ def review_decide(request: HttpRequest, pk: int) -> HttpResponse:
     if not form.is_valid():
         return _render_item(request, review, posted=form, status=422)
     try:
-        result = decision_create(user=request.user, review_id=review.pk, **decided(form))
+        result = decision_create(
+            user=request.user, review_id=review.pk, reaches=_operator_reaches(request), **decided(form)
+        )
     except Refused as refusal:
         return _refused(request, review, refusal, posted=form)
     decision = result.decision
@@ -229,7 +237,7 @@ def review_decide(request: HttpRequest, pk: int) -> HttpResponse:
     elif decision is not None and decision.learning_id:
         messages.info(request, "The note is now an org learning.")
     if preferences_of(request.user).next_after_decision:
-        claim = claim_next(user=request.user)
+        claim = claim_next(user=request.user, reaches=_operator_reaches(request))
         if claim is not None:
             return _to(request, reverse("review_detail", args=[claim.review_id]))
         messages.info(request, NOTHING_TO_CLAIM)

@@ -4,7 +4,8 @@ import threading
 from datetime import timedelta
 
 import pytest
-from django.db import connections
+from django.db import connection, connections
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 
@@ -51,6 +52,17 @@ def test_the_holder_approves_a_draft_and_it_leaves_the_queue(client_for, operato
     assert event.detail["claim"] == claim.pk
     html = client.get(reverse("queue")).content.decode()
     assert "Decided: approve" in html and review.draft.slug not in html.split('id="queue-list"')[1]
+
+
+def test_deciding_and_claiming_the_next_item_reads_the_persons_memberships_once(client_for, operator, org):
+    review = draft_item(org, "decided-first")
+    draft_item(org, "claimed-next")
+    held_by(operator, review)
+    client = client_for(operator)
+    with CaptureQueriesContext(connection) as queries:
+        response = client.post(decide_url(review), {"outcome": "approve", "fingerprint": review.fingerprint})
+    assert response.status_code == 302 and response["Location"] != reverse("queue")
+    assert sum('FROM "reviewer_membership"' in query["sql"] for query in queries.captured_queries) == 1
 
 
 def test_rejecting_or_sending_back_needs_a_note(client_for, operator, org):
