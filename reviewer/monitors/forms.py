@@ -56,3 +56,9 @@ class MonitorRemoveForm(forms.Form):
     """The page's remove button names the monitor it removes: a bare POST removes nothing."""
 
     monitor = forms.IntegerField()
+
+
+class MonitorsPageForm(forms.Form):
+    """Which page of the monitors list is shown (1 when not given)."""
+
+    page = forms.IntegerField(min_value=1, max_value=100_000, required=False)

@@ -10,13 +10,14 @@ from datetime import datetime
 
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
+from django.db.models import Count, OuterRef, Subquery
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from grading.models import Monitor, MonitorEvaluation, MonitorFigure, Org
-from grading.models.reach import Reach
+from grading.models import Monitor, MonitorEvaluation, MonitorFigure, MonitorState, Org
+from grading.models.reach import Reach, within
 from grading.monitors.figures import figure_reviews
 from grading.monitors.notices import figure_text
 from grading.monitors.services import MonitorInvalid, monitor_create, monitor_delete, monitor_update, settings_of
@@ -24,13 +25,19 @@ from grading.reviews.blind import reviews_blind
 from reviewer.access import EVERY_ROLE, found, org_named, reaches_of, role_required, setup_org_ids
 from reviewer.dashboards.display import item_url
 from reviewer.models import Role
-from reviewer.monitors.forms import MonitorForm, MonitorRemoveForm, shown_settings
+from reviewer.monitors.forms import MonitorForm, MonitorRemoveForm, MonitorsPageForm, shown_settings
 from reviewer.pages import bad_request
 from reviewer.queue.assignments import QUEUE_ROLES
 
 SETUP_ROLES = (Role.LEAD, Role.ORG_ADMIN)
 HISTORY_SHOWN = 100
 ITEMS_SHOWN = 200
+# The list shows a page of this many monitors: at a thousand, rendering every row was most of the page's time
+# (bench/README.md, bench_monitors).
+MONITORS_SHOWN = 50
+STATES_SHOWN = [(state, MonitorState(state).label) for state in ("alert", "warning", "no_data", "ok")] + [
+    ("", "not evaluated yet")
+]
 
 
 def _reaches(request: HttpRequest) -> dict[int, Reach]:
@@ -65,12 +72,31 @@ def _setup_org_ids(request: HttpRequest) -> list[int]:
 @require_GET
 @role_required(*EVERY_ROLE)
 def monitors(request: HttpRequest) -> HttpResponse:
-    reaches = _reaches(request)
-    mine = Monitor.objects.filter(org_id__in=list(reaches)).select_related("org").order_by("org__slug", "name")
-    rows = [monitor for monitor in mine if _visible(monitor, reaches)]
+    """The monitors within the person's reach, `MONITORS_SHOWN` a page (`?page=`), under how many are in each state
+    (all of them, not the page's)."""
+    form = MonitorsPageForm(request.GET)
+    if not form.is_valid():
+        return bad_request(form)
+    page = form.cleaned_data["page"] or 1
+    mine = Monitor.objects.filter(within(_reaches(request).values()))
+    states = dict(mine.order_by().values_list("state").annotate(Count("pk")))
+    shown = (page - 1) * MONITORS_SHOWN
+    rows = list(mine.select_related("org").order_by("org__slug", "name", "pk")[shown : shown + MONITORS_SHOWN])
     latest = _latest_evaluations(rows)
+    total = sum(states.values())
+    last = max(1, -(-total // MONITORS_SHOWN))
     context = {
         "rows": [(m, latest.get(m.pk), _figure_shown(m, latest.get(m.pk))) for m in rows],
+        "states": [(label, states[state]) for state, label in STATES_SHOWN if states.get(state)],
+        "total": total,
+        "pages": {
+            "page": page,
+            "last": last,
+            "first_row": shown + 1,
+            "last_row": min(shown + MONITORS_SHOWN, total),
+            "previous": page - 1 if page > 1 else None,
+            "next": page + 1 if page < last else None,
+        },
         "sets_up": bool(setup_org_ids(request.user)),
         "nav_active": "monitors",
     }
@@ -78,10 +104,11 @@ def monitors(request: HttpRequest) -> HttpResponse:
 
 
 def _latest_evaluations(rows: list[Monitor]) -> dict[int, MonitorEvaluation]:
-    evaluations = (
-        MonitorEvaluation.objects.filter(monitor__in=rows).order_by("monitor_id", "-at").distinct("monitor_id")
-    )
-    return {evaluation.monitor_id: evaluation for evaluation in evaluations}
+    """Each monitor's latest evaluation, found down its own (monitor, -at) index: a DISTINCT ON over the monitors'
+    history reads all of it (30 days of an evaluation every five minutes each)."""
+    latest = MonitorEvaluation.objects.filter(monitor=OuterRef("pk")).order_by("-at").values("pk")[:1]
+    latest_ids = Monitor.objects.filter(pk__in=[monitor.pk for monitor in rows]).values(latest=Subquery(latest))
+    return {evaluation.monitor_id: evaluation for evaluation in MonitorEvaluation.objects.filter(pk__in=latest_ids)}
 
 
 def _figure_shown(monitor: Monitor, evaluation: MonitorEvaluation | None) -> str:

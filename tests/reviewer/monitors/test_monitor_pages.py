@@ -12,6 +12,7 @@ from django.utils import timezone
 from grading.models import AuditEvent, Monitor, MonitorEvaluation, Route
 from grading.monitors.evaluate import monitors_evaluate
 from reviewer.models import Membership, Role
+from reviewer.monitors import views as monitor_views
 from tests.builders.monitored import graded, monitor
 from tests.builders.people import make_person
 
@@ -145,6 +146,34 @@ def test_the_list_shows_each_monitors_state_and_latest_figure(client_for, org, s
     watched = monitor(org, min_n=2)
     for verdict in ("pass", "fail", "fail"):
         graded(org, at=now - timedelta(minutes=1), checks={"grounded": verdict})
+    monitors_evaluate(deliver=lambda *_: None, now=now - timedelta(minutes=30))  # before the items: no data
     monitors_evaluate(deliver=lambda *_: None, now=now)
     page = client_for(stakeholder).get(reverse("monitors")).content.decode()
     assert f'data-monitor="{watched.pk}"' in page and "alert" in page and "33.3%" in page
+    latest = watched.evaluations.order_by("-at").first()
+    assert f"?evaluation={latest.pk}" in page
+
+
+def test_the_list_shows_a_page_of_monitors_under_the_count_of_every_state(client_for, org, stakeholder, monkeypatch):
+    monkeypatch.setattr(monitor_views, "MONITORS_SHOWN", 2)
+    now = timezone.now()
+    watched = monitor(org, "a grounding", min_n=2)
+    monitor(org, "b billing", application="billing")
+    monitor(org, "c returns", application="returns")
+    for verdict in ("pass", "fail", "fail"):
+        graded(org, at=now - timedelta(minutes=1), checks={"grounded": verdict})
+    monitors_evaluate(deliver=lambda *_: None, now=now)
+    Monitor.objects.exclude(pk=watched.pk).update(state="", evaluated_at=None)
+    client = client_for(stakeholder)
+    first = client.get(reverse("monitors")).content.decode()
+    assert "3 monitors: 1 alert, 2 not evaluated yet." in first
+    assert "a grounding" in first and "b billing" in first and "c returns" not in first
+    assert "1–2 of 3" in first and '<a href="?page=2">next</a>' in first
+    second = client.get(reverse("monitors"), {"page": 2}).content.decode()
+    assert "c returns" in second and "a grounding" not in second and '<a href="?page=1">previous</a>' in second
+
+
+@pytest.mark.parametrize("page", ["0", "x", "99999999999999999999"])
+def test_the_list_refuses_a_page_that_is_not_a_page_number(client_for, stakeholder, page):
+    response = client_for(stakeholder).get(reverse("monitors"), {"page": page})
+    assert response.status_code == 400 and "page" in response.content.decode()
