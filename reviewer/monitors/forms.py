@@ -58,7 +58,7 @@ class MonitorRemoveForm(forms.Form):
     monitor = forms.IntegerField()
 
 
-class MonitorsPageForm(forms.Form):
-    """Which page of the monitors list is shown (1 when not given)."""
+class PageForm(forms.Form):
+    """Which page of a list is shown: the monitors, or the items behind a figure (1 when not given)."""
 
     page = forms.IntegerField(min_value=1, max_value=100_000, required=False)

@@ -25,13 +25,19 @@ from grading.reviews.blind import reviews_blind
 from reviewer.access import EVERY_ROLE, found, org_named, reaches_of, role_required, setup_org_ids
 from reviewer.dashboards.display import item_url
 from reviewer.models import Role
-from reviewer.monitors.forms import MonitorForm, MonitorRemoveForm, MonitorsPageForm, shown_settings
+from reviewer.monitors.forms import MonitorForm, MonitorRemoveForm, PageForm, shown_settings
 from reviewer.pages import bad_request
 from reviewer.queue.assignments import QUEUE_ROLES
 
 SETUP_ROLES = (Role.LEAD, Role.ORG_ADMIN)
 HISTORY_SHOWN = 100
-ITEMS_SHOWN = 200
+# The items behind a figure are shown this many a page, with only the fields their rows show: at 200 rows of whole
+# reviews, their items and criteria versions, rendering and decoding were most of the page's time (bench_monitors).
+ITEMS_SHOWN = 50
+ITEM_FIELDS = (
+    "kind", "application", "route", "score", "checks", "finished_at", "state", "audit", "sent",
+    "conversation__external_id", "draft__external_id", "criteria_version__is_active",
+)  # fmt: skip
 # The list shows a page of this many monitors: at a thousand, rendering every row was most of the page's time
 # (bench/README.md, bench_monitors).
 MONITORS_SHOWN = 50
@@ -74,7 +80,7 @@ def _setup_org_ids(request: HttpRequest) -> list[int]:
 def monitors(request: HttpRequest) -> HttpResponse:
     """The monitors within the person's reach, `MONITORS_SHOWN` a page (`?page=`), under how many are in each state
     (all of them, not the page's)."""
-    form = MonitorsPageForm(request.GET)
+    form = PageForm(request.GET)
     if not form.is_valid():
         return bad_request(form)
     page = form.cleaned_data["page"] or 1
@@ -141,6 +147,10 @@ def monitor_items(request: HttpRequest, pk: int) -> HttpResponse:
     count now. Blind review holds: an item people decide blind is withheld (the list is picked by what the machine
     said), and said so."""
     monitor = _get_monitor_for_user(request, pk)
+    form = PageForm(request.GET)
+    if not form.is_valid():
+        return bad_request(form)
+    page = form.cleaned_data["page"] or 1
     at: datetime = timezone.now()
     evaluation_id = request.GET.get("evaluation", "")
     evaluation = None
@@ -150,21 +160,31 @@ def monitor_items(request: HttpRequest, pk: int) -> HttpResponse:
                                 content_type="text/plain")  # fmt: skip
         evaluation = found(monitor.evaluations.filter(pk=int(evaluation_id)).first(), "evaluation")
         at = evaluation.at
+    first = (page - 1) * ITEMS_SHOWN
     reviews = list(
         figure_reviews(monitor, at)
         .select_related("conversation", "draft", "criteria_version")
-        .order_by("-finished_at", "-pk")[:ITEMS_SHOWN]
+        .only(*ITEM_FIELDS)
+        .order_by("-finished_at", "-pk")[first : first + ITEMS_SHOWN + 1]  # one more: is there a next page
     )
+    more, reviews = len(reviews) > ITEMS_SHOWN, reviews[:ITEMS_SHOWN]
     blind = reviews_blind(reviews)
     shown = [review for review in reviews if not blind[review.pk].verdicts]
     queue_reach = reaches_of(request.user, *QUEUE_ROLES).get(monitor.org_id)
+    query = f"evaluation={evaluation.pk}&" if evaluation else ""
     context = {
         "monitor": monitor,
         "evaluation": evaluation,
         "at": at,
         "rows": [(review, item_url(review, queue_reach=queue_reach)) for review in shown],
         "withheld": len(reviews) - len(shown),
-        "capped": len(reviews) == ITEMS_SHOWN,
+        "pages": {
+            "page": page,
+            "first_row": first + 1,
+            "last_row": first + len(reviews),
+            "previous": f"?{query}page={page - 1}" if page > 1 else None,
+            "next": f"?{query}page={page + 1}" if more else None,
+        },
         "nav_active": "monitors",
     }
     return render(request, "reviewer/monitors/items.html", context)

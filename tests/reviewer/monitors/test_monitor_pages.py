@@ -6,6 +6,8 @@ org's monitor is a 404."""
 from datetime import timedelta
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 
@@ -177,3 +179,26 @@ def test_the_list_shows_a_page_of_monitors_under_the_count_of_every_state(client
 def test_the_list_refuses_a_page_that_is_not_a_page_number(client_for, stakeholder, page):
     response = client_for(stakeholder).get(reverse("monitors"), {"page": page})
     assert response.status_code == 400 and "page" in response.content.decode()
+
+
+def test_the_items_behind_a_figure_come_a_page_at_a_time_newest_first(client_for, org, stakeholder, monkeypatch):
+    monkeypatch.setattr(monitor_views, "ITEMS_SHOWN", 2)
+    now = timezone.now()
+    watched = monitor(org, min_n=1)
+    oldest, middle, newest = (
+        graded(org, at=now - timedelta(minutes=m), checks={"grounded": "pass"}) for m in (3, 2, 1)
+    )
+    monitors_evaluate(deliver=lambda *_: None, now=now)
+    evaluation = MonitorEvaluation.objects.get()
+    client = client_for(stakeholder)
+    url = reverse("monitor_items", args=[watched.pk])
+    with CaptureQueriesContext(connection) as first_queries:
+        first = client.get(url, {"evaluation": evaluation.pk}).content.decode()
+    assert [f'data-review="{r.pk}"' in first for r in (newest, middle, oldest)] == [True, True, False]
+    assert f'href="?evaluation={evaluation.pk}&amp;page=2">older</a>' in first and ">newer</a>" not in first
+    with CaptureQueriesContext(connection) as second_queries:
+        second = client.get(url, {"evaluation": evaluation.pk, "page": 2}).content.decode()
+    assert [f'data-review="{r.pk}"' in second for r in (newest, middle, oldest)] == [False, False, True]
+    assert f'href="?evaluation={evaluation.pk}&amp;page=1">newer</a>' in second and ">older</a>" not in second
+    assert len(first_queries) == len(second_queries)  # a row's fields come with it: no query per row
+    assert client.get(url, {"page": "0"}).status_code == 400
