@@ -29,7 +29,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, replace
 
-from django.db.models import CharField, F, Func, OuterRef, Q, Subquery, Value
+from django.db.models import CharField, Count, F, Func, Q, Subquery, Sum, Value
 from django.db.models.fields.json import KeyTextTransform, KeyTransform
 from django.db.models.functions import Concat
 
@@ -37,7 +37,7 @@ from grading.certify.calibration import calibration_point, certified_keys
 from grading.certify.services import Target, certified_checks
 from grading.certify.thresholds import CalibrationPoint, CheckCertificate
 from grading.checks.definitions import AnswerKind
-from grading.core.sql_expressions import InJsonIds, JsonArrayLength, RowsWritten, id_in, json_array_slice
+from grading.core.sql_expressions import JsonArrayLength, RowsWritten, id_in, json_array_slice
 from grading.criteria.trials import HELD_BY_SPEND_CAP
 from grading.figures.agreement import Agreement, agreement_of
 from grading.figures.definitions import PASS_FAIL, SCORED, answers_of, checks_of, machine_verdict
@@ -50,9 +50,9 @@ from grading.models import (
     CriteriaVersion,
     Draft,
     ItemKind,
-    Label,
     Review,
     TrialFigures,
+    TrialItem,
     TrialSource,
 )
 from grading.reviews.human import HumanVerdict, human_verdicts
@@ -432,29 +432,21 @@ def trial_figures(trial: CriteriaTrial, *, items: range = range(0), changed: ran
 
 
 def _inputs(trial: CriteriaTrial) -> dict[str, Subquery]:
-    """What `trial_score` reads, as written-rows figures (`RowsWritten`), each over exactly the rows it reads for
-    this trial (found by their indexes), for a query of the trial's row: the trial (its items and reviews), its
-    version and the active one, the version's examples, the items (their evidence), every review of them (the
-    trial's, the counting ones, their states and audit marks) with the decisions on them, and the items' labels."""
+    """What `trial_score` reads, for a query of the trial's row: the trial (its items and reviews), its version and
+    the active one, and the version's examples as written-rows figures (`RowsWritten`) of exactly those rows; the
+    items, every review of them (the trial's, the counting ones, their states and audit marks), the decisions on
+    those and the items' labels as the trial's own count of the writes to them (`TrialItem`, kept by the
+    database): one row an item, rather than each of the rows it counts."""
     version = trial.criteria_version
-    field = version.kind  # the reviews' and labels' foreign key to the item
-    model = Draft if version.kind == ItemKind.DRAFT else Conversation
-
-    def of_items(column: str) -> InJsonIds:
-        return InJsonIds(F(column), OuterRef("sample"))
-
     read = {
         "trial": CriteriaTrial.objects.filter(pk=trial.pk).values(written=RowsWritten()),
         "versions": CriteriaVersion.objects.filter(
             Q(pk=version.pk) | Q(org_id=trial.org_id, kind=version.kind, is_active=True)
         ).values(written=RowsWritten()),
         "examples": CriteriaExample.objects.filter(criteria_version_id=version.pk).values(written=RowsWritten()),
-        "items": model.objects.filter(of_items("pk")).values(written=RowsWritten()),
-        # One pass over the items' reviews, with the decision on each (a decision has one review).
-        "reviews": Review.objects.filter(of_items(f"{field}_id")).values(
-            written=Concat(RowsWritten(), Value(";"), RowsWritten("decision"), output_field=CharField())
-        ),
-        "labels": Label.objects.filter(of_items(f"{field}_id")).values(written=RowsWritten()),
+        "items": TrialItem.objects.filter(trial_id=trial.pk)
+        .values("trial_id")
+        .values(written=Concat(Count("pk"), Value(":"), Sum("written"), output_field=CharField())),
     }
     return {f"inputs_{name}": Subquery(rows.order_by()) for name, rows in read.items()}
 
