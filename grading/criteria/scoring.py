@@ -156,7 +156,7 @@ class TrialScore:
             "scored_against_people": is_scored(self.trial),
             "finished": self.trial.finished_at is not None,
             "items": len(self.trial.sample),
-            "graded": sum(1 for review_id in self.trial.review_ids if review_id is not None),
+            "graded": self.trial.graded,
             "compared": self.compared,
             "examples_left_out": self.examples_left_out,
             "judge_calls_counted": self.trial.judge_calls,

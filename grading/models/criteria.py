@@ -307,6 +307,11 @@ class CriteriaTrial(models.Model):
     def __str__(self) -> str:
         return f"trial of {self.criteria_version} on {len(self.sample)} items"
 
+    @property
+    def graded(self) -> int:
+        """How many of its items are graded for good: a review, or none for a reason (`review_ids`)."""
+        return len(self.review_ids) - self.review_ids.count(None)
+
 
 class TrialFigures(models.Model):
     """A finished scored trial's figures as grading/criteria/scoring.py counted them, and the key of what they were
