@@ -194,7 +194,7 @@ def trial_score(trial: CriteriaTrial) -> TrialScore:
     checks = checks_of(kind, version)
     asked_before = checks_of(kind, active_version) if active_version is not None else ()
     calibrated = _calibrated(version) if trial.source in UNBIASED_SOURCES else None
-    items, trial_reviews = _scored_items(trial, checks, asked_before, range(len(trial.sample)), calibrated)
+    items, trial_reviews = _scored_items(trial, checks, asked_before, range(len(trial.sample)), calibrated, tokens=True)
     examples_left_out = sum(1 for item in items if item.left_out == EXAMPLE)
     asked = {
         check: (answers_of(kind, version, check), _scale(version, check), check in asked_before or check == PASS_FAIL)
@@ -224,9 +224,11 @@ def _scored_items(
     asked_before: tuple[str, ...],
     positions: range,
     calibrated: "_Calibrated | None" = None,
+    *,
+    tokens: bool = False,
 ) -> tuple[list[ScoredItem], list[dict]]:
-    """The trial's items at `positions` (in sample order) as scored, and the trial reviews read for them; each
-    compared item's calibration points go to `calibrated`."""
+    """The trial's items at `positions` (in sample order) as scored, and the trial reviews read for them (with
+    their token counts if `tokens`); each compared item's calibration points go to `calibrated`."""
     version = trial.criteria_version
     kind = version.kind
     field = kind  # the review's foreign key to its item
@@ -237,7 +239,7 @@ def _scored_items(
     )
     read = (*checks, *(check for check in asked_before if check not in checks))
     subjects = dict(model.objects.filter(id_in("pk", sample)).values_list("pk", "external_id"))
-    trial_reviews = _verdict_rows(Review.objects.filter(id_in("pk", (r for r in review_ids if r))), read)
+    trial_reviews = _verdict_rows(Review.objects.filter(id_in("pk", (r for r in review_ids if r))), read, tokens=tokens)
     active_reviews = {
         row["item_id"]: row
         for row in _verdict_rows(Review.objects.counting().filter(id_in(f"{field}_id", sample)), read, field)
@@ -309,14 +311,15 @@ def _scale(version: CriteriaVersion, check: str) -> int | None:
     return definition.scale if definition.kind == AnswerKind.SCORE else None
 
 
-def _verdict_rows(reviews, checks: tuple[str, ...], field: str | None = None) -> list[dict]:
-    """The columns the machine's answers to `checks` are read from (MACHINE_PASS_FAIL, CheckVerdict), and the
-    item's id."""
+def _verdict_rows(reviews, checks: tuple[str, ...], field: str | None = None, *, tokens: bool = False) -> list[dict]:
+    """The columns the machine's answers to `checks` are read from (MACHINE_PASS_FAIL, CheckVerdict), the item's
+    id, and if `tokens` the token counts."""
     columns = ["id", "kind", "route", "judge_passed", "fingerprint", "confidences"]
     # Only the verdicts and token counts, extracted by the database: decoding every review's whole `checks` (with
     # its rationales) and `usage` was most of a 10,000-item trial page's time (bench/README.md, bench_trials).
     extracted = {f"verdict_{check}": KeyTextTransform("verdict", KeyTransform(check, "checks")) for check in checks}
-    extracted |= {name: KeyTextTransform(name, "usage") for name in ("prompt_tokens", "completion_tokens")}
+    if tokens:
+        extracted |= {name: KeyTextTransform(name, "usage") for name in ("prompt_tokens", "completion_tokens")}
     rows = list(reviews.values(*columns, *([f"{field}_id"] if field else []), **extracted))
     for row in rows:
         row["item_id"] = row.get(f"{field}_id")
