@@ -500,7 +500,7 @@ def trial_out(trial: CriteriaTrial) -> dict:
         "source": trial.source,
         "items": len(trial.sample),
         "judge_calls": trial.judge_calls,
-        "graded": sum(1 for review_id in trial.review_ids if review_id is not None),
+        "graded": trial.graded,
         "requested_at": trial.requested_at,
         "finished_at": trial.finished_at,
     }

@@ -26,15 +26,6 @@ def id_in(column: str, ids: Iterable[int]) -> Func:
     return _InArray(F(column), Cast(Value(literal), output_field=ArrayField(BigIntegerField())))
 
 
-class InJsonIds(Func):
-    """A filter: `column` is one of the ids of a JSON array (`InJsonIds(F(column), OuterRef("sample"))`: an outer
-    row's), read by PostgreSQL from that row: no literal of thousands of ids to build here and to parse there."""
-
-    arg_joiner = " IN (SELECT jsonb_array_elements_text("
-    template = "%(expressions)s)::bigint)"
-    output_field = BooleanField()
-
-
 class JsonArrayLength(Func):
     function = "jsonb_array_length"
     output_field = IntegerField()
@@ -47,20 +38,12 @@ def json_array_slice(column: str, positions: range) -> Func:
 
 
 class RowsWritten(Func):
-    """Of the rows its query finds (of its table, or of the table `relation` joins to it): how many, and the sum of
-    their `xmin` (the transaction that last wrote each row, PostgreSQL's own column): a row added, removed or
-    changed by any writer, in any column, moves it. Not an aggregate to Django, so the subquery gets no GROUP BY and
-    answers one row."""
+    """Of the rows its query finds: how many, and the sum of their `xmin` (the transaction that last wrote each row,
+    PostgreSQL's own column): a row added, removed or changed by any writer, in any column, moves it. Not an
+    aggregate to Django, so the subquery gets no GROUP BY and answers one row."""
 
     output_field = CharField()
 
-    def __init__(self, relation: str | None = None) -> None:
-        super().__init__(*([F(f"{relation}__id")] if relation else []))
-
     def as_sql(self, compiler, connection, **extra_context):
-        if self.source_expressions:  # the joined table's rows: those the join found
-            table = compiler.quote_name_unless_alias(self.source_expressions[0].alias)
-            rows = f"count({table}.id)"
-        else:
-            table, rows = compiler.quote_name_unless_alias(compiler.query.get_initial_alias()), "count(*)"
-        return f"{rows} || ':' || coalesce(sum({table}.xmin::text::bigint), 0)", []
+        table = compiler.quote_name_unless_alias(compiler.query.get_initial_alias())
+        return f"count(*) || ':' || coalesce(sum({table}.xmin::text::bigint), 0)", []

@@ -29,7 +29,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, replace
 
-from django.db.models import CharField, F, Func, OuterRef, Q, Subquery, Value
+from django.db.models import CharField, Count, F, Func, Q, Subquery, Sum, Value
 from django.db.models.fields.json import KeyTextTransform, KeyTransform
 from django.db.models.functions import Concat
 
@@ -37,7 +37,7 @@ from grading.certify.calibration import calibration_point, certified_keys
 from grading.certify.services import Target, certified_checks
 from grading.certify.thresholds import CalibrationPoint, CheckCertificate
 from grading.checks.definitions import AnswerKind
-from grading.core.sql_expressions import InJsonIds, JsonArrayLength, RowsWritten, id_in, json_array_slice
+from grading.core.sql_expressions import JsonArrayLength, RowsWritten, id_in, json_array_slice
 from grading.criteria.trials import HELD_BY_SPEND_CAP
 from grading.figures.agreement import Agreement, agreement_of
 from grading.figures.definitions import PASS_FAIL, SCORED, answers_of, checks_of, machine_verdict
@@ -50,9 +50,9 @@ from grading.models import (
     CriteriaVersion,
     Draft,
     ItemKind,
-    Label,
     Review,
     TrialFigures,
+    TrialItem,
     TrialSource,
 )
 from grading.reviews.human import HumanVerdict, human_verdicts
@@ -156,7 +156,7 @@ class TrialScore:
             "scored_against_people": is_scored(self.trial),
             "finished": self.trial.finished_at is not None,
             "items": len(self.trial.sample),
-            "graded": sum(1 for review_id in self.trial.review_ids if review_id is not None),
+            "graded": self.trial.graded,
             "compared": self.compared,
             "examples_left_out": self.examples_left_out,
             "judge_calls_counted": self.trial.judge_calls,
@@ -194,7 +194,7 @@ def trial_score(trial: CriteriaTrial) -> TrialScore:
     checks = checks_of(kind, version)
     asked_before = checks_of(kind, active_version) if active_version is not None else ()
     calibrated = _calibrated(version) if trial.source in UNBIASED_SOURCES else None
-    items, trial_reviews = _scored_items(trial, checks, asked_before, range(len(trial.sample)), calibrated)
+    items, trial_reviews = _scored_items(trial, checks, asked_before, range(len(trial.sample)), calibrated, tokens=True)
     examples_left_out = sum(1 for item in items if item.left_out == EXAMPLE)
     asked = {
         check: (answers_of(kind, version, check), _scale(version, check), check in asked_before or check == PASS_FAIL)
@@ -224,9 +224,11 @@ def _scored_items(
     asked_before: tuple[str, ...],
     positions: range,
     calibrated: "_Calibrated | None" = None,
+    *,
+    tokens: bool = False,
 ) -> tuple[list[ScoredItem], list[dict]]:
-    """The trial's items at `positions` (in sample order) as scored, and the trial reviews read for them; each
-    compared item's calibration points go to `calibrated`."""
+    """The trial's items at `positions` (in sample order) as scored, and the trial reviews read for them (with
+    their token counts if `tokens`); each compared item's calibration points go to `calibrated`."""
     version = trial.criteria_version
     kind = version.kind
     field = kind  # the review's foreign key to its item
@@ -237,7 +239,7 @@ def _scored_items(
     )
     read = (*checks, *(check for check in asked_before if check not in checks))
     subjects = dict(model.objects.filter(id_in("pk", sample)).values_list("pk", "external_id"))
-    trial_reviews = _verdict_rows(Review.objects.filter(id_in("pk", (r for r in review_ids if r))), read)
+    trial_reviews = _verdict_rows(Review.objects.filter(id_in("pk", (r for r in review_ids if r))), read, tokens=tokens)
     active_reviews = {
         row["item_id"]: row
         for row in _verdict_rows(Review.objects.counting().filter(id_in(f"{field}_id", sample)), read, field)
@@ -309,14 +311,15 @@ def _scale(version: CriteriaVersion, check: str) -> int | None:
     return definition.scale if definition.kind == AnswerKind.SCORE else None
 
 
-def _verdict_rows(reviews, checks: tuple[str, ...], field: str | None = None) -> list[dict]:
-    """The columns the machine's answers to `checks` are read from (MACHINE_PASS_FAIL, CheckVerdict), and the
-    item's id."""
+def _verdict_rows(reviews, checks: tuple[str, ...], field: str | None = None, *, tokens: bool = False) -> list[dict]:
+    """The columns the machine's answers to `checks` are read from (MACHINE_PASS_FAIL, CheckVerdict), the item's
+    id, and if `tokens` the token counts."""
     columns = ["id", "kind", "route", "judge_passed", "fingerprint", "confidences"]
     # Only the verdicts and token counts, extracted by the database: decoding every review's whole `checks` (with
     # its rationales) and `usage` was most of a 10,000-item trial page's time (bench/README.md, bench_trials).
     extracted = {f"verdict_{check}": KeyTextTransform("verdict", KeyTransform(check, "checks")) for check in checks}
-    extracted |= {name: KeyTextTransform(name, "usage") for name in ("prompt_tokens", "completion_tokens")}
+    if tokens:
+        extracted |= {name: KeyTextTransform(name, "usage") for name in ("prompt_tokens", "completion_tokens")}
     rows = list(reviews.values(*columns, *([f"{field}_id"] if field else []), **extracted))
     for row in rows:
         row["item_id"] = row.get(f"{field}_id")
@@ -432,29 +435,21 @@ def trial_figures(trial: CriteriaTrial, *, items: range = range(0), changed: ran
 
 
 def _inputs(trial: CriteriaTrial) -> dict[str, Subquery]:
-    """What `trial_score` reads, as written-rows figures (`RowsWritten`), each over exactly the rows it reads for
-    this trial (found by their indexes), for a query of the trial's row: the trial (its items and reviews), its
-    version and the active one, the version's examples, the items (their evidence), every review of them (the
-    trial's, the counting ones, their states and audit marks) with the decisions on them, and the items' labels."""
+    """What `trial_score` reads, for a query of the trial's row: the trial (its items and reviews), its version and
+    the active one, and the version's examples as written-rows figures (`RowsWritten`) of exactly those rows; the
+    items, every review of them (the trial's, the counting ones, their states and audit marks), the decisions on
+    those and the items' labels as the trial's own count of the writes to them (`TrialItem`, kept by the
+    database): one row an item, rather than each of the rows it counts."""
     version = trial.criteria_version
-    field = version.kind  # the reviews' and labels' foreign key to the item
-    model = Draft if version.kind == ItemKind.DRAFT else Conversation
-
-    def of_items(column: str) -> InJsonIds:
-        return InJsonIds(F(column), OuterRef("sample"))
-
     read = {
         "trial": CriteriaTrial.objects.filter(pk=trial.pk).values(written=RowsWritten()),
         "versions": CriteriaVersion.objects.filter(
             Q(pk=version.pk) | Q(org_id=trial.org_id, kind=version.kind, is_active=True)
         ).values(written=RowsWritten()),
         "examples": CriteriaExample.objects.filter(criteria_version_id=version.pk).values(written=RowsWritten()),
-        "items": model.objects.filter(of_items("pk")).values(written=RowsWritten()),
-        # One pass over the items' reviews, with the decision on each (a decision has one review).
-        "reviews": Review.objects.filter(of_items(f"{field}_id")).values(
-            written=Concat(RowsWritten(), Value(";"), RowsWritten("decision"), output_field=CharField())
-        ),
-        "labels": Label.objects.filter(of_items(f"{field}_id")).values(written=RowsWritten()),
+        "items": TrialItem.objects.filter(trial_id=trial.pk)
+        .values("trial_id")
+        .values(written=Concat(Count("pk"), Value(":"), Sum("written"), output_field=CharField())),
     }
     return {f"inputs_{name}": Subquery(rows.order_by()) for name, rows in read.items()}
 

@@ -76,7 +76,7 @@ class TrialRunning(Exception):
     """A trial of the version is still running (one at a time per version): nothing was started."""
 
     def __init__(self, trial: CriteriaTrial) -> None:
-        graded = sum(1 for review_id in trial.review_ids if review_id is not None)
+        graded = trial.graded
         super().__init__(
             f"A trial of {trial.criteria_version} is still running (started {trial.requested_at:%Y-%m-%d %H:%M} UTC, "
             f"{graded} of {len(trial.sample)} graded): one trial of a version runs at a time. Nothing was started."

@@ -14,6 +14,7 @@ from grading.models.criteria import (
     SpendCap,
     SpendPeriod,
     TrialFigures,
+    TrialItem,
     TrialSource,
 )
 from grading.models.items import (
@@ -126,6 +127,7 @@ __all__ = [
     "SpendCap",
     "SpendPeriod",
     "TrialFigures",
+    "TrialItem",
     "TrialSource",
     "WebhookDelivery",
     "for_people",

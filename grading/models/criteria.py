@@ -307,6 +307,11 @@ class CriteriaTrial(models.Model):
     def __str__(self) -> str:
         return f"trial of {self.criteria_version} on {len(self.sample)} items"
 
+    @property
+    def graded(self) -> int:
+        """How many of its items are graded for good: a review, or none for a reason (`review_ids`)."""
+        return len(self.review_ids) - self.review_ids.count(None)
+
 
 class TrialFigures(models.Model):
     """A finished scored trial's figures as grading/criteria/scoring.py counted them, and the key of what they were
@@ -320,3 +325,23 @@ class TrialFigures(models.Model):
 
     def __str__(self) -> str:
         return f"figures of trial {self.trial_id} at {self.key}"
+
+
+class TrialItem(models.Model):
+    """A trial's item, and how many times the rows a trial's figures read for it (grading/criteria/scoring.py
+    `trial_score`) were written since the trial started: the item itself, its reviews, the decisions on them and
+    its labels. Kept by the database, not by the writers (migration 0042's triggers): a row is added for each item
+    of the sample when a trial is inserted, and `written` counts up in the same transaction as any insert, update or
+    delete of those rows, by any writer, so a stored figure's key can read it instead of every such row. A write
+    to an item in no trial finds no row here and writes nothing."""
+
+    trial = models.ForeignKey(CriteriaTrial, on_delete=models.CASCADE, related_name="+")
+    kind = models.CharField(max_length=16, choices=ItemKind.choices)
+    item_id = models.BigIntegerField(help_text="The draft's or the conversation's id (`kind`).")
+    written = models.BigIntegerField(default=0)
+
+    class Meta:
+        indexes = [models.Index(fields=["item_id", "kind"], name="trial_item_by_item")]
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.item_id} of trial {self.trial_id}, written {self.written} times"

@@ -1,11 +1,21 @@
-"""How the criteria pages read: a scored trial's figures in words and numbers, each side of a check in one row; a
-version's certificate."""
+"""How the criteria pages read: a scored trial's figures in words and numbers, each side of a check in one row, and
+its rows; a version's certificate."""
+
+from collections.abc import Callable, Iterable
+from functools import lru_cache
+from html import escape
+
+from django.urls import reverse
+from django.utils.safestring import SafeString, mark_safe
 
 from grading.certify.reads import CertificatePanel, certified_names
 from grading.checks.definitions import AnswerKind, CheckDefinition, CheckSet
 from grading.criteria.impact import rule_text
-from grading.criteria.scoring import TrialCoverage, TrialScore
+from grading.criteria.scoring import AWAY, TOWARD, ChangedVerdict, ScoredItem, TrialCoverage, TrialScore
 from grading.figures.agreement import Agreement
+
+DIRECTION_WORDS = {TOWARD: "toward people", AWAY: "away from people"}
+NEITHER_WORDS = "neither side is people's"
 
 
 def percent(value: float | None) -> str:
@@ -132,3 +142,53 @@ def trial_coverage(score: TrialScore) -> dict:
             for key, certificate in coverage.checks.items()
         ],
     }
+
+
+# A scored trial's rows (a page of its verdicts that changed and of its items) are drawn here rather than by the
+# template: at 50 rows a list their cells were most of the page's CPU, each of the template's variables costing
+# several times what printing it here does. Every value from the rows is escaped; the markup is the template's.
+# A trial's checks, verdicts and reasons are a few words repeated on every row: escaped once each.
+_escaped_word = lru_cache(maxsize=1024)(escape)
+
+
+def trial_changed_rows(changed: Iterable[ChangedVerdict], kind: str) -> SafeString:
+    """The verdicts that changed, a `<tr>` each: the item (linked), the check, each side's verdict, the direction."""
+    rows, url = [], _item_url(kind)
+    for change in changed:
+        check, active, trial, human = map(_escaped_word, (change.check, change.active, change.trial, change.human))
+        rows.append(
+            f'<tr data-item="{change.item_id}" data-check="{check}" data-direction="{_escaped_word(change.direction)}">'
+            f'<td><a href="{url(change.item_id)}">{escape(change.external_id)}</a></td><td>{check}</td>'
+            f'<td class="{active}">{active}</td><td class="{trial}">{trial}</td><td class="{human}">{human}</td>'
+            f"<td>{DIRECTION_WORDS.get(change.direction, NEITHER_WORDS)}</td></tr>"
+        )
+    return mark_safe("".join(rows))  # noqa: S308 - see above
+
+
+def trial_item_rows(items: Iterable[ScoredItem], kind: str) -> SafeString:
+    """The items as scored, a `<tr>` each: the item (linked, or gone), people's verdicts per check, the trial's and
+    the active version's, and why it is not compared."""
+    rows, url = [], _item_url(kind)
+    for item in items:
+        link = '<span class="sub">gone</span>'
+        if item.external_id:
+            link = f'<a href="{url(item.item_id)}">{escape(item.external_id)}</a>'
+        human = " · ".join(
+            f'{_escaped_word(check)} <span class="{_escaped_word(verdict)}">{_escaped_word(verdict)}</span>'
+            for check, verdict in (item.human.checks.items() if item.human else ())
+        )
+        rows.append(
+            f'<tr data-item="{item.item_id}"><td>{link}</td><td>{human}</td><td>{_verdicts(item.trial)}</td>'
+            f'<td>{_verdicts(item.active)}</td><td class="sub">{_escaped_word(item.left_out)}</td></tr>'
+        )
+    return mark_safe("".join(rows))  # noqa: S308 - see above
+
+
+def _verdicts(verdicts: dict[str, str]) -> str:
+    return " · ".join(f'<span class="{v}">{v}</span>' for v in map(_escaped_word, verdicts.values()))
+
+
+def _item_url(kind: str) -> Callable[[int], str]:
+    """An item's page for its id, reversed once a list: its pattern ends with the id."""
+    head = escape(reverse("criteria_item", args=[kind, 0]).removesuffix("0/"))
+    return lambda item_id: f"{head}{item_id}/"

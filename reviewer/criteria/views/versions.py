@@ -44,7 +44,14 @@ from grading.reviews.versions import (
 from reviewer.access import found, org_named, role_required
 from reviewer.audit.display import trail_of
 from reviewer.criteria import reads
-from reviewer.criteria.display import certified_rows, checks_read, scored_checks, trial_coverage
+from reviewer.criteria.display import (
+    certified_rows,
+    checks_read,
+    scored_checks,
+    trial_changed_rows,
+    trial_coverage,
+    trial_item_rows,
+)
 from reviewer.criteria.forms import (
     CertifyTargetForm,
     CriteriaForm,
@@ -289,7 +296,7 @@ def criteria_trial_detail(request: HttpRequest, pk: int) -> HttpResponse:
     if not rows.is_valid():
         return bad_request(rows)
     page, changed_page = rows.cleaned_data["page"] or 1, rows.cleaned_data["changed_page"] or 1
-    graded = sum(1 for review_id in trial.review_ids if review_id is not None)
+    graded = trial.graded
     score = trial_figures(trial, items=_rows_of(page), changed=_rows_of(changed_page)) if is_scored(trial) else None
     results = None if score else trial_results(trial)
     context = {
@@ -301,7 +308,8 @@ def criteria_trial_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "coverage": trial_coverage(score) if score else None,
         # A page of each list; every row is in the API's CSV.
         "changed": score.changed if score else [],
-        "scored_items": score.items if score else [],
+        "changed_rows": trial_changed_rows(score.changed, trial.criteria_version.kind) if score else "",
+        "item_rows": trial_item_rows(score.items, trial.criteria_version.kind) if score else "",
         "items_pages": _pages(page, len(trial.sample), "page", changed_page) if score else None,
         "changed_pages": _pages(changed_page, score.changed_total, "changed_page", page) if score else None,
         "results": results,

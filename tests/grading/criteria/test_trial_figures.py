@@ -1,19 +1,35 @@
 """A finished scored trial's figures are counted once and read back while what they were counted from stands: a
 verdict from any source, an item's evidence or the version changing after the count shows on the next read, and the
-figures read back equal a recount on the page and over the API."""
+figures read back equal a recount on the page and over the API. What moves the key for the items' rows is the count
+of writes the database keeps per trial item (TrialItem), for any writer."""
 
 import re
 
 import pytest
 from django.urls import reverse
+from django.utils import timezone
 
 from grading.api.keys import api_key_create
 from grading.criteria.scoring import trial_figures, trial_score
-from grading.models import CriteriaTrial, Decision, Review, TrialFigures, TrialSource
+from grading.dashboard.labels import LabelIn, label_record
+from grading.drafts.gate import draft_grade
+from grading.models import (
+    Conversation,
+    CriteriaTrial,
+    Decision,
+    Draft,
+    ItemKind,
+    Label,
+    Review,
+    TrialFigures,
+    TrialItem,
+    TrialSource,
+)
 from grading.reviews.examples import criteria_example_add
 from grading.reviews.versions import criteria_new_version
 from reviewer.criteria.display import percent
 from tests.builders.conversations import support_conversation, upsert
+from tests.builders.drafts import CLEAN_BODY, draft_reply, llm_draft_judge, save_draft, setup_org_memory
 from tests.builders.scored_trials import ORDER, decide, graded_conversations, label, scored_trial
 
 pytestmark = pytest.mark.django_db
@@ -63,6 +79,9 @@ def test_it_counts_a_labelled_trials_figures_once_and_shows_a_label_evidence_or_
     moved["messages"][0]["content"] = f"Please refund order {ORDER + 2}, it arrived broken. And the other one."
     upsert(org, moved)
     assert read(trial)["compared"] == 3
+    # An item's evidence corrected in the database, by no service: its row alone moved.
+    Conversation.objects.filter(pk=conversations[3].pk).update(fingerprint="corrected")
+    assert read(trial)["compared"] == 2
 
     criteria_example_add(version=version, subject=conversations[0], check="grounded")  # the version changed
     assert read(trial)["examples_left_out"] == 1
@@ -89,3 +108,44 @@ def test_it_shows_a_decision_or_audit_mark_changed_after_the_count_on_the_next_r
 
     Review.objects.filter(pk=decided.pk).update(audit=False)
     assert read(trial)["compared"] == (4 if source == TrialSource.DECISIONS else 3)
+
+
+def test_it_counts_up_a_trial_item_for_any_write_to_its_draft_review_decision_or_label_and_for_no_other_item(
+    org, fake_llm, criteria_admin
+):
+    setup_org_memory(org)
+    inside, outside = (
+        save_draft(org, CLEAN_BODY.replace("every month", f"every {n + 2} weeks"), external_id=f"draft-{n}")
+        for n in range(2)
+    )
+    fake_llm.set_default(draft_reply(8))
+    for draft in (inside, outside):
+        draft_grade(draft_id=draft.pk, judge=llm_draft_judge(fake_llm))
+    version = criteria_new_version(org=org, kind=ItemKind.DRAFT, author=criteria_admin)
+    # Inserted as any writer would: the database lists its items, whoever starts it.
+    trial = CriteriaTrial.objects.create(
+        org=org, criteria_version=version, sample=[inside.pk], judge_calls=1, review_ids=[None]
+    )
+    item = TrialItem.objects.get(trial=trial)
+    assert (item.kind, item.item_id, item.written) == (ItemKind.DRAFT, inside.pk, 0)
+
+    def writes_counted(write) -> int:
+        before = TrialItem.objects.get(pk=item.pk).written
+        write()
+        return TrialItem.objects.get(pk=item.pk).written - before
+
+    review = Review.objects.get(draft=inside)
+    assert writes_counted(lambda: Draft.objects.filter(pk=inside.pk).update(title="Corrected")) == 1
+    assert writes_counted(lambda: Review.objects.filter(pk=review.pk).update(audit=True)) == 1
+    decision = Decision(org=org, review=review, outcome="approve", decided_at=timezone.now(), decided_by=criteria_admin)
+    assert writes_counted(decision.save) == 1
+    assert writes_counted(lambda: Decision.objects.filter(pk=decision.pk).update(note="corrected")) == 1
+    assert writes_counted(lambda: Decision.objects.filter(pk=decision.pk).delete()) == 1
+    label = LabelIn(item=inside.external_id, check="pass_fail", verdict="pass", labeller="ann")
+    assert writes_counted(lambda: label_record(org=org, label=label, source="api")) == 1
+    assert writes_counted(lambda: Label.objects.filter(draft=inside).delete()) == 1
+
+    elsewhere = Review.objects.get(draft=outside)
+    assert writes_counted(lambda: Draft.objects.filter(pk=outside.pk).update(title="Corrected")) == 0
+    assert writes_counted(lambda: Review.objects.filter(pk=elsewhere.pk).update(audit=True)) == 0
+    assert not TrialItem.objects.filter(item_id=outside.pk).exists()

@@ -7,7 +7,7 @@ import pytest
 from django.urls import reverse
 
 from grading.criteria.scoring import trial_score
-from grading.models import TrialSource
+from grading.models import Conversation, TrialSource
 from grading.reviews.versions import criteria_new_version
 from reviewer.criteria.views import versions
 from tests.builders.scored_trials import decide, graded_conversations, scored_trial
@@ -42,6 +42,14 @@ def test_it_pages_a_scored_trials_items_and_changed_verdicts_and_refuses_a_page_
         response = client.get(url, bad)
         assert response.status_code == 400
         assert next(iter(bad)) in response.content.decode()
+
+    # An item's id is the pipeline's text: shown as text in both lists, never as markup.
+    Conversation.objects.filter(pk=score.items[0].item_id).update(external_id='<img src=x onerror="alert(1)">')
+    page = client.get(url).content.decode()
+    assert page.count("&lt;img src=x onerror=&quot;alert(1)&quot;&gt;") == 1 + sum(
+        1 for c in score.changed[:2] if c.item_id == score.items[0].item_id
+    )
+    assert "<img src=x" not in page
 
 
 def shown_items(page: str) -> list[int]:
