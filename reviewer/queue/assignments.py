@@ -19,7 +19,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
 from django.contrib.postgres.expressions import ArraySubquery
 from django.db import transaction
-from django.db.models import BooleanField, Case, ExpressionWrapper, F, OuterRef, Q, Subquery, Value, When
+from django.db.models import BooleanField, Case, Exists, ExpressionWrapper, F, OuterRef, Q, Subquery, Value, When
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
@@ -100,30 +100,54 @@ def reservations_of(reviews: Sequence[Review], now: datetime) -> dict[int, Reser
     return reservations
 
 
-def reserved_q(org_id: int, user_id: int, now: datetime, *, mine: bool) -> Q | None:
+def rules_for(org_id: int, user_id: int) -> list[AssignmentRule]:
+    """The org's assignment rules in position order, each read with whether it names `user_id` by a pool of theirs
+    (`in_their_pool`), in one query."""
+    in_their_pool = Exists(Pool.members.through.objects.filter(pool_id=OuterRef("pool_id"), user_id=user_id))
+    return list(AssignmentRule.objects.filter(org_id=org_id).annotate(in_their_pool=in_their_pool).order_by("position"))
+
+
+def _names(rule: AssignmentRule, user_id: int) -> bool:
+    return rule.person_id == user_id or rule.in_their_pool
+
+
+def _theirs(user_id: int) -> Q:
+    """Assignments by hand to `user_id` or to a pool of theirs: their pools as a subquery rather than read first."""
+    return Q(person_id=user_id) | Q(pool_id__in=Pool.members.through.objects.filter(user_id=user_id).values("pool_id"))
+
+
+def by_hand_reserved(user_id: int, now: datetime, *, mine: bool) -> Subquery:
+    """Per review: whether its assignment by hand reserves it now for `user_id` (`mine`) or for others (not `mine`),
+    or null when it has none. A review has at most one, and it overrides every rule."""
+    live = Q(until__isnull=True) | Q(until__gt=now)
+    theirs = _theirs(user_id)
+    # A CASE, not the condition itself: a null pool or person would make it null, which COALESCE passes over.
+    reserved = Case(When(live & (theirs if mine else ~theirs), then=True), default=False)
+    return Subquery(Assignment.objects.filter(review_id=OuterRef("pk")).values(reserved=reserved)[:1])
+
+
+def reserved_q(
+    org_id: int, user_id: int, now: datetime, *, mine: bool, rules: list[AssignmentRule] | None = None
+) -> Q | None:
     """Reviews (of one org) reserved now for `user_id` (`mine`: the queue's "assigned to me" filter), or for people
     other than them (not `mine`: what claim next passes over). None for `mine` when nothing can be reserved for them
-    (no assignment by hand names them, no rule does): the filter then lists nothing without walking the queue."""
-    pools = set(Pool.objects.filter(org_id=org_id, members=user_id).values_list("pk", flat=True))
-    theirs = Q(person_id=user_id) | Q(pool_id__in=pools)
-    live = Q(until__isnull=True) | Q(until__gt=now)
-    rules = list(AssignmentRule.objects.filter(org_id=org_id).order_by("position"))
-    named_by_a_rule = any(rule.person_id == user_id or rule.pool_id in pools for rule in rules)
-    held_by_hand = Assignment.objects.filter(theirs, live, org_id=org_id)
-    if mine and not named_by_a_rule and not held_by_hand.exists():
-        return None
-    # A review has at most one assignment by hand, and it overrides every rule: read as one value per row (true, false,
-    # or null without one), an index probe for each row the scan reads. As EXISTS beside the rules' CASE, the planner
-    # hashed every assignment of the table before reading the first row (bench/README.md, bench_queue).
-    # (A CASE, not the condition itself: a null pool or person would make it null, which COALESCE passes over.)
-    reserved_by_hand = Case(When(live & (theirs if mine else ~theirs), then=True), default=False)
-    by_hand = Subquery(Assignment.objects.filter(review_id=OuterRef("pk")).values(reserved=reserved_by_hand)[:1])
+    (no assignment by hand names them, no rule does): the filter then lists nothing without walking the queue.
+    `rules`: the org's as `rules_for` reads them for `user_id`, when the caller has read them."""
+    if rules is None:
+        rules = rules_for(org_id, user_id)
+    if mine and not any(_names(rule, user_id) for rule in rules):
+        live = Q(until__isnull=True) | Q(until__gt=now)
+        if not Assignment.objects.filter(_theirs(user_id), live, org_id=org_id).exists():
+            return None
+    # Read as one value per row (true, false, or null without one), an index probe for each row the scan reads. As
+    # EXISTS beside the rules' CASE, the planner hashed every assignment of the table before reading the first row
+    # (bench/README.md, bench_queue).
+    by_hand = by_hand_reserved(user_id, now, mine=mine)
     # The first rule that matches decides: one CASE, in position order (a WHEN per rule, so the expression grows
     # with the rules, not with their square).
     whens = []
     for rule in rules:
-        is_theirs = rule.person_id == user_id or rule.pool_id in pools
-        if is_theirs != mine:
+        if _names(rule, user_id) != mine:
             in_force = Value(False)
         elif rule.hours is None:
             in_force = Value(True)
@@ -132,6 +156,21 @@ def reserved_q(org_id: int, user_id: int, now: datetime, *, mine: bool) -> Q | N
         whens.append(When(selected_q(rule), then=in_force))
     by_rule = Case(*whens, default=Value(False), output_field=BooleanField()) if whens else Value(False)
     return Q(Coalesce(by_hand, by_rule, output_field=BooleanField()))
+
+
+def reserved_for_others(
+    review: Review, *, by_hand: bool | None, rules: list[AssignmentRule], user_id: int, now: datetime
+) -> bool:
+    """`reservation_of`'s answer to whether `user_id` may not claim the review (reserved now for others), from its
+    assignment by hand as `by_hand_reserved` read it (not `mine`) and the org's rules as `rules_for` read them: for a
+    row claim next has locked, without reading the rules again."""
+    if by_hand is not None:
+        return by_hand
+    rule = next((rule for rule in rules if _rule_matches(rule, review)), None)
+    if rule is None:
+        return False
+    until = _rule_until(rule, review.routed_at)
+    return (until is None or until > now) and not _names(rule, user_id)
 
 
 # --- assigning ------------------------------------------------------------------------------------------------
