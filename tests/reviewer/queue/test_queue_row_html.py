@@ -48,7 +48,7 @@ rows = st.builds(
 )
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=12, deadline=None)
 @given(st.lists(rows, max_size=3))
 def test_it_writes_each_row_as_the_templates_loop_did_for_any_values(queue_rows):
     engine = engines["django"]
