@@ -11,18 +11,32 @@ tests/reviewer/queue/test_assignments.py.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from functools import cache
+from typing import NamedTuple
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
 from django.contrib.postgres.expressions import ArraySubquery
-from django.db import transaction
-from django.db.models import BooleanField, Case, ExpressionWrapper, F, OuterRef, Q, Subquery, Value, When
+from django.db import connection, transaction
+from django.db.models import (
+    BooleanField,
+    Case,
+    Exists,
+    ExpressionWrapper,
+    F,
+    OuterRef,
+    Q,
+    Subquery,
+    Value,
+    When,
+)
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
+from grading.core.sql_expressions import id_in
 from grading.models import Review, for_people
 from grading.models.audit import audit_record
 from grading.reviews.targets import selected_q, selects
@@ -61,32 +75,70 @@ def reservation_of(review: Review, now: datetime) -> Reservation | None:
     return reservations_of([review], now).get(review.pk)
 
 
+class _Assignee(NamedTuple):
+    """An assignment by hand or a rule as `reservations_of` reads it: whom it names, and its pool's members."""
+
+    key: int  # what it is read by: an assignment's review, a rule's org
+    position: int | None  # a rule's; None for an assignment by hand
+    kind: str
+    application: str
+    reason: str
+    person_id: int | None
+    pool_id: int | None
+    until: datetime | None  # an assignment's
+    hours: int | None  # a rule's
+    members: list[int]
+    person_name: str | None
+    pool_name: str | None
+
+
+@cache
+def _assignees_sql(model: type[Assignment] | type[AssignmentRule]) -> str:
+    """The SQL of one of `reservations_of`'s two reads (`_COLUMNS`), composed by the ORM once per process: a queue
+    page reads both on every refresh, and composing them cost it more CPU than running them (bench/README.md,
+    bench_queue). Its one parameter: the ids its rows are read by (the reviews', the orgs'), as one array (`id_in`)."""
+    members = ArraySubquery(Pool.members.through.objects.filter(pool_id=OuterRef("pool_id")).values("user_id"))
+    names = {"person_name": F(f"person__{get_user_model().USERNAME_FIELD}"), "pool_name": F("pool__name")}
+    key, order = ("review_id", []) if model is Assignment else ("org_id", ["position"])
+    rows = model.objects.filter(id_in(key, [0])).annotate(members=members, **names).order_by(*order)
+    sql, params = rows.values_list(*_COLUMNS[model]).query.sql_with_params()
+    assert params == ("{0}",), params  # the ids' array, the one parameter
+    return sql
+
+
+_COLUMNS = {
+    Assignment: ("review_id", "person_id", "pool_id", "until", "members", "person_name", "pool_name"),
+    AssignmentRule: ("org_id", "position", "kind", "application", "reason", "person_id", "pool_id", "hours", "members",
+                     "person_name", "pool_name"),
+}  # fmt: skip
+
+
+def _assignees(model: type[Assignment] | type[AssignmentRule], ids: Iterable[int]) -> list[_Assignee]:
+    with connection.cursor() as cursor:
+        cursor.execute(_assignees_sql(model), ["{" + ",".join(str(int(i)) for i in ids) + "}"])
+        rows = cursor.fetchall()
+    if model is Assignment:
+        return [_Assignee(review_id, None, "", "", "", person, pool, until, None, *named)
+                for review_id, person, pool, until, *named in rows]  # fmt: skip
+    return [_Assignee(org_id, position, kind, application, reason, person, pool, None, hours, *named)
+            for org_id, position, kind, application, reason, person, pool, hours, *named in rows]  # fmt: skip
+
+
 def reservations_of(reviews: Sequence[Review], now: datetime) -> dict[int, Reservation]:
     """`reservation_of` for many reviews (a queue page's rows) in two queries: the assignments by hand and the orgs'
     rules, each read with whom it names and the members of the pool it names (not as instances of either: a queue
     page reads this on every refresh)."""
-    members = ArraySubquery(Pool.members.through.objects.filter(pool_id=OuterRef("pool_id")).values("user_id"))
-    names = {"person_name": F(f"person__{get_user_model().USERNAME_FIELD}"), "pool_name": F("pool__name")}
-    by_hand = {
-        assignment.review_id: assignment
-        for assignment in Assignment.objects.filter(review_id__in=[review.pk for review in reviews])
-        .only("review_id", "person_id", "pool_id", "until")
-        .annotate(members=members, **names)
-    }
-    org_ids = {review.org_id for review in reviews}
-    rules = list(
-        AssignmentRule.objects.filter(org_id__in=org_ids)
-        .only("org_id", "position", "kind", "application", "reason", "person_id", "pool_id", "hours")
-        .annotate(members=members, **names)
-        .order_by("position")
-    )
+    if not reviews:
+        return {}
+    by_hand = {assignee.key: assignee for assignee in _assignees(Assignment, [review.pk for review in reviews])}
+    rules = _assignees(AssignmentRule, {review.org_id for review in reviews})
     reservations = {}
     for review in reviews:
         assignment = by_hand.get(review.pk)
         if assignment is not None:
             assignee, until, position = assignment, assignment.until, None
         else:
-            assignee = next((r for r in rules if r.org_id == review.org_id and _rule_matches(r, review)), None)
+            assignee = next((r for r in rules if r.key == review.org_id and _rule_matches(r, review)), None)
             if assignee is None:
                 continue
             until, position = _rule_until(assignee, review.routed_at), assignee.position
@@ -100,30 +152,54 @@ def reservations_of(reviews: Sequence[Review], now: datetime) -> dict[int, Reser
     return reservations
 
 
-def reserved_q(org_id: int, user_id: int, now: datetime, *, mine: bool) -> Q | None:
+def rules_for(org_id: int, user_id: int) -> list[AssignmentRule]:
+    """The org's assignment rules in position order, each read with whether it names `user_id` by a pool of theirs
+    (`in_their_pool`), in one query."""
+    in_their_pool = Exists(Pool.members.through.objects.filter(pool_id=OuterRef("pool_id"), user_id=user_id))
+    return list(AssignmentRule.objects.filter(org_id=org_id).annotate(in_their_pool=in_their_pool).order_by("position"))
+
+
+def _names(rule: AssignmentRule, user_id: int) -> bool:
+    return rule.person_id == user_id or rule.in_their_pool
+
+
+def _theirs(user_id: int) -> Q:
+    """Assignments by hand to `user_id` or to a pool of theirs: their pools as a subquery rather than read first."""
+    return Q(person_id=user_id) | Q(pool_id__in=Pool.members.through.objects.filter(user_id=user_id).values("pool_id"))
+
+
+def by_hand_reserved(user_id: int, now: datetime, *, mine: bool) -> Subquery:
+    """Per review: whether its assignment by hand reserves it now for `user_id` (`mine`) or for others (not `mine`),
+    or null when it has none. A review has at most one, and it overrides every rule."""
+    live = Q(until__isnull=True) | Q(until__gt=now)
+    theirs = _theirs(user_id)
+    # A CASE, not the condition itself: a null pool or person would make it null, which COALESCE passes over.
+    reserved = Case(When(live & (theirs if mine else ~theirs), then=True), default=False)
+    return Subquery(Assignment.objects.filter(review_id=OuterRef("pk")).values(reserved=reserved)[:1])
+
+
+def reserved_q(
+    org_id: int, user_id: int, now: datetime, *, mine: bool, rules: list[AssignmentRule] | None = None
+) -> Q | None:
     """Reviews (of one org) reserved now for `user_id` (`mine`: the queue's "assigned to me" filter), or for people
     other than them (not `mine`: what claim next passes over). None for `mine` when nothing can be reserved for them
-    (no assignment by hand names them, no rule does): the filter then lists nothing without walking the queue."""
-    pools = set(Pool.objects.filter(org_id=org_id, members=user_id).values_list("pk", flat=True))
-    theirs = Q(person_id=user_id) | Q(pool_id__in=pools)
-    live = Q(until__isnull=True) | Q(until__gt=now)
-    rules = list(AssignmentRule.objects.filter(org_id=org_id).order_by("position"))
-    named_by_a_rule = any(rule.person_id == user_id or rule.pool_id in pools for rule in rules)
-    held_by_hand = Assignment.objects.filter(theirs, live, org_id=org_id)
-    if mine and not named_by_a_rule and not held_by_hand.exists():
-        return None
-    # A review has at most one assignment by hand, and it overrides every rule: read as one value per row (true, false,
-    # or null without one), an index probe for each row the scan reads. As EXISTS beside the rules' CASE, the planner
-    # hashed every assignment of the table before reading the first row (bench/README.md, bench_queue).
-    # (A CASE, not the condition itself: a null pool or person would make it null, which COALESCE passes over.)
-    reserved_by_hand = Case(When(live & (theirs if mine else ~theirs), then=True), default=False)
-    by_hand = Subquery(Assignment.objects.filter(review_id=OuterRef("pk")).values(reserved=reserved_by_hand)[:1])
+    (no assignment by hand names them, no rule does): the filter then lists nothing without walking the queue.
+    `rules`: the org's as `rules_for` reads them for `user_id`, when the caller has read them."""
+    if rules is None:
+        rules = rules_for(org_id, user_id)
+    if mine and not any(_names(rule, user_id) for rule in rules):
+        live = Q(until__isnull=True) | Q(until__gt=now)
+        if not Assignment.objects.filter(_theirs(user_id), live, org_id=org_id).exists():
+            return None
+    # Read as one value per row (true, false, or null without one), an index probe for each row the scan reads. As
+    # EXISTS beside the rules' CASE, the planner hashed every assignment of the table before reading the first row
+    # (bench/README.md, bench_queue).
+    by_hand = by_hand_reserved(user_id, now, mine=mine)
     # The first rule that matches decides: one CASE, in position order (a WHEN per rule, so the expression grows
     # with the rules, not with their square).
     whens = []
     for rule in rules:
-        is_theirs = rule.person_id == user_id or rule.pool_id in pools
-        if is_theirs != mine:
+        if _names(rule, user_id) != mine:
             in_force = Value(False)
         elif rule.hours is None:
             in_force = Value(True)
@@ -132,6 +208,21 @@ def reserved_q(org_id: int, user_id: int, now: datetime, *, mine: bool) -> Q | N
         whens.append(When(selected_q(rule), then=in_force))
     by_rule = Case(*whens, default=Value(False), output_field=BooleanField()) if whens else Value(False)
     return Q(Coalesce(by_hand, by_rule, output_field=BooleanField()))
+
+
+def reserved_for_others(
+    review: Review, *, by_hand: bool | None, rules: list[AssignmentRule], user_id: int, now: datetime
+) -> bool:
+    """`reservation_of`'s answer to whether `user_id` may not claim the review (reserved now for others), from its
+    assignment by hand as `by_hand_reserved` read it (not `mine`) and the org's rules as `rules_for` read them: for a
+    row claim next has locked, without reading the rules again."""
+    if by_hand is not None:
+        return by_hand
+    rule = next((rule for rule in rules if _rule_matches(rule, review)), None)
+    if rule is None:
+        return False
+    until = _rule_until(rule, review.routed_at)
+    return (until is None or until > now) and not _names(rule, user_id)
 
 
 # --- assigning ------------------------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from functools import cache
+from functools import cache, lru_cache
 from typing import Any
 
 from django.contrib.postgres.expressions import ArraySubquery
@@ -42,7 +42,7 @@ from grading.reviews.reads import review_slots
 from grading.reviews.rollups import slices_seen
 from reviewer.access import reaches_from, reaches_of
 from reviewer.models import AssignmentRule, Claim, Invitation, Membership
-from reviewer.queue.assignments import QUEUE_ROLES, reserved_q
+from reviewer.queue.assignments import QUEUE_ROLES, by_hand_reserved, reserved_for_others, reserved_q, rules_for
 
 PAGE_SIZE = 25  # a screenful: operators work from the top; j/k and paging reach the rest
 COUNT_CAP = 100  # counts above this read "100+": exact where it matters, a bounded read where it does not
@@ -252,14 +252,14 @@ def queue_rows(
         priority = PRIORITIES[lane.version.kind]
         if (after and priority < after[0]) or (before and priority > before[0]):
             continue
-        reviews = lane.reviews(filters)
-        if isinstance(reviews, EmptyQuerySet):
+        at_cursor = (after and priority == after[0]) or (before and priority == before[0])
+        if not at_cursor and not backwards and lane.assigned is None:
+            composed = _range_from_start(lane, filters, limit)
+        else:
+            composed = _range(lane, filters, order, limit, after=after, before=before)
+        if composed is None:
             continue
-        if after and priority == after[0]:
-            reviews = reviews.filter(_beyond(after, "gt"))
-        if before and priority == before[0]:
-            reviews = reviews.filter(_beyond(before, "lt"))
-        sql, lane_params = reviews.order_by(*order).values_list("pk")[:limit].query.sql_with_params()
+        sql, lane_params = composed
         ranges.append(f"SELECT %s::int AS lane, %s::int AS priority, picked.id FROM ({sql}) picked(id)")  # noqa: S608
         params += [number, priority, *lane_params]
     if not ranges:
@@ -295,6 +295,30 @@ def queue_rows(
             Review.conversation.field.set_cached_value(review, _instance(Conversation, item))
         reviews.append(review)
     return reviews
+
+
+def _range(
+    lane: Lane, filters: QueueFilters, order: tuple, limit: int, *, after: Key | None, before: Key | None
+) -> tuple[str, tuple] | None:
+    """A lane's range in `order` up to `limit`, past the cursor at its priority, as SQL and its parameters (the ids
+    alone); None when the lane is empty by its definition."""
+    reviews = lane.reviews(filters)
+    if isinstance(reviews, EmptyQuerySet):
+        return None
+    priority = PRIORITIES[lane.version.kind]
+    if after and priority == after[0]:
+        reviews = reviews.filter(_beyond(after, "gt"))
+    if before and priority == before[0]:
+        reviews = reviews.filter(_beyond(before, "lt"))
+    return reviews.order_by(*order).values_list("pk")[:limit].query.sql_with_params()
+
+
+@lru_cache(maxsize=1024)
+def _range_from_start(lane: Lane, filters: QueueFilters, limit: int) -> tuple[str, tuple] | None:
+    """`_range` from the lane's start in queue order: the same SQL and parameters for every request of the lane and
+    filters (a lane's version is active, its reservation filter none), so composed once per process rather than on
+    each first page and each htmx refresh (bench/README.md, bench_queue)."""
+    return _range(lane, filters, ORDER, limit, after=None, before=None)
 
 
 def _beyond(key: Key, op: str) -> Q:
@@ -399,9 +423,10 @@ def queue_first_free(
     user_id: int,
     now: datetime,
     passed_over: Sequence[int],
+    rules: dict[int, list[AssignmentRule]] | None = None,
 ) -> Review | None:
     """The first item with a place for this person, in queue order (the page's: `ORDER`, priority by priority), its
-    row locked FOR UPDATE and read afresh with its state, org and item (as `services.locked_review` reads one); a row
+    row locked FOR UPDATE and read afresh with its state and org (`_locked`); a row
     another claimer has locked is skipped (SKIP LOCKED). Run inside the claim's
     transaction. The rows it passes are the ones the page marks as not this person's to claim
     (reviewer/queue/display.py `not_claimable`): the SQL form of that rule, held equal to it by
@@ -414,19 +439,27 @@ def queue_first_free(
     3. Lock the first that has one, skipping a row another claimer holds locked. The claim looks again under the
        lock, so this only has to be right about what it picks first.
     Priority by priority; across lanes (orgs, applications), the oldest of each lane's first free item (the other
-    rows stay locked only until the transaction ends)."""
+    rows stay locked only until the transaction ends).
+
+    `rules`: per org, its assignment rules as `rules_for` reads them for this person, filled here as each org is
+    first read, so that the claim can ask of the locked row whether it is reserved for others (`claim_standing`)
+    without reading them again."""
     claims = Claim.objects.filter(review_id=OuterRef("pk"))
     theirs = claims.filter(holder_id=user_id)
     answered = Answer.objects.filter(review_id=OuterRef("pk"), person_id=user_id)
     by_priority: dict[int, list[Review]] = {}
-    reserved: dict[int, Q | None] = {}  # per org: read its rules and the person's pools once
+    if rules is None:
+        rules = {}
+    reserved: dict[int, Q | None] = {}  # per org: read its rules once
     for lane in lanes:
         version = lane.version
         priority = PRIORITIES[version.kind]
         if by_priority and priority > min(by_priority):
             break
         if version.org_id not in reserved:
-            reserved[version.org_id] = reserved_q(version.org_id, user_id, now, mine=False)
+            if version.org_id not in rules:
+                rules[version.org_id] = rules_for(version.org_id, user_id)
+            reserved[version.org_id] = reserved_q(version.org_id, user_id, now, mine=False, rules=rules[version.org_id])
         rows = lane.reviews(filters).exclude(pk__in=list(passed_over)).exclude(reserved[version.org_id])
         rows = rows.exclude(Exists(theirs.filter(end=Claim.End.DECLINED)))
         rows = rows.exclude(Exists(theirs.filter(ended_at__isnull=True, expires_at__gt=now)))
@@ -473,10 +506,42 @@ def _holders_in_order(now: datetime) -> QuerySet[Claim]:
 
 
 def _locked(review_id: int) -> Review | None:
-    """The review with what a claim reads of it (`Review.objects.with_state()`, its org and item), its row locked;
-    None when another transaction holds it locked (someone is claiming it)."""
+    """The review with what a claim reads of it (`Review.objects.with_state()` and its org; not its item, which
+    nothing a claim writes reads), its row locked; None when another transaction holds it locked (someone is
+    claiming it)."""
     locked = Review.objects.with_state().select_for_update(of=("self",), skip_locked=True)
-    return locked.select_related("org", "conversation", "draft").filter(pk=review_id).first()
+    return locked.select_related("org").filter(pk=review_id).first()
+
+
+@dataclass(frozen=True)
+class Standing:
+    """Who is on a locked item as it stands, read afresh under its row lock: whether this person may claim it."""
+
+    slots: Slots
+    expired: bool  # an open claim on it ran out, its end not yet recorded
+    reserved_for_others: bool
+
+
+def claim_standing(review: Review, now: datetime, *, user_id: int, rules: list[AssignmentRule]) -> Standing:
+    """What claim next asks of the row it locked, in one statement after the lock (so it sees every claim, answer
+    and assignment committed before the lock was granted): who answered it and who holds it (`Slots`), whether a
+    claim on it expired unrecorded, and whether it is reserved now for people other than `user_id`: its assignment
+    by hand read here, the org's `rules` as `queue_first_free` read them (`reserved_for_others`)."""
+    expired = Claim.objects.filter(review_id=OuterRef("pk"), ended_at__isnull=True, expires_at__lte=now)
+    answered_by, holders, has_expired, by_hand = (
+        Review.objects.filter(pk=review.pk)
+        .annotate(
+            answered_by=ArraySubquery(_answers_in_order),
+            holders=ArraySubquery(_holders_in_order(now)),
+            has_expired=Exists(expired),
+            by_hand=by_hand_reserved(user_id, now, mine=False),
+        )
+        .values_list("answered_by", "holders", "has_expired", "by_hand")
+        .get()
+    )
+    slots = Slots(review_slots(review), tuple(answered_by), tuple(holders))
+    for_others = reserved_for_others(review, by_hand=by_hand, rules=rules, user_id=user_id, now=now)
+    return Standing(slots, has_expired, for_others)
 
 
 @dataclass(frozen=True)

@@ -36,12 +36,13 @@ from grading.reviews.services import (
     answer_record,
     decision_record,
 )
-from reviewer.models import Claim, Preferences
+from reviewer.models import AssignmentRule, Claim, Preferences
 from reviewer.queue.assignments import reservation_of
 from reviewer.queue.display import stale_reason
 from reviewer.queue.reads import (
     NO_FILTERS,
     QueueFilters,
+    claim_standing,
     operator_reaches,
     queue_first_free,
     queue_lanes,
@@ -95,19 +96,18 @@ def claim_next(
     lanes = queue_lanes(queue_versions(reaches), reaches, filters, user_id=user.pk, now=now)
     with transaction.atomic():  # the row lock lasts until the claim is written
         passed_over: list[int] = []
+        rules: dict[int, list[AssignmentRule]] = {}  # per org, as the scan read them
         while True:
-            review = queue_first_free(lanes=lanes, filters=filters, user_id=user.pk, now=now, passed_over=passed_over)
+            review = queue_first_free(
+                lanes=lanes, filters=filters, user_id=user.pk, now=now, passed_over=passed_over, rules=rules
+            )
             if review is None:
                 return None
-            reservation = reservation_of(review, now)
-            if (
-                not _waiting(review)
-                or slots_now(review, now).place_for(user.pk) is not None
-                or (reservation is not None and not reservation.allows(user.pk))
-            ):
-                passed_over.append(review.pk)
-                continue
-            return _open_claim(review, user, now, via="next")
+            if _waiting(review):
+                standing = claim_standing(review, now, user_id=user.pk, rules=rules[review.org_id])
+                if standing.slots.place_for(user.pk) is None and not standing.reserved_for_others:
+                    return _open_claim(review, user, now, via="next", expired=standing.expired)
+            passed_over.append(review.pk)
 
 
 def claim_take(
@@ -224,9 +224,13 @@ def _refuse_unless_open(review: Review) -> None:
         raise Refused("changed", f"The item changed since it was queued, so it left the queue. {stale_reason(review)}")
 
 
-def _open_claim(review: Review, user: AbstractBaseUser, now: datetime, *, via: str) -> Claim:
-    for expired in Claim.objects.filter(review_id=review.pk, ended_at__isnull=True, expires_at__lte=now):
-        _end_expired(expired, review, now, noticed_by=user)
+def _open_claim(
+    review: Review, user: AbstractBaseUser, now: datetime, *, via: str, expired: bool | None = None
+) -> Claim:
+    """`expired`: whether an open claim on the review ran out unrecorded, when the caller read it under the lock."""
+    if expired is not False:
+        for claim in Claim.objects.filter(review_id=review.pk, ended_at__isnull=True, expires_at__lte=now):
+            _end_expired(claim, review, now, noticed_by=user)
     claim = Claim.objects.create(
         org_id=review.org_id, review_id=review.pk, holder=user, claimed_at=now, expires_at=now + lease_length()
     )
