@@ -13,6 +13,7 @@ from django.core.exceptions import PermissionDenied
 from django.db.models import Count, OuterRef, Subquery
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
@@ -25,6 +26,7 @@ from grading.reviews.blind import reviews_blind
 from reviewer.access import EVERY_ROLE, found, org_named, reaches_of, role_required, setup_org_ids
 from reviewer.dashboards.display import item_url
 from reviewer.models import Role
+from reviewer.monitors.display import history_html, items_html, monitors_html
 from reviewer.monitors.forms import MonitorForm, MonitorRemoveForm, PageForm, shown_settings
 from reviewer.pages import bad_request
 from reviewer.queue.assignments import QUEUE_ROLES
@@ -92,7 +94,7 @@ def monitors(request: HttpRequest) -> HttpResponse:
     total = sum(states.values())
     last = max(1, -(-total // MONITORS_SHOWN))
     context = {
-        "rows": [(m, latest.get(m.pk), _figure_shown(m, latest.get(m.pk))) for m in rows],
+        "monitor_rows": monitors_html([(m, latest.get(m.pk), _figure_shown(m, latest.get(m.pk))) for m in rows]),
         "states": [(label, states[state]) for state, label in STATES_SHOWN if states.get(state)],
         "total": total,
         "pages": {
@@ -133,7 +135,10 @@ def monitor_detail(request: HttpRequest, pk: int) -> HttpResponse:
             name: figure_text(monitor.figure, getattr(monitor, name))
             for name in ("warning_level", "alert_level", "margin")
         },  # fmt: skip
-        "history": [(evaluation, figure_text(monitor.figure, evaluation.value)) for evaluation in history],
+        "history_rows": history_html(
+            [(evaluation, figure_text(monitor.figure, evaluation.value)) for evaluation in history],
+            items_url=reverse("monitor_items", args=[monitor.pk]),
+        ),
         "changes": monitor.org_id in setup_org_ids(request.user),
         "nav_active": "monitors",
     }
@@ -176,7 +181,7 @@ def monitor_items(request: HttpRequest, pk: int) -> HttpResponse:
         "monitor": monitor,
         "evaluation": evaluation,
         "at": at,
-        "rows": [(review, item_url(review, queue_reach=queue_reach)) for review in shown],
+        "item_rows": items_html([(review, item_url(review, queue_reach=queue_reach)) for review in shown]),
         "withheld": len(reviews) - len(shown),
         "pages": {
             "page": page,

@@ -202,3 +202,12 @@ def test_the_items_behind_a_figure_come_a_page_at_a_time_newest_first(client_for
     assert f'href="?evaluation={evaluation.pk}&amp;page=1">newer</a>' in second and ">older</a>" not in second
     assert len(first_queries) == len(second_queries)  # a row's fields come with it: no query per row
     assert client.get(url, {"page": "0"}).status_code == 400
+
+
+def test_a_monitors_name_and_org_are_shown_as_text_in_the_list(client_for, org, stakeholder):
+    org.name = "<i>Acme</i>"
+    org.save()
+    monitor(org, '<img src=x onerror="alert(1)">')
+    page = client_for(stakeholder).get(reverse("monitors")).content.decode()
+    assert "&lt;img src=x" in page and "<img src=x" not in page
+    assert "&lt;i&gt;Acme&lt;/i&gt;" in page

@@ -1,0 +1,93 @@
+"""The monitors' long tables, a row at a time: the list, a monitor's history and the items behind its figure. Written in
+Python rather than as the templates' loops, as the queue's rows are: the template engine's nodes cost most of each
+page's CPU (bench/README.md, bench_monitors). Every value is escaped; item ids and applications are shown as
+`untrusted` shows them."""
+
+from datetime import datetime
+
+from django.template.defaultfilters import floatformat
+from django.urls import reverse
+from django.utils.html import conditional_escape as e
+from django.utils.safestring import SafeString, mark_safe
+from django.utils.timezone import localtime
+
+from grading.models import ItemKind, Monitor, MonitorEvaluation, Review
+from reviewer.templatetags.untrusted import untrusted
+
+
+def monitors_html(rows: list[tuple[Monitor, MonitorEvaluation | None, str]]) -> SafeString:
+    """The list's monitors, each with its latest evaluation (None before the first) and that one's figure shown."""
+    return mark_safe("".join(_monitor_row(*row) for row in rows))  # noqa: S308 - every value is escaped by its row
+
+
+def _monitor_row(monitor: Monitor, latest: MonitorEvaluation | None, shown: str) -> str:
+    state = e(monitor.get_state_display()) if monitor.state else "not evaluated yet"
+    figure, n = "–", "–"
+    if latest is not None:
+        figure = f'<a href="{reverse("monitor_items", args=[monitor.pk])}?evaluation={latest.pk}">{e(shown)}</a>'
+        n = str(latest.n)
+    return (
+        f'\n    <tr data-monitor="{monitor.pk}">\n'
+        f"      <td>{e(monitor.org.name)}</td>\n"
+        f'      <td><a href="{reverse("monitor_detail", args=[monitor.pk])}">{e(monitor.name)}</a></td>\n'
+        f'      <td><span class="pill monitor-state {e(monitor.state or "pending")}">{state}</span></td>\n'
+        f"      <td>{figure}</td>\n"
+        f"      <td>{n}</td>\n"
+        f"      <td>{_minute(monitor.state_since) if monitor.state_since else '–'}</td>\n"
+        f"      <td>{_minute(monitor.evaluated_at) if monitor.evaluated_at else '–'}</td>\n"
+        "    </tr>"
+    )
+
+
+def history_html(history: list[tuple[MonitorEvaluation, str]], *, items_url: str) -> SafeString:
+    """A monitor's evaluations, newest first, each with its figure (`shown`) linking to the items behind it."""
+    rows = "".join(_evaluation_row(evaluation, shown, items_url) for evaluation, shown in history)
+    return mark_safe(rows)  # noqa: S308 - every value is escaped by its row
+
+
+def _evaluation_row(evaluation: MonitorEvaluation, shown: str, items_url: str) -> str:
+    told = f"changed from {e(evaluation.get_previous_display() or 'nothing')}" if evaluation.changed else "–"
+    state = f'<span class="pill monitor-state {e(evaluation.state)}">{e(evaluation.get_state_display())}</span>'
+    return (
+        f'\n    <tr data-evaluation="{evaluation.pk}">\n'
+        f"      <td>{_minute(evaluation.at)}</td>\n"
+        f'      <td><a href="{e(items_url)}?evaluation={evaluation.pk}" class="figure-link">{e(shown)}</a></td>\n'
+        f"      <td>{evaluation.n}</td>\n"
+        f"      <td>{state}</td>\n"
+        f"      <td>{told}</td>\n"
+        "    </tr>"
+    )
+
+
+def items_html(rows: list[tuple[Review, str]]) -> SafeString:
+    """The reviews behind a figure, each with where its row leads (`url`, empty for none)."""
+    return mark_safe("".join(_item_row(review, url) for review, url in rows))  # noqa: S308 - escaped by each row
+
+
+def _item_row(review: Review, url: str) -> str:
+    link = f'<a href="{e(url)}" class="item-link">{review.pk}</a>' if url else str(review.pk)
+    if review.kind == ItemKind.DRAFT:
+        item = untrusted(review.draft.external_id)
+        said = floatformat(review.score, 1) if review.score is not None else ""
+    else:
+        item = f'{untrusted(review.conversation.external_id)} <span class="sub">{untrusted(review.application)}</span>'
+        said = " · ".join(f"{e(name)} {e(_verdict(check))}" for name, check in review.checks.items())
+    return (
+        f'\n    <tr data-review="{review.pk}">\n'
+        f"      <td>{link}</td>\n"
+        f"      <td>{item}</td>\n"
+        f'      <td><span class="{e(review.route)}">{e(review.get_route_display())}</span></td>\n'
+        f"      <td>{said}</td>\n"
+        f"      <td>{e(review.state_now)}</td>\n"
+        f"      <td>{_minute(review.finished_at)}</td>\n"
+        "    </tr>"
+    )
+
+
+def _minute(moment: datetime) -> str:
+    """As the templates' `date:"Y-m-d H:i"` shows it: in the current time zone."""
+    return localtime(moment).strftime("%Y-%m-%d %H:%M")
+
+
+def _verdict(check: object) -> object:
+    return check.get("verdict", "") if isinstance(check, dict) else ""
