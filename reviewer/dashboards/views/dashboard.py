@@ -15,6 +15,7 @@ from grading.dashboard.certified import certified_figures
 from grading.dashboard.compare import dimension_values
 from grading.dashboard.figures import (
     AGREEMENT_METRICS,
+    PAGE_METRICS,
     SECTIONS,
     InvalidScope,
     Scope,
@@ -76,7 +77,7 @@ def dashboard(request: HttpRequest) -> HttpResponse:
     if scope.application and scope.application not in applications:  # a typo would read as an all-zero page
         return bad_filter(request, "application", f"{org.name} has no application named {scope.application!r}.")
     dimensions = slice_choices(org, scope.reach or Reach(org.pk))
-    counters = counters_for(scope)  # one read of the scope's counters for every panel
+    counters = counters_for(scope, metrics=PAGE_METRICS)  # one read of the scope's counters for every panel
     # The statistics of agreement wait folded under their sections, each loaded when opened (`dashboard_statistics`):
     # the first screen says in words only what the audit sample's conversations give.
     figures = dashboard_figures(scope, counters=counters, sections=[s for s in SECTIONS if s != "agreement"])
