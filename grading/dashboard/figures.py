@@ -227,7 +227,7 @@ class Counters:
 
 def counters_for(scope: Scope, rows: dict[SlicedKey, int] | None = None, *, metrics: Collection[str] = ()) -> Counters:
     """The scope's counters (of its slice) from the rollup, or from `rows` (e.g. `live_counters`, to check the
-    rollup); from the rollup, only those of `metrics` when some are named (`AGREEMENT_METRICS`)."""
+    rollup); from the rollup, only those of `metrics` when some are named (`PAGE_METRICS`, `STATISTICS_METRICS`)."""
     active = {cv.kind: cv for cv in CriteriaVersion.objects.filter(org=scope.org, is_active=True)}
     if rows is None:
         read = scope_counters(
@@ -524,42 +524,58 @@ def staleness_figures(c: Counters) -> dict:
 AGREEMENT_KINDS = (ItemKind.CONVERSATION, ItemKind.DRAFT)
 
 
+# The two parts of the agreement figures: the judge against people in each sample, people against each other (the
+# page's two statistics sections, each read alone: `STATISTICS_METRICS`).
+JUDGE, PEOPLE = "samples", "people"
+
+
 def agreement_figures(
-    c: Counters, *, kinds: Sequence[str] = AGREEMENT_KINDS, samples: Sequence[str] = GROUPS, first_screen: bool = False
+    c: Counters,
+    *,
+    kinds: Sequence[str] = AGREEMENT_KINDS,
+    samples: Sequence[str] = GROUPS,
+    parts: Collection[str] = (JUDGE, PEOPLE),
+    first_screen: bool = False,
 ) -> dict:
     """Per kind (under its active criteria version), per sample, per check the version asks: the confusion table
     over the check's answers and its figures (nominal kappa; for a score check, weighted kappa and ordinal alpha
-    beside them); of `kinds` and `samples` only when asked, and of people's agreement only how often they agree
-    when `first_screen` (`agreement_headline`)."""
+    beside them), and people against each other; of `kinds`, `samples` and `parts` only when asked, and of people's
+    agreement only how often they agree when `first_screen` (`agreement_headline`)."""
     out = {}
     for kind in kinds:
         asked = c.asked(kind).checks if kind == ItemKind.CONVERSATION else []
         answers = {check.key: check.answers for check in asked} | {PASS_FAIL: machine_categories(kind)}
-        groups = {}
-        for group in samples:
-            pairs: dict[str, Counter] = defaultdict(Counter)
-            for (_, _, _, _, _, _, check, pair), n in c.pick(kind, f"agree_{group}"):
-                machine, _, human = pair.partition(">")
-                pairs[check][(machine, human)] += n
-            per_check = {}
-            for check, categories in answers.items():
-                if _people_answer_on(kind, group, check):
-                    per_check[check] = _judge_against_people(asked, check, categories, pairs[check])
-            if kind == ItemKind.CONVERSATION:
-                # Pooled over the verdict checks (pass, fail or unknown each): a category or a score pools with none.
-                verdicts = [check.key for check in asked if check.kind == AnswerKind.VERDICT]
-                pooled = sum((pairs[check] for check in verdicts), Counter())
-                per_check["all_checks"] = agreement_of(VERDICTS, pooled).as_json()
-            groups[group] = {"label": GROUP_LABELS[group], "checks": per_check}
         out[kind] = {
             "criteria_version": c.active[kind].number if kind in c.active else None,
             "asked": [check_described(check) for check in asked],
-            "samples": groups,
-            "people": people_figures(
-                c, kind, answers, asked, samples=[s for s in PEOPLE_SAMPLES if s in samples], first_screen=first_screen
-            ),
         }
+        if JUDGE in parts:
+            out[kind][JUDGE] = {group: _judge_in_sample(c, kind, group, asked, answers) for group in samples}
+        if PEOPLE in parts:
+            out[kind][PEOPLE] = people_figures(
+                c, kind, answers, asked, samples=[s for s in PEOPLE_SAMPLES if s in samples], first_screen=first_screen
+            )
     return out
+
+
+def _judge_in_sample(
+    c: Counters, kind: str, group: str, asked: Sequence[CheckDefinition], answers: dict[str, Sequence[str]]
+) -> dict:
+    """The judge against people in one sample, per check, with the verdict checks pooled for conversations."""
+    pairs: dict[str, Counter] = defaultdict(Counter)
+    for (_, _, _, _, _, _, check, pair), n in c.pick(kind, f"agree_{group}"):
+        machine, _, human = pair.partition(">")
+        pairs[check][(machine, human)] += n
+    per_check = {}
+    for check, categories in answers.items():
+        if _people_answer_on(kind, group, check):
+            per_check[check] = _judge_against_people(asked, check, categories, pairs[check])
+    if kind == ItemKind.CONVERSATION:
+        # Pooled over the verdict checks (pass, fail or unknown each): a category or a score pools with none.
+        verdicts = [check.key for check in asked if check.kind == AnswerKind.VERDICT]
+        pooled = sum((pairs[check] for check in verdicts), Counter())
+        per_check["all_checks"] = agreement_of(VERDICTS, pooled).as_json()
+    return {"label": GROUP_LABELS[group], "checks": per_check}
 
 
 def agreement_headline(c: Counters) -> dict:
@@ -613,11 +629,14 @@ PEOPLE_SAMPLES = {
     "unsure": PeopleCounters("people_unsure", "people_split_unsure", "agree_people_unsure", "people_pair_unsure"),
     "label": PeopleCounters("people_label", "people_split", "agree_people"),
 }
-# The counters `agreement_figures` reads: a request for its figures alone reads no other.
-AGREEMENT_METRICS = frozenset(
-    [f"agree_{group}" for group in GROUPS]
-    + [name for people in PEOPLE_SAMPLES.values() for name in (people.patterns, people.judge, people.pairs) if name]
-)
+# The counters each part of `agreement_figures` reads: a request for those figures alone reads no other.
+STATISTICS_METRICS = {
+    JUDGE: frozenset(f"agree_{group}" for group in GROUPS),
+    PEOPLE: frozenset(
+        name for people in PEOPLE_SAMPLES.values() for name in (people.patterns, people.judge, people.pairs) if name
+    ),
+}
+AGREEMENT_METRICS = STATISTICS_METRICS[JUDGE] | STATISTICS_METRICS[PEOPLE]
 # The counters the page reads: every metric but those only the statistics sections it folds show (read when one is
 # opened) and the split items' (read by the lists); of people's agreement, what `agreement_headline` says.
 HEADLINE_METRICS = frozenset({"agree_audit", PEOPLE_SAMPLES["audit"].patterns})

@@ -14,6 +14,8 @@ from grading.core.weeks import monday
 from grading.dashboard.figures import (
     PAGE_METRICS,
     SECTIONS,
+    STATISTICS_METRICS,
+    agreement_figures,
     agreement_headline,
     counters_for,
     dashboard_figures,
@@ -48,6 +50,10 @@ def test_the_first_screen_says_the_figures_in_words_and_folds_the_statistics(
     read = [dashboard_figures(world_scope(org), counters=c, sections=sections) for c in (page, every)]
     assert read[0] | {"generated_at": None} == read[1] | {"generated_at": None}
     assert agreement_headline(page) == agreement_headline(every)
+    whole = agreement_figures(every)
+    for part, metrics in STATISTICS_METRICS.items():  # so does each statistics section, from its part's counters
+        alone = agreement_figures(counters_for(world_scope(org), metrics=metrics), parts=(part,))
+        assert {kind: figures[part] for kind, figures in alone.items()} == {k: f[part] for k, f in whole.items()}
     url = f"{reverse('dashboard')}?org={org.slug}&from=2026-W46&to={iso(monday(timezone.now()))}"
     html = client_for(stakeholder).get(url).content.decode()
     words = html.split('id="in-words"', 1)[1].split("</ul>", 1)[0]
