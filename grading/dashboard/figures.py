@@ -24,13 +24,13 @@ from grading.core.weeks import iso_week, monday, week_named, weeks_before
 from grading.dashboard.regrade import regrade_progress
 from grading.delivery.evaluations import evaluation_export_status
 from grading.figures.agreement import agreement_of
-from grading.figures.definitions import PASS_FAIL, VERDICTS, machine_categories, pattern_counts, slice_key
+from grading.figures.definitions import METRICS, PASS_FAIL, VERDICTS, machine_categories, pattern_counts, slice_key
 from grading.figures.expressions import OVER, WAIT_BUCKETS
 from grading.figures.raters import jackknife_interval, krippendorff_alpha, people_agreement, score_agreement
 from grading.models import CriteriaVersion, GradingRun, ItemKind, Org, Review, ReviewState, Route, state_now
 from grading.models.criteria import default_checks
 from grading.models.reach import Reach
-from grading.reviews.rollups import ERASED, Key, SlicedKey, rollup_last_rebuild, scope_counters, slice_of
+from grading.reviews.rollups import ERASED, THUMBS, Key, SlicedKey, rollup_last_rebuild, scope_counters, slice_of
 
 DEFAULT_WEEKS = 8
 MAX_WEEKS = 104
@@ -227,7 +227,7 @@ class Counters:
 
 def counters_for(scope: Scope, rows: dict[SlicedKey, int] | None = None, *, metrics: Collection[str] = ()) -> Counters:
     """The scope's counters (of its slice) from the rollup, or from `rows` (e.g. `live_counters`, to check the
-    rollup); from the rollup, only those of `metrics` when some are named (`AGREEMENT_METRICS`)."""
+    rollup); from the rollup, only those of `metrics` when some are named (`PAGE_METRICS`, `STATISTICS_METRICS`)."""
     active = {cv.kind: cv for cv in CriteriaVersion.objects.filter(org=scope.org, is_active=True)}
     if rows is None:
         read = scope_counters(
@@ -524,44 +524,67 @@ def staleness_figures(c: Counters) -> dict:
 AGREEMENT_KINDS = (ItemKind.CONVERSATION, ItemKind.DRAFT)
 
 
-def agreement_figures(c: Counters, *, kinds: Sequence[str] = AGREEMENT_KINDS, samples: Sequence[str] = GROUPS) -> dict:
+# The two parts of the agreement figures: the judge against people in each sample, people against each other (the
+# page's two statistics sections, each read alone: `STATISTICS_METRICS`).
+JUDGE, PEOPLE = "samples", "people"
+
+
+def agreement_figures(
+    c: Counters,
+    *,
+    kinds: Sequence[str] = AGREEMENT_KINDS,
+    samples: Sequence[str] = GROUPS,
+    parts: Collection[str] = (JUDGE, PEOPLE),
+    first_screen: bool = False,
+) -> dict:
     """Per kind (under its active criteria version), per sample, per check the version asks: the confusion table
     over the check's answers and its figures (nominal kappa; for a score check, weighted kappa and ordinal alpha
-    beside them); of `kinds` and `samples` only when asked (`agreement_headline`)."""
+    beside them), and people against each other; of `kinds`, `samples` and `parts` only when asked, and of people's
+    agreement only how often they agree when `first_screen` (`agreement_headline`)."""
     out = {}
     for kind in kinds:
         asked = c.asked(kind).checks if kind == ItemKind.CONVERSATION else []
         answers = {check.key: check.answers for check in asked} | {PASS_FAIL: machine_categories(kind)}
-        groups = {}
-        for group in samples:
-            pairs: dict[str, Counter] = defaultdict(Counter)
-            for (_, _, _, _, _, _, check, pair), n in c.pick(kind, f"agree_{group}"):
-                machine, _, human = pair.partition(">")
-                pairs[check][(machine, human)] += n
-            per_check = {}
-            for check, categories in answers.items():
-                if _people_answer_on(kind, group, check):
-                    per_check[check] = _judge_against_people(asked, check, categories, pairs[check])
-            if kind == ItemKind.CONVERSATION:
-                # Pooled over the verdict checks (pass, fail or unknown each): a category or a score pools with none.
-                verdicts = [check.key for check in asked if check.kind == AnswerKind.VERDICT]
-                pooled = sum((pairs[check] for check in verdicts), Counter())
-                per_check["all_checks"] = agreement_of(VERDICTS, pooled).as_json()
-            groups[group] = {"label": GROUP_LABELS[group], "checks": per_check}
         out[kind] = {
             "criteria_version": c.active[kind].number if kind in c.active else None,
             "asked": [check_described(check) for check in asked],
-            "samples": groups,
-            "people": people_figures(c, kind, answers, asked, samples=[s for s in PEOPLE_SAMPLES if s in samples]),
         }
+        if JUDGE in parts:
+            out[kind][JUDGE] = {group: _judge_in_sample(c, kind, group, asked, answers) for group in samples}
+        if PEOPLE in parts:
+            out[kind][PEOPLE] = people_figures(
+                c, kind, answers, asked, samples=[s for s in PEOPLE_SAMPLES if s in samples], first_screen=first_screen
+            )
     return out
+
+
+def _judge_in_sample(
+    c: Counters, kind: str, group: str, asked: Sequence[CheckDefinition], answers: dict[str, Sequence[str]]
+) -> dict:
+    """The judge against people in one sample, per check, with the verdict checks pooled for conversations."""
+    pairs: dict[str, Counter] = defaultdict(Counter)
+    for (_, _, _, _, _, _, check, pair), n in c.pick(kind, f"agree_{group}"):
+        machine, _, human = pair.partition(">")
+        pairs[check][(machine, human)] += n
+    per_check = {}
+    for check, categories in answers.items():
+        if _people_answer_on(kind, group, check):
+            per_check[check] = _judge_against_people(asked, check, categories, pairs[check])
+    if kind == ItemKind.CONVERSATION:
+        # Pooled over the verdict checks (pass, fail or unknown each): a category or a score pools with none.
+        verdicts = [check.key for check in asked if check.kind == AnswerKind.VERDICT]
+        pooled = sum((pairs[check] for check in verdicts), Counter())
+        per_check["all_checks"] = agreement_of(VERDICTS, pooled).as_json()
+    return {"label": GROUP_LABELS[group], "checks": per_check}
 
 
 def agreement_headline(c: Counters) -> dict:
     """The agreement the page's first screen says in words: conversations on the audit sample, the judge against
     people and people with each other, as `agreement_figures` has them. The statistics of every sample are
-    `agreement_figures`' whole, which the page reads only when their section is opened."""
-    return agreement_figures(c, kinds=(ItemKind.CONVERSATION,), samples=("audit",))
+    `agreement_figures`' whole, which the page reads only when their section is opened. People's figures hold how
+    often they agree and no more (no judge against their verdict, no pairs): the first screen says that alone, and
+    the page reads the counters it says (`PAGE_METRICS`)."""
+    return agreement_figures(c, kinds=(ItemKind.CONVERSATION,), samples=("audit",), first_screen=True)
 
 
 def _score_scale(asked: Sequence[CheckDefinition], check: str) -> int | None:
@@ -606,11 +629,19 @@ PEOPLE_SAMPLES = {
     "unsure": PeopleCounters("people_unsure", "people_split_unsure", "agree_people_unsure", "people_pair_unsure"),
     "label": PeopleCounters("people_label", "people_split", "agree_people"),
 }
-# The counters `agreement_figures` reads: a request for its figures alone reads no other.
-AGREEMENT_METRICS = frozenset(
-    [f"agree_{group}" for group in GROUPS]
-    + [name for people in PEOPLE_SAMPLES.values() for name in (people.patterns, people.judge, people.pairs) if name]
-)
+# The counters each part of `agreement_figures` reads: a request for those figures alone reads no other.
+STATISTICS_METRICS = {
+    JUDGE: frozenset(f"agree_{group}" for group in GROUPS),
+    PEOPLE: frozenset(
+        name for people in PEOPLE_SAMPLES.values() for name in (people.patterns, people.judge, people.pairs) if name
+    ),
+}
+AGREEMENT_METRICS = STATISTICS_METRICS[JUDGE] | STATISTICS_METRICS[PEOPLE]
+# The counters the page reads: every metric but those only the statistics sections it folds show (read when one is
+# opened) and the split items' (read by the lists); of people's agreement, what `agreement_headline` says.
+HEADLINE_METRICS = frozenset({"agree_audit", PEOPLE_SAMPLES["audit"].patterns})
+_SPLIT_METRICS = frozenset(people.split for people in PEOPLE_SAMPLES.values())
+PAGE_METRICS = (METRICS | {THUMBS, ERASED}) - (AGREEMENT_METRICS - HEADLINE_METRICS) - _SPLIT_METRICS
 PEOPLE_LABELS = {
     "audit": "answers in the queue on the audit sample, several people per item",
     "unsure": "answers in the queue on items the machine was unsure about, several people per item",
@@ -625,22 +656,26 @@ def people_figures(
     asked: Sequence[CheckDefinition] = (),
     *,
     samples: Sequence[str] = tuple(PEOPLE_SAMPLES),
+    first_screen: bool = False,
 ) -> dict:
     """How far people agree with each other, per sample and check (`answers`: each check with its answers), on the
     items several people answered (the ceiling the judge's agreement with people is read against;
-    grading/figures/raters.py). A score check adds ordinal alpha over the answers that are scores."""
+    grading/figures/raters.py). A score check adds ordinal alpha over the answers that are scores. `first_screen`:
+    how often they agree alone, without the judge against their verdict and the pairs of people."""
     out = {}
     for sample in samples:
         counters = PEOPLE_SAMPLES[sample]
         patterns: dict[str, Counter] = defaultdict(Counter)
         for (_, _, _, _, _, _, check, pattern), n in c.pick(kind, counters.patterns):
             patterns[check][pattern] += n
+        judged = () if first_screen else c.pick(kind, counters.judge)
+        paired = c.pick(kind, counters.pairs) if counters.pairs and not first_screen else ()
         agreed: dict[str, Counter] = defaultdict(Counter)
-        for (_, _, _, _, _, _, check, pair), n in c.pick(kind, counters.judge):
+        for (_, _, _, _, _, _, check, pair), n in judged:
             machine, _, human = pair.partition(">")
             agreed[check][(machine, human)] += n
         by_pair: dict[str, dict[tuple[int, int], Counter]] = defaultdict(lambda: defaultdict(Counter))
-        for (_, _, _, _, _, _, check, key), n in c.pick(kind, counters.pairs) if counters.pairs else ():
+        for (_, _, _, _, _, _, check, key), n in paired:
             first, second, first_said, second_said = key.split(":")
             by_pair[check][(int(first), int(second))][(first_said, second_said)] += n
         checks = {}
@@ -650,16 +685,15 @@ def people_figures(
             # People may call a whole draft unknown (a label), though the machine passes or fails it.
             said = VERDICTS if check == PASS_FAIL else categories
             histogram = _histogram(patterns[check], said)
-            # The judge against the verdict people agreed on (or an adjudicator gave, for the queue's answers):
-            # the figure to hold against theirs.
-            figures = {
-                **people_agreement(said, histogram).as_json(),
-                "judge": _judge_against_people(asked, check, categories, agreed[check]),
-                "pairs": _pairs(categories, by_pair[check]),
-            }
-            scale = _score_scale(asked, check)
-            if scale is not None:
-                figures["scores"] = _ordinal_people(scale, histogram)
+            figures = people_agreement(said, histogram).as_json()
+            if not first_screen:
+                # The judge against the verdict people agreed on (or an adjudicator gave, for the queue's answers):
+                # the figure to hold against theirs.
+                figures["judge"] = _judge_against_people(asked, check, categories, agreed[check])
+                figures["pairs"] = _pairs(categories, by_pair[check])
+                scale = _score_scale(asked, check)
+                if scale is not None:
+                    figures["scores"] = _ordinal_people(scale, histogram)
             checks[check] = figures
         out[sample] = {"label": PEOPLE_LABELS[sample], "checks": checks}
     return out

@@ -14,8 +14,11 @@ from django.views.decorators.http import require_GET
 from grading.dashboard.certified import certified_figures
 from grading.dashboard.compare import dimension_values
 from grading.dashboard.figures import (
-    AGREEMENT_METRICS,
+    JUDGE,
+    PAGE_METRICS,
+    PEOPLE,
     SECTIONS,
+    STATISTICS_METRICS,
     InvalidScope,
     Scope,
     agreement_figures,
@@ -76,7 +79,7 @@ def dashboard(request: HttpRequest) -> HttpResponse:
     if scope.application and scope.application not in applications:  # a typo would read as an all-zero page
         return bad_filter(request, "application", f"{org.name} has no application named {scope.application!r}.")
     dimensions = slice_choices(org, scope.reach or Reach(org.pk))
-    counters = counters_for(scope)  # one read of the scope's counters for every panel
+    counters = counters_for(scope, metrics=PAGE_METRICS)  # one read of the scope's counters for every panel
     # The statistics of agreement wait folded under their sections, each loaded when opened (`dashboard_statistics`):
     # the first screen says in words only what the audit sample's conversations give.
     figures = dashboard_figures(scope, counters=counters, sections=[s for s in SECTIONS if s != "agreement"])
@@ -132,10 +135,11 @@ def dashboard_certified(request: HttpRequest) -> HttpResponse:
     return render(request, f"reviewer/dashboards/{template}", context)
 
 
-# The page's statistics sections, each loaded when opened: the judge against people, people against people.
+# The page's statistics sections, each loaded when opened: the judge against people, people against people; each
+# the part of the agreement figures it shows, from that part's counters alone.
 STATISTICS = {
-    "judge": ("Judge against people", display.agreement_panel),
-    "people": ("People against people", display.people_panel),
+    "judge": ("Judge against people", display.agreement_panel, JUDGE),
+    "people": ("People against people", display.people_panel, PEOPLE),
 }
 
 
@@ -152,14 +156,15 @@ def dashboard_statistics(request: HttpRequest) -> HttpResponse:
     of = request.GET.get("of", "")
     if of not in STATISTICS:
         return bad_filter(request, "of", f"must be one of {', '.join(STATISTICS)}")
-    title, panel = STATISTICS[of]
+    title, panel, part = STATISTICS[of]
+    counters = counters_for(scope, metrics=STATISTICS_METRICS[part])
     links = display.Links(org.slug, scope)
     context = {
         "org": org,
         "scope": scope,
         "of": of,
         "title": title,
-        "blocks": panel({"agreement": agreement_figures(counters_for(scope, metrics=AGREEMENT_METRICS))}, links),
+        "blocks": panel({"agreement": agreement_figures(counters, parts=(part,))}, links),
         "back_url": links.page(),
         "nav_active": "dashboard",
     }

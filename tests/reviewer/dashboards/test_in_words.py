@@ -11,7 +11,15 @@ from django.urls import reverse
 from django.utils import timezone
 
 from grading.core.weeks import monday
-from grading.dashboard.figures import dashboard_figures
+from grading.dashboard.figures import (
+    PAGE_METRICS,
+    SECTIONS,
+    STATISTICS_METRICS,
+    agreement_figures,
+    agreement_headline,
+    counters_for,
+    dashboard_figures,
+)
 from reviewer.dashboards.display import times_in
 from tests.builders.world import build_world, iso, world_scope
 
@@ -35,6 +43,17 @@ def test_the_first_screen_says_the_figures_in_words_and_folds_the_statistics(
 ):
     build_world(org, fake_llm, operator)
     figures = dashboard_figures(world_scope(org))
+    # The page reads only the counters its first screen shows, and they say what every counter says.
+    page, every = counters_for(world_scope(org), metrics=PAGE_METRICS), counters_for(world_scope(org))
+    assert {key[5] for key in every.rows} - {key[5] for key in page.rows}  # the statistics' counters left out
+    sections = [section for section in SECTIONS if section != "agreement"]
+    read = [dashboard_figures(world_scope(org), counters=c, sections=sections) for c in (page, every)]
+    assert read[0] | {"generated_at": None} == read[1] | {"generated_at": None}
+    assert agreement_headline(page) == agreement_headline(every)
+    whole = agreement_figures(every)
+    for part, metrics in STATISTICS_METRICS.items():  # so does each statistics section, from its part's counters
+        alone = agreement_figures(counters_for(world_scope(org), metrics=metrics), parts=(part,))
+        assert {kind: figures[part] for kind, figures in alone.items()} == {k: f[part] for k, f in whole.items()}
     url = f"{reverse('dashboard')}?org={org.slug}&from=2026-W46&to={iso(monday(timezone.now()))}"
     html = client_for(stakeholder).get(url).content.decode()
     words = html.split('id="in-words"', 1)[1].split("</ul>", 1)[0]
