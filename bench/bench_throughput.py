@@ -185,7 +185,10 @@ def _compare(base: Path, *, rounds: int, org, check_count: int, threads: int, la
     from bench.compare import spread_of, verdict
 
     sides = {"base": base, "head": REPO_ROOT}
-    side_settings = {"base": _settings("BENCH_THROUGHPUT_BASE_SETTING"), "head": _settings("BENCH_THROUGHPUT_SETTING")}
+    side_settings = {
+        "base": _settings(os.environ.get("BENCH_THROUGHPUT_BASE_SETTING", "")),
+        "head": _settings(os.environ.get("BENCH_THROUGHPUT_SETTING", "")),
+    }
 
     def figures(result: Result) -> dict[str, float]:
         grading = result.grading
@@ -236,9 +239,9 @@ def _compare(base: Path, *, rounds: int, org, check_count: int, threads: int, la
                     print(f"    {share * worker:5.1f}  {category}")
 
 
-def _settings(variable: str) -> tuple[tuple[str, str], ...]:
-    """NAME=VALUE pairs, comma-separated, from the environment variable `variable`."""
-    pairs = [pair.partition("=") for pair in os.environ.get(variable, "").split(",") if pair.strip()]
+def _settings(said: str) -> tuple[tuple[str, str], ...]:
+    """The NAME=VALUE pairs, comma-separated, of `said`."""
+    pairs = [pair.partition("=") for pair in said.split(",") if pair.strip()]
     return tuple((name.strip(), value.strip()) for name, _, value in pairs)
 
 
