@@ -28,7 +28,9 @@ layout, BENCH_THROUGHPUT_ROUNDS times (default 5) with workers started from that
 the order alternating from round to round, on the same data, judge and servers; and prints per side the median
 [interquartile range] (least-most) of reviews/s, the workers' CPU ms a review and the rest's (PostgreSQL alone
 beside it), with a verdict only where the interquartile ranges do not overlap (`bench.compare.verdict`). The
-checkout's schema must be this one's: the data is set up once, by this checkout.
+checkout's schema must be this one's: the data is set up once, by this checkout. BENCH_THROUGHPUT_SETTING=NAME=VALUE
+(comma-separated for several) sets environment variables of the head's workers, BENCH_THROUGHPUT_BASE_SETTING the
+base's: with this checkout as the base too, two settings compared (`bench.compare`'s `--setting`).
 """
 
 from __future__ import annotations
@@ -72,6 +74,7 @@ class Layout:
     pool: str  # prefork | threads
     concurrency: int  # per process
     checkout: Path = REPO_ROOT  # the code the workers run
+    settings: tuple[tuple[str, str], ...] = ()  # environment variables of this side's workers (a setting compared)
 
     @property
     def in_flight(self) -> int:
@@ -182,6 +185,10 @@ def _compare(base: Path, *, rounds: int, org, check_count: int, threads: int, la
     from bench.compare import spread_of, verdict
 
     sides = {"base": base, "head": REPO_ROOT}
+    side_settings = {
+        "base": _settings(os.environ.get("BENCH_THROUGHPUT_BASE_SETTING", "")),
+        "head": _settings(os.environ.get("BENCH_THROUGHPUT_SETTING", "")),
+    }
 
     def figures(result: Result) -> dict[str, float]:
         grading = result.grading
@@ -201,14 +208,16 @@ def _compare(base: Path, *, rounds: int, org, check_count: int, threads: int, la
         _ask_checks(org, check_count)
         for round_number in range(rounds + 1):  # the first round warms up and is dropped
             for side in sides if round_number % 2 == 0 else reversed(sides):
-                layout = Layout(f"{side}: threads -c {threads}, 2 processes", 2, "threads", threads, sides[side])
+                name = f"{side}: threads -c {threads}, 2 processes"
+                layout = Layout(name, 2, "threads", threads, sides[side], side_settings[side])
                 result = _run(layout, judge, latency, items)
                 if round_number:
                     results[side].append(result)
                 said = ", ".join(f"{name} {value:.1f}" for name, value in figures(result).items())
                 print(f"round {round_number or 'warm-up'}: {layout.name}: {said} (load {result.load:.1f})", flush=True)
 
-    print(f"\n{rounds} rounds, sides alternating; base {base}, head {REPO_ROOT}; loads "
+    print(f"\n{rounds} rounds, sides alternating; base {base} {side_settings['base']}, head {REPO_ROOT} "
+          f"{side_settings['head']}; loads "
           + ", ".join(f"{r.load:.1f}" for side in sides for r in results[side]))  # fmt: skip
     for metric in figures(results["head"][0]):
         spreads = {side: spread_of([figures(r)[metric] for r in results[side]]) for side in sides}
@@ -228,6 +237,12 @@ def _compare(base: Path, *, rounds: int, org, check_count: int, threads: int, la
                 print(f"{side}: where the first worker's CPU went in its first round (py-spy --gil), ms/review:")
                 for category, share in result.profile:
                     print(f"    {share * worker:5.1f}  {category}")
+
+
+def _settings(said: str) -> tuple[tuple[str, str], ...]:
+    """The NAME=VALUE pairs, comma-separated, of `said`."""
+    pairs = [pair.partition("=") for pair in said.split(",") if pair.strip()]
+    return tuple((name.strip(), value.strip()) for name, _, value in pairs)
 
 
 def _responder(latency: float):
@@ -470,6 +485,7 @@ def _start_worker(layout: Layout, judge: FakeLLM, n: int) -> tuple[subprocess.Po
         "DEBUG": "0",
         "SECRET_KEY": "bench-" + "x" * 60,
         "ALLOWED_HOSTS": "localhost",
+        **dict(layout.settings),
     }
     command = [
         sys.executable, "-m", "celery", "-A", "reviewer", "worker", "-Q", "judge,default",

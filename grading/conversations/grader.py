@@ -37,6 +37,7 @@ from grading.reviews.services import (
     ScoreIdentity,
     criteria_of,
     earlier_review,
+    published_check_set,
     review_record,
     review_reinstate,
 )
@@ -154,7 +155,7 @@ def path_outcome(
     4. A check a rule matched is lowered to what the rule sets, never raised (conversation_rules.lowered).
     5. While waiting on the judge this thread holds no database connection when a pool can lend it back.
     """
-    checks = criteria.check_set()
+    checks = published_check_set(criteria)
     try:
         with checks_budget(settings.CHECKS_CPU_BUDGET_SECONDS):
             ruled = rules_run(checks, path)
@@ -233,7 +234,7 @@ def path_stages(
     budget = judge.stage_budget(
         rubric=criteria.rubric,
         criteria_number=criteria.number,
-        checks=criteria.check_set(),
+        checks=published_check_set(criteria),
         examples=version_examples(criteria) if examples is None else examples,
     )
     return budget, evidence_text.stages(path, budget=budget, measure=judge.measure)

@@ -35,6 +35,7 @@ from grading.reviews.services import (
     ScoreIdentity,
     criteria_of,
     earlier_review,
+    published_check_set,
     published_draft_rules,
     review_record,
     review_reinstate,
@@ -186,7 +187,7 @@ def draft_outcome(
         logger.warning("checks of draft %s stopped: %s", draft.pk, exc)
         detail = f"{exc} ({settings.CHECKS_CPU_BUDGET_SECONDS:g} s, CHECKS_CPU_BUDGET_SECONDS)"
         return ReviewOutcome(route=Route.ERROR, reason=CHECKS_BUDGET, detail=detail, memory_used=memory.as_json())
-    checks = criteria.check_set()
+    checks = published_check_set(criteria)
     prompt = DraftPrompt(
         rubric=criteria.rubric,
         criteria_number=criteria.number,

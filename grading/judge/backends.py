@@ -13,6 +13,7 @@ import re
 import threading
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
+from functools import cached_property
 from typing import Protocol
 
 from django.conf import settings
@@ -69,7 +70,7 @@ class JudgeIdentity:
             del data["served_model"]
         return data
 
-    @property
+    @cached_property  # asked on every review; the identity is frozen (a new server name makes a new one)
     def key(self) -> str:
         keyed = {k: v for k, v in self.as_json().items() if k != "served_model"}
         if self.name == "default":

@@ -32,12 +32,13 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from itertools import chain
 from operator import attrgetter
-from typing import Any, Generic, Literal, NamedTuple, TypeVar
+from typing import Any, Generic, Literal, NamedTuple, NotRequired, TypeVar
 
 import httpx2
 import openai
 import pydantic_core
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, TypeAdapter, ValidationError
+from typing_extensions import TypedDict  # pydantic reads typing's only from Python 3.12
 
 T = TypeVar("T", bound=BaseModel)
 ResponseMode = Literal["json_schema", "json_object"]
@@ -509,14 +510,78 @@ def _describe(exc: Exception) -> str:
 
 
 def _chat_completion(raw: bytes) -> _Reply:
-    """The reply read from its body: parsed by pydantic-core's compiled parser, then only what the client uses read
-    from it, by hand. Not validated whole as the SDK's ChatCompletion: with log-probabilities a reply holds two
-    objects and a list per token (each token's bytes too), and building those cost several times the parse.
+    """The reply read from its body: only what the client uses, straight from the bytes by pydantic-core against the
+    shape a chat completion has (`_WireReply`), so that what it leaves out (the reply's id, each token's and each
+    alternative's bytes) is never built as Python objects. Not validated whole as the SDK's ChatCompletion: with
+    log-probabilities a reply holds two objects and a list per token, and building those cost several times the
+    parse. A body not of that shape is read as `_chat_completion_lenient` reads it, which is what this reads too
+    when the shape holds (a test holds them equal)."""
+    try:
+        data = _WIRE_REPLY.validate_json(raw, strict=True)
+    except ValidationError:
+        return _chat_completion_lenient(raw)
+    if not data["choices"]:
+        raise BrokenBody("reply body is not a chat completion")
+    choice = data["choices"][0]
+    message = choice.get("message") or {}
+    entries = (choice.get("logprobs") or {}).get("content")
+    return _Reply(
+        content=message.get("content"),
+        refusal=message.get("refusal"),
+        finish_reason=choice.get("finish_reason"),
+        usage=_usage_of(_object(data.get("usage"))),
+        token_logprobs=[
+            TokenLogprob(entry["token"], entry["logprob"], {alt["token"]: alt["logprob"] for alt in alternatives})
+            for entry in entries
+            for alternatives in (entry.get("top_logprobs") or (),)
+        ]
+        if entries
+        else None,
+        model=data.get("model"),
+    )
 
-    Read leniently, as the SDK reads a reply: a field of the wrong type counts as absent. A body that is not JSON, or
-    whose first choice is not an object, is a BrokenBody (transient); log-probabilities that do not read whole are
-    none at all, since a token missing would shift every position after it.
-    """
+
+# A chat completion's fields that the client reads, as the API sends them. Keys not named here are skipped unread.
+class _WireAlternative(TypedDict):
+    token: str
+    logprob: float
+
+
+class _WireToken(TypedDict):
+    token: str
+    logprob: float
+    top_logprobs: NotRequired[list[_WireAlternative] | None]
+
+
+class _WireLogprobs(TypedDict):
+    content: NotRequired[list[_WireToken] | None]
+
+
+class _WireMessage(TypedDict):
+    content: NotRequired[str | None]
+    refusal: NotRequired[str | None]
+
+
+class _WireChoice(TypedDict):
+    message: NotRequired[_WireMessage]
+    finish_reason: NotRequired[str | None]
+    logprobs: NotRequired[_WireLogprobs | None]
+
+
+class _WireReply(TypedDict):
+    choices: list[_WireChoice]
+    model: NotRequired[str | None]
+    usage: NotRequired[Any]
+
+
+_WIRE_REPLY = TypeAdapter(_WireReply)
+
+
+def _chat_completion_lenient(raw: bytes) -> _Reply:
+    """A reply not of `_WireReply`'s shape, read leniently, as the SDK reads a reply: a field of the wrong type
+    counts as absent. A body that is not JSON, or whose first choice is not an object, is a BrokenBody (transient);
+    log-probabilities that do not read whole are none at all, since a token missing would shift every position
+    after it."""
     try:
         data = pydantic_core.from_json(raw)
     except ValueError as exc:

@@ -14,8 +14,11 @@ from __future__ import annotations
 
 import math
 import re
+from bisect import bisect_right
 from collections.abc import Mapping, Sequence
 from functools import lru_cache
+from itertools import accumulate
+from typing import NamedTuple
 
 from grading.checks.definitions import CheckSet
 from grading.judge.client import TokenLogprob
@@ -39,6 +42,7 @@ def check_confidences(
     string inside {"verdict": ...}, or a draft's score check's bare number; None, a null, has none). A check whose
     answer cannot be found in the tokens, or whose alternatives cannot be read, is left out."""
     confidences = {}
+    tokens = _Tokens.of(token_logprobs)  # the reply's text and its tokens' ends, read once for all its checks
     for check in checks.checks:
         answer = answers.get(check.key)
         if isinstance(answer, bool) or answer is None:
@@ -46,7 +50,7 @@ def check_confidences(
         if isinstance(answer, int):
             confidence = score_confidence(token_logprobs, key=check.key, score=answer, scale=check.scale)
         else:
-            confidence = answer_confidence(token_logprobs, key=check.key, answer=answer, answers=check.answers)
+            confidence = _answer_confidence(tokens, key=check.key, answer=answer, answers=check.answers)
         if confidence is not None:
             confidences[check.key] = confidence
     return confidences
@@ -72,20 +76,38 @@ def answer_confidence(
        at most AMBIGUOUS_SHARE of the whole, and gives None when it is more.
     4. The confidence is the judge's answer's mass over the mass of all allowed answers.
     """
-    if not token_logprobs:
+    return _answer_confidence(_Tokens.of(token_logprobs), key=key, answer=answer, answers=answers)
+
+
+class _Tokens(NamedTuple):
+    """A reply's tokens with their text joined and where each token ends in it."""
+
+    entries: Sequence[TokenLogprob]
+    text: str
+    ends: list[int]
+
+    @classmethod
+    def of(cls, token_logprobs: Sequence[TokenLogprob] | None) -> _Tokens | None:
+        if not token_logprobs:
+            return None
+        lengths = [len(entry.token) for entry in token_logprobs]
+        return cls(token_logprobs, "".join(entry.token for entry in token_logprobs), list(accumulate(lengths)))
+
+
+def _answer_confidence(tokens: _Tokens | None, *, key: str, answer: str, answers: Sequence[str]) -> float | None:
+    if tokens is None:
         return None
-    text = "".join(t.token for t in token_logprobs)
+    text = tokens.text
     match = _answer_pattern(key).search(text)
     if match is None or not text.startswith(f'{answer}"', match.end()):
         return None
     start = match.end()
-    token_start = 0
-    for index, entry in enumerate(token_logprobs):
-        if start < token_start + len(entry.token):
-            prefix = text[token_start:start]
-            return _answer_share(token_logprobs, index, prefix, "", answer, tuple(answers))
-        token_start += len(entry.token)
-    return None
+    # The token holding the answer's first character: the first that ends after it.
+    index = bisect_right(tokens.ends, start)
+    if index == len(tokens.ends):
+        return None
+    token_start = tokens.ends[index] - len(tokens.entries[index].token)
+    return _answer_share(tokens.entries, index, text[token_start:start], "", answer, tuple(answers))
 
 
 @lru_cache(maxsize=256)

@@ -19,6 +19,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from grading.checks.answers import answers_refusal, item_outcome
+from grading.checks.definitions import CheckSet
 from grading.checks.routing import routing_match, routing_salt
 from grading.checks.rules import DraftRules
 from grading.core.outcomes import SENT_BY_PERSON
@@ -158,10 +159,20 @@ def published_draft_rules(version: CriteriaVersion) -> DraftRules:
     return _published_rules(version.pk, version.revision) if version.published_at is not None else version.draft_rules()
 
 
+def published_check_set(version: CriteriaVersion) -> CheckSet:
+    """`version.check_set()`, validated once per process for a published version (frozen: shared)."""
+    return _published_checks(version.pk, version.revision) if version.published_at is not None else version.check_set()
+
+
 # Versions are few (a handful per org and kind) and small; a process keeps the recent ones.
 @lru_cache(maxsize=256)
 def _published_version(pk: int, revision: int) -> CriteriaVersion:
     return CriteriaVersion.objects.get(pk=pk, published_at__isnull=False)
+
+
+@lru_cache(maxsize=256)
+def _published_checks(pk: int, revision: int) -> CheckSet:
+    return _published_version(pk, revision).check_set()
 
 
 @lru_cache(maxsize=256)

@@ -13,6 +13,7 @@ import pytest
 from pydantic import BaseModel, ConfigDict, Field
 
 from grading.judge.client import (
+    BrokenBody,
     ChatJudgeClient,
     JudgeContextExceeded,
     JudgeMalformed,
@@ -20,6 +21,8 @@ from grading.judge.client import (
     JudgeUnavailable,
     ServerProfile,
     Usage,
+    _chat_completion,
+    _chat_completion_lenient,
 )
 from grading.judge.embeddings import EmbeddingsClient
 from grading.judge.scores import find_field_token, weighted_score
@@ -398,6 +401,60 @@ def test_log_probabilities_that_do_not_read_whole_are_none_at_all(
 
     assert completion.parsed.overall == 7
     assert completion.token_logprobs is None
+
+
+def _completion_body(message: dict, *, logprobs: object = None, **extra: object) -> bytes:
+    """A chat completion as the API sends it, every field the client does not read included."""
+    choice = {"index": 0, "message": message, "logprobs": logprobs, "finish_reason": "stop"}
+    body = {"id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": "m-2026", "choices": [choice],
+            "usage": {"prompt_tokens": 9, "completion_tokens": 3, "total_tokens": 12,
+                      "prompt_tokens_details": {"cached_tokens": 4}}, "system_fingerprint": "fp"} | extra  # fmt: skip
+    return json.dumps(body).encode()
+
+
+def _token(token: str, logprob: float | int, alternatives: dict) -> dict:
+    def entry(text: str, value: float | int) -> dict:
+        return {"token": text, "logprob": value, "bytes": list(text.encode())}
+
+    return entry(token, logprob) | {"top_logprobs": [entry(text, value) for text, value in alternatives.items()]}
+
+
+READ_ALIKE = {
+    "five alternatives a token": _completion_body(
+        {"role": "assistant", "content": '{"overall": 7}', "refusal": None},
+        logprobs={
+            "content": [
+                _token('{"', -0.01, {'{"': -0.01, "{": -5.2}),
+                _token("overall", 0, {"overall": 0}),
+                _token('": ', -0.2, {'": ': -0.2, '":': -1.9}),
+                _token("7", -0.5, {"7": -0.5, "8": -1.2, "6": -2.3, "9": -4.0, "5": -6.1}),
+                _token("}", 0, {}),
+            ],
+            "refusal": None,
+        },
+    ),  # fmt: skip
+    "no log-probabilities": _completion_body({"role": "assistant", "content": '{"overall": 7}'}),
+    "a refusal": _completion_body({"role": "assistant", "content": None, "refusal": "I can't."}),
+    "tool calls and no usage": _completion_body({"role": "assistant", "content": None, "tool_calls": []}, usage=None),
+    "a token's text not a string": _completion_body(
+        {"content": "7"}, logprobs={"content": [{"token": 7, "logprob": -0.1, "top_logprobs": []}]}
+    ),
+    "log-probabilities as text": _completion_body(
+        {"content": "7"}, logprobs={"content": [{"token": "7", "logprob": "-0.1", "top_logprobs": None}]}
+    ),
+    "no message": json.dumps({"choices": [{"finish_reason": "length"}], "model": 7}).encode(),
+}
+
+
+@pytest.mark.parametrize("body", READ_ALIKE.values(), ids=READ_ALIKE.keys())
+def test_it_reads_a_reply_of_the_api_shape_as_it_reads_any_reply_leniently(body: bytes):
+    assert _chat_completion(body) == _chat_completion_lenient(body)
+
+
+def test_a_reply_with_no_choice_is_a_broken_body_either_way():
+    for read in (_chat_completion, _chat_completion_lenient):
+        with pytest.raises(BrokenBody):
+            read(_completion_body({"content": "7"}, choices=[]))
 
 
 def test_it_does_not_ask_for_logprobs_unless_configured(llm: FakeLLM, make_client: Callable[..., ChatJudgeClient]):
