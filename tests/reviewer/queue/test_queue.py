@@ -136,6 +136,27 @@ def test_it_pages_by_keyset_without_losing_or_repeating_items(operator, org):
     assert back.previous_cursor is None
 
 
+def test_a_cursor_naming_an_item_out_of_reach_pages_nothing_past_it(operator, org, other_org):
+    """A cursor is a review id in a link anyone can edit: one naming another org's item, or an application the
+    person's membership does not cover, is ignored (the first page), so its place in the queue is not told."""
+    conversation_item(org, "cv-billing", application="billing", minutes_ago=30)
+    onboarding = conversation_item(org, "cv-onboarding", application="onboarding", minutes_ago=20)
+    conversation_item(org, "cv-billing-2", application="billing", minutes_ago=10)
+    theirs = conversation_item(other_org, "globex-cv", application="billing", minutes_ago=25)
+    scoped = make_person("scoped-operator")
+    Membership.objects.create(user=scoped, org=org, role="operator", applications=["billing"], drafts=False)
+    first = queue_page(user=scoped, page_size=1)
+
+    for cursor in (theirs.pk, onboarding.pk):
+        page = queue_page(user=scoped, after=cursor, page_size=1)
+
+        assert [row.review_id for row in page.rows] == [row.review_id for row in first.rows]
+        assert page.previous_cursor is None
+    assert [row.review_id for row in queue_page(user=operator, after=onboarding.pk).rows] == [
+        row.review_id for row in queue_page(user=operator).rows[2:]
+    ]
+
+
 def test_the_next_page_link_keeps_the_filters(client_for, operator, org, monkeypatch):
     monkeypatch.setattr("reviewer.queue.reads.PAGE_SIZE", 2)
     monkeypatch.setattr(queue_page, "__kwdefaults__", {**queue_page.__kwdefaults__, "page_size": 2})
