@@ -47,3 +47,11 @@ class RowsWritten(Func):
     def as_sql(self, compiler, connection, **extra_context):
         table = compiler.quote_name_unless_alias(compiler.query.get_initial_alias())
         return f"count(*) || ':' || coalesce(sum({table}.xmin::text::bigint), 0)", []
+
+
+class RowsAndSum(Func):
+    """Of the rows its query finds: how many, and the sum of the number `expression` holds on them, one row also
+    when there are none ("0:0"). Not an aggregate to Django, so the subquery gets no GROUP BY."""
+
+    template = "count(*) || ':' || coalesce(sum(%(expressions)s), 0)"
+    output_field = CharField()

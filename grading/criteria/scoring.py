@@ -29,15 +29,14 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, replace
 
-from django.db.models import CharField, Count, F, Func, Q, Subquery, Sum, Value
+from django.db.models import F, Func, Q, Subquery
 from django.db.models.fields.json import KeyTextTransform, KeyTransform
-from django.db.models.functions import Concat
 
 from grading.certify.calibration import calibration_point, certified_keys
 from grading.certify.services import Target, certified_checks
 from grading.certify.thresholds import CalibrationPoint, CheckCertificate
 from grading.checks.definitions import AnswerKind
-from grading.core.sql_expressions import JsonArrayLength, RowsWritten, id_in, json_array_slice
+from grading.core.sql_expressions import JsonArrayLength, RowsAndSum, RowsWritten, id_in, json_array_slice
 from grading.criteria.trials import HELD_BY_SPEND_CAP
 from grading.figures.agreement import Agreement, agreement_of
 from grading.figures.definitions import PASS_FAIL, SCORED, answers_of, checks_of, machine_verdict
@@ -447,9 +446,7 @@ def _inputs(trial: CriteriaTrial) -> dict[str, Subquery]:
             Q(pk=version.pk) | Q(org_id=trial.org_id, kind=version.kind, is_active=True)
         ).values(written=RowsWritten()),
         "examples": CriteriaExample.objects.filter(criteria_version_id=version.pk).values(written=RowsWritten()),
-        "items": TrialItem.objects.filter(trial_id=trial.pk)
-        .values("trial_id")
-        .values(written=Concat(Count("pk"), Value(":"), Sum("written"), output_field=CharField())),
+        "items": TrialItem.objects.filter(trial_id=trial.pk).values(counted=RowsAndSum("written")),
     }
     return {f"inputs_{name}": Subquery(rows.order_by()) for name, rows in read.items()}
 

@@ -87,6 +87,14 @@ def test_it_counts_a_labelled_trials_figures_once_and_shows_a_label_evidence_or_
     assert read(trial)["examples_left_out"] == 1
 
 
+def test_a_trial_from_labels_nobody_gave_is_done_at_once_and_reads_its_empty_figures(org, fake_llm, criteria_admin):
+    version = criteria_new_version(org=org, kind="conversation", author=criteria_admin)
+    trial = scored_trial(version, fake_llm, TrialSource.LABELS, criteria_admin, {})
+    assert trial.sample == [] and trial.finished_at is not None
+    assert read(trial)["compared"] == 0
+    assert read(trial)["compared"] == 0  # from the stored figures
+
+
 @pytest.mark.parametrize("source", [TrialSource.DECISIONS, TrialSource.AUDIT])
 def test_it_shows_a_decision_or_audit_mark_changed_after_the_count_on_the_next_read(
     org, fake_llm, criteria_admin, client_for, source
