@@ -33,19 +33,17 @@ from reviewer.queue.assignments import QUEUE_ROLES
 
 SETUP_ROLES = (Role.LEAD, Role.ORG_ADMIN)
 HISTORY_SHOWN = 100
-# The items behind a figure are shown this many a page, with only the fields their rows show: at 200 rows of whole
-# reviews, their items and criteria versions, rendering and decoding were most of the page's time (bench_monitors).
+# The list and the items behind a figure are shown this many a page (why: bench/README.md, bench_monitors), the items
+# with only the fields their rows show.
+MONITORS_SHOWN = 50
 ITEMS_SHOWN = 50
 ITEM_FIELDS = (
     "kind", "application", "route", "score", "checks", "finished_at", "state", "audit", "sent",
     "conversation__external_id", "draft__external_id", "criteria_version__is_active",
 )  # fmt: skip
-# The list shows a page of this many monitors: at a thousand, rendering every row was most of the page's time
-# (bench/README.md, bench_monitors).
-MONITORS_SHOWN = 50
-STATES_SHOWN = [(state, MonitorState(state).label) for state in ("alert", "warning", "no_data", "ok")] + [
-    ("", "not evaluated yet")
-]
+# The list's count of monitors per state, worst first ("": not evaluated yet).
+STATES_SHOWN = [(state, MonitorState(state).label) for state in ("alert", "warning", "no_data", "ok")]
+STATES_SHOWN.append(("", "not evaluated yet"))
 
 
 def _reaches(request: HttpRequest) -> dict[int, Reach]:
