@@ -613,19 +613,15 @@ def slots_now(review: Review, now: datetime) -> Slots:
     return slots_on([review], now)[review.pk]
 
 
-_CURSOR_SQL = f"SELECT org_id, kind, application, due_at, finished_at FROM {Review._meta.db_table} WHERE id = %s"  # noqa: S608
-
-
 def cursor_key(reaches: Sequence[Reach], review_id: int | None) -> Key | None:
     """The queue position of the review a cursor names; None when there is none or it is out of reach (its position
     would tell where another org's or application's item sits). Read by its id alone and its reach checked here, as
-    `within(reaches)` reads it: the ORM's query of the same cost more CPU than the page's other reads of a row
+    `within(reaches)` reads it: composing that filter cost more CPU than the page's other reads of a row
     (bench/README.md, bench_queue)."""
     if review_id is None:
         return None
-    with connection.cursor() as cursor:
-        cursor.execute(_CURSOR_SQL, [review_id])
-        row = cursor.fetchone()
+    fields = ("org_id", "kind", "application", "due_at", "finished_at")
+    row = Review.objects.filter(pk=review_id).values_list(*fields).first()
     if row is None:
         return None
     org_id, kind, application, due, finished = row
