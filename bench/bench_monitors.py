@@ -142,7 +142,8 @@ def _stakeholder(org) -> Client:
 
 def _history(org, days: int) -> None:
     """What the beat leaves: an evaluation of every monitor every five minutes over `days`, the latest a minute ago
-    (the evaluation phase's own are removed after each run, so the history stays this size)."""
+    (the evaluation phase's own are removed after each run, so the history stays this size). One INSERT ... SELECT
+    over generate_series: 8.6 million rows through the ORM would take longer than the rest of the set-up."""
     with connection.cursor() as cursor:
         cursor.execute(
             "INSERT INTO grading_monitorevaluation (monitor_id, at, value, n, state, previous, changed) "
