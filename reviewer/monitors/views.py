@@ -23,7 +23,7 @@ from grading.monitors.figures import figure_reviews
 from grading.monitors.notices import figure_text
 from grading.monitors.services import MonitorInvalid, monitor_create, monitor_delete, monitor_update, settings_of
 from grading.reviews.blind import reviews_blind
-from reviewer.access import EVERY_ROLE, found, org_named, reaches_of, role_required, setup_org_ids
+from reviewer.access import EVERY_ROLE, found, memberships_of, org_named, reaches_from, role_required, setup_orgs_of
 from reviewer.dashboards.display import item_url
 from reviewer.models import Role
 from reviewer.monitors.display import history_html, items_html, monitors_html
@@ -46,8 +46,9 @@ STATES_SHOWN = [(state, MonitorState(state).label) for state in ("alert", "warni
 STATES_SHOWN.append(("", "not evaluated yet"))
 
 
-def _reaches(request: HttpRequest) -> dict[int, Reach]:
-    return reaches_of(request.user, *EVERY_ROLE)
+def _reaches(request: HttpRequest, *roles: Role) -> dict[int, Reach]:
+    """From the memberships the request read once (`role_required` read them first)."""
+    return reaches_from(memberships_of(request), *(roles or EVERY_ROLE))
 
 
 def _visible(monitor: Monitor, reaches: dict[int, Reach]) -> bool:
@@ -69,7 +70,7 @@ def _get_monitor_to_change(request: HttpRequest, pk: int) -> Monitor:
 
 
 def _setup_org_ids(request: HttpRequest) -> list[int]:
-    org_ids = setup_org_ids(request.user)
+    org_ids = setup_orgs_of(memberships_of(request))
     if not org_ids:
         raise PermissionDenied("A lead of part of an org does not set up its monitors: ask an org admin.")
     return org_ids
@@ -103,7 +104,7 @@ def monitors(request: HttpRequest) -> HttpResponse:
             "previous": page - 1 if page > 1 else None,
             "next": page + 1 if page < last else None,
         },
-        "sets_up": bool(setup_org_ids(request.user)),
+        "sets_up": bool(setup_orgs_of(memberships_of(request))),
         "nav_active": "monitors",
     }
     return render(request, "reviewer/monitors/index.html", context)
@@ -137,7 +138,7 @@ def monitor_detail(request: HttpRequest, pk: int) -> HttpResponse:
             [(evaluation, figure_text(monitor.figure, evaluation.value)) for evaluation in history],
             items_url=reverse("monitor_items", args=[monitor.pk]),
         ),
-        "changes": monitor.org_id in setup_org_ids(request.user),
+        "changes": monitor.org_id in setup_orgs_of(memberships_of(request)),
         "nav_active": "monitors",
     }
     return render(request, "reviewer/monitors/detail.html", context)
@@ -173,7 +174,7 @@ def monitor_items(request: HttpRequest, pk: int) -> HttpResponse:
     more, reviews = len(reviews) > ITEMS_SHOWN, reviews[:ITEMS_SHOWN]
     blind = reviews_blind(reviews)
     shown = [review for review in reviews if not blind[review.pk].verdicts]
-    queue_reach = reaches_of(request.user, *QUEUE_ROLES).get(monitor.org_id)
+    queue_reach = _reaches(request, *QUEUE_ROLES).get(monitor.org_id)
     query = f"evaluation={evaluation.pk}&" if evaluation else ""
     context = {
         "monitor": monitor,
