@@ -7,6 +7,7 @@ and the Django admin, which all come through here.
 
 import re
 from datetime import datetime
+from typing import TypedDict, Unpack
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
@@ -177,21 +178,27 @@ def _examples_copy(*, source: CriteriaVersion, version: CriteriaVersion) -> None
     )
 
 
+class CriteriaEdit(TypedDict, total=False):
+    """What an edit of an unpublished version may set, as `criteria_changes` reads it (None: left as it is)."""
+
+    rubric: str | None
+    rules: dict | None
+    checks: dict | None
+    slots: int | None
+    slots_for: str | None
+    slots_share: int | None
+    judge: str | None
+    routing: object
+    judge_sample: object
+
+
 def criteria_update(
     *,
     version: CriteriaVersion,
     actor: AbstractBaseUser | None = None,
     revision: int | None = None,
-    rubric: str | None = None,
-    rules: dict | None = None,
-    checks: dict | None = None,
-    slots: int | None = None,
-    slots_for: str | None = None,
-    slots_share: int | None = None,
-    judge: str | None = None,
-    routing: list | None = None,
-    judge_sample: list | None = None,
     api_key: ApiKey | None = None,
+    **edit: Unpack[CriteriaEdit],
 ) -> CriteriaVersion:
     """Save an edit of an unpublished version, audited with the fields it changed.
 
@@ -203,14 +210,10 @@ def criteria_update(
     """
     with transaction.atomic():
         locked = criteria_edit_lock(version=version, revision=revision)
-        changes = criteria_changes(
-            version=locked, rubric=rubric, rules=rules, checks=checks,
-            slots=slots, slots_for=slots_for, slots_share=slots_share, judge=judge, routing=routing,
-            judge_sample=judge_sample,
-        )  # fmt: skip
+        changes = criteria_changes(version=locked, **edit)
         detail: dict[str, object] = {"changed": sorted(f for f, v in changes.items() if getattr(locked, f) != v)}
         if "judge" in detail["changed"]:
-            detail["judge"] = {"from": locked.judge, "to": judge}
+            detail["judge"] = {"from": locked.judge, "to": changes["judge"]}
         for field, value in changes.items():
             setattr(locked, field, value)
         locked.revision += 1
