@@ -8,15 +8,15 @@ The mix lands on every route of the heuristic judge and on every not-scorable re
 import hashlib
 import logging
 import random
-from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
+from typing import Unpack
 
 from django.conf import settings
 from django.utils import timezone
 
 from grading.certify.services import certificate_compute, certify_target_set
-from grading.checks.definitions import UNKNOWN, CheckSet
+from grading.checks.definitions import UNKNOWN
 from grading.conversations.grader import conversation_grade
 from grading.conversations.ingest import conversation_upsert, feedback_record
 from grading.core.evidence import Verdict
@@ -36,8 +36,7 @@ from grading.judge.backends import (
 )
 from grading.judge.client import JudgeUnavailable, Usage
 from grading.judge.confidence import HEURISTIC
-from grading.judge.conversation import SYSTEM_PROMPT, user_prompt
-from grading.judge.examples import PromptExample
+from grading.judge.conversation import SYSTEM_PROMPT, StageAsked, user_prompt
 from grading.models import Conversation, CriteriaVersion, Draft, ItemKind, Org, Review
 from grading.passes.planner import conversations_needing_grading, drafts_needing_grading
 from grading.reviews.memory import article_upsert, memory_add
@@ -287,20 +286,10 @@ class DemoConversationJudge(HeuristicJudge):
 
     identity = JudgeIdentity("heuristic", "offline-heuristic-v1+demo-token-estimate", "heuristic-v1", 0.0)
 
-    def judge_stage(
-        self,
-        *,
-        rubric: str,
-        criteria_number: int,
-        checks: CheckSet,
-        stage,
-        stage_count: int,
-        examples: Sequence[PromptExample],
-    ) -> StageJudgement:
-        asked = {"rubric": rubric, "criteria_number": criteria_number, "checks": checks, "stage": stage,
-                 "stage_count": stage_count, "examples": examples}  # fmt: skip
+    def judge_stage(self, **asked: Unpack[StageAsked]) -> StageJudgement:
         judgement = super().judge_stage(**asked)
         prompt = user_prompt(**asked)
+        stage = asked["stage"]
         said = {message.id: str(message.content) for message in (*stage.context, *stage.messages)}
         confidences = {
             key: _stand_in_confidence(key, [said.get(mid, "") for mid in answer["message_ids"]])

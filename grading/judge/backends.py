@@ -14,7 +14,7 @@ import threading
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
 from functools import cached_property
-from typing import Protocol
+from typing import Protocol, Unpack
 
 from django.conf import settings
 
@@ -30,6 +30,7 @@ from grading.judge.confidence import LOGPROBS, check_confidences
 from grading.judge.conversation import (
     PROMPT_TEMPLATE_HASH,
     SYSTEM_PROMPT,
+    StageAsked,
     answer_model,
     answer_schema_text,
     answers_by_key,
@@ -102,16 +103,7 @@ class ConversationJudge(Protocol):
         """What `text` costs against the stage budget, in this judge's tokens (an estimate)."""
         ...
 
-    def judge_stage(
-        self,
-        *,
-        rubric: str,
-        criteria_number: int,
-        checks: CheckSet,
-        stage: Stage,
-        stage_count: int,
-        examples: Sequence[PromptExample],
-    ) -> StageJudgement: ...
+    def judge_stage(self, **asked: Unpack[StageAsked]) -> StageJudgement: ...
 
 
 # A chat template wraps each message in a few tokens of its own, and the estimate is an estimate.
@@ -211,25 +203,9 @@ class OpenAIJudge(_ChatJudge):
         reserved = self.client.max_output_tokens + _TEMPLATE_SLACK_TOKENS + self.measure(fixed + schema)
         return max(self.context_tokens - reserved, 1)
 
-    def judge_stage(
-        self,
-        *,
-        rubric: str,
-        criteria_number: int,
-        checks: CheckSet,
-        stage: Stage,
-        stage_count: int,
-        examples: Sequence[PromptExample],
-    ) -> StageJudgement:
-        user = user_prompt(
-            rubric=rubric,
-            criteria_number=criteria_number,
-            checks=checks,
-            stage=stage,
-            stage_count=stage_count,
-            examples=examples,
-        )
-        completion = self._call(system=SYSTEM_PROMPT, user=user, schema=answer_model(checks))
+    def judge_stage(self, **asked: Unpack[StageAsked]) -> StageJudgement:
+        checks = asked["checks"]
+        completion = self._call(system=SYSTEM_PROMPT, user=user_prompt(**asked), schema=answer_model(checks))
         verdicts = answers_by_key(completion.parsed)
         given = {key: answer["verdict"] for key, answer in verdicts.items()}
         confidences = check_confidences(completion.token_logprobs, checks, given)
@@ -258,18 +234,10 @@ class HeuristicJudge:
     ) -> int:
         return settings.JUDGE_CONTEXT_TOKENS or DEFAULT_CONTEXT_TOKENS
 
-    def judge_stage(
-        self,
-        *,
-        rubric: str,
-        criteria_number: int,
-        checks: CheckSet,
-        stage: Stage,
-        stage_count: int,
-        examples: Sequence[PromptExample],
-    ) -> StageJudgement:
+    def judge_stage(self, **asked: Unpack[StageAsked]) -> StageJudgement:
         """Its three verdicts for the checks keyed grounded, complete and usable; unknown for any other check (it
         reads no question, so it cannot answer one)."""
+        stage = asked["stage"]
         messages = [*stage.context, *stage.messages]
         agent = [m for m in stage.messages if m.role == "assistant" and _text(m)]
         readable = {
@@ -281,7 +249,7 @@ class HeuristicJudge:
             check.key: readable[check.key]()
             if check.kind == AnswerKind.VERDICT and check.key in readable
             else _answer(UNKNOWN, [], "The offline heuristic judge cannot read this check.")
-            for check in checks.checks
+            for check in asked["checks"].checks
         }
         return StageJudgement(verdicts=verdicts, usage=ZERO_USAGE)
 

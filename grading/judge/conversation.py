@@ -11,7 +11,7 @@ import hashlib
 import json
 from collections.abc import Sequence
 from functools import lru_cache
-from typing import Literal
+from typing import Literal, TypedDict
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
@@ -113,6 +113,18 @@ def _schema_text(model: type[BaseModel]) -> str:
 def answers_by_key(answer: BaseModel) -> dict[str, dict]:
     """A parsed answer as {check key: {"verdict", "message_ids", "rationale"}}."""
     return answer.model_dump(by_alias=True)
+
+
+class StageAsked(TypedDict):
+    """What a conversation judge is asked for one stage (`ConversationJudge.judge_stage`), as `user_prompt` renders
+    it."""
+
+    rubric: str
+    criteria_number: int
+    checks: CheckSet
+    stage: Stage
+    stage_count: int
+    examples: Sequence[PromptExample]
 
 
 def user_prompt(
