@@ -487,15 +487,25 @@ class WebhookDelivery(models.Model):
         return f"{self.event} to {self.url} try {self.attempt}: {self.status_code or self.error}"
 
 
-class ServiceTarget(models.Model):
-    """A service-level target: people decide the items of a kind, application and reason (blank: any; `audit`: the
-    audit sample) within `minutes` of their routing to people. The lowest `position` among the targets that match
-    an item gives its due time (`Review.due_at`), set when it is routed and again whenever the targets change."""
+class ItemSelector(models.Model):
+    """An org's rule, in order of `position`, that picks the items of a kind and application (blank: any) and a
+    routing reason (`reason`, which each rule declares; `audit`: the audit sample): what service-level targets and
+    assignment rules have in common (grading/reviews/targets.py `selects`)."""
 
     org = models.ForeignKey(Org, on_delete=models.CASCADE, related_name="+")
     position = models.PositiveIntegerField()
     kind = models.CharField(max_length=20, blank=True)
     application = models.CharField(max_length=100, blank=True)
+
+    class Meta:
+        abstract = True
+
+
+class ServiceTarget(ItemSelector):
+    """A service-level target: people decide the items of a kind, application and reason (blank: any; `audit`: the
+    audit sample) within `minutes` of their routing to people. The lowest `position` among the targets that match
+    an item gives its due time (`Review.due_at`), set when it is routed and again whenever the targets change."""
+
     reason = models.CharField(max_length=64, blank=True)
     minutes = models.PositiveIntegerField()
 
