@@ -4,7 +4,7 @@ from django.conf import settings
 from django.contrib.postgres.fields import ArrayField
 from django.db import models
 
-from grading.models import Org
+from grading.models import ItemSelector, Org
 
 
 class Role(models.TextChoices):
@@ -171,6 +171,11 @@ class Pool(models.Model):
         return self.name
 
 
+def _one_assignee(name: str) -> models.CheckConstraint:
+    """An assignment, by hand or by rule, names a person or a pool, never both or neither."""
+    return models.CheckConstraint(condition=models.Q(person__isnull=True) ^ models.Q(pool__isnull=True), name=name)
+
+
 class Assignment(models.Model):
     """Who may claim a queue item (a review waiting for people): one person or a pool, until `until` (from then on
     anyone whose reach covers it), or for as long as it waits. At most one per review; reassigning replaces it.
@@ -190,26 +195,18 @@ class Assignment(models.Model):
     assigned_at = models.DateTimeField()
 
     class Meta:
-        constraints = [
-            models.CheckConstraint(
-                condition=models.Q(person__isnull=True) ^ models.Q(pool__isnull=True), name="assignment_one_assignee"
-            )
-        ]
+        constraints = [_one_assignee("assignment_one_assignee")]
 
     def __str__(self) -> str:
         return f"review {self.review_id} to {self.person or self.pool}"
 
 
-class AssignmentRule(models.Model):
+class AssignmentRule(ItemSelector):
     """Assignment by rule: the items of a kind, application and reason (blank: any) go to a person or a pool,
     for `hours` after they were routed to people (null: as long as they wait). Read when someone claims, so an
     item is reserved from the moment it waits; the lowest `position` among the rules that match decides, and an
     assignment by hand overrides every rule."""
 
-    org = models.ForeignKey(Org, on_delete=models.CASCADE, related_name="+")
-    position = models.PositiveIntegerField()
-    kind = models.CharField(max_length=20, blank=True)
-    application = models.CharField(max_length=100, blank=True)
     reason = models.CharField(max_length=64, blank=True, help_text="A routing reason, or `audit` for the sample.")
     person = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, null=True, blank=True, related_name="+"
@@ -220,10 +217,7 @@ class AssignmentRule(models.Model):
     class Meta:
         constraints = [
             models.UniqueConstraint(fields=["org", "position"], name="assignment_rule_unique_position"),
-            models.CheckConstraint(
-                condition=models.Q(person__isnull=True) ^ models.Q(pool__isnull=True),
-                name="assignment_rule_one_assignee",
-            ),
+            _one_assignee("assignment_rule_one_assignee"),
         ]
 
     def __str__(self) -> str:

@@ -37,6 +37,11 @@ QUALITY_POPULATION = 5_000
 JUDGE_BIAS = 0.1  # how much the quality population's judge overrates each item's chance of passing
 
 
+def standard_error(share: float, draws: int) -> float:
+    """The standard error of a share of `draws` independent draws (the binomial's)."""
+    return math.sqrt(share * (1.0 - share) / draws)
+
+
 @dataclass(frozen=True)
 class Population:
     """Items' judge confidences, highest first, with whether each agrees with people, and the share agreeing among
@@ -121,7 +126,7 @@ def guarantee_rows(
                     target=target,
                     labels=labels,
                     guarantee_share=share,
-                    standard_error=math.sqrt(share * (1.0 - share) / draws),
+                    standard_error=standard_error(share, draws),
                     coverage=covered / draws,
                     abstained=abstained / draws,
                     best_coverage=best / size,
@@ -166,7 +171,7 @@ def quality_rows(
             QualityRow(
                 labels=labels,
                 ppi_coverage=share,
-                standard_error=math.sqrt(share * (1.0 - share) / draws),
+                standard_error=standard_error(share, draws),
                 people_coverage=people_held / draws,
                 judge_misses=misses / draws,
                 ppi_width=ppi_width / draws,

@@ -242,48 +242,29 @@ class CheckSet(BaseModel):
 
 
 # --- the checks every version had before a version could define its own ---------------------------------------------
+# (key, name, question): the conversations' are required verdicts, the drafts' optional scores.
 CONVERSATION_DEFAULTS = CheckSet(
     checks=[
-        CheckDefinition(
-            key="grounded",
-            name="Grounded",
-            question="Is every claim the assistant makes supported by the conversation or its tool results?",
-        ),
-        CheckDefinition(
-            key="complete",
-            name="Complete",
-            question="Did the assistant address everything the user asked?",
-        ),
-        CheckDefinition(
-            key="usable",
-            name="Usable",
-            question="Could the user act on the answer as given?",
-        ),
+        CheckDefinition(key=key, name=name, question=question)
+        for key, name, question in (
+            (
+                "grounded",
+                "Grounded",
+                "Is every claim the assistant makes supported by the conversation or its tool results?",
+            ),
+            ("complete", "Complete", "Did the assistant address everything the user asked?"),
+            ("usable", "Usable", "Could the user act on the answer as given?"),
+        )
     ]
 )
 
 DRAFT_DEFAULTS = CheckSet(
     checks=[
-        CheckDefinition(
-            key="aeo",
-            name="AEO compliance",
-            question="How well does the draft answer the questions it names?",
-            kind=AnswerKind.SCORE,
-            required=False,
-        ),  # noqa: E501
-        CheckDefinition(
-            key="writing",
-            name="Writing quality",
-            question="How good is the writing?",
-            kind=AnswerKind.SCORE,
-            required=False,
-        ),  # noqa: E501
-        CheckDefinition(
-            key="org_fit",
-            name="Org fit",
-            question="How well does the draft fit the organisation?",
-            kind=AnswerKind.SCORE,
-            required=False,
-        ),  # noqa: E501
+        CheckDefinition(key=key, name=name, question=question, kind=AnswerKind.SCORE, required=False)
+        for key, name, question in (
+            ("aeo", "AEO compliance", "How well does the draft answer the questions it names?"),
+            ("writing", "Writing quality", "How good is the writing?"),
+            ("org_fit", "Org fit", "How well does the draft fit the organisation?"),
+        )
     ]
 )

@@ -39,14 +39,19 @@ class Agreement:
             "n": self.n,
             "agreed": self.agreed,
             "percent": self.percent,
-            "percent_interval": list(self.percent_interval) if self.percent_interval else None,
+            "percent_interval": interval_json(self.percent_interval),
             "percent_interval_method": "wilson",
             "kappa": self.kappa,
             "kappa_se": self.kappa_se,
-            "kappa_interval": list(self.kappa_interval) if self.kappa_interval else None,
+            "kappa_interval": interval_json(self.kappa_interval),
             "kappa_interval_method": "large-sample SE (Fleiss, Cohen & Everitt 1969), normal 95%",
             "note": self.note,
         }
+
+
+def interval_json(interval: tuple[float, float] | None) -> list[float] | None:
+    """An interval as the figures' JSON gives it: [low, high], or null where there is none."""
+    return list(interval) if interval else None
 
 
 def wilson_interval(successes: int, n: int, z: float = Z95) -> tuple[float, float] | None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from grading.figures.agreement import Z95, wilson_interval
+from grading.figures.agreement import Z95, interval_json, wilson_interval
 
 INTERVAL_METHOD = "Newcombe's hybrid score interval (1998, method 10), from the two Wilson 95% intervals"
 TEST_METHOD = "two-proportion z-test, pooled, two-sided"
@@ -30,7 +30,7 @@ class Difference:
     def as_json(self) -> dict:
         return {
             "difference": self.difference,
-            "interval": list(self.interval) if self.interval else None,
+            "interval": interval_json(self.interval),
             "interval_method": INTERVAL_METHOD,
             "z": self.z,
             "p_value": self.p_value,

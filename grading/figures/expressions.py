@@ -238,6 +238,12 @@ ANSWER_SHAPE = r"[a-z][a-z0-9_]{0,31}|[1-9]|10"
 _ANSWER = re.compile(ANSWER_SHAPE, re.ASCII)
 
 
+def _json_object(row: Row, column: str) -> dict:
+    """The JSON in `column` as an object: an empty one when it holds anything else (null, a list, a scalar)."""
+    value = row[column]
+    return value if isinstance(value, dict) else {}
+
+
 def _verdict_sql(json: str) -> str:
     """The answer at `json` (a jsonb expression): a string of an answer's shape, else unknown."""
     text = f"({json} #>> '{{}}')"
@@ -256,8 +262,7 @@ class CheckVerdict(Expr):
     check: Expr
 
     def py(self, row: Row) -> str:
-        checks = row["checks"] if isinstance(row["checks"], dict) else {}
-        entry = checks.get(self.check.py(row))
+        entry = _json_object(row, "checks").get(self.check.py(row))
         return _verdict(entry.get("verdict") if isinstance(entry, dict) else None)
 
     def sql(self) -> str:
@@ -272,8 +277,7 @@ class HumanCheckVerdict(Expr):
     check: Expr
 
     def py(self, row: Row) -> str:
-        checks = row["human_checks"] if isinstance(row["human_checks"], dict) else {}
-        return _verdict(checks.get(self.check.py(row)))
+        return _verdict(_json_object(row, "human_checks").get(self.check.py(row)))
 
     def sql(self) -> str:
         return _verdict_sql(f"(r.human_checks -> {self.check.sql()})")
@@ -303,8 +307,7 @@ class WholeNumber(Expr):
     key: str
 
     def py(self, row: Row) -> int:
-        value = row[self.column] if isinstance(row[self.column], dict) else {}
-        return int(value.get(self.key) or 0)
+        return int(_json_object(row, self.column).get(self.key) or 0)
 
     def sql(self) -> str:
         return f"COALESCE(trunc((r.{self.column} ->> {sql_literal(self.key)})::numeric), 0)"
@@ -318,7 +321,7 @@ class NonEmptyList(Expr):
     key: str
 
     def py(self, row: Row) -> bool:
-        value = row[self.column].get(self.key) if isinstance(row[self.column], dict) else None
+        value = _json_object(row, self.column).get(self.key)
         return isinstance(value, list) and bool(value)
 
     def sql(self) -> str:
@@ -339,8 +342,7 @@ class IsNumber(Expr):
     key: Expr
 
     def py(self, row: Row) -> bool:
-        value = row[self.column] if isinstance(row[self.column], dict) else {}
-        return _number(value.get(self.key.py(row)))
+        return _number(_json_object(row, self.column).get(self.key.py(row)))
 
     def sql(self) -> str:
         return f"jsonb_typeof(r.{self.column} -> {self.key.sql()}) = 'number'"

@@ -15,8 +15,8 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
+from grading.figures.agreement import interval_json, weighted_kappa, wilson_interval
 from grading.figures.agreement import jackknife_interval as _jackknife
-from grading.figures.agreement import weighted_kappa, wilson_interval
 
 Pattern = tuple[int, ...]  # per category, how many people gave that verdict on one item
 Histogram = Mapping[Pattern, int]  # pattern -> how many items have it
@@ -43,20 +43,16 @@ class PeopleAgreement:
             "answers": self.answers,
             "unanimous": self.unanimous,
             "percent": self.percent,
-            "percent_interval": _listed(self.percent_interval),
+            "percent_interval": interval_json(self.percent_interval),
             "percent_interval_method": "wilson, over items",
             "fleiss_kappa": self.fleiss_kappa,
-            "fleiss_kappa_interval": _listed(self.fleiss_interval),
+            "fleiss_kappa_interval": interval_json(self.fleiss_interval),
             "krippendorff_alpha": self.alpha,
             "krippendorff_alpha_level": "nominal",
-            "krippendorff_alpha_interval": _listed(self.alpha_interval),
+            "krippendorff_alpha_interval": interval_json(self.alpha_interval),
             "interval_method": "jackknife standard error over items, normal 95%",
             "note": self.note,
         }
-
-
-def _listed(interval: tuple[float, float] | None) -> list[float] | None:
-    return list(interval) if interval else None
 
 
 def fleiss_kappa(histogram: Histogram) -> float | None:
@@ -166,10 +162,10 @@ class ScoreAgreement:
             "n": self.n,
             "weighted_kappa": self.weighted_kappa,
             "weighted_kappa_weights": "quadratic",
-            "weighted_kappa_interval": list(self.weighted_kappa_interval) if self.weighted_kappa_interval else None,
+            "weighted_kappa_interval": interval_json(self.weighted_kappa_interval),
             "krippendorff_alpha": self.alpha,
             "krippendorff_alpha_level": "ordinal",
-            "krippendorff_alpha_interval": list(self.alpha_interval) if self.alpha_interval else None,
+            "krippendorff_alpha_interval": interval_json(self.alpha_interval),
             "interval_method": "jackknife standard error over pairs, normal 95%",
             "note": self.note,
         }

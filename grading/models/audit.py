@@ -1,6 +1,8 @@
 """The audit trail: who did what, when, to which object. Every write that people or keys must answer for
 records one event here, in the same transaction as the write."""
 
+from typing import Required, TypedDict, Unpack
+
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import models
 
@@ -11,18 +13,21 @@ from grading.models import ApiKey, AuditEvent, Conversation, CriteriaExample, Dr
 Item = Conversation | Draft | Review | CriteriaExample
 
 
-def audit_record(
-    *,
-    action: str,
-    org: Org | None = None,
-    actor: AbstractBaseUser | None = None,
-    api_key: ApiKey | None = None,
-    target: models.Model | None = None,
-    detail: dict | None = None,
-    item: Item | None = None,
-) -> AuditEvent:
-    """`item`: the conversation or draft the event concerns (or a review of it), whose page shows it in its trail."""
-    event = audit_event(action=action, org=org, actor=actor, api_key=api_key, target=target, detail=detail, item=item)
+class AuditFields(TypedDict, total=False):
+    """What `audit_record` takes: `audit_event`'s arguments, which say what each is."""
+
+    action: Required[str]
+    org: Org | None
+    actor: AbstractBaseUser | None
+    api_key: ApiKey | None
+    target: models.Model | None
+    detail: dict | None
+    item: Item | None
+
+
+def audit_record(**fields: Unpack[AuditFields]) -> AuditEvent:
+    """Record `audit_event(**fields)`, in the transaction of the write it answers for."""
+    event = audit_event(**fields)
     event.save()
     return event
 
@@ -38,7 +43,8 @@ def audit_event(
     item: Item | None = None,
 ) -> AuditEvent:
     """The event `audit_record` writes, unsaved: for writes of many items that record theirs in one statement
-    (`AuditEvent.objects.bulk_create`)."""
+    (`AuditEvent.objects.bulk_create`). `item`: the conversation or draft the event concerns (or a review of it),
+    whose page shows it in its trail."""
     kind, item_id = item_of(item)
     return AuditEvent(
         org=org,

@@ -169,6 +169,11 @@ class Draft(models.Model):
         return self.slug
 
 
+def embedding_index(name: str) -> HnswIndex:
+    """An index for similarity lookups: HNSW over `embedding` by cosine distance (pgvector's `<=>`)."""
+    return HnswIndex(name=name, fields=["embedding"], opclasses=["vector_cosine_ops"], m=16, ef_construction=64)
+
+
 class Article(models.Model):
     """One of the org's published articles: the targets of internal links and of related-reading repairs."""
 
@@ -180,15 +185,7 @@ class Article(models.Model):
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["org", "slug"], name="article_unique_slug")]
-        indexes = [
-            HnswIndex(
-                name="article_embedding_hnsw",
-                fields=["embedding"],
-                opclasses=["vector_cosine_ops"],
-                m=16,
-                ef_construction=64,
-            )
-        ]
+        indexes = [embedding_index("article_embedding_hnsw")]
 
     def __str__(self) -> str:
         return self.slug
@@ -225,13 +222,7 @@ class MemoryItem(models.Model):
             )
         ]
         indexes = [
-            HnswIndex(
-                name="memory_embedding_hnsw",
-                fields=["embedding"],
-                opclasses=["vector_cosine_ops"],
-                m=16,
-                ef_construction=64,
-            ),
+            embedding_index("memory_embedding_hnsw"),
             models.Index(fields=["org", "kind", "active"]),
         ]
 

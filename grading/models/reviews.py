@@ -47,6 +47,18 @@ _CRITERIA_ACTIVE = models.Q(criteria_version__is_active=True)
 _CRITERIA_CHANGED = models.Q(state__in=COUNTING_STATES) & ~_CRITERIA_ACTIVE
 
 
+def queue_index(*fields: str, name: str) -> models.Index:
+    """An index of the queue: over the waiting reviews only, the rows the queue's reads scan in order."""
+    return models.Index(fields=list(fields), condition=models.Q(state=ReviewState.WAITING), name=name)
+
+
+def one_subject(name: str) -> models.CheckConstraint:
+    """The row names a conversation or a draft, never both or neither."""
+    return models.CheckConstraint(
+        condition=models.Q(conversation__isnull=True) ^ models.Q(draft__isnull=True), name=name
+    )
+
+
 def state_now(stored: str, *, criteria_active: bool) -> str:
     """The state a review reads as now, from its stored state and whether its criteria version is still the active
     one: decided in Python for the row in hand (`Review.state_now`) and for the rollups' state counters (kept per
@@ -228,54 +240,25 @@ class Review(models.Model):
             models.UniqueConstraint(
                 fields=["draft"], condition=models.Q(state__in=LIVE_STATES), name="review_one_live_per_draft"
             ),
-            models.CheckConstraint(
-                condition=models.Q(conversation__isnull=True) ^ models.Q(draft__isnull=True),
-                name="review_has_one_subject",
-            ),
+            one_subject("review_has_one_subject"),
         ]
         indexes = [
             models.Index(
                 fields=["org", "kind", "route"], condition=models.Q(state__in=COUNTING_STATES), name="review_counting"
             ),
             # The queue: one ordered range per active criteria version (a version names its org and kind).
-            models.Index(
-                fields=["criteria_version", "finished_at", "id"],
-                condition=models.Q(state=ReviewState.WAITING),
-                name="review_queue",
-            ),
-            models.Index(
-                fields=["criteria_version", "reason", "finished_at", "id"],
-                condition=models.Q(state=ReviewState.WAITING),
-                name="review_queue_reason",
-            ),
+            queue_index("criteria_version", "finished_at", "id", name="review_queue"),
+            queue_index("criteria_version", "reason", "finished_at", "id", name="review_queue_reason"),
             # The queue of someone whose reach names applications (or who filters by one): one range per version
             # and application, and per reason within it for the counts.
-            models.Index(
-                fields=["criteria_version", "application", "finished_at", "id"],
-                condition=models.Q(state=ReviewState.WAITING),
-                name="review_queue_application",
-            ),
-            models.Index(
-                fields=["criteria_version", "application", "reason", "finished_at", "id"],
-                condition=models.Q(state=ReviewState.WAITING),
-                name="review_queue_app_reason",
+            queue_index("criteria_version", "application", "finished_at", "id", name="review_queue_application"),
+            queue_index(
+                "criteria_version", "application", "reason", "finished_at", "id", name="review_queue_app_reason"
             ),
             # The queue's order where service-level targets give due times: by due time (none last), then age.
-            models.Index(
-                fields=["criteria_version", "due_at", "finished_at", "id"],
-                condition=models.Q(state=ReviewState.WAITING),
-                name="review_queue_due",
-            ),
-            models.Index(
-                fields=["criteria_version", "application", "due_at", "finished_at", "id"],
-                condition=models.Q(state=ReviewState.WAITING),
-                name="review_queue_app_due",
-            ),
-            models.Index(
-                fields=["criteria_version", "reason", "due_at", "finished_at", "id"],
-                condition=models.Q(state=ReviewState.WAITING),
-                name="review_queue_reason_due",
-            ),
+            queue_index("criteria_version", "due_at", "finished_at", "id", name="review_queue_due"),
+            queue_index("criteria_version", "application", "due_at", "finished_at", "id", name="review_queue_app_due"),
+            queue_index("criteria_version", "reason", "due_at", "finished_at", "id", name="review_queue_reason_due"),
             # The escalation sweep: the org's waiting reviews whose due time falls in a window.
             models.Index(
                 fields=["org", "due_at"],
@@ -410,10 +393,7 @@ class Label(models.Model):
             models.UniqueConstraint(
                 fields=["draft", "fingerprint", "check_name", "labeller"], name="label_unique_draft"
             ),
-            models.CheckConstraint(
-                condition=models.Q(conversation__isnull=True) ^ models.Q(draft__isnull=True),
-                name="label_has_one_subject",
-            ),
+            one_subject("label_has_one_subject"),
         ]
 
     def __str__(self) -> str:
@@ -483,10 +463,7 @@ class Correction(models.Model):
     class Meta:
         indexes = [models.Index(fields=["org", "created_at"], name="correction_org_created_at")]
         constraints = [
-            models.CheckConstraint(
-                condition=models.Q(conversation__isnull=True) ^ models.Q(draft__isnull=True),
-                name="correction_has_one_subject",
-            ),
+            one_subject("correction_has_one_subject"),
         ]
 
     def __str__(self) -> str:
@@ -510,15 +487,25 @@ class WebhookDelivery(models.Model):
         return f"{self.event} to {self.url} try {self.attempt}: {self.status_code or self.error}"
 
 
-class ServiceTarget(models.Model):
-    """A service-level target: people decide the items of a kind, application and reason (blank: any; `audit`: the
-    audit sample) within `minutes` of their routing to people. The lowest `position` among the targets that match
-    an item gives its due time (`Review.due_at`), set when it is routed and again whenever the targets change."""
+class ItemSelector(models.Model):
+    """An org's rule, in order of `position`, that picks the items of a kind and application (blank: any) and a
+    routing reason (`reason`, which each rule declares; `audit`: the audit sample): what service-level targets and
+    assignment rules have in common (grading/reviews/targets.py `selects`)."""
 
     org = models.ForeignKey(Org, on_delete=models.CASCADE, related_name="+")
     position = models.PositiveIntegerField()
     kind = models.CharField(max_length=20, blank=True)
     application = models.CharField(max_length=100, blank=True)
+
+    class Meta:
+        abstract = True
+
+
+class ServiceTarget(ItemSelector):
+    """A service-level target: people decide the items of a kind, application and reason (blank: any; `audit`: the
+    audit sample) within `minutes` of their routing to people. The lowest `position` among the targets that match
+    an item gives its due time (`Review.due_at`), set when it is routed and again whenever the targets change."""
+
     reason = models.CharField(max_length=64, blank=True)
     minutes = models.PositiveIntegerField()
 
