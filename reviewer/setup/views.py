@@ -92,16 +92,27 @@ def _row_change(
 ) -> HttpResponse:
     """A change posted from a row's buttons on a set-up page (a removal, a move): the org's, through its service
     (`change` says what it did); a refusal re-renders the page saying why (409), nothing written."""
-    org_ids = _org_ids(request)
-    form = form_class(request.POST)
-    if not form.is_valid():
+    org_ids, form, org = _row_form(request, form_class)
+    if org is None:
         return bad_request(form)
-    org = org_named(org_ids, form.cleaned_data["org"])
     try:
         outcome = change(org, form.cleaned_data)
     except ChangeRefused as refusal:
         return rendered(request, org_ids, refusal=refusal.said(), status=409)
     return _done(request, outcome, org, page=page)
+
+
+def _row_form(
+    request: HttpRequest, form_class: type[forms.Form], *, filled: set[str] | None = None
+) -> tuple[list[int], forms.Form, Org | None]:
+    """A form posted from a row of a set-up page, checked: the person's orgs, the form, and the org it names. No org
+    when a field the page fills itself (`filled`: ids, choices; by default all of them) is wrong, which only a
+    hand-made request gets wrong (`bad_request`); what the person typed keeps its errors on the form."""
+    org_ids = _org_ids(request)
+    form = form_class(request.POST)
+    if not form.is_valid() and (filled is None or filled & set(form.errors)):
+        return org_ids, form, None
+    return org_ids, form, org_named(org_ids, form.cleaned_data["org"])
 
 
 def _done(request: HttpRequest, outcome: str, org: Org, *, page: str, warnings: Sequence[str] = ()) -> HttpResponse:
@@ -198,13 +209,10 @@ def _minutes(form: TargetForm | TargetChangeForm) -> int | None:
 @role_required(*SETUP_ROLES)
 def setup_target_change(request: HttpRequest) -> HttpResponse:
     """Gives a target another duration in place (as the command's `set --position N --replace` with what it picks)."""
-    org_ids = _org_ids(request)
-    form = TargetChangeForm(request.POST)
-    typed_well = form.is_valid()
-    if {"org", "position"} & set(form.errors):  # the page's own fields: only a hand-made request gets them wrong
+    org_ids, form, org = _row_form(request, TargetChangeForm, filled={"org", "position"})
+    if org is None:
         return bad_request(form)
-    org = org_named(org_ids, form.cleaned_data["org"])
-    minutes = _minutes(form) if typed_well else None
+    minutes = None if form.errors else _minutes(form)
     if minutes is None:
         return _render_targets(request, org_ids, form=form, status=400)
     position = form.cleaned_data["position"]
@@ -302,14 +310,11 @@ def setup_pool_remove(request: HttpRequest) -> HttpResponse:
 @role_required(*SETUP_ROLES)
 def setup_pool_rename(request: HttpRequest) -> HttpResponse:
     """Gives a pool another name; its members, and the assignments and rules that name it, stay with it."""
-    org_ids = _org_ids(request)
-    form = PoolRenameForm(request.POST)
-    typed_well = form.is_valid()
-    if {"org", "name"} & set(form.errors):  # the page's own fields: only a hand-made request gets them wrong
+    org_ids, form, org = _row_form(request, PoolRenameForm, filled={"org", "name"})
+    if org is None:
         return bad_request(form)
-    org = org_named(org_ids, form.cleaned_data["org"])
     to = None
-    if typed_well:
+    if not form.errors:
         try:
             to = pool_name(form.cleaned_data["to"], option="--to")
         except ChangeRefused as refusal:
