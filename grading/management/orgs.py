@@ -1,6 +1,9 @@
+from typing import TypeVar
+
 from django.core.management.base import CommandError
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
+from django.db.models import Model, QuerySet
 
 from grading.models import Org
 
@@ -18,6 +21,15 @@ def org_from_option(slug: str | None) -> Org:
     if len(orgs) != 1:
         raise CommandError(f"say which org with --org SLUG; {_orgs_here()}")
     return orgs[0]
+
+
+Row = TypeVar("Row", bound=Model)
+
+
+def org_listing(rows: QuerySet[Row], slug: str | None) -> QuerySet[Row]:
+    """What a command's listing shows: the rows of the org `--org SLUG` names (refused as `org_from_option` refuses),
+    or every org's without it."""
+    return rows.filter(org=org_from_option(slug)) if slug else rows
 
 
 def org_lock(org: Org) -> None:

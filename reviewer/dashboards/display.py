@@ -177,6 +177,14 @@ def _interval(interval: list | None, *, percent: bool) -> str:
     return f"{low:.0%}–{high:.0%}" if percent else f"{low:.2f} to {high:.2f}"
 
 
+def _with_interval(figures: dict, name: str, *, shown_as: str = "", percent: bool = False) -> dict[str, str]:
+    """A figure (a share, or a coefficient) and its interval, as the page shows them: under `shown_as` where the page
+    calls it otherwise, the interval beside it as `<name>_interval`."""
+    key = shown_as or name
+    value = _percent(figures[name]) if percent else _coefficient(figures[name])
+    return {key: value, f"{key}_interval": _interval(figures[f"{name}_interval"], percent=percent)}
+
+
 def quality_panel(figures: dict, links: Links) -> dict:
     q = figures["quality"]
     kind = ItemKind.CONVERSATION
@@ -342,10 +350,8 @@ def agreement_panel(figures: dict, links: Links) -> list[dict]:
                     "name": names.get(check, check.replace("_", " ")),
                     **_score_figures(a),
                     "n": a["n"],
-                    "percent": _percent(a["percent"]),
-                    "percent_interval": _interval(a["percent_interval"], percent=True),
-                    "kappa": _coefficient(a["kappa"]),
-                    "kappa_interval": _interval(a["kappa_interval"], percent=False),
+                    **_with_interval(a, "percent", percent=True),
+                    **_with_interval(a, "kappa"),
                     "note": a["note"],
                     "confusion": confusion_table(a, links, kind=kind, sample=sample, check=check),
                 })  # fmt: skip
@@ -385,20 +391,16 @@ def people_panel(figures: dict, links: Links) -> list[dict]:
                     "items": Linked(p["items"], links.reviews(kind=kind, check=check, people=answered)),
                     "split": Linked(split, links.reviews(kind=kind, check=check, people=split_on)),
                     "answers": p["answers"],
-                    "percent": _percent(p["percent"]),
-                    "percent_interval": _interval(p["percent_interval"], percent=True),
-                    "kappa": _coefficient(p["fleiss_kappa"]),
-                    "kappa_interval": _interval(p["fleiss_kappa_interval"], percent=False),
-                    "alpha": _coefficient(p["krippendorff_alpha"]),
-                    "alpha_interval": _interval(p["krippendorff_alpha_interval"], percent=False),
+                    **_with_interval(p, "percent", percent=True),
+                    **_with_interval(p, "fleiss_kappa", shown_as="kappa"),
+                    **_with_interval(p, "krippendorff_alpha", shown_as="alpha"),
                     "judge_percent": _percent(p["judge"]["percent"]),
                     "judge_kappa": _coefficient(p["judge"]["kappa"]),
                     "judge_n": p["judge"]["n"],
                     "note": p["note"],
                     "pairs": [
                         {"people": " & ".join(names.get(pk, "a former user") for pk in pair["people"]),
-                         "kappa": _coefficient(pair["kappa"]), "n": pair["n"],
-                         "kappa_interval": _interval(pair["kappa_interval"], percent=False)}
+                         **_with_interval(pair, "kappa"), "n": pair["n"]}
                         for pair in p.get("pairs", [])
                     ],
                 })  # fmt: skip
@@ -427,10 +429,8 @@ def _score_figures(agreement: dict) -> dict:
     return {
         "scores": {
             "n": scores["n"],
-            "weighted_kappa": _coefficient(scores["weighted_kappa"]),
-            "weighted_kappa_interval": _interval(scores["weighted_kappa_interval"], percent=False),
-            "alpha": _coefficient(scores["krippendorff_alpha"]),
-            "alpha_interval": _interval(scores["krippendorff_alpha_interval"], percent=False),
+            **_with_interval(scores, "weighted_kappa"),
+            **_with_interval(scores, "krippendorff_alpha", shown_as="alpha"),
             "note": scores["note"],
         }
     }
@@ -474,10 +474,9 @@ def headline_agreement(agreement: dict) -> dict:
     every figure's)."""
     pooled = agreement[ItemKind.CONVERSATION]["samples"]["audit"]["checks"]["all_checks"]
     return {
-        "percent": _percent(pooled["percent"]),
+        **_with_interval(pooled, "percent", percent=True),
         "kappa": _coefficient(pooled["kappa"]),
         "n": pooled["n"],
-        "percent_interval": _interval(pooled["percent_interval"], percent=True),
     }
 
 

@@ -171,12 +171,8 @@ def orgadmin_invitation_send(request: HttpRequest, pk: int) -> HttpResponse:
 @role_required(Role.ORG_ADMIN)
 def orgadmin_invitation_cancel(request: HttpRequest, pk: int) -> HttpResponse:
     invitation = _get_invitation_for_admin(request, pk)
-
-    def cancel() -> None:
-        invitation_cancel(invitation=invitation, actor=request.user)
-        messages.success(request, f"The invitation to {invitation.email} is cancelled: its link no longer works.")
-
-    return _members_change(request, cancel)
+    done = f"The invitation to {invitation.email} is cancelled: its link no longer works."
+    return _members_change(request, partial(invitation_cancel, invitation=invitation, actor=request.user), done=done)
 
 
 @require_POST
@@ -235,22 +231,20 @@ def orgadmin_member_scope(request: HttpRequest, pk: int) -> HttpResponse:
 @role_required(Role.ORG_ADMIN)
 def orgadmin_member_revoke(request: HttpRequest, pk: int) -> HttpResponse:
     membership = _get_membership_for_admin(request, pk)
-
-    def revoke() -> None:
-        membership_revoke(membership=membership, actor=request.user)
-        messages.success(request, f"{membership.user.get_username()} is no longer {membership.get_role_display()}.")
-
-    return _members_change(request, revoke)
+    done = f"{membership.user.get_username()} is no longer {membership.get_role_display()}."
+    return _members_change(request, partial(membership_revoke, membership=membership, actor=request.user), done=done)
 
 
-def _members_change(request: HttpRequest, change: Callable[[], None]) -> HttpResponse:
-    """A change made from a row of the members page, which says in a message what it did: back to the page. A
-    refusal (the row changed meanwhile, the org's last org admin) shows the page again saying why, as a 409 that
-    changed nothing."""
+def _members_change(request: HttpRequest, change: Callable[[], object], *, done: str = "") -> HttpResponse:
+    """A change made from a row of the members page: back to the page, saying what it did (`done`, or in the
+    change's own messages). A refusal (the row changed meanwhile, the org's last org admin) shows the page again
+    saying why, as a 409 that changed nothing."""
     try:
         change()
     except MembershipRefused as refused:
         return _render_members(request, reads.admin_org_ids(request.user), refusal=str(refused), status=409)
+    if done:
+        messages.success(request, done)
     return redirect("orgadmin_members")
 
 

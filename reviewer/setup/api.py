@@ -13,7 +13,9 @@ a refusal.
 Targets and rules are addressed by their position (1 decides first); each write answers the whole list in its new
 order, since an insert or a move shifts positions. Pools are addressed by name."""
 
-from typing import Annotated, Literal
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Annotated, Literal, TypeVar
 
 from django.http import HttpRequest, HttpResponse
 from ninja import Path, Router, Schema, Status
@@ -50,6 +52,7 @@ Position = Annotated[int, Path(ge=1, le=selectors.POSITION_MAX)]  # 1 decides fi
 Name = Annotated[Identifier, Field(max_length=1_000)]
 MISSING = {404: ErrorOut}
 CONFLICT = {409: ErrorOut}  # why, in words; nothing was written
+Checked = TypeVar("Checked")
 
 
 class TargetOut(Schema):
@@ -129,6 +132,15 @@ class _Refusals:
     def refused(self, refusal: ChangeRefused) -> None:
         self.add(refusal.field, refusal.said())
 
+    def checked(self, check: Callable[[], Checked], *, field: str | None = None) -> Checked | None:
+        """What a service's check answers; None, its refusal gathered (at `field`, else at the field it names), when
+        it refuses."""
+        try:
+            return check()
+        except ChangeRefused as refusal:
+            self.add(field or refusal.field, refusal.said())
+            return None
+
     def raise_any(self) -> None:
         if self.errors:
             raise ValidationError(self.errors)
@@ -145,14 +157,38 @@ def _selection(org: Org, refusals: _Refusals, payload: TargetIn | RuleIn, *, wha
     application = (payload.application or "").strip()
     if application and (unknown := applications_unknown(org, [application])):
         refusals.add("application", unknown)
-    try:
-        return selectors.fields(
-            {"kind": payload.kind or "", "application": application or None, "reason": payload.reason or ""},
-            what=what,
-        )
-    except ChangeRefused as refusal:
-        refusals.refused(refusal)
-        return None
+    selection = {"kind": payload.kind or "", "application": application or None, "reason": payload.reason or ""}
+    return refusals.checked(lambda: selectors.fields(selection, what=what))
+
+
+def _minutes(refusals: _Refusals, minutes: int) -> int | None:
+    """A target's duration as the service checks it; None, refused, out of bounds."""
+    return refusals.checked(lambda: minutes_within(minutes=minutes, hours=None))
+
+
+@dataclass(frozen=True)
+class _Ordered:
+    """A list kept in the order it decides (the first match wins), addressed by position: the targets, the rules."""
+
+    at: Callable[[Org, int], None]  # a 404 unless a row stands at the position
+    listed: Callable[[Org], list[dict]]  # the whole list, as each write answers it
+    move: Callable[..., str]
+    remove: Callable[..., str]
+
+
+def _moved(request: HttpRequest, ordered: _Ordered, position: int, payload: MoveIn) -> list[dict]:
+    org = _setup_org(request)
+    ordered.at(org, position)
+    earlier = payload.direction == "earlier"
+    ordered.move(org=org, position=position, earlier=earlier, **caller_acting(request.auth))
+    return ordered.listed(org)
+
+
+def _removed(request: HttpRequest, ordered: _Ordered, position: int) -> list[dict]:
+    org = _setup_org(request)
+    ordered.at(org, position)
+    ordered.remove(org=org, position=position, **caller_acting(request.auth))
+    return ordered.listed(org)
 
 
 # --- service-level targets ------------------------------------------------------------------------------------
@@ -171,6 +207,9 @@ def _target_at(org: Org, position: int) -> None:
         raise HttpError(404, f"no target at position {position}")
 
 
+_TARGETS = _Ordered(at=_target_at, listed=_targets_out, move=target_move, remove=target_remove)
+
+
 @router.get("/setup/targets", response=list[TargetOut], summary="The org's service-level targets, in order")
 def get_setup_targets(request: HttpRequest) -> list[dict]:
     return _targets_out(_setup_org(request))
@@ -187,10 +226,7 @@ def post_setup_target(request: HttpRequest, payload: TargetIn) -> Status[list[Ta
     org = _setup_org(request)
     refusals = _Refusals()
     selection = _selection(org, refusals, payload, what="target")
-    try:
-        minutes = minutes_within(minutes=payload.minutes, hours=None)
-    except ChangeRefused as refusal:
-        refusals.refused(refusal)
+    minutes = _minutes(refusals, payload.minutes)
     refusals.raise_any()
     fields = selection | {"minutes": minutes}
     if payload.ahead_of is not None:
@@ -210,10 +246,7 @@ def post_setup_target(request: HttpRequest, payload: TargetIn) -> Status[list[Ta
 def patch_setup_target(request: HttpRequest, position: Position, payload: MinutesIn) -> list[dict]:
     org = _setup_org(request)
     refusals = _Refusals()
-    try:
-        minutes = minutes_within(minutes=payload.minutes, hours=None)
-    except ChangeRefused as refusal:
-        refusals.refused(refusal)
+    minutes = _minutes(refusals, payload.minutes)
     refusals.raise_any()
     _target_at(org, position)
     target_minutes_set(org=org, position=position, minutes=minutes, **caller_acting(request.auth))
@@ -226,11 +259,7 @@ def patch_setup_target(request: HttpRequest, position: Position, payload: Minute
     summary="Swap a service-level target with the one before or after it",
 )
 def post_setup_target_move(request: HttpRequest, position: Position, payload: MoveIn) -> list[dict]:
-    org = _setup_org(request)
-    _target_at(org, position)
-    earlier = payload.direction == "earlier"
-    target_move(org=org, position=position, earlier=earlier, **caller_acting(request.auth))
-    return _targets_out(org)
+    return _moved(request, _TARGETS, position, payload)
 
 
 @router.delete(
@@ -239,10 +268,7 @@ def post_setup_target_move(request: HttpRequest, position: Position, payload: Mo
     summary="Remove a service-level target",
 )
 def delete_setup_target(request: HttpRequest, position: Position) -> list[dict]:
-    org = _setup_org(request)
-    _target_at(org, position)
-    target_remove(org=org, position=position, **caller_acting(request.auth))
-    return _targets_out(org)
+    return _removed(request, _TARGETS, position)
 
 
 # --- pools ------------------------------------------------------------------------------------------------------
@@ -275,21 +301,14 @@ def put_setup_pool(request: HttpRequest, pool: Name, payload: PoolIn) -> dict:
     """As the pools page's form: members are the org's operators and leads, named by username."""
     org = _setup_org(request)
     refusals = _Refusals()
-    name = None
-    try:
-        name = pool_name(pool)
-    except ChangeRefused as refusal:
-        refusals.add("pool", refusal.said())
+    name = refusals.checked(lambda: pool_name(pool), field="pool")
     wanted = sorted(set(payload.members))
     members = list(people_of(org.pk).filter(username__in=wanted))
     unknown = sorted(set(wanted) - {member.get_username() for member in members})
     if unknown:
         refusals.add("members", f"no one named {', '.join(unknown)} in {org.slug}")
     else:
-        try:
-            queue_reaches(org, members)
-        except ChangeRefused as refusal:
-            refusals.refused(refusal)
+        refusals.checked(lambda: queue_reaches(org, members))
     refusals.raise_any()
     pool_set(org=org, name=name, members=members, **caller_acting(request.auth))
     return _pool_out(org, name)
@@ -301,10 +320,7 @@ def patch_setup_pool(request: HttpRequest, pool: Name, payload: PoolRenameIn) ->
     org = _setup_org(request)
     _pool_named(org, pool)
     refusals = _Refusals()
-    try:
-        to = pool_name(payload.name, option="--name")
-    except ChangeRefused as refusal:
-        refusals.refused(refusal)
+    to = refusals.checked(lambda: pool_name(payload.name, option="--name"))
     refusals.raise_any()
     pool_rename(org=org, name=pool, to=to, **caller_acting(request.auth))
     return _pool_out(org, to)
@@ -340,6 +356,9 @@ def _rule_at(org: Org, position: int) -> None:
         raise HttpError(404, f"no assignment rule at position {position}")
 
 
+_RULES = _Ordered(at=_rule_at, listed=_rules_out, move=rule_move, remove=rule_remove)
+
+
 def _rule_fields(org: Org, payload: RuleIn) -> dict:
     """The rule's fields as the rules page's form checks them, every refusal in one 400."""
     refusals = _Refusals()
@@ -358,10 +377,11 @@ def _rule_fields(org: Org, payload: RuleIn) -> dict:
     refusals.raise_any()
     # What is left to refuse: the person's reach (they could claim nothing the rule picks).
     raw = {"kind": selection["kind"], "application": selection["application"] or None, "reason": selection["reason"]}
-    try:
-        return rule_fields(org, selection=raw, hours=payload.hours, person=person, pool=payload.pool, warn=_unheard)
-    except ChangeRefused as refusal:
-        raise ValidationError([{"loc": ["body", refusal.field or "body"], "msg": refusal.said()}]) from None
+    fields = refusals.checked(
+        lambda: rule_fields(org, selection=raw, hours=payload.hours, person=person, pool=payload.pool, warn=_unheard)
+    )
+    refusals.raise_any()
+    return fields
 
 
 def _unheard(warning: str) -> None:
@@ -401,11 +421,7 @@ def put_setup_rule(request: HttpRequest, position: Position, payload: RuleIn) ->
     summary="Swap an assignment rule with the one before or after it",
 )
 def post_setup_rule_move(request: HttpRequest, position: Position, payload: MoveIn) -> list[dict]:
-    org = _setup_org(request)
-    _rule_at(org, position)
-    earlier = payload.direction == "earlier"
-    rule_move(org=org, position=position, earlier=earlier, **caller_acting(request.auth))
-    return _rules_out(org)
+    return _moved(request, _RULES, position, payload)
 
 
 @router.delete(
@@ -414,7 +430,4 @@ def post_setup_rule_move(request: HttpRequest, position: Position, payload: Move
     summary="Remove an assignment rule",
 )
 def delete_setup_rule(request: HttpRequest, position: Position) -> list[dict]:
-    org = _setup_org(request)
-    _rule_at(org, position)
-    rule_remove(org=org, position=position, **caller_acting(request.auth))
-    return _rules_out(org)
+    return _removed(request, _RULES, position)

@@ -11,11 +11,13 @@ it is refused and audited (with the person as actor) exactly as the command's, a
 items as the command's does. A bad form or a refused change is a 400 (or 409) that says what to correct, at the top
 and at the field, and changes nothing; another org's id is a 404."""
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 from django import forms
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
+from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -80,27 +82,68 @@ def _refused_at(form: forms.Form, refusal: ChangeRefused, *, on_page: dict[str, 
     refused_at(form, (on_page or {}).get(refusal.field, refusal.field), refusal.said())
 
 
-def _removed(
+def _row_change(
     request: HttpRequest,
     form_class: type[forms.Form],
-    remove: Callable[[Org, dict], str],
+    change: Callable[[Org, dict], str],
     rendered: Callable[..., HttpResponse],
     *,
     page: str,
 ) -> HttpResponse:
-    """A removal posted from a set-up page: the org's, through its service (`remove` says what it did); a refusal
-    re-renders the page saying why (409), nothing written."""
-    org_ids = _org_ids(request)
-    form = form_class(request.POST)
-    if not form.is_valid():
+    """A change posted from a row's buttons on a set-up page (a removal, a move): the org's, through its service
+    (`change` says what it did); a refusal re-renders the page saying why (409), nothing written."""
+    org_ids, form, org = _row_form(request, form_class)
+    if org is None:
         return bad_request(form)
-    org = org_named(org_ids, form.cleaned_data["org"])
     try:
-        outcome = remove(org, form.cleaned_data)
+        outcome = change(org, form.cleaned_data)
     except ChangeRefused as refusal:
         return rendered(request, org_ids, refusal=refusal.said(), status=409)
+    return _done(request, outcome, org, page=page)
+
+
+def _row_form(
+    request: HttpRequest, form_class: type[forms.Form], *, filled: set[str] | None = None
+) -> tuple[list[int], forms.Form, Org | None]:
+    """A form posted from a row of a set-up page, checked: the person's orgs, the form, and the org it names. No org
+    when a field the page fills itself (`filled`: ids, choices; by default all of them) is wrong, which only a
+    hand-made request gets wrong (`bad_request`); what the person typed keeps its errors on the form."""
+    org_ids = _org_ids(request)
+    form = form_class(request.POST)
+    if not form.is_valid() and (filled is None or filled & set(form.errors)):
+        return org_ids, form, None
+    return org_ids, form, org_named(org_ids, form.cleaned_data["org"])
+
+
+def _done(request: HttpRequest, outcome: str, org: Org, *, page: str, warnings: Sequence[str] = ()) -> HttpResponse:
+    """Back to the set-up page at the org's card, saying what the change did (and what it advises)."""
     messages.success(request, outcome)
+    for warning in warnings:
+        messages.warning(request, warning)
     return redirect(f"{reverse(page)}#org-{org.pk}")
+
+
+def _orgs(org_ids: list[int]) -> QuerySet[Org]:
+    """The orgs the person sets up, a card each, in the order every set-up page lists them."""
+    return Org.objects.filter(pk__in=org_ids).order_by("slug")
+
+
+def _on_card(form: forms.Form | None, org: Org) -> forms.Form | None:
+    """The form that did not pass, on its own org's card (with what was typed); None on the other orgs'."""
+    return form if form is not None and form.data.get("org") == str(org.pk) else None
+
+
+def _setup_page(
+    request: HttpRequest, page: str, orgs: list[dict], *, form: forms.Form | None, refusal: str, status: int, **more
+) -> HttpResponse:
+    """A set-up page: its orgs' cards, the form that did not pass (its errors listed at the top too), and a refusal."""
+    context = {"orgs": orgs, "form": form, "refusal": refusal, "nav_active": "setup_targets", **more}
+    return render(request, f"reviewer/setup/{page}.html", context, status=status)
+
+
+def _choices(form_class: type[TargetForm | RuleForm]) -> dict[str, list]:
+    """What a target or rule may pick, for the page's selects."""
+    return {"kinds": form_class.base_fields["kind"].choices, "reasons": form_class.base_fields["reason"].choices}
 
 
 @require_http_methods(["GET", "POST"])
@@ -133,8 +176,7 @@ def _target_add(request: HttpRequest, org_ids: list[int], form: TargetForm, org:
     except ChangeRefused as refusal:
         _refused_at(form, refusal, on_page=_TARGET_FIELDS)
         return _render_targets(request, org_ids, form=form, status=409)
-    messages.success(request, outcome)
-    return _back(org)
+    return _done(request, outcome, org, page="setup_targets")
 
 
 def _application_known(form: TargetForm | RuleForm, org: Org) -> str:
@@ -167,13 +209,10 @@ def _minutes(form: TargetForm | TargetChangeForm) -> int | None:
 @role_required(*SETUP_ROLES)
 def setup_target_change(request: HttpRequest) -> HttpResponse:
     """Gives a target another duration in place (as the command's `set --position N --replace` with what it picks)."""
-    org_ids = _org_ids(request)
-    form = TargetChangeForm(request.POST)
-    typed_well = form.is_valid()
-    if {"org", "position"} & set(form.errors):  # the page's own fields: only a hand-made request gets them wrong
+    org_ids, form, org = _row_form(request, TargetChangeForm, filled={"org", "position"})
+    if org is None:
         return bad_request(form)
-    org = org_named(org_ids, form.cleaned_data["org"])
-    minutes = _minutes(form) if typed_well else None
+    minutes = None if form.errors else _minutes(form)
     if minutes is None:
         return _render_targets(request, org_ids, form=form, status=400)
     position = form.cleaned_data["position"]
@@ -181,50 +220,7 @@ def setup_target_change(request: HttpRequest) -> HttpResponse:
         outcome = target_minutes_set(org=org, position=position, minutes=minutes, actor=request.user)
     except ChangeRefused as refusal:
         return _render_targets(request, org_ids, refusal=refusal.said(), status=409)
-    messages.success(request, outcome)
-    return _back(org)
-
-
-@require_POST
-@role_required(*SETUP_ROLES)
-def setup_target_move(request: HttpRequest) -> HttpResponse:
-    """Swaps a target with the one before or after it."""
-    return _moved(request, target_move, _render_targets, page="setup_targets")
-
-
-def _moved(
-    request: HttpRequest, move: Callable[..., str], rendered: Callable[..., HttpResponse], *, page: str
-) -> HttpResponse:
-    """A target or rule moved ahead of or behind its neighbour, from its row's buttons, through its service (`move`
-    says what it did); a refusal re-renders the page saying why (409), nothing written."""
-    org_ids = _org_ids(request)
-    form = TargetMoveForm(request.POST)
-    if not form.is_valid():
-        return bad_request(form)
-    org = org_named(org_ids, form.cleaned_data["org"])
-    earlier = form.cleaned_data["direction"] == EARLIER
-    try:
-        outcome = move(org=org, position=form.cleaned_data["position"], earlier=earlier, actor=request.user)
-    except ChangeRefused as refusal:
-        return rendered(request, org_ids, refusal=refusal.said(), status=409)
-    messages.success(request, outcome)
-    return redirect(f"{reverse(page)}#org-{org.pk}")
-
-
-@require_POST
-@role_required(*SETUP_ROLES)
-def setup_target_remove(request: HttpRequest) -> HttpResponse:
-    return _removed(
-        request,
-        TargetAtForm,
-        lambda org, data: target_remove(org=org, position=data["position"], actor=request.user),
-        _render_targets,
-        page="setup_targets",
-    )
-
-
-def _back(org: Org) -> HttpResponse:
-    return redirect(f"{reverse('setup_targets')}#org-{org.pk}")
+    return _done(request, outcome, org, page="setup_targets")
 
 
 def _render_targets(
@@ -243,22 +239,13 @@ def _render_targets(
                 for target in targets_of(org.pk)
             ],
             "applications": applications_known(org),
-            # The form that did not pass, on its own org's card, with what was typed.
-            "form": form if isinstance(form, TargetForm) and form.data.get("org") == str(org.pk) else None,
+            "form": _on_card(form if isinstance(form, TargetForm) else None, org),
             # The change of a target's duration that did not pass, on its row.
-            "change": form if isinstance(form, TargetChangeForm) and form.data.get("org") == str(org.pk) else None,
+            "change": _on_card(form if isinstance(form, TargetChangeForm) else None, org),
         }
-        for org in Org.objects.filter(pk__in=org_ids).order_by("slug")
+        for org in _orgs(org_ids)
     ]
-    context = {
-        "orgs": orgs,
-        "form": form,
-        "refusal": refusal,
-        "kinds": TargetForm.base_fields["kind"].choices,
-        "reasons": TargetForm.base_fields["reason"].choices,
-        "nav_active": "setup_targets",
-    }
-    return render(request, "reviewer/setup/targets.html", context, status=status)
+    return _setup_page(request, "targets", orgs, form=form, refusal=refusal, status=status, **_choices(TargetForm))
 
 
 # --- pools --------------------------------------------------------------------------------------------------------
@@ -303,15 +290,14 @@ def setup_pools(request: HttpRequest) -> HttpResponse:
     except ChangeRefused as refusal:  # a member's queue role revoked since the page was shown
         _refused_at(form, refusal)
         return _render_pools(request, org_ids, form=form, status=409)
-    messages.success(request, outcome)
-    return redirect(f"{reverse('setup_pools')}#org-{org.pk}")
+    return _done(request, outcome, org, page="setup_pools")
 
 
 @require_POST
 @role_required(*SETUP_ROLES)
 def setup_pool_remove(request: HttpRequest) -> HttpResponse:
     """Deletes a pool, with the assignments and rules that name it (the answer says how many went)."""
-    return _removed(
+    return _row_change(
         request,
         PoolRemoveForm,
         lambda org, data: pool_remove(org=org, name=data["name"], actor=request.user),
@@ -324,14 +310,11 @@ def setup_pool_remove(request: HttpRequest) -> HttpResponse:
 @role_required(*SETUP_ROLES)
 def setup_pool_rename(request: HttpRequest) -> HttpResponse:
     """Gives a pool another name; its members, and the assignments and rules that name it, stay with it."""
-    org_ids = _org_ids(request)
-    form = PoolRenameForm(request.POST)
-    typed_well = form.is_valid()
-    if {"org", "name"} & set(form.errors):  # the page's own fields: only a hand-made request gets them wrong
+    org_ids, form, org = _row_form(request, PoolRenameForm, filled={"org", "name"})
+    if org is None:
         return bad_request(form)
-    org = org_named(org_ids, form.cleaned_data["org"])
     to = None
-    if typed_well:
+    if not form.errors:
         try:
             to = pool_name(form.cleaned_data["to"], option="--to")
         except ChangeRefused as refusal:
@@ -343,8 +326,7 @@ def setup_pool_rename(request: HttpRequest) -> HttpResponse:
     except ChangeRefused as refusal:  # the name taken, or the pool gone, since the page was shown
         _refused_at(form, refusal)
         return _render_pools(request, org_ids, rename=form, status=409)
-    messages.success(request, outcome)
-    return redirect(f"{reverse('setup_pools')}#org-{org.pk}")
+    return _done(request, outcome, org, page="setup_pools")
 
 
 def _render_pools(
@@ -356,7 +338,6 @@ def _render_pools(
     refusal: str = "",
     status: int = 200,
 ) -> HttpResponse:
-    typed_org = form.data.get("org") if form is not None else None
     ticked = {int(raw) for raw in form.data.getlist("members") if raw.isdigit()} if form is not None else set()
     orgs = [
         {
@@ -366,16 +347,15 @@ def _render_pools(
                 for pool in Pool.objects.filter(org=org).prefetch_related("members").order_by("name")
             ],
             "people": _queue_people(org),
-            "form": form if typed_org == str(org.pk) else None,
+            "form": _on_card(form, org),
             # What the form that did not pass had ticked, ticked again.
-            "ticked": ticked if typed_org == str(org.pk) else set(),
+            "ticked": ticked if _on_card(form, org) else set(),
             # The renaming that did not pass, on its pool's row.
-            "rename": rename if rename is not None and rename.data.get("org") == str(org.pk) else None,
+            "rename": _on_card(rename, org),
         }
-        for org in Org.objects.filter(pk__in=org_ids).order_by("slug")
+        for org in _orgs(org_ids)
     ]
-    context = {"orgs": orgs, "form": form or rename, "refusal": refusal, "nav_active": "setup_targets"}
-    return render(request, "reviewer/setup/pools.html", context, status=status)
+    return _setup_page(request, "pools", orgs, form=form or rename, refusal=refusal, status=status)
 
 
 # --- assignment rules -----------------------------------------------------------------------------------------------
@@ -434,35 +414,12 @@ def _rule_add(request: HttpRequest, org_ids: list[int], form: RuleForm, org: Org
     except ChangeRefused as refusal:  # no position left after the last
         _refused_at(form, refusal, on_page=_RULE_FIELDS)
         return _render_rules(request, org_ids, form=form, status=409)
-    messages.success(request, outcome)
-    for warning in warnings:
-        messages.warning(request, warning)
-    return redirect(f"{reverse('setup_rules')}#org-{org.pk}")
-
-
-@require_POST
-@role_required(*SETUP_ROLES)
-def setup_rule_move(request: HttpRequest) -> HttpResponse:
-    """Swaps a rule with the one before or after it: which of the two decides an item both match."""
-    return _moved(request, rule_move, _render_rules, page="setup_rules")
-
-
-@require_POST
-@role_required(*SETUP_ROLES)
-def setup_rule_remove(request: HttpRequest) -> HttpResponse:
-    return _removed(
-        request,
-        TargetAtForm,
-        lambda org, data: rule_remove(org=org, position=data["position"], actor=request.user),
-        _render_rules,
-        page="setup_rules",
-    )
+    return _done(request, outcome, org, page="setup_rules", warnings=warnings)
 
 
 def _render_rules(
     request: HttpRequest, org_ids: list[int], *, form: RuleForm | None = None, refusal: str = "", status: int = 200
 ) -> HttpResponse:
-    typed_org = form.data.get("org") if form is not None else None
     orgs = [
         {
             "org": org,
@@ -472,19 +429,56 @@ def _render_rules(
             ],
             "applications": applications_known(org),
             "assignees": _assignees(org),
-            "form": form if typed_org == str(org.pk) else None,
+            "form": _on_card(form, org),
         }
-        for org in Org.objects.filter(pk__in=org_ids).order_by("slug")
+        for org in _orgs(org_ids)
     ]
-    context = {
-        "orgs": orgs,
-        "form": form,
-        "refusal": refusal,
-        "kinds": RuleForm.base_fields["kind"].choices,
-        "reasons": RuleForm.base_fields["reason"].choices,
-        "nav_active": "setup_targets",
-    }
-    return render(request, "reviewer/setup/rules.html", context, status=status)
+    return _setup_page(request, "rules", orgs, form=form, refusal=refusal, status=status, **_choices(RuleForm))
+
+
+# --- the ordered lists' rows: targets and rules -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Ordered:
+    """A list the set-up pages keep in the order it decides (the first match wins), whose rows' buttons move a row
+    ahead of or behind its neighbour or remove it, through the list's services."""
+
+    move: Callable[..., str]
+    remove: Callable[..., str]
+    rendered: Callable[..., HttpResponse]
+    page: str
+
+
+# Keyed as reviewer/setup/urls.py names the list to its views.
+_ORDERED = {
+    "targets": _Ordered(target_move, target_remove, _render_targets, page="setup_targets"),
+    "rules": _Ordered(rule_move, rule_remove, _render_rules, page="setup_rules"),
+}
+
+
+@require_POST
+@role_required(*SETUP_ROLES)
+def setup_row_move(request: HttpRequest, listed: str) -> HttpResponse:
+    """Swaps a target or rule with the one before or after it: which of the two decides an item both match."""
+    ordered = _ORDERED[listed]
+
+    def move(org: Org, data: dict) -> str:
+        earlier = data["direction"] == EARLIER
+        return ordered.move(org=org, position=data["position"], earlier=earlier, actor=request.user)
+
+    return _row_change(request, TargetMoveForm, move, ordered.rendered, page=ordered.page)
+
+
+@require_POST
+@role_required(*SETUP_ROLES)
+def setup_row_remove(request: HttpRequest, listed: str) -> HttpResponse:
+    ordered = _ORDERED[listed]
+
+    def remove(org: Org, data: dict) -> str:
+        return ordered.remove(org=org, position=data["position"], actor=request.user)
+
+    return _row_change(request, TargetAtForm, remove, ordered.rendered, page=ordered.page)
 
 
 # --- escalation ---------------------------------------------------------------------------------------------------
@@ -510,17 +504,14 @@ def _escalation_set(request: HttpRequest, org_ids: list[int], form: EscalationFo
     except ChangeRefused as refusal:  # it would tell nobody
         _refused_at(form, refusal)
         return _render_escalation(request, org_ids, form=form, status=400)
-    messages.success(request, outcome)
-    if warning:
-        messages.warning(request, warning)
-    return redirect(f"{reverse('setup_escalation')}#org-{org.pk}")
+    return _done(request, outcome, org, page="setup_escalation", warnings=[warning] if warning else ())
 
 
 @require_POST
 @role_required(*SETUP_ROLES)
 def setup_escalation_remove(request: HttpRequest) -> HttpResponse:
     """Stops escalating: nobody is told any more."""
-    return _removed(
+    return _row_change(
         request,
         OrgForm,
         lambda org, data: escalation_remove(org=org, actor=request.user),
@@ -537,17 +528,15 @@ def _render_escalation(
     refusal: str = "",
     status: int = 200,
 ) -> HttpResponse:
-    typed_org = form.data.get("org") if form is not None else None
     orgs = []
-    for org in Org.objects.filter(pk__in=org_ids).order_by("slug"):
+    for org in _orgs(org_ids):
         escalation = escalation_of(org)
         orgs.append(
             {
                 "org": org,
                 "escalation": escalation,
                 "text": settings_text(settings_dict(escalation)) if escalation else "",
-                "form": form if typed_org == str(org.pk) else None,
+                "form": _on_card(form, org),
             }
         )
-    context = {"orgs": orgs, "form": form, "refusal": refusal, "nav_active": "setup_targets"}
-    return render(request, "reviewer/setup/escalation.html", context, status=status)
+    return _setup_page(request, "escalation", orgs, form=form, refusal=refusal, status=status)

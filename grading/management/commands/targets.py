@@ -6,7 +6,7 @@ no due time is ever read from targets that are gone."""
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from grading.management import selectors
-from grading.management.orgs import org_from_option
+from grading.management.orgs import org_from_option, org_listing
 from grading.management.service_targets import (
     minutes_within,
     target_insert,
@@ -14,7 +14,7 @@ from grading.management.service_targets import (
     target_remove,
     target_set,
 )
-from grading.models import Org, ServiceTarget
+from grading.models import ServiceTarget
 
 
 class Command(BaseCommand):
@@ -36,7 +36,9 @@ class Command(BaseCommand):
 
     def handle(self, *args, action: str, org: str | None, **options) -> None:
         if action == "list":
-            self._list(org_from_option(org) if org else None)
+            targets = ServiceTarget.objects.select_related("org").order_by("org__slug", "position")
+            for target in org_listing(targets, org):
+                self.stdout.write(target_line(target))
             return
         the_org = org_from_option(org)
         if action == "set":
@@ -54,8 +56,3 @@ class Command(BaseCommand):
         else:
             outcome = target_remove(org=the_org, position=selectors.position_option(options["position"]))
         self.stdout.write(outcome)
-
-    def _list(self, org: Org | None) -> None:
-        targets = ServiceTarget.objects.select_related("org").order_by("org__slug", "position")
-        for target in targets.filter(org=org) if org else targets:
-            self.stdout.write(target_line(target))

@@ -9,6 +9,7 @@ or item is a 404, whatever the form says.
 
 from collections.abc import Callable
 from functools import partial
+from typing import Any
 
 from django import forms
 from django.contrib import messages
@@ -18,7 +19,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from grading.conversations.expected_replies import expected_reply_example_add
-from grading.models import Correction, CriteriaExample
+from grading.models import Conversation, Correction, CriteriaExample, CriteriaVersion, Draft
 from grading.reviews.examples import (
     ExampleRefused,
     criteria_example_add,
@@ -44,21 +45,15 @@ REFUSED = (ExampleRefused, CriteriaImmutable, CriteriaConflict)
 @role_required(Role.CRITERIA_ADMIN)
 def criteria_example_add_view(request: HttpRequest) -> HttpResponse:
     """Add the item named to the version named, on the check named; back to the version's examples."""
-    form = ExampleAddForm(request.POST)
-    if not form.is_valid():
-        return bad_request(form)
-    data = form.cleaned_data
-    org_ids = reads.admin_org_ids(request.user)
-    version = reads.version_for_admin(org_ids=org_ids, version_id=data["version"])
-    item = reads.item_for_admin(org_ids=org_ids, kind=data["kind"], item_id=data["item"])
-    if version is None or item is None or item.org_id != version.org_id:
-        raise Http404("No such version or item.")
 
-    def add() -> str:
+    def item_of(data: dict, org_ids: list[int]) -> Draft | Conversation | None:
+        return reads.item_for_admin(org_ids=org_ids, kind=data["kind"], item_id=data["item"])
+
+    def add(version: CriteriaVersion, item: Draft | Conversation, data: dict) -> str:
         criteria_example_add(version=version, subject=item, check=data["check"], actor=request.user)
         return f"Added {item.external_id} ({data['check']}) to the examples of {version}."
 
-    return _to_examples(request, version.pk, add, refused="Not added")
+    return _example_add(request, ExampleAddForm, item_of, add, what="item")
 
 
 @require_POST
@@ -66,25 +61,41 @@ def criteria_example_add_view(request: HttpRequest) -> HttpResponse:
 def criteria_example_from_expected_reply_view(request: HttpRequest) -> HttpResponse:
     """Add the conversation of the expected reply named to the version named, on the check named, the expected reply
     as the example's explanation (grading/conversations/expected_replies.py); back to the version's examples."""
-    form = ExampleFromExpectedReplyForm(request.POST)
+
+    def correction_of(data: dict, org_ids: list[int]) -> Correction | None:
+        corrections = Correction.objects.filter(
+            pk=data["correction"], org_id__in=org_ids, kind=Correction.Kind.EXPECTED_REPLY
+        ).select_related("conversation")
+        return corrections.first()
+
+    def add(version: CriteriaVersion, correction: Correction, data: dict) -> str:
+        expected_reply_example_add(version=version, correction=correction, check=data["check"], actor=request.user)
+        external_id = correction.conversation.external_id
+        return f"Added {external_id} ({data['check']}) with its expected reply to the examples of {version}."
+
+    return _example_add(request, ExampleFromExpectedReplyForm, correction_of, add, what="expected reply")
+
+
+def _example_add(
+    request: HttpRequest,
+    form_class: type[forms.Form],
+    found_in: Callable[[dict, list[int]], Any],
+    add: Callable[[CriteriaVersion, Any, dict], str],
+    *,
+    what: str,
+) -> HttpResponse:
+    """Add what the form names (`found_in` the admin's orgs) to the version it names, both of one org (else a 404
+    that says `what` was looked for); `add` makes the change and says what it did."""
+    form = form_class(request.POST)
     if not form.is_valid():
         return bad_request(form)
     data = form.cleaned_data
     org_ids = reads.admin_org_ids(request.user)
     version = reads.version_for_admin(org_ids=org_ids, version_id=data["version"])
-    corrections = Correction.objects.filter(
-        pk=data["correction"], org_id__in=org_ids, kind=Correction.Kind.EXPECTED_REPLY
-    ).select_related("conversation")
-    correction = corrections.first()
-    if version is None or correction is None or correction.org_id != version.org_id:
-        raise Http404("No such version or expected reply.")
-
-    def add() -> str:
-        expected_reply_example_add(version=version, correction=correction, check=data["check"], actor=request.user)
-        external_id = correction.conversation.external_id
-        return f"Added {external_id} ({data['check']}) with its expected reply to the examples of {version}."
-
-    return _to_examples(request, version.pk, add, refused="Not added")
+    subject = found_in(data, org_ids)
+    if version is None or subject is None or subject.org_id != version.org_id:
+        raise Http404(f"No such version or {what}.")
+    return _to_examples(request, version.pk, partial(add, version, subject, data), refused="Not added")
 
 
 @require_POST

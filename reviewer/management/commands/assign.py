@@ -7,8 +7,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from grading.management import selectors
-from grading.management.orgs import org_from_option
-from grading.models import Org
+from grading.management.orgs import org_from_option, org_listing
 from reviewer.models import AssignmentRule, Pool
 from reviewer.setup.pools import listed, pool_line, pool_name, pool_remove, pool_rename, pool_set
 from reviewer.setup.rules import rule_add, rule_fields, rule_line, rule_move, rule_remove
@@ -50,10 +49,14 @@ class Command(BaseCommand):
 
     def handle(self, *args, action: str, org: str | None, **options) -> None:
         if action == "pools":
-            self._pools(org_from_option(org) if org else None)
+            pools = Pool.objects.select_related("org").prefetch_related("members").order_by("org__slug", "name")
+            for pool in org_listing(pools, org):
+                self.stdout.write(pool_line(pool))
             return
         if action == "rules":
-            self._rules(org_from_option(org) if org else None)
+            rules = AssignmentRule.objects.select_related("org", "person", "pool").order_by("org__slug", "position")
+            for rule in org_listing(rules, org):
+                self.stdout.write(rule_line(rule))
             return
         the_org = org_from_option(org)
         if action == "pool":
@@ -82,20 +85,6 @@ class Command(BaseCommand):
             self.stdout.write(rule_move(org=the_org, position=position, earlier=options["earlier"]))
         else:
             self.stdout.write(rule_remove(org=the_org, position=selectors.position_option(options["position"])))
-
-    # --- pools ----------------------------------------------------------------------------------------------
-
-    def _pools(self, org: Org | None) -> None:
-        pools = Pool.objects.select_related("org").prefetch_related("members").order_by("org__slug", "name")
-        for pool in pools.filter(org=org) if org else pools:
-            self.stdout.write(pool_line(pool))
-
-    # --- rules ----------------------------------------------------------------------------------------------
-
-    def _rules(self, org: Org | None) -> None:
-        rules = AssignmentRule.objects.select_related("org", "person", "pool").order_by("org__slug", "position")
-        for rule in rules.filter(org=org) if org else rules:
-            self.stdout.write(rule_line(rule))
 
 
 def _add_pool_arguments(parser: CommandParser) -> None:

@@ -6,7 +6,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from grading.management.orgs import org_from_option
+from grading.management.orgs import org_from_option, org_listing
 from grading.models import Org
 from reviewer.models import Membership, Role
 from reviewer.orgadmin.members import (
@@ -40,7 +40,11 @@ class Command(BaseCommand):
 
     def handle(self, *args, action: str, org: str | None, **options) -> None:
         if action == "list":
-            self._list(org_from_option(org) if org else None)
+            memberships = Membership.objects.select_related("org", "user").order_by(
+                "org__slug", "user__username", "role"
+            )
+            for membership in org_listing(memberships, org):
+                self.stdout.write(_line(membership))
             return
         the_org = org_from_option(org)
         user = _user(options["user"])
@@ -54,11 +58,6 @@ class Command(BaseCommand):
             self._add(the_org, user, role, applications=applications, drafts=not options["no_drafts"])
         else:
             self._remove(the_org, user, role)
-
-    def _list(self, org: Org | None) -> None:
-        memberships = Membership.objects.select_related("org", "user").order_by("org__slug", "user__username", "role")
-        for membership in memberships.filter(org=org) if org else memberships:
-            self.stdout.write(_line(membership))
 
     def _add(
         self, org: Org, user: AbstractBaseUser, role: Role, *, applications: list[str] | None, drafts: bool
