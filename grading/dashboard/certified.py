@@ -17,6 +17,9 @@ the draft, or when every required check of the conversation passes (`item_outcom
 judge's prediction of the same is `pass_probability`.
 
 Read from the reviews, not the counters (a counter cannot hold a probability per item): the page loads it apart.
+The database computes the judge's probability on each review (`pass_probability`) and sums each cell; only the
+audited items are read one by one (people's verdict on them is matched here), and the interval is computed from the
+cells' sums (`quality_interval_of_cells`), never from a million items in Python.
 """
 
 from __future__ import annotations
