@@ -1,10 +1,12 @@
 """The quality rate's interval: PPI++ through ppi-python, beside people's interval alone."""
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 from ppi_py import classical_mean_ci, ppi_mean_ci, ppi_mean_pointestimate
 
-from grading.certify.quality import quality_interval
+from grading.certify.quality import CellSums, quality_interval, quality_interval_of_cells
 
 
 def _audit(*, items: int, audited: int, bias: float, seed: int) -> dict[str, np.ndarray]:
@@ -112,3 +114,56 @@ def test_sample_weights_are_ppi_python_s_and_a_weight_per_item_is_required():
         quality_interval(**audit, weights=w[:-1])
     with pytest.raises(ValueError, match="one positive weight per item"):
         quality_interval(**audit, unlabelled_weights=-w_unlabelled)
+
+
+def _cells(seed: int) -> tuple[list[CellSums], dict]:
+    """Cells of items drawn apart (a fixed number audited from each, as the audit sample draws weeks), as sums and as
+    the per-item arrays and weights the dashboard gave `quality_interval` (each item weighted by how many items of
+    its cell it stands for). Some cells are audited whole; with seed 0 the judge says the same of every item."""
+    rng = np.random.default_rng(seed)
+    cells, items = [], {"people": [], "judge_labelled": [], "judge_unlabelled": [], "weights": [],
+                        "unlabelled_weights": []}  # fmt: skip
+    for _ in range(int(rng.integers(1, 12))):
+        audited, others = int(rng.integers(1, 6)), int(rng.integers(0, 60)) * int(rng.random() < 0.85)
+        y = (rng.random(audited) < 0.7).astype(float)
+        p, q = rng.beta(1.4, 0.6, audited), rng.beta(1.4, 0.6, others)
+        if seed == 0:
+            p, q = np.full(audited, 0.9), np.full(others, 0.9)
+        judge = np.concatenate([p, q])
+        cells.append(CellSums(
+            audited=audited, people=y.sum(), people_squares=(y * y).sum(), judge_audited=p.sum(),
+            judge_audited_squares=(p * p).sum(), people_judge=(y * p).sum(), others=others, judge_others=q.sum(),
+            judge_others_squares=(q * q).sum(), lowest=float(judge.min()), highest=float(judge.max()),
+        ))  # fmt: skip
+        items["people"] += list(y)
+        items["judge_labelled"] += list(p)
+        items["judge_unlabelled"] += list(q)
+        items["weights"] += [(audited + others) / audited] * audited
+        items["unlabelled_weights"] += [(audited + others) / others] * others if others else []
+    return cells, items
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_the_interval_from_cells_sums_is_ppi_python_s_from_their_items(seed):
+    cells, items = _cells(seed)
+
+    from_sums = quality_interval_of_cells(cells, alpha=0.05)
+
+    from_items = quality_interval(**items, alpha=0.05)
+    if from_items is None:
+        assert from_sums is None
+        return
+    for name in ("judge_rate", "estimate", "low", "high", "people_low", "people_high", "effective_gain"):
+        expected = getattr(from_items, name)
+        assert getattr(from_sums, name) == (None if expected is None else pytest.approx(expected, rel=0, abs=1e-9))
+    assert from_sums.labels == from_items.labels
+
+
+def test_the_interval_from_cells_sums_refuses_what_is_not_a_rate_or_a_cell():
+    cells, _ = _cells(3)
+    with pytest.raises(ValueError, match="probabilities between 0 and 1"):
+        quality_interval_of_cells([*cells, replace(cells[0], highest=1.2)])
+    with pytest.raises(ValueError, match="at least one audited item"):
+        quality_interval_of_cells([*cells, replace(cells[0], audited=0)])
+    with pytest.raises(ValueError, match="alpha"):
+        quality_interval_of_cells(cells, alpha=1.0)

@@ -134,3 +134,57 @@ def test_it_counts_the_latest_weeks_items_decided_under_a_certificate_and_sent_t
     assert figures["decided_alone_under_certificate"] == latest.filter(certificate__isnull=False).count() == 3
     assert figures["to_people"] == latest.filter(route=Route.HUMAN).count() == 4
     assert figures["below_certified"] == latest.filter(reason=BELOW_CERTIFIED).count() == 3
+
+
+def test_it_gives_what_ppi_py_gives_on_each_item_weighted_by_its_application_s_week(org, operator):
+    asking(criteria_active(org=org, kind=ItemKind.CONVERSATION))  # grounded and cites_policy are required
+    said = [("pass", "pass"), ("fail", "pass"), ("pass", "unknown"), ("pass", "fail"), ("pass", "pass")]
+    confidences = [{"grounded": 0.9, "cites_policy": 0.8}, {"grounded": 0.7}, {}, {"cites_policy": 0.65}]
+    cells: dict[tuple[str, int], list[tuple[float, float | None]]] = {}  # per cell: (p, y or None) of each item
+    for n in range(24):
+        application, weeks_back = ("billing", "onboarding")[n % 2], n // 12
+        grounded, cites = said[n % 5]
+        conf = confidences[n % 4]
+        review = answered(org, f"c{n}", {"grounded": grounded, "cites_policy": cites})
+        Review.objects.filter(pk=review.pk).update(
+            confidences=conf, application=application, week=weeks_before(THIS_WEEK, weeks_back)
+        )
+        p = 1.0
+        for key, answer in (("grounded", grounded), ("cites_policy", cites)):
+            sure = conf.get(key, 1.0)
+            p *= {"pass": sure, "fail": 1.0 - sure}.get(answer, 0.5)
+        y = None
+        if n % 12 < 2 + 2 * (n % 2) + weeks_back:  # audited: 2 to 5 of each cell's 6, so the weights differ
+            people = ("pass", "pass") if n % 3 else ("fail", "pass")
+            decided(review, operator, dict(zip(("grounded", "cites_policy"), people, strict=True)))
+            y = 1.0 if people == ("pass", "pass") else 0.0
+        cells.setdefault((application, weeks_back), []).append((p, y))
+
+    figures = certified_figures(scope_for(org))[ItemKind.CONVERSATION]
+
+    labelled = [(p, y, len(items) / sum(y is not None for _, y in items)) for items in cells.values()
+                for p, y in items if y is not None]  # fmt: skip
+    unlabelled = [(p, len(items) / sum(y is None for _, y in items)) for items in cells.values()
+                  for p, y in items if y is None]  # fmt: skip
+    y, yhat, w = (np.array(column) for column in zip(*[(y, p, w) for p, y, w in labelled], strict=True))
+    unlabelled_p, unlabelled_w = (np.array(column) for column in zip(*unlabelled, strict=True))
+    weights = {"w": w, "w_unlabeled": unlabelled_w}
+    low, high = (float(np.ravel(b)[0]) for b in ppi_mean_ci(y, yhat, unlabelled_p, alpha=0.05, **weights))
+    estimate = float(np.ravel(ppi_mean_pointestimate(y, yhat, unlabelled_p, **weights))[0])
+    people_low, people_high = (float(b) for b in np.ravel(classical_mean_ci(y, w=w, alpha=0.05)))
+    every = [p for items in cells.values() for p, _ in items]
+    exactly = {"rel": 0, "abs": 1e-9}
+    interval = figures["interval"]
+    assert (figures["items"], figures["reached"], figures["audited"]) == (24, 24, len(y))
+    assert (figures["judge_rate"], interval["judge_rate"]) == pytest.approx((np.mean(every),) * 2, **exactly)
+    assert (interval["low"], interval["high"], interval["estimate"]) == (
+        pytest.approx(max(0.0, low), **exactly),
+        pytest.approx(min(1.0, high), **exactly),
+        pytest.approx(estimate, **exactly),
+    )
+    assert (interval["people_low"], interval["people_high"]) == (
+        pytest.approx(max(0.0, people_low), **exactly),
+        pytest.approx(min(1.0, people_high), **exactly),
+    )
+    gain = ((people_high - people_low) / (high - low)) ** 2
+    assert interval["effective_gain"] == pytest.approx(gain, **exactly)
