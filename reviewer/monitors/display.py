@@ -71,7 +71,6 @@ class ItemRow(NamedTuple):
 
     pk: int
     kind: str
-    item_id: int
     external_id: str
     application: str
     route: str
@@ -82,18 +81,19 @@ class ItemRow(NamedTuple):
     audit: bool
     sent: str
     criteria_active: bool
+    verdicts_hidden: bool  # people decide its item blind: the row is withheld (grading/reviews/blind.py)
 
     @property
     def state_now(self) -> str:
         return state_now(self.state, criteria_active=self.criteria_active)
 
 
-def item_values(kind: str) -> tuple[str, ...]:
-    """What `ItemRow` reads of a review of `kind`, in its order."""
-    item = "draft" if kind == ItemKind.DRAFT else "conversation"
+def item_values(item: str) -> tuple[str, ...]:
+    """What `ItemRow` reads of a review of `item` (`conversation`, `draft`), in its order; `verdicts_hidden` is the
+    query's annotation."""
     return (
-        "pk", "kind", f"{item}_id", f"{item}__external_id", "application", "route", "score", "checks", "finished_at",
-        "state", "audit", "sent", "criteria_version__is_active",
+        "pk", "kind", f"{item}__external_id", "application", "route", "score", "checks", "finished_at", "state",
+        "audit", "sent", "criteria_version__is_active", "verdicts_hidden",
     )  # fmt: skip
 
 

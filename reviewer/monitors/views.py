@@ -17,12 +17,12 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from grading.models import Monitor, MonitorEvaluation, MonitorFigure, MonitorState, Org
+from grading.models import ItemKind, Monitor, MonitorEvaluation, MonitorFigure, MonitorState, Org
 from grading.models.reach import Reach, within
 from grading.monitors.figures import figure_reviews
 from grading.monitors.notices import figure_text
 from grading.monitors.services import MonitorInvalid, monitor_create, monitor_delete, monitor_update, settings_of
-from grading.reviews.blind import SEEN, blind_items
+from grading.reviews.blind import verdicts_hidden
 from reviewer.access import EVERY_ROLE, found, memberships_of, org_named, reaches_from, role_required, setup_orgs_of
 from reviewer.dashboards.display import item_urls
 from reviewer.models import Role
@@ -161,14 +161,15 @@ def monitor_items(request: HttpRequest, pk: int) -> HttpResponse:
         evaluation = found(monitor.evaluations.filter(pk=int(evaluation_id)).first(), "evaluation")
         at = evaluation.at
     first = (page - 1) * ITEMS_SHOWN
+    item = "draft" if monitor.kind == ItemKind.DRAFT else "conversation"
     reviews = list(
         figure_reviews(monitor, at)
+        .annotate(verdicts_hidden=verdicts_hidden(item, of=item))
         .order_by("-finished_at", "-pk")
-        .values_list(*item_values(monitor.kind))[first : first + ITEMS_SHOWN + 1]  # one more: is there a next page
+        .values_list(*item_values(item))[first : first + ITEMS_SHOWN + 1]  # one more: is there a next page
     )
     more, reviews = len(reviews) > ITEMS_SHOWN, [ItemRow._make(row) for row in reviews[:ITEMS_SHOWN]]
-    blind = blind_items(monitor.kind, [review.item_id for review in reviews])
-    shown = [review for review in reviews if not blind.get(review.item_id, SEEN).verdicts]
+    shown = [review for review in reviews if not review.verdicts_hidden]
     url = item_urls(queue_reach=_reaches(request, *QUEUE_ROLES).get(monitor.org_id))
     query = f"evaluation={evaluation.pk}&" if evaluation else ""
     context = {
