@@ -108,11 +108,12 @@ _ANSWERED = Coalesce(
 )
 
 
-def verdicts_hidden(item: str) -> Exists:
-    """`Blind.verdicts` in SQL, for a query of items whose reviews name them by `item` (`conversation`, `draft`):
-    whether the machine's verdicts of the item are hidden from people now. A search must ask it in its query, since
-    matching the item by its verdict would tell that verdict."""
-    return Exists(Review.objects.waiting().filter(audit=True, **{item: OuterRef("pk")}))
+def verdicts_hidden(item: str, *, of: str = "pk") -> Exists:
+    """`Blind.verdicts` in SQL, for a query of items whose reviews name them by `item` (`conversation`, `draft`), or
+    of reviews (`of=item`: the item they name): whether the machine's verdicts of the item are hidden from people now.
+    A search must ask it in its query, since matching the item by its verdict would tell that verdict; a page of
+    reviews asks it of the rows it shows (PostgreSQL evaluates it past the sort and limit, so for those only)."""
+    return Exists(Review.objects.waiting().filter(audit=True, **{item: OuterRef(of)}))
 
 
 def item_blind(kind: str, item_id: int) -> Blind:

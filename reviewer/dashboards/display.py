@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from urllib.parse import urlencode
 
@@ -662,14 +663,21 @@ def _percent_1(value: float | None) -> str:
     return "–" if value is None else f"{value:.1%}"
 
 
-def item_url(review, *, queue_reach: Reach | None) -> str:
-    """Where a row of a review list leads its reader: the item's queue page, where people decide it (and a lead
+def item_urls(*, queue_reach: Reach | None) -> Callable[[object], str]:
+    """Where each row of a review list leads its reader: the item's queue page, where people decide it (and a lead
     assigns it), for a queue member whose reach covers it while it is for people; else the reader's page of it
-    (`dashboard_item`), which anyone who may read the list may read."""
-    queued = queue_reach is not None and for_people(route=review.route, audit=review.audit, sent=review.sent)
-    if queued and queue_reach.covers(review.kind, review.application):
-        return reverse("review_detail", args=[review.pk])
-    return reverse("dashboard_item", args=[review.pk])
+    (`dashboard_item`), which anyone who may read the list may read. Both pages reversed once a list: their patterns
+    end with the review's id."""
+    queue_page = reverse("review_detail", args=[0]).removesuffix("0/")
+    reader_page = reverse("dashboard_item", args=[0]).removesuffix("0/")
+
+    def url(review) -> str:
+        queued = queue_reach is not None and for_people(route=review.route, audit=review.audit, sent=review.sent)
+        if queued and queue_reach.covers(review.kind, review.application):
+            return f"{queue_page}{review.pk}/"
+        return f"{reader_page}{review.pk}/"
+
+    return url
 
 
 def assignable(review, *, lead_reach: Reach | None) -> bool:

@@ -17,16 +17,16 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from grading.models import Monitor, MonitorEvaluation, MonitorFigure, MonitorState, Org
+from grading.models import ItemKind, Monitor, MonitorEvaluation, MonitorFigure, MonitorState, Org
 from grading.models.reach import Reach, within
 from grading.monitors.figures import figure_reviews
 from grading.monitors.notices import figure_text
 from grading.monitors.services import MonitorInvalid, monitor_create, monitor_delete, monitor_update, settings_of
-from grading.reviews.blind import reviews_blind
+from grading.reviews.blind import verdicts_hidden
 from reviewer.access import EVERY_ROLE, found, memberships_of, org_named, reaches_from, role_required, setup_orgs_of
-from reviewer.dashboards.display import item_url
+from reviewer.dashboards.display import item_urls
 from reviewer.models import Role
-from reviewer.monitors.display import history_html, items_html, monitors_html
+from reviewer.monitors.display import ItemRow, history_html, item_values, items_html, monitors_html
 from reviewer.monitors.forms import MonitorForm, MonitorRemoveForm, PageForm, shown_settings
 from reviewer.pages import bad_request
 from reviewer.queue.assignments import QUEUE_ROLES
@@ -34,13 +34,9 @@ from reviewer.queue.assignments import QUEUE_ROLES
 SETUP_ROLES = (Role.LEAD, Role.ORG_ADMIN)
 HISTORY_SHOWN = 100
 # The list and the items behind a figure are shown this many a page (why: bench/README.md, bench_monitors), the items
-# with only the fields their rows show.
+# as values of only the fields their rows show (`display.ItemRow`).
 MONITORS_SHOWN = 50
 ITEMS_SHOWN = 50
-ITEM_FIELDS = (
-    "kind", "application", "route", "score", "checks", "finished_at", "state", "audit", "sent",
-    "conversation__external_id", "draft__external_id", "criteria_version__is_active",
-)  # fmt: skip
 # The list's count of monitors per state, worst first ("": not evaluated yet).
 STATES_SHOWN = [(state, MonitorState(state).label) for state in ("alert", "warning", "no_data", "ok")]
 STATES_SHOWN.append(("", "not evaluated yet"))
@@ -165,22 +161,22 @@ def monitor_items(request: HttpRequest, pk: int) -> HttpResponse:
         evaluation = found(monitor.evaluations.filter(pk=int(evaluation_id)).first(), "evaluation")
         at = evaluation.at
     first = (page - 1) * ITEMS_SHOWN
+    item = "draft" if monitor.kind == ItemKind.DRAFT else "conversation"
     reviews = list(
         figure_reviews(monitor, at)
-        .select_related("conversation", "draft", "criteria_version")
-        .only(*ITEM_FIELDS)
-        .order_by("-finished_at", "-pk")[first : first + ITEMS_SHOWN + 1]  # one more: is there a next page
+        .annotate(verdicts_hidden=verdicts_hidden(item, of=item))
+        .order_by("-finished_at", "-pk")
+        .values_list(*item_values(item))[first : first + ITEMS_SHOWN + 1]  # one more: is there a next page
     )
-    more, reviews = len(reviews) > ITEMS_SHOWN, reviews[:ITEMS_SHOWN]
-    blind = reviews_blind(reviews)
-    shown = [review for review in reviews if not blind[review.pk].verdicts]
-    queue_reach = _reaches(request, *QUEUE_ROLES).get(monitor.org_id)
+    more, reviews = len(reviews) > ITEMS_SHOWN, [ItemRow._make(row) for row in reviews[:ITEMS_SHOWN]]
+    shown = [review for review in reviews if not review.verdicts_hidden]
+    url = item_urls(queue_reach=_reaches(request, *QUEUE_ROLES).get(monitor.org_id))
     query = f"evaluation={evaluation.pk}&" if evaluation else ""
     context = {
         "monitor": monitor,
         "evaluation": evaluation,
         "at": at,
-        "item_rows": items_html([(review, item_url(review, queue_reach=queue_reach)) for review in shown]),
+        "item_rows": items_html([(review, url(review)) for review in shown]),
         "withheld": len(reviews) - len(shown),
         "pages": {
             "page": page,

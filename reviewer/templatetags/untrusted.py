@@ -10,9 +10,9 @@ attributes).
 """
 
 import unicodedata
+from html import escape
 
 from django import template
-from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
 from grading.checks.prose import is_invisible

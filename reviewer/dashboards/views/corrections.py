@@ -255,12 +255,8 @@ def corrections_items(request: HttpRequest) -> HttpResponse:
     by_id = reviews.in_bulk(shown_ids)
     listed = [by_id[pk] for pk in shown_ids if pk in by_id]
     blind = reviews_blind(listed)
-    queue_reach = reaches_of(request.user, *QUEUE_ROLES).get(org.pk)
-    shown = [
-        (review, display.item_url(review, queue_reach=queue_reach))
-        for review in listed
-        if not blind[review.pk].verdicts
-    ]
+    url = display.item_urls(queue_reach=reaches_of(request.user, *QUEUE_ROLES).get(org.pk))
+    shown = [(review, url(review)) for review in listed if not blind[review.pk].verdicts]
     described = f"{kind} reviews {_WHAT_WORDS.get(what, 'decided by people')}"
     if check:
         described += " where no check failed" if check == "none" else f" with {check} failed"

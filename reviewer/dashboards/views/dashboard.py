@@ -205,10 +205,11 @@ def dashboard_reviews(request: HttpRequest) -> HttpResponse:
     queue_reach = reaches_of(request.user, *QUEUE_ROLES).get(org.pk)
     lead_reach = reaches_of(request.user, Role.LEAD).get(org.pk)
     send_reach = reaches_of(request.user, *SENDER_ROLES).get(org.pk)
+    url = display.item_urls(queue_reach=queue_reach)
     rows = [
         (
             review,
-            display.item_url(review, queue_reach=queue_reach),
+            url(review),
             display.assignable(review, lead_reach=lead_reach),
         )
         for review in page.rows
