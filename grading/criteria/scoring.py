@@ -187,13 +187,22 @@ class TrialScore:
 def trial_score(trial: CriteriaTrial) -> TrialScore:
     """The trial's figures against people (see the module's docstring), with every item as scored. For a running
     trial, over the items graded so far."""
+    trial = trial.items_read()
     version = trial.criteria_version
     kind = version.kind
     active_version = CriteriaVersion.objects.filter(org_id=trial.org_id, kind=kind, is_active=True).first()
     checks = checks_of(kind, version)
     asked_before = checks_of(kind, active_version) if active_version is not None else ()
     calibrated = _calibrated(version) if trial.source in UNBIASED_SOURCES else None
-    items, trial_reviews = _scored_items(trial, checks, asked_before, range(len(trial.sample)), calibrated, tokens=True)
+    items, trial_reviews = _scored_items(
+        trial,
+        checks,
+        asked_before,
+        sample=trial.sample,
+        review_ids=trial.review_ids,
+        calibrated=calibrated,
+        tokens=True,
+    )
     examples_left_out = sum(1 for item in items if item.left_out == EXAMPLE)
     asked = {
         check: (answers_of(kind, version, check), _scale(version, check), check in asked_before or check == PASS_FAIL)
@@ -221,21 +230,21 @@ def _scored_items(
     trial: CriteriaTrial,
     checks: tuple[str, ...],
     asked_before: tuple[str, ...],
-    positions: range,
-    calibrated: "_Calibrated | None" = None,
     *,
+    sample: list[int],
+    review_ids: list[int | None],
+    first: int = 0,
+    calibrated: "_Calibrated | None" = None,
     tokens: bool = False,
 ) -> tuple[list[ScoredItem], list[dict]]:
-    """The trial's items at `positions` (in sample order) as scored, and the trial reviews read for them (with
-    their token counts if `tokens`); each compared item's calibration points go to `calibrated`."""
+    """The trial's items `sample` with their `review_ids` (its sample and review_ids from position `first` on) as
+    scored, and the trial reviews read for them (with their token counts if `tokens`); each compared item's
+    calibration points go to `calibrated`."""
     version = trial.criteria_version
     kind = version.kind
     field = kind  # the review's foreign key to its item
     model = Draft if kind == ItemKind.DRAFT else Conversation
-    sample, review_ids = (
-        trial.sample[positions.start : positions.stop],
-        trial.review_ids[positions.start : positions.stop],
-    )
+    positions = range(first, first + len(sample))
     read = (*checks, *(check for check in asked_before if check not in checks))
     subjects = dict(model.objects.filter(id_in("pk", sample)).values_list("pk", "external_id"))
     trial_reviews = _verdict_rows(Review.objects.filter(id_in("pk", (r for r in review_ids if r))), read, tokens=tokens)
@@ -405,6 +414,9 @@ def trial_figures(trial: CriteriaTrial, *, items: range = range(0), changed: ran
     if trial.finished_at is None or not is_scored(trial):  # its figures still move as it runs: counted each time
         return _page(trial_score(trial), items, changed)
     inputs = _inputs(trial)
+    # The page's items and their reviews are sliced from the trial's row here: its two arrays of every item are
+    # not read for a page of them.
+    page = {"page_sample": json_array_slice("sample", items), "page_review_ids": json_array_slice("review_ids", items)}
     found = (
         CriteriaTrial.objects.filter(pk=trial.pk)
         .annotate(
@@ -413,16 +425,17 @@ def trial_figures(trial: CriteriaTrial, *, items: range = range(0), changed: ran
             figures=_stored_field(trial, "figures"),
             first_changed=_stored_field(trial, "changed" if changed is None else json_array_slice("changed", changed)),
             changed_total=_stored_field(trial, JsonArrayLength("changed")),
+            **(page if items else {}),
         )
-        .values_list(*inputs, "stored_key", "figures", "first_changed", "changed_total")
+        .values_list(*inputs, "stored_key", "figures", "first_changed", "changed_total", *(page if items else ()))
         .get()
     )
     # The key is read in the same statement as the figures, before any recount: a write committed after it moves
     # the key on, and the next read counts again.
     key = _key(found[: len(inputs)])
-    stored_key, figures, first_changed, changed_total = found[len(inputs) :]
+    stored_key, figures, first_changed, changed_total, *page_items = found[len(inputs) :]
     if stored_key == key:
-        return _restored(trial, figures, first_changed, changed_total, items)
+        return _restored(trial, figures, first_changed, changed_total, items, *(page_items or ([], [])))
     score = trial_score(trial)
     TrialFigures.objects.bulk_create(
         [TrialFigures(trial=trial, key=key, figures=_stored(score), changed=[_changed_json(c) for c in score.changed])],
@@ -459,10 +472,6 @@ def _stored_field(trial: CriteriaTrial, field: str | Func | F) -> Subquery:
 
 def _key(written: tuple[str, ...]) -> str:
     return ";".join((str(FIGURES_FORM), *written))
-
-
-def _within(positions: range, length: int) -> range:
-    return range(min(positions.start, length), min(positions.stop, length))
 
 
 def _page(score: TrialScore, items: range, changed: range | None) -> TrialScore:
@@ -512,7 +521,15 @@ def _changed_json(change: ChangedVerdict) -> list:
             change.direction]  # fmt: skip
 
 
-def _restored(trial: CriteriaTrial, figures: dict, changed: list, changed_total: int, items: range) -> TrialScore:
+def _restored(
+    trial: CriteriaTrial,
+    figures: dict,
+    changed: list,
+    changed_total: int,
+    items: range,
+    sample: list[int],
+    review_ids: list[int | None],
+) -> TrialScore:
     active_id = figures["active_version"]
     active_version = CriteriaVersion.objects.filter(pk=active_id).first() if active_id is not None else None
     coverage = figures["coverage"]
@@ -534,7 +551,9 @@ def _restored(trial: CriteriaTrial, figures: dict, changed: list, changed_total:
         ],
         dropped=figures["dropped"],
         changed=[ChangedVerdict(*row) for row in changed],
-        items=_scored_items(trial, checks, asked_before, _within(items, len(trial.sample)))[0] if items else [],
+        items=_scored_items(trial, checks, asked_before, sample=sample, review_ids=review_ids, first=items.start)[0]
+        if sample
+        else [],
         examples_left_out=figures["examples_left_out"],
         judge_calls=figures["judge_calls"],
         prompt_tokens=figures["prompt_tokens"],

@@ -312,6 +312,13 @@ class CriteriaTrial(models.Model):
         """How many of its items are graded for good: a review, or none for a reason (`review_ids`)."""
         return len(self.review_ids) - self.review_ids.count(None)
 
+    def items_read(self) -> "CriteriaTrial":
+        """The trial with its `sample` and `review_ids` read, in one query if its own read left them out (a page of
+        a few of its items reads their counts and those few instead: reviewer/criteria/reads.py)."""
+        if deferred := self.get_deferred_fields() & {"sample", "review_ids"}:
+            self.refresh_from_db(fields=sorted(deferred))
+        return self
+
 
 class TrialFigures(models.Model):
     """A finished scored trial's figures as grading/criteria/scoring.py counted them, and the key of what they were
