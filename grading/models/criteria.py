@@ -334,6 +334,22 @@ class TrialFigures(models.Model):
         return f"figures of trial {self.trial_id} at {self.key}"
 
 
+class TrialFiguresItem(models.Model):
+    """One item of a finished scored trial as the count of its stored figures scored it, at its position in the
+    sample: written with the figures, in their transaction, and read only while their key stands, a page of
+    positions at a time."""
+
+    figures = models.ForeignKey(TrialFigures, on_delete=models.CASCADE, related_name="+")
+    position = models.PositiveIntegerField()
+    row = models.JSONField(help_text="The item as scored (scoring.py `_item_json`).")
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["figures", "position"], name="trial_figures_item_position")]
+
+    def __str__(self) -> str:
+        return f"item at {self.position} of the figures of trial {self.figures_id}"
+
+
 class TrialItem(models.Model):
     """A trial's item, and how many times the rows a trial's figures read for it (grading/criteria/scoring.py
     `trial_score`) were written since the trial started: the item itself, its reviews, the decisions on them and
