@@ -28,7 +28,10 @@ sent to people, the hard ones, and a threshold calibrated on them says nothing a
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, replace
+from datetime import datetime
 
+from django.contrib.postgres.aggregates import JSONBAgg
+from django.db import transaction
 from django.db.models import F, Func, Q, Subquery
 from django.db.models.fields.json import KeyTextTransform, KeyTransform
 
@@ -51,6 +54,7 @@ from grading.models import (
     ItemKind,
     Review,
     TrialFigures,
+    TrialFiguresItem,
     TrialItem,
     TrialSource,
 )
@@ -187,13 +191,14 @@ class TrialScore:
 def trial_score(trial: CriteriaTrial) -> TrialScore:
     """The trial's figures against people (see the module's docstring), with every item as scored. For a running
     trial, over the items graded so far."""
+    trial = trial.items_read()
     version = trial.criteria_version
     kind = version.kind
     active_version = CriteriaVersion.objects.filter(org_id=trial.org_id, kind=kind, is_active=True).first()
     checks = checks_of(kind, version)
     asked_before = checks_of(kind, active_version) if active_version is not None else ()
     calibrated = _calibrated(version) if trial.source in UNBIASED_SOURCES else None
-    items, trial_reviews = _scored_items(trial, checks, asked_before, range(len(trial.sample)), calibrated, tokens=True)
+    items, trial_reviews = _scored_items(trial, checks, asked_before, calibrated, tokens=True)
     examples_left_out = sum(1 for item in items if item.left_out == EXAMPLE)
     asked = {
         check: (answers_of(kind, version, check), _scale(version, check), check in asked_before or check == PASS_FAIL)
@@ -221,21 +226,17 @@ def _scored_items(
     trial: CriteriaTrial,
     checks: tuple[str, ...],
     asked_before: tuple[str, ...],
-    positions: range,
     calibrated: "_Calibrated | None" = None,
     *,
     tokens: bool = False,
 ) -> tuple[list[ScoredItem], list[dict]]:
-    """The trial's items at `positions` (in sample order) as scored, and the trial reviews read for them (with
-    their token counts if `tokens`); each compared item's calibration points go to `calibrated`."""
+    """The trial's items (in sample order) as scored, and the trial reviews read for them (with their token counts
+    if `tokens`); each compared item's calibration points go to `calibrated`."""
     version = trial.criteria_version
     kind = version.kind
     field = kind  # the review's foreign key to its item
     model = Draft if kind == ItemKind.DRAFT else Conversation
-    sample, review_ids = (
-        trial.sample[positions.start : positions.stop],
-        trial.review_ids[positions.start : positions.stop],
-    )
+    sample, review_ids = trial.sample, trial.review_ids
     read = (*checks, *(check for check in asked_before if check not in checks))
     subjects = dict(model.objects.filter(id_in("pk", sample)).values_list("pk", "external_id"))
     trial_reviews = _verdict_rows(Review.objects.filter(id_in("pk", (r for r in review_ids if r))), read, tokens=tokens)
@@ -250,7 +251,7 @@ def _scored_items(
     by_review = {row["id"]: row for row in trial_reviews}
     verdicts = {check: machine_verdict(Lit(check)).fn for check in checks}  # compiled once: a trial holds thousands
     items = []
-    for index, item_id, review_id in zip(positions, sample, review_ids, strict=True):
+    for index, (item_id, review_id) in enumerate(zip(sample, review_ids, strict=True)):
         human = humans.get(item_id)
         mine = by_review.get(review_id) if review_id else None
         theirs = active_reviews.get(item_id)
@@ -392,7 +393,7 @@ def _compare(
 
 # The form of the stored figures and of the rule that counts them: a new one makes every stored figure stale, so
 # change it with anything above that changes what a trial's figures say.
-FIGURES_FORM = 1
+FIGURES_FORM = 2
 
 
 def trial_figures(trial: CriteriaTrial, *, items: range = range(0), changed: range | None = None) -> TrialScore:
@@ -401,10 +402,12 @@ def trial_figures(trial: CriteriaTrial, *, items: range = range(0), changed: ran
     stored (`TrialFigures`) with the key of what they were counted from (`_inputs`: the rows `trial_score` reads
     for the trial's own items, its versions and the trial itself). They are read back only while that key stands,
     so a read never shows figures a recount would not; otherwise they are counted again, and stored. Nothing is
-    written on the grading path."""
+    written on the grading path. The items as scored are stored with them, a row each (`TrialFiguresItem`), and a
+    page of them is read in the statement that reads the key."""
     if trial.finished_at is None or not is_scored(trial):  # its figures still move as it runs: counted each time
         return _page(trial_score(trial), items, changed)
     inputs = _inputs(trial)
+    page = {"page_items": _stored_items(trial, items)} if items else {}
     found = (
         CriteriaTrial.objects.filter(pk=trial.pk)
         .annotate(
@@ -413,24 +416,51 @@ def trial_figures(trial: CriteriaTrial, *, items: range = range(0), changed: ran
             figures=_stored_field(trial, "figures"),
             first_changed=_stored_field(trial, "changed" if changed is None else json_array_slice("changed", changed)),
             changed_total=_stored_field(trial, JsonArrayLength("changed")),
+            **page,
         )
-        .values_list(*inputs, "stored_key", "figures", "first_changed", "changed_total")
+        .values_list(*inputs, "stored_key", "figures", "first_changed", "changed_total", *page)
         .get()
     )
-    # The key is read in the same statement as the figures, before any recount: a write committed after it moves
-    # the key on, and the next read counts again.
+    # The key is read in the same statement as the figures and their items, before any recount: a write committed
+    # after it moves the key on, and the next read counts again.
     key = _key(found[: len(inputs)])
-    stored_key, figures, first_changed, changed_total = found[len(inputs) :]
+    stored_key, figures, first_changed, changed_total, *page_items = found[len(inputs) :]
     if stored_key == key:
-        return _restored(trial, figures, first_changed, changed_total, items)
+        return _restored(trial, figures, first_changed, changed_total, page_items[0] if page_items else None)
     score = trial_score(trial)
-    TrialFigures.objects.bulk_create(
-        [TrialFigures(trial=trial, key=key, figures=_stored(score), changed=[_changed_json(c) for c in score.changed])],
-        update_conflicts=True,
-        unique_fields=["trial"],
-        update_fields=["key", "figures", "changed"],
-    )
+    _store(trial, key, score)
     return _page(score, items, changed)
+
+
+def _store(trial: CriteriaTrial, key: str, score: TrialScore) -> None:
+    """The figures and their items under `key`, in one transaction. The figures' row is written first: a second
+    count storing at once waits on it, then replaces the first one's items."""
+    with transaction.atomic():
+        TrialFigures.objects.bulk_create(
+            [
+                TrialFigures(
+                    trial=trial, key=key, figures=_stored(score), changed=[_changed_json(c) for c in score.changed]
+                )
+            ],
+            update_conflicts=True,
+            unique_fields=["trial"],
+            update_fields=["key", "figures", "changed"],
+        )
+        TrialFiguresItem.objects.filter(figures_id=trial.pk).delete()
+        TrialFiguresItem.objects.bulk_create(
+            [TrialFiguresItem(figures_id=trial.pk, position=item.index, row=_item_json(item)) for item in score.items],
+            batch_size=2000,
+        )
+
+
+def _stored_items(trial: CriteriaTrial, positions: range) -> Subquery:
+    """The trial's stored items at `positions`, in order, as one JSON array; NULL when none are stored there."""
+    rows = TrialFiguresItem.objects.filter(
+        figures_id=trial.pk, position__gte=positions.start, position__lt=positions.stop
+    )
+    return Subquery(
+        rows.order_by().values("figures_id").annotate(rows=JSONBAgg("row", order_by="position")).values("rows")
+    )
 
 
 def _inputs(trial: CriteriaTrial) -> dict[str, Subquery]:
@@ -459,10 +489,6 @@ def _stored_field(trial: CriteriaTrial, field: str | Func | F) -> Subquery:
 
 def _key(written: tuple[str, ...]) -> str:
     return ";".join((str(FIGURES_FORM), *written))
-
-
-def _within(positions: range, length: int) -> range:
-    return range(min(positions.start, length), min(positions.stop, length))
 
 
 def _page(score: TrialScore, items: range, changed: range | None) -> TrialScore:
@@ -507,17 +533,37 @@ def _stored(score: TrialScore) -> dict:
     }
 
 
+def _item_json(item: ScoredItem) -> list:
+    """An item as scored, as stored: its dicts as pairs, in their order (JSONB orders an object's keys its own way)."""
+    human = item.human
+    return [
+        item.index, item.item_id, item.external_id,
+        None if human is None else [human.item_id, human.fingerprint, list(human.checks.items()), human.note,
+                                    human.source, human.review_id, human.at.isoformat()],
+        item.trial_review_id, item.active_review_id, list(item.trial.items()), list(item.active.items()),
+        item.left_out,
+    ]  # fmt: skip
+
+
+def _item(row: list) -> ScoredItem:
+    index, item_id, external_id, human, trial_review_id, active_review_id, trial, active, left_out = row
+    if human is not None:
+        human_id, fingerprint, checks, note, source, review_id, at = human
+        human = HumanVerdict(human_id, fingerprint, dict(checks), note, source, review_id, datetime.fromisoformat(at))
+    return ScoredItem(
+        index, item_id, external_id, human, trial_review_id, active_review_id, dict(trial), dict(active), left_out
+    )
+
+
 def _changed_json(change: ChangedVerdict) -> list:
     return [change.item_id, change.external_id, change.check, change.active, change.trial, change.human,
             change.direction]  # fmt: skip
 
 
-def _restored(trial: CriteriaTrial, figures: dict, changed: list, changed_total: int, items: range) -> TrialScore:
+def _restored(trial: CriteriaTrial, figures: dict, changed: list, changed_total: int, items: list | None) -> TrialScore:
     active_id = figures["active_version"]
     active_version = CriteriaVersion.objects.filter(pk=active_id).first() if active_id is not None else None
     coverage = figures["coverage"]
-    checks = checks_of(trial.criteria_version.kind, trial.criteria_version)
-    asked_before = checks_of(trial.criteria_version.kind, active_version) if active_version is not None else ()
     return TrialScore(
         trial=trial,
         active_version=active_version,
@@ -534,7 +580,7 @@ def _restored(trial: CriteriaTrial, figures: dict, changed: list, changed_total:
         ],
         dropped=figures["dropped"],
         changed=[ChangedVerdict(*row) for row in changed],
-        items=_scored_items(trial, checks, asked_before, _within(items, len(trial.sample)))[0] if items else [],
+        items=[_item(row) for row in items or ()],
         examples_left_out=figures["examples_left_out"],
         judge_calls=figures["judge_calls"],
         prompt_tokens=figures["prompt_tokens"],

@@ -379,6 +379,7 @@ def trial_results(
 ) -> list[tuple[Draft | Conversation | None, Review | None, Review | None, str]]:
     """Per sample item, in sample order: the item, its current review, its trial review (None until graded) and,
     when it has none for good, why."""
+    trial = trial.items_read()
     model = Draft if trial.criteria_version.kind == ItemKind.DRAFT else Conversation
     subjects = model.objects.in_bulk(trial.sample)
     reviews = Review.objects.select_related("criteria_version").in_bulk([r for r in trial.review_ids if r])

@@ -46,6 +46,7 @@ from grading.models import (
     MemoryItem,
     Org,
     Review,
+    TrialFigures,
 )
 from grading.models.audit import audit_event
 from grading.models.otlp import PendingCall, SpanLink
@@ -243,3 +244,5 @@ def _trials_rewrite(trial_ids: Sequence[int], item_ids: set[int], review_ids: se
         ]
         if sample != trial.sample or graded != trial.review_ids:
             CriteriaTrial.objects.filter(pk=trial.pk).update(sample=sample, review_ids=graded)
+            # Its stored figures and items name the item (its id, people's verdict on it): counted again when read.
+            TrialFigures.objects.filter(trial_id=trial.pk).delete()

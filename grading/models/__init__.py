@@ -14,6 +14,7 @@ from grading.models.criteria import (
     SpendCap,
     SpendPeriod,
     TrialFigures,
+    TrialFiguresItem,
     TrialItem,
     TrialSource,
 )
@@ -129,6 +130,7 @@ __all__ = [
     "SpendCap",
     "SpendPeriod",
     "TrialFigures",
+    "TrialFiguresItem",
     "TrialItem",
     "TrialSource",
     "WebhookDelivery",

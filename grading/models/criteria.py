@@ -312,6 +312,13 @@ class CriteriaTrial(models.Model):
         """How many of its items are graded for good: a review, or none for a reason (`review_ids`)."""
         return len(self.review_ids) - self.review_ids.count(None)
 
+    def items_read(self) -> "CriteriaTrial":
+        """The trial with its `sample` and `review_ids` read, in one query if its own read left them out (a page of
+        a few of its items reads their counts and those few instead: reviewer/criteria/reads.py)."""
+        if deferred := self.get_deferred_fields() & {"sample", "review_ids"}:
+            self.refresh_from_db(fields=sorted(deferred))
+        return self
+
 
 class TrialFigures(models.Model):
     """A finished scored trial's figures as grading/criteria/scoring.py counted them, and the key of what they were
@@ -325,6 +332,22 @@ class TrialFigures(models.Model):
 
     def __str__(self) -> str:
         return f"figures of trial {self.trial_id} at {self.key}"
+
+
+class TrialFiguresItem(models.Model):
+    """One item of a finished scored trial as the count of its stored figures scored it, at its position in the
+    sample: written with the figures, in their transaction, and read only while their key stands, a page of
+    positions at a time."""
+
+    figures = models.ForeignKey(TrialFigures, on_delete=models.CASCADE, related_name="+")
+    position = models.PositiveIntegerField()
+    row = models.JSONField(help_text="The item as scored (scoring.py `_item_json`).")
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["figures", "position"], name="trial_figures_item_position")]
+
+    def __str__(self) -> str:
+        return f"item at {self.position} of the figures of trial {self.figures_id}"
 
 
 class TrialItem(models.Model):

@@ -4,8 +4,9 @@ org has nothing to pass; another org's version, trial or item does not exist as 
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from django.db.models import Count, QuerySet
+from django.db.models import BooleanField, Count, ExpressionWrapper, Q, QuerySet
 
+from grading.core.sql_expressions import JsonArrayLength
 from grading.models import Conversation, CriteriaTrial, CriteriaVersion, Draft, ItemKind, Label, Org, Review
 from grading.reviews.examples import EXAMPLES_MAX
 from grading.reviews.human import human_verdict_of
@@ -72,6 +73,23 @@ def trial_for_admin(*, org_ids: Sequence[int], trial_id: int) -> CriteriaTrial |
     return (
         CriteriaTrial.objects.filter(pk=trial_id, org_id__in=list(org_ids))
         .select_related("criteria_version__org", "requested_by")
+        .first()
+    )
+
+
+def trial_page_for_admin(*, org_ids: Sequence[int], trial_id: int) -> CriteriaTrial | None:
+    """The trial as its page reads it: how many items it has (`items_total`) and whether any is not graded yet
+    (`items_ungraded`), from the database, its two arrays of every item (`sample`, `review_ids`) left unread. A
+    finished trial's page shows a page of its items, read by position with its stored figures
+    (grading/criteria/scoring.py); a recount reads them whole (`CriteriaTrial.items_read`)."""
+    return (
+        CriteriaTrial.objects.filter(pk=trial_id, org_id__in=list(org_ids))
+        .select_related("criteria_version__org", "requested_by")
+        .defer("sample", "review_ids")
+        .annotate(
+            items_total=JsonArrayLength("sample"),
+            items_ungraded=ExpressionWrapper(Q(review_ids__contains=[None]), output_field=BooleanField()),
+        )
         .first()
     )
 

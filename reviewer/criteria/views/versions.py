@@ -179,12 +179,12 @@ def _target_initial(version: CriteriaVersion) -> dict:
     return {"agreement": round(version.certify_agreement * 100), "confidence": round(version.certify_confidence * 100)}
 
 
-def _time_left(trial: CriteriaTrial, graded: int) -> str:
+def _time_left(trial: CriteriaTrial, graded: int, total: int) -> str:
     """At the rate since the trial started."""
     elapsed = (timezone.now() - trial.requested_at).total_seconds()
     if not graded or elapsed <= 0:
         return "time left not known yet"
-    return f"about {duration((len(trial.sample) - graded) * elapsed / graded)} left"
+    return f"about {duration((total - graded) * elapsed / graded)} left"
 
 
 def _regrade_panel(version: CriteriaVersion) -> dict:
@@ -291,12 +291,15 @@ TRIAL_ROWS_SHOWN = 50
 @role_required(Role.CRITERIA_ADMIN)
 def criteria_trial_detail(request: HttpRequest, pk: int) -> HttpResponse:
     """A trial's items beside their current reviews. While it runs, htmx polls the `#trial-results` partial."""
-    trial = _get_trial_for_user(request, pk)
+    trial = found(reads.trial_page_for_admin(org_ids=reads.admin_org_ids(request.user), trial_id=pk), "trial")
     rows = TrialRowsForm(request.GET)
     if not rows.is_valid():
         return bad_request(rows)
     page, changed_page = rows.cleaned_data["page"] or 1, rows.cleaned_data["changed_page"] or 1
-    graded = trial.graded
+    total = trial.items_total
+    # Counted from its items' reviews only while some are not graded: then it is running (and recounts them all),
+    # or was stopped when lost.
+    graded = trial.items_read().graded if trial.items_ungraded else total
     score = trial_figures(trial, items=_rows_of(page), changed=_rows_of(changed_page)) if is_scored(trial) else None
     results = None if score else trial_results(trial)
     context = {
@@ -310,12 +313,13 @@ def criteria_trial_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "changed": score.changed if score else [],
         "changed_rows": trial_changed_rows(score.changed, trial.criteria_version.kind) if score else "",
         "item_rows": trial_item_rows(score.items, trial.criteria_version.kind) if score else "",
-        "items_pages": _pages(page, len(trial.sample), "page", changed_page) if score else None,
+        "items_pages": _pages(page, total, "page", changed_page) if score else None,
         "changed_pages": _pages(changed_page, score.changed_total, "changed_page", page) if score else None,
         "results": results,
         "blind_reviews": _blind_reviews(current for _, current, _, _ in results or ()),
         "graded": graded,
-        "time_left": None if trial.finished_at else _time_left(trial, graded),
+        "items_total": total,
+        "time_left": None if trial.finished_at else _time_left(trial, graded, total),
         **NAV,
     }
     template = "reviewer/criteria/trial_detail.html"

@@ -40,11 +40,14 @@ TRIAL = {0: PASS, 1: {**PASS, "grounded": "fail"}, 2: PASS, 3: {**PASS, "complet
 
 
 def read(trial: CriteriaTrial) -> dict:
-    """The figures as a reader gets them, asserted equal to a recount from the rows."""
+    """The figures as a reader gets them, and every item as scored, asserted equal to a recount from the rows: read
+    twice, so the second read is of what the first stored if it counted them again."""
     trial = CriteriaTrial.objects.select_related("criteria_version").get(pk=trial.pk)
-    stored = trial_figures(trial).as_json()
-    assert stored == trial_score(trial).as_json()
-    return stored
+    recount = trial_score(trial)
+    for _ in range(2):
+        stored = trial_figures(trial, items=range(len(trial.sample)))
+        assert (stored.as_json(), stored.items) == (recount.as_json(), recount.items)
+    return stored.as_json()
 
 
 def shown_percent(client, trial: CriteriaTrial, check: str) -> str:

@@ -33,6 +33,8 @@ from grading.models import (
     Message,
     RetentionPolicy,
     Review,
+    TrialFigures,
+    TrialFiguresItem,
 )
 from grading.models.audit import audit_record
 from grading.models.otlp import PendingCall, PendingEvent
@@ -98,6 +100,9 @@ def _everything_about(org, operator):
 def test_erasing_a_conversation_removes_everything_derived_and_keeps_a_tombstone_without_content(org, operator):
     conversation, other, quoting, trial, version = _everything_about(org, operator)
     revision = version.revision
+    # The trial's figures as a page stored them, naming the item: its id, and people's verdict with its note.
+    figures = TrialFigures.objects.create(trial=trial, key="counted", figures={}, changed=[[conversation.pk, "cv-1"]])
+    TrialFiguresItem.objects.create(figures=figures, position=0, row=[0, conversation.pk, "cv-1", SECRET])
 
     erasure = _erase(org, ErasureScope.CONVERSATION, "cv-1")
 
@@ -116,6 +121,7 @@ def test_erasing_a_conversation_removes_everything_derived_and_keeps_a_tombstone
     assert quoting.memory_used["learnings"][0]["text"] == "" and quoting.memory_used["learnings"][0]["erased"]
     trial.refresh_from_db()
     assert trial.sample == [0, other.pk]
+    assert not TrialFigures.objects.exists() and not TrialFiguresItem.objects.exists()  # counted again when read
     version.refresh_from_db()
     assert version.revision == revision + 1  # every process reads the published version's examples afresh
     counts = {name: n for name, n in erasure.erased.items() if name != "filed"}

@@ -227,6 +227,9 @@ def test_a_trial_is_counted_first_then_started_and_its_page_polls_until_done(adm
     )
     assert "Running: 1 of 2 graded" in text(admin_client.get(started["Location"]))
     assert "about 6 min left" in text(admin_client.get(started["Location"]))
+    # Stopped when lost, with an item not graded: done, and still 1 of 2.
+    CriteriaTrial.objects.filter(pk=trial.pk).update(finished_at=timezone.now())
+    assert "Done: 1 of 2 graded" in text(admin_client.get(started["Location"]))
 
 
 def test_the_publish_page_shows_the_plan_and_publishing_re_grades_now(admin_client, criteria):

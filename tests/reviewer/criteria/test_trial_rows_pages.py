@@ -34,9 +34,13 @@ def test_it_pages_a_scored_trials_items_and_changed_verdicts_and_refuses_a_page_
     page = client.get(url, {"page": 3, "changed_page": 2}).content.decode()
     assert shown_items(page) == [item.item_id for item in score.items[4:6]]
     assert shown_changed(page) == [(c.item_id, c.check) for c in score.changed[2:4]]
-    assert "5–5 of 5" in page and "3–4 of 15" in page
+    assert "5–5 of 5" in page and "3–4 of 15" in page and "<b>Done</b>: 5 of 5 graded" in page
     assert 'href="?page=2&amp;changed_page=2">previous' in page and 'href="?changed_page=3&amp;page=3">next' in page
     assert 'data-check="grounded" data-side="trial"' in page  # the figures, over every item
+    # Read again from the stored figures, the page's items read by position from the trial's row: the same rows.
+    again = client.get(url, {"page": 3, "changed_page": 2}).content.decode()
+    assert (shown_items(again), shown_changed(again)) == (shown_items(page), shown_changed(page))
+    assert "5–5 of 5" in again and shown_items(client.get(url, {"page": 4}).content.decode()) == []
 
     for bad in ({"page": "two"}, {"page": 0}, {"changed_page": -1}):
         response = client.get(url, bad)
