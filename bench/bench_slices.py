@@ -19,7 +19,6 @@ time) and how many queries each makes to `<directory>/<its database>.json`, to c
 
 import json
 import os
-import re
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -166,13 +165,9 @@ def _requests(client: Client, url: str, extra: dict) -> None:
         assert client.get(url, **extra).status_code == 200, url
 
 
-# The page's hidden fields: the CSRF token and the org's select carry nothing of the figures that must steady.
-_TOKEN = re.compile(r'name="csrfmiddlewaretoken" value="[^"]*"')
-
-
 def _answers_written(client: Client, pages: dict[str, tuple[str, dict]], path: str) -> None:
-    """Each request's answer (JSON parsed; HTML less what differs between two sides whatever their code) and its
-    queries, as one file."""
+    """Each request's answer (JSON parsed; HTML less what differs between two sides whatever their code:
+    bench_dashboard's `_UNSTEADY`) and its queries, as one file."""
     answers = {}
     for name, (url, extra) in pages.items():
         with CaptureQueriesContext(connection) as queries:
@@ -181,7 +176,7 @@ def _answers_written(client: Client, pages: dict[str, tuple[str, dict]], path: s
         if response["Content-Type"].startswith("application/json"):
             body = json.loads(response.content)
         else:
-            body = _UNSTEADY.sub("", _TOKEN.sub("", response.content.decode()))
+            body = _UNSTEADY.sub("", response.content.decode())  # the CSRF token, the rebuild's time
         answers[name] = {"queries": len(queries), "body": body}
     with open(path, "w") as out:
         json.dump(answers, out, sort_keys=True, indent=1)
