@@ -9,21 +9,30 @@ upkeep's Python form per review in each (what every grading write adds), and a s
 against a live GROUP BY over the raw tables (equal, and how much faster).
 
 BENCH_SLICES_REVIEWS (default 1000000) sets each org's reviews.
+
+`phases()`, for `bench.compare`, offers the sliced org alone (populated and rebuilt once, at BENCH_SLICES_REVIEWS):
+the trivial view, the comparison page of `release=r3` against `release=r7` over 26 weeks, its JSON, and the
+dashboard of `release=r7` over 26 weeks, `PHASE_REQUESTS` requests a phase. With `BENCH_SLICES_FIGURES=<directory>`,
+each side first writes what those requests answer (the JSON, the pages' HTML less the CSRF token and the rebuild's
+time) and how many queries each makes to `<directory>/<its database>.json`, to compare the two sides' files.
 """
 
 import json
 import os
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import timedelta
+from functools import partial
 
 from django.contrib.auth import get_user_model
 from django.db import connection, transaction
 from django.test import Client
-from django.test.utils import override_settings
+from django.test.utils import CaptureQueriesContext, override_settings
 from django.urls import clear_url_caches
 from django.utils import timezone
 
-from bench.bench_dashboard import WEEKS, _clock, _comparable, _measure, _populate
+from bench.bench_dashboard import _UNSTEADY, WEEKS, _clock, _comparable, _measure, _populate
 from bench.common import fresh_org
 from grading.api.keys import api_key_create
 from grading.core.weeks import monday
@@ -108,6 +117,69 @@ def main() -> None:
     )
     if not same:
         raise SystemExit("a slice's figures from its counters differ from the live GROUP BY")
+
+
+PHASE_REQUESTS = 10
+
+
+@contextmanager
+def phases() -> Iterator[dict[str, Callable[[], None]]]:
+    """For `bench.compare`: the sliced org populated at `BENCH_SLICES_REVIEWS` and its counters rebuilt, then the
+    trivial view, the comparison page, its JSON and a slice's dashboard, `PHASE_REQUESTS` requests a phase (the
+    module's docstring)."""
+    org = fresh_org("sliced")
+    org.dimensions = ["release", "environment"]
+    org.save(update_fields=["dimensions"])
+    _populate(org, int(os.environ.get("BENCH_SLICES_REVIEWS", "1000000")), sliced=True)
+    rollups_rebuild(org_id=org.pk)
+    user = get_user_model().objects.create_user(username="bench-stakeholder", password="unused-bench-password")
+    Membership.objects.create(user=user, org=org, role=Role.STAKEHOLDER)
+    client = Client(SERVER_NAME="localhost")
+    client.force_login(user)
+    key = api_key_create(org=org, name="bench").plaintext
+    this_week = monday(timezone.now())
+    weeks = f"from={iso_week(this_week - timedelta(weeks=WEEKS - 1))}&to={iso_week(this_week)}"
+    compare = f"dimension=release&a=r3&b=r7&{weeks}"
+    pages = {
+        "trivial view (layout only)": ("/bench/trivial/", {}),
+        f"compare r3 against r7, {WEEKS} weeks": (f"/dashboard/compare/?org=sliced&{compare}", {}),
+        f"JSON /api/v1/dashboard/compare, {WEEKS} weeks": (f"/api/v1/dashboard/compare?{compare}",
+                                                           {"HTTP_AUTHORIZATION": f"Bearer {key}"}),
+        f"dashboard, release=r7, {WEEKS} weeks": (f"/dashboard/?org=sliced&slice=release%3Dr7&{weeks}", {}),
+    }  # fmt: skip
+    with override_settings(ROOT_URLCONF="bench.bench_dashboard"):
+        clear_url_caches()
+        try:
+            if directory := os.environ.get("BENCH_SLICES_FIGURES"):
+                _answers_written(client, pages, os.path.join(directory, f"{connection.settings_dict['NAME']}.json"))
+            yield {
+                f"{name} ({PHASE_REQUESTS} requests)": partial(_requests, client, url, extra)
+                for name, (url, extra) in pages.items()
+            }
+        finally:
+            clear_url_caches()
+
+
+def _requests(client: Client, url: str, extra: dict) -> None:
+    for _ in range(PHASE_REQUESTS):
+        assert client.get(url, **extra).status_code == 200, url
+
+
+def _answers_written(client: Client, pages: dict[str, tuple[str, dict]], path: str) -> None:
+    """Each request's answer (JSON parsed; HTML less what differs between two sides whatever their code:
+    bench_dashboard's `_UNSTEADY`) and its queries, as one file."""
+    answers = {}
+    for name, (url, extra) in pages.items():
+        with CaptureQueriesContext(connection) as queries:
+            response = client.get(url, **extra)
+        assert response.status_code == 200, url
+        if response["Content-Type"].startswith("application/json"):
+            body = json.loads(response.content)
+        else:
+            body = _UNSTEADY.sub("", response.content.decode())  # the CSRF token, the rebuild's time
+        answers[name] = {"queries": len(queries), "body": body}
+    with open(path, "w") as out:
+        json.dump(answers, out, sort_keys=True, indent=1)
 
 
 def _upkeep(org_id: int) -> int:

@@ -36,6 +36,8 @@ from grading.reviews.rollups import slices_seen
 # A difference whose test gives p below this is marked as one. The interval is Newcombe's, the test the pooled z:
 # near the edge the two may disagree, so the page shows both rather than deriving one from the other.
 SIGNIFICANT = 0.05
+# The counters a side is counted from (`_counts`): the item's route and each check's answers, none of the rest.
+COMPARED_METRICS = frozenset({"route", "check"})
 
 
 @dataclass(frozen=True)
@@ -138,7 +140,9 @@ def _row(key: str, name: str, question: str, a: Counter, b: Counter) -> dict:
 def comparison(scope: Scope, slices: Slices, *, kind: str = ItemKind.CONVERSATION) -> dict:
     """The two slices of `scope` side by side (JSON-ready): the item as a whole first (`pass_fail`), then each
     check of the active version whose answers include pass and fail, in the version's order."""
-    counters = {side: counters_for(replace(scope, slice=slices.key(side))) for side in ("a", "b")}
+    a = counters_for(replace(scope, slice=slices.key("a")), metrics=COMPARED_METRICS)
+    b = counters_for(replace(scope, slice=slices.key("b")), metrics=COMPARED_METRICS, active=a.active)
+    counters = {"a": a, "b": b}
     counts = {side: _counts(c, kind) for side, c in counters.items()}
     active = counters["a"].active.get(kind)
     whole_question = (

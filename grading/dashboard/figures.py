@@ -225,10 +225,18 @@ class Counters:
         )
 
 
-def counters_for(scope: Scope, rows: dict[SlicedKey, int] | None = None, *, metrics: Collection[str] = ()) -> Counters:
+def counters_for(
+    scope: Scope,
+    rows: dict[SlicedKey, int] | None = None,
+    *,
+    metrics: Collection[str] = (),
+    active: dict[str, CriteriaVersion] | None = None,
+) -> Counters:
     """The scope's counters (of its slice) from the rollup, or from `rows` (e.g. `live_counters`, to check the
-    rollup); from the rollup, only those of `metrics` when some are named (`PAGE_METRICS`, `STATISTICS_METRICS`)."""
-    active = {cv.kind: cv for cv in CriteriaVersion.objects.filter(org=scope.org, is_active=True)}
+    rollup); from the rollup, only those of `metrics` when some are named (`PAGE_METRICS`, `STATISTICS_METRICS`).
+    `active`: the org's active versions by kind, when the caller has read them (`Counters.active`)."""
+    if active is None:
+        active = {cv.kind: cv for cv in CriteriaVersion.objects.filter(org=scope.org, is_active=True)}
     if rows is None:
         read = scope_counters(
             org_id=scope.org.pk,
