@@ -14,7 +14,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.stats import beta
 
 MOST_POINTS = 10**8  # beyond this many labelled items above a candidate, `more_labels` says none would do
 
@@ -194,8 +193,17 @@ def _candidates(confidences: np.ndarray, agrees: np.ndarray) -> tuple[np.ndarray
 def _upper_bounds(n: np.ndarray, k: np.ndarray, *, delta: float) -> np.ndarray:
     """Exact one-sided Clopper-Pearson upper bounds of k disagreements in n, at level 1-delta."""
     all_disagree = k >= n
-    bounds = beta.ppf(1.0 - delta, k + 1, np.where(all_disagree, 1, n - k))
+    bounds = _beta_quantile(1.0 - delta, k + 1, np.where(all_disagree, 1, n - k))
     return np.where(all_disagree, 1.0, bounds)
+
+
+def _beta_quantile(q: float, a: np.ndarray | float, b: np.ndarray | float) -> np.ndarray:
+    """`scipy.stats.beta.ppf`. scipy.stats is imported when a bound is first asked for: importing it takes about a
+    second of CPU, which every process that imports grading (web workers, graders, each `manage.py` command) would
+    otherwise pay at start."""
+    from scipy.stats import beta
+
+    return beta.ppf(q, a, b)
 
 
 def _more_labels(*, n: int, k: int, total: int, alpha: float, delta: float) -> int | None:
@@ -211,7 +219,7 @@ def _more_labels(*, n: int, k: int, total: int, alpha: float, delta: float) -> i
         return None
 
     def passing(points: np.ndarray) -> np.ndarray:
-        return beta.ppf(1.0 - delta, rate * points + 1.0, (1.0 - rate) * points) <= alpha
+        return _beta_quantile(1.0 - delta, rate * points + 1.0, (1.0 - rate) * points) <= alpha
 
     # a rate just under alpha needs about z^2 rate (1 - rate) / (alpha - rate)^2 points; past MOST_POINTS the
     # answer is "none that any audit will reach" (and a rate within rounding of alpha would never end the search)
