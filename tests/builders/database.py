@@ -42,10 +42,16 @@ def _snapshot_sql(tables: tuple[str, ...]) -> str:
     )
 
 
+@cache
+def _tables(database: str) -> tuple[str, ...]:
+    # The migrations make every table before the first test, and no test makes one: read the catalogue once per
+    # database, not twice a request (it was 8% of the hostile-routes sweep).
+    return tuple(sorted(t for t in connection.introspection.table_names() if t != "django_migrations"))
+
+
 def database_snapshot() -> dict[str, tuple[int, int]]:
     """Every table's rows, digested: equal before and after a refused request, or it inserted, changed or deleted
     something (row counts alone miss an update, or a delete with an insert)."""
-    tables = tuple(sorted(t for t in connection.introspection.table_names() if t != "django_migrations"))
     with connection.cursor() as cursor:
-        cursor.execute(_snapshot_sql(tables))
+        cursor.execute(_snapshot_sql(_tables(connection.settings_dict["NAME"])))
         return {table: (count, digest) for table, count, digest in cursor.fetchall()}

@@ -186,8 +186,11 @@ def test_nothing_is_queued_when_no_endpoint_is_configured(
     assert callbacks == []
 
 
-def _settings_value(name: str, env: dict[str, str]) -> subprocess.CompletedProcess:
-    code = f"import json; from django.conf import settings; print(json.dumps(settings.{name}))"
+def _settings_value(*names: str, env: dict[str, str]) -> subprocess.CompletedProcess:
+    """The settings `names` as a process started with `env` reads them: a JSON object of name to value on stdout.
+    Several names are read by one start, since each start of Django here takes seconds."""
+    values = f"{{name: getattr(settings, name) for name in {names!r}}}"
+    code = f"import json; from django.conf import settings; print(json.dumps({values}))"
     return subprocess.run(
         [sys.executable, "manage.py", "shell", "--no-imports", "-c", code],
         cwd=REPO_ROOT,
@@ -201,15 +204,16 @@ def _settings_value(name: str, env: dict[str, str]) -> subprocess.CompletedProce
 @pytest.mark.slow
 def test_the_standard_otlp_variables_configure_the_export():
     env = {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4318/", "OTEL_EXPORTER_OTLP_HEADERS": "api-key=s%20ecret"}
-    endpoint = _settings_value("OTLP_EVALUATIONS_ENDPOINT", env)
-    assert json.loads(endpoint.stdout) == "http://collector:4318/v1/logs", endpoint.stderr[-2000:]
-    assert json.loads(_settings_value("OTLP_EVALUATIONS_HEADERS", env).stdout) == {"api-key": "s ecret"}
+    read = _settings_value("OTLP_EVALUATIONS_ENDPOINT", "OTLP_EVALUATIONS_HEADERS", env=env)
+    assert json.loads(read.stdout)["OTLP_EVALUATIONS_ENDPOINT"] == "http://collector:4318/v1/logs", read.stderr[-2000:]
+    assert json.loads(read.stdout)["OTLP_EVALUATIONS_HEADERS"] == {"api-key": "s ecret"}
     own = env | {"TOLLGATE_OTLP_EVALUATIONS_ENDPOINT": "https://evals.example/ingest"}
-    assert json.loads(_settings_value("OTLP_EVALUATIONS_ENDPOINT", own).stdout) == "https://evals.example/ingest"
+    own_read = _settings_value("OTLP_EVALUATIONS_ENDPOINT", env=own)
+    assert json.loads(own_read.stdout)["OTLP_EVALUATIONS_ENDPOINT"] == "https://evals.example/ingest"
 
 
 def test_a_junk_endpoint_stops_start_up_naming_the_variable():
-    result = _settings_value("OTLP_EVALUATIONS_ENDPOINT", {"TOLLGATE_OTLP_EVALUATIONS_ENDPOINT": "collector:4318"})
+    result = _settings_value("OTLP_EVALUATIONS_ENDPOINT", env={"TOLLGATE_OTLP_EVALUATIONS_ENDPOINT": "collector:4318"})
     assert result.returncode != 0 and "TOLLGATE_OTLP_EVALUATIONS_ENDPOINT" in result.stderr
 
 
