@@ -22,7 +22,7 @@ import os
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from datetime import timedelta
+from datetime import date, timedelta
 from functools import partial
 
 from django.contrib.auth import get_user_model
@@ -68,16 +68,9 @@ def main() -> None:
             f"{clock['cpu'] / UPKEEP_SAMPLE * 1e6:.0f} µs CPU per review, {booked:,} counters booked"
         )
 
-    user = get_user_model().objects.create_user(username="bench-stakeholder", password="unused-bench-password")
-    for org in (plain, sliced):
-        Membership.objects.create(user=user, org=org, role=Role.STAKEHOLDER)
-    client = Client(SERVER_NAME="localhost")
-    client.force_login(user)
-    key = api_key_create(org=sliced, name="bench").plaintext
-    this_week = monday(timezone.now())
-    weeks = f"from={iso_week(this_week - timedelta(weeks=WEEKS - 1))}&to={iso_week(this_week)}"
+    client, key = _reader(plain, sliced)
+    this_week, weeks, compare = _weeks()
     one_week = f"from={iso_week(this_week)}&to={iso_week(this_week)}"
-    compare = f"dimension=release&a=r3&b=r7&{weeks}"
     pages = [
         ("trivial view (layout only)", "/bench/trivial/", {}),
         ("dashboard, no dimensions, 8 weeks", "/dashboard/?org=plain", {}),
@@ -119,6 +112,23 @@ def main() -> None:
         raise SystemExit("a slice's figures from its counters differ from the live GROUP BY")
 
 
+def _reader(*orgs: Org) -> tuple[Client, str]:
+    """A stakeholder of the orgs, signed in, and an API key of the last (the sliced one)."""
+    user = get_user_model().objects.create_user(username="bench-stakeholder", password="unused-bench-password")
+    for org in orgs:
+        Membership.objects.create(user=user, org=org, role=Role.STAKEHOLDER)
+    client = Client(SERVER_NAME="localhost")
+    client.force_login(user)
+    return client, api_key_create(org=orgs[-1], name="bench").plaintext
+
+
+def _weeks() -> tuple[date, str, str]:
+    """This week's Monday, the query of the last `WEEKS` weeks, and that of comparing r3 against r7 over them."""
+    this_week = monday(timezone.now())
+    weeks = f"from={iso_week(this_week - timedelta(weeks=WEEKS - 1))}&to={iso_week(this_week)}"
+    return this_week, weeks, f"dimension=release&a=r3&b=r7&{weeks}"
+
+
 PHASE_REQUESTS = 10
 
 
@@ -132,14 +142,8 @@ def phases() -> Iterator[dict[str, Callable[[], None]]]:
     org.save(update_fields=["dimensions"])
     _populate(org, int(os.environ.get("BENCH_SLICES_REVIEWS", "1000000")), sliced=True)
     rollups_rebuild(org_id=org.pk)
-    user = get_user_model().objects.create_user(username="bench-stakeholder", password="unused-bench-password")
-    Membership.objects.create(user=user, org=org, role=Role.STAKEHOLDER)
-    client = Client(SERVER_NAME="localhost")
-    client.force_login(user)
-    key = api_key_create(org=org, name="bench").plaintext
-    this_week = monday(timezone.now())
-    weeks = f"from={iso_week(this_week - timedelta(weeks=WEEKS - 1))}&to={iso_week(this_week)}"
-    compare = f"dimension=release&a=r3&b=r7&{weeks}"
+    client, key = _reader(org)
+    _, weeks, compare = _weeks()
     pages = {
         "trivial view (layout only)": ("/bench/trivial/", {}),
         f"compare r3 against r7, {WEEKS} weeks": (f"/dashboard/compare/?org=sliced&{compare}", {}),
