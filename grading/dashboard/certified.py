@@ -28,7 +28,6 @@ from collections import defaultdict
 from dataclasses import dataclass
 from datetime import date
 
-from django.db import connection
 from django.db.models import (
     BooleanField,
     Case,
@@ -49,7 +48,7 @@ from grading.checks.answers import item_outcome
 from grading.checks.definitions import CheckSet
 from grading.core.evidence import Verdict
 from grading.core.outcomes import BELOW_CERTIFIED
-from grading.core.sql_expressions import id_in
+from grading.core.sql_expressions import id_in, sums_by
 from grading.core.weeks import iso_week
 from grading.dashboard.figures import Scope
 from grading.models import CriteriaVersion, ItemKind, Label, Review, Route
@@ -144,14 +143,6 @@ def kind_quality(scope: Scope, kind: str) -> KindQuality:
 _GRADED = ~Q(route__in=(Route.NOT_SCORABLE, Route.ERROR))  # the judge could not grade those: the sample skips them
 _LATEST = ("decided_alone", "to_people", "below_certified")  # KindQuality's counts of the latest week
 
-# Each cell's sums over its rows, the judge's probability computed once a row. The ORM writes an aggregate's argument
-# out whole in each aggregate, and PostgreSQL evaluates each apart (five times a row: 1.7 s of its CPU over 600,000
-# conversations, against 0.7 s once): so the rows are a subquery it does not fold into the aggregates (OFFSET 0).
-# The rows' SELECT is the ORM's, with its parameters; the rest is constants.
-_CELL_TOTALS_SQL = """SELECT {cell}, count(p), sum(p), sum(p * p), min(p), max(p),
-    count(*) FILTER (WHERE decided_alone), count(*) FILTER (WHERE to_people), count(*) FILTER (WHERE below_certified)
-    FROM ({rows} OFFSET 0) AS items GROUP BY {cell}"""
-
 
 def _cell_totals(reviews: QuerySet[Review], cell: tuple[str, ...], probability: Expression, *, until: date) -> list:
     """Per cell: how many of its items the judge graded, the sum of their pass probabilities and of their squares,
@@ -167,13 +158,9 @@ def _cell_totals(reviews: QuerySet[Review], cell: tuple[str, ...], probability: 
         p=Case(When(_GRADED, then=probability), default=None, output_field=FloatField()),
         **{name: ExpressionWrapper(flag, output_field=BooleanField()) for name, flag in flags.items()},
     ).values(*cell, "p", *flags)
-    if rows.query.is_empty():  # no active version: no review
-        return []
-    sql, params = rows.order_by().query.sql_with_params()
     names = (*cell, "items", "judge", "squares", "lowest", "highest", *_LATEST)
-    with connection.cursor() as cursor:
-        cursor.execute(_CELL_TOTALS_SQL.format(cell=", ".join(cell), rows=sql), params)
-        return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+    sums = sums_by(rows, by=cell, value="p", flags=_LATEST)  # p computed once a row (grading/core/sql_expressions.py)
+    return [dict(zip(names, row, strict=True)) for row in sums]
 
 
 def _cell_sums(totals: dict, audited: list[tuple[float, float]]) -> CellSums:
