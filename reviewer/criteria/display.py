@@ -157,7 +157,8 @@ def trial_changed_rows(changed: Iterable[ChangedVerdict], kind: str) -> SafeStri
     for change in changed:
         check, active, trial, human = map(_escaped_word, (change.check, change.active, change.trial, change.human))
         rows.append(
-            f'<tr data-item="{change.item_id}" data-check="{check}" data-direction="{_escaped_word(change.direction)}">'
+            f'<tr data-item="{int(change.item_id)}" data-check="{check}"'
+            f' data-direction="{_escaped_word(change.direction)}">'
             f'<td><a href="{url(change.item_id)}">{escape(change.external_id)}</a></td><td>{check}</td>'
             f'<td class="{active}">{active}</td><td class="{trial}">{trial}</td><td class="{human}">{human}</td>'
             f"<td>{DIRECTION_WORDS.get(change.direction, NEITHER_WORDS)}</td></tr>"
@@ -178,7 +179,7 @@ def trial_item_rows(items: Iterable[ScoredItem], kind: str) -> SafeString:
             for check, verdict in (item.human.checks.items() if item.human else ())
         )
         rows.append(
-            f'<tr data-item="{item.item_id}"><td>{link}</td><td>{human}</td><td>{_verdicts(item.trial)}</td>'
+            f'<tr data-item="{int(item.item_id)}"><td>{link}</td><td>{human}</td><td>{_verdicts(item.trial)}</td>'
             f'<td>{_verdicts(item.active)}</td><td class="sub">{_escaped_word(item.left_out)}</td></tr>'
         )
     return mark_safe("".join(rows))  # noqa: S308 - external ids by escape(), every other value by _escaped_word
@@ -191,4 +192,4 @@ def _verdicts(verdicts: dict[str, str]) -> str:
 def _item_url(kind: str) -> Callable[[int], str]:
     """An item's page for its id, reversed once a list: its pattern ends with the id."""
     head = escape(reverse("criteria_item", args=[kind, 0]).removesuffix("0/"))
-    return lambda item_id: f"{head}{item_id}/"
+    return lambda item_id: f"{head}{int(item_id)}/"
