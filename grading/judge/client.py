@@ -218,7 +218,7 @@ class ChatJudgeClient:
         # The SDK's own retries are off so that exactly one policy (ours) decides what is worth retrying. Its HTTP
         # client, of the SDK's own kind and defaults (connection limits, redirects), is kept: the chat completions
         # go straight through it (`_post`).
-        self._http = openai.DefaultHttpxClient(timeout=timeout)
+        self._http = openai.DefaultHttpxClient(timeout=timeout, verify=_trusted_authorities())
         self._sdk = openai.OpenAI(
             base_url=base_url, api_key=api_key, timeout=timeout, max_retries=0, http_client=self._http
         )
@@ -360,6 +360,14 @@ class ChatJudgeClient:
             return self._sdk.post(path, body=body, cast_to=object, options={"timeout": min(self.timeout, 5.0)})
         except (openai.OpenAIError, json.JSONDecodeError):
             return None
+
+
+@functools.cache
+def _trusted_authorities() -> ssl.SSLContext:
+    """The certificate authorities a judge's server is checked against, as the HTTP client would load them itself
+    (its bundle, or SSL_CERT_FILE / SSL_CERT_DIR), loaded once a process: a client loading them for itself spends
+    about 30 ms of CPU, and a worker builds its judges again whenever their configuration changes."""
+    return httpx2.create_ssl_context()
 
 
 def _sdk_headers(sdk: openai.OpenAI, timeout: float) -> dict[str, str]:
