@@ -14,7 +14,9 @@ middleware, sign-in, role check and layout, measured in the same run.
 BENCH_TRIALS_ITEMS (default 200), BENCH_TRIALS_THREADS (default 32), BENCH_TRIALS_LATENCY (default 0.2) and
 BENCH_TRIALS_PAGE_ITEMS (default 10000) scale it.
 
-`phases()` offers (b) to `bench.compare`: the trivial view and the result page, `PHASE_REQUESTS` requests a phase.
+`phases()` offers (b) to `bench.compare`: the trivial view and the result page, `PHASE_REQUESTS` requests a phase,
+and the page's first request after the trial's figures went stale (each run after an untimed change of their key):
+the recount that stores the figures and the items again.
 Before the phases, each side asserts the trial's JSON over the API equals `trial_score` counting it again, and
 writes it to BENCH_TRIALS_FIGURES when set (give each side its own file with `--base-setting` and `--setting`, and
 compare the two: the figures equal before and after).
@@ -44,7 +46,16 @@ from bench.common import fresh_org, purge_queues
 from grading.api.keys import api_key_create
 from grading.criteria.scoring import trial_score
 from grading.criteria.trials import criteria_trial_start, trial_count
-from grading.models import Conversation, CriteriaTrial, Decision, ItemKind, Review, ReviewState, TrialSource
+from grading.models import (
+    Conversation,
+    CriteriaTrial,
+    Decision,
+    ItemKind,
+    Review,
+    ReviewState,
+    TrialFigures,
+    TrialSource,
+)
 from grading.passes.planner import grading_pass
 from grading.reviews.services import decision_record, review_audit_mark
 from grading.reviews.versions import criteria_active, criteria_new_version
@@ -134,7 +145,8 @@ def _trial_through_the_worker(org, admin, items: int, threads: int, latency: flo
 
 @contextmanager
 def phases() -> Iterator[dict[str, Callable[[], None]]]:
-    """For `bench.compare`: (b)'s trial set up once, its figures checked, then the trivial view and the result page."""
+    """For `bench.compare`: (b)'s trial set up once, its figures checked, then the trivial view, the result page, and
+    the result page recounted."""
     items = int(os.environ.get("BENCH_TRIALS_PAGE_ITEMS", "10000"))
     org = fresh_org()
     criteria_active(org=org, kind=ItemKind.CONVERSATION)
@@ -147,10 +159,15 @@ def phases() -> Iterator[dict[str, Callable[[], None]]]:
     with override_settings(ROOT_URLCONF=__name__):
         clear_url_caches()
         try:
-            yield {
-                f"{name} ({PHASE_REQUESTS} requests)": partial(_requests, client, url)
-                for name, url in _pages(trial, items)
+            trivial, page = _pages(trial, items)
+            named = {
+                f"{name} ({PHASE_REQUESTS} requests)": partial(_requests, client, url) for name, url in (trivial, page)
             }
+            named["trial result page recounted (1 request)"] = (
+                partial(_figures_stale, trial),
+                partial(_read, client, page[1]),
+            )
+            yield named
         finally:
             clear_url_caches()
 
@@ -158,6 +175,15 @@ def phases() -> Iterator[dict[str, Callable[[], None]]]:
 def _requests(client: Client, url: str) -> None:
     for _ in range(PHASE_REQUESTS):
         assert client.get(url).status_code == 200, url
+
+
+def _figures_stale(trial: CriteriaTrial) -> None:
+    """The stored figures' key no longer stands, as after any write to the trial's items: the next read counts."""
+    TrialFigures.objects.filter(trial_id=trial.pk).update(key="stale")
+
+
+def _read(client: Client, url: str) -> None:
+    assert client.get(url).status_code == 200, url
 
 
 def _pages(trial: CriteriaTrial, items: int) -> list[tuple[str, str]]:

@@ -59,6 +59,7 @@ from grading.models import (
     TrialSource,
 )
 from grading.reviews.human import HumanVerdict, human_verdicts
+from grading.reviews.sql import trial_items_save
 
 TOWARD, AWAY, ASIDE = "toward", "away", "aside"  # a changed verdict moved to people's, off it, or between others
 EXAMPLE = "an example of this version: a version is not scored on its own examples"
@@ -447,10 +448,7 @@ def _store(trial: CriteriaTrial, key: str, score: TrialScore) -> None:
             update_fields=["key", "figures", "changed"],
         )
         TrialFiguresItem.objects.filter(figures_id=trial.pk).delete()
-        TrialFiguresItem.objects.bulk_create(
-            [TrialFiguresItem(figures_id=trial.pk, position=item.index, row=_item_json(item)) for item in score.items],
-            batch_size=2000,
-        )
+        trial_items_save(trial.pk, [(item.index, _item_json(item)) for item in score.items])
 
 
 def _stored_items(trial: CriteriaTrial, positions: range) -> Subquery:

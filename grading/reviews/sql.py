@@ -3,7 +3,8 @@ messages read, the identity check, the filing lock, the review's INSERT, a state
 and the planner's tickets, the judge spend booked with a review, the spend caps read before every judge call, and
 the due times a change of service-level targets writes; and the conversations a transaction of an OTLP request
 appends to, saved together (`conversations_save`), as are the waiting model calls a request changes alike
-(`pending_calls_save`). Nothing else in grading or reviewer sends these, or builds model instances from rows.
+(`pending_calls_save`); and the items of a scored trial stored with its figures (`trial_items_save`). Nothing else in
+grading or reviewer sends these, or builds model instances from rows.
 
 Why plain SQL: composing these statements with the ORM, and its save(), cost several times their own CPU, most of a
 grading worker's database time; and `bulk_update`, one CASE branch per row, is quadratic in the number of tickets a
@@ -41,6 +42,7 @@ from grading.models import (
     ReviewState,
     Route,
     SpendCap,
+    TrialFiguresItem,
 )
 from grading.models.otlp import PendingCall
 from grading.reviews.rollups import Tracked
@@ -396,6 +398,25 @@ def _save_sql(model: type[Model], names: tuple[str, ...]) -> str:
 
 
 _CONVERSATION_SAVED = tuple(field.name for field in Conversation._meta.concrete_fields if not field.primary_key)
+
+
+# --- a scored trial's items, stored with its figures (grading/criteria/scoring.py `_store`) ----------------------
+
+
+def trial_items_save(figures_id: int, rows: Sequence[tuple[int, list]]) -> None:
+    """The trial's items as scored, `(position, row)` each, under its stored figures, in one statement from one JSON
+    array whatever their number. `bulk_create` sent each column as an array, and psycopg wrote a `jsonb[]` array
+    as text, escaping every quote of every row."""
+    with connection.cursor() as cursor:
+        cursor.execute(_TRIAL_ITEMS_SAVE, [figures_id, json.dumps(rows)])
+
+
+_TRIAL_ITEMS_SAVE = _sql(
+    "INSERT INTO {table} ({columns})"
+    " SELECT %s, (item->>0)::integer, item->1 FROM jsonb_array_elements(%s::jsonb) AS item",
+    table=TrialFiguresItem._meta.db_table,
+    columns=_columns([TrialFiguresItem._meta.get_field(name) for name in ("figures", "position", "row")]),
+)
 
 
 # --- an item's ticket: the grading it is owed (grading/reviews/inflight.py) --------------------------------------
