@@ -21,7 +21,7 @@ from itertools import accumulate
 from typing import NamedTuple
 
 from grading.checks.definitions import CheckSet
-from grading.judge.client import TokenLogprob
+from grading.judge.client import TokenLogprobs
 from grading.judge.scores import AMBIGUOUS_SHARE, score_distribution
 
 # Review.confidence_source of a review whose confidences came from the judge's log-probabilities; of one whose
@@ -36,7 +36,7 @@ def confidence_source(confidences: Mapping[str, float], source: str = LOGPROBS) 
 
 
 def check_confidences(
-    token_logprobs: Sequence[TokenLogprob] | None, checks: CheckSet, answers: Mapping[str, str | int | None]
+    token_logprobs: TokenLogprobs | None, checks: CheckSet, answers: Mapping[str, str | int | None]
 ) -> dict[str, float]:
     """Per check key, the probability the judge gave the answer it did (`answers[key]` as its reply wrote it: a
     string inside {"verdict": ...}, or a draft's score check's bare number; None, a null, has none). A check whose
@@ -57,7 +57,7 @@ def check_confidences(
 
 
 def answer_confidence(
-    token_logprobs: Sequence[TokenLogprob] | None, *, key: str, answer: str, answers: Sequence[str]
+    token_logprobs: TokenLogprobs | None, *, key: str, answer: str, answers: Sequence[str]
 ) -> float | None:
     """The probability the judge gave `answer` to the check `key` of its JSON reply (`"key": {"verdict": "answer"`),
     among the check's allowed `answers`; None when the tokens do not tell.
@@ -82,16 +82,16 @@ def answer_confidence(
 class _Tokens(NamedTuple):
     """A reply's tokens with their text joined and where each token ends in it."""
 
-    entries: Sequence[TokenLogprob]
+    entries: TokenLogprobs
     text: str
     ends: list[int]
 
     @classmethod
-    def of(cls, token_logprobs: Sequence[TokenLogprob] | None) -> _Tokens | None:
+    def of(cls, token_logprobs: TokenLogprobs | None) -> _Tokens | None:
         if not token_logprobs:
             return None
-        lengths = [len(entry.token) for entry in token_logprobs]
-        return cls(token_logprobs, "".join(entry.token for entry in token_logprobs), list(accumulate(lengths)))
+        texts = token_logprobs.texts
+        return cls(token_logprobs, "".join(texts), list(accumulate(map(len, texts))))
 
 
 def _answer_confidence(tokens: _Tokens | None, *, key: str, answer: str, answers: Sequence[str]) -> float | None:
@@ -118,7 +118,7 @@ def _answer_pattern(key: str) -> re.Pattern[str]:
 
 
 def _answer_share(
-    token_logprobs: Sequence[TokenLogprob],
+    token_logprobs: TokenLogprobs,
     index: int,
     prefix: str,
     written: str,
@@ -195,9 +195,7 @@ def _answers_begun(text: str, closed: bool, candidates: tuple[str, ...], offered
     return meant
 
 
-def score_confidence(
-    token_logprobs: Sequence[TokenLogprob] | None, *, key: str, score: int, scale: int
-) -> float | None:
+def score_confidence(token_logprobs: TokenLogprobs | None, *, key: str, score: int, scale: int) -> float | None:
     """The probability the judge gave `score` (1 to `scale`) as the bare number of JSON key `key` (a draft's score
     check), from the score's distribution (grading/judge/scores.py); None when unknowable."""
     distribution = score_distribution(token_logprobs, field=key, candidates=range(1, scale + 1))

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 
-from grading.judge.client import TokenLogprob
+from grading.judge.client import TokenLogprob, TokenLogprobs
 
 
-def find_field_token(token_logprobs: Sequence[TokenLogprob] | None, field: str) -> int | None:
+def find_field_token(token_logprobs: TokenLogprobs | None, field: str) -> int | None:
     """Index of the token holding the first digit of the value of JSON key ``field``, or None.
 
     Works on the joined text, so it does not care how the tokenizer split ``"overall": 7`` (``":`` may be
@@ -18,7 +18,7 @@ def find_field_token(token_logprobs: Sequence[TokenLogprob] | None, field: str) 
     """
     if not token_logprobs:
         return None
-    text = "".join(t.token for t in token_logprobs)
+    text = "".join(token_logprobs.texts)
     match = re.search(rf'"{re.escape(field)}"\s*:\s*(\d)', text)
     if match is None:
         return None
@@ -26,7 +26,7 @@ def find_field_token(token_logprobs: Sequence[TokenLogprob] | None, field: str) 
 
 
 def weighted_score(
-    token_logprobs: Sequence[TokenLogprob] | None,
+    token_logprobs: TokenLogprobs | None,
     *,
     field: str | None = None,
     token_index: int | None = None,
@@ -46,7 +46,7 @@ def mean_and_spread(distribution: dict[int, float]) -> tuple[float, float]:
 
 
 def score_distribution(
-    token_logprobs: Sequence[TokenLogprob] | None,
+    token_logprobs: TokenLogprobs | None,
     *,
     field: str | None = None,
     token_index: int | None = None,
@@ -81,7 +81,7 @@ def score_distribution(
 AMBIGUOUS_SHARE = 0.1
 
 
-def _score_distribution(token_logprobs: Sequence[TokenLogprob], index: int, candidates: set[int]) -> dict[int, float]:
+def _score_distribution(token_logprobs: TokenLogprobs, index: int, candidates: set[int]) -> dict[int, float]:
     """Score -> probability over the candidates, renormalised; empty when it cannot be read."""
     entry = token_logprobs[index]
     alternatives = dict(entry.top_logprobs)
@@ -127,10 +127,10 @@ def _continues_with_zero(entry: TokenLogprob) -> float:
     return zero / (zero + ends) if zero + ends > 0 else 0.0
 
 
-def _token_at(token_logprobs: Sequence[TokenLogprob], char_offset: int) -> int | None:
+def _token_at(token_logprobs: TokenLogprobs, char_offset: int) -> int | None:
     end = 0
-    for index, entry in enumerate(token_logprobs):
-        end += len(entry.token)
+    for index, text in enumerate(token_logprobs.texts):
+        end += len(text)
         if char_offset < end:
             return index
     return None

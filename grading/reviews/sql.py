@@ -321,20 +321,42 @@ _FILING_SQL = {model: _filing_sql(model) for model in _SUBJECTS}
 
 def review_insert(tracked: Tracked, **values: Any) -> Review:
     """`Review.objects.create(**values)` as one plain INSERT, booked for the rollups by `tracked` from the row it
-    returns, in the same statement. The values are prepared by the fields themselves, as save() prepares them;
-    nothing listens for a review's save."""
-    review = Review(**values)
-    params = [field.get_db_prep_save(field.pre_save(review, True), connection) for field in _INSERTED]
+    returns, in the same statement. A foreign key is given as its instance or by its id (`org_id`), a column not
+    given takes its field's default, and a JSON field's value is prepared by the field, as save() prepares it; the
+    others go as they are (save() would pass them unchanged), and the review handed back is built from the same
+    values as the ORM builds a row it read (`from_db`), the related instances given kept. Nothing listens for a
+    review's save."""
+    unknown = values.keys() - _INSERTABLE
+    if unknown:
+        raise TypeError(f"Review has no field {sorted(unknown)}")
+    row = [None]  # the id, known once inserted
+    related = []
+    for field in _INSERTED:
+        if field.name in values and field.is_relation:
+            instance = values[field.name]
+            row.append(None if instance is None else instance.pk)
+            if instance is not None:
+                related.append((field, instance))
+        else:
+            row.append(values[field.attname] if field.attname in values else field.get_default())
+    params = [
+        field.get_db_prep_save(value, connection) if field in _JSON_INSERTED else value
+        for field, value in zip(_INSERTED, row[1:], strict=True)
+    ]
     with connection.cursor() as cursor:
         cursor.execute(_INSERT_REVIEW, params)
         rows = cursor.fetchall()
     tracked.inserted_book(rows)
-    review.pk = rows[0][0]  # Tracked.INSERTED_SELECT reads the review's id first
-    review._state.adding, review._state.db = False, connection.alias
+    row[0] = rows[0][0]  # Tracked.INSERTED_SELECT reads the review's id first
+    review = Review.from_db(connection.alias, None, row)
+    for field, instance in related:
+        field.set_cached_value(review, instance)
     return review
 
 
 _INSERTED = [field for field in Review._meta.concrete_fields if not field.primary_key]
+_INSERTABLE = {field.name for field in _INSERTED} | {field.attname for field in _INSERTED}
+_JSON_INSERTED = frozenset(field for field in _INSERTED if field.get_internal_type() == "JSONField")
 _INSERT_REVIEW = _sql(
     "WITH inserted AS (INSERT INTO {review} ({columns}) VALUES ({values}) RETURNING *) {contributions}",
     review=_REVIEW,
