@@ -37,13 +37,13 @@ def conversation_upsert(*, org: Org, payload: ConversationIn, now: datetime | No
     now = now or timezone.now()
     with transaction.atomic():
         conversation = _locked_conversation(org, payload.external_id)
-        created = conversation is None
+        created, inserted = conversation is None, False
         if created:
-            conversation = _create_conversation(org, payload, now)
+            conversation, inserted = _create_conversation(org, payload, now)
         before = _columns(conversation)
         _upsert_fields(conversation, payload)
         merge = _merge_messages(conversation, payload.messages, now, before)
-        _merge_write(merge)
+        _merge_write(merge, may_be_reviewed=not inserted)
     return ConversationWrite(conversation, merge.messages, created, merge.reason)
 
 
@@ -73,7 +73,7 @@ def conversation_append(
         before = _columns(conversation)
         _append_fields(conversation, payload)
         merge = _merge_messages(conversation, payload.messages, now, before)
-        _merge_write(merge)
+        _merge_write(merge, may_be_reviewed=True)
     return ConversationWrite(conversation, merge.messages, not_scorable_reason=merge.reason)
 
 
@@ -171,14 +171,15 @@ def _conversation(org: Org, external_id: str, *, lock: bool = False) -> Conversa
     return found[0] if found else None
 
 
-def _create_conversation(org: Org, payload: ConversationIn, now: datetime) -> Conversation:
+def _create_conversation(org: Org, payload: ConversationIn, now: datetime) -> tuple[Conversation, bool]:
+    """The conversation inserted (True), or the one a concurrent first upsert inserted first (False)."""
     try:
         with transaction.atomic():  # a savepoint: a concurrent first upsert may win the insert
             conversation = _new_conversation(org, payload, now)
             conversation.save(force_insert=True)
-            return conversation
+            return conversation, True
     except IntegrityError:
-        return _locked_conversation(org, payload.external_id)
+        return _locked_conversation(org, payload.external_id), False
 
 
 def _new_conversation(org: Org, payload: ConversationIn, now: datetime) -> Conversation:
@@ -210,15 +211,18 @@ class _Write:
     saved: bool  # a column of the conversation changed: its row is saved
 
 
-def _merge_write(write: _Write) -> None:
-    """One conversation's merge written, then its row and its reviews' states when its columns changed."""
+def _merge_write(write: _Write, *, may_be_reviewed: bool) -> None:
+    """One conversation's merge written, then its row and its reviews' states when its columns changed. A
+    conversation this transaction inserted (`may_be_reviewed` False) has no review to keep true: nothing grades a row
+    before its insert commits."""
     if write.replaced:
         Message.objects.filter(pk__in=[row.pk for row in write.replaced]).delete()
     Message.objects.bulk_create(write.new)
     Message.objects.bulk_update(write.edited, list(_MESSAGE_FIELDS))
     if write.saved:
         write.conversation.save()
-        review_state_refresh(subject=write.conversation)
+        if may_be_reviewed:
+            review_state_refresh(subject=write.conversation)
 
 
 def _merge_messages(

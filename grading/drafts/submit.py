@@ -33,8 +33,9 @@ def draft_save(*, org: Org, payload: DraftIn) -> Draft:
         title=fields["title"], body=fields["body"], source_urls=fields["source_urls"]
     )
     with transaction.atomic():
-        draft, _ = Draft.objects.update_or_create(org=org, external_id=payload.external_id, defaults=fields)
-        review_state_refresh(subject=draft)
+        draft, created = Draft.objects.update_or_create(org=org, external_id=payload.external_id, defaults=fields)
+        if not created:  # a draft this transaction inserted has no review: nothing grades it before it commits
+            review_state_refresh(subject=draft)
         _corrections_overtaken(draft)
     return draft
 

@@ -1,6 +1,5 @@
-"""The demo org lands on every route with the offline heuristic judge, and seeding twice changes nothing."""
-
-import logging
+"""The demo org lands on every route with the offline heuristic judge, and seeding twice changes nothing: one seeding
+for the module (`demo_org`)."""
 
 import pytest
 from django.contrib.auth import get_user_model
@@ -12,16 +11,15 @@ from grading.judge.backends import HeuristicDraftJudge, HeuristicJudge
 from grading.models import Conversation, Draft, Message, Review
 from grading.passes.planner import grading_pass
 from grading.reviews.reads import current_review, staleness_audit
-from reviewer.demo import DEMO_PEOPLE, demo_seed
-from reviewer.management.commands.demo import first_contact
+from reviewer.demo import demo_seed
 from reviewer.queue.display import queue_page
 
 pytestmark = pytest.mark.django_db
 
 
 @pytest.mark.slow
-def test_the_demo_conversations_land_on_every_route_and_leave_nothing_stale():
-    org = demo_seed()
+def test_the_demo_conversations_land_on_every_route_and_leave_nothing_stale(demo_org):
+    org = demo_org
     for conversation_id in grading_pass().enqueued_ids:
         conversation_grade(conversation_id=conversation_id, judge=HeuristicJudge())
     routes = set(Review.objects.filter(org=org, kind="conversation").values_list("route", flat=True))
@@ -43,8 +41,7 @@ def test_the_demo_conversations_land_on_every_route_and_leave_nothing_stale():
 
 
 @pytest.mark.slow
-def test_seeding_twice_changes_nothing():
-    demo_seed()
+def test_seeding_twice_changes_nothing(demo_org):
     before = list(Conversation.objects.order_by("pk").values_list("fingerprint", "updated_at")), Message.objects.count()
     demo_seed()
     after = list(Conversation.objects.order_by("pk").values_list("fingerprint", "updated_at")), Message.objects.count()
@@ -52,8 +49,8 @@ def test_seeding_twice_changes_nothing():
 
 
 @pytest.mark.slow
-def test_the_demo_drafts_land_on_every_route_of_the_gate():
-    org = demo_seed()
+def test_the_demo_drafts_land_on_every_route_of_the_gate(demo_org):
+    org = demo_org
     # The seed graded every draft; the one whose judge timed out is graded again by the next pass.
     result = grading_pass()
     assert [Draft.objects.get(pk=pk).external_id for pk in result.enqueued_draft_ids] == [TIMED_OUT_DRAFT]
@@ -69,20 +66,3 @@ def test_the_demo_drafts_land_on_every_route_of_the_gate():
     for repaired in ("repaired-dash", "repaired-links-and-cta"):
         assert routes[repaired] == "pass" and reviews[repaired].repairs, repaired
     assert reviews["repaired-but-still-failing"].repairs
-
-
-@pytest.mark.slow
-def test_the_demo_opens_with_where_who_the_key_and_the_judge_and_names_its_seeded_failure(caplog, settings):
-    settings.JUDGES = settings.JUDGES | {"default": settings.JUDGES["default"] | {"base_url": ""}}
-    with caplog.at_level(logging.WARNING):
-        org = demo_seed()
-    assert not caplog.records  # the seeded judge timeout is not logged as a failure of the demo
-
-    lines = first_contact("127.0.0.1:8000", org.slug, "tg_key").splitlines()
-    assert lines[0] == f"Tollgate demo: http://127.0.0.1:8000/  (org {org.slug})"
-    assert [line.split()[1] for line in lines[1 : 1 + len(DEMO_PEOPLE)]] == [p.username for p in DEMO_PEOPLE]
-    assert lines[1 + len(DEMO_PEOPLE)] == "  API key (shown once): tg_key"
-    assert lines[2 + len(DEMO_PEOPLE)].startswith("  judge: offline heuristic judge")
-    assert f"seeded example: draft {TIMED_OUT_DRAFT} met a judge timeout on purpose" in lines[3 + len(DEMO_PEOPLE)]
-    timed_out = Review.objects.get(draft__external_id=TIMED_OUT_DRAFT, route="error")
-    assert "seeded demo timeout" in timed_out.detail

@@ -1,4 +1,5 @@
-"""The demo seeds history for the criteria pages: an older conversation version and an unpublished draft version."""
+"""The demo seeds history for the criteria pages: an older conversation version and an unpublished draft version. One
+seeding for the module (`demo_org`)."""
 
 import pytest
 
@@ -14,8 +15,8 @@ def versions(org, kind):
 
 
 @pytest.mark.slow
-def test_the_demo_seeds_an_older_conversation_version_a_certified_active_one_and_an_unpublished_draft_version():
-    org = demo_seed()
+def test_the_demo_seeds_an_older_conversation_version_a_certified_active_one_and_an_unpublished_draft_version(demo_org):
+    org = demo_org
     old, active, _ = versions(org, ItemKind.CONVERSATION)
     assert (old.is_active, old.published_at is not None, active.is_active, active.author.username) == (
         False, True, True, "casey"
@@ -37,8 +38,8 @@ def test_the_demo_seeds_an_older_conversation_version_a_certified_active_one_and
     assert {review.confidence_source for review in today if review.confidences} == {"heuristic"}
 
 
-def test_the_demo_s_unpublished_conversation_version_asks_a_check_of_its_own_with_a_rule_and_a_category():
-    org = demo_seed()
+def test_the_demo_s_unpublished_conversation_version_asks_a_check_of_its_own_with_a_rule_and_a_category(demo_org):
+    org = demo_org
     active, unpublished = versions(org, ItemKind.CONVERSATION)[1:]
     assert (unpublished.published_at, unpublished.based_on, unpublished.author.username) == (None, active, "casey")
     check_set = unpublished.check_set()
@@ -49,8 +50,8 @@ def test_the_demo_s_unpublished_conversation_version_asks_a_check_of_its_own_wit
     assert active.check_set().keys == ("grounded", "complete", "usable")  # what the demo's figures were graded on
 
 
-def test_the_demo_s_draft_version_holds_a_decided_draft_as_an_example_and_the_org_a_day_cap():
-    org = demo_seed()
+def test_the_demo_s_draft_version_holds_a_decided_draft_as_an_example_and_the_org_a_day_cap(demo_org):
+    org = demo_org
     draft = versions(org, ItemKind.DRAFT)[-1]
     (example,) = draft.examples.all()
     decision = Decision.objects.get(review__draft_id=example.draft_id, review__fingerprint=example.fingerprint)
@@ -63,8 +64,8 @@ def test_the_demo_s_draft_version_holds_a_decided_draft_as_an_example_and_the_or
 
 
 @pytest.mark.slow
-def test_seeding_twice_adds_no_version_example_or_cap():
-    org = demo_seed()
+def test_seeding_twice_adds_no_version_example_or_cap(demo_org):
+    org = demo_org
     fields = ("kind", "number", "rules", "checks", "rubric", "revision")
     before = list(CriteriaVersion.objects.filter(org=org).order_by("pk").values_list(*fields))
     demo_seed()

@@ -1,4 +1,5 @@
-"""The demo's data fills every panel of the dashboard (the README promises a demo that shows the product)."""
+"""The demo's data fills every panel of the dashboard (the README promises a demo that shows the product). One seeding
+for the module (`demo_org`)."""
 
 import pytest
 from django.urls import reverse
@@ -11,8 +12,8 @@ from reviewer.demo import demo_seed
 pytestmark = pytest.mark.django_db
 
 
-def test_the_demo_fills_every_panel_of_the_dashboard(client_for):
-    org = demo_seed()
+def test_the_demo_fills_every_panel_of_the_dashboard(demo_org, client_for):
+    org = demo_org
     figures = dashboard_figures(scope_for(org))
     quality, gate, staleness, agreement, queue = (
         figures[s] for s in ("quality", "gate", "staleness", "agreement", "queue")
@@ -57,8 +58,8 @@ def test_the_demo_fills_every_panel_of_the_dashboard(client_for):
 
 
 @pytest.mark.slow
-def test_seeding_the_history_twice_changes_no_figure():
-    org = demo_seed()
+def test_seeding_the_history_twice_changes_no_figure(demo_org):
+    org = demo_org
     before = stored_counters(org_ids=[org.pk])
     demo_seed()
     assert stored_counters(org_ids=[org.pk]) == before
