@@ -646,10 +646,15 @@ STATISTICS_METRICS = {
 }
 AGREEMENT_METRICS = STATISTICS_METRICS[JUDGE] | STATISTICS_METRICS[PEOPLE]
 # The counters the page reads: every metric but those only the statistics sections it folds show (read when one is
-# opened) and the split items' (read by the lists); of people's agreement, what `agreement_headline` says.
+# opened), the queue's section's (loaded apart) and the split items' (read by the lists); of people's agreement, what
+# `agreement_headline` says.
 HEADLINE_METRICS = frozenset({"agree_audit", PEOPLE_SAMPLES["audit"].patterns})
 _SPLIT_METRICS = frozenset(people.split for people in PEOPLE_SAMPLES.values())
-PAGE_METRICS = (METRICS | {THUMBS, ERASED}) - (AGREEMENT_METRICS - HEADLINE_METRICS) - _SPLIT_METRICS
+# The counters of the queue's section, which the page loads apart (the service-level figures read from them too):
+# the decisions' and, for what waits, the states the page's staleness reads as well.
+_QUEUE_ONLY = frozenset({"decided_by", "decision_wait", "decision_wait_s", "decided_due", "decided_due_s"})
+QUEUE_METRICS = _QUEUE_ONLY | {"state"}
+PAGE_METRICS = (METRICS | {THUMBS, ERASED}) - (AGREEMENT_METRICS - HEADLINE_METRICS) - _SPLIT_METRICS - _QUEUE_ONLY
 PEOPLE_LABELS = {
     "audit": "answers in the queue on the audit sample, several people per item",
     "unsure": "answers in the queue on items the machine was unsure about, several people per item",

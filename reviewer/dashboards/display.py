@@ -51,8 +51,9 @@ class Links:
         self._weeks: dict[str, str] = {}
         self._applications: dict[str, str] = {}
         self._filters: dict[tuple, str] = {}  # each set of filters encoded once: most recur week after week
-        self._reviews, self._export, self._page, self._certified = (
-            reverse(n) for n in ("dashboard_reviews", "dashboard_export", "dashboard", "dashboard_certified")
+        self._reviews, self._export, self._page, self._certified, self._queue = (
+            reverse(n)
+            for n in ("dashboard_reviews", "dashboard_export", "dashboard", "dashboard_certified", "dashboard_queue")
         )
 
     def reviews(self, week: str | None = None, application: str | None = None, **filters) -> str:
@@ -92,6 +93,10 @@ class Links:
     def certified(self) -> str:
         """The quality rate with its interval from the audit sample, for the page's scope (loaded apart)."""
         return mark_safe(self._certified + "?" + urlencode(self.base).replace("&", "&amp;"))  # noqa: S308 - urlencode output
+
+    def queue(self) -> str:
+        """The queue's section for the page's scope (loaded apart)."""
+        return mark_safe(self._queue + "?" + urlencode(self.base).replace("&", "&amp;"))  # noqa: S308 - urlencode output
 
     def statistics(self, of: str) -> str:
         """One of the statistics sections (`STATISTICS`) for the page's scope, loaded when it is opened."""

@@ -7,6 +7,7 @@ urlpatterns = [
     path("reviews/", dashboard.dashboard_reviews, name="dashboard_reviews"),
     path("items/<int:pk>/", dashboard.dashboard_item, name="dashboard_item"),
     path("certified/", dashboard.dashboard_certified, name="dashboard_certified"),
+    path("queue/", dashboard.dashboard_queue, name="dashboard_queue"),
     path("statistics/", dashboard.dashboard_statistics, name="dashboard_statistics"),
     path("regrade/", dashboard.dashboard_regrade, name="dashboard_regrade"),
     path("export/", dashboard.dashboard_export, name="dashboard_export"),

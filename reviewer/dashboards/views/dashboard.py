@@ -17,6 +17,7 @@ from grading.dashboard.figures import (
     JUDGE,
     PAGE_METRICS,
     PEOPLE,
+    QUEUE_METRICS,
     SECTIONS,
     STATISTICS_METRICS,
     InvalidScope,
@@ -25,6 +26,7 @@ from grading.dashboard.figures import (
     agreement_headline,
     counters_for,
     dashboard_figures,
+    queue_figures,
 )
 from grading.dashboard.regrade import org_regrade_progress
 from grading.figures.definitions import PASS_FAIL, slice_key
@@ -81,8 +83,9 @@ def dashboard(request: HttpRequest) -> HttpResponse:
     dimensions = slice_choices(org, scope.reach or Reach(org.pk))
     counters = counters_for(scope, metrics=PAGE_METRICS)  # one read of the scope's counters for every panel
     # The statistics of agreement wait folded under their sections, each loaded when opened (`dashboard_statistics`):
-    # the first screen says in words only what the audit sample's conversations give.
-    figures = dashboard_figures(scope, counters=counters, sections=[s for s in SECTIONS if s != "agreement"])
+    # the first screen says in words only what the audit sample's conversations give. The queue's section, at the
+    # page's foot, loads apart (`dashboard_queue`).
+    figures = dashboard_figures(scope, counters=counters, sections=[s for s in SECTIONS if s not in PAGE_APART])
     agreement = agreement_headline(counters)
     links = display.Links(org.slug, scope)
     quality, gate = display.quality_panel(figures, links), display.gate_panel(figures, links)
@@ -99,8 +102,6 @@ def dashboard(request: HttpRequest) -> HttpResponse:
         "staleness": display.staleness_panel(figures, links),
         "regrade": display.regrade_panel(figures["staleness"]["regrade"], org_slug=org.slug),
         "headline": display.headline_agreement(agreement),
-        "queue": display.queue_panel(figures, links),
-        "service": display.service_panel(service_figures(scope, counters=counters), links),
         # Spend against the caps is the org's as a whole: shown to readers of the whole org only.
         "spend": spend_overview(org_id=org.pk) if scope.reach is None or not scope.reach.limited else None,
         "links": links,
@@ -112,6 +113,35 @@ def dashboard(request: HttpRequest) -> HttpResponse:
         "nav_active": "dashboard",
     }
     return render(request, "reviewer/dashboards/index.html", context)
+
+
+# The figures' sections the page leaves to requests of their own: the statistics (`dashboard_statistics`) and the
+# queue's (`dashboard_queue`).
+PAGE_APART = ("agreement", "queue")
+
+
+@require_GET
+@role_required(*EVERY_ROLE)
+def dashboard_queue(request: HttpRequest) -> HttpResponse:
+    """The page's queue section for its scope: what waits, the decisions of each week and the service-level
+    targets. It reads the queue and its claims as well as its own counters (`QUEUE_METRICS`), so the page loads it
+    apart (htmx, on load); followed as a plain link, without JavaScript, it is a page of its own."""
+    try:
+        org, scope = _org_and_scope(request)
+    except InvalidScope as exc:
+        return bad_filter(request, exc.field, exc.message)
+    counters = counters_for(scope, metrics=QUEUE_METRICS)
+    links = display.Links(org.slug, scope)
+    context = {
+        "org": org,
+        "scope": scope,
+        "queue": display.queue_panel({"queue": queue_figures(counters)}, links),
+        "service": display.service_panel(service_figures(scope, counters=counters), links),
+        "back_url": links.page(),
+        "nav_active": "dashboard",
+    }
+    template = "_queue.html" if request.htmx else "queue.html"
+    return render(request, f"reviewer/dashboards/{template}", context)
 
 
 @require_GET
