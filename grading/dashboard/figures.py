@@ -654,6 +654,12 @@ _SPLIT_METRICS = frozenset(people.split for people in PEOPLE_SAMPLES.values())
 # the decisions' and, for what waits, the states the page's staleness reads as well.
 _QUEUE_ONLY = frozenset({"decided_by", "decision_wait", "decision_wait_s", "decided_due", "decided_due_s"})
 QUEUE_METRICS = _QUEUE_ONLY | {"state"}
+# The counters of the draft gate's section, which the page loads apart (its first screen shows the totals): the
+# drafts' figures' and, for the earlier versions, the checks answered.
+GATE_METRICS = frozenset({
+    "route", "repaired_pass", "finding", "subscore_milli", "subscore_n", "decision", "verdict_wait", "verdict_wait_s",
+    "human_wait", "human_wait_s", "check", ERASED,
+})  # fmt: skip
 PAGE_METRICS = (METRICS | {THUMBS, ERASED}) - (AGREEMENT_METRICS - HEADLINE_METRICS) - _SPLIT_METRICS - _QUEUE_ONLY
 PEOPLE_LABELS = {
     "audit": "answers in the queue on the audit sample, several people per item",

@@ -51,9 +51,8 @@ class Links:
         self._weeks: dict[str, str] = {}
         self._applications: dict[str, str] = {}
         self._filters: dict[tuple, str] = {}  # each set of filters encoded once: most recur week after week
-        self._reviews, self._export, self._page, self._certified, self._queue = (
-            reverse(n)
-            for n in ("dashboard_reviews", "dashboard_export", "dashboard", "dashboard_certified", "dashboard_queue")
+        self._reviews, self._export, self._page, self._certified = (
+            reverse(n) for n in ("dashboard_reviews", "dashboard_export", "dashboard", "dashboard_certified")
         )
 
     def reviews(self, week: str | None = None, application: str | None = None, **filters) -> str:
@@ -96,7 +95,18 @@ class Links:
 
     def queue(self) -> str:
         """The queue's section for the page's scope (loaded apart)."""
-        return mark_safe(self._queue + "?" + urlencode(self.base).replace("&", "&amp;"))  # noqa: S308 - urlencode output
+        return self._apart("dashboard_queue")
+
+    def gate(self) -> str:
+        """The draft gate's section for the page's scope (loaded apart)."""
+        return self._apart("dashboard_gate")
+
+    def spend(self) -> str:
+        """The judge's spend against the caps (loaded apart)."""
+        return self._apart("dashboard_spend")
+
+    def _apart(self, name: str) -> str:
+        return mark_safe(reverse(name) + "?" + urlencode(self.base).replace("&", "&amp;"))  # noqa: S308 - urlencode output
 
     def statistics(self, of: str) -> str:
         """One of the statistics sections (`STATISTICS`) for the page's scope, loaded when it is opened."""
@@ -259,7 +269,17 @@ def earlier_panel(versions: list[dict]) -> list[dict]:
 GATE_COLUMNS = ("pass", "fail", "human", "error", "repaired_pass")
 
 
+def gate_totals(figures: dict, links: Links) -> dict:
+    """What the page's first screen shows of the gate: its totals over the weeks, each leading to its drafts."""
+    g = figures["gate"]
+    kind = ItemKind.DRAFT
+    total = {part: Linked(g["total"][part], links.reviews(kind=kind, route=part)) for part in ("pass", "fail", "human")}
+    total["repaired_pass"] = Linked(g["total"]["repaired_pass"], links.reviews(kind=kind, repaired=True))
+    return {"criteria_version": g["criteria_version"], "total": total, "erased": g["erased"]}
+
+
 def gate_panel(figures: dict, links: Links) -> dict:
+    """The gate's section: its totals, and its outcomes week by week, its findings, sub-scores and decisions."""
     g = figures["gate"]
     kind = ItemKind.DRAFT
     weeks = [
@@ -271,12 +291,8 @@ def gate_panel(figures: dict, links: Links) -> dict:
         }
         for row in g["by_week"]
     ]  # fmt: skip
-    total = {part: Linked(g["total"][part], links.reviews(kind=kind, route=part)) for part in ("pass", "fail", "human")}
-    total["repaired_pass"] = Linked(g["total"]["repaired_pass"], links.reviews(kind=kind, repaired=True))
     return {
-        "criteria_version": g["criteria_version"],
-        "total": total,
-        "erased": g["erased"],
+        **gate_totals(figures, links),
         "weeks": weeks,
         "week_rows": _rows(
             [

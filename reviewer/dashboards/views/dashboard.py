@@ -6,6 +6,8 @@ Read only: every view is GET (anything else is 405), and each reads one org the 
 The figures are grading's (`dashboard_figures`, the same function the JSON API calls) over the rollups.
 """
 
+from collections.abc import Callable
+
 from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import render
 from django.utils import timezone
@@ -14,6 +16,7 @@ from django.views.decorators.http import require_GET
 from grading.dashboard.certified import certified_figures
 from grading.dashboard.compare import dimension_values
 from grading.dashboard.figures import (
+    GATE_METRICS,
     JUDGE,
     PAGE_METRICS,
     PEOPLE,
@@ -26,6 +29,7 @@ from grading.dashboard.figures import (
     agreement_headline,
     counters_for,
     dashboard_figures,
+    gate_figures,
     queue_figures,
 )
 from grading.dashboard.regrade import org_regrade_progress
@@ -88,7 +92,7 @@ def dashboard(request: HttpRequest) -> HttpResponse:
     figures = dashboard_figures(scope, counters=counters, sections=[s for s in SECTIONS if s not in PAGE_APART])
     agreement = agreement_headline(counters)
     links = display.Links(org.slug, scope)
-    quality, gate = display.quality_panel(figures, links), display.gate_panel(figures, links)
+    quality, gate = display.quality_panel(figures, links), display.gate_totals(figures, links)
     context = {
         "org": org,
         "orgs": orgs,
@@ -102,8 +106,8 @@ def dashboard(request: HttpRequest) -> HttpResponse:
         "staleness": display.staleness_panel(figures, links),
         "regrade": display.regrade_panel(figures["staleness"]["regrade"], org_slug=org.slug),
         "headline": display.headline_agreement(agreement),
-        # Spend against the caps is the org's as a whole: shown to readers of the whole org only.
-        "spend": spend_overview(org_id=org.pk) if scope.reach is None or not scope.reach.limited else None,
+        # Spend against the caps is the org's as a whole: shown to readers of the whole org only (`dashboard_spend`).
+        "spend_shown": scope.reach is None or not scope.reach.limited,
         "links": links,
         "export_csv": links.export("csv"),
         "export_jsonl": links.export("jsonl"),
@@ -120,28 +124,66 @@ def dashboard(request: HttpRequest) -> HttpResponse:
 PAGE_APART = ("agreement", "queue")
 
 
-@require_GET
-@role_required(*EVERY_ROLE)
-def dashboard_queue(request: HttpRequest) -> HttpResponse:
-    """The page's queue section for its scope: what waits, the decisions of each week and the service-level
-    targets. It reads the queue and its claims as well as its own counters (`QUEUE_METRICS`), so the page loads it
-    apart (htmx, on load); followed as a plain link, without JavaScript, it is a page of its own."""
+def _apart(request: HttpRequest, section: str, title: str, build: Callable[[Org, Scope, display.Links], dict]):
+    """A part of the page for its scope that the page loads apart (htmx, on load), from `build`'s context and
+    `_<section>.html`; followed as a plain link, without JavaScript, it is a page of its own under `title`."""
     try:
         org, scope = _org_and_scope(request)
     except InvalidScope as exc:
         return bad_filter(request, exc.field, exc.message)
-    counters = counters_for(scope, metrics=QUEUE_METRICS)
     links = display.Links(org.slug, scope)
+    partial = f"reviewer/dashboards/_{section}.html"
     context = {
         "org": org,
         "scope": scope,
-        "queue": display.queue_panel({"queue": queue_figures(counters)}, links),
-        "service": display.service_panel(service_figures(scope, counters=counters), links),
+        **build(org, scope, links),
         "back_url": links.page(),
         "nav_active": "dashboard",
     }
-    template = "_queue.html" if request.htmx else "queue.html"
-    return render(request, f"reviewer/dashboards/{template}", context)
+    if request.htmx:
+        return render(request, partial, context)
+    return render(request, "reviewer/dashboards/section.html", context | {"title": title, "section": partial})
+
+
+@require_GET
+@role_required(*EVERY_ROLE)
+def dashboard_queue(request: HttpRequest) -> HttpResponse:
+    """The page's queue section: what waits, the decisions of each week and the service-level targets. It reads the
+    queue and its claims as well as its own counters (`QUEUE_METRICS`), which nothing above it shows."""
+
+    def build(org: Org, scope: Scope, links: display.Links) -> dict:
+        counters = counters_for(scope, metrics=QUEUE_METRICS)
+        return {
+            "queue": display.queue_panel({"queue": queue_figures(counters)}, links),
+            "service": display.service_panel(service_figures(scope, counters=counters), links),
+        }
+
+    return _apart(request, "queue", "Queue health", build)
+
+
+@require_GET
+@role_required(*EVERY_ROLE)
+def dashboard_gate(request: HttpRequest) -> HttpResponse:
+    """The page's draft gate section: the outcomes week by week, the findings, sub-scores and how operators decided
+    (the page's first screen shows the totals)."""
+
+    def build(org: Org, scope: Scope, links: display.Links) -> dict:
+        return {"gate": display.gate_panel({"gate": gate_figures(counters_for(scope, metrics=GATE_METRICS))}, links)}
+
+    return _apart(request, "gate", "Draft gate", build)
+
+
+@require_GET
+@role_required(*EVERY_ROLE)
+def dashboard_spend(request: HttpRequest) -> HttpResponse:
+    """The judge's spend against the org's caps, in the page's staleness audit. Spend is the org's as a whole: shown
+    to readers of the whole org only (the page offers it to no one else)."""
+
+    def build(org: Org, scope: Scope, links: display.Links) -> dict:
+        whole_org = scope.reach is None or not scope.reach.limited
+        return {"spend": spend_overview(org_id=org.pk) if whole_org else None}
+
+    return _apart(request, "spend", "Judge spend against caps", build)
 
 
 @require_GET
