@@ -9,6 +9,7 @@ parameters only pick the counter and its cell.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, fields
 
 from django.db.models import Q, QuerySet
@@ -24,7 +25,8 @@ from grading.models import CriteriaVersion, Decision, ItemKind, Org, Review, Rev
 from grading.models.criteria import default_checks
 from grading.models.reach import Reach
 from grading.reviews.blind import reviews_blind
-from reviewer.access import EVERY_ROLE, org_asked, orgs_for, reaches_of
+from reviewer.access import EVERY_ROLE, org_asked, orgs_for, reaches_from
+from reviewer.models import Membership
 from reviewer.queue.reads import queue_applications
 
 PAGE_SIZE = 50
@@ -180,9 +182,10 @@ def filter_from(params: QueryDict, org: Org) -> ReviewFilter:
     )
 
 
-def reader_reach(user, org: Org) -> Reach:
-    """What the person may read of `org`: the union of what their memberships (any role) there cover."""
-    return reaches_of(user, *EVERY_ROLE)[org.pk]
+def reader_reach(memberships: Iterable[Membership], org: Org) -> Reach:
+    """What the person may read of `org`: the union of what their memberships (any role) there cover, from their
+    memberships in hand (`memberships_of`, read once a request)."""
+    return reaches_from(memberships)[org.pk]
 
 
 def org_applications(org: Org, reach: Reach | None) -> list[str]:

@@ -37,7 +37,7 @@ from grading.figures.definitions import PASS_FAIL, slice_key
 from grading.models import ItemKind, Org
 from grading.models.reach import Reach
 from grading.reviews.spend import spend_overview
-from reviewer.access import EVERY_ROLE, found, reaches_of, role_required
+from reviewer.access import EVERY_ROLE, found, memberships_of, reaches_of, role_required
 from reviewer.criteria.reads import admin_org_ids, unpublished_versions
 from reviewer.dashboards import display, export, reads
 from reviewer.dashboards.service import service_figures
@@ -54,7 +54,7 @@ def _org_and_scope(request: HttpRequest, orgs=None):
     org = reads.dashboard_org(request.user, request.GET.get("org"), orgs=orgs)
     if org is None:
         raise Http404("No such org among yours.")
-    return org, reads.scope_from(org, request.GET, reads.reader_reach(request.user, org))
+    return org, reads.scope_from(org, request.GET, reads.reader_reach(memberships_of(request), org))
 
 
 def _reviews_asked(request: HttpRequest) -> tuple[Org, Scope, reads.ReviewFilter]:
@@ -113,7 +113,7 @@ def dashboard(request: HttpRequest) -> HttpResponse:
         "export_jsonl": links.export("jsonl"),
         "export_drafts_csv": links.export("csv", kind="draft"),
         "corrections_url": corrections.figures_url(org, scope),
-        "corrections_export": corrections.export_links(org, request.user, scope.as_query()),
+        "corrections_export": corrections.export_links(org, memberships_of(request), scope.as_query()),
         "nav_active": "dashboard",
     }
     return render(request, "reviewer/dashboards/index.html", context)
@@ -254,7 +254,7 @@ def dashboard_regrade(request: HttpRequest) -> HttpResponse:
     kind = request.GET.get("kind", "")
     if kind and kind not in ItemKind.values:
         return bad_filter(request, "kind", f"must be one of {', '.join(ItemKind.values)}")
-    reach = reads.reader_reach(request.user, org)
+    reach = reads.reader_reach(memberships_of(request), org)
     progress = [p.as_json() for p in org_regrade_progress(org, reach) if not kind or p.kind == kind]
     panel = display.regrade_panel(progress, org_slug=org.slug, kind=kind)
     return render(request, "reviewer/dashboards/_regrade.html", {"regrade": panel})
