@@ -21,6 +21,7 @@ from grading.models import ItemKind, ReviewState, for_people
 from grading.models.reach import Reach
 from reviewer.dashboards import charts
 from reviewer.dashboards.reads import PEOPLE_LISTS, ReviewFilter
+from reviewer.templatetags.untrusted import untrusted
 
 
 @dataclass(frozen=True)
@@ -245,9 +246,25 @@ def quality_panel(figures: dict, links: Links) -> dict:
         for row in weeks
     ])  # fmt: skip
     return {"total": linked(q["total"]), "weeks": weeks, "week_rows": week_rows, "applications": applications,
+            "application_rows": application_rows(applications),
             "trend": trend,
             "checks": checks, "criteria_version": q["criteria_version"], "erased": q["erased"],
             "earlier": earlier_panel(q["earlier_versions"])}  # fmt: skip
+
+
+def application_rows(applications: list[dict]) -> SafeString:
+    """The quality table's row of each application (`quality_panel`'s), as the page's template wrote them, whitespace
+    and all: the application's name shown as `untrusted` shows it, the labels escaped, the rest numbers and `Links`
+    URLs."""
+    return _rows([
+        f'\n    <tr><td>{untrusted(row["application"])}</td>\n      <td><a href="{row["passed_link"]}">{row["passed"]}'
+        f'</a> / <a href="{row["resolved_link"]}">{row["resolved"]}</a> <span class="note">'
+        f'{escape(row["quality_label"])}</span></td>\n      <td class="unknown"><a href="{row["unknown_link"]}">'
+        f'{row["unknown"]}</a> of {row["scored"]}</td>\n      '
+        + "".join(f"<td>{' · '.join(_a(cell) for cell in c['cells'])}</td>" for c in row["check_cells"])
+        + f"\n      <td>{escape(row['thumbs'])}</td></tr>\n  "
+        for row in applications
+    ])  # fmt: skip
 
 
 def earlier_panel(versions: list[dict]) -> list[dict]:
