@@ -98,6 +98,10 @@ class Links:
         """The queue's section for the page's scope (loaded apart)."""
         return self._apart("dashboard_queue")
 
+    def service(self) -> str:
+        """The queue's service-level targets for the page's scope (loaded apart)."""
+        return self._apart("dashboard_service")
+
     def gate(self) -> str:
         """The draft gate's section for the page's scope (loaded apart)."""
         return self._apart("dashboard_gate")

@@ -8,6 +8,7 @@ urlpatterns = [
     path("items/<int:pk>/", dashboard.dashboard_item, name="dashboard_item"),
     path("certified/", dashboard.dashboard_certified, name="dashboard_certified"),
     path("queue/", dashboard.dashboard_queue, name="dashboard_queue"),
+    path("service/", dashboard.dashboard_service, name="dashboard_service"),
     path("gate/", dashboard.dashboard_gate, name="dashboard_gate"),
     path("spend/", dashboard.dashboard_spend, name="dashboard_spend"),
     path("statistics/", dashboard.dashboard_statistics, name="dashboard_statistics"),

@@ -22,6 +22,7 @@ from grading.dashboard.figures import (
     PEOPLE,
     QUEUE_METRICS,
     SECTIONS,
+    SERVICE_METRICS,
     STATISTICS_METRICS,
     InvalidScope,
     Scope,
@@ -120,7 +121,7 @@ def dashboard(request: HttpRequest) -> HttpResponse:
 
 
 # The figures' sections the page leaves to requests of their own: the statistics (`dashboard_statistics`) and the
-# queue's (`dashboard_queue`).
+# queue's (`dashboard_queue`, and its service-level targets: `dashboard_service`).
 PAGE_APART = ("agreement", "queue")
 
 
@@ -148,17 +149,29 @@ def _apart(request: HttpRequest, section: str, title: str, build: Callable[[Org,
 @require_GET
 @role_required(*EVERY_ROLE)
 def dashboard_queue(request: HttpRequest) -> HttpResponse:
-    """The page's queue section: what waits, the decisions of each week and the service-level targets. It reads the
-    queue and its claims as well as its own counters (`QUEUE_METRICS`), which nothing above it shows."""
+    """The page's queue health: what waits, and the decisions of each week with the time to them. It reads the queue
+    as well as its own counters (`QUEUE_METRICS`), which nothing above it shows."""
 
     def build(org: Org, scope: Scope, links: display.Links) -> dict:
-        counters = counters_for(scope, metrics=QUEUE_METRICS)
         return {
-            "queue": display.queue_panel({"queue": queue_figures(counters)}, links),
-            "service": display.service_panel(service_figures(scope, counters=counters), links),
+            "queue": display.queue_panel({"queue": queue_figures(counters_for(scope, metrics=QUEUE_METRICS))}, links)
         }
 
     return _apart(request, "queue", "Queue health", build)
+
+
+@require_GET
+@role_required(*EVERY_ROLE)
+def dashboard_service(request: HttpRequest) -> HttpResponse:
+    """The page's service-level targets, under its queue health: the share decided within target each week, what is
+    overdue now, each person's workload. It reads the queue and its claims as well as its own counters
+    (`SERVICE_METRICS`)."""
+
+    def build(org: Org, scope: Scope, links: display.Links) -> dict:
+        counters = counters_for(scope, metrics=SERVICE_METRICS)
+        return {"service": display.service_panel(service_figures(scope, counters=counters), links)}
+
+    return _apart(request, "service", "Service-level targets", build)
 
 
 @require_GET
