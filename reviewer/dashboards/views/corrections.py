@@ -126,7 +126,7 @@ _CHOICE_NAMES = {CORRECTED: "corrected", APPROVED: "approved", REJECTED: "reject
 
 
 def _scope_of(request: HttpRequest):
-    org = reads.dashboard_org(request.user, request.GET.get("org"))
+    org = reads.dashboard_org(memberships_of(request), request.GET.get("org"))
     if org is None:
         raise Http404("No such org among yours.")
     return org, reads.scope_from(org, request.GET, reads.reader_reach(memberships_of(request), org))

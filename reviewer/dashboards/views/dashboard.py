@@ -52,7 +52,7 @@ from reviewer.queue.sending import SENDER_ROLES, sendable
 
 
 def _org_and_scope(request: HttpRequest, orgs=None):
-    org = reads.dashboard_org(request.user, request.GET.get("org"), orgs=orgs)
+    org = reads.dashboard_org(memberships_of(request), request.GET.get("org"), orgs=orgs)
     if org is None:
         raise Http404("No such org among yours.")
     return org, reads.scope_from(org, request.GET, reads.reader_reach(memberships_of(request), org))
@@ -77,7 +77,7 @@ def slice_choices(org, reach: Reach) -> list[tuple[str, list[tuple[str, str]]]]:
 @require_GET
 @role_required(*EVERY_ROLE)
 def dashboard(request: HttpRequest) -> HttpResponse:
-    orgs = reads.dashboard_orgs(request.user)
+    orgs = reads.dashboard_orgs(memberships_of(request))
     try:
         org, scope = _org_and_scope(request, orgs)
     except InvalidScope as exc:
@@ -261,7 +261,7 @@ def dashboard_statistics(request: HttpRequest) -> HttpResponse:
 @role_required(*EVERY_ROLE)
 def dashboard_regrade(request: HttpRequest) -> HttpResponse:
     """The re-grade panel alone (of one kind with `kind`), which htmx refreshes while a re-grade runs."""
-    org = reads.dashboard_org(request.user, request.GET.get("org"))
+    org = reads.dashboard_org(memberships_of(request), request.GET.get("org"))
     if org is None:
         raise Http404("No such org among yours.")
     kind = request.GET.get("kind", "")
