@@ -224,6 +224,9 @@ def _pages(key: str) -> list[tuple[str, str, dict]]:
     ] + [
         (f"statistics {of}, {WEEKS} weeks", f"/dashboard/statistics/?{query}&of={of}", {"HTTP_HX_REQUEST": "true"})
         for of in _statistics_sections()
+    ] + [
+        (f"section {name}, {WEEKS} weeks", f"{reverse(f'dashboard_{name}')}?{query}", {"HTTP_HX_REQUEST": "true"})
+        for name in _sections_apart()
     ]  # fmt: skip
 
 
@@ -234,6 +237,16 @@ def _statistics_sections() -> list[str]:
     except NoReverseMatch:
         return []
     return ["judge", "people"]
+
+
+def _sections_apart() -> list[str]:
+    """The page's sections loaded apart on load, each its own request (none before speed/dashboard4: the page held
+    them): the queue's health and service-level targets, the draft gate's weeks, the judge's spend."""
+    try:
+        reverse("dashboard_queue")
+    except NoReverseMatch:
+        return []
+    return ["queue", "service", "gate", "spend"]
 
 
 # Each card of the page (and of its statistics sections) from its id to the next card or the end of its section.
@@ -256,11 +269,12 @@ _UNSTEADY = re.compile(r"[A-Za-z0-9]{64}|\d{4}-\d{2}-\d{2} \d{2}:\d{2}")
 
 
 def _page_cards(client: Client) -> dict[str, str]:
-    """What each card of the dashboard page over 26 weeks shows, with its statistics sections' cards wherever they
-    are loaded from: two commits' pages are compared card by card."""
+    """What each card of the dashboard page over 26 weeks shows, with its statistics sections' and the sections it
+    loads apart, wherever they are loaded from (a section's card after the page's placeholder of it): two commits'
+    pages are compared card by card."""
     cards = {}
     for name, url, extra in _pages(""):
-        if name.startswith((f"dashboard page, {WEEKS}", "statistics")):
+        if name.startswith((f"dashboard page, {WEEKS}", "statistics", "section")):
             cards |= _cards(client.get(url, **extra).content.decode())
     return cards
 

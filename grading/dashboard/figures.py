@@ -369,16 +369,19 @@ def _answer_counts(checks: Sequence[CheckDefinition], counts: Counter) -> dict:
 def earlier_versions(c: Counters, kind: str) -> list[dict]:
     """The scope's weeks graded under a version that is no longer the active one, each read as that version asked
     (its own checks, with their answers counted; a draft version's mean scores), the newest version first."""
+    routes = c.pick(kind, "route", active_only=False)
+    active = c.active.get(kind)
+    earlier = {key[2] for key, _ in routes} - {active.pk if active is not None else None}
+    if not earlier:  # nearly always: nothing to count
+        return []
     weeks: dict[int, set] = defaultdict(set)
     counts: dict[int, Counter] = defaultdict(Counter)
-    for (_, _, criteria, _, week, _, route, _), n in c.pick(kind, "route", active_only=False):
+    for (_, _, criteria, _, week, _, route, _), n in routes:
         weeks[criteria].add(week)
         counts[criteria][route] += n
     for metric in ("check", "subscore_milli", "subscore_n"):
         for (_, _, criteria, _, _, _, check, answer), n in c.pick(kind, metric, active_only=False):
             counts[criteria][f"{metric}:{check}:{answer}"] += n
-    active = c.active.get(kind)
-    earlier = set(weeks) - {active.pk if active is not None else None}
     out = []
     for version in sorted(CriteriaVersion.objects.filter(org=c.scope.org, kind=kind, pk__in=earlier), key=_newest):
         asked, mine = version.check_set().checks, counts[version.pk]
@@ -646,10 +649,27 @@ STATISTICS_METRICS = {
 }
 AGREEMENT_METRICS = STATISTICS_METRICS[JUDGE] | STATISTICS_METRICS[PEOPLE]
 # The counters the page reads: every metric but those only the statistics sections it folds show (read when one is
-# opened) and the split items' (read by the lists); of people's agreement, what `agreement_headline` says.
+# opened), the queue's sections' (loaded apart) and the split items' (read by the lists); of people's agreement, what
+# `agreement_headline` says.
 HEADLINE_METRICS = frozenset({"agree_audit", PEOPLE_SAMPLES["audit"].patterns})
 _SPLIT_METRICS = frozenset(people.split for people in PEOPLE_SAMPLES.values())
-PAGE_METRICS = (METRICS | {THUMBS, ERASED}) - (AGREEMENT_METRICS - HEADLINE_METRICS) - _SPLIT_METRICS
+# The counters of the queue's two sections, which the page loads apart: its health (what waits, from the states the
+# page's staleness reads as well; the decisions and the time to them) and its service-level targets
+# (reviewer/dashboards/service.py).
+QUEUE_METRICS = frozenset({"decided_by", "decision_wait", "decision_wait_s", "state"})
+SERVICE_METRICS = frozenset({"decided_by", "decided_due", "decided_due_s"})
+# The counters of the draft gate's section, which the page loads apart (its first screen shows the totals): the
+# drafts' figures' and, for the earlier versions, the checks answered.
+GATE_METRICS = frozenset({
+    "route", "repaired_pass", "finding", "subscore_milli", "subscore_n", "decision", "verdict_wait", "verdict_wait_s",
+    "human_wait", "human_wait_s", "check", ERASED,
+})  # fmt: skip
+PAGE_METRICS = (
+    (METRICS | {THUMBS, ERASED})
+    - (AGREEMENT_METRICS - HEADLINE_METRICS)
+    - _SPLIT_METRICS
+    - ((QUEUE_METRICS | SERVICE_METRICS) - {"state"})
+)
 PEOPLE_LABELS = {
     "audit": "answers in the queue on the audit sample, several people per item",
     "unsure": "answers in the queue on items the machine was unsure about, several people per item",

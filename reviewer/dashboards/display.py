@@ -21,6 +21,7 @@ from grading.models import ItemKind, ReviewState, for_people
 from grading.models.reach import Reach
 from reviewer.dashboards import charts
 from reviewer.dashboards.reads import PEOPLE_LISTS, ReviewFilter
+from reviewer.templatetags.untrusted import untrusted
 
 
 @dataclass(frozen=True)
@@ -92,6 +93,25 @@ class Links:
     def certified(self) -> str:
         """The quality rate with its interval from the audit sample, for the page's scope (loaded apart)."""
         return mark_safe(self._certified + "?" + urlencode(self.base).replace("&", "&amp;"))  # noqa: S308 - urlencode output
+
+    def queue(self) -> str:
+        """The queue's section for the page's scope (loaded apart)."""
+        return self._apart("dashboard_queue")
+
+    def service(self) -> str:
+        """The queue's service-level targets for the page's scope (loaded apart)."""
+        return self._apart("dashboard_service")
+
+    def gate(self) -> str:
+        """The draft gate's section for the page's scope (loaded apart)."""
+        return self._apart("dashboard_gate")
+
+    def spend(self) -> str:
+        """The judge's spend against the caps (loaded apart)."""
+        return self._apart("dashboard_spend")
+
+    def _apart(self, name: str) -> str:
+        return mark_safe(reverse(name) + "?" + urlencode(self.base).replace("&", "&amp;"))  # noqa: S308 - urlencode output
 
     def statistics(self, of: str) -> str:
         """One of the statistics sections (`STATISTICS`) for the page's scope, loaded when it is opened."""
@@ -230,9 +250,25 @@ def quality_panel(figures: dict, links: Links) -> dict:
         for row in weeks
     ])  # fmt: skip
     return {"total": linked(q["total"]), "weeks": weeks, "week_rows": week_rows, "applications": applications,
+            "application_rows": application_rows(applications),
             "trend": trend,
             "checks": checks, "criteria_version": q["criteria_version"], "erased": q["erased"],
             "earlier": earlier_panel(q["earlier_versions"])}  # fmt: skip
+
+
+def application_rows(applications: list[dict]) -> SafeString:
+    """The quality table's row of each application (`quality_panel`'s), as the page's template wrote them, whitespace
+    and all: the application's name shown as `untrusted` shows it, the labels escaped, the rest numbers and `Links`
+    URLs."""
+    return _rows([
+        f'\n    <tr><td>{untrusted(row["application"])}</td>\n      <td><a href="{row["passed_link"]}">{row["passed"]}'
+        f'</a> / <a href="{row["resolved_link"]}">{row["resolved"]}</a> <span class="note">'
+        f'{escape(row["quality_label"])}</span></td>\n      <td class="unknown"><a href="{row["unknown_link"]}">'
+        f'{row["unknown"]}</a> of {row["scored"]}</td>\n      '
+        + "".join(f"<td>{' · '.join(_a(cell) for cell in c['cells'])}</td>" for c in row["check_cells"])
+        + f"\n      <td>{escape(row['thumbs'])}</td></tr>\n  "
+        for row in applications
+    ])  # fmt: skip
 
 
 def earlier_panel(versions: list[dict]) -> list[dict]:
@@ -254,7 +290,17 @@ def earlier_panel(versions: list[dict]) -> list[dict]:
 GATE_COLUMNS = ("pass", "fail", "human", "error", "repaired_pass")
 
 
+def gate_totals(figures: dict, links: Links) -> dict:
+    """What the page's first screen shows of the gate: its totals over the weeks, each leading to its drafts."""
+    g = figures["gate"]
+    kind = ItemKind.DRAFT
+    total = {part: Linked(g["total"][part], links.reviews(kind=kind, route=part)) for part in ("pass", "fail", "human")}
+    total["repaired_pass"] = Linked(g["total"]["repaired_pass"], links.reviews(kind=kind, repaired=True))
+    return {"criteria_version": g["criteria_version"], "total": total, "erased": g["erased"]}
+
+
 def gate_panel(figures: dict, links: Links) -> dict:
+    """The gate's section: its totals, and its outcomes week by week, its findings, sub-scores and decisions."""
     g = figures["gate"]
     kind = ItemKind.DRAFT
     weeks = [
@@ -266,12 +312,8 @@ def gate_panel(figures: dict, links: Links) -> dict:
         }
         for row in g["by_week"]
     ]  # fmt: skip
-    total = {part: Linked(g["total"][part], links.reviews(kind=kind, route=part)) for part in ("pass", "fail", "human")}
-    total["repaired_pass"] = Linked(g["total"]["repaired_pass"], links.reviews(kind=kind, repaired=True))
     return {
-        "criteria_version": g["criteria_version"],
-        "total": total,
-        "erased": g["erased"],
+        **gate_totals(figures, links),
         "weeks": weeks,
         "week_rows": _rows(
             [

@@ -9,6 +9,7 @@ parameters only pick the counter and its cell.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, fields
 
 from django.db.models import Q, QuerySet
@@ -24,7 +25,8 @@ from grading.models import CriteriaVersion, Decision, ItemKind, Org, Review, Rev
 from grading.models.criteria import default_checks
 from grading.models.reach import Reach
 from grading.reviews.blind import reviews_blind
-from reviewer.access import EVERY_ROLE, org_asked, orgs_for, reaches_of
+from reviewer.access import org_asked, reaches_from
+from reviewer.models import Membership
 from reviewer.queue.reads import queue_applications
 
 PAGE_SIZE = 50
@@ -41,14 +43,15 @@ PEOPLE = {
 }
 
 
-def dashboard_orgs(user) -> list[Org]:
-    """The orgs whose figures this person may read: any role in the org."""
-    return list(orgs_for(user, *EVERY_ROLE))
+def dashboard_orgs(memberships: Iterable[Membership]) -> list[Org]:
+    """The orgs whose figures this person may read: any role in the org (from their memberships in hand,
+    `memberships_of`)."""
+    return list(Org.objects.filter(pk__in={membership.org_id for membership in memberships}).order_by("slug"))
 
 
-def dashboard_org(user, slug: str | None, *, orgs: list[Org] | None = None) -> Org | None:
+def dashboard_org(memberships: Iterable[Membership], slug: str | None, *, orgs: list[Org] | None = None) -> Org | None:
     """The org asked for (the first of theirs when none is named); None when it is not one of theirs."""
-    return org_asked(dashboard_orgs(user) if orgs is None else orgs, slug)
+    return org_asked(dashboard_orgs(memberships) if orgs is None else orgs, slug)
 
 
 @dataclass(frozen=True)
@@ -180,9 +183,10 @@ def filter_from(params: QueryDict, org: Org) -> ReviewFilter:
     )
 
 
-def reader_reach(user, org: Org) -> Reach:
-    """What the person may read of `org`: the union of what their memberships (any role) there cover."""
-    return reaches_of(user, *EVERY_ROLE)[org.pk]
+def reader_reach(memberships: Iterable[Membership], org: Org) -> Reach:
+    """What the person may read of `org`: the union of what their memberships (any role) there cover, from their
+    memberships in hand (`memberships_of`, read once a request)."""
+    return reaches_from(memberships)[org.pk]
 
 
 def org_applications(org: Org, reach: Reach | None) -> list[str]:

@@ -242,6 +242,10 @@ def _pages(world: BlindWorld) -> dict[str, list[tuple[str, dict]]]:
         "dashboard_certified": [(reverse("dashboard_certified"), {"data": at_org} | headers) for headers in ({}, HTMX)],
         "dashboard_statistics": [(reverse("dashboard_statistics"), {"data": at_org | {"of": of}} | headers)
                                  for of in ("judge", "people") for headers in ({}, HTMX)],
+        "dashboard_queue": [(reverse("dashboard_queue"), {"data": at_org} | headers) for headers in ({}, HTMX)],
+        "dashboard_service": [(reverse("dashboard_service"), {"data": at_org} | headers) for headers in ({}, HTMX)],
+        "dashboard_gate": [(reverse("dashboard_gate"), {"data": at_org} | headers) for headers in ({}, HTMX)],
+        "dashboard_spend": [(reverse("dashboard_spend"), {"data": at_org} | headers) for headers in ({}, HTMX)],
         "dashboard_compare": [(reverse("dashboard_compare"), {"data": at_org})],
         "dashboard_corrections": [(reverse("dashboard_corrections"), {"data": at_org} | headers)
                                   for headers in ({}, HTMX)],

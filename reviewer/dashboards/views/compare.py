@@ -62,8 +62,8 @@ def _p_label(p: float | None) -> str:
 @require_GET
 @role_required(*EVERY_ROLE)
 def dashboard_compare(request: HttpRequest) -> HttpResponse:
-    orgs = reads.dashboard_orgs(request.user)
-    org = reads.dashboard_org(request.user, request.GET.get("org"), orgs=orgs)
+    orgs = reads.dashboard_orgs(memberships_of(request))
+    org = reads.dashboard_org(memberships_of(request), request.GET.get("org"), orgs=orgs)
     if org is None:
         raise Http404("No such org among yours.")
     params = request.GET.copy()

@@ -9,6 +9,7 @@ with none of those roles (a stakeholder, an org admin) gets a 403, and an org wh
 org that does not exist.
 """
 
+from collections.abc import Iterable
 from urllib.parse import urlencode
 
 from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
@@ -46,21 +47,21 @@ from grading.dashboard.figures import InvalidScope, scope_for
 from grading.models import ItemKind, Org, Review
 from grading.models.reach import Reach
 from grading.reviews.blind import reviews_blind
-from reviewer.access import EVERY_ROLE, org_asked, orgs_for, reaches_of, role_required
+from reviewer.access import EVERY_ROLE, memberships_of, org_asked, orgs_for, reaches_from, reaches_of, role_required
 from reviewer.dashboards import display, reads
 from reviewer.dashboards.display import Linked
 from reviewer.dashboards.views import bad_filter
-from reviewer.models import Role
+from reviewer.models import Membership, Role
 from reviewer.queue.assignments import QUEUE_ROLES
 
 # The roles whose members read items: what a correction holds.
 ITEM_READERS = (Role.OPERATOR, Role.LEAD, Role.CRITERIA_ADMIN)
 
 
-def text_reach(user, org: Org) -> Reach | None:
-    """What of `org` the person may export corrections of (the union of their item-reading memberships); None when
-    they read no items there."""
-    return reaches_of(user, *ITEM_READERS).get(org.pk)
+def text_reach(memberships: Iterable[Membership], org: Org) -> Reach | None:
+    """What of `org` the person may export corrections of (the union of their item-reading memberships, from those in
+    hand: `memberships_of`); None when they read no items there."""
+    return reaches_from(memberships, *ITEM_READERS).get(org.pk)
 
 
 @require_GET
@@ -71,7 +72,7 @@ def corrections_export(request: HttpRequest) -> HttpResponse:
     org = org_asked(list(orgs_for(request.user, *ITEM_READERS)), request.GET.get("org"))
     if org is None:
         raise Http404("No such org among yours.")
-    reach = text_reach(request.user, org)
+    reach = text_reach(memberships_of(request), org)
     try:
         scope = scope_for(
             org, since=request.GET.get("from"), until=request.GET.get("to"),
@@ -94,9 +95,9 @@ def corrections_export(request: HttpRequest) -> HttpResponse:
     return response
 
 
-def export_links(org: Org, user, query: dict[str, str]) -> dict[str, str] | None:
+def export_links(org: Org, memberships: Iterable[Membership], query: dict[str, str]) -> dict[str, str] | None:
     """The page's links to the export in each format (None for a reader who may not export corrections)."""
-    if text_reach(user, org) is None:
+    if text_reach(memberships, org) is None:
         return None
     url = reverse("dashboard_corrections_export")
     return {
@@ -125,10 +126,10 @@ _CHOICE_NAMES = {CORRECTED: "corrected", APPROVED: "approved", REJECTED: "reject
 
 
 def _scope_of(request: HttpRequest):
-    org = reads.dashboard_org(request.user, request.GET.get("org"))
+    org = reads.dashboard_org(memberships_of(request), request.GET.get("org"))
     if org is None:
         raise Http404("No such org among yours.")
-    return org, reads.scope_from(org, request.GET, reads.reader_reach(request.user, org))
+    return org, reads.scope_from(org, request.GET, reads.reader_reach(memberships_of(request), org))
 
 
 class _Links:
@@ -205,7 +206,7 @@ def corrections_figures(request: HttpRequest) -> HttpResponse:
         "org": org,
         "scope": scope,
         "panel": corrections_panel(correction_figures(scope), links),
-        "exports": export_links(org, request.user, scope.as_query()),
+        "exports": export_links(org, memberships_of(request), scope.as_query()),
         "back_url": display.Links(org.slug, scope).page(),
         "nav_active": "dashboard",
     }

@@ -6,6 +6,8 @@ Read only: every view is GET (anything else is 405), and each reads one org the 
 The figures are grading's (`dashboard_figures`, the same function the JSON API calls) over the rollups.
 """
 
+from collections.abc import Callable
+
 from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import render
 from django.utils import timezone
@@ -14,10 +16,13 @@ from django.views.decorators.http import require_GET
 from grading.dashboard.certified import certified_figures
 from grading.dashboard.compare import dimension_values
 from grading.dashboard.figures import (
+    GATE_METRICS,
     JUDGE,
     PAGE_METRICS,
     PEOPLE,
+    QUEUE_METRICS,
     SECTIONS,
+    SERVICE_METRICS,
     STATISTICS_METRICS,
     InvalidScope,
     Scope,
@@ -25,13 +30,15 @@ from grading.dashboard.figures import (
     agreement_headline,
     counters_for,
     dashboard_figures,
+    gate_figures,
+    queue_figures,
 )
 from grading.dashboard.regrade import org_regrade_progress
 from grading.figures.definitions import PASS_FAIL, slice_key
 from grading.models import ItemKind, Org
 from grading.models.reach import Reach
 from grading.reviews.spend import spend_overview
-from reviewer.access import EVERY_ROLE, found, reaches_of, role_required
+from reviewer.access import EVERY_ROLE, found, memberships_of, reaches_of, role_required
 from reviewer.criteria.reads import admin_org_ids, unpublished_versions
 from reviewer.dashboards import display, export, reads
 from reviewer.dashboards.service import service_figures
@@ -45,10 +52,10 @@ from reviewer.queue.sending import SENDER_ROLES, sendable
 
 
 def _org_and_scope(request: HttpRequest, orgs=None):
-    org = reads.dashboard_org(request.user, request.GET.get("org"), orgs=orgs)
+    org = reads.dashboard_org(memberships_of(request), request.GET.get("org"), orgs=orgs)
     if org is None:
         raise Http404("No such org among yours.")
-    return org, reads.scope_from(org, request.GET, reads.reader_reach(request.user, org))
+    return org, reads.scope_from(org, request.GET, reads.reader_reach(memberships_of(request), org))
 
 
 def _reviews_asked(request: HttpRequest) -> tuple[Org, Scope, reads.ReviewFilter]:
@@ -70,7 +77,7 @@ def slice_choices(org, reach: Reach) -> list[tuple[str, list[tuple[str, str]]]]:
 @require_GET
 @role_required(*EVERY_ROLE)
 def dashboard(request: HttpRequest) -> HttpResponse:
-    orgs = reads.dashboard_orgs(request.user)
+    orgs = reads.dashboard_orgs(memberships_of(request))
     try:
         org, scope = _org_and_scope(request, orgs)
     except InvalidScope as exc:
@@ -81,11 +88,12 @@ def dashboard(request: HttpRequest) -> HttpResponse:
     dimensions = slice_choices(org, scope.reach or Reach(org.pk))
     counters = counters_for(scope, metrics=PAGE_METRICS)  # one read of the scope's counters for every panel
     # The statistics of agreement wait folded under their sections, each loaded when opened (`dashboard_statistics`):
-    # the first screen says in words only what the audit sample's conversations give.
-    figures = dashboard_figures(scope, counters=counters, sections=[s for s in SECTIONS if s != "agreement"])
+    # the first screen says in words only what the audit sample's conversations give. The queue's section, at the
+    # page's foot, loads apart (`dashboard_queue`).
+    figures = dashboard_figures(scope, counters=counters, sections=[s for s in SECTIONS if s not in PAGE_APART])
     agreement = agreement_headline(counters)
     links = display.Links(org.slug, scope)
-    quality, gate = display.quality_panel(figures, links), display.gate_panel(figures, links)
+    quality, gate = display.quality_panel(figures, links), display.gate_totals(figures, links)
     context = {
         "org": org,
         "orgs": orgs,
@@ -99,19 +107,96 @@ def dashboard(request: HttpRequest) -> HttpResponse:
         "staleness": display.staleness_panel(figures, links),
         "regrade": display.regrade_panel(figures["staleness"]["regrade"], org_slug=org.slug),
         "headline": display.headline_agreement(agreement),
-        "queue": display.queue_panel(figures, links),
-        "service": display.service_panel(service_figures(scope, counters=counters), links),
-        # Spend against the caps is the org's as a whole: shown to readers of the whole org only.
-        "spend": spend_overview(org_id=org.pk) if scope.reach is None or not scope.reach.limited else None,
+        # Spend against the caps is the org's as a whole: shown to readers of the whole org only (`dashboard_spend`).
+        "spend_shown": scope.reach is None or not scope.reach.limited,
         "links": links,
         "export_csv": links.export("csv"),
         "export_jsonl": links.export("jsonl"),
         "export_drafts_csv": links.export("csv", kind="draft"),
         "corrections_url": corrections.figures_url(org, scope),
-        "corrections_export": corrections.export_links(org, request.user, scope.as_query()),
+        "corrections_export": corrections.export_links(org, memberships_of(request), scope.as_query()),
         "nav_active": "dashboard",
     }
     return render(request, "reviewer/dashboards/index.html", context)
+
+
+# The figures' sections the page leaves to requests of their own: the statistics (`dashboard_statistics`) and the
+# queue's (`dashboard_queue`, and its service-level targets: `dashboard_service`).
+PAGE_APART = ("agreement", "queue")
+
+
+def _apart(request: HttpRequest, section: str, title: str, build: Callable[[Org, Scope, display.Links], dict]):
+    """A part of the page for its scope that the page loads apart (htmx, on load), from `build`'s context and
+    `_<section>.html`; followed as a plain link, without JavaScript, it is a page of its own under `title`."""
+    try:
+        org, scope = _org_and_scope(request)
+    except InvalidScope as exc:
+        return bad_filter(request, exc.field, exc.message)
+    links = display.Links(org.slug, scope)
+    partial = f"reviewer/dashboards/_{section}.html"
+    context = {
+        "org": org,
+        "scope": scope,
+        **build(org, scope, links),
+        "back_url": links.page(),
+        "nav_active": "dashboard",
+    }
+    if request.htmx:
+        return render(request, partial, context)
+    return render(request, "reviewer/dashboards/section.html", context | {"title": title, "section": partial})
+
+
+@require_GET
+@role_required(*EVERY_ROLE)
+def dashboard_queue(request: HttpRequest) -> HttpResponse:
+    """The page's queue health: what waits, and the decisions of each week with the time to them. It reads the queue
+    as well as its own counters (`QUEUE_METRICS`), which nothing above it shows."""
+
+    def build(org: Org, scope: Scope, links: display.Links) -> dict:
+        return {
+            "queue": display.queue_panel({"queue": queue_figures(counters_for(scope, metrics=QUEUE_METRICS))}, links)
+        }
+
+    return _apart(request, "queue", "Queue health", build)
+
+
+@require_GET
+@role_required(*EVERY_ROLE)
+def dashboard_service(request: HttpRequest) -> HttpResponse:
+    """The page's service-level targets, under its queue health: the share decided within target each week, what is
+    overdue now, each person's workload. It reads the queue and its claims as well as its own counters
+    (`SERVICE_METRICS`)."""
+
+    def build(org: Org, scope: Scope, links: display.Links) -> dict:
+        counters = counters_for(scope, metrics=SERVICE_METRICS)
+        return {"service": display.service_panel(service_figures(scope, counters=counters), links)}
+
+    return _apart(request, "service", "Service-level targets", build)
+
+
+@require_GET
+@role_required(*EVERY_ROLE)
+def dashboard_gate(request: HttpRequest) -> HttpResponse:
+    """The page's draft gate section: the outcomes week by week, the findings, sub-scores and how operators decided
+    (the page's first screen shows the totals)."""
+
+    def build(org: Org, scope: Scope, links: display.Links) -> dict:
+        return {"gate": display.gate_panel({"gate": gate_figures(counters_for(scope, metrics=GATE_METRICS))}, links)}
+
+    return _apart(request, "gate", "Draft gate", build)
+
+
+@require_GET
+@role_required(*EVERY_ROLE)
+def dashboard_spend(request: HttpRequest) -> HttpResponse:
+    """The judge's spend against the org's caps, in the page's staleness audit. Spend is the org's as a whole: shown
+    to readers of the whole org only (the page offers it to no one else)."""
+
+    def build(org: Org, scope: Scope, links: display.Links) -> dict:
+        whole_org = scope.reach is None or not scope.reach.limited
+        return {"spend": spend_overview(org_id=org.pk) if whole_org else None}
+
+    return _apart(request, "spend", "Judge spend against caps", build)
 
 
 @require_GET
@@ -176,13 +261,13 @@ def dashboard_statistics(request: HttpRequest) -> HttpResponse:
 @role_required(*EVERY_ROLE)
 def dashboard_regrade(request: HttpRequest) -> HttpResponse:
     """The re-grade panel alone (of one kind with `kind`), which htmx refreshes while a re-grade runs."""
-    org = reads.dashboard_org(request.user, request.GET.get("org"))
+    org = reads.dashboard_org(memberships_of(request), request.GET.get("org"))
     if org is None:
         raise Http404("No such org among yours.")
     kind = request.GET.get("kind", "")
     if kind and kind not in ItemKind.values:
         return bad_filter(request, "kind", f"must be one of {', '.join(ItemKind.values)}")
-    reach = reads.reader_reach(request.user, org)
+    reach = reads.reader_reach(memberships_of(request), org)
     progress = [p.as_json() for p in org_regrade_progress(org, reach) if not kind or p.kind == kind]
     panel = display.regrade_panel(progress, org_slug=org.slug, kind=kind)
     return render(request, "reviewer/dashboards/_regrade.html", {"regrade": panel})

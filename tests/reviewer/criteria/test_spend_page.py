@@ -10,7 +10,10 @@ from grading.api.keys import api_key_create
 from grading.models import AuditEvent, ItemKind, JudgeSpend, SpendCap
 from grading.reviews.spend import spend_cap_set
 from grading.reviews.versions import criteria_active, criteria_new_version
+from reviewer.models import Membership, Role
 from tests.builders.conversations import support_conversation, upsert
+from tests.builders.dashboard_page import card_loaded
+from tests.builders.people import make_person
 
 pytestmark = pytest.mark.django_db
 
@@ -85,9 +88,17 @@ def test_the_dashboard_shows_spend_against_the_caps_to_whole_org_readers(client_
     version = criteria_active(org=org, kind=ItemKind.CONVERSATION)
     spent(org, version, 300)
     spend_cap_set(org=org, version=None, period="day", tokens=250, cost_micros=None, actor=None)
-    page = client_for(stakeholder).get("/dashboard/").content.decode()
-    panel = page.split('id="spend-panel"')[1].split("</div>")[0]
+    client = client_for(stakeholder)
+    panel = card_loaded(client, client.get("/dashboard/").content.decode(), "spend-panel")  # loaded apart
+    panel = panel.split('id="spend-panel"')[1].split("</div>")[0]
     assert "300 of 250 tokens" in panel and "reached" in panel
+    # Spend is the org's as a whole: a reader of one application is offered none, and asking gives nothing.
+    limited = make_person("billing-reader", org, Role.STAKEHOLDER)
+    Membership.objects.filter(user=limited).update(applications=["billing"], drafts=False)
+    reader = client_for(limited)
+    assert 'id="spend-panel"' not in reader.get("/dashboard/").content.decode()
+    answer = reader.get(reverse("dashboard_spend"), HTTP_HX_REQUEST="true")
+    assert answer.status_code == 200 and "tokens" not in answer.content.decode()
 
 
 def test_the_spend_api_gives_the_page_s_figures_for_the_key_s_org_only(client, org, other_org):

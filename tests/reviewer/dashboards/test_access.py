@@ -10,7 +10,10 @@ from tests.builders.queue_items import conversation_item, draft_item
 
 pytestmark = pytest.mark.django_db
 
-PAGES = ("dashboard", "dashboard_reviews", "dashboard_regrade", "dashboard_export", "dashboard_certified")
+PAGES = (
+    "dashboard", "dashboard_reviews", "dashboard_regrade", "dashboard_export", "dashboard_certified", "dashboard_queue",
+    "dashboard_service", "dashboard_gate", "dashboard_spend",
+)  # fmt: skip
 
 
 @pytest.mark.parametrize("name", PAGES)

@@ -12,8 +12,11 @@ from django.utils import timezone
 
 from grading.core.weeks import monday
 from grading.dashboard.figures import (
+    GATE_METRICS,
     PAGE_METRICS,
+    QUEUE_METRICS,
     SECTIONS,
+    SERVICE_METRICS,
     STATISTICS_METRICS,
     agreement_figures,
     agreement_headline,
@@ -21,6 +24,8 @@ from grading.dashboard.figures import (
     dashboard_figures,
 )
 from reviewer.dashboards.display import times_in
+from reviewer.dashboards.service import service_figures
+from reviewer.dashboards.views.dashboard import PAGE_APART
 from tests.builders.world import build_world, iso, world_scope
 
 pytestmark = pytest.mark.django_db
@@ -43,12 +48,19 @@ def test_the_first_screen_says_the_figures_in_words_and_folds_the_statistics(
 ):
     build_world(org, fake_llm, operator)
     figures = dashboard_figures(world_scope(org))
-    # The page reads only the counters its first screen shows, and they say what every counter says.
+    # The page reads only the counters its first screen shows, and they say what every counter says; so do the
+    # counters of each section it loads apart, of what that section shows.
     page, every = counters_for(world_scope(org), metrics=PAGE_METRICS), counters_for(world_scope(org))
     assert {key[5] for key in every.rows} - {key[5] for key in page.rows}  # the statistics' counters left out
-    sections = [section for section in SECTIONS if section != "agreement"]
+    sections = [section for section in SECTIONS if section not in PAGE_APART]
     read = [dashboard_figures(world_scope(org), counters=c, sections=sections) for c in (page, every)]
     assert read[0] | {"generated_at": None} == read[1] | {"generated_at": None}
+    ticking = {"oldest_wait_seconds": None}  # read from the clock
+    for metrics, section in ((QUEUE_METRICS, "queue"), (GATE_METRICS, "gate")):
+        apart = dashboard_figures(world_scope(org), counters=counters_for(world_scope(org), metrics=metrics))
+        assert apart[section] | ticking == figures[section] | ticking
+    service = service_figures(world_scope(org), counters=counters_for(world_scope(org), metrics=SERVICE_METRICS))
+    assert service == service_figures(world_scope(org))
     assert agreement_headline(page) == agreement_headline(every)
     whole = agreement_figures(every)
     for part, metrics in STATISTICS_METRICS.items():  # so does each statistics section, from its part's counters

@@ -21,6 +21,7 @@ from grading.reviews.targets import due_times_refresh
 from reviewer.dashboards.display import Links, service_panel
 from reviewer.dashboards.service import service_figures
 from reviewer.queue.services import claim_decline, claim_take, decision_create
+from tests.builders.dashboard_page import card_loaded
 from tests.builders.queue_items import conversation_item, draft_item
 
 pytestmark = pytest.mark.django_db
@@ -60,9 +61,9 @@ def test_the_figures_equal_a_direct_count_and_each_opens_exactly_its_items(org, 
     assert figures["workload"] == [{"person": "dana", "person_id": operator.pk, "claimed": 5, "declined": 1,
                                     "decided": 4, "overdue": 0}]  # fmt: skip
 
-    html = client_for(stakeholder).get(reverse("dashboard")).content.decode()
-    card = html[html.index('id="queue-service"') :]
     client = client_for(stakeholder)
+    card = card_loaded(client, client.get(reverse("dashboard")).content.decode(), "queue-service")
+    assert card.startswith('<div class="card" id="queue-service">')
     listed = [
         (int(text), set(map(int, re.findall(r'data-review="(\d+)"', client.get(unescape(url)).content.decode()))))
         for url, text in re.findall(r'<a href="([^"]+)">(\d+)</a>', card)
