@@ -135,6 +135,7 @@ def test_a_lead_assigns_from_the_overdue_list_opens_an_item_and_adds_a_target(
 
     tab.goto(f"/dashboard/?org={org.slug}")
     service = tab.locator("#queue-service")
+    service.locator("table").first.wait_for()  # the section loads on its own, after the page
     assert "3 overdue now" in service.inner_text()
     service.get_by_role("link", name="3").click()
     tab.wait_for_url("**/dashboard/reviews/**")

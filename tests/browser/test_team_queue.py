@@ -67,6 +67,7 @@ def test_a_lead_assigns_the_assignee_claims_it_it_goes_overdue_the_mail_arrives_
     assert "hard-customer" in next(m for m in smtp.messages if m["To"] == "ann@example.com").get_payload()
 
     lead.goto("/dashboard/")
+    lead.locator("#queue-service table").first.wait_for()  # the section loads on its own, after the page
     assert "2 overdue now" in lead.locator("#queue-service").inner_text()
     assignee.reload()
     assert "overdue" in assignee.locator("#due").inner_text()
@@ -74,6 +75,7 @@ def test_a_lead_assigns_the_assignee_claims_it_it_goes_overdue_the_mail_arrives_
     assignee.keyboard.press("a")
     assignee.wait_for_url("**/queue/")
     lead.goto("/dashboard/")
+    lead.locator("#queue-service table").first.wait_for()
     service = lead.locator("#queue-service").inner_text()
     assert "1 overdue now" in service
     late_cell = lead.locator("#queue-service table").first.locator("tbody tr").last.locator("td").nth(2)
