@@ -203,21 +203,12 @@ def dashboard_spend(request: HttpRequest) -> HttpResponse:
 @role_required(*EVERY_ROLE)
 def dashboard_certified(request: HttpRequest) -> HttpResponse:
     """The quality rate against people, with its interval from the audit sample (grading/dashboard/certified.py), for
-    the page's scope. It reads every review of the scope rather than the counters, so the page loads it apart (htmx,
-    on load); followed as a plain link, without JavaScript, it is a page of its own."""
-    try:
-        org, scope = _org_and_scope(request)
-    except InvalidScope as exc:
-        return bad_filter(request, exc.field, exc.message)
-    context = {
-        "org": org,
-        "scope": scope,
-        "certified": display.certified_panel(certified_figures(scope)),
-        "back_url": display.Links(org.slug, scope).page(),
-        "nav_active": "dashboard",
-    }
-    template = "_certified.html" if request.htmx else "certified.html"
-    return render(request, f"reviewer/dashboards/{template}", context)
+    the page's scope. It reads every review of the scope rather than the counters, so the page loads it apart."""
+
+    def build(org: Org, scope: Scope, links: display.Links) -> dict:
+        return {"certified": display.certified_panel(certified_figures(scope))}
+
+    return _apart(request, "certified", "Quality against people", build)
 
 
 # The page's statistics sections, each loaded when opened: the judge against people, people against people; each
