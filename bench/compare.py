@@ -10,9 +10,10 @@ times cannot show a change smaller than that. Here both sides run side by side i
 3. Rounds: every phase once on each side, the order of the sides alternating from round to round (base first, then
    head first), so a load that rises or falls during the run falls on both. The first round warms up and is dropped.
    15 rounds by default: at fewer than 11 a verdict is a hint (`TRUSTED_ROUNDS`, below).
-4. Per phase and side: wall time, CPU of the process and CPU of its PostgreSQL backend, each as the median of the
-   rounds with the interquartile range beside it (and the least and most). A verdict ("head faster", "head slower")
-   is stated only when the two interquartile ranges do not overlap; otherwise "no difference claimed".
+4. Per phase and side: wall time, CPU of the process and PostgreSQL's CPU for it (its backend and the parallel
+   workers its queries started: bench.common.backend_cpu), each as the median of the rounds with the interquartile
+   range beside it (and the least and most). A verdict ("head faster", "head slower") is stated only when the two
+   interquartile ranges do not overlap; otherwise "no difference claimed".
 
 A benchmark opts in with a module-level `phases()`, a context manager (`contextlib.contextmanager`) that sets up its
 data, yields a dict of named callables (each one run of a phase, measured whole; or a pair of callables, the first
