@@ -159,7 +159,7 @@ def rules_for(org_id: int, user_id: int) -> list[AssignmentRule]:
     return list(AssignmentRule.objects.filter(org_id=org_id).annotate(in_their_pool=in_their_pool).order_by("position"))
 
 
-def _names(rule: AssignmentRule, user_id: int) -> bool:
+def rule_names(rule: AssignmentRule, user_id: int) -> bool:
     return rule.person_id == user_id or rule.in_their_pool
 
 
@@ -187,7 +187,7 @@ def reserved_q(
     `rules`: the org's as `rules_for` reads them for `user_id`, when the caller has read them."""
     if rules is None:
         rules = rules_for(org_id, user_id)
-    if mine and not any(_names(rule, user_id) for rule in rules):
+    if mine and not any(rule_names(rule, user_id) for rule in rules):
         live = Q(until__isnull=True) | Q(until__gt=now)
         if not Assignment.objects.filter(_theirs(user_id), live, org_id=org_id).exists():
             return None
@@ -199,7 +199,7 @@ def reserved_q(
     # with the rules, not with their square).
     whens = []
     for rule in rules:
-        if _names(rule, user_id) != mine:
+        if rule_names(rule, user_id) != mine:
             in_force = Value(False)
         elif rule.hours is None:
             in_force = Value(True)
@@ -222,7 +222,7 @@ def reserved_for_others(
     if rule is None:
         return False
     until = _rule_until(rule, review.routed_at)
-    return (until is None or until > now) and not _names(rule, user_id)
+    return (until is None or until > now) and not rule_names(rule, user_id)
 
 
 # --- assigning ------------------------------------------------------------------------------------------------

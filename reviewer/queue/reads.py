@@ -10,13 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from functools import cache, lru_cache
 from typing import Any
 
-from django.contrib.postgres.expressions import ArraySubquery
 from django.db import connection
-from django.db.models import BooleanField, Exists, F, Field, Model, OuterRef, Q, QuerySet, Value
+from django.db.models import BooleanField, F, Field, Model, Q, QuerySet, Value
 from django.db.models.functions import Now
 from django.db.models.query import EmptyQuerySet
 from django.utils import timezone
@@ -40,9 +39,10 @@ from grading.models.criteria import ANSWERED_CANNOT_ADJUDICATE, answers_stand, m
 from grading.models.reach import Reach, within
 from grading.reviews.reads import review_slots
 from grading.reviews.rollups import slices_seen
+from grading.reviews.targets import AUDIT
 from reviewer.access import reaches_from, reaches_of
-from reviewer.models import AssignmentRule, Claim, Invitation, Membership
-from reviewer.queue.assignments import QUEUE_ROLES, by_hand_reserved, reserved_for_others, reserved_q, rules_for
+from reviewer.models import Assignment, AssignmentRule, Claim, Invitation, Membership, Pool
+from reviewer.queue.assignments import QUEUE_ROLES, reserved_for_others, reserved_q, rule_names, rules_for
 
 PAGE_SIZE = 25  # a screenful: operators work from the top; j/k and paging reach the rest
 COUNT_CAP = 100  # counts above this read "100+": exact where it matters, a bounded read where it does not
@@ -433,7 +433,7 @@ def queue_first_free(
     tests/reviewer/queue/test_claim_next_order.py.
 
     1. Per lane, read the waiting reviews in queue order a batch at a time, filtered on stored rows only: not passed
-       over, not declined, answered or held by this person, and not reserved for others (`reserved_q`).
+       over, not declined, answered or held by this person, and not reserved for others (`_reserved_for_others`).
     2. Decide for the rows in hand whether the person has a place, by the one rule (`Slots.place_for`): a slot
        nobody holds or answered; or, once the answers stand, the adjudication, for someone who gave none.
     3. Lock the first that has one, skipping a row another claimer holds locked. The claim looks again under the
@@ -444,28 +444,19 @@ def queue_first_free(
     `rules`: per org, its assignment rules as `rules_for` reads them for this person, filled here as each org is
     first read, so that the claim can ask of the locked row whether it is reserved for others (`claim_standing`)
     without reading them again."""
-    claims = Claim.objects.filter(review_id=OuterRef("pk"))
-    theirs = claims.filter(holder_id=user_id)
-    answered = Answer.objects.filter(review_id=OuterRef("pk"), person_id=user_id)
     by_priority: dict[int, list[Review]] = {}
     if rules is None:
         rules = {}
-    reserved: dict[int, Q | None] = {}  # per org: read its rules once
     for lane in lanes:
         version = lane.version
         priority = PRIORITIES[version.kind]
         if by_priority and priority > min(by_priority):
             break
-        if version.org_id not in reserved:
-            if version.org_id not in rules:
-                rules[version.org_id] = rules_for(version.org_id, user_id)
-            reserved[version.org_id] = reserved_q(version.org_id, user_id, now, mine=False, rules=rules[version.org_id])
-        rows = lane.reviews(filters).exclude(pk__in=list(passed_over)).exclude(reserved[version.org_id])
-        rows = rows.exclude(Exists(theirs.filter(end=Claim.End.DECLINED)))
-        rows = rows.exclude(Exists(theirs.filter(ended_at__isnull=True, expires_at__gt=now)))
-        if version.slots > 1:  # an answer of theirs: their place is filled, and they may not adjudicate
-            rows = rows.exclude(Exists(answered))
-        first = _first_with_a_place(rows, lane, user_id, now)
+        if version.org_id not in rules:
+            rules[version.org_id] = rules_for(version.org_id, user_id)
+        first = _first_with_a_place(
+            lane, filters, user_id=user_id, now=now, passed_over=passed_over, rules=rules[version.org_id]
+        )
         if first is not None:
             by_priority.setdefault(priority, []).append(first)
     if not by_priority:
@@ -474,35 +465,146 @@ def queue_first_free(
     return min(by_priority[priority], key=lambda review: _sort(key_of(priority, review)))
 
 
-def _first_with_a_place(rows: QuerySet[Review], lane: Lane, user_id: int, now: datetime) -> Review | None:
-    """The first of a lane's `rows` in queue order with a place for this person, its row locked (SKIP LOCKED).
-    Each row is read with who answered it and who holds it (`Slots`), so a batch is one query."""
-    priority = PRIORITIES[lane.version.kind]
-    rows = (
-        rows.order_by(*ORDER)
-        .only("pk", "org_id", "criteria_version_id", "audit", "due_at", "finished_at")
-        .annotate(answered_by=ArraySubquery(_answers_in_order), holders=ArraySubquery(_holders_in_order(now)))
+def _first_with_a_place(
+    lane: Lane,
+    filters: QueueFilters,
+    *,
+    user_id: int,
+    now: datetime,
+    passed_over: Sequence[int],
+    rules: list[AssignmentRule],
+) -> Review | None:
+    """The first of a lane's rows `queue_first_free` may hand out, in queue order, with a place for this person, its
+    row locked (SKIP LOCKED). Each row is read with who answered it and who holds it (`Slots`), so a batch is one
+    query.
+
+    Written as SQL around the lane's range (`_lane_where`): composed by the ORM on every claim (the reservation
+    rules' CASE, the EXISTS, the arrays) it cost more CPU than the rest of the claim (bench/README.md, bench_queue).
+    """
+    where = _lane_where_from_start(lane, filters) if lane.assigned is None else _lane_where(lane, filters)
+    if where is None:
+        return None
+    lane_sql, lane_params = where
+    reserved_sql, reserved_params = _reserved_for_others(rules, user_id=user_id, now=now)
+    table, claims, answers = Review._meta.db_table, Claim._meta.db_table, Answer._meta.db_table
+    theirs = f"SELECT 1 FROM {claims} c WHERE c.review_id = {table}.id AND c.holder_id = %s"  # noqa: S608
+    answered = (
+        f" AND NOT EXISTS (SELECT 1 FROM {answers} a WHERE a.review_id = {table}.id AND a.person_id = %s)"  # noqa: S608
+        if lane.version.slots > 1  # an answer of theirs: their place is filled, and they may not adjudicate
+        else ""
     )
+    select = f"""
+        SELECT {table}.id, {table}.audit, {table}.due_at, {table}.finished_at,
+            ARRAY({_ANSWERS_IN_ORDER.format(table=table)}), ARRAY({_HOLDERS_IN_ORDER.format(table=table)})
+        FROM {table}
+        WHERE {lane_sql}
+            AND NOT ({table}.id = ANY(%s::bigint[]))
+            AND NOT ({reserved_sql})
+            AND NOT EXISTS ({theirs} AND c."end" = %s)
+            AND NOT EXISTS ({theirs} AND c.ended_at IS NULL AND c.expires_at > %s){answered}
+    """  # noqa: S608 - table and column names are the models'; every value is a parameter
+    order = f"ORDER BY {table}.due_at ASC NULLS LAST, {table}.finished_at ASC, {table}.id ASC LIMIT %s"
+    params = [now, *lane_params, list(passed_over), *reserved_params, user_id, Claim.End.DECLINED, user_id, now]
+    params += [user_id] if answered else []
+    priority = PRIORITIES[lane.version.kind]
     after: Key | None = None
     while True:
-        batch = list((rows.filter(_beyond(after, "gt")) if after else rows)[:SCAN_BATCH])
-        for review in batch:
-            review.criteria_version = lane.version  # the lane's: read once, not per row
-            slots = Slots(review_slots(review), tuple(review.answered_by), tuple(review.holders))
-            if slots.place_for(user_id) is None and (locked := _locked(review.pk)) is not None:
+        beyond, beyond_params = _beyond_sql(after, table) if after else ("", [])
+        with connection.cursor() as cursor:
+            cursor.execute(f"{select} {beyond} {order}", [*params, *beyond_params, SCAN_BATCH])
+            batch = cursor.fetchall()
+        for review_id, audit, _, _, answered_by, holders in batch:
+            slots = Slots(lane.version.slots_of(review_id=review_id, audit=audit), tuple(answered_by), tuple(holders))
+            if slots.place_for(user_id) is None and (locked := _locked(review_id)) is not None:
                 return locked
         if len(batch) < SCAN_BATCH:
             return None
-        after = key_of(priority, batch[-1])
+        review_id, _, due, finished, _, _ = batch[-1]
+        after = (priority, due, finished, review_id)
 
 
-# Who answered a review, and who holds it now, in order: a row's `Slots` read with it.
-_answers_in_order = Answer.objects.filter(review_id=OuterRef("pk")).order_by("pk").values("person_id")
+@lru_cache(maxsize=1024)
+def _lane_where_from_start(lane: Lane, filters: QueueFilters) -> tuple[str, tuple] | None:
+    """`_lane_where` for a lane without the "assigned to me" filter: the same for every claim of the lane and
+    filters, so composed once per process."""
+    return _lane_where(lane, filters)
 
 
-def _holders_in_order(now: datetime) -> QuerySet[Claim]:
-    live = Claim.objects.filter(review_id=OuterRef("pk"), ended_at__isnull=True, expires_at__gt=now)
-    return live.order_by("pk").values("holder_id")
+def _lane_where(lane: Lane, filters: QueueFilters) -> tuple[str, tuple] | None:
+    """The condition of a lane's range (`Lane.reviews`) on the review table, as SQL and its parameters; None when the
+    lane is empty by its definition."""
+    reviews = lane.reviews(filters)
+    if isinstance(reviews, EmptyQuerySet):
+        return None
+    query = reviews.query
+    sql, params = query.get_compiler(connection=connection).compile(query.where)
+    return sql, tuple(params)
+
+
+def _beyond_sql(key: Key, table: str) -> tuple[str, list]:
+    """`_beyond(key, "gt")` as SQL on `table`: the rows strictly after the key in queue order."""
+    _, due, finished, pk = key
+    tail = f"{table}.finished_at >= %s AND ({table}.finished_at > %s OR {table}.id > %s)"
+    if due is None:
+        return f"AND ({table}.due_at IS NULL AND {tail})", [finished, finished, pk]
+    beyond_due = f"({table}.due_at > %s OR {table}.due_at IS NULL)"
+    return f"AND ({beyond_due} OR ({table}.due_at = %s AND {tail}))", [due, due, finished, finished, pk]
+
+
+def _reserved_for_others(rules: list[AssignmentRule], *, user_id: int, now: datetime) -> tuple[str, list]:
+    """Whether a review (a row of the review table) is reserved now for people other than `user_id`, as SQL and its
+    parameters: `reserved_q(mine=False)` written out, its rules the org's as `rules_for` read them for the person.
+    Its assignment by hand decides (`_by_hand_for_others`); else the first rule that matches, in position order (one
+    CASE, a WHEN per rule); null, like `reserved_q`, when a rule with hours matches a review never routed."""
+    table = Review._meta.db_table
+    by_hand, params = _by_hand_for_others(user_id=user_id, now=now)
+    whens = []
+    for rule in rules:
+        matches, values = ["true"], []
+        for column, value in (("kind", rule.kind), ("application", rule.application)):
+            if value:
+                matches.append(f"{table}.{column} = %s")
+                values.append(value)
+        if rule.reason == AUDIT:
+            matches.append(f"{table}.audit")
+        elif rule.reason:
+            matches.append(f"{table}.reason = %s")
+            values.append(rule.reason)
+        if rule_names(rule, user_id):
+            in_force = "false"
+        elif rule.hours is None:
+            in_force = "true"
+        else:
+            in_force = f"({table}.routed_at > %s)"
+            values.append(now - timedelta(hours=rule.hours))
+        whens.append(f"WHEN {' AND '.join(matches)} THEN {in_force}")
+        params += values
+    by_rule = f"CASE {' '.join(whens)} ELSE false END" if whens else "false"
+    return f"COALESCE({by_hand}, {by_rule})", params
+
+
+def _by_hand_for_others(*, user_id: int, now: datetime) -> tuple[str, list]:
+    """`by_hand_reserved(mine=False)` as SQL on the review table and its parameters: true when the review's
+    assignment by hand reserves it now for others, false when not, null when it has none."""
+    table, assignments = Review._meta.db_table, Assignment._meta.db_table
+    members = Pool.members.through._meta.db_table
+    theirs = (
+        f"(v.person_id = %s AND v.person_id IS NOT NULL)"  # noqa: S608
+        f" OR (v.pool_id IN (SELECT m.pool_id FROM {members} m WHERE m.user_id = %s) AND v.pool_id IS NOT NULL)"
+    )
+    sql = (
+        f"(SELECT CASE WHEN (v.until IS NULL OR v.until > %s) AND NOT ({theirs}) THEN true ELSE false END"  # noqa: S608
+        f" FROM {assignments} v WHERE v.review_id = {table}.id LIMIT 1)"
+    )
+    return sql, [now, user_id, user_id]
+
+
+# Who answered a review, and who holds it now (a parameter: the time), in order: a row's `Slots` read with it.
+_ANSWERS_IN_ORDER = f"SELECT a.person_id FROM {Answer._meta.db_table} a WHERE a.review_id = {{table}}.id ORDER BY a.id"  # noqa: S608
+_HOLDERS_IN_ORDER = (
+    f"SELECT c.holder_id FROM {Claim._meta.db_table} c"  # noqa: S608
+    f" WHERE c.ended_at IS NULL AND c.expires_at > %s AND c.review_id = {{table}}.id ORDER BY c.id"
+)
 
 
 def _locked(review_id: int) -> Review | None:
@@ -527,18 +629,19 @@ def claim_standing(review: Review, now: datetime, *, user_id: int, rules: list[A
     and assignment committed before the lock was granted): who answered it and who holds it (`Slots`), whether a
     claim on it expired unrecorded, and whether it is reserved now for people other than `user_id`: its assignment
     by hand read here, the org's `rules` as `queue_first_free` read them (`reserved_for_others`)."""
-    expired = Claim.objects.filter(review_id=OuterRef("pk"), ended_at__isnull=True, expires_at__lte=now)
-    answered_by, holders, has_expired, by_hand = (
-        Review.objects.filter(pk=review.pk)
-        .annotate(
-            answered_by=ArraySubquery(_answers_in_order),
-            holders=ArraySubquery(_holders_in_order(now)),
-            has_expired=Exists(expired),
-            by_hand=by_hand_reserved(user_id, now, mine=False),
-        )
-        .values_list("answered_by", "holders", "has_expired", "by_hand")
-        .get()
+    table = Review._meta.db_table
+    by_hand, by_hand_params = _by_hand_for_others(user_id=user_id, now=now)
+    expired = (
+        f"SELECT 1 FROM {Claim._meta.db_table} c"  # noqa: S608
+        f" WHERE c.ended_at IS NULL AND c.expires_at <= %s AND c.review_id = {table}.id"
     )
+    sql = (
+        f"SELECT ARRAY({_ANSWERS_IN_ORDER.format(table=table)}), ARRAY({_HOLDERS_IN_ORDER.format(table=table)}),"  # noqa: S608
+        f" EXISTS({expired}), {by_hand} FROM {table} WHERE {table}.id = %s"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [now, now, *by_hand_params, review.pk])
+        answered_by, holders, has_expired, by_hand = cursor.fetchone()
     slots = Slots(review_slots(review), tuple(answered_by), tuple(holders))
     for_others = reserved_for_others(review, by_hand=by_hand, rules=rules, user_id=user_id, now=now)
     return Standing(slots, has_expired, for_others)
