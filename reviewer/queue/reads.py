@@ -201,30 +201,32 @@ _ROW_COLUMNS = {
 
 
 @cache
-def _row_fields(model: type[Model]) -> list[Field]:
+def _row_fields(model: type[Model]) -> tuple[Field, ...]:
     """The fields of `_ROW_COLUMNS[model]` in the model's own order, the order `Model.from_db` reads values in."""
-    return [field for field in model._meta.concrete_fields if field.attname in _ROW_COLUMNS[model]]
+    return tuple(field for field in model._meta.concrete_fields if field.attname in _ROW_COLUMNS[model])
 
 
 @cache
-def _row_attnames(model: type[Model]) -> list[str]:
-    return [field.attname for field in _row_fields(model)]
+def _attnames(fields: tuple[Field, ...]) -> list[str]:
+    return [field.attname for field in fields]
 
 
 @cache
-def _row_converters(model: type[Model]) -> list[tuple[int, Field, list]]:
-    """Per field of `_row_fields(model)` the ORM converts (JSON decoded): its place, the field and its converters."""
-    fields = enumerate(_row_fields(model))
-    return [(n, field, converters) for n, field in fields if (converters := field.get_db_converters(connection))]
+def _converters(fields: tuple[Field, ...]) -> list[tuple[int, Field, list]]:
+    """Per field of `fields` the ORM converts (JSON decoded): its place, the field and its converters."""
+    return [
+        (n, field, converters) for n, field in enumerate(fields) if (converters := field.get_db_converters(connection))
+    ]
 
 
-def _instance(model: type[Model], values: Sequence[Any]) -> Model:
-    """An instance from its row's columns (`_row_fields`), converted as the ORM converts them."""
+def _instance(model: type[Model], fields: tuple[Field, ...], values: Sequence[Any]) -> Model:
+    """An instance from its row's columns (those of `fields`, in the model's order), converted as the ORM converts
+    them."""
     values = list(values)
-    for n, field, converters in _row_converters(model):
+    for n, field, converters in _converters(fields):
         for convert in converters:
             values[n] = convert(values[n], field, connection)
-    return model.from_db(connection.alias, _row_attnames(model), values)
+    return model.from_db(connection.alias, _attnames(fields), values)
 
 
 def queue_rows(
@@ -286,13 +288,13 @@ def queue_rows(
     widths = [len(_row_fields(model)) for model in (Review, Draft, Conversation)]
     reviews = []
     for lane, *values in rows:
-        review = _instance(Review, values[: widths[0]])
+        review = _instance(Review, _row_fields(Review), values[: widths[0]])
         item = values[widths[0] : widths[0] + widths[1]] if review.draft_id else values[widths[0] + widths[1] :]
         review.criteria_version = lanes[lane].version
         if review.draft_id:
-            Review.draft.field.set_cached_value(review, _instance(Draft, item))
+            Review.draft.field.set_cached_value(review, _instance(Draft, _row_fields(Draft), item))
         else:
-            Review.conversation.field.set_cached_value(review, _instance(Conversation, item))
+            Review.conversation.field.set_cached_value(review, _instance(Conversation, _row_fields(Conversation), item))
         reviews.append(review)
     return reviews
 
@@ -608,11 +610,40 @@ _HOLDERS_IN_ORDER = (
 
 
 def _locked(review_id: int) -> Review | None:
-    """The review with what a claim reads of it (`Review.objects.with_state()` and its org; not its item, which
-    nothing a claim writes reads), its row locked; None when another transaction holds it locked (someone is
-    claiming it)."""
-    locked = Review.objects.with_state().select_for_update(of=("self",), skip_locked=True)
-    return locked.select_related("org").filter(pk=review_id).first()
+    """The review with what a claim reads of it (`Review.objects.with_state()`: its criteria version, and its org;
+    not its item, which nothing a claim writes reads), its row locked; None when another transaction holds it locked
+    (someone is claiming it). Written as SQL (`_locked_sql`): composed by the ORM on every claim it cost more CPU than
+    the scan (bench/README.md, bench_queue)."""
+    with connection.cursor() as cursor:
+        cursor.execute(_locked_sql(), [review_id])
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    instances = []
+    for model in _LOCKED:
+        fields = tuple(model._meta.concrete_fields)
+        instances.append(_instance(model, fields, row[: len(fields)]))
+        row = row[len(fields) :]
+    review, org, version = instances
+    Review.org.field.set_cached_value(review, org)
+    Review.criteria_version.field.set_cached_value(review, version)
+    return review
+
+
+_LOCKED = (Review, Org, CriteriaVersion)  # what `_locked` reads, whole, in the order of its columns
+
+
+@cache
+def _locked_sql() -> str:
+    columns = ", ".join(
+        f"{model._meta.db_table}.{field.column}" for model in _LOCKED for field in model._meta.concrete_fields
+    )
+    review, org, version = (model._meta.db_table for model in _LOCKED)
+    return (
+        f"SELECT {columns} FROM {review} JOIN {org} ON {org}.id = {review}.org_id"  # noqa: S608
+        f" JOIN {version} ON {version}.id = {review}.criteria_version_id"
+        f" WHERE {review}.id = %s FOR UPDATE OF {review} SKIP LOCKED"
+    )
 
 
 @dataclass(frozen=True)
