@@ -117,10 +117,24 @@ NO_FILTERS = QueueFilters()
 
 
 def queue_versions(reaches: Sequence[Reach]) -> list[CriteriaVersion]:
-    """The active criteria versions of the kinds within reach, in queue order (drafts first)."""
+    """The active criteria versions of the kinds within reach, in queue order (drafts first), each with its org.
+    Written as SQL: composed by the ORM it cost a queue page and a claim more CPU than running it (bench/README.md,
+    bench_queue)."""
     kinds = {(reach.org_id, kind) for reach in reaches for kind in reach.kinds()}
-    versions = CriteriaVersion.objects.filter(org_id__in=[reach.org_id for reach in reaches], is_active=True)
-    picked = [version for version in versions.select_related("org") if (version.org_id, version.kind) in kinds]
+    versions, orgs = CriteriaVersion._meta.db_table, Org._meta.db_table
+    sql = (
+        f"SELECT {_whole_columns(CriteriaVersion, Org)} FROM {versions} JOIN {orgs} ON {orgs}.id = {versions}.org_id"  # noqa: S608
+        f" WHERE {versions}.is_active AND {versions}.org_id = ANY(%s::bigint[])"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [sorted({reach.org_id for reach in reaches})])
+        rows = cursor.fetchall()
+    picked = []
+    for row in rows:
+        version, org = _whole_instances(row, (CriteriaVersion, Org))
+        if (version.org_id, version.kind) in kinds:
+            CriteriaVersion.org.field.set_cached_value(version, org)
+            picked.append(version)
     return sorted(picked, key=lambda v: (PRIORITIES[v.kind], v.org.slug))
 
 
@@ -201,32 +215,50 @@ _ROW_COLUMNS = {
 
 
 @cache
-def _row_fields(model: type[Model]) -> tuple[Field, ...]:
-    """The fields of `_ROW_COLUMNS[model]` in the model's own order, the order `Model.from_db` reads values in."""
-    return tuple(field for field in model._meta.concrete_fields if field.attname in _ROW_COLUMNS[model])
+def _fields(model: type[Model], *, whole: bool = False) -> tuple[Field, ...]:
+    """The fields read of `model` in its own order, the order `Model.from_db` reads values in: every concrete field
+    (`whole`), or those of `_ROW_COLUMNS[model]` (a queue row's)."""
+    fields = model._meta.concrete_fields
+    return tuple(fields if whole else (field for field in fields if field.attname in _ROW_COLUMNS[model]))
 
 
 @cache
-def _attnames(fields: tuple[Field, ...]) -> list[str]:
-    return [field.attname for field in fields]
+def _attnames(model: type[Model], *, whole: bool = False) -> list[str]:
+    return [field.attname for field in _fields(model, whole=whole)]
 
 
 @cache
-def _converters(fields: tuple[Field, ...]) -> list[tuple[int, Field, list]]:
-    """Per field of `fields` the ORM converts (JSON decoded): its place, the field and its converters."""
-    return [
-        (n, field, converters) for n, field in enumerate(fields) if (converters := field.get_db_converters(connection))
-    ]
+def _converters(model: type[Model], *, whole: bool = False) -> list[tuple[int, Field, list]]:
+    """Per field of `_fields(model)` the ORM converts (JSON decoded): its place, the field and its converters."""
+    fields = enumerate(_fields(model, whole=whole))
+    return [(n, field, converters) for n, field in fields if (converters := field.get_db_converters(connection))]
 
 
-def _instance(model: type[Model], fields: tuple[Field, ...], values: Sequence[Any]) -> Model:
-    """An instance from its row's columns (those of `fields`, in the model's order), converted as the ORM converts
-    them."""
+def _instance(model: type[Model], values: Sequence[Any], *, whole: bool = False) -> Model:
+    """An instance from its row's columns (`_fields`), converted as the ORM converts them."""
     values = list(values)
-    for n, field, converters in _converters(fields):
+    for n, field, converters in _converters(model, whole=whole):
         for convert in converters:
             values[n] = convert(values[n], field, connection)
-    return model.from_db(connection.alias, _attnames(fields), values)
+    return model.from_db(connection.alias, _attnames(model, whole=whole), values)
+
+
+def _whole_instances(row: Sequence[Any], models: Sequence[type[Model]]) -> list[Model]:
+    """An instance of each of `models` from one row holding each model's columns whole, one model after another."""
+    instances = []
+    for model in models:
+        width = len(_fields(model, whole=True))
+        instances.append(_instance(model, row[:width], whole=True))
+        row = row[width:]
+    return instances
+
+
+@cache
+def _whole_columns(*models: type[Model]) -> str:
+    """The columns `_whole_instances` reads, each named by its table."""
+    return ", ".join(
+        f"{model._meta.db_table}.{field.column}" for model in models for field in _fields(model, whole=True)
+    )
 
 
 def queue_rows(
@@ -270,7 +302,7 @@ def queue_rows(
     columns = ", ".join(
         f"{alias}.{field.column}"
         for alias, model in (("r", Review), ("d", Draft), ("c", Conversation))
-        for field in _row_fields(model)
+        for field in _fields(model)
     )
     sql = f"""
         SELECT lanes.lane, {columns}
@@ -285,16 +317,16 @@ def queue_rows(
     with connection.cursor() as cursor:
         cursor.execute(sql, [*params, limit])
         rows = cursor.fetchall()
-    widths = [len(_row_fields(model)) for model in (Review, Draft, Conversation)]
+    widths = [len(_fields(model)) for model in (Review, Draft, Conversation)]
     reviews = []
     for lane, *values in rows:
-        review = _instance(Review, _row_fields(Review), values[: widths[0]])
+        review = _instance(Review, values[: widths[0]])
         item = values[widths[0] : widths[0] + widths[1]] if review.draft_id else values[widths[0] + widths[1] :]
         review.criteria_version = lanes[lane].version
         if review.draft_id:
-            Review.draft.field.set_cached_value(review, _instance(Draft, _row_fields(Draft), item))
+            Review.draft.field.set_cached_value(review, _instance(Draft, item))
         else:
-            Review.conversation.field.set_cached_value(review, _instance(Conversation, _row_fields(Conversation), item))
+            Review.conversation.field.set_cached_value(review, _instance(Conversation, item))
         reviews.append(review)
     return reviews
 
@@ -619,29 +651,18 @@ def _locked(review_id: int) -> Review | None:
         row = cursor.fetchone()
     if row is None:
         return None
-    instances = []
-    for model in _LOCKED:
-        fields = tuple(model._meta.concrete_fields)
-        instances.append(_instance(model, fields, row[: len(fields)]))
-        row = row[len(fields) :]
-    review, org, version = instances
+    review, org, version = _whole_instances(row, (Review, Org, CriteriaVersion))
     Review.org.field.set_cached_value(review, org)
     Review.criteria_version.field.set_cached_value(review, version)
     return review
 
 
-_LOCKED = (Review, Org, CriteriaVersion)  # what `_locked` reads, whole, in the order of its columns
-
-
 @cache
 def _locked_sql() -> str:
-    columns = ", ".join(
-        f"{model._meta.db_table}.{field.column}" for model in _LOCKED for field in model._meta.concrete_fields
-    )
-    review, org, version = (model._meta.db_table for model in _LOCKED)
+    review, org, version = (model._meta.db_table for model in (Review, Org, CriteriaVersion))
     return (
-        f"SELECT {columns} FROM {review} JOIN {org} ON {org}.id = {review}.org_id"  # noqa: S608
-        f" JOIN {version} ON {version}.id = {review}.criteria_version_id"
+        f"SELECT {_whole_columns(Review, Org, CriteriaVersion)} FROM {review}"  # noqa: S608
+        f" JOIN {org} ON {org}.id = {review}.org_id JOIN {version} ON {version}.id = {review}.criteria_version_id"
         f" WHERE {review}.id = %s FOR UPDATE OF {review} SKIP LOCKED"
     )
 
