@@ -42,7 +42,7 @@ from grading.reviews.rollups import slices_seen
 from grading.reviews.targets import AUDIT
 from reviewer.access import reaches_from, reaches_of
 from reviewer.models import Assignment, AssignmentRule, Claim, Invitation, Membership, Pool
-from reviewer.queue.assignments import QUEUE_ROLES, reserved_for_others, reserved_q, rule_names, rules_for
+from reviewer.queue.assignments import QUEUE_ROLES, Assignee, reserved_for_others, reserved_q, rule_names, rules_for
 
 PAGE_SIZE = 25  # a screenful: operators work from the top; j/k and paging reach the rest
 COUNT_CAP = 100  # counts above this read "100+": exact where it matters, a bounded read where it does not
@@ -457,7 +457,7 @@ def queue_first_free(
     user_id: int,
     now: datetime,
     passed_over: Sequence[int],
-    rules: dict[int, list[AssignmentRule]] | None = None,
+    rules: dict[int, list[Assignee]] | None = None,
 ) -> Review | None:
     """The first item with a place for this person, in queue order (the page's: `ORDER`, priority by priority), its
     row locked FOR UPDATE and read afresh with its state and org (`_locked`); a row
@@ -475,7 +475,7 @@ def queue_first_free(
     Priority by priority; across lanes (orgs, applications), the oldest of each lane's first free item (the other
     rows stay locked only until the transaction ends).
 
-    `rules`: per org, its assignment rules as `rules_for` reads them for this person, filled here as each org is
+    `rules`: per org, its assignment rules as `rules_for` reads them, filled here as each org is
     first read, so that the claim can ask of the locked row whether it is reserved for others (`claim_standing`)
     without reading them again."""
     by_priority: dict[int, list[Review]] = {}
@@ -487,7 +487,7 @@ def queue_first_free(
         if by_priority and priority > min(by_priority):
             break
         if version.org_id not in rules:
-            rules[version.org_id] = rules_for(version.org_id, user_id)
+            rules[version.org_id] = rules_for(version.org_id)
         first = _first_with_a_place(
             lane, filters, user_id=user_id, now=now, passed_over=passed_over, rules=rules[version.org_id]
         )
@@ -506,7 +506,7 @@ def _first_with_a_place(
     user_id: int,
     now: datetime,
     passed_over: Sequence[int],
-    rules: list[AssignmentRule],
+    rules: list[Assignee],
 ) -> Review | None:
     """The first of a lane's rows `queue_first_free` may hand out, in queue order, with a place for this person, its
     row locked (SKIP LOCKED). Each row is read with who answered it and who holds it (`Slots`), so a batch is one
@@ -585,9 +585,9 @@ def _beyond_sql(key: Key, table: str) -> tuple[str, list]:
     return f"AND ({beyond_due} OR ({table}.due_at = %s AND {tail}))", [due, due, finished, finished, pk]
 
 
-def _reserved_for_others(rules: list[AssignmentRule], *, user_id: int, now: datetime) -> tuple[str, list]:
+def _reserved_for_others(rules: list[Assignee], *, user_id: int, now: datetime) -> tuple[str, list]:
     """Whether a review (a row of the review table) is reserved now for people other than `user_id`, as SQL and its
-    parameters: `reserved_q(mine=False)` written out, its rules the org's as `rules_for` read them for the person.
+    parameters: `reserved_q(mine=False)` written out, its rules the org's as `rules_for` read them.
     Its assignment by hand decides (`_by_hand_for_others`); else the first rule that matches, in position order (one
     CASE, a WHEN per rule); null, like `reserved_q`, when a rule with hours matches a review never routed."""
     table = Review._meta.db_table
@@ -676,7 +676,7 @@ class Standing:
     reserved_for_others: bool
 
 
-def claim_standing(review: Review, now: datetime, *, user_id: int, rules: list[AssignmentRule]) -> Standing:
+def claim_standing(review: Review, now: datetime, *, user_id: int, rules: list[Assignee]) -> Standing:
     """What claim next asks of the row it locked, in one statement after the lock (so it sees every claim, answer
     and assignment committed before the lock was granted): who answered it and who holds it (`Slots`), whether a
     claim on it expired unrecorded, and whether it is reserved now for people other than `user_id`: its assignment
