@@ -3,10 +3,12 @@ time), or else the first assignment rule that matches the item (its kind, applic
 after it was routed to people. While an item is reserved, only its assignees may claim it; then anyone whose
 reach covers it may.
 
-Two forms of one rule: `reservation_of` (Python, read under the review's row lock by the claim services and for the
-queue's rows) and `reserved_q` (SQL, for claim next's scan, which would otherwise read every row reserved for others
-to find one that is not: bench/README.md, "Rules kept in two forms"), held equal by
-tests/reviewer/queue/test_assignments.py.
+The rule in Python, `reservation_of` (read under the review's row lock by the claim services and for the queue's
+rows), and in SQL for reads that filter on it, so as not to read every row reserved for others to find one that is
+not (bench/README.md, "Rules kept in two forms"): `reserved_q`, composed by the ORM (the queue's "assigned to me"
+filter), and claim next's scan, written out (reviewer/queue/reads.py `reserved_for_others_sql`: composing the ORM's
+form on every claim cost most of its CPU). Held equal by tests/reviewer/queue/test_assignments.py and
+test_claim_scan.py.
 """
 
 from __future__ import annotations

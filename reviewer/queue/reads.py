@@ -467,7 +467,7 @@ def queue_first_free(
     tests/reviewer/queue/test_claim_next_order.py.
 
     1. Per lane, read the waiting reviews in queue order a batch at a time, filtered on stored rows only: not passed
-       over, not declined, answered or held by this person, and not reserved for others (`_reserved_for_others`).
+       over, not declined, answered or held by this person, and not reserved for others (`reserved_for_others_sql`).
     2. Decide for the rows in hand whether the person has a place, by the one rule (`Slots.place_for`): a slot
        nobody holds or answered; or, once the answers stand, the adjudication, for someone who gave none.
     3. Lock the first that has one, skipping a row another claimer holds locked. The claim looks again under the
@@ -519,7 +519,7 @@ def _first_with_a_place(
     if where is None:
         return None
     lane_sql, lane_params = where
-    reserved_sql, reserved_params = _reserved_for_others(rules, user_id=user_id, now=now)
+    reserved_sql, reserved_params = reserved_for_others_sql(rules, user_id=user_id, now=now)
     table, claims, answers = Review._meta.db_table, Claim._meta.db_table, Answer._meta.db_table
     theirs = f"SELECT 1 FROM {claims} c WHERE c.review_id = {table}.id AND c.holder_id = %s"  # noqa: S608
     answered = (
@@ -585,7 +585,7 @@ def _beyond_sql(key: Key, table: str) -> tuple[str, list]:
     return f"AND ({beyond_due} OR ({table}.due_at = %s AND {tail}))", [due, due, finished, finished, pk]
 
 
-def _reserved_for_others(rules: list[Assignee], *, user_id: int, now: datetime) -> tuple[str, list]:
+def reserved_for_others_sql(rules: list[Assignee], *, user_id: int, now: datetime) -> tuple[str, list]:
     """Whether a review (a row of the review table) is reserved now for people other than `user_id`, as SQL and its
     parameters: `reserved_q(mine=False)` written out, its rules the org's as `rules_for` read them.
     Its assignment by hand decides (`_by_hand_for_others`); else the first rule that matches, in position order (one
