@@ -16,7 +16,7 @@ from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.db import connection
-from django.db.models import BooleanField, F, Field, Model, Q, QuerySet, Value
+from django.db.models import Field, Model, Q, QuerySet
 from django.db.models.functions import Now
 from django.db.models.query import EmptyQuerySet
 from django.utils import timezone
@@ -53,9 +53,6 @@ PRIORITIES = {ItemKind.DRAFT: 0, ItemKind.CONVERSATION: 1}
 # The queue order: (priority, due time or None, finished_at, review id). Within a priority, items with a due time
 # (service-level targets) come first, soonest due first; then the rest, oldest first.
 Key = tuple[int, datetime | None, datetime, int]
-# The index order of `review_queue_due` and its kin: due time (none last), then age.
-ORDER = (F("due_at").asc(nulls_last=True), "finished_at", "pk")
-BACKWARDS = (F("due_at").desc(nulls_first=True), "-finished_at", "-pk")
 
 
 def key_of(priority: int, review: Review) -> Key:
@@ -273,25 +270,20 @@ def queue_rows(
     """Up to `limit` reviews in queue order (reversed when paging backwards) after or before a cursor, each with its
     item and its lane's criteria version.
 
-    Each lane is read in index order up to `limit` (its range as `Lane.reviews` says it, composed by the ORM as ids
-    alone), every lane in one query (a UNION ALL of the lanes' ranges) that merges them in queue order, priority by
+    Each lane is read in index order up to `limit` (its range as `Lane.reviews` says it, as ids alone: `_range`),
+    every lane in one query (a UNION ALL of the lanes' ranges) that merges them in queue order, priority by
     priority, keeps the first `limit` and reads what the rows show of them and their items: the number of queries
     depends neither on the data nor on the lanes, and only the rows shown become model instances. The SELECT around
     the ranges is written out because composing it with the ORM (a join per lane) cost more CPU than the rest of the
     read (bench/README.md, bench_queue).
     """
     backwards = before is not None
-    order = BACKWARDS if backwards else ORDER
     ranges, params = [], []
     for number, lane in enumerate(lanes):
         priority = PRIORITIES[lane.version.kind]
         if (after and priority < after[0]) or (before and priority > before[0]):
             continue
-        at_cursor = (after and priority == after[0]) or (before and priority == before[0])
-        if not at_cursor and not backwards and lane.assigned is None:
-            composed = _range_from_start(lane, filters, limit)
-        else:
-            composed = _range(lane, filters, order, limit, after=after, before=before)
+        composed = _range(lane, filters, limit, after=after, before=before)
         if composed is None:
             continue
         sql, lane_params = composed
@@ -333,40 +325,41 @@ def queue_rows(
 
 
 def _range(
-    lane: Lane, filters: QueueFilters, order: tuple, limit: int, *, after: Key | None, before: Key | None
-) -> tuple[str, tuple] | None:
-    """A lane's range in `order` up to `limit`, past the cursor at its priority, as SQL and its parameters (the ids
-    alone); None when the lane is empty by its definition."""
-    reviews = lane.reviews(filters)
-    if isinstance(reviews, EmptyQuerySet):
+    lane: Lane, filters: QueueFilters, limit: int, *, after: Key | None, before: Key | None
+) -> tuple[str, list] | None:
+    """A lane's range in queue order (backwards, before a cursor) up to `limit`, past the cursor at its priority, as
+    SQL and its parameters (the ids alone); None when the lane is empty by its definition. The lane's condition is
+    the ORM's (`_lane_where`), the cursor's written out (`_beyond_sql`)."""
+    where = _lane_where_from_start(lane, filters) if lane.assigned is None else _lane_where(lane, filters)
+    if where is None:
         return None
+    lane_sql, params = where
+    table = Review._meta.db_table
     priority = PRIORITIES[lane.version.kind]
+    beyond, beyond_params = "", []
     if after and priority == after[0]:
-        reviews = reviews.filter(_beyond(after, "gt"))
+        beyond, beyond_params = _beyond_sql(after, ">", table)
     if before and priority == before[0]:
-        reviews = reviews.filter(_beyond(before, "lt"))
-    return reviews.order_by(*order).values_list("pk")[:limit].query.sql_with_params()
+        beyond, beyond_params = _beyond_sql(before, "<", table)
+    # The index order of `review_queue_due` and its kin (due time, none last; then age), or its reverse.
+    direction, nulls = ("DESC", "FIRST") if before is not None else ("ASC", "LAST")
+    order = f"{table}.due_at {direction} NULLS {nulls}, {table}.finished_at {direction}, {table}.id {direction}"
+    sql = f"SELECT {table}.id FROM {table} WHERE {lane_sql} {beyond} ORDER BY {order} LIMIT %s"  # noqa: S608
+    return sql, [*params, *beyond_params, limit]
 
 
-@lru_cache(maxsize=1024)
-def _range_from_start(lane: Lane, filters: QueueFilters, limit: int) -> tuple[str, tuple] | None:
-    """`_range` from the lane's start in queue order: the same SQL and parameters for every request of the lane and
-    filters (a lane's version is active, its reservation filter none), so composed once per process rather than on
-    each first page and each htmx refresh (bench/README.md, bench_queue)."""
-    return _range(lane, filters, ORDER, limit, after=None, before=None)
-
-
-def _beyond(key: Key, op: str) -> Q:
-    """Rows strictly after (`gt`) or before (`lt`) the key in queue order (due time, none last; then finished_at,
-    id), written so that without due times the index range starts at the key's time instead of filtering the whole
-    range."""
+def _beyond_sql(key: Key, op: str, table: str) -> tuple[str, list]:
+    """A condition to AND to a lane's: rows of `table` strictly after (`op` ">") or before ("<") the key in queue
+    order (due time, none last; then finished_at, id), as SQL and its parameters; written so that without due times
+    the index range starts at the key's time instead of filtering the whole range."""
     _, due, finished, pk = key
-    tail = Q(**{f"finished_at__{op}e": finished}) & (Q(**{f"finished_at__{op}": finished}) | Q(**{f"pk__{op}": pk}))
+    tail = f"{table}.finished_at {op}= %s AND ({table}.finished_at {op} %s OR {table}.id {op} %s)"
     if due is None:
-        beyond_due = Q(pk__in=[]) if op == "gt" else Q(due_at__isnull=False)
-        return beyond_due | (Q(due_at__isnull=True) & tail)
-    beyond_due = (Q(due_at__gt=due) | Q(due_at__isnull=True)) if op == "gt" else Q(due_at__lt=due)
-    return beyond_due | (Q(due_at=due) & tail)
+        if op == ">":
+            return f"AND ({table}.due_at IS NULL AND {tail})", [finished, finished, pk]
+        return f"AND ({table}.due_at IS NOT NULL OR ({table}.due_at IS NULL AND {tail}))", [finished, finished, pk]
+    beyond_due = f"({table}.due_at > %s OR {table}.due_at IS NULL)" if op == ">" else f"{table}.due_at < %s"
+    return f"AND ({beyond_due} OR ({table}.due_at = %s AND {tail}))", [due, due, finished, finished, pk]
 
 
 @dataclass(frozen=True)
@@ -460,7 +453,7 @@ def queue_first_free(
     passed_over: Sequence[int],
     rules: dict[int, list[Assignee]] | None = None,
 ) -> Review | None:
-    """The first item with a place for this person, in queue order (the page's: `ORDER`, priority by priority), its
+    """The first item with a place for this person, in queue order (the page's, priority by priority), its
     row locked FOR UPDATE and read afresh with its state and org (`_locked`); a row
     another claimer has locked is skipped (SKIP LOCKED). Run inside the claim's
     transaction. The rows it passes are the ones the page marks as not this person's to claim
@@ -538,13 +531,13 @@ def _first_with_a_place(
             AND NOT EXISTS ({theirs} AND c."end" = %s)
             AND NOT EXISTS ({theirs} AND c.ended_at IS NULL AND c.expires_at > %s){answered}
     """  # noqa: S608 - table and column names are the models'; every value is a parameter
-    order = f"ORDER BY {table}.due_at ASC NULLS LAST, {table}.finished_at ASC, {table}.id ASC LIMIT %s"
+    order = f"ORDER BY {table}.due_at ASC NULLS LAST, {table}.finished_at ASC, {table}.id ASC LIMIT %s"  # as _range
     params = [now, *lane_params, list(passed_over), *reserved_params, user_id, Claim.End.DECLINED, user_id, now]
     params += [user_id] if answered else []
     priority = PRIORITIES[lane.version.kind]
     after: Key | None = None
     while True:
-        beyond, beyond_params = _beyond_sql(after, table) if after else ("", [])
+        beyond, beyond_params = _beyond_sql(after, ">", table) if after else ("", [])
         with connection.cursor() as cursor:
             cursor.execute(f"{select} {beyond} {order}", [*params, *beyond_params, SCAN_BATCH])
             batch = cursor.fetchall()
@@ -560,8 +553,8 @@ def _first_with_a_place(
 
 @lru_cache(maxsize=1024)
 def _lane_where_from_start(lane: Lane, filters: QueueFilters) -> tuple[str, tuple] | None:
-    """`_lane_where` for a lane without the "assigned to me" filter: the same for every claim of the lane and
-    filters, so composed once per process."""
+    """`_lane_where` for a lane without the "assigned to me" filter: the same for every page and claim of the lane
+    and filters, so composed once per process."""
     return _lane_where(lane, filters)
 
 
@@ -574,16 +567,6 @@ def _lane_where(lane: Lane, filters: QueueFilters) -> tuple[str, tuple] | None:
     query = reviews.query
     sql, params = query.get_compiler(connection=connection).compile(query.where)
     return sql, tuple(params)
-
-
-def _beyond_sql(key: Key, table: str) -> tuple[str, list]:
-    """`_beyond(key, "gt")` as SQL on `table`: the rows strictly after the key in queue order."""
-    _, due, finished, pk = key
-    tail = f"{table}.finished_at >= %s AND ({table}.finished_at > %s OR {table}.id > %s)"
-    if due is None:
-        return f"AND ({table}.due_at IS NULL AND {tail})", [finished, finished, pk]
-    beyond_due = f"({table}.due_at > %s OR {table}.due_at IS NULL)"
-    return f"AND ({beyond_due} OR ({table}.due_at = %s AND {tail}))", [due, due, finished, finished, pk]
 
 
 def reserved_for_others_sql(rules: list[Assignee], *, user_id: int, now: datetime) -> tuple[str, list]:
@@ -738,9 +721,6 @@ class Slots:
         return None
 
 
-_NOT_A_CLAIM, _A_CLAIM = Value(False, BooleanField()), Value(True, BooleanField())
-
-
 def slots_on(reviews: Sequence[Review], now: datetime, *, live: Sequence[Claim] | None = None) -> dict[int, Slots]:
     """`Slots` of each of these reviews (read with their criteria version), by review id, in one query: who answered
     and who holds a live claim on each, or only who answered when the caller has read the live claims on them
@@ -749,14 +729,25 @@ def slots_on(reviews: Sequence[Review], now: datetime, *, live: Sequence[Claim] 
     answered_by: dict[int, list[int]] = {pk: [] for pk in ids}
     holders: dict[int, list[int]] = {pk: [] for pk in ids}
     # Each row: (id, review, person, whether a claim); answers, then claims, each in the order they were made.
-    answers = Answer.objects.filter(review_id__in=ids).values_list("pk", "review_id", "person_id", _NOT_A_CLAIM)
+    # Written as SQL: composed by the ORM it cost a page more CPU than running it (bench/README.md, bench_queue).
+    sql = (
+        f"SELECT a.id, a.review_id, a.person_id, false FROM {Answer._meta.db_table} a"  # noqa: S608
+        " WHERE a.review_id = ANY(%s::bigint[])"
+    )
+    params: list[Any] = [ids]
     if live is None:
-        claims = Claim.objects.filter(review_id__in=ids, ended_at__isnull=True, expires_at__gt=now)
-        answers = answers.union(claims.values_list("pk", "review_id", "holder_id", _A_CLAIM), all=True)
+        sql += (
+            f" UNION ALL SELECT c.id, c.review_id, c.holder_id, true FROM {Claim._meta.db_table} c"  # noqa: S608
+            " WHERE c.review_id = ANY(%s::bigint[]) AND c.ended_at IS NULL AND c.expires_at > %s"
+        )
+        params += [ids, now]
     else:
         for claim in sorted(live, key=lambda claim: claim.pk):
             if claim.review_id in holders:
                 holders[claim.review_id].append(claim.holder_id)
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        answers = cursor.fetchall()
     for _, review_id, person_id, holds in sorted(answers, key=lambda row: (row[3], row[0])):
         (holders if holds else answered_by)[review_id].append(person_id)
     return {
