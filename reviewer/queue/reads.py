@@ -330,7 +330,7 @@ def _range(
     """A lane's range in queue order (backwards, before a cursor) up to `limit`, past the cursor at its priority, as
     SQL and its parameters (the ids alone); None when the lane is empty by its definition. The lane's condition is
     the ORM's (`_lane_where`), the cursor's written out (`_beyond_sql`)."""
-    where = _lane_where_from_start(lane, filters) if lane.assigned is None else _lane_where(lane, filters)
+    where = _lane_where(lane, filters)
     if where is None:
         return None
     lane_sql, params = where
@@ -509,7 +509,7 @@ def _first_with_a_place(
     Written as SQL around the lane's range (`_lane_where`): composed by the ORM on every claim (the reservation
     rules' CASE, the EXISTS, the arrays) it cost more CPU than the rest of the claim (bench/README.md, bench_queue).
     """
-    where = _lane_where_from_start(lane, filters) if lane.assigned is None else _lane_where(lane, filters)
+    where = _lane_where(lane, filters)
     if where is None:
         return None
     lane_sql, lane_params = where
@@ -551,16 +551,19 @@ def _first_with_a_place(
         after = (priority, due, finished, review_id)
 
 
-@lru_cache(maxsize=1024)
-def _lane_where_from_start(lane: Lane, filters: QueueFilters) -> tuple[str, tuple] | None:
-    """`_lane_where` for a lane without the "assigned to me" filter: the same for every page and claim of the lane
-    and filters, so composed once per process."""
-    return _lane_where(lane, filters)
-
-
 def _lane_where(lane: Lane, filters: QueueFilters) -> tuple[str, tuple] | None:
     """The condition of a lane's range (`Lane.reviews`) on the review table, as SQL and its parameters; None when the
-    lane is empty by its definition."""
+    lane is empty by its definition. Without the "assigned to me" filter (whose condition holds the reader and the
+    time) it is the same for every page and claim of the lane and filters, so composed once per process."""
+    return _composed_where(lane, filters) if lane.assigned is not None else _composed_where_once(lane, filters)
+
+
+@lru_cache(maxsize=1024)
+def _composed_where_once(lane: Lane, filters: QueueFilters) -> tuple[str, tuple] | None:
+    return _composed_where(lane, filters)
+
+
+def _composed_where(lane: Lane, filters: QueueFilters) -> tuple[str, tuple] | None:
     reviews = lane.reviews(filters)
     if isinstance(reviews, EmptyQuerySet):
         return None
