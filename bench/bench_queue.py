@@ -49,7 +49,7 @@ from functools import partial
 
 from django.contrib.auth import get_user_model
 from django.db import connection, transaction
-from django.db.models import Case, DateTimeField, ExpressionWrapper, F, When
+from django.db.models import Case, DateTimeField, ExpressionWrapper, F, Q, When
 from django.http import HttpRequest, HttpResponse
 from django.template import RequestContext, Template
 from django.test import Client
@@ -67,7 +67,7 @@ from reviewer.models import Assignment, AssignmentRule, Escalation, Membership, 
 from reviewer.queue.assignments import reservations_of
 from reviewer.queue.display import queue_page
 from reviewer.queue.escalation import escalation_sweep
-from reviewer.queue.reads import ORDER, SCAN_BATCH, Lane, QueueFilters, _beyond, key_of
+from reviewer.queue.reads import SCAN_BATCH, Lane, QueueFilters, key_of
 from reviewer.queue.services import claim_next
 
 RUNS = 25
@@ -332,7 +332,9 @@ def _measure_walk(user, org) -> tuple[float, float, float, int]:
     (`SCAN_BATCH`), each batch's reservations read (`reservations_of`: assignments, rules, pool members), until a row
     is free for the person (none is). A few runs: each takes seconds."""
     version = CriteriaVersion.objects.get(org=org, kind=ItemKind.CONVERSATION, is_active=True)
-    rows = Lane(version, "app-1").reviews(QueueFilters()).order_by(*ORDER)
+    rows = (
+        Lane(version, "app-1").reviews(QueueFilters()).order_by(F("due_at").asc(nulls_last=True), "finished_at", "pk")
+    )
     timings, cpu, queries = [], [], []
 
     def counted(execute, *args):
@@ -345,7 +347,7 @@ def _measure_walk(user, org) -> tuple[float, float, float, int]:
             started, started_cpu = time.perf_counter(), time.process_time()
             now, after, found = timezone.now(), None, None
             while found is None:
-                batch = list((rows.filter(_beyond(after, "gt")) if after else rows)[:SCAN_BATCH])
+                batch = list((rows.filter(_after(after)) if after else rows)[:SCAN_BATCH])
                 reserved = reservations_of(batch, now)
                 found = next((r for r in batch if r.pk not in reserved or reserved[r.pk].allows(user.pk)), None)
                 if len(batch) < SCAN_BATCH:
@@ -357,6 +359,16 @@ def _measure_walk(user, org) -> tuple[float, float, float, int]:
                 cpu.append((time.process_time() - started_cpu) * 1000)
     timings.sort()
     return statistics.median(timings), timings[-1], statistics.median(cpu), queries[-1]
+
+
+def _after(key) -> Q:
+    """The rows after `key` in queue order (due time, none last; then finished_at, id), as claim next's scan reads
+    them (reviewer/queue/reads.py `_beyond_sql`)."""
+    _, due, finished, pk = key
+    tail = Q(finished_at__gte=finished) & (Q(finished_at__gt=finished) | Q(pk__gt=pk))
+    if due is None:
+        return Q(due_at__isnull=True) & tail
+    return Q(due_at__gt=due) | Q(due_at__isnull=True) | (Q(due_at=due) & tail)
 
 
 def sweep_bench(org) -> list[tuple[str, float, float, int]]:

@@ -4,9 +4,10 @@ routing plus the target's minutes; with none, the review has no due time. Set wh
 (`review_record`, `review_audit_mark`), and for every waiting review of the org whenever the targets change
 (`due_times_refresh`): one form, `due_time`, for the review in hand and for each waiting review.
 
-Which items a target or an assignment rule picks (`selects`) also has a SQL form, `selected_q`, for claim next's
-scan of items reserved for someone (reviewer/queue/assignments.py `reserved_q`; bench/README.md says why), held
-equal to it by tests/reviewer/queue/test_assignments.py."""
+Which items a target or an assignment rule picks (`selects`) also has a SQL form, `selected_q`, for the items
+reserved for someone (reviewer/queue/assignments.py `reserved_q`; bench/README.md says why), held equal to it by
+tests/reviewer/queue/test_assignments.py; claim next's scan writes it out (reviewer/queue/reads.py
+`reserved_for_others_sql`, held equal by tests/reviewer/queue/test_claim_scan.py)."""
 
 from collections.abc import Sequence
 from datetime import datetime, timedelta

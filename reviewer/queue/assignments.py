@@ -3,10 +3,12 @@ time), or else the first assignment rule that matches the item (its kind, applic
 after it was routed to people. While an item is reserved, only its assignees may claim it; then anyone whose
 reach covers it may.
 
-Two forms of one rule: `reservation_of` (Python, read under the review's row lock by the claim services and for the
-queue's rows) and `reserved_q` (SQL, for claim next's scan, which would otherwise read every row reserved for others
-to find one that is not: bench/README.md, "Rules kept in two forms"), held equal by
-tests/reviewer/queue/test_assignments.py.
+The rule in Python, `reservation_of` (read under the review's row lock by the claim services and for the queue's
+rows), and in SQL for reads that filter on it, so as not to read every row reserved for others to find one that is
+not (bench/README.md, "Rules kept in two forms"): `reserved_q`, composed by the ORM (the queue's "assigned to me"
+filter), and claim next's scan, written out (reviewer/queue/reads.py `reserved_for_others_sql`: composing the ORM's
+form on every claim cost most of its CPU). Held equal by tests/reviewer/queue/test_assignments.py and
+test_claim_scan.py.
 """
 
 from __future__ import annotations
@@ -24,7 +26,6 @@ from django.db import connection, transaction
 from django.db.models import (
     BooleanField,
     Case,
-    Exists,
     ExpressionWrapper,
     F,
     OuterRef,
@@ -59,11 +60,11 @@ class Reservation:
         return user_id in self.person_ids
 
 
-def _rule_matches(rule: AssignmentRule, review: Review) -> bool:
+def _rule_matches(rule: Assignee, review: Review) -> bool:
     return selects(rule, kind=review.kind, application=review.application, reason=review.reason, audit=review.audit)
 
 
-def _rule_until(rule: AssignmentRule, routed_at: datetime | None) -> datetime | None:
+def _rule_until(rule: Assignee, routed_at: datetime | None) -> datetime | None:
     """When the rule's reservation ends: never (no hours), or hours after routing (already, if never routed)."""
     if rule.hours is None:
         return None
@@ -75,8 +76,9 @@ def reservation_of(review: Review, now: datetime) -> Reservation | None:
     return reservations_of([review], now).get(review.pk)
 
 
-class _Assignee(NamedTuple):
-    """An assignment by hand or a rule as `reservations_of` reads it: whom it names, and its pool's members."""
+class Assignee(NamedTuple):
+    """An assignment by hand or a rule as `reservations_of` and `rules_for` read it: whom it names, and its pool's
+    members."""
 
     key: int  # what it is read by: an assignment's review, a rule's org
     position: int | None  # a rule's; None for an assignment by hand
@@ -113,14 +115,14 @@ _COLUMNS = {
 }  # fmt: skip
 
 
-def _assignees(model: type[Assignment] | type[AssignmentRule], ids: Iterable[int]) -> list[_Assignee]:
+def _assignees(model: type[Assignment] | type[AssignmentRule], ids: Iterable[int]) -> list[Assignee]:
     with connection.cursor() as cursor:
         cursor.execute(_assignees_sql(model), ["{" + ",".join(str(int(i)) for i in ids) + "}"])
         rows = cursor.fetchall()
     if model is Assignment:
-        return [_Assignee(review_id, None, "", "", "", person, pool, until, None, *named)
+        return [Assignee(review_id, None, "", "", "", person, pool, until, None, *named)
                 for review_id, person, pool, until, *named in rows]  # fmt: skip
-    return [_Assignee(org_id, position, kind, application, reason, person, pool, None, hours, *named)
+    return [Assignee(org_id, position, kind, application, reason, person, pool, None, hours, *named)
             for org_id, position, kind, application, reason, person, pool, hours, *named in rows]  # fmt: skip
 
 
@@ -152,15 +154,15 @@ def reservations_of(reviews: Sequence[Review], now: datetime) -> dict[int, Reser
     return reservations
 
 
-def rules_for(org_id: int, user_id: int) -> list[AssignmentRule]:
-    """The org's assignment rules in position order, each read with whether it names `user_id` by a pool of theirs
-    (`in_their_pool`), in one query."""
-    in_their_pool = Exists(Pool.members.through.objects.filter(pool_id=OuterRef("pool_id"), user_id=user_id))
-    return list(AssignmentRule.objects.filter(org_id=org_id).annotate(in_their_pool=in_their_pool).order_by("position"))
+def rules_for(org_id: int) -> list[Assignee]:
+    """The org's assignment rules in position order, each with whom it names and its pool's members, in one query
+    composed once per process (`_assignees`): claim next reads them on every claim."""
+    return _assignees(AssignmentRule, [org_id])
 
 
-def _names(rule: AssignmentRule, user_id: int) -> bool:
-    return rule.person_id == user_id or rule.in_their_pool
+def rule_names(rule: Assignee, user_id: int) -> bool:
+    """Whether the rule names `user_id`: as its person, or among its pool's members."""
+    return rule.person_id == user_id or user_id in rule.members
 
 
 def _theirs(user_id: int) -> Q:
@@ -179,15 +181,15 @@ def by_hand_reserved(user_id: int, now: datetime, *, mine: bool) -> Subquery:
 
 
 def reserved_q(
-    org_id: int, user_id: int, now: datetime, *, mine: bool, rules: list[AssignmentRule] | None = None
+    org_id: int, user_id: int, now: datetime, *, mine: bool, rules: list[Assignee] | None = None
 ) -> Q | None:
     """Reviews (of one org) reserved now for `user_id` (`mine`: the queue's "assigned to me" filter), or for people
     other than them (not `mine`: what claim next passes over). None for `mine` when nothing can be reserved for them
     (no assignment by hand names them, no rule does): the filter then lists nothing without walking the queue.
-    `rules`: the org's as `rules_for` reads them for `user_id`, when the caller has read them."""
+    `rules`: the org's as `rules_for` reads them, when the caller has read them."""
     if rules is None:
-        rules = rules_for(org_id, user_id)
-    if mine and not any(_names(rule, user_id) for rule in rules):
+        rules = rules_for(org_id)
+    if mine and not any(rule_names(rule, user_id) for rule in rules):
         live = Q(until__isnull=True) | Q(until__gt=now)
         if not Assignment.objects.filter(_theirs(user_id), live, org_id=org_id).exists():
             return None
@@ -199,7 +201,7 @@ def reserved_q(
     # with the rules, not with their square).
     whens = []
     for rule in rules:
-        if _names(rule, user_id) != mine:
+        if rule_names(rule, user_id) != mine:
             in_force = Value(False)
         elif rule.hours is None:
             in_force = Value(True)
@@ -211,7 +213,7 @@ def reserved_q(
 
 
 def reserved_for_others(
-    review: Review, *, by_hand: bool | None, rules: list[AssignmentRule], user_id: int, now: datetime
+    review: Review, *, by_hand: bool | None, rules: list[Assignee], user_id: int, now: datetime
 ) -> bool:
     """`reservation_of`'s answer to whether `user_id` may not claim the review (reserved now for others), from its
     assignment by hand as `by_hand_reserved` read it (not `mine`) and the org's rules as `rules_for` read them: for a
@@ -222,7 +224,7 @@ def reserved_for_others(
     if rule is None:
         return False
     until = _rule_until(rule, review.routed_at)
-    return (until is None or until > now) and not _names(rule, user_id)
+    return (until is None or until > now) and not rule_names(rule, user_id)
 
 
 # --- assigning ------------------------------------------------------------------------------------------------

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from functools import cache, lru_cache
 from typing import Any
 
-from django.contrib.postgres.expressions import ArraySubquery
+from django.contrib.auth import get_user_model
 from django.db import connection
-from django.db.models import BooleanField, Exists, F, Field, Model, OuterRef, Q, QuerySet, Value
+from django.db.models import Field, Model, Q, QuerySet
 from django.db.models.functions import Now
 from django.db.models.query import EmptyQuerySet
 from django.utils import timezone
@@ -40,9 +40,10 @@ from grading.models.criteria import ANSWERED_CANNOT_ADJUDICATE, answers_stand, m
 from grading.models.reach import Reach, within
 from grading.reviews.reads import review_slots
 from grading.reviews.rollups import slices_seen
+from grading.reviews.targets import AUDIT
 from reviewer.access import reaches_from, reaches_of
-from reviewer.models import AssignmentRule, Claim, Invitation, Membership
-from reviewer.queue.assignments import QUEUE_ROLES, by_hand_reserved, reserved_for_others, reserved_q, rules_for
+from reviewer.models import Assignment, AssignmentRule, Claim, Invitation, Membership, Pool
+from reviewer.queue.assignments import QUEUE_ROLES, Assignee, reserved_for_others, reserved_q, rule_names, rules_for
 
 PAGE_SIZE = 25  # a screenful: operators work from the top; j/k and paging reach the rest
 COUNT_CAP = 100  # counts above this read "100+": exact where it matters, a bounded read where it does not
@@ -52,9 +53,6 @@ PRIORITIES = {ItemKind.DRAFT: 0, ItemKind.CONVERSATION: 1}
 # The queue order: (priority, due time or None, finished_at, review id). Within a priority, items with a due time
 # (service-level targets) come first, soonest due first; then the rest, oldest first.
 Key = tuple[int, datetime | None, datetime, int]
-# The index order of `review_queue_due` and its kin: due time (none last), then age.
-ORDER = (F("due_at").asc(nulls_last=True), "finished_at", "pk")
-BACKWARDS = (F("due_at").desc(nulls_first=True), "-finished_at", "-pk")
 
 
 def key_of(priority: int, review: Review) -> Key:
@@ -117,10 +115,24 @@ NO_FILTERS = QueueFilters()
 
 
 def queue_versions(reaches: Sequence[Reach]) -> list[CriteriaVersion]:
-    """The active criteria versions of the kinds within reach, in queue order (drafts first)."""
+    """The active criteria versions of the kinds within reach, in queue order (drafts first), each with its org.
+    Written as SQL: composed by the ORM it cost a queue page and a claim more CPU than running it (bench/README.md,
+    bench_queue)."""
     kinds = {(reach.org_id, kind) for reach in reaches for kind in reach.kinds()}
-    versions = CriteriaVersion.objects.filter(org_id__in=[reach.org_id for reach in reaches], is_active=True)
-    picked = [version for version in versions.select_related("org") if (version.org_id, version.kind) in kinds]
+    versions, orgs = CriteriaVersion._meta.db_table, Org._meta.db_table
+    sql = (
+        f"SELECT {_whole_columns(CriteriaVersion, Org)} FROM {versions} JOIN {orgs} ON {orgs}.id = {versions}.org_id"  # noqa: S608
+        f" WHERE {versions}.is_active AND {versions}.org_id = ANY(%s::bigint[])"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [sorted({reach.org_id for reach in reaches})])
+        rows = cursor.fetchall()
+    picked = []
+    for row in rows:
+        version, org = _whole_instances(row, (CriteriaVersion, Org))
+        if (version.org_id, version.kind) in kinds:
+            CriteriaVersion.org.field.set_cached_value(version, org)
+            picked.append(version)
     return sorted(picked, key=lambda v: (PRIORITIES[v.kind], v.org.slug))
 
 
@@ -201,30 +213,50 @@ _ROW_COLUMNS = {
 
 
 @cache
-def _row_fields(model: type[Model]) -> list[Field]:
-    """The fields of `_ROW_COLUMNS[model]` in the model's own order, the order `Model.from_db` reads values in."""
-    return [field for field in model._meta.concrete_fields if field.attname in _ROW_COLUMNS[model]]
+def _fields(model: type[Model], *, whole: bool = False) -> tuple[Field, ...]:
+    """The fields read of `model` in its own order, the order `Model.from_db` reads values in: every concrete field
+    (`whole`), or those of `_ROW_COLUMNS[model]` (a queue row's)."""
+    fields = model._meta.concrete_fields
+    return tuple(fields if whole else (field for field in fields if field.attname in _ROW_COLUMNS[model]))
 
 
 @cache
-def _row_attnames(model: type[Model]) -> list[str]:
-    return [field.attname for field in _row_fields(model)]
+def _attnames(model: type[Model], *, whole: bool = False) -> list[str]:
+    return [field.attname for field in _fields(model, whole=whole)]
 
 
 @cache
-def _row_converters(model: type[Model]) -> list[tuple[int, Field, list]]:
-    """Per field of `_row_fields(model)` the ORM converts (JSON decoded): its place, the field and its converters."""
-    fields = enumerate(_row_fields(model))
+def _converters(model: type[Model], *, whole: bool = False) -> list[tuple[int, Field, list]]:
+    """Per field of `_fields(model)` the ORM converts (JSON decoded): its place, the field and its converters."""
+    fields = enumerate(_fields(model, whole=whole))
     return [(n, field, converters) for n, field in fields if (converters := field.get_db_converters(connection))]
 
 
-def _instance(model: type[Model], values: Sequence[Any]) -> Model:
-    """An instance from its row's columns (`_row_fields`), converted as the ORM converts them."""
+def _instance(model: type[Model], values: Sequence[Any], *, whole: bool = False) -> Model:
+    """An instance from its row's columns (`_fields`), converted as the ORM converts them."""
     values = list(values)
-    for n, field, converters in _row_converters(model):
+    for n, field, converters in _converters(model, whole=whole):
         for convert in converters:
             values[n] = convert(values[n], field, connection)
-    return model.from_db(connection.alias, _row_attnames(model), values)
+    return model.from_db(connection.alias, _attnames(model, whole=whole), values)
+
+
+def _whole_instances(row: Sequence[Any], models: Sequence[type[Model]]) -> list[Model]:
+    """An instance of each of `models` from one row holding each model's columns whole, one model after another."""
+    instances = []
+    for model in models:
+        width = len(_fields(model, whole=True))
+        instances.append(_instance(model, row[:width], whole=True))
+        row = row[width:]
+    return instances
+
+
+@cache
+def _whole_columns(*models: type[Model]) -> str:
+    """The columns `_whole_instances` reads, each named by its table."""
+    return ", ".join(
+        f"{model._meta.db_table}.{field.column}" for model in models for field in _fields(model, whole=True)
+    )
 
 
 def queue_rows(
@@ -238,25 +270,20 @@ def queue_rows(
     """Up to `limit` reviews in queue order (reversed when paging backwards) after or before a cursor, each with its
     item and its lane's criteria version.
 
-    Each lane is read in index order up to `limit` (its range as `Lane.reviews` says it, composed by the ORM as ids
-    alone), every lane in one query (a UNION ALL of the lanes' ranges) that merges them in queue order, priority by
+    Each lane is read in index order up to `limit` (its range as `Lane.reviews` says it, as ids alone: `_range`),
+    every lane in one query (a UNION ALL of the lanes' ranges) that merges them in queue order, priority by
     priority, keeps the first `limit` and reads what the rows show of them and their items: the number of queries
     depends neither on the data nor on the lanes, and only the rows shown become model instances. The SELECT around
     the ranges is written out because composing it with the ORM (a join per lane) cost more CPU than the rest of the
     read (bench/README.md, bench_queue).
     """
     backwards = before is not None
-    order = BACKWARDS if backwards else ORDER
     ranges, params = [], []
     for number, lane in enumerate(lanes):
         priority = PRIORITIES[lane.version.kind]
         if (after and priority < after[0]) or (before and priority > before[0]):
             continue
-        at_cursor = (after and priority == after[0]) or (before and priority == before[0])
-        if not at_cursor and not backwards and lane.assigned is None:
-            composed = _range_from_start(lane, filters, limit)
-        else:
-            composed = _range(lane, filters, order, limit, after=after, before=before)
+        composed = _range(lane, filters, limit, after=after, before=before)
         if composed is None:
             continue
         sql, lane_params = composed
@@ -268,7 +295,7 @@ def queue_rows(
     columns = ", ".join(
         f"{alias}.{field.column}"
         for alias, model in (("r", Review), ("d", Draft), ("c", Conversation))
-        for field in _row_fields(model)
+        for field in _fields(model)
     )
     sql = f"""
         SELECT lanes.lane, {columns}
@@ -283,7 +310,7 @@ def queue_rows(
     with connection.cursor() as cursor:
         cursor.execute(sql, [*params, limit])
         rows = cursor.fetchall()
-    widths = [len(_row_fields(model)) for model in (Review, Draft, Conversation)]
+    widths = [len(_fields(model)) for model in (Review, Draft, Conversation)]
     reviews = []
     for lane, *values in rows:
         review = _instance(Review, values[: widths[0]])
@@ -298,40 +325,41 @@ def queue_rows(
 
 
 def _range(
-    lane: Lane, filters: QueueFilters, order: tuple, limit: int, *, after: Key | None, before: Key | None
-) -> tuple[str, tuple] | None:
-    """A lane's range in `order` up to `limit`, past the cursor at its priority, as SQL and its parameters (the ids
-    alone); None when the lane is empty by its definition."""
-    reviews = lane.reviews(filters)
-    if isinstance(reviews, EmptyQuerySet):
+    lane: Lane, filters: QueueFilters, limit: int, *, after: Key | None, before: Key | None
+) -> tuple[str, list] | None:
+    """A lane's range in queue order (backwards, before a cursor) up to `limit`, past the cursor at its priority, as
+    SQL and its parameters (the ids alone); None when the lane is empty by its definition. The lane's condition is
+    the ORM's (`_lane_where`), the cursor's written out (`_beyond_sql`)."""
+    where = _lane_where(lane, filters)
+    if where is None:
         return None
+    lane_sql, params = where
+    table = Review._meta.db_table
     priority = PRIORITIES[lane.version.kind]
+    beyond, beyond_params = "", []
     if after and priority == after[0]:
-        reviews = reviews.filter(_beyond(after, "gt"))
+        beyond, beyond_params = _beyond_sql(after, ">", table)
     if before and priority == before[0]:
-        reviews = reviews.filter(_beyond(before, "lt"))
-    return reviews.order_by(*order).values_list("pk")[:limit].query.sql_with_params()
+        beyond, beyond_params = _beyond_sql(before, "<", table)
+    # The index order of `review_queue_due` and its kin (due time, none last; then age), or its reverse.
+    direction, nulls = ("DESC", "FIRST") if before is not None else ("ASC", "LAST")
+    order = f"{table}.due_at {direction} NULLS {nulls}, {table}.finished_at {direction}, {table}.id {direction}"
+    sql = f"SELECT {table}.id FROM {table} WHERE {lane_sql} {beyond} ORDER BY {order} LIMIT %s"  # noqa: S608
+    return sql, [*params, *beyond_params, limit]
 
 
-@lru_cache(maxsize=1024)
-def _range_from_start(lane: Lane, filters: QueueFilters, limit: int) -> tuple[str, tuple] | None:
-    """`_range` from the lane's start in queue order: the same SQL and parameters for every request of the lane and
-    filters (a lane's version is active, its reservation filter none), so composed once per process rather than on
-    each first page and each htmx refresh (bench/README.md, bench_queue)."""
-    return _range(lane, filters, ORDER, limit, after=None, before=None)
-
-
-def _beyond(key: Key, op: str) -> Q:
-    """Rows strictly after (`gt`) or before (`lt`) the key in queue order (due time, none last; then finished_at,
-    id), written so that without due times the index range starts at the key's time instead of filtering the whole
-    range."""
+def _beyond_sql(key: Key, op: str, table: str) -> tuple[str, list]:
+    """A condition to AND to a lane's: rows of `table` strictly after (`op` ">") or before ("<") the key in queue
+    order (due time, none last; then finished_at, id), as SQL and its parameters; written so that without due times
+    the index range starts at the key's time instead of filtering the whole range."""
     _, due, finished, pk = key
-    tail = Q(**{f"finished_at__{op}e": finished}) & (Q(**{f"finished_at__{op}": finished}) | Q(**{f"pk__{op}": pk}))
+    tail = f"{table}.finished_at {op}= %s AND ({table}.finished_at {op} %s OR {table}.id {op} %s)"
     if due is None:
-        beyond_due = Q(pk__in=[]) if op == "gt" else Q(due_at__isnull=False)
-        return beyond_due | (Q(due_at__isnull=True) & tail)
-    beyond_due = (Q(due_at__gt=due) | Q(due_at__isnull=True)) if op == "gt" else Q(due_at__lt=due)
-    return beyond_due | (Q(due_at=due) & tail)
+        if op == ">":
+            return f"AND ({table}.due_at IS NULL AND {tail})", [finished, finished, pk]
+        return f"AND ({table}.due_at IS NOT NULL OR ({table}.due_at IS NULL AND {tail}))", [finished, finished, pk]
+    beyond_due = f"({table}.due_at > %s OR {table}.due_at IS NULL)" if op == ">" else f"{table}.due_at < %s"
+    return f"AND ({beyond_due} OR ({table}.due_at = %s AND {tail}))", [due, due, finished, finished, pk]
 
 
 @dataclass(frozen=True)
@@ -423,9 +451,9 @@ def queue_first_free(
     user_id: int,
     now: datetime,
     passed_over: Sequence[int],
-    rules: dict[int, list[AssignmentRule]] | None = None,
+    rules: dict[int, list[Assignee]] | None = None,
 ) -> Review | None:
-    """The first item with a place for this person, in queue order (the page's: `ORDER`, priority by priority), its
+    """The first item with a place for this person, in queue order (the page's, priority by priority), its
     row locked FOR UPDATE and read afresh with its state and org (`_locked`); a row
     another claimer has locked is skipped (SKIP LOCKED). Run inside the claim's
     transaction. The rows it passes are the ones the page marks as not this person's to claim
@@ -433,7 +461,7 @@ def queue_first_free(
     tests/reviewer/queue/test_claim_next_order.py.
 
     1. Per lane, read the waiting reviews in queue order a batch at a time, filtered on stored rows only: not passed
-       over, not declined, answered or held by this person, and not reserved for others (`reserved_q`).
+       over, not declined, answered or held by this person, and not reserved for others (`reserved_for_others_sql`).
     2. Decide for the rows in hand whether the person has a place, by the one rule (`Slots.place_for`): a slot
        nobody holds or answered; or, once the answers stand, the adjudication, for someone who gave none.
     3. Lock the first that has one, skipping a row another claimer holds locked. The claim looks again under the
@@ -441,31 +469,22 @@ def queue_first_free(
     Priority by priority; across lanes (orgs, applications), the oldest of each lane's first free item (the other
     rows stay locked only until the transaction ends).
 
-    `rules`: per org, its assignment rules as `rules_for` reads them for this person, filled here as each org is
+    `rules`: per org, its assignment rules as `rules_for` reads them, filled here as each org is
     first read, so that the claim can ask of the locked row whether it is reserved for others (`claim_standing`)
     without reading them again."""
-    claims = Claim.objects.filter(review_id=OuterRef("pk"))
-    theirs = claims.filter(holder_id=user_id)
-    answered = Answer.objects.filter(review_id=OuterRef("pk"), person_id=user_id)
     by_priority: dict[int, list[Review]] = {}
     if rules is None:
         rules = {}
-    reserved: dict[int, Q | None] = {}  # per org: read its rules once
     for lane in lanes:
         version = lane.version
         priority = PRIORITIES[version.kind]
         if by_priority and priority > min(by_priority):
             break
-        if version.org_id not in reserved:
-            if version.org_id not in rules:
-                rules[version.org_id] = rules_for(version.org_id, user_id)
-            reserved[version.org_id] = reserved_q(version.org_id, user_id, now, mine=False, rules=rules[version.org_id])
-        rows = lane.reviews(filters).exclude(pk__in=list(passed_over)).exclude(reserved[version.org_id])
-        rows = rows.exclude(Exists(theirs.filter(end=Claim.End.DECLINED)))
-        rows = rows.exclude(Exists(theirs.filter(ended_at__isnull=True, expires_at__gt=now)))
-        if version.slots > 1:  # an answer of theirs: their place is filled, and they may not adjudicate
-            rows = rows.exclude(Exists(answered))
-        first = _first_with_a_place(rows, lane, user_id, now)
+        if version.org_id not in rules:
+            rules[version.org_id] = rules_for(version.org_id)
+        first = _first_with_a_place(
+            lane, filters, user_id=user_id, now=now, passed_over=passed_over, rules=rules[version.org_id]
+        )
         if first is not None:
             by_priority.setdefault(priority, []).append(first)
     if not by_priority:
@@ -474,43 +493,165 @@ def queue_first_free(
     return min(by_priority[priority], key=lambda review: _sort(key_of(priority, review)))
 
 
-def _first_with_a_place(rows: QuerySet[Review], lane: Lane, user_id: int, now: datetime) -> Review | None:
-    """The first of a lane's `rows` in queue order with a place for this person, its row locked (SKIP LOCKED).
-    Each row is read with who answered it and who holds it (`Slots`), so a batch is one query."""
-    priority = PRIORITIES[lane.version.kind]
-    rows = (
-        rows.order_by(*ORDER)
-        .only("pk", "org_id", "criteria_version_id", "audit", "due_at", "finished_at")
-        .annotate(answered_by=ArraySubquery(_answers_in_order), holders=ArraySubquery(_holders_in_order(now)))
+def _first_with_a_place(
+    lane: Lane,
+    filters: QueueFilters,
+    *,
+    user_id: int,
+    now: datetime,
+    passed_over: Sequence[int],
+    rules: list[Assignee],
+) -> Review | None:
+    """The first of a lane's rows `queue_first_free` may hand out, in queue order, with a place for this person, its
+    row locked (SKIP LOCKED). Each row is read with who answered it and who holds it (`Slots`), so a batch is one
+    query.
+
+    Written as SQL around the lane's range (`_lane_where`): composed by the ORM on every claim (the reservation
+    rules' CASE, the EXISTS, the arrays) it cost more CPU than the rest of the claim (bench/README.md, bench_queue).
+    """
+    where = _lane_where(lane, filters)
+    if where is None:
+        return None
+    lane_sql, lane_params = where
+    reserved_sql, reserved_params = reserved_for_others_sql(rules, user_id=user_id, now=now)
+    table, claims, answers = Review._meta.db_table, Claim._meta.db_table, Answer._meta.db_table
+    theirs = f"SELECT 1 FROM {claims} c WHERE c.review_id = {table}.id AND c.holder_id = %s"  # noqa: S608
+    answered = (
+        f" AND NOT EXISTS (SELECT 1 FROM {answers} a WHERE a.review_id = {table}.id AND a.person_id = %s)"  # noqa: S608
+        if lane.version.slots > 1  # an answer of theirs: their place is filled, and they may not adjudicate
+        else ""
     )
+    select = f"""
+        SELECT {table}.id, {table}.audit, {table}.due_at, {table}.finished_at,
+            ARRAY({_ANSWERS_IN_ORDER.format(table=table)}), ARRAY({_HOLDERS_IN_ORDER.format(table=table)})
+        FROM {table}
+        WHERE {lane_sql}
+            AND NOT ({table}.id = ANY(%s::bigint[]))
+            AND NOT ({reserved_sql})
+            AND NOT EXISTS ({theirs} AND c."end" = %s)
+            AND NOT EXISTS ({theirs} AND c.ended_at IS NULL AND c.expires_at > %s){answered}
+    """  # noqa: S608 - table and column names are the models'; every value is a parameter
+    order = f"ORDER BY {table}.due_at ASC NULLS LAST, {table}.finished_at ASC, {table}.id ASC LIMIT %s"  # as _range
+    params = [now, *lane_params, list(passed_over), *reserved_params, user_id, Claim.End.DECLINED, user_id, now]
+    params += [user_id] if answered else []
+    priority = PRIORITIES[lane.version.kind]
     after: Key | None = None
     while True:
-        batch = list((rows.filter(_beyond(after, "gt")) if after else rows)[:SCAN_BATCH])
-        for review in batch:
-            review.criteria_version = lane.version  # the lane's: read once, not per row
-            slots = Slots(review_slots(review), tuple(review.answered_by), tuple(review.holders))
-            if slots.place_for(user_id) is None and (locked := _locked(review.pk)) is not None:
+        beyond, beyond_params = _beyond_sql(after, ">", table) if after else ("", [])
+        with connection.cursor() as cursor:
+            cursor.execute(f"{select} {beyond} {order}", [*params, *beyond_params, SCAN_BATCH])
+            batch = cursor.fetchall()
+        for review_id, audit, _, _, answered_by, holders in batch:
+            slots = Slots(lane.version.slots_of(review_id=review_id, audit=audit), tuple(answered_by), tuple(holders))
+            if slots.place_for(user_id) is None and (locked := _locked(review_id)) is not None:
                 return locked
         if len(batch) < SCAN_BATCH:
             return None
-        after = key_of(priority, batch[-1])
+        review_id, _, due, finished, _, _ = batch[-1]
+        after = (priority, due, finished, review_id)
 
 
-# Who answered a review, and who holds it now, in order: a row's `Slots` read with it.
-_answers_in_order = Answer.objects.filter(review_id=OuterRef("pk")).order_by("pk").values("person_id")
+def _lane_where(lane: Lane, filters: QueueFilters) -> tuple[str, tuple] | None:
+    """The condition of a lane's range (`Lane.reviews`) on the review table, as SQL and its parameters; None when the
+    lane is empty by its definition. Without the "assigned to me" filter (whose condition holds the reader and the
+    time) it is the same for every page and claim of the lane and filters, so composed once per process."""
+    return _composed_where(lane, filters) if lane.assigned is not None else _composed_where_once(lane, filters)
 
 
-def _holders_in_order(now: datetime) -> QuerySet[Claim]:
-    live = Claim.objects.filter(review_id=OuterRef("pk"), ended_at__isnull=True, expires_at__gt=now)
-    return live.order_by("pk").values("holder_id")
+@lru_cache(maxsize=1024)
+def _composed_where_once(lane: Lane, filters: QueueFilters) -> tuple[str, tuple] | None:
+    return _composed_where(lane, filters)
+
+
+def _composed_where(lane: Lane, filters: QueueFilters) -> tuple[str, tuple] | None:
+    reviews = lane.reviews(filters)
+    if isinstance(reviews, EmptyQuerySet):
+        return None
+    query = reviews.query
+    sql, params = query.get_compiler(connection=connection).compile(query.where)
+    return sql, tuple(params)
+
+
+def reserved_for_others_sql(rules: list[Assignee], *, user_id: int, now: datetime) -> tuple[str, list]:
+    """Whether a review (a row of the review table) is reserved now for people other than `user_id`, as SQL and its
+    parameters: `reserved_q(mine=False)` written out, its rules the org's as `rules_for` read them.
+    Its assignment by hand decides (`_by_hand_for_others`); else the first rule that matches, in position order (one
+    CASE, a WHEN per rule); null, like `reserved_q`, when a rule with hours matches a review never routed."""
+    table = Review._meta.db_table
+    by_hand, params = _by_hand_for_others(user_id=user_id, now=now)
+    whens = []
+    for rule in rules:
+        matches, values = ["true"], []
+        for column, value in (("kind", rule.kind), ("application", rule.application)):
+            if value:
+                matches.append(f"{table}.{column} = %s")
+                values.append(value)
+        if rule.reason == AUDIT:
+            matches.append(f"{table}.audit")
+        elif rule.reason:
+            matches.append(f"{table}.reason = %s")
+            values.append(rule.reason)
+        if rule_names(rule, user_id):
+            in_force = "false"
+        elif rule.hours is None:
+            in_force = "true"
+        else:
+            in_force = f"({table}.routed_at > %s)"
+            values.append(now - timedelta(hours=rule.hours))
+        whens.append(f"WHEN {' AND '.join(matches)} THEN {in_force}")
+        params += values
+    by_rule = f"CASE {' '.join(whens)} ELSE false END" if whens else "false"
+    return f"COALESCE({by_hand}, {by_rule})", params
+
+
+def _by_hand_for_others(*, user_id: int, now: datetime) -> tuple[str, list]:
+    """`by_hand_reserved(mine=False)` as SQL on the review table and its parameters: true when the review's
+    assignment by hand reserves it now for others, false when not, null when it has none."""
+    table, assignments = Review._meta.db_table, Assignment._meta.db_table
+    members = Pool.members.through._meta.db_table
+    theirs = (
+        f"(v.person_id = %s AND v.person_id IS NOT NULL)"  # noqa: S608
+        f" OR (v.pool_id IN (SELECT m.pool_id FROM {members} m WHERE m.user_id = %s) AND v.pool_id IS NOT NULL)"
+    )
+    sql = (
+        f"(SELECT CASE WHEN (v.until IS NULL OR v.until > %s) AND NOT ({theirs}) THEN true ELSE false END"  # noqa: S608
+        f" FROM {assignments} v WHERE v.review_id = {table}.id LIMIT 1)"
+    )
+    return sql, [now, user_id, user_id]
+
+
+# Who answered a review, and who holds it now (a parameter: the time), in order: a row's `Slots` read with it.
+_ANSWERS_IN_ORDER = f"SELECT a.person_id FROM {Answer._meta.db_table} a WHERE a.review_id = {{table}}.id ORDER BY a.id"  # noqa: S608
+_HOLDERS_IN_ORDER = (
+    f"SELECT c.holder_id FROM {Claim._meta.db_table} c"  # noqa: S608
+    f" WHERE c.ended_at IS NULL AND c.expires_at > %s AND c.review_id = {{table}}.id ORDER BY c.id"
+)
 
 
 def _locked(review_id: int) -> Review | None:
-    """The review with what a claim reads of it (`Review.objects.with_state()` and its org; not its item, which
-    nothing a claim writes reads), its row locked; None when another transaction holds it locked (someone is
-    claiming it)."""
-    locked = Review.objects.with_state().select_for_update(of=("self",), skip_locked=True)
-    return locked.select_related("org").filter(pk=review_id).first()
+    """The review with what a claim reads of it (`Review.objects.with_state()`: its criteria version, and its org;
+    not its item, which nothing a claim writes reads), its row locked; None when another transaction holds it locked
+    (someone is claiming it). Written as SQL (`_locked_sql`): composed by the ORM on every claim it cost more CPU than
+    the scan (bench/README.md, bench_queue)."""
+    with connection.cursor() as cursor:
+        cursor.execute(_locked_sql(), [review_id])
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    review, org, version = _whole_instances(row, (Review, Org, CriteriaVersion))
+    Review.org.field.set_cached_value(review, org)
+    Review.criteria_version.field.set_cached_value(review, version)
+    return review
+
+
+@cache
+def _locked_sql() -> str:
+    review, org, version = (model._meta.db_table for model in (Review, Org, CriteriaVersion))
+    return (
+        f"SELECT {_whole_columns(Review, Org, CriteriaVersion)} FROM {review}"  # noqa: S608
+        f" JOIN {org} ON {org}.id = {review}.org_id JOIN {version} ON {version}.id = {review}.criteria_version_id"
+        f" WHERE {review}.id = %s FOR UPDATE OF {review} SKIP LOCKED"
+    )
 
 
 @dataclass(frozen=True)
@@ -522,23 +663,24 @@ class Standing:
     reserved_for_others: bool
 
 
-def claim_standing(review: Review, now: datetime, *, user_id: int, rules: list[AssignmentRule]) -> Standing:
+def claim_standing(review: Review, now: datetime, *, user_id: int, rules: list[Assignee]) -> Standing:
     """What claim next asks of the row it locked, in one statement after the lock (so it sees every claim, answer
     and assignment committed before the lock was granted): who answered it and who holds it (`Slots`), whether a
     claim on it expired unrecorded, and whether it is reserved now for people other than `user_id`: its assignment
     by hand read here, the org's `rules` as `queue_first_free` read them (`reserved_for_others`)."""
-    expired = Claim.objects.filter(review_id=OuterRef("pk"), ended_at__isnull=True, expires_at__lte=now)
-    answered_by, holders, has_expired, by_hand = (
-        Review.objects.filter(pk=review.pk)
-        .annotate(
-            answered_by=ArraySubquery(_answers_in_order),
-            holders=ArraySubquery(_holders_in_order(now)),
-            has_expired=Exists(expired),
-            by_hand=by_hand_reserved(user_id, now, mine=False),
-        )
-        .values_list("answered_by", "holders", "has_expired", "by_hand")
-        .get()
+    table = Review._meta.db_table
+    by_hand, by_hand_params = _by_hand_for_others(user_id=user_id, now=now)
+    expired = (
+        f"SELECT 1 FROM {Claim._meta.db_table} c"  # noqa: S608
+        f" WHERE c.ended_at IS NULL AND c.expires_at <= %s AND c.review_id = {table}.id"
     )
+    sql = (
+        f"SELECT ARRAY({_ANSWERS_IN_ORDER.format(table=table)}), ARRAY({_HOLDERS_IN_ORDER.format(table=table)}),"  # noqa: S608
+        f" EXISTS({expired}), {by_hand} FROM {table} WHERE {table}.id = %s"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [now, now, *by_hand_params, review.pk])
+        answered_by, holders, has_expired, by_hand = cursor.fetchone()
     slots = Slots(review_slots(review), tuple(answered_by), tuple(holders))
     for_others = reserved_for_others(review, by_hand=by_hand, rules=rules, user_id=user_id, now=now)
     return Standing(slots, has_expired, for_others)
@@ -582,9 +724,6 @@ class Slots:
         return None
 
 
-_NOT_A_CLAIM, _A_CLAIM = Value(False, BooleanField()), Value(True, BooleanField())
-
-
 def slots_on(reviews: Sequence[Review], now: datetime, *, live: Sequence[Claim] | None = None) -> dict[int, Slots]:
     """`Slots` of each of these reviews (read with their criteria version), by review id, in one query: who answered
     and who holds a live claim on each, or only who answered when the caller has read the live claims on them
@@ -593,14 +732,25 @@ def slots_on(reviews: Sequence[Review], now: datetime, *, live: Sequence[Claim] 
     answered_by: dict[int, list[int]] = {pk: [] for pk in ids}
     holders: dict[int, list[int]] = {pk: [] for pk in ids}
     # Each row: (id, review, person, whether a claim); answers, then claims, each in the order they were made.
-    answers = Answer.objects.filter(review_id__in=ids).values_list("pk", "review_id", "person_id", _NOT_A_CLAIM)
+    # Written as SQL: composed by the ORM it cost a page more CPU than running it (bench/README.md, bench_queue).
+    sql = (
+        f"SELECT a.id, a.review_id, a.person_id, false FROM {Answer._meta.db_table} a"  # noqa: S608
+        " WHERE a.review_id = ANY(%s::bigint[])"
+    )
+    params: list[Any] = [ids]
     if live is None:
-        claims = Claim.objects.filter(review_id__in=ids, ended_at__isnull=True, expires_at__gt=now)
-        answers = answers.union(claims.values_list("pk", "review_id", "holder_id", _A_CLAIM), all=True)
+        sql += (
+            f" UNION ALL SELECT c.id, c.review_id, c.holder_id, true FROM {Claim._meta.db_table} c"  # noqa: S608
+            " WHERE c.review_id = ANY(%s::bigint[]) AND c.ended_at IS NULL AND c.expires_at > %s"
+        )
+        params += [ids, now]
     else:
         for claim in sorted(live, key=lambda claim: claim.pk):
             if claim.review_id in holders:
                 holders[claim.review_id].append(claim.holder_id)
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        answers = cursor.fetchall()
     for _, review_id, person_id, holds in sorted(answers, key=lambda row: (row[3], row[0])):
         (holders if holds else answered_by)[review_id].append(person_id)
     return {
@@ -633,16 +783,49 @@ def cursor_key(reaches: Sequence[Reach], review_id: int | None) -> Key | None:
 def claims_shown(
     reaches: Sequence[Reach], now: datetime, *, user_id: int, review_ids: Sequence[int]
 ) -> tuple[list[Claim], set[int]]:
-    """What the queue page says of claims, in one query: the live claims within reach (soonest to expire first), and
-    which of `review_ids` this person declined (claim next never hands them one of those again)."""
-    live = Q(ended_at__isnull=True, expires_at__gt=now)
-    declined = Q(review_id__in=list(review_ids), holder_id=user_id, end=Claim.End.DECLINED)
-    claims = list(
-        Claim.objects.filter(within(reaches, "review__")).filter(live | declined).select_related("holder")
-        .order_by("expires_at")
-    )  # fmt: skip
-    declined_ids = {claim.review_id for claim in claims if claim.end == Claim.End.DECLINED}  # a decline has ended
-    return [claim for claim in claims if claim.end != Claim.End.DECLINED], declined_ids
+    """What the queue page says of claims, in one query: the live claims within reach (soonest to expire first), each
+    with its holder, and which of `review_ids` this person declined (claim next never hands them one of those again).
+    Written as SQL: composed by the ORM (the reach's filter through the review) it cost a page more CPU than its
+    other reads of claims and answers (bench/README.md, bench_queue)."""
+    claims, reviews, users = Claim._meta.db_table, Review._meta.db_table, get_user_model()._meta.db_table
+    in_reach, params = _within_sql(reaches, reviews)
+    sql = f"""
+        SELECT {_whole_columns(Claim, get_user_model())}
+        FROM {claims}
+            JOIN {reviews} ON {reviews}.id = {claims}.review_id JOIN {users} ON {users}.id = {claims}.holder_id
+        WHERE ({in_reach})
+            AND (({claims}.ended_at IS NULL AND {claims}.expires_at > %s)
+                OR ({claims}.review_id = ANY(%s::bigint[]) AND {claims}.holder_id = %s AND {claims}."end" = %s))
+        ORDER BY {claims}.expires_at ASC
+    """  # noqa: S608 - table and column names are the models'; every value is a parameter
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [*params, now, list(review_ids), user_id, Claim.End.DECLINED])
+        rows = cursor.fetchall()
+    shown, declined_ids = [], set()
+    for row in rows:
+        claim, holder = _whole_instances(row, (Claim, get_user_model()))
+        if claim.end == Claim.End.DECLINED:  # a decline has ended
+            declined_ids.add(claim.review_id)
+        else:
+            Claim.holder.field.set_cached_value(claim, holder)
+            shown.append(claim)
+    return shown, declined_ids
+
+
+def _within_sql(reaches: Sequence[Reach], table: str) -> tuple[str, list]:
+    """`within(reaches)` as SQL on `table` (the review table) and its parameters: the rows within any of `reaches`."""
+    ors, params = [], []
+    for reach in reaches:
+        if not reach.limited:
+            ors.append(f"{table}.org_id = %s")
+            params.append(reach.org_id)
+            continue
+        drafts = f" OR {table}.kind = %s" if reach.drafts else ""
+        ors.append(f"({table}.org_id = %s AND (({table}.kind = %s AND {table}.application = ANY(%s)){drafts}))")
+        params += [reach.org_id, ItemKind.CONVERSATION, sorted(reach.applications)] + (
+            [ItemKind.DRAFT] if drafts else []
+        )
+    return " OR ".join(ors) or "false", params
 
 
 def applications_known(org: Org) -> list[str]:

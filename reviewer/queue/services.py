@@ -36,8 +36,8 @@ from grading.reviews.services import (
     answer_record,
     decision_record,
 )
-from reviewer.models import AssignmentRule, Claim, Preferences
-from reviewer.queue.assignments import reservation_of
+from reviewer.models import Claim, Preferences
+from reviewer.queue.assignments import Assignee, reservation_of
 from reviewer.queue.display import stale_reason
 from reviewer.queue.reads import (
     NO_FILTERS,
@@ -96,7 +96,7 @@ def claim_next(
     lanes = queue_lanes(queue_versions(reaches), reaches, filters, user_id=user.pk, now=now)
     with transaction.atomic():  # the row lock lasts until the claim is written
         passed_over: list[int] = []
-        rules: dict[int, list[AssignmentRule]] = {}  # per org, as the scan read them
+        rules: dict[int, list[Assignee]] = {}  # per org, as the scan read them
         while True:
             review = queue_first_free(
                 lanes=lanes, filters=filters, user_id=user.pk, now=now, passed_over=passed_over, rules=rules
