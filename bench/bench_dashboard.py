@@ -34,6 +34,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime, timedelta
 from functools import partial
+from importlib import import_module
 
 from django.contrib.auth import get_user_model
 from django.core.serializers.json import DjangoJSONEncoder
@@ -168,10 +169,11 @@ PHASE_REQUESTS = 10
 def phases() -> Iterator[dict[str, Callable[[], None]]]:
     """For `bench.compare`: the org populated once at `BENCH_DASHBOARD_REVIEWS` (1,000,000 by default) and its
     counters rebuilt, then each request of `main`'s table but the list, `PHASE_REQUESTS` requests a phase, and the
-    certified panel over 26 weeks (one request: it reads every review of its scope), and the export streamed whole
-    three ways (`--phase export` alone, at a smaller BENCH_DASHBOARD_REVIEWS, keeps a run short). With
-    `BENCH_DASHBOARD_FIGURES=<directory>`, each side first writes what the dashboard's JSON answers (8 and 26 weeks)
-    and the certified panel's figures to `<directory>/<its database>.json`, to compare the two sides' files."""
+    certified panel over 26 weeks (one request: it read every review of its scope before it read counters), and the
+    export streamed whole three ways (`--phase export` alone, at a smaller BENCH_DASHBOARD_REVIEWS, keeps a run
+    short). With `BENCH_DASHBOARD_FIGURES=<directory>`, each side first writes what the dashboard's JSON answers (8
+    and 26 weeks) and the certified panel's figures to `<directory>/<its database>.json`, to compare the two sides'
+    files."""
     org = fresh_org()
     _populate(org, int(os.environ.get("BENCH_DASHBOARD_REVIEWS", "1000000")))
     rollups_rebuild(org_id=org.pk)
@@ -473,6 +475,8 @@ def _populate(org, total: int, *, sliced: bool = False) -> dict[str, int]:
     with connection.cursor() as cursor:
         for statement in _POPULATE_SQL:
             cursor.execute(statement, params)
+    _pass_probabilities_filled()
+    with connection.cursor() as cursor:
         out = {}
         for table, name in (("grading_review", "reviews"), ("grading_decision", "decisions"),
                             ("grading_label", "labels"), ("grading_answer", "answers"),
@@ -483,6 +487,17 @@ def _populate(org, total: int, *, sliced: bool = False) -> dict[str, int]:
         cursor.execute("VACUUM ANALYZE grading_conversation")
         cursor.execute("VACUUM ANALYZE grading_draft")
     return {"conversations": conversations, "drafts": drafts, **out}
+
+
+def _pass_probabilities_filled() -> None:
+    """The rows are written past the grading path, which stores each review's pass probability: filled as the
+    migration filled the reviews written before it was stored (none to fill on a commit from before it, a base side
+    of bench.compare)."""
+    try:
+        migration = import_module("grading.migrations.0044_review_pass_probability")
+    except ModuleNotFoundError:
+        return
+    migration.pass_probabilities_fill(CriteriaVersion, Review)
 
 
 _REVIEW_COLUMNS = """org_id, kind, conversation_id, draft_id, fingerprint, criteria_version_id, judge, judge_key,

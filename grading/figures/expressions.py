@@ -422,6 +422,11 @@ _HALF_BITS = FIXED_POINT_BITS // 2
 FIXED_POINT_PARTS = ("q", "hi2", "hilo", "lo2")
 
 
+def fixed_point(probability: float) -> int:
+    """q of a probability (`FixedPoint`'s Python form)."""
+    return math.floor(probability * (1 << FIXED_POINT_BITS))
+
+
 def fixed_point_squares(hi2: int, hilo: int, lo2: int) -> int:
     """Σq² from the three sums `FixedPoint` keeps of q's halves."""
     return (hi2 << FIXED_POINT_BITS) + (hilo << (_HALF_BITS + 1)) + lo2
@@ -436,7 +441,7 @@ class FixedPoint(Expr):
     part: str
 
     def py(self, row: Row) -> int:
-        q = math.floor(row[self.column] * (1 << FIXED_POINT_BITS))
+        q = fixed_point(row[self.column])
         hi, lo = q >> _HALF_BITS, q & ((1 << _HALF_BITS) - 1)
         return {"q": q, "hi2": hi * hi, "hilo": hi * lo, "lo2": lo * lo}[self.part]
 

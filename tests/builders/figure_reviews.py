@@ -95,6 +95,7 @@ class ReviewSpec:
     slice: Any = None  # the dimension values it was filed under (`Review.slice`); None: none
     pass_probability: float | None = None  # the judge's, as stored (`Review.pass_probability`)
     certified: bool = False  # routed under a certificate (`Review.certificate`)
+    confidences: Any = None  # how sure the judge was of each answer (`Review.confidences`); None: of none
 
 
 DECIDERS = ("person", "former", "agreed")
@@ -156,6 +157,10 @@ reviews = st.builds(
         st.none(), st.floats(0.0, 1.0), st.sampled_from([0.0, 1.0, 0.5, 2.0**-33, 1.0 - 2.0**-53])
     ),
     certified=st.booleans(),
+    confidences=st.one_of(
+        st.none(),
+        st.dictionaries(st.sampled_from([*CHECK_KEYS, "pass_fail"]), st.one_of(st.none(), st.floats(0.0, 1.0))),
+    ),
 )
 
 
@@ -196,6 +201,7 @@ def write_reviews(org: Org, specs: list[ReviewSpec], person) -> list[Review]:
             due_at=None if spec.due_after is None else finished + spec.due_after,
             slice={} if spec.slice is None else spec.slice, pass_probability=spec.pass_probability,
             certificate=_certificate(versions[spec.kind]) if spec.certified else None,
+            confidences={} if spec.confidences is None else spec.confidences,
         )  # fmt: skip
         if spec.decision is not None:
             outcome, human_checks, after, who = spec.decision
