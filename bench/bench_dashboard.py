@@ -5,8 +5,8 @@ rollup rebuild (and, as its yardstick, the same counters from the upkeep's Pytho
 keep a SQL form for the rebuild because of it), and the export's rows per second and peak memory.
 
 Rows are bulk-inserted with INSERT ... SELECT generate_series: conversations of five applications over 26 ISO
-weeks and drafts, each with one counting review (routes, checks, decisions, the audit mark, labels and thumbs
-mixed in: three labellers on two conversations in three, and five people's answers on every item for people, for
+weeks and drafts, each with one counting review (routes, checks and the judge's confidences, decisions, the audit
+mark, labels and thumbs mixed in: three labellers on two conversations in three, and five people's answers on every item for people, for
 the people-against-people figures), and superseded
 history up to the total. Requests go through Django's test client in process (every
 middleware, a signed-in stakeholder, real PostgreSQL). CPU is reported beside wall time: this process's, and the
@@ -544,6 +544,14 @@ _OWN_PEOPLE_CHECKS = "".join(
     f", '{c.key}', " + _ANSWER_OF[c.kind].format(n=f"r.id + {i}") for i, c in enumerate(_OWN) if TWELVE
 )
 
+# How sure the judge was of each answer, by g: 0.55 to 0.99 in hundredths (few of them a float's exact value), so the
+# judge's pass probabilities (certified panel) are spread and seldom a multiple of the counters' fixed point.
+_SURE = "round(0.55 + (x.g %% {n}) / 100.0, 2)"
+_CONVERSATION_CONFIDENCES = (
+    f"jsonb_build_object('grounded', {_SURE.format(n=45)}, 'complete', {_SURE.format(n=37)}, 'usable', "
+    f"{_SURE.format(n=29)})"
+)
+
 _POPULATE_SQL = [
     f"""INSERT INTO grading_conversation (org_id, external_id, application, closed, started_at, last_activity_at,
             fingerprint, active_path_ids, branch_count, message_count, updated_at, grading_task_id, end_user, metadata)
@@ -563,8 +571,8 @@ _POPULATE_SQL = [
             NULL, NULL, NULL, NULL, '{{}}'::jsonb, '[]'::jsonb, '[]'::jsonb, NULL, '{{}}'::jsonb,
             jsonb_build_object('prompt_tokens', 2000 + x.g %% 700, 'completion_tokens', 150, 'total_tokens', 2150),
             CASE WHEN x.g %% 10 = 9 THEN 'waiting' WHEN x.g %% 10 = 8 OR x.audit THEN 'decided' ELSE 'current' END,
-            x.audit, c.application, {monday_sql("c.started_at")}, c.last_activity_at, '', '{{}}'::jsonb, '', c.metadata,
-            ''
+            x.audit, c.application, {monday_sql("c.started_at")}, c.last_activity_at, '', {_CONVERSATION_CONFIDENCES},
+            'logprobs', c.metadata, ''
         FROM grading_conversation c
         CROSS JOIN LATERAL (SELECT substr(c.external_id, 3)::int AS g) n
         CROSS JOIN LATERAL (SELECT n.g, {_CONVERSATION_ROUTE.replace("g %%", "n.g %%")} AS route,
@@ -593,8 +601,10 @@ _POPULATE_SQL = [
             '{{}}'::jsonb, '{{"prompt_tokens": 3000, "completion_tokens": 200, "total_tokens": 3200}}'::jsonb,
             CASE WHEN x.route = 'human' AND x.g %% 20 = 8 THEN 'decided' WHEN x.route = 'human' THEN 'waiting'
                  ELSE 'current' END,
-            false, '', {monday_sql("d.updated_at + interval '90 seconds'")}, d.updated_at, '', '{{}}'::jsonb, '',
-            '{{}}'::jsonb, ''
+            false, '', {monday_sql("d.updated_at + interval '90 seconds'")}, d.updated_at, '',
+            CASE WHEN x.route = 'error' THEN '{{}}'::jsonb
+                 ELSE jsonb_build_object('pass_fail', {_SURE.format(n=45)}) END,
+            CASE WHEN x.route = 'error' THEN '' ELSE 'logprobs' END, '{{}}'::jsonb, ''
         FROM grading_draft d
         CROSS JOIN LATERAL (SELECT substr(d.external_id, 3)::int AS g) n
         CROSS JOIN LATERAL (SELECT n.g, CASE WHEN n.g %% 10 < 6 THEN 'pass' WHEN n.g %% 10 < 8 THEN 'fail'
