@@ -222,10 +222,14 @@ def _audit_passes(scope: Scope, kind: str, checks: CheckSet | None) -> dict[int,
     """Per item with an audit decision on its present evidence: that evidence's fingerprint, and whether people
     passed the item."""
     out = {}
+    outcomes: dict[tuple, bool] = {}  # people's answers repeat: each set of them read once
     for item, said in human_verdicts(org_id=scope.org.pk, kind=kind, source=AUDIT).items():
         if kind == ItemKind.DRAFT:
             passed = said.checks.get(Label.PASS_FAIL) == Verdict.PASS
         else:
-            passed = checks is not None and item_outcome(checks, said.checks) == Verdict.PASS
+            answers = tuple(sorted(said.checks.items()))
+            if answers not in outcomes:
+                outcomes[answers] = checks is not None and item_outcome(checks, said.checks) == Verdict.PASS
+            passed = outcomes[answers]
         out[item] = (said.fingerprint, passed)
     return out
