@@ -14,7 +14,7 @@ The items are the scope's: the counting reviews of the kind's active criteria ve
 reader's reach and (conversations) of the application asked for, less those the judge could not grade (not scorable,
 an error), which the audit sample does not draw either. An item passes for people when its audit decision approves
 the draft, or when every required check of the conversation passes (`item_outcome`: an unknown is not a pass). The
-judge's prediction of the same is `pass_probability`.
+judge's prediction of the same is its pass probability (grading/certify/judge_probability.py).
 
 Read from the counters (grading/figures/definitions.py, `certified`): per cell, the items the judge graded and
 the sums of its pass probabilities, stored on each review when it was written (`Review.pass_probability`) and summed
