@@ -6,8 +6,8 @@ keep a SQL form for the rebuild because of it), and the export's rows per second
 
 Rows are bulk-inserted with INSERT ... SELECT generate_series: conversations of five applications over 26 ISO
 weeks and drafts, each with one counting review (routes, checks and the judge's confidences, decisions, the audit
-mark, labels and thumbs mixed in: three labellers on two conversations in three, and five people's answers on every item for people, for
-the people-against-people figures), and superseded
+mark, labels and thumbs mixed in: three labellers on two conversations in three, and five people's answers on every
+item for people, for the people-against-people figures), and superseded
 history up to the total. Requests go through Django's test client in process (every
 middleware, a signed-in stakeholder, real PostgreSQL). CPU is reported beside wall time: this process's, and the
 database backend's (read from /proc for the backend serving this connection; the bench's server is local).
