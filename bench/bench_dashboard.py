@@ -5,9 +5,9 @@ rollup rebuild (and, as its yardstick, the same counters from the upkeep's Pytho
 keep a SQL form for the rebuild because of it), and the export's rows per second and peak memory.
 
 Rows are bulk-inserted with INSERT ... SELECT generate_series: conversations of five applications over 26 ISO
-weeks and drafts, each with one counting review (routes, checks, decisions, the audit mark, labels and thumbs
-mixed in: three labellers on two conversations in three, and five people's answers on every item for people, for
-the people-against-people figures), and superseded
+weeks and drafts, each with one counting review (routes, checks and the judge's confidences, decisions, the audit
+mark, labels and thumbs mixed in: three labellers on two conversations in three, and five people's answers on every
+item for people, for the people-against-people figures), and superseded
 history up to the total. Requests go through Django's test client in process (every
 middleware, a signed-in stakeholder, real PostgreSQL). CPU is reported beside wall time: this process's, and the
 database backend's (read from /proc for the backend serving this connection; the bench's server is local).
@@ -34,6 +34,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime, timedelta
 from functools import partial
+from importlib import import_module
 
 from django.contrib.auth import get_user_model
 from django.core.serializers.json import DjangoJSONEncoder
@@ -168,10 +169,11 @@ PHASE_REQUESTS = 10
 def phases() -> Iterator[dict[str, Callable[[], None]]]:
     """For `bench.compare`: the org populated once at `BENCH_DASHBOARD_REVIEWS` (1,000,000 by default) and its
     counters rebuilt, then each request of `main`'s table but the list, `PHASE_REQUESTS` requests a phase, and the
-    certified panel over 26 weeks (one request: it reads every review of its scope), and the export streamed whole
-    three ways (`--phase export` alone, at a smaller BENCH_DASHBOARD_REVIEWS, keeps a run short). With
-    `BENCH_DASHBOARD_FIGURES=<directory>`, each side first writes what the dashboard's JSON answers (8 and 26 weeks)
-    and the certified panel's figures to `<directory>/<its database>.json`, to compare the two sides' files."""
+    certified panel over 26 weeks (one request: it read every review of its scope before it read counters), and the
+    export streamed whole three ways (`--phase export` alone, at a smaller BENCH_DASHBOARD_REVIEWS, keeps a run
+    short). With `BENCH_DASHBOARD_FIGURES=<directory>`, each side first writes what the dashboard's JSON answers (8
+    and 26 weeks) and the certified panel's figures to `<directory>/<its database>.json`, to compare the two sides'
+    files."""
     org = fresh_org()
     _populate(org, int(os.environ.get("BENCH_DASHBOARD_REVIEWS", "1000000")))
     rollups_rebuild(org_id=org.pk)
@@ -473,6 +475,8 @@ def _populate(org, total: int, *, sliced: bool = False) -> dict[str, int]:
     with connection.cursor() as cursor:
         for statement in _POPULATE_SQL:
             cursor.execute(statement, params)
+    _pass_probabilities_filled()
+    with connection.cursor() as cursor:
         out = {}
         for table, name in (("grading_review", "reviews"), ("grading_decision", "decisions"),
                             ("grading_label", "labels"), ("grading_answer", "answers"),
@@ -483,6 +487,17 @@ def _populate(org, total: int, *, sliced: bool = False) -> dict[str, int]:
         cursor.execute("VACUUM ANALYZE grading_conversation")
         cursor.execute("VACUUM ANALYZE grading_draft")
     return {"conversations": conversations, "drafts": drafts, **out}
+
+
+def _pass_probabilities_filled() -> None:
+    """The rows are written past the grading path, which stores each review's pass probability: filled as the
+    migration filled the reviews written before it was stored (none to fill on a commit from before it, a base side
+    of bench.compare)."""
+    try:
+        migration = import_module("grading.migrations.0044_review_pass_probability")
+    except ModuleNotFoundError:
+        return
+    migration.pass_probabilities_fill(CriteriaVersion, Review)
 
 
 _REVIEW_COLUMNS = """org_id, kind, conversation_id, draft_id, fingerprint, criteria_version_id, judge, judge_key,
@@ -529,6 +544,14 @@ _OWN_PEOPLE_CHECKS = "".join(
     f", '{c.key}', " + _ANSWER_OF[c.kind].format(n=f"r.id + {i}") for i, c in enumerate(_OWN) if TWELVE
 )
 
+# How sure the judge was of each answer, by g: 0.55 to 0.99 in hundredths (few of them a float's exact value), so the
+# judge's pass probabilities (certified panel) are spread and seldom a multiple of the counters' fixed point.
+_SURE = "round(0.55 + (x.g %% {n}) / 100.0, 2)"
+_CONVERSATION_CONFIDENCES = (
+    f"jsonb_build_object('grounded', {_SURE.format(n=45)}, 'complete', {_SURE.format(n=37)}, 'usable', "
+    f"{_SURE.format(n=29)})"
+)
+
 _POPULATE_SQL = [
     f"""INSERT INTO grading_conversation (org_id, external_id, application, closed, started_at, last_activity_at,
             fingerprint, active_path_ids, branch_count, message_count, updated_at, grading_task_id, end_user, metadata)
@@ -548,8 +571,8 @@ _POPULATE_SQL = [
             NULL, NULL, NULL, NULL, '{{}}'::jsonb, '[]'::jsonb, '[]'::jsonb, NULL, '{{}}'::jsonb,
             jsonb_build_object('prompt_tokens', 2000 + x.g %% 700, 'completion_tokens', 150, 'total_tokens', 2150),
             CASE WHEN x.g %% 10 = 9 THEN 'waiting' WHEN x.g %% 10 = 8 OR x.audit THEN 'decided' ELSE 'current' END,
-            x.audit, c.application, {monday_sql("c.started_at")}, c.last_activity_at, '', '{{}}'::jsonb, '', c.metadata,
-            ''
+            x.audit, c.application, {monday_sql("c.started_at")}, c.last_activity_at, '', {_CONVERSATION_CONFIDENCES},
+            'logprobs', c.metadata, ''
         FROM grading_conversation c
         CROSS JOIN LATERAL (SELECT substr(c.external_id, 3)::int AS g) n
         CROSS JOIN LATERAL (SELECT n.g, {_CONVERSATION_ROUTE.replace("g %%", "n.g %%")} AS route,
@@ -578,8 +601,10 @@ _POPULATE_SQL = [
             '{{}}'::jsonb, '{{"prompt_tokens": 3000, "completion_tokens": 200, "total_tokens": 3200}}'::jsonb,
             CASE WHEN x.route = 'human' AND x.g %% 20 = 8 THEN 'decided' WHEN x.route = 'human' THEN 'waiting'
                  ELSE 'current' END,
-            false, '', {monday_sql("d.updated_at + interval '90 seconds'")}, d.updated_at, '', '{{}}'::jsonb, '',
-            '{{}}'::jsonb, ''
+            false, '', {monday_sql("d.updated_at + interval '90 seconds'")}, d.updated_at, '',
+            CASE WHEN x.route = 'error' THEN '{{}}'::jsonb
+                 ELSE jsonb_build_object('pass_fail', {_SURE.format(n=45)}) END,
+            CASE WHEN x.route = 'error' THEN '' ELSE 'logprobs' END, '{{}}'::jsonb, ''
         FROM grading_draft d
         CROSS JOIN LATERAL (SELECT substr(d.external_id, 3)::int AS g) n
         CROSS JOIN LATERAL (SELECT n.g, CASE WHEN n.g %% 10 < 6 THEN 'pass' WHEN n.g %% 10 < 8 THEN 'fail'

@@ -540,8 +540,8 @@ def get_dashboard(
     """The numbers the stakeholders' page shows, for the API key's org: `from` and `to` are ISO weeks
     (`2026-W41`, default the last eight), `application` narrows the conversation figures, `slice` (`release=2.4`,
     one of the org's dimensions) to the reviews filed under that value. The quality rate with its
-    interval from the audit sample is the section `certified` (`/dashboard/certified`): read from every review rather
-    than the counters, it is asked for apart, as the page loads it apart."""
+    interval from the audit sample is the section `certified` (`/dashboard/certified`): it reads people's audit
+    decisions and the audited reviews besides the counters, so it is asked for apart, as the page loads it apart."""
     return _figures(request, SECTIONS, since, until, application, slice)
 
 

@@ -130,8 +130,11 @@ class CellSums:
     others: int  # the cell's other items
     judge_others: float  # Σp over them
     judge_others_squares: float  # Σp²
-    lowest: float  # the least p of the cell's items, audited or not
-    highest: float  # the greatest
+    # The least p of the cell's items, audited or not, and the greatest; or bounds on them, below and above, that
+    # are equal only where every p of the cell is that value: the interval asks only whether the judge said the same
+    # of every item (the dashboard's counters hold sums, not extremes: grading/dashboard/certified.py).
+    lowest: float
+    highest: float
 
     @property
     def size(self) -> int:

@@ -1,14 +1,12 @@
 """The ORM expressions written in plain SQL, all of them: filters and figures the ORM has no word for, composed into
 its queries. Why plain SQL: a trial's or an export's thousands of ids as `IN (%s, %s, ...)` cost more to compose and
 send than the query takes to run, and what a stored figure was counted from is read from PostgreSQL's own `xmin`,
-which no ORM field names (the figures: bench/README.md). And one statement the ORM cannot write, sums over rows it
-computes once (`sums_by`). Every value is a parameter or a column."""
+which no ORM field names (the figures: bench/README.md). Every value is a parameter or a column."""
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 
 from django.contrib.postgres.fields import ArrayField
-from django.db import connection
-from django.db.models import BigIntegerField, BooleanField, CharField, F, Func, IntegerField, JSONField, QuerySet, Value
+from django.db.models import BigIntegerField, BooleanField, CharField, F, Func, IntegerField, JSONField, Value
 from django.db.models.functions import Cast
 
 
@@ -57,24 +55,3 @@ class RowsAndSum(Func):
 
     template = "count(*) || ':' || coalesce(sum(%(expressions)s), 0)"
     output_field = CharField()
-
-
-# The ORM writes an aggregate's argument out whole in each aggregate, and PostgreSQL evaluates each apart (the
-# certified panel's pass probability five times a row: 1.7 s of its CPU over 600,000 conversations, against 0.7 s
-# once): so the rows are a subquery it does not fold into the aggregates (OFFSET 0). The rows' SELECT is the ORM's,
-# with its parameters; the rest is the caller's column names.
-_SUMS_SQL = """SELECT {by}, count({value}), sum({value}), sum({value} * {value}), min({value}), max({value}){flags}
-    FROM ({rows} OFFSET 0) AS rows GROUP BY {by}"""
-
-
-def sums_by(rows: QuerySet, *, by: Sequence[str], value: str, flags: Sequence[str]) -> list[tuple]:
-    """Per group of `rows` (a `.values()` query naming `by`, `value` and `flags`) by the columns `by`: the group's
-    columns, then of `value` where not null its count, sum, sum of squares, least and greatest, then how many rows
-    each boolean column of `flags` holds true. Each row's `value` is computed once, however many sums read it."""
-    if rows.query.is_empty():
-        return []
-    sql, params = rows.order_by().query.sql_with_params()
-    counted = "".join(f", count(*) FILTER (WHERE {flag})" for flag in flags)
-    with connection.cursor() as cursor:
-        cursor.execute(_SUMS_SQL.format(by=", ".join(by), value=value, flags=counted, rows=sql), params)
-        return cursor.fetchall()

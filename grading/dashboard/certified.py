@@ -14,47 +14,38 @@ The items are the scope's: the counting reviews of the kind's active criteria ve
 reader's reach and (conversations) of the application asked for, less those the judge could not grade (not scorable,
 an error), which the audit sample does not draw either. An item passes for people when its audit decision approves
 the draft, or when every required check of the conversation passes (`item_outcome`: an unknown is not a pass). The
-judge's prediction of the same is `pass_probability`.
+judge's prediction of the same is its pass probability (grading/certify/judge_probability.py).
 
-Read from the reviews, not the counters (a counter cannot hold a probability per item): the page loads it apart.
-The database computes the judge's probability on each review (`pass_probability`) and sums each cell; only the
-audited items are read one by one (people's verdict on them is matched here), and the interval is computed from the
-cells' sums (`quality_interval_of_cells`), never from a million items in Python.
+Read from the counters (grading/figures/definitions.py, `certified`): per cell, the items the judge graded and
+the sums of its pass probabilities, stored on each review when it was written (`Review.pass_probability`) and summed
+in fixed point (q = floor(p * 2**32), `FixedPoint`: Σq, and Σq² exactly), so a figure differs from the sum of the
+floats by less than 2**-32 an item. Only the audited items are read one by one (people's verdict on them is matched
+here), and the interval is computed from the cells' sums (`quality_interval_of_cells`), never from a million items.
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass
 from datetime import date
 
-from django.db.models import (
-    BooleanField,
-    Case,
-    Expression,
-    ExpressionWrapper,
-    FloatField,
-    Q,
-    QuerySet,
-    Value,
-    When,
-)
-from django.db.models.fields.json import KeyTextTransform, KeyTransform
-from django.db.models.functions import Cast, Coalesce
-from django.db.models.lookups import In
+from django.db.models import QuerySet
 
+from grading.certify.judge_probability import UNGRADED
 from grading.certify.quality import CellSums, QualityInterval, quality_interval_of_cells
 from grading.checks.answers import item_outcome
 from grading.checks.definitions import CheckSet
 from grading.core.evidence import Verdict
 from grading.core.outcomes import BELOW_CERTIFIED
-from grading.core.sql_expressions import id_in, sums_by
+from grading.core.sql_expressions import id_in
 from grading.core.weeks import iso_week
 from grading.dashboard.figures import Scope
+from grading.figures.definitions import CERTIFIED, DECIDED_ALONE, ITEMS
+from grading.figures.expressions import FIXED_POINT_BITS, fixed_point, fixed_point_squares
 from grading.models import CriteriaVersion, ItemKind, Label, Review, Route
 from grading.reviews.human import AUDIT, human_verdicts
+from grading.reviews.rollups import Key, scope_counters
 
-CERTIFIED = "certified"  # the API's name of these figures, beside the dashboard's sections
 ALPHA = 0.05  # the intervals are at 95%
 METHOD = "PPI++ (ppi-python), 95%; people alone: the central-limit interval of the audited verdicts"
 
@@ -106,131 +97,109 @@ def certified_figures(scope: Scope) -> dict:
     """Per kind, JSON-ready: the scope's quality rate as the judge counts it, its PPI++ and people-only intervals,
     and how many items of the scope's latest week were decided alone under a certificate and how many went to
     people."""
-    return {kind: kind_quality(scope, kind).as_json() for kind in (ItemKind.CONVERSATION, ItemKind.DRAFT)}
+    active = {cv.kind: cv for cv in CriteriaVersion.objects.filter(org=scope.org, is_active=True)}
+    read = scope_counters(
+        org_id=scope.org.pk,
+        since=scope.since,
+        until=scope.until,
+        slice_key=scope.slice,
+        by_week=_METRICS,
+        metrics=_METRICS,
+    )
+    return {
+        kind: kind_quality(scope, kind, active.get(kind), read.rows).as_json()
+        for kind in (ItemKind.CONVERSATION, ItemKind.DRAFT)
+    }
 
 
-def kind_quality(scope: Scope, kind: str) -> KindQuality:
-    active = CriteriaVersion.objects.filter(org=scope.org, kind=kind, is_active=True).first()
-    reviews = _in_scope(scope, kind, active)
+def kind_quality(scope: Scope, kind: str, active: CriteriaVersion | None, counters: dict[Key, int]) -> KindQuality:
+    """One kind's figures from the scope's `counters` (the certified and route counters, week by week) of its active
+    version, and the audited items of the scope read one by one."""
+    cells: dict[tuple[str, date], Counter] = defaultdict(Counter)  # per (application, week): the certified sums
+    latest: Counter = Counter()  # the week `until`'s counts (KindQuality's last three)
+    for (_, of_kind, criteria_id, application, week, metric, key1, key2), value in counters.items():
+        if of_kind != kind or active is None or criteria_id != active.pk or not scope.covers(kind, application):
+            continue
+        if metric == CERTIFIED and key1 != DECIDED_ALONE:
+            cells[(application, week)][key1] += value
+        elif week == scope.until:
+            if metric == CERTIFIED:
+                latest[DECIDED_ALONE] += value
+            elif key1 == Route.HUMAN:
+                latest["to_people"] += value
+                if key2 == BELOW_CERTIFIED:
+                    latest["below_certified"] += value
     checks = active.check_set() if active is not None and kind == ItemKind.CONVERSATION else None
-    people = _audit_passes(scope, kind, checks)
-    probability = pass_probability(kind, required_outcomes(checks))
-    cell = ("application", "week") if kind == ItemKind.CONVERSATION else ("week",)  # the audit sample's draw
-    totals = _cell_totals(reviews, cell, probability, until=scope.until)
-    audited: dict[tuple, list[tuple[float, float]]] = defaultdict(list)  # per cell: (y, p) of each audited item
-    if people:
-        rows = reviews.filter(_GRADED, id_in(f"{kind}_id", people)).values_list(f"{kind}_id", "fingerprint", *cell)
-        for item, fingerprint, *key, p in rows.annotate(p=probability).order_by():
-            passed = people[item]
-            if passed[0] == fingerprint:
-                audited[tuple(key)].append((1.0 if passed[1] else 0.0, p))
-    cells = [_cell_sums(row, audited.get(tuple(row[column] for column in cell), [])) for row in totals if row["items"]]
-    reached = [sums for sums in cells if sums.audited]
-    items = sum(row["items"] for row in totals)
+    audited = _audited(scope, kind, active, _audit_passes(scope, kind, checks)) if cells else {}
+    sums = [_cell_sums(totals, audited.get(cell, [])) for cell, totals in cells.items() if totals[ITEMS]]
+    reached = [cell for cell in sums if cell.audited]
+    items = sum(totals[ITEMS] for totals in cells.values())
     return KindQuality(
         kind=kind,
         criteria_version=active.number if active is not None else None,
         items=items,
-        judge_rate=sum(row["judge"] for row in totals if row["items"]) / items if items else None,
+        judge_rate=sum(totals["q"] for totals in cells.values()) / _SCALE / items if items else None,
         interval=quality_interval_of_cells(reached, alpha=ALPHA),
-        audited=sum(sums.audited for sums in reached),
-        reached=sum(sums.size for sums in reached),
+        audited=sum(cell.audited for cell in reached),
+        reached=sum(cell.size for cell in reached),
         week=scope.until,
-        **{name: sum(row[name] for row in totals) for name in _LATEST},
+        decided_alone=latest[DECIDED_ALONE],
+        to_people=latest["to_people"],
+        below_certified=latest["below_certified"],
     )
 
 
-_GRADED = ~Q(route__in=(Route.NOT_SCORABLE, Route.ERROR))  # the judge could not grade those: the sample skips them
-_LATEST = ("decided_alone", "to_people", "below_certified")  # KindQuality's counts of the latest week
+_METRICS = (CERTIFIED, "route")  # with what the counting reviews were routed (grading/figures/definitions.py)
+_SCALE = 1 << FIXED_POINT_BITS
 
 
-def _cell_totals(reviews: QuerySet[Review], cell: tuple[str, ...], probability: Expression, *, until: date) -> list:
-    """Per cell: how many of its items the judge graded, the sum of their pass probabilities and of their squares,
-    the least and the greatest; and of its reviews in the week `until`, those decided alone under a certificate,
-    those routed to people, and of those the ones below the certified threshold."""
-    latest = Q(week=until)
-    flags = {
-        "decided_alone": latest & Q(route__in=(Route.PASS, Route.FAIL), certificate__isnull=False),
-        "to_people": latest & Q(route=Route.HUMAN),
-        "below_certified": latest & Q(route=Route.HUMAN, reason=BELOW_CERTIFIED),
-    }
-    rows = reviews.annotate(
-        p=Case(When(_GRADED, then=probability), default=None, output_field=FloatField()),
-        **{name: ExpressionWrapper(flag, output_field=BooleanField()) for name, flag in flags.items()},
-    ).values(*cell, "p", *flags)
-    names = (*cell, "items", "judge", "squares", "lowest", "highest", *_LATEST)
-    sums = sums_by(rows, by=cell, value="p", flags=_LATEST)  # p computed once a row (grading/core/sql_expressions.py)
-    return [dict(zip(names, row, strict=True)) for row in sums]
+def _audited(
+    scope: Scope, kind: str, active: CriteriaVersion | None, people: dict[int, tuple[str, bool]]
+) -> dict[tuple[str, date], list[tuple[float, int]]]:
+    """Per cell (application, week): (y, q) of each of its audited items whose audit decision is on the evidence the
+    review read, y 1.0 where people passed it, q its pass probability in the counters' fixed point."""
+    audited: dict[tuple[str, date], list[tuple[float, int]]] = defaultdict(list)
+    if not people:
+        return audited
+    rows = (
+        _in_scope(scope, kind, active)
+        .exclude(route__in=UNGRADED)
+        .filter(id_in(f"{kind}_id", people), pass_probability__isnull=False)
+        .values_list(f"{kind}_id", "fingerprint", "application", "week", "pass_probability")
+        .order_by()
+    )
+    for item, fingerprint, application, week, p in rows:
+        passed = people[item]
+        if passed[0] == fingerprint:
+            cell = ("" if kind == ItemKind.DRAFT else application, week)
+            audited[cell].append((1.0 if passed[1] else 0.0, fixed_point(p)))
+    return audited
 
 
-def _cell_sums(totals: dict, audited: list[tuple[float, float]]) -> CellSums:
-    """One week's items (of one application, for conversations), as the sums the interval reads: the database's
-    over all of them, less the audited items' (read one by one: people's verdict is matched in Python) for the
-    others'."""
-    judge = sum(p for _, p in audited)
-    squares = sum(p * p for _, p in audited)
+def _cell_sums(totals: Counter, audited: list[tuple[float, int]]) -> CellSums:
+    """One week's items (of one application, for conversations), as the sums the interval reads: the counters' over
+    all of them, less the audited items' (read one by one: people's verdict is matched in Python) for the others'.
+    The judge's sums are exact in fixed point and divided once. Its least and greatest p: the one value every item
+    has where the cell's Σq² is n times its mean q squared (then every q is the same), else 0 and 1, bounds enough
+    for the one question the interval asks of them (whether the judge said the same of every item)."""
+    items, q = totals[ITEMS], totals["q"]
+    squares = fixed_point_squares(totals["hi2"], totals["hilo"], totals["lo2"])
+    audited_q = sum(each for _, each in audited)
+    audited_squares = sum(each * each for _, each in audited)
+    same = items * squares == q * q
     return CellSums(
         audited=len(audited),
         people=sum(y for y, _ in audited),
         people_squares=sum(y * y for y, _ in audited),
-        judge_audited=judge,
-        judge_audited_squares=squares,
-        people_judge=sum(y * p for y, p in audited),
-        others=totals["items"] - len(audited),
-        judge_others=totals["judge"] - judge,
-        judge_others_squares=totals["squares"] - squares,
-        lowest=totals["lowest"],
-        highest=totals["highest"],
+        judge_audited=audited_q / _SCALE,
+        judge_audited_squares=audited_squares / _SCALE**2,
+        people_judge=sum(y * each for y, each in audited) / _SCALE,
+        others=items - len(audited),
+        judge_others=(q - audited_q) / _SCALE,
+        judge_others_squares=(squares - audited_squares) / _SCALE**2,
+        lowest=q // items / _SCALE if same else 0.0,
+        highest=q // items / _SCALE if same else 1.0,
     )
-
-
-Outcomes = list[tuple[str, dict[str, Verdict]]]
-
-
-def required_outcomes(checks: CheckSet | None) -> Outcomes:
-    """Each required check's key, with what each of its answers reads as (`CheckDefinition.outcome`): asked once per
-    check and answer, not once per item."""
-    required = [check for check in checks.checks if check.required] if checks is not None else []
-    return [(check.key, {answer: check.outcome(answer) for answer in check.answers}) for check in required]
-
-
-def pass_probability(kind: str, required: Outcomes) -> Expression:
-    """The judge's probability that the item passes, computed by the database on each review. A draft: its
-    confidence in its own verdict (`pass_fail`), turned toward a pass. A conversation: the product over the required
-    checks (`required_outcomes`) of each one's probability of passing (its confidence when its answer passes, one
-    less it when it fails; 0.5 for an unknown or an answer the check does not have). An answer without a confidence
-    (no logprobs, or a rule's) counts as sure: 1 or 0 from what the machine said."""
-    if kind == ItemKind.DRAFT:
-        sure = _sure(Label.PASS_FAIL)
-        return Case(
-            When(judge_passed=True, then=sure),
-            When(judge_passed=False, then=_ONE - sure),
-            # the judge gave no verdict: the route is the machine's
-            When(route=Route.PASS, then=sure),
-            When(route=Route.FAIL, then=_ONE - sure),
-            default=_HALF,
-            output_field=FloatField(),
-        )
-    probability: Expression = _ONE
-    for key, outcomes in required:
-        answer = KeyTextTransform("verdict", KeyTransform(key, "checks"))
-        sure = _sure(key)
-        said = [
-            When(In(answer, answers), then=value)
-            for verdict, value in ((Verdict.PASS, sure), (Verdict.FAIL, _ONE - sure))
-            if (answers := [answer for answer, outcome in outcomes.items() if outcome == verdict])
-        ]
-        factor = Case(*said, default=_HALF, output_field=FloatField()) if said else _HALF
-        probability = factor if probability is _ONE else ExpressionWrapper(probability * factor, FloatField())
-    return probability
-
-
-_ONE, _HALF = Value(1.0, output_field=FloatField()), Value(0.5, output_field=FloatField())
-
-
-def _sure(key: str) -> Expression:
-    """The judge's confidence in its answer to `key`, 1 where it gave none."""
-    return Coalesce(Cast(KeyTextTransform(key, "confidences"), FloatField()), _ONE)
 
 
 def _in_scope(scope: Scope, kind: str, active: CriteriaVersion | None) -> QuerySet[Review]:
@@ -253,10 +222,14 @@ def _audit_passes(scope: Scope, kind: str, checks: CheckSet | None) -> dict[int,
     """Per item with an audit decision on its present evidence: that evidence's fingerprint, and whether people
     passed the item."""
     out = {}
+    outcomes: dict[tuple, bool] = {}  # people's answers repeat: each set of them read once
     for item, said in human_verdicts(org_id=scope.org.pk, kind=kind, source=AUDIT).items():
         if kind == ItemKind.DRAFT:
             passed = said.checks.get(Label.PASS_FAIL) == Verdict.PASS
         else:
-            passed = checks is not None and item_outcome(checks, said.checks) == Verdict.PASS
+            answers = tuple(sorted(said.checks.items()))
+            if answers not in outcomes:
+                outcomes[answers] = checks is not None and item_outcome(checks, said.checks) == Verdict.PASS
+            passed = outcomes[answers]
         out[item] = (said.fingerprint, passed)
     return out

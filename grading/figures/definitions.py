@@ -29,8 +29,10 @@ from typing import Any
 
 from django.db.models import BooleanField, Expression, F, Q
 
+from grading.certify.judge_probability import UNGRADED
 from grading.core.weeks import monday, monday_sql
 from grading.figures.expressions import (
+    FIXED_POINT_PARTS,
     KEY_LENGTH,
     AtMost,
     Bucket,
@@ -39,6 +41,7 @@ from grading.figures.expressions import (
     Col,
     Eq,
     Expr,
+    FixedPoint,
     HasKey,
     HumanCheckVerdict,
     In,
@@ -266,6 +269,22 @@ _DRAFT_AGREEMENT = [
     for group, in_group in AGREEMENT_GROUPS.items()
 ]
 
+# The certified panel's sums: of the counting reviews the judge graded (UNGRADED: the audit sample skips those too),
+# how many, and their pass probabilities (`Review.pass_probability`) summed in fixed point (`FixedPoint`: Σq and the
+# three sums that give Σq² exactly); and those routed pass or fail under a certificate (decided alone).
+CERTIFIED = "certified"
+PASS_PROBABILITY = "pass_probability"  # noqa: S105 - a column, not a password
+ITEMS, DECIDED_ALONE = "items", "decided_alone"
+_JUDGE_GRADED = both(COUNTING, Not(In(ROUTE, UNGRADED)), Present(col(PASS_PROBABILITY)))
+_CERTIFIED = [
+    Figure(CERTIFIED, _JUDGE_GRADED, Lit(ITEMS)),
+    *(
+        Figure(CERTIFIED, _JUDGE_GRADED, Lit(part), amount=FixedPoint(PASS_PROBABILITY, part))
+        for part in FIXED_POINT_PARTS
+    ),
+    Figure(CERTIFIED, both(COUNTING, DECIDED_ROUTE, Present(col("certificate_id"))), Lit(DECIDED_ALONE)),
+]
+
 FIGURES: tuple[Figure, ...] = (
     # What judging cost, and what failed, in the week it happened: facts of the review whatever its state.
     Figure("judged", _TOKENS, week=SPENT),
@@ -332,6 +351,9 @@ FIGURES: tuple[Figure, ...] = (
         over=EACH_LABELLED_CHECK,
     ),
     *_ANSWER_AGREEMENT,
+    # The quality rate's interval (grading/dashboard/certified.py), per cell: the items the judge graded, the sums
+    # of its pass probabilities in fixed point, and those it decided alone under a certificate.
+    *_CERTIFIED,
 )
 METRICS = frozenset(figure.metric for figure in FIGURES)
 
@@ -382,7 +404,7 @@ _ROW_SQL = f"""
         rv.state, {_COUNTING_RULE.sql()} AS {COUNTING.key}, rv.route, rv.reason, rv.checks, rv.findings, rv.sub_scores,
         rv.repairs, rv.usage, rv.judge_passed,
         rv.finished_at, COALESCE(rv.submitted_at, rv.started_at) AS submitted, rv.audit, rv.fingerprint,
-        rv.conversation_id, rv.draft_id, rv.routed_at, rv.due_at, rv.slice
+        rv.conversation_id, rv.draft_id, rv.routed_at, rv.due_at, rv.slice, rv.pass_probability, rv.certificate_id
     FROM grading_review rv WHERE rv.state <> {sql_literal(ReviewState.TRIAL)}"""  # noqa: S608 - constants of ours
 _DECIDED_SQL = """
     SELECT r.*, dc.outcome, dc.checks AS human_checks, dc.decided_at, COALESCE(dc.decided_by_id, 0) AS decided_by,

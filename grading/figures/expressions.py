@@ -6,6 +6,7 @@ outside.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -409,3 +410,42 @@ class Stored(Expr):
 
     def sql(self) -> str:
         return f"r.{self.key}"
+
+
+# The fixed point of a probability in the counters (`FixedPoint`): q = floor(p * 2**32), exact in both forms (the
+# float times a power of two is exact, and so is its floor), so booking and unbooking it in integers never drifts
+# from a recount. q is at most 2**32, so a cell's sum of q holds 2**31 items in a BigInteger; its square is kept as
+# three sums over q's halves (q = hi * 2**16 + lo: q² = hi² * 2**32 + hi * lo * 2**17 + lo²), each at most 2**32 an
+# item, which give Σq² exactly (`fixed_point_squares`).
+FIXED_POINT_BITS = 32
+_HALF_BITS = FIXED_POINT_BITS // 2
+FIXED_POINT_PARTS = ("q", "hi2", "hilo", "lo2")
+
+
+def fixed_point(probability: float) -> int:
+    """q of a probability (`FixedPoint`'s Python form)."""
+    return math.floor(probability * (1 << FIXED_POINT_BITS))
+
+
+def fixed_point_squares(hi2: int, hilo: int, lo2: int) -> int:
+    """Σq² from the three sums `FixedPoint` keeps of q's halves."""
+    return (hi2 << FIXED_POINT_BITS) + (hilo << (_HALF_BITS + 1)) + lo2
+
+
+@dataclass(frozen=True, eq=False)
+class FixedPoint(Expr):
+    """The probability in `column` (0 to 1, never NULL where it is read) as the fixed point q (FIXED_POINT_BITS), or
+    one of the three products of q's halves whose sums give Σq²: `part` one of FIXED_POINT_PARTS."""
+
+    column: str
+    part: str
+
+    def py(self, row: Row) -> int:
+        q = fixed_point(row[self.column])
+        hi, lo = q >> _HALF_BITS, q & ((1 << _HALF_BITS) - 1)
+        return {"q": q, "hi2": hi * hi, "hilo": hi * lo, "lo2": lo * lo}[self.part]
+
+    def sql(self) -> str:
+        q = f"floor(r.{self.column} * {1 << FIXED_POINT_BITS})::bigint"
+        hi, lo = f"({q} >> {_HALF_BITS})", f"({q} & {(1 << _HALF_BITS) - 1})"
+        return {"q": q, "hi2": f"{hi} * {hi}", "hilo": f"{hi} * {lo}", "lo2": f"{lo} * {lo}"}[self.part]

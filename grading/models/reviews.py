@@ -171,6 +171,12 @@ class Review(models.Model):
     confidence_source = models.CharField(
         max_length=16, blank=True, help_text="Where the confidences came from: logprobs; empty: none."
     )
+    pass_probability = models.FloatField(
+        null=True,
+        blank=True,
+        help_text="The judge's probability that the item passes, from its answers and confidences as the version's "
+        "required checks read them (grading/certify/judge_probability.py); null: the judge could not grade it.",
+    )
     certificate = models.ForeignKey(
         "grading.Certificate",
         null=True,
@@ -273,6 +279,9 @@ class Review(models.Model):
                 condition=models.Q(state__in=COUNTING_STATES),
                 name="review_counting_cell",
             ),
+            # The audit sample's reviews (people's audit decisions, read per kind by the certified panel): a few
+            # thousand among a million.
+            models.Index(fields=["org", "kind"], condition=models.Q(audit=True), name="review_audited"),
         ]
 
     def __str__(self) -> str:

@@ -67,7 +67,8 @@ THUMBS = "thumbs"  # the metric of the thumbs on conversations (`thumbs_of`)
 _FIELDS = (
     "id", "org_id", "kind", "criteria_version_id", "state", "route", "reason", "checks", "findings", "sub_scores",
     "repairs", "usage", "judge_passed", "started_at", "finished_at", "submitted_at", "audit", "application", "week",
-    "fingerprint", "conversation_id", "draft_id", "routed_at", "due_at", "slice", "conversation__application",
+    "fingerprint", "conversation_id", "draft_id", "routed_at", "due_at", "slice", "pass_probability",
+    "certificate_id", "conversation__application",
     "conversation__started_at",
 )  # fmt: skip
 

@@ -18,6 +18,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from grading.certify.judge_probability import item_pass_probability
 from grading.checks.answers import answers_refusal, item_outcome
 from grading.checks.definitions import CheckSet
 from grading.checks.routing import routing_match, routing_salt
@@ -105,8 +106,18 @@ class ReviewOutcome:
 
 
 def _columns(identity: ScoreIdentity, outcome: ReviewOutcome) -> dict:
-    """The review's columns the identity and the outcome fill (shallow: the frozen objects are not copied)."""
-    return vars(identity) | vars(outcome)
+    """The review's columns the identity and the outcome fill (shallow: the frozen objects are not copied), and the
+    judge's probability that the item passes, which they decide (`item_pass_probability`)."""
+    version = identity.criteria_version
+    probability = item_pass_probability(
+        kind=version.kind,
+        checks=version.check_set() if version.kind == ItemKind.CONVERSATION else None,
+        route=outcome.route,
+        judge_passed=outcome.judge_passed,
+        answers=outcome.checks,
+        confidences=outcome.confidences,
+    )
+    return vars(identity) | vars(outcome) | {"pass_probability": probability}
 
 
 def earlier_review(*, subject: Conversation | Draft, identity: ScoreIdentity) -> Review | None:

@@ -6,6 +6,7 @@ from datetime import timedelta
 
 from django.utils import timezone
 
+from grading.certify.judge_probability import item_pass_probability
 from grading.core.evidence import draft_fingerprint
 from grading.core.weeks import monday
 from grading.models import (
@@ -20,6 +21,7 @@ from grading.models import (
     Route,
     TrialSource,
 )
+from grading.reviews.rollups import rollups_rebuild
 from grading.reviews.versions import criteria_active
 from tests.builders.queue_items import JUDGE
 
@@ -161,3 +163,21 @@ def draft_trial(version: CriteriaVersion, drafts, graded: list[Graded], *, sourc
         judge_calls_made=len(drafts),
         finished_at=now,
     )
+
+
+def counted(org) -> None:
+    """What the grading write does beside the rows these builders write straight to the tables: each review's pass
+    probability computed from the review as it now stands (`item_pass_probability`), and the org's counters
+    recounted (the certified panel reads them)."""
+    for review in Review.objects.filter(org=org).select_related("criteria_version"):
+        version = review.criteria_version
+        review.pass_probability = item_pass_probability(
+            kind=review.kind,
+            checks=version.check_set() if review.kind == ItemKind.CONVERSATION else None,
+            route=review.route,
+            judge_passed=review.judge_passed,
+            answers=review.checks,
+            confidences=review.confidences,
+        )
+        review.save(update_fields=["pass_probability"])
+    rollups_rebuild(org_id=org.pk)

@@ -18,7 +18,9 @@ from hypothesis import strategies as st
 from grading.checks.definitions import CONVERSATION_DEFAULTS, DRAFT_DEFAULTS
 from grading.models import (
     Answer,
+    Certificate,
     Conversation,
+    CriteriaVersion,
     Decision,
     Draft,
     Feedback,
@@ -91,6 +93,9 @@ class ReviewSpec:
     answers: tuple[int, list[tuple[str, dict]]] = (2, [])  # the slots, and each person's outcome and checks
     due_after: timedelta | None = None  # a service-level target's due time after routing (routed when finished)
     slice: Any = None  # the dimension values it was filed under (`Review.slice`); None: none
+    pass_probability: float | None = None  # the judge's, as stored (`Review.pass_probability`)
+    certified: bool = False  # routed under a certificate (`Review.certificate`)
+    confidences: Any = None  # how sure the judge was of each answer (`Review.confidences`); None: of none
 
 
 DECIDERS = ("person", "former", "agreed")
@@ -147,6 +152,15 @@ reviews = st.builds(
         st.just({"release": 2}),  # not a value a review is filed under (only text is): left out in both forms
         st.just([]),
     ),
+    # The fixed point's edges: 0, 1, a half, below its resolution, the float just below 1.
+    pass_probability=st.one_of(
+        st.none(), st.floats(0.0, 1.0), st.sampled_from([0.0, 1.0, 0.5, 2.0**-33, 1.0 - 2.0**-53])
+    ),
+    certified=st.booleans(),
+    confidences=st.one_of(
+        st.none(),
+        st.dictionaries(st.sampled_from([*CHECK_KEYS, "pass_fail"]), st.one_of(st.none(), st.floats(0.0, 1.0))),
+    ),
 )
 
 
@@ -185,7 +199,9 @@ def write_reviews(org: Org, specs: list[ReviewSpec], person) -> list[Review]:
             submitted_at=None if spec.submitted_before is None else spec.started_at - spec.submitted_before,
             routed_at=None if spec.due_after is None else finished,
             due_at=None if spec.due_after is None else finished + spec.due_after,
-            slice={} if spec.slice is None else spec.slice,
+            slice={} if spec.slice is None else spec.slice, pass_probability=spec.pass_probability,
+            certificate=_certificate(versions[spec.kind]) if spec.certified else None,
+            confidences={} if spec.confidences is None else spec.confidences,
         )  # fmt: skip
         if spec.decision is not None:
             outcome, human_checks, after, who = spec.decision
@@ -212,9 +228,17 @@ def write_reviews(org: Org, specs: list[ReviewSpec], person) -> list[Review]:
     return written
 
 
+def _certificate(version: CriteriaVersion) -> Certificate:
+    return Certificate.objects.get_or_create(
+        org_id=version.org_id, criteria_version=version, judge_key="j", agreement=0.9, confidence=0.9, checks={},
+        labels=40, computed_at=WEEK_END,
+    )[0]  # fmt: skip
+
+
 def edge_draft(**changes: Any) -> ReviewSpec:
     """A counting draft decided by a person, on the edges where two forms of a rule most easily part: sub-scores
-    on half a thousandth, waits exactly on a histogram bound, decided exactly at its due time."""
+    on half a thousandth, waits exactly on a histogram bound, decided exactly at its due time, the judge a hair short
+    of sure (the float just below 1)."""
     spec = ReviewSpec(
         kind=ItemKind.DRAFT, state=ReviewState.DECIDED, route=Route.HUMAN, reason="band", checks={},
         findings=[{"code": "banned_word"}], sub_scores={"aeo": 1.0625, "writing": -1.0625, "org_fit": 2.0005},
@@ -222,6 +246,6 @@ def edge_draft(**changes: Any) -> ReviewSpec:
         application="", filed=True, started_at=WEEK_END, verdict_after=timedelta(seconds=60),
         submitted_before=timedelta(seconds=240), decision=("approve", {}, timedelta(seconds=300), "person"),
         labels=[("pass_fail", "fail", True)], thumbs=[], answers=(2, [("approve", {}), ("reject", {})]),
-        due_after=timedelta(seconds=300),
+        due_after=timedelta(seconds=300), pass_probability=1.0 - 2.0**-53,
     )  # fmt: skip
     return replace(spec, **changes)

@@ -203,7 +203,8 @@ def dashboard_spend(request: HttpRequest) -> HttpResponse:
 @role_required(*EVERY_ROLE)
 def dashboard_certified(request: HttpRequest) -> HttpResponse:
     """The quality rate against people, with its interval from the audit sample (grading/dashboard/certified.py), for
-    the page's scope. It reads every review of the scope rather than the counters, so the page loads it apart."""
+    the page's scope. It reads people's audit decisions and the audited reviews besides the counters, so the page
+    loads it apart."""
 
     def build(org: Org, scope: Scope, links: display.Links) -> dict:
         return {"certified": display.certified_panel(certified_figures(scope))}

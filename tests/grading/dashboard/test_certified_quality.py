@@ -12,7 +12,15 @@ from grading.dashboard.certified import certified_figures
 from grading.dashboard.figures import scope_for
 from grading.models import Certificate, ItemKind, Label, Review, Route
 from grading.reviews.versions import criteria_active
-from tests.builders.certified import JUDGE_KEY, Graded, audit_decided, filed_in, graded_drafts, reviews_of
+from tests.builders.certified import (
+    JUDGE_KEY,
+    Graded,
+    audit_decided,
+    counted,
+    filed_in,
+    graded_drafts,
+    reviews_of,
+)
 from tests.builders.own_checks import answered, asking, decided
 
 pytestmark = pytest.mark.django_db
@@ -32,6 +40,7 @@ def test_it_gives_the_ppi_interval_ppi_py_gives_on_the_same_rows(org, operator):
     people = [True, True, False, True, False, True, True, False, True, True, True, False]
     audit_decided(reviews[: len(people)], people, operator)
 
+    counted(org)  # the grading write's pass probabilities and counters, for rows written straight
     figures = certified_figures(scope_for(org))[ItemKind.DRAFT]
 
     predicted = np.array([0.9, 0.7, 0.2, 1.0] * 10)  # a draft's pass probability: its confidence turned to a pass
@@ -68,6 +77,7 @@ def test_a_conversation_passes_for_the_judge_by_the_product_of_its_required_chec
     decided(reviews["c2"], operator, {"grounded": "fail", "cites_policy": "pass"})
     decided(reviews["c3"], operator, {"grounded": "pass", "cites_policy": "unknown"})  # unknown: not a pass
 
+    counted(org)  # the grading write's pass probabilities and counters, for rows written straight
     figures = certified_figures(scope_for(org))[ItemKind.CONVERSATION]
 
     y, labelled, unlabelled = np.array([1.0, 0.0, 0.0]), np.array([0.72, 0.27, 0.5]), np.array([0.57, 0.0])
@@ -88,6 +98,7 @@ def test_an_audited_item_stands_for_the_items_of_its_week_and_a_week_not_audited
     audit_decided(busy[:4], [True] * 4, operator)
     audit_decided(quiet[:4], [False] * 4, operator)  # people fail the quiet week's items the judge passed
 
+    counted(org)  # the grading write's pass probabilities and counters, for rows written straight
     figures = certified_figures(scope_for(org))[ItemKind.DRAFT]
 
     y = np.array([1.0] * 4 + [0.0] * 4)
@@ -111,6 +122,7 @@ def test_an_audited_item_stands_for_the_items_of_its_week_and_a_week_not_audited
 def test_fewer_than_two_audited_items_give_no_interval(org, operator):
     reviews = drafts_in_scope(org, [Graded(0.9, True, None)] * 5)
     audit_decided(reviews[:1], [True], operator)
+    counted(org)  # the grading write's pass probabilities and counters, for rows written straight
     figures = certified_figures(scope_for(org))[ItemKind.DRAFT]
     assert (figures["audited"], figures["interval"], figures["judge_rate"]) == (1, None, pytest.approx(0.9))
 
@@ -128,6 +140,7 @@ def test_it_counts_the_latest_weeks_items_decided_under_a_certificate_and_sent_t
     earlier = weeks_before(THIS_WEEK, 1)
     filed_in(reviews[:2], earlier)  # decided under the certificate, in a week before the latest
 
+    counted(org)  # the grading write's pass probabilities and counters, for rows written straight
     figures = certified_figures(scope_for(org))[ItemKind.DRAFT]
 
     latest = Review.objects.counting().filter(org=org, kind=ItemKind.DRAFT, week=THIS_WEEK)
@@ -160,6 +173,7 @@ def test_it_gives_what_ppi_py_gives_on_each_item_weighted_by_its_application_s_w
             y = 1.0 if people == ("pass", "pass") else 0.0
         cells.setdefault((application, weeks_back), []).append((p, y))
 
+    counted(org)  # the grading write's pass probabilities and counters, for rows written straight
     figures = certified_figures(scope_for(org))[ItemKind.CONVERSATION]
 
     labelled = [(p, y, len(items) / sum(y is not None for _, y in items)) for items in cells.values()

@@ -15,7 +15,7 @@ from grading.dashboard.certified import certified_figures
 from grading.dashboard.figures import scope_for
 from grading.models import ItemKind, Label, Review
 from reviewer.models import Membership, Role
-from tests.builders.certified import Graded, audit_decided, filed_in, graded_drafts, reviews_of
+from tests.builders.certified import Graded, audit_decided, counted, filed_in, graded_drafts, reviews_of
 from tests.builders.people import make_person
 from tests.builders.queue_items import conversation_item
 
@@ -27,6 +27,7 @@ def audited_drafts(org, operator):
     reviews = reviews_of(graded_drafts(org, [Graded(0.9, True, None), Graded(0.8, False, None)] * 10))
     filed_in(reviews, monday(timezone.now()))
     audit_decided(reviews[:6], [True, False, True, True, False, False], operator)
+    counted(org)
     return reviews
 
 
@@ -56,6 +57,7 @@ def test_a_reader_limited_to_an_application_reads_the_interval_of_its_items_only
     for n, application in enumerate(("billing", "billing", "onboarding")):
         review = conversation_item(org, f"cv-{n}", application=application)
         Review.objects.filter(pk=review.pk).update(route="pass", week=monday(timezone.now()))
+    counted(org)
     person = make_person("lee")
     Membership.objects.create(user=person, org=org, role=Role.STAKEHOLDER, applications=["onboarding"], drafts=False)
     fragment = client_for(person).get(reverse("dashboard_certified"), HTTP_HX_REQUEST="true").content.decode()

@@ -1,0 +1,69 @@
+"""The judge's probability that an item passes is stored on its review when the review is written, as the certified
+panel computed it on every review of its scope before (the expression the migration fills older reviews with), and
+the panel's counters of it are booked by the write as the hourly rebuild recounts them."""
+
+from importlib import import_module
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.db import transaction
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from grading.certify.judge_probability import item_pass_probability
+from grading.conversations.grader import conversation_grade
+from grading.figures.definitions import CERTIFIED
+from grading.models import CriteriaVersion, ItemKind, Review
+from grading.reviews.rollups import live_counters, stored_counters
+from tests.builders.conversations import PATH_IDS, support_conversation, upsert, verdicts
+from tests.builders.figure_reviews import reviews, write_reviews
+from tests.builders.judges import configure_judges, judge_config
+from tests.fakes.openai_server import json_reply
+
+pytestmark = pytest.mark.django_db
+FILL = import_module("grading.migrations.0044_review_pass_probability").pass_probabilities_fill
+
+
+def _filled_by_the_migration(review_ids: list[int]) -> dict[int, float | None]:
+    Review.objects.filter(pk__in=review_ids).update(pass_probability=None)
+    FILL(CriteriaVersion, Review)
+    return dict(Review.objects.filter(pk__in=review_ids).values_list("pk", "pass_probability"))
+
+
+def _certified(counters: dict) -> dict:
+    return {key: value for key, value in counters.items() if key[5] == CERTIFIED}
+
+
+def test_a_graded_conversation_stores_what_the_panel_computed_and_books_its_counters(org, settings, fake_llm):
+    configure_judges(settings, default=judge_config(fake_llm))
+    alternatives = {"grounded": {"pass": 0.8, "fail": 0.2}, "complete": {"fail": 0.7, "pass": 0.3}}
+    fake_llm.script(json_reply(verdicts(PATH_IDS, complete="fail"), verdict_logprobs=alternatives))
+
+    review = conversation_grade(conversation_id=upsert(org, support_conversation()).conversation.pk)
+
+    stored = Review.objects.get(pk=review.pk).pass_probability
+    assert stored == pytest.approx(0.8 * (1 - 0.7))  # grounded passes at 0.8, complete fails at 0.7, usable sure
+    counters = _certified(stored_counters(org_ids=[org.pk]))
+    assert counters and counters == _certified(live_counters(org_ids=[org.pk]))
+    assert _filled_by_the_migration([review.pk]) == {review.pk: stored}
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(specs=st.lists(reviews, min_size=1, max_size=6))
+def test_the_grading_writes_rule_is_the_panels_former_expression(org, specs):
+    person = get_user_model().objects.get_or_create(username="decider")[0]
+    with transaction.atomic():
+        written = write_reviews(org, specs, person)
+        computed = {
+            review.pk: item_pass_probability(
+                kind=review.kind,
+                checks=review.criteria_version.check_set() if review.kind == ItemKind.CONVERSATION else None,
+                route=review.route,
+                judge_passed=review.judge_passed,
+                answers=review.checks,
+                confidences=review.confidences,
+            )
+            for review in written
+        }
+        assert _filled_by_the_migration(list(computed)) == computed
+        transaction.set_rollback(True)
