@@ -14,7 +14,7 @@ The items are the scope's: the counting reviews of the kind's active criteria ve
 reader's reach and (conversations) of the application asked for, less those the judge could not grade (not scorable,
 an error), which the audit sample does not draw either. An item passes for people when its audit decision approves
 the draft, or when every required check of the conversation passes (`item_outcome`: an unknown is not a pass). The
-judge's prediction of the same is its pass probability (grading/certify/judge_probability.py).
+judge's prediction of the same is its pass probability (grading/judge/pass_probability.py).
 
 Read from the counters (grading/figures/definitions.py, `certified`): per cell, the items the judge graded and
 the sums of its pass probabilities, stored on each review when it was written (`Review.pass_probability`) and summed
@@ -31,7 +31,6 @@ from datetime import date
 
 from django.db.models import QuerySet
 
-from grading.certify.judge_probability import UNGRADED
 from grading.certify.quality import CellSums, QualityInterval, quality_interval_of_cells
 from grading.checks.answers import item_outcome
 from grading.checks.definitions import CheckSet
@@ -42,6 +41,7 @@ from grading.core.weeks import iso_week
 from grading.dashboard.figures import Scope
 from grading.figures.definitions import CERTIFIED, DECIDED_ALONE, ITEMS
 from grading.figures.expressions import FIXED_POINT_BITS, fixed_point, fixed_point_squares
+from grading.judge.pass_probability import UNGRADED
 from grading.models import CriteriaVersion, ItemKind, Label, Review, Route
 from grading.reviews.human import AUDIT, human_verdicts
 from grading.reviews.rollups import Key, scope_counters

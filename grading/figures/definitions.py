@@ -29,7 +29,6 @@ from typing import Any
 
 from django.db.models import BooleanField, Expression, F, Q
 
-from grading.certify.judge_probability import UNGRADED
 from grading.core.weeks import monday, monday_sql
 from grading.figures.expressions import (
     FIXED_POINT_PARTS,
@@ -61,6 +60,7 @@ from grading.figures.expressions import (
     col,
     sql_literal,
 )
+from grading.judge.pass_probability import UNGRADED
 from grading.models import (
     COUNTING_STATES,
     LIVE_STATES,

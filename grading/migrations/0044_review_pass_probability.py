@@ -1,4 +1,4 @@
-"""The judge's probability that the item passes, stored on the review (grading/certify/judge_probability.py computes
+"""The judge's probability that the item passes, stored on the review (grading/judge/pass_probability.py computes
 it when a review is written), and filled here for the reviews written before: the same rule as an expression of the
 database's, per criteria version (its required checks), one UPDATE each. With it, the audit sample's reviews get an
 index of their own (the certified panel reads their decisions per kind)."""
@@ -76,7 +76,7 @@ class Migration(migrations.Migration):
             field=models.FloatField(
                 blank=True,
                 help_text="The judge's probability that the item passes, from its answers and confidences as the "
-                "version's required checks read them (grading/certify/judge_probability.py); null: the judge could not "
+                "version's required checks read them (grading/judge/pass_probability.py); null: the judge could not "
                 "grade it.",
                 null=True,
             ),

@@ -175,7 +175,7 @@ class Review(models.Model):
         null=True,
         blank=True,
         help_text="The judge's probability that the item passes, from its answers and confidences as the version's "
-        "required checks read them (grading/certify/judge_probability.py); null: the judge could not grade it.",
+        "required checks read them (grading/judge/pass_probability.py); null: the judge could not grade it.",
     )
     certificate = models.ForeignKey(
         "grading.Certificate",

@@ -18,7 +18,6 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from grading.certify.judge_probability import item_pass_probability
 from grading.checks.answers import answers_refusal, item_outcome
 from grading.checks.definitions import CheckSet
 from grading.checks.routing import routing_match, routing_salt
@@ -27,6 +26,7 @@ from grading.core.outcomes import SENT_BY_PERSON
 from grading.core.weeks import monday
 from grading.delivery import enqueue
 from grading.delivery.evaluations import evaluations_export_on_commit
+from grading.judge.pass_probability import item_pass_probability
 from grading.models import (
     COUNTING_STATES,
     LIVE_STATES,

@@ -6,9 +6,9 @@ from datetime import timedelta
 
 from django.utils import timezone
 
-from grading.certify.judge_probability import item_pass_probability
 from grading.core.evidence import draft_fingerprint
 from grading.core.weeks import monday
+from grading.judge.pass_probability import item_pass_probability
 from grading.models import (
     CriteriaTrial,
     CriteriaVersion,

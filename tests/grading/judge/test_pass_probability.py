@@ -10,9 +10,9 @@ from django.db import transaction
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from grading.certify.judge_probability import item_pass_probability
 from grading.conversations.grader import conversation_grade
 from grading.figures.definitions import CERTIFIED
+from grading.judge.pass_probability import item_pass_probability
 from grading.models import CriteriaVersion, ItemKind, Review
 from grading.reviews.rollups import live_counters, stored_counters
 from tests.builders.conversations import PATH_IDS, support_conversation, upsert, verdicts
