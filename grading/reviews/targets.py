@@ -5,9 +5,9 @@ routing plus the target's minutes; with none, the review has no due time. Set wh
 (`due_times_refresh`): one form, `due_time`, for the review in hand and for each waiting review.
 
 Which items a target or an assignment rule picks (`selects`) also has a SQL form, `selected_q`, for the items
-reserved for someone (reviewer/queue/assignments.py `reserved_q`; bench/README.md says why), held equal to it by
+reserved for the reader (reviewer/queue/assignments.py `reserved_q`; bench/README.md says why), held equal to it by
 tests/reviewer/queue/test_assignments.py; claim next's scan writes it out (reviewer/queue/reads.py
-`reserved_for_others_sql`, held equal by tests/reviewer/queue/test_claim_scan.py)."""
+`reserved_for_others_sql`, held equal by the same test)."""
 
 from collections.abc import Sequence
 from datetime import datetime, timedelta

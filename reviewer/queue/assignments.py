@@ -4,11 +4,11 @@ after it was routed to people. While an item is reserved, only its assignees may
 reach covers it may.
 
 The rule in Python, `reservation_of` (read under the review's row lock by the claim services and for the queue's
-rows), and in SQL for reads that filter on it, so as not to read every row reserved for others to find one that is
-not (bench/README.md, "Rules kept in two forms"): `reserved_q`, composed by the ORM (the queue's "assigned to me"
-filter), and claim next's scan, written out (reviewer/queue/reads.py `reserved_for_others_sql`: composing the ORM's
-form on every claim cost most of its CPU). Held equal by tests/reviewer/queue/test_assignments.py and
-test_claim_scan.py.
+rows), and in SQL for the reads that filter on it, so as not to read every row reserved for others to find one that
+is not (bench/README.md, "Rules kept in two forms"): claim next's scan passes over the items reserved for others
+(reviewer/queue/reads.py `reserved_for_others_sql`, written out: composing it by the ORM on every claim cost most of
+its CPU), and the queue's "assigned to me" filter lists those reserved for the reader (`reserved_q`). Both are held
+equal to `reservation_of` by tests/reviewer/queue/test_assignments.py.
 """
 
 from __future__ import annotations
@@ -170,38 +170,33 @@ def _theirs(user_id: int) -> Q:
     return Q(person_id=user_id) | Q(pool_id__in=Pool.members.through.objects.filter(user_id=user_id).values("pool_id"))
 
 
-def by_hand_reserved(user_id: int, now: datetime, *, mine: bool) -> Subquery:
-    """Per review: whether its assignment by hand reserves it now for `user_id` (`mine`) or for others (not `mine`),
-    or null when it has none. A review has at most one, and it overrides every rule."""
+def by_hand_reserved(user_id: int, now: datetime) -> Subquery:
+    """Per review: whether its assignment by hand reserves it now for `user_id`, or null when it has none. A review
+    has at most one, and it overrides every rule."""
     live = Q(until__isnull=True) | Q(until__gt=now)
-    theirs = _theirs(user_id)
     # A CASE, not the condition itself: a null pool or person would make it null, which COALESCE passes over.
-    reserved = Case(When(live & (theirs if mine else ~theirs), then=True), default=False)
+    reserved = Case(When(live & _theirs(user_id), then=True), default=False)
     return Subquery(Assignment.objects.filter(review_id=OuterRef("pk")).values(reserved=reserved)[:1])
 
 
-def reserved_q(
-    org_id: int, user_id: int, now: datetime, *, mine: bool, rules: list[Assignee] | None = None
-) -> Q | None:
-    """Reviews (of one org) reserved now for `user_id` (`mine`: the queue's "assigned to me" filter), or for people
-    other than them (not `mine`: what claim next passes over). None for `mine` when nothing can be reserved for them
-    (no assignment by hand names them, no rule does): the filter then lists nothing without walking the queue.
-    `rules`: the org's as `rules_for` reads them, when the caller has read them."""
-    if rules is None:
-        rules = rules_for(org_id)
-    if mine and not any(rule_names(rule, user_id) for rule in rules):
+def reserved_q(org_id: int, user_id: int, now: datetime) -> Q | None:
+    """Reviews (of one org) reserved now for `user_id`: the queue's "assigned to me" filter. None when nothing can be
+    reserved for them (no assignment by hand names them, no rule does): the filter then lists nothing without
+    walking the queue."""
+    rules = rules_for(org_id)
+    if not any(rule_names(rule, user_id) for rule in rules):
         live = Q(until__isnull=True) | Q(until__gt=now)
         if not Assignment.objects.filter(_theirs(user_id), live, org_id=org_id).exists():
             return None
     # Read as one value per row (true, false, or null without one), an index probe for each row the scan reads. As
     # EXISTS beside the rules' CASE, the planner hashed every assignment of the table before reading the first row
     # (bench/README.md, bench_queue).
-    by_hand = by_hand_reserved(user_id, now, mine=mine)
+    by_hand = by_hand_reserved(user_id, now)
     # The first rule that matches decides: one CASE, in position order (a WHEN per rule, so the expression grows
     # with the rules, not with their square).
     whens = []
     for rule in rules:
-        if rule_names(rule, user_id) != mine:
+        if not rule_names(rule, user_id):
             in_force = Value(False)
         elif rule.hours is None:
             in_force = Value(True)
@@ -216,8 +211,8 @@ def reserved_for_others(
     review: Review, *, by_hand: bool | None, rules: list[Assignee], user_id: int, now: datetime
 ) -> bool:
     """`reservation_of`'s answer to whether `user_id` may not claim the review (reserved now for others), from its
-    assignment by hand as `by_hand_reserved` read it (not `mine`) and the org's rules as `rules_for` read them: for a
-    row claim next has locked, without reading the rules again."""
+    assignment by hand as claim next's look under the lock read it (reviewer/queue/reads.py `claim_standing`) and the
+    org's rules as `rules_for` read them: for a row claim next has locked, without reading the rules again."""
     if by_hand is not None:
         return by_hand
     rule = next((rule for rule in rules if _rule_matches(rule, review)), None)

@@ -186,7 +186,7 @@ def queue_lanes(
             continue
         if filters.mine:
             if version.org_id not in assigned:
-                assigned[version.org_id] = reserved_q(version.org_id, user_id, now or timezone.now(), mine=True)
+                assigned[version.org_id] = reserved_q(version.org_id, user_id, now or timezone.now())
             if assigned[version.org_id] is None:
                 continue
         mine = assigned.get(version.org_id)
@@ -574,9 +574,9 @@ def _composed_where(lane: Lane, filters: QueueFilters) -> tuple[str, tuple] | No
 
 def reserved_for_others_sql(rules: list[Assignee], *, user_id: int, now: datetime) -> tuple[str, list]:
     """Whether a review (a row of the review table) is reserved now for people other than `user_id`, as SQL and its
-    parameters: `reserved_q(mine=False)` written out, its rules the org's as `rules_for` read them.
-    Its assignment by hand decides (`_by_hand_for_others`); else the first rule that matches, in position order (one
-    CASE, a WHEN per rule); null, like `reserved_q`, when a rule with hours matches a review never routed."""
+    parameters, its rules the org's as `rules_for` read them. Its assignment by hand decides
+    (`_by_hand_for_others`); else the first rule that matches, in position order (one CASE, a WHEN per rule); null
+    when a rule with hours matches a review never routed."""
     table = Review._meta.db_table
     by_hand, params = _by_hand_for_others(user_id=user_id, now=now)
     whens = []
@@ -605,8 +605,8 @@ def reserved_for_others_sql(rules: list[Assignee], *, user_id: int, now: datetim
 
 
 def _by_hand_for_others(*, user_id: int, now: datetime) -> tuple[str, list]:
-    """`by_hand_reserved(mine=False)` as SQL on the review table and its parameters: true when the review's
-    assignment by hand reserves it now for others, false when not, null when it has none."""
+    """As SQL on the review table and its parameters: true when the review's assignment by hand reserves it now for
+    others than `user_id`, false when not, null when it has none."""
     table, assignments = Review._meta.db_table, Assignment._meta.db_table
     members = Pool.members.through._meta.db_table
     theirs = (
