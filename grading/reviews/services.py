@@ -111,7 +111,7 @@ def _columns(identity: ScoreIdentity, outcome: ReviewOutcome) -> dict:
     version = identity.criteria_version
     probability = item_pass_probability(
         kind=version.kind,
-        checks=version.check_set() if version.kind == ItemKind.CONVERSATION else None,
+        checks=published_check_set(version) if version.kind == ItemKind.CONVERSATION else None,
         route=outcome.route,
         judge_passed=outcome.judge_passed,
         answers=outcome.checks,
