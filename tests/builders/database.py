@@ -31,6 +31,20 @@ def backends_terminated(pids: list[int]) -> int:
 
 
 @cache
+def _counts_sql(tables: tuple[str, ...]) -> str:
+    quote = connection.ops.quote_name
+    return "SELECT " + ", ".join(f"(SELECT count(*) FROM {quote(table)})" for table in tables)  # noqa: S608 - our table names
+
+
+def rows_counted(tables: tuple[str, ...]) -> tuple[int, ...]:
+    """How many rows each of these tables (ours) holds, in one round trip: a refusal's before and after is read
+    thousands of times by the fuzzers, where counting each table through the ORM took a quarter of their CPU."""
+    with connection.cursor() as cursor:
+        cursor.execute(_counts_sql(tables))
+        return cursor.fetchone()
+
+
+@cache
 def _snapshot_sql(tables: tuple[str, ...]) -> str:
     # Per table, its row count and the sum of its rows' 64-bit hashes (in any order: no sort), all in one round trip.
     # A key's last use is not a write a request owes: any authenticated call may move it (grading/api/keys.py).
