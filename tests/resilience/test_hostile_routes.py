@@ -30,11 +30,11 @@ from hypothesis import strategies as st
 
 from grading.api.keys import api_key_create
 from grading.api.views import api
-from grading.models import CriteriaTrial, Erasure, ErasureScope, ItemKind, Org, Review, ServiceTarget
+from grading.models import ApiKey, CriteriaTrial, Erasure, ErasureScope, ItemKind, Org, Review, ServiceTarget
 from grading.reviews.versions import criteria_active, criteria_new_version
 from grading.sets.build import set_build
 from grading.sets.runs import set_run_start
-from reviewer.models import AssignmentRule, Claim, Pool, Role
+from reviewer.models import AssignmentRule, Claim, PersonalToken, Pool, Role
 from reviewer.queue.services import claim_take
 from tests.builders.conversations import message, support_conversation
 from tests.builders.database import database_snapshot
@@ -473,6 +473,19 @@ def world(_world_built: WorldRows, db, client) -> Iterator[World]:
 def test_every_route_of_the_document_has_a_request_that_works():
     """What the other tests start from (each checks that it works): a new route needs its request in WORKING."""
     assert sorted(WORKING) == ROUTES
+
+
+def test_the_digest_sees_a_changed_field_but_not_a_credentials_last_use(world):
+    """What "a refusal writes nothing" is checked by: a field changed changes the digest, and changed back restores
+    it; moving a key's or a token's last use does not change it (any authenticated call may)."""
+    before = database_snapshot()
+    ApiKey.objects.filter(org=world.org).update(last_used_at=timezone.now())
+    PersonalToken.objects.filter(org=world.org).update(last_used_at=timezone.now())
+    assert database_snapshot() == before
+    ServiceTarget.objects.filter(org=world.org, position=2).update(minutes=61)
+    assert database_snapshot() != before
+    ServiceTarget.objects.filter(org=world.org, position=2).update(minutes=60)
+    assert database_snapshot() == before
 
 
 @pytest.mark.slow
