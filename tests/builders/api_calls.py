@@ -7,8 +7,10 @@ from django.test import Client
 
 from grading.api.keys import api_key_create
 from grading.models import Conversation, Draft, Feedback, Message, Org, Review
+from tests.builders.database import rows_counted
 
 ApiCall = Callable[..., object]
+WRITTEN = (Conversation, Message, Feedback, Draft, Review)  # every table an ingestion call writes
 
 
 def api_caller(client: Client, org: Org) -> ApiCall:
@@ -26,7 +28,8 @@ def api_caller(client: Client, org: Org) -> ApiCall:
 
 def row_counts() -> dict[str, int]:
     """Every table an ingestion call writes: equal before and after a rejected call, or something was half-written."""
-    return {model.__name__: model.objects.count() for model in (Conversation, Message, Feedback, Draft, Review)}
+    counts = rows_counted(tuple(model._meta.db_table for model in WRITTEN))
+    return {model.__name__: count for model, count in zip(WRITTEN, counts, strict=True)}
 
 
 def error_fields(response) -> list[str]:

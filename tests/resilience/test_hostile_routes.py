@@ -20,7 +20,9 @@ from dataclasses import field as dataclass_field
 from urllib.parse import quote
 
 import pytest
+from django.contrib.auth import get_user_model
 from django.contrib.auth.base_user import AbstractBaseUser
+from django.db import transaction
 from django.test import Client, override_settings
 from django.utils import timezone
 from hypothesis import HealthCheck, event, given, settings
@@ -28,11 +30,11 @@ from hypothesis import strategies as st
 
 from grading.api.keys import api_key_create
 from grading.api.views import api
-from grading.models import CriteriaTrial, Erasure, ErasureScope, ItemKind, Org, Review, ServiceTarget
+from grading.models import ApiKey, CriteriaTrial, Erasure, ErasureScope, ItemKind, Org, Review, ServiceTarget
 from grading.reviews.versions import criteria_active, criteria_new_version
 from grading.sets.build import set_build
 from grading.sets.runs import set_run_start
-from reviewer.models import AssignmentRule, Claim, Pool, Role
+from reviewer.models import AssignmentRule, Claim, PersonalToken, Pool, Role
 from reviewer.queue.services import claim_take
 from tests.builders.conversations import message, support_conversation
 from tests.builders.database import database_snapshot
@@ -403,41 +405,66 @@ class World:
         return response.status_code
 
 
-@pytest.fixture
-def world(org, client) -> Iterator[World]:
+@dataclass(frozen=True)
+class WorldRows:
+    """What the module's world is made of, by id: each test reads it afresh (`world`)."""
+
+    org_id: int
+    ann_id: int
+    key: str
+    ids: dict
+    tokens: dict
+
+
+@pytest.fixture(scope="module")
+def _world_built(django_db_setup, django_db_blocker) -> Iterator[WorldRows]:
     """An org's key and what its routes find: a conversation and a draft waiting, ann (an operator) and the billing
     pool, a criteria trial, an unpublished conversation version, an erasure, a regression set with a run, and a draft
-    ann holds. A trial starts for every request to start one that is accepted: the org's hourly limit of trials would
-    refuse the working request after ten."""
-    ann = make_person("ann", org, Role.OPERATOR)
-    org.dimensions = ["release"]  # the comparison's dimension
-    org.save(update_fields=["dimensions"])
-    Pool.objects.create(org=org, name="billing").members.add(make_person("bo", org, Role.OPERATOR))
-    conversation = conversation_item(org, "cv-1").conversation
-    draft = draft_item(org, "d-1").draft
-    version = criteria_new_version(org=org, kind=ItemKind.DRAFT)
-    trial = CriteriaTrial.objects.create(
-        org=org, criteria_version=version, sample=[], judge_calls=0, review_ids=[], finished_at=timezone.now()
-    )
-    erasure = Erasure.objects.create(
-        org=org, scope=ErasureScope.DRAFT, kind=ItemKind.DRAFT, target="gone", requested_at=timezone.now()
-    )
-    regression_set = set_build(org=org, name="refunds", kind="conversation", source="decisions", external_ids=["cv-1"])
-    run = set_run_start(regression_set=regression_set, version=criteria_active(org=org, kind=ItemKind.CONVERSATION))
-    held = draft_item(org, "d-held")
-    unpublished = criteria_new_version(org=org, kind=ItemKind.CONVERSATION)
-    ids = {"external_id": conversation.external_id, "draft_id": draft.pk, "trial_id": trial.pk,
-           "erasure_id": erasure.pk, "section": "quality", "kind": "conversation", "name": regression_set.name,
-           "run_id": run.pk, "review_id": held.pk, "version_id": unpublished.pk}  # fmt: skip
-    ids["position"] = 1  # of the targets and the rules set up here
-    billing = Pool.objects.get(org=org, name="billing")
-    ids["pool"] = Pool.objects.create(org=org, name="refunds").name
-    for position in (1, 2):
-        ServiceTarget.objects.create(org=org, position=position, kind="conversation", reason="audit", minutes=60)
-        AssignmentRule.objects.create(org=org, position=position, kind="conversation", reason="audit", pool=billing)
-    tokens = {"ann": token_of(ann, org)}
+    ann holds. Made once for the module's tests, in a transaction kept open until its last test ends and then rolled
+    back, as the demo's (tests/reviewer/conftest.py): each test runs in a savepoint of it (pytest-django's `db`), so
+    what a request wrote is gone before the next test, which finds the world as it was made. Making it for every
+    test was about a seventh of the module's time."""
+    with django_db_blocker.unblock(), transaction.atomic():
+        org = Org.objects.create(name="Northwind", slug="northwind", dimensions=["release"])  # the comparison's
+        ann = make_person("ann", org, Role.OPERATOR)
+        Pool.objects.create(org=org, name="billing").members.add(make_person("bo", org, Role.OPERATOR))
+        conversation = conversation_item(org, "cv-1").conversation
+        draft = draft_item(org, "d-1").draft
+        version = criteria_new_version(org=org, kind=ItemKind.DRAFT)
+        trial = CriteriaTrial.objects.create(
+            org=org, criteria_version=version, sample=[], judge_calls=0, review_ids=[], finished_at=timezone.now()
+        )
+        erasure = Erasure.objects.create(
+            org=org, scope=ErasureScope.DRAFT, kind=ItemKind.DRAFT, target="gone", requested_at=timezone.now()
+        )
+        regression_set = set_build(
+            org=org, name="refunds", kind="conversation", source="decisions", external_ids=["cv-1"]
+        )
+        run = set_run_start(regression_set=regression_set, version=criteria_active(org=org, kind=ItemKind.CONVERSATION))
+        held = draft_item(org, "d-held")
+        unpublished = criteria_new_version(org=org, kind=ItemKind.CONVERSATION)
+        ids = {"external_id": conversation.external_id, "draft_id": draft.pk, "trial_id": trial.pk,
+               "erasure_id": erasure.pk, "section": "quality", "kind": "conversation", "name": regression_set.name,
+               "run_id": run.pk, "review_id": held.pk, "version_id": unpublished.pk}  # fmt: skip
+        ids["position"] = 1  # of the targets and the rules set up here
+        billing = Pool.objects.get(org=org, name="billing")
+        ids["pool"] = Pool.objects.create(org=org, name="refunds").name
+        for position in (1, 2):
+            ServiceTarget.objects.create(org=org, position=position, kind="conversation", reason="audit", minutes=60)
+            AssignmentRule.objects.create(org=org, position=position, kind="conversation", reason="audit", pool=billing)
+        key = api_key_create(org=org, name="hostile").plaintext
+        yield WorldRows(org.pk, ann.pk, key, ids, {"ann": token_of(ann, org)})
+        transaction.set_rollback(True)
+
+
+@pytest.fixture
+def world(_world_built: WorldRows, db, client) -> Iterator[World]:
+    """The module's world, read afresh for the test. A trial starts for every request to start one that is
+    accepted: the org's hourly limit of trials would refuse the working request after ten."""
+    rows = _world_built
+    org, ann = Org.objects.get(pk=rows.org_id), get_user_model().objects.get(pk=rows.ann_id)
     with override_settings(CRITERIA_TRIALS_PER_ORG_PER_HOUR=10_000):
-        yield World(client, api_key_create(org=org, name="hostile").plaintext, ids, org, ann, tokens)
+        yield World(client, rows.key, dict(rows.ids), org, ann, dict(rows.tokens))
 
 
 # --- the tests ---------------------------------------------------------------------------------------------------
@@ -446,6 +473,19 @@ def world(org, client) -> Iterator[World]:
 def test_every_route_of_the_document_has_a_request_that_works():
     """What the other tests start from (each checks that it works): a new route needs its request in WORKING."""
     assert sorted(WORKING) == ROUTES
+
+
+def test_the_digest_sees_a_changed_field_but_not_a_credentials_last_use(world):
+    """What "a refusal writes nothing" is checked by: a field changed changes the digest, and changed back restores
+    it; moving a key's or a token's last use does not change it (any authenticated call may)."""
+    before = database_snapshot()
+    ApiKey.objects.filter(org=world.org).update(last_used_at=timezone.now())
+    PersonalToken.objects.filter(org=world.org).update(last_used_at=timezone.now())
+    assert database_snapshot() == before
+    ServiceTarget.objects.filter(org=world.org, position=2).update(minutes=61)
+    assert database_snapshot() != before
+    ServiceTarget.objects.filter(org=world.org, position=2).update(minutes=60)
+    assert database_snapshot() == before
 
 
 @pytest.mark.slow
