@@ -103,27 +103,33 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 @pytest.fixture(autouse=True, scope="session")
-def _suite_postgres_without_fsync() -> Iterator[None]:
-    """The suite's embedded PostgreSQL (under TOLLGATE_DATA_DIR) writes for the session without waiting for the
-    disk: every commit of a transactional test, a worker or gunicorn waited on fsync, and a transactional test's
-    flush of some 60 tables took 0.2 to 1.5 s on a shared disk (0.06 s without). What the suite kills is processes,
-    PostgreSQL's among them, and their writes are in the kernel all the same: only a machine that loses power loses
-    them. Set before the test database is made, reset at the end; a server given by DATABASE_URL is left as it is.
+def _suite_postgres_settings() -> Iterator[None]:
+    """The suite's embedded PostgreSQL (under TOLLGATE_DATA_DIR) runs the session with two settings of its own:
+    - it writes without waiting for the disk: every commit of a transactional test, a worker or gunicorn waited on
+      fsync, and a transactional test's flush of some 60 tables took 0.2 to 1.5 s on a shared disk (0.06 s
+      without). What the suite kills is processes, PostgreSQL's among them, and their writes are in the kernel all
+      the same: only a machine that loses power loses them;
+    - it plans no query in parallel: the tests' rolled-back rows leave tables of dead pages that vacuum cannot take
+      while a module's transaction stays open (the demo's, the hostile routes' world), the planner then scans them
+      with two workers forked for the one query, and the database digest a hostile request takes before and after
+      cost PostgreSQL 275 s of CPU for one file where it cost 35 s without.
+    Set before the test database is made, reset at the end; a server given by DATABASE_URL is left as it is.
     Through a connection of its own: Django's pool, opened here, would keep serving the database the settings named
     before pytest-django made the test database."""
     if os.environ.get("DATABASE_URL"):
         yield
         return
-    _alter_system("ALTER SYSTEM SET fsync = off")
+    _alter_system("ALTER SYSTEM SET fsync = off", "ALTER SYSTEM SET max_parallel_workers_per_gather = 0")
     try:
         yield
     finally:
-        _alter_system("ALTER SYSTEM RESET fsync")
+        _alter_system("ALTER SYSTEM RESET fsync", "ALTER SYSTEM RESET max_parallel_workers_per_gather")
 
 
-def _alter_system(statement: str) -> None:
+def _alter_system(*statements: str) -> None:
     with psycopg.connect(database_url(settings.DATABASES["default"]), autocommit=True) as server:
-        server.execute(statement)  # autocommit: ALTER SYSTEM refuses a transaction block
+        for statement in statements:
+            server.execute(statement)  # autocommit: ALTER SYSTEM refuses a transaction block
         server.execute("SELECT pg_reload_conf()")
 
 

@@ -10,7 +10,11 @@ COUNT = "SELECT count(*) FROM generate_series(1, 1500000) AS n WHERE mod(n, 7) =
 
 def _cpu_of_count(*, in_worker: bool) -> float:
     with connection.cursor() as cursor:
+        # The suite's own server plans nothing in parallel (tests/conftest.py): allowed here, for this transaction.
+        cursor.execute("SET LOCAL max_parallel_workers_per_gather = 2")
         cursor.execute(f"SET LOCAL debug_parallel_query = {'on' if in_worker else 'off'}")
+        cursor.execute(f"EXPLAIN (COSTS OFF) {COUNT}")
+        assert any("Gather" in line for (line,) in cursor.fetchall()) == in_worker  # the count runs where asked
         started = backend_cpu()
         cursor.execute(COUNT)
         cursor.fetchone()
