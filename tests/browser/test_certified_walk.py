@@ -22,7 +22,7 @@ from grading.models import CriteriaVersion, ItemKind, Review, Route
 from grading.reviews.versions import criteria_active
 from reviewer.queue.services import claim_take, decision_create
 from tests.builders.browser import signed_in_tab
-from tests.builders.certified import agreeing, graded_drafts
+from tests.builders.certified import agreeing, counted, graded_drafts
 from tests.builders.drafts import draft_verdict, save_draft, setup_org_memory
 from tests.builders.judges import configure_judges, judge_config
 from tests.fakes.openai_server import json_reply
@@ -104,6 +104,7 @@ def test_an_admin_sets_a_target_labels_arrive_and_the_next_pass_sends_fewer_draf
         review = Review.objects.get(pk=review_id)
         claim_take(user=operator, review_id=review.pk)
         decision_create(user=operator, review_id=review.pk, fingerprint=review.fingerprint, outcome="approve")
+    counted(org)  # the labelled drafts were written straight to the tables: what the grading write stores and books
     dashboard = signed_in_tab(browser, live_server, stakeholder, "/dashboard/")
     drafts = dashboard.locator('#certified-quality .certified-kind[data-kind="draft"]')
     words = drafts.locator(".certified-words").inner_text()  # swapped in by htmx once the page has loaded

@@ -7,7 +7,7 @@ import pytest
 
 from grading.core.weeks import monday
 from tests.builders.browser import sign_in
-from tests.builders.certified import Graded, audit_decided, filed_in, graded_drafts, reviews_of
+from tests.builders.certified import Graded, audit_decided, counted, filed_in, graded_drafts, reviews_of
 from tests.builders.people import PASSWORD
 from tests.builders.world import build_world, iso
 
@@ -57,6 +57,7 @@ def test_the_quality_rate_against_people_loads_into_the_dashboard_and_folds_its_
     reviews = reviews_of(graded_drafts(org, [Graded(0.9, True, None), Graded(0.8, False, None)] * 10))
     filed_in(reviews, monday(timezone.now()))
     audit_decided(reviews[:6], [True, False, True, True, False, False], operator)
+    counted(org)  # the reviews were written straight to the tables: what the grading write stores and books
     sign_in(page, stakeholder.username, PASSWORD)
     page.wait_for_url("**/dashboard/")
 
