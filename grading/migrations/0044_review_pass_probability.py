@@ -60,16 +60,8 @@ def pass_probabilities_fill(criteria_version, review) -> None:
         ).update(pass_probability=_probability(version.kind, checks))
 
 
-def full_rebuild_due(rollup_rebuild) -> None:
-    """Make the next hourly rebuild of every org a full one (it recounts every week when no full rebuild is on record:
-    grading/reviews/rollups.py `_unseen_since`), so the certified counters of the reviews graded before the upgrade
-    are booked within the hour, not at the next daily full rebuild. Its drift counts them: they were never booked."""
-    rollup_rebuild.objects.filter(weeks__isnull=True).delete()
-
-
 def _fill(apps, schema_editor) -> None:
     pass_probabilities_fill(apps.get_model("grading", "CriteriaVersion"), apps.get_model("grading", "Review"))
-    full_rebuild_due(apps.get_model("grading", "RollupRebuild"))
 
 
 class Migration(migrations.Migration):

@@ -13,16 +13,15 @@ from hypothesis import strategies as st
 from grading.conversations.grader import conversation_grade
 from grading.figures.definitions import CERTIFIED
 from grading.judge.pass_probability import item_pass_probability
-from grading.models import CriteriaVersion, ItemKind, Review, Rollup, RollupRebuild
-from grading.reviews.rollups import live_counters, rollups_rebuild, stored_counters
+from grading.models import CriteriaVersion, ItemKind, Review
+from grading.reviews.rollups import live_counters, stored_counters
 from tests.builders.conversations import PATH_IDS, support_conversation, upsert, verdicts
 from tests.builders.figure_reviews import reviews, write_reviews
 from tests.builders.judges import configure_judges, judge_config
 from tests.fakes.openai_server import json_reply
 
 pytestmark = pytest.mark.django_db
-MIGRATION = import_module("grading.migrations.0044_review_pass_probability")
-FILL = MIGRATION.pass_probabilities_fill
+FILL = import_module("grading.migrations.0044_review_pass_probability").pass_probabilities_fill
 
 
 def _filled_by_the_migration(review_ids: list[int]) -> dict[int, float | None]:
@@ -47,25 +46,6 @@ def test_a_graded_conversation_stores_what_the_panel_computed_and_books_its_coun
     counters = _certified(stored_counters(org_ids=[org.pk]))
     assert counters and counters == _certified(live_counters(org_ids=[org.pk]))
     assert _filled_by_the_migration([review.pk]) == {review.pk: stored}
-
-
-def test_after_the_upgrade_the_next_hourly_rebuild_books_the_counters_of_the_reviews_graded_before_it(
-    org, settings, fake_llm
-):
-    configure_judges(settings, default=judge_config(fake_llm))
-    fake_llm.script(json_reply(verdicts(PATH_IDS)))
-    review = conversation_grade(conversation_id=upsert(org, support_conversation()).conversation.pk)
-    rollups_rebuild(org_id=org.pk)  # a full rebuild on record, as on every install an hour old
-    Rollup.objects.filter(org=org, metric=CERTIFIED).delete()  # as before the upgrade: no such counters
-    Review.objects.filter(pk=review.pk).update(pass_probability=None)
-
-    FILL(CriteriaVersion, Review)
-    MIGRATION.full_rebuild_due(RollupRebuild)
-    rebuild = rollups_rebuild(org_id=org.pk, incremental=True)
-
-    assert rebuild.weeks is None  # every week recounted
-    counters = _certified(stored_counters(org_ids=[org.pk]))
-    assert counters and counters == _certified(live_counters(org_ids=[org.pk]))
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
