@@ -1,6 +1,7 @@
 """The suite's own statements to PostgreSQL, beyond what the ORM says: they live here, as the app's live in the
 modules that own them. A test asks for what it needs by name."""
 
+from collections.abc import Callable
 from functools import cache
 
 from django.db import connection
@@ -86,3 +87,22 @@ def database_snapshot() -> dict[str, tuple[int, int]]:
         database = connection.settings_dict["NAME"]
         cursor.execute(_snapshot_sql(_tables(database), _tables_with_last_use(database)))
         return {table: (count, digest) for table, count, digest in cursor.fetchall()}
+
+
+# Parallel safe throughout, so under debug_parallel_query the whole count runs in one parallel worker.
+_COUNT = "SELECT count(*) FROM generate_series(1, 1500000) AS n WHERE mod(n, 7) = 3"
+
+
+def count_measured(cpu: Callable[[], float], *, in_worker: bool) -> float:
+    """What `cpu` reads across a count that takes PostgreSQL a good part of a second, run in the backend or (with
+    `in_worker`) in one parallel worker, which the suite's own server allows for this transaction only
+    (tests/conftest.py). The plan is checked to run where asked."""
+    with connection.cursor() as cursor:
+        cursor.execute("SET LOCAL max_parallel_workers_per_gather = 2")
+        cursor.execute(f"SET LOCAL debug_parallel_query = {'on' if in_worker else 'off'}")
+        cursor.execute(f"EXPLAIN (COSTS OFF) {_COUNT}")
+        assert any("Gather" in line for (line,) in cursor.fetchall()) == in_worker
+        started = cpu()
+        cursor.execute(_COUNT)
+        cursor.fetchone()
+        return cpu() - started
