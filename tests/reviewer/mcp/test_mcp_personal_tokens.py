@@ -12,7 +12,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.server.mcpserver.exceptions import ToolError
 
 from grading.api.keys import api_key_create
-from grading.models import Draft, RegressionRun
+from grading.models import Draft, RegressionRun, RunState
 from grading.sets.build import set_build
 from reviewer.mcp.principal import acting_as, mcp_principal
 from reviewer.mcp.server import list_queue, read_dashboard
@@ -20,8 +20,10 @@ from reviewer.models import Membership, PersonalToken, Role
 from reviewer.tokens.services import token_revoke
 from tests.builders.agents import TOOLS, result_data
 from tests.builders.blind_world import blind_world, machine_said
+from tests.builders.conversations import PATH_IDS, verdicts_reply
 from tests.builders.event_loops import run_apart
 from tests.builders.people import make_person
+from tests.builders.processes import wait_until
 from tests.builders.queue_items import conversation_item
 from tests.builders.tokens import token_of
 
@@ -140,36 +142,46 @@ def test_each_tool_keeps_to_the_roles_that_open_it(live_server, org):
     assert not Draft.objects.filter(external_id="agent-1").exists()
 
 
-def test_a_criteria_admins_token_runs_a_set_and_reads_the_run(live_server, org):
+def test_a_criteria_admins_token_runs_a_set_and_reads_the_run(live_server, org, celery_worker, fake_llm):
+    """The run is read once the workers have graded it: read while it runs, the tool and the API may answer either
+    side of the worker's last write."""
     world = blind_world(org)
     ada = world.people["ada"]
     set_build(org=org, name="refunds", kind="conversation", source="decisions", external_ids=["cv-agreed"], actor=ada)
     token = token_of(ada, org)
+    fake_llm.script(verdicts_reply(PATH_IDS))
 
-    async def work(client):
-        started = await client.call_tool("run_regression_set", {"name": "refunds", "version": 1, "min_agreement": 0.9})
-        run_id = result_data(started)["data"]["id"]
+    async def start(client):
         return {
-            "started": started,
-            "read": await client.call_tool("read_regression_run", {"name": "refunds", "run_id": run_id}),
+            "started": await client.call_tool("run_regression_set", {"name": "refunds", "version": 1,
+                                                                     "min_agreement": 0.9}),
             "no_version": await client.call_tool("run_regression_set", {"name": "refunds", "version": 7}),
             "bad_bar": await client.call_tool("run_regression_set", {"name": "refunds", "version": 1,
                                                                      "min_agreement": 2}),
-            "no_set": await client.call_tool("read_regression_run", {"name": "nope", "run_id": run_id}),
         }  # fmt: skip
 
-    answers = _session(live_server, token, work)
+    answers = _session(live_server, token, start)
     started = result_data(answers["started"])["data"]
     assert (started["set"], started["criteria_version"], started["min_agreement"]) == ("refunds", 1, 0.9)
     run = RegressionRun.objects.get()
     assert run.pk == started["id"] and run.started_by == ada
-    api = httpx.get(f"{live_server.url}/api/v1/sets/refunds/runs/{run.pk}",
-                    headers={"Authorization": f"Bearer {token}"}).json()  # fmt: skip
-    assert result_data(answers["read"])["data"] == api
     assert "version: the org has no conversation criteria version 7" in _refusal(answers["no_version"])
     assert "min_agreement" in _refusal(answers["bad_bar"])
-    assert "no set named 'nope'" in _refusal(answers["no_set"])
     assert RegressionRun.objects.count() == 1  # the refused runs started nothing
+    wait_until(lambda: RegressionRun.objects.filter(pk=run.pk, state=RunState.DONE).exists(), message="run done")
+
+    async def read(client):
+        return {
+            "read": await client.call_tool("read_regression_run", {"name": "refunds", "run_id": run.pk}),
+            "no_set": await client.call_tool("read_regression_run", {"name": "nope", "run_id": run.pk}),
+        }
+
+    answers = _session(live_server, token, read)
+    api = httpx.get(f"{live_server.url}/api/v1/sets/refunds/runs/{run.pk}",
+                    headers={"Authorization": f"Bearer {token}"}).json()  # fmt: skip
+    assert (api["state"], api["graded"], api["errors"]) == ("done", 1, 0)
+    assert result_data(answers["read"])["data"] == api
+    assert "no set named 'nope'" in _refusal(answers["no_set"])
 
 
 def test_a_revoked_token_and_a_person_who_left_the_org_are_refused(live_server, org, operator):
