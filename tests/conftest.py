@@ -251,6 +251,7 @@ def _judges_file(directory: Path, second: FakeLLM) -> Path:
 
 
 _WORKERS = pytest.StashKey[str]()  # the session's grading worker, once a test has started it
+_WORKER_LOG = pytest.StashKey[Path]()  # its log
 
 
 @pytest.hookimpl(wrapper=True)
@@ -316,6 +317,7 @@ def celery_worker(
         for node, (worker, log_path) in started.items():
             wait_for_worker(app, node, worker, log_path)
         request.session.stash[_WORKERS] = name
+        request.session.stash[_WORKER_LOG] = started[name][1]
         yield name
     finally:
         for worker, _ in started.values():
@@ -325,3 +327,9 @@ def celery_worker(
                 worker.wait(timeout=30)
             except subprocess.TimeoutExpired:
                 worker.kill()
+
+
+@pytest.fixture
+def celery_worker_log(request, celery_worker: str) -> Path:
+    """The session's grading worker's log, for a test to print when it timed out waiting on the worker."""
+    return request.session.stash[_WORKER_LOG]

@@ -5,12 +5,16 @@ import json
 import socket
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import quote
 
 import redis
 from django.conf import settings
 from kombu.transport.redis import Channel
+
+from grading.delivery.enqueue import queue_names
+from grading.reviews.inflight import broker_tasks
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -44,15 +48,24 @@ def wait_for_worker(app, name: str, worker: subprocess.Popen, log_path: Path) ->
     raise RuntimeError(f"the Celery worker did not answer within 60 s:\n{log_path.read_text()}")
 
 
-def wait_until(condition, *, timeout: float = 30.0, interval: float = 0.1, message: str = "condition"):
-    """Poll `condition()` until it returns something truthy; the worker runs in another process."""
+def wait_until(
+    condition,
+    *,
+    timeout: float = 30.0,
+    interval: float = 0.1,
+    message: str = "condition",
+    explain: Callable[[], str] | None = None,
+):
+    """Poll `condition()` until it returns something truthy; the worker runs in another process. On a timeout,
+    `explain()` (what the processes were doing then) is added to the failure."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         result = condition()
         if result:
             return result
         time.sleep(interval)
-    raise AssertionError(f"timed out after {timeout:g}s waiting for {message}")
+    seen = f"\n{explain()}" if explain else ""
+    raise AssertionError(f"timed out after {timeout:g}s waiting for {message}{seen}")
 
 
 def pool_processes(app, node: str) -> list[int]:
@@ -88,6 +101,22 @@ def workers_settled(app, nodes: list[str]) -> None:
 
 def broker() -> redis.Redis:
     return redis.Redis.from_url(settings.REDIS_URL)
+
+
+def task_census(app, node: str, task_ids: set[str], log_path: Path | None = None) -> str:
+    """Where the tasks `task_ids` are (waiting in a queue, delivered and unacknowledged, or in neither), what the
+    worker `node` says it runs and holds, and its log's end: what a test that timed out waiting on them prints."""
+    tasks = broker_tasks(queue_names())
+    waiting, delivered = (tasks.waiting, tasks.delivered) if tasks else (frozenset(), frozenset())
+    inspect = app.control.inspect(destination=[node], timeout=2.0)
+    lines = [
+        f"of {len(task_ids)} tasks: {len(task_ids & waiting)} waiting, {len(task_ids & delivered)} delivered and "
+        f"unacknowledged, {len(task_ids - waiting - delivered)} in neither",
+        f"{node} runs {inspect.active()} and holds {inspect.reserved()}",
+    ]
+    if log_path is not None:
+        lines += ["its log ends:", *log_path.read_text(errors="replace").splitlines()[-40:]]
+    return "\n".join(lines)
 
 
 def forget_delivered(task_ids: set[str]) -> None:

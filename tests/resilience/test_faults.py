@@ -21,10 +21,10 @@ from kombu.transport.redis import Channel
 
 from grading.delivery import enqueue
 from grading.models import AuditEvent, Conversation, GradingRun, ItemKind, Review
-from grading.passes.planner import grading_pass
-from grading.reviews.inflight import grade_each, lock_key, lock_session_close
+from grading.passes.planner import SEND_GRACE, grading_pass, grading_recover
+from grading.reviews.inflight import broker_tasks, grade_each, lock_key, lock_session_close
 from tests.builders.conversations import PATH_IDS, support_conversation, upsert, verdicts_reply
-from tests.builders.processes import broker, forget_delivered, pool_processes, wait_until
+from tests.builders.processes import broker, forget_delivered, pool_processes, task_census, wait_until
 from tests.fakes.canary_tasks import canary_write
 from tests.fakes.openai_server import hang_reply
 
@@ -93,8 +93,13 @@ def test_three_workers_killed_mid_grade_over_200_items_leave_exactly_one_review_
 
 
 def test_a_pass_that_meets_redis_down_completes_when_it_is_back_and_a_restart_mid_grading_loses_nothing(
-    celery_worker, fake_llm, org, embedded_redis
+    celery_worker, celery_worker_log, fake_llm, org, embedded_redis
 ):
+    """Redis stops under a pass, then restarts mid-grading. A task the worker had taken but not started when the
+    connection dropped is dropped by the worker and left delivered in Redis until the visibility timeout: beat's
+    `grading_recover` (every minute, once the send grace has passed) sends it again, as it is run here."""
+    from reviewer.celery import app
+
     ids = conversations(org, 20)
     fake_llm.set_default(slow_verdicts(0.1))
     embedded_redis.stop()
@@ -117,11 +122,26 @@ def test_a_pass_that_meets_redis_down_completes_when_it_is_back_and_a_restart_mi
     run = outcome["result"].run
     assert (run.enqueued, run.backlog, run.recovered) == (20, 0, 0)
     tickets = tickets_of(ids)
+
+    def graded_with_beats_recovery() -> bool:
+        if all_done(ids):
+            return True
+        if not _grading_waiting():
+            recovered = grading_recover(now=timezone.now() + SEND_GRACE)
+            tickets.update(tickets_of(recovered[ItemKind.CONVERSATION]))
+        return False
+
     try:
         wait_until(lambda: Review.objects.filter(conversation__in=ids).count() >= 5, timeout=60, message="5 reviews")
         embedded_redis.stop()  # mid-grading: the waiting tasks are in the append-only file
         embedded_redis.start()
-        wait_until(lambda: all_done(ids), timeout=120, message="every item graded after the restart")
+        wait_until(
+            graded_with_beats_recovery,
+            timeout=120,
+            interval=0.5,
+            message="every item graded after the restart",
+            explain=lambda: task_census(app, celery_worker, tickets_of(ids), celery_worker_log),
+        )
     finally:
         forget_delivered(tickets)  # the acknowledgements the restart cut off would redeliver them much later
     assert_one_counting_review_each(ids)
@@ -132,8 +152,16 @@ def test_a_pass_that_meets_redis_down_completes_when_it_is_back_and_a_restart_mi
         lambda: AuditEvent.objects.filter(action="test.canary", detail__marker=marker).first(),
         timeout=60,
         message="the canary task: the workers took new work after the restart",
+        explain=lambda: task_census(app, celery_worker, set(), celery_worker_log),
     )
     assert canary.detail["pid"] != os.getpid()
+
+
+def _grading_waiting() -> bool:
+    """Whether a grading task still waits in a queue: while one does the workers are still taking them, and a task
+    taken and not started yet is not lost."""
+    tasks = broker_tasks(enqueue.queue_names())
+    return tasks is None or bool(tasks.waiting)
 
 
 def test_a_send_whose_connection_drops_twice_is_still_taken(monkeypatch):
@@ -213,14 +241,22 @@ def test_a_database_failover_while_the_judge_thinks_loses_no_answer_and_leaves_o
     wait_until(lambda: all_done([second]), timeout=30, message="the next grading, in a new lock session")
 
 
-def test_a_database_connection_dropped_mid_write_is_retried_and_leaves_one_whole_review(celery_worker, fake_llm, org):
+def test_a_database_connection_dropped_mid_write_is_retried_and_leaves_one_whole_review(
+    celery_worker, celery_worker_log, fake_llm, org
+):
     """The grader's connection dies inside the transaction that writes the review: nothing of it is kept, the
     task is retried, and the retry asks the judge again and writes one whole review."""
+    from reviewer.celery import app
+
     [conversation_id] = conversations(org, 1)
     fake_llm.script(slow_verdicts(1.0))
     fake_llm.set_default(verdicts_reply(PATH_IDS))
     grading_pass()
-    wait_until(fake_llm.chat_requests, message="the worker to ask the judge")
+    wait_until(
+        fake_llm.chat_requests,
+        message="the worker to ask the judge",
+        explain=lambda: task_census(app, celery_worker, tickets_of([conversation_id]), celery_worker_log),
+    )
 
     def waiting_writer() -> int | None:
         with connection.cursor() as cursor:
