@@ -24,6 +24,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
 from grading.checks import v1_vocabulary as vocabulary
+from grading.core.schemas import editor_reason
 
 Severity = Literal["fatal", "fixable"]
 Placement = Literal["after_first_section", "before_last_section", "end"]
@@ -353,27 +354,17 @@ def rules_field_errors(exc: ValidationError) -> dict[str, list[str]]:
 def _message(error: dict) -> str:
     context = error.get("ctx") or {}
     match error["type"]:
-        case "value_error":
-            return str(context.get("error", error["msg"]))
         case "greater_than_equal":
             return f"must be at least {context['ge']:g}"
         case "less_than_equal":
             return f"must be at most {context['le']:g}"
-        case "literal_error":
-            return f"must be one of {context['expected']}"
         case "extra_forbidden":
             return "is not a field of the rules document"
-        case "missing":
-            return "is required"
-        case "string_too_short":
-            return "may not be empty"
-        case "int_parsing" | "int_from_float" | "int_type":
-            return "must be a whole number"
         case "float_parsing" | "float_type":
             return "must be a number"
         case "bool_parsing" | "bool_type":
             return "must be true or false"
-    return str(error["msg"])
+    return editor_reason(error)
 
 
 def _edit_errors(document: dict) -> dict[str, list[str]]:

@@ -26,6 +26,7 @@ from datetime import datetime
 from django.contrib.auth.models import AbstractBaseUser
 
 from grading.core import evidence
+from grading.core.errors import FieldRefused
 from grading.core.evidence_text import content_text, tool_call_text
 from grading.models import Conversation, Correction, CriteriaExample, CriteriaVersion, ItemKind, Review
 from grading.models.audit import audit_record
@@ -36,14 +37,9 @@ from grading.reviews.sql import conversation_messages
 EXPECTED_REPLY_MAX_CHARS = 20_000  # a long answer, far under what a request may carry
 
 
-class ExpectedReplyRefused(Exception):
+class ExpectedReplyRefused(FieldRefused):
     """An expected reply that may not be kept; `field` names what was wrong (text, message) or is "changed" when the
     evidence moved on, and the message says why. Nothing was written."""
-
-    def __init__(self, field: str, message: str) -> None:
-        super().__init__(message)
-        self.field = field
-        self.message = message
 
 
 @dataclass(frozen=True)

@@ -240,6 +240,24 @@ class ArticleIn(BaseModel):
     summary: Annotated[str, Field(max_length=5000), Storable] = ""
 
 
+def editor_reason(error: dict) -> str:
+    """One of Pydantic's errors in words an editor can act on, for the reasons every edited document shares; a
+    document's own reasons are matched by its caller before this."""
+    context = error.get("ctx") or {}
+    match error["type"]:
+        case "value_error":
+            return str(context.get("error", error["msg"]))
+        case "missing":
+            return "is required"
+        case "string_too_short":
+            return "may not be empty"
+        case "literal_error":
+            return f"must be one of {context['expected']}"
+        case "int_parsing" | "int_from_float" | "int_type":
+            return "must be a whole number"
+    return str(error["msg"])
+
+
 def describe_errors(exc: ValidationError) -> str:
     """A validation failure as one line naming each field, for command-line output."""
     return "; ".join(f"{'.'.join(map(str, e['loc'])) or 'value'}: {e['msg']}" for e in exc.errors())

@@ -31,6 +31,7 @@ from datetime import date, datetime
 
 from django.db.models import Q, QuerySet
 
+from grading.core.errors import FieldInvalid
 from grading.core.evidence import EvidenceMessage, fingerprint
 from grading.core.weeks import in_weeks
 from grading.dashboard.figures import Scope
@@ -43,11 +44,8 @@ KINDS = {ItemKind.DRAFT: Correction.Kind.DRAFT_BODY, ItemKind.CONVERSATION: Corr
 CHECK_LENGTH = 64  # a finding's code or a check's key, as the dashboard's links write them
 
 
-class InvalidCorrectionFilter(Exception):
-    def __init__(self, field: str, message: str) -> None:
-        super().__init__(f"{field}: {message}")
-        self.field = field
-        self.message = message
+class InvalidCorrectionFilter(FieldInvalid):
+    pass
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ from django.contrib.auth import get_user_model
 from django.utils import timezone
 
 from grading.checks.definitions import AnswerKind, CheckDefinition, CheckSet
+from grading.core.errors import FieldInvalid
 from grading.core.evidence import NotScorable
 from grading.core.outcomes import UNKNOWN_CHECK
 from grading.core.schemas import METADATA_VALUE_MAX, identifier_checked
@@ -43,11 +44,8 @@ GROUP_LABELS = {
 SECTIONS = ("quality", "gate", "staleness", "agreement", "queue")
 
 
-class InvalidScope(Exception):
-    def __init__(self, field: str, message: str) -> None:
-        super().__init__(f"{field}: {message}")
-        self.field = field
-        self.message = message
+class InvalidScope(FieldInvalid):
+    pass
 
 
 def parse_iso_week(text: str, field: str) -> date:

@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from grading.checks.answers import answer_refusal
 from grading.checks.definitions import CheckSet
+from grading.core.errors import FieldInvalid
 from grading.core.schemas import ExternalId, Identifier, ZonedTime
 from grading.delivery import enqueue
 from grading.models import (
@@ -84,13 +85,8 @@ class LabelIn(BaseModel):
         return value.strip().lower() if isinstance(value, str) else value
 
 
-class InvalidLabel(Exception):
+class InvalidLabel(FieldInvalid):
     """A label that cannot be recorded; `field` names what to fix. Nothing was written for it."""
-
-    def __init__(self, field: str, message: str) -> None:
-        super().__init__(f"{field}: {message}")
-        self.field = field
-        self.message = message
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ from pydantic import TypeAdapter
 from pydantic import ValidationError as PydanticError
 
 from grading.checks.definitions import AnswerKind
+from grading.core.errors import FieldInvalid
 from grading.core.outbound import url_refusal
 from grading.core.schemas import MetadataKey, MetadataValue
 from grading.models import Direction, ItemKind, Monitor, MonitorFigure, Org
@@ -50,10 +51,8 @@ BAD_DIRECTION = {
 _KEY, _VALUE = TypeAdapter(MetadataKey), TypeAdapter(MetadataValue)
 
 
-class MonitorInvalid(Exception):
-    def __init__(self, field: str, message: str) -> None:
-        super().__init__(f"{field}: {message}")
-        self.field, self.message = field, message
+class MonitorInvalid(FieldInvalid):
+    pass
 
 
 def monitor_create(*, org: Org, given: dict[str, Any], actor: AbstractBaseUser | None = None) -> Monitor:

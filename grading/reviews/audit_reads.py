@@ -22,6 +22,7 @@ from datetime import UTC, datetime, time, timedelta
 from django.db.models import Q, QuerySet
 from django.utils.dateparse import parse_date, parse_datetime
 
+from grading.core.errors import FieldInvalid
 from grading.core.schemas import identifier_checked, storable_time
 from grading.core.spreadsheets import csv_lines
 from grading.models import AuditEvent, Conversation, Draft, ItemKind, Review, ReviewState, Route
@@ -36,13 +37,8 @@ _CURSOR = re.compile(r"(\d{1,19})\.(\d{1,19})")
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
-class InvalidAuditFilter(Exception):
+class InvalidAuditFilter(FieldInvalid):
     """A filter or cursor that cannot be read; `field` names it. Nothing was read."""
-
-    def __init__(self, field: str, message: str) -> None:
-        super().__init__(f"{field}: {message}")
-        self.field = field
-        self.message = message
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,7 @@ from grading.checks.answers import answers_refusal, item_outcome
 from grading.checks.definitions import CheckSet
 from grading.checks.routing import routing_match, routing_salt
 from grading.checks.rules import DraftRules
+from grading.core.errors import FieldRefused
 from grading.core.outcomes import SENT_BY_PERSON
 from grading.core.weeks import monday
 from grading.delivery import enqueue
@@ -448,12 +449,8 @@ def review_audit_mark(*, review_ids: list[int]) -> list[int]:
     return marked
 
 
-class SendRefused(Exception):
+class SendRefused(FieldRefused):
     """A send to people that cannot be: `field` names what to change, the message says why. Nothing was written."""
-
-    def __init__(self, field: str, message: str) -> None:
-        super().__init__(message)
-        self.field = field
 
 
 SEND_REASON_MAX = 500  # characters: a sentence or two, shown in the item's trail

@@ -22,6 +22,7 @@ from django.db import transaction
 from django.db.models import Q, Sum
 from django.utils import timezone
 
+from grading.core.errors import FieldRefused
 from grading.core.weeks import monday
 from grading.delivery import enqueue
 from grading.models import ApiKey, CriteriaVersion, JudgeSpend, Org, Route, SpendCap, SpendPeriod
@@ -387,12 +388,8 @@ def _plus(a: Spent, b: Spent) -> Spent:
 CAP_MAX = 10**15  # tokens or micros: far past any real spend, and far inside a bigint
 
 
-class SpendCapInvalid(Exception):
+class SpendCapInvalid(FieldRefused):
     """A cap that cannot be set as given; `field` names the input. Nothing was written."""
-
-    def __init__(self, field: str, message: str) -> None:
-        super().__init__(message)
-        self.field = field
 
 
 def _limits(cap: SpendCap | None) -> dict[str, int | None]:

@@ -18,6 +18,7 @@ from pydantic import ValidationError
 from grading.checks.definitions import MAX_CHECKS, AnswerKind, CheckSet
 from grading.checks.routing import RoutingInvalid, judge_sample_validate, routing_validate
 from grading.checks.rules import RulesInvalid, default_rules, rules_validate
+from grading.core.schemas import editor_reason
 from grading.judge.backends import judge_entry, judge_names
 from grading.models import (
     LIVE_STATES,
@@ -341,15 +342,9 @@ def _check_errors(invalid: ValidationError) -> dict[str, list[str]]:
 
 
 def _check_message(error: dict) -> str:
-    """Pydantic's reason in words an editor can act on."""
+    """Pydantic's reason in words an editor can act on: a check set's own reasons, then those every document shares."""
     context = error.get("ctx") or {}
     match error["type"]:
-        case "value_error":
-            return str(context.get("error", error["msg"]))
-        case "missing":
-            return "is required"
-        case "string_too_short":
-            return "may not be empty"
         case "string_too_long":
             return f"at most {context['max_length']} characters"
         case "too_short" if error["loc"] == ("checks",):
@@ -360,13 +355,11 @@ def _check_message(error: dict) -> str:
             return f"at least {context['min_length']} ({context['actual_length']} given)"
         case "too_long":
             return f"at most {context['max_length']} ({context['actual_length']} given)"
-        case "literal_error" | "enum":
+        case "enum":
             return f"must be one of {context['expected']}"
         case "union_tag_invalid":
             return f"a rule is one of {context['expected_tags']}"
-        case "int_parsing" | "int_from_float" | "int_type":
-            return "must be a whole number"
-    return str(error["msg"])
+    return editor_reason(error)
 
 
 def _retired_with_examples(version: CriteriaVersion, checks: dict) -> dict[str, list[str]]:

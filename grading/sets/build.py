@@ -26,6 +26,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import IntegrityError, transaction
 from django.db.models import QuerySet
 
+from grading.core.errors import FieldInvalid
 from grading.core.evidence import EvidenceMessage, fingerprint
 from grading.core.sql_expressions import id_in
 from grading.core.weeks import FIRST_WEEK, LAST_WEEK, in_weeks
@@ -53,13 +54,8 @@ _MODELS = {ItemKind.CONVERSATION: Conversation, ItemKind.DRAFT: Draft}
 _STARTED = {ItemKind.CONVERSATION: "started_at", ItemKind.DRAFT: "created_at"}
 
 
-class SetRefused(Exception):
+class SetRefused(FieldInvalid):
     """A set was not built (or not run): `field` names what was wrong. Nothing was written."""
-
-    def __init__(self, field: str, message: str) -> None:
-        super().__init__(f"{field}: {message}")
-        self.field = field
-        self.message = message
 
 
 @dataclass(frozen=True)

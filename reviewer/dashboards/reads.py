@@ -16,6 +16,7 @@ from django.db.models import Q, QuerySet
 from django.http import QueryDict
 from django.utils import timezone
 
+from grading.core.errors import FieldInvalid
 from grading.core.schemas import identifier_checked
 from grading.core.weeks import in_weeks
 from grading.dashboard.figures import PEOPLE_SAMPLES, Scope, scope_for
@@ -96,11 +97,8 @@ class ReviewFilter:
         return out
 
 
-class InvalidFilter(Exception):
-    def __init__(self, field: str, message: str) -> None:
-        super().__init__(f"{field}: {message}")
-        self.field = field
-        self.message = message
+class InvalidFilter(FieldInvalid):
+    pass
 
 
 def _choice(params: QueryDict, name: str, allowed) -> str:

@@ -12,7 +12,7 @@ from django.db.models.functions import Cast
 from django.utils import timezone
 
 from grading.api.views import conversation_detail, draft_detail
-from grading.core.errors import ConversationNotFound, NotFound
+from grading.core.errors import ConversationNotFound, FieldInvalid, NotFound
 from grading.core.weeks import in_weeks, week_named
 from grading.models import Conversation, Draft, ItemKind, Message, Review, Route
 from grading.models.reach import Reach
@@ -24,11 +24,8 @@ MAX_OFFSET = 1000  # a search is a question, not an export: the export reads eve
 VERDICTS = (*Route.values, "pending")  # pending: nothing counts for the item yet (new, changed, or being graded)
 
 
-class InvalidSearch(ValueError):
-    def __init__(self, field: str, message: str) -> None:
-        super().__init__(f"{field}: {message}")
-        self.field = field
-        self.message = message
+class InvalidSearch(FieldInvalid, ValueError):
+    pass
 
 
 @dataclass(frozen=True)

@@ -52,28 +52,17 @@ def pool_set(
         pool = Pool.objects.select_for_update().filter(org=org, name=name).first()
         if pool is None:
             pool = Pool.objects.create(org=org, name=name)
-            pool.members.set(members)
-            audit_record(
-                action="pool.create",
-                org=org,
-                actor=actor,
-                api_key=api_key,
-                target=pool,
-                detail={"name": name, "members": after},
-            )
-            return f"created: {pool_line(pool)}"
-        before = usernames_of(pool)
-        if before == after:
-            return f"unchanged: {pool_line(pool)}"
+            before = None
+            action, detail = "pool.create", {"name": name, "members": after}
+        else:
+            before = usernames_of(pool)
+            if before == after:
+                return f"unchanged: {pool_line(pool)}"
+            action, detail = "pool.update", {"name": name, "before": {"members": before}, "after": {"members": after}}
         pool.members.set(members)
-        audit_record(
-            action="pool.update",
-            org=org,
-            actor=actor,
-            api_key=api_key,
-            target=pool,
-            detail={"name": name, "before": {"members": before}, "after": {"members": after}},
-        )
+        audit_record(action=action, org=org, actor=actor, api_key=api_key, target=pool, detail=detail)
+    if before is None:
+        return f"created: {pool_line(pool)}"
     return f"updated: {pool_line(pool)} (was {members_text(before)})"
 
 

@@ -10,6 +10,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from grading.api.keys import secret_hash, use_record
+from grading.core.errors import FieldRefused
 from grading.models import Org
 from grading.models.audit import audit_record
 from reviewer.models import Membership, PersonalToken
@@ -18,13 +19,8 @@ from reviewer.models import Membership, PersonalToken
 TOKEN_PREFIX = "tg_pat_"  # noqa: S105 - a prefix, not a secret
 
 
-class TokenRefused(Exception):
+class TokenRefused(FieldRefused):
     """A token that cannot be made as asked; `field` names what to correct. Nothing was written."""
-
-    def __init__(self, field: str, message: str) -> None:
-        super().__init__(message)
-        self.field = field
-        self.message = message
 
 
 @dataclass(frozen=True)
