@@ -1,20 +1,23 @@
 """The judge's probability that an item passes is stored on its review when the review is written, as the certified
 panel computed it on every review of its scope before (the expression the migration fills older reviews with), and
-the panel's counters of it are booked by the write as the hourly rebuild recounts them."""
+the panel's counters of it are booked by the write as the hourly rebuild recounts them, and by the migration after
+for the reviews graded before it."""
 
 from importlib import import_module
 
 import pytest
 from django.contrib.auth import get_user_model
-from django.db import transaction
+from django.db import connection, transaction
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from grading.conversations.grader import conversation_grade
+from grading.dashboard.certified import certified_figures
+from grading.dashboard.figures import scope_for
 from grading.figures.definitions import CERTIFIED
 from grading.judge.pass_probability import item_pass_probability
-from grading.models import CriteriaVersion, ItemKind, Review
-from grading.reviews.rollups import live_counters, stored_counters
+from grading.models import CriteriaVersion, ItemKind, Review, Rollup
+from grading.reviews.rollups import live_counters, rollup_last_rebuild, rollups_rebuild, stored_counters
 from tests.builders.conversations import PATH_IDS, support_conversation, upsert, verdicts
 from tests.builders.figure_reviews import reviews, write_reviews
 from tests.builders.judges import configure_judges, judge_config
@@ -22,12 +25,19 @@ from tests.fakes.openai_server import json_reply
 
 pytestmark = pytest.mark.django_db
 FILL = import_module("grading.migrations.0044_review_pass_probability").pass_probabilities_fill
+COUNTERS = import_module("grading.migrations.0045_certified_counters").CERTIFIED_COUNTERS
 
 
 def _filled_by_the_migration(review_ids: list[int]) -> dict[int, float | None]:
     Review.objects.filter(pk__in=review_ids).update(pass_probability=None)
     FILL(CriteriaVersion, Review)
     return dict(Review.objects.filter(pk__in=review_ids).values_list("pk", "pass_probability"))
+
+
+def _counted_by_the_migration() -> None:
+    with transaction.atomic(), connection.cursor() as cursor:  # as the migration runs: in one transaction
+        for statement in COUNTERS:
+            cursor.execute(statement)
 
 
 def _certified(counters: dict) -> dict:
@@ -46,6 +56,45 @@ def test_a_graded_conversation_stores_what_the_panel_computed_and_books_its_coun
     counters = _certified(stored_counters(org_ids=[org.pk]))
     assert counters and counters == _certified(live_counters(org_ids=[org.pk]))
     assert _filled_by_the_migration([review.pk]) == {review.pk: stored}
+
+
+@pytest.mark.django_db(transaction=True)  # the hourly rebuild reads what was committed since the last one
+def test_after_the_upgrade_the_panel_counts_the_reviews_graded_before_it_and_the_hourly_rebuild_finds_no_drift(
+    org, settings, fake_llm
+):
+    configure_judges(settings, default=judge_config(fake_llm))
+    fake_llm.script(json_reply(verdicts(PATH_IDS)))
+    review = conversation_grade(conversation_id=upsert(org, support_conversation()).conversation.pk)
+    rollups_rebuild(org_id=org.pk)  # a full rebuild on record, as on every install an hour old
+    last_check = rollup_last_rebuild(org)
+    Rollup.objects.filter(org=org, metric=CERTIFIED).delete()  # as before the upgrade: no such counters
+    Review.objects.filter(pk=review.pk).update(pass_probability=None)
+
+    FILL(CriteriaVersion, Review)
+    _counted_by_the_migration()
+
+    counters = _certified(stored_counters(org_ids=[org.pk]))
+    assert counters and counters == _certified(live_counters(org_ids=[org.pk]))
+    assert certified_figures(scope_for(org))[ItemKind.CONVERSATION]["items"] == 1
+    assert rollup_last_rebuild(org) == last_check  # the staleness card's last check stays
+    hourly = rollups_rebuild(org_id=org.pk, incremental=True)
+    assert Review.objects.get(pk=review.pk).week.isoformat() in hourly.weeks  # it recounted the migrated week
+    assert hourly.drifted == 0
+    assert rollups_rebuild(org_id=org.pk).drifted == 0  # nor the daily full one
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(specs=st.lists(reviews, min_size=1, max_size=6))
+def test_the_migration_counts_the_certified_counters_as_the_rebuild_does(org, specs):
+    """Written straight to the tables, the reviews have no counters: the migration books them, and run again (the
+    counters booked, as after a rebuild since 0044) replaces them with the same."""
+    person = get_user_model().objects.get_or_create(username="decider")[0]
+    with transaction.atomic():
+        write_reviews(org, specs, person)
+        for _ in range(2):
+            _counted_by_the_migration()
+            assert _certified(stored_counters(org_ids=[org.pk])) == _certified(live_counters(org_ids=[org.pk]))
+        transaction.set_rollback(True)
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
