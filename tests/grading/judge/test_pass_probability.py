@@ -8,18 +8,19 @@ from importlib import import_module
 import pytest
 from django.contrib.auth import get_user_model
 from django.db import connection, transaction
+from django.db.models import F
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from grading.conversations.grader import conversation_grade
 from grading.dashboard.certified import certified_figures
 from grading.dashboard.figures import scope_for
-from grading.figures.definitions import CERTIFIED
+from grading.figures.definitions import CERTIFIED, ITEMS
 from grading.judge.pass_probability import item_pass_probability
 from grading.models import CriteriaVersion, ItemKind, Review, Rollup
 from grading.reviews.rollups import live_counters, rollup_last_rebuild, rollups_rebuild, stored_counters
 from tests.builders.conversations import PATH_IDS, support_conversation, upsert, verdicts
-from tests.builders.figure_reviews import reviews, write_reviews
+from tests.builders.figure_reviews import WEEK_END, reviews, write_reviews
 from tests.builders.judges import configure_judges, judge_config
 from tests.fakes.openai_server import json_reply
 
@@ -85,15 +86,25 @@ def test_after_the_upgrade_the_panel_counts_the_reviews_graded_before_it_and_the
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(specs=st.lists(reviews, min_size=1, max_size=6))
-def test_the_migration_counts_the_certified_counters_as_the_rebuild_does(org, specs):
-    """Written straight to the tables, the reviews have no counters: the migration books them, and run again (the
-    counters booked, as after a rebuild since 0044) replaces them with the same."""
+def test_the_migration_replaces_the_certified_counters_with_the_rebuilds_recount(org, specs):
+    """Written straight to the tables, the reviews have no counters: the migration books them, and replaces any it
+    finds (booked since 0044 by a write or a rebuild, here put wrong), leaving those already right as they were."""
     person = get_user_model().objects.get_or_create(username="decider")[0]
     with transaction.atomic():
         write_reviews(org, specs, person)
-        for _ in range(2):
-            _counted_by_the_migration()
-            assert _certified(stored_counters(org_ids=[org.pk])) == _certified(live_counters(org_ids=[org.pk]))
+        Rollup.objects.create(
+            org=org, kind=ItemKind.DRAFT, criteria_id=0, application="", week=WEEK_END.date(), metric=CERTIFIED,
+            key1=ITEMS, key2="", value=3, updated_at=WEEK_END,
+        )  # fmt: skip
+        _counted_by_the_migration()
+        assert _certified(stored_counters(org_ids=[org.pk])) == _certified(live_counters(org_ids=[org.pk]))
+
+        Rollup.objects.filter(org=org, metric=CERTIFIED).update(updated_at=WEEK_END)  # booked before this moment
+        Rollup.objects.filter(org=org, metric=CERTIFIED, key1=ITEMS).update(value=F("value") + 1)
+        right = set(Rollup.objects.filter(org=org, metric=CERTIFIED).exclude(key1=ITEMS).values_list())
+        _counted_by_the_migration()
+        assert _certified(stored_counters(org_ids=[org.pk])) == _certified(live_counters(org_ids=[org.pk]))
+        assert right <= set(Rollup.objects.filter(org=org, metric=CERTIFIED).values_list())  # their times too
         transaction.set_rollback(True)
 
 
