@@ -1,33 +1,44 @@
 """The judge's probability that an item passes is stored on its review when the review is written, as the certified
 panel computed it on every review of its scope before (the expression the migration fills older reviews with), and
-the panel's counters of it are booked by the write as the hourly rebuild recounts them."""
+the panel's counters of it are booked by the write as the hourly rebuild recounts them, and by the migration after
+for the reviews graded before it."""
 
 from importlib import import_module
 
 import pytest
 from django.contrib.auth import get_user_model
-from django.db import transaction
+from django.db import connection, transaction
+from django.db.models import F
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from grading.conversations.grader import conversation_grade
-from grading.figures.definitions import CERTIFIED
+from grading.dashboard.certified import certified_figures
+from grading.dashboard.figures import scope_for
+from grading.figures.definitions import CERTIFIED, ITEMS
 from grading.judge.pass_probability import item_pass_probability
-from grading.models import CriteriaVersion, ItemKind, Review
-from grading.reviews.rollups import live_counters, stored_counters
+from grading.models import CriteriaVersion, ItemKind, Review, Rollup
+from grading.reviews.rollups import live_counters, rollup_last_rebuild, rollups_rebuild, stored_counters
 from tests.builders.conversations import PATH_IDS, support_conversation, upsert, verdicts
-from tests.builders.figure_reviews import reviews, write_reviews
+from tests.builders.figure_reviews import WEEK_END, reviews, write_reviews
 from tests.builders.judges import configure_judges, judge_config
 from tests.fakes.openai_server import json_reply
 
 pytestmark = pytest.mark.django_db
 FILL = import_module("grading.migrations.0044_review_pass_probability").pass_probabilities_fill
+COUNTERS = import_module("grading.migrations.0045_certified_counters").CERTIFIED_COUNTERS
 
 
 def _filled_by_the_migration(review_ids: list[int]) -> dict[int, float | None]:
     Review.objects.filter(pk__in=review_ids).update(pass_probability=None)
     FILL(CriteriaVersion, Review)
     return dict(Review.objects.filter(pk__in=review_ids).values_list("pk", "pass_probability"))
+
+
+def _counted_by_the_migration() -> None:
+    with transaction.atomic(), connection.cursor() as cursor:  # as the migration runs: in one transaction
+        for statement in COUNTERS:
+            cursor.execute(statement)
 
 
 def _certified(counters: dict) -> dict:
@@ -46,6 +57,55 @@ def test_a_graded_conversation_stores_what_the_panel_computed_and_books_its_coun
     counters = _certified(stored_counters(org_ids=[org.pk]))
     assert counters and counters == _certified(live_counters(org_ids=[org.pk]))
     assert _filled_by_the_migration([review.pk]) == {review.pk: stored}
+
+
+@pytest.mark.django_db(transaction=True)  # the hourly rebuild reads what was committed since the last one
+def test_after_the_upgrade_the_panel_counts_the_reviews_graded_before_it_and_the_hourly_rebuild_finds_no_drift(
+    org, settings, fake_llm
+):
+    configure_judges(settings, default=judge_config(fake_llm))
+    fake_llm.script(json_reply(verdicts(PATH_IDS)))
+    review = conversation_grade(conversation_id=upsert(org, support_conversation()).conversation.pk)
+    rollups_rebuild(org_id=org.pk)  # a full rebuild on record, as on every install an hour old
+    last_check = rollup_last_rebuild(org)
+    Rollup.objects.filter(org=org, metric=CERTIFIED).delete()  # as before the upgrade: no such counters
+    Review.objects.filter(pk=review.pk).update(pass_probability=None)
+
+    FILL(CriteriaVersion, Review)
+    _counted_by_the_migration()
+
+    counters = _certified(stored_counters(org_ids=[org.pk]))
+    assert counters and counters == _certified(live_counters(org_ids=[org.pk]))
+    assert certified_figures(scope_for(org))[ItemKind.CONVERSATION]["items"] == 1
+    assert rollup_last_rebuild(org) == last_check  # the staleness card's last check stays
+    hourly = rollups_rebuild(org_id=org.pk, incremental=True)
+    assert Review.objects.get(pk=review.pk).week.isoformat() in hourly.weeks  # it recounted the migrated week
+    assert hourly.drifted == 0
+    assert rollups_rebuild(org_id=org.pk).drifted == 0  # nor the daily full one
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(specs=st.lists(reviews, min_size=1, max_size=6))
+def test_the_migration_replaces_the_certified_counters_with_the_rebuilds_recount(org, specs):
+    """Written straight to the tables, the reviews have no counters: the migration books them, and replaces any it
+    finds (booked since 0044 by a write or a rebuild, here put wrong), leaving those already right as they were."""
+    person = get_user_model().objects.get_or_create(username="decider")[0]
+    with transaction.atomic():
+        write_reviews(org, specs, person)
+        Rollup.objects.create(
+            org=org, kind=ItemKind.DRAFT, criteria_id=0, application="", week=WEEK_END.date(), metric=CERTIFIED,
+            key1=ITEMS, key2="", value=3, updated_at=WEEK_END,
+        )  # fmt: skip
+        _counted_by_the_migration()
+        assert _certified(stored_counters(org_ids=[org.pk])) == _certified(live_counters(org_ids=[org.pk]))
+
+        Rollup.objects.filter(org=org, metric=CERTIFIED).update(updated_at=WEEK_END)  # booked before this moment
+        Rollup.objects.filter(org=org, metric=CERTIFIED, key1=ITEMS).update(value=F("value") + 1)
+        right = set(Rollup.objects.filter(org=org, metric=CERTIFIED).exclude(key1=ITEMS).values_list())
+        _counted_by_the_migration()
+        assert _certified(stored_counters(org_ids=[org.pk])) == _certified(live_counters(org_ids=[org.pk]))
+        assert right <= set(Rollup.objects.filter(org=org, metric=CERTIFIED).values_list())  # their times too
+        transaction.set_rollback(True)
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
