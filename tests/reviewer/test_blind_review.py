@@ -6,8 +6,11 @@ export as each persona and looks for the words planted in what must stay hidden.
 import csv
 import io
 import json
+from collections.abc import Iterator
 
 import pytest
+from django.contrib.auth import get_user_model
+from django.db import transaction
 from django.db.models import DateField
 from django.db.models.functions import TruncWeek
 from django.test import Client
@@ -15,7 +18,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from grading.api.keys import api_key_create
-from grading.models import CriteriaTrial, ItemKind, Review
+from grading.models import CriteriaTrial, ItemKind, Org, Review
 from grading.monitors.evaluate import monitor_evaluate
 from grading.monitors.services import WINDOW_HOURS_MAX
 from grading.reviews.versions import criteria_new_version
@@ -27,11 +30,30 @@ from tests.builders.tokens import token_of
 pytestmark = pytest.mark.django_db
 
 
+@pytest.fixture(scope="module")
+def _world_built(django_db_setup, django_db_blocker) -> Iterator[BlindWorld]:
+    """The world, built once for the module's tests in a transaction kept open until its last test ends and then
+    rolled back, as the demo's (tests/reviewer/conftest.py): each test runs in a savepoint of it (pytest-django's
+    `db`), so what a test writes (a key, a criteria version, a trial) is gone before the next, which finds the world
+    as it was built. The org is the suite's persona (tests/conftest.py), made here as there."""
+    with django_db_blocker.unblock(), transaction.atomic():
+        built = blind_world(Org.objects.create(name="Northwind", slug="northwind"))
+        Review.objects.update(week=TruncWeek("finished_at", output_field=DateField()))
+        yield built
+        transaction.set_rollback(True)
+
+
 @pytest.fixture
-def world(org) -> BlindWorld:
-    built = blind_world(org)
-    Review.objects.update(week=TruncWeek("finished_at", output_field=DateField()))
-    return built
+def world(_world_built: BlindWorld, db) -> BlindWorld:
+    """The module's world, its rows read afresh for the test, its planted words the test's own."""
+    built = _world_built
+    return BlindWorld(
+        org=Org.objects.get(pk=built.org.pk),
+        reviews={tag: Review.objects.get(pk=review.pk) for tag, review in built.reviews.items()},
+        people={name: get_user_model().objects.get(pk=person.pk) for name, person in built.people.items()},
+        hidden={word: set(readers) for word, readers in built.hidden.items()},
+        shown=set(built.shown),
+    )
 
 
 def signed_in(person) -> Client:

@@ -2,14 +2,28 @@
 org's criteria admin finds nothing (404), every other role is refused (403), anonymous is sent to sign in, and a
 refused request writes nothing."""
 
+from collections.abc import Iterator
+from dataclasses import fields
+
 import pytest
+from django.contrib.auth import get_user_model
+from django.db import transaction
 from django.urls import reverse
 from django.utils import timezone
 
 from grading.conversations.expected_replies import present_reply_points
-from grading.models import AuditEvent, Correction, CriteriaExample, CriteriaTrial, CriteriaVersion, Review, SpendCap
+from grading.models import (
+    AuditEvent,
+    Correction,
+    CriteriaExample,
+    CriteriaTrial,
+    CriteriaVersion,
+    Org,
+    Review,
+    SpendCap,
+)
 from reviewer.models import Role
-from tests.builders.criteria import editor_data, graded_org
+from tests.builders.criteria import Criteria, editor_data, graded_org
 from tests.builders.people import make_person
 
 pytestmark = pytest.mark.django_db
@@ -26,8 +40,38 @@ def other_org_criteria_admin(other_org):
     return make_person("olive", other_org, Role.CRITERIA_ADMIN)
 
 
+@pytest.fixture(scope="module")
+def _criteria_built(django_db_setup, django_db_blocker, fake_llm_server) -> Iterator[Criteria]:
+    """The org's criteria, built once for the module's tests in a transaction kept open until its last test ends and
+    then rolled back, as the demo's (tests/reviewer/conftest.py): each test runs in a savepoint of it (pytest-django's
+    `db`), so what the admin's requests wrote (a version, a trial, a publication, an example) is gone before the next
+    test, which finds the criteria as built. Building them for each of the module's 28 tests was most of its time.
+    The org and its criteria admin are the suite's personas (tests/conftest.py), made here as there."""
+    with django_db_blocker.unblock(), transaction.atomic():
+        org = Org.objects.create(name="Northwind", slug="northwind")
+        fake_llm_server.reset()
+        yield _criteria(org, fake_llm_server, make_person("casey", org, Role.CRITERIA_ADMIN))
+        transaction.set_rollback(True)
+
+
 @pytest.fixture
-def criteria(org, fake_llm, criteria_admin):
+def org(_criteria_built: Criteria, db) -> Org:
+    return Org.objects.get(pk=_criteria_built.org.pk)
+
+
+@pytest.fixture
+def criteria_admin(_criteria_built: Criteria, db):
+    return get_user_model().objects.get(pk=_criteria_built.draft_version.author_id)  # who wrote the draft version
+
+
+@pytest.fixture
+def criteria(_criteria_built: Criteria, fake_llm) -> Criteria:
+    """The module's criteria, each row read afresh for the test."""
+    rows = {part.name: getattr(_criteria_built, part.name) for part in fields(Criteria)}
+    return Criteria(**{name: type(row).objects.get(pk=row.pk) for name, row in rows.items()})
+
+
+def _criteria(org, fake_llm, criteria_admin) -> Criteria:
     world = graded_org(org, fake_llm, criteria_admin)
     draft = world.gizmo_draft
     CriteriaExample.objects.create(

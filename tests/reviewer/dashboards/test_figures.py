@@ -4,9 +4,13 @@ the rollup behind them equals a live GROUP BY after every kind of write, and a r
 import json
 import re
 from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass
 
 import pytest
+from django.contrib.auth import get_user_model
 from django.core.serializers.json import DjangoJSONEncoder
+from django.db import transaction
 from django.urls import reverse
 from django.utils import timezone
 
@@ -14,19 +18,57 @@ from grading.api.keys import api_key_create
 from grading.checks.definitions import CONVERSATION_DEFAULTS
 from grading.core.weeks import monday
 from grading.dashboard.figures import dashboard_figures, scope_for
-from grading.models import ItemKind, Review, Rollup
+from grading.models import ItemKind, Org, Review, Rollup
 from grading.reviews.rollups import live_counters, rollups_rebuild, stored_counters
 from grading.reviews.versions import criteria_new_version, criteria_publish
-from tests.builders.world import build_world, expected_agreement, expected_quality, iso, world_scope
+from reviewer.models import Role
+from tests.builders.people import make_person
+from tests.builders.world import World, build_world, expected_agreement, expected_quality, iso, world_scope
 
 CHECKS = CONVERSATION_DEFAULTS.keys  # what a version asks that names no checks of its own
 
 pytestmark = pytest.mark.django_db
 
 
+@dataclass(frozen=True)
+class WorldRows:
+    """The module's world by id: each test reads it afresh (`org`, `operator`, `world`)."""
+
+    org_id: int
+    operator_id: int
+    review_ids: dict[str, int]
+
+
+@pytest.fixture(scope="module")
+def _world_built(django_db_setup, django_db_blocker, fake_llm_server) -> Iterator[WorldRows]:
+    """The world, built once for the module's tests in a transaction kept open until its last test ends and then
+    rolled back, as the demo's (tests/reviewer/conftest.py): each test runs in a savepoint of it (pytest-django's
+    `db`), so what a test writes (a rebuild, a publication, a key) is gone before the next, which finds the world as
+    it was built. Building it for every test was most of the module's time. The org and the operator are the
+    suite's personas (tests/conftest.py), made here as there."""
+    with django_db_blocker.unblock(), transaction.atomic():
+        org = Org.objects.create(name="Northwind", slug="northwind")
+        operator = make_person("dana", org, Role.OPERATOR)
+        fake_llm_server.reset()
+        world = build_world(org, fake_llm_server, operator)
+        fake_llm_server.reset()
+        yield WorldRows(org.pk, operator.pk, {key: review.pk for key, review in world.reviews.items()})
+        transaction.set_rollback(True)
+
+
 @pytest.fixture
-def world(org, fake_llm, operator):
-    return build_world(org, fake_llm, operator)
+def org(_world_built: WorldRows, db) -> Org:
+    return Org.objects.get(pk=_world_built.org_id)
+
+
+@pytest.fixture
+def operator(_world_built: WorldRows, db):
+    return get_user_model().objects.get(pk=_world_built.operator_id)
+
+
+@pytest.fixture
+def world(_world_built: WorldRows, org) -> World:
+    return World(org, {key: Review.objects.get(pk=pk) for key, pk in _world_built.review_ids.items()})
 
 
 def test_the_rollup_kept_by_the_writes_equals_a_live_group_by_over_the_raw_tables(world, org):
