@@ -38,9 +38,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
-# A test that starts a process or a server of its own (Chromium, a Celery worker, a live HTTP server) takes
-# seconds, whatever it asserts: it is slow by the fixtures it uses, without a mark to forget.
-STARTS_PROCESSES = {"browser", "celery_worker", "live_server"}
+# A test that starts a process or a server of its own (Chromium, a Celery worker, a live HTTP server, nginx and
+# gunicorn) takes seconds, whatever it asserts: it is slow by the fixtures it uses, without a mark to forget.
+STARTS_PROCESSES = {"browser", "celery_worker", "deployment", "live_server"}
 
 
 @pytest.hookimpl(tryfirst=True)  # before `-m` deselects by the marks

@@ -22,7 +22,6 @@ from urllib.parse import quote
 import pytest
 from django.contrib.auth import get_user_model
 from django.contrib.auth.base_user import AbstractBaseUser
-from django.db import transaction
 from django.test import Client, override_settings
 from django.utils import timezone
 from hypothesis import HealthCheck, event, given, settings
@@ -50,6 +49,7 @@ from tests.builders.hostile_values import (
     any_hostile_value,
     times,
 )
+from tests.builders.module_world import kept_for_module
 from tests.builders.people import make_person
 from tests.builders.queue_items import conversation_item, draft_item
 from tests.builders.tokens import token_of
@@ -420,11 +420,9 @@ class WorldRows:
 def _world_built(django_db_setup, django_db_blocker) -> Iterator[WorldRows]:
     """An org's key and what its routes find: a conversation and a draft waiting, ann (an operator) and the billing
     pool, a criteria trial, an unpublished conversation version, an erasure, a regression set with a run, and a draft
-    ann holds. Made once for the module's tests, in a transaction kept open until its last test ends and then rolled
-    back, as the demo's (tests/reviewer/conftest.py): each test runs in a savepoint of it (pytest-django's `db`), so
-    what a request wrote is gone before the next test, which finds the world as it was made. Making it for every
-    test was about a seventh of the module's time."""
-    with django_db_blocker.unblock(), transaction.atomic():
+    ann holds. Made once for the module's tests (`kept_for_module`: what a request wrote is gone before the next
+    test). Making it for every test was about a seventh of the module's time."""
+    with kept_for_module(django_db_blocker):
         org = Org.objects.create(name="Northwind", slug="northwind", dimensions=["release"])  # the comparison's
         ann = make_person("ann", org, Role.OPERATOR)
         Pool.objects.create(org=org, name="billing").members.add(make_person("bo", org, Role.OPERATOR))
@@ -454,7 +452,6 @@ def _world_built(django_db_setup, django_db_blocker) -> Iterator[WorldRows]:
             AssignmentRule.objects.create(org=org, position=position, kind="conversation", reason="audit", pool=billing)
         key = api_key_create(org=org, name="hostile").plaintext
         yield WorldRows(org.pk, ann.pk, key, ids, {"ann": token_of(ann, org)})
-        transaction.set_rollback(True)
 
 
 @pytest.fixture

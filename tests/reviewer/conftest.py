@@ -3,23 +3,18 @@
 from collections.abc import Iterator
 
 import pytest
-from django.db import transaction
 
 from grading.models import Org
 from reviewer.demo import demo_seed
+from tests.builders.module_world import kept_for_module
 
 
 @pytest.fixture(scope="module")
 def _demo_seeded(django_db_setup, django_db_blocker) -> Iterator[int]:
-    """The demo's org id, seeded once for a module's tests in a transaction kept open until its last test ends and
-    then rolled back. Each test runs in a savepoint of it (pytest-django's `db`), so what a test writes (a second
-    seeding too) is gone before the next one. Seeding hands nothing to another connection and its `on_commit` hooks
-    never run, as inside a test of its own. A test that needs an empty database, or commits (`transaction=True`),
-    belongs in a module where no test asks for `demo_org`: this transaction stays open under every test of the
-    module that runs after the first that asks."""
-    with django_db_blocker.unblock(), transaction.atomic():
+    """The demo's org id, seeded once for a module's tests (`kept_for_module`: what a test writes, a second seeding
+    too, is gone before the next one)."""
+    with kept_for_module(django_db_blocker):
         yield demo_seed().pk
-        transaction.set_rollback(True)
 
 
 @pytest.fixture

@@ -10,7 +10,6 @@ from collections.abc import Iterator
 
 import pytest
 from django.contrib.auth import get_user_model
-from django.db import transaction
 from django.db.models import DateField
 from django.db.models.functions import TruncWeek
 from django.test import Client
@@ -23,6 +22,7 @@ from grading.monitors.evaluate import monitor_evaluate
 from grading.monitors.services import WINDOW_HOURS_MAX
 from grading.reviews.versions import criteria_new_version
 from tests.builders.blind_world import REPLACED_NOTE, BlindWorld, answer_note, blind_world, machine_said
+from tests.builders.module_world import kept_for_module
 from tests.builders.monitored import monitor
 from tests.builders.page_matrix import PAGES, url_routes
 from tests.builders.tokens import token_of
@@ -32,15 +32,13 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture(scope="module")
 def _world_built(django_db_setup, django_db_blocker) -> Iterator[BlindWorld]:
-    """The world, built once for the module's tests in a transaction kept open until its last test ends and then
-    rolled back, as the demo's (tests/reviewer/conftest.py): each test runs in a savepoint of it (pytest-django's
-    `db`), so what a test writes (a key, a criteria version, a trial) is gone before the next, which finds the world
-    as it was built. The org is the suite's persona (tests/conftest.py), made here as there."""
-    with django_db_blocker.unblock(), transaction.atomic():
+    """The world, built once for the module's tests (`kept_for_module`: what a test writes, a key, a criteria
+    version, a trial, is gone before the next). The org is the suite's persona (tests/conftest.py), made here as
+    there."""
+    with kept_for_module(django_db_blocker):
         built = blind_world(Org.objects.create(name="Northwind", slug="northwind"))
         Review.objects.update(week=TruncWeek("finished_at", output_field=DateField()))
         yield built
-        transaction.set_rollback(True)
 
 
 @pytest.fixture

@@ -7,7 +7,6 @@ from dataclasses import fields
 
 import pytest
 from django.contrib.auth import get_user_model
-from django.db import transaction
 from django.urls import reverse
 from django.utils import timezone
 
@@ -24,6 +23,7 @@ from grading.models import (
 )
 from reviewer.models import Role
 from tests.builders.criteria import Criteria, editor_data, graded_org
+from tests.builders.module_world import kept_for_module
 from tests.builders.people import make_person
 
 pytestmark = pytest.mark.django_db
@@ -42,16 +42,14 @@ def other_org_criteria_admin(other_org):
 
 @pytest.fixture(scope="module")
 def _criteria_built(django_db_setup, django_db_blocker, fake_llm_server) -> Iterator[Criteria]:
-    """The org's criteria, built once for the module's tests in a transaction kept open until its last test ends and
-    then rolled back, as the demo's (tests/reviewer/conftest.py): each test runs in a savepoint of it (pytest-django's
-    `db`), so what the admin's requests wrote (a version, a trial, a publication, an example) is gone before the next
-    test, which finds the criteria as built. Building them for each of the module's 28 tests was most of its time.
-    The org and its criteria admin are the suite's personas (tests/conftest.py), made here as there."""
-    with django_db_blocker.unblock(), transaction.atomic():
+    """The org's criteria, built once for the module's tests (`kept_for_module`: what the admin's requests wrote, a
+    version, a trial, a publication, an example, is gone before the next test). Building them for each of the
+    module's 28 tests was most of its time. The org and its criteria admin are the suite's personas
+    (tests/conftest.py), made here as there."""
+    with kept_for_module(django_db_blocker):
         org = Org.objects.create(name="Northwind", slug="northwind")
         fake_llm_server.reset()
         yield _criteria(org, fake_llm_server, make_person("casey", org, Role.CRITERIA_ADMIN))
-        transaction.set_rollback(True)
 
 
 @pytest.fixture

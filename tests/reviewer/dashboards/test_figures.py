@@ -10,7 +10,6 @@ from dataclasses import dataclass
 import pytest
 from django.contrib.auth import get_user_model
 from django.core.serializers.json import DjangoJSONEncoder
-from django.db import transaction
 from django.urls import reverse
 from django.utils import timezone
 
@@ -22,6 +21,7 @@ from grading.models import ItemKind, Org, Review, Rollup
 from grading.reviews.rollups import live_counters, rollups_rebuild, stored_counters
 from grading.reviews.versions import criteria_new_version, criteria_publish
 from reviewer.models import Role
+from tests.builders.module_world import kept_for_module
 from tests.builders.people import make_person
 from tests.builders.world import World, build_world, expected_agreement, expected_quality, iso, world_scope
 
@@ -41,19 +41,16 @@ class WorldRows:
 
 @pytest.fixture(scope="module")
 def _world_built(django_db_setup, django_db_blocker, fake_llm_server) -> Iterator[WorldRows]:
-    """The world, built once for the module's tests in a transaction kept open until its last test ends and then
-    rolled back, as the demo's (tests/reviewer/conftest.py): each test runs in a savepoint of it (pytest-django's
-    `db`), so what a test writes (a rebuild, a publication, a key) is gone before the next, which finds the world as
-    it was built. Building it for every test was most of the module's time. The org and the operator are the
-    suite's personas (tests/conftest.py), made here as there."""
-    with django_db_blocker.unblock(), transaction.atomic():
+    """The world, built once for the module's tests (`kept_for_module`: what a test writes, a rebuild, a
+    publication, a key, is gone before the next). Building it for every test was most of the module's time. The org
+    and the operator are the suite's personas (tests/conftest.py), made here as there."""
+    with kept_for_module(django_db_blocker):
         org = Org.objects.create(name="Northwind", slug="northwind")
         operator = make_person("dana", org, Role.OPERATOR)
         fake_llm_server.reset()
         world = build_world(org, fake_llm_server, operator)
         fake_llm_server.reset()
         yield WorldRows(org.pk, operator.pk, {key: review.pk for key, review in world.reviews.items()})
-        transaction.set_rollback(True)
 
 
 @pytest.fixture
