@@ -14,13 +14,13 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
-import psycopg
 import pytest
 from django.conf import settings
 from django.test import Client, override_settings
 
 from grading.models import Org
 from reviewer.models import Role
+from tests.builders.database import suite_server_settings
 from tests.builders.judges import configure_judges, judge_config
 from tests.builders.people import make_person
 from tests.builders.processes import REPO_ROOT, database_url, wait_for_worker, workers_settled
@@ -119,18 +119,11 @@ def _suite_postgres_settings() -> Iterator[None]:
     if os.environ.get("DATABASE_URL"):
         yield
         return
-    _alter_system("ALTER SYSTEM SET fsync = off", "ALTER SYSTEM SET max_parallel_workers_per_gather = 0")
+    suite_server_settings(database_url(settings.DATABASES["default"]), on=True)
     try:
         yield
     finally:
-        _alter_system("ALTER SYSTEM RESET fsync", "ALTER SYSTEM RESET max_parallel_workers_per_gather")
-
-
-def _alter_system(*statements: str) -> None:
-    with psycopg.connect(database_url(settings.DATABASES["default"]), autocommit=True) as server:
-        for statement in statements:
-            server.execute(statement)  # autocommit: ALTER SYSTEM refuses a transaction block
-        server.execute("SELECT pg_reload_conf()")
+        suite_server_settings(database_url(settings.DATABASES["default"]), on=False)
 
 
 # --- personas -------------------------------------------------------------------------------------

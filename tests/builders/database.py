@@ -4,7 +4,20 @@ modules that own them. A test asks for what it needs by name."""
 from collections.abc import Callable
 from functools import cache
 
+import psycopg
 from django.db import connection
+
+# The suite's embedded server's own settings (tests/conftest.py `_suite_postgres_settings` says why).
+_SUITE_SERVER_SETTINGS = {"fsync": "off", "max_parallel_workers_per_gather": "0"}
+
+
+def suite_server_settings(url: str, *, on: bool) -> None:
+    """Set the suite's own settings on the server at `url` (`on`), or reset them, and have it read them again. On a
+    connection of its own in autocommit: ALTER SYSTEM refuses a transaction block."""
+    with psycopg.connect(url, autocommit=True) as server:
+        for name, value in _SUITE_SERVER_SETTINGS.items():
+            server.execute(f"ALTER SYSTEM SET {name} = {value}" if on else f"ALTER SYSTEM RESET {name}")
+        server.execute("SELECT pg_reload_conf()")
 
 
 def foreign_keys_checked_now() -> None:
