@@ -22,6 +22,34 @@ def signed_in_tab(browser, live_server, person, lands_on: str, *, javascript: bo
     return tab
 
 
+# Counts the requests a page has sent and not yet had answered (htmx sends XMLHttpRequests); `settled` reads it.
+_REQUESTS_IN_FLIGHT = """
+window.__requestsInFlight = 0;
+const send = XMLHttpRequest.prototype.send;
+XMLHttpRequest.prototype.send = function (...args) {
+  window.__requestsInFlight += 1;
+  this.addEventListener("loadend", () => { window.__requestsInFlight -= 1; });
+  return send.apply(this, args);
+};
+"""
+
+
+def count_requests(context) -> None:
+    """Every page of `context` counts its requests in flight, so that `settled` can wait for them."""
+    context.add_init_script(_REQUESTS_IN_FLIGHT)
+
+
+def settled(page) -> None:
+    """Waits until the page has loaded, every request it sent since is answered, and what htmx swapped in has
+    settled (htmx sends the requests of swapped-in content, `hx-trigger="load"`, when it settles, 20 ms after the
+    swap). Playwright's "networkidle" waits out 500 ms without a request after every page instead. The page's
+    context must count its requests (`count_requests`)."""
+    page.wait_for_function(  # a function, not an expression: the pages' CSP refuses eval
+        "() => document.readyState === 'complete' && window.__requestsInFlight === 0"
+        " && !document.querySelector('.htmx-request, .htmx-settling')"
+    )
+
+
 def sideways_scroll(page) -> int:
     """How far the page itself scrolls sideways, in CSS pixels (0 when everything fits the window)."""
     return page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth")
