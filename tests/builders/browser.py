@@ -10,18 +10,6 @@ def sign_in(page, username: str, password: str) -> None:
     page.click("button[type=submit]")
 
 
-def signed_in_tab(browser, live_server, person, lands_on: str, *, javascript: bool = True, viewport=None):
-    """A tab of its own for `person`, signed in and landed on `lands_on`, collecting the console's errors; in a
-    window of `viewport` ({"width": .., "height": ..}) if given, else Playwright's 1280 by 720."""
-    context = browser.new_context(base_url=live_server.url, java_script_enabled=javascript, viewport=viewport)
-    tab = context.new_page()
-    tab.console_errors = []
-    tab.on("console", lambda message: message.type == "error" and tab.console_errors.append(message.text))
-    sign_in(tab, person.username, PASSWORD)
-    tab.wait_for_url(f"**{lands_on}")
-    return tab
-
-
 # Counts the requests a page has sent and not yet had answered (htmx sends XMLHttpRequests); `settled` reads it.
 _REQUESTS_IN_FLIGHT = """
 window.__requestsInFlight = 0;
@@ -48,6 +36,20 @@ def settled(page) -> None:
         "() => document.readyState === 'complete' && window.__requestsInFlight === 0"
         " && !document.querySelector('.htmx-request, .htmx-settling')"
     )
+
+
+def signed_in_tab(browser, live_server, person, lands_on: str, *, javascript: bool = True, viewport=None):
+    """A tab of its own for `person`, signed in and landed on `lands_on`, collecting the console's errors and counting
+    its requests (`settled`); in a window of `viewport` ({"width": .., "height": ..}) if given, else Playwright's
+    1280 by 720."""
+    context = browser.new_context(base_url=live_server.url, java_script_enabled=javascript, viewport=viewport)
+    count_requests(context)
+    tab = context.new_page()
+    tab.console_errors = []
+    tab.on("console", lambda message: message.type == "error" and tab.console_errors.append(message.text))
+    sign_in(tab, person.username, PASSWORD)
+    tab.wait_for_url(f"**{lands_on}")
+    return tab
 
 
 def sideways_scroll(page) -> int:
