@@ -5,7 +5,7 @@ import pytest
 from django.urls import reverse
 
 from reviewer.models import Role
-from tests.builders.browser import sign_in
+from tests.builders.browser import count_requests, settled, sign_in
 from tests.builders.page_matrix import PAGES, matrix_world, more_people, path_for, url_routes
 from tests.builders.people import PASSWORD
 
@@ -45,6 +45,7 @@ def test_every_page_renders_in_chromium_with_no_content_security_policy_violatio
     for persona in sorted({persona for persona, _ in visits}):
         context = browser.new_context(base_url=live_server.url)
         context.add_init_script(_LISTEN)
+        count_requests(context)
         tab = context.new_page()
         errors = []
         tab.on(
@@ -53,12 +54,13 @@ def test_every_page_renders_in_chromium_with_no_content_security_policy_violatio
         )
         if persona != "anonymous":
             sign_in(tab, world["people"][persona].username, PASSWORD)
-            tab.wait_for_load_state("networkidle")
+            tab.wait_for_url(lambda url: not url.endswith("/login/"))
+            settled(tab)
         for who, path in visits:
             if who != persona:
                 continue
             tab.goto(path)
-            tab.wait_for_load_state("networkidle")
+            settled(tab)
             found = tab.evaluate("window.__violations")
             violations += [f"{path} as {persona}: {v}" for v in found + errors]
             errors.clear()

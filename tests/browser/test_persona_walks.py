@@ -24,7 +24,7 @@ from grading.core.weeks import monday
 from grading.models import Decision, ItemKind, Review, SpendCap
 from grading.reviews.versions import criteria_new_version
 from reviewer.models import Assignment, Membership, Role
-from tests.builders.browser import cramped_texts, sideways_scroll, signed_in_tab
+from tests.builders.browser import cramped_texts, settled, sideways_scroll, signed_in_tab
 from tests.builders.people import make_person
 from tests.builders.queue_items import conversation_item, draft_item
 from tests.builders.world import build_world
@@ -230,7 +230,7 @@ def test_a_stakeholder_reads_the_first_screen_in_words_opens_the_statistics_and_
     build_world(org, fake_llm, operator)
     tab = signed_in_tab(browser, live_server, stakeholder, "/dashboard/", viewport=WINDOWS[window])
     tab.goto(f"/dashboard/?org={org.slug}&from=2026-W46")
-    tab.wait_for_load_state("networkidle")  # the panels htmx swaps in once the page has loaded are on it too
+    settled(tab)  # the panels htmx swaps in once the page has loaded are on it too
 
     words = tab.locator("#in-words")
     assert words.bounding_box()["y"] < WINDOWS[window]["height"] / 2  # the words open the first screen
@@ -249,7 +249,7 @@ def test_a_stakeholder_reads_the_first_screen_in_words_opens_the_statistics_and_
     in_reach(tab.locator("#dashboard-filters button[type=submit]"))
     tab.locator("#dashboard-filters button[type=submit]").click()
     tab.wait_for_url("**application=billing**")
-    tab.wait_for_load_state("networkidle")
+    settled(tab)
     assert "billing" in tab.locator("h1").inner_text()
     looks_right(tab, "stakeholder-billing", window)
 

@@ -10,10 +10,40 @@ def sign_in(page, username: str, password: str) -> None:
     page.click("button[type=submit]")
 
 
+# Counts the requests a page has sent and not yet had answered (htmx sends XMLHttpRequests); `settled` reads it.
+_REQUESTS_IN_FLIGHT = """
+window.__requestsInFlight = 0;
+const send = XMLHttpRequest.prototype.send;
+XMLHttpRequest.prototype.send = function (...args) {
+  window.__requestsInFlight += 1;
+  this.addEventListener("loadend", () => { window.__requestsInFlight -= 1; });
+  return send.apply(this, args);
+};
+"""
+
+
+def count_requests(context) -> None:
+    """Every page of `context` counts its requests in flight, so that `settled` can wait for them."""
+    context.add_init_script(_REQUESTS_IN_FLIGHT)
+
+
+def settled(page) -> None:
+    """Waits until the page has loaded, every request it sent since is answered, and what htmx swapped in has
+    settled (htmx sends the requests of swapped-in content, `hx-trigger="load"`, when it settles, 20 ms after the
+    swap). Playwright's "networkidle" waits out 500 ms without a request after every page instead. The page's
+    context must count its requests (`count_requests`)."""
+    page.wait_for_function(  # a function, not an expression: the pages' CSP refuses eval
+        "() => document.readyState === 'complete' && window.__requestsInFlight === 0"
+        " && !document.querySelector('.htmx-request, .htmx-settling')"
+    )
+
+
 def signed_in_tab(browser, live_server, person, lands_on: str, *, javascript: bool = True, viewport=None):
-    """A tab of its own for `person`, signed in and landed on `lands_on`, collecting the console's errors; in a
-    window of `viewport` ({"width": .., "height": ..}) if given, else Playwright's 1280 by 720."""
+    """A tab of its own for `person`, signed in and landed on `lands_on`, collecting the console's errors and counting
+    its requests (`settled`); in a window of `viewport` ({"width": .., "height": ..}) if given, else Playwright's
+    1280 by 720."""
     context = browser.new_context(base_url=live_server.url, java_script_enabled=javascript, viewport=viewport)
+    count_requests(context)
     tab = context.new_page()
     tab.console_errors = []
     tab.on("console", lambda message: message.type == "error" and tab.console_errors.append(message.text))

@@ -51,23 +51,34 @@ def random_message(rng: random.Random, id: str, parent: str | None) -> EvidenceM
     )
 
 
+# The strategies of a random forest's messages, built once: a strategy built inside `message_trees` is built and
+# validated again at every draw of every message, which cost more than drawing from it.
+forest_ids = st.lists(st.sampled_from([f"m{n}" for n in range(30)]), max_size=25, unique=True)
+roles = st.sampled_from(["system", "user", "assistant", "tool"])
+contents = st.none() | st.text(max_size=40) | st.lists(content_parts, max_size=3)
+tool_call_ids = st.none() | st.sampled_from(CALL_IDS)
+names = st.none() | st.text(max_size=5)
+dates = st.none() | st.integers(0, 5).map(lambda s: T0 + timedelta(seconds=s))
+
+
 @st.composite
 def message_trees(draw) -> tuple[list[EvidenceMessage], str | None]:
     """Random forests (orphans, cycles, self-parents, duplicates, undated messages, random roles and tool
     calls), or a deep chain with one of those defects."""
     if draw(st.booleans()):
-        ids = draw(st.lists(st.sampled_from([f"m{n}" for n in range(30)]), max_size=25, unique=True))
-        parents = [draw(st.none() | st.sampled_from([*ids, "ghost"])) for _ in ids]
+        ids = draw(forest_ids)
+        parent_ids = st.none() | st.sampled_from([*ids, "ghost"])
+        parents = [draw(parent_ids) for _ in ids]
         messages = [
             EvidenceMessage(
                 id=id,
                 parent_id=parent,
-                role=draw(st.sampled_from(["system", "user", "assistant", "tool"])),
-                content=draw(st.none() | st.text(max_size=40) | st.lists(content_parts, max_size=3)),
+                role=draw(roles),
+                content=draw(contents),
                 tool_calls=draw(tool_calls_strategy),
-                tool_call_id=draw(st.none() | st.sampled_from(CALL_IDS)),
-                name=draw(st.none() | st.text(max_size=5)),
-                created_at=draw(st.none() | st.integers(0, 5).map(lambda s: T0 + timedelta(seconds=s))),
+                tool_call_id=draw(tool_call_ids),
+                name=draw(names),
+                created_at=draw(dates),
                 hidden=draw(st.booleans()),
                 truncated=draw(st.integers(0, 20)) == 0,
             )
