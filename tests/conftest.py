@@ -22,7 +22,7 @@ from grading.models import Org
 from reviewer.models import Role
 from tests.builders.database import suite_server_settings
 from tests.builders.judges import configure_judges, judge_config
-from tests.builders.people import make_person
+from tests.builders.people import make_person, persona_criteria_admin, persona_operator, persona_org
 from tests.builders.processes import REPO_ROOT, database_url, wait_for_worker, workers_settled
 from tests.fakes.openai_server import FakeLLM
 from tests.fakes.smtp_server import SmtpServer
@@ -139,7 +139,7 @@ def _fast_password_hashing() -> Iterator[None]:
 
 @pytest.fixture
 def org(db) -> Org:
-    return Org.objects.create(name="Northwind", slug="northwind")
+    return persona_org()
 
 
 @pytest.fixture
@@ -149,7 +149,7 @@ def other_org(db) -> Org:
 
 @pytest.fixture
 def operator(org):
-    return make_person("dana", org, Role.OPERATOR)
+    return persona_operator(org)
 
 
 @pytest.fixture
@@ -159,7 +159,7 @@ def other_org_operator(other_org):
 
 @pytest.fixture
 def criteria_admin(org):
-    return make_person("casey", org, Role.CRITERIA_ADMIN)
+    return persona_criteria_admin(org)
 
 
 @pytest.fixture

@@ -17,6 +17,21 @@ def make_person(username: str, org: Org | None = None, *roles: Role, email: str 
     return user
 
 
+def persona_org(**fields) -> Org:
+    """The suite's org (the `org` fixture), also for a world a module builds once."""
+    return Org.objects.create(name="Northwind", slug="northwind", **fields)
+
+
+def persona_operator(org: Org):
+    """The suite's operator of `org` (the `operator` fixture)."""
+    return make_person("dana", org, Role.OPERATOR)
+
+
+def persona_criteria_admin(org: Org):
+    """The suite's criteria admin of `org` (the `criteria_admin` fixture)."""
+    return make_person("casey", org, Role.CRITERIA_ADMIN)
+
+
 def make_unused_account(username: str, org: Org | None = None, *roles: Role, email: str = ""):
     """An account nobody has used: no password, never signed in, as org admins made them for an address before
     invitations (and as the Django admin still can)."""

@@ -50,7 +50,7 @@ from tests.builders.hostile_values import (
     times,
 )
 from tests.builders.module_world import kept_for_module
-from tests.builders.people import make_person
+from tests.builders.people import make_person, persona_org
 from tests.builders.queue_items import conversation_item, draft_item
 from tests.builders.tokens import token_of
 
@@ -423,7 +423,7 @@ def _world_built(django_db_setup, django_db_blocker) -> Iterator[WorldRows]:
     ann holds. Made once for the module's tests (`kept_for_module`: what a request wrote is gone before the next
     test). Making it for every test was about a seventh of the module's time."""
     with kept_for_module(django_db_blocker):
-        org = Org.objects.create(name="Northwind", slug="northwind", dimensions=["release"])  # the comparison's
+        org = persona_org(dimensions=["release"])  # the comparison's
         ann = make_person("ann", org, Role.OPERATOR)
         Pool.objects.create(org=org, name="billing").members.add(make_person("bo", org, Role.OPERATOR))
         conversation = conversation_item(org, "cv-1").conversation

@@ -25,6 +25,7 @@ from tests.builders.blind_world import REPLACED_NOTE, BlindWorld, answer_note, b
 from tests.builders.module_world import kept_for_module
 from tests.builders.monitored import monitor
 from tests.builders.page_matrix import PAGES, url_routes
+from tests.builders.people import persona_org
 from tests.builders.tokens import token_of
 
 pytestmark = pytest.mark.django_db
@@ -33,10 +34,9 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture(scope="module")
 def _world_built(django_db_setup, django_db_blocker) -> Iterator[BlindWorld]:
     """The world, built once for the module's tests (`kept_for_module`: what a test writes, a key, a criteria
-    version, a trial, is gone before the next). The org is the suite's persona (tests/conftest.py), made here as
-    there."""
+    version, a trial, is gone before the next). The org is the suite's persona."""
     with kept_for_module(django_db_blocker):
-        built = blind_world(Org.objects.create(name="Northwind", slug="northwind"))
+        built = blind_world(persona_org())
         Review.objects.update(week=TruncWeek("finished_at", output_field=DateField()))
         yield built
 

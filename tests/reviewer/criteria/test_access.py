@@ -24,7 +24,7 @@ from grading.models import (
 from reviewer.models import Role
 from tests.builders.criteria import Criteria, editor_data, graded_org
 from tests.builders.module_world import kept_for_module
-from tests.builders.people import make_person
+from tests.builders.people import make_person, persona_criteria_admin, persona_org
 
 pytestmark = pytest.mark.django_db
 
@@ -44,12 +44,11 @@ def other_org_criteria_admin(other_org):
 def _criteria_built(django_db_setup, django_db_blocker, fake_llm_server) -> Iterator[Criteria]:
     """The org's criteria, built once for the module's tests (`kept_for_module`: what the admin's requests wrote, a
     version, a trial, a publication, an example, is gone before the next test). Building them for each of the
-    module's 28 tests was most of its time. The org and its criteria admin are the suite's personas
-    (tests/conftest.py), made here as there."""
+    module's 28 tests was most of its time. The org and its criteria admin are the suite's personas."""
     with kept_for_module(django_db_blocker):
-        org = Org.objects.create(name="Northwind", slug="northwind")
+        org = persona_org()
         fake_llm_server.reset()
-        yield _criteria(org, fake_llm_server, make_person("casey", org, Role.CRITERIA_ADMIN))
+        yield _criteria(org, fake_llm_server, persona_criteria_admin(org))
 
 
 @pytest.fixture

@@ -20,9 +20,8 @@ from grading.dashboard.figures import dashboard_figures, scope_for
 from grading.models import ItemKind, Org, Review, Rollup
 from grading.reviews.rollups import live_counters, rollups_rebuild, stored_counters
 from grading.reviews.versions import criteria_new_version, criteria_publish
-from reviewer.models import Role
 from tests.builders.module_world import kept_for_module
-from tests.builders.people import make_person
+from tests.builders.people import persona_operator, persona_org
 from tests.builders.world import World, build_world, expected_agreement, expected_quality, iso, world_scope
 
 CHECKS = CONVERSATION_DEFAULTS.keys  # what a version asks that names no checks of its own
@@ -43,10 +42,10 @@ class WorldRows:
 def _world_built(django_db_setup, django_db_blocker, fake_llm_server) -> Iterator[WorldRows]:
     """The world, built once for the module's tests (`kept_for_module`: what a test writes, a rebuild, a
     publication, a key, is gone before the next). Building it for every test was most of the module's time. The org
-    and the operator are the suite's personas (tests/conftest.py), made here as there."""
+    and the operator are the suite's personas."""
     with kept_for_module(django_db_blocker):
-        org = Org.objects.create(name="Northwind", slug="northwind")
-        operator = make_person("dana", org, Role.OPERATOR)
+        org = persona_org()
+        operator = persona_operator(org)
         fake_llm_server.reset()
         world = build_world(org, fake_llm_server, operator)
         fake_llm_server.reset()
