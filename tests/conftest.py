@@ -5,6 +5,7 @@ signed-in user with no role, and anonymous. Services: a real Celery worker proce
 server speaking the OpenAI chat-completions protocol.
 """
 
+import gc
 import json
 import os
 import subprocess
@@ -65,6 +66,14 @@ def pytest_collection_modifyitems_slow_last(items: list[pytest.Item]) -> None:
     tests by their kind of database access first, and a stable sort keeps its order within the quick and the
     slow."""
     items.sort(key=lambda item: item.get_closest_marker("slow") is not None)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """What collection imported (Django, the app, hypothesis, the tests) lives as long as the process, and each full
+    collection of the garbage collector walked it again: frozen, those collections walk only what the tests make."""
+    gc.collect()  # garbage frozen would never be collected
+    gc.freeze()
 
 
 # --- the quick loop's time, from the whole suite's run ------------------------------------------------
