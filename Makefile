@@ -32,9 +32,11 @@ demo: install
 # The suite gets private servers of its own (.data/test), apart from the demo's, and runs in two pytest-xdist
 # workers, each with servers of its own (.data/test/gw0, ...); PYTEST_WORKERS=0 runs it in one process, see README.
 # It skips the real-judge tests, which `make test-realjudge` runs on their own (`PYTEST_ARGS=--realjudge`: both).
+# PYTHONDONTWRITEBYTECODE= undoes a machine that sets it (these do): the suite starts Python processes by the dozen
+# (workers, Celery, gunicorn, the commands), and each then compiled every module of the app from source again.
 PYTEST_WORKERS ?= 2
 test: install-dev
-	DEBUG=1 TOLLGATE_DATA_DIR=$${TOLLGATE_DATA_DIR:-.data/test} $(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
+	DEBUG=1 PYTHONDONTWRITEBYTECODE= TOLLGATE_DATA_DIR=$${TOLLGATE_DATA_DIR:-.data/test} $(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
 
 # In one process (no -n): the tests share one model server, and it works a judge call on both cores.
 test-realjudge: install-dev
