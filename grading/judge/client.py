@@ -331,21 +331,17 @@ class ChatJudgeClient:
 
     def _post(self, *, system: str, user: str, schema: type[BaseModel], mode: ResponseMode, max_tokens: int) -> _Reply:
         # Deliberately no tools/functions parameters: the judge cannot act, only answer.
-        extra: dict[str, Any] = {}
-        if self.want_logprobs:
-            extra = {"logprobs": True, "top_logprobs": self.top_logprobs}
-        body = {
-            "model": self.model,
-            "messages": _messages(system=system, user=user, schema=schema, mode=mode),
-            "temperature": 0,
-            "max_tokens": max_tokens,
-            "response_format": _response_format(schema, mode),
-            **extra,
-        }
         # What the SDK's post sends (its headers, its JSON encoding), built here: its request building per call (the
         # options copied and merged, the headers composed and validated) cost as much CPU as the HTTP exchange.
         # Failures are raised as the SDK raises them, so the retry policy reads them alike.
-        content = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
+        content = _request_body(
+            model=self.model,
+            messages=_messages(system=system, user=user, schema=schema, mode=mode),
+            max_tokens=max_tokens,
+            schema=schema,
+            mode=mode,
+            top_logprobs=self.top_logprobs if self.want_logprobs else None,
+        )
         request = self._http.build_request("POST", self._completions_url, content=content, headers=self._headers)
         try:
             response = self._http.send(request)
@@ -440,6 +436,46 @@ def _ollama_context(shown: object) -> int | None:
 
 
 # -- request and reply helpers ----------------------------------------------------------------------------
+
+
+def _request_body(
+    *,
+    model: str,
+    messages: list[dict[str, str]],
+    max_tokens: int,
+    schema: type[BaseModel],
+    mode: ResponseMode,
+    top_logprobs: int | None,
+) -> bytes:
+    """The chat completion's body: the model, the messages, temperature 0, `max_tokens`, the response format, and the
+    log-probabilities when `top_logprobs` is given. Byte for byte `_encoded` of that object; the part after
+    `max_tokens`, the same for every request of a schema (its JSON Schema most of it), is encoded once
+    (`_request_tail`)."""
+    return b"".join(
+        (
+            b'{"model":',
+            _encoded(model),
+            b',"messages":',
+            _encoded(messages),
+            b',"temperature":0,"max_tokens":',
+            _encoded(max_tokens),
+            _request_tail(schema, mode, top_logprobs),
+        )
+    )
+
+
+@functools.lru_cache(maxsize=64)
+def _request_tail(schema: type[BaseModel], mode: ResponseMode, top_logprobs: int | None) -> bytes:
+    """The body's fields after `max_tokens`, with the comma before them and the body's closing brace."""
+    tail: dict[str, Any] = {"response_format": _response_format(schema, mode)}
+    if top_logprobs is not None:
+        tail |= {"logprobs": True, "top_logprobs": top_logprobs}
+    return b"," + _encoded(tail).removeprefix(b"{")
+
+
+def _encoded(value: object) -> bytes:
+    """JSON as the SDK sends it: compact, UTF-8."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
 
 
 def _messages(*, system: str, user: str, schema: type[BaseModel], mode: ResponseMode) -> list[dict[str, str]]:

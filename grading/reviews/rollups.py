@@ -28,7 +28,8 @@ The counters' statements are plain SQL, all of them here (the rebuild's GROUP BY
 grading/figures/definitions.py from the same table): each runs on every grading write or every page view, where the
 ORM's composition of the query and its model instances cost several times the statement itself (bench/README.md,
 bench_dashboard and bench_slices), and some have no ORM form at all (the upsert in key order, the loose index scan
-of a slice's values). Every value is a parameter.
+of a slice's values). Every value is a parameter. The judge spend ledger's upsert is here too (grading/reviews/spend.py
+says what a grading books): a review's write sends it in its counters' statement (`Tracked.spend`).
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
+from typing import NamedTuple
 
 from django.db import connection, transaction
 from django.db.models import Exists, OuterRef, Q
@@ -48,7 +50,7 @@ from django.utils import timezone
 from grading.core.weeks import monday_sql
 from grading.figures.definitions import contributions, live_counters_sql
 from grading.figures.expressions import sql_literal
-from grading.models import Conversation, Draft, ItemKind, Org, Rollup, RollupRebuild
+from grading.models import Conversation, Draft, ItemKind, JudgeSpend, Org, Rollup, RollupRebuild
 from grading.models.reach import Reach
 from grading.reviews.reads import staleness_audit
 
@@ -130,12 +132,28 @@ def _json(value: object) -> object:
     return json.loads(value) if isinstance(value, str) else value
 
 
+class SpendEntry(NamedTuple):
+    """What one grading books into the judge spend ledger (`JudgeSpend`'s row of the org, version, judge and UTC
+    day), in the order of the ledger's statement's parameters: grading/reviews/spend.py says when and how much."""
+
+    org_id: int
+    criteria_id: int
+    judge: str
+    day: date
+    calls: int
+    prompt: int
+    completion: int
+    cost: int
+
+
 @dataclass
 class Tracked:
-    """The reviews a write touches, and what the ones it creates contribute."""
+    """The reviews a write touches, what the ones it creates contribute, and the judge spend the write books."""
 
     review_ids: list[int]
     inserted: Counter = field(default_factory=Counter)
+    # Booked by the counters' statement, after the counters (`_UPSERT_THEN_SPEND`): one statement fewer a review.
+    spend: SpendEntry | None = None
     # What a review the write creates contributes, read in the statement that creates it (one round trip, not two):
     # grading/reviews/sql.py runs `WITH inserted AS (<its INSERT> RETURNING *)` and this, which reads the id first.
     INSERTED_SELECT = _INSERTED_CONTRIBUTIONS
@@ -154,7 +172,7 @@ def rollups_tracking(review_ids: Iterable[int | None] = ()) -> Iterator[Tracked]
     yield tracked
     delta = _contributions_of(tracked.review_ids) + tracked.inserted
     delta.subtract(before)
-    _apply(delta)
+    _apply(delta, tracked.spend)
 
 
 def rollups_thumbs_refresh(*, conversation_id: int, before: Counter) -> None:
@@ -202,10 +220,10 @@ def thumbs_of(*conversation_ids: int) -> Counter:
 # _LOCK_CLASS): the WHERE's subquery depends on no row, so PostgreSQL runs it once before the first counter is
 # produced, and it reads the whole `locked` CTE. json_to_recordset yields the counters in the order given, which is
 # key order (see _apply).
-_UPSERT = """
-    WITH locked AS MATERIALIZED (
+_LOCKED = """locked AS MATERIALIZED (
         SELECT pg_advisory_xact_lock_shared(%s, org_id) FROM unnest(%s::integer[]) AS org_id
-    )
+    )"""
+_COUNTERS_UPSERT = """
     INSERT INTO grading_rollup (
         org_id, kind, criteria_id, application, week, metric, key1, key2, slice, value, updated_at
     )
@@ -217,6 +235,7 @@ _UPSERT = """
     ON CONFLICT ON CONSTRAINT rollup_unique_cell_counter
     DO UPDATE SET value = grading_rollup.value + EXCLUDED.value, updated_at = EXCLUDED.updated_at
 """
+_UPSERT = f"WITH {_LOCKED}{_COUNTERS_UPSERT}"
 _CELL = ("org_id", "kind", "criteria_id", "application", "week", "metric", "key1", "key2", "slice", "value")
 
 
@@ -224,14 +243,54 @@ _CELL = ("org_id", "kind", "criteria_id", "application", "week", "metric", "key1
 _LOCK_CLASS = 7_417
 
 
-def _apply(delta: Counter) -> None:
+def _apply(delta: Counter, spend: SpendEntry | None = None) -> None:
     rows = sorted((key, value) for key, value in delta.items() if value)
     if not rows:
+        if spend is not None:
+            judge_spend_add(spend)
         return
     org_ids = sorted({key[0] for key, _ in rows})
     cells = json.dumps([dict(zip(_CELL, (*key, value), strict=True)) for key, value in rows], default=date.isoformat)
     with connection.cursor() as cursor:
-        cursor.execute(_UPSERT, [_LOCK_CLASS, org_ids, timezone.now(), cells])
+        if spend is None:
+            cursor.execute(_UPSERT, [_LOCK_CLASS, org_ids, timezone.now(), cells])
+        else:
+            cursor.execute(_UPSERT_THEN_SPEND, [_LOCK_CLASS, org_ids, timezone.now(), cells, *spend])
+
+
+def judge_spend_add(spend: SpendEntry) -> None:
+    """Add a grading's judge calls, tokens and cost to its ledger row, created by the first review of the day. One
+    upsert: every review of an org's version books into the same row all day, so a read-then-write would race and
+    an UPDATE-or-INSERT in two statements would hold the hot row's lock longer."""
+    with connection.cursor() as cursor:
+        cursor.execute(_JUDGE_SPEND_ADD, spend)
+
+
+def _spend_upsert(where: str) -> str:
+    """The ledger's upsert of one row, produced only `where` holds (a condition on no row). Its values are cast: in
+    INSERT ... SELECT they do not take the columns' types as VALUES does, and VALUES takes no WHERE."""
+    spend = JudgeSpend._meta.db_table
+    return f"""
+    INSERT INTO {spend} (
+        org_id, criteria_version_id, judge, day, calls, prompt_tokens, completion_tokens, cost_micros
+    )
+    SELECT %s::bigint, %s::bigint, %s::text, %s::date, %s::bigint, %s::bigint, %s::bigint, %s::bigint
+    WHERE {where}
+    ON CONFLICT (org_id, criteria_version_id, judge, day) DO UPDATE SET
+        calls = {spend}.calls + EXCLUDED.calls,
+        prompt_tokens = {spend}.prompt_tokens + EXCLUDED.prompt_tokens,
+        completion_tokens = {spend}.completion_tokens + EXCLUDED.completion_tokens,
+        cost_micros = {spend}.cost_micros + EXCLUDED.cost_micros
+    """  # noqa: S608 - the model's table name and constants of ours
+
+
+_JUDGE_SPEND_ADD = _spend_upsert("true")
+# The counters' upsert (`_UPSERT`), then the ledger's row of the grading that wrote them. The ledger's WHERE depends
+# on no row, so PostgreSQL reads the whole `counted` CTE, every counter upserted, before the row is produced: the
+# ledger's row, the org's hottest, is locked last, as by every writer that books both in two statements (the one
+# order of their locks keeps writers from deadlocking), and held for the shortest time.
+_COUNTED = f"WITH {_LOCKED}, counted AS ({_COUNTERS_UPSERT} RETURNING 1)"  # noqa: S608 - constants of ours
+_UPSERT_THEN_SPEND = _COUNTED + _spend_upsert("(SELECT count(*) FROM counted) >= 0")
 
 
 # --- the same figures from the raw tables ---------------------------------------------------------------------

@@ -48,8 +48,8 @@ from grading.models.audit import audit_record
 from grading.models.criteria import ANSWERED_CANNOT_ADJUDICATE, answers_stand, may_adjudicate
 from grading.models.reviews import ReviewQuerySet
 from grading.reviews.reads import review_slots
-from grading.reviews.rollups import rollups_tracking
-from grading.reviews.spend import spend_book, utc_day
+from grading.reviews.rollups import SpendEntry, rollups_tracking
+from grading.reviews.spend import spend_book, spend_entry, utc_day
 from grading.reviews.sql import (
     filing_lock,
     review_id_with_identity,
@@ -230,7 +230,8 @@ def review_record(
     """
     field = _subject_field(subject)
     try:
-        # Pipelined: the counters' and the ledger's upserts, last, go out with the COMMIT (statements_pipelined).
+        # Pipelined: the counters' and the ledger's upsert (one statement), last, goes out with the COMMIT
+        # (statements_pipelined).
         with statements_pipelined(), transaction.atomic():
             # Only what the review is filed by and the live review's id are needed: reading whole rows (a
             # draft's body, a conversation's evidence state, thirty columns of review) would be most of this
@@ -273,8 +274,9 @@ def review_record(
                     **filing,
                     **_columns(identity, outcome),
                 )
-            # Last in the transaction: the ledger's row is the org's hottest, so its lock is held the shortest.
-            _spend_book(subject, identity, outcome, finished_at)
+                # Booked last, after the counters and in their statement: the ledger's row is the org's hottest, so
+                # its lock is held the shortest.
+                tracked.spend = _spend_entry(subject, identity, outcome, finished_at)
             if state in COUNTING_STATES:
                 evaluations_export_on_commit(review_id=review.pk)
             review.ticket_returned = ticket_returned
@@ -319,6 +321,14 @@ def _spend_book(subject: Conversation | Draft, identity: ScoreIdentity, outcome:
     """Book what the judge was paid for this grading, on the UTC day of `at`, in the caller's transaction."""
     spend_book(org_id=subject.org_id, version=identity.criteria_version, route=outcome.route, usage=outcome.usage,
                calls=outcome.stages, day=utc_day(at))  # fmt: skip
+
+
+def _spend_entry(
+    subject: Conversation | Draft, identity: ScoreIdentity, outcome: ReviewOutcome, at: datetime
+) -> SpendEntry | None:
+    """What the judge was paid for this grading, booked on the UTC day of `at`."""
+    return spend_entry(org_id=subject.org_id, version=identity.criteria_version, route=outcome.route,
+                       usage=outcome.usage, calls=outcome.stages, day=utc_day(at))  # fmt: skip
 
 
 def _filing(field: str, item: dict, finished_at: datetime, *, dimensions: Sequence[str]) -> dict:

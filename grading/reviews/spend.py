@@ -27,7 +27,8 @@ from grading.core.weeks import monday
 from grading.delivery import enqueue
 from grading.models import ApiKey, CriteriaVersion, JudgeSpend, Org, Route, SpendCap, SpendPeriod
 from grading.models.audit import audit_record
-from grading.reviews.sql import judge_spend_add, spend_caps_spent
+from grading.reviews.rollups import SpendEntry, judge_spend_add
+from grading.reviews.sql import spend_caps_spent
 
 # The routes of a grading the judge answered: their stages are judge calls whatever the usage reported.
 _JUDGED = frozenset({Route.PASS, Route.FAIL, Route.HUMAN})
@@ -60,7 +61,17 @@ def judge_prices(judge: str) -> Prices | None:
 
 
 def spend_book(*, org_id: int, version: CriteriaVersion, route: str, usage: dict, calls: int, day: date) -> None:
-    """Book a review's judge usage into the ledger, in the caller's transaction (the one writing the review).
+    """Book a review's judge usage into the ledger (`spend_entry`), in the caller's transaction (the one writing the
+    review)."""
+    entry = spend_entry(org_id=org_id, version=version, route=route, usage=usage, calls=calls, day=day)
+    if entry is not None:
+        judge_spend_add(entry)
+
+
+def spend_entry(
+    *, org_id: int, version: CriteriaVersion, route: str, usage: dict, calls: int, day: date
+) -> SpendEntry | None:
+    """What a review books into the ledger, None for nothing.
 
     A review the judge answered books its stages as calls; an error or a "too long" verdict books the tokens the
     judge reported before it (a stage answered, a context refusal), and its stages as calls when it reported any.
@@ -70,10 +81,10 @@ def spend_book(*, org_id: int, version: CriteriaVersion, route: str, usage: dict
     prompt, completion = int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0)
     judged = route in _JUDGED
     if not judged and prompt + completion == 0:
-        return
+        return None
     prices = judge_prices(version.judge)
     cost = prices.cost_micros(prompt_tokens=prompt, completion_tokens=completion) if prices else 0
-    judge_spend_add(
+    return SpendEntry(
         org_id=org_id,
         criteria_id=version.pk,
         judge=version.judge,

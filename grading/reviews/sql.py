@@ -475,31 +475,7 @@ _TICKET_RETURN = {
 }
 
 
-# --- the judge spend a review books (grading/reviews/spend.py) --------------------------------------------------
-
-
-def judge_spend_add(
-    *, org_id: int, criteria_id: int, judge: str, day: date, calls: int, prompt: int, completion: int, cost: int
-) -> None:
-    """Add a review's judge calls, tokens and cost to its ledger row, created by the first review of the day. One
-    upsert: every review of an org's version books into the same row all day, so a read-then-write would race and
-    an UPDATE-or-INSERT in two statements would hold the hot row's lock longer."""
-    with connection.cursor() as cursor:
-        cursor.execute(_JUDGE_SPEND_ADD, [org_id, criteria_id, judge, day, calls, prompt, completion, cost])
-
-
-_JUDGE_SPEND_ADD = _sql(
-    """
-    INSERT INTO {spend} (org_id, criteria_version_id, judge, day, calls, prompt_tokens, completion_tokens, cost_micros)
-    VALUES (%s, %s, %s, %s, %s, %s, %s, %s)
-    ON CONFLICT (org_id, criteria_version_id, judge, day) DO UPDATE SET
-        calls = {spend}.calls + EXCLUDED.calls,
-        prompt_tokens = {spend}.prompt_tokens + EXCLUDED.prompt_tokens,
-        completion_tokens = {spend}.completion_tokens + EXCLUDED.completion_tokens,
-        cost_micros = {spend}.cost_micros + EXCLUDED.cost_micros
-    """,
-    spend=JudgeSpend._meta.db_table,
-)
+# --- what the judge spend caps count (grading/reviews/spend.py; the ledger is booked in rollups.py) -------------
 
 
 def spend_caps_spent(*, org_id: int, version_id: int | None, today: date, week_start: date) -> list[tuple]:

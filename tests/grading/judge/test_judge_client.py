@@ -12,6 +12,7 @@ import openai
 import pytest
 from pydantic import BaseModel, ConfigDict, Field
 
+from grading.checks.definitions import AnswerKind, CheckDefinition, CheckSet
 from grading.judge.client import (
     BrokenBody,
     ChatJudgeClient,
@@ -23,7 +24,9 @@ from grading.judge.client import (
     Usage,
     _chat_completion,
     _chat_completion_lenient,
+    _request_body,
 )
+from grading.judge.conversation import answer_model
 from grading.judge.embeddings import EmbeddingsClient
 from grading.judge.scores import find_field_token, weighted_score
 from tests.builders.logprobs import tokens
@@ -143,6 +146,37 @@ def test_it_speaks_to_the_server_as_the_openai_sdk_does(llm: FakeLLM, make_clien
     assert ours.path == theirs.path
     assert ours.body == theirs.body
     assert ours.headers == theirs.headers
+
+
+@pytest.mark.parametrize("mode", ["json_schema", "json_object"])
+@pytest.mark.parametrize("top_logprobs", [None, 5])
+def test_the_body_encoded_once_per_schema_is_the_whole_body_encoded_afresh(mode: str, top_logprobs: int | None):
+    asked = [CheckDefinition(key="grounded", name="Grounded", question="Grounded in the path?")]
+    published = answer_model(CheckSet(checks=asked))
+    intent = CheckDefinition(
+        key="intent", name="Intent", question="Why?", kind=AnswerKind.CATEGORY, categories=["refund", "shipping"],
+        required=False,
+    )  # fmt: skip
+    changed = answer_model(CheckSet(checks=[*asked, intent]))  # the next version: one more check, a category
+    assert published.model_json_schema() != changed.model_json_schema()
+    messages = [{"role": "system", "content": "Grade, «quoted» \u2028."}, {"role": "user", "content": '<"x">\n'}]
+
+    for schema, max_tokens in [(published, 1024), (changed, 1024), (published, 2048), (changed, 7)]:
+        sent = _request_body(model="judge-é", messages=messages, max_tokens=max_tokens, schema=schema, mode=mode,
+                             top_logprobs=top_logprobs)  # fmt: skip
+
+        body = {"model": "judge-é", "messages": messages, "temperature": 0, "max_tokens": max_tokens}
+        if mode == "json_object":
+            body["response_format"] = {"type": "json_object"}
+        else:
+            json_schema = schema.model_json_schema()
+            body["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": schema.__name__, "schema": json_schema, "strict": True},
+            }
+        if top_logprobs is not None:
+            body |= {"logprobs": True, "top_logprobs": top_logprobs}
+        assert sent == json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
 
 
 def test_it_falls_back_to_json_object_when_json_schema_is_unsupported(

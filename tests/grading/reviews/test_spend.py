@@ -5,7 +5,9 @@ when the cap is raised or the period rolls over."""
 from datetime import timedelta
 
 import pytest
+from django.db import connection
 from django.db.models import F
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from grading.api.keys import api_key_create
@@ -193,6 +195,22 @@ def test_cost_is_booked_at_the_configured_prices_and_a_cost_cap_stops_grading(or
     assert JudgeSpend.objects.get(org=org).cost_micros == 400
     assert len(fake_llm.chat_requests()) == 1
     assert spend_blocked(org.pk, None).measure == "cost"
+
+
+def test_a_review_books_its_spend_in_its_counters_statement_into_the_days_one_row(org, fake_llm, settings):
+    settings.JUDGES = {"default": {"price_input_per_million": 2.0, "price_output_per_million": 10.0}}
+    conversations(org, 3)
+
+    with CaptureQueriesContext(connection) as queries:
+        run_tasks(fake_llm, grading_pass().enqueued_ids)
+
+    ledger = JudgeSpend.objects.get(org=org)
+    assert (ledger.calls, ledger.prompt_tokens + ledger.completion_tokens) == (3, 3 * PER_CALL)
+    assert ledger.cost_micros == 3 * 400  # 100 prompt tokens at 2.0 and 20 completion tokens at 10.0 per million
+    assert ledger_tokens(org) == reviews_tokens(org)
+    booked = [query["sql"] for query in queries.captured_queries if "INSERT INTO grading_judgespend" in query["sql"]]
+    assert len(booked) == 3
+    assert all("INSERT INTO grading_rollup" in sql for sql in booked)  # one statement: the counters, then the ledger
 
 
 def test_bad_caps_are_refused_and_change_nothing(org, criteria_admin, other_org):
