@@ -40,7 +40,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 # A test that starts a process or a server of its own (Chromium, a Celery worker, a live HTTP server, nginx and
-# gunicorn) takes seconds, whatever it asserts: it is slow by the fixtures it uses, without a mark to forget.
+# gunicorn) takes seconds, whatever it asserts: it is slow by the fixtures it uses, without a mark to forget. One that
+# starts it in its own body (a command, an embedded server), or loads a model, says so: `@pytest.mark.slow`.
 STARTS_PROCESSES = {"browser", "celery_worker", "deployment", "live_server"}
 
 

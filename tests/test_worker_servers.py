@@ -5,6 +5,8 @@ import re
 import subprocess
 import sys
 
+import pytest
+
 from tests.builders.processes import REPO_ROOT
 
 GROUPED = """
@@ -27,6 +29,7 @@ def test_loose(n):
 """
 
 
+@pytest.mark.slow
 def test_it_sends_every_test_of_an_xdist_group_to_one_worker(tmp_path):
     """As the deployment tests share one nginx and gunicorn, and the real-judge tests one model server."""
     (tmp_path / "test_grouped.py").write_text(GROUPED)

@@ -129,6 +129,7 @@ def test_an_unknown_org_or_a_missing_one_is_refused_with_the_orgs_there_are(org,
         run(arguments, stderr=StringIO())
 
 
+@pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
 def test_on_a_database_that_is_not_migrated_a_command_says_to_migrate(tmp_path):
     """A fresh data directory before `migrate`: the command names what to run instead of a traceback."""

@@ -34,6 +34,7 @@ def _start_both(data_dir: str, queue) -> None:
     queue.put((embedded.postgres_url(Path(data_dir)), embedded.redis_url(Path(data_dir))))
 
 
+@pytest.mark.slow
 def test_two_processes_starting_at_once_share_one_server_of_each(data_dir):
     context = multiprocessing.get_context("spawn")
     queue = context.Queue()
@@ -50,6 +51,7 @@ def test_two_processes_starting_at_once_share_one_server_of_each(data_dir):
     assert redis.Redis.from_url(broker).ping()
 
 
+@pytest.mark.slow
 def test_a_dead_redis_is_started_again(data_dir):
     first = embedded.redis_url(data_dir)
     pid = int((data_dir / "redis" / "redis.pid").read_text())
@@ -60,6 +62,7 @@ def test_a_dead_redis_is_started_again(data_dir):
     assert first.startswith("redis://127.0.0.1:")
 
 
+@pytest.mark.slow
 def test_a_stopped_postgres_is_started_again_and_stop_reports_what_it_stopped(data_dir):
     embedded.postgres_url(data_dir)
     embedded.redis_url(data_dir)
@@ -70,6 +73,7 @@ def test_a_stopped_postgres_is_started_again_and_stop_reports_what_it_stopped(da
         assert conn.execute("SELECT 1").fetchone() == (1,)
 
 
+@pytest.mark.slow
 def test_redis_keeps_its_queue_and_its_address_across_a_restart(data_dir):
     url = embedded.redis_url(data_dir)
     redis.Redis.from_url(url).lpush("judge", b"a waiting task")
@@ -78,6 +82,7 @@ def test_redis_keeps_its_queue_and_its_address_across_a_restart(data_dir):
     assert redis.Redis.from_url(url).lrange("judge", 0, -1) == [b"a waiting task"]
 
 
+@pytest.mark.slow
 def test_a_running_redis_that_keeps_nothing_on_disk_is_switched_to_its_append_only_file(data_dir):
     client = redis.Redis.from_url(embedded.redis_url(data_dir))
     client.config_set("appendonly", "no")  # as a server started by an older Tollgate runs

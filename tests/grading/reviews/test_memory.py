@@ -96,6 +96,7 @@ def test_it_ranks_the_lexical_match_first_with_the_hashing_embedder(org, hashing
     assert ranked.index(related.id) > 0
 
 
+@pytest.mark.slow
 def test_it_ranks_the_semantically_related_learning_first_with_sentence_transformers(org, minilm):
     related, decoy, *_ = add_learnings(org, RELATED, DECOY, *OTHERS)
 

@@ -20,6 +20,7 @@ from tests.builders.tokens import token_of
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
+@pytest.mark.slow
 def test_it_serves_every_tool_and_the_criteria_to_a_local_agent(org, other_org):
     world = agent_world(org, other_org)
     server = StdioServerParameters(

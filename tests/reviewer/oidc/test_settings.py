@@ -42,6 +42,7 @@ def test_a_group_rule_naming_no_role_of_tollgate_is_refused(settings):
         group_rules_check()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("env", "message"),
     [
