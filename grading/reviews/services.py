@@ -48,8 +48,8 @@ from grading.models.audit import audit_record
 from grading.models.criteria import ANSWERED_CANNOT_ADJUDICATE, answers_stand, may_adjudicate
 from grading.models.reviews import ReviewQuerySet
 from grading.reviews.reads import review_slots
-from grading.reviews.rollups import SpendEntry, rollups_tracking
-from grading.reviews.spend import spend_book, spend_entry, utc_day
+from grading.reviews.rollups import SpendEntry, judge_spend_add, rollups_tracking
+from grading.reviews.spend import spend_entry, utc_day
 from grading.reviews.sql import (
     filing_lock,
     review_id_with_identity,
@@ -313,14 +313,11 @@ def _rule_sending(version: CriteriaVersion, subject: Conversation | Draft) -> st
 
 
 def _spend_book_alone(subject: Conversation | Draft, identity: ScoreIdentity, outcome: ReviewOutcome) -> None:
-    with transaction.atomic():
-        _spend_book(subject, identity, outcome, timezone.now())
-
-
-def _spend_book(subject: Conversation | Draft, identity: ScoreIdentity, outcome: ReviewOutcome, at: datetime) -> None:
-    """Book what the judge was paid for this grading, on the UTC day of `at`, in the caller's transaction."""
-    spend_book(org_id=subject.org_id, version=identity.criteria_version, route=outcome.route, usage=outcome.usage,
-               calls=outcome.stages, day=utc_day(at))  # fmt: skip
+    """Book what the judge was paid for a grading whose review was not written, on today's UTC day."""
+    entry = _spend_entry(subject, identity, outcome, timezone.now())
+    if entry is not None:
+        with transaction.atomic():
+            judge_spend_add(entry)
 
 
 def _spend_entry(
@@ -368,7 +365,7 @@ def trial_review_record(
             state=ReviewState.TRIAL,
             **_columns(identity, outcome),
         )
-    _spend_book(subject, identity, outcome, review.finished_at)
+        tracked.spend = _spend_entry(subject, identity, outcome, review.finished_at)
     return review
 
 
