@@ -61,7 +61,9 @@ def variables_read(source: str, *, helpers: set[str]) -> set[str]:
     """The environment variables `source` reads by name: through an env helper (`env_int("NAME", ...)`),
     `os.environ.get("NAME")`, `os.getenv("NAME")`, `os.environ["NAME"]` or `"NAME" in os.environ`. Writes
     (`os.environ["NAME"] = ...`, `setdefault`, `del`) are not reads."""
-    found = set()
+    found: set[str] = set()
+    if not any(word in source for word in ("environ", "getenv", *helpers)):
+        return found  # every read names one of these: most modules are not parsed at all
     for node in ast.walk(ast.parse(source)):
         name = None
         if isinstance(node, ast.Call) and node.args and _reads_by_first_argument(node, helpers):
@@ -230,7 +232,9 @@ def cited_elsewhere(source: str, *, folder: Path) -> list[str]:
     """What `source` cites that the repository does not hold: sections of a design document it never had,
     Markdown files that are not in it (relative to the repository, or to the file's own folder), and headings a
     document it holds does not have."""
-    missing = []
+    missing: list[str] = []
+    if not any(word in source for word in ("DESIGN", ".md", "README")):
+        return missing  # each citation names one of these: most modules are not read token by token
     for text in prose(source):
         missing += [match.group(0) for match in _SECTION_OF_AN_OUTSIDE_DESIGN.finditer(text)]
         missing += [path for path in _MARKDOWN_PATH.findall(text) if _in_repository(path, folder) is None]
