@@ -48,8 +48,8 @@ from grading.models.audit import audit_record
 from grading.models.criteria import ANSWERED_CANNOT_ADJUDICATE, answers_stand, may_adjudicate
 from grading.models.reviews import ReviewQuerySet
 from grading.reviews.reads import review_slots
-from grading.reviews.rollups import SpendEntry, judge_spend_add, rollups_tracking
-from grading.reviews.spend import spend_entry, utc_day
+from grading.reviews.rollups import SpendEntry, rollups_tracking
+from grading.reviews.spend import spend_book, spend_entry, utc_day
 from grading.reviews.sql import (
     filing_lock,
     review_id_with_identity,
@@ -314,10 +314,7 @@ def _rule_sending(version: CriteriaVersion, subject: Conversation | Draft) -> st
 
 def _spend_book_alone(subject: Conversation | Draft, identity: ScoreIdentity, outcome: ReviewOutcome) -> None:
     """Book what the judge was paid for a grading whose review was not written, on today's UTC day."""
-    entry = _spend_entry(subject, identity, outcome, timezone.now())
-    if entry is not None:
-        with transaction.atomic():
-            judge_spend_add(entry)
+    spend_book(_spend_entry(subject, identity, outcome, timezone.now()))
 
 
 def _spend_entry(

@@ -60,10 +60,9 @@ def judge_prices(judge: str) -> Prices | None:
     return Prices(float(price_in), float(price_out))
 
 
-def spend_book(*, org_id: int, version: CriteriaVersion, route: str, usage: dict, calls: int, day: date) -> None:
-    """Book a review's judge usage into the ledger (`spend_entry`), in the caller's transaction (the one writing the
-    review)."""
-    entry = spend_entry(org_id=org_id, version=version, route=route, usage=usage, calls=calls, day=day)
+def spend_book(entry: SpendEntry | None) -> None:
+    """Book what a grading's judge was paid (`spend_entry`) into the ledger; nothing for None. A review's own write
+    books it in its counters' statement instead (`Tracked.spend`, grading/reviews/rollups.py)."""
     if entry is not None:
         judge_spend_add(entry)
 

@@ -48,7 +48,7 @@ from grading.models.audit import audit_record
 from grading.reviews.examples import version_examples
 from grading.reviews.memory import retrieve_memory
 from grading.reviews.services import ReviewOutcome
-from grading.reviews.spend import SpendCapPassed, spend_blocked, spend_book, spend_check, utc_day
+from grading.reviews.spend import SpendCapPassed, spend_blocked, spend_book, spend_check, spend_entry, utc_day
 from grading.sets.build import SetRefused
 
 HELD = "held"  # a run item's route when a reached spend cap held its judge call back
@@ -146,8 +146,8 @@ def set_run_batch(*, run_id: int, item_ids: list[int]) -> int:
         )
         for _, outcome in graded:
             if outcome is not None:
-                spend_book(org_id=run.org_id, version=version, route=outcome.route, usage=outcome.usage,
-                           calls=_calls(outcome), day=utc_day(now))  # fmt: skip
+                spend_book(spend_entry(org_id=run.org_id, version=version, route=outcome.route, usage=outcome.usage,
+                                       calls=_calls(outcome), day=utc_day(now)))  # fmt: skip
         if locked.state == RunState.RUNNING and _all_in(locked):
             run_finish(locked)
     return len(written)
