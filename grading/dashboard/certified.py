@@ -12,15 +12,18 @@ judge's answers are worth (the effective-label gain). A week with no audited dec
 
 The items are the scope's: the counting reviews of the kind's active criteria version in its weeks, within the
 reader's reach and (conversations) of the application asked for, less those the judge could not grade (not scorable,
-an error), which the audit sample does not draw either. An item passes for people when its audit decision approves
-the draft, or when every required check of the conversation passes (`item_outcome`: an unknown is not a pass). The
-judge's prediction of the same is its pass probability (grading/judge/pass_probability.py).
+an error), which the audit sample does not draw either. An item passes for people when the latest decision on an
+audit review of its present evidence approves the draft or passes the conversation (its outcome under the checks of
+the version that review was graded by: every required check passes, an unknown is not a pass). The judge's
+prediction of the same is its pass probability (grading/judge/pass_probability.py).
 
-Read from the counters (grading/figures/definitions.py, `certified`): per cell, the items the judge graded and
+Read from the counters alone (grading/figures/definitions.py, `certified`): per cell, the items the judge graded and
 the sums of its pass probabilities, stored on each review when it was written (`Review.pass_probability`) and summed
 in fixed point (q = floor(p * 2**32), `FixedPoint`: Σq, and Σq² exactly), so a figure differs from the sum of the
-floats by less than 2**-32 an item. Only the audited items are read one by one (people's verdict on them is matched
-here), and the interval is computed from the cells' sums (`quality_interval_of_cells`), never from a million items.
+floats by less than 2**-32 an item; the same sums over the audited items, and how many of them people passed with
+their Σq. The item's counting review carries its evidence's audit verdict (`audit_passed_sql`): a decision is
+written on it, and a re-grade of the same evidence reads it when it is written. The interval is computed from the
+cells' sums (`quality_interval_of_cells`), never from a million items, nor read from the audited ones.
 """
 
 from __future__ import annotations
@@ -29,21 +32,13 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass
 from datetime import date
 
-from django.db.models import QuerySet
-
 from grading.certify.quality import CellSums, QualityInterval, quality_interval_of_cells
-from grading.checks.answers import item_outcome
-from grading.checks.definitions import CheckSet
-from grading.core.evidence import Verdict
 from grading.core.outcomes import BELOW_CERTIFIED
-from grading.core.sql_expressions import id_in
 from grading.core.weeks import iso_week
 from grading.dashboard.figures import Scope
-from grading.figures.definitions import CERTIFIED, DECIDED_ALONE, ITEMS
-from grading.figures.expressions import FIXED_POINT_BITS, fixed_point, fixed_point_squares
-from grading.judge.pass_probability import UNGRADED
-from grading.models import CriteriaVersion, ItemKind, Label, Review, Route
-from grading.reviews.human import AUDIT, human_verdicts
+from grading.figures.definitions import AUDITED, CERTIFIED, DECIDED_ALONE, ITEMS, PASSED
+from grading.figures.expressions import FIXED_POINT_BITS, fixed_point_squares
+from grading.models import CriteriaVersion, ItemKind, Route
 from grading.reviews.rollups import Key, scope_counters
 
 ALPHA = 0.05  # the intervals are at 95%
@@ -114,14 +109,14 @@ def certified_figures(scope: Scope) -> dict:
 
 def kind_quality(scope: Scope, kind: str, active: CriteriaVersion | None, counters: dict[Key, int]) -> KindQuality:
     """One kind's figures from the scope's `counters` (the certified and route counters, week by week) of its active
-    version, and the audited items of the scope read one by one."""
+    version."""
     cells: dict[tuple[str, date], Counter] = defaultdict(Counter)  # per (application, week): the certified sums
     latest: Counter = Counter()  # the week `until`'s counts (KindQuality's last three)
     for (_, of_kind, criteria_id, application, week, metric, key1, key2), value in counters.items():
         if of_kind != kind or active is None or criteria_id != active.pk or not scope.covers(kind, application):
             continue
         if metric == CERTIFIED and key1 != DECIDED_ALONE:
-            cells[(application, week)][key1] += value
+            cells[(application, week)][(key2, key1)] += value
         elif week == scope.until:
             if metric == CERTIFIED:
                 latest[DECIDED_ALONE] += value
@@ -129,16 +124,14 @@ def kind_quality(scope: Scope, kind: str, active: CriteriaVersion | None, counte
                 latest["to_people"] += value
                 if key2 == BELOW_CERTIFIED:
                     latest["below_certified"] += value
-    checks = active.check_set() if active is not None and kind == ItemKind.CONVERSATION else None
-    audited = _audited(scope, kind, active, _audit_passes(scope, kind, checks)) if cells else {}
-    sums = [_cell_sums(totals, audited.get(cell, [])) for cell, totals in cells.items() if totals[ITEMS]]
+    sums = [_cell_sums(totals) for totals in cells.values() if totals[("", ITEMS)]]
     reached = [cell for cell in sums if cell.audited]
-    items = sum(totals[ITEMS] for totals in cells.values())
+    items = sum(totals[("", ITEMS)] for totals in cells.values())
     return KindQuality(
         kind=kind,
         criteria_version=active.number if active is not None else None,
         items=items,
-        judge_rate=sum(totals["q"] for totals in cells.values()) / _SCALE / items if items else None,
+        judge_rate=sum(totals[("", "q")] for totals in cells.values()) / _SCALE / items if items else None,
         interval=quality_interval_of_cells(reached, alpha=ALPHA),
         audited=sum(cell.audited for cell in reached),
         reached=sum(cell.size for cell in reached),
@@ -153,48 +146,26 @@ _METRICS = (CERTIFIED, "route")  # with what the counting reviews were routed (g
 _SCALE = 1 << FIXED_POINT_BITS
 
 
-def _audited(
-    scope: Scope, kind: str, active: CriteriaVersion | None, people: dict[int, tuple[str, bool]]
-) -> dict[tuple[str, date], list[tuple[float, int]]]:
-    """Per cell (application, week): (y, q) of each of its audited items whose audit decision is on the evidence the
-    review read, y 1.0 where people passed it, q its pass probability in the counters' fixed point."""
-    audited: dict[tuple[str, date], list[tuple[float, int]]] = defaultdict(list)
-    if not people:
-        return audited
-    rows = (
-        _in_scope(scope, kind, active)
-        .exclude(route__in=UNGRADED)
-        .filter(id_in(f"{kind}_id", people), pass_probability__isnull=False)
-        .values_list(f"{kind}_id", "fingerprint", "application", "week", "pass_probability")
-        .order_by()
-    )
-    for item, fingerprint, application, week, p in rows:
-        passed = people[item]
-        if passed[0] == fingerprint:
-            cell = ("" if kind == ItemKind.DRAFT else application, week)
-            audited[cell].append((1.0 if passed[1] else 0.0, fixed_point(p)))
-    return audited
-
-
-def _cell_sums(totals: Counter, audited: list[tuple[float, int]]) -> CellSums:
-    """One week's items (of one application, for conversations), as the sums the interval reads: the counters' over
-    all of them, less the audited items' (read one by one: people's verdict is matched in Python) for the others'.
-    The judge's sums are exact in fixed point and divided once. Its least and greatest p: the one value every item
-    has where the cell's Σq² is n times its mean q squared (then every q is the same), else 0 and 1, bounds enough
-    for the one question the interval asks of them (whether the judge said the same of every item)."""
-    items, q = totals[ITEMS], totals["q"]
-    squares = fixed_point_squares(totals["hi2"], totals["hilo"], totals["lo2"])
-    audited_q = sum(each for _, each in audited)
-    audited_squares = sum(each * each for _, each in audited)
+def _cell_sums(totals: Counter) -> CellSums:
+    """One week's items (of one application, for conversations), as the sums the interval reads, from its counters:
+    over all of them ("", the part), over the audited ones (AUDITED) and the audited ones people passed (PASSED), so
+    the others' are the differences. The judge's sums are exact in fixed point and divided once. Its least and
+    greatest p: the one value every item has where the cell's Σq² is n times its mean q squared (then every q is the
+    same), else 0 and 1, bounds enough for the one question the interval asks of them (whether the judge said the
+    same of every item)."""
+    items, q = totals[("", ITEMS)], totals[("", "q")]
+    squares = _squares(totals, "")
+    audited, audited_q, audited_squares = totals[(AUDITED, ITEMS)], totals[(AUDITED, "q")], _squares(totals, AUDITED)
+    passed = totals[(PASSED, ITEMS)]
     same = items * squares == q * q
     return CellSums(
-        audited=len(audited),
-        people=sum(y for y, _ in audited),
-        people_squares=sum(y * y for y, _ in audited),
+        audited=audited,
+        people=passed,
+        people_squares=passed,  # y is 0 or 1
         judge_audited=audited_q / _SCALE,
         judge_audited_squares=audited_squares / _SCALE**2,
-        people_judge=sum(y * each for y, each in audited) / _SCALE,
-        others=items - len(audited),
+        people_judge=totals[(PASSED, "q")] / _SCALE,
+        others=items - audited,
         judge_others=(q - audited_q) / _SCALE,
         judge_others_squares=(squares - audited_squares) / _SCALE**2,
         lowest=q // items / _SCALE if same else 0.0,
@@ -202,34 +173,5 @@ def _cell_sums(totals: Counter, audited: list[tuple[float, int]]) -> CellSums:
     )
 
 
-def _in_scope(scope: Scope, kind: str, active: CriteriaVersion | None) -> QuerySet[Review]:
-    """The scope's counting reviews of the kind's active version: the reviews its counters count."""
-    if active is None:
-        return Review.objects.none()
-    reviews = Review.objects.counting().filter(
-        org=scope.org, kind=kind, criteria_version=active, week__gte=scope.since, week__lte=scope.until
-    )
-    if scope.reach is not None:
-        reviews = reviews.filter(scope.reach.rows())
-    if kind == ItemKind.CONVERSATION and scope.application:
-        reviews = reviews.filter(application=scope.application)
-    if scope.slice:
-        reviews = reviews.filter(slice__contains=scope.slice_filter)
-    return reviews
-
-
-def _audit_passes(scope: Scope, kind: str, checks: CheckSet | None) -> dict[int, tuple[str, bool]]:
-    """Per item with an audit decision on its present evidence: that evidence's fingerprint, and whether people
-    passed the item."""
-    out = {}
-    outcomes: dict[tuple, bool] = {}  # people's answers repeat: each set of them read once
-    for item, said in human_verdicts(org_id=scope.org.pk, kind=kind, source=AUDIT).items():
-        if kind == ItemKind.DRAFT:
-            passed = said.checks.get(Label.PASS_FAIL) == Verdict.PASS
-        else:
-            answers = tuple(sorted(said.checks.items()))
-            if answers not in outcomes:
-                outcomes[answers] = checks is not None and item_outcome(checks, said.checks) == Verdict.PASS
-            passed = outcomes[answers]
-        out[item] = (said.fingerprint, passed)
-    return out
+def _squares(totals: Counter, key2: str) -> int:
+    return fixed_point_squares(totals[(key2, "hi2")], totals[(key2, "hilo")], totals[(key2, "lo2")])

@@ -271,17 +271,30 @@ _DRAFT_AGREEMENT = [
 
 # The certified panel's sums: of the counting reviews the judge graded (UNGRADED: the audit sample skips those too),
 # how many, and their pass probabilities (`Review.pass_probability`) summed in fixed point (`FixedPoint`: Σq and the
-# three sums that give Σq² exactly); and those routed pass or fail under a certificate (decided alone).
+# three sums that give Σq² exactly); and those routed pass or fail under a certificate (decided alone). The same
+# sums again (key2 AUDITED) over those whose evidence has people's audit verdict (AUDIT_PASSED), and (key2 PASSED)
+# the count and Σq of those people passed: the people's side of the interval, with no audited item read one by one.
 CERTIFIED = "certified"
 PASS_PROBABILITY = "pass_probability"  # noqa: S105 - a column, not a password
 ITEMS, DECIDED_ALONE = "items", "decided_alone"
+AUDITED, PASSED = "audited", "passed"
+AUDIT_PASSED = col("audit_passed")
 _JUDGE_GRADED = both(COUNTING, Not(In(ROUTE, UNGRADED)), Present(col(PASS_PROBABILITY)))
+_AUDITED = both(_JUDGE_GRADED, Present(AUDIT_PASSED))
 _CERTIFIED = [
-    Figure(CERTIFIED, _JUDGE_GRADED, Lit(ITEMS)),
     *(
-        Figure(CERTIFIED, _JUDGE_GRADED, Lit(part), amount=FixedPoint(PASS_PROBABILITY, part))
-        for part in FIXED_POINT_PARTS
+        figure
+        for when, key2 in ((_JUDGE_GRADED, ""), (_AUDITED, AUDITED))
+        for figure in (
+            Figure(CERTIFIED, when, Lit(ITEMS), Lit(key2)),
+            *(
+                Figure(CERTIFIED, when, Lit(part), Lit(key2), amount=FixedPoint(PASS_PROBABILITY, part))
+                for part in FIXED_POINT_PARTS
+            ),
+        )
     ),
+    Figure(CERTIFIED, both(_AUDITED, AUDIT_PASSED), Lit(ITEMS), Lit(PASSED)),
+    Figure(CERTIFIED, both(_AUDITED, AUDIT_PASSED), Lit("q"), Lit(PASSED), amount=FixedPoint(PASS_PROBABILITY, "q")),
     Figure(CERTIFIED, both(COUNTING, DECIDED_ROUTE, Present(col("certificate_id"))), Lit(DECIDED_ALONE)),
 ]
 
@@ -391,6 +404,25 @@ def review_row(review: Mapping[str, Any]) -> Row:
     return row
 
 
+def audit_passed_sql(review: str) -> str:
+    """People's audit verdict on the evidence the review `review` (an alias) read, as SQL: whether the latest decision
+    on any audit review of its item with its fingerprint passed the item (a draft approved, a conversation's outcome
+    `pass` under the checks of the version the decided review was graded by); NULL where none. A decision that
+    answers no check (the verdicts `answer_verdicts` reads are none) is passed over, as `human_verdicts` does. Both
+    forms of the figures read it as a column (AUDIT_PASSED), so the rule has this one form; the rebuild asks it only
+    of the reviews the certified panel counts."""
+    return f"""CASE WHEN {review}.state IN ({", ".join(map(sql_literal, COUNTING_STATES))})
+        AND {review}.pass_probability IS NOT NULL THEN (
+        SELECT dc.outcome IN ({sql_literal(Decision.Outcome.APPROVE)}, {sql_literal(Decision.Outcome.PASS)})
+        FROM grading_review ar JOIN grading_decision dc ON dc.review_id = ar.id
+        WHERE ar.audit AND ar.fingerprint = {review}.fingerprint AND ar.kind = {review}.kind
+            AND (ar.conversation_id = {review}.conversation_id OR ar.draft_id = {review}.draft_id)
+            AND (ar.kind = {sql_literal(ItemKind.DRAFT)} OR EXISTS (SELECT FROM jsonb_each(
+                CASE WHEN jsonb_typeof(dc.checks) = 'object' THEN dc.checks ELSE '{{}}'::jsonb END) said
+                WHERE jsonb_typeof(said.value) = 'string'))
+        ORDER BY dc.decided_at DESC, dc.id DESC LIMIT 1) END"""  # noqa: S608 - constants of ours and an alias
+
+
 # The same, in SQL: the columns of `r` that every figure's SQL reads (`rv` a review, the conversation looked up).
 _CONVERSATION = "(SELECT c.{} FROM grading_conversation c WHERE c.id = rv.conversation_id)"
 _FILED_WEEK = f"""COALESCE(rv.week, CASE WHEN rv.kind = {sql_literal(ItemKind.DRAFT)}
@@ -404,7 +436,8 @@ _ROW_SQL = f"""
         rv.state, {_COUNTING_RULE.sql()} AS {COUNTING.key}, rv.route, rv.reason, rv.checks, rv.findings, rv.sub_scores,
         rv.repairs, rv.usage, rv.judge_passed,
         rv.finished_at, COALESCE(rv.submitted_at, rv.started_at) AS submitted, rv.audit, rv.fingerprint,
-        rv.conversation_id, rv.draft_id, rv.routed_at, rv.due_at, rv.slice, rv.pass_probability, rv.certificate_id
+        rv.conversation_id, rv.draft_id, rv.routed_at, rv.due_at, rv.slice, rv.pass_probability, rv.certificate_id,
+        {audit_passed_sql("rv")} AS {AUDIT_PASSED.key}
     FROM grading_review rv WHERE rv.state <> {sql_literal(ReviewState.TRIAL)}"""  # noqa: S608 - constants of ours
 _DECIDED_SQL = """
     SELECT r.*, dc.outcome, dc.checks AS human_checks, dc.decided_at, COALESCE(dc.decided_by_id, 0) AS decided_by,

@@ -48,7 +48,7 @@ from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
 
 from grading.core.weeks import monday_sql
-from grading.figures.definitions import contributions, live_counters_sql
+from grading.figures.definitions import AUDIT_PASSED, audit_passed_sql, contributions, live_counters_sql
 from grading.figures.expressions import sql_literal
 from grading.models import Conversation, Draft, ItemKind, JudgeSpend, Org, Rollup, RollupRebuild
 from grading.models.reach import Reach
@@ -92,7 +92,8 @@ def _contributions_read(rows: Iterable[Sequence]) -> Counter:
         review = dict(zip(_FIELDS, row[: len(_FIELDS)], strict=True))
         for name in _JSON_FIELDS:
             review[name] = _json(review[name])
-        decision = dict(zip(_DECISION_FIELDS, row[len(_FIELDS) : -2], strict=True))
+        review[AUDIT_PASSED.key] = row[len(_FIELDS)]
+        decision = dict(zip(_DECISION_FIELDS, row[len(_FIELDS) + 1 : -2], strict=True))
         decision["checks"] = _json(decision["checks"])
         labels, answers = _json(row[-2]) or [], _json(row[-1]) or []
         total.update(contributions(review, decision if decision["outcome"] is not None else None, labels, answers))
@@ -104,12 +105,13 @@ _DECISION_FIELDS = ("outcome", "checks", "decided_at", "decided_by_id", "basis")
 
 
 def _contributions_select(reviews: str) -> str:
-    """The columns of _FIELDS in order (its last two, the conversation's, from the join), the review's decision (NULLs
-    when it has none), its labels (those of its subject that speak about the evidence it read) and the answers
-    people gave on it (several people deciding one item), of the reviews
-    in `reviews`: the table, or the row the review INSERT returns (grading/reviews/sql.py, Tracked.INSERTED_SELECT)."""
+    """The columns of _FIELDS in order (its last two, the conversation's, from the join), people's audit verdict on
+    the evidence (`audit_passed_sql`), the review's decision (NULLs when it has none), its labels (those of its subject
+    that speak about the evidence it read) and the answers people gave on it (several people deciding one item), of
+    the reviews in `reviews`: the table, or the row the review INSERT returns (grading/reviews/sql.py,
+    Tracked.INSERTED_SELECT)."""
     return f"""
-    SELECT {", ".join(f"r.{name}" for name in _FIELDS[:-2])}, c.application, c.started_at,
+    SELECT {", ".join(f"r.{name}" for name in _FIELDS[:-2])}, c.application, c.started_at, {audit_passed_sql("r")},
         d.outcome, d.checks, d.decided_at, d.decided_by_id, d.basis,
         (SELECT json_agg(json_build_object('check_name', l.check_name, 'verdict', l.verdict)) FROM grading_label l
             WHERE l.fingerprint = r.fingerprint

@@ -96,6 +96,9 @@ class ReviewSpec:
     pass_probability: float | None = None  # the judge's, as stored (`Review.pass_probability`)
     certified: bool = False  # routed under a certificate (`Review.certificate`)
     confidences: Any = None  # how sure the judge was of each answer (`Review.confidences`); None: of none
+    # An earlier review of the same evidence, an audit item since superseded, and people's decision on it (outcome,
+    # checks, after this one's verdict): their audit verdict on the evidence this review read too.
+    audited_before: tuple[str, dict, timedelta] | None = None
 
 
 DECIDERS = ("person", "former", "agreed")
@@ -161,6 +164,14 @@ reviews = st.builds(
         st.none(),
         st.dictionaries(st.sampled_from([*CHECK_KEYS, "pass_fail"]), st.one_of(st.none(), st.floats(0.0, 1.0))),
     ),
+    audited_before=st.one_of(
+        st.none(),
+        st.tuples(
+            st.sampled_from(Decision.Outcome.values),
+            st.dictionaries(st.sampled_from(CHECK_KEYS), verdict_text),
+            st.one_of(gaps, gaps.map(lambda gap: -gap)),
+        ),
+    ),
 )
 
 
@@ -203,6 +214,17 @@ def write_reviews(org: Org, specs: list[ReviewSpec], person) -> list[Review]:
             certificate=_certificate(versions[spec.kind]) if spec.certified else None,
             confidences={} if spec.confidences is None else spec.confidences,
         )  # fmt: skip
+        if spec.audited_before is not None:
+            outcome, human_checks, after = spec.audited_before
+            earlier = Review.objects.create(
+                org=org, kind=spec.kind, **subject, fingerprint=fingerprint, criteria_version=versions[spec.kind],
+                judge={}, judge_key=f"j{n}-earlier", started_at=spec.started_at, finished_at=finished,
+                route=Route.HUMAN, state=ReviewState.SUPERSEDED, audit=True,
+            )  # fmt: skip
+            Decision.objects.create(
+                org=org, review=earlier, outcome=outcome, checks=human_checks, decided_at=finished + after,
+                decided_by=person,
+            )  # fmt: skip
         if spec.decision is not None:
             outcome, human_checks, after, who = spec.decision
             Decision.objects.create(

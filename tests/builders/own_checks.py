@@ -5,6 +5,7 @@ from collections.abc import Mapping
 
 from django.utils import timezone
 
+from grading.checks.answers import item_outcome
 from grading.checks.definitions import AnswerKind, CheckDefinition, CheckSet
 from grading.core.weeks import monday
 from grading.models import CriteriaVersion, Decision, ItemKind, Label, Review, ReviewState, Route
@@ -89,11 +90,12 @@ def trial_review(version: CriteriaVersion, item: Review, answers: Mapping[str, s
 
 
 def decided(review: Review, person, answers: Mapping[str, str], *, audit: bool = True) -> None:
-    """A person's decision on the review's item, answering the version's checks (an audit item: the unbiased sample)."""
+    """A person's decision on the review's item, answering the version's checks (an audit item: the unbiased sample),
+    its outcome what they come to under the version's checks, as `decision_record` stores it."""
     Decision.objects.create(
         org_id=review.org_id,
         review=review,
-        outcome="fail" if "fail" in answers.values() else "pass",
+        outcome=item_outcome(review.criteria_version.check_set(), answers).value,
         checks=dict(answers),
         note="checked",
         decided_by=person,

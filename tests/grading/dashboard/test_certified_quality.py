@@ -10,7 +10,11 @@ from grading.core.outcomes import BAND, BELOW_CERTIFIED
 from grading.core.weeks import monday, weeks_before
 from grading.dashboard.certified import certified_figures
 from grading.dashboard.figures import scope_for
-from grading.models import Certificate, ItemKind, Label, Review, Route
+from grading.figures.definitions import CERTIFIED, ITEMS, PASSED
+from grading.figures.expressions import fixed_point
+from grading.models import Certificate, ItemKind, Label, Review, ReviewState, Rollup, Route
+from grading.reviews.rollups import live_counters, stored_counters
+from grading.reviews.services import ReviewOutcome, ScoreIdentity, decision_record, review_audit_mark, review_record
 from grading.reviews.versions import criteria_active
 from tests.builders.certified import (
     JUDGE_KEY,
@@ -22,6 +26,7 @@ from tests.builders.certified import (
     reviews_of,
 )
 from tests.builders.own_checks import answered, asking, decided
+from tests.builders.queue_items import JUDGE
 
 pytestmark = pytest.mark.django_db
 
@@ -117,6 +122,39 @@ def test_an_audited_item_stands_for_the_items_of_its_week_and_a_week_not_audited
     # Unweighted, the quiet week's 8 items would count as much as the busy week's 40.
     unweighted = float(np.ravel(ppi_mean_pointestimate(y, labelled, unlabelled))[0])
     assert unweighted < 0.6 < 0.75 < interval["estimate"]
+
+
+def test_people_s_audit_verdict_is_on_the_evidence_a_re_grade_reads_as_the_rebuild_counts_it(org, operator):
+    """An audit decision is about the evidence, not the one review decided: a re-grade of the same evidence carries
+    it, and so does a decision written before its review was marked for the audit; a review of evidence the item
+    moved on from counts nothing. The writes book each as the hourly rebuild recounts it."""
+    drafts = graded_drafts(org, [Graded(0.9, True, None)] * 4, label=False)
+    regraded, marked_late, *_ = reviews = reviews_of(drafts)
+    filed_in(reviews, THIS_WEEK)
+    Review.objects.filter(pk=marked_late.pk).update(route=Route.HUMAN, state=ReviewState.WAITING)
+    counted(org)  # the grading write's pass probabilities and counters, for rows written straight
+
+    review_audit_mark(review_ids=[regraded.pk])
+    decision_record(review_id=regraded.pk, decided_by=operator, decided_at=timezone.now(), outcome="approve")
+    identity = ScoreIdentity(
+        fingerprint=drafts[0].fingerprint, criteria_version=regraded.criteria_version, judge=JUDGE, judge_key="again"
+    )
+    again = review_record(
+        subject=drafts[0],
+        identity=identity,
+        outcome=ReviewOutcome(route=Route.FAIL, judge_passed=False, confidences={Label.PASS_FAIL: 0.8}),
+        started_at=timezone.now(),
+    )
+    decision_record(
+        review_id=marked_late.pk, decided_by=operator, decided_at=timezone.now(), outcome="reject", note="no"
+    )
+    review_audit_mark(review_ids=[marked_late.pk])
+
+    assert stored_counters(org_ids=[org.pk]) == live_counters(org_ids=[org.pk])
+    figures = certified_figures(scope_for(org))[ItemKind.DRAFT]
+    assert (figures["items"], figures["audited"]) == (4, 2)
+    passed = Rollup.objects.filter(org=org, metric=CERTIFIED, key2=PASSED, slice="")
+    assert dict(passed.values_list("key1", "value")) == {ITEMS: 1, "q": fixed_point(again.pass_probability)}
 
 
 def test_fewer_than_two_audited_items_give_no_interval(org, operator):

@@ -26,7 +26,8 @@ from tests.fakes.openai_server import json_reply
 
 pytestmark = pytest.mark.django_db
 FILL = import_module("grading.migrations.0044_review_pass_probability").pass_probabilities_fill
-COUNTERS = import_module("grading.migrations.0045_certified_counters").CERTIFIED_COUNTERS
+# 0045's recount of the certified metric as it stood; 0046 recounts it with people's audit verdicts, as it stands.
+COUNTERS = import_module("grading.migrations.0046_certified_audit_counters").CERTIFIED_COUNTERS
 
 
 def _filled_by_the_migration(review_ids: list[int]) -> dict[int, float | None]:

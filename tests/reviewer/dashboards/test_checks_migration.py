@@ -8,7 +8,7 @@ reading, and for every other version what the migration gave it.
 
 The round trip also drops what the certified panel's counters are counted from (0031: the judge's confidences, the
 certificate a review was routed under): 0044 fills the pass probabilities again without them and 0045 recounts those
-counters. Every other counter is left as it was, and so is when it last changed."""
+counters (0046 with people's audit verdicts). Every other counter is left as it was, and so is when it last changed."""
 
 import csv
 import io
