@@ -279,8 +279,8 @@ class Review(models.Model):
                 condition=models.Q(state__in=COUNTING_STATES),
                 name="review_counting_cell",
             ),
-            # The audit sample's reviews (people's audit decisions, read per kind by the certified panel): a few
-            # thousand among a million.
+            # The audit sample's reviews (people's audit decisions, read per kind by a trial scored against the
+            # audit's verdicts): a few thousand among a million.
             models.Index(fields=["org", "kind"], condition=models.Q(audit=True), name="review_audited"),
         ]
 
