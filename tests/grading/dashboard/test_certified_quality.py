@@ -3,6 +3,8 @@ corrected by people's verdicts on the blind audit sample (PPI++), and what certi
 
 import numpy as np
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 from ppi_py import classical_mean_ci, ppi_mean_ci, ppi_mean_pointestimate
 
@@ -155,6 +157,22 @@ def test_people_s_audit_verdict_is_on_the_evidence_a_re_grade_reads_as_the_rebui
     assert (figures["items"], figures["audited"]) == (4, 2)
     passed = Rollup.objects.filter(org=org, metric=CERTIFIED, key2=PASSED, slice="")
     assert dict(passed.values_list("key1", "value")) == {ITEMS: 1, "q": fixed_point(again.pass_probability)}
+
+
+def test_the_panel_reads_its_counters_only_however_many_items_were_audited(org, operator):
+    reviews = drafts_in_scope(org, [Graded(0.9, True, None)] * 30)
+    scope = scope_for(org)
+    read = []
+    for audited in (reviews[:2], reviews[2:20]):
+        audit_decided(audited, [True, False] * (len(audited) // 2), operator)
+        counted(org)  # the grading write's pass probabilities and counters, for rows written straight
+        with CaptureQueriesContext(connection) as queries:
+            figures = certified_figures(scope)[ItemKind.DRAFT]
+        read.append((figures["audited"], [query["sql"] for query in queries]))
+    (few, few_sql), (many, many_sql) = read
+    assert (few, many) == (2, 20)
+    assert len(few_sql) == len(many_sql) <= 2  # the active versions, the counters
+    assert not [sql for sql in many_sql if "grading_decision" in sql or "grading_review" in sql]
 
 
 def test_fewer_than_two_audited_items_give_no_interval(org, operator):
