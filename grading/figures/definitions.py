@@ -407,20 +407,26 @@ def review_row(review: Mapping[str, Any]) -> Row:
 def audit_passed_sql(review: str) -> str:
     """People's audit verdict on the evidence the review `review` (an alias) read, as SQL: whether the latest decision
     on any audit review of its item with its fingerprint passed the item (a draft approved, a conversation's outcome
-    `pass` under the checks of the version the decided review was graded by); NULL where none. A decision that
-    answers no check (the verdicts `answer_verdicts` reads are none) is passed over, as `human_verdicts` does. Both
-    forms of the figures read it as a column (AUDIT_PASSED), so the rule has this one form; the rebuild asks it only
-    of the reviews the certified panel counts."""
-    return f"""CASE WHEN {review}.state IN ({", ".join(map(sql_literal, COUNTING_STATES))})
-        AND {review}.pass_probability IS NOT NULL THEN (
-        SELECT dc.outcome IN ({sql_literal(Decision.Outcome.APPROVE)}, {sql_literal(Decision.Outcome.PASS)})
+    `pass` under the checks of the version the decided review was graded by); NULL where none. A decision on a
+    conversation that answers no check (the verdicts `answer_verdicts` reads are none) is passed over, as
+    `human_verdicts` does. Both forms of the figures read it as a column (AUDIT_PASSED), so the rule has this one
+    form; the rebuild asks it only of the reviews the certified panel counts, each kind by its item's column (one
+    index scan a review)."""
+    states = ", ".join(map(sql_literal, COUNTING_STATES))
+    return f"""CASE WHEN {review}.state NOT IN ({states}) OR {review}.pass_probability IS NULL THEN NULL
+        WHEN {review}.kind = {sql_literal(ItemKind.DRAFT)} THEN {_latest_audit_sql(review, ItemKind.DRAFT)}
+        ELSE {_latest_audit_sql(review, ItemKind.CONVERSATION)} END"""
+
+
+def _latest_audit_sql(review: str, kind: str) -> str:
+    answered = """AND EXISTS (SELECT FROM jsonb_each(
+        CASE WHEN jsonb_typeof(dc.checks) = 'object' THEN dc.checks ELSE '{}'::jsonb END) said
+        WHERE jsonb_typeof(said.value) = 'string')"""
+    return f"""(SELECT dc.outcome IN ({sql_literal(Decision.Outcome.APPROVE)}, {sql_literal(Decision.Outcome.PASS)})
         FROM grading_review ar JOIN grading_decision dc ON dc.review_id = ar.id
-        WHERE ar.audit AND ar.fingerprint = {review}.fingerprint AND ar.kind = {review}.kind
-            AND (ar.conversation_id = {review}.conversation_id OR ar.draft_id = {review}.draft_id)
-            AND (ar.kind = {sql_literal(ItemKind.DRAFT)} OR EXISTS (SELECT FROM jsonb_each(
-                CASE WHEN jsonb_typeof(dc.checks) = 'object' THEN dc.checks ELSE '{{}}'::jsonb END) said
-                WHERE jsonb_typeof(said.value) = 'string'))
-        ORDER BY dc.decided_at DESC, dc.id DESC LIMIT 1) END"""  # noqa: S608 - constants of ours and an alias
+        WHERE ar.{kind}_id = {review}.{kind}_id AND ar.fingerprint = {review}.fingerprint AND ar.audit
+            {answered if kind == ItemKind.CONVERSATION else ""}
+        ORDER BY dc.decided_at DESC, dc.id DESC LIMIT 1)"""  # noqa: S608 - constants of ours and an alias
 
 
 # The same, in SQL: the columns of `r` that every figure's SQL reads (`rv` a review, the conversation looked up).
