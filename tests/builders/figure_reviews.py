@@ -102,6 +102,12 @@ class ReviewSpec:
 
 
 DECIDERS = ("person", "former", "agreed")
+# A decision's outcome, checks, and when it was given after the verdict (or before it: both orders are drawn).
+decided = st.tuples(
+    st.sampled_from(Decision.Outcome.values),
+    st.dictionaries(st.sampled_from(CHECK_KEYS), verdict_text),
+    st.one_of(gaps, gaps.map(lambda gap: -gap)),
+)
 reviews = st.builds(
     ReviewSpec,
     kind=st.sampled_from(ItemKind.values),
@@ -121,13 +127,7 @@ reviews = st.builds(
     verdict_after=gaps,
     submitted_before=st.one_of(st.none(), gaps, gaps.map(lambda gap: -gap)),
     decision=st.one_of(
-        st.none(),
-        st.tuples(
-            st.sampled_from(Decision.Outcome.values),
-            st.dictionaries(st.sampled_from(CHECK_KEYS), verdict_text),
-            st.one_of(gaps, gaps.map(lambda gap: -gap)),
-            st.sampled_from(DECIDERS),
-        ),
+        st.none(), st.tuples(decided, st.sampled_from(DECIDERS)).map(lambda given: (*given[0], given[1]))
     ),
     labels=st.lists(
         st.tuples(
@@ -164,14 +164,7 @@ reviews = st.builds(
         st.none(),
         st.dictionaries(st.sampled_from([*CHECK_KEYS, "pass_fail"]), st.one_of(st.none(), st.floats(0.0, 1.0))),
     ),
-    audited_before=st.one_of(
-        st.none(),
-        st.tuples(
-            st.sampled_from(Decision.Outcome.values),
-            st.dictionaries(st.sampled_from(CHECK_KEYS), verdict_text),
-            st.one_of(gaps, gaps.map(lambda gap: -gap)),
-        ),
-    ),
+    audited_before=st.one_of(st.none(), decided),
 )
 
 
