@@ -365,7 +365,8 @@ FIGURES: tuple[Figure, ...] = (
     ),
     *_ANSWER_AGREEMENT,
     # The quality rate's interval (grading/dashboard/certified.py), per cell: the items the judge graded, the sums
-    # of its pass probabilities in fixed point, and those it decided alone under a certificate.
+    # of its pass probabilities in fixed point, the same over the audited items and those people passed, and those
+    # it decided alone under a certificate.
     *_CERTIFIED,
 )
 METRICS = frozenset(figure.metric for figure in FIGURES)
