@@ -21,15 +21,16 @@ _CELL = """rv.org_id, rv.kind, rv.criteria_version_id,
 _Q = "floor(rv.pass_probability * 4294967296)::bigint"
 _HI, _LO = f"({_Q} >> 16)", f"({_Q} & 65535)"
 _KEY = ("org_id", "kind", "criteria_id", "application", "week", "metric", "key1", "key2", "slice")
-_AUDIT_PASSED = """(
+_LATEST_AUDIT = """(
     SELECT dc.outcome IN ('approve', 'pass')
     FROM grading_review ar JOIN grading_decision dc ON dc.review_id = ar.id
-    WHERE ar.audit AND ar.fingerprint = rv.fingerprint AND ar.kind = rv.kind
-        AND (ar.conversation_id = rv.conversation_id OR ar.draft_id = rv.draft_id)
-        AND (ar.kind = 'draft' OR EXISTS (SELECT FROM jsonb_each(
-            CASE WHEN jsonb_typeof(dc.checks) = 'object' THEN dc.checks ELSE '{}'::jsonb END) said
-            WHERE jsonb_typeof(said.value) = 'string'))
+    WHERE ar.{item} = rv.{item} AND ar.fingerprint = rv.fingerprint AND ar.audit {answered}
     ORDER BY dc.decided_at DESC, dc.id DESC LIMIT 1)"""
+_ANSWERED = """AND EXISTS (SELECT FROM jsonb_each(
+        CASE WHEN jsonb_typeof(dc.checks) = 'object' THEN dc.checks ELSE '{}'::jsonb END) said
+        WHERE jsonb_typeof(said.value) = 'string')"""
+_AUDIT_PASSED = f"""CASE WHEN rv.kind = 'draft' THEN {_LATEST_AUDIT.format(item="draft_id", answered="")}
+    ELSE {_LATEST_AUDIT.format(item="conversation_id", answered=_ANSWERED)} END"""
 
 
 def _key(alias: str = "") -> str:
