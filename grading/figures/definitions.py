@@ -745,10 +745,11 @@ def _exists(figure: Figure, tests: Iterable[tuple[str, object]]) -> tuple[str, l
     """EXISTS: the review (by `{review_id}`) counts in `figure` with these (SQL expression, value) tests."""
     tests = list(tests)
     where = " AND ".join([figure.when.sql(), *(f"{text} = %s" for text, _ in tests)])
-    sql = (
-        f"EXISTS (WITH r AS ({_ROW_SQL} AND rv.id = {{review_id}}), d AS ({_DECIDED_SQL})"
-        f" SELECT 1 {_from_sql(figure)} WHERE {where})"
-    )  # noqa: S608 - assembled from this module's constants; the keys are parameters
+    # `d` only where the figure reads it: a CTE named twice is computed whole, every column of `r` for each review
+    # listed (people's audit verdict among them); named once, it is inlined and only what the test reads is.
+    decided = f", d AS ({_DECIDED_SQL})" if figure.over in (WITH_DECISION, EACH_DECIDER) else ""
+    rows = f"r AS ({_ROW_SQL} AND rv.id = {{review_id}}){decided}"
+    sql = f"EXISTS (WITH {rows} SELECT 1 {_from_sql(figure)} WHERE {where})"  # noqa: S608 - constants; keys are parameters
     return sql, [value for _, value in tests]
 
 
