@@ -1,9 +1,10 @@
 """The judge's probability that the item passes, stored on the review (grading/judge/pass_probability.py computes
 it when a review is written), and filled here for the reviews written before: the same rule as an expression of the
-database's, per criteria version (its required checks), one UPDATE each. With it, the audit sample's reviews get an
-index of their own (the certified panel reads their decisions per kind)."""
+database's, per criteria version (its required checks), one UPDATE each (by the grading's own rule where the database
+cannot hold the product). With it, the audit sample's reviews get an index of their own (the certified panel reads
+their decisions per kind)."""
 
-from django.db import migrations, models
+from django.db import DataError, migrations, models, transaction
 from django.db.models import Case, ExpressionWrapper, FloatField, Value, When
 from django.db.models.fields.json import KeyTextTransform, KeyTransform
 from django.db.models.functions import Cast, Coalesce
@@ -11,10 +12,12 @@ from django.db.models.lookups import In
 
 from grading.checks.definitions import CheckSet
 from grading.core.evidence import Verdict
+from grading.judge.pass_probability import item_pass_probability
 from grading.models.criteria import default_checks
 
 _ONE, _HALF = Value(1.0, output_field=FloatField()), Value(0.5, output_field=FloatField())
 _UNGRADED = ("not_scorable", "error")
+_BATCH = 2000
 
 
 def _sure(key: str):
@@ -55,9 +58,34 @@ def pass_probabilities_fill(criteria_version, review) -> None:
     migration's, or the benchmark's, whose rows are written past the grading path)."""
     for version in criteria_version.objects.all():
         checks = CheckSet.model_validate(version.checks or default_checks(version.kind).model_dump(mode="json"))
-        review.objects.filter(criteria_version_id=version.pk, pass_probability__isnull=True).exclude(
+        unfilled = review.objects.filter(criteria_version_id=version.pk, pass_probability__isnull=True).exclude(
             route__in=_UNGRADED
-        ).update(pass_probability=_probability(version.kind, checks))
+        )
+        try:
+            with transaction.atomic():
+                unfilled.update(pass_probability=_probability(version.kind, checks))
+        except DataError:
+            # PostgreSQL refuses a product of two non-zero floats that rounds to zero (confidences below about
+            # 1e-154), where Python's is 0.0: the version's reviews are then filled by the grading's own rule.
+            _fill_one_by_one(unfilled, version.kind, checks)
+
+
+def _fill_one_by_one(unfilled, kind: str, checks: CheckSet) -> None:
+    batch = []
+    for row in unfilled.only("route", "judge_passed", "checks", "confidences").iterator(chunk_size=_BATCH):
+        row.pass_probability = item_pass_probability(
+            kind=kind,
+            checks=checks,
+            route=row.route,
+            judge_passed=row.judge_passed,
+            answers=row.checks,
+            confidences=row.confidences,
+        )
+        batch.append(row)
+        if len(batch) == _BATCH:
+            unfilled.model.objects.bulk_update(batch, ["pass_probability"])
+            batch = []
+    unfilled.model.objects.bulk_update(batch, ["pass_probability"])
 
 
 def _fill(apps, schema_editor) -> None:

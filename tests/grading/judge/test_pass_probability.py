@@ -60,6 +60,17 @@ def test_a_graded_conversation_stores_what_the_panel_computed_and_books_its_coun
     assert _filled_by_the_migration([review.pk]) == {review.pk: stored}
 
 
+def test_the_migration_fills_a_product_too_small_for_a_float_as_the_grading_does(org, settings, fake_llm):
+    """Two answers the judge gave at the smallest float's confidence: their product rounds to zero. PostgreSQL
+    refuses such a product where Python gives 0.0, and the upgrade failed on it."""
+    configure_judges(settings, default=judge_config(fake_llm))
+    fake_llm.script(json_reply(verdicts(PATH_IDS)))
+    review = conversation_grade(conversation_id=upsert(org, support_conversation()).conversation.pk)
+    Review.objects.filter(pk=review.pk).update(confidences={"grounded": 5e-324, "complete": 5e-324})
+
+    assert _filled_by_the_migration([review.pk]) == {review.pk: 0.0}
+
+
 @pytest.mark.django_db(transaction=True)  # the hourly rebuild reads what was committed since the last one
 def test_after_the_upgrade_the_panel_counts_the_reviews_graded_before_it_and_the_hourly_rebuild_finds_no_drift(
     org, settings, fake_llm
