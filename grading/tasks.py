@@ -29,6 +29,7 @@ from grading.otlp.pending import pending_expire
 from grading.passes import planner
 from grading.reviews import inflight
 from grading.reviews.rollups import orgs_with_items, rollups_rebuild
+from grading.reviews.services import pass_probabilities_backfill
 from grading.sets.runs import set_run_batch
 
 logger = logging.getLogger(__name__)
@@ -107,6 +108,7 @@ def rebuild_all_rollups() -> int:
 def rebuild_rollups(org_id: int) -> int | None:
     if not Org.objects.filter(pk=org_id).exists():
         return None
+    pass_probabilities_backfill(org_id=org_id)
     return rollups_rebuild(org_id=org_id, incremental=True).drifted
 
 

@@ -60,10 +60,10 @@ from grading.figures.expressions import (
     col,
     sql_literal,
 )
-from grading.judge.pass_probability import UNGRADED
 from grading.models import (
     COUNTING_STATES,
     LIVE_STATES,
+    UNGRADED,
     CriteriaVersion,
     Decision,
     ItemKind,

@@ -16,9 +16,7 @@ from collections.abc import Mapping
 
 from grading.checks.definitions import CheckSet
 from grading.core.evidence import Verdict
-from grading.models import ItemKind, Label, Route
-
-UNGRADED = (Route.NOT_SCORABLE, Route.ERROR)
+from grading.models import UNGRADED, ItemKind, Label, Route
 
 
 def item_pass_probability(

@@ -18,6 +18,7 @@ class Route(models.TextChoices):
     ERROR = "error", "error"
 
 
+UNGRADED = (Route.NOT_SCORABLE, Route.ERROR)  # the judge could not grade the item: no pass probability
 NO_JUDGE = "none"  # the judge key of reviews that called no judge (not scorable)
 
 
@@ -282,6 +283,13 @@ class Review(models.Model):
             # The audit sample's reviews (people's audit decisions, read per kind by a trial scored against the
             # audit's verdicts): a few thousand among a million.
             models.Index(fields=["org", "kind"], condition=models.Q(audit=True), name="review_audited"),
+            # Graded with no pass probability: written only by a worker still on the code from before it was stored,
+            # during an upgrade (grading/reviews/services.py `pass_probabilities_backfill`); none at all otherwise.
+            models.Index(
+                fields=["org"],
+                condition=models.Q(pass_probability__isnull=True) & ~models.Q(route__in=UNGRADED),
+                name="review_unweighed",
+            ),
         ]
 
     def __str__(self) -> str:

@@ -31,6 +31,7 @@ from grading.judge.pass_probability import item_pass_probability
 from grading.models import (
     COUNTING_STATES,
     LIVE_STATES,
+    UNGRADED,
     Answer,
     ApiKey,
     Conversation,
@@ -434,7 +435,7 @@ def review_audit_mark(*, review_ids: list[int]) -> list[int]:
             Review.objects.counting()
             .select_for_update(of=("self",))
             .filter(pk__in=list(review_ids), audit=False)
-            .exclude(route__in=[Route.ERROR, Route.NOT_SCORABLE])
+            .exclude(route__in=UNGRADED)
             .order_by("pk")
         )
         targets = {}
@@ -451,6 +452,36 @@ def review_audit_mark(*, review_ids: list[int]) -> list[int]:
                 Review.objects.filter(pk=review.pk).update(routed_at=now, due_at=due_at)
             marked.append(review.pk)
     return marked
+
+
+def pass_probabilities_backfill(*, org_id: int) -> int:
+    """Give the org's reviews that the judge graded with no pass probability theirs, booking what that adds to the
+    counters; return how many. Only a worker still on the code from before the probability was stored writes such a
+    review: during an upgrade, between the migration and the workers' restart. The certified panel weighs no such
+    review, and the rebuild, counting from the same rows, finds nothing amiss: so the beat's rebuild asks this
+    first, every hour (the index `review_unweighed` holds only such reviews, none at all out of an upgrade)."""
+    with transaction.atomic():
+        reviews = list(
+            Review.objects.select_for_update(of=("self",))
+            .filter(org_id=org_id, pass_probability__isnull=True)
+            .exclude(route__in=UNGRADED)
+            .select_related("criteria_version")
+            .order_by("pk")
+        )
+        if not reviews:
+            return 0
+        with rollups_tracking([review.pk for review in reviews]):
+            for review in reviews:
+                review.pass_probability = item_pass_probability(
+                    kind=review.kind,
+                    checks=review.criteria_version.check_set() if review.kind == ItemKind.CONVERSATION else None,
+                    route=review.route,
+                    judge_passed=review.judge_passed,
+                    answers=review.checks,
+                    confidences=review.confidences,
+                )
+            Review.objects.bulk_update(reviews, ["pass_probability"])
+    return len(reviews)
 
 
 class SendRefused(FieldRefused):

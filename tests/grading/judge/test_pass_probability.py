@@ -19,6 +19,8 @@ from grading.figures.definitions import CERTIFIED, ITEMS
 from grading.judge.pass_probability import item_pass_probability
 from grading.models import CriteriaVersion, ItemKind, Review, Rollup
 from grading.reviews.rollups import live_counters, rollup_last_rebuild, rollups_rebuild, stored_counters
+from grading.reviews.services import pass_probabilities_backfill
+from grading.tasks import rebuild_rollups
 from tests.builders.conversations import PATH_IDS, support_conversation, upsert, verdicts
 from tests.builders.figure_reviews import WEEK_END, reviews, write_reviews
 from tests.builders.judges import configure_judges, judge_config
@@ -94,6 +96,28 @@ def test_after_the_upgrade_the_panel_counts_the_reviews_graded_before_it_and_the
     assert Review.objects.get(pk=review.pk).week.isoformat() in hourly.weeks  # it recounted the migrated week
     assert hourly.drifted == 0
     assert rollups_rebuild(org_id=org.pk).drifted == 0  # nor the daily full one
+
+
+@pytest.mark.django_db(transaction=True)  # the hourly rebuild reads what was committed since the last one
+def test_a_review_a_worker_on_the_older_code_wrote_is_weighed_from_the_next_hourly_rebuild(org, settings, fake_llm):
+    """During an upgrade, the workers run the code from before 0044 until they are restarted: a review they write
+    then has no pass probability, and no certified counter. The panel weighed none of them, ever, and the rebuild,
+    counting from the same rows, found no drift."""
+    configure_judges(settings, default=judge_config(fake_llm))
+    alternatives = {"grounded": {"pass": 0.8, "fail": 0.2}, "complete": {"fail": 0.7, "pass": 0.3}}
+    fake_llm.script(json_reply(verdicts(PATH_IDS, complete="fail"), verdict_logprobs=alternatives))
+    review = conversation_grade(conversation_id=upsert(org, support_conversation()).conversation.pk)
+    weighed = Review.objects.get(pk=review.pk).pass_probability
+    Review.objects.filter(pk=review.pk).update(pass_probability=None)  # as the older code wrote it
+    assert rollups_rebuild(org_id=org.pk).drifted  # and booked its counters: none of the panel's
+    assert certified_figures(scope_for(org))[ItemKind.CONVERSATION]["items"] == 0
+
+    assert rebuild_rollups(org.pk) == 0  # the beat's hourly task: filled and booked together, so nothing drifted
+
+    assert Review.objects.get(pk=review.pk).pass_probability == weighed
+    assert _certified(stored_counters(org_ids=[org.pk])) == _certified(live_counters(org_ids=[org.pk]))
+    assert certified_figures(scope_for(org))[ItemKind.CONVERSATION]["items"] == 1
+    assert pass_probabilities_backfill(org_id=org.pk) == 0  # nothing left to fill
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
