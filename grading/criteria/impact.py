@@ -30,6 +30,7 @@ from grading.checks.routing import judge_sample_text, routing_text
 from grading.checks.rules import DraftRules
 from grading.drafts.gate import merge_verdict
 from grading.models import (
+    UNGRADED,
     ApiKey,
     Conversation,
     CriteriaVersion,
@@ -606,7 +607,7 @@ def _token_basis(org_id: int, kind: str) -> TokenBasis | None:
     # Reviews are written when they finish, so the highest ids are the latest; the primary key serves the order.
     usages = list(
         Review.objects.filter(org_id=org_id, kind=kind, stages__gt=0)
-        .exclude(route__in=[Route.NOT_SCORABLE, Route.ERROR])
+        .exclude(route__in=UNGRADED)
         .exclude(state=ReviewState.TRIAL)
         .order_by("-pk")
         .values_list("usage", flat=True)[:TOKEN_BASIS_REVIEWS]

@@ -35,6 +35,7 @@ from grading.judge.backends import (
     judge_named,
 )
 from grading.models import (
+    UNGRADED,
     ApiKey,
     Conversation,
     CriteriaTrial,
@@ -45,7 +46,6 @@ from grading.models import (
     Label,
     Org,
     Review,
-    Route,
     TrialSource,
 )
 from grading.models.audit import audit_record
@@ -121,11 +121,7 @@ def trial_sample(
     model = Draft if version.kind == ItemKind.DRAFT else Conversation
     if source != TrialSource.CURRENT:
         return _people_sample(version, model, size, source)
-    scored = (
-        Review.objects.counting()
-        .filter(org_id=version.org_id, kind=version.kind)
-        .exclude(route__in=[Route.NOT_SCORABLE, Route.ERROR])
-    )
+    scored = Review.objects.counting().filter(org_id=version.org_id, kind=version.kind).exclude(route__in=UNGRADED)
     items: QuerySet = model.objects.filter(org_id=version.org_id, pk__in=scored.values(version.kind))
     return list(items.annotate(rank=_sample_rank(settings.SAMPLING_SALT)).order_by("rank", "pk")[:size])
 

@@ -9,7 +9,7 @@ from django.utils import timezone
 
 from grading.checks.routing import sample_rank
 from grading.core.weeks import monday, week_start
-from grading.models import ItemKind, Org, Review, Route
+from grading.models import UNGRADED, ItemKind, Org, Review
 from grading.models.audit import audit_record
 from grading.reviews.services import review_audit_mark
 
@@ -51,7 +51,7 @@ def sample_conversations(
     scorable = (
         Review.objects.counting()
         .filter(org=org, kind=ItemKind.CONVERSATION)
-        .exclude(route__in=[Route.NOT_SCORABLE, Route.ERROR])
+        .exclude(route__in=UNGRADED)
         .filter(conversation__started_at__gte=_sample_since(now, weeks), conversation__started_at__lte=now)
         .values_list("conversation__application", "conversation__started_at", "conversation__external_id", "pk")
     )
@@ -65,7 +65,7 @@ def sample_drafts(*, org: Org, per_week: int, weeks: int, salt: str, now: dateti
     judged = (
         Review.objects.counting()
         .filter(org=org, kind=ItemKind.DRAFT, finished_at__gte=_sample_since(now, weeks), finished_at__lte=now)
-        .exclude(route__in=[Route.NOT_SCORABLE, Route.ERROR])
+        .exclude(route__in=UNGRADED)
         .values_list("application", "finished_at", "draft__external_id", "pk")
     )
     return _smallest_hashes(judged, per_week=per_week, salt=salt)

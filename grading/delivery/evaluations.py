@@ -31,7 +31,7 @@ from opentelemetry.proto.logs.v1.logs_pb2 import SEVERITY_NUMBER_INFO, LogRecord
 
 from grading.checks.definitions import AnswerKind, CheckSet
 from grading.delivery import enqueue
-from grading.models import Decision, ItemKind, Label, Review, Route
+from grading.models import UNGRADED, Decision, ItemKind, Label, Review
 from grading.models.otlp import EvaluationExport, SpanLink
 
 EVENT_NAME = "gen_ai.evaluation.result"
@@ -119,7 +119,7 @@ class _Score(NamedTuple):
 
 
 def _machine_scores(review: Review) -> list[_Score]:
-    if review.route in (Route.NOT_SCORABLE, Route.ERROR):
+    if review.route in UNGRADED:
         return []  # nothing was judged: no verdict to report
     asked = review.criteria_version.check_set()
     confidences = review.confidences or {}

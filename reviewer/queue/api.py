@@ -23,7 +23,7 @@ from grading.api.keys import caller_reach
 from grading.core.schemas import ConversationId, Identifier, Storable, ZonedTime
 from grading.core.weeks import iso_week
 from grading.dashboard.figures import InvalidScope, scope_for
-from grading.models import Conversation, Draft, ItemKind, Review, Route, for_people
+from grading.models import UNGRADED, Conversation, Draft, ItemKind, Review, for_people
 from grading.models.reach import Reach
 from grading.reviews.services import SendRefused, review_send
 from reviewer.access import people_of, reaches_of
@@ -76,7 +76,7 @@ def _send(request: HttpRequest, item: Conversation | Draft | None, payload: Send
         raise HttpError(404, "no such item")
     field = "conversation" if isinstance(item, Conversation) else "draft"
     review = Review.objects.counting().filter(**{field: item}).order_by("-pk").first()
-    if review is None or review.route in (Route.ERROR, Route.NOT_SCORABLE):
+    if review is None or review.route in UNGRADED:
         raise HttpError(409, "nothing of this item is graded as it stands now (new, changed since, or not scorable)")
     try:
         sent = review_send(review_ids=[review.pk], reason=payload.reason, **_acting(request))

@@ -11,7 +11,7 @@ from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_http_methods
 
-from grading.models import Review, Route, for_people
+from grading.models import UNGRADED, Review, for_people
 from grading.reviews.services import SEND_REASON_MAX, SendRefused, review_send
 from reviewer.access import role_required
 from reviewer.queue.sending import SENDER_ROLES, review_for_sender
@@ -35,7 +35,7 @@ def _why_not(review: Review) -> str:
     """Why this review cannot be sent, or "" when it can (or is with people already)."""
     if not review.counts_now:
         return "This review no longer counts (the item changed, or was graded again): send the item's current one."
-    if review.route in (Route.ERROR, Route.NOT_SCORABLE):
+    if review.route in UNGRADED:
         return "The machine could not grade this item: there is nothing for people to decide yet."
     return ""
 
