@@ -16,7 +16,7 @@ from collections.abc import Mapping
 
 from grading.checks.definitions import CheckSet
 from grading.core.evidence import Verdict
-from grading.models import UNGRADED, ItemKind, Label, Route
+from grading.models import UNGRADED, ItemKind, Label, Review, Route
 
 
 def item_pass_probability(
@@ -51,6 +51,19 @@ def item_pass_probability(
         )
         probability = factor if probability is None else probability * factor
     return 1.0 if probability is None else probability
+
+
+def review_pass_probability(review: Review) -> float | None:
+    """`item_pass_probability` of a review as it is stored, under its own version's checks: for a review written
+    without it (grading/reviews/services.py `pass_probabilities_backfill`)."""
+    return item_pass_probability(
+        kind=review.kind,
+        checks=review.criteria_version.check_set() if review.kind == ItemKind.CONVERSATION else None,
+        route=review.route,
+        judge_passed=review.judge_passed,
+        answers=review.checks,
+        confidences=review.confidences,
+    )
 
 
 def _sure(confidences: Mapping, key: str) -> float:

@@ -27,7 +27,7 @@ from grading.core.outcomes import SENT_BY_PERSON
 from grading.core.weeks import monday
 from grading.delivery import enqueue
 from grading.delivery.evaluations import evaluations_export_on_commit
-from grading.judge.pass_probability import item_pass_probability
+from grading.judge.pass_probability import item_pass_probability, review_pass_probability
 from grading.models import (
     COUNTING_STATES,
     LIVE_STATES,
@@ -472,14 +472,7 @@ def pass_probabilities_backfill(*, org_id: int) -> int:
             return 0
         with rollups_tracking([review.pk for review in reviews]):
             for review in reviews:
-                review.pass_probability = item_pass_probability(
-                    kind=review.kind,
-                    checks=review.criteria_version.check_set() if review.kind == ItemKind.CONVERSATION else None,
-                    route=review.route,
-                    judge_passed=review.judge_passed,
-                    answers=review.checks,
-                    confidences=review.confidences,
-                )
+                review.pass_probability = review_pass_probability(review)
             Review.objects.bulk_update(reviews, ["pass_probability"])
     return len(reviews)
 

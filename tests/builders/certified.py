@@ -8,7 +8,7 @@ from django.utils import timezone
 
 from grading.core.evidence import draft_fingerprint
 from grading.core.weeks import monday
-from grading.judge.pass_probability import item_pass_probability
+from grading.judge.pass_probability import review_pass_probability
 from grading.models import (
     CriteriaTrial,
     CriteriaVersion,
@@ -167,17 +167,9 @@ def draft_trial(version: CriteriaVersion, drafts, graded: list[Graded], *, sourc
 
 def counted(org) -> None:
     """What the grading write does beside the rows these builders write straight to the tables: each review's pass
-    probability computed from the review as it now stands (`item_pass_probability`), and the org's counters
+    probability computed from the review as it now stands (`review_pass_probability`), and the org's counters
     recounted (the certified panel reads them)."""
     for review in Review.objects.filter(org=org).select_related("criteria_version"):
-        version = review.criteria_version
-        review.pass_probability = item_pass_probability(
-            kind=review.kind,
-            checks=version.check_set() if review.kind == ItemKind.CONVERSATION else None,
-            route=review.route,
-            judge_passed=review.judge_passed,
-            answers=review.checks,
-            confidences=review.confidences,
-        )
+        review.pass_probability = review_pass_probability(review)
         review.save(update_fields=["pass_probability"])
     rollups_rebuild(org_id=org.pk)

@@ -16,7 +16,7 @@ from grading.conversations.grader import conversation_grade
 from grading.dashboard.certified import certified_figures
 from grading.dashboard.figures import scope_for
 from grading.figures.definitions import CERTIFIED, ITEMS
-from grading.judge.pass_probability import item_pass_probability
+from grading.judge.pass_probability import review_pass_probability
 from grading.models import CriteriaVersion, ItemKind, Review, Rollup
 from grading.reviews.rollups import live_counters, rollup_last_rebuild, rollups_rebuild, stored_counters
 from grading.reviews.services import pass_probabilities_backfill
@@ -150,16 +150,6 @@ def test_the_grading_writes_rule_is_the_panels_former_expression(org, specs):
     person = get_user_model().objects.get_or_create(username="decider")[0]
     with transaction.atomic():
         written = write_reviews(org, specs, person)
-        computed = {
-            review.pk: item_pass_probability(
-                kind=review.kind,
-                checks=review.criteria_version.check_set() if review.kind == ItemKind.CONVERSATION else None,
-                route=review.route,
-                judge_passed=review.judge_passed,
-                answers=review.checks,
-                confidences=review.confidences,
-            )
-            for review in written
-        }
+        computed = {review.pk: review_pass_probability(review) for review in written}
         assert _filled_by_the_migration(list(computed)) == computed
         transaction.set_rollback(True)
