@@ -15,7 +15,7 @@ from functools import lru_cache
 from grading.certify.calibration import certified_keys
 from grading.core.evidence import Verdict
 from grading.core.outcomes import BAND, BELOW_CERTIFIED, SPREAD
-from grading.models import Certificate, CriteriaVersion, ItemKind, Label, Route
+from grading.models import DECIDED_ALONE, Certificate, CriteriaVersion, ItemKind, Label, Route
 from grading.reviews.services import ReviewOutcome
 
 # The machine's doubts a certificate may settle: a draft's position near the threshold.
@@ -80,7 +80,7 @@ def covers(certificate: Certificate, keys: tuple[str, ...], confidences: dict[st
 
 
 def _machine_may_decide(outcome: ReviewOutcome) -> bool:
-    if outcome.route in (Route.PASS, Route.FAIL):
+    if outcome.route in DECIDED_ALONE:
         return True
     return outcome.route == Route.HUMAN and outcome.reason in _SETTLED_BY_CONFIDENCE
 

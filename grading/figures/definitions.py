@@ -62,6 +62,7 @@ from grading.figures.expressions import (
 )
 from grading.models import (
     COUNTING_STATES,
+    DECIDED_ALONE,
     LIVE_STATES,
     UNGRADED,
     CriteriaVersion,
@@ -115,7 +116,7 @@ IS_DRAFT = Eq(KIND, Lit(ItemKind.DRAFT))
 IS_CONVERSATION = Eq(KIND, Lit(ItemKind.CONVERSATION))
 # The machine gave a verdict to compare with a person's (not an error, not a conversation it could not score).
 SCORED = In(ROUTE, (Route.PASS, Route.FAIL, Route.HUMAN))
-DECIDED_ROUTE = In(ROUTE, (Route.PASS, Route.FAIL))
+DECIDED_ROUTE = In(ROUTE, DECIDED_ALONE)
 # The machine's verdict on the whole item: its route; for a draft it was unsure about, what the judge leaned to.
 MACHINE_PASS_FAIL = Case(
     DECIDED_ROUTE, ROUTE, Case(IS_DRAFT, Case(col("judge_passed"), Lit("pass"), Lit("fail")), Lit("unknown"))

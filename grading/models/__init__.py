@@ -42,6 +42,7 @@ from grading.models.orgs import (
 from grading.models.otlp import EvaluationExport, PendingCall, PendingEvent, SpanLink
 from grading.models.reviews import (
     COUNTING_STATES,
+    DECIDED_ALONE,
     LIVE_STATES,
     NO_JUDGE,
     UNGRADED,
@@ -126,6 +127,7 @@ __all__ = [
     "RollupRebuild",
     "Route",
     "UNGRADED",
+    "DECIDED_ALONE",
     "ServiceTarget",
     "SlotsFor",
     "SpanLink",

@@ -30,6 +30,7 @@ from grading.delivery.evaluations import evaluations_export_on_commit
 from grading.judge.pass_probability import item_pass_probability, review_pass_probability
 from grading.models import (
     COUNTING_STATES,
+    DECIDED_ALONE,
     LIVE_STATES,
     UNGRADED,
     Answer,
@@ -42,7 +43,6 @@ from grading.models import (
     ItemKind,
     Review,
     ReviewState,
-    Route,
 )
 from grading.models import for_people as is_for_people
 from grading.models.audit import audit_record
@@ -247,7 +247,7 @@ def review_record(
                 else:
                     if live is not None:
                         review_state_write(live, ReviewState.SUPERSEDED)
-                    if fresh and outcome.route in (Route.PASS, Route.FAIL):
+                    if fresh and outcome.route in DECIDED_ALONE:
                         sent = _rule_sending(identity.criteria_version, subject)
                     for_people = is_for_people(route=outcome.route, audit=False, sent=sent)  # or marked later
                     state = _stored_state(matches_item=matches, for_people=for_people, decided=False)
@@ -527,11 +527,7 @@ def review_send(
 
 def _sendable(reviews: ReviewQuerySet) -> ReviewQuerySet:
     """The counting reviews the machine decided alone and nobody sent to people yet, locked: what may be sent."""
-    return (
-        reviews.counting()
-        .select_for_update(of=("self",))
-        .filter(audit=False, sent="", route__in=[Route.PASS, Route.FAIL])
-    )
+    return reviews.counting().select_for_update(of=("self",)).filter(audit=False, sent="", route__in=DECIDED_ALONE)
 
 
 def _send_write(review: Review, *, sent: str, targets: list, now: datetime) -> None:

@@ -33,6 +33,7 @@ from grading.figures.agreement import agreement_of, wilson_interval
 from grading.figures.definitions import PASS_FAIL, answers_of, checks_of
 from grading.judge.backends import UnknownJudge, draft_judge_named, judge_entry, judge_named
 from grading.models import (
+    DECIDED_ALONE,
     ApiKey,
     CriteriaVersion,
     Draft,
@@ -181,7 +182,7 @@ def _answers(kind: str, outcome: ReviewOutcome) -> dict[str, str]:
     """The machine's answer per check, and on the whole item as the dashboard reads it (MACHINE_PASS_FAIL)."""
     checks = outcome.checks.items()
     answers = {key: check["verdict"] for key, check in checks if isinstance(check, dict) and "verdict" in check}
-    if outcome.route in (Route.PASS, Route.FAIL):
+    if outcome.route in DECIDED_ALONE:
         answers[PASS_FAIL] = outcome.route
     elif outcome.route == Route.HUMAN:
         answers[PASS_FAIL] = ("pass" if outcome.judge_passed else "fail") if kind == ItemKind.DRAFT else "unknown"

@@ -3,7 +3,7 @@ criteria admins and org admins (their reach is the whole org). The page is revie
 
 from django.http import Http404, HttpRequest
 
-from grading.models import Review, ReviewState, Route
+from grading.models import DECIDED_ALONE, Review, ReviewState
 from grading.models.reach import Reach, within
 from reviewer.access import reaches_of
 from reviewer.models import Role
@@ -17,7 +17,7 @@ def sendable(review: Review, *, send_reach: Reach | None) -> bool:
     return (
         send_reach is not None
         and review.state_now == ReviewState.CURRENT
-        and review.route in (Route.PASS, Route.FAIL)
+        and review.route in DECIDED_ALONE
         and send_reach.covers(review.kind, review.application)
     )
 
