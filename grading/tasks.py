@@ -108,8 +108,9 @@ def rebuild_all_rollups() -> int:
 def rebuild_rollups(org_id: int) -> int | None:
     if not Org.objects.filter(pk=org_id).exists():
         return None
-    pass_probabilities_backfill(org_id=org_id)
-    return rollups_rebuild(org_id=org_id, incremental=True).drifted
+    drifted = rollups_rebuild(org_id=org_id, incremental=True).drifted
+    pass_probabilities_backfill(org_id=org_id)  # after: it books its own counters, and cannot hold the rebuild up
+    return drifted
 
 
 @shared_task(name=enqueue.CERTIFICATES_REFRESH)

@@ -458,8 +458,8 @@ def pass_probabilities_backfill(*, org_id: int) -> int:
     """Give the org's reviews that the judge graded with no pass probability theirs, booking what that adds to the
     counters; return how many. Only a worker still on the code from before the probability was stored writes such a
     review: during an upgrade, between the migration and the workers' restart. The certified panel weighs no such
-    review, and the rebuild, counting from the same rows, finds nothing amiss: so the beat's rebuild asks this
-    first, every hour (the index `review_unweighed` holds only such reviews, none at all out of an upgrade)."""
+    review, and the rebuild, counting from the same rows, finds nothing amiss: so the beat's rebuild task asks this
+    too, every hour (the index `review_unweighed` holds only such reviews, none at all out of an upgrade)."""
     with transaction.atomic():
         reviews = list(
             Review.objects.select_for_update(of=("self",))

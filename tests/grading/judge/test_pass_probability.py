@@ -12,15 +12,15 @@ from django.db.models import F
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from grading import tasks
 from grading.conversations.grader import conversation_grade
 from grading.dashboard.certified import certified_figures
 from grading.dashboard.figures import scope_for
 from grading.figures.definitions import CERTIFIED, ITEMS
 from grading.judge.pass_probability import review_pass_probability
-from grading.models import CriteriaVersion, ItemKind, Review, Rollup
+from grading.models import CriteriaVersion, ItemKind, Review, Rollup, RollupRebuild
 from grading.reviews.rollups import live_counters, rollup_last_rebuild, rollups_rebuild, stored_counters
 from grading.reviews.services import pass_probabilities_backfill
-from grading.tasks import rebuild_rollups
 from tests.builders.conversations import PATH_IDS, support_conversation, upsert, verdicts
 from tests.builders.figure_reviews import WEEK_END, reviews, write_reviews
 from tests.builders.judges import configure_judges, judge_config
@@ -112,12 +112,23 @@ def test_a_review_a_worker_on_the_older_code_wrote_is_weighed_from_the_next_hour
     assert rollups_rebuild(org_id=org.pk).drifted  # and booked its counters: none of the panel's
     assert certified_figures(scope_for(org))[ItemKind.CONVERSATION]["items"] == 0
 
-    assert rebuild_rollups(org.pk) == 0  # the beat's hourly task: filled and booked together, so nothing drifted
+    assert tasks.rebuild_rollups(org.pk) == 0  # the beat's hourly task
 
     assert Review.objects.get(pk=review.pk).pass_probability == weighed
     assert _certified(stored_counters(org_ids=[org.pk])) == _certified(live_counters(org_ids=[org.pk]))
     assert certified_figures(scope_for(org))[ItemKind.CONVERSATION]["items"] == 1
     assert pass_probabilities_backfill(org_id=org.pk) == 0  # nothing left to fill
+    assert rollups_rebuild(org_id=org.pk).drifted == 0  # filled and booked together: nothing drifted
+
+
+def test_a_backfill_that_fails_does_not_hold_up_the_hourly_rebuild(org, monkeypatch):
+    def refused(*, org_id: int) -> int:
+        raise ValueError("a review the rule cannot read")
+
+    monkeypatch.setattr(tasks, "pass_probabilities_backfill", refused)
+    with pytest.raises(ValueError):
+        tasks.rebuild_rollups(org.pk)
+    assert RollupRebuild.objects.filter(org=org).exists()
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
