@@ -63,6 +63,7 @@ from grading.figures.expressions import (
 from grading.models import (
     COUNTING_STATES,
     DECIDED_ALONE,
+    HUMAN_PASS,
     LIVE_STATES,
     UNGRADED,
     CriteriaVersion,
@@ -424,7 +425,7 @@ def _latest_audit_sql(review: str, kind: str) -> str:
     answered = """AND EXISTS (SELECT FROM jsonb_each(
         CASE WHEN jsonb_typeof(dc.checks) = 'object' THEN dc.checks ELSE '{}'::jsonb END) said
         WHERE jsonb_typeof(said.value) = 'string')"""
-    return f"""(SELECT dc.outcome IN ({sql_literal(Decision.Outcome.APPROVE)}, {sql_literal(Decision.Outcome.PASS)})
+    return f"""(SELECT dc.outcome IN ({", ".join(map(sql_literal, HUMAN_PASS))})
         FROM grading_review ar JOIN grading_decision dc ON dc.review_id = ar.id
         WHERE ar.{kind}_id = {review}.{kind}_id AND ar.fingerprint = {review}.fingerprint AND ar.audit
             {answered if kind == ItemKind.CONVERSATION else ""}

@@ -67,10 +67,10 @@ def pass_probabilities_fill(criteria_version, review) -> None:
         except DataError:
             # PostgreSQL refuses a product of two non-zero floats that rounds to zero (confidences below about
             # 1e-154), where Python's is 0.0: the version's reviews are then filled by the grading's own rule.
-            _fill_one_by_one(unfilled, version.kind, checks)
+            _fill_by_the_rule(unfilled, version.kind, checks)
 
 
-def _fill_one_by_one(unfilled, kind: str, checks: CheckSet) -> None:
+def _fill_by_the_rule(unfilled, kind: str, checks: CheckSet) -> None:
     batch = []
     for row in unfilled.only("route", "judge_passed", "checks", "confidences").iterator(chunk_size=_BATCH):
         row.pass_probability = item_pass_probability(

@@ -43,6 +43,8 @@ from grading.models.otlp import EvaluationExport, PendingCall, PendingEvent, Spa
 from grading.models.reviews import (
     COUNTING_STATES,
     DECIDED_ALONE,
+    HUMAN_FAIL,
+    HUMAN_PASS,
     LIVE_STATES,
     NO_JUDGE,
     UNGRADED,
@@ -128,6 +130,8 @@ __all__ = [
     "Route",
     "UNGRADED",
     "DECIDED_ALONE",
+    "HUMAN_FAIL",
+    "HUMAN_PASS",
     "ServiceTarget",
     "SlotsFor",
     "SpanLink",

@@ -358,6 +358,11 @@ class Decision(models.Model):
         return f"{self.outcome} on review {self.review_id}"
 
 
+# People's verdict on the whole item, by the decision's outcome (a draft's, or a conversation's summary).
+HUMAN_PASS = (Decision.Outcome.APPROVE, Decision.Outcome.PASS)
+HUMAN_FAIL = (Decision.Outcome.REJECT, Decision.Outcome.SEND_BACK, Decision.Outcome.FAIL)
+
+
 class Answer(models.Model):
     """One person's answer on a review that several people decide (`CriteriaVersion.slots`), kept apart from the
     others' and bound to the evidence that person read. The item's human verdict is a `Decision`: written when

@@ -34,13 +34,21 @@ from django.db.models import Aggregate, BigIntegerField, Count, F, Q, QuerySet, 
 from django.db.models.fields.json import KeyTextTransform, KeyTransform
 from django.db.models.functions import Cast, Coalesce
 
-from grading.models import COUNTING_STATES, Decision, ItemKind, Monitor, MonitorFigure, Review, ReviewState, Route
+from grading.models import (
+    COUNTING_STATES,
+    HUMAN_FAIL,
+    HUMAN_PASS,
+    ItemKind,
+    Monitor,
+    MonitorFigure,
+    Review,
+    ReviewState,
+    Route,
+)
 from grading.models.reviews import in_state_condition
 
 PASS, FAIL, UNKNOWN = "pass", "fail", "unknown"
 SCORED = (Route.PASS, Route.FAIL, Route.HUMAN)  # the machine gave a verdict (not an error, not unscorable)
-HUMAN_PASS = (Decision.Outcome.APPROVE, Decision.Outcome.PASS)
-HUMAN_FAIL = (Decision.Outcome.REJECT, Decision.Outcome.SEND_BACK, Decision.Outcome.FAIL)
 TOKENS = Coalesce(Cast(KeyTextTransform("prompt_tokens", "usage"), BigIntegerField()), 0) + Coalesce(
     Cast(KeyTextTransform("completion_tokens", "usage"), BigIntegerField()), 0
 )
