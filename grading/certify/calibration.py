@@ -20,7 +20,7 @@ from grading.certify.thresholds import CalibrationPoint
 from grading.checks.definitions import UNKNOWN, CheckSet
 from grading.core.evidence import Verdict
 from grading.core.sql_expressions import id_in
-from grading.models import CriteriaVersion, ItemKind, Label, Review, Route
+from grading.models import GRADED, CriteriaVersion, ItemKind, Label, Review
 from grading.reviews.human import AUDIT, LABELS, HumanVerdict, human_verdicts
 
 
@@ -66,15 +66,12 @@ def calibration(version: CriteriaVersion, *, judge_key: str) -> Calibration:
     )
 
 
-_JUDGED = (Route.PASS, Route.FAIL, Route.HUMAN)  # a review the judge answered (not an error, not unscorable)
-
-
 def _reviews_read(version: CriteriaVersion, *, judge_key: str, verdicts: dict[int, HumanVerdict]) -> Iterable[dict]:
     """Per item with a verdict, the latest review of the version by the judge that read the evidence the verdict is
     about and recorded its confidence."""
     field = version.kind  # the review's foreign key to its subject is named after the kind
     rows = (
-        Review.objects.filter(criteria_version=version, judge_key=judge_key, route__in=_JUDGED)
+        Review.objects.filter(criteria_version=version, judge_key=judge_key, route__in=GRADED)
         .exclude(confidences={})
         .filter(id_in(f"{field}_id", verdicts))
         .order_by(f"{field}_id", "-finished_at", "-pk")

@@ -63,6 +63,7 @@ from grading.figures.expressions import (
 from grading.models import (
     COUNTING_STATES,
     DECIDED_ALONE,
+    GRADED,
     HUMAN_PASS,
     LIVE_STATES,
     UNGRADED,
@@ -116,7 +117,7 @@ COUNTING = Stored(_COUNTING_RULE, "counting")
 IS_DRAFT = Eq(KIND, Lit(ItemKind.DRAFT))
 IS_CONVERSATION = Eq(KIND, Lit(ItemKind.CONVERSATION))
 # The machine gave a verdict to compare with a person's (not an error, not a conversation it could not score).
-SCORED = In(ROUTE, (Route.PASS, Route.FAIL, Route.HUMAN))
+SCORED = In(ROUTE, GRADED)
 DECIDED_ROUTE = In(ROUTE, DECIDED_ALONE)
 # The machine's verdict on the whole item: its route; for a draft it was unsure about, what the judge leaned to.
 MACHINE_PASS_FAIL = Case(

@@ -43,6 +43,7 @@ from grading.models.otlp import EvaluationExport, PendingCall, PendingEvent, Spa
 from grading.models.reviews import (
     COUNTING_STATES,
     DECIDED_ALONE,
+    GRADED,
     HUMAN_FAIL,
     HUMAN_PASS,
     LIVE_STATES,
@@ -128,6 +129,7 @@ __all__ = [
     "SetSource",
     "RollupRebuild",
     "Route",
+    "GRADED",
     "UNGRADED",
     "DECIDED_ALONE",
     "HUMAN_FAIL",

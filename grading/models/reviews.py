@@ -19,6 +19,7 @@ class Route(models.TextChoices):
 
 
 UNGRADED = (Route.NOT_SCORABLE, Route.ERROR)  # the judge could not grade the item: no pass probability
+GRADED = (Route.PASS, Route.FAIL, Route.HUMAN)  # the judge gave a verdict, whoever decides the item
 DECIDED_ALONE = (Route.PASS, Route.FAIL)  # the machine decided the item alone: people were not asked
 NO_JUDGE = "none"  # the judge key of reviews that called no judge (not scorable)
 

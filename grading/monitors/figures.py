@@ -36,6 +36,7 @@ from django.db.models.functions import Cast, Coalesce
 
 from grading.models import (
     COUNTING_STATES,
+    GRADED,
     HUMAN_FAIL,
     HUMAN_PASS,
     ItemKind,
@@ -48,7 +49,6 @@ from grading.models import (
 from grading.models.reviews import in_state_condition
 
 PASS, FAIL, UNKNOWN = "pass", "fail", "unknown"
-SCORED = (Route.PASS, Route.FAIL, Route.HUMAN)  # the machine gave a verdict (not an error, not unscorable)
 TOKENS = Coalesce(Cast(KeyTextTransform("prompt_tokens", "usage"), BigIntegerField()), 0) + Coalesce(
     Cast(KeyTextTransform("completion_tokens", "usage"), BigIntegerField()), 0
 )
@@ -104,10 +104,10 @@ def _counted(monitor: Monitor, at: datetime) -> tuple[QuerySet[Review], Q]:
     counting = _graded_in(monitor, at).counting()
     if figure == MonitorFigure.CHECK_PASS:
         verdict = _check_verdict(monitor.check_key)
-        return counting.filter(route__in=SCORED).alias(v=verdict).filter(v__in=(PASS, FAIL)), Q(v=PASS)
+        return counting.filter(route__in=GRADED).alias(v=verdict).filter(v__in=(PASS, FAIL)), Q(v=PASS)
     if figure == MonitorFigure.UNKNOWN_SHARE:
         verdict = _check_verdict(monitor.check_key)
-        return counting.filter(route__in=SCORED).alias(v=verdict).filter(v__in=(PASS, FAIL, UNKNOWN)), Q(v=UNKNOWN)
+        return counting.filter(route__in=GRADED).alias(v=verdict).filter(v__in=(PASS, FAIL, UNKNOWN)), Q(v=UNKNOWN)
     # item_pass: people's verdict where they decided, else the machine's route
     human_pass = Q(decision__outcome__in=HUMAN_PASS)
     human_fail = Q(decision__outcome__in=HUMAN_FAIL)
@@ -124,7 +124,7 @@ def _agreement(monitor: Monitor, at: datetime) -> tuple[QuerySet[Review], Q]:
         .filter(
             decision__decided_at__gt=at - timedelta(hours=monitor.window_hours),
             decision__decided_at__lte=at,
-            route__in=SCORED,
+            route__in=GRADED,
         )
     )
     if monitor.check_key:
@@ -159,7 +159,7 @@ def monitor_figure(monitor: Monitor, at: datetime) -> Figure:
 # What a figure depends on: two monitors with the same key have the same figure at the same moment.
 FigureKey = tuple[int, str, str, str, int, str, str, str]
 # Figures over the reviews graded in the window; agreement reads those decided in it; overdue reads no window.
-GRADED = {
+OVER_THE_GRADED = {
     MonitorFigure.CHECK_PASS,
     MonitorFigure.UNKNOWN_SHARE,
     MonitorFigure.ITEM_PASS,
@@ -188,7 +188,7 @@ def monitors_figures(monitors: Iterable[Monitor], at: datetime) -> dict[FigureKe
     the groups of its slice. So a run costs as many scans of a window as there are windows, not monitors."""
     scans: dict[tuple[int, str, str, int, str], list[Monitor]] = defaultdict(list)
     for monitor in monitors:
-        reads = "graded" if monitor.figure in GRADED else monitor.figure
+        reads = "graded" if monitor.figure in OVER_THE_GRADED else monitor.figure
         window = 0 if monitor.figure == MonitorFigure.OVERDUE else monitor.window_hours
         scans[(monitor.org_id, monitor.kind, reads, window, monitor.metadata_name)].append(monitor)
     figures: dict[FigureKey, Figure] = {}
@@ -207,7 +207,7 @@ def _scan(
         reviews = reviews.filter(finished_at__gt=start, finished_at__lte=at).exclude(state=ReviewState.TRIAL)
     elif reads == MonitorFigure.AGREEMENT:
         reviews = reviews.counting().filter(
-            decision__decided_at__gt=at - timedelta(hours=window_hours), decision__decided_at__lte=at, route__in=SCORED
+            decision__decided_at__gt=at - timedelta(hours=window_hours), decision__decided_at__lte=at, route__in=GRADED
         )
     else:
         reviews = reviews.waiting()
@@ -261,10 +261,10 @@ def _columns(monitor: Monitor, *, check: int | None, at: datetime) -> dict[str, 
     elif figure == MonitorFigure.ERRORS:
         population, counted = Q(), Q(route=Route.ERROR)
     elif figure == MonitorFigure.CHECK_PASS:
-        population = counting & Q(route__in=SCORED, **{f"v{check}__in": (PASS, FAIL)})
+        population = counting & Q(route__in=GRADED, **{f"v{check}__in": (PASS, FAIL)})
         counted = Q(**{f"v{check}": PASS})
     elif figure == MonitorFigure.UNKNOWN_SHARE:
-        population = counting & Q(route__in=SCORED, **{f"v{check}__in": (PASS, FAIL, UNKNOWN)})
+        population = counting & Q(route__in=GRADED, **{f"v{check}__in": (PASS, FAIL, UNKNOWN)})
         counted = Q(**{f"v{check}": UNKNOWN})
     elif figure == MonitorFigure.ITEM_PASS:
         undecided = Q(decision__isnull=True)

@@ -25,13 +25,12 @@ from django.utils import timezone
 from grading.core.errors import FieldRefused
 from grading.core.weeks import monday
 from grading.delivery import enqueue
-from grading.models import ApiKey, CriteriaVersion, JudgeSpend, Org, Route, SpendCap, SpendPeriod
+from grading.models import GRADED, ApiKey, CriteriaVersion, JudgeSpend, Org, SpendCap, SpendPeriod
 from grading.models.audit import audit_record
 from grading.reviews.rollups import SpendEntry, judge_spend_add
 from grading.reviews.sql import spend_caps_spent
 
 # The routes of a grading the judge answered: their stages are judge calls whatever the usage reported.
-_JUDGED = frozenset({Route.PASS, Route.FAIL, Route.HUMAN})
 ESTIMATE_DAYS = 7  # the ledger's days a mean per call is read from, for the warnings before a trial or a publish
 SPEND_CAP = "spend_cap"  # why an item waits while a cap is reached
 MICROS = 1_000_000  # micros in one unit of the prices' currency: costs are kept as whole micros
@@ -78,7 +77,7 @@ def spend_entry(
     `usage` is the judge's token counts as the review keeps them; `calls` its stages.
     """
     prompt, completion = int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0)
-    judged = route in _JUDGED
+    judged = route in GRADED
     if not judged and prompt + completion == 0:
         return None
     prices = judge_prices(version.judge)
