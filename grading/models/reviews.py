@@ -313,6 +313,17 @@ class Review(models.Model):
         "still counts" rule for a review in hand; queries use `counting()`."""
         return self.state_now in COUNTING_STATES
 
+    @property
+    def sendable(self) -> bool:
+        """Whether a person may send the item to people now: the review counts, the machine graded it, and nobody
+        asks people about it yet (`for_people`). The one reading of the rule: a list offers the send on the rows it
+        shows by it, and the send asks it again of the rows it locked."""
+        return (
+            self.counts_now
+            and self.route not in UNGRADED
+            and not for_people(route=self.route, audit=self.audit, sent=self.sent)
+        )
+
 
 class Decision(models.Model):
     """What a person decided about a review routed to them: part of grading's record of the review, written

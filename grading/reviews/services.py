@@ -509,10 +509,8 @@ def review_send(
     reason = send_reason_clean(reason)
     sent = []
     with transaction.atomic():
-        reviews = (
-            _sendable(Review.objects.filter(pk__in=list(review_ids)))
-            .select_related("org", "conversation", "draft")
-            .order_by("pk")
+        reviews = _sendable(
+            Review.objects.filter(pk__in=list(review_ids)).select_related("org", "conversation", "draft")
         )
         targets = {}
         now = timezone.now()
@@ -525,9 +523,10 @@ def review_send(
     return sent
 
 
-def _sendable(reviews: ReviewQuerySet) -> ReviewQuerySet:
-    """The counting reviews the machine decided alone and nobody sent to people yet, locked: what may be sent."""
-    return reviews.counting().select_for_update(of=("self",)).filter(audit=False, sent="", route__in=DECIDED_ALONE)
+def _sendable(reviews: ReviewQuerySet) -> list[Review]:
+    """Those of the reviews that may be sent to people (`Review.sendable`), locked, by id."""
+    locked = reviews.filter(state__in=COUNTING_STATES).with_state().select_for_update(of=("self",)).order_by("pk")
+    return [review for review in locked if review.sendable]
 
 
 def _send_write(review: Review, *, sent: str, targets: list, now: datetime) -> None:
@@ -543,7 +542,7 @@ def review_rules_send(*, conversation: Conversation) -> Review | None:
     """A user's thumbs came after the conversation was graded: send its counting review to people if a routing rule
     of its version matches now, as `review_record` does at grading (the rule's code in `sent`); the review sent, or
     None. In the caller's transaction, the conversation's row locked."""
-    review = _sendable(Review.objects.filter(conversation=conversation)).select_related("criteria_version").first()
+    review = next(iter(_sendable(Review.objects.filter(conversation=conversation))), None)
     if review is None or not review.criteria_version.routing:
         return None
     sent = _rule_sending(review.criteria_version, conversation)

@@ -3,7 +3,7 @@ criteria admins and org admins (their reach is the whole org). The page is revie
 
 from django.http import Http404, HttpRequest
 
-from grading.models import DECIDED_ALONE, Review, ReviewState
+from grading.models import Review
 from grading.models.reach import Reach, within
 from reviewer.access import reaches_of
 from reviewer.models import Role
@@ -12,14 +12,9 @@ SENDER_ROLES = (Role.LEAD, Role.CRITERIA_ADMIN, Role.ORG_ADMIN)
 
 
 def sendable(review: Review, *, send_reach: Reach | None) -> bool:
-    """Whether a list offers to send this row's item to review: it counts and waits for nobody (`current`), the
-    machine graded it, and the reader's sender roles reach it (the page checks it all again)."""
-    return (
-        send_reach is not None
-        and review.state_now == ReviewState.CURRENT
-        and review.route in DECIDED_ALONE
-        and send_reach.covers(review.kind, review.application)
-    )
+    """Whether a list offers to send this row's item to review: it may be sent (`Review.sendable`) and the reader's
+    sender roles reach it (the page checks it all again)."""
+    return send_reach is not None and review.sendable and send_reach.covers(review.kind, review.application)
 
 
 def review_for_sender(request: HttpRequest, pk: int) -> Review:
