@@ -108,9 +108,9 @@ def rebuild_all_rollups() -> int:
 def rebuild_rollups(org_id: int) -> int | None:
     if not Org.objects.filter(pk=org_id).exists():
         return None
-    drifted = rollups_rebuild(org_id=org_id, incremental=True).drifted
+    rebuild = rollups_rebuild(org_id=org_id, incremental=True)  # None: the org's rebuild is running on another worker
     pass_probabilities_backfill(org_id=org_id)  # after: it books its own counters, and cannot hold the rebuild up
-    return drifted
+    return rebuild.drifted if rebuild else None
 
 
 @shared_task(name=enqueue.CERTIFICATES_REFRESH)

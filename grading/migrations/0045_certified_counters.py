@@ -18,6 +18,9 @@ from django.db import migrations
 #
 # The table is locked against writes (page views go on reading it): a worker booking these counters meanwhile waits,
 # then adds its review to the recount, which did not see it; unlocked, the recount could overwrite its increment.
+# Before that, it waits for the rebuilds running (grading/reviews/rollups.py: they hold the advisory key (7418, 0)
+# shared) and keeps others from starting until it commits: a rebuild that counted before the recount would book the
+# drift it saw on top of it.
 _CELL = """rv.org_id, rv.kind, rv.criteria_version_id,
     CASE WHEN rv.kind = 'draft' THEN '' ELSE COALESCE(NULLIF(rv.application, ''), c.application, '') END,
     COALESCE(rv.week, date_trunc('week',
@@ -32,6 +35,7 @@ def _key(alias: str = "") -> str:
 
 
 CERTIFIED_COUNTERS = (
+    "SELECT pg_advisory_xact_lock(7418, 0)",
     "LOCK TABLE grading_rollup IN EXCLUSIVE MODE",
     f"""
 WITH recount ({_key()}, value) AS MATERIALIZED (

@@ -13,7 +13,8 @@ from django.db import migrations
 # conversation's with a check answered), the same sums under key2 `audited`; of those people passed (the draft
 # approved, the conversation's outcome `pass`), how many and their Σq under key2 `passed`.
 #
-# The table is locked against writes (page views go on reading it), for 0045's reason.
+# The rebuilds are waited for and kept off, and the table is locked against writes (page views go on reading it),
+# for 0045's reasons.
 _CELL = """rv.org_id, rv.kind, rv.criteria_version_id,
     CASE WHEN rv.kind = 'draft' THEN '' ELSE COALESCE(NULLIF(rv.application, ''), c.application, '') END,
     COALESCE(rv.week, date_trunc('week',
@@ -44,6 +45,7 @@ def _sums(key2: str, counts: str) -> str:
 
 
 CERTIFIED_COUNTERS = (
+    "SELECT pg_advisory_xact_lock(7418, 0)",
     "LOCK TABLE grading_rollup IN EXCLUSIVE MODE",
     f"""
 WITH recount ({_key()}, value) AS MATERIALIZED (

@@ -243,6 +243,9 @@ _CELL = ("org_id", "kind", "criteria_id", "application", "week", "metric", "key1
 
 # Advisory lock class of the rollups: writers of an org hold it shared, its rebuild exclusive (see rollups_rebuild).
 _LOCK_CLASS = 7_417
+# Advisory lock class of the rebuilds, held for a rebuild's whole run (see `_rebuilding`): its org's key exclusive,
+# key 0 shared. A migration that replaces counters takes key 0 exclusive, so no rebuild spans it.
+REBUILD_LOCK_CLASS = 7_418
 
 
 def _apply(delta: Counter, spend: SpendEntry | None = None) -> None:
@@ -485,11 +488,32 @@ def _unseen_since(org_id: int) -> int | None:
     return rebuilds.filter(unseen_from__isnull=False).values_list("unseen_from", flat=True).first()
 
 
-def rollups_rebuild(*, org_id: int, incremental: bool = False) -> RollupRebuild:
+@contextmanager
+def _rebuilding(org_id: int) -> Iterator[bool]:
+    """Whether this is the org's one rebuild now; held across the rebuild's two transactions (inside a transaction
+    that already began, to its end). Two at once (a task delivered twice, the command beside the beat) would each
+    find the same drift in their snapshots and book it twice; so would a rebuild counting while a migration
+    replaces the counters."""
+    held_to_commit = connection.in_atomic_block
+    lock = "pg_try_advisory_xact_lock" if held_to_commit else "pg_try_advisory_lock"
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT {lock}_shared(%s, 0), {lock}(%s, %s)", [REBUILD_LOCK_CLASS, REBUILD_LOCK_CLASS, org_id])
+        every, own = cursor.fetchone()
+        try:
+            yield every and own
+        finally:
+            if every and not held_to_commit:
+                cursor.execute("SELECT pg_advisory_unlock_shared(%s, 0)", [REBUILD_LOCK_CLASS])
+            if own and not held_to_commit:
+                cursor.execute("SELECT pg_advisory_unlock(%s, %s)", [REBUILD_LOCK_CLASS, org_id])
+
+
+def rollups_rebuild(*, org_id: int, incremental: bool = False) -> RollupRebuild | None:
     """Recompute an org's counters from the reviews, book the difference from what is stored (the drift: zero
     unless something changed a review's contribution without booking it), and record it. `incremental` (the
     hourly beat's): recount only the weeks whose counters were booked since the last rebuild, unless it is time
-    for a full one (FULL_REBUILD_EVERY); the thumbs and erased items are recounted whole either way.
+    for a full one (FULL_REBUILD_EVERY); the thumbs and erased items are recounted whole either way. None, and
+    nothing done, while another rebuild of the org runs (it puts right what this one would).
 
     1. Count from the raw tables and read the stored counters in one snapshot (REPEATABLE READ). Every writer
        changes its reviews and books their counters in one transaction, so a snapshot sees both or neither: the
@@ -503,6 +527,11 @@ def rollups_rebuild(*, org_id: int, incremental: bool = False) -> RollupRebuild:
     4. Record the staleness audit's mismatch count (a join over every counting review: done here, hourly, not
        per page view), and where the snapshot stood, for the next incremental rebuild.
     """
+    with _rebuilding(org_id) as alone:
+        return _rebuild(org_id, incremental=incremental) if alone else None
+
+
+def _rebuild(org_id: int, *, incremental: bool) -> RollupRebuild:
     started = time.perf_counter()
     since = _unseen_since(org_id) if incremental else None
     nested = connection.in_atomic_block

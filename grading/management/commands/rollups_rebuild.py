@@ -1,4 +1,4 @@
-from django.core.management.base import BaseCommand, CommandParser
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from grading.management.orgs import org_from_option
 from grading.reviews.rollups import rollups_rebuild
@@ -15,6 +15,8 @@ class Command(BaseCommand):
 
     def handle(self, *args, org: str | None, **options) -> None:
         rebuild = rollups_rebuild(org_id=org_from_option(org).pk)
+        if rebuild is None:
+            raise CommandError("The org's counters are being rebuilt now (the hourly task): nothing done; try again.")
         self.stdout.write(
             f"{rebuild.rows} counters recounted in {rebuild.seconds:.1f} s; {rebuild.drifted} of them put right"
         )

@@ -5,6 +5,7 @@ for the reviews graded before it."""
 
 from importlib import import_module
 
+import psycopg
 import pytest
 from django.contrib.auth import get_user_model
 from django.db import connection, transaction
@@ -96,6 +97,19 @@ def test_after_the_upgrade_the_panel_counts_the_reviews_graded_before_it_and_the
     assert Review.objects.get(pk=review.pk).week.isoformat() in hourly.weeks  # it recounted the migrated week
     assert hourly.drifted == 0
     assert rollups_rebuild(org_id=org.pk).drifted == 0  # nor the daily full one
+
+
+@pytest.mark.django_db(transaction=True)  # the migration runs on a connection of its own
+def test_no_rebuild_runs_while_the_migration_replaces_the_counters(org):
+    """A rebuild that counted before the recount and booked after it would add the drift it saw on top of the
+    recount (the recount replaces counters, a rebuild books increments): the migration waits for the rebuilds
+    running, and none starts until it commits."""
+    params = connection.get_connection_params()
+    params.pop("cursor_factory", None)
+    with psycopg.connect(**params) as migration:  # one transaction, as the migration runs
+        migration.execute(COUNTERS[0])
+        assert rollups_rebuild(org_id=org.pk) is None
+    assert rollups_rebuild(org_id=org.pk) is not None
 
 
 @pytest.mark.django_db(transaction=True)  # the hourly rebuild reads what was committed since the last one

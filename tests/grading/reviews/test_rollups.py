@@ -1,13 +1,16 @@
 """The rollups behind the dashboards: booked by the grading writes in their own transaction, rebuilt by every
 grading pass on a worker, and equal to a live GROUP BY over the raw tables throughout."""
 
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, date, datetime, timedelta
 from io import StringIO
 from zoneinfo import ZoneInfo
 
+import psycopg
 import pytest
-from django.core.management import call_command
-from django.db import connection, transaction
+from django.core.management import CommandError, call_command
+from django.db import connection, connections, transaction
 from django.db.models import F
 from django.utils import timezone
 
@@ -18,8 +21,10 @@ from grading.core.weeks import monday
 from grading.figures.expressions import wait_bucket
 from grading.models import Feedback, ItemKind, Review, Rollup, RollupRebuild
 from grading.passes.planner import grading_pass
+from grading.reviews import rollups
 from grading.reviews.rollups import (
     FULL_REBUILD_EVERY,
+    REBUILD_LOCK_CLASS,
     live_counters,
     rollups_rebuild,
     rollups_tracking,
@@ -161,6 +166,43 @@ def test_what_no_write_booked_in_a_week_nobody_wrote_to_waits_for_the_full_rebui
     assert stored_counters(org_ids=[org.pk]) == live_counters(org_ids=[org.pk])
 
 
+@pytest.mark.django_db(transaction=True)
+def test_a_rebuild_of_an_org_another_is_rebuilding_does_nothing_so_the_drift_is_put_right_once(
+    org, fake_llm, monkeypatch
+):
+    """A task delivered twice, or the command run beside the beat: two rebuilds of one org at once would each count
+    the same drift in their snapshots and book it twice. The second finds the first running and leaves it to it."""
+    first = _graded(org, fake_llm, "c1", W47)
+    rollups_rebuild(org_id=org.pk)
+    Review.objects.filter(pk=first.pk).update(route="fail" if first.route == "pass" else "pass")  # nothing booked
+    counted, go_on = threading.Event(), threading.Event()
+    audit = rollups.staleness_audit
+
+    def held_after_its_snapshot(org):  # the running rebuild stops between its count and its booking
+        if threading.current_thread() is not threading.main_thread():
+            counted.set()
+            go_on.wait(timeout=30)
+        return audit(org)
+
+    def rebuild_on_its_own_connection() -> RollupRebuild:
+        try:
+            return rollups_rebuild(org_id=org.pk)
+        finally:
+            connections.close_all()
+
+    monkeypatch.setattr(rollups, "staleness_audit", held_after_its_snapshot)
+    with ThreadPoolExecutor(max_workers=1) as running:
+        rebuild = running.submit(rebuild_on_its_own_connection)
+        assert counted.wait(timeout=30)
+
+        assert rollups_rebuild(org_id=org.pk) is None  # the other one is running
+        go_on.set()
+
+        assert rebuild.result(timeout=30).drifted > 0
+    assert stored_counters(org_ids=[org.pk]) == live_counters(org_ids=[org.pk])
+    assert rollups_rebuild(org_id=org.pk).drifted == 0  # and the next one runs
+
+
 @pytest.mark.django_db
 def test_the_hourly_rebuild_recounts_every_week_once_its_last_full_one_is_a_day_old(org, fake_llm):
     _graded(org, fake_llm, "c1", W47)
@@ -193,3 +235,14 @@ def test_the_rebuild_command_recounts_every_week_and_says_how_many_counters_it_p
     assert out.getvalue().endswith("; 1 of them put right\n")
     assert RollupRebuild.objects.filter(org=org).latest("rebuilt_at").weeks is None
     assert stored_counters(org_ids=[org.pk]) == live_counters(org_ids=[org.pk])
+
+
+@pytest.mark.django_db(transaction=True)  # the running rebuild holds its lock on a connection of its own
+def test_the_rebuild_command_says_so_and_does_nothing_while_the_orgs_rebuild_runs(org):
+    params = connection.get_connection_params()
+    params.pop("cursor_factory", None)
+    with psycopg.connect(**params, autocommit=True) as running:
+        running.execute("SELECT pg_advisory_lock(%s, %s)", [REBUILD_LOCK_CLASS, org.pk])
+        with pytest.raises(CommandError, match="being rebuilt now"):
+            call_command("rollups_rebuild", org=org.slug, stdout=StringIO())
+    assert not RollupRebuild.objects.exists()
