@@ -108,6 +108,8 @@ def test_a_draft_submitted_while_the_broker_is_down_is_stored_owed_and_graded_wh
     )
     assert (status["route"], status["score"]) == ("pass", 8)
     assert Review.objects.filter(draft=draft).count() == 1
+    health = client.get("/api/v1/health", **auth).json()  # the workers that lived through the restart answer it
+    assert (health["redis"]["ok"], health["workers"]["ok"]) == (True, True), health
 
 
 def test_an_item_whose_worker_died_is_graded_by_the_next_pass_without_waiting_out_the_time_limit(
