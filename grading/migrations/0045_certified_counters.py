@@ -18,9 +18,9 @@ from django.db import migrations
 #
 # The table is locked against writes (page views go on reading it): a worker booking these counters meanwhile waits,
 # then adds its review to the recount, which did not see it; unlocked, the recount could overwrite its increment.
-# Before that, it waits for the rebuilds running (grading/reviews/rollups.py: they hold the advisory key (7418, 0)
-# shared) and keeps others from starting until it commits: a rebuild that counted before the recount would book the
-# drift it saw on top of it.
+# Before that, it waits for the rebuilds booking (grading/reviews/rollups.py: they hold the advisory key (7418, 0)
+# shared) and keeps others from booking until it commits; then they find it applied and book nothing: a rebuild that
+# counted before the recount would book the drift it saw on top of it.
 _CELL = """rv.org_id, rv.kind, rv.criteria_version_id,
     CASE WHEN rv.kind = 'draft' THEN '' ELSE COALESCE(NULLIF(rv.application, ''), c.application, '') END,
     COALESCE(rv.week, date_trunc('week',

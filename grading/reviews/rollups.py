@@ -44,6 +44,7 @@ from datetime import date, datetime, timedelta
 from typing import NamedTuple
 
 from django.db import connection, transaction
+from django.db.backends.utils import CursorWrapper
 from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
 
@@ -243,8 +244,8 @@ _CELL = ("org_id", "kind", "criteria_id", "application", "week", "metric", "key1
 
 # Advisory lock class of the rollups: writers of an org hold it shared, its rebuild exclusive (see rollups_rebuild).
 _LOCK_CLASS = 7_417
-# Advisory lock class of the rebuilds, held for a rebuild's whole run (see `_rebuilding`): its org's key exclusive,
-# key 0 shared. A migration that replaces counters takes key 0 exclusive, so no rebuild spans it.
+# Advisory lock class of the rebuilds' bookings (see rollups_rebuild, step 3): its org's key exclusive, key 0 shared.
+# A migration that replaces counters takes key 0 exclusive until it commits.
 REBUILD_LOCK_CLASS = 7_418
 
 
@@ -467,6 +468,17 @@ _WEEKS_WRITTEN_SQL = f"""
 _SNAPSHOT_SQL = (
     "SELECT pg_snapshot_xmin(s)::text::bigint, pg_snapshot_xmax(s)::text::bigint FROM pg_current_snapshot() s"
 )
+# The org's last rebuild and the last migration applied: a rebuild's count is out of date once either changed.
+_LAST_REBUILD_AND_MIGRATION_SQL = (
+    "SELECT (SELECT max(id) FROM grading_rolluprebuild WHERE org_id = %s), (SELECT max(id) FROM django_migrations)"
+)
+
+
+def _last_rebuild_and_migration(cursor: CursorWrapper, org_id: int) -> tuple[int | None, int | None]:
+    cursor.execute(_LAST_REBUILD_AND_MIGRATION_SQL, [org_id])
+    return cursor.fetchone()
+
+
 # How often the hourly rebuild recounts every week: what no write books (a counter changed by hand, a row written
 # past the upkeep) is put right by the next full rebuild.
 FULL_REBUILD_EVERY = timedelta(days=1)
@@ -488,32 +500,12 @@ def _unseen_since(org_id: int) -> int | None:
     return rebuilds.filter(unseen_from__isnull=False).values_list("unseen_from", flat=True).first()
 
 
-@contextmanager
-def _rebuilding(org_id: int) -> Iterator[bool]:
-    """Whether this is the org's one rebuild now; held across the rebuild's two transactions (inside a transaction
-    that already began, to its end). Two at once (a task delivered twice, the command beside the beat) would each
-    find the same drift in their snapshots and book it twice; so would a rebuild counting while a migration
-    replaces the counters."""
-    held_to_commit = connection.in_atomic_block
-    lock = "pg_try_advisory_xact_lock" if held_to_commit else "pg_try_advisory_lock"
-    with connection.cursor() as cursor:
-        cursor.execute(f"SELECT {lock}_shared(%s, 0), {lock}(%s, %s)", [REBUILD_LOCK_CLASS, REBUILD_LOCK_CLASS, org_id])
-        every, own = cursor.fetchone()
-        try:
-            yield every and own
-        finally:
-            if every and not held_to_commit:
-                cursor.execute("SELECT pg_advisory_unlock_shared(%s, 0)", [REBUILD_LOCK_CLASS])
-            if own and not held_to_commit:
-                cursor.execute("SELECT pg_advisory_unlock(%s, %s)", [REBUILD_LOCK_CLASS, org_id])
-
-
 def rollups_rebuild(*, org_id: int, incremental: bool = False) -> RollupRebuild | None:
     """Recompute an org's counters from the reviews, book the difference from what is stored (the drift: zero
     unless something changed a review's contribution without booking it), and record it. `incremental` (the
     hourly beat's): recount only the weeks whose counters were booked since the last rebuild, unless it is time
     for a full one (FULL_REBUILD_EVERY); the thumbs and erased items are recounted whole either way. None, and
-    nothing done, while another rebuild of the org runs (it puts right what this one would).
+    nothing booked, when what it counted is out of date (step 3).
 
     1. Count from the raw tables and read the stored counters in one snapshot (REPEATABLE READ). Every writer
        changes its reviews and books their counters in one transaction, so a snapshot sees both or neither: the
@@ -523,15 +515,13 @@ def rollups_rebuild(*, org_id: int, incremental: bool = False) -> RollupRebuild 
        takes it exclusive until it commits).
     2. An incremental rebuild first reads, in that snapshot, the weeks of the counters written since the last
        rebuild's snapshot (_WEEKS_WRITTEN_SQL), and recounts and compares those weeks alone.
-    3. Book the difference as increments: they commute with the writers' own.
+    3. Book the difference as increments: they commute with the writers' own. Not so with another rebuild's
+       (a task delivered twice, the command beside the beat), which found the same drift, nor with a migration
+       that replaced the counters: so the bookings of an org's rebuilds take turns, and one books nothing when
+       another rebuild of the org booked, or a migration was applied, after its snapshot.
     4. Record the staleness audit's mismatch count (a join over every counting review: done here, hourly, not
        per page view), and where the snapshot stood, for the next incremental rebuild.
     """
-    with _rebuilding(org_id) as alone:
-        return _rebuild(org_id, incremental=incremental) if alone else None
-
-
-def _rebuild(org_id: int, *, incremental: bool) -> RollupRebuild:
     started = time.perf_counter()
     since = _unseen_since(org_id) if incremental else None
     nested = connection.in_atomic_block
@@ -543,6 +533,7 @@ def _rebuild(org_id: int, *, incremental: bool) -> RollupRebuild:
                 cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
             cursor.execute(_SNAPSHOT_SQL)
             unseen_from, newest = cursor.fetchone()
+            counted_after = _last_rebuild_and_migration(cursor, org_id)
         if since is not None and since > newest:
             since = None  # another cluster's transaction ids (a restored backup): only a full rebuild can tell
         weeks = None if since is None else _weeks_written(org_id=org_id, since=since)
@@ -552,6 +543,13 @@ def _rebuild(org_id: int, *, incremental: bool) -> RollupRebuild:
     drift = Counter(fresh)
     drift.subtract(stored)
     with transaction.atomic():
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT pg_advisory_xact_lock_shared(%s, 0), pg_advisory_xact_lock(%s, %s)",
+                [REBUILD_LOCK_CLASS, REBUILD_LOCK_CLASS, org_id],
+            )
+            if _last_rebuild_and_migration(cursor, org_id) != counted_after:
+                return None
         _apply(drift)
         return RollupRebuild.objects.create(
             org_id=org_id,

@@ -2,10 +2,14 @@
 modules that own them. A test asks for what it needs by name."""
 
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from functools import cache
+from typing import TypeVar
 
 import psycopg
-from django.db import connection
+from django.db import connection, connections
+
+T = TypeVar("T")
 
 # The suite's embedded server's own settings (tests/conftest.py `_suite_postgres_settings` says why).
 _SUITE_SERVER_SETTINGS = {"fsync": "off", "max_parallel_workers_per_gather": "0"}
@@ -18,6 +22,35 @@ def suite_server_settings(url: str, *, on: bool) -> None:
         for name, value in _SUITE_SERVER_SETTINGS.items():
             server.execute(f"ALTER SYSTEM SET {name} = {value}" if on else f"ALTER SYSTEM RESET {name}")
         server.execute("SELECT pg_reload_conf()")
+
+
+def started_on_a_connection_of_its_own(work: Callable[[], T]) -> Future[T]:
+    """Start `work` in a thread of its own, so on a database connection of its own, as another worker's would: its
+    future. The test's own transaction stays open meanwhile."""
+
+    def run() -> T:
+        try:
+            return work()
+        finally:
+            connections.close_all()
+
+    thread = ThreadPoolExecutor(max_workers=1)
+    try:
+        return thread.submit(run)
+    finally:
+        thread.shutdown(wait=False)
+
+
+def on_a_connection_of_its_own(work: Callable[[], T]) -> T:
+    """`work` run to its end on a connection of its own: its result, or its exception raised here."""
+    return started_on_a_connection_of_its_own(work).result()
+
+
+def someone_waits_for_a_lock() -> bool:
+    """Some session of the server waits for a lock another holds."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT EXISTS (SELECT FROM pg_locks WHERE NOT granted)")
+        return cursor.fetchone()[0]
 
 
 def foreign_keys_checked_now() -> None:

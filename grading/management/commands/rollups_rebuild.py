@@ -16,7 +16,10 @@ class Command(BaseCommand):
     def handle(self, *args, org: str | None, **options) -> None:
         rebuild = rollups_rebuild(org_id=org_from_option(org).pk)
         if rebuild is None:
-            raise CommandError("The org's counters are being rebuilt now (the hourly task): nothing done; try again.")
+            raise CommandError(
+                "Nothing booked: another rebuild of the org booked, or a migration was applied, while this one counted"
+                " (the hourly task's, most likely). Run it again."
+            )
         self.stdout.write(
             f"{rebuild.rows} counters recounted in {rebuild.seconds:.1f} s; {rebuild.drifted} of them put right"
         )

@@ -9,6 +9,7 @@ import psycopg
 import pytest
 from django.contrib.auth import get_user_model
 from django.db import connection, transaction
+from django.db.migrations.recorder import MigrationRecorder
 from django.db.models import F
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -23,8 +24,11 @@ from grading.models import CriteriaVersion, ItemKind, Review, Rollup, RollupRebu
 from grading.reviews.rollups import live_counters, rollup_last_rebuild, rollups_rebuild, stored_counters
 from grading.reviews.services import pass_probabilities_backfill
 from tests.builders.conversations import PATH_IDS, support_conversation, upsert, verdicts
+from tests.builders.database import someone_waits_for_a_lock, started_on_a_connection_of_its_own
 from tests.builders.figure_reviews import WEEK_END, reviews, write_reviews
 from tests.builders.judges import configure_judges, judge_config
+from tests.builders.processes import wait_until
+from tests.builders.rebuilds import while_a_rebuild_counts
 from tests.fakes.openai_server import json_reply
 
 pytestmark = pytest.mark.django_db
@@ -99,17 +103,61 @@ def test_after_the_upgrade_the_panel_counts_the_reviews_graded_before_it_and_the
     assert rollups_rebuild(org_id=org.pk).drifted == 0  # nor the daily full one
 
 
+def _applied_by_migrate() -> None:
+    """0046 as `migrate` applies it: its statements and its record in django_migrations, in one transaction."""
+    with transaction.atomic():
+        _counted_by_the_migration()
+        MigrationRecorder(connection).record_applied("grading", "0046_certified_audit_counters")
+
+
 @pytest.mark.django_db(transaction=True)  # the migration runs on a connection of its own
-def test_no_rebuild_runs_while_the_migration_replaces_the_counters(org):
-    """A rebuild that counted before the recount and booked after it would add the drift it saw on top of the
-    recount (the recount replaces counters, a rebuild books increments): the migration waits for the rebuilds
-    running, and none starts until it commits."""
+def test_a_rebuild_that_counted_before_the_migration_replaced_the_counters_books_nothing(
+    org, settings, fake_llm, monkeypatch
+):
+    """It would add the drift it saw on top of the recount: the recount replaces counters, a rebuild books
+    increments. A worker restarted on the new release before the migration ran could do that."""
+    configure_judges(settings, default=judge_config(fake_llm))
+    fake_llm.script(json_reply(verdicts(PATH_IDS)))
+    conversation_grade(conversation_id=upsert(org, support_conversation()).conversation.pk)
+    rollups_rebuild(org_id=org.pk)
+    Rollup.objects.filter(org=org, metric=CERTIFIED).delete()  # as before the upgrade: no such counters
+    recorded = MigrationRecorder.Migration.objects.latest("pk").pk
+    while_a_rebuild_counts(monkeypatch, _applied_by_migrate)
+    try:
+        assert rollups_rebuild(org_id=org.pk) is None
+    finally:
+        MigrationRecorder.Migration.objects.filter(pk__gt=recorded).delete()
+
+    counters = _certified(stored_counters(org_ids=[org.pk]))
+    assert counters and counters == _certified(live_counters(org_ids=[org.pk]))
+
+
+@pytest.mark.django_db(transaction=True)  # the migration and the rebuild run on connections of their own
+def test_a_rebuild_that_books_while_the_migration_runs_waits_for_it_then_books_nothing(org, settings, fake_llm):
+    configure_judges(settings, default=judge_config(fake_llm))
+    fake_llm.script(json_reply(verdicts(PATH_IDS)))
+    conversation_grade(conversation_id=upsert(org, support_conversation()).conversation.pk)
+    rollups_rebuild(org_id=org.pk)
+    Rollup.objects.filter(org=org, metric=CERTIFIED).delete()  # as before the upgrade: no such counters
+    recorded = MigrationRecorder.Migration.objects.latest("pk").pk
     params = connection.get_connection_params()
     params.pop("cursor_factory", None)
-    with psycopg.connect(**params) as migration:  # one transaction, as the migration runs
-        migration.execute(COUNTERS[0])
-        assert rollups_rebuild(org_id=org.pk) is None
-    assert rollups_rebuild(org_id=org.pk) is not None
+    try:
+        with psycopg.connect(**params) as migration:  # one transaction, committed as the block ends
+            for statement in COUNTERS:
+                migration.execute(statement)
+            migration.execute(
+                "INSERT INTO django_migrations (app, name, applied) VALUES ('grading', %s, now())",
+                ["0046_certified_audit_counters"],
+            )
+            rebuild = started_on_a_connection_of_its_own(lambda: rollups_rebuild(org_id=org.pk))
+            wait_until(someone_waits_for_a_lock, message="the rebuild to wait for the migration")
+        assert rebuild.result(timeout=30) is None
+    finally:
+        MigrationRecorder.Migration.objects.filter(pk__gt=recorded).delete()
+
+    counters = _certified(stored_counters(org_ids=[org.pk]))
+    assert counters and counters == _certified(live_counters(org_ids=[org.pk]))
 
 
 @pytest.mark.django_db(transaction=True)  # the hourly rebuild reads what was committed since the last one

@@ -1,16 +1,13 @@
 """The rollups behind the dashboards: booked by the grading writes in their own transaction, rebuilt by every
 grading pass on a worker, and equal to a live GROUP BY over the raw tables throughout."""
 
-import threading
-from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, date, datetime, timedelta
 from io import StringIO
 from zoneinfo import ZoneInfo
 
-import psycopg
 import pytest
 from django.core.management import CommandError, call_command
-from django.db import connection, connections, transaction
+from django.db import connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
@@ -21,10 +18,8 @@ from grading.core.weeks import monday
 from grading.figures.expressions import wait_bucket
 from grading.models import Feedback, ItemKind, Review, Rollup, RollupRebuild
 from grading.passes.planner import grading_pass
-from grading.reviews import rollups
 from grading.reviews.rollups import (
     FULL_REBUILD_EVERY,
-    REBUILD_LOCK_CLASS,
     live_counters,
     rollups_rebuild,
     rollups_tracking,
@@ -33,6 +28,7 @@ from grading.reviews.rollups import (
 from grading.tasks import rebuild_all_rollups
 from tests.builders.conversations import llm_judge, upsert, verdicts_reply
 from tests.builders.processes import wait_until
+from tests.builders.rebuilds import while_a_rebuild_counts
 from tests.builders.world import _messages, conversation_payload
 
 
@@ -167,40 +163,20 @@ def test_what_no_write_booked_in_a_week_nobody_wrote_to_waits_for_the_full_rebui
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_rebuild_of_an_org_another_is_rebuilding_does_nothing_so_the_drift_is_put_right_once(
-    org, fake_llm, monkeypatch
-):
-    """A task delivered twice, or the command run beside the beat: two rebuilds of one org at once would each count
-    the same drift in their snapshots and book it twice. The second finds the first running and leaves it to it."""
+def test_of_two_rebuilds_of_one_org_at_once_the_one_that_books_second_books_nothing(org, fake_llm, monkeypatch):
+    """A task delivered twice, or the command run beside the beat: two rebuilds of one org at once count the same
+    drift in their snapshots, and booked it twice. The one that books second finds the other's booking after its
+    snapshot, and books nothing."""
     first = _graded(org, fake_llm, "c1", W47)
     rollups_rebuild(org_id=org.pk)
     Review.objects.filter(pk=first.pk).update(route="fail" if first.route == "pass" else "pass")  # nothing booked
-    counted, go_on = threading.Event(), threading.Event()
-    audit = rollups.staleness_audit
+    other = while_a_rebuild_counts(monkeypatch, lambda: rollups_rebuild(org_id=org.pk))
 
-    def held_after_its_snapshot(org):  # the running rebuild stops between its count and its booking
-        if threading.current_thread() is not threading.main_thread():
-            counted.set()
-            go_on.wait(timeout=30)
-        return audit(org)
+    assert rollups_rebuild(org_id=org.pk) is None
 
-    def rebuild_on_its_own_connection() -> RollupRebuild:
-        try:
-            return rollups_rebuild(org_id=org.pk)
-        finally:
-            connections.close_all()
-
-    monkeypatch.setattr(rollups, "staleness_audit", held_after_its_snapshot)
-    with ThreadPoolExecutor(max_workers=1) as running:
-        rebuild = running.submit(rebuild_on_its_own_connection)
-        assert counted.wait(timeout=30)
-
-        assert rollups_rebuild(org_id=org.pk) is None  # the other one is running
-        go_on.set()
-
-        assert rebuild.result(timeout=30).drifted > 0
+    assert other[0].drifted > 0
     assert stored_counters(org_ids=[org.pk]) == live_counters(org_ids=[org.pk])
-    assert rollups_rebuild(org_id=org.pk).drifted == 0  # and the next one runs
+    assert rollups_rebuild(org_id=org.pk).drifted == 0  # and the next one books
 
 
 @pytest.mark.django_db
@@ -237,12 +213,11 @@ def test_the_rebuild_command_recounts_every_week_and_says_how_many_counters_it_p
     assert stored_counters(org_ids=[org.pk]) == live_counters(org_ids=[org.pk])
 
 
-@pytest.mark.django_db(transaction=True)  # the running rebuild holds its lock on a connection of its own
-def test_the_rebuild_command_says_so_and_does_nothing_while_the_orgs_rebuild_runs(org):
-    params = connection.get_connection_params()
-    params.pop("cursor_factory", None)
-    with psycopg.connect(**params, autocommit=True) as running:
-        running.execute("SELECT pg_advisory_lock(%s, %s)", [REBUILD_LOCK_CLASS, org.pk])
-        with pytest.raises(CommandError, match="being rebuilt now"):
-            call_command("rollups_rebuild", org=org.slug, stdout=StringIO())
-    assert not RollupRebuild.objects.exists()
+@pytest.mark.django_db(transaction=True)  # the other rebuild books on a connection of its own
+def test_the_rebuild_command_says_so_when_another_rebuild_booked_while_it_counted(org, fake_llm, monkeypatch):
+    _graded(org, fake_llm, "c1", W47)
+    while_a_rebuild_counts(monkeypatch, lambda: rollups_rebuild(org_id=org.pk, incremental=True))
+
+    with pytest.raises(CommandError, match="another rebuild of the org booked"):
+        call_command("rollups_rebuild", org=org.slug, stdout=StringIO())
+    assert RollupRebuild.objects.get().weeks is None  # the other one's, a full one: the first of the org
