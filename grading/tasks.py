@@ -108,7 +108,7 @@ def rebuild_all_rollups() -> int:
 def rebuild_rollups(org_id: int) -> int | None:
     if not Org.objects.filter(pk=org_id).exists():
         return None
-    rebuild = rollups_rebuild(org_id=org_id, incremental=True)  # None: the org's rebuild is running on another worker
+    rebuild = rollups_rebuild(org_id=org_id, incremental=True)  # None: another rebuild of the org booked first
     pass_probabilities_backfill(org_id=org_id)  # after: it books its own counters, and cannot hold the rebuild up
     return rebuild.drifted if rebuild else None
 

@@ -165,8 +165,8 @@ def test_what_no_write_booked_in_a_week_nobody_wrote_to_waits_for_the_full_rebui
 @pytest.mark.django_db(transaction=True)
 def test_of_two_rebuilds_of_one_org_at_once_the_one_that_books_second_books_nothing(org, fake_llm, monkeypatch):
     """A task delivered twice, or the command run beside the beat: two rebuilds of one org at once count the same
-    drift in their snapshots, and booked it twice. The one that books second finds the other's booking after its
-    snapshot, and books nothing."""
+    drift in their snapshots, and both used to book it. The one that books second finds the other's booking after
+    its snapshot, and books nothing."""
     first = _graded(org, fake_llm, "c1", W47)
     rollups_rebuild(org_id=org.pk)
     Review.objects.filter(pk=first.pk).update(route="fail" if first.route == "pass" else "pass")  # nothing booked
