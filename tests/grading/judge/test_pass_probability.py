@@ -3,6 +3,7 @@ panel computed it on every review of its scope before (the expression the migrat
 the panel's counters of it are booked by the write as the hourly rebuild recounts them, and by the migration after
 for the reviews graded before it."""
 
+from collections.abc import Callable, Iterator
 from importlib import import_module
 
 import psycopg
@@ -103,59 +104,67 @@ def test_after_the_upgrade_the_panel_counts_the_reviews_graded_before_it_and_the
     assert rollups_rebuild(org_id=org.pk).drifted == 0  # nor the daily full one
 
 
-def _applied_by_migrate() -> None:
-    """0046 as `migrate` applies it: its statements and its record in django_migrations, in one transaction."""
-    with transaction.atomic():
-        _counted_by_the_migration()
-        MigrationRecorder(connection).record_applied("grading", "0046_certified_audit_counters")
-
-
-@pytest.mark.django_db(transaction=True)  # the migration runs on a connection of its own
-def test_a_rebuild_that_counted_before_the_migration_replaced_the_counters_books_nothing(
-    org, settings, fake_llm, monkeypatch
-):
-    """It would add the drift it saw on top of the recount: the recount replaces counters, a rebuild books
-    increments. A worker restarted on the new release before the migration ran could do that."""
+@pytest.fixture
+def graded_before_the_upgrade(org, settings, fake_llm) -> None:
+    """A graded conversation, its counters booked but the certified panel's, which the migration recounts."""
     configure_judges(settings, default=judge_config(fake_llm))
     fake_llm.script(json_reply(verdicts(PATH_IDS)))
     conversation_grade(conversation_id=upsert(org, support_conversation()).conversation.pk)
     rollups_rebuild(org_id=org.pk)
-    Rollup.objects.filter(org=org, metric=CERTIFIED).delete()  # as before the upgrade: no such counters
-    recorded = MigrationRecorder.Migration.objects.latest("pk").pk
-    while_a_rebuild_counts(monkeypatch, _applied_by_migrate)
-    try:
-        assert rollups_rebuild(org_id=org.pk) is None
-    finally:
-        MigrationRecorder.Migration.objects.filter(pk__gt=recorded).delete()
+    Rollup.objects.filter(org=org, metric=CERTIFIED).delete()
 
+
+@pytest.fixture
+def migration_recorded_again() -> Iterator[Callable[[psycopg.Connection | None], None]]:
+    """Record 0046 as applied once more, as `migrate` does in the migration's transaction (on the connection given,
+    else the test's); the record is taken out after the test, since the suite's database outlives it."""
+    recorded = MigrationRecorder.Migration.objects.latest("pk").pk
+    statement = "INSERT INTO django_migrations (app, name, applied) VALUES ('grading', %s, now())"
+
+    def record(on: psycopg.Connection | None = None) -> None:
+        if on is None:
+            with connection.cursor() as cursor:
+                cursor.execute(statement, ["0046_certified_audit_counters"])
+        else:
+            on.execute(statement, ["0046_certified_audit_counters"])
+
+    yield record
+    MigrationRecorder.Migration.objects.filter(pk__gt=recorded).delete()
+
+
+@pytest.mark.django_db(transaction=True)  # the migration runs on a connection of its own
+def test_a_rebuild_that_counted_before_the_migration_replaced_the_counters_books_nothing(
+    org, graded_before_the_upgrade, migration_recorded_again, monkeypatch
+):
+    """It would add the drift it saw on top of the recount: the recount replaces counters, a rebuild books
+    increments. A worker restarted on the new release before the migration ran could do that."""
+
+    def applied_by_migrate() -> None:  # its statements and its record, in one transaction
+        with transaction.atomic():
+            _counted_by_the_migration()
+            migration_recorded_again()
+
+    while_a_rebuild_counts(monkeypatch, applied_by_migrate)
+
+    assert rollups_rebuild(org_id=org.pk) is None
     counters = _certified(stored_counters(org_ids=[org.pk]))
     assert counters and counters == _certified(live_counters(org_ids=[org.pk]))
 
 
 @pytest.mark.django_db(transaction=True)  # the migration and the rebuild run on connections of their own
-def test_a_rebuild_that_books_while_the_migration_runs_waits_for_it_then_books_nothing(org, settings, fake_llm):
-    configure_judges(settings, default=judge_config(fake_llm))
-    fake_llm.script(json_reply(verdicts(PATH_IDS)))
-    conversation_grade(conversation_id=upsert(org, support_conversation()).conversation.pk)
-    rollups_rebuild(org_id=org.pk)
-    Rollup.objects.filter(org=org, metric=CERTIFIED).delete()  # as before the upgrade: no such counters
-    recorded = MigrationRecorder.Migration.objects.latest("pk").pk
+def test_a_rebuild_that_books_while_the_migration_runs_waits_for_it_then_books_nothing(
+    org, graded_before_the_upgrade, migration_recorded_again
+):
     params = connection.get_connection_params()
     params.pop("cursor_factory", None)
-    try:
-        with psycopg.connect(**params) as migration:  # one transaction, committed as the block ends
-            for statement in COUNTERS:
-                migration.execute(statement)
-            migration.execute(
-                "INSERT INTO django_migrations (app, name, applied) VALUES ('grading', %s, now())",
-                ["0046_certified_audit_counters"],
-            )
-            rebuild = started_on_a_connection_of_its_own(lambda: rollups_rebuild(org_id=org.pk))
-            wait_until(someone_waits_for_a_lock, message="the rebuild to wait for the migration")
-        assert rebuild.result(timeout=30) is None
-    finally:
-        MigrationRecorder.Migration.objects.filter(pk__gt=recorded).delete()
+    with psycopg.connect(**params) as migration:  # one transaction, committed as the block ends
+        for statement in COUNTERS:
+            migration.execute(statement)
+        migration_recorded_again(migration)
+        rebuild = started_on_a_connection_of_its_own(lambda: rollups_rebuild(org_id=org.pk))
+        wait_until(someone_waits_for_a_lock, message="the rebuild to wait for the migration")
 
+    assert rebuild.result(timeout=30) is None
     counters = _certified(stored_counters(org_ids=[org.pk]))
     assert counters and counters == _certified(live_counters(org_ids=[org.pk]))
 
