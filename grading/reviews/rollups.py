@@ -244,9 +244,10 @@ _CELL = ("org_id", "kind", "criteria_id", "application", "week", "metric", "key1
 
 # Advisory lock class of the rollups: writers of an org hold it shared, its rebuild exclusive (see rollups_rebuild).
 _LOCK_CLASS = 7_417
-# Advisory lock class of the rebuilds' bookings (see rollups_rebuild, step 3): its org's key exclusive, key 0 shared.
-# A migration that replaces counters takes key 0 exclusive until it commits.
+# Advisory lock class of the rebuilds' bookings (see rollups_rebuild, step 3): its org's key exclusive, key 0 shared,
+# to the booking's commit; so an org's bookings take turns. A migration that replaces counters takes key 0 exclusive.
 REBUILD_LOCK_CLASS = 7_418
+_BOOKING_LOCKS_SQL = "SELECT pg_advisory_xact_lock_shared(%s, 0), pg_advisory_xact_lock(%s, %s)"
 
 
 def _apply(delta: Counter, spend: SpendEntry | None = None) -> None:
@@ -544,10 +545,7 @@ def rollups_rebuild(*, org_id: int, incremental: bool = False) -> RollupRebuild 
     drift.subtract(stored)
     with transaction.atomic():
         with connection.cursor() as cursor:
-            cursor.execute(
-                "SELECT pg_advisory_xact_lock_shared(%s, 0), pg_advisory_xact_lock(%s, %s)",
-                [REBUILD_LOCK_CLASS, REBUILD_LOCK_CLASS, org_id],
-            )
+            cursor.execute(_BOOKING_LOCKS_SQL, [REBUILD_LOCK_CLASS, REBUILD_LOCK_CLASS, org_id])
             if _last_rebuild_and_migration(cursor, org_id) != counted_after:
                 return None
         _apply(drift)

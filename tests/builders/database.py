@@ -46,6 +46,17 @@ def on_a_connection_of_its_own(work: Callable[[], T]) -> T:
     return started_on_a_connection_of_its_own(work).result()
 
 
+def migration_recorded(app: str, name: str, *, on: psycopg.Connection | None = None) -> None:
+    """Record a migration as applied, as `migrate` does in the migration's own transaction: on the connection `on`
+    (a migration's, opened apart), else the test's."""
+    statement = "INSERT INTO django_migrations (app, name, applied) VALUES (%s, %s, now())"
+    if on is not None:
+        on.execute(statement, [app, name])
+        return
+    with connection.cursor() as cursor:
+        cursor.execute(statement, [app, name])
+
+
 def someone_waits_for_a_lock() -> bool:
     """Some session of the server waits for a lock another holds."""
     with connection.cursor() as cursor:

@@ -4,6 +4,7 @@ the panel's counters of it are booked by the write as the hourly rebuild recount
 for the reviews graded before it."""
 
 from collections.abc import Callable, Iterator
+from functools import partial
 from importlib import import_module
 
 import psycopg
@@ -25,7 +26,11 @@ from grading.models import CriteriaVersion, ItemKind, Review, Rollup, RollupRebu
 from grading.reviews.rollups import live_counters, rollup_last_rebuild, rollups_rebuild, stored_counters
 from grading.reviews.services import pass_probabilities_backfill
 from tests.builders.conversations import PATH_IDS, support_conversation, upsert, verdicts
-from tests.builders.database import someone_waits_for_a_lock, started_on_a_connection_of_its_own
+from tests.builders.database import (
+    migration_recorded,
+    someone_waits_for_a_lock,
+    started_on_a_connection_of_its_own,
+)
 from tests.builders.figure_reviews import WEEK_END, reviews, write_reviews
 from tests.builders.judges import configure_judges, judge_config
 from tests.builders.processes import wait_until
@@ -115,20 +120,11 @@ def graded_before_the_upgrade(org, settings, fake_llm) -> None:
 
 
 @pytest.fixture
-def migration_recorded_again() -> Iterator[Callable[[psycopg.Connection | None], None]]:
+def migration_recorded_again() -> Iterator[Callable[..., None]]:
     """Record 0046 as applied once more, as `migrate` does in the migration's transaction (on the connection given,
     else the test's); the record is taken out after the test, since the suite's database outlives it."""
     recorded = MigrationRecorder.Migration.objects.latest("pk").pk
-    statement = "INSERT INTO django_migrations (app, name, applied) VALUES ('grading', %s, now())"
-
-    def record(on: psycopg.Connection | None = None) -> None:
-        if on is None:
-            with connection.cursor() as cursor:
-                cursor.execute(statement, ["0046_certified_audit_counters"])
-        else:
-            on.execute(statement, ["0046_certified_audit_counters"])
-
-    yield record
+    yield partial(migration_recorded, "grading", "0046_certified_audit_counters")
     MigrationRecorder.Migration.objects.filter(pk__gt=recorded).delete()
 
 
@@ -160,7 +156,7 @@ def test_a_rebuild_that_books_while_the_migration_runs_waits_for_it_then_books_n
     with psycopg.connect(**params) as migration:  # one transaction, committed as the block ends
         for statement in COUNTERS:
             migration.execute(statement)
-        migration_recorded_again(migration)
+        migration_recorded_again(on=migration)
         rebuild = started_on_a_connection_of_its_own(lambda: rollups_rebuild(org_id=org.pk))
         wait_until(someone_waits_for_a_lock, message="the rebuild to wait for the migration")
 
