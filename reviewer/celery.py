@@ -2,12 +2,32 @@
 
 import os
 
-from celery import Celery
+from celery import Celery, Task
+from celery.worker.request import Request
 from kombu import Queue
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "reviewer.settings")
 
-app = Celery("reviewer")
+
+class TaskRequest(Request):
+    """A task's request in the worker, whose acknowledgement cannot stop the worker.
+
+    A task that ends after the worker lost its connection to Redis acknowledges on the lost connection's channel.
+    kombu's Redis transport can answer with AttributeError (a channel whose close was cut short) rather than a
+    connection error, and a prefork worker's event loop does not catch it: the worker stops. Counted with the
+    connection errors, it is logged as an acknowledgement that could not be made: the message is delivered again,
+    as after any lost acknowledgement (a grading task then finds its work done; a webhook is sent once more).
+    """
+
+    def __init__(self, *args, connection_errors: tuple = (), **kwargs) -> None:
+        super().__init__(*args, connection_errors=(*(connection_errors or ()), AttributeError), **kwargs)
+
+
+class TollgateTask(Task):
+    Request = TaskRequest
+
+
+app = Celery("reviewer", task_cls=TollgateTask)
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.conf.task_queues = [Queue(name) for name in ("judge", "default", "webhooks")]
 app.autodiscover_tasks(["grading", "grading.otlp", "reviewer"])

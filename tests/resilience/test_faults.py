@@ -14,6 +14,7 @@ from urllib.parse import urlsplit
 import psutil
 import pytest
 import redis
+from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 from django_celery_beat.models import IntervalSchedule, PeriodicTask
@@ -162,6 +163,37 @@ def _grading_waiting() -> bool:
     taken and not started yet is not lost."""
     tasks = broker_tasks(enqueue.queue_names())
     return tasks is None or bool(tasks.waiting)
+
+
+def test_a_task_that_ends_after_its_broker_connection_was_lost_is_not_acknowledged_and_the_worker_goes_on(caplog):
+    """A task that ends after its worker lost the connection to Redis acknowledges on the lost connection's
+    channel. kombu's Redis transport answers that with AttributeError when the channel's close did not finish (its
+    pool dropped, its connection gone), not with a connection error, and a prefork worker's event loop let it out:
+    the worker stopped (seen in CI after a Redis restart, its log ending in that AttributeError). The worker's
+    request logs it as an acknowledgement it could not make, and the message is delivered again."""
+    from celery.utils.imports import symbol_by_name
+    from kombu import Connection, Queue
+
+    from grading.tasks import grade_conversation
+    from reviewer.celery import app
+
+    queue = f"ack-probe-{uuid.uuid4().hex[:8]}"
+    app.send_task(grade_conversation.name, args=(0, ""), queue=queue)
+    with Connection(settings.REDIS_URL) as lost:
+        channel = lost.channel()
+        message = wait_until(lambda: Queue(queue)(channel).get(no_ack=False), message="the task's message")
+        request = symbol_by_name(grade_conversation.Request)(
+            message, on_ack=message.ack_log_error, app=app, task=grade_conversation,
+            connection_errors=lost.connection_errors,
+        )  # fmt: skip
+        lost.collect()  # the worker's consumer drops the connection it lost
+        channel._disconnect_pools()  # the step of the channel's close that ran before it was cut short
+        with caplog.at_level("CRITICAL"):
+            request.acknowledge()
+    assert request.acknowledged
+    assert "Couldn't ack" in caplog.text
+    assert "AttributeError" in caplog.text
+    broker().delete(queue)
 
 
 def test_a_send_whose_connection_drops_twice_is_still_taken(monkeypatch):
