@@ -114,8 +114,8 @@ def task_census(app, node: str, task_ids: set[str], log_path: Path | None = None
         f"unacknowledged, {len(task_ids - waiting - delivered)} in neither",
         f"{node} runs {inspect.active()} and holds {inspect.reserved()}",
     ]
-    if log_path is not None:
-        lines += ["its log ends:", *log_path.read_text(errors="replace").splitlines()[-40:]]
+    if log_path is not None:  # long enough for a traceback and the line above it that says what ended
+        lines += ["its log ends:", *log_path.read_text(errors="replace").splitlines()[-80:]]
     return "\n".join(lines)
 
 
