@@ -19,7 +19,7 @@ class TaskRequest(Request):
     as after any lost acknowledgement (a grading task then finds its work done; a webhook is sent once more).
     """
 
-    def __init__(self, *args, connection_errors: tuple = (), **kwargs) -> None:
+    def __init__(self, *args, connection_errors: tuple[type[Exception], ...] | None = None, **kwargs) -> None:
         super().__init__(*args, connection_errors=(*(connection_errors or ()), AttributeError), **kwargs)
 
 
