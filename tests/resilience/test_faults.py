@@ -187,7 +187,7 @@ def test_a_task_that_ends_after_its_broker_connection_was_lost_is_not_acknowledg
             connection_errors=lost.connection_errors,
         )  # fmt: skip
         lost.collect()  # the worker's consumer drops the connection it lost
-        channel._disconnect_pools()  # the step of the channel's close that ran before it was cut short
+        channel._disconnect_pools()  # its pool gone, as a close cut short leaves it
         with caplog.at_level("CRITICAL"):
             request.acknowledge()
     assert request.acknowledged
