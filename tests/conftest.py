@@ -255,6 +255,21 @@ def _judges_file(directory: Path, second: FakeLLM) -> Path:
 
 _WORKERS = pytest.StashKey[str]()  # the session's grading worker, once a test has started it
 _WORKER_LOG = pytest.StashKey[Path]()  # its log
+_WORKER_PROCESSES = pytest.StashKey[dict[str, tuple[subprocess.Popen, Path]]]()  # every session worker, its log
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """A test that needs the session's workers fails at once, saying why, when one of them has exited: it would
+    otherwise wait out its timeouts on a worker that is gone."""
+    if "celery_worker" in getattr(item, "fixturenames", ()):
+        _fail_if_a_worker_exited(item.session)
+
+
+def _fail_if_a_worker_exited(session: pytest.Session) -> None:
+    for node, (worker, log_path) in session.stash.get(_WORKER_PROCESSES, {}).items():
+        if worker.poll() is not None:
+            log_end = "\n".join(log_path.read_text(errors="replace").splitlines()[-80:])
+            pytest.fail(f"the session's worker {node} exited with {worker.returncode}; its log ends:\n{log_end}")
 
 
 @pytest.hookimpl(wrapper=True)
@@ -321,6 +336,7 @@ def celery_worker(
             wait_for_worker(app, node, worker, log_path)
         request.session.stash[_WORKERS] = name
         request.session.stash[_WORKER_LOG] = started[name][1]
+        request.session.stash[_WORKER_PROCESSES] = started
         yield name
     finally:
         for worker, _ in started.values():
