@@ -288,6 +288,9 @@ CELERY_RESULT_SERIALIZER = "json"
 CELERY_RESULT_EXPIRES = 3600
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
+# A task running when its worker loses Redis runs to its end (Celery 6 would cancel it by default): its judge call
+# is not made twice, and its acknowledgement, which can no longer be made, is logged (reviewer/celery.py).
+CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS = False
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 # Judge tasks wait on the network: the judge queue runs a thread pool (docs/production.md).
 JUDGE_WORKER_THREADS = env_int("JUDGE_WORKER_THREADS", 32, minimum=1)
