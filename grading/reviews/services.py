@@ -542,7 +542,8 @@ def review_rules_send(*, conversation: Conversation) -> Review | None:
     """A user's thumbs came after the conversation was graded: send its counting review to people if a routing rule
     of its version matches now, as `review_record` does at grading (the rule's code in `sent`); the review sent, or
     None. In the caller's transaction, the conversation's row locked."""
-    review = next(iter(_sendable(Review.objects.filter(conversation=conversation))), None)
+    sendable = _sendable(Review.objects.filter(conversation=conversation).select_related("criteria_version"))
+    review = sendable[0] if sendable else None
     if review is None or not review.criteria_version.routing:
         return None
     sent = _rule_sending(review.criteria_version, conversation)
