@@ -29,7 +29,9 @@ grading/figures/definitions.py from the same table): each runs on every grading 
 ORM's composition of the query and its model instances cost several times the statement itself (bench/README.md,
 bench_dashboard and bench_slices), and some have no ORM form at all (the upsert in key order, the loose index scan
 of a slice's values). Every value is a parameter. The judge spend ledger's upsert is here too (grading/reviews/spend.py
-says what a grading books): a review's write sends it in its counters' statement (`Tracked.spend`).
+says what a grading books): a review's write sends it in its counters' statement (`Tracked.spend`). So are the
+rebuild's guards on its booking (`rollups_rebuild`, step 3): the ORM takes no advisory lock, and the org's last
+rebuild and the last migration (a table with no model here) are read in one statement inside the count's snapshot.
 """
 
 from __future__ import annotations
@@ -246,7 +248,7 @@ _CELL = ("org_id", "kind", "criteria_id", "application", "week", "metric", "key1
 _LOCK_CLASS = 7_417
 # Advisory lock class of the rebuilds' bookings (see rollups_rebuild, step 3): its org's key exclusive, key 0 shared,
 # to the booking's commit; so an org's bookings take turns. A migration that replaces counters takes key 0 exclusive.
-REBUILD_LOCK_CLASS = 7_418
+_REBUILD_LOCK_CLASS = 7_418
 _BOOKING_LOCKS_SQL = "SELECT pg_advisory_xact_lock_shared(%s, 0), pg_advisory_xact_lock(%s, %s)"
 
 
@@ -545,7 +547,7 @@ def rollups_rebuild(*, org_id: int, incremental: bool = False) -> RollupRebuild 
     drift.subtract(stored)
     with transaction.atomic():
         with connection.cursor() as cursor:
-            cursor.execute(_BOOKING_LOCKS_SQL, [REBUILD_LOCK_CLASS, REBUILD_LOCK_CLASS, org_id])
+            cursor.execute(_BOOKING_LOCKS_SQL, [_REBUILD_LOCK_CLASS, _REBUILD_LOCK_CLASS, org_id])
             if _last_rebuild_and_migration(cursor, org_id) != counted_after:
                 return None
         _apply(drift)
