@@ -3,6 +3,7 @@
 import os
 
 from celery import Celery, Task
+from celery.worker.consumer import Consumer
 from celery.worker.request import Request
 from kombu import Queue
 
@@ -27,7 +28,22 @@ class TollgateTask(Task):
     Request = TaskRequest
 
 
+class WorkerConsumer(Consumer):
+    """A worker's consumer, as `celery worker --without-gossip --without-mingle` makes it, however it is started.
+
+    Nothing here reads the workers' gossip (their events to one another) or needs mingle (revoked tasks and clocks
+    learnt from the others at start): Tollgate revokes no task, and reaches a worker by its remote control. At every
+    reconnection to the broker, Gossip's restart failed on the connection it had dropped (an ERROR with a traceback
+    in a thread-pool worker's log), and mingle waited a second for answers before the worker took work again.
+    """
+
+    def __init__(self, *args, worker_options: dict | None = None, **kwargs) -> None:
+        options = {**(worker_options or {}), "without_gossip": True, "without_mingle": True}
+        super().__init__(*args, worker_options=options, **kwargs)
+
+
 app = Celery("reviewer", task_cls=TollgateTask)
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.conf.task_queues = [Queue(name) for name in ("judge", "default", "webhooks")]
+app.conf.worker_consumer = "reviewer.celery:WorkerConsumer"
 app.autodiscover_tasks(["grading", "grading.otlp", "reviewer"])

@@ -352,3 +352,9 @@ def celery_worker(
 def celery_worker_log(request, celery_worker: str) -> Path:
     """The session's grading worker's log, for a test to print when it timed out waiting on the worker."""
     return request.session.stash[_WORKER_LOG]
+
+
+@pytest.fixture
+def celery_worker_logs(request, celery_worker: str) -> list[Path]:
+    """The logs of all the session's workers (grading and webhooks)."""
+    return [log_path for _, log_path in request.session.stash[_WORKER_PROCESSES].values()]

@@ -94,7 +94,7 @@ def test_three_workers_killed_mid_grade_over_200_items_leave_exactly_one_review_
 
 
 def test_a_pass_that_meets_redis_down_completes_when_it_is_back_and_a_restart_mid_grading_loses_nothing(
-    celery_worker, celery_worker_log, fake_llm, org, embedded_redis
+    celery_worker, celery_worker_log, celery_worker_logs, fake_llm, org, embedded_redis
 ):
     """Redis stops under a pass, then restarts mid-grading. A task the worker had taken but not started when the
     connection dropped is dropped by the worker and left delivered in Redis until the visibility timeout: beat's
@@ -156,6 +156,9 @@ def test_a_pass_that_meets_redis_down_completes_when_it_is_back_and_a_restart_mi
         explain=lambda: task_census(app, celery_worker, set(), celery_worker_log),
     )
     assert canary.detail["pid"] != os.getpid()
+    # Each reconnection restarts the workers' consumers, step by step, and no step fails doing it.
+    for log_path in celery_worker_logs:
+        assert "Error on restarting" not in log_path.read_text()
 
 
 def _grading_waiting() -> bool:
