@@ -1,8 +1,10 @@
 """The Celery app: configured from Django settings under the CELERY_ namespace."""
 
 import os
+import warnings
 
 from celery import Celery, Task
+from celery.exceptions import CPendingDeprecationWarning
 from celery.worker.consumer import Consumer
 from celery.worker.request import Request
 from kombu import Queue
@@ -35,11 +37,20 @@ class WorkerConsumer(Consumer):
     learnt from the others at start): Tollgate revokes no task, and reaches a worker by its remote control. At every
     reconnection to the broker, Gossip's restart failed on the connection it had dropped (an ERROR with a traceback
     in a thread-pool worker's log), and mingle waited a second for answers before the worker took work again.
+
+    Celery's consumer also warns, at every reconnection, that Celery 6.0 will cancel running tasks by default, when
+    the setting says not to on purpose (CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS in
+    reviewer/settings.py). That warning is ignored from here: the worker's logging set-up, which runs before the
+    consumer is made, sets every Celery warning to "always".
     """
 
     def __init__(self, *args, worker_options: dict | None = None, **kwargs) -> None:
+        warnings.filterwarnings("ignore", _CANCEL_TASKS_BY_DEFAULT, CPendingDeprecationWarning)
         options = {**(worker_options or {}), "without_gossip": True, "without_mingle": True}
         super().__init__(*args, worker_options=options, **kwargs)
+
+
+_CANCEL_TASKS_BY_DEFAULT = r"\s*In Celery 5\.1 we introduced an optional breaking change"
 
 
 app = Celery("reviewer", task_cls=TollgateTask)
