@@ -24,7 +24,7 @@ from reviewer.models import Role
 from tests.builders.database import suite_server_settings
 from tests.builders.judges import configure_judges, judge_config
 from tests.builders.people import make_person, persona_criteria_admin, persona_operator, persona_org
-from tests.builders.processes import REPO_ROOT, database_url, wait_for_worker, workers_settled
+from tests.builders.processes import REPO_ROOT, database_url, log_end, wait_for_worker, workers_settled
 from tests.fakes.openai_server import FakeLLM
 from tests.fakes.smtp_server import SmtpServer
 
@@ -254,7 +254,6 @@ def _judges_file(directory: Path, second: FakeLLM) -> Path:
 
 
 _WORKERS = pytest.StashKey[str]()  # the session's grading worker, once a test has started it
-_WORKER_LOG = pytest.StashKey[Path]()  # its log
 _WORKER_PROCESSES = pytest.StashKey[dict[str, tuple[subprocess.Popen, Path]]]()  # every session worker, its log
 
 
@@ -268,8 +267,8 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 def _fail_if_a_worker_exited(session: pytest.Session) -> None:
     for node, (worker, log_path) in session.stash.get(_WORKER_PROCESSES, {}).items():
         if worker.poll() is not None:
-            log_end = "\n".join(log_path.read_text(errors="replace").splitlines()[-80:])
-            pytest.fail(f"the session's worker {node} exited with {worker.returncode}; its log ends:\n{log_end}")
+            exited = f"the session's worker {node} exited with {worker.returncode}"
+            pytest.fail(f"{exited}; its log ends:\n{log_end(log_path)}")
 
 
 @pytest.hookimpl(wrapper=True)
@@ -335,7 +334,6 @@ def celery_worker(
         for node, (worker, log_path) in started.items():
             wait_for_worker(app, node, worker, log_path)
         request.session.stash[_WORKERS] = name
-        request.session.stash[_WORKER_LOG] = started[name][1]
         request.session.stash[_WORKER_PROCESSES] = started
         yield name
     finally:
@@ -351,7 +349,7 @@ def celery_worker(
 @pytest.fixture
 def celery_worker_log(request, celery_worker: str) -> Path:
     """The session's grading worker's log, for a test to print when it timed out waiting on the worker."""
-    return request.session.stash[_WORKER_LOG]
+    return request.session.stash[_WORKER_PROCESSES][celery_worker][1]
 
 
 @pytest.fixture

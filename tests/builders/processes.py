@@ -114,9 +114,14 @@ def task_census(app, node: str, task_ids: set[str], log_path: Path | None = None
         f"unacknowledged, {len(task_ids - waiting - delivered)} in neither",
         f"{node} runs {inspect.active()} and holds {inspect.reserved()}",
     ]
-    if log_path is not None:  # long enough for a traceback and the line above it that says what ended
-        lines += ["its log ends:", *log_path.read_text(errors="replace").splitlines()[-80:]]
+    if log_path is not None:
+        lines += ["its log ends:", log_end(log_path)]
     return "\n".join(lines)
+
+
+def log_end(log_path: Path) -> str:
+    """A process's log's last lines: enough for a traceback and the line above it that says what ended."""
+    return "\n".join(log_path.read_text(errors="replace").splitlines()[-80:])
 
 
 def forget_delivered(task_ids: set[str]) -> None:
