@@ -1,7 +1,9 @@
 """The docs hold what the code does: every environment variable the code reads has its row in the configuration
 reference and every row names one the code reads; every relative link of the README and docs/ leads to a file and
-heading that exist; and no comment or docstring cites a document the repository does not hold. Read from the
-source (ast, tokenize), so a variable read in a new place is found without anyone listing it here."""
+heading that exist; no comment or docstring cites a document the repository does not hold; and ARCHITECTURE.md names
+every model and every beat schedule. Read from the source (ast, tokenize) and from Django's and Celery's own
+registries, so a variable read in a new place, a new model or a new schedule is found without anyone listing it
+here."""
 
 import ast
 import io
@@ -12,9 +14,12 @@ from functools import cache
 from pathlib import Path
 
 import pytest
+from django.apps import apps
+from django.conf import settings
 
 from tests.builders.processes import REPO_ROOT
 
+ARCHITECTURE = REPO_ROOT / "ARCHITECTURE.md"
 CONFIGURATION = REPO_ROOT / "docs" / "configuration.md"
 PYTHON_DIRS = ("grading", "reviewer", "deploy", "bench", "tests")
 CITING_DIRS = ("grading", "reviewer", "deploy", "bench", "tests")
@@ -264,3 +269,27 @@ path = "clean.md"  # a file name in code is no citation
     found = cited_elsewhere(source, folder=REPO_ROOT)
     cited = [f"{design} 5", f"{design} section 9", "docs/nowhere.md", "../outside/README.md", 'README "Tests"']
     assert sorted(found) == sorted(cited)
+
+
+def _named(names: list[str], text: str) -> list[str]:
+    """The names of `names` that `text` never writes as code (in a span between backticks, alone or in a list)."""
+    written = {word for span in re.findall(r"`([^`\n]*)`", text) for word in re.findall(r"[\w-]+", span)}
+    return [name for name in names if name not in written]
+
+
+def test_the_architecture_names_every_model_of_the_project():
+    models = [model.__name__ for model in apps.get_models() if model.__module__.startswith(("grading.", "reviewer."))]
+    assert len(models) > 40  # the registry was read
+    assert not _named(models, ARCHITECTURE.read_text())
+
+
+def test_the_architecture_names_every_beat_schedule():
+    schedules = list(settings.CELERY_BEAT_SCHEDULE)
+    assert len(schedules) > 5
+    assert not _named(schedules, ARCHITECTURE.read_text())
+
+
+def test_a_name_counts_only_where_it_is_written_as_code():
+    text = "| `Review` and `Decision`, `Answer`; a Claim in prose, `RegressionRunItem` | `grading-pass-hourly` (:05) |"
+    names = ["Review", "Answer", "Claim", "RegressionRun", "Run", "grading-pass-hourly", "grading-pass"]
+    assert _named(names, text) == ["Claim", "RegressionRun", "Run", "grading-pass"]
