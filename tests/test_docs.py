@@ -1,9 +1,9 @@
 """The docs hold what the code does: every environment variable the code reads has its row in the configuration
 reference and every row names one the code reads; every relative link of the README and docs/ leads to a file and
 heading that exist; no comment or docstring cites a document the repository does not hold; and ARCHITECTURE.md names
-every model and every beat schedule. Read from the source (ast, tokenize) and from Django's and Celery's own
-registries, so a variable read in a new place, a new model or a new schedule is found without anyone listing it
-here."""
+every model and every beat schedule, and gives grading's packages in the order the import test holds. Read from the
+source (ast, tokenize) and from Django's and Celery's own registries, so a variable read in a new place, a new model
+or a new schedule is found without anyone listing it here."""
 
 import ast
 import io
@@ -18,6 +18,7 @@ from django.apps import apps
 from django.conf import settings
 
 from tests.builders.processes import REPO_ROOT
+from tests.grading.test_imports import PACKAGES
 
 ARCHITECTURE = REPO_ROOT / "ARCHITECTURE.md"
 CONFIGURATION = REPO_ROOT / "docs" / "configuration.md"
@@ -293,3 +294,9 @@ def test_a_name_counts_only_where_it_is_written_as_code():
     text = "| `Review` and `Decision`, `Answer`; a Claim in prose, `RegressionRunItem` | `grading-pass-hourly` (:05) |"
     names = ["Review", "Answer", "Claim", "RegressionRun", "Run", "grading-pass-hourly", "grading-pass"]
     assert _named(names, text) == ["Claim", "RegressionRun", "Run", "grading-pass"]
+
+
+def test_the_architecture_gives_the_package_order_the_import_test_holds():
+    text = ARCHITECTURE.read_text()
+    order = text[text.index("`core` →") :].split("\n\n", 1)[0]
+    assert re.findall(r"`(\w+)`", order) == [package.removeprefix("grading.") for package, _ in PACKAGES]
