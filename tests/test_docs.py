@@ -1,9 +1,9 @@
 """The docs hold what the code does: every environment variable the code reads has its row in the configuration
 reference and every row names one the code reads; every relative link of the README and docs/ leads to a file and
 heading that exist; no comment or docstring cites a document the repository does not hold; and ARCHITECTURE.md names
-every model and every beat schedule, and gives grading's packages in the order the import test holds. Read from the
-source (ast, tokenize) and from Django's and Celery's own registries, so a variable read in a new place, a new model
-or a new schedule is found without anyone listing it here."""
+every model, every beat schedule and only files that exist, and gives grading's packages in the order the import
+test holds. Read from the source (ast, tokenize) and from Django's and Celery's own registries, so a variable read in
+a new place, a new model or a new schedule is found without anyone listing it here."""
 
 import ast
 import io
@@ -300,3 +300,17 @@ def test_the_architecture_gives_the_package_order_the_import_test_holds():
     text = ARCHITECTURE.read_text()
     order = text[text.index("`core` →") :].split("\n\n", 1)[0]
     assert re.findall(r"`(\w+)`", order) == [package.removeprefix("grading.") for package, _ in PACKAGES]
+
+
+def _files_named(text: str) -> set[str]:
+    """The repository's paths `text` writes as code: those under a folder at the repository's top (of a placeholder
+    such as `tests/<area>/`, the part before it)."""
+    folders = "|".join(path.name for path in REPO_ROOT.iterdir() if path.is_dir() and not path.name.startswith("."))
+    spans = re.findall(r"`([^`\n]*)`", text)
+    return {path for span in spans for path in re.findall(rf"\b(?:{folders})/[\w./-]*", span)}
+
+
+def test_the_architecture_names_only_files_that_exist():
+    named = _files_named(ARCHITECTURE.read_text())
+    assert len(named) > 100
+    assert sorted(path for path in named if not (REPO_ROOT / path.rstrip(".")).exists()) == []
