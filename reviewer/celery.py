@@ -1,13 +1,15 @@
 """The Celery app: configured from Django settings under the CELERY_ namespace."""
 
+import contextlib
 import os
 import warnings
 
 from celery import Celery, Task
+from celery.app.amqp import AMQP
 from celery.exceptions import CPendingDeprecationWarning
 from celery.worker.consumer import Consumer
 from celery.worker.request import Request
-from kombu import Queue
+from kombu import Connection, Queue
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "reviewer.settings")
 
@@ -28,6 +30,27 @@ class TaskRequest(Request):
 
 class TollgateTask(Task):
     Request = TaskRequest
+
+
+class BrokerConnection(Connection):
+    """A connection to the broker whose close cannot fail on a channel that lost Redis.
+
+    A worker that loses Redis drops its connection (`collect`) and then closes it. The drop closes the channels,
+    but a close cut short (the tasks' channel's, by its BRPOP on the dead socket, and then another channel's before
+    that one was closed again) leaves a channel open, and the drop leaves the transport without a client. Closing
+    that channel then restores the messages the worker holds unacknowledged through the missing client: kombu's
+    Redis transport raises AttributeError, which kombu ignores when closing a connection but not a channel, and the
+    worker stopped ("Unrecoverable error"). Ignored here too: the messages are delivered again when their visibility
+    timeout passes, as after any lost acknowledgement.
+    """
+
+    def maybe_close_channel(self, channel) -> None:
+        with contextlib.suppress(AttributeError):
+            super().maybe_close_channel(channel)
+
+
+class BrokerAMQP(AMQP):
+    Connection = BrokerConnection
 
 
 class WorkerConsumer(Consumer):
@@ -53,7 +76,7 @@ class WorkerConsumer(Consumer):
 _CANCEL_TASKS_BY_DEFAULT = r"\s*In Celery 5\.1 we introduced an optional breaking change"
 
 
-app = Celery("reviewer", task_cls=TollgateTask)
+app = Celery("reviewer", task_cls=TollgateTask, amqp=BrokerAMQP)
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.conf.task_queues = [Queue(name) for name in ("judge", "default", "webhooks")]
 app.conf.worker_consumer = "reviewer.celery:WorkerConsumer"
