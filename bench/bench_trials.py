@@ -57,7 +57,7 @@ from grading.models import (
     TrialSource,
 )
 from grading.passes.planner import grading_pass
-from grading.reviews.services import decision_record, review_audit_mark
+from grading.reviews.services import PersonVerdict, decision_record, review_audit_mark
 from grading.reviews.versions import criteria_active, criteria_new_version
 from reviewer import urls as reviewer_urls
 from reviewer.access import role_required
@@ -113,9 +113,9 @@ def _trial_through_the_worker(org, admin, items: int, threads: int, latency: flo
                 time.sleep(0.2)
             review_audit_mark(review_ids=list(Review.objects.counting().values_list("pk", flat=True)))
             for review_id in Review.objects.waiting().values_list("pk", flat=True):
-                decision_record(review_id=review_id, decided_by=admin, decided_at=timezone.now(), checks={
-                    "grounded": "pass", "complete": "fail" if review_id % 3 == 0 else "pass", "usable": "pass"
-                }, note="bench")  # fmt: skip
+                checks = {"grounded": "pass", "complete": "fail" if review_id % 3 == 0 else "pass", "usable": "pass"}
+                verdict = PersonVerdict(checks=checks, note="bench")
+                decision_record(review_id=review_id, decided_by=admin, decided_at=timezone.now(), verdict=verdict)
             version = criteria_new_version(org=org, kind=ItemKind.CONVERSATION, author=admin)
             count = trial_count(version=version, size=items, source=TrialSource.DECISIONS)
             process = psutil.Process(worker.pid)

@@ -31,6 +31,7 @@ from grading.models import (
 from grading.reviews.examples import ExampleRefused, criteria_example_add
 from grading.reviews.reads import review_slots
 from grading.reviews.rollups import rollups_rebuild
+from grading.reviews.services import PersonVerdict
 from grading.reviews.spend import spend_cap_set
 from grading.reviews.targets import due_times_refresh
 from grading.reviews.versions import criteria_active, criteria_new_version, criteria_publish, criteria_update
@@ -173,7 +174,7 @@ def seed_review_history(org: Org) -> None:
         if review_slots(review) > 1:
             _demo_answer(ravi, review, _demo_verdict(review, disagree=index % 3 == 1))
             if index % 2 and not Decision.objects.filter(review=review).exists():  # kim settles half the splits
-                _demo_answer(kim, review, _demo_verdict(review, disagree=False), note="The tool result decides it.")
+                _demo_answer(kim, review, _demo_verdict(review, disagree=False, note="The tool result decides it."))
     for review in second_only:  # ravi answered first: dana's place is open, and she answers blind
         if review_slots(review) > 1:
             _demo_answer(ravi, review, _demo_verdict(review, disagree=False))
@@ -182,15 +183,15 @@ def seed_review_history(org: Org) -> None:
     rollups_rebuild(org_id=org.pk)
 
 
-def _demo_answer(person, review: Review, verdict: dict, note: str = "Checked against the tool results.") -> None:
+def _demo_answer(person, review: Review, verdict: PersonVerdict) -> None:
     claim_take(user=person, review_id=review.pk)
-    decision_create(user=person, review_id=review.pk, fingerprint=review.fingerprint, note=note, **verdict)
+    decision_create(user=person, review_id=review.pk, fingerprint=review.fingerprint, verdict=verdict)
 
 
-def _demo_verdict(review: Review, *, disagree: bool) -> dict:
+def _demo_verdict(review: Review, *, disagree: bool, note: str = "Checked against the tool results.") -> PersonVerdict:
     if review.kind == ItemKind.DRAFT:
         approve = (review.route == Route.PASS or (review.route == Route.HUMAN and review.judge_passed)) != disagree
-        return {"outcome": "approve" if approve else "reject"}
+        return PersonVerdict(outcome="approve" if approve else "reject", note=note)
     # The machine's answer to each check its version asks; where it said unknown, the person reads a pass.
     checks = {}
     for check in review.criteria_version.check_set().checks:
@@ -198,7 +199,7 @@ def _demo_verdict(review: Review, *, disagree: bool) -> dict:
         checks[check.key] = said if said != "unknown" else _passing_answer(check)
     if disagree and "grounded" in checks:
         checks["grounded"] = "fail" if checks["grounded"] == "pass" else "pass"
-    return {"checks": checks}
+    return PersonVerdict(checks=checks, note=note)
 
 
 def _passing_answer(check: CheckDefinition) -> str:

@@ -5,12 +5,12 @@ sent by grading/reviews/sql.py (`review_insert`, `review_state_write`), which on
 rollups booked around each. The identity constraint makes a second review of the same evidence impossible.
 
 A grader hands a review over as two typed objects: its `ScoreIdentity` (what was read, by which judge, under which
-criteria) and its `ReviewOutcome` (what grading came to).
+criteria) and its `ReviewOutcome` (what grading came to). A person's decision or answer comes as a `PersonVerdict`.
 """
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from functools import lru_cache
 
@@ -588,14 +588,18 @@ DRAFT_OUTCOMES = (Decision.Outcome.APPROVE, Decision.Outcome.REJECT, Decision.Ou
 NOTE_REQUIRED = (Decision.Outcome.REJECT, Decision.Outcome.SEND_BACK)
 
 
+@dataclass(frozen=True)
+class PersonVerdict:
+    """What a person says of an item, as a decision or an answer keeps it: a draft's outcome, or a conversation's
+    answer to each check (its outcome is then summarised from them, `_verdict_fitted`); and the note."""
+
+    outcome: str = ""  # Decision.Outcome
+    checks: dict[str, str] | None = None  # check key -> pass, fail or unknown (grading/checks/answers.py)
+    note: str = ""
+
+
 def decision_record(
-    *,
-    review_id: int,
-    decided_by: AbstractBaseUser,
-    decided_at: datetime,
-    outcome: str = "",
-    checks: dict[str, str] | None = None,
-    note: str = "",
+    *, review_id: int, decided_by: AbstractBaseUser, decided_at: datetime, verdict: PersonVerdict
 ) -> Decision:
     """Record a person's decision on a review waiting for one, and mark the review decided.
 
@@ -609,7 +613,7 @@ def decision_record(
     row lock first).
     """
     with transaction.atomic():
-        review, values = _waiting_review(review_id, outcome=outcome, checks=checks, note=note)
+        review, fitted = _waiting_review(review_id, verdict)
         basis = Decision.Basis.ONE
         slots = review_slots(review)
         if slots > 1:
@@ -620,10 +624,10 @@ def decision_record(
                 )
             if not may_adjudicate(slots=slots, answered_by=answered_by, person_id=decided_by.pk):
                 raise InvalidDecision(ANSWERED_CANNOT_ADJUDICATE)
-            if not note:
+            if not fitted.note:
                 raise InvalidDecision("Say why, in the note: the adjudication settles answers that differed.")
             basis = Decision.Basis.ADJUDICATED
-        decision = _decision_write(review, values, basis=basis, note=note, decided_by=decided_by, decided_at=decided_at)
+        decision = _decision_write(review, fitted, basis=basis, decided_by=decided_by, decided_at=decided_at)
     return decision
 
 
@@ -635,26 +639,26 @@ def decision_as_corrected_record(
     they had on the review they corrected (`basis`: the one person's, or the adjudicator's), so no answers are asked
     of this one. Like `decision_record`, only a review still waiting, inside the caller's transaction."""
     with transaction.atomic():
-        review, values = _waiting_review(review_id, outcome=Decision.Outcome.APPROVE, checks=None, note=note)
-        return _decision_write(review, values, basis=basis, note=note, decided_by=decided_by, decided_at=decided_at)
+        review, fitted = _waiting_review(review_id, PersonVerdict(outcome=Decision.Outcome.APPROVE, note=note))
+        return _decision_write(review, fitted, basis=basis, decided_by=decided_by, decided_at=decided_at)
 
 
-def _waiting_review(review_id: int, *, outcome: str, checks: dict[str, str] | None, note: str) -> tuple[Review, dict]:
-    """Lock the review and read what a person gave as a decision's values; refuse a shape that does not fit
+def _waiting_review(review_id: int, verdict: PersonVerdict) -> tuple[Review, PersonVerdict]:
+    """Lock the review and fit what a person said to it (`_verdict_fitted`); refuse a shape that does not fit
     (InvalidDecision) and a review no longer waiting for a person (NotWaiting). Inside the caller's transaction."""
     # The statement locks the criteria version's row as well as the review's (no `of`), so what both say holds until
     # commit: whether the review waits is decided from the row in hand (`state_now`), with no second query.
     review = Review.objects.with_state().select_for_update().filter(pk=review_id).first()
     if review is None:
         raise NotWaiting(review_id)
-    values = _decision_values(review, outcome=outcome, checks=checks or {}, note=note)
+    fitted = _verdict_fitted(review, verdict)
     if review.state_now != ReviewState.WAITING:
         raise NotWaiting(review_id)
-    return review, values
+    return review, fitted
 
 
 def _decision_write(
-    review: Review, values: dict, *, basis: str, note: str, decided_by: AbstractBaseUser | None, decided_at: datetime
+    review: Review, verdict: PersonVerdict, *, basis: str, decided_by: AbstractBaseUser | None, decided_at: datetime
 ) -> Decision:
     """Write the item's human verdict and mark the review decided, in the caller's transaction (review row locked).
     Every decision is written here, whoever gives it: so here, once it commits, the evaluation export is sent and a
@@ -666,10 +670,11 @@ def _decision_write(
                     org_id=review.org_id,
                     review=review,
                     basis=basis,
-                    note=note,
+                    outcome=verdict.outcome,
+                    checks=verdict.checks,
+                    note=verdict.note,
                     decided_by=decided_by,
                     decided_at=decided_at,
-                    **values,
                 )
         except IntegrityError:  # the constraint is the last line: a concurrent decision got in first
             raise NotWaiting(review.pk) from None
@@ -688,13 +693,7 @@ class Answered:
 
 
 def answer_record(
-    *,
-    review_id: int,
-    person: AbstractBaseUser,
-    answered_at: datetime,
-    outcome: str = "",
-    checks: dict[str, str] | None = None,
-    note: str = "",
+    *, review_id: int, person: AbstractBaseUser, answered_at: datetime, verdict: PersonVerdict
 ) -> Answered:
     """Record one person's answer on a review several people decide, kept apart from the others'.
 
@@ -706,7 +705,7 @@ def answer_record(
        (`decision_record`). Nothing counts as the item's human verdict before either.
     """
     with transaction.atomic():
-        review, values = _waiting_review(review_id, outcome=outcome, checks=checks, note=note)
+        review, fitted = _waiting_review(review_id, verdict)
         slots = review_slots(review)
         answers = {a.person_id: a for a in Answer.objects.filter(review_id=review_id).order_by("pk")}
         if answers_stand(slots=slots, answered=len(answers)):
@@ -719,15 +718,15 @@ def answer_record(
             else:
                 replaced = {"outcome": mine.outcome, "checks": mine.checks, "note": mine.note,
                             "answered_at": mine.answered_at.isoformat()}  # fmt: skip
-            mine.outcome, mine.checks, mine.note = values["outcome"], values["checks"], note
+            mine.outcome, mine.checks, mine.note = fitted.outcome, fitted.checks, fitted.note
             mine.answered_at, mine.slots = answered_at, slots
             mine.save()
         answers[person.pk] = mine
         decision = None
         if len(answers) == slots and len({(a.outcome, _sorted(a.checks)) for a in answers.values()}) == 1:
             notes = "\n\n".join(a.note for a in answers.values() if a.note)
-            decision = _decision_write(review, values, basis=Decision.Basis.AGREED, note=notes, decided_by=None,
-                                       decided_at=answered_at)  # fmt: skip
+            decision = _decision_write(review, replace(fitted, note=notes), basis=Decision.Basis.AGREED,
+                                       decided_by=None, decided_at=answered_at)  # fmt: skip
     return Answered(mine, replaced, decision)
 
 
@@ -735,20 +734,24 @@ def _sorted(checks: dict) -> tuple:
     return tuple(sorted(checks.items()))
 
 
-def _decision_values(review: Review, *, outcome: str, checks: dict[str, str], note: str) -> dict:
+def _verdict_fitted(review: Review, verdict: PersonVerdict) -> PersonVerdict:
+    """The verdict as the review's kind keeps it, or InvalidDecision saying what to give: a draft's outcome and no
+    checks; a conversation's answer to every check of the review's version, and the outcome they come to."""
+    outcome, checks, note = verdict.outcome, verdict.checks or {}, verdict.note
     if review.kind == ItemKind.DRAFT:
         if outcome not in DRAFT_OUTCOMES:
             raise InvalidDecision("Choose approve, reject or send back.")
         if outcome in NOTE_REQUIRED and not note:
             raise InvalidDecision(f"A note is required to {Decision.Outcome(outcome).label}.")
-        return {"outcome": outcome, "checks": {}}
+        return PersonVerdict(outcome=outcome, checks={}, note=note)
     check_set = review.criteria_version.check_set()
     if refusal := answers_refusal(check_set, checks):
         raise InvalidDecision(f"checks: {refusal}.")
     if not note:
         raise InvalidDecision("A note is required with a verdict: say what the evidence shows.")
     # Only the version's checks are kept (jsonb keeps keys in an order of its own; readers follow the version's).
-    return {"outcome": item_outcome(check_set, checks).value, "checks": {key: checks[key] for key in check_set.keys}}
+    kept = {key: checks[key] for key in check_set.keys}
+    return PersonVerdict(outcome=item_outcome(check_set, checks).value, checks=kept, note=note)
 
 
 def _subject_field(subject: Conversation | Draft) -> str:

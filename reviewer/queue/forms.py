@@ -7,6 +7,7 @@ from django.forms.boundfield import BoundWidget
 
 from grading.checks.definitions import UNKNOWN, AnswerKind, CheckDefinition, CheckSet
 from grading.models import Decision, ItemKind, Review
+from grading.reviews.services import PersonVerdict
 from reviewer.queue.display import REASON_LABELS
 from reviewer.queue.reads import QueueFilters
 
@@ -175,11 +176,14 @@ def decision_form(review: Review, data=None, *, start_from: dict[str, str] | Non
 def decided(form: DecisionForm) -> dict:
     """A valid decision form's decision as `decision_create` takes it, whoever sent it (the page or the API)."""
     data = form.cleaned_data
+    verdict = PersonVerdict(
+        outcome=data.get("outcome", ""),
+        checks=form.verdicts() if isinstance(form, ConversationDecisionForm) else None,
+        note=data.get("note") or "",
+    )
     return {
         "fingerprint": data["fingerprint"],
-        "outcome": data.get("outcome", ""),
-        "checks": form.verdicts() if isinstance(form, ConversationDecisionForm) else None,
-        "note": data.get("note") or "",
+        "verdict": verdict,
         "keep_as_learning": data.get("keep_as_learning", False),
     }
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
 from django.conf import settings
@@ -33,6 +33,7 @@ from grading.reviews.services import (
     AwaitingAnswers,
     InvalidDecision,
     NotWaiting,
+    PersonVerdict,
     answer_record,
     decision_record,
 )
@@ -334,9 +335,7 @@ def decision_create(
     user: AbstractBaseUser,
     review_id: int,
     fingerprint: str,
-    outcome: str = "",
-    checks: dict[str, str] | None = None,
-    note: str = "",
+    verdict: PersonVerdict,
     keep_as_learning: bool = False,
     now: datetime | None = None,
     org_id: int | None = None,
@@ -356,12 +355,12 @@ def decision_create(
     `reaches`: the person's operator reaches when the caller has read them already (`operator_reaches`).
     """
     now = now or timezone.now()
-    note = note.strip()
+    verdict = replace(verdict, note=verdict.note.strip())
     if reaches is None:
         reaches = operator_reaches(user, org_id=org_id)
     with transaction.atomic():
         review = locked_review(reaches, review_id)
-        if keep_as_learning and not note:
+        if keep_as_learning and not verdict.note:
             raise Refused("invalid", "Write the note to keep it as an org learning.")
         claim = holder_claim(review, user, now)
         if fingerprint != review.fingerprint:
@@ -375,14 +374,10 @@ def decision_create(
             )
         try:
             if answering:
-                answered = answer_record(
-                    review_id=review.pk, person=user, answered_at=now, outcome=outcome, checks=checks, note=note
-                )
+                answered = answer_record(review_id=review.pk, person=user, answered_at=now, verdict=verdict)
                 decision, answer = answered.decision, answered.answer
             else:
-                decision = decision_record(
-                    review_id=review.pk, decided_by=user, decided_at=now, outcome=outcome, checks=checks, note=note
-                )
+                decision = decision_record(review_id=review.pk, decided_by=user, decided_at=now, verdict=verdict)
                 answer = None
         except InvalidDecision as exc:
             raise Refused("invalid", str(exc)) from None

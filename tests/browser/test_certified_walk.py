@@ -19,6 +19,7 @@ from grading.certify.services import certificates_refresh, version_judge_key
 from grading.dashboard.sampling import audit_sample_send
 from grading.drafts.gate import draft_grade
 from grading.models import CriteriaVersion, ItemKind, Review, Route
+from grading.reviews.services import PersonVerdict
 from grading.reviews.versions import criteria_active
 from reviewer.queue.services import claim_take, decision_create
 from tests.builders.browser import signed_in_tab
@@ -108,7 +109,9 @@ def test_an_admin_sets_a_target_labels_arrive_and_the_next_pass_sends_fewer_draf
     for review_id in audit_sample_send(org=org, per_week=6, weeks=1, salt="walk").marked:
         review = Review.objects.get(pk=review_id)
         claim_take(user=operator, review_id=review.pk)
-        decision_create(user=operator, review_id=review.pk, fingerprint=review.fingerprint, outcome="approve")
+        decision_create(
+            user=operator, review_id=review.pk, fingerprint=review.fingerprint, verdict=PersonVerdict(outcome="approve")
+        )
     counted(org)  # the labelled drafts were written straight to the tables: what the grading write stores and books
     dashboard = signed_in_tab(browser, live_server, stakeholder, "/dashboard/")
     drafts = dashboard.locator('#certified-quality .certified-kind[data-kind="draft"]')

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from grading.checks.definitions import CONVERSATION_DEFAULTS
 from grading.models import CriteriaVersion, ItemKind, Review, SlotsFor
+from grading.reviews.services import PersonVerdict
 from grading.reviews.versions import criteria_active
 from reviewer.models import Role
 from reviewer.queue.services import claim_take, decision_create
@@ -56,7 +57,12 @@ class BlindWorld:
 
 def _answer(person, review: Review, checks: dict, note: str) -> None:
     claim_take(user=person, review_id=review.pk)
-    decision_create(user=person, review_id=review.pk, fingerprint=review.fingerprint, checks=checks, note=note)
+    decision_create(
+        user=person,
+        review_id=review.pk,
+        fingerprint=review.fingerprint,
+        verdict=PersonVerdict(checks=checks, note=note),
+    )
 
 
 def _audit_conversation(org, tag: str) -> Review:

@@ -10,6 +10,7 @@ from grading.core.evidence import draft_fingerprint
 from grading.core.schemas import DraftIn
 from grading.drafts.submit import draft_save
 from grading.models import CriteriaVersion, Draft, ItemKind, Review, ReviewState, Route, SlotsFor
+from grading.reviews.services import PersonVerdict
 from grading.reviews.versions import criteria_active
 from reviewer.queue.services import DecisionResult, claim_take, decision_create
 from tests.builders.conversations import PATH_IDS, message, support_conversation, upsert, verdicts
@@ -202,5 +203,8 @@ def item_answer(
     """`person` claims a place on the item and answers it (or adjudicates it, once every place is answered)."""
     claim_take(user=person, review_id=review.pk)
     return decision_create(
-        user=person, review_id=review.pk, fingerprint=review.fingerprint, outcome=outcome, checks=checks, note=note
+        user=person,
+        review_id=review.pk,
+        fingerprint=review.fingerprint,
+        verdict=PersonVerdict(outcome=outcome, checks=checks, note=note),
     )

@@ -9,7 +9,7 @@ from grading.conversations.grader import conversation_grade
 from grading.criteria.trials import criteria_trial_start, trial_count, trial_item_grade
 from grading.dashboard.labels import LabelIn, label_record
 from grading.models import Conversation, CriteriaTrial, CriteriaVersion, Org, Review
-from grading.reviews.services import decision_record, review_audit_mark
+from grading.reviews.services import PersonVerdict, decision_record, review_audit_mark
 from tests.builders.conversations import PATH_IDS, llm_judge, support_conversation, upsert, verdicts_reply
 from tests.fakes.openai_server import FakeLLM, Reply
 
@@ -51,7 +51,10 @@ def graded_conversations(
 def decide(conversation: Conversation, person, checks: Mapping[str, str], note: str = "") -> None:
     review = Review.objects.counting().get(conversation=conversation)
     decision_record(
-        review_id=review.pk, decided_by=person, decided_at=timezone.now(), checks=dict(checks), note=note or "checked"
+        review_id=review.pk,
+        decided_by=person,
+        decided_at=timezone.now(),
+        verdict=PersonVerdict(checks=dict(checks), note=note or "checked"),
     )
 
 

@@ -17,7 +17,7 @@ from grading.dashboard.figures import Scope, scope_for
 from grading.dashboard.labels import LabelIn, label_record
 from grading.drafts.gate import draft_grade
 from grading.models import Conversation, Decision, Feedback, ItemKind, Label, Review, ReviewState
-from grading.reviews.services import decision_record, review_audit_mark
+from grading.reviews.services import PersonVerdict, decision_record, review_audit_mark
 from grading.reviews.versions import criteria_active
 from tests.builders.conversations import llm_judge, upsert, verdicts_reply
 from tests.builders.drafts import CLEAN_BODY, draft_reply, llm_draft_judge, save_draft, setup_org_memory
@@ -131,16 +131,15 @@ def build_world(org, fake_llm, operator) -> World:
         {"grounded": "fail", "complete": "pass", "usable": "pass"},
     )
     decide = [
-        ("c1", {"checks": every_pass}, datetime(2026, 11, 24, 9, tzinfo=UTC)),
-        ("c4", {"checks": grounded_fail}, datetime(2026, 11, 24, 10, tzinfo=UTC)),
-        ("c3", {"checks": every_pass}, datetime(2026, 11, 30, 23, tzinfo=UTC)),  # a Monday: ISO week 2026-W49
-        ("d-pass", {"outcome": "reject"}, datetime(2026, 11, 25, 9, tzinfo=UTC)),
-        ("d-band", {"outcome": "approve"}, datetime(2026, 11, 25, 12, tzinfo=UTC)),
+        ("c1", PersonVerdict(checks=every_pass, note="looked"), datetime(2026, 11, 24, 9, tzinfo=UTC)),
+        ("c4", PersonVerdict(checks=grounded_fail, note="looked"), datetime(2026, 11, 24, 10, tzinfo=UTC)),
+        # a Monday: ISO week 2026-W49
+        ("c3", PersonVerdict(checks=every_pass, note="looked"), datetime(2026, 11, 30, 23, tzinfo=UTC)),
+        ("d-pass", PersonVerdict(outcome="reject", note="looked"), datetime(2026, 11, 25, 9, tzinfo=UTC)),
+        ("d-band", PersonVerdict(outcome="approve", note="looked"), datetime(2026, 11, 25, 12, tzinfo=UTC)),
     ]  # fmt: skip
-    for key, decision, decided_at in decide:
-        decision_record(
-            review_id=world.reviews[key].pk, decided_by=operator, decided_at=decided_at, note="looked", **decision
-        )
+    for key, verdict, decided_at in decide:
+        decision_record(review_id=world.reviews[key].pk, decided_by=operator, decided_at=decided_at, verdict=verdict)
 
     for item, check, verdict in (
         ("c2", "pass_fail", "fail"),

@@ -22,7 +22,7 @@ from grading.judge.conversation import SYSTEM_PROMPT as CONVERSATION_SYSTEM_PROM
 from grading.judge.draft import SYSTEM_PROMPT as DRAFT_SYSTEM_PROMPT
 from grading.models import ItemKind, Review
 from grading.reviews.examples import criteria_example_add, criteria_example_explain
-from grading.reviews.services import decision_record
+from grading.reviews.services import PersonVerdict, decision_record
 from grading.reviews.versions import criteria_new_version, criteria_publish
 from tests.builders.conversations import PATH_IDS, llm_judge, support_conversation, upsert, verdicts_reply
 from tests.builders.drafts import CLEAN_BODY, llm_draft_judge, save_draft, setup_org_memory
@@ -47,7 +47,12 @@ def conversation_example(org, operator, injection: str, fake_llm) -> None:
     fake_llm.set_default(verdicts_reply(PATH_IDS, complete="unknown"))
     review = conversation_grade(conversation_id=decided.pk, judge=llm_judge(fake_llm))
     checks = {"grounded": "fail", "complete": "pass", "usable": "pass"}
-    decision_record(review_id=review.pk, decided_by=operator, decided_at=timezone.now(), checks=checks, note=injection)
+    decision_record(
+        review_id=review.pk,
+        decided_by=operator,
+        decided_at=timezone.now(),
+        verdict=PersonVerdict(checks=checks, note=injection),
+    )
     version = criteria_new_version(org=org, kind=ItemKind.CONVERSATION)
     example = criteria_example_add(version=version, subject=decided, check="grounded")
     criteria_example_explain(example=example, explanation=injection)
@@ -61,7 +66,10 @@ def draft_example(org, operator, injection: str) -> None:
     body = f"{CLEAN_BODY[:first_break]}\n\n{injection}{CLEAN_BODY[first_break:]}"
     review = draft_item(org, "decided-draft", body=body)
     decision_record(
-        review_id=review.pk, decided_by=operator, decided_at=timezone.now(), outcome="reject", note=injection
+        review_id=review.pk,
+        decided_by=operator,
+        decided_at=timezone.now(),
+        verdict=PersonVerdict(outcome="reject", note=injection),
     )
     version = criteria_new_version(org=org, kind=ItemKind.DRAFT)
     example = criteria_example_add(version=version, subject=review.draft, check="pass_fail")

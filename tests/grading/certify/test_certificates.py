@@ -12,6 +12,7 @@ from grading.certify.services import TargetInvalid, certificate_compute, certify
 from grading.certify.thresholds import CalibrationPoint, certify
 from grading.dashboard.labels import LabelIn, labels_record
 from grading.models import AuditEvent, Certificate, ItemKind, Label
+from grading.reviews.services import PersonVerdict
 from grading.reviews.versions import criteria_active, criteria_new_version, criteria_publish, criteria_update
 from reviewer.queue.services import claim_take, decision_create
 from tests.builders.certified import JUDGE_KEY, Graded, agreeing, graded_drafts
@@ -77,7 +78,9 @@ def test_items_the_machine_sent_to_people_are_not_calibration(org, draft_version
     """A decision on an item routed to people for doubt is a biased sample: only the audit sample and labels count."""
     routed = draft_item(org, confidences={Label.PASS_FAIL: 0.9}, judge_passed=False)
     claim_take(user=operator, review_id=routed.pk)
-    decision_create(user=operator, review_id=routed.pk, fingerprint=routed.fingerprint, outcome="approve")
+    decision_create(
+        user=operator, review_id=routed.pk, fingerprint=routed.fingerprint, verdict=PersonVerdict(outcome="approve")
+    )
 
     assert calibration(draft_version, judge_key=JUDGE_KEY).labels == 0
 

@@ -13,7 +13,7 @@ from grading.dashboard.sampling import audit_sample_send
 from grading.drafts.gate import draft_grade
 from grading.models import Certificate, ItemKind, Label, Review, Route
 from grading.reviews.rollups import live_counters, rollups_rebuild, stored_counters
-from grading.reviews.services import ReviewOutcome
+from grading.reviews.services import PersonVerdict, ReviewOutcome
 from grading.reviews.versions import criteria_active
 from reviewer.queue.services import claim_take, decision_create
 from tests.builders.certified import JUDGE_KEY, agreeing, graded_drafts
@@ -235,7 +235,10 @@ def test_a_decision_on_an_item_decided_under_a_certificate_counts_as_any_decisio
 
     claim_take(user=operator, review_id=decided.pk)
     decision_create(
-        user=operator, review_id=decided.pk, fingerprint=decided.fingerprint, outcome="reject", note="Too thin."
+        user=operator,
+        review_id=decided.pk,
+        fingerprint=decided.fingerprint,
+        verdict=PersonVerdict(outcome="reject", note="Too thin."),
     )
 
     after = dashboard_figures(scope_for(org))["gate"]["decisions"]

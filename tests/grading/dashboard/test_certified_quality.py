@@ -16,7 +16,14 @@ from grading.figures.definitions import CERTIFIED, ITEMS, PASSED
 from grading.figures.expressions import fixed_point
 from grading.models import Certificate, ItemKind, Label, Review, ReviewState, Rollup, Route
 from grading.reviews.rollups import live_counters, stored_counters
-from grading.reviews.services import ReviewOutcome, ScoreIdentity, decision_record, review_audit_mark, review_record
+from grading.reviews.services import (
+    PersonVerdict,
+    ReviewOutcome,
+    ScoreIdentity,
+    decision_record,
+    review_audit_mark,
+    review_record,
+)
 from grading.reviews.versions import criteria_active
 from tests.builders.certified import (
     JUDGE_KEY,
@@ -137,7 +144,9 @@ def test_people_s_audit_verdict_is_on_the_evidence_a_re_grade_reads_as_the_rebui
     counted(org)  # the grading write's pass probabilities and counters, for rows written straight
 
     review_audit_mark(review_ids=[regraded.pk])
-    decision_record(review_id=regraded.pk, decided_by=operator, decided_at=timezone.now(), outcome="approve")
+    decision_record(
+        review_id=regraded.pk, decided_by=operator, decided_at=timezone.now(), verdict=PersonVerdict(outcome="approve")
+    )
     identity = ScoreIdentity(
         fingerprint=drafts[0].fingerprint, criteria_version=regraded.criteria_version, judge=JUDGE, judge_key="again"
     )
@@ -148,7 +157,10 @@ def test_people_s_audit_verdict_is_on_the_evidence_a_re_grade_reads_as_the_rebui
         started_at=timezone.now(),
     )
     decision_record(
-        review_id=marked_late.pk, decided_by=operator, decided_at=timezone.now(), outcome="reject", note="no"
+        review_id=marked_late.pk,
+        decided_by=operator,
+        decided_at=timezone.now(),
+        verdict=PersonVerdict(outcome="reject", note="no"),
     )
     review_audit_mark(review_ids=[marked_late.pk])
 

@@ -13,7 +13,7 @@ from grading.api.keys import api_key_create
 from grading.core.weeks import iso_week, monday
 from grading.dashboard import corrections as corrections_export
 from grading.models import Correction, Decision, Draft, ItemKind, Review, SlotsFor
-from grading.reviews.services import answer_record
+from grading.reviews.services import PersonVerdict, answer_record
 from reviewer.models import Role
 from tests.builders.conversations import message, support_conversation, upsert
 from tests.builders.corrections import draft_correction, expected_reply, injection_texts
@@ -167,7 +167,12 @@ def test_it_exports_no_correction_of_an_item_people_still_decide_until_it_is_dec
     review = conversation_item(org, "cv-blind")
     at = datetime(2026, 11, 24, 9, tzinfo=UTC)
     verdicts = {"grounded": "pass", "complete": "fail", "usable": "pass"}
-    answer_record(review_id=review.pk, person=ann, answered_at=at, outcome="fail", checks=verdicts, note="no timing")
+    answer_record(
+        review_id=review.pk,
+        person=ann,
+        answered_at=at,
+        verdict=PersonVerdict(outcome="fail", checks=verdicts, note="no timing"),
+    )
     correction = expected_reply(review, author=ann, reply="Ann's expected reply.")
     audit = draft_item(org, "d-audit", audit=True)  # the audit sample, one place, not decided: blind too
     draft_correction(audit, author=ann, corrected="A fix of an audit item.", revise=False)
@@ -175,7 +180,12 @@ def test_it_exports_no_correction_of_an_item_people_still_decide_until_it_is_dec
     assert _rows(client, key) == [] and _rows(client, key, format="chat") == []
 
     # The answers agree: the item is decided.
-    answer_record(review_id=review.pk, person=bo, answered_at=at, outcome="fail", checks=verdicts, note="no timing")
+    answer_record(
+        review_id=review.pk,
+        person=bo,
+        answered_at=at,
+        verdict=PersonVerdict(outcome="fail", checks=verdicts, note="no timing"),
+    )
 
     assert [row["id"] for row in _rows(client, key)] == [correction.pk]
 

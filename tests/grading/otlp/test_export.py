@@ -14,6 +14,7 @@ from grading.conversations.grader import conversation_grade
 from grading.delivery.evaluations import EVENT_NAME, evaluation_export_status, evaluation_records
 from grading.models import Conversation, Review
 from grading.models.otlp import EvaluationExport
+from grading.reviews.services import PersonVerdict
 from reviewer.celery import app
 from reviewer.env import env_headers, env_url
 from reviewer.queue.services import claim_take, decision_create
@@ -104,8 +105,9 @@ def test_an_operator_decision_arrives_with_the_human_verdicts(
             user=operator,
             review_id=review.pk,
             fingerprint=review.fingerprint,
-            checks={"grounded": "pass", "complete": "pass", "usable": "fail"},
-            note="The tracking link is missing.",
+            verdict=PersonVerdict(
+                checks={"grounded": "pass", "complete": "pass", "usable": "fail"}, note="The tracking link is missing."
+            ),
         )
     human = [attributes for _, attributes, _ in exporting.records() if attributes["tollgate.source"] == "operator"]
     assert {a["gen_ai.evaluation.name"]: a["gen_ai.evaluation.score.label"] for a in human} == {

@@ -12,6 +12,7 @@ from grading.api.keys import api_key_create
 from grading.drafts.gate import draft_grade
 from grading.models import AuditEvent, Conversation, Review, WebhookDelivery
 from grading.passes.planner import grading_pass
+from grading.reviews.services import PersonVerdict
 from grading.tasks import grade_conversation
 from reviewer.queue.services import claim_take, decision_create
 from tests.builders.conversations import PATH_IDS, support_conversation, upsert, verdicts_reply
@@ -156,7 +157,9 @@ def test_an_operator_decision_on_a_draft_reaches_the_pipeline_as_a_second_signed
         review = draft_grade(draft_id=draft.pk, judge=llm_draft_judge(fake_llm))
         assert review.route == "human"
         claim_take(user=operator, review_id=review.pk)
-        decision_create(user=operator, review_id=review.pk, fingerprint=review.fingerprint, outcome="approve")
+        decision_create(
+            user=operator, review_id=review.pk, fingerprint=review.fingerprint, verdict=PersonVerdict(outcome="approve")
+        )
         wait_until(lambda: len(hook.received) == 2, message="both webhooks")
         events = [headers["x-tollgate-event"] for headers, _ in hook.received]
         assert sorted(events) == ["human_decision", "machine_verdict"]

@@ -22,7 +22,7 @@ from grading.reviews.examples import (
     version_examples,
     version_fingerprint,
 )
-from grading.reviews.services import decision_record
+from grading.reviews.services import PersonVerdict, decision_record
 from grading.reviews.versions import CriteriaConflict, CriteriaImmutable, criteria_new_version, criteria_publish
 from tests.builders.conversations import PATH_IDS, llm_judge, message, support_conversation, upsert, verdicts_reply
 from tests.builders.custom_checks import SUPPORT_CHECKS, custom_checks_item
@@ -38,7 +38,12 @@ def decided_conversation(org, person, external_id: str, *, note: str = "checked"
     """A conversation in the queue, decided: `checks` over every check passing."""
     review = conversation_item(org, external_id)
     given = {"grounded": "pass", "complete": "pass", "usable": "pass"} | checks
-    decision_record(review_id=review.pk, decided_by=person, decided_at=timezone.now(), checks=given, note=note)
+    decision_record(
+        review_id=review.pk,
+        decided_by=person,
+        decided_at=timezone.now(),
+        verdict=PersonVerdict(checks=given, note=note),
+    )
     return review.conversation
 
 
@@ -82,7 +87,10 @@ def test_the_evidence_stays_as_the_person_decided_it_when_the_item_changes_later
 def test_a_draft_example_quotes_its_title_and_body_and_reads_pass_or_fail(org, operator):
     review = draft_item(org)
     decision_record(
-        review_id=review.pk, decided_by=operator, decided_at=timezone.now(), outcome="reject", note="Too salesy."
+        review_id=review.pk,
+        decided_by=operator,
+        decided_at=timezone.now(),
+        verdict=PersonVerdict(outcome="reject", note="Too salesy."),
     )
     version = criteria_new_version(org=org, kind=ItemKind.DRAFT)
     example = criteria_example_add(version=version, subject=review.draft, check="pass_fail")
@@ -221,7 +229,10 @@ def test_a_draft_prompt_reads_the_examples_after_the_rules_and_before_the_memory
     setup_org_memory(org)
     decided = draft_item(org, body="## Why?\n\nA body a person rejected.\n")
     decision_record(
-        review_id=decided.pk, decided_by=operator, decided_at=timezone.now(), outcome="reject", note="No answer."
+        review_id=decided.pk,
+        decided_by=operator,
+        decided_at=timezone.now(),
+        verdict=PersonVerdict(outcome="reject", note="No answer."),
     )
     version = criteria_new_version(org=org, kind=ItemKind.DRAFT)
     criteria_example_add(version=version, subject=decided.draft, check="pass_fail")
@@ -343,7 +354,12 @@ def version_asking(org, check_set):
 def test_an_example_shows_how_a_category_check_of_the_versions_own_is_read(org, operator):
     review = custom_checks_item(org)
     answers = {"cites_policy": "fail", "intent": "shipping", "helpful": "2"}
-    decision_record(review_id=review.pk, decided_by=operator, decided_at=timezone.now(), checks=answers, note="n")
+    decision_record(
+        review_id=review.pk,
+        decided_by=operator,
+        decided_at=timezone.now(),
+        verdict=PersonVerdict(checks=answers, note="n"),
+    )
     version = version_asking(org, SUPPORT_CHECKS)
     example = criteria_example_add(version=version, subject=review.conversation, check="intent")
     assert (example.check_name, example.human_verdict, example.machine_verdict) == ("intent", "shipping", "refund")
@@ -354,7 +370,12 @@ def test_an_example_shows_how_a_category_check_of_the_versions_own_is_read(org, 
 def test_it_refuses_a_check_the_version_does_not_ask_or_a_verdict_its_check_does_not_allow(org, operator):
     review = custom_checks_item(org)
     answers = {"cites_policy": "fail", "intent": "shipping", "helpful": "2"}
-    decision_record(review_id=review.pk, decided_by=operator, decided_at=timezone.now(), checks=answers, note="n")
+    decision_record(
+        review_id=review.pk,
+        decided_by=operator,
+        decided_at=timezone.now(),
+        verdict=PersonVerdict(checks=answers, note="n"),
+    )
     # The next version asks intent as a verdict: the person's "shipping" cannot show how it reads that.
     intent_as_verdict = CheckDefinition(key="intent", name="Intent", question="Was the intent met?")
     version = version_asking(org, CheckSet(checks=[SUPPORT_CHECKS["cites_policy"], intent_as_verdict]))

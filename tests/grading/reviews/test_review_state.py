@@ -31,6 +31,7 @@ from grading.drafts.gate import draft_grade
 from grading.models import Conversation, CriteriaVersion, Decision, Draft, ItemKind, Org, Review, ReviewState
 from grading.passes.planner import conversations_needing_grading, drafts_needing_grading, grading_pass
 from grading.reviews.reads import current_review, staleness_audit
+from grading.reviews.services import PersonVerdict
 from grading.reviews.versions import criteria_active, criteria_new_version, criteria_publish
 from reviewer.models import Claim, Role
 from reviewer.queue.display import queue_page
@@ -163,14 +164,11 @@ class ReviewStateMachine(RuleBasedStateMachine):
         if not claims:
             return
         review = Review.objects.get(pk=data.draw(st.sampled_from(claims)).review_id)
-        decision = {"outcome": "approve"} if review.kind == ItemKind.DRAFT else {
-            "checks": {"grounded": "pass", "complete": "fail", "usable": "pass"}, "note": "Checked."
-        }  # fmt: skip
+        checks = {"grounded": "pass", "complete": "fail", "usable": "pass"}
+        draft = review.kind == ItemKind.DRAFT
+        verdict = PersonVerdict(outcome="approve") if draft else PersonVerdict(checks=checks, note="Checked.")
         with contextlib.suppress(Refused):  # a lease that ran out, or an item that changed: nothing written
-            decision_create(
-                user=self.operator, review_id=review.pk, fingerprint=review.fingerprint,
-                **decision,
-            )  # fmt: skip
+            decision_create(user=self.operator, review_id=review.pk, fingerprint=review.fingerprint, verdict=verdict)
 
     @rule()
     def leases_expire(self):

@@ -11,7 +11,7 @@ from grading.core.outcomes import SENT_BY_PERSON
 from grading.models import AuditEvent, Review, ReviewState, Route
 from grading.reviews.blind import review_blind
 from grading.reviews.rollups import live_counters, stored_counters
-from grading.reviews.services import SEND_REASON_MAX, SendRefused, review_send
+from grading.reviews.services import SEND_REASON_MAX, PersonVerdict, SendRefused, review_send
 from reviewer.models import Role
 from reviewer.queue.services import claim_take, decision_create
 from tests.builders.conversations import llm_judge, upsert, verdicts_reply
@@ -38,7 +38,9 @@ def test_it_sends_a_passed_draft_to_people_keeping_the_machines_route_and_a_pers
     assert Review.objects.waiting().filter(pk=review.pk).exists()
     assert not review_blind(review).verdicts  # chosen for what the sender saw: not blind
     claim_take(user=operator, review_id=review.pk)
-    decision_create(user=operator, review_id=review.pk, fingerprint=review.fingerprint, outcome="approve")
+    decision_create(
+        user=operator, review_id=review.pk, fingerprint=review.fingerprint, verdict=PersonVerdict(outcome="approve")
+    )
     review.refresh_from_db()
     assert review.state == ReviewState.DECIDED
 

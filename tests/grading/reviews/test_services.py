@@ -7,7 +7,7 @@ from django.utils import timezone
 
 from grading.delivery import enqueue
 from grading.models import ItemKind
-from grading.reviews.services import NotWaiting, answer_record, decision_record
+from grading.reviews.services import NotWaiting, PersonVerdict, answer_record, decision_record
 from reviewer.models import Role
 from tests.builders.people import make_person
 from tests.builders.queue_items import conversation_item, draft_item, slots_ask
@@ -31,10 +31,14 @@ def test_answers_that_agree_on_a_draft_tell_its_pipeline_once_the_verdict_is_com
     review = draft_item(org, callback_url=HOOK)
     ann, bob = (make_person(name, org, Role.OPERATOR) for name in ("ann", "bob"))
     with django_capture_on_commit_callbacks(execute=True):
-        answer_record(review_id=review.pk, person=ann, answered_at=timezone.now(), outcome="approve")
+        answer_record(
+            review_id=review.pk, person=ann, answered_at=timezone.now(), verdict=PersonVerdict(outcome="approve")
+        )
     assert told == []  # one answer of two is no verdict: nothing to tell yet
     with django_capture_on_commit_callbacks(execute=True):
-        answered = answer_record(review_id=review.pk, person=bob, answered_at=timezone.now(), outcome="approve")
+        answered = answer_record(
+            review_id=review.pk, person=bob, answered_at=timezone.now(), verdict=PersonVerdict(outcome="approve")
+        )
         assert answered.decision.basis == "agreed" and told == []  # nothing leaves before the commit
     assert told == [{"review_id": review.pk, "event": enqueue.HUMAN_DECISION}]
 
@@ -44,10 +48,15 @@ def test_a_decision_written_by_any_caller_tells_the_pipeline_once(
 ):
     review = draft_item(org, callback_url=HOOK)
     with django_capture_on_commit_callbacks(execute=True):
-        decision_record(review_id=review.pk, decided_by=operator, decided_at=timezone.now(), outcome="approve")
+        decision_record(
+            review_id=review.pk,
+            decided_by=operator,
+            decided_at=timezone.now(),
+            verdict=PersonVerdict(outcome="approve"),
+        )
     with django_capture_on_commit_callbacks(execute=True), pytest.raises(NotWaiting):
-        decision_record(review_id=review.pk, decided_by=operator, decided_at=timezone.now(), outcome="reject",
-                        note="A second decision is refused, and tells nobody.")  # fmt: skip
+        again = PersonVerdict(outcome="reject", note="A second decision is refused, and tells nobody.")
+        decision_record(review_id=review.pk, decided_by=operator, decided_at=timezone.now(), verdict=again)
     assert told == [{"review_id": review.pk, "event": enqueue.HUMAN_DECISION}]
 
 
@@ -56,7 +65,7 @@ def test_nobody_is_told_of_a_decision_on_a_draft_without_a_callback_url_or_on_a_
 ):
     checks = {"grounded": "pass", "complete": "pass", "usable": "pass"}
     with django_capture_on_commit_callbacks(execute=True):
-        for review, verdict in ((draft_item(org), {"outcome": "approve"}),
-                                (conversation_item(org), {"checks": checks, "note": "Supported."})):  # fmt: skip
-            decision_record(review_id=review.pk, decided_by=operator, decided_at=timezone.now(), **verdict)
+        for review, verdict in ((draft_item(org), PersonVerdict(outcome="approve")),
+                                (conversation_item(org), PersonVerdict(checks=checks, note="Supported."))):  # fmt: skip
+            decision_record(review_id=review.pk, decided_by=operator, decided_at=timezone.now(), verdict=verdict)
     assert told == []

@@ -11,7 +11,7 @@ from grading.dashboard.figures import counters_for, dashboard_figures, scope_for
 from grading.models import Review
 from grading.models.reach import Reach
 from grading.reviews.rollups import live_counters, rollups_rebuild, slice_of, slices_seen, stored_counters
-from grading.reviews.services import decision_record
+from grading.reviews.services import PersonVerdict, decision_record
 from reviewer.models import Membership, Role
 from tests.builders.conversations import upsert
 from tests.builders.people import make_person
@@ -90,7 +90,12 @@ def test_changing_an_items_metadata_moves_no_review_and_no_counter(releases, org
 def test_a_decision_on_a_sliced_review_books_its_slices_as_the_rebuild_counts_them(releases, org, operator):
     waiting = Review.objects.waiting().filter(org=org, slice__contains={"release": "2.4"}).first()
     asked = {check: "fail" for check in waiting.checks}
-    decision_record(review_id=waiting.pk, decided_by=operator, decided_at=timezone.now(), checks=asked, note="no")
+    decision_record(
+        review_id=waiting.pk,
+        decided_by=operator,
+        decided_at=timezone.now(),
+        verdict=PersonVerdict(checks=asked, note="no"),
+    )
     assert stored_counters(org_ids=[org.pk]) == live_counters(org_ids=[org.pk])
     decided = slice_of(stored_counters(org_ids=[org.pk]), "release=2.4")
     assert sum(n for key, n in decided.items() if key[5] == "decision") == 1

@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from grading.api.keys import api_key_create
 from grading.models import AuditEvent, ItemKind, ServiceTarget
-from grading.reviews.services import ReviewOutcome, ScoreIdentity, review_record
+from grading.reviews.services import PersonVerdict, ReviewOutcome, ScoreIdentity, review_record
 from grading.reviews.targets import due_times_refresh
 from grading.reviews.versions import criteria_active
 from reviewer.models import Escalation, Membership, Role
@@ -62,7 +62,9 @@ def test_an_items_page_shows_its_claims_decline_decision_label_import_and_regrad
     claim_take(user=operator, review_id=review.pk)
     claim_decline(user=operator, review_id=review.pk, reason="I wrote this one <myself>")
     claim_take(user=colleague, review_id=review.pk)
-    decision_create(user=colleague, review_id=review.pk, fingerprint=review.fingerprint, outcome="approve")
+    decision_create(
+        user=colleague, review_id=review.pk, fingerprint=review.fingerprint, verdict=PersonVerdict(outcome="approve")
+    )
     label_through_the_api(client, org, review.draft.external_id, "pass")
     regraded = grade_again(review)
 
@@ -107,7 +109,12 @@ def test_a_blind_items_trail_hides_every_verdict_until_it_is_decided(client, cli
     assert "labeller" in shown
 
     claim_take(user=operator, review_id=review.pk)
-    decision_create(user=operator, review_id=review.pk, fingerprint=review.fingerprint, outcome="reject", note="no")
+    decision_create(
+        user=operator,
+        review_id=review.pk,
+        fingerprint=review.fingerprint,
+        verdict=PersonVerdict(outcome="reject", note="no"),
+    )
     rows = client_for(operator).get(reverse("review_detail", args=[review.pk])).context["trail"].rows
     assert ("verdict", "fail") in rows[-2].details and ("outcome", "reject") in rows[0].details
 

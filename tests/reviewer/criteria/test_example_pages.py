@@ -9,7 +9,7 @@ from django.utils import timezone
 from grading.core.weeks import monday
 from grading.models import AuditEvent, CriteriaExample, ItemKind, Review
 from grading.reviews.examples import criteria_example_add
-from grading.reviews.services import decision_record
+from grading.reviews.services import PersonVerdict, decision_record
 from grading.reviews.versions import criteria_new_version, criteria_publish
 from tests.builders.queue_items import conversation_item
 
@@ -20,7 +20,12 @@ HOSTILE = '<script>alert("x")</script>'
 def decided(org, person, external_id="cv-1", note=HOSTILE):
     review = conversation_item(org, external_id)
     checks = {"grounded": "fail", "complete": "pass", "usable": "pass"}
-    decision_record(review_id=review.pk, decided_by=person, decided_at=timezone.now(), checks=checks, note=note)
+    decision_record(
+        review_id=review.pk,
+        decided_by=person,
+        decided_at=timezone.now(),
+        verdict=PersonVerdict(checks=checks, note=note),
+    )
     return review
 
 

@@ -10,6 +10,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from grading.models import CriteriaTrial, CriteriaVersion, Decision, GradingRun, ItemKind, JudgeSpend, Review
+from grading.reviews.services import PersonVerdict
 from grading.reviews.spend import spend_cap_set
 from grading.reviews.versions import criteria_new_version, criteria_publish
 from reviewer.models import Role
@@ -356,7 +357,12 @@ def test_the_publish_plan_says_how_many_peoples_decisions_stop_counting(admin_cl
     decided, _ = conversation_item(org, "cv-decided"), conversation_item(org, "cv-waiting")
     claim_take(user=operator, review_id=decided.pk)
     checks = {"grounded": "pass", "complete": "pass", "usable": "pass"}
-    decision_create(user=operator, review_id=decided.pk, fingerprint=decided.fingerprint, checks=checks, note="ok")
+    decision_create(
+        user=operator,
+        review_id=decided.pk,
+        fingerprint=decided.fingerprint,
+        verdict=PersonVerdict(checks=checks, note="ok"),
+    )
     version = criteria_new_version(org=org, kind=ItemKind.CONVERSATION)
     response = admin_client.get(reverse("criteria_publish", args=[version.pk]))
     assert response.context["plan"].decided == 1

@@ -18,7 +18,7 @@ from grading.conversations.grader import conversation_grade
 from grading.core.weeks import iso_week
 from grading.drafts.gate import draft_grade
 from grading.models import Answer, CriteriaVersion, Draft, ItemKind, Review, SlotsFor
-from grading.reviews.services import answer_record, decision_record
+from grading.reviews.services import PersonVerdict, answer_record, decision_record
 from grading.reviews.versions import criteria_active
 from reviewer.dashboards import export
 from reviewer.models import Role
@@ -103,7 +103,9 @@ def test_it_neutralises_every_cell_a_spreadsheet_would_run_as_a_formula_and_keep
     review = conversation_grade(conversation_id=conversation.conversation.pk, judge=llm_judge(fake_llm))
     note = "\t=1+1\r\n-2+3; +4"
     checks = {"grounded": "pass", "complete": "pass", "usable": "pass"}
-    decision_record(review_id=review.pk, decided_by=operator, decided_at=MONDAY, checks=checks, note=note)
+    decision_record(
+        review_id=review.pk, decided_by=operator, decided_at=MONDAY, verdict=PersonVerdict(checks=checks, note=note)
+    )
     setup_org_memory(org)
     draft = save_draft(org, CLEAN_BODY, external_id="-1+cmd")
     fake_llm.script(draft_reply(8, writing=5))
@@ -155,7 +157,9 @@ def test_it_carries_each_persons_answer_once_every_place_is_answered_and_none_wh
         (split, bo, "reject", "=1+1 the refund window is wrong"),
         (waiting, ann, "reject", "ANN: still blind"),
     ):
-        answer_record(review_id=review.pk, person=person, answered_at=at, outcome=outcome, note=note)
+        answer_record(
+            review_id=review.pk, person=person, answered_at=at, verdict=PersonVerdict(outcome=outcome, note=note)
+        )
     # Two chunks of rows: the answers read with the rows in their one query, and for each chunk blind review's count
     # of the waiting items' answers once.
     monkeypatch.setattr(export, "CHUNK", 2)
@@ -241,7 +245,9 @@ def test_it_writes_each_time_and_answer_as_python_writes_them_whatever_their_fra
     notes = {ann: 'line\nbreak "quoted" \\ café \x01 \u2028 😀', bo: "=1+1"}
     for second, (person, note) in enumerate(notes.items()):
         at = datetime(2026, 11, 24, 9, 0, second, tzinfo=UTC)
-        answer_record(review_id=review.pk, person=person, answered_at=at, outcome="approve", note=note)
+        answer_record(
+            review_id=review.pk, person=person, answered_at=at, verdict=PersonVerdict(outcome="approve", note=note)
+        )
     odd_checks = {"writing": 4, "aeo": 0.00001, "nested": {"b": True, "a": None}}
     Answer.objects.filter(review=review, person=ann).update(checks=odd_checks)
     Review.objects.filter(pk=review.pk).update(

@@ -17,7 +17,7 @@ from grading.dashboard.figures import dashboard_figures, scope_for
 from grading.dashboard.labels import LabelIn, labels_record
 from grading.models import CriteriaVersion, ItemKind, Review, SlotsFor
 from grading.reviews.rollups import live_counters, stored_counters
-from grading.reviews.services import answer_record, decision_record, review_audit_mark
+from grading.reviews.services import PersonVerdict, answer_record, decision_record, review_audit_mark
 from grading.reviews.versions import criteria_active
 from reviewer.dashboards.reads import PAGE_SIZE
 from reviewer.models import Role
@@ -197,12 +197,13 @@ def test_people_against_people_counts_the_queues_answers_once_every_place_is_ans
         ("c3", ann, every_pass | {"grounded": "fail"}),
     ):
         answer_record(
-            review_id=reviews[external_id].pk, person=person, answered_at=answered_at, checks=checks, note="Read it."
+            review_id=reviews[external_id].pk,
+            person=person,
+            answered_at=answered_at,
+            verdict=PersonVerdict(checks=checks, note="Read it."),
         )
-    decision_record(
-        review_id=reviews["c2"].pk, decided_by=cy, decided_at=answered_at, note="The amount is invented.",
-        checks=every_pass | {"grounded": "fail"},
-    )  # fmt: skip
+    adjudication = PersonVerdict(checks=every_pass | {"grounded": "fail"}, note="The amount is invented.")
+    decision_record(review_id=reviews["c2"].pk, decided_by=cy, decided_at=answered_at, verdict=adjudication)
 
     scope = scope_for(org, since="2026-W46", until="2026-W49")
     people = dashboard_figures(scope)["agreement"]["conversation"]["people"]

@@ -17,6 +17,7 @@ from grading.dashboard.figures import scope_for
 from grading.models import Decision, Review, Rollup, ServiceTarget
 from grading.models.reach import Reach
 from grading.reviews.rollups import live_counters, rollups_rebuild, stored_counters
+from grading.reviews.services import PersonVerdict
 from grading.reviews.targets import due_times_refresh
 from reviewer.dashboards.display import Links, service_panel
 from reviewer.dashboards.service import service_figures
@@ -39,9 +40,11 @@ def worked(org, operator):
     for review in (drafts[0], drafts[1], drafts[2], conversations[0]):
         review.refresh_from_db()
         claim_take(user=operator, review_id=review.pk)
-        verdict = {"outcome": "approve"} if review.kind == "draft" else {"checks": dict.fromkeys(
-            ("grounded", "complete", "usable"), "pass"), "note": "ok"}  # fmt: skip
-        decision_create(user=operator, review_id=review.pk, fingerprint=review.fingerprint, **verdict)
+        every_pass = dict.fromkeys(("grounded", "complete", "usable"), "pass")
+        verdict = (
+            PersonVerdict(outcome="approve") if review.kind == "draft" else PersonVerdict(checks=every_pass, note="ok")
+        )
+        decision_create(user=operator, review_id=review.pk, fingerprint=review.fingerprint, verdict=verdict)
     claim_take(user=operator, review_id=drafts[3].pk)
     claim_decline(user=operator, review_id=drafts[3].pk, reason="not mine")
     return {"drafts": drafts, "conversations": conversations}

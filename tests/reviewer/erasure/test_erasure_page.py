@@ -6,6 +6,7 @@ from django.utils import timezone
 from grading.erasure.runs import erasure_counts, erasure_run
 from grading.models import AuditEvent, Conversation, Decision, Erasure, ErasureScope
 from grading.models.otlp import PendingCall
+from grading.reviews.services import PersonVerdict
 from reviewer.models import Role
 from reviewer.queue.services import claim_take, decision_create
 from tests.builders.corrections import expected_reply
@@ -86,7 +87,12 @@ def test_the_confirm_step_previews_the_rows_the_erasure_then_erases_and_erases_n
     review = conversation_item(org, "cv-1")
     claim_take(user=operator, review_id=review.pk)
     checks = {"grounded": "pass", "complete": "pass", "usable": "pass"}
-    decision_create(user=operator, review_id=review.pk, fingerprint=review.fingerprint, checks=checks, note="ok")
+    decision_create(
+        user=operator,
+        review_id=review.pk,
+        fingerprint=review.fingerprint,
+        verdict=PersonVerdict(checks=checks, note="ok"),
+    )
     client.force_login(make_person("admin", org, Role.ORG_ADMIN))
     asked = {"org": org.pk, "scope": ErasureScope.CONVERSATION, "target": "cv-1"}
 
@@ -107,7 +113,12 @@ def test_the_preview_and_the_tombstones_name_the_rows_in_words(org, client, oper
     review = conversation_item(org, "cv-1")
     claim_take(user=operator, review_id=review.pk)
     checks = {"grounded": "pass", "complete": "pass", "usable": "pass"}
-    decision_create(user=operator, review_id=review.pk, fingerprint=review.fingerprint, checks=checks, note="ok")
+    decision_create(
+        user=operator,
+        review_id=review.pk,
+        fingerprint=review.fingerprint,
+        verdict=PersonVerdict(checks=checks, note="ok"),
+    )
     client.force_login(make_person("admin", org, Role.ORG_ADMIN))
     asked = {"org": org.pk, "scope": ErasureScope.CONVERSATION, "target": "cv-1"}
 

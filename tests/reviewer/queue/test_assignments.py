@@ -18,6 +18,7 @@ from django.utils import timezone
 
 from grading.api.keys import api_key_create
 from grading.models import AuditEvent, Review
+from grading.reviews.services import PersonVerdict
 from reviewer.models import Assignment, AssignmentRule, Claim, Membership, Pool, Role
 from reviewer.queue.assignments import (
     InvalidAssignment,
@@ -157,7 +158,10 @@ def test_assigning_checks_who_can_work_the_item_writes_nothing_when_refused_and_
 
     claim_take(user=team["ann"], review_id=review.pk)
     decision_create(
-        user=team["ann"], review_id=review.pk, fingerprint=review.fingerprint, checks=_every_pass(), note="ok"
+        user=team["ann"],
+        review_id=review.pk,
+        fingerprint=review.fingerprint,
+        verdict=PersonVerdict(checks=_every_pass(), note="ok"),
     )
     with pytest.raises(InvalidAssignment):  # decided: out of the queue
         assignment_set(review_id=review.pk, person=team["bob"], by=team["lee"])
@@ -259,7 +263,9 @@ def test_an_org_key_reads_sets_and_clears_an_assignment_over_the_api_audited_und
     theirs = Client(HTTP_AUTHORIZATION=f"Bearer {api_key_create(org=other_org, name='theirs').plaintext}")
     assert theirs.put(url, json.dumps({"person": "ann"}), content_type="application/json").status_code == 404
     claim_take(user=team["ann"], review_id=review.pk)
-    decision_create(user=team["ann"], review_id=review.pk, fingerprint=review.fingerprint, outcome="approve")
+    decision_create(
+        user=team["ann"], review_id=review.pk, fingerprint=review.fingerprint, verdict=PersonVerdict(outcome="approve")
+    )
     assert put({"person": "bob"}).status_code == 409  # decided: nothing waits
 
 

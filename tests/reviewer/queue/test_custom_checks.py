@@ -10,6 +10,7 @@ from pydantic import ValidationError
 
 from grading.checks.definitions import CheckDefinition, CheckSet, PhrasesRule
 from grading.models import Answer, AuditEvent, CriteriaExample, CriteriaVersion, Decision, ItemKind, Review
+from grading.reviews.services import PersonVerdict
 from grading.reviews.versions import criteria_new_version
 from reviewer.models import Role
 from reviewer.queue.services import Refused, claim_take, decision_create
@@ -99,7 +100,12 @@ def test_a_decision_with_a_check_or_an_answer_the_version_does_not_have_is_refus
     review = custom_checks_item(org)
     claim_take(user=operator, review_id=review.pk)
     with pytest.raises(Refused) as refused:
-        decision_create(user=operator, review_id=review.pk, fingerprint=review.fingerprint, checks=answers, note="n")
+        decision_create(
+            user=operator,
+            review_id=review.pk,
+            fingerprint=review.fingerprint,
+            verdict=PersonVerdict(checks=answers, note="n"),
+        )
     assert named in refused.value.message
     assert_nothing_written()
     assert Review.objects.get(pk=review.pk).state == "waiting"

@@ -10,6 +10,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from grading.models import AuditEvent, Decision, MemoryItem, Review
+from grading.reviews.services import PersonVerdict
 from reviewer.models import Claim, Role
 from reviewer.queue.display import queue_page
 from reviewer.queue.services import Refused, claim_take, decision_create
@@ -135,7 +136,9 @@ def test_a_decision_by_someone_who_does_not_hold_the_item_is_refused(client_for,
 def test_a_decision_on_an_unclaimed_item_is_refused(operator, org):
     review = draft_item(org)
     with pytest.raises(Refused, match="claim it first"):
-        decision_create(user=operator, review_id=review.pk, fingerprint=review.fingerprint, outcome="approve")
+        decision_create(
+            user=operator, review_id=review.pk, fingerprint=review.fingerprint, verdict=PersonVerdict(outcome="approve")
+        )
     assert not Decision.objects.exists()
 
 
@@ -164,7 +167,9 @@ def test_a_decision_made_on_other_evidence_than_the_review_is_refused(operator, 
     review = draft_item(org)
     claim = held_by(operator, review)
     with pytest.raises(Refused, match="changed since you opened it"):
-        decision_create(user=operator, review_id=review.pk, fingerprint="fp1:other", outcome="approve")
+        decision_create(
+            user=operator, review_id=review.pk, fingerprint="fp1:other", verdict=PersonVerdict(outcome="approve")
+        )
     assert_nothing_written(claim)
 
 
@@ -172,9 +177,9 @@ def test_deciding_twice_is_refused(operator, org):
     review = draft_item(org)
     held_by(operator, review)
     decide = {"user": operator, "review_id": review.pk, "fingerprint": review.fingerprint}
-    decision_create(**decide, outcome="approve")
+    decision_create(**decide, verdict=PersonVerdict(outcome="approve"))
     with pytest.raises(Refused, match="already decided"):
-        decision_create(**decide, outcome="reject", note="changed my mind")
+        decision_create(**decide, verdict=PersonVerdict(outcome="reject", note="changed my mind"))
     assert Decision.objects.get().outcome == "approve"
 
 
@@ -188,10 +193,8 @@ def test_two_decisions_racing_on_one_item_exactly_one_wins(operator, org):
     def decide(outcome: str) -> None:
         try:
             start.wait()
-            decision_create(
-                user=operator, review_id=review.pk, fingerprint=review.fingerprint,
-                outcome=outcome, note="racing",
-            )  # fmt: skip
+            verdict = PersonVerdict(outcome=outcome, note="racing")
+            decision_create(user=operator, review_id=review.pk, fingerprint=review.fingerprint, verdict=verdict)
             results.append("won")
         except Refused as refusal:
             results.append(refusal.code)
@@ -218,7 +221,9 @@ def test_a_draft_decision_tells_the_pipeline_after_commit(
     review = draft_item(org, callback_url="https://pipeline.example/hook")
     held_by(operator, review)
     with django_capture_on_commit_callbacks(execute=True):
-        decision_create(user=operator, review_id=review.pk, fingerprint=review.fingerprint, outcome="approve")
+        decision_create(
+            user=operator, review_id=review.pk, fingerprint=review.fingerprint, verdict=PersonVerdict(outcome="approve")
+        )
         assert sent == []  # nothing leaves before the decision is committed
     assert sent == [{"review_id": review.pk, "event": enqueue.HUMAN_DECISION}]
 
@@ -229,5 +234,7 @@ def test_decided_items_leave_the_queue_and_never_hide_a_waiting_one(operator, or
     recent = draft_item(org, "recent", minutes_ago=1)
     for review in (old[0], old[1], recent):
         held_by(operator, review)
-        decision_create(user=operator, review_id=review.pk, fingerprint=review.fingerprint, outcome="approve")
+        decision_create(
+            user=operator, review_id=review.pk, fingerprint=review.fingerprint, verdict=PersonVerdict(outcome="approve")
+        )
     assert [row.review_id for row in queue_page(user=operator).rows] == [old[2].pk, waiting.pk]

@@ -9,6 +9,7 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
+from grading.reviews.services import PersonVerdict
 from reviewer.queue.item_reads import identity_rows, item_page
 from reviewer.queue.services import claim_take, decision_create
 from tests.builders.custom_checks import POLICY_GUIDANCE, SUPPORT_CHECKS, custom_checks_item
@@ -80,7 +81,12 @@ def test_the_trail_reads_in_words_with_times_the_page_can_show_in_the_readers_zo
     review = conversation_item(org)
     claim_take(user=operator, review_id=review.pk)
     checks = {"grounded": "pass", "complete": "fail", "usable": "pass"}
-    decision_create(user=operator, review_id=review.pk, fingerprint=review.fingerprint, checks=checks, note="No.")
+    decision_create(
+        user=operator,
+        review_id=review.pk,
+        fingerprint=review.fingerprint,
+        verdict=PersonVerdict(checks=checks, note="No."),
+    )
     response = client_for(operator).get(reverse("review_detail", args=[review.pk]))
     decided, claimed = response.context["trail"].rows[:2]
     assert decided.what == "decided" and claimed.what == "claimed"

@@ -12,6 +12,7 @@ from django.utils import timezone
 
 from grading.checks.definitions import CONVERSATION_DEFAULTS
 from grading.models import Answer, AuditEvent, Decision, ItemKind, Review, ReviewState, SlotsFor
+from grading.reviews.services import PersonVerdict
 from grading.reviews.versions import criteria_active, criteria_new_version, criteria_publish
 from reviewer.models import Claim, Membership, Role
 from reviewer.queue.reads import slots_now
@@ -39,10 +40,8 @@ def operators(org, *names: str) -> list:
 
 def answer(person, review: Review, *, outcome: str = "", checks: dict | None = None, note: str = "", now=None):
     claim_take(user=person, review_id=review.pk, now=now)
-    return decision_create(
-        user=person, review_id=review.pk, fingerprint=review.fingerprint,
-        outcome=outcome, checks=checks, note=note, now=now,
-    )  # fmt: skip
+    verdict = PersonVerdict(outcome=outcome, checks=checks, note=note)
+    return decision_create(user=person, review_id=review.pk, fingerprint=review.fingerprint, now=now, verdict=verdict)
 
 
 def test_answers_that_agree_decide_the_item_by_no_one_person(org):
@@ -80,10 +79,10 @@ def test_answers_that_differ_wait_for_an_adjudicator_who_gave_none(org):
             claim_take(user=person, review_id=review.pk)
         assert claim_next(user=person) is None
     assert claim_next(user=cy).review_id == review.pk
+    verdict = PersonVerdict(checks=ALL_PASS | {"grounded": "fail"}, note="The tool never returned that amount.")
     adjudicated = decision_create(
-        user=cy, review_id=review.pk, fingerprint=review.fingerprint,
-        checks=ALL_PASS | {"grounded": "fail"}, note="The tool never returned that amount.",
-    ).decision  # fmt: skip
+        user=cy, review_id=review.pk, fingerprint=review.fingerprint, verdict=verdict
+    ).decision
     assert (adjudicated.basis, adjudicated.decided_by, adjudicated.outcome) == ("adjudicated", cy, "fail")
     assert Answer.objects.filter(review=review).count() == 2  # the answers stand beside the verdict
 
@@ -169,8 +168,8 @@ def test_answers_stay_bound_to_the_evidence_they_read_when_it_moves_on(client_fo
     claim_take(user=bob, review_id=review.pk)
     continue_conversation(review)
     with pytest.raises(Refused, match="changed since you opened it"):
-        decision_create(user=bob, review_id=review.pk, fingerprint=review.fingerprint,
-                        checks=ALL_PASS, note="Fine.")  # fmt: skip
+        verdict = PersonVerdict(checks=ALL_PASS, note="Fine.")
+        decision_create(user=bob, review_id=review.pk, fingerprint=review.fingerprint, verdict=verdict)
     kept = Answer.objects.get()
     assert (kept.review_id, kept.fingerprint) == (review.pk, review.fingerprint)
     assert Review.objects.with_state().get(pk=review.pk).state_now == ReviewState.STALE
@@ -185,8 +184,8 @@ def test_new_criteria_leave_the_answers_with_the_review_they_were_given_on(org):
     claim_take(user=bob, review_id=review.pk)
     criteria_publish(version=criteria_new_version(org=org, kind=ItemKind.DRAFT))  # cloned: it asks two people too
     with pytest.raises(Refused, match="changed since you opened it"):
-        decision_create(user=bob, review_id=review.pk, fingerprint=review.fingerprint,
-                        outcome="approve")  # fmt: skip
+        approve = PersonVerdict(outcome="approve")
+        decision_create(user=bob, review_id=review.pk, fingerprint=review.fingerprint, verdict=approve)
     assert Answer.objects.get().review_id == review.pk and not Decision.objects.exists()
 
 
@@ -231,8 +230,8 @@ def test_twenty_operators_claiming_at_once_never_overfill_an_item_nor_answer_twi
                         break
                     continue
                 review = Review.objects.get(pk=claim.review_id)
-                decision_create(user=person, review_id=review.pk, fingerprint=review.fingerprint,
-                                outcome="approve")  # fmt: skip
+                approve = PersonVerdict(outcome="approve")
+                decision_create(user=person, review_id=review.pk, fingerprint=review.fingerprint, verdict=approve)
                 connections.close_all()  # a claim and an answer are requests: the connection goes back to the pool
         except BaseException as exc:  # noqa: BLE001 - any error fails the test below
             errors.append(exc)
@@ -290,6 +289,8 @@ def test_no_url_shows_another_persons_answer_while_places_are_open(client, org, 
             seen.append(path)
             assert secret.encode() not in body, f"{path} shows another person's answer"
     assert reverse("review_detail", args=[review.pk]) in seen and reverse("dashboard_export") in seen
-    decision_create(user=bob, review_id=review.pk, fingerprint=review.fingerprint, outcome="approve")
+    decision_create(
+        user=bob, review_id=review.pk, fingerprint=review.fingerprint, verdict=PersonVerdict(outcome="approve")
+    )
     page = client.get(reverse("review_detail", args=[review.pk])).content.decode()
     assert secret in page and "awaiting adjudication" in page  # every place answered: the answers side by side

@@ -12,6 +12,7 @@ from django.urls import reverse
 
 from grading.core.outcomes import HUMAN_REASONS
 from grading.models import Decision, ItemKind, Review, ReviewState
+from grading.reviews.services import PersonVerdict
 from grading.reviews.versions import criteria_active
 from reviewer.models import Claim, Membership
 from reviewer.queue.display import queue_page
@@ -91,7 +92,9 @@ def test_decided_and_stale_reviews_are_not_listed(operator, org):
     decided, stale = draft_item(org, "decided"), draft_item(org, "stale")
     waiting = draft_item(org, "waiting")
     claim_take(user=operator, review_id=decided.pk)
-    decision_create(user=operator, review_id=decided.pk, fingerprint=decided.fingerprint, outcome="approve")
+    decision_create(
+        user=operator, review_id=decided.pk, fingerprint=decided.fingerprint, verdict=PersonVerdict(outcome="approve")
+    )
     resubmit(stale)
     page = queue_page(user=operator)
     assert [row.review_id for row in page.rows] == [waiting.pk]
@@ -378,7 +381,9 @@ def test_the_paged_queue_read_lists_exactly_the_queue_as_grading_defines_it(oper
     review_record(subject=passed, identity=identity, outcome=ReviewOutcome(route="pass"), started_at=passed.created_at)
     decided = draft_item(org, "d-decided", minutes_ago=200)
     claim_take(user=operator, review_id=decided.pk)
-    decision_create(user=operator, review_id=decided.pk, fingerprint=decided.fingerprint, outcome="approve")
+    decision_create(
+        user=operator, review_id=decided.pk, fingerprint=decided.fingerprint, verdict=PersonVerdict(outcome="approve")
+    )
     draft_item(other_org, "globex-draft")
     conversation_item(other_org, "globex-cv")
     criteria_publish(version=criteria_new_version(org=other_org, kind=ItemKind.CONVERSATION), actor=criteria_admin)
