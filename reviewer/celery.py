@@ -50,6 +50,9 @@ class BrokerConnection(Connection):
 
 
 class BrokerAMQP(AMQP):
+    """Celery's broker plumbing, every connection the app opens (a worker's, a sender's, remote control's) a
+    `BrokerConnection`."""
+
     Connection = BrokerConnection
 
 

@@ -272,9 +272,14 @@ path = "clean.md"  # a file name in code is no citation
     assert sorted(found) == sorted(cited)
 
 
+def _code_spans(text: str) -> list[str]:
+    """What a Markdown text writes as code: the text between each pair of backticks on a line."""
+    return re.findall(r"`([^`\n]*)`", text)
+
+
 def _named(names: list[str], text: str) -> list[str]:
     """The names of `names` that `text` never writes as code (in a span between backticks, alone or in a list)."""
-    written = {word for span in re.findall(r"`([^`\n]*)`", text) for word in re.findall(r"[\w-]+", span)}
+    written = {word for span in _code_spans(text) for word in re.findall(r"[\w-]+", span)}
     return [name for name in names if name not in written]
 
 
@@ -306,8 +311,7 @@ def _files_named(text: str) -> set[str]:
     """The repository's paths `text` writes as code: those under a folder at the repository's top (of a placeholder
     such as `tests/<area>/`, the part before it)."""
     folders = "|".join(path.name for path in REPO_ROOT.iterdir() if path.is_dir() and not path.name.startswith("."))
-    spans = re.findall(r"`([^`\n]*)`", text)
-    return {path for span in spans for path in re.findall(rf"\b(?:{folders})/[\w./-]*", span)}
+    return {path for span in _code_spans(text) for path in re.findall(rf"\b(?:{folders})/[\w./-]*", span)}
 
 
 def test_the_architecture_names_only_files_that_exist():
