@@ -56,6 +56,10 @@ class BrokerAMQP(AMQP):
     Connection = BrokerConnection
 
 
+# The start of Celery's warning at every reconnection (WorkerConsumer).
+_CANCEL_TASKS_BY_DEFAULT = r"\s*In Celery 5\.1 we introduced an optional breaking change"
+
+
 class WorkerConsumer(Consumer):
     """A worker's consumer, as `celery worker --without-gossip --without-mingle` makes it, however it is started.
 
@@ -74,9 +78,6 @@ class WorkerConsumer(Consumer):
         warnings.filterwarnings("ignore", _CANCEL_TASKS_BY_DEFAULT, CPendingDeprecationWarning)
         options = {**(worker_options or {}), "without_gossip": True, "without_mingle": True}
         super().__init__(*args, worker_options=options, **kwargs)
-
-
-_CANCEL_TASKS_BY_DEFAULT = r"\s*In Celery 5\.1 we introduced an optional breaking change"
 
 
 app = Celery("reviewer", task_cls=TollgateTask, amqp=BrokerAMQP)
